@@ -1,0 +1,95 @@
+"""Least-squares estimators kept up to date cheaply (spec 1.1-1.3).
+
+``RidgeState`` holds P = (lambda0 I + sum_a n_a x_a x_a^T)^{-1}, log det V, b = sum r x and
+diag(X P X^T), all updated by Sherman-Morrison in O(Kd + d^2) per pull; P is symmetrised
+and rebuilt exactly from the per-arm counts every ``refresh_every`` pulls (spec P1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+
+
+def project(X: np.ndarray, rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
+    """Coordinates of the arms in an orthonormal basis of their span (spec 1.2).
+
+    Returns (Z, Q) with Z = X @ Q, Q a d x d' matrix with orthonormal columns, d' = rank(X).
+    Predictions are preserved: z^T theta' = x^T (Q theta').
+    """
+    U, s, _ = np.linalg.svd(X.T, full_matrices=False)
+    if s.size == 0 or s[0] == 0:
+        raise ValueError("all arm features are zero; the arms carry no information")
+    r = int(np.sum(s > rtol * s[0]))
+    Q = U[:, :r]
+    return X @ Q, Q
+
+
+class RidgeState:
+    """Regularised least squares with rank-one updates.
+
+    Parameters
+    ----------
+    X : (K, d) arm features.
+    lambda0 : the prior precision, V_0 = lambda0 * I (must be > 0).
+    refresh_every : rebuild P exactly from the counts after this many updates.
+    """
+
+    def __init__(self, X: np.ndarray, lambda0: float = 1.0, refresh_every: int = 2000):
+        if not lambda0 > 0:
+            raise ValueError(f"lambda0 (ridge prior precision) must be positive; got {lambda0}")
+        self.X = X
+        self.K, self.d = X.shape
+        self.lambda0 = float(lambda0)
+        self.refresh_every = int(refresh_every)
+        self.counts = np.zeros(self.K)
+        self.b = np.zeros(self.d)
+        self.P = np.eye(self.d) / self.lambda0
+        self.logdet = self.d * np.log(self.lambda0)
+        self.diag = np.einsum("ij,ij->i", X, X) / self.lambda0  # ||x_a||^2_P
+        self._since_refresh = 0
+
+    @property
+    def theta(self) -> np.ndarray:
+        return self.P @ self.b
+
+    def update(self, a: int, reward: float) -> None:
+        """Add one observation of arm a: O(Kd + d^2)."""
+        x = self.X[a]
+        u = self.P @ x
+        q = x @ u
+        denom = 1.0 + q
+        self.P -= np.outer(u, u / denom)
+        self.logdet += np.log1p(q)
+        g = self.X @ u
+        self.diag -= g * g / denom
+        self.b += reward * x
+        self.counts[a] += 1
+        self._since_refresh += 1
+        if self._since_refresh >= self.refresh_every:
+            self.refresh()
+
+    def update_many(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        for a, r in zip(arms, rewards):
+            self.update(int(a), float(r))
+
+    def design_matrix(self) -> np.ndarray:
+        return self.lambda0 * np.eye(self.d) + (self.X.T * self.counts) @ self.X
+
+    def refresh(self) -> None:
+        """Recompute P, log det and diag(X P X^T) exactly from the per-arm counts."""
+        V = self.design_matrix()
+        c, low = cho_factor(V)
+        self.P = cho_solve((c, low), np.eye(self.d))
+        self.P = 0.5 * (self.P + self.P.T)
+        self.logdet = 2.0 * np.sum(np.log(np.diag(c)))
+        self.diag = np.einsum("ij,jk,ik->i", self.X, self.P, self.X)
+        self._since_refresh = 0
+
+    def norm2(self, y: np.ndarray) -> float:
+        """||y||^2_P."""
+        return float(y @ self.P @ y)
+
+    def gram_rows(self, idx) -> np.ndarray:
+        """Rows idx of G = X P X^T, shape (len(idx), K): O(len(idx) (Kd + d^2))."""
+        return (self.X[idx] @ self.P) @ self.X.T

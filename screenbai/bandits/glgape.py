@@ -1,0 +1,1 @@
+"""Placeholder: algorithms of this family are being implemented."""

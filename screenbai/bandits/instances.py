@@ -1,0 +1,114 @@
+"""Named synthetic instances from the papers (spec section 3), built reproducibly from a seed."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+
+from .instance import Instance
+
+
+def soare(d: int = 2, omega: float = 0.01, sigma: float = 1.0) -> Instance:
+    """[SLM14]/[XHS18]: e_1..e_d plus (cos w, sin w, 0..), theta = 2 e_1, N(0, sigma^2) noise."""
+    d = int(d)
+    if d < 2:
+        raise ValueError(f"the Soare instance needs d >= 2; got d = {d}")
+    X = np.vstack([np.eye(d), np.r_[np.cos(omega), np.sin(omega), np.zeros(d - 2)]])
+    theta = np.r_[2.0, np.zeros(d - 1)]
+    return Instance(X, X @ theta, "gaussian", sigma, theta, name=f"soare(d={d},omega={omega})")
+
+
+def reda_classic(K: int = 4, m: int = 2, omega: float = np.pi / 6, sigma: float = 0.5) -> Instance:
+    """[RKD21] classic instance (spec 3.3, A-R5): d = K - 1, theta = e_1, top m means 1, arm m+1 cos w."""
+    K, m = int(K), int(m)
+    if not 1 <= m < K - 0 or K < 3:
+        raise ValueError(f"reda_classic needs K >= 3 and 1 <= m < K; got K={K}, m={m}")
+    d = K - 1
+    E = np.eye(d)
+    X = np.zeros((K, d))
+    X[0] = E[0]
+    for a in range(1, m):  # arms 2..m (1-based): e_1 + e_a
+        X[a] = E[0] + E[a]
+    X[m] = np.cos(omega) * E[0] + np.sin(omega) * E[m]
+    for a in range(m + 1, K):  # arms m+2..K (1-based): e_{a-1}
+        X[a] = E[a - 1]
+    theta = E[0]
+    return Instance(X, X @ theta, "gaussian", sigma, theta, name=f"reda_classic(K={K},m={m},omega={omega:.4g})")
+
+
+def canonical(d: int = 16, gap: float = 0.1, sigma: float = 1.0) -> Instance:
+    """[XHS18] 7.1.2 / [AKG22] 8.2: arms e_1..e_d, theta = gap * e_1."""
+    X = np.eye(int(d))
+    theta = np.r_[gap, np.zeros(int(d) - 1)]
+    return Instance(X, X @ theta, "gaussian", sigma, theta, name=f"canonical(d={d},gap={gap})")
+
+
+def kw_synthetic(K: int = 50, d: int = 10, seed: int = 0) -> Instance:
+    """[KW] synthetic logistic instance: theta ~ N(0, I_d), features U[-1, 1]^d, Bernoulli rewards."""
+    rng = np.random.default_rng(seed)
+    theta = rng.standard_normal(int(d))
+    X = rng.uniform(-1.0, 1.0, size=(int(K), int(d)))
+    return Instance(X, expit(X @ theta), "bernoulli", 0.5, theta, link="logistic", name=f"kw_synthetic(K={K},d={d},seed={seed})")
+
+
+def akg_logistic(K: int = 8, d: int = 5, seed: int = 0) -> Instance:
+    """[AKG22] 8.4: features U[-0.5, 0.5]^d, theta ~ N(0, 3/d I), Bernoulli rewards."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-0.5, 0.5, size=(int(K), int(d)))
+    theta = rng.normal(0.0, np.sqrt(3.0 / d), size=int(d))
+    return Instance(X, expit(X @ theta), "bernoulli", 0.5, theta, link="logistic", name=f"akg_logistic(K={K},d={d},seed={seed})")
+
+
+def akg_adaptive(K: int = 8, omega: float = 0.1, noise_var: float = 10.0) -> Instance:
+    """[AKG22] 8.1: e_1..e_d plus (cos w, sin w, 0..), d = K - 1, theta = e_1, N(0, 10) noise (variance)."""
+    d = int(K) - 1
+    X = np.vstack([np.eye(d), np.r_[np.cos(omega), np.sin(omega), np.zeros(d - 2)]])
+    theta = np.r_[1.0, np.zeros(d - 1)]
+    return Instance(X, X @ theta, "gaussian", float(np.sqrt(noise_var)), theta, name=f"akg_adaptive(K={K})")
+
+
+def akg_sphere(K: int = 32, d: int = 10, seed: int = 0, noise_var: float = 1.0) -> Instance:
+    """[AKG22] 8.3: arms uniform on the unit sphere; theta = x_i + 0.01 (x_j - x_i), (i, j) closest pair."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((int(K), int(d)))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    D = np.linalg.norm(X[:, None, :] - X[None, :, :], axis=2) + np.eye(int(K)) * 1e9
+    i, j = np.unravel_index(np.argmin(D), D.shape)
+    theta = X[i] + 0.01 * (X[j] - X[i])
+    return Instance(X, X @ theta, "gaussian", float(np.sqrt(noise_var)), theta, name=f"akg_sphere(K={K},d={d},seed={seed})")
+
+
+NAMED = {
+    "soare": soare,
+    "reda_classic": reda_classic,
+    "canonical": canonical,
+    "kw_synthetic": kw_synthetic,
+    "akg_logistic": akg_logistic,
+    "akg_adaptive": akg_adaptive,
+    "akg_sphere": akg_sphere,
+}
+
+
+def parse_instance(spec: str) -> Instance:
+    """Build a named instance from 'name:key=value,key=value' (e.g. 'soare:d=5')."""
+    name, _, rest = spec.partition(":")
+    if name not in NAMED:
+        raise ValueError(f"unknown instance {name!r}; available: {', '.join(NAMED)}")
+    kwargs = {}
+    for part in filter(None, rest.split(",")):
+        key, eq, value = part.partition("=")
+        if not eq:
+            raise ValueError(f"instance parameter {part!r} must look like key=value")
+        kwargs[key.strip()] = _number(value.strip())
+    return NAMED[name](**kwargs)
+
+
+def _number(text: str):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    if text.lower() in ("pi/6", "pi/3"):
+        return np.pi / (6 if text.endswith("6") else 3)
+    return text

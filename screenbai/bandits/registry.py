@@ -1,0 +1,78 @@
+"""Algorithm registry: a config string selects a policy class and its parameters.
+
+Each algorithm module decorates its classes with ``@register("name", **defaults)``.
+``make_policy`` builds a policy for a feature matrix; ``policy_for_instance`` also resolves
+parameters given as the string "oracle" (e.g. ``S="oracle"``, ``c_mu="oracle"``) from the
+true instance, for simulation studies.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+_MODULES = ("gifa", "static", "glgape", "gse", "baselines")
+_REGISTRY: dict[str, "Entry"] = {}
+
+
+@dataclass(frozen=True)
+class Entry:
+    name: str
+    cls: type
+    defaults: dict = field(default_factory=dict)
+    description: str = ""
+
+
+def register(name: str, description: str = "", **defaults):
+    def deco(cls):
+        key = name.lower()
+        if key in _REGISTRY and _REGISTRY[key].cls is not cls:
+            raise ValueError(f"algorithm name {name!r} is registered twice")
+        _REGISTRY[key] = Entry(key, cls, dict(defaults), description or (cls.__doc__ or "").strip().split("\n")[0])
+        return cls
+
+    return deco
+
+
+def _load_all() -> None:
+    for mod in _MODULES:
+        importlib.import_module(f"{__package__}.{mod}")
+
+
+def available() -> dict[str, Entry]:
+    _load_all()
+    return dict(sorted(_REGISTRY.items()))
+
+
+def get(name: str) -> Entry:
+    entries = available()
+    key = str(name).lower()
+    if key not in entries:
+        raise KeyError(f"unknown algorithm {name!r}; available: {', '.join(entries)}")
+    return entries[key]
+
+
+def make_policy(name: str, features, **params):
+    entry = get(name)
+    kwargs = {**entry.defaults, **params}
+    try:
+        return entry.cls(features, **kwargs)
+    except TypeError as exc:  # unknown keyword: say which parameters exist
+        import inspect
+
+        sig = inspect.signature(entry.cls.__init__)
+        allowed = [p for p in sig.parameters if p not in ("self", "features")]
+        raise TypeError(f"{name}: {exc}; parameters accepted: {', '.join(allowed)}") from None
+
+
+def policy_for_instance(name: str, instance, **params):
+    """Like make_policy, with "oracle" parameter values resolved from the true instance."""
+    entry = get(name)
+    kwargs = {**entry.defaults, **params}
+    resolve = getattr(entry.cls, "resolve_oracle", None)
+    for key, value in list(kwargs.items()):
+        if isinstance(value, str) and value == "oracle":
+            if resolve is None:
+                raise ValueError(f"{name} has no oracle value for parameter {key!r}")
+            kwargs[key] = resolve(key, instance)
+    return make_policy(name, instance.features, **kwargs)

@@ -1,0 +1,130 @@
+"""Run a policy against an environment, and replicate runs over seeds in parallel.
+
+Reproducibility: replication r of a study with seed s always uses
+``SeedSequence(s).spawn(n_reps)[r]``, split into one generator for the policy and one for the
+environment, so results do not depend on the number of workers or on chunking.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+import pandas as pd
+
+from .instance import Instance
+from .policy import Result
+from .registry import policy_for_instance
+
+
+def run(policy, env) -> Result:
+    """Drive one policy to completion against a simulated environment."""
+    while not policy.done:
+        arms = policy.ask()
+        policy.tell(arms, env.pull(arms))
+    return policy.result()
+
+
+def _seeds(seed: int, n_reps: int, start: int = 0) -> list[np.random.SeedSequence]:
+    return np.random.SeedSequence(seed).spawn(start + n_reps)[start:]
+
+
+def run_one(instance: Instance, algorithm: str, params: dict, seed_seq: np.random.SeedSequence) -> dict:
+    """One replication -> one tidy record."""
+    policy_ss, env_ss = seed_seq.spawn(2)
+    t0 = time.perf_counter()
+    policy = policy_for_instance(algorithm, instance, rng=np.random.default_rng(policy_ss), **params)
+    result = run(policy, instance.environment(np.random.default_rng(env_ss)))
+    wall = time.perf_counter() - t0
+    m = len(result.recommendation)
+    eps = float(params.get("epsilon", 0.0) or 0.0)
+    return {
+        "algorithm": algorithm,
+        "params": json.dumps(params, sort_keys=True, default=str),
+        "replication": int(seed_seq.spawn_key[-1]),
+        "samples": result.n_samples,
+        "stopped": result.stopped,
+        "recommendation": list(result.recommendation),
+        "correct": instance.is_correct(result.recommendation, epsilon=eps, m=m),
+        "pulls": result.pulls.tolist(),
+        "wall_time_s": wall,
+        **{f"diag_{k}": v for k, v in result.diagnostics.items() if np.isscalar(v)},
+    }
+
+
+def _run_chunk(args) -> list[dict]:
+    instance, algorithm, params, seed_seqs = args
+    return [run_one(instance, algorithm, params, ss) for ss in seed_seqs]
+
+
+def replicate(
+    instance: Instance,
+    algorithm: str,
+    params: dict | None = None,
+    *,
+    n_reps: int = 10,
+    seed: int = 0,
+    start: int = 0,
+    n_jobs: int = 1,
+    progress: bool = False,
+) -> pd.DataFrame:
+    """Replicate ``algorithm`` on ``instance``: replications start .. start + n_reps - 1 of ``seed``.
+
+    Returns one row per replication (algorithm, params, seed, replication, samples, stopped,
+    recommendation, correct, pulls, wall_time_s, diagnostics), ordered by replication.
+    """
+    params = dict(params or {})
+    if n_reps < 1:
+        raise ValueError(f"n_reps must be at least 1; got {n_reps}")
+    seqs = _seeds(seed, n_reps, start)
+    n_jobs = max(1, min(int(n_jobs) if n_jobs else os.cpu_count() or 1, n_reps))
+    bar = _progress(n_reps, f"{algorithm} on {instance.name}", progress)
+    records: list[dict] = []
+    if n_jobs == 1:
+        for ss in seqs:
+            records.append(run_one(instance, algorithm, params, ss))
+            bar.update(1)
+    else:
+        chunks = [seqs[i::n_jobs * 4] for i in range(n_jobs * 4) if seqs[i::n_jobs * 4]]
+        with ProcessPoolExecutor(max_workers=n_jobs) as pool:
+            for recs in pool.map(_run_chunk, [(instance, algorithm, params, c) for c in chunks]):
+                records.extend(recs)
+                bar.update(len(recs))
+    bar.close()
+    df = pd.DataFrame.from_records(records).sort_values("replication", kind="stable").reset_index(drop=True)
+    df.insert(2, "seed", seed)
+    df.insert(0, "instance", instance.name)
+    return df
+
+
+class _NoBar:
+    def update(self, n):
+        pass
+
+    def close(self):
+        pass
+
+
+def _progress(total: int, desc: str, enabled: bool):
+    if not enabled:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, unit="run")
+
+
+def summarize(records: pd.DataFrame) -> pd.DataFrame:
+    """Median/mean samples, error rate and time per algorithm (non-terminated runs counted apart)."""
+    g = records.groupby(["instance", "algorithm", "params"], sort=False)
+    out = g.agg(
+        runs=("samples", "size"),
+        not_stopped=("stopped", lambda s: int((~s.astype(bool)).sum())),
+        median_samples=("samples", "median"),
+        mean_samples=("samples", "mean"),
+        error_rate=("correct", lambda c: 1.0 - float(np.mean(c))),
+        mean_time_s=("wall_time_s", "mean"),
+    )
+    return out.reset_index()
