@@ -21,8 +21,8 @@ def soare(d: int = 2, omega: float = 0.01, sigma: float = 1.0) -> Instance:
 def reda_classic(K: int = 4, m: int = 2, omega: float = np.pi / 6, sigma: float = 0.5) -> Instance:
     """[RKD21] classic instance (spec 3.3, A-R5): d = K - 1, theta = e_1, top m means 1, arm m+1 cos w."""
     K, m = int(K), int(m)
-    if not 1 <= m < K - 0 or K < 3:
-        raise ValueError(f"reda_classic needs K >= 3 and 1 <= m < K; got K={K}, m={m}")
+    if K < 3 or not 1 <= m <= K - 2:
+        raise ValueError(f"reda_classic needs K >= 3 and 1 <= m <= K - 2; got K={K}, m={m}")
     d = K - 1
     E = np.eye(d)
     X = np.zeros((K, d))

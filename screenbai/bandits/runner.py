@@ -117,14 +117,20 @@ def _progress(total: int, desc: str, enabled: bool):
 
 
 def summarize(records: pd.DataFrame) -> pd.DataFrame:
-    """Median/mean samples, error rate and time per algorithm (non-terminated runs counted apart)."""
-    g = records.groupby(["instance", "algorithm", "params"], sort=False)
-    out = g.agg(
-        runs=("samples", "size"),
-        not_stopped=("stopped", lambda s: int((~s.astype(bool)).sum())),
-        median_samples=("samples", "median"),
-        mean_samples=("samples", "mean"),
-        error_rate=("correct", lambda c: 1.0 - float(np.mean(c))),
-        mean_time_s=("wall_time_s", "mean"),
-    )
-    return out.reset_index()
+    """Per algorithm: runs, non-terminated runs, median/mean samples and error rate of the runs
+    that stopped (non-terminated runs are counted apart, never averaged in; spec P13), mean time."""
+    rows = []
+    for (inst, alg, params), grp in records.groupby(["instance", "algorithm", "params"], sort=False):
+        done = grp[grp["stopped"].astype(bool)]
+        rows.append({
+            "instance": inst,
+            "algorithm": alg,
+            "params": params,
+            "runs": len(grp),
+            "not_stopped": len(grp) - len(done),
+            "median_samples": float(done["samples"].median()) if len(done) else np.nan,
+            "mean_samples": float(done["samples"].mean()) if len(done) else np.nan,
+            "error_rate": 1.0 - float(done["correct"].mean()) if len(done) else np.nan,
+            "mean_time_s": float(grp["wall_time_s"].mean()),
+        })
+    return pd.DataFrame(rows)

@@ -1,0 +1,166 @@
+"""Per-round cost of each algorithm (microseconds per round), and how it grows with K and d.
+
+    python benchmarks/bench_speed.py            # full grid, writes docs/speed.md
+    python benchmarks/bench_speed.py --quick    # a smaller grid
+
+Each fixed-confidence algorithm runs on a random instance for a fixed number of rounds (its
+stopping rule cannot fire: epsilon = 0 on distinct means, or a sample cap), ask/tell overhead and
+reward draws included; initialisation rounds are excluded by timing a second window of rounds.
+Fixed-budget algorithms (GSE) are timed per whole run.  The "growth" columns divide the cost at
+the largest K (or d) by the cost at the smallest, next to the K*d ratio: a per-round cost that
+grew faster than K*d would show a growth above that ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from screenbai.bandits import Instance, make_policy
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# name -> (parameters, model)
+FIXED_CONFIDENCE = {
+    "lingape": ({"epsilon": 0.0, "delta": 0.05}, "linear"),
+    "m-lingape": ({"m": 1, "epsilon": 0.0, "delta": 0.05, "rule": "greedy"}, "linear"),
+    "m-lingape(m=3)": ({"m": 3, "epsilon": 0.0, "delta": 0.05, "rule": "greedy"}, "linear"),
+    "lingifa": ({"m": 1, "epsilon": 0.0, "delta": 0.05}, "linear"),
+    "lucb": ({"m": 1, "epsilon": 0.0, "delta": 0.05}, "linear"),
+    "ugape": ({"m": 1, "epsilon": 0.0, "delta": 0.05}, "linear"),
+    "glgape": ({"epsilon": 1e-9, "delta": 0.05, "c_mu": 0.05}, "logistic"),
+    "linucb": ({"budget": None}, "linear"),
+    "ucb-glm": ({"budget": None}, "logistic"),
+}
+FIXED_BUDGET = {
+    "gse-lin": ({"budget": 4000}, "linear"),
+    "gse-log": ({"budget": 4000}, "logistic"),
+}
+
+
+def random_instance(K: int, d: int, model: str, seed: int = 0) -> Instance:
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, size=(K, d)) / np.sqrt(d)
+    theta = rng.standard_normal(d)
+    if model == "logistic":
+        return Instance(X, expit(X @ theta), "bernoulli", 0.5, theta, link="logistic")
+    return Instance(X, X @ theta, "gaussian", 0.5, theta)
+
+
+def _drive(policy, env, rounds: int) -> int:
+    done = 0
+    while done < rounds and not policy.done:
+        arms = policy.ask()
+        policy.tell(arms, env.pull(arms))
+        done += 1
+    return done
+
+
+def per_round_us(name: str, params: dict, model: str, K: int, d: int, rounds: int) -> float:
+    algo = name.split("(")[0]
+    inst = random_instance(K, d, model)
+    params = dict(params)
+    if "budget" in params and params["budget"] is None:
+        params["budget"] = 10 * rounds + 10 * K
+    policy = make_policy(algo, inst.features, rng=np.random.default_rng(1), max_samples=10**7, **params)
+    env = inst.environment(np.random.default_rng(2))
+    _drive(policy, env, K + 3 * d)  # initialisation and warm-up, not timed
+    t0 = time.perf_counter()
+    done = _drive(policy, env, rounds)
+    elapsed = time.perf_counter() - t0
+    if done == 0:
+        return float("nan")
+    return 1e6 * elapsed / done
+
+
+def whole_run_s(name: str, params: dict, model: str, K: int, d: int, reps: int = 5) -> float:
+    inst = random_instance(K, d, model)
+    times = []
+    for r in range(reps):
+        t0 = time.perf_counter()
+        policy = make_policy(name, inst.features, rng=np.random.default_rng(r), **params)
+        env = inst.environment(np.random.default_rng(100 + r))
+        _drive(policy, env, 10**9)
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--out", default=str(ROOT / "docs" / "speed.md"))
+    args = ap.parse_args(argv)
+    Ks = [10, 100, 400] if args.quick else [10, 100, 400, 1000]
+    ds = [5, 20] if args.quick else [5, 20, 50]
+    rounds = args.rounds or (300 if args.quick else 1000)
+
+    from screenbai.bandits.registry import available
+
+    registered = available()
+    rows = []
+    for name, (params, model) in FIXED_CONFIDENCE.items():
+        if name.split("(")[0] not in registered:
+            continue
+        for K in Ks:
+            for d in ds:
+                if d >= K:
+                    continue
+                us = per_round_us(name, params, model, K, d, rounds)
+                rows.append({"algorithm": name, "K": K, "d": d, "us_per_round": us})
+                print(f"{name:16s} K={K:5d} d={d:3d}  {us:9.1f} us/round", flush=True)
+    table = pd.DataFrame(rows)
+    fb_rows = []
+    for name, (params, model) in FIXED_BUDGET.items():
+        if name not in registered:
+            continue
+        for K in [100, 400, 1000]:
+            for d in [10, 20, 50]:
+                s = whole_run_s(name, params, model, K, d)
+                fb_rows.append({"algorithm": name, "K": K, "d": d, "budget": params["budget"], "seconds_per_run": s})
+                print(f"{name:16s} K={K:5d} d={d:3d}  {s:8.4f} s/run", flush=True)
+    fb = pd.DataFrame(fb_rows)
+
+    lines = ["# Speed benchmark", "", f"Command: `python benchmarks/bench_speed.py{' --quick' if args.quick else ''}`", ""]
+    lines += ["Machine: 2 cores; single process; timings include ask/tell overhead and reward draws.", ""]
+    if len(table):
+        wide = table.pivot_table(index="algorithm", columns=["K", "d"], values="us_per_round", sort=False)
+        lines += ["## Fixed confidence: microseconds per round", "", _markdown(wide.round(1)), ""]
+        growth = []
+        for name, grp in table.groupby("algorithm", sort=False):
+            g = grp.set_index(["K", "d"])["us_per_round"]
+            dmid = 20 if 20 in ds else ds[-1]
+            kk = [k for k in Ks if (k, dmid) in g.index]
+            dd = [x for x in ds if (400, x) in g.index]
+            growth.append({
+                "algorithm": name,
+                f"cost(K={kk[-1]})/cost(K={kk[0]}) at d={dmid}": round(g[(kk[-1], dmid)] / g[(kk[0], dmid)], 2),
+                "K ratio": kk[-1] / kk[0],
+                f"cost(d={dd[-1]})/cost(d={dd[0]}) at K=400": round(g[(400, dd[-1])] / g[(400, dd[0])], 2) if dd else np.nan,
+                "d ratio": dd[-1] / dd[0] if dd else np.nan,
+            })
+        lines += ["## Growth (cost ratio vs the K or d ratio)", "", _markdown(pd.DataFrame(growth).set_index("algorithm")), ""]
+    if len(fb):
+        lines += ["## Fixed budget: seconds per whole run (median of 5)", "", _markdown(fb.set_index("algorithm").round(4)), ""]
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text("\n".join(lines))
+    print(f"written {args.out}")
+    return 0
+
+
+def _markdown(df: pd.DataFrame) -> str:
+    cols = [str(c) for c in df.columns]
+    idx = df.index.name or ""
+    out = ["| " + " | ".join([str(idx)] + cols) + " |", "|" + "---|" * (len(cols) + 1)]
+    for key, row in df.iterrows():
+        out.append("| " + " | ".join([str(key)] + [f"{v:g}" if isinstance(v, float) else str(v) for v in row]) + " |")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
