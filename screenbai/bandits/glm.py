@@ -1,0 +1,191 @@
+"""Logistic (GLM) maximum likelihood on per-arm counts, and the c_mu constants (spec 1.4, P3, P4, P9).
+
+``logistic_mle`` runs a penalised Newton method on aggregated Bernoulli data: arm a was pulled
+n_a times with s_a successes.  Each Newton iteration costs O(K_+ d^2 + d^3) (K_+ = arms with
+n_a > 0), whatever the number of observations.  With ``lambda_reg = 0`` the maximum likelihood
+estimate may not exist (separable outcomes, P4); this is detected and reported with
+``SeparableDataError`` rather than returning a diverged estimate silently.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from scipy.linalg import lapack
+from scipy.special import expit
+
+#: a fitted linear predictor beyond this (fitted mean within ~1e-13 of 0 or 1) means divergence
+_SEPARATION_ETA = 30.0
+#: near-separation flag for penalised fits (fitted mean within ~2e-9 of 0 or 1)
+_NEAR_SEPARATION_ETA = 20.0
+_DECREMENT_TOL = 1e-12
+_MAX_HALVINGS = 40
+
+
+class SeparableDataError(ValueError):
+    """The unpenalised logistic MLE does not exist: the binary outcomes are (quasi-)separable."""
+
+
+class LogisticFit(NamedTuple):
+    """Result of ``logistic_mle``.
+
+    theta: the estimate (length d).
+    n_iter: Newton iterations performed (Hessians factorised).
+    converged: the stopping test (step or Newton decrement) was met within ``max_iter``.
+    separable_warning: near-separation flag: some pulled arm's fitted mean is within ~1e-9 of
+        0 or 1, or more than 10 iterations were needed (spec 1.4, "report ... more than 10").
+    """
+
+    theta: np.ndarray
+    n_iter: int
+    converged: bool
+    separable_warning: bool
+
+
+def dmu(z):
+    """Derivative of the logistic function, mu'(z) = expit(z) * expit(-z), without overflow."""
+    return expit(z) * expit(-z)
+
+
+def _penalised_nll(eta: np.ndarray, n: np.ndarray, s: np.ndarray, theta: np.ndarray, lam: float) -> float:
+    """L(theta) = -sum_a [s_a eta_a - n_a log(1 + e^eta_a)] + lam/2 ||theta||^2 (spec 1.4)."""
+    return float(n @ np.logaddexp(0.0, eta) - s @ eta + 0.5 * lam * (theta @ theta))
+
+
+def logistic_mle(
+    X,
+    n,
+    s,
+    lambda_reg: float = 1.0,
+    theta0=None,
+    max_iter: int = 50,
+    tol: float = 1e-8,
+) -> LogisticFit:
+    """Penalised logistic MLE from per-arm pull counts ``n`` and success counts ``s`` (spec 1.4).
+
+    Minimises -sum_a [s_a x_a^T theta - n_a log(1 + exp(x_a^T theta))] + lambda_reg/2 ||theta||^2
+    by Newton's method (Cholesky solve, step halved until the objective decreases), warm-started
+    at ``theta0``.  Stops when ||Newton step||_inf < tol or the Newton decrement g^T H^-1 g < 1e-12.
+
+    With ``lambda_reg = 0`` the MLE may not exist.  Raises ``SeparableDataError`` when the iterates
+    diverge (a pulled arm's fitted linear predictor exceeds 30 in absolute value during the
+    iterations, or 20 at the end, i.e. its fitted mean is numerically 0 or 1: with separable data
+    ||theta|| grows without bound while the likelihood creeps towards its supremum) or when the
+    Hessian is singular (the pulled arms do not span R^d).  Never loops beyond ``max_iter``.
+    """
+    X = np.asarray(X, dtype=float)
+    n = np.asarray(n, dtype=float).reshape(-1)
+    s = np.asarray(s, dtype=float).reshape(-1)
+    K, d = X.shape
+    if n.shape[0] != K or s.shape[0] != K:
+        raise ValueError(f"n and s need one entry per arm (K = {K}); got lengths {n.shape[0]} and {s.shape[0]}")
+    lam = float(lambda_reg)
+    if not lam >= 0.0:
+        raise ValueError(f"lambda_reg (ridge penalty of the logistic MLE) must be >= 0; got {lambda_reg}")
+    if np.any(n < 0) or np.any(s < 0) or np.any(s > n):
+        raise ValueError("counts must satisfy 0 <= successes s_a <= pulls n_a for every arm")
+    pulled = n > 0
+    if not pulled.all():
+        X, n, s = X[pulled], n[pulled], s[pulled]
+    theta = np.zeros(d) if theta0 is None else np.array(theta0, dtype=float).reshape(-1)
+    if theta.shape[0] != d:
+        raise ValueError(f"theta0 has length {theta.shape[0]}, expected d = {d}")
+    if X.shape[0] == 0:  # no data: the penalised minimiser is 0; unpenalised is undefined
+        if lam == 0.0:
+            raise SeparableDataError("no arm has been pulled; the unpenalised MLE is undefined (use lambda_reg > 0)")
+        return LogisticFit(np.zeros(d), 0, True, False)
+
+    eta = X @ theta
+    loss = _penalised_nll(eta, n, s, theta, lam)
+    converged = False
+    n_iter = 0
+    eye_lam = lam * np.eye(d)
+    while n_iter < max_iter:
+        p = expit(eta)
+        g = X.T @ (n * p - s) + lam * theta
+        w = n * p * (1.0 - p)
+        H = (X.T * w) @ X + eye_lam
+        n_iter += 1
+        chol, info = lapack.dpotrf(H, lower=1, clean=0)
+        if info != 0:
+            _raise_singular(eta, lam, info)
+            H = H + (1e-10 * max(1.0, np.abs(H).max())) * np.eye(d)  # penalised: only rounding can do this
+            chol, info = lapack.dpotrf(H, lower=1, clean=0)
+        step, _ = lapack.dpotrs(chol, g, lower=1)
+        step = -step
+        decrement = -float(g @ step)
+        if decrement < _DECREMENT_TOL:  # take the (tiny, already solved) full step and stop
+            theta = theta + step
+            eta = X @ theta
+            converged = True
+            break
+        # backtracking on the penalised objective
+        size = 1.0
+        for _ in range(_MAX_HALVINGS):
+            cand = theta + size * step
+            eta_c = X @ cand
+            loss_c = _penalised_nll(eta_c, n, s, cand, lam)
+            if loss_c <= loss + 1e-4 * size * float(g @ step):
+                break
+            size *= 0.5
+        else:  # no decrease at machine precision: we are at the minimum
+            converged = True
+            break
+        theta, eta, loss = cand, eta_c, loss_c
+        if lam == 0.0 and np.abs(eta).max() > _SEPARATION_ETA:
+            _raise_separable(eta, n_iter)
+        if np.abs(step).max() < tol:
+            converged = True
+            break
+    max_eta = float(np.abs(eta).max())
+    # near separation the Newton decrement shrinks like exp(-|eta|), so the decrement test can
+    # "converge" on a diverging sequence: judge by the fitted means instead
+    if lam == 0.0 and max_eta > _NEAR_SEPARATION_ETA:
+        _raise_separable(eta, n_iter)
+    warn = bool(max_eta > _NEAR_SEPARATION_ETA or n_iter > 10)
+    return LogisticFit(theta, n_iter, converged, warn)
+
+
+def _raise_separable(eta: np.ndarray, n_iter: int):
+    raise SeparableDataError(
+        "the unpenalised logistic MLE does not exist: the binary outcomes are (quasi-)separable by a "
+        f"linear function of the features (after {n_iter} Newton iterations a fitted linear predictor "
+        f"reached |x^T theta| = {np.abs(eta).max():.1f}, i.e. a fitted mean of 0 or 1, and keeps growing). "
+        "Use lambda_reg > 0 (e.g. 1.0, a N(0, I) prior), as recommended in spec section 1.4 / P4."
+    )
+
+
+def _raise_singular(eta: np.ndarray, lam: float, info: int):
+    if lam > 0.0:
+        return
+    if np.abs(eta).max() > 0.5 * _SEPARATION_ETA:
+        _raise_separable(eta, -1)
+    raise SeparableDataError(
+        f"the Hessian of the unpenalised logistic likelihood is singular (Cholesky failed at pivot {info}): "
+        "the pulled arms do not span the feature space, so the MLE is not unique. Use lambda_reg > 0, "
+        "or project the features onto the span of the arms (spec 1.2)."
+    )
+
+
+# ---------------------------------------------------------------------- c_mu (spec P9)
+def c_mu_oracle(X, theta_star) -> float:
+    """Simulation oracle: min_a mu'(x_a^T theta*) (P9.2, what [KW] most plausibly 'treated as given')."""
+    return float(dmu(np.asarray(X, dtype=float) @ np.asarray(theta_star, dtype=float)).min())
+
+
+def c_mu_theory(S: float, L: float) -> float:
+    """Worst case over ||theta|| <= S, ||x|| <= L: mu'(S L) (P9.1); tiny for moderate S L."""
+    if not (S >= 0 and L >= 0):
+        raise ValueError(f"S and L must be non-negative; got S = {S}, L = {L}")
+    return float(dmu(float(S) * float(L)))
+
+
+def c_mu_plugin(X, theta_hat, norms_Minv, gamma: float = 1.0) -> float:
+    """Plug-in estimate min_a mu'(|x_a^T theta_hat| + gamma ||x_a||_{M^-1}) (P9.3).
+
+    ``norms_Minv`` is the vector of ||x_a||_{M^-1} (not squared).  It lower-bounds mu' over a
+    confidence region of theta of radius ``gamma``.
+    """
+    z = np.abs(np.asarray(X, dtype=float) @ np.asarray(theta_hat, dtype=float)) + float(gamma) * np.asarray(norms_Minv)
+    return float(dmu(z).min())
