@@ -1,0 +1,366 @@
+"""Optimal experimental design for linear models (spec 1.7): G/D-optimal designs and rounding.
+
+A *design* is a probability vector ``pi`` over the arms (rows of ``Z``); its normalised
+information matrix is ``Lambda(pi) = sum_a pi_a z_a z_a^T``.  By Kiefer-Wolfowitz the G-optimal
+design (min over pi of ``max_a z_a^T Lambda^{-1} z_a``) is also D-optimal and attains ``d'``.
+
+* :func:`frank_wolfe` - Frank-Wolfe, modes ``"D-exact"`` (default; Fedorov-Wynn/Khachiyan exact
+  step), ``"G-linesearch"`` (literal FWG of [AKG22] Alg. 2; can stall, spec P6) and
+  ``"D-gradient"`` (gradient of -det V, numerical line search on det V).
+* :func:`wynn` - the same vertex with the open-loop step ``1/(k+2)`` (spec 1.7.2).
+* :func:`greedy_g_allocation` - sequential greedy integer G-allocation (spec 1.7.3).
+* :func:`round_design` - design -> integer allocation summing exactly to n (spec 1.7.4).
+
+Every function accepts features that do not span their ambient space: they are projected onto
+their span first (spec 1.2), which leaves every variance ``z^T Lambda^+ z`` unchanged.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve, qr, solve_triangular
+from scipy.optimize import minimize_scalar
+
+from .estimators import project
+from .policy import argmax_random, argmin_random, as_generator
+
+FW_MODES = ("D-exact", "G-linesearch", "D-gradient")
+ROUNDING_METHODS = ("efficient", "multinomial")
+
+
+class DesignStallWarning(RuntimeWarning):
+    """The literal FWG line search made no progress (spec P6)."""
+
+
+# ---------------------------------------------------------------------------- helpers
+def _as_full_rank(Z) -> np.ndarray:
+    """Z as float array with full column rank (projected onto the span of its rows if needed)."""
+    Z = np.asarray(Z, dtype=float)
+    if Z.ndim != 2 or Z.shape[0] < 1 or Z.shape[1] < 1:
+        raise ValueError(f"Z must be a 2-D array (arms x dimensions) with at least one arm; got shape {Z.shape}")
+    if not np.isfinite(Z).all():
+        raise ValueError("Z contains NaN/inf; every arm needs finite features")
+    s = np.linalg.svd(Z, compute_uv=False)
+    if s.size == 0 or s[0] == 0:
+        raise ValueError("all arm features are zero; no design can estimate anything")
+    if Z.shape[1] > Z.shape[0] or np.sum(s > 1e-10 * s[0]) < Z.shape[1]:
+        Z = project(Z)[0]
+    return Z
+
+
+def _check_pi(pi, K: int) -> np.ndarray:
+    pi = np.asarray(pi, dtype=float).reshape(-1)
+    if pi.size != K:
+        raise ValueError(f"the design has {pi.size} weights but there are {K} arms")
+    if not np.isfinite(pi).all() or pi.min() < 0 or pi.sum() <= 0:
+        raise ValueError("design weights must be finite, nonnegative and not all zero")
+    return pi / pi.sum()
+
+
+def variances(Z, pi) -> np.ndarray:
+    """``z_a^T Lambda(pi)^{-1} z_a`` for every arm (Cholesky + one triangular solve, spec P1).
+
+    Returns +inf everywhere when Lambda(pi) is singular.
+    """
+    Z = np.asarray(Z, dtype=float)
+    pi = _check_pi(pi, Z.shape[0])
+    lam = (Z.T * pi) @ Z
+    try:
+        c, low = cho_factor(lam, lower=True)
+    except np.linalg.LinAlgError:
+        return np.full(Z.shape[0], np.inf)
+    W = solve_triangular(c, Z.T, lower=True)
+    return np.einsum("ij,ij->j", W, W)
+
+
+def g_value(Z, pi) -> float:
+    """G-criterion ``max_a z_a^T Lambda(pi)^{-1} z_a`` (spec 1.7); its minimum is rank(Z).
+
+    Computed in the span of the arms, so rank-deficient Z is fine; inf if pi does not span it.
+    """
+    Z = _as_full_rank(Z)
+    return float(variances(Z, pi).max())
+
+
+class _RankOneDesign:
+    """Keeps M = Lambda(pi)^{-1} and a_k = z_k^T M z_k under pi <- (1-g) pi + g e_j.
+
+    O(Kd + d^2) per step (Sherman-Morrison); rebuilt exactly by Cholesky every ``refresh`` steps.
+    """
+
+    def __init__(self, Z: np.ndarray, pi: np.ndarray, refresh: int = 50):
+        self.Z, self.pi, self.refresh = Z, pi.copy(), refresh
+        self.d = Z.shape[1]
+        self.rebuild()
+
+    def rebuild(self) -> None:
+        lam = (self.Z.T * self.pi) @ self.Z
+        c, low = cho_factor(lam, lower=True)  # raises LinAlgError if the design does not span
+        self.M = cho_solve((c, low), np.eye(self.d))
+        self.M = 0.5 * (self.M + self.M.T)
+        W = solve_triangular(c, self.Z.T, lower=True)
+        self.a = np.einsum("ij,ij->j", W, W)
+        self.logdet = 2.0 * float(np.sum(np.log(np.diag(c))))
+        self._since = 0
+
+    def direction(self, j: int) -> tuple[np.ndarray, np.ndarray, float]:
+        """u = M z_j, b = Z u (b_k = z_k^T M z_j), c = z_j^T M z_j."""
+        u = self.M @ self.Z[j]
+        return u, self.Z @ u, float(self.Z[j] @ u)
+
+    def step(self, j: int, gamma: float, u=None, b=None, c=None) -> None:
+        if gamma <= 0.0:
+            return
+        if u is None:
+            u, b, c = self.direction(j)
+        s = gamma / (1.0 - gamma)
+        denom = max(1.0 + s * c, 1e-300)
+        self.M = (self.M - np.outer(u, (s / denom) * u)) / (1.0 - gamma)
+        self.a = (self.a - (s / denom) * b * b) / (1.0 - gamma)
+        self.logdet += self.d * np.log1p(-gamma) + np.log1p(s * c)
+        self.pi *= 1.0 - gamma
+        self.pi[j] += gamma
+        self._since += 1
+        if self._since >= self.refresh:
+            self.rebuild()
+
+
+def _initial_design(Z: np.ndarray, init: str) -> np.ndarray:
+    K, d = Z.shape
+    if init == "uniform":
+        return np.full(K, 1.0 / K)
+    if init == "kumar-yildirim":
+        return kumar_yildirim_init(Z)
+    raise ValueError(f"init must be 'uniform' or 'kumar-yildirim'; got {init!r}")
+
+
+def kumar_yildirim_init(Z) -> np.ndarray:
+    """Uniform weight on <= 2d' extreme arms (Kumar & Yildirim 2005; [AKG22] App. C, spec 1.7.1).
+
+    For each of d' directions orthogonal to the span chosen so far (the residual of the arm
+    farthest from that span), take the arms with the largest and the smallest projection.
+    """
+    Z = np.asarray(Z, dtype=float)
+    K, d = Z.shape
+    chosen: list[int] = []
+    basis = np.zeros((d, 0))
+    for _ in range(d):
+        R = Z - (Z @ basis) @ basis.T
+        norms = np.einsum("ij,ij->i", R, R)
+        far = int(np.argmax(norms))
+        if norms[far] <= 1e-20 * max(1.0, float(np.max(np.einsum("ij,ij->i", Z, Z)))):
+            break
+        direction = R[far] / np.sqrt(norms[far])
+        proj = Z @ direction
+        for k in (int(np.argmax(proj)), int(np.argmin(proj))):
+            if k not in chosen:
+                chosen.append(k)
+        basis = np.column_stack([basis, direction])
+    pi = np.zeros(K)
+    pi[chosen] = 1.0 / len(chosen)
+    return pi
+
+
+# ---------------------------------------------------------------------------- Frank-Wolfe
+def frank_wolfe(
+    Z,
+    mode: str = "D-exact",
+    n_iter: int = 1000,
+    tol: float = 1e-3,
+    init: str = "uniform",
+    return_info: bool = False,
+):
+    """G/D-optimal design by Frank-Wolfe on the simplex (spec 1.7.1, P6).
+
+    Parameters
+    ----------
+    Z : (K, d) arm features (projected onto their span internally if rank-deficient).
+    mode : "D-exact" (vertex argmax_k a_k, exact D-step (a_j/d' - 1)/(a_j - 1); converges to
+        the Kiefer-Wolfowitz optimum), "G-linesearch" (literal [AKG22] Alg. 2: Danskin
+        subgradient + bounded line search on the nonsmooth G-objective; warns and stops when it
+        stalls, i.e. gamma < 1e-12 for 5 consecutive iterations) or "D-gradient" (vertex from the
+        gradient of -det V, step by numerical line search on det V).
+    n_iter : maximum number of iterations N.
+    tol : stop once max_k a_k <= (1 + tol) d'.
+    init : "uniform" (Alg. 2) or "kumar-yildirim".
+    return_info : also return a dict (n_iter, g, stalled, d).
+
+    Returns
+    -------
+    pi : (K,) design (nonnegative, sums to 1), [info].
+    """
+    if mode not in FW_MODES:
+        raise ValueError(f"fw mode must be one of {FW_MODES}; got {mode!r}")
+    if int(n_iter) < 0:
+        raise ValueError(f"n_iter must be a nonnegative integer; got {n_iter}")
+    if not tol >= 0:
+        raise ValueError(f"tol must be nonnegative; got {tol}")
+    Z = _as_full_rank(Z)
+    K, d = Z.shape
+    info = {"n_iter": 0, "stalled": False, "d": d}
+    if d == 1:  # the design concentrates on the arm of largest |z| (value 1); D-step would be 1
+        pi = np.zeros(K)
+        pi[int(np.argmax(np.abs(Z[:, 0])))] = 1.0
+        info["g"] = 1.0
+        return (pi, info) if return_info else pi
+    state = _RankOneDesign(Z, _initial_design(Z, init))
+    target = (1.0 + tol) * d
+    zero_steps = 0
+    it = 0
+    for it in range(int(n_iter)):
+        kmax = int(np.argmax(state.a))
+        a_max = float(state.a[kmax])
+        if a_max <= target:
+            break
+        if mode == "D-exact":
+            gamma = (a_max / d - 1.0) / max(a_max - 1.0, 1e-12)
+            state.step(kmax, min(max(gamma, 0.0), 1.0 - 1e-12))
+        elif mode == "D-gradient":
+            u, b, c = state.direction(kmax)
+            # -log det((1-g) Lam + g z z^T) = -d log(1-g) - log(1 + s c) + const, s = g/(1-g)
+            res = minimize_scalar(
+                lambda g: -d * np.log1p(-g) - np.log1p(g / (1.0 - g) * c),
+                bounds=(0.0, 1.0 - 1e-9),
+                method="bounded",
+                options={"xatol": 1e-10},
+            )
+            state.step(kmax, float(res.x), u, b, c)
+        else:  # G-linesearch, literal Alg. 2
+            _, b_max, _ = state.direction(kmax)
+            j = int(np.argmax(b_max * b_max))  # argmin of the Danskin gradient -(A[:, kmax])^2
+            u, b, c = state.direction(j)
+            a = state.a
+
+            def phi(g):
+                s = g / (1.0 - g)
+                return float(np.max(a - s * b * b / (1.0 + s * c))) / (1.0 - g)
+
+            res = minimize_scalar(phi, bounds=(0.0, 1.0 - 1e-9), method="bounded", options={"xatol": 1e-12})
+            gamma = float(res.x) if phi(float(res.x)) < phi(0.0) else 0.0
+            zero_steps = zero_steps + 1 if gamma < 1e-12 else 0
+            if zero_steps >= 5:
+                info["stalled"] = True
+                warnings.warn(
+                    f"Frank-Wolfe (G-linesearch) stalled at max variance {a_max:.4g} > d' = {d} after "
+                    f"{it + 1} iterations: the line search on the nonsmooth G-criterion makes no progress "
+                    "(spec P6); use mode='D-exact'",
+                    DesignStallWarning,
+                    stacklevel=2,
+                )
+                break
+            state.step(j, gamma, u, b, c)
+    else:
+        it = int(n_iter)
+    state.rebuild()
+    info["n_iter"] = int(it)
+    info["g"] = float(state.a.max())
+    pi = np.clip(state.pi, 0.0, None)
+    pi /= pi.sum()
+    return (pi, info) if return_info else pi
+
+
+def wynn(Z, n_iter: int = 1000, tol: float = 1e-3, init: str = "uniform", return_info: bool = False):
+    """Wynn's (1970) method: vertex argmax_i z_i^T Lambda^{-1} z_i, step 1/(k+2) (spec 1.7.2)."""
+    if int(n_iter) < 0:
+        raise ValueError(f"n_iter must be a nonnegative integer; got {n_iter}")
+    Z = _as_full_rank(Z)
+    K, d = Z.shape
+    if d == 1:
+        return frank_wolfe(Z, n_iter=n_iter, tol=tol, init=init, return_info=return_info)
+    state = _RankOneDesign(Z, _initial_design(Z, init))
+    target = (1.0 + tol) * d
+    it = int(n_iter)
+    for k in range(int(n_iter)):
+        j = int(np.argmax(state.a))
+        if state.a[j] <= target:
+            it = k
+            break
+        state.step(j, 1.0 / (k + 2.0))
+    state.rebuild()
+    pi = np.clip(state.pi, 0.0, None)
+    pi /= pi.sum()
+    info = {"n_iter": it, "g": float(state.a.max()), "stalled": False, "d": d}
+    return (pi, info) if return_info else pi
+
+
+# ---------------------------------------------------------------------------- greedy G-allocation
+def greedy_g_allocation(Z, n: int, rng=None) -> np.ndarray:
+    """Integer G-allocation built one pull at a time (spec 1.7.3, [SLM14] G-allocation).
+
+    Start: one planned pull of each arm of a maximal linearly independent subset (pivoted QR
+    on Z^T); if n < d', start from A = 1e-8 I instead.  Then each pull goes to
+    argmin_k max_k' [G_k'k' - G_k'k^2 / (1 + G_kk)] with G = Z A^{-1} Z^T updated by rank one
+    (O(K^2) per pull).  Returns the (K,) pull counts, summing to n.
+    """
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"n (number of pulls) must be nonnegative; got {n}")
+    rng = as_generator(rng)
+    Z = _as_full_rank(Z)
+    K, d = Z.shape
+    counts = np.zeros(K, dtype=np.int64)
+    if n == 0:
+        return counts
+    if n >= d:
+        _, _, piv = qr(Z.T, mode="economic", pivoting=True)
+        start = piv[:d]
+        counts[start] = 1
+        A = Z[start].T @ Z[start]
+    else:
+        A = 1e-8 * np.eye(d)
+    c, low = cho_factor(A, lower=True)
+    W = solve_triangular(c, Z.T, lower=True)
+    G = W.T @ W
+    for _ in range(n - int(counts.sum())):
+        diag = np.diag(G).copy()
+        scores = np.max(diag[:, None] - G * G / (1.0 + diag)[None, :], axis=0)
+        k = argmin_random(scores, rng)
+        g = G[:, k].copy()
+        G -= np.outer(g, g / (1.0 + g[k]))
+        counts[k] += 1
+    return counts
+
+
+# ---------------------------------------------------------------------------- rounding
+def round_design(n: int, pi, method: str = "efficient", rng=None, prune: float = 1e-4, tol: float = 1e-9) -> np.ndarray:
+    """ROUND(n, pi): integer pull counts with sum exactly n (spec 1.7.4, P7).
+
+    "efficient": Pukelsheim-Rieder efficient apportionment after pruning weights below ``prune``
+    (renormalised); if n is smaller than the support, the n heaviest arms get one pull each
+    (ties at random).  "multinomial": n i.i.d. draws from pi (unbiased, noisier).
+    """
+    n = int(n)
+    if n < 0:
+        raise ValueError(f"n (number of pulls) must be nonnegative; got {n}")
+    if method not in ROUNDING_METHODS:
+        raise ValueError(f"rounding method must be one of {ROUNDING_METHODS}; got {method!r}")
+    pi = np.asarray(pi, dtype=float).reshape(-1)
+    pi = _check_pi(pi, pi.size)
+    rng = as_generator(rng)
+    K = pi.size
+    counts = np.zeros(K, dtype=np.int64)
+    if n == 0:
+        return counts
+    if method == "multinomial":
+        return rng.multinomial(n, pi).astype(np.int64)
+    keep = pi > max(tol, prune)
+    if not keep.any():  # a very flat design over many arms: prune nothing
+        keep = pi > tol
+    supp = np.flatnonzero(keep)
+    w = pi[supp] / pi[supp].sum()
+    p = supp.size
+    if n < p:
+        jitter = rng.random(p)  # random order among equal weights
+        heaviest = np.lexsort((jitter, -w))[:n]
+        counts[supp[heaviest]] = 1
+        return counts
+    m = np.ceil((n - p / 2.0) * w).astype(np.int64)
+    m = np.maximum(m, 0)
+    while m.sum() < n:
+        m[argmin_random(m / w, rng)] += 1
+    while m.sum() > n:
+        m[argmax_random((m - 1) / w, rng)] -= 1
+    counts[supp] = m
+    return counts
