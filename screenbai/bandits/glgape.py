@@ -1,1 +1,329 @@
-"""Placeholder: algorithms of this family are being implemented."""
+"""[KW] GLGapE: gap-based exploration for best-arm identification in logistic bandits (spec 2.4).
+
+The policy pulls E = min(K, 3 d') distinct random arms, then random arms until the design
+matrix M = sum_l x_l x_l^T has full rank d' (features are projected onto their span first when
+rank(X) < d, spec 1.2).  It then calibrates the width scale once (spec 2.4.3) and loops:
+
+    theta  <- penalised logistic MLE, warm-started (spec 1.4)
+    i      <- argmax_a mu(x_a^T theta)
+    U(j)   <- mu_j - mu_i + a_eff * root(t) * max_{c, c' in [c_mu, k_mu]} ||c x_i - c' x_j||_{M^-1}
+    j      <- argmax_{j != i} U(j); stop and return i when U(j) <= epsilon
+    pull the arm chosen by the L1 ratio rule (or the greedy rule) for y = c1 x_i - c2 x_j
+
+M^{-1} has no ridge (as in the paper): it is built from the counts and inverted once by Cholesky
+after the initial phase, then kept up to date by Sherman-Morrison with diag(X M^-1 X^T), and
+rebuilt exactly every ``refresh_every`` pulls (P1).  A round costs O(Kd + d^2) for the widths,
+O(K_+ d^2 + d^3) per Newton iteration, and one LP per new (i, j, corner) key.
+
+Calibrations (spec 2.4.3, P5): "reinterpreted" (default; the largest width at the end of the
+initial phase is 1), "literal34" (eq. 34 as printed: it stops at tau = E, kept to document the
+pitfall), "theory" (alpha = 2 kappa R / c_mu; valid but very conservative).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+from scipy.special import expit
+
+from .estimators import project
+from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_mle
+from .policy import DEFAULT_MAX_SAMPLES, Policy, argmax_random, check_probability
+from .registry import register
+from .rules import L1Design
+
+CALIBRATIONS = ("reinterpreted", "literal34", "theory")
+RULES = ("ratio", "greedy")
+
+
+def log_root(t: float, d: int, delta: float) -> float:
+    """sqrt(2 d log t * log(pi^2 d t^2 / (6 delta))): [KW] eq. (6) without alpha."""
+    return float(np.sqrt(2.0 * d * np.log(t) * np.log(np.pi**2 * d * t * t / (6.0 * delta))))
+
+
+def corner_widths(q_ii, q_jj, q_ij, c_lo: float, c_hi: float):
+    """max over (c, c') in [c_lo, c_hi]^2 of c^2 q_ii - 2 c c' q_ij + c'^2 q_jj, and the corner.
+
+    The quadratic form is convex in (c, c') (positive semidefinite), so the maximum over the box
+    is at one of its four vertices (spec 2.4.1).  Works elementwise on arrays.  Returns the
+    squared width (clipped at 0) and the corner index into ``corners(c_lo, c_hi)``.
+    """
+    f = np.stack([c1 * c1 * q_ii - 2.0 * c1 * c2 * q_ij + c2 * c2 * q_jj for c1, c2 in corners(c_lo, c_hi)])
+    idx = np.argmax(f, axis=0)
+    best = np.take_along_axis(f, idx[None, ...], axis=0)[0] if f.ndim > 1 else f[idx]
+    return np.maximum(best, 0.0), idx
+
+
+def corners(c_lo: float, c_hi: float) -> tuple[tuple[float, float], ...]:
+    return ((c_lo, c_lo), (c_lo, c_hi), (c_hi, c_lo), (c_hi, c_hi))
+
+
+@register("glgape")
+class GLGapE(Policy):
+    """[KW] GLGapE: (epsilon, delta)-best-arm identification in a logistic bandit (spec 2.4).
+
+    Parameters
+    ----------
+    epsilon : tolerance of the answer (> 0; 0 only together with an explicit ``max_samples``).
+    delta : confidence level in (0, 1).
+    E : size of the initial phase (distinct random arms); default min(K, 3 d').
+    c_mu : lower bound on mu' over the arms: a number in (0, k_mu], "oracle" (resolved from the
+        true instance by ``policy_for_instance``: min_a mu'(x_a^T theta*)), or "estimate" (P9.3
+        plug-in min_a mu'(|x_a^T theta_hat| + gamma ||x_a||_{M^-1}) computed once at the end of
+        the initial phase and then frozen).
+    k_mu : Lipschitz constant of mu (1/4 for the logistic link).
+    calibration : "reinterpreted" | "literal34" | "theory" (spec 2.4.3).
+    rule : "ratio" (L1-LP ratio rule, [KW] Alg. 3, LPs cached by (i, j, corner)) or "greedy".
+    lambda_reg : ridge penalty of the logistic MLE (spec 1.4; an implementation choice, P4).
+    R : reward bound (1 for Bernoulli), only used by "literal34"/"theory".
+    gamma : safety factor of the c_mu plug-in estimate.
+    refresh_every : rebuild M^-1 exactly from the counts after this many rank-one updates.
+    mle_tol : Newton-decrement tolerance of the per-round warm-started MLE (twice the remaining
+        log-likelihood gap; the initial fit uses 1e-12).  1e-8 is statistically negligible and
+        saves about one Newton iteration per round.
+    """
+
+    name = "glgape"
+    binary_rewards = True
+
+    def __init__(
+        self,
+        features,
+        *,
+        epsilon: float = 0.1,
+        delta: float = 0.05,
+        E: int | None = None,
+        c_mu="estimate",
+        k_mu: float = 0.25,
+        calibration: str = "reinterpreted",
+        rule: str = "ratio",
+        lambda_reg: float = 1.0,
+        R: float = 1.0,
+        gamma: float = 1.0,
+        refresh_every: int = 1000,
+        mle_tol: float = 1e-8,
+        rng=None,
+        max_samples: int | None = None,
+    ):
+        epsilon = float(epsilon)
+        if epsilon < 0 or (epsilon == 0 and max_samples is None):
+            raise ValueError(
+                f"epsilon must be > 0 for GLGapE; got {epsilon}. With epsilon <= 0 and no max_samples cap "
+                "the run may never stop (two arms with equal means can never be told apart, spec P13); "
+                "pass epsilon > 0, or epsilon = 0 together with max_samples"
+            )
+        super().__init__(features, m=1, rng=rng, max_samples=DEFAULT_MAX_SAMPLES if max_samples is None else max_samples)
+        self.epsilon = epsilon
+        self.delta = check_probability("delta", delta)
+        if calibration not in CALIBRATIONS:
+            raise ValueError(f"calibration must be one of {CALIBRATIONS}; got {calibration!r}")
+        if rule not in RULES:
+            raise ValueError(f"rule must be one of {RULES}; got {rule!r}")
+        self.calibration, self.rule = calibration, rule
+        self.k_mu = float(k_mu)
+        if not self.k_mu > 0:
+            raise ValueError(f"k_mu (Lipschitz constant of the link) must be positive; got {k_mu}")
+        if isinstance(c_mu, str):
+            if c_mu != "estimate":
+                raise ValueError(
+                    f"c_mu must be a number in (0, k_mu], 'estimate', or 'oracle' (resolved only by "
+                    f"policy_for_instance in simulations); got {c_mu!r}"
+                )
+            self.c_mu = None
+        else:
+            c = float(c_mu)
+            if not 0.0 < c <= self.k_mu:
+                raise ValueError(f"c_mu must lie in (0, k_mu = {self.k_mu}]; got {c_mu}")
+            self.c_mu = c
+        self.c_mu_source = "estimate" if self.c_mu is None else "given"
+        self.lambda_reg = float(lambda_reg)
+        if not self.lambda_reg >= 0:
+            raise ValueError(f"lambda_reg (ridge penalty of the logistic MLE) must be >= 0; got {lambda_reg}")
+        self.R, self.gamma = float(R), float(gamma)
+        if not (self.R > 0 and self.gamma >= 0):
+            raise ValueError(f"R must be > 0 and gamma >= 0; got R = {R}, gamma = {gamma}")
+        self.mle_tol = float(mle_tol)
+        self.refresh_every = int(refresh_every)
+        if self.refresh_every < 1:
+            raise ValueError(f"refresh_every must be a positive integer; got {refresh_every}")
+
+        # projection onto the span of the arms (spec 1.2)
+        if np.linalg.matrix_rank(self.X) < self.d:
+            self.Z, self.Q = project(self.X)
+        else:
+            self.Z, self.Q = self.X, None
+        self.d_eff = self.Z.shape[1]
+        E_default = min(self.K, 3 * self.d_eff)
+        self.E = E_default if E is None else int(E)
+        if not 1 <= self.E <= self.K:
+            raise ValueError(f"E (initial phase size, distinct arms) must satisfy 1 <= E <= K = {self.K}; got {E}")
+
+        self._phase = "start"
+        self._best = None
+        self.theta = np.zeros(self.d_eff)
+        self.Minv = None
+        self.diag = None
+        self.design = L1Design(self.Z) if rule == "ratio" else None
+        self._since_refresh = 0
+        self._mle_iters = 0
+        self._mle_rounds = 0
+        self._mle_over10 = 0
+        self._mle_max = 0
+        self._mle_not_converged = 0
+        self._sep_warnings = 0
+        self.diagnostics.update(E=self.E, d_eff=self.d_eff, calibration=calibration, rule=rule)
+
+    # ------------------------------------------------------------------ oracle constants
+    @classmethod
+    def resolve_oracle(cls, key: str, instance):
+        if key == "c_mu":
+            if instance.theta is None or instance.link != "logistic":
+                raise ValueError("c_mu='oracle' needs a logistic instance with a known theta")
+            return c_mu_oracle(instance.features, instance.theta)
+        raise ValueError(f"glgape has no oracle value for parameter {key!r} (only c_mu)")
+
+    # ------------------------------------------------------------------ ask/tell hooks
+    def _select(self):
+        if self._phase == "start":
+            self._phase = "init"
+            return self.rng.choice(self.K, size=self.E, replace=False)
+        if self._phase == "init":
+            M = (self.Z.T * self.n) @ self.Z
+            if np.linalg.matrix_rank(M) < self.d_eff:  # [D] safeguard, A-K5
+                return int(self.rng.integers(self.K))
+            self._finish_initial_phase()
+        return self._adaptive_round()
+
+    def _update(self, arms, rewards):
+        if self._phase != "adaptive":
+            return
+        for a in arms:
+            self._rank_one(int(a))
+        self._fit()
+
+    def _recommend(self):
+        if self._best is not None:
+            return np.array([self._best])
+        return super()._recommend()
+
+    # ------------------------------------------------------------------ internals
+    def _fit(self, decrement_tol: float | None = None):
+        tol = self.mle_tol if decrement_tol is None else decrement_tol
+        try:
+            fit = logistic_mle(self.Z, self.n, self.sums, self.lambda_reg, theta0=self.theta, decrement_tol=tol)
+        except SeparableDataError as exc:
+            raise SeparableDataError(f"GLGapE after {self.n_samples} samples: {exc}") from None
+        self.theta = fit.theta
+        self._mle_rounds += 1
+        self._mle_iters += fit.n_iter
+        self._mle_max = max(self._mle_max, fit.n_iter)
+        self._mle_over10 += fit.n_iter > 10
+        self._mle_not_converged += not fit.converged
+        self._sep_warnings += fit.separable_warning
+
+    def _refresh(self):
+        """Invert M = Z^T diag(n) Z exactly (Cholesky) and recompute diag(Z M^-1 Z^T)."""
+        M = (self.Z.T * self.n) @ self.Z
+        self.Minv = cho_solve(cho_factor(M), np.eye(self.d_eff))
+        self.Minv = 0.5 * (self.Minv + self.Minv.T)
+        self.diag = np.einsum("ij,jk,ik->i", self.Z, self.Minv, self.Z)
+        self._since_refresh = 0
+        return M
+
+    def _rank_one(self, a: int):
+        z = self.Z[a]
+        u = self.Minv @ z
+        denom = 1.0 + z @ u
+        self.Minv -= np.outer(u, u / denom)
+        g = self.Z @ u
+        self.diag -= g * g / denom
+        self._since_refresh += 1
+        if self._since_refresh >= self.refresh_every:
+            self._refresh()
+
+    def _finish_initial_phase(self):
+        M = self._refresh()
+        self._s_init = int(self.n_samples)
+        self._fit(decrement_tol=1e-12)
+        if self.c_mu is None:  # P9.3 plug-in, frozen from here on
+            est = c_mu_plugin(self.Z, self.theta, np.sqrt(np.maximum(self.diag, 0.0)), self.gamma)
+            self.c_mu = min(max(est, 1e-12), self.k_mu)
+        self._corners = corners(self.c_mu, self.k_mu)
+
+        # width calibration (spec 2.4.3): O(K^2 d) once
+        G = self.Z @ self.Minv @ self.Z.T
+        q = np.diag(G)
+        nu2_max = 0.0
+        for c1, c2 in self._corners:
+            f = c1 * c1 * q[:, None] - 2.0 * c1 * c2 * G + c2 * c2 * q[None, :]
+            np.fill_diagonal(f, -np.inf)
+            nu2_max = max(nu2_max, float(f.max()))
+        nu_max = float(np.sqrt(max(nu2_max, 0.0)))
+        if nu_max == 0.0:
+            raise ValueError("all arms have identical features; there is nothing to identify")
+        t_cal = max(self._s_init, 2)
+        root_cal = log_root(t_cal, self.d_eff, self.delta)
+        L = float(np.sqrt(np.einsum("ij,ij->i", self.Z, self.Z).max()))
+        lam_min = float(np.linalg.eigvalsh(M)[0])
+        kappa = float(np.sqrt(3.0 + 2.0 * np.log1p(2.0 * L * L / lam_min)))
+        if self.calibration == "reinterpreted":
+            self.a_eff = 1.0 / (root_cal * nu_max)
+        elif self.calibration == "literal34":
+            self.a_eff = self.c_mu / (2.0 * kappa * self.R * root_cal * nu_max)
+        else:
+            self.a_eff = 2.0 * kappa * self.R / self.c_mu
+        self._phase = "adaptive"
+        self.diagnostics.update(
+            s_init=self._s_init, c_mu=self.c_mu, c_mu_source=self.c_mu_source, a_eff=self.a_eff,
+            nu_max_init=nu_max, kappa=kappa,
+        )
+
+    def _adaptive_round(self):
+        t = self.n_samples + 1
+        mu = expit(self.Z @ self.theta)
+        i = argmax_random(mu, self.rng)
+        self._best = i
+        if self.K == 1:
+            return self._stop()
+        zi = self.Z[i]
+        u = self.Minv @ zi
+        g = self.Z @ u  # row i of Z M^-1 Z^T
+        nu2 = self._max_corner(g[i], self.diag, g)
+        U = (mu - mu[i]) + (self.a_eff * log_root(t, self.d_eff, self.delta)) * np.sqrt(np.maximum(nu2, 0.0))
+        U[i] = -np.inf
+        j = argmax_random(U, self.rng)
+        if U[j] <= self.epsilon:
+            return self._stop()
+        k = int(corner_widths(g[i], self.diag[j], g[j], self.c_mu, self.k_mu)[1])
+        c1, c2 = self._corners[k]
+        y = c1 * zi - c2 * self.Z[j]
+        if self.rule == "ratio":
+            return self.design.ratio_arm((i, j, k), y, self.n, self.rng)
+        proj = self.Z @ (self.Minv @ y)
+        return argmax_random(proj * proj / (1.0 + self.diag), self.rng)
+
+    def _max_corner(self, q_ii: float, q_jj: np.ndarray, q_ij: np.ndarray) -> np.ndarray:
+        """Squared width max over the 4 corners for all j at once (the corner is found later for j_t only)."""
+        (lo, _), _, _, (hi, _) = self._corners
+        out = None
+        for c1, c2 in ((lo, lo), (lo, hi), (hi, lo), (hi, hi)):
+            f = (c1 * c1 * q_ii) + (c2 * c2) * q_jj - (2.0 * c1 * c2) * q_ij
+            out = f if out is None else np.maximum(out, f, out=out)
+        return out
+
+    def _stop(self):
+        self.diagnostics.update(
+            tau=int(self.n_samples),
+            n_lps=0 if self.design is None else self.design.n_solved,
+            newton_iter_mean=self._mle_iters / max(self._mle_rounds, 1),
+            newton_iter_max=self._mle_max,
+            newton_rounds_over_10=self._mle_over10,
+            newton_not_converged=self._mle_not_converged,
+            separation_warnings=self._sep_warnings,
+        )
+        return None
+
+    def result(self):
+        if "tau" not in self.diagnostics:  # capped run: record the diagnostics anyway
+            self._stop()
+        return super().result()

@@ -61,12 +61,15 @@ def logistic_mle(
     theta0=None,
     max_iter: int = 50,
     tol: float = 1e-8,
+    decrement_tol: float = _DECREMENT_TOL,
 ) -> LogisticFit:
     """Penalised logistic MLE from per-arm pull counts ``n`` and success counts ``s`` (spec 1.4).
 
     Minimises -sum_a [s_a x_a^T theta - n_a log(1 + exp(x_a^T theta))] + lambda_reg/2 ||theta||^2
     by Newton's method (Cholesky solve, step halved until the objective decreases), warm-started
-    at ``theta0``.  Stops when ||Newton step||_inf < tol or the Newton decrement g^T H^-1 g < 1e-12.
+    at ``theta0``.  Stops when ||Newton step||_inf < tol or the Newton decrement g^T H^-1 g <
+    ``decrement_tol`` (1e-12; the final full step is then taken, so the error is far smaller).
+    Sequential callers may loosen ``decrement_tol`` (twice the remaining log-likelihood gap).
 
     With ``lambda_reg = 0`` the MLE may not exist.  Raises ``SeparableDataError`` when the iterates
     diverge (a pulled arm's fitted linear predictor exceeds 30 in absolute value during the
@@ -86,12 +89,13 @@ def logistic_mle(
     if np.any(n < 0) or np.any(s < 0) or np.any(s > n):
         raise ValueError("counts must satisfy 0 <= successes s_a <= pulls n_a for every arm")
     pulled = n > 0
-    if not pulled.all():
+    n_pulled = int(np.count_nonzero(pulled))
+    if n_pulled < K // 2:  # skip unpulled arms (O(K_+ d^2)); otherwise n_a = 0 already zeroes them
         X, n, s = X[pulled], n[pulled], s[pulled]
     theta = np.zeros(d) if theta0 is None else np.array(theta0, dtype=float).reshape(-1)
     if theta.shape[0] != d:
         raise ValueError(f"theta0 has length {theta.shape[0]}, expected d = {d}")
-    if X.shape[0] == 0:  # no data: the penalised minimiser is 0; unpenalised is undefined
+    if n_pulled == 0:  # no data: the penalised minimiser is 0; unpenalised is undefined
         if lam == 0.0:
             raise SeparableDataError("no arm has been pulled; the unpenalised MLE is undefined (use lambda_reg > 0)")
         return LogisticFit(np.zeros(d), 0, True, False)
@@ -115,7 +119,7 @@ def logistic_mle(
         step, _ = lapack.dpotrs(chol, g, lower=1)
         step = -step
         decrement = -float(g @ step)
-        if decrement < _DECREMENT_TOL:  # take the (tiny, already solved) full step and stop
+        if decrement < decrement_tol:  # take the (tiny, already solved) full step and stop
             theta = theta + step
             eta = X @ theta
             converged = True
@@ -133,12 +137,12 @@ def logistic_mle(
             converged = True
             break
         theta, eta, loss = cand, eta_c, loss_c
-        if lam == 0.0 and np.abs(eta).max() > _SEPARATION_ETA:
+        if lam == 0.0 and np.abs(eta[n > 0]).max() > _SEPARATION_ETA:
             _raise_separable(eta, n_iter)
         if np.abs(step).max() < tol:
             converged = True
             break
-    max_eta = float(np.abs(eta).max())
+    max_eta = float(np.abs(eta[n > 0]).max())
     # near separation the Newton decrement shrinks like exp(-|eta|), so the decrement test can
     # "converge" on a diverging sequence: judge by the fitted means instead
     if lam == 0.0 and max_eta > _NEAR_SEPARATION_ETA:
