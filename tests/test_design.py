@@ -148,3 +148,13 @@ def test_round_efficient_is_close_and_handles_small_n():
     assert g_value(Z, round_design(500, pi) / 500) < 10.5
     with pytest.raises(ValueError, match="rounding method"):
         round_design(3, [0.5, 0.5], method="bogus")
+
+
+def test_away_steps_reach_optimum_faster_with_sparse_support():
+    Z = np.random.default_rng(10).uniform(-0.5, 0.5, (200, 12))
+    p0, i0 = frank_wolfe(Z, n_iter=1000, return_info=True)
+    p1, i1 = frank_wolfe(Z, n_iter=1000, return_info=True, away_steps=True)
+    assert i1["n_iter"] < 1000 and g_value(Z, p1) <= 12 * 1.0011
+    assert g_value(Z, p1) < g_value(Z, p0)
+    assert np.count_nonzero(p1) < np.count_nonzero(p0)
+    assert p1.min() >= 0 and abs(p1.sum() - 1) < 1e-12
