@@ -1,0 +1,34 @@
+# screenbai: ChEMBL target -> curated library -> fingerprints/PCA -> ground truth ->
+# best-arm screens -> report.  `snakemake --cores 8` runs the CDK2 study of config/config.yaml;
+# `snakemake --cores 8 --configfile config/egfr.yaml` screens EGFR (a --configfile replaces the
+# default config entirely). See docs/workflow.md.
+
+from snakemake.utils import min_version, validate
+
+min_version("8.0")
+
+
+# The default config is read only when no --configfile is given, so a target's config never
+# inherits keys (e.g. a different source kind) from the CDK2 study.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+report: "workflow/report/workflow.rst"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/acquire.smk"
+include: "workflow/rules/chem.smk"
+include: "workflow/rules/screen.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        final_outputs(),
+    default_target: True

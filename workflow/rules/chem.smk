@@ -1,0 +1,79 @@
+# Stages 2-4: curate, featurize (Morgan fingerprints, PCA to each d), ground truth per d.
+
+
+rule curate:
+    input:
+        raw=f"{R}/raw/activities.parquet",
+        provenance=f"{R}/raw/provenance.json",
+    output:
+        library=f"{R}/library.parquet",
+        report_json=f"{R}/curation/report.json",
+        counts=report(
+            f"{R}/curation/counts.csv",
+            caption="../report/curation.rst",
+            category="1. Data",
+        ),
+    params:
+        curation=config["curation"],
+    log:
+        f"{R}/logs/curate.log",
+    conda:
+        "../envs/screenbai.yaml"
+    script:
+        "../scripts/curate.py"
+
+
+rule fingerprints:
+    input:
+        library=f"{R}/library.parquet",
+    output:
+        fingerprints=f"{R}/features/fingerprints.npz",
+    params:
+        radius=config["featurize"]["radius"],
+        n_bits=config["featurize"]["n_bits"],
+    log:
+        f"{R}/logs/fingerprints.log",
+    benchmark:
+        f"{R}/benchmarks/fingerprints.tsv"
+    conda:
+        "../envs/screenbai.yaml"
+    script:
+        "../scripts/fingerprints.py"
+
+
+rule pca:
+    input:
+        library=f"{R}/library.parquet",
+        fingerprints=f"{R}/features/fingerprints.npz",
+    output:
+        features=f"{R}/features/pca_d{{d}}.parquet",
+        info=f"{R}/features/pca_d{{d}}.json",
+    params:
+        random_state=config["featurize"]["pca_random_state"],
+    log:
+        f"{R}/logs/pca_d{{d}}.log",
+    benchmark:
+        f"{R}/benchmarks/pca_d{{d}}.tsv"
+    conda:
+        "../envs/screenbai.yaml"
+    script:
+        "../scripts/pca.py"
+
+
+rule ground_truth:
+    input:
+        library=f"{R}/library.parquet",
+        features=f"{R}/features/pca_d{{d}}.parquet",
+    output:
+        arms=f"{R}/ground_truth/arms_d{{d}}.parquet",
+        fit=f"{R}/ground_truth/fit_d{{d}}.json",
+    params:
+        threshold_nM=config["ground_truth"]["threshold_nM"],
+        C=config["ground_truth"]["C"],
+        random_state=config["ground_truth"]["random_state"],
+    log:
+        f"{R}/logs/ground_truth_d{{d}}.log",
+    conda:
+        "../envs/screenbai.yaml"
+    script:
+        "../scripts/ground_truth.py"

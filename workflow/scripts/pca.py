@@ -1,0 +1,20 @@
+"""Rule pca: fingerprints -> d principal components per compound."""
+import json
+import logging
+
+import numpy as np
+import pandas as pd
+
+from screenbai.chem.featurize import reduce_pca
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True,
+                    format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+d = int(snakemake.wildcards.d)
+data = np.load(snakemake.input.fingerprints)
+features, info = reduce_pca(data["fingerprints"], d, random_state=snakemake.params.random_state)
+table = pd.DataFrame(np.asarray(features), columns=[f"pc{i + 1}" for i in range(d)])
+table.insert(0, "compound_id", data["compound_id"])
+table.to_parquet(snakemake.output.features, index=False)
+with open(snakemake.output.info, "w") as fh:
+    json.dump(info if isinstance(info, dict) else vars(info), fh, indent=2, default=lambda o: np.asarray(o).tolist())

@@ -1,0 +1,29 @@
+"""Rule screen: one chunk of replications of one algorithm on one (d, K) screen."""
+import json
+import logging
+
+import pandas as pd
+
+from screenbai.screening import run_chunk
+
+logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True,
+                    format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+logging.captureWarnings(True)
+
+with open(snakemake.input.fit) as fh:
+    fit = json.load(fh)
+records = run_chunk(
+    pd.read_parquet(snakemake.input.arms),
+    pd.read_csv(snakemake.input.subset),
+    fit["theta_full"],
+    snakemake.params.entry,
+    d=int(snakemake.wildcards.d),
+    K=int(snakemake.wildcards.K),
+    seed=snakemake.params.seed,
+    start=snakemake.params.start,
+    n_reps=snakemake.params.n_reps,
+    max_samples=snakemake.params.max_samples,
+    modules=snakemake.params.modules,
+)
+records.to_parquet(snakemake.output.records, index=False)
+logging.info("%d replications, mean samples %.1f", len(records), records["samples"].mean())
