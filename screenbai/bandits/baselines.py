@@ -1,1 +1,186 @@
-"""Placeholder: algorithms of this family are being implemented."""
+"""Fixed-budget baselines of [AKG22] section 8 (spec 2.5.1): uniform, FB-LinGapE, LinUCB, UCB-GLM.
+
+Every policy takes a required ``budget`` (total pulls), spends exactly that many (unless
+FB-LinGapE's own stopping rule fires first) and recommends one arm:
+
+* ``uniform``: floor(B/K) pulls per arm, the remainder to distinct random arms, all in one batch;
+  recommends the best empirical mean (unpulled arms last).
+* ``fb-lingape``: LinGapE ([XHS18], ``screenbai.bandits.gifa``) cut at the budget; recommends its
+  current empirical best (ridge estimate).  delta is grid-searched by the benchmark, not here.
+* ``linucb``: LinUCB (ridge lambda = 1, index x^T theta + alpha_ucb ||x||_{V^-1}, alpha_ucb = 1 [D]);
+  recommends the most pulled arm (ties: higher estimate, then random).
+* ``ucb-glm``: UCB-GLM (Li et al. 2017): uniformly random pulls until the pulled arms span the
+  feature space, then each round the penalised logistic MLE (warm-started) and the index
+  x^T theta + alpha ||x||_{V^-1} with V = lambda_reg I + sum x x^T [D]; most pulled arm.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .estimators import RidgeState, project
+from .glm import logistic_mle
+from .policy import DEFAULT_MAX_SAMPLES, Policy, argmax_random, top_m
+from .registry import register
+
+
+def _check_budget(budget) -> int:
+    if budget is None or int(budget) != budget or int(budget) < 1:
+        raise ValueError(f"budget must be a positive integer number of pulls; got {budget}")
+    return int(budget)
+
+
+def _positive(name: str, value: float) -> float:
+    value = float(value)
+    if not value > 0:
+        raise ValueError(f"{name} must be positive; got {value}")
+    return value
+
+
+def _most_pulled(n: np.ndarray, estimate: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The most pulled arm; ties broken by the higher estimated mean, then at random."""
+    order = np.lexsort((rng.random(n.size), estimate, n))
+    return np.array([order[-1]])
+
+
+@register("uniform")
+class UniformAllocation(Policy):
+    """Uniform allocation of the budget, then the best empirical mean (spec 2.5.1)."""
+
+    name = "uniform"
+    fixed_budget = True
+
+    def __init__(self, features, *, budget: int, rng=None, max_samples: int = DEFAULT_MAX_SAMPLES):
+        super().__init__(features, m=1, rng=rng, max_samples=max_samples)
+        self.budget = _check_budget(budget)
+        self._sent = False
+
+    def _select(self):
+        if self._sent:
+            return None
+        self._sent = True
+        q, r = divmod(self.budget, self.K)
+        counts = np.full(self.K, q, dtype=np.int64)
+        counts[self.rng.choice(self.K, size=r, replace=False)] += 1
+        return np.repeat(np.arange(self.K), counts)
+
+    def _update(self, arms, rewards):
+        pass
+
+
+@register("fb-lingape")
+class FBLinGapE(Policy):
+    """FB-LinGapE: LinGapE run until the budget is spent or it stops; its empirical best (spec 2.5.1).
+
+    Parameters are LinGapE's (delta, epsilon, R, S, lambda0, rule, delta_eff); S and R accept
+    "oracle" in simulations.
+    """
+
+    name = "fb-lingape"
+    fixed_budget = True
+
+    def __init__(self, features, *, budget: int, delta: float = 0.1, rng=None, max_samples: int = DEFAULT_MAX_SAMPLES, **lingape_params):
+        from .gifa import LinGapE  # imported lazily: written in parallel by another engineer
+
+        super().__init__(features, m=1, rng=rng, max_samples=max_samples)
+        self.budget = _check_budget(budget)
+        self.inner = LinGapE(features, delta=delta, rng=self.rng, max_samples=min(self.budget, self.max_samples), **lingape_params)
+
+    @classmethod
+    def resolve_oracle(cls, key, instance):
+        from .gifa import LinGapE
+
+        return LinGapE.resolve_oracle(key, instance)
+
+    def _select(self):
+        if self.inner.done:
+            self.diagnostics["stopped_early"] = bool(self.inner.n_samples < self.budget)
+            return None
+        return self.inner.ask()
+
+    def _update(self, arms, rewards):
+        self.inner.tell(arms, rewards)
+
+    def _recommend(self):
+        return np.asarray(self.inner.result().recommendation[:1])
+
+
+@register("linucb")
+class LinUCB(Policy):
+    """LinUCB for B rounds, most pulled arm (spec 2.5.1); O(Kd + d^2) per round (rank-one updates)."""
+
+    name = "linucb"
+    fixed_budget = True
+
+    def __init__(self, features, *, budget: int, alpha_ucb: float = 1.0, lambda_reg: float = 1.0, rng=None, max_samples: int = DEFAULT_MAX_SAMPLES):
+        super().__init__(features, m=1, rng=rng, max_samples=max_samples)
+        self.budget = _check_budget(budget)
+        self.alpha_ucb = float(alpha_ucb)
+        if not self.alpha_ucb >= 0:
+            raise ValueError(f"alpha_ucb must be >= 0; got {alpha_ucb}")
+        self.state = RidgeState(self.X, _positive("lambda_reg", lambda_reg))
+
+    def _select(self):
+        if self.n_samples >= self.budget:
+            return None
+        ucb = self.X @ self.state.theta + self.alpha_ucb * np.sqrt(np.maximum(self.state.diag, 0.0))
+        return argmax_random(ucb, self.rng)
+
+    def _update(self, arms, rewards):
+        self.state.update(int(arms[0]), float(rewards[0]))
+
+    def _recommend(self):
+        return _most_pulled(self.n, self.X @ self.state.theta, self.rng)
+
+
+@register("ucb-glm")
+class UCBGLM(Policy):
+    """UCB-GLM (Li et al. 2017) for B rounds, most pulled arm (spec 2.5.1). Bernoulli (0/1) rewards."""
+
+    name = "ucb-glm"
+    fixed_budget = True
+    binary_rewards = True
+
+    def __init__(self, features, *, budget: int, alpha: float = 1.0, lambda_reg: float = 1.0, rng=None, max_samples: int = DEFAULT_MAX_SAMPLES):
+        super().__init__(features, m=1, rng=rng, max_samples=max_samples)
+        self.budget = _check_budget(budget)
+        self.alpha = float(alpha)
+        if not self.alpha >= 0:
+            raise ValueError(f"alpha must be >= 0; got {alpha}")
+        self.lambda_reg = _positive("lambda_reg", lambda_reg)
+        self.Z, _ = project(self.X)  # V can only become invertible in the span of the arms
+        self.state = RidgeState(self.Z, self.lambda_reg)
+        self._basis = np.zeros((self.Z.shape[1], 0))
+        self.theta = np.zeros(self.Z.shape[1])
+        self.diagnostics.update(random_pulls=0, newton_iterations_max=0)
+
+    @property
+    def exploring(self) -> bool:
+        return self._basis.shape[1] < self.Z.shape[1]
+
+    def _select(self):
+        if self.n_samples >= self.budget:
+            return None
+        if self.exploring:
+            self.diagnostics["random_pulls"] += 1
+            return int(self.rng.integers(self.K))
+        fit = logistic_mle(self.Z, self.n, self.sums, lambda_reg=self.lambda_reg, theta0=self.theta)
+        self.theta = fit.theta
+        self.diagnostics["newton_iterations_max"] = max(self.diagnostics["newton_iterations_max"], int(fit.n_iter))
+        ucb = self.Z @ self.theta + self.alpha * np.sqrt(np.maximum(self.state.diag, 0.0))
+        return argmax_random(ucb, self.rng)
+
+    def _update(self, arms, rewards):
+        a = int(arms[0])
+        self.state.update(a, float(rewards[0]))
+        if self.exploring:  # grow an orthonormal basis of the pulled arms' span
+            z = self.Z[a]
+            r = z - self._basis @ (self._basis.T @ z)
+            if np.linalg.norm(r) > 1e-8 * max(np.linalg.norm(z), 1e-300):
+                self._basis = np.column_stack([self._basis, r / np.linalg.norm(r)])
+
+    def _recommend(self):
+        if self.exploring or not self.n.any():
+            fit = logistic_mle(self.Z, self.n, self.sums, lambda_reg=self.lambda_reg, theta0=self.theta)
+            self.theta = fit.theta
+        return _most_pulled(self.n, self.Z @ self.theta, self.rng)
