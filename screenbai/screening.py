@@ -265,12 +265,10 @@ def ground_truth_arms(
     table has ``compound_id, activity_nM, cured, mean, x0 .. x{d}`` (``x{d}`` = intercept);
     the fit dict has ``theta_full`` (d + 1 entries) and the class counts and fit quality.
     """
-    from screenbai.chem.ground_truth import binarize, fit_ground_truth
-
     if list(features["compound_id"]) != list(library["compound_id"]):
         raise ValueError("features and library list different compounds (re-run the pca rule)")
     X = features.drop(columns=["compound_id"]).to_numpy(dtype=float)
-    cured = np.asarray(binarize(library["activity_nM"].to_numpy(dtype=float), threshold_nM))
+    cured = library["activity_nM"].to_numpy(dtype=float) < float(threshold_nM)
     n_cured = int(cured.sum())
     if n_cured in (0, len(cured)):
         raise ValueError(
@@ -279,6 +277,8 @@ def ground_truth_arms(
             "no logistic ground truth can be fitted. Choose a threshold inside that range, or curate "
             "less strictly (e.g. curation.drop_flagged: false keeps values flagged as outside the typical range)."
         )
+    from screenbai.chem.ground_truth import fit_ground_truth
+
     gt = fit_ground_truth(X, cured, C=C, random_state=random_state)
     A = np.asarray(gt.arm_features(X), dtype=float)
     arms = pd.DataFrame(A, columns=[f"x{i}" for i in range(A.shape[1])])
