@@ -1,1 +1,600 @@
-"""Placeholder: algorithms of this family are being implemented."""
+"""The GIFA family (spec 2.2, 2.3): LinGapE, m-LinGapE, LinGIFA, and classical LUCB / UGapE.
+
+One engine, ``GIFA`` ([RKD21] Alg. 1), parameterised by compute_Jt, compute_bt, the selection
+rule, the stopping rule and the index type; the registered algorithms are thin subclasses that
+fix those choices and their defaults.
+
+Gap indices (spec 2.3): B[i, j] = mu_hat_i - mu_hat_j + W(i, j), an upper confidence bound on
+mu_i - mu_j, with W(i, j) = f_s ||x_i - x_j||_P (paired), f_s (||x_i||_P + ||x_j||_P) (individual)
+or f_s (1/sqrt(N_i) + 1/sqrt(N_j)) (classical); f_s is the threshold factor of ``thresholds.py``
+(sigma C_{delta,s} for [RKD21]'s thresholds, C_t for Abbasi-Yadkori's) and P = (V^lambda)^{-1}.
+
+Cost per round (P2): when J(t) is the empirical top-m, b_t is LUCB-type and the stopping rule is
+tau^LUCB (LinGapE, m-LinGapE, LUCB) only the m columns B[:, J] are built, from the Gram rows
+(X_J P) X^T: O(m K d + d^2).  LinGIFA and UGapE need every B[i, j]; the K x K Gram matrix
+G = X P X^T is then kept up to date by rank one, O(K^2 + K d) per pull.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import thresholds as th
+from .estimators import RidgeState, project
+from .policy import DEFAULT_MAX_SAMPLES, Policy, check_probability, top_m
+from .registry import register
+from .rules import L1Design
+
+COMPUTE_JT = ("empirical", "ugape")
+COMPUTE_BT = ("lucb", "gifa")
+STOPPING = ("lucb", "ugape")
+INDICES = ("paired", "individual", "classical")
+SELECTIONS = ("greedy", "optimized", "largest-variance", "both")
+LINEAR_THRESHOLDS = ("theoretical", "heuristic", "abbasi-yadkori")
+CLASSICAL_THRESHOLDS = ("lucb1", "heuristic", "hoeffding")
+
+
+class TrackedRidgeState(RidgeState):
+    """RidgeState that also keeps the estimated means mu = X theta_hat (and optionally the full
+    Gram matrix G = X P X^T) up to date by rank one (spec 1.3, P2), with few numpy calls per pull.
+
+    After pulling x_a with u = P x_a, q = x_a^T u and g = X u:
+    theta <- theta + u (r - mu_a) / (1 + q), hence mu <- mu + g (r - mu_a) / (1 + q), and
+    G <- G - g g^T / (1 + q).  Both are rebuilt exactly at every refresh of P.
+    """
+
+    def __init__(self, X: np.ndarray, lambda0: float = 1.0, refresh_every: int = 2000, gram: bool = False):
+        super().__init__(X, lambda0, refresh_every)
+        self.mu = np.zeros(self.K)
+        self.G = (X @ X.T) / self.lambda0 if gram else None
+
+    def update(self, a: int, reward: float) -> None:
+        x = self.X[a]
+        u = self.P @ x
+        denom = 1.0 + float(x @ u)
+        us = u / denom
+        self.P -= np.multiply.outer(u, us)
+        g = self.X @ u
+        gs = g / denom
+        self.diag -= g * gs
+        self.mu += gs * (reward - float(self.mu[a]))
+        if self.G is not None:
+            self.G -= np.multiply.outer(g, gs)
+        self.b += reward * x
+        self.logdet += math.log(denom)
+        self.counts[a] += 1
+        self._since_refresh += 1
+        if self._since_refresh >= self.refresh_every:
+            self.refresh()
+
+    def refresh(self) -> None:
+        super().refresh()
+        self.mu = self.X @ (self.P @ self.b)
+        if self.G is not None:
+            G = (self.X @ self.P) @ self.X.T
+            self.G = 0.5 * (G + G.T)
+
+
+def _argmax(values: np.ndarray, rng: np.random.Generator) -> int:
+    """argmax with uniform random tie-breaking (P11), in as few numpy calls as possible."""
+    i = int(values.argmax())
+    if np.count_nonzero(values == values[i]) == 1:
+        return i
+    ties = np.flatnonzero(values == values[i])
+    return int(ties[rng.integers(ties.size)])
+
+
+# ---------------------------------------------------------------------- index computations
+def max_m_per_column(B: np.ndarray, m: int) -> np.ndarray:
+    """max^m_{i != j} B[i, j] for every column j (the diagonal must hold -inf)."""
+    if m == 1:
+        return B.max(axis=0)
+    K = B.shape[0]
+    return np.partition(B, K - m, axis=0)[K - m]
+
+
+def lucb_statistic(B: np.ndarray, J: np.ndarray) -> float:
+    """tau^LUCB statistic max_{j in J} max_{i not in J} B[i, j] (spec 2.3)."""
+    out = np.ones(B.shape[0], dtype=bool)
+    out[J] = False
+    return float(B[np.ix_(out, J)].max())
+
+
+def ugape_statistic(B: np.ndarray, J: np.ndarray, m: int) -> float:
+    """tau^UGapE statistic max_{j in J} max^m_{i != j} B[i, j] (spec 2.3); never above lucb_statistic (Lemma 1)."""
+    return float(max_m_per_column(B, m)[J].max())
+
+
+class GIFA(Policy):
+    """Generic GIFA loop for fixed-confidence Top-m identification ([RKD21] Alg. 1, spec 2.3).
+
+    Parameters
+    ----------
+    m : number of arms to identify (1 <= m < K).
+    epsilon : tolerance (>= 0); stop when the stopping statistic is <= epsilon.
+    delta : confidence level in (0, 1).
+    sigma : sub-Gaussian scale of the noise (R in [XHS18]); "oracle" in simulations.
+    S : bound on ||theta*|| (theoretical and Abbasi-Yadkori thresholds); "oracle" -> ||theta*||.
+    L : bound on ||x_a||; default max_a ||x_a||.
+    lambda0 : prior precision, V_0 = lambda0 I.
+    threshold : "theoretical" (1.5(c)), "heuristic" (1.5(d)), "abbasi-yadkori" (1.5(b)) for linear
+        indices; "lucb1" (1.5(e)), "heuristic", "hoeffding" (rewards in [0, 1]) for classical ones.
+    paper_literal : theoretical threshold exactly as printed in [RKD21] (A-R2).
+    delta_eff : Abbasi-Yadkori level: "pairs" = delta / K^2 (default), "ellipsoid" = delta (A-X1).
+    index : "paired", "individual" or "classical" (empirical means, no features).
+    compute_jt : "empirical" (top-m empirical means) or "ugape" (argmin^[m]_j max^m_{i!=j} B[i, j]).
+    compute_bt : "lucb" (argmax_{j in J} max_{i not in J} B[i, j]) or "gifa" (argmax_{j in J} max^m_{i!=j}).
+    stopping : "lucb" (tau^LUCB) or "ugape" (tau^UGapE).
+    selection : "greedy" (1.6(i)), "optimized" (L1 ratio rule, 1.6(ii)), "largest-variance" (1.6(iii)),
+        or "both" (pull b_t and c_t in one round: ask() returns two arms).
+    init : pull every arm once first (returned by the first ask() as one batch).
+    refresh_every : exact rebuild of P every so many pulls (P1).
+
+    Features whose rank is below d are projected onto their span first (spec 1.2); d' = rank(X)
+    then replaces d in the thresholds.  The recommendation is the current J(t) (when the run is
+    cut by ``max_samples`` it is recomputed from the data, e.g. the empirical best for LinGapE).
+    """
+
+    name = "gifa"
+
+    def __init__(
+        self,
+        features,
+        *,
+        m: int = 1,
+        epsilon: float = 0.0,
+        delta: float = 0.05,
+        sigma: float = 0.5,
+        S: float = 1.0,
+        L: float | None = None,
+        lambda0: float = 1.0,
+        threshold: str = "theoretical",
+        paper_literal: bool = False,
+        delta_eff: str = "pairs",
+        index: str = "paired",
+        compute_jt: str = "empirical",
+        compute_bt: str = "lucb",
+        stopping: str = "lucb",
+        selection: str = "greedy",
+        init: bool = True,
+        refresh_every: int = 2000,
+        rng=None,
+        max_samples: int = DEFAULT_MAX_SAMPLES,
+    ):
+        super().__init__(features, m=m, rng=rng, max_samples=max_samples)
+        self.epsilon = _nonnegative("epsilon", epsilon)
+        self.delta = check_probability("delta", delta)
+        self.sigma = _positive("sigma", sigma)
+        self.S = _nonnegative("S", S)
+        self.index = _choice("index", index, INDICES)
+        self.compute_jt = _choice("compute_jt", compute_jt, COMPUTE_JT)
+        self.compute_bt = _choice("compute_bt", compute_bt, COMPUTE_BT)
+        self.stopping = _choice("stopping", stopping, STOPPING)
+        self.selection = _choice("selection", selection, SELECTIONS)
+        self.linear = self.index != "classical"
+        allowed = LINEAR_THRESHOLDS if self.linear else CLASSICAL_THRESHOLDS
+        self.threshold = _choice(f"threshold (with {self.index} indices)", threshold, allowed)
+        if not self.linear and self.selection in ("greedy", "optimized"):
+            raise ValueError(
+                f"selection {selection!r} needs linear indices; classical indices allow 'largest-variance' or 'both'"
+            )
+        self.paper_literal = bool(paper_literal)
+        self.delta_eff = th.effective_delta(self.delta, self.K, delta_eff)
+        self.lambda0 = _positive("lambda0", lambda0)
+        norms = np.sqrt(np.einsum("ij,ij->i", self.X, self.X))
+        self.L = float(norms.max()) if L is None else _positive("L", L)
+
+        # features in an orthonormal basis of their span (spec 1.2)
+        Z, Q = project(self.X)
+        self.Z, self.Q = (self.X, None) if Z.shape[1] == self.d else (np.ascontiguousarray(Z), Q)
+        self.d_eff = self.Z.shape[1]
+
+        # classical widths 1/sqrt(N_a) are infinite before the first pull: classical indices always init
+        self.init = bool(init) or not self.linear
+        self._fast = self.compute_jt == "empirical" and self.compute_bt == "lucb" and self.stopping == "lucb"
+        if self.linear:
+            full_gram = not self._fast and self.index == "paired"
+            self.state = TrackedRidgeState(self.Z, self.lambda0, refresh_every, gram=full_gram)
+        else:
+            self.state = None
+        self._design = L1Design(self.Z) if self.selection == "optimized" else None
+        self._init_todo = self.init
+        self._Pxb = None
+        self._J: np.ndarray | None = None
+        self._J_at = -1
+        self._rounds = 0
+        self._reward_range = (0.0, 1.0) if self.threshold == "hoeffding" else None
+        self.diagnostics.update(rounds=0, stat=np.nan, threshold_factor=np.nan, dim=self.d_eff)
+
+    # ------------------------------------------------------------------ oracle constants
+    @classmethod
+    def resolve_oracle(cls, key: str, instance):
+        """Oracle values for simulations: S = ||theta*||, sigma/R = the noise scale, L = max ||x_a||."""
+        if key == "S":
+            if instance.theta is None:
+                raise ValueError(f"S='oracle' needs an instance with a true theta; {instance.name} has none")
+            return float(np.linalg.norm(instance.theta))
+        if key in ("sigma", "R"):
+            return 0.5 if instance.reward == "bernoulli" else float(instance.sigma)
+        if key == "L":
+            return float(np.linalg.norm(instance.features, axis=1).max())
+        raise ValueError(f"{cls.__name__} has no oracle value for parameter {key!r}")
+
+    # ------------------------------------------------------------------ thresholds and estimates
+    def threshold_factor(self, s: int) -> float:
+        """f_s: widths are f_s ||y||_P (linear) or f_s / sqrt(N_a) (classical); spec 1.5."""
+        name = self.threshold
+        if name == "theoretical":
+            c = th.reda_theoretical(s, self.delta, self.d_eff, self.L, self.S, self.sigma, self.lambda0, self.paper_literal)
+            return self.sigma * c
+        if name == "heuristic":
+            return self.sigma * th.reda_heuristic(s, self.delta)
+        if name == "abbasi-yadkori":
+            return th.abbasi_yadkori(self.state.logdet, self.d_eff, self.lambda0, self.sigma, self.S, self.delta_eff)
+        if name == "lucb1":
+            return th.lucb1_factor(s, self.delta, self.K, self.sigma)
+        return th.hoeffding_factor(s, self.delta, self.K)
+
+    def means(self) -> np.ndarray:
+        """Estimated means: ridge x_a^T theta_hat (linear) or empirical means (classical)."""
+        if self.linear:
+            return self.state.mu
+        return self.sums / np.maximum(self.n, 1)
+
+    def _individual_widths(self, f: float) -> np.ndarray:
+        if self.index == "individual":
+            return f * np.sqrt(self.state.diag)
+        return f / np.sqrt(np.maximum(self.n, 1))
+
+    def _single_paired_round(self, mu: np.ndarray, f: float):
+        """m = 1, paired indices, tau^LUCB (LinGapE / m-LinGapE): one Gram row, O(Kd + d^2)."""
+        st = self.state
+        i = _argmax(mu, self.rng)
+        Pxi = st.P @ self.Z[i]
+        ucb = self.Z @ Pxi  # row i of G
+        ucb *= -2.0
+        ucb += st.diag
+        ucb += st.diag[i]  # ||x_j - x_i||_P^2
+        np.maximum(ucb, 0.0, out=ucb)
+        np.sqrt(ucb, out=ucb)
+        ucb *= f
+        ucb += mu  # B[j, i] + mu_i
+        ucb[i] = -np.inf
+        c = _argmax(ucb, self.rng)
+        self._Pxb = (i, Pxi)
+        return np.array([i]), i, c, float(ucb[c] - mu[i])
+
+    def columns_of_J(self, mu: np.ndarray, J: np.ndarray, f: float) -> np.ndarray:
+        """BJ[k, i] = B[i, J[k]] for every arm i (m x K), with -inf where i is in J."""
+        if self.index == "paired":
+            st = self.state
+            G_J = (self.Z[J] @ st.P) @ self.Z.T  # Gram rows of J
+            diag = st.diag
+            W2 = diag + diag[J][:, None] - 2.0 * G_J
+            np.maximum(W2, 0.0, out=W2)
+            BJ = np.sqrt(W2)
+            BJ *= f
+            BJ += mu
+            BJ -= mu[J][:, None]
+        else:
+            w = self._individual_widths(f)
+            BJ = (mu + w) - (mu[J] - w[J])[:, None]
+        BJ[:, J] = -np.inf
+        return BJ
+
+    def index_matrix(self, mu: np.ndarray, f: float) -> np.ndarray:
+        """The full K x K matrix B[i, j] (diagonal -inf): O(K^2)."""
+        if self.index == "paired":
+            st = self.state
+            W2 = st.diag[:, None] + st.diag[None, :] - 2.0 * st.G
+            np.maximum(W2, 0.0, out=W2)
+            B = np.sqrt(W2)
+            B *= f
+        else:
+            w = self._individual_widths(f)
+            B = w[:, None] + w[None, :]
+        B += mu[:, None]
+        B -= mu[None, :]
+        np.fill_diagonal(B, -np.inf)
+        return B
+
+    # ------------------------------------------------------------------ the GIFA round
+    def gifa_round(self) -> tuple[np.ndarray, int, int, float]:
+        """Compute J(t), b_t, c_t and the stopping statistic from the current data (spec 2.3 Alg. 1)."""
+        mu = self.means()
+        f = self.threshold_factor(self.n_samples)
+        self.diagnostics["threshold_factor"] = f
+        rng, m = self.rng, self.m
+        if self._fast:
+            if m == 1 and self.index == "paired":
+                return self._single_paired_round(mu, f)
+            J = top_m(mu, m, rng)
+            BJ = self.columns_of_J(mu, J, f)
+            k, c = divmod(_argmax(BJ.ravel(), rng), self.K)
+            return J, int(J[k]), int(c), float(BJ[k, c])
+        B = self.index_matrix(mu, f)
+        colm = max_m_per_column(B, m)
+        J = top_m(-colm, m, rng) if self.compute_jt == "ugape" else top_m(mu, m, rng)
+        outside = np.ones(self.K, dtype=bool)
+        outside[J] = False
+        lucb_cols = B[outside][:, J].max(axis=0)  # max_{i not in J} B[i, j], j in J
+        if self.compute_bt == "gifa":
+            b = int(J[_argmax(colm[J], rng)])
+        else:
+            b = int(J[_argmax(lucb_cols, rng)])
+        col = np.where(outside, B[:, b], -np.inf)
+        c = _argmax(col, rng)
+        stat = float(colm[J].max()) if self.stopping == "ugape" else float(lucb_cols.max())
+        return J, b, int(c), stat
+
+    def select_arm(self, b: int, c: int):
+        """The selection rule applied to (b_t, c_t) (spec 1.6)."""
+        rule = self.selection
+        if rule == "greedy":
+            st = self.state
+            known, self._Pxb = self._Pxb, None
+            if known is not None and known[0] == b:  # P x_b is known from this round's Gram row
+                Py = known[1] - st.P @ self.Z[c]
+            else:
+                Py = st.P @ (self.Z[b] - self.Z[c])
+            proj = self.Z @ Py
+            proj *= proj
+            proj /= st.diag + 1.0
+            return _argmax(proj, self.rng)
+        if rule == "optimized":
+            return self._design.ratio_arm((b, c), self.Z[b] - self.Z[c], self.n, self.rng)
+        if rule == "both":
+            return np.array([b, c]) if self.max_samples - self.n_samples >= 2 else b
+        if self.linear:
+            vb, vc = self.state.diag[b], self.state.diag[c]
+        else:  # classical: the less-sampled arm has the larger width
+            vb, vc = -self.n[b], -self.n[c]
+        if vb == vc:
+            return (b, c)[int(self.rng.integers(2))]
+        return b if vb > vc else c
+
+    def _select(self):
+        if self.m >= self.K:  # K = m = 1: nothing to identify
+            return None
+        if self._init_todo:
+            self._init_todo = False
+            return np.arange(min(self.K, self.max_samples - self.n_samples))
+        J, b, c, stat = self.gifa_round()
+        self._J, self._J_at = J, self.n_samples
+        self._rounds += 1
+        self.diagnostics["rounds"] = self._rounds
+        self.diagnostics["stat"] = stat
+        if stat <= self.epsilon:
+            return None
+        return self.select_arm(b, c)
+
+    def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        if self._reward_range is not None and (rewards.min() < 0.0 or rewards.max() > 1.0):
+            raise ValueError(f"threshold 'hoeffding' assumes rewards in [0, 1]; got {rewards.tolist()}")
+        if self.linear:
+            if arms.size == 1:
+                self.state.update(int(arms[0]), float(rewards[0]))
+            else:
+                self.state.update_many(arms, rewards)
+
+    def _recommend(self):
+        if self.m >= self.K:
+            return np.arange(self.K)
+        if self._J is not None and self._J_at == self.n_samples:
+            return self._J
+        if self.compute_jt == "empirical":
+            return top_m(self.means(), self.m, self.rng)
+        B = self.index_matrix(self.means(), self.threshold_factor(self.n_samples))
+        return top_m(-max_m_per_column(B, self.m), self.m, self.rng)
+
+
+# ---------------------------------------------------------------------- registered algorithms
+@register("lingape")
+class LinGapE(GIFA):
+    """LinGapE ([XHS18], spec 2.2): m = 1, Abbasi-Yadkori threshold, each arm pulled once first.
+
+    rule: "greedy" (default) or "ratio" (the L1-LP ratio rule, alias "optimized").
+    R: sub-Gaussian noise scale; S >= ||theta*|| ("oracle" in simulations); lambda0: ridge
+    (lost in the paper, 1 by default [D]); delta_eff: "pairs" (delta/K^2, default) or "ellipsoid".
+    Run with ``max_samples`` as a budget, result().recommendation is the empirical best arm.
+    """
+
+    name = "lingape"
+
+    def __init__(
+        self,
+        features,
+        *,
+        epsilon: float = 0.0,
+        delta: float = 0.05,
+        R: float = 1.0,
+        S: float = 1.0,
+        lambda0: float = 1.0,
+        rule: str = "greedy",
+        delta_eff: str = "pairs",
+        L: float | None = None,
+        init: bool = True,
+        refresh_every: int = 2000,
+        rng=None,
+        max_samples: int = DEFAULT_MAX_SAMPLES,
+    ):
+        rule = _choice("rule", rule, ("greedy", "ratio", "optimized"))
+        super().__init__(
+            features, m=1, epsilon=epsilon, delta=delta, sigma=R, S=S, L=L, lambda0=lambda0,
+            threshold="abbasi-yadkori", delta_eff=delta_eff, index="paired", compute_jt="empirical",
+            compute_bt="lucb", stopping="lucb", selection="greedy" if rule == "greedy" else "optimized",
+            init=init, refresh_every=refresh_every, rng=rng, max_samples=max_samples,
+        )
+
+
+@register("m-lingape")
+class MLinGapE(GIFA):
+    """m-LinGapE ([RKD21], spec 2.3): top-m empirical J, LUCB-type b_t, tau^LUCB, paired indices.
+
+    Defaults follow the released code (P17): V_0 = 1 * I, every arm pulled once first.
+    selection: "greedy" (default), "optimized" (L1 ratio rule) or "largest-variance";
+    threshold: "theoretical" (default, valid) or "heuristic" (the paper's experiments, no guarantee).
+    """
+
+    name = "m-lingape"
+
+    def __init__(
+        self,
+        features,
+        *,
+        m: int = 1,
+        epsilon: float = 0.0,
+        delta: float = 0.05,
+        sigma: float = 0.5,
+        S: float = 1.0,
+        L: float | None = None,
+        lambda0: float = 1.0,
+        threshold: str = "theoretical",
+        paper_literal: bool = False,
+        selection: str = "greedy",
+        index: str = "paired",
+        init: bool = True,
+        refresh_every: int = 2000,
+        rng=None,
+        max_samples: int = DEFAULT_MAX_SAMPLES,
+    ):
+        _choice("selection", selection, ("greedy", "optimized", "largest-variance", "both"))
+        _choice("index", index, ("paired", "individual"))
+        super().__init__(
+            features, m=m, epsilon=epsilon, delta=delta, sigma=sigma, S=S, L=L, lambda0=lambda0,
+            threshold=threshold, paper_literal=paper_literal, index=index, compute_jt="empirical",
+            compute_bt="lucb", stopping="lucb", selection=selection, init=init,
+            refresh_every=refresh_every, rng=rng, max_samples=max_samples,
+        )
+
+
+@register("lingifa")
+class LinGIFA(GIFA):
+    """LinGIFA ([RKD21], spec 2.3): UGapE-type J and b_t, tau^UGapE, paired indices, no initialisation.
+
+    lambda0: prior precision V_0 = lambda0 I; default None = sigma / 20, the paper's lambda applied as
+    V_0 = lambda I (spec 2.3 [D]); the released code uses (sigma/20)^2 (P17): pass it explicitly.
+    stopping: "ugape" (default) or "lucb"; selection: "greedy" (default) or "largest-variance";
+    index: "paired" (default) or "individual".  Cost O(K^2) per round (full Gram matrix).
+    """
+
+    name = "lingifa"
+
+    def __init__(
+        self,
+        features,
+        *,
+        m: int = 1,
+        epsilon: float = 0.0,
+        delta: float = 0.05,
+        sigma: float = 0.5,
+        S: float = 1.0,
+        L: float | None = None,
+        lambda0: float | None = None,
+        threshold: str = "theoretical",
+        paper_literal: bool = False,
+        selection: str = "greedy",
+        stopping: str = "ugape",
+        index: str = "paired",
+        init: bool = False,
+        refresh_every: int = 2000,
+        rng=None,
+        max_samples: int = DEFAULT_MAX_SAMPLES,
+    ):
+        _choice("selection", selection, ("greedy", "largest-variance", "optimized", "both"))
+        _choice("index", index, ("paired", "individual"))
+        sigma_value = _positive("sigma", sigma)
+        super().__init__(
+            features, m=m, epsilon=epsilon, delta=delta, sigma=sigma_value, S=S, L=L,
+            lambda0=sigma_value / 20.0 if lambda0 is None else lambda0, threshold=threshold,
+            paper_literal=paper_literal, index=index, compute_jt="ugape", compute_bt="gifa",
+            stopping=stopping, selection=selection, init=init, refresh_every=refresh_every,
+            rng=rng, max_samples=max_samples,
+        )
+
+
+@register("lucb")
+class LUCB(GIFA):
+    """LUCB as a GIFA instance (spec 2.3 Table 1): classical empirical means and individual widths.
+
+    threshold: "lucb1" (default, 1.5(e)), "heuristic" or "hoeffding" (rewards in [0, 1]);
+    selection: "largest-variance" (the less-sampled of b_t, c_t; default) or "both" (LUCB1: ask()
+    returns b_t and c_t together).  The features only fix K; every arm is pulled once first.
+    """
+
+    name = "lucb"
+
+    def __init__(
+        self,
+        features,
+        *,
+        m: int = 1,
+        epsilon: float = 0.0,
+        delta: float = 0.05,
+        sigma: float = 0.5,
+        threshold: str = "lucb1",
+        selection: str = "largest-variance",
+        rng=None,
+        max_samples: int = DEFAULT_MAX_SAMPLES,
+    ):
+        _choice("selection", selection, ("largest-variance", "both"))
+        super().__init__(
+            features, m=m, epsilon=epsilon, delta=delta, sigma=sigma, index="classical",
+            threshold=threshold, compute_jt="empirical", compute_bt="lucb", stopping="lucb",
+            selection=selection, init=True, rng=rng, max_samples=max_samples,
+        )
+
+
+@register("ugape")
+class UGapE(GIFA):
+    """UGapE as a GIFA instance (spec 2.3 Table 1): classical indices, UGapE-type J, tau^UGapE.
+
+    threshold: "lucb1" (default), "heuristic", or "hoeffding" (widths sqrt(log(4Kt^3/delta)/(2T_k))
+    for rewards in [0, 1]: the GapE baseline of [KW], spec 3.4); selection "largest-variance".
+    """
+
+    name = "ugape"
+
+    def __init__(
+        self,
+        features,
+        *,
+        m: int = 1,
+        epsilon: float = 0.0,
+        delta: float = 0.05,
+        sigma: float = 0.5,
+        threshold: str = "lucb1",
+        selection: str = "largest-variance",
+        rng=None,
+        max_samples: int = DEFAULT_MAX_SAMPLES,
+    ):
+        _choice("selection", selection, ("largest-variance", "both"))
+        super().__init__(
+            features, m=m, epsilon=epsilon, delta=delta, sigma=sigma, index="classical",
+            threshold=threshold, compute_jt="ugape", compute_bt="lucb", stopping="ugape",
+            selection=selection, init=True, rng=rng, max_samples=max_samples,
+        )
+
+
+# ---------------------------------------------------------------------- validation helpers
+def _choice(name: str, value, allowed) -> str:
+    key = str(value).lower()
+    if key not in allowed:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
+    return "optimized" if key == "ratio" else key
+
+
+def _positive(name: str, value) -> float:
+    v = float(value)
+    if not (v > 0 and math.isfinite(v)):
+        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
+    return v
+
+
+def _nonnegative(name: str, value) -> float:
+    v = float(value)
+    if not (v >= 0 and math.isfinite(v)):
+        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
+    return v
