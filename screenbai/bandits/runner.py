@@ -21,7 +21,16 @@ from .registry import policy_for_instance
 
 
 def run(policy, env) -> Result:
-    """Drive one policy to completion against a simulated environment."""
+    """Drive one policy to completion against a simulated environment.
+
+    A policy may offer ``run_fast(env)``: a vectorised path that returns the same result as the
+    ask/tell loop (or None when it does not apply, e.g. a used environment).
+    """
+    fast = getattr(policy, "run_fast", None)
+    if fast is not None:
+        result = fast(env)
+        if result is not None:
+            return result
     while not policy.done:
         arms = policy.ask()
         policy.tell(arms, env.pull(arms))

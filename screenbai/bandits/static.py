@@ -1,1 +1,921 @@
-"""Placeholder: algorithms of this family are being implemented."""
+"""[SLM14] static and phased allocations for linear best-arm identification (spec 2.1).
+
+Registered policies:
+
+* ``"g-allocation"``     greedy G-optimal static allocation (2.1.1), stopping rule eq. 11;
+* ``"xy-static"``        greedy XY static allocation (2.1.2), stopping rule eq. 11;
+* ``"xy-oracle"``        greedy oracle allocation with theta* (2.1.3), stopping eq. 4 (default) or eq. 11;
+* ``"xy-adaptive"``      phased XY allocation (2.1.4), resolutions A-S1..A-S8;
+* ``"xy-fully-adaptive"`` the fully adaptive baseline of [SLM14] Fig. 4 (2.1.5).
+
+Implementation notes.
+
+* Every greedy choice argmin_x max_y y^T (A + x x^T)^{-1} y is computed from G = Z A^{-1} Z^T,
+  Q = Y A^{-1} Z^T and h_y = ||y||^2_{A^{-1}}, all kept up to date by rank one (spec 2.1.1-2.1.2)
+  and rebuilt exactly from the counts every ``_REFRESH`` pulls (P1). Ties are broken at random (P11).
+* Static sequences (and each XY-adaptive phase) do not depend on rewards: they are generated once
+  per (features, directions, allocation_seed) and kept in a module-level LRU cache, so Monte-Carlo
+  replications share them (P2). Their tie-breaks use ``allocation_seed``, not the policy ``rng``.
+* ``run_fast(env)`` (used by ``runner.run`` and ``simulate``) evaluates the eq. 11 stopping rule for
+  blocks of 4096 rounds at once, from cumulative per-arm counts and sums, and pulls rewards in blocks
+  aligned with the environment's noise buffer, so it consumes the same reward stream and returns the
+  same stopping time as the round-by-round ask/tell path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import OrderedDict
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve, qr
+
+from .estimators import project
+from .policy import DEFAULT_MAX_SAMPLES, Policy, Result, argmax_random, check_probability
+from .registry import register
+
+log = logging.getLogger(__name__)
+
+_REFRESH = 10_000  # exact rebuild of the greedy state / OLS inverse every this many pulls (P1)
+_BLOCK = 4096  # rounds per vectorised stopping-rule block (= the Environment noise buffer)
+_TIE_RTOL = 1e-10  # greedy scores this close to the minimum count as ties
+AUTO_RESTRICT_K = 200  # above this many arms, Y is restricted to pairs with the empirical best
+
+
+# ====================================================================== shared helpers
+def log_term(n, K: int, delta: float):
+    """log_n(K^2/delta) = log(6 n^2 K^2 / (pi^2 delta)) ([SLM14] Prop. 1, spec 1.5(a))."""
+    n = np.asarray(n, dtype=float)
+    return np.log(6.0 * n * n * K * K / (np.pi**2 * delta))
+
+
+def spanning_arms(Z: np.ndarray) -> np.ndarray:
+    """One arm per element of a maximal linearly independent subset (pivoted QR, spec 1.7.3)."""
+    _, R, piv = qr(Z.T, mode="economic", pivoting=True)
+    r = Z.shape[1]
+    return np.sort(piv[:r]).astype(np.int64)
+
+
+def all_pairs(active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Arm indices (I, J) of the unordered pairs of the active arms: y = x_I - x_J."""
+    idx = np.flatnonzero(active) if active.dtype == bool else np.asarray(active)
+    i, j = np.triu_indices(idx.size, 1)
+    return idx[i], idx[j]
+
+
+def star_pairs(active: np.ndarray, best: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (best, x) for the other active arms: the large-K approximation of spec 2.1.2."""
+    idx = np.flatnonzero(active) if active.dtype == bool else np.asarray(active)
+    idx = idx[idx != best]
+    return np.full(idx.size, best, dtype=np.int64), idx
+
+
+def _hash(*arrays) -> str:
+    h = hashlib.sha1()
+    for a in arrays:
+        a = np.ascontiguousarray(a)
+        h.update(str(a.dtype).encode() + str(a.shape).encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def _break_tie(T: np.ndarray, s: np.ndarray, tol: float, rng: np.random.Generator) -> int:
+    """Among arms tied on the minimax score, prefer the smallest mean_y ||y||^2 after the pull, then
+    pick at random (P11). Without the secondary criterion every arm ties as soon as two arms share the
+    worst direction (e.g. the canonical basis), and random picks would unbalance the allocation."""
+    ties = np.flatnonzero(s <= tol)
+    second = T[:, ties].sum(axis=0)
+    m = second.min()
+    ties = ties[second <= m + _TIE_RTOL * abs(m)]
+    return int(ties[rng.integers(ties.size)]) if ties.size > 1 else int(ties[0])
+
+
+class _GreedyState:
+    """G = Z A^{-1} Z^T, Q = Y A^{-1} Z^T and h = diag(Y A^{-1} Y^T), kept by rank one (spec 2.1.2).
+
+    Directions are y = scale * (x_I - x_J) (J = -1 means y = scale * x_I, the G-criterion).
+    ``A = prior * I + sum_a counts_a z_a z_a^T`` must be invertible when the state is (re)built.
+    """
+
+    def __init__(self, Z: np.ndarray, counts: np.ndarray, prior: float = 0.0):
+        self.Z = Z
+        self.K, self.d = Z.shape
+        self.prior = float(prior)
+        self.counts = np.asarray(counts, dtype=np.int64).copy()
+        self.I = np.arange(self.K)
+        self.J = np.full(self.K, -1)
+        self.scale = np.ones(self.K)
+        self._since = 0
+        self._rebuild_gram()
+        self._build_directions()
+
+    def _rebuild_gram(self) -> None:
+        A = self.prior * np.eye(self.d) + (self.Z.T * self.counts) @ self.Z
+        c = cho_factor(A)
+        W = cho_solve(c, self.Z.T)  # A^{-1} Z^T
+        G = self.Z @ W
+        self._G = 0.5 * (G + G.T)
+
+    def set_directions(self, I, J=None, scale=None) -> None:
+        self.I = np.asarray(I, dtype=np.int64)
+        self.J = np.full(self.I.size, -1) if J is None else np.asarray(J, dtype=np.int64)
+        self.scale = np.ones(self.I.size) if scale is None else np.asarray(scale, dtype=float)
+        self._G = np.array(self.M[: self.K])
+        self._build_directions()
+
+    def _build_directions(self) -> None:
+        G, K = self._G, self.K
+        pair = self.J >= 0
+        Q = G[self.I].copy()
+        Q[pair] -= G[self.J[pair]]
+        Q *= self.scale[:, None]
+        rows = np.arange(self.I.size)
+        h = Q[rows, self.I].copy()
+        h[pair] -= Q[rows[pair], self.J[pair]]
+        h *= self.scale
+        self.M = np.ascontiguousarray(np.vstack([G, Q]))
+        self.Q = self.M[K:]
+        self.diag = np.diagonal(self.M[:K])
+        self.h = h[:, None].copy()
+        self._T = np.empty_like(self.Q)
+
+    @property
+    def rho(self) -> float:
+        """max_y ||y||^2_{A^{-1}} (the XY / G criterion of the current allocation)."""
+        return float(self.h.max())
+
+    def scores(self) -> np.ndarray:
+        """score(k) = max_y [h_y - Q_yk^2 / (1 + G_kk)] = max_y ||y||^2_{(A + z_k z_k^T)^{-1}}."""
+        T = self._T
+        np.multiply(self.Q, self.Q, out=T)
+        T *= 1.0 / (1.0 + self.diag)
+        np.subtract(self.h, T, out=T)
+        return T.max(axis=0)
+
+    def choose(self, rng: np.random.Generator) -> int:
+        s = self.scores()
+        k = int(s.argmin())
+        tol = s[k] + _TIE_RTOL * abs(s[k])
+        if np.count_nonzero(s <= tol) > 1:
+            k = _break_tie(self._T, s, tol, rng)
+        return k
+
+    def pull(self, k: int) -> None:
+        col = self.M[:, k].copy()
+        den = 1.0 + col[k]
+        self.M -= np.multiply.outer(col, col[: self.K] / den)
+        q = col[self.K :]
+        self.h -= (q * q / den)[:, None]
+        self.counts[k] += 1
+        self._since += 1
+        if self._since >= _REFRESH:
+            self._since = 0
+            self._rebuild_gram()
+            self._build_directions()
+
+
+class AllocationSequence:
+    """A reward-independent greedy allocation, generated lazily and shared through a cache.
+
+    stop_rule: None (unbounded static sequence), ("rho", thr) (XY-adaptive phase: ends at the first
+    greedy pull after which max_y ||y||^2_{A^{-1}} <= thr) or ("eq4", c, K, delta) (XY-oracle: ends at
+    the first n with c^2 max_y ||y||^2_{A^{-1}} / Delta_y^2 * log_n(K^2/delta) <= 1).
+    """
+
+    def __init__(self, Z, init_arms, I, J, scale, seed, stop_rule=None):
+        self.init_arms = np.asarray(init_arms, dtype=np.int64)
+        counts = np.bincount(self.init_arms, minlength=Z.shape[0])
+        self.state = _GreedyState(Z, counts)
+        self.state.set_directions(I, J, scale)
+        self.rng = np.random.default_rng(seed)
+        self.stop_rule = stop_rule
+        dtype = np.int16 if Z.shape[0] < 2**15 else np.int32
+        self._arms = np.empty(max(1024, 2 * self.init_arms.size), dtype=dtype)
+        self.length = self.init_arms.size
+        self._arms[: self.length] = self.init_arms
+        self.done = False
+        self.rho_end = self.state.rho
+        if stop_rule is not None and stop_rule[0] == "eq4":
+            self._check_stop(greedy=False)
+
+    @property
+    def arms(self) -> np.ndarray:
+        return self._arms[: self.length]
+
+    def _check_stop(self, greedy: bool) -> None:
+        rule = self.stop_rule
+        rho = self.state.rho
+        if rule[0] == "rho":
+            self.done = greedy and rho <= rule[1]
+        else:
+            _, c, K, delta = rule
+            self.done = c * c * rho * float(log_term(self.length, K, delta)) <= 1.0
+        if self.done:
+            self.rho_end = rho
+
+    def extend(self, n: int) -> None:
+        """Generate the sequence up to length n (or until its stopping rule ends it)."""
+        if self.done or n <= self.length:
+            return
+        if n > self._arms.size:
+            grown = np.empty(max(n, 2 * self._arms.size), dtype=self._arms.dtype)
+            grown[: self.length] = self._arms[: self.length]
+            self._arms = grown
+        state, rng, arms, rule = self.state, self.rng, self._arms, self.stop_rule
+        t = self.length
+        # the greedy step of _GreedyState.choose/pull, inlined: this loop runs ~1e7 times on [SLM14]
+        K = state.K
+        while t < n:
+            M, Q, h, diag, T = state.M, state.Q, state.h, state.diag, state._T
+            start, stop = t, min(n, t + _REFRESH - state._since)
+            while t < stop:
+                np.multiply(Q, Q, out=T)
+                T *= 1.0 / (1.0 + diag)
+                np.subtract(h, T, out=T)
+                s = T.max(axis=0)
+                k = s.argmin()
+                tol = s[k] + _TIE_RTOL * abs(s[k])
+                if np.count_nonzero(s <= tol) > 1:
+                    k = _break_tie(T, s, tol, rng)
+                col = M[:, k].copy()
+                den = 1.0 + col[k]
+                M -= np.multiply.outer(col, col[:K] / den)
+                q = col[K:]
+                h -= (q * q / den)[:, None]
+                state.counts[k] += 1
+                arms[t] = k
+                t += 1
+                if rule is not None:
+                    self.length = t
+                    self._check_stop(greedy=True)
+                    if self.done:
+                        break
+            state._since += t - start
+            self.length = t
+            if self.done:
+                break
+            if state._since >= _REFRESH:
+                state._since = 0
+                state._rebuild_gram()
+                state._build_directions()
+        self.length = t
+        self.rho_end = state.rho if not self.done else self.rho_end
+
+
+_CACHE: "OrderedDict[tuple, AllocationSequence]" = OrderedDict()
+_CACHE_SIZE = 32
+
+
+def allocation_sequence(Z, init_arms, I, J=None, scale=None, seed=0, stop_rule=None) -> AllocationSequence:
+    """The cached sequence for these features, directions, seed and stopping rule (LRU, P2)."""
+    J = np.full(len(I), -1) if J is None else J
+    scale = np.ones(len(I)) if scale is None else scale
+    key = (_hash(Z, np.asarray(init_arms), np.asarray(I), np.asarray(J), np.asarray(scale, dtype=float)), seed, stop_rule)
+    seq = _CACHE.get(key)
+    if seq is None:
+        seq = AllocationSequence(Z, init_arms, I, J, scale, seed, stop_rule)
+        _CACHE[key] = seq
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    else:
+        _CACHE.move_to_end(key)
+    return seq
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+def save_cache(path) -> None:
+    """Pickle the cached sequences (with their generator state, so they can still be extended)."""
+    import pickle
+
+    with open(path, "wb") as fh:
+        pickle.dump(dict(_CACHE), fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load_cache(path) -> int:
+    """Load sequences saved by ``save_cache`` (only trust files you wrote); returns how many."""
+    import pickle
+
+    with open(path, "rb") as fh:
+        loaded = pickle.load(fh)
+    _CACHE.update(loaded)
+    return len(loaded)
+
+
+def _batch_forward(counts, Z):
+    """W_b = L_b^{-1} Z^T for A_b = Z^T diag(counts_b) Z = L_b L_b^T, all b at once.
+
+    Cholesky and forward substitution vectorised over the batch (loops over d only), so that
+    G_b = W_b^T W_b = Z A_b^{-1} Z^T. Returns W with shape (B, d, K).
+    """
+    B = counts.shape[0]
+    K, d = Z.shape
+    outer = (Z[:, :, None] * Z[:, None, :]).reshape(K, d * d)
+    A = (counts @ outer).reshape(B, d, d)
+    L = np.zeros_like(A)
+    for j in range(d):
+        Lj = L[:, j, :j]
+        diag = A[:, j, j] - np.einsum("bk,bk->b", Lj, Lj)
+        if np.any(diag <= 0):
+            raise np.linalg.LinAlgError("design matrix is singular in the stopping-rule block")
+        L[:, j, j] = np.sqrt(diag)
+        if j + 1 < d:
+            L[:, j + 1 :, j] = (A[:, j + 1 :, j] - np.einsum("bik,bk->bi", L[:, j + 1 :, :j], Lj)) / L[:, j, j][:, None]
+    W = np.empty((B, d, K))
+    for r in range(d):
+        acc = np.broadcast_to(Z[:, r], (B, K)).copy()
+        if r:
+            acc -= np.einsum("bk,bkm->bm", L[:, r, :r], W[:, :r, :])
+        W[:, r, :] = acc / L[:, r, r][:, None]
+    return W
+
+
+def eq11_batch(Z, counts, sums, n, c: float, K: int, delta: float):
+    """Vectorised eq. 11 for B data states at once (spec 2.1).
+
+    counts, sums: (B, K) cumulative per-arm counts and reward sums; n: (B,) sample counts.
+    Returns (ok (B,) bool, best (B,) int): ok[b] is True when x = Pi(theta_hat) beats every other arm
+    by at least its eq. 11 width. Uses mu_hat = G sums and G = W^T W with W = L^{-1} Z^T.
+    """
+    B = counts.shape[0]
+    W = _batch_forward(counts, Z)
+    v = np.einsum("bdk,bk->bd", W, sums)
+    mu = np.einsum("bdk,bd->bk", W, v)
+    best = mu.argmax(axis=1)
+    rows = np.arange(B)
+    diag = np.einsum("bdk,bdk->bk", W, W)
+    Wi = W[rows, :, best]  # (B, d)
+    grow = np.einsum("bd,bdk->bk", Wi, W)
+    width2 = np.maximum(diag[rows, best][:, None] + diag - 2.0 * grow, 0.0)
+    gap = mu[rows, best][:, None] - mu
+    lhs = c * c * width2 * log_term(n, K, delta)[:, None]
+    ok_j = (gap >= 0) & (lhs <= gap * gap)
+    ok_j[rows, best] = True
+    return ok_j.all(axis=1), best
+
+
+def pull_aligned(env, arms: np.ndarray, t0: int) -> np.ndarray:
+    """Pull a block of arms starting at global round t0, split at the environment's noise-buffer
+    boundaries so the draws are exactly those a round-by-round run would get."""
+    buf = getattr(env, "_BUF", None)
+    if buf is None:
+        return np.asarray(env.pull(arms), dtype=float)
+    out = np.empty(arms.size)
+    pos = 0
+    while pos < arms.size:
+        stop = min(arms.size, pos + buf - (t0 + pos) % buf)
+        out[pos:stop] = env.pull(arms[pos:stop])
+        pos = stop
+    return out
+
+
+def _fresh_env(env) -> bool:
+    """Fast paths replay the reward stream exactly only for an unused Environment."""
+    from .instance import Environment
+
+    return isinstance(env, Environment) and env._buf.size == 0 and env._pos == 0
+
+
+class _OLSTracker:
+    """P = A^{-1} by Sherman-Morrison with exact Cholesky refreshes, b, diag(Z P Z^T) (spec 1.3)."""
+
+    def __init__(self, Z):
+        self.Z = Z
+        self.K, self.d = Z.shape
+        self.counts = np.zeros(self.K)
+        self.b = np.zeros(self.d)
+        self.P = None
+        self.diag = None
+        self._since = 0
+
+    def add(self, a: int, r: float) -> None:
+        z = self.Z[a]
+        self.counts[a] += 1
+        self.b += r * z
+        if self.P is None:
+            return
+        u = self.P @ z
+        den = 1.0 + z @ u
+        self.P -= np.outer(u, u / den)
+        g = self.Z @ u
+        self.diag -= g * g / den
+        self._since += 1
+        if self._since >= _REFRESH:
+            self.refresh()
+
+    def refresh(self) -> bool:
+        """Rebuild P exactly from the counts; False while A is singular."""
+        A = (self.Z.T * self.counts) @ self.Z
+        try:
+            c = cho_factor(A)
+        except np.linalg.LinAlgError:
+            self.P = None
+            return False
+        P = cho_solve(c, np.eye(self.d))
+        self.P = 0.5 * (P + P.T)
+        self.diag = np.einsum("ij,jk,ik->i", self.Z, self.P, self.Z)
+        self._since = 0
+        return True
+
+    def eq11(self, n: int, c: float, K: int, delta: float):
+        """(ok, best, mu_hat) for the stopping rule eq. 11, O(Kd + d^2)."""
+        theta = self.P @ self.b
+        mu = self.Z @ theta
+        i = int(mu.argmax())
+        row = self.Z @ (self.P @ self.Z[i])
+        width2 = np.maximum(self.diag[i] + self.diag - 2.0 * row, 0.0)
+        gap = mu[i] - mu
+        ok = (gap >= 0) & (c * c * width2 * float(log_term(n, K, delta)) <= gap * gap)
+        ok[i] = True
+        return bool(ok.all()), i, mu
+
+
+def _ols_mu(Z, counts, sums):
+    """mu_hat = Z theta_hat from per-arm aggregates (Cholesky), or None while A is singular."""
+    A = (Z.T * counts) @ Z
+    try:
+        c = cho_factor(A)
+    except np.linalg.LinAlgError:
+        return None, None
+    theta = cho_solve(c, Z.T @ sums)
+    return Z @ theta, c
+
+
+# ====================================================================== common base
+class _SLMBase(Policy):
+    """Shared parameters and projection (spec 1.2, 2.1)."""
+
+    def __init__(self, features, *, delta=0.05, sigma=1.0, rng=None, max_samples=DEFAULT_MAX_SAMPLES):
+        super().__init__(features, m=1, rng=rng, max_samples=max_samples)
+        self.delta = check_probability("delta", delta)
+        sigma = float(sigma)
+        if not sigma > 0:
+            raise ValueError(f"sigma (noise bound) must be positive; got {sigma}")
+        self.sigma = sigma
+        self.c = 2.0 * np.sqrt(2.0) * sigma
+        if np.linalg.matrix_rank(self.X) < self.d:
+            self.Z, self.basis = project(self.X)
+        else:
+            self.Z, self.basis = self.X, None
+        self.d_eff = self.Z.shape[1]
+        self.init_arms = spanning_arms(self.Z)
+        self._final: dict | None = None
+
+    @staticmethod
+    def _check_restrict(restrict_y, K: int) -> bool:
+        if restrict_y is None:
+            if K > AUTO_RESTRICT_K:
+                log.warning(
+                    "K = %d > %d arms: restricting Y to pairs with the empirical best arm "
+                    "(an approximation of spec 2.1.2); pass restrict_y=False to keep all pairs", K, AUTO_RESTRICT_K
+                )
+                return True
+            return False
+        return bool(restrict_y)
+
+    def _finish(self, counts, sums, n: int, stopped: bool, best: int | None) -> Result:
+        """Put the policy in the state a round-by-round run would end in (fast paths)."""
+        self.n = np.asarray(counts, dtype=np.int64).copy()
+        self.sums = np.asarray(sums, dtype=float).copy()
+        self.n_samples = int(n)
+        self._finished, self._stopped = True, bool(stopped)
+        self._next = self._pending = None
+        self._final = {"best": best}
+        return self.result()
+
+    @classmethod
+    def resolve_oracle(cls, key, instance):
+        if key == "theta":
+            if instance.theta is not None:
+                return instance.theta
+            return np.linalg.lstsq(instance.features, instance.means, rcond=None)[0]
+        if key == "S":
+            theta = cls.resolve_oracle("theta", instance)
+            return float(np.linalg.norm(theta))
+        raise ValueError(f"{cls.__name__} has no oracle value for parameter {key!r}")
+
+
+# ====================================================================== static allocations
+class _StaticAllocation(_SLMBase):
+    """Precomputed greedy sequence + the eq. 11 stopping rule tested every round."""
+
+    def __init__(self, features, *, delta=0.05, sigma=1.0, allocation_seed=0, rng=None, max_samples=DEFAULT_MAX_SAMPLES):
+        super().__init__(features, delta=delta, sigma=sigma, rng=rng, max_samples=max_samples)
+        self.allocation_seed = int(self.rng.integers(2**63)) if allocation_seed is None else int(allocation_seed)
+        self._ols = _OLSTracker(self.Z)
+        self._ols_ready = False
+        self._seq: AllocationSequence | None = None
+
+    # -- to implement
+    def _make_sequence(self) -> AllocationSequence:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _stops_eq4(self) -> bool:
+        return False
+
+    @property
+    def sequence(self) -> AllocationSequence:
+        if self._seq is None:
+            self._seq = self._make_sequence()
+        return self._seq
+
+    # -- round-by-round path
+    def _select(self):
+        s = self.n_samples
+        seq = self.sequence
+        if s >= self.init_arms.size:
+            if self._stops_eq4():
+                if seq.done and s >= seq.length:
+                    return None
+            else:
+                if not self._ols_ready:
+                    self._ols_ready = self._ols.refresh()
+                if self._ols_ready and self._ols.eq11(s, self.c, self.K, self.delta)[0]:
+                    return None
+        if s >= seq.length:
+            seq.extend(min(self.max_samples, max(s + 1, 2 * seq.length, s + _BLOCK)))
+        if s >= seq.length:  # a finite sequence ran out without stopping: cannot happen for eq. 4
+            return None
+        return int(seq.arms[s])
+
+    def _update(self, arms, rewards):
+        for a, r in zip(arms, rewards):
+            self._ols.add(int(a), float(r))
+
+    def _recommend(self):
+        if self._final is not None and self._final.get("best") is not None:
+            return np.array([self._final["best"]])
+        mu, _ = _ols_mu(self.Z, self.n.astype(float), self.sums)
+        if mu is None:
+            return super()._recommend()
+        return np.array([argmax_random(mu, self.rng)])
+
+    # -- vectorised path
+    def run_fast(self, env):
+        """Same stopping time and recommendation as the ask/tell loop, eq. 11 tested per block."""
+        if self.n_samples != 0 or self._pending is not None or not _fresh_env(env):
+            return None
+        seq = self.sequence
+        K, n0, cap = self.K, self.init_arms.size, self.max_samples
+        counts = np.zeros(K)
+        sums = np.zeros(K)
+        t = 0
+        eye = np.eye(K)
+        while t < cap:
+            t1 = min((t // _BLOCK + 1) * _BLOCK, cap)
+            seq.extend(t1)
+            t1 = min(t1, seq.length)
+            if t1 <= t:  # finite (eq. 4) sequence exhausted
+                break
+            arms = seq.arms[t:t1].astype(np.int64)
+            rewards = pull_aligned(env, arms, t)
+            onehot = eye[arms]
+            cum_n = counts + np.cumsum(onehot, axis=0)
+            cum_s = np.cumsum(np.vstack([sums, onehot * rewards[:, None]]), axis=0)[1:]
+            states = np.arange(t + 1, t1 + 1)  # data state after each pull of the block
+            if self._stops_eq4():
+                if seq.done and t1 == seq.length and t1 < cap:
+                    mu, _ = _ols_mu(self.Z, cum_n[-1], cum_s[-1])
+                    return self._finish(cum_n[-1], cum_s[-1], t1, True, argmax_random(mu, self.rng))
+            else:
+                test = (states >= n0) & (states < cap)
+                if test.any():
+                    ok, best = eq11_batch(self.Z, cum_n[test], cum_s[test], states[test], self.c, K, self.delta)
+                    if ok.any():
+                        first = int(np.argmax(ok))
+                        row = np.flatnonzero(test)[first]
+                        return self._finish(cum_n[row], cum_s[row], states[row], True, int(best[first]))
+            counts, sums, t = cum_n[-1], cum_s[-1], t1
+        self.n, self.sums, self.n_samples = counts.astype(np.int64), sums.copy(), t
+        self._finished, self._stopped = True, False
+        self._next = self._pending = None
+        return self.result()
+
+
+@register("g-allocation", delta=0.05, sigma=1.0)
+class GAllocation(_StaticAllocation):
+    """[SLM14] greedy G-allocation (spec 2.1.1): argmin_x max_x' ||x'||^2_{(A + x x^T)^{-1}}, stop by eq. 11.
+
+    Parameters: delta, sigma (noise bound, c = 2 sqrt(2) sigma), allocation_seed (tie-breaks of the
+    shared precomputed sequence; None draws one from rng), rng, max_samples.
+    """
+
+    name = "g-allocation"
+
+    def _make_sequence(self):
+        return allocation_sequence(self.Z, self.init_arms, np.arange(self.K), seed=self.allocation_seed)
+
+
+@register("xy-static", delta=0.05, sigma=1.0)
+class XYStatic(_StaticAllocation):
+    """[SLM14] greedy XY-static allocation (spec 2.1.2): argmin_x max_{y in Y} ||y||^2_{(A+xx^T)^{-1}}, eq. 11.
+
+    restrict_y: None (auto: True above K = 200, with a logged warning), True or False. When True,
+    Y holds only the pairs with the current OLS empirical best arm; the allocation then depends on
+    rewards (an approximation, no longer static) and is computed round by round (no fast path).
+    """
+
+    name = "xy-static"
+
+    def __init__(self, features, *, delta=0.05, sigma=1.0, restrict_y=None, allocation_seed=0, rng=None,
+                 max_samples=DEFAULT_MAX_SAMPLES):
+        super().__init__(features, delta=delta, sigma=sigma, allocation_seed=allocation_seed, rng=rng,
+                         max_samples=max_samples)
+        self.restrict_y = self._check_restrict(restrict_y, self.K)
+        self._live: _GreedyState | None = None
+        self._live_best = -1
+        self.diagnostics["restricted_y"] = self.restrict_y
+
+    def _make_sequence(self):
+        I, J = all_pairs(np.ones(self.K, dtype=bool))
+        return allocation_sequence(self.Z, self.init_arms, I, J, seed=self.allocation_seed)
+
+    def _select(self):
+        if not self.restrict_y:
+            return super()._select()
+        s = self.n_samples
+        if s < self.init_arms.size:
+            return int(self.init_arms[s])
+        if not self._ols_ready:
+            self._ols_ready = self._ols.refresh()
+        ok, best, _ = self._ols.eq11(s, self.c, self.K, self.delta)
+        if ok:
+            return None
+        if self._live is None:
+            self._live = _GreedyState(self.Z, self.n)
+        if best != self._live_best:
+            self._live.set_directions(*star_pairs(np.ones(self.K, dtype=bool), best))
+            self._live_best = best
+        return self._live.choose(self.rng)
+
+    def _update(self, arms, rewards):
+        super()._update(arms, rewards)
+        if self._live is not None:
+            for a in arms:
+                self._live.pull(int(a))
+
+    def run_fast(self, env):
+        return None if self.restrict_y else super().run_fast(env)
+
+
+@register("xy-oracle", delta=0.05, sigma=1.0, theta="oracle")
+class XYOracle(_StaticAllocation):
+    """[SLM14] XY-oracle allocation (spec 2.1.3): greedy on max_{y in Y*} ||y||^2_{(A+xx^T)^{-1}} / Delta_y^2.
+
+    theta: the true parameter theta* (length d; "oracle" resolves it from the instance).
+    stopping: "eq4" (default, true gaps: deterministic stopping time) or "eq11" (empirical rule).
+    """
+
+    name = "xy-oracle"
+
+    def __init__(self, features, *, theta=None, delta=0.05, sigma=1.0, stopping="eq4", allocation_seed=0, rng=None,
+                 max_samples=DEFAULT_MAX_SAMPLES):
+        super().__init__(features, delta=delta, sigma=sigma, allocation_seed=allocation_seed, rng=rng,
+                         max_samples=max_samples)
+        if theta is None or isinstance(theta, str):
+            raise ValueError(
+                f"xy-oracle needs the true parameter theta (a length-{self.d} vector); got {theta!r}. "
+                "In simulations pass theta='oracle' through policy_for_instance."
+            )
+        theta = np.asarray(theta, dtype=float).reshape(-1)
+        if theta.size != self.d or not np.isfinite(theta).all():
+            raise ValueError(f"theta must be a finite vector of length d = {self.d}; got shape {theta.shape}")
+        if stopping not in ("eq4", "eq11"):
+            raise ValueError(f"stopping must be 'eq4' (oracle gaps) or 'eq11' (empirical); got {stopping!r}")
+        self.theta = theta
+        self.stopping = stopping
+        mu = self.X @ theta
+        self.best_arm = int(mu.argmax())
+        gaps = mu[self.best_arm] - mu
+        others = np.flatnonzero(np.arange(self.K) != self.best_arm)
+        if np.min(gaps[others]) <= 1e-12 * max(1.0, abs(mu).max()):
+            tied = others[gaps[others] <= 1e-12 * max(1.0, abs(mu).max())]
+            raise ValueError(f"theta gives arm(s) {tied.tolist()} the same mean as the best arm {self.best_arm}; "
+                             "the oracle allocation needs a unique best arm (Delta_min > 0)")
+        self._others, self._gaps = others, gaps[others]
+        self.diagnostics["stopping"] = stopping
+
+    def _stops_eq4(self) -> bool:
+        return self.stopping == "eq4"
+
+    def _make_sequence(self):
+        rule = ("eq4", self.c, self.K, self.delta) if self.stopping == "eq4" else None
+        I = np.full(self._others.size, self.best_arm)
+        return allocation_sequence(self.Z, self.init_arms, I, self._others, 1.0 / self._gaps,
+                                   seed=self.allocation_seed, stop_rule=rule)
+
+
+# ====================================================================== XY-adaptive (phased)
+@register("xy-adaptive", delta=0.05, sigma=1.0, alpha=0.1)
+class XYAdaptive(_SLMBase):
+    """[SLM14] XY-adaptive (spec 2.1.4, resolutions A-S1..A-S8): phases of XY-static allocation on the
+    directions between surviving arms; each phase restarts from its own data (initial spanning pulls
+    included), ends when max_y ||y||^2_{A^{-1}} <= alpha * (its value at the end of the previous phase),
+    then discards dominated arms (Lemma 4 with c, strict <) and tests eq. 11.
+
+    monotone: False (literal: the survivors are rebuilt from all of X, so discarded arms can come back)
+    or True (survivors only shrink). restrict_y: as in xy-static (pairs with the previous phase's best).
+    """
+
+    name = "xy-adaptive"
+
+    def __init__(self, features, *, delta=0.05, sigma=1.0, alpha=0.1, monotone=False, restrict_y=None,
+                 allocation_seed=0, rng=None, max_samples=DEFAULT_MAX_SAMPLES):
+        super().__init__(features, delta=delta, sigma=sigma, rng=rng, max_samples=max_samples)
+        alpha = float(alpha)
+        if not 0.0 < alpha < 1.0:
+            raise ValueError(f"alpha (phase shrink factor) must lie strictly between 0 and 1; got {alpha}")
+        self.alpha = alpha
+        self.monotone = bool(monotone)
+        self.restrict_y = self._check_restrict(restrict_y, self.K)
+        self.allocation_seed = int(self.rng.integers(2**63)) if allocation_seed is None else int(allocation_seed)
+        self.active = np.ones(self.K, dtype=bool)
+        self.rho_prev = 1.0 / (self.d_eff * (self.d_eff + 1) + 1)  # rho^0 / n_0 (A-S1)
+        self.phase = 0
+        self._prev_best: int | None = None
+        self._start_phase()
+        self.diagnostics.update(phases=0, restricted_y=self.restrict_y, monotone=self.monotone)
+
+    def _phase_directions(self):
+        if self.restrict_y:
+            if self._prev_best is None:  # first phase: no estimate yet, use the G-criterion directions
+                return np.flatnonzero(self.active), None
+            return star_pairs(self.active, self._prev_best)
+        return all_pairs(self.active)
+
+    def _start_phase(self) -> None:
+        self.phase += 1
+        I, J = self._phase_directions()
+        self.seq = allocation_sequence(self.Z, self.init_arms, I, J, seed=self.allocation_seed,
+                                       stop_rule=("rho", self.alpha * self.rho_prev))
+        self.t_phase = 0
+        self.phase_counts = np.zeros(self.K)
+        self.phase_sums = np.zeros(self.K)
+
+    def _end_phase(self):
+        """Estimate on this phase's data, discard dominated arms, test eq. 11. Returns the best arm when done."""
+        t = self.t_phase
+        mu, chol = _ols_mu(self.Z, self.phase_counts, self.phase_sums)
+        G = self.Z @ cho_solve(chol, self.Z.T)
+        dg = np.diag(G)
+        width = self.c * np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2 * G, 0.0) * float(log_term(t, self.K, self.delta)))
+        beaten = ((mu[None, :] - mu[:, None]) > width).any(axis=1)  # x beaten by some x' (eq. 16)
+        survivors = ~beaten & (self.active if self.monotone else True)
+        best = int(argmax_random(mu, self.rng))
+        self.diagnostics["phases"] = self.phase
+        self.diagnostics["last_phase_length"] = t
+        # eq. 11 for x = Pi(theta_hat): every other arm beaten by at least its width (not strict)
+        gap = mu[best] - mu
+        ok = (gap >= 0) & (width[best] <= gap)
+        ok[best] = True
+        if survivors.sum() == 1 or ok.all():
+            return best
+        self.active = survivors
+        self.rho_prev = self.seq.rho_end
+        self._prev_best = best
+        self._start_phase()
+        return None
+
+    def _select(self):
+        seq = self.seq
+        if self.t_phase >= seq.length and not seq.done:
+            seq.extend(self.t_phase + min(_BLOCK, self.max_samples - self.n_samples))
+        if seq.done and self.t_phase >= seq.length:
+            best = self._end_phase()
+            if best is not None:
+                self._final = {"best": best}
+                return None
+            return self._select()
+        return int(seq.arms[self.t_phase])
+
+    def _update(self, arms, rewards):
+        for a, r in zip(arms, rewards):
+            self.phase_counts[a] += 1
+            self.phase_sums[a] += r
+        self.t_phase += arms.size
+
+    def _recommend(self):
+        if self._final is not None:
+            return np.array([self._final["best"]])
+        mu, _ = _ols_mu(self.Z, self.phase_counts, self.phase_sums)
+        if mu is None:
+            return super()._recommend()
+        return np.array([argmax_random(mu, self.rng)])
+
+    def run_fast(self, env):
+        """Phase by phase: the phase sequence is fixed, so pull it as one block (same reward stream)."""
+        if self.n_samples != 0 or self._pending is not None or not _fresh_env(env):
+            return None
+        t = 0
+        while True:
+            seq = self.seq
+            room = self.max_samples - t
+            seq.extend(room + 1)
+            n_phase = min(seq.length, room)
+            arms = seq.arms[:n_phase].astype(np.int64)
+            rewards = pull_aligned(env, arms, t)
+            self.phase_counts = np.bincount(arms, minlength=self.K).astype(float)
+            self.phase_sums = np.bincount(arms, weights=rewards, minlength=self.K)
+            np.add.at(self.n, arms, 1)
+            np.add.at(self.sums, arms, rewards)
+            t += n_phase
+            self.t_phase = n_phase
+            self.n_samples = t
+            if not (seq.done and n_phase == seq.length):  # budget spent inside the phase
+                self._finished, self._stopped = True, False
+                return self.result()
+            if t >= self.max_samples:
+                self._finished, self._stopped = True, False
+                return self.result()
+            best = self._end_phase()
+            if best is not None:
+                self._final = {"best": best}
+                self._finished = self._stopped = True
+                return self.result()
+
+
+# ====================================================================== fully adaptive baseline
+@register("xy-fully-adaptive", delta=0.05, sigma=1.0, eta=1.0, S="oracle")
+class XYFullyAdaptive(_SLMBase):
+    """The "fully adaptive XY" baseline of [SLM14] Fig. 4 (spec 2.1.5): the surviving set is recomputed
+    after every pull from ridge estimates (parameter eta) with the Prop. 2 width
+    ||x - x'||_{(A^eta)^{-1}} (sigma sqrt(d log((1 + n L^2/eta)/delta)) + sqrt(eta) S); data are never
+    discarded; the next arm is the XY-greedy choice for the directions between survivors.
+    Stops when one arm survives.
+
+    S: bound on ||theta*|| ("oracle" resolves it from the instance). monotone / restrict_y as in xy-adaptive.
+    """
+
+    name = "xy-fully-adaptive"
+
+    def __init__(self, features, *, S=None, delta=0.05, sigma=1.0, eta=1.0, monotone=False, restrict_y=None,
+                 rng=None, max_samples=DEFAULT_MAX_SAMPLES):
+        super().__init__(features, delta=delta, sigma=sigma, rng=rng, max_samples=max_samples)
+        if S is None or isinstance(S, str):
+            raise ValueError(f"xy-fully-adaptive needs S, a bound on ||theta*|| (a positive number); got {S!r}. "
+                             "In simulations pass S='oracle' through policy_for_instance.")
+        S, eta = float(S), float(eta)
+        if not S >= 0:
+            raise ValueError(f"S (bound on ||theta*||) must be >= 0; got {S}")
+        if not eta > 0:
+            raise ValueError(f"eta (ridge parameter) must be positive; got {eta}")
+        self.S, self.eta = S, eta
+        self.monotone = bool(monotone)
+        self.restrict_y = self._check_restrict(restrict_y, self.K)
+        self.L2 = float(np.max(np.einsum("ij,ij->i", self.X, self.X)))
+        self.state = _GreedyState(self.Z, np.zeros(self.K), prior=eta)
+        self.active = np.ones(self.K, dtype=bool)
+        self._dir_key = None
+        self.diagnostics.update(restricted_y=self.restrict_y, monotone=self.monotone)
+
+    def _width_scale(self, n: int) -> float:
+        return self.sigma * np.sqrt(self.d_eff * np.log((1.0 + n * self.L2 / self.eta) / self.delta)) + np.sqrt(self.eta) * self.S
+
+    def _select(self):
+        s = self.n_samples
+        G = self.state.M[: self.K]
+        mu = G @ self.sums  # Z (eta I + A)^{-1} Z^T sums = Z theta_hat
+        if s >= self.init_arms.size:
+            dg = self.state.diag
+            width = np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2.0 * G, 0.0)) * self._width_scale(s)
+            survivors = ~((mu[None, :] - mu[:, None]) > width).any(axis=1)
+            self.active = survivors & self.active if self.monotone else survivors
+            if self.active.sum() == 1:
+                self._final = {"best": int(np.flatnonzero(self.active)[0])}
+                return None
+        else:
+            return int(self.init_arms[s])
+        best = int(argmax_random(np.where(self.active, mu, -np.inf), self.rng)) if self.restrict_y else -1
+        key = (self.active.tobytes(), best)
+        if key != self._dir_key:
+            I, J = star_pairs(self.active, best) if self.restrict_y else all_pairs(self.active)
+            self.state.set_directions(I, J)
+            self._dir_key = key
+        return self.state.choose(self.rng)
+
+    def _update(self, arms, rewards):
+        for a in arms:
+            self.state.pull(int(a))
+
+    def _recommend(self):
+        if self._final is not None:
+            return np.array([self._final["best"]])
+        mu = self.state.M[: self.K] @ self.sums
+        return np.array([argmax_random(np.where(self.active, mu, -np.inf), self.rng)])
+
+
+# ====================================================================== driver
+def simulate(policy, env) -> Result:
+    """Run a policy to completion: the vectorised fast path when it applies, else ask/tell rounds."""
+    fast = getattr(policy, "run_fast", None)
+    if fast is not None:
+        result = fast(env)
+        if result is not None:
+            return result
+    while not policy.done:
+        arms = policy.ask()
+        policy.tell(arms, env.pull(arms))
+    return policy.result()
