@@ -345,3 +345,14 @@ def test_refresh_keeps_means_and_gram_exact():
     assert np.allclose(st.G, X @ P @ X.T, atol=1e-10)
     st.refresh()
     assert np.allclose(st.mu, X @ P @ st.b, atol=1e-12)
+
+
+def test_oracle_string_outside_simulation_is_explained():
+    with pytest.raises(ValueError, match="policy_for_instance"):
+        make_policy("m-lingape", np.eye(3), S="oracle")
+
+
+def test_ratio_rule_counts_lp_solves():
+    inst = reda_classic(4, 2, omega=np.pi / 3)
+    res = run(policy_for_instance("m-lingape", inst, m=2, S="oracle", selection="optimized", rng=0), inst.environment(0))
+    assert 1 <= res.diagnostics["lp_solved"] <= 12  # cached by (b_t, c_t): at most K (K - 1) LPs

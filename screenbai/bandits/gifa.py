@@ -186,8 +186,8 @@ class GIFA(Policy):
         norms = np.sqrt(np.einsum("ij,ij->i", self.X, self.X))
         self.L = float(norms.max()) if L is None else _positive("L", L)
 
-        # features in an orthonormal basis of their span (spec 1.2)
-        Z, Q = project(self.X)
+        # features in an orthonormal basis of their span (spec 1.2); classical indices ignore features
+        Z, Q = project(self.X) if self.linear else (self.X, None)
         self.Z, self.Q = (self.X, None) if Z.shape[1] == self.d else (np.ascontiguousarray(Z), Q)
         self.d_eff = self.Z.shape[1]
 
@@ -344,7 +344,9 @@ class GIFA(Policy):
             proj /= st.diag + 1.0
             return _argmax(proj, self.rng)
         if rule == "optimized":
-            return self._design.ratio_arm((b, c), self.Z[b] - self.Z[c], self.n, self.rng)
+            arm = self._design.ratio_arm((b, c), self.Z[b] - self.Z[c], self.n, self.rng)
+            self.diagnostics["lp_solved"] = self._design.n_solved
+            return arm
         if rule == "both":
             return np.array([b, c]) if self.max_samples - self.n_samples >= 2 else b
         if self.linear:
@@ -586,15 +588,23 @@ def _choice(name: str, value, allowed) -> str:
     return "optimized" if key == "ratio" else key
 
 
+def _as_float(name: str, value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        hint = " ('oracle' is resolved only by policy_for_instance)" if value == "oracle" else ""
+        raise ValueError(f"{name} must be a number; got {value!r}{hint}") from None
+
+
 def _positive(name: str, value) -> float:
-    v = float(value)
+    v = _as_float(name, value)
     if not (v > 0 and math.isfinite(v)):
         raise ValueError(f"{name} must be a positive finite number; got {value!r}")
     return v
 
 
 def _nonnegative(name: str, value) -> float:
-    v = float(value)
+    v = _as_float(name, value)
     if not (v >= 0 and math.isfinite(v)):
         raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
     return v
