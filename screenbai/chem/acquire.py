@@ -1,0 +1,581 @@
+"""Acquire bioactivity tables: the ChEMBL web service, ChEMBL web exports, chemists' tables.
+
+Every reader returns one :class:`pandas.DataFrame` whose first columns are
+:data:`STANDARD_COLUMNS` (missing ones filled with NA); other columns of the source
+follow, snake_cased.  Values are kept as delivered by the source (``standard_value``
+is text, as in the ChEMBL API); :func:`screenbai.chem.curate.curate_activities`
+parses, converts and filters them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gzip
+import logging
+import re
+import sys
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+logger = logging.getLogger("screenbai.chem")
+
+__all__ = [
+    "STANDARD_COLUMNS",
+    "ChemblUnavailableError",
+    "fetch_chembl_activities",
+    "read_chembl_export",
+    "read_activity_table",
+    "load_activities",
+]
+
+#: Columns every acquisition function returns, in this order.
+STANDARD_COLUMNS: tuple[str, ...] = (
+    "molecule_chembl_id",
+    "canonical_smiles",
+    "standard_type",
+    "standard_relation",
+    "standard_value",
+    "standard_units",
+    "data_validity_comment",
+    "potential_duplicate",
+    "assay_chembl_id",
+    "assay_description",
+    "assay_type",
+    "target_chembl_id",
+    "document_chembl_id",
+)
+
+#: Columns a ChEMBL export (or a derived snake_case file) must contain.
+REQUIRED_EXPORT_COLUMNS: tuple[str, ...] = (
+    "molecule_chembl_id",
+    "canonical_smiles",
+    "standard_type",
+    "standard_value",
+    "standard_units",
+)
+
+_TARGET_RE = re.compile(r"^CHEMBL\d+$")
+_HEADER_ALIASES = {"smiles": "canonical_smiles", "molecule_chembl_id_": "molecule_chembl_id"}
+_NA_STRINGS = {"", "None", "none", "NULL", "null", "NaN", "nan", "N/A", "NA"}
+_LOCAL_FILE_HINT = (
+    "Point the data source at a local file instead: in the workflow config use "
+    "`kind: export` with `path: <file>` for a CSV downloaded from the ChEMBL web interface "
+    "(target page > Activity > export CSV), or `kind: table` with `path`, `smiles_column` "
+    "and `activity_column` for your own CSV/TSV/SDF table."
+)
+
+
+class ChemblUnavailableError(RuntimeError):
+    """The ChEMBL web service could not be reached or answered with an error."""
+
+
+# ----------------------------------------------------------------------------------------
+# helpers shared by all readers
+# ----------------------------------------------------------------------------------------
+
+
+def _snake(name: str) -> str:
+    s = re.sub(r"[^0-9a-zA-Z]+", "_", str(name).strip()).strip("_").lower()
+    return _HEADER_ALIASES.get(s, s)
+
+
+def _to_bool(value: Any) -> Any:
+    if value is None or value is pd.NA:
+        return pd.NA
+    if isinstance(value, float) and value != value:
+        return pd.NA
+    s = str(value).strip().lower()
+    if s in {"true", "1", "t", "yes", "y", "1.0"}:
+        return True
+    if s in {"false", "0", "f", "no", "n", "0.0"}:
+        return False
+    return pd.NA
+
+
+def _clean_value(v: Any) -> Any:
+    if v is None or v is pd.NA:
+        return None
+    if isinstance(v, float) and v != v:
+        return None
+    if isinstance(v, str):
+        v = v.strip()
+        return None if v in _NA_STRINGS else v
+    return v
+
+
+def _finalize(df: pd.DataFrame) -> pd.DataFrame:
+    """Order/complete the standard columns, normalise NA (None), relations and flags.
+
+    Text columns are ``object`` dtype with ``None`` for missing values (same with pandas 2
+    and 3); ``potential_duplicate`` is the nullable ``boolean`` dtype.
+    """
+    out = pd.DataFrame(index=pd.RangeIndex(len(df)))
+    extra = [c for c in df.columns if c not in STANDARD_COLUMNS]
+    for col in list(STANDARD_COLUMNS) + extra:
+        values = df[col].tolist() if col in df.columns else [None] * len(df)
+        if col == "potential_duplicate":
+            out[col] = pd.array([_to_bool(v) for v in values], dtype="boolean")
+            continue
+        cleaned = [_clean_value(v) for v in values]
+        if col == "standard_relation":
+            cleaned = [None if v is None else (str(v).strip("'\" ") or None) for v in cleaned]
+        out[col] = pd.Series(cleaned, index=out.index, dtype=object)
+    return out
+
+
+def _open_text(path: Path):
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    if magic == b"\x1f\x8b":
+        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
+    return open(path, encoding="utf-8-sig", newline="")
+
+
+def _sniff_delimiter(path: Path) -> str:
+    with _open_text(path) as fh:
+        header = fh.readline()
+    counts = {d: header.count(d) for d in (";", "\t", ",")}
+    best = max(counts, key=counts.get)
+    return best if counts[best] > 0 else ","
+
+
+def _read_text_table(path: Path, sep: str | None = None) -> pd.DataFrame:
+    sep = sep or _sniff_delimiter(path)
+    with _open_text(path) as fh:
+        return pd.read_csv(fh, sep=sep, dtype=str, keep_default_na=False, quotechar='"')
+
+
+# ----------------------------------------------------------------------------------------
+# ChEMBL web interface exports and derived files
+# ----------------------------------------------------------------------------------------
+
+
+def read_chembl_export(path: str | Path) -> pd.DataFrame:
+    """Read a CSV exported from the ChEMBL web interface (or a snake_case derivative).
+
+    Parameters
+    ----------
+    path : str or Path
+        ``;``-separated, double-quoted export (headers such as ``Molecule ChEMBL ID``,
+        ``Smiles``, relations like ``'='``), optionally gzipped; comma/tab separated
+        files with snake_case headers are detected automatically.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`STANDARD_COLUMNS` first, then the remaining columns snake_cased.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If a required column is missing (the message lists the columns found).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"ChEMBL export not found: {path}")
+    raw = _read_text_table(path)
+    renamed = {c: _snake(c) for c in raw.columns}
+    df = raw.rename(columns=renamed)
+    df = df.loc[:, ~df.columns.duplicated()]
+    missing = [c for c in REQUIRED_EXPORT_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(
+            f"{path}: required column {missing[0]!r} not found"
+            + (f" (also missing: {missing[1:]})" if len(missing) > 1 else "")
+            + f"; columns found: {list(raw.columns)}. Expected a ChEMBL web export "
+            "(';'-separated, headers like 'Molecule ChEMBL ID', 'Smiles', 'Standard Value') "
+            "or a table with snake_case headers."
+        )
+    out = _finalize(df)
+    logger.info("read %d activity rows from ChEMBL export %s", len(out), path)
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# chemists' own tables (CSV/TSV/SDF)
+# ----------------------------------------------------------------------------------------
+
+_VALUE_WITH_RELATION = re.compile(r"^\s*(>=|<=|>|<|~|=)?\s*(.*?)\s*$")
+
+
+def _read_sdf(path: Path) -> pd.DataFrame:
+    from rdkit import Chem
+    from rdkit.rdBase import BlockLogs
+
+    rows: list[dict[str, Any]] = []
+    n_bad = 0
+    with BlockLogs():
+        if path.suffix == ".gz":
+            supplier = Chem.ForwardSDMolSupplier(gzip.open(path, "rb"))
+        else:
+            supplier = Chem.SDMolSupplier(str(path))
+        for i, mol in enumerate(supplier):
+            if mol is None:
+                n_bad += 1
+                rows.append({"_record": i})
+                continue
+            props = {k: str(v) for k, v in mol.GetPropsAsDict(True, False).items()}
+            props["_Name"] = mol.GetProp("_Name") if mol.HasProp("_Name") else ""
+            props["_structure_smiles"] = Chem.MolToSmiles(mol)
+            props["_record"] = i
+            rows.append(props)
+    if n_bad:
+        logger.warning("%s: %d SDF records could not be parsed (kept with no SMILES)", path, n_bad)
+    return pd.DataFrame(rows)
+
+
+def read_activity_table(
+    path: str | Path,
+    *,
+    smiles_column: str | None,
+    activity_column: str,
+    id_column: str | None = None,
+    units: str = "nM",
+    activity_type: str = "IC50",
+    relation_column: str | None = None,
+) -> pd.DataFrame:
+    """Read a chemist's activity table (CSV, TSV or SDF) into the standard columns.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.csv``/``.tsv``/``.txt`` (delimiter sniffed, gzip allowed) or ``.sdf``/``.sdf.gz``.
+    smiles_column : str or None
+        Column holding SMILES.  For SDF, ``None`` takes the structure of each record.
+    activity_column : str
+        Column holding the activity value.  Values such as ``">10000"`` are split into
+        relation and value when ``relation_column`` is not given.
+    id_column : str, optional
+        Compound identifier column (``"_Name"`` is the SDF title line).  Without it ids
+        ``<file stem>_<row>`` are generated.
+    units : str
+        Unit of every value (e.g. ``"nM"``, ``"uM"``).
+    activity_type : str
+        Written to ``standard_type`` (e.g. ``"IC50"``).
+    relation_column : str, optional
+        Column holding relations (``=``, ``>``, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`STANDARD_COLUMNS` first, then the table's other columns.
+
+    Raises
+    ------
+    ValueError
+        If a named column does not exist (the message lists the available ones).
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"activity table not found: {path}")
+    suffixes = "".join(path.suffixes).lower()
+    is_sdf = ".sdf" in suffixes or ".sd" == path.suffix.lower()
+    df = _read_sdf(path) if is_sdf else _read_text_table(path)
+    available = [c for c in df.columns if c not in ("_structure_smiles", "_record")]
+
+    named = {
+        "smiles_column": smiles_column,
+        "activity_column": activity_column,
+        "id_column": id_column,
+        "relation_column": relation_column,
+    }
+    for arg, col in named.items():
+        if col is None:
+            if arg == "smiles_column" and not is_sdf:
+                raise ValueError(
+                    f"{path}: smiles_column is required for CSV/TSV tables; "
+                    f"available columns: {available}"
+                )
+            continue
+        if col not in df.columns:
+            raise ValueError(
+                f"{path}: {arg}={col!r} is not a column of the table; "
+                f"available columns: {available}"
+            )
+
+    out = pd.DataFrame(index=df.index)
+    if smiles_column is None:
+        out["canonical_smiles"] = df.get("_structure_smiles", pd.Series(pd.NA, index=df.index))
+    else:
+        out["canonical_smiles"] = df[smiles_column]
+    if id_column is not None:
+        out["molecule_chembl_id"] = df[id_column].astype("object")
+    else:
+        width = len(str(len(df)))
+        out["molecule_chembl_id"] = [f"{path.name.split('.')[0]}_{i + 1:0{width}d}" for i in range(len(df))]
+
+    values = df[activity_column].astype("object")
+    if relation_column is not None:
+        out["standard_relation"] = df[relation_column]
+        out["standard_value"] = values
+    else:
+        rel, val = [], []
+        for v in values:
+            if v is None or (isinstance(v, float) and v != v):
+                rel.append(pd.NA)
+                val.append(pd.NA)
+                continue
+            m = _VALUE_WITH_RELATION.match(str(v))
+            rel.append(m.group(1) if m.group(1) else pd.NA)
+            val.append(m.group(2))
+        out["standard_relation"] = rel
+        out["standard_value"] = val
+    out["standard_type"] = activity_type
+    out["standard_units"] = units
+    used = {smiles_column, activity_column, id_column, relation_column, "_structure_smiles", "_record"}
+    for col in df.columns:
+        if col not in used:
+            name = _snake(col) or col
+            if name not in out.columns and name not in STANDARD_COLUMNS:
+                out[name] = df[col]
+    result = _finalize(out)
+    logger.info("read %d activity rows from %s", len(result), path)
+    return result
+
+
+# ----------------------------------------------------------------------------------------
+# the live ChEMBL web service (chembl-webresource-client)
+# ----------------------------------------------------------------------------------------
+
+_API_FIELDS = STANDARD_COLUMNS + ("activity_id", "pchembl_value", "assay_variant_mutation")
+
+
+def _validate_target(target_chembl_id: str) -> str:
+    if not isinstance(target_chembl_id, str) or not _TARGET_RE.match(target_chembl_id.strip().upper()):
+        raise ValueError(
+            f"invalid ChEMBL target id {target_chembl_id!r}: expected 'CHEMBL' followed by digits, "
+            "e.g. 'CHEMBL301' (CDK2) or 'CHEMBL2094128' (CDK2/cyclin A)"
+        )
+    return target_chembl_id.strip().upper()
+
+
+def _cache_path(cache_dir: str | Path, target: str, types: Sequence[str]) -> Path:
+    tag = "-".join(re.sub(r"[^0-9A-Za-z]+", "_", t).strip("_") for t in types) or "all"
+    return Path(cache_dir) / f"chembl_{target}_{tag}.csv.gz"
+
+
+@contextlib.contextmanager
+def _client_settings(**values: Any) -> Iterator[Any]:
+    """Temporarily set attributes of the client's Settings singleton; restore on exit."""
+    from chembl_webresource_client.settings import Settings  # no network on import
+
+    settings = Settings.Instance()
+    saved = {k: (k in vars(settings), getattr(settings, k)) for k in values}
+    try:
+        for k, v in values.items():
+            setattr(settings, k, v)
+        yield settings
+    finally:
+        for k, (was_instance_attr, old) in saved.items():
+            if was_instance_attr:
+                setattr(settings, k, old)
+            else:
+                with contextlib.suppress(AttributeError):
+                    delattr(settings, k)
+
+
+def _import_new_client(timeout: float):
+    """Import ``chembl_webresource_client.new_client`` afresh with a bounded schema download.
+
+    The module downloads the API schema (``<NEW_CLIENT_URL>/spore``) at import time with a
+    bare ``requests.get`` (no timeout, so it can hang forever where traffic is dropped).  We
+    re-import it every time, so the client picks up the current ``NEW_CLIENT_URL`` and
+    ``MAX_LIMIT``, and inject ``timeout`` into that one call while the import runs.
+    """
+    import requests
+
+    sys.modules.pop("chembl_webresource_client.new_client", None)
+    original_get = requests.get
+    bounded_get = functools.partial(original_get, timeout=timeout)
+    requests.get = bounded_get  # the client module calls requests.get(url) at import
+    try:
+        from chembl_webresource_client.new_client import new_client
+    finally:
+        requests.get = original_get
+    return new_client
+
+
+def _download_activities(
+    target: str, types: Sequence[str], *, timeout: float, page_size: int, retries: int
+) -> list[dict[str, Any]]:
+    import requests
+
+    from chembl_webresource_client.settings import Settings
+
+    url = Settings.Instance().NEW_CLIENT_URL
+    start = time.perf_counter()
+    try:
+        with _client_settings(
+            NEW_CLIENT_TIMEOUT=timeout,
+            TOTAL_RETRIES=retries,
+            BACKOFF_FACTOR=0.5,
+            MAX_LIMIT=page_size,
+            CACHING=False,
+        ):
+            client = _import_new_client(timeout)
+            query = client.activity.filter(target_chembl_id=target)
+            if len(types) == 1:
+                query = query.filter(standard_type=types[0])
+            elif types:
+                query = query.filter(standard_type__in=",".join(types))
+            query = query.only(*_API_FIELDS)
+            records = [dict(r) for r in query]
+    except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
+        raise ChemblUnavailableError(
+            f"The ChEMBL web service at {url} could not be reached within {timeout:g} s "
+            f"({type(exc).__name__}: {exc}). {_LOCAL_FILE_HINT}"
+        ) from exc
+    except Exception as exc:  # HTTP errors, retries exhausted, malformed answers
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+        raise ChemblUnavailableError(
+            f"The ChEMBL web service at {url} answered with an error"
+            + (f" (HTTP {status})" if status else "")
+            + f": {type(exc).__name__}: {str(exc)[:300]}. Try again later, or: {_LOCAL_FILE_HINT}"
+        ) from exc
+    logger.info(
+        "downloaded %d activities for %s %s from %s in %.1f s",
+        len(records), target, list(types), url, time.perf_counter() - start,
+    )
+    return records
+
+
+def fetch_chembl_activities(
+    target_chembl_id: str,
+    *,
+    activity_types: Sequence[str] = ("IC50",),
+    cache_dir: str | Path = "data/cache",
+    timeout: float = 30,
+    page_size: int = 1000,
+    refresh: bool = False,
+    retries: int = 2,
+) -> pd.DataFrame:
+    """Download the activities of a ChEMBL target through chembl-webresource-client.
+
+    The result is cached as ``<cache_dir>/chembl_<target>_<types>.csv.gz`` and returned from
+    there on later calls (offline too) unless ``refresh`` is true.
+
+    Parameters
+    ----------
+    target_chembl_id : str
+        Target id such as ``"CHEMBL301"``.
+    activity_types : sequence of str
+        ChEMBL ``standard_type`` values to download (empty = all types).
+    cache_dir : str or Path
+        Cache directory (created if needed).
+    timeout : float
+        Seconds allowed for each HTTP connect/read, including the schema download.
+    page_size : int
+        Records per page (the server allows at most 1000).
+    refresh : bool
+        Ignore an existing cache file and download again.
+    retries : int
+        Retries per request on connection errors and HTTP 400-420/500-504.
+
+    Returns
+    -------
+    pandas.DataFrame
+        :data:`STANDARD_COLUMNS` first, then ``activity_id``, ``pchembl_value``, ...
+
+    Raises
+    ------
+    ValueError
+        Malformed target id or page size.
+    ChemblUnavailableError
+        Service unreachable, too slow, or answering with errors, and no cache file; the
+        message explains how to use a local export instead.
+    """
+    target = _validate_target(target_chembl_id)
+    if isinstance(activity_types, str):
+        activity_types = (activity_types,)
+    types = tuple(activity_types)
+    if not 1 <= int(page_size) <= 1000:
+        raise ValueError(f"page_size={page_size} out of range: the ChEMBL API serves 1 to 1000 records per page")
+    cache = _cache_path(cache_dir, target, types)
+    if cache.is_file() and not refresh:
+        logger.info("reading cached ChEMBL activities from %s", cache)
+        return _finalize(_read_text_table(cache, sep=","))
+    records = _download_activities(target, types, timeout=timeout, page_size=int(page_size), retries=retries)
+    df = pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=list(_API_FIELDS))
+    # the API serves numbers as text ("50.0"); keep text everywhere for a loss-free cache
+    for col in df.columns:
+        df[col] = df[col].map(lambda v: v if v is None or isinstance(v, str) else str(v))
+    out = _finalize(df)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_name(cache.name + ".tmp")
+    out.to_csv(tmp, index=False, compression="gzip", na_rep="")
+    tmp.replace(cache)
+    logger.info("cached %d rows at %s", len(out), cache)
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# dispatcher used by the workflow
+# ----------------------------------------------------------------------------------------
+
+_KIND_ALIASES = {"chembl": "chembl", "api": "chembl", "export": "export", "chembl_export": "export",
+                 "table": "table", "csv": "table", "tsv": "table", "sdf": "table"}
+
+
+def load_activities(source_config: Mapping[str, Any], cache_dir: str | Path = "data/cache") -> pd.DataFrame:
+    """Load raw activities as described by a config mapping (what the workflow calls).
+
+    Parameters
+    ----------
+    source_config : mapping
+        ``kind`` (alias ``source``) selects the reader:
+
+        - ``"chembl"``: ``target_chembl_id`` (required), ``activity_types`` (default
+          ``["IC50"]``), ``timeout`` (30), ``page_size`` (1000), ``refresh`` (false),
+          ``retries`` (2) -> :func:`fetch_chembl_activities`.
+        - ``"export"``: ``path`` -> :func:`read_chembl_export`.
+        - ``"table"`` (aliases ``csv``, ``tsv``, ``sdf``): ``path``, ``smiles_column``,
+          ``activity_column``, optional ``id_column``, ``units`` ("nM"), ``activity_type``
+          ("IC50"), ``relation_column`` -> :func:`read_activity_table`.
+    cache_dir : str or Path
+        Cache directory for ``kind: chembl``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Raw activities with :data:`STANDARD_COLUMNS`.
+    """
+    cfg = dict(source_config)
+    kind_raw = cfg.pop("kind", None) or cfg.pop("source", None)
+    kind = _KIND_ALIASES.get(str(kind_raw).lower()) if kind_raw is not None else None
+    if kind is None:
+        raise ValueError(
+            f"source config needs 'kind' in ['chembl', 'export', 'table'], got {kind_raw!r} "
+            f"(config: {dict(source_config)})"
+        )
+
+    def need(key: str) -> Any:
+        if key not in cfg or cfg[key] in (None, ""):
+            raise ValueError(f"source config of kind {kind!r} needs key {key!r}; got keys {sorted(cfg)}")
+        return cfg.pop(key)
+
+    def reject_unknown() -> None:
+        if cfg:
+            raise ValueError(f"unknown keys for source kind {kind!r}: {sorted(cfg)}")
+
+    if kind == "chembl":
+        target = need("target_chembl_id")
+        kwargs = {k: cfg.pop(k) for k in ("activity_types", "timeout", "page_size", "refresh", "retries") if k in cfg}
+        reject_unknown()
+        return fetch_chembl_activities(target, cache_dir=cache_dir, **kwargs)
+    if kind == "export":
+        path = need("path")
+        reject_unknown()
+        return read_chembl_export(path)
+    path = need("path")
+    activity_column = need("activity_column")
+    smiles_column = cfg.pop("smiles_column", None)
+    kwargs = {k: cfg.pop(k) for k in ("id_column", "units", "activity_type", "relation_column") if k in cfg}
+    reject_unknown()
+    return read_activity_table(path, smiles_column=smiles_column, activity_column=activity_column, **kwargs)

@@ -1,0 +1,415 @@
+"""Curate raw activity rows into a compound library (one row per standardized structure).
+
+Each input row is either kept or dropped under exactly one reason; the checks run in the
+order of :data:`DROP_REASONS` and the first failing check names the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+logger = logging.getLogger("screenbai.chem")
+
+__all__ = ["CurationReport", "DROP_REASONS", "UNIT_FACTORS_TO_NM", "curate_activities", "standardize_smiles"]
+
+#: Drop reasons, in the order the checks are applied.
+DROP_REASONS: tuple[str, ...] = (
+    "activity type not selected",
+    "assay description not matched",
+    "missing SMILES",
+    "missing value",
+    "non-numeric value",
+    "non-positive value",
+    "missing unit",
+    "unknown unit",
+    "censored relation",
+    "unknown relation",
+    "flagged: data validity comment",
+    "flagged: potential duplicate",
+    "unparseable SMILES",
+    "standardization failed",
+    "unit not convertible",
+)
+
+#: Multiplicative factors from molar units to nM.
+UNIT_FACTORS_TO_NM: dict[str, float] = {
+    "pM": 1e-3,
+    "nM": 1.0,
+    "uM": 1e3,
+    "µM": 1e3,  # micro sign U+00B5 (ChEMBL exports)
+    "μM": 1e3,  # Greek mu U+03BC
+    "mM": 1e6,
+    "M": 1e9,
+}
+#: Mass concentrations (µg/mL == mg/L); converted with the molecular weight of the SMILES.
+_MASS_UNITS = {"ug.mL-1", "ug/mL", "ug/ml", "µg/mL", "µg.mL-1", "μg/mL", "μg.mL-1", "ug ml-1", "mg/L", "mg.L-1"}
+_EXACT = {"=", "==", "eq"}
+_CENSORED = {">", "<", ">=", "<=", "~", "=>", "=<", ">>", "<<"}
+
+
+@dataclass(frozen=True)
+class CurationReport:
+    """What :func:`curate_activities` kept and dropped.
+
+    Attributes
+    ----------
+    n_input : int
+        Input rows.
+    n_output_rows : int
+        Measurements kept (before merging per compound).
+    n_compounds : int
+        Library rows (unique standardized InChIKeys).
+    dropped : dict
+        Reason -> number of input rows dropped (only non-zero reasons).
+    unparseable : list of (id, smiles)
+        Rows whose SMILES RDKit could not parse or standardize.
+    settings : dict
+        The curation options used.
+    """
+
+    n_input: int
+    n_output_rows: int
+    n_compounds: int
+    dropped: dict[str, int]
+    unparseable: list[tuple[str, str]] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_dropped(self) -> int:
+        return int(sum(self.dropped.values()))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per outcome: ``reason``, ``count`` (kept rows as ``"kept"``)."""
+        rows = [("kept", self.n_output_rows)] + [(r, n) for r, n in self.dropped.items()]
+        return pd.DataFrame(rows, columns=["reason", "count"])
+
+    def to_markdown(self) -> str:
+        """A plain-text Markdown table of the counts."""
+        frame = self.to_frame()
+        width = max(len("compounds in library"), *(len(r) for r in frame["reason"]))
+        lines = [
+            f"| {'reason':<{width}} | {'count':>7} |",
+            f"|{'-' * (width + 2)}|{'-' * 8}:|",
+        ]
+        lines += [f"| {r:<{width}} | {n:>7,d} |" for r, n in frame.itertuples(index=False)]
+        lines.append(f"| {'total input rows':<{width}} | {self.n_input:>7,d} |")
+        lines.append(f"| {'compounds in library':<{width}} | {self.n_compounds:>7,d} |")
+        return "\n".join(lines)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """JSON text of all fields."""
+        data = asdict(self)
+        data["unparseable"] = [list(x) for x in self.unparseable]
+        return json.dumps(data, indent=kwargs.pop("indent", 2), **kwargs)
+
+
+class _Standardizer:
+    """RDKit MolStandardize pipeline, built once per curation call (no global state)."""
+
+    def __init__(self, canonical_tautomer: bool = False) -> None:
+        from rdkit.Chem.MolStandardize import rdMolStandardize
+
+        self._rms = rdMolStandardize
+        self._chooser = rdMolStandardize.LargestFragmentChooser(preferOrganic=True)
+        self._uncharger = rdMolStandardize.Uncharger()
+        self._tautomer = rdMolStandardize.TautomerEnumerator() if canonical_tautomer else None
+
+    def __call__(self, smiles: str) -> tuple[str, str, float] | str:
+        """Return (smiles, inchikey, mw of the input as given) or a drop reason."""
+        from rdkit import Chem
+        from rdkit.Chem import Descriptors
+
+        mol = Chem.MolFromSmiles(smiles)
+        if mol is None:
+            return "unparseable SMILES"
+        try:
+            mw = float(Descriptors.MolWt(mol))
+            mol = self._rms.Cleanup(mol)
+            mol = self._chooser.choose(mol)
+            mol = self._uncharger.uncharge(mol)
+            if self._tautomer is not None:
+                mol = self._tautomer.Canonicalize(mol)
+            out_smiles = Chem.MolToSmiles(mol)
+            key = Chem.MolToInchiKey(mol)
+        except Exception:  # RDKit raises assorted errors on exotic structures
+            return "standardization failed"
+        if not key or not out_smiles:
+            return "standardization failed"
+        return out_smiles, key, mw
+
+
+def standardize_smiles(smiles: Sequence[str], *, canonical_tautomer: bool = False) -> pd.DataFrame:
+    """Standardize SMILES (cleanup, largest fragment, neutralise[, canonical tautomer]).
+
+    Returns a frame with ``input_smiles, smiles, inchikey, error`` (``error`` is ``None``
+    on success, else the reason); RDKit's log output is suppressed.
+    """
+    from rdkit.rdBase import BlockLogs
+
+    std = _Standardizer(canonical_tautomer)
+    rows = []
+    with BlockLogs():
+        for s in smiles:
+            res = std(s) if isinstance(s, str) and s.strip() else "missing SMILES"
+            if isinstance(res, str):
+                rows.append((s, None, None, res))
+            else:
+                rows.append((s, res[0], res[1], None))
+    return pd.DataFrame(rows, columns=["input_smiles", "smiles", "inchikey", "error"])
+
+
+def _parse_float(v: Any) -> float | None | str:
+    """float, None (missing) or 'non-numeric'."""
+    if v is None or v is pd.NA:
+        return None
+    if isinstance(v, (int, float, np.floating, np.integer)) and not isinstance(v, bool):
+        f = float(v)
+        return None if math.isnan(f) else f
+    s = str(v).strip()
+    if s == "":
+        return None
+    try:
+        f = float(s)
+    except ValueError:
+        return "non-numeric"
+    return None if math.isnan(f) else f
+
+
+def curate_activities(
+    raw_df: pd.DataFrame,
+    *,
+    activity_types: Sequence[str] = ("IC50",),
+    censored: Literal["drop", "keep_as_value"] = "drop",
+    drop_flagged: bool = True,
+    assay_description_regex: str | None = None,
+    canonical_tautomer: bool = False,
+) -> tuple[pd.DataFrame, CurationReport]:
+    """Filter, convert, standardize and merge raw activities into a compound library.
+
+    Parameters
+    ----------
+    raw_df : pandas.DataFrame
+        Output of a :mod:`screenbai.chem.acquire` reader (standard columns).
+    activity_types : sequence of str
+        ``standard_type`` values to keep (case-insensitive; empty keeps all).
+    censored : {"drop", "keep_as_value"}
+        Rows with relation ``>``, ``<``, ``>=``, ``<=``, ``~``: drop them, or keep the
+        bound as if it were the value.  A missing relation counts as ``=``.
+    drop_flagged : bool
+        Drop rows with a ``data_validity_comment`` or ``potential_duplicate`` true.
+    assay_description_regex : str, optional
+        Keep only rows whose ``assay_description`` matches (case-insensitive search),
+        e.g. ``r"cyclin[ -/]?A\\b|CycA"``.
+    canonical_tautomer : bool
+        Also canonicalize tautomers (slower; off by default).
+
+    Returns
+    -------
+    library : pandas.DataFrame
+        ``compound_id, smiles, inchikey, activity_nM, pActivity, n_measurements, source_ids``
+        sorted by ``compound_id``; ``activity_nM`` is the median in log10 space of the
+        kept measurements; ``pActivity = 9 - log10(activity_nM)``.
+    report : CurationReport
+        Counts per drop reason; ``n_input == n_output_rows + sum(dropped)``.
+
+    Notes
+    -----
+    Mass concentrations (``ug.mL-1``) are converted with the molecular weight of the SMILES
+    as given (the substance tested, counter-ions included): nM = value * 1e6 / MW.
+    """
+    if censored not in ("drop", "keep_as_value"):
+        raise ValueError(f"censored={censored!r}: use 'drop' or 'keep_as_value'")
+    missing_cols = [c for c in ("canonical_smiles", "standard_value") if c not in raw_df.columns]
+    if missing_cols:
+        raise ValueError(
+            f"raw_df lacks column(s) {missing_cols}; columns found: {list(raw_df.columns)}. "
+            "Read the data with screenbai.chem.acquire first."
+        )
+    pattern = re.compile(assay_description_regex, re.IGNORECASE) if assay_description_regex else None
+    wanted_types = {t.strip().lower() for t in activity_types}
+    n = len(raw_df)
+
+    def col(name: str) -> list[Any]:
+        return raw_df[name].tolist() if name in raw_df.columns else [None] * n
+
+    ids = [str(v) if v is not None and v is not pd.NA and v == v else f"row{i}" for i, v in enumerate(col("molecule_chembl_id"))]
+    smiles_in = col("canonical_smiles")
+    types = col("standard_type")
+    relations = col("standard_relation")
+    values = col("standard_value")
+    units = col("standard_units")
+    comments = col("data_validity_comment")
+    dups = col("potential_duplicate")
+    descriptions = col("assay_description")
+
+    def blank(v: Any) -> bool:
+        return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
+
+    reason: list[str | None] = [None] * n
+    value_nM: list[float] = [math.nan] * n
+    mass_rows: list[int] = []
+    for i in range(n):
+        t = types[i]
+        if wanted_types and (blank(t) or str(t).strip().lower() not in wanted_types):
+            reason[i] = "activity type not selected"
+            continue
+        if pattern is not None and (blank(descriptions[i]) or not pattern.search(str(descriptions[i]))):
+            reason[i] = "assay description not matched"
+            continue
+        if blank(smiles_in[i]):
+            reason[i] = "missing SMILES"
+            continue
+        v = _parse_float(values[i])
+        if v is None:
+            reason[i] = "missing value"
+            continue
+        if v == "non-numeric":
+            reason[i] = "non-numeric value"
+            continue
+        if not v > 0 or math.isinf(v):
+            reason[i] = "non-positive value"
+            continue
+        u = None if blank(units[i]) else str(units[i]).strip()
+        if u is None:
+            reason[i] = "missing unit"
+            continue
+        if u in UNIT_FACTORS_TO_NM:
+            value_nM[i] = v * UNIT_FACTORS_TO_NM[u]
+        elif u in _MASS_UNITS:
+            value_nM[i] = v  # converted once the molecular weight is known
+            mass_rows.append(i)
+        else:
+            reason[i] = "unknown unit"
+            continue
+        rel = "=" if blank(relations[i]) else str(relations[i]).strip().strip("'\"")
+        if rel in _CENSORED:
+            if censored == "drop":
+                reason[i] = "censored relation"
+                continue
+        elif rel not in _EXACT:
+            reason[i] = "unknown relation"
+            continue
+        if drop_flagged and not blank(comments[i]):
+            reason[i] = "flagged: data validity comment"
+            continue
+        if drop_flagged and not blank(dups[i]) and str(dups[i]).strip().lower() in {"true", "1", "1.0", "t", "yes"}:
+            reason[i] = "flagged: potential duplicate"
+            continue
+
+    # standardize each unique SMILES once
+    from rdkit.rdBase import BlockLogs
+
+    standardizer = _Standardizer(canonical_tautomer)
+    todo = sorted({str(smiles_in[i]).strip() for i in range(n) if reason[i] is None})
+    cache: dict[str, tuple[str, str, float] | str] = {}
+    with BlockLogs():
+        for s in todo:
+            cache[s] = standardizer(s)
+    std_smiles: list[str | None] = [None] * n
+    std_key: list[str | None] = [None] * n
+    mass_set = set(mass_rows)
+    unparseable: list[tuple[str, str]] = []
+    for i in range(n):
+        if reason[i] is not None:
+            continue
+        s = str(smiles_in[i]).strip()
+        res = cache[s]
+        if isinstance(res, str):
+            reason[i] = res
+            unparseable.append((ids[i], s))
+            continue
+        if i in mass_set:
+            mw = res[2]
+            if not mw > 0:
+                reason[i] = "unit not convertible"
+                continue
+            value_nM[i] = value_nM[i] * 1e6 / mw
+        std_smiles[i], std_key[i] = res[0], res[1]
+    for cid, s in unparseable:
+        logger.warning("could not parse/standardize SMILES of %s: %r", cid, s)
+
+    kept_idx = [i for i in range(n) if reason[i] is None]
+    dropped: dict[str, int] = {}
+    for r in DROP_REASONS:
+        c = sum(1 for x in reason if x == r)
+        if c:
+            dropped[r] = c
+    assert n == len(kept_idx) + sum(dropped.values()), "curation lost track of rows"
+
+    kept = pd.DataFrame(
+        {
+            "id": [ids[i] for i in kept_idx],
+            "smiles": [std_smiles[i] for i in kept_idx],
+            "inchikey": [std_key[i] for i in kept_idx],
+            "value_nM": np.array([value_nM[i] for i in kept_idx], dtype=float),
+        }
+    )
+    library = _merge_by_inchikey(kept)
+    report = CurationReport(
+        n_input=n,
+        n_output_rows=len(kept_idx),
+        n_compounds=len(library),
+        dropped=dropped,
+        unparseable=unparseable,
+        settings={
+            "activity_types": list(activity_types),
+            "censored": censored,
+            "drop_flagged": drop_flagged,
+            "assay_description_regex": assay_description_regex,
+            "canonical_tautomer": canonical_tautomer,
+        },
+    )
+    logger.info(
+        "curated %d rows -> %d measurements -> %d compounds; dropped %s",
+        n, report.n_output_rows, report.n_compounds, dropped,
+    )
+    return library, report
+
+
+LIBRARY_COLUMNS = ("compound_id", "smiles", "inchikey", "activity_nM", "pActivity", "n_measurements", "source_ids")
+
+
+def _geometric_median(values: np.ndarray) -> float:
+    """Median in log10 space: the middle value (odd n) or the geometric mean of the two
+    middle values (even n); exact for single measurements."""
+    v = np.sort(np.asarray(values, dtype=float))
+    k = v.size // 2
+    if v.size % 2:
+        return float(v[k])
+    return float(math.sqrt(v[k - 1]) * math.sqrt(v[k]))
+
+
+def _merge_by_inchikey(kept: pd.DataFrame) -> pd.DataFrame:
+    if kept.empty:
+        return pd.DataFrame({c: pd.Series(dtype=float if c in ("activity_nM", "pActivity") else object)
+                             for c in LIBRARY_COLUMNS}).astype({"n_measurements": "int64"})
+    rows = []
+    for key, grp in kept.groupby("inchikey", sort=True):
+        grp = grp.sort_values(["id", "smiles"], kind="mergesort")
+        med_nM = _geometric_median(grp["value_nM"].to_numpy())
+        med = math.log10(med_nM)
+        ids = sorted(set(grp["id"]))
+        rows.append(
+            {
+                "compound_id": ids[0],
+                "smiles": grp["smiles"].iloc[0],
+                "inchikey": key,
+                "activity_nM": med_nM,
+                "pActivity": 9.0 - med,
+                "n_measurements": int(len(grp)),
+                "source_ids": ";".join(ids),
+            }
+        )
+    lib = pd.DataFrame(rows, columns=list(LIBRARY_COLUMNS))
+    lib = lib.sort_values(["compound_id", "inchikey"], kind="mergesort").reset_index(drop=True)
+    lib["n_measurements"] = lib["n_measurements"].astype("int64")
+    return lib

@@ -1,0 +1,167 @@
+"""Ground truth for the drug-design bandit: cure labels and logistic cure rates.
+
+Following Kazerouni & Wein (CDK2 study): a compound "cures" when its activity is below a
+threshold (IC50 < 1e6 nM); a logistic regression of the label on the PCA features gives
+each compound's true cure rate, which is the Bernoulli mean of its arm.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.special import expit
+
+logger = logging.getLogger("screenbai.chem")
+
+__all__ = ["GroundTruth", "binarize", "fit_ground_truth"]
+
+
+def binarize(activity_nM: Any, threshold_nM: float = 1e6) -> np.ndarray:
+    """Cure labels: ``activity_nM < threshold_nM`` (bool array).
+
+    Raises
+    ------
+    ValueError
+        If an activity is missing/non-finite or the threshold is not positive.
+    """
+    a = np.asarray(activity_nM, dtype=np.float64)
+    if not np.isfinite(threshold_nM) or threshold_nM <= 0:
+        raise ValueError(f"threshold_nM={threshold_nM!r} must be a positive number of nM")
+    bad = np.flatnonzero(~np.isfinite(a))
+    if bad.size:
+        raise ValueError(f"activity_nM has {bad.size} missing/non-finite values (first at index {bad[0]})")
+    return a < threshold_nM
+
+
+@dataclass(frozen=True, eq=False)
+class GroundTruth:
+    """A fitted logistic ground truth.
+
+    Attributes
+    ----------
+    theta : ndarray (d,)
+        Coefficients on the features.
+    intercept : float
+        Intercept of the logistic model.
+    means : ndarray (n,)
+        True cure rates ``sigmoid(features @ theta + intercept)`` = Bernoulli arm means.
+    n_cured, n_not_cured : int
+        Label counts.
+    accuracy, roc_auc, log_loss, brier : float
+        In-sample fit quality (``roc_auc`` is NaN if a class is absent).
+    C : float
+        Inverse regularisation strength used.
+
+    Notes
+    -----
+    The linear/logistic bandits have no intercept.  Give them
+    ``arm_features(features)`` (a constant 1 column appended) with ``theta_full``
+    (``theta`` then ``intercept``): ``means == sigmoid(arm_features(X) @ theta_full)``.
+    """
+
+    theta: np.ndarray
+    intercept: float
+    means: np.ndarray
+    n_cured: int
+    n_not_cured: int
+    accuracy: float
+    roc_auc: float
+    log_loss: float
+    brier: float
+    C: float = 1.0
+
+    @property
+    def theta_full(self) -> np.ndarray:
+        """``(d + 1,)`` coefficients for :meth:`arm_features` (intercept last)."""
+        return np.append(self.theta, self.intercept)
+
+    def arm_features(self, features: np.ndarray) -> np.ndarray:
+        """Features with a constant 1 column appended, shape ``(n, d + 1)``."""
+        X = np.asarray(features, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.theta.shape[0]:
+            raise ValueError(f"features must have shape (n, {self.theta.shape[0]}), got {X.shape}")
+        return np.hstack([X, np.ones((X.shape[0], 1))])
+
+    def predict_means(self, features: np.ndarray) -> np.ndarray:
+        """Cure rates for (new) feature rows."""
+        return expit(self.arm_features(features) @ self.theta_full)
+
+    def summary(self) -> dict[str, Any]:
+        """Scalars for logs and reports."""
+        return {
+            "d": int(self.theta.shape[0]),
+            "n": int(self.means.shape[0]),
+            "n_cured": self.n_cured,
+            "n_not_cured": self.n_not_cured,
+            "intercept": self.intercept,
+            "accuracy": self.accuracy,
+            "roc_auc": self.roc_auc,
+            "log_loss": self.log_loss,
+            "brier": self.brier,
+            "mean_min": float(self.means.min()),
+            "mean_max": float(self.means.max()),
+            "C": self.C,
+        }
+
+
+def fit_ground_truth(features: np.ndarray, cured: Any, *, C: float = 1.0, random_state: int = 0) -> GroundTruth:
+    """Fit ``P(cure | x) = sigmoid(x @ theta + intercept)`` by L2 logistic regression.
+
+    Parameters
+    ----------
+    features : array (n, d)
+        E.g. PCA scores from :func:`screenbai.chem.featurize.reduce_pca`.
+    cured : array (n,) of bool
+        Labels from :func:`binarize`.
+    C : float
+        Inverse L2 regularisation strength (scikit-learn convention, default 1).
+    random_state : int
+        Passed to scikit-learn.
+
+    Returns
+    -------
+    GroundTruth
+
+    Raises
+    ------
+    ValueError
+        Shape mismatch, or only one class present (change ``threshold_nM``).
+    """
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
+
+    X = np.asarray(features, dtype=np.float64)
+    y = np.asarray(cured).astype(bool)
+    if X.ndim != 2 or y.ndim != 1 or X.shape[0] != y.shape[0]:
+        raise ValueError(f"features (n, d) and cured (n,) must match; got {X.shape} and {y.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("features contain NaN or infinite values")
+    n_cured = int(y.sum())
+    n_not = int(y.size - n_cured)
+    if n_cured == 0 or n_not == 0:
+        which = "no cured (positive)" if n_cured == 0 else "no non-cured (negative)"
+        raise ValueError(
+            f"the labels have {which} compounds ({n_cured} cured, {n_not} not cured of {y.size}): "
+            "a logistic ground truth needs both classes; change `threshold_nM` in binarize() "
+            "so that some compounds fall on each side"
+        )
+    model = LogisticRegression(C=C, solver="lbfgs", max_iter=10_000, random_state=random_state)
+    model.fit(X, y)
+    means = model.predict_proba(X)[:, 1]
+    gt = GroundTruth(
+        theta=model.coef_[0].astype(np.float64).copy(),
+        intercept=float(model.intercept_[0]),
+        means=means.astype(np.float64),
+        n_cured=n_cured,
+        n_not_cured=n_not,
+        accuracy=float(np.mean((means >= 0.5) == y)),
+        roc_auc=float(roc_auc_score(y, means)),
+        log_loss=float(log_loss(y, means, labels=[False, True])),
+        brier=float(brier_score_loss(y, means)),
+        C=float(C),
+    )
+    logger.info("ground truth: %s", gt.summary())
+    return gt
