@@ -14,6 +14,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pandas as pd
+from threadpoolctl import threadpool_limits
 
 from .instance import Instance
 from .policy import Result
@@ -66,7 +67,10 @@ def run_one(instance: Instance, algorithm: str, params: dict, seed_seq: np.rando
 
 def _run_chunk(args) -> list[dict]:
     instance, algorithm, params, seed_seqs = args
-    return [run_one(instance, algorithm, params, ss) for ss in seed_seqs]
+    # The matrices are small (d x d, K x d): multithreaded BLAS only adds overhead, and with several
+    # worker processes it oversubscribes the cores (a 20 x 400 triangular solve took 10 ms, not 50 us).
+    with threadpool_limits(limits=1):
+        return [run_one(instance, algorithm, params, ss) for ss in seed_seqs]
 
 
 def replicate(
@@ -93,9 +97,10 @@ def replicate(
     bar = _progress(n_reps, f"{algorithm} on {instance.name}", progress)
     records: list[dict] = []
     if n_jobs == 1:
-        for ss in seqs:
-            records.append(run_one(instance, algorithm, params, ss))
-            bar.update(1)
+        with threadpool_limits(limits=1):
+            for ss in seqs:
+                records.append(run_one(instance, algorithm, params, ss))
+                bar.update(1)
     else:
         chunks = [seqs[i::n_jobs * 4] for i in range(n_jobs * 4) if seqs[i::n_jobs * 4]]
         with ProcessPoolExecutor(max_workers=n_jobs) as pool:
