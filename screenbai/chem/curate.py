@@ -383,7 +383,7 @@ def _geometric_median(values: np.ndarray) -> float:
     middle values (even n); exact for single measurements."""
     v = np.sort(np.asarray(values, dtype=float))
     k = v.size // 2
-    if v.size % 2:
+    if v.size % 2 or v[k - 1] == v[k]:
         return float(v[k])
     return float(math.sqrt(v[k - 1]) * math.sqrt(v[k]))
 

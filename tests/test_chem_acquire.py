@@ -1,0 +1,334 @@
+"""Acquisition: the ChEMBL client against recorded HTTP responses on 127.0.0.1, and file readers."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import socket
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import parse_qsl, urlparse
+
+import pandas as pd
+import pytest
+
+from screenbai.chem.acquire import (
+    STANDARD_COLUMNS,
+    ChemblUnavailableError,
+    fetch_chembl_activities,
+    load_activities,
+    read_activity_table,
+    read_chembl_export,
+)
+
+HTTP_DIR = Path(__file__).parent / "data" / "chembl_http"
+PREFIX = "/chembl/api/data"
+
+pytest.importorskip("chembl_webresource_client")
+
+
+# ------------------------------------------------------------------ recorded-response server
+class _Handler(BaseHTTPRequestHandler):
+    server: "_RecordedServer"
+
+    def log_message(self, *args):  # keep test output clean
+        pass
+
+    def _send(self, status: int, payload: dict) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _answer(self, path: str, params: dict) -> None:
+        srv = self.server
+        srv.requests.append({"method": self.command, "path": path, "params": params})
+        if path == f"{PREFIX}/spore":
+            if srv.mode == "slow_spore":
+                time.sleep(srv.delay)
+            self._send(200, json.loads((HTTP_DIR / "spore.json").read_text()))
+            return
+        if path == f"{PREFIX}/activity.json":
+            if srv.mode == "slow_activity":
+                time.sleep(srv.delay)
+            if srv.mode == "error500":
+                self._send(500, {"error_message": "Internal server error", "traceback": "recorded"})
+                return
+            name = f"activity_{params.get('target_chembl_id')}_{params.get('standard_type')}_offset{params.get('offset')}.json"
+            file = HTTP_DIR / name
+            if file.is_file():
+                self._send(200, json.loads(file.read_text()))
+            else:
+                self._send(404, {"error_message": f"no recording {name}"})
+            return
+        self._send(404, {"error_message": f"unknown path {path}"})
+
+    def do_GET(self):
+        url = urlparse(self.path)
+        self._answer(url.path, dict(parse_qsl(url.query)))
+
+    def do_POST(self):
+        url = urlparse(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"[]")
+        params = {str(k): str(v) for k, v in body} if isinstance(body, list) else dict(body)
+        self._answer(url.path, params)
+
+
+class _RecordedServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, mode: str = "ok", delay: float = 0.0):
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.mode, self.delay, self.requests = mode, delay, []
+
+    def handle_error(self, request, client_address):
+        # a client that timed out closes the socket before a slow answer is written
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}{PREFIX}"
+
+
+@pytest.fixture
+def chembl_settings(monkeypatch):
+    """The client's Settings singleton, restored after the test; the client module unloaded."""
+    from chembl_webresource_client.settings import Settings
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    settings = Settings.Instance()
+    saved = dict(vars(settings))
+    sys.modules.pop("chembl_webresource_client.new_client", None)
+    yield settings
+    vars(settings).clear()
+    vars(settings).update(saved)
+    sys.modules.pop("chembl_webresource_client.new_client", None)
+
+
+@pytest.fixture
+def serve(chembl_settings):
+    servers = []
+
+    def start(mode: str = "ok", delay: float = 0.0) -> _RecordedServer:
+        srv = _RecordedServer(mode, delay)
+        threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        servers.append(srv)
+        chembl_settings.NEW_CLIENT_URL = srv.url
+        return srv
+
+    yield start
+    for srv in servers:
+        srv.shutdown()
+        srv.server_close()
+
+
+def _free_port_url() -> str:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}{PREFIX}"  # closed again: nothing listens there
+
+
+# ------------------------------------------------------------------ fetch tests
+def test_fetch_paginates_with_page_size_1000_and_caches(serve, tmp_path):
+    srv = serve("ok")
+    df = fetch_chembl_activities("CHEMBL301", cache_dir=tmp_path, timeout=5, retries=0)
+
+    assert list(df.columns[: len(STANDARD_COLUMNS)]) == list(STANDARD_COLUMNS)
+    # 3 rows from page 1 + 2 rows from page 2, in order
+    assert df["molecule_chembl_id"].tolist() == [
+        "CHEMBL100391", "CHEMBL100664", "CHEMBL104000", "CHEMBL14762", "CHEMBL3989887"
+    ]
+    pages = [r for r in srv.requests if r["path"].endswith("activity.json")]
+    assert [p["params"]["offset"] for p in pages] == ["0", "1000"]
+    assert all(p["params"]["limit"] == "1000" for p in pages)
+    assert all(p["params"]["target_chembl_id"] == "CHEMBL301" and p["params"]["standard_type"] == "IC50" for p in pages)
+    assert srv.requests[0]["path"] == f"{PREFIX}/spore"
+    # values as delivered, flags normalised
+    row = df.set_index("molecule_chembl_id").loc["CHEMBL104000"]
+    assert row["standard_value"] == "10000.0" and row["standard_relation"] == ">"
+    assert row["data_validity_comment"] == "Outside typical range" and bool(row["potential_duplicate"]) is True
+    assert df["standard_units"].tolist()[-1] == "uM"
+
+    cache = tmp_path / "chembl_CHEMBL301_IC50.csv.gz"
+    assert cache.is_file()
+    srv.shutdown()
+    srv.server_close()
+    again = fetch_chembl_activities("CHEMBL301", cache_dir=tmp_path, timeout=1, retries=0)
+    pd.testing.assert_frame_equal(again, df)
+
+
+def test_cache_served_when_service_is_down(chembl_settings, tmp_path):
+    chembl_settings.NEW_CLIENT_URL = _free_port_url()
+    with pytest.raises(ChemblUnavailableError):
+        fetch_chembl_activities("CHEMBL301", cache_dir=tmp_path, timeout=1, retries=0)
+    cached = pd.DataFrame({"molecule_chembl_id": ["CHEMBL1"], "canonical_smiles": ["CCO"], "standard_value": ["5"]})
+    cached.to_csv(tmp_path / "chembl_CHEMBL301_IC50.csv.gz", index=False)
+    df = fetch_chembl_activities("CHEMBL301", cache_dir=tmp_path, timeout=1, retries=0)
+    assert df["canonical_smiles"].tolist() == ["CCO"]
+    with pytest.raises(ChemblUnavailableError):  # refresh forces the (unreachable) service
+        fetch_chembl_activities("CHEMBL301", cache_dir=tmp_path, timeout=1, retries=0, refresh=True)
+
+
+def test_connection_refused_says_how_to_use_a_local_file(chembl_settings, tmp_path):
+    chembl_settings.NEW_CLIENT_URL = _free_port_url()
+    t0 = time.perf_counter()
+    with pytest.raises(ChemblUnavailableError) as info:
+        fetch_chembl_activities("CHEMBL2094128", cache_dir=tmp_path, timeout=2, retries=1)
+    assert time.perf_counter() - t0 < 10
+    msg = str(info.value)
+    assert "could not be reached" in msg and "kind: export" in msg and "path" in msg
+    assert isinstance(info.value, RuntimeError)
+    assert not list(tmp_path.iterdir())  # nothing cached on failure
+
+
+def test_http_500_gives_clear_error(serve, tmp_path):
+    serve("error500")
+    t0 = time.perf_counter()
+    with pytest.raises(ChemblUnavailableError, match=r"answered with an error.*kind: export"):
+        fetch_chembl_activities("CHEMBL301", cache_dir=tmp_path, timeout=5, retries=0)
+    assert time.perf_counter() - t0 < 10
+
+
+@pytest.mark.parametrize("mode", ["slow_spore", "slow_activity"])
+def test_timeout_fails_fast(serve, tmp_path, mode):
+    serve(mode, delay=3.0)
+    t0 = time.perf_counter()
+    with pytest.raises(ChemblUnavailableError, match="could not be reached within 0.3 s"):
+        fetch_chembl_activities("CHEMBL301", cache_dir=tmp_path, timeout=0.3, retries=0)
+    assert time.perf_counter() - t0 < 2.5
+
+
+def test_settings_are_restored(serve, tmp_path):
+    from chembl_webresource_client.settings import Settings
+
+    before = {k: getattr(Settings.Instance(), k) for k in ("NEW_CLIENT_TIMEOUT", "MAX_LIMIT", "CACHING", "TOTAL_RETRIES")}
+    serve("ok")
+    fetch_chembl_activities("CHEMBL301", cache_dir=tmp_path, timeout=5, retries=0)
+    after = {k: getattr(Settings.Instance(), k) for k in before}
+    assert after == before
+
+
+@pytest.mark.parametrize("bad", ["CHEMBL", "chembl301x", "301", "", "CHEMBL 301"])
+def test_target_id_is_validated(bad, tmp_path):
+    with pytest.raises(ValueError, match="invalid ChEMBL target id"):
+        fetch_chembl_activities(bad, cache_dir=tmp_path)
+
+
+# ------------------------------------------------------------------ file readers
+EXPORT_HEADER = [
+    "Molecule ChEMBL ID", "Molecule Name", "Smiles", "Standard Type", "Standard Relation", "Standard Value",
+    "Standard Units", "Data Validity Comment", "Potential Duplicate", "Assay ChEMBL ID", "Assay Description",
+    "Assay Type", "Target ChEMBL ID", "Document ChEMBL ID",
+]
+EXPORT_ROWS = [
+    ["CHEMBL1", "", "CCO", "IC50", "'='", "12.5", "nM", "", "False", "CHEMBL9", "Inhibition of CDK2/cyclin A", "B", "CHEMBL301", "CHEMBL7"],
+    ["CHEMBL2", "", "c1ccccc1O", "IC50", "'>'", "10000", "nM", "Outside typical range", "True", "CHEMBL9", "x; y", "B", "CHEMBL301", "CHEMBL7"],
+    ["CHEMBL3", "", "", "Ki", "", "", "", "", "False", "CHEMBL8", "None", "B", "CHEMBL301", "CHEMBL7"],
+]
+
+
+def _write_export(path: Path, header=EXPORT_HEADER, rows=EXPORT_ROWS, gz=False) -> Path:
+    text = "\n".join(";".join(f'"{v}"' for v in r) for r in [header, *rows]) + "\n"
+    if gz:
+        with gzip.open(path, "wt", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_read_chembl_export_web_format(tmp_path, gz):
+    df = read_chembl_export(_write_export(tmp_path / ("e.csv.gz" if gz else "e.csv"), gz=gz))
+    assert list(df.columns[:13]) == list(STANDARD_COLUMNS)
+    assert df["standard_relation"].tolist() == ["=", ">", None]
+    assert df["potential_duplicate"].tolist() == [False, True, False]
+    assert df["canonical_smiles"].tolist() == ["CCO", "c1ccccc1O", None]
+    assert df["assay_description"].tolist()[1] == "x; y"  # ';' inside quotes
+    assert df["data_validity_comment"].tolist() == [None, "Outside typical range", None]
+    assert "molecule_name" in df.columns
+
+
+def test_read_chembl_export_missing_column(tmp_path):
+    header = [h for h in EXPORT_HEADER if h != "Standard Value"]
+    rows = [r[:5] + r[6:] for r in EXPORT_ROWS]
+    with pytest.raises(ValueError, match=r"'standard_value' not found.*Molecule ChEMBL ID"):
+        read_chembl_export(_write_export(tmp_path / "bad.csv", header, rows))
+
+
+def test_read_derived_snake_case_files(shared_chembl_dir):
+    cdk2 = read_chembl_export(shared_chembl_dir / "cdk2_chembl301_ic50_nM.csv")
+    assert len(cdk2) == 2651 and cdk2["molecule_chembl_id"].nunique() == 2208
+    assert cdk2["standard_relation"].value_counts(dropna=False).to_dict() == {"=": 1961, ">": 642, "<": 45, None: 3}
+    egfr = read_chembl_export(shared_chembl_dir / "egfr_chembl203_ic50_nM_teachopencadd_chembl27.csv")
+    assert len(egfr) == 5568 and set(egfr["target_chembl_id"]) == {"CHEMBL203"}
+    assert egfr["assay_chembl_id"].isna().all()  # absent in the file -> NA
+
+
+def test_read_raw_export_matches_provenance(shared_chembl_dir):
+    raw = read_chembl_export(shared_chembl_dir / "cdk2_chembl301_webexport_raw.csv.gz")
+    assert raw.shape == (7107, 45)
+    assert raw["molecule_chembl_id"].nunique() == 4889
+    assert int(raw["canonical_smiles"].isna().sum()) == 11
+    ic = raw[raw["standard_type"] == "IC50"]
+    assert len(ic) == 2746
+    assert ic["standard_units"].value_counts(dropna=False).to_dict() == {"nM": 2657, "ug.mL-1": 52, None: 36, "µM": 1}
+    assert int((ic["data_validity_comment"] == "Outside typical range").sum()) == 88
+    assert int(ic["potential_duplicate"].sum()) == 197
+
+
+def test_read_activity_table_csv(tmp_path):
+    path = tmp_path / "lab.tsv"
+    path.write_text("name\tsmi\tIC50 (uM)\tnote\nA\tCCO\t1.5\tok\nB\tCCN\t>100\t\n")
+    df = read_activity_table(path, smiles_column="smi", activity_column="IC50 (uM)", id_column="name", units="uM")
+    assert df["molecule_chembl_id"].tolist() == ["A", "B"]
+    assert df["standard_value"].tolist() == ["1.5", "100"]
+    assert df["standard_relation"].tolist() == [None, ">"]
+    assert set(df["standard_units"]) == {"uM"} and set(df["standard_type"]) == {"IC50"}
+    assert df["note"].tolist() == ["ok", None]
+    with pytest.raises(ValueError, match=r"activity_column='pIC50'.*\['name', 'smi', 'IC50 \(uM\)', 'note'\]"):
+        read_activity_table(path, smiles_column="smi", activity_column="pIC50")
+
+
+def test_read_activity_table_sdf(tmp_path):
+    from rdkit import Chem
+
+    path = tmp_path / "lab.sdf"
+    with Chem.SDWriter(str(path)) as w:
+        for name, smi, val in [("cpd1", "CCO", "3.5"), ("cpd2", "c1ccccc1N", "40")]:
+            m = Chem.MolFromSmiles(smi)
+            m.SetProp("_Name", name)
+            m.SetProp("IC50_nM", val)
+            w.write(m)
+    df = read_activity_table(path, smiles_column=None, activity_column="IC50_nM", id_column="_Name")
+    assert df["molecule_chembl_id"].tolist() == ["cpd1", "cpd2"]
+    assert df["canonical_smiles"].tolist() == ["CCO", "Nc1ccccc1"]
+    assert df["standard_value"].tolist() == ["3.5", "40"]
+    with pytest.raises(ValueError, match="available columns"):
+        read_activity_table(path, smiles_column=None, activity_column="Ki")
+
+
+def test_load_activities_dispatch(tmp_path):
+    export = _write_export(tmp_path / "e.csv")
+    assert len(load_activities({"kind": "export", "path": str(export)}, tmp_path)) == 3
+    table = tmp_path / "t.csv"
+    table.write_text("smiles,val\nCCO,5\n")
+    df = load_activities({"kind": "table", "path": str(table), "smiles_column": "smiles", "activity_column": "val"}, tmp_path)
+    assert df["standard_value"].tolist() == ["5"] and df["molecule_chembl_id"].tolist() == ["t_1"]
+    with pytest.raises(ValueError, match="needs 'kind'"):
+        load_activities({"kind": "ftp"}, tmp_path)
+    with pytest.raises(ValueError, match="needs key 'target_chembl_id'"):
+        load_activities({"kind": "chembl"}, tmp_path)
+    with pytest.raises(ValueError, match="unknown keys"):
+        load_activities({"kind": "export", "path": str(export), "sep": ";"}, tmp_path)
