@@ -164,7 +164,8 @@ def standardize_smiles(smiles: Sequence[str], *, canonical_tautomer: bool = Fals
                 rows.append((s, None, None, res))
             else:
                 rows.append((s, res[0], res[1], None))
-    return pd.DataFrame(rows, columns=["input_smiles", "smiles", "inchikey", "error"])
+    cols = ["input_smiles", "smiles", "inchikey", "error"]
+    return pd.DataFrame({c: pd.Series([r[k] for r in rows], dtype=object) for k, c in enumerate(cols)})
 
 
 def _parse_float(v: Any) -> float | None | str:
