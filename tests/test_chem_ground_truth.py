@@ -1,0 +1,73 @@
+"""Cure labels and the logistic ground truth (Bernoulli arm means)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from screenbai.chem.ground_truth import GroundTruth, binarize, fit_ground_truth
+
+
+def test_binarize_is_strict_and_validated():
+    np.testing.assert_array_equal(binarize([10.0, 999_999.0, 1e6, 2e6]), [True, True, False, False])
+    np.testing.assert_array_equal(binarize([10.0, 100.0], threshold_nM=50), [True, False])
+    with pytest.raises(ValueError, match="non-finite"):
+        binarize([1.0, np.nan])
+    with pytest.raises(ValueError, match="threshold_nM"):
+        binarize([1.0], threshold_nM=0)
+
+
+@pytest.fixture(scope="module")
+def synthetic():
+    rng = np.random.default_rng(2024)
+    n, theta, b = 3000, np.array([3.0, -2.0, 0.0]), 0.5
+    X = rng.normal(size=(n, 3))
+    p = expit(X @ theta + b)
+    y = rng.random(n) < p
+    return X, y, theta, b, p
+
+
+def test_recovers_known_logistic_model(synthetic):
+    X, y, theta, b, p = synthetic
+    gt = fit_ground_truth(X, y, C=1e4)
+    assert isinstance(gt, GroundTruth)
+    assert np.sign(gt.theta[:2]).tolist() == [1.0, -1.0]
+    np.testing.assert_allclose(gt.theta, theta, atol=0.3)
+    assert gt.intercept == pytest.approx(b, abs=0.2)
+    assert gt.roc_auc > 0.9 and gt.accuracy > 0.8
+    assert np.mean(np.abs(gt.means - p)) < 0.03
+    assert gt.n_cured + gt.n_not_cured == len(y) and gt.n_cured == int(y.sum())
+    assert 0 < gt.brier < 0.25 and 0 < gt.log_loss < np.log(2)
+
+
+def test_arm_features_absorb_intercept(synthetic):
+    X, y, *_ = synthetic
+    gt = fit_ground_truth(X, y)
+    A = gt.arm_features(X)
+    assert A.shape == (len(X), 4) and np.all(A[:, -1] == 1.0)
+    assert gt.theta_full.shape == (4,) and gt.theta_full[-1] == gt.intercept
+    np.testing.assert_allclose(expit(A @ gt.theta_full), gt.means, rtol=1e-10)
+    np.testing.assert_allclose(gt.predict_means(X[:5]), gt.means[:5])
+    with pytest.raises(ValueError, match=r"shape \(n, 3\)"):
+        gt.arm_features(X[:, :2])
+
+
+def test_regularisation_shrinks_and_is_deterministic(synthetic):
+    X, y, *_ = synthetic
+    strong = fit_ground_truth(X, y, C=1e-3)
+    weak = fit_ground_truth(X, y, C=1e4)
+    assert np.linalg.norm(strong.theta) < np.linalg.norm(weak.theta)
+    again = fit_ground_truth(X, y, C=1e-3)
+    np.testing.assert_array_equal(strong.means, again.means)
+
+
+def test_single_class_is_explained():
+    X = np.random.default_rng(0).normal(size=(20, 2))
+    cured = binarize(np.full(20, 50.0), threshold_nM=1e6)
+    with pytest.raises(ValueError, match=r"no non-cured.*threshold_nM"):
+        fit_ground_truth(X, cured)
+    with pytest.raises(ValueError, match=r"no cured.*threshold_nM"):
+        fit_ground_truth(X, ~cured)
+    with pytest.raises(ValueError, match="must match"):
+        fit_ground_truth(X, cured[:5])
