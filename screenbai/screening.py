@@ -268,7 +268,9 @@ def ground_truth_arms(
     if list(features["compound_id"]) != list(library["compound_id"]):
         raise ValueError("features and library list different compounds (re-run the pca rule)")
     X = features.drop(columns=["compound_id"]).to_numpy(dtype=float)
-    cured = library["activity_nM"].to_numpy(dtype=float) < float(threshold_nM)
+    from screenbai.chem.ground_truth import binarize, fit_ground_truth
+
+    cured = np.asarray(binarize(library["activity_nM"].to_numpy(dtype=float), threshold_nM), dtype=bool)
     n_cured = int(cured.sum())
     if n_cured in (0, len(cured)):
         raise ValueError(
@@ -277,8 +279,6 @@ def ground_truth_arms(
             "no logistic ground truth can be fitted. Choose a threshold inside that range, or curate "
             "less strictly (e.g. curation.drop_flagged: false keeps values flagged as outside the typical range)."
         )
-    from screenbai.chem.ground_truth import fit_ground_truth
-
     gt = fit_ground_truth(X, cured, C=C, random_state=random_state)
     A = np.asarray(gt.arm_features(X), dtype=float)
     arms = pd.DataFrame(A, columns=[f"x{i}" for i in range(A.shape[1])])
@@ -304,9 +304,8 @@ def ground_truth_arms(
 
 def gt_metrics(gt) -> dict:
     """The fit-quality attributes a GroundTruth exposes (accuracy, AUC, log-loss, ...)."""
-    if hasattr(gt, "metrics"):
-        m = gt.metrics
-        return dict(m() if callable(m) else m)
+    if hasattr(gt, "summary"):
+        return dict(gt.summary())
     out = {}
     for key in ("accuracy", "balanced_accuracy", "roc_auc", "auc", "log_loss", "brier", "brier_score"):
         if hasattr(gt, key):

@@ -16,5 +16,7 @@ features, info = reduce_pca(data["fingerprints"], d, random_state=snakemake.para
 table = pd.DataFrame(np.asarray(features), columns=[f"pc{i + 1}" for i in range(d)])
 table.insert(0, "compound_id", data["compound_id"])
 table.to_parquet(snakemake.output.features, index=False)
+# the loadings (components, mean) are large and not needed downstream: keep the variance facts
+facts = {k: v for k, v in info.items() if k not in ("components", "mean")}
 with open(snakemake.output.info, "w") as fh:
-    json.dump(info if isinstance(info, dict) else vars(info), fh, indent=2, default=lambda o: np.asarray(o).tolist())
+    json.dump(facts, fh, indent=2, default=lambda o: np.asarray(o).tolist())
