@@ -48,7 +48,8 @@ def summarize_screens(records: pd.DataFrame) -> pd.DataFrame:
 
     ``error_rate`` is the fraction of stopped runs whose declared compound is not
     epsilon-best (for fixed-budget algorithms: not the best); ``not_stopped`` counts runs that
-    hit ``max_samples`` (kept out of the samples statistics).
+    hit ``max_samples`` (kept out of the samples statistics); ``mean_gap`` is the mean
+    cure-rate shortfall of the declared compound to the best of the K (all runs).
     """
     rows = []
     for key, g in records.groupby(_KEYS, sort=True):
@@ -67,6 +68,8 @@ def summarize_screens(records: pd.DataFrame) -> pd.DataFrame:
                 "samples_per_arm": float(s.mean() / key[3]) if s.size else np.nan,
                 "error_rate": float(1.0 - stopped["correct"].astype(bool).mean()) if len(stopped) else np.nan,
                 "exact_best_rate": float((stopped["declared_mean_rank"] == 1).mean()) if len(stopped) else np.nan,
+                # cure-rate gap of the declared compound to the best of the K, over all runs
+                "mean_gap": float((g["best_mean"] - g["declared_mean"]).mean()),
                 "mean_wall_time_s": float(g["wall_time_s"].mean()),
             }
         )
