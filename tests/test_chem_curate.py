@@ -160,9 +160,14 @@ def test_bad_arguments():
 
 
 def test_standardize_smiles_helper():
-    out = standardize_smiles(["[Na+].[O-]C(=O)c1ccccc1", "nonsense", ""])
-    assert out["smiles"].tolist()[0] == "O=C(O)c1ccccc1"
-    assert out["error"].tolist() == [None, "unparseable SMILES", "missing SMILES"]
+    out = standardize_smiles(["[Na+].[O-]C(=O)c1ccccc1", "[Na]OC(=O)c1ccccc1", "nonsense", ""])
+    assert out["smiles"].tolist()[:2] == ["O=C(O)c1ccccc1"] * 2  # ionic and covalent sodium salts
+    assert out["error"].tolist() == [None, None, "unparseable SMILES", "missing SMILES"]
+    # tautomers share the InChIKey; canonical SMILES only with the (slower) tautomer option
+    pair = ["Oc1ccccn1", "O=c1cccc[nH]1"]
+    assert standardize_smiles(pair)["inchikey"].nunique() == 1
+    assert standardize_smiles(pair)["smiles"].nunique() == 2
+    assert standardize_smiles(pair, canonical_tautomer=True)["smiles"].nunique() == 1
 
 
 # ------------------------------------------------------------------ the real CDK2 export
