@@ -332,3 +332,23 @@ def test_load_activities_dispatch(tmp_path):
         load_activities({"kind": "chembl"}, tmp_path)
     with pytest.raises(ValueError, match="unknown keys"):
         load_activities({"kind": "export", "path": str(export), "sep": ";"}, tmp_path)
+
+
+def test_load_activities_chembl_kind_uses_client_and_cache(serve, tmp_path):
+    srv = serve("ok")
+    cfg = {"kind": "chembl", "target_chembl_id": "CHEMBL301", "activity_types": ["IC50"], "timeout": 5, "retries": 0}
+    df = load_activities(cfg, cache_dir=tmp_path / "cache")
+    assert len(df) == 5 and (tmp_path / "cache" / "chembl_CHEMBL301_IC50.csv.gz").is_file()
+    n_requests = len(srv.requests)
+    assert len(load_activities(cfg, cache_dir=tmp_path / "cache")) == 5
+    assert len(srv.requests) == n_requests  # second call: cache only
+
+    from screenbai.chem.curate import curate_activities
+
+    lib, rep = curate_activities(df)
+    assert rep.dropped == {"censored relation": 1}
+    by_id = lib.set_index("compound_id")
+    assert by_id.index.tolist() == ["CHEMBL100391", "CHEMBL100664", "CHEMBL14762"]
+    # free base (1000 nM) and HCl salt (0.1 uM) merge: geometric median sqrt(1000 * 100)
+    assert by_id.loc["CHEMBL14762", "activity_nM"] == pytest.approx(316.227766, rel=1e-6)
+    assert by_id.loc["CHEMBL14762", "source_ids"] == "CHEMBL14762;CHEMBL3989887"
