@@ -155,6 +155,8 @@ def test_report_renderings():
 def test_bad_arguments():
     with pytest.raises(ValueError, match="censored='keep'"):
         curate_activities(_raw(BAD_ROWS), censored="keep")
+    with pytest.raises(ValueError, match="not a valid regex"):
+        curate_activities(_raw(BAD_ROWS), assay_description_regex="cyclin[")
     with pytest.raises(ValueError, match="lacks column"):
         curate_activities(pd.DataFrame({"smiles": ["CCO"]}))
 

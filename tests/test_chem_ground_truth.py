@@ -39,6 +39,8 @@ def test_recovers_known_logistic_model(synthetic):
     assert np.mean(np.abs(gt.means - p)) < 0.03
     assert gt.n_cured + gt.n_not_cured == len(y) and gt.n_cured == int(y.sum())
     assert 0 < gt.brier < 0.25 and 0 < gt.log_loss < np.log(2)
+    with pytest.raises(ValueError, match="read-only"):
+        gt.means[0] = 0.5
 
 
 def test_arm_features_absorb_intercept(synthetic):

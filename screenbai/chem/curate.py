@@ -245,7 +245,10 @@ def curate_activities(
             f"raw_df lacks column(s) {missing_cols}; columns found: {list(raw_df.columns)}. "
             "Read the data with screenbai.chem.acquire first."
         )
-    pattern = re.compile(assay_description_regex, re.IGNORECASE) if assay_description_regex else None
+    try:
+        pattern = re.compile(assay_description_regex, re.IGNORECASE) if assay_description_regex else None
+    except re.error as exc:
+        raise ValueError(f"assay_description_regex={assay_description_regex!r} is not a valid regex: {exc}") from exc
     wanted_types = {t.strip().lower() for t in activity_types}
     n = len(raw_df)
 

@@ -150,11 +150,14 @@ def fit_ground_truth(features: np.ndarray, cured: Any, *, C: float = 1.0, random
         )
     model = LogisticRegression(C=C, solver="lbfgs", max_iter=10_000, random_state=random_state)
     model.fit(X, y)
-    means = model.predict_proba(X)[:, 1]
+    means = model.predict_proba(X)[:, 1].astype(np.float64)
+    theta = model.coef_[0].astype(np.float64).copy()
+    for arr in (means, theta):
+        arr.setflags(write=False)  # the ground truth is frozen, arrays included
     gt = GroundTruth(
-        theta=model.coef_[0].astype(np.float64).copy(),
+        theta=theta,
         intercept=float(model.intercept_[0]),
-        means=means.astype(np.float64),
+        means=means,
         n_cured=n_cured,
         n_not_cured=n_not,
         accuracy=float(np.mean((means >= 0.5) == y)),
