@@ -77,6 +77,16 @@ class TrackedRidgeState(RidgeState):
             self.G = 0.5 * (G + G.T)
 
 
+def _top_m(values: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+    """The m largest values (sorted indices); ties at the boundary broken at random (P11)."""
+    K = values.size
+    idx = np.argpartition(values, K - m)[K - m :]
+    if np.count_nonzero(values >= values[idx].min()) == m:  # no tie at the boundary
+        idx.sort()
+        return idx
+    return top_m(values, m, rng)
+
+
 def _argmax(values: np.ndarray, rng: np.random.Generator) -> int:
     """argmax with uniform random tie-breaking (P11), in as few numpy calls as possible."""
     i = int(values.argmax())
@@ -190,6 +200,7 @@ class GIFA(Policy):
         Z, Q = project(self.X) if self.linear else (self.X, None)
         self.Z, self.Q = (self.X, None) if Z.shape[1] == self.d else (np.ascontiguousarray(Z), Q)
         self.d_eff = self.Z.shape[1]
+        self._ZT = np.ascontiguousarray(self.Z.T)  # contiguous copy: (m x d) @ (d x K) is 2x faster
 
         # classical widths 1/sqrt(N_a) are infinite before the first pull: classical indices always init
         self.init = bool(init) or not self.linear
@@ -270,9 +281,11 @@ class GIFA(Policy):
         """BJ[k, i] = B[i, J[k]] for every arm i (m x K), with -inf where i is in J."""
         if self.index == "paired":
             st = self.state
-            G_J = (self.Z[J] @ st.P) @ self.Z.T  # Gram rows of J
-            diag = st.diag
-            W2 = diag + diag[J][:, None] - 2.0 * G_J
+            self._PZ_J = PZ_J = self.Z[J] @ st.P  # rows P x_j, j in J
+            W2 = PZ_J @ self._ZT  # Gram rows of J
+            W2 *= -2.0
+            W2 += st.diag
+            W2 += st.diag[J][:, None]
             np.maximum(W2, 0.0, out=W2)
             BJ = np.sqrt(W2)
             BJ *= f
@@ -310,10 +323,13 @@ class GIFA(Policy):
         if self._fast:
             if m == 1 and self.index == "paired":
                 return self._single_paired_round(mu, f)
-            J = top_m(mu, m, rng)
+            J = _top_m(mu, m, rng)
             BJ = self.columns_of_J(mu, J, f)
             k, c = divmod(_argmax(BJ.ravel(), rng), self.K)
-            return J, int(J[k]), int(c), float(BJ[k, c])
+            b = int(J[k])
+            if self.index == "paired":
+                self._Pxb = (b, self._PZ_J[k])
+            return J, b, int(c), float(BJ[k, c])
         B = self.index_matrix(mu, f)
         colm = max_m_per_column(B, m)
         J = top_m(-colm, m, rng) if self.compute_jt == "ugape" else top_m(mu, m, rng)
