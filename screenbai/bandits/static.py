@@ -80,12 +80,19 @@ def _hash(*arrays) -> str:
     return h.hexdigest()
 
 
-def _break_tie(T: np.ndarray, s: np.ndarray, tol: float, rng: np.random.Generator) -> int:
-    """Among arms tied on the minimax score, prefer the smallest mean_y ||y||^2 after the pull, then
-    pick at random (P11). Without the secondary criterion every arm ties as soon as two arms share the
-    worst direction (e.g. the canonical basis), and random picks would unbalance the allocation."""
+def _break_tie(T: np.ndarray, h: np.ndarray, s: np.ndarray, tol: float, rng: np.random.Generator,
+               band: float = 1e-9) -> int:
+    """Arms tied on the minimax score: prefer the one that most reduces the directions currently at
+    the maximum (sum of their norms after the pull), then pick at random (P11).
+
+    Without this, when two directions share the maximum no single pull lowers it, every arm ties,
+    and random picks unbalance the canonical basis, while an average over all directions can stall
+    the oracle allocation on the heavily weighted direction and never lower the maximum.
+    """
     ties = np.flatnonzero(s <= tol)
-    second = T[:, ties].sum(axis=0)
+    hv = h[:, 0]
+    top = hv >= hv.max() * (1.0 - band)
+    second = T[top][:, ties].sum(axis=0)
     m = second.min()
     ties = ties[second <= m + _TIE_RTOL * abs(m)]
     return int(ties[rng.integers(ties.size)]) if ties.size > 1 else int(ties[0])
@@ -158,7 +165,7 @@ class _GreedyState:
         k = int(s.argmin())
         tol = s[k] + _TIE_RTOL * abs(s[k])
         if np.count_nonzero(s <= tol) > 1:
-            k = _break_tie(self._T, s, tol, rng)
+            k = _break_tie(self._T, self.h, s, tol, rng)
         return k
 
     def pull(self, k: int) -> None:
@@ -183,7 +190,8 @@ class AllocationSequence:
     the first n with c^2 max_y ||y||^2_{A^{-1}} / Delta_y^2 * log_n(K^2/delta) <= 1).
     """
 
-    def __init__(self, Z, init_arms, I, J, scale, seed, stop_rule=None):
+    def __init__(self, Z, init_arms, I, J, scale, seed, stop_rule=None, tie_rtol=_TIE_RTOL):
+        self.tie_rtol = float(tie_rtol)
         self.init_arms = np.asarray(init_arms, dtype=np.int64)
         counts = np.bincount(self.init_arms, minlength=Z.shape[0])
         self.state = _GreedyState(Z, counts)
@@ -226,6 +234,7 @@ class AllocationSequence:
         t = self.length
         # the greedy step of _GreedyState.choose/pull, inlined: this loop runs ~1e7 times on [SLM14]
         K = state.K
+        rtol, band = self.tie_rtol, max(self.tie_rtol, 1e-9)
         while t < n:
             M, Q, h, diag, T = state.M, state.Q, state.h, state.diag, state._T
             start, stop = t, min(n, t + _REFRESH - state._since)
@@ -235,9 +244,9 @@ class AllocationSequence:
                 np.subtract(h, T, out=T)
                 s = T.max(axis=0)
                 k = s.argmin()
-                tol = s[k] + _TIE_RTOL * abs(s[k])
+                tol = s[k] + rtol * abs(s[k])
                 if np.count_nonzero(s <= tol) > 1:
-                    k = _break_tie(T, s, tol, rng)
+                    k = _break_tie(T, h, s, tol, rng, band)
                 col = M[:, k].copy()
                 den = 1.0 + col[k]
                 M -= np.multiply.outer(col, col[:K] / den)
@@ -267,14 +276,17 @@ _CACHE: "OrderedDict[tuple, AllocationSequence]" = OrderedDict()
 _CACHE_SIZE = 32
 
 
-def allocation_sequence(Z, init_arms, I, J=None, scale=None, seed=0, stop_rule=None) -> AllocationSequence:
+def allocation_sequence(Z, init_arms, I, J=None, scale=None, seed=0, stop_rule=None,
+                        tie_rtol=_TIE_RTOL) -> AllocationSequence:
     """The cached sequence for these features, directions, seed and stopping rule (LRU, P2)."""
     J = np.full(len(I), -1) if J is None else J
     scale = np.ones(len(I)) if scale is None else scale
     key = (_hash(Z, np.asarray(init_arms), np.asarray(I), np.asarray(J), np.asarray(scale, dtype=float)), seed, stop_rule)
+    if tie_rtol != _TIE_RTOL:
+        key += (float(tie_rtol),)
     seq = _CACHE.get(key)
     if seq is None:
-        seq = AllocationSequence(Z, init_arms, I, J, scale, seed, stop_rule)
+        seq = AllocationSequence(Z, init_arms, I, J, scale, seed, stop_rule, tie_rtol)
         _CACHE[key] = seq
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
@@ -667,12 +679,16 @@ class XYOracle(_StaticAllocation):
 
     theta: the true parameter theta* (length d; "oracle" resolves it from the instance).
     stopping: "eq4" (default, true gaps: deterministic stopping time) or "eq11" (empirical rule).
+    tie_rtol: greedy scores within this relative distance of the best count as tied and are decided
+    by the reduction of the directions at the maximum [D]. Every y in Y* contains x*, so the literal
+    one-step minimax keeps pulling x* (which lowers all tied directions by a vanishing amount) and never
+    reaches eq. 4 (e.g. Soare d = 4, omega = 0.2); 1e-3 breaks that stall. Use 1e-10 for the literal rule.
     """
 
     name = "xy-oracle"
 
-    def __init__(self, features, *, theta=None, delta=0.05, sigma=1.0, stopping="eq4", allocation_seed=0, rng=None,
-                 max_samples=DEFAULT_MAX_SAMPLES):
+    def __init__(self, features, *, theta=None, delta=0.05, sigma=1.0, stopping="eq4", tie_rtol=1e-3, allocation_seed=0,
+                 rng=None, max_samples=DEFAULT_MAX_SAMPLES):
         super().__init__(features, delta=delta, sigma=sigma, allocation_seed=allocation_seed, rng=rng,
                          max_samples=max_samples)
         if theta is None or isinstance(theta, str):
@@ -685,8 +701,11 @@ class XYOracle(_StaticAllocation):
             raise ValueError(f"theta must be a finite vector of length d = {self.d}; got shape {theta.shape}")
         if stopping not in ("eq4", "eq11"):
             raise ValueError(f"stopping must be 'eq4' (oracle gaps) or 'eq11' (empirical); got {stopping!r}")
+        if not 0.0 <= float(tie_rtol) < 1.0:
+            raise ValueError(f"tie_rtol (relative tolerance for near-ties of the greedy score) must lie in [0, 1); got {tie_rtol}")
         self.theta = theta
         self.stopping = stopping
+        self.tie_rtol = max(float(tie_rtol), _TIE_RTOL)
         mu = self.X @ theta
         self.best_arm = int(mu.argmax())
         gaps = mu[self.best_arm] - mu
@@ -705,7 +724,7 @@ class XYOracle(_StaticAllocation):
         rule = ("eq4", self.c, self.K, self.delta) if self.stopping == "eq4" else None
         I = np.full(self._others.size, self.best_arm)
         return allocation_sequence(self.Z, self.init_arms, I, self._others, 1.0 / self._gaps,
-                                   seed=self.allocation_seed, stop_rule=rule)
+                                   seed=self.allocation_seed, stop_rule=rule, tie_rtol=self.tie_rtol)
 
 
 # ====================================================================== XY-adaptive (phased)
