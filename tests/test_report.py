@@ -52,6 +52,10 @@ def test_summary_keeps_unstopped_runs_apart():
     assert a2["not_stopped"] == 1
     assert a2["mean_samples"] == pytest.approx(np.mean([20, 40, 60]))  # the capped run is not averaged in
     assert a1["error_rate"] == 0 and a2["error_rate"] == 0  # alg2's wrong answer came from the unstopped run
+    assert a1["eps_error_rate"] == 0 and a1["mean_samples_all"] == a1["mean_samples"]
+    assert a2["mean_gap"] == pytest.approx(0.2 / 4)  # declared 0.7 vs best 0.9 in one of four runs
+    strict = summarize_screens(_records(), epsilon=0.0).set_index(["label", "d"])
+    assert strict.loc[("alg1", 2), "eps_error_rate"] == 0
     assert s.loc[("alg1", 4), "samples_per_arm"] == pytest.approx(np.mean([40, 80, 120, 160]) / 3)
 
 
@@ -75,7 +79,9 @@ def test_plots_return_figures_with_data():
     fig = plot_samples(s, "d", {"K": 3})
     assert isinstance(fig, Figure)
     ax = fig.axes[0]
-    assert len(ax.get_legend().get_texts()) == 3  # two algorithms + the K line
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert texts.count("alg1") == texts.count("alg2") == 1 and "K = 3" in texts
+    assert "alg2: hit the cap (not stopped)" in texts and len(texts) == 4
     fig = plot_error_rate(s, "d", {"K": 3}, delta=0.05)
     ys = [line.get_ydata() for line in fig.axes[0].get_lines() if line.get_label() == "alg1"][0]
     np.testing.assert_allclose(ys, [0, 0])
