@@ -1,6 +1,4 @@
 # Config-derived constants and input functions (no rules here: snakemake --lint).
-import math
-from pathlib import Path
 
 from screenbai.screening import (
     check_algorithms,
