@@ -272,3 +272,13 @@ def test_nan_features_rejected():
     X[1, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         make_policy("g-allocation", X)
+
+
+def test_oracle_does_not_stall_on_shared_best_arm():
+    # every y in Y* contains x*: the literal minimax keeps pulling x* and never meets eq. 4 here
+    inst = instances.soare(d=4, omega=0.2)
+    r = simulate(policy_for_instance("xy-oracle", inst, rng=0), inst.environment(np.random.default_rng(0)))
+    assert r.stopped and r.best == 0 and r.n_samples < 20_000
+    assert r.pulls[2] > 10 and r.pulls[3] > 10
+    literal = policy_for_instance("xy-oracle", inst, tie_rtol=0.0, max_samples=20_000)
+    assert not simulate(literal, inst.environment(np.random.default_rng(0))).stopped

@@ -790,8 +790,12 @@ class XYAdaptive(_SLMBase):
         gap = mu[best] - mu
         ok = (gap >= 0) & (width[best] <= gap)
         ok[best] = True
-        if survivors.sum() == 1 or ok.all():
+        if ok.all():
             return best
+        if survivors.sum() == 1:
+            return int(np.flatnonzero(survivors)[0])
+        if not survivors.any():  # monotone only: every remaining arm was beaten by a discarded one
+            survivors = self.active.copy()
         self.active = survivors
         self.rho_prev = self.seq.rho_end
         self._prev_best = best
