@@ -197,8 +197,9 @@ def _speed_table() -> str:
 
 def write_report(df: pd.DataFrame, quick: bool, elapsed: float) -> None:
     n_inst = int(df[df.study == "K"].groupby("x").size().max())
-    k50 = df[(df.study == "K") & (df.x == 50)]
-    k50e = df[(df.study == "K_estimated_cmu") & (df.x == 50)]
+    x_num = pd.to_numeric(df.x, errors="coerce")  # x mixes numbers and labels once read back from CSV
+    k50 = df[(df.study == "K") & (x_num == 50)]
+    k50e = df[(df.study == "K_estimated_cmu") & (x_num == 50)]
     gape = df[df.study == "gape"]
     gl = gape[gape.x == "GLGapE"]
     ug = gape[gape.x == "UGapE-hoeffding"]
