@@ -22,6 +22,8 @@ pitfall), "theory" (alpha = 2 kappa R / c_mu; valid but very conservative).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.special import expit
@@ -38,7 +40,7 @@ RULES = ("ratio", "greedy")
 
 def log_root(t: float, d: int, delta: float) -> float:
     """sqrt(2 d log t * log(pi^2 d t^2 / (6 delta))): [KW] eq. (6) without alpha."""
-    return float(np.sqrt(2.0 * d * np.log(t) * np.log(np.pi**2 * d * t * t / (6.0 * delta))))
+    return math.sqrt(2.0 * d * math.log(t) * math.log(math.pi**2 * d * t * t / (6.0 * delta)))
 
 
 def corner_widths(q_ii, q_jj, q_ij, c_lo: float, c_hi: float):

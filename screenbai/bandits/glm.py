@@ -86,7 +86,7 @@ def logistic_mle(
     lam = float(lambda_reg)
     if not lam >= 0.0:
         raise ValueError(f"lambda_reg (ridge penalty of the logistic MLE) must be >= 0; got {lambda_reg}")
-    if np.any(n < 0) or np.any(s < 0) or np.any(s > n):
+    if ((s < 0) | (s > n)).any():  # also catches n < 0, since then s > n or s < 0
         raise ValueError("counts must satisfy 0 <= successes s_a <= pulls n_a for every arm")
     pulled = n > 0
     n_pulled = int(np.count_nonzero(pulled))
@@ -101,15 +101,16 @@ def logistic_mle(
         return LogisticFit(np.zeros(d), 0, True, False)
 
     eta = X @ theta
-    loss = _penalised_nll(eta, n, s, theta, lam)
+    loss = None  # evaluated only when a step has to be checked (warm starts usually need none)
     converged = False
     n_iter = 0
-    eye_lam = lam * np.eye(d)
+    diag_idx = np.arange(d)
     while n_iter < max_iter:
         p = expit(eta)
         g = X.T @ (n * p - s) + lam * theta
         w = n * p * (1.0 - p)
-        H = (X.T * w) @ X + eye_lam
+        H = (X.T * w) @ X
+        H[diag_idx, diag_idx] += lam
         n_iter += 1
         chol, info = lapack.dpotrf(H, lower=1, clean=0)
         if info != 0:
@@ -125,6 +126,8 @@ def logistic_mle(
             converged = True
             break
         # backtracking on the penalised objective
+        if loss is None:
+            loss = _penalised_nll(eta, n, s, theta, lam)
         size = 1.0
         for _ in range(_MAX_HALVINGS):
             cand = theta + size * step
@@ -142,7 +145,7 @@ def logistic_mle(
         if np.abs(step).max() < tol:
             converged = True
             break
-    max_eta = float(np.abs(eta[n > 0]).max())
+    max_eta = float(np.abs(eta if n_pulled == n.size else eta[n > 0]).max())
     # near separation the Newton decrement shrinks like exp(-|eta|), so the decrement test can
     # "converge" on a diverging sequence: judge by the fitted means instead
     if lam == 0.0 and max_eta > _NEAR_SEPARATION_ETA:
