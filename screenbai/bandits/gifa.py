@@ -301,9 +301,11 @@ class GIFA(Policy):
         """The full K x K matrix B[i, j] (diagonal -inf): O(K^2)."""
         if self.index == "paired":
             st = self.state
-            W2 = st.diag[:, None] + st.diag[None, :] - 2.0 * st.G
-            np.maximum(W2, 0.0, out=W2)
-            B = np.sqrt(W2)
+            B = st.G * -2.0  # in place from here on: K x K temporaries dominate the cost
+            B += st.diag[:, None]
+            B += st.diag
+            np.maximum(B, 0.0, out=B)
+            np.sqrt(B, out=B)
             B *= f
         else:
             w = self._individual_widths(f)
