@@ -11,6 +11,7 @@ experiment (a simulator, or a real assay) and tells the outcomes back.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,16 +130,18 @@ class Policy:
             raise RuntimeError("tell() called without a pending ask(); call ask() first")
         arms = np.asarray(arms).reshape(-1)
         rewards = np.asarray(rewards, dtype=float).reshape(-1)
-        if arms.shape != pending.shape or not np.array_equal(arms, pending):
+        if arms.shape != pending.shape or (arms != pending).any():
             raise ValueError(f"rewards were given for arms {arms.tolist()}, but the arms asked were {pending.tolist()}")
         if rewards.shape != arms.shape:
             raise ValueError(f"got {rewards.size} reward(s) for {arms.size} arm(s); give one reward per asked arm")
-        if not np.isfinite(rewards).all():
-            raise ValueError(f"rewards must be finite numbers; got {rewards.tolist()}")
-        if self.binary_rewards and not np.all((rewards == 0.0) | (rewards == 1.0)):
-            raise ValueError(
-                f"{self.name} models binary (Bernoulli) outcomes; rewards must be 0 or 1, got {rewards.tolist()}"
-            )
+        if arms.size == 1:  # the hot path of sequential policies: plain float checks
+            r = float(rewards[0])
+            if not math.isfinite(r) or (self.binary_rewards and r != 0.0 and r != 1.0):
+                self._reject_rewards(rewards)
+        elif not np.isfinite(rewards).all() or (
+            self.binary_rewards and not ((rewards == 0.0) | (rewards == 1.0)).all()
+        ):
+            self._reject_rewards(rewards)
         self._pending = None
         if arms.size == 1:
             a = arms[0]
@@ -149,6 +152,13 @@ class Policy:
             np.add.at(self.sums, arms, rewards)
         self.n_samples += arms.size
         self._update(arms, rewards)
+
+    def _reject_rewards(self, rewards: np.ndarray):
+        if not np.isfinite(rewards).all():
+            raise ValueError(f"rewards must be finite numbers; got {rewards.tolist()}")
+        raise ValueError(
+            f"{self.name} models binary (Bernoulli) outcomes; rewards must be 0 or 1, got {rewards.tolist()}"
+        )
 
     def result(self) -> Result:
         return Result(
