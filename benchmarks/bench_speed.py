@@ -28,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # name -> (parameters, model)
 FIXED_CONFIDENCE = {
     "lingape": ({"epsilon": 0.0, "delta": 0.05}, "linear"),
-    "m-lingape": ({"m": 1, "epsilon": 0.0, "delta": 0.05, "rule": "greedy"}, "linear"),
-    "m-lingape(m=3)": ({"m": 3, "epsilon": 0.0, "delta": 0.05, "rule": "greedy"}, "linear"),
+    "m-lingape": ({"m": 1, "epsilon": 0.0, "delta": 0.05, "selection": "greedy"}, "linear"),
+    "m-lingape(m=3)": ({"m": 3, "epsilon": 0.0, "delta": 0.05, "selection": "greedy"}, "linear"),
     "lingifa": ({"m": 1, "epsilon": 0.0, "delta": 0.05}, "linear"),
     "lucb": ({"m": 1, "epsilon": 0.0, "delta": 0.05}, "linear"),
     "ugape": ({"m": 1, "epsilon": 0.0, "delta": 0.05}, "linear"),
