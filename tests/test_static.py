@@ -252,6 +252,7 @@ def test_restricted_y_still_finds_best_arm():
 
 @pytest.mark.parametrize("name,params,match", [
     ("xy-static", {"delta": 1.5}, "delta"),
+    ("xy-static", {"confidence": "both"}, "confidence"),
     ("g-allocation", {"sigma": 0.0}, "sigma"),
     ("xy-adaptive", {"alpha": 1.0}, "alpha"),
     ("xy-oracle", {}, "theta"),  # registry default "oracle" without an instance
@@ -282,3 +283,10 @@ def test_oracle_does_not_stall_on_shared_best_arm():
     assert r.pulls[2] > 10 and r.pulls[3] > 10
     literal = policy_for_instance("xy-oracle", inst, tie_rtol=0.0, max_samples=20_000)
     assert not simulate(literal, inst.environment(np.random.default_rng(0))).stopped
+
+
+def test_confidence_arms_uses_the_smaller_log_term():
+    inst = instances.soare(d=3, omega=0.3)
+    n = {c: simulate(policy_for_instance("xy-oracle", inst, confidence=c), inst.environment(np.random.default_rng(0))).n_samples
+         for c in ("pairs", "arms")}
+    assert n["arms"] < n["pairs"]

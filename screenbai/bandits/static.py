@@ -460,9 +460,15 @@ def _ols_mu(Z, counts, sums):
 class _SLMBase(Policy):
     """Shared parameters and projection (spec 1.2, 2.1)."""
 
-    def __init__(self, features, *, delta=0.05, sigma=1.0, rng=None, max_samples=DEFAULT_MAX_SAMPLES):
+    def __init__(self, features, *, delta=0.05, sigma=1.0, confidence="pairs", rng=None,
+                 max_samples=DEFAULT_MAX_SAMPLES):
         super().__init__(features, m=1, rng=rng, max_samples=max_samples)
         self.delta = check_probability("delta", delta)
+        if confidence not in ("pairs", "arms"):
+            raise ValueError(f"confidence must be 'pairs' (log_n(K^2/delta), spec) or 'arms' (log_n(K/delta)); got {confidence!r}")
+        self.confidence = confidence
+        # log_term(n, K_log, delta) = log(6 n^2 K_log^2 / (pi^2 delta))
+        self.K_log = float(self.K) if confidence == "pairs" else float(np.sqrt(self.K))
         sigma = float(sigma)
         if not sigma > 0:
             raise ValueError(f"sigma (noise bound) must be positive; got {sigma}")
@@ -514,8 +520,9 @@ class _SLMBase(Policy):
 class _StaticAllocation(_SLMBase):
     """Precomputed greedy sequence + the eq. 11 stopping rule tested every round."""
 
-    def __init__(self, features, *, delta=0.05, sigma=1.0, allocation_seed=0, rng=None, max_samples=DEFAULT_MAX_SAMPLES):
-        super().__init__(features, delta=delta, sigma=sigma, rng=rng, max_samples=max_samples)
+    def __init__(self, features, *, delta=0.05, sigma=1.0, confidence="pairs", allocation_seed=0, rng=None,
+                 max_samples=DEFAULT_MAX_SAMPLES):
+        super().__init__(features, delta=delta, sigma=sigma, confidence=confidence, rng=rng, max_samples=max_samples)
         self.allocation_seed = int(self.rng.integers(2**63)) if allocation_seed is None else int(allocation_seed)
         self._ols = _OLSTracker(self.Z)
         self._ols_ready = False
@@ -545,7 +552,7 @@ class _StaticAllocation(_SLMBase):
             else:
                 if not self._ols_ready:
                     self._ols_ready = self._ols.refresh()
-                if self._ols_ready and self._ols.eq11(s, self.c, self.K, self.delta)[0]:
+                if self._ols_ready and self._ols.eq11(s, self.c, self.K_log, self.delta)[0]:
                     return None
         if s >= seq.length:
             seq.extend(min(self.max_samples, max(s + 1, 2 * seq.length, s + _BLOCK)))
@@ -595,7 +602,7 @@ class _StaticAllocation(_SLMBase):
             else:
                 test = (states >= n0) & (states < cap)
                 if test.any():
-                    ok, best = eq11_batch(self.Z, cum_n[test], cum_s[test], states[test], self.c, K, self.delta)
+                    ok, best = eq11_batch(self.Z, cum_n[test], cum_s[test], states[test], self.c, self.K_log, self.delta)
                     if ok.any():
                         first = int(np.argmax(ok))
                         row = np.flatnonzero(test)[first]
@@ -611,8 +618,9 @@ class _StaticAllocation(_SLMBase):
 class GAllocation(_StaticAllocation):
     """[SLM14] greedy G-allocation (spec 2.1.1): argmin_x max_x' ||x'||^2_{(A + x x^T)^{-1}}, stop by eq. 11.
 
-    Parameters: delta, sigma (noise bound, c = 2 sqrt(2) sigma), allocation_seed (tie-breaks of the
-    shared precomputed sequence; None draws one from rng), rng, max_samples.
+    Parameters: delta, sigma (noise bound, c = 2 sqrt(2) sigma), confidence ("pairs": log_n(K^2/delta) as
+    in the spec, default; "arms": log_n(K/delta), which reproduces [XHS18] Table 1's oracle exactly),
+    allocation_seed (tie-breaks of the shared precomputed sequence; None draws one from rng), rng, max_samples.
     """
 
     name = "g-allocation"
@@ -632,10 +640,10 @@ class XYStatic(_StaticAllocation):
 
     name = "xy-static"
 
-    def __init__(self, features, *, delta=0.05, sigma=1.0, restrict_y=None, allocation_seed=0, rng=None,
-                 max_samples=DEFAULT_MAX_SAMPLES):
-        super().__init__(features, delta=delta, sigma=sigma, allocation_seed=allocation_seed, rng=rng,
-                         max_samples=max_samples)
+    def __init__(self, features, *, delta=0.05, sigma=1.0, confidence="pairs", restrict_y=None, allocation_seed=0,
+                 rng=None, max_samples=DEFAULT_MAX_SAMPLES):
+        super().__init__(features, delta=delta, sigma=sigma, confidence=confidence, allocation_seed=allocation_seed,
+                         rng=rng, max_samples=max_samples)
         self.restrict_y = self._check_restrict(restrict_y, self.K)
         self._live: _GreedyState | None = None
         self._live_best = -1
@@ -653,7 +661,7 @@ class XYStatic(_StaticAllocation):
             return int(self.init_arms[s])
         if not self._ols_ready:
             self._ols_ready = self._ols.refresh()
-        ok, best, _ = self._ols.eq11(s, self.c, self.K, self.delta)
+        ok, best, _ = self._ols.eq11(s, self.c, self.K_log, self.delta)
         if ok:
             return None
         if self._live is None:
@@ -687,10 +695,10 @@ class XYOracle(_StaticAllocation):
 
     name = "xy-oracle"
 
-    def __init__(self, features, *, theta=None, delta=0.05, sigma=1.0, stopping="eq4", tie_rtol=1e-3, allocation_seed=0,
-                 rng=None, max_samples=DEFAULT_MAX_SAMPLES):
-        super().__init__(features, delta=delta, sigma=sigma, allocation_seed=allocation_seed, rng=rng,
-                         max_samples=max_samples)
+    def __init__(self, features, *, theta=None, delta=0.05, sigma=1.0, confidence="pairs", stopping="eq4",
+                 tie_rtol=1e-3, allocation_seed=0, rng=None, max_samples=DEFAULT_MAX_SAMPLES):
+        super().__init__(features, delta=delta, sigma=sigma, confidence=confidence, allocation_seed=allocation_seed,
+                         rng=rng, max_samples=max_samples)
         if theta is None or isinstance(theta, str):
             raise ValueError(
                 f"xy-oracle needs the true parameter theta (a length-{self.d} vector); got {theta!r}. "
@@ -721,7 +729,7 @@ class XYOracle(_StaticAllocation):
         return self.stopping == "eq4"
 
     def _make_sequence(self):
-        rule = ("eq4", self.c, self.K, self.delta) if self.stopping == "eq4" else None
+        rule = ("eq4", self.c, self.K_log, self.delta) if self.stopping == "eq4" else None
         I = np.full(self._others.size, self.best_arm)
         return allocation_sequence(self.Z, self.init_arms, I, self._others, 1.0 / self._gaps,
                                    seed=self.allocation_seed, stop_rule=rule, tie_rtol=self.tie_rtol)
@@ -742,8 +750,8 @@ class XYAdaptive(_SLMBase):
     name = "xy-adaptive"
 
     def __init__(self, features, *, delta=0.05, sigma=1.0, alpha=0.1, monotone=False, restrict_y=None,
-                 allocation_seed=0, rng=None, max_samples=DEFAULT_MAX_SAMPLES):
-        super().__init__(features, delta=delta, sigma=sigma, rng=rng, max_samples=max_samples)
+                 confidence="pairs", allocation_seed=0, rng=None, max_samples=DEFAULT_MAX_SAMPLES):
+        super().__init__(features, delta=delta, sigma=sigma, confidence=confidence, rng=rng, max_samples=max_samples)
         alpha = float(alpha)
         if not 0.0 < alpha < 1.0:
             raise ValueError(f"alpha (phase shrink factor) must lie strictly between 0 and 1; got {alpha}")
@@ -780,7 +788,7 @@ class XYAdaptive(_SLMBase):
         mu, chol = _ols_mu(self.Z, self.phase_counts, self.phase_sums)
         G = self.Z @ cho_solve(chol, self.Z.T)
         dg = np.diag(G)
-        width = self.c * np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2 * G, 0.0) * float(log_term(t, self.K, self.delta)))
+        width = self.c * np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2 * G, 0.0) * float(log_term(t, self.K_log, self.delta)))
         beaten = ((mu[None, :] - mu[:, None]) > width).any(axis=1)  # x beaten by some x' (eq. 16)
         survivors = ~beaten & (self.active if self.monotone else True)
         best = int(argmax_random(mu, self.rng))
