@@ -12,7 +12,6 @@ Writes docs/reproduction/soare.md and docs/reproduction/soare.png.
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 

@@ -8,7 +8,6 @@ apart (spec P13).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path

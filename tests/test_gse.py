@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from screenbai.bandits import Instance, make_policy, run
+from screenbai.bandits import Instance, make_policy
 from screenbai.bandits.gse import GSELin, n_stages, stage_sizes
 from screenbai.bandits.instances import akg_logistic, canonical
 

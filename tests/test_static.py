@@ -8,13 +8,13 @@ import pytest
 
 from screenbai.bandits import instances, make_policy, policy_for_instance
 from screenbai.bandits.instance import Instance
+from screenbai.bandits.runner import run as simulate
 from screenbai.bandits.static import (
     _GreedyState,
     all_pairs,
     allocation_sequence,
     eq11_batch,
     log_term,
-    simulate,
     spanning_arms,
 )
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from .estimators import RidgeState, project
 from .glm import logistic_mle
-from .policy import DEFAULT_MAX_SAMPLES, Policy, argmax_random, top_m
+from .policy import DEFAULT_MAX_SAMPLES, Policy, argmax_random
 from .registry import register
 
 

@@ -535,8 +535,35 @@ class LinGIFA(GIFA):
         )
 
 
+class _ClassicalGIFA(GIFA):
+    """GIFA on unstructured arms: empirical means and individual widths; every arm pulled once first."""
+
+    _compute_jt = "empirical"
+    _stopping = "lucb"
+
+    def __init__(
+        self,
+        features,
+        *,
+        m: int = 1,
+        epsilon: float = 0.0,
+        delta: float = 0.05,
+        sigma: float = 0.5,
+        threshold: str = "lucb1",
+        selection: str = "largest-variance",
+        rng=None,
+        max_samples: int = DEFAULT_MAX_SAMPLES,
+    ):
+        _choice("selection", selection, ("largest-variance", "both"))
+        super().__init__(
+            features, m=m, epsilon=epsilon, delta=delta, sigma=sigma, index="classical",
+            threshold=threshold, compute_jt=self._compute_jt, compute_bt="lucb", stopping=self._stopping,
+            selection=selection, init=True, rng=rng, max_samples=max_samples,
+        )
+
+
 @register("lucb")
-class LUCB(GIFA):
+class LUCB(_ClassicalGIFA):
     """LUCB as a GIFA instance (spec 2.3 Table 1): classical empirical means and individual widths.
 
     threshold: "lucb1" (default, 1.5(e)), "heuristic" or "hoeffding" (rewards in [0, 1]);
@@ -546,56 +573,18 @@ class LUCB(GIFA):
 
     name = "lucb"
 
-    def __init__(
-        self,
-        features,
-        *,
-        m: int = 1,
-        epsilon: float = 0.0,
-        delta: float = 0.05,
-        sigma: float = 0.5,
-        threshold: str = "lucb1",
-        selection: str = "largest-variance",
-        rng=None,
-        max_samples: int = DEFAULT_MAX_SAMPLES,
-    ):
-        _choice("selection", selection, ("largest-variance", "both"))
-        super().__init__(
-            features, m=m, epsilon=epsilon, delta=delta, sigma=sigma, index="classical",
-            threshold=threshold, compute_jt="empirical", compute_bt="lucb", stopping="lucb",
-            selection=selection, init=True, rng=rng, max_samples=max_samples,
-        )
-
 
 @register("ugape")
-class UGapE(GIFA):
+class UGapE(_ClassicalGIFA):
     """UGapE as a GIFA instance (spec 2.3 Table 1): classical indices, UGapE-type J, tau^UGapE.
 
     threshold: "lucb1" (default), "heuristic", or "hoeffding" (widths sqrt(log(4Kt^3/delta)/(2T_k))
-    for rewards in [0, 1]: the GapE baseline of [KW], spec 3.4); selection "largest-variance".
+    for rewards in [0, 1]: the GapE baseline of [KW], spec 3.4); selection as for LUCB.
     """
 
     name = "ugape"
-
-    def __init__(
-        self,
-        features,
-        *,
-        m: int = 1,
-        epsilon: float = 0.0,
-        delta: float = 0.05,
-        sigma: float = 0.5,
-        threshold: str = "lucb1",
-        selection: str = "largest-variance",
-        rng=None,
-        max_samples: int = DEFAULT_MAX_SAMPLES,
-    ):
-        _choice("selection", selection, ("largest-variance", "both"))
-        super().__init__(
-            features, m=m, epsilon=epsilon, delta=delta, sigma=sigma, index="classical",
-            threshold=threshold, compute_jt="ugape", compute_bt="lucb", stopping="ugape",
-            selection=selection, init=True, rng=rng, max_samples=max_samples,
-        )
+    _compute_jt = "ugape"
+    _stopping = "ugape"
 
 
 # ---------------------------------------------------------------------- validation helpers

@@ -16,7 +16,7 @@ Implementation notes.
 * Static sequences (and each XY-adaptive phase) do not depend on rewards: they are generated once
   per (features, directions, allocation_seed) and kept in a module-level LRU cache, so Monte-Carlo
   replications share them (P2). Their tie-breaks use ``allocation_seed``, not the policy ``rng``.
-* ``run_fast(env)`` (used by ``runner.run`` and ``simulate``) evaluates the eq. 11 stopping rule for
+* ``run_fast(env)`` (used by ``runner.run``) evaluates the eq. 11 stopping rule for
   blocks of 4096 rounds at once, from cumulative per-arm counts and sums, and pulls rewards in blocks
   aligned with the environment's noise buffer, so it consumes the same reward stream and returns the
   same stopping time as the round-by-round ask/tell path.
@@ -938,15 +938,3 @@ class XYFullyAdaptive(_SLMBase):
         return np.array([argmax_random(np.where(self.active, mu, -np.inf), self.rng)])
 
 
-# ====================================================================== driver
-def simulate(policy, env) -> Result:
-    """Run a policy to completion: the vectorised fast path when it applies, else ask/tell rounds."""
-    fast = getattr(policy, "run_fast", None)
-    if fast is not None:
-        result = fast(env)
-        if result is not None:
-            return result
-    while not policy.done:
-        arms = policy.ask()
-        policy.tell(arms, env.pull(arms))
-    return policy.result()
