@@ -156,7 +156,7 @@ def plot_samples(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=Non
         elif "K" in fixed:
             ax.axhline(fixed["K"], color="k", ls="--", lw=1, label=f"K = {fixed['K']}")
     ax.set_xlabel("PCA dimension d" if x == "d" else "number of compounds K")
-    ax.set_ylabel("tests until the algorithm stops")
+    ax.set_ylabel("tests until the algorithm stops\n(mean; bars: 10-90 % of runs)")
     ax.set_yscale("log")
     ax.set_title(", ".join(f"{k} = {v}" for k, v in fixed.items()))
     ax.grid(True, which="both", alpha=0.3)
@@ -169,8 +169,10 @@ def plot_error_rate(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=
     """Fraction of stopped runs whose declared compound is not epsilon-best, against ``x``."""
     fig, ax = _axes(ax)
     sel = _varied(summary, x, fixed)
-    for label, g in sel.groupby("label", sort=False):
-        ax.plot(g[x], g[column], marker="o", label=label)
+    # curves often coincide (all at 0): open markers of decreasing size keep each one visible
+    for i, (label, g) in enumerate(sel.groupby("label", sort=False)):
+        ax.plot(g[x], g[column], marker="osD^v"[i % 5], ms=max(11 - 3 * i, 4), fillstyle="none",
+                mew=1.5, label=label)
     if delta is not None:
         ax.axhline(delta, color="k", ls="--", lw=1, label=f"delta = {delta:g}")
     ax.set_xlabel("PCA dimension d" if x == "d" else "number of compounds K")
@@ -198,7 +200,7 @@ def plot_pulls_per_arm(records: pd.DataFrame, means: np.ndarray, ax=None):
 
 
 def structure_grid(table: pd.DataFrame, *, smiles: str = "smiles", legend: Sequence[str] | None = None,
-                   mols_per_row: int = 4, size: tuple[int, int] = (260, 220)):
+                   mols_per_row: int = 4, size: tuple[int, int] = (320, 300)):
     """PIL image of the structures in ``table`` (rdkit ``MolsToGridImage``)."""
     from rdkit import Chem
     from rdkit.Chem import Draw
@@ -206,8 +208,11 @@ def structure_grid(table: pd.DataFrame, *, smiles: str = "smiles", legend: Seque
     mols = [Chem.MolFromSmiles(s) if isinstance(s, str) else None for s in table[smiles]]
     mols = [m if m is not None else Chem.MolFromSmiles("") for m in mols]
     legends = list(legend) if legend is not None else [""] * len(mols)
+    options = Draw.MolDrawOptions()
+    options.legendFraction = 0.25  # room for three legend lines at a readable size
+    options.legendFontSize = 18
     return Draw.MolsToGridImage(mols, molsPerRow=max(1, min(mols_per_row, len(mols))), subImgSize=size,
-                                legends=legends, returnPNG=False)
+                                legends=legends, returnPNG=False, drawOptions=options)
 
 
 # ---------------------------------------------------------------------------------- orchestration
@@ -260,7 +265,7 @@ def write_report(
             x, fixed = "K", {"d": int(d_list[0])}
         plot_samples(summary, x, fixed, ax1)
         plot_error_rate(summary, x, fixed, ax2, delta=delta)
-        fig.suptitle(f"{title or 'screen'}: {name}", fontsize=10)
+        fig.suptitle(f"{title or 'screen'}: tests and errors versus {x}", fontsize=10)
         fig.tight_layout()
         fig.savefig(outputs[f"study_{name}"], dpi=110)
         plt.close(fig)
@@ -277,7 +282,7 @@ def write_report(
     dref = declared[(declared["d"] == d_ref) & (declared["K"] == K_ref)]
     grid_rows = [
         {"smiles": r.declared_smiles,
-         "legend": f"{r.label}: {r.declared_id}\nIC50 {_fmt_nM(r.declared_activity_nM)} nM, rank {r.declared_activity_rank}/{K_ref}"}
+         "legend": f"{r.label} (d={d_ref}, K={K_ref})\n{r.declared_id}\nIC50 {_fmt_nM(r.declared_activity_nM)} nM, rank {r.declared_activity_rank}/{K_ref}"}
         for r in dref.itertuples()
     ]
     if len(ref):
@@ -288,8 +293,7 @@ def write_report(
             grid_rows.append({"smiles": smiles.get(best_cid[0]),
                               "legend": f"best of the {K_ref}: {best_cid[0]}\nIC50 {_fmt_nM(sample_best['best_activity_nM'])} nM"})
     grid = pd.DataFrame(grid_rows or [{"smiles": "", "legend": "no runs"}])
-    img = structure_grid(grid, legend=[s.replace("\n", " | ") if len(s) > 60 else s for s in grid["legend"]],
-                         mols_per_row=mols_per_row)
+    img = structure_grid(grid, legend=list(grid["legend"]), mols_per_row=mols_per_row)
     img.save(outputs["structures"])
 
     Path(outputs["markdown"]).write_text(
