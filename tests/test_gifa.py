@@ -356,3 +356,34 @@ def test_ratio_rule_counts_lp_solves():
     inst = reda_classic(4, 2, omega=np.pi / 3)
     res = run(policy_for_instance("m-lingape", inst, m=2, S="oracle", selection="optimized", rng=0), inst.environment(0))
     assert 1 <= res.diagnostics["lp_solved"] <= 12  # cached by (b_t, c_t): at most K (K - 1) LPs
+
+
+@pytest.mark.parametrize("name,params", [
+    ("ugape", {}),
+    ("lucb", {}),
+    ("lingifa", {"index": "individual"}),
+    ("lingifa", {"index": "individual", "stopping": "lucb"}),
+])
+@pytest.mark.parametrize("m", [1, 3])
+def test_separable_round_equals_the_full_index_matrix(name, params, m):
+    """Individual/classical indices skip the K x K matrix; the answer must be the matrix's."""
+    from screenbai.bandits.gifa import max_m_per_column
+
+    rng = np.random.default_rng(m)
+    X = rng.standard_normal((12, 4))
+    policy = make_policy(name, X, m=m, rng=0, **params)
+    for _ in range(40):  # continuous rewards: no ties
+        arms = policy.ask()
+        policy.tell(arms, rng.normal(size=arms.size))
+    mu = policy.means()
+    f = policy.threshold_factor(policy.n_samples)
+    J, b, c, stat = policy._separable_round(mu, f)
+    B = policy.index_matrix(mu, f)
+    colm = max_m_per_column(B, m)
+    J_full = np.sort(np.argsort(colm)[:m]) if policy.compute_jt == "ugape" else np.sort(np.argsort(-mu)[:m])
+    assert np.array_equal(np.sort(J), J_full)
+    outside = np.setdiff1d(np.arange(12), J)
+    lucb_stat = B[np.ix_(outside, J)].max()
+    expected = colm[J].max() if policy.stopping == "ugape" else lucb_stat
+    assert stat == pytest.approx(expected, rel=1e-12, abs=1e-12)
+    assert c == outside[np.argmax(B[outside, b])]

@@ -332,6 +332,8 @@ class GIFA(Policy):
             if self.index == "paired":
                 self._Pxb = (b, self._PZ_J[k])
             return J, b, int(c), float(BJ[k, c])
+        if self.index != "paired":
+            return self._separable_round(mu, f)
         B = self.index_matrix(mu, f)
         colm = max_m_per_column(B, m)
         J = top_m(-colm, m, rng) if self.compute_jt == "ugape" else top_m(mu, m, rng)
@@ -344,6 +346,31 @@ class GIFA(Policy):
             b = int(J[_argmax(lucb_cols, rng)])
         col = np.where(outside, B[:, b], -np.inf)
         c = _argmax(col, rng)
+        stat = float(colm[J].max()) if self.stopping == "ugape" else float(lucb_cols.max())
+        return J, b, int(c), stat
+
+    def _separable_round(self, mu: np.ndarray, f: float) -> tuple[np.ndarray, int, int, float]:
+        """gifa_round for individual/classical indices in O(K log K), without the K x K matrix.
+
+        Here B[i, j] = U_i - L_j (U = mu + w, L = mu - w), so the m-th largest entry of column j
+        over i != j is the m-th largest U when j is not among the m largest U, else the (m+1)-th.
+        """
+        rng, m = self.rng, self.m
+        w = self._individual_widths(f)
+        U, L = mu + w, mu - w
+        order = np.argsort(-U, kind="stable")
+        in_top = np.zeros(self.K, dtype=bool)
+        in_top[order[:m]] = True
+        colm = np.where(in_top, U[order[m]], U[order[m - 1]]) - L
+        J = top_m(-colm, m, rng) if self.compute_jt == "ugape" else top_m(mu, m, rng)
+        U_out = U.copy()
+        U_out[J] = -np.inf
+        c = _argmax(U_out, rng)  # argmax over i not in J of B[i, b], whatever b
+        lucb_cols = U[c] - L[J]  # max over i not in J of B[i, j], j in J
+        if self.compute_bt == "gifa":
+            b = int(J[_argmax(colm[J], rng)])
+        else:
+            b = int(J[_argmax(lucb_cols, rng)])
         stat = float(colm[J].max()) if self.stopping == "ugape" else float(lucb_cols.max())
         return J, b, int(c), stat
 
