@@ -1,14 +1,15 @@
 """Reproduce the experiments of [AKG22] (Azizi, Kveton, Ghavamzadeh; spec 3.5) with GSE and baselines.
 
-    python benchmarks/reproduce_azizi.py            # full: 1000 reps (logistic), 300 (linear)
+    python benchmarks/reproduce_azizi.py            # full defaults (about 20 min on 2 cores)
     python benchmarks/reproduce_azizi.py --quick    # a few minutes
-    python benchmarks/reproduce_azizi.py --reps-log 300 --reps-lin 200
+    python benchmarks/reproduce_azizi.py --reps-log 300 --reps-ucb 100 --reps-adaptive 30 --reps-static 50
 
 Three studies, accuracy = fraction of replications that return the best arm:
 * 8.4 logistic: K = 8, d in {5, 7, 10, 12}, instances ``akg_logistic`` (a fresh random instance per
   replication), B/K in {10, 25, 50, 100, 200}; GSE-Log(-FW), GSE-Lin(-FW), GSE-Log uniform, UCB-GLM.
 * 8.1 adaptive: ``akg_adaptive`` (d = K - 1, omega = 0.1, N(0, 10) noise as variance), K varied,
-  B = 100 K [our choice: the paper's budget is figure-only].
+  B fixed per curve (``--adaptive-budgets``) [our choice: the paper's budget is figure-only]; optionally
+  also the variance-1 reading of the noise (``--adaptive-var1-budgets``).
 * 8.2 static: ``canonical`` d = 16, B = 320, sigma = 1 [our choice], Delta varied.
 Linear studies: GSE-Lin uniform / FW / Wynn / greedy, LinUCB, FB-LinGapE (delta grid-searched:
 best accuracy over the grid is reported, as in the paper), uniform allocation.
@@ -55,13 +56,14 @@ LIN_ALGOS = {
 }
 DELTA_GRID = (0.01, 0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9)  # spec 2.5.1 default grid
 DELTA_GRID_QUICK = (0.05, 0.3, 0.9)
+STATIC_GAPS = (0.1, 0.2, 0.3, 0.5, 0.7, 1.0)
 
 
 def make_instance(kind: str, arg, rep: int):
     if kind == "logistic":
         return akg_logistic(K=8, d=int(arg), seed=10_000 + rep)
-    if kind == "adaptive":
-        return akg_adaptive(K=int(arg))
+    if kind.startswith("adaptive"):  # "adaptive:<noise variance>"
+        return akg_adaptive(K=int(arg), noise_var=float(kind.split(":")[1]))
     return canonical(d=16, gap=float(arg), sigma=1.0)
 
 
@@ -85,48 +87,55 @@ def _task(job):
 
 def build_jobs(args) -> list:
     jobs = []
-    chunk = 25
 
     def add(study, kind, arg, budget, label, algorithm, params, n_reps):
+        # small chunks for slow jobs so that the two workers finish together
+        chunk = 100 if algorithm in ("gse-log", "gse-lin", "gse-log-uniform") and study == "logistic" else 10
         for start in range(0, n_reps, chunk):
             jobs.append((study, kind, arg, budget, label, algorithm, params, range(start, min(n_reps, start + chunk))))
 
-    grid = DELTA_GRID_QUICK if args.quick else DELTA_GRID
     for d in (5, 7, 10, 12):
         for bk in (10, 25, 50, 100, 200):
             for label, (alg, params) in LOG_ALGOS.items():
-                add("logistic", "logistic", d, 8 * bk, label, alg, params, args.reps_log)
-    for K in args.adaptive_K:
+                add("logistic", "logistic", d, 8 * bk, label, alg, params, args.reps_ucb if alg == "ucb-glm" else args.reps_log)
+    adaptive = [("adaptive", 10.0, B) for B in args.adaptive_budgets]
+    adaptive += [("adaptive-var1", 1.0, B) for B in args.adaptive_var1_budgets]
+    for study, noise_var, B in adaptive:
+        for K in args.adaptive_K:
+            for label, (alg, params) in LIN_ALGOS.items():
+                add(study, f"adaptive:{noise_var}", K, B, label, alg, params, args.reps_adaptive)
+            for delta in args.adaptive_delta_grid:
+                add(study, f"adaptive:{noise_var}", K, B, "FB-LinGapE", "fb-lingape", {"delta": delta, "S": "oracle", "R": "oracle"}, args.reps_adaptive)
+    for gap in STATIC_GAPS:
         for label, (alg, params) in LIN_ALGOS.items():
-            add("adaptive", "adaptive", K, 100 * K, label, alg, params, args.reps_lin)
-        for delta in grid:
-            add("adaptive", "adaptive", K, 100 * K, "FB-LinGapE", "fb-lingape", {"delta": delta, "S": "oracle", "R": "oracle"}, args.reps_lin)
-    for gap in (0.1, 0.2, 0.3, 0.5, 0.7, 1.0):
-        for label, (alg, params) in LIN_ALGOS.items():
-            add("static", "static", gap, 320, label, alg, params, args.reps_lin)
-        for delta in grid:
-            add("static", "static", gap, 320, "FB-LinGapE", "fb-lingape", {"delta": delta, "S": "oracle", "R": "oracle"}, args.reps_lin)
+            add("static", "static", gap, 320, label, alg, params, args.reps_static)
+        for delta in args.static_delta_grid:
+            add("static", "static", gap, 320, "FB-LinGapE", "fb-lingape", {"delta": delta, "S": "oracle", "R": "oracle"}, args.reps_static)
     return jobs
 
 
 def accuracy_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Mean accuracy per cell; for FB-LinGapE the best delta of the grid (as in the paper)."""
-    acc = df.groupby(["study", "x", "budget", "label", "params"], sort=False)["correct"].mean().reset_index()
+    """Mean accuracy, replications and binomial standard error per cell; FB-LinGapE: best delta of the grid."""
+    acc = (df.groupby(["study", "x", "budget", "label", "params"], sort=False)["correct"]
+           .agg(correct="mean", n="size").reset_index())
+    acc["se"] = np.sqrt(acc.correct * (1 - acc.correct) / acc.n)
     best = acc.sort_values("correct", ascending=False).drop_duplicates(["study", "x", "budget", "label"])
     return best
 
 
-def md_table(tab: pd.DataFrame, index: str, n: int) -> str:
-    piv = tab.pivot(index=index, columns="label", values="correct")
-    se = np.sqrt(0.25 / n)
-    lines = ["| " + index + " | " + " | ".join(piv.columns) + " |", "|---" * (len(piv.columns) + 1) + "|"]
-    for idx, row in piv.iterrows():
-        lines.append(f"| {idx} | " + " | ".join(f"{v:.3f}" for v in row.values) + " |")
-    lines.append(f"\n(standard error at most {se:.3f} per cell, {n} replications)")
+def md_table(tab: pd.DataFrame, index: str) -> str:
+    """Markdown table 'accuracy ± standard error', the replication count of each column in its header."""
+    piv = tab.pivot(index=index, columns="label", values="correct").sort_index()
+    se = tab.pivot(index=index, columns="label", values="se").sort_index()
+    reps = tab.groupby("label")["n"].min()
+    cols = list(piv.columns)
+    lines = ["| " + index + " | " + " | ".join(f"{c} (n={reps[c]})" for c in cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for idx in piv.index:
+        lines.append(f"| {idx} | " + " | ".join(f"{piv.at[idx, c]:.3f} ± {se.at[idx, c]:.3f}" for c in cols) + " |")
     return "\n".join(lines)
 
 
-def plot(best: pd.DataFrame, reps_log: int, reps_lin: int):
+def plot(best: pd.DataFrame, args):
     import matplotlib
 
     matplotlib.use("Agg")
@@ -139,31 +148,44 @@ def plot(best: pd.DataFrame, reps_log: int, reps_lin: int):
         sub = log[log.x == d]
         for label in LOG_ALGOS:
             s = sub[sub.label == label].sort_values("B/K")
-            ax.plot(s["B/K"], s.correct, marker="o", label=label)
+            ax.errorbar(s["B/K"], s.correct, yerr=s.se, marker="o", capsize=2, label=f"{label} (n={s.n.min()})")
         ax.set_xscale("log")
         ax.set_title(f"logistic, K = 8, d = {d}")
         ax.set_xlabel("B / K")
-    axes[0].set_ylabel(f"accuracy ({reps_log} random instances)")
+    axes[0].set_ylabel("accuracy (± 1 s.e.)")
     axes[0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(OUT / "azizi_logistic.png", dpi=110)
     plt.close(fig)
-    for study, xlabel, fname in (("adaptive", "K (d = K - 1, B = 100 K)", "azizi_adaptive.png"),
-                                 ("static", "Delta (K = d = 16, B = 320)", "azizi_static.png")):
-        sub = best[best.study == study]
-        fig, ax = plt.subplots(figsize=(6.5, 4))
-        for label in list(LIN_ALGOS) + ["FB-LinGapE"]:
-            s = sub[sub.label == label].sort_values("x")
-            ax.plot(s.x, s.correct, marker="o", label=label)
-        if study == "adaptive":
+    panels = [("adaptive", "noise variance 10", B) for B in args.adaptive_budgets]
+    panels += [("adaptive-var1", "noise variance 1", B) for B in args.adaptive_var1_budgets]
+    if panels:
+        fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4), sharey=True, squeeze=False)
+        for ax, (study, noise, B) in zip(axes[0], panels):
+            sub = best[(best.study == study) & (best.budget == B)]
+            for label in list(LIN_ALGOS) + ["FB-LinGapE"]:
+                s = sub[sub.label == label].sort_values("x")
+                ax.errorbar(s.x, s.correct, yerr=s.se, marker="o", capsize=2, label=label)
             ax.set_xscale("log", base=2)
-        ax.set_xlabel(xlabel)
-        ax.set_ylabel(f"accuracy ({reps_lin} runs)")
-        ax.set_title(f"[AKG22] {'8.1 adaptive' if study == 'adaptive' else '8.2 static'}")
-        ax.legend(fontsize=7)
+            ax.set_xlabel("K (d = K - 1)")
+            ax.set_title(f"8.1 adaptive, {noise}, B = {B}", fontsize=10)
+        axes[0][0].set_ylabel(f"accuracy (± 1 s.e., {args.reps_adaptive} runs)")
+        axes[0][0].legend(fontsize=7)
         fig.tight_layout()
-        fig.savefig(OUT / fname, dpi=110)
+        fig.savefig(OUT / "azizi_adaptive.png", dpi=110)
         plt.close(fig)
+    sub = best[best.study == "static"]
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    for label in list(LIN_ALGOS) + ["FB-LinGapE"]:
+        s = sub[sub.label == label].sort_values("x")
+        ax.errorbar(s.x, s.correct, yerr=s.se, marker="o", capsize=2, label=label)
+    ax.set_xlabel("Delta (K = d = 16, B = 320)")
+    ax.set_ylabel(f"accuracy (± 1 s.e., {args.reps_static} runs)")
+    ax.set_title("[AKG22] 8.2 static")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(OUT / "azizi_static.png", dpi=110)
+    plt.close(fig)
 
 
 def speed_check(n_runs: int = 7) -> dict:
@@ -191,18 +213,36 @@ def speed_check(n_runs: int = 7) -> dict:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="50 replications, short delta grid")
-    ap.add_argument("--reps-log", type=int, default=None, help="replications (random instances) for 8.4")
-    ap.add_argument("--reps-lin", type=int, default=None, help="replications for 8.1 / 8.2")
+    ap.add_argument("--quick", action="store_true", help="50 replications (20 for UCB-GLM), short delta grid, small budgets")
+    ap.add_argument("--reps-log", type=int, default=None, help="replications (random instances) for 8.4, GSE methods")
+    ap.add_argument("--reps-ucb", type=int, default=None, help="replications for 8.4 UCB-GLM (slow: one MLE per round)")
+    ap.add_argument("--reps-lin", type=int, default=None, help="default for --reps-adaptive and --reps-static")
+    ap.add_argument("--reps-adaptive", type=int, default=None, help="replications for 8.1")
+    ap.add_argument("--reps-static", type=int, default=None, help="replications for 8.2")
     ap.add_argument("--adaptive-K", type=int, nargs="+", default=[4, 8, 16, 32])
+    ap.add_argument("--adaptive-budgets", type=int, nargs="*", default=None,
+                    help="budgets B for 8.1 with noise variance 10 (default 5000 20000)")
+    ap.add_argument("--adaptive-var1-budgets", type=int, nargs="*", default=None,
+                    help="budgets B for 8.1 with noise variance 1 (the other reading of N(0, 10)); default 2000")
+    ap.add_argument("--adaptive-delta-grid", type=float, nargs="+", default=None, help="FB-LinGapE deltas for 8.1")
+    ap.add_argument("--static-delta-grid", type=float, nargs="+", default=None, help="FB-LinGapE deltas for 8.2")
     ap.add_argument("--n-jobs", type=int, default=2)
     args = ap.parse_args(argv)
-    args.reps_log = args.reps_log or (50 if args.quick else 1000)
-    args.reps_lin = args.reps_lin or (50 if args.quick else 300)
+    q = args.quick
+    args.reps_log = args.reps_log or (50 if q else 1000)
+    args.reps_ucb = args.reps_ucb or (20 if q else 200)
+    args.reps_adaptive = args.reps_adaptive or args.reps_lin or (20 if q else 50)
+    args.reps_static = args.reps_static or args.reps_lin or (50 if q else 100)
+    if args.adaptive_budgets is None:
+        args.adaptive_budgets = [2000] if q else [5000, 20000]
+    if args.adaptive_var1_budgets is None:
+        args.adaptive_var1_budgets = [500] if q else [2000]
+    args.adaptive_delta_grid = tuple(args.adaptive_delta_grid or DELTA_GRID_QUICK)
+    args.static_delta_grid = tuple(args.static_delta_grid or (DELTA_GRID_QUICK if q else DELTA_GRID))
     OUT.mkdir(parents=True, exist_ok=True)
     jobs = build_jobs(args)
     # expensive jobs first so that the two workers finish together
-    jobs.sort(key=lambda j: -(j[3] * (3 if j[5] in ("ucb-glm", "fb-lingape", "gse-lin-greedy") else 1)))
+    jobs.sort(key=lambda j: -(j[3] * len(j[7]) * (30 if j[5] in ("ucb-glm", "fb-lingape", "gse-lin-greedy", "linucb") else 1)))
     from tqdm.auto import tqdm
 
     rows = []
@@ -215,7 +255,7 @@ def main(argv=None):
     df = pd.DataFrame(rows)
     df.to_csv(OUT / "azizi_runs.csv.gz", index=False)
     best = accuracy_table(df)
-    plot(best, args.reps_log, args.reps_lin)
+    plot(best, args)
     write_markdown(df, best, args, elapsed)
     print(f"done in {elapsed:.0f} s; wrote {OUT / 'azizi.md'}")
 
@@ -223,38 +263,52 @@ def main(argv=None):
 def write_markdown(df, best, args, elapsed):
     log = best[best.study == "logistic"].copy()
     log["B/K"] = log.budget // 8
+    cmd = " ".join(["python benchmarks/reproduce_azizi.py"] + sys.argv[1:])
     parts = [
         "# [AKG22] GSE reproduction (spec 3.5)",
         "",
-        f"Command: `python benchmarks/reproduce_azizi.py {'--quick ' if args.quick else ''}--reps-log {args.reps_log} "
-        f"--reps-lin {args.reps_lin}` ({elapsed / 60:.1f} min on 2 workers). Accuracy = fraction of runs that return "
-        "the best arm. The paper's accuracies are figure-only (no number in the text, spec 3.5), so the "
-        "comparison below is with its qualitative claims.",
+        f"Command: `{cmd}` ({elapsed / 60:.1f} min on {args.n_jobs} workers, OPENBLAS_NUM_THREADS=1). "
+        f"Replications: 8.4 logistic {args.reps_log} per cell for the GSE methods and {args.reps_ucb} for UCB-GLM; "
+        f"8.1 adaptive {args.reps_adaptive}; 8.2 static {args.reps_static} (each table header gives n per column). "
+        "Accuracy = fraction of runs that return the best arm; `±` is the binomial standard error "
+        "sqrt(p(1-p)/n). The paper's accuracies are figure-only (no number in the text, spec 3.5), so the "
+        "comparison below is with its qualitative claims. Raw records: `azizi_runs.csv.gz`.",
         "",
         "Defaults used: GSE `eta = 2`, allocation FW = Frank-Wolfe D-exact with away steps (spec P6; the literal "
         "FWG stalls), efficient rounding, stage-only data, leftover budget to the last stage, `lambda_reg = 1` for the "
         "logistic MLE; LinUCB/UCB-GLM `alpha = 1`, ridge 1, most-pulled arm; FB-LinGapE: LinGapE (greedy rule, "
         "R = noise sd, S = ||theta*||) cut at the budget, best delta of the grid "
-        f"{DELTA_GRID_QUICK if args.quick else DELTA_GRID} (chosen on the same runs, hence slightly optimistic).",
+        f"{args.adaptive_delta_grid} (8.1) / {args.static_delta_grid} (8.2), chosen on the same runs, hence "
+        "slightly optimistic.",
         "",
-        f"## 8.4 logistic bandit (K = 8, a fresh `akg_logistic` instance per replication, {args.reps_log} replications)",
+        f"## 8.4 logistic bandit (K = 8, a fresh `akg_logistic` instance per replication)",
         "",
         "![logistic](azizi_logistic.png)",
         "",
     ]
     for d in (5, 7, 10, 12):
-        parts += [f"**d = {d}**", "", md_table(log[log.x == d], "B/K", args.reps_log), ""]
-    for study, title, idx in (("adaptive", "8.1 adaptive instance (`akg_adaptive`, d = K - 1, B = 100 K, N(0, 10) noise)", "K"),
-                              ("static", "8.2 static instance (`canonical`, K = d = 16, B = 320, sigma = 1)", "Delta")):
-        sub = best[best.study == study].rename(columns={"x": idx})
-        parts += [f"## {title}", "", f"![{study}](azizi_{study}.png)", "", md_table(sub, idx, args.reps_lin), ""]
-        lg = sub[sub.label == "FB-LinGapE"].sort_values(idx)
-        parts += ["FB-LinGapE delta chosen: " + ", ".join(f"{r[idx]}: {r.params}" for _, r in lg.iterrows()), ""]
+        parts += [f"**d = {d}**", "", md_table(log[log.x == d], "B/K"), ""]
+    sections = [("adaptive", 10.0, B) for B in args.adaptive_budgets]
+    sections += [("adaptive-var1", 1.0, B) for B in args.adaptive_var1_budgets]
+    if sections:
+        parts += ["## 8.1 adaptive instance (`akg_adaptive`, d = K - 1, omega = 0.1, gap 1 - cos 0.1 = 0.005)", "",
+                  "![adaptive](azizi_adaptive.png)", ""]
+    for study, noise_var, B in sections:
+        sub = best[(best.study == study) & (best.budget == B)].rename(columns={"x": "K"})
+        parts += [f"**noise variance {noise_var:g} (sd {np.sqrt(noise_var):.2f}), B = {B}**", "", md_table(sub, "K"), ""]
+        lg = sub[sub.label == "FB-LinGapE"].sort_values("K")
+        parts += ["FB-LinGapE delta chosen: " + ", ".join(f"K={r.K}: {r.params}" for _, r in lg.iterrows()), ""]
+    sub = best[best.study == "static"].rename(columns={"x": "Delta"})
+    parts += ["## 8.2 static instance (`canonical`, K = d = 16, B = 320, sigma = 1)", "", "![static](azizi_static.png)", "",
+              md_table(sub, "Delta"), ""]
+    lg = sub[sub.label == "FB-LinGapE"].sort_values("Delta")
+    parts += ["FB-LinGapE delta chosen: " + ", ".join(f"{r.Delta}: {r.params}" for _, r in lg.iterrows()), ""]
     parts += ["## Speed target (K = 400, d = 20, B = 4000, cold design cache, 1 BLAS thread)", ""]
     parts += [f"- `{k}`: median {v[0]:.3f} s, max {v[1]:.3f} s per whole run" for k, v in args.speed.items()] + [""]
-    t = df.groupby("label").wall.mean()
-    parts += ["## Time per run (mean, s)", "", " | ".join(f"{k}: {v:.4f}" for k, v in t.items()), ""]
-    parts += ["## How close, and why it differs", "", "COMMENTARY", ""]
+    t = df.groupby(["study", "label"]).wall.mean().unstack(0)
+    parts += ["## Time per run (mean, s)", "", "| method | " + " | ".join(t.columns) + " |", "|---" * (len(t.columns) + 1) + "|"]
+    parts += [f"| {k} | " + " | ".join("" if np.isnan(v) else f"{v:.4f}" for v in row.values) + " |" for k, row in t.iterrows()]
+    parts += ["", "## How close, and why it differs", "", "COMMENTARY", ""]
     (OUT / "azizi.md").write_text("\n".join(parts))
 
 
