@@ -55,7 +55,25 @@ def test_ridge_state_batch_update_and_bad_lambda():
     st.update_many(np.array([0, 0, 2]), np.array([1.0, 3.0, -1.0]))
     assert np.allclose(st.theta, [4.0 / 3.0, 0.0, -0.5])
     with pytest.raises(ValueError, match="lambda0"):
-        RidgeState(X, 0.0)
+        RidgeState(X, -1.0)
+
+
+def test_ols_state_has_no_inverse_until_the_arms_span():
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((6, 3))
+    st = RidgeState(X, 0.0, refresh_every=10**6)
+    for a, r in [(0, 1.0), (1, 2.0)]:
+        st.update(a, r)
+    assert st.P is None and st.refresh() is False  # two arms cannot span R^3
+    st.update(2, -1.0)
+    assert st.refresh() is True
+    for a in rng.integers(0, 6, size=50):  # rank-one updates from here on
+        st.update(int(a), float(rng.normal()))
+    V = (X.T * st.counts) @ X
+    assert np.allclose(st.P, np.linalg.inv(V))
+    assert np.allclose(st.theta, np.linalg.solve(V, st.b))
+    assert np.allclose(st.diag, np.einsum("ij,jk,ik->i", X, np.linalg.inv(V), X))
+    assert np.isclose(st.logdet, np.linalg.slogdet(V)[1])
 
 
 # ---------------------------------------------------------------------- projection (spec 1.2)

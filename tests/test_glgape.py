@@ -40,7 +40,7 @@ def test_policy_width_vector_matches_pairwise_corner_max():
     inst = kw_synthetic(K=20, d=4, seed=3)
     policy = policy_for_instance("glgape", inst, c_mu="oracle", rng=0, epsilon=1e-9, max_samples=80)
     run(policy, inst.environment(0))
-    G = policy.Z @ policy.Minv @ policy.Z.T
+    G = policy.Z @ policy.state.P @ policy.Z.T
     i = 2
     vec = policy._max_corner(G[i, i], np.diag(G), G[i])
     for j in range(inst.K):
@@ -54,8 +54,8 @@ def test_sherman_morrison_inverse_matches_exact():
     res = run(policy, inst.environment(2))
     assert not res.stopped and res.n_samples == 700
     M = (policy.Z.T * policy.n) @ policy.Z
-    assert np.allclose(policy.Minv, np.linalg.inv(M), rtol=1e-8, atol=1e-12)
-    assert np.allclose(policy.diag, np.einsum("ij,jk,ik->i", policy.Z, np.linalg.inv(M), policy.Z), rtol=1e-8)
+    assert np.allclose(policy.state.P, np.linalg.inv(M), rtol=1e-8, atol=1e-12)
+    assert np.allclose(policy.state.diag, np.einsum("ij,jk,ik->i", policy.Z, np.linalg.inv(M), policy.Z), rtol=1e-8)
 
 
 # ---------------------------------------------------------------------- calibration (2.4.3, P5, A.1)

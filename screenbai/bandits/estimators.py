@@ -26,27 +26,32 @@ def project(X: np.ndarray, rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]
 
 
 class RidgeState:
-    """Regularised least squares with rank-one updates.
+    """Regularised (or ordinary) least squares with rank-one updates.
 
     Parameters
     ----------
     X : (K, d) arm features.
-    lambda0 : the prior precision, V_0 = lambda0 * I (must be > 0).
+    lambda0 : the prior precision, V_0 = lambda0 * I.  With lambda0 = 0 (ordinary least squares,
+        as in [SLM14] and GLGapE's design matrix) there is no inverse until the pulled arms span
+        R^d: ``update`` only records the data, and ``refresh()`` builds P once it can (True).
     refresh_every : rebuild P exactly from the counts after this many updates.
     """
 
     def __init__(self, X: np.ndarray, lambda0: float = 1.0, refresh_every: int = 2000):
-        if not lambda0 > 0:
-            raise ValueError(f"lambda0 (ridge prior precision) must be positive; got {lambda0}")
+        if not lambda0 >= 0:
+            raise ValueError(f"lambda0 (ridge prior precision) must be >= 0; got {lambda0}")
         self.X = X
         self.K, self.d = X.shape
         self.lambda0 = float(lambda0)
         self.refresh_every = int(refresh_every)
         self.counts = np.zeros(self.K)
         self.b = np.zeros(self.d)
-        self.P = np.eye(self.d) / self.lambda0
-        self.logdet = self.d * np.log(self.lambda0)
-        self.diag = np.einsum("ij,ij->i", X, X) / self.lambda0  # ||x_a||^2_P
+        if self.lambda0 > 0:
+            self.P = np.eye(self.d) / self.lambda0
+            self.logdet = self.d * np.log(self.lambda0)
+            self.diag = np.einsum("ij,ij->i", X, X) / self.lambda0  # ||x_a||^2_P
+        else:
+            self.P, self.logdet, self.diag = None, -np.inf, None
         self._since_refresh = 0
 
     @property
@@ -56,6 +61,10 @@ class RidgeState:
     def update(self, a: int, reward: float) -> None:
         """Add one observation of arm a: O(Kd + d^2)."""
         x = self.X[a]
+        self.b += reward * x
+        self.counts[a] += 1
+        if self.P is None:
+            return
         u = self.P @ x
         q = x @ u
         denom = 1.0 + q
@@ -63,8 +72,6 @@ class RidgeState:
         self.logdet += np.log1p(q)
         g = self.X @ u
         self.diag -= g * g / denom
-        self.b += reward * x
-        self.counts[a] += 1
         self._since_refresh += 1
         if self._since_refresh >= self.refresh_every:
             self.refresh()
@@ -74,17 +81,29 @@ class RidgeState:
             self.update(int(a), float(r))
 
     def design_matrix(self) -> np.ndarray:
-        return self.lambda0 * np.eye(self.d) + (self.X.T * self.counts) @ self.X
+        V = (self.X.T * self.counts) @ self.X
+        V[np.diag_indices(self.d)] += self.lambda0
+        return V
 
-    def refresh(self) -> None:
-        """Recompute P, log det and diag(X P X^T) exactly from the per-arm counts."""
-        V = self.design_matrix()
-        c, low = cho_factor(V)
+    def refresh(self) -> bool:
+        """Recompute P, log det and diag(X P X^T) exactly from the per-arm counts.
+
+        Returns False (and leaves no inverse) when V is singular, which only ordinary least
+        squares (lambda0 = 0) can meet before the pulled arms span R^d.
+        """
+        try:
+            c, low = cho_factor(self.design_matrix())
+        except np.linalg.LinAlgError:
+            if self.lambda0 > 0:
+                raise
+            self.P, self.diag = None, None
+            return False
         self.P = cho_solve((c, low), np.eye(self.d))
         self.P = 0.5 * (self.P + self.P.T)
         self.logdet = 2.0 * np.sum(np.log(np.diag(c)))
         self.diag = np.einsum("ij,jk,ik->i", self.X, self.P, self.X)
         self._since_refresh = 0
+        return True
 
     def norm2(self, y: np.ndarray) -> float:
         """||y||^2_P."""

@@ -25,10 +25,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 from scipy.special import expit
 
-from .estimators import project
+from .estimators import RidgeState, project
 from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_mle
 from .policy import DEFAULT_MAX_SAMPLES, Policy, argmax_random, check_probability
 from .registry import register
@@ -163,10 +162,9 @@ class GLGapE(Policy):
         self._phase = "start"
         self._best = None
         self.theta = np.zeros(self.d_eff)
-        self.Minv = None
-        self.diag = None
+        # M^-1 with diag(Z M^-1 Z^T): no ridge, as in the paper; inverted once the initial phase spans
+        self.state = RidgeState(self.Z, lambda0=0.0, refresh_every=self.refresh_every)
         self.design = L1Design(self.Z) if rule == "ratio" else None
-        self._since_refresh = 0
         self._mle_iters = 0
         self._mle_rounds = 0
         self._mle_over10 = 0
@@ -197,11 +195,10 @@ class GLGapE(Policy):
         return self._adaptive_round()
 
     def _update(self, arms, rewards):
-        if self._phase != "adaptive":
-            return
-        for a in arms:
-            self._rank_one(int(a))
-        self._fit()
+        for a, r in zip(arms, rewards):
+            self.state.update(int(a), float(r))
+        if self._phase == "adaptive":
+            self._fit()
 
     def _recommend(self):
         if self._best is not None:
@@ -223,37 +220,18 @@ class GLGapE(Policy):
         self._mle_not_converged += not fit.converged
         self._sep_warnings += fit.separable_warning
 
-    def _refresh(self):
-        """Invert M = Z^T diag(n) Z exactly (Cholesky) and recompute diag(Z M^-1 Z^T)."""
-        M = (self.Z.T * self.n) @ self.Z
-        self.Minv = cho_solve(cho_factor(M), np.eye(self.d_eff))
-        self.Minv = 0.5 * (self.Minv + self.Minv.T)
-        self.diag = np.einsum("ij,jk,ik->i", self.Z, self.Minv, self.Z)
-        self._since_refresh = 0
-        return M
-
-    def _rank_one(self, a: int):
-        z = self.Z[a]
-        u = self.Minv @ z
-        denom = 1.0 + z @ u
-        self.Minv -= np.outer(u, u / denom)
-        g = self.Z @ u
-        self.diag -= g * g / denom
-        self._since_refresh += 1
-        if self._since_refresh >= self.refresh_every:
-            self._refresh()
-
     def _finish_initial_phase(self):
-        M = self._refresh()
+        self.state.refresh()
+        M = self.state.design_matrix()
         self._s_init = int(self.n_samples)
         self._fit(decrement_tol=1e-12)
         if self.c_mu is None:  # P9.3 plug-in, frozen from here on
-            est = c_mu_plugin(self.Z, self.theta, np.sqrt(np.maximum(self.diag, 0.0)), self.gamma)
+            est = c_mu_plugin(self.Z, self.theta, np.sqrt(np.maximum(self.state.diag, 0.0)), self.gamma)
             self.c_mu = min(max(est, 1e-12), self.k_mu)
         self._corners = corners(self.c_mu, self.k_mu)
 
         # width calibration (spec 2.4.3): O(K^2 d) once
-        G = self.Z @ self.Minv @ self.Z.T
+        G = self.Z @ self.state.P @ self.Z.T
         q = np.diag(G)
         nu2_max = 0.0
         for c1, c2 in self._corners:
@@ -288,21 +266,21 @@ class GLGapE(Policy):
         if self.K == 1:
             return self._stop()
         zi = self.Z[i]
-        u = self.Minv @ zi
+        u = self.state.P @ zi
         g = self.Z @ u  # row i of Z M^-1 Z^T
-        nu2 = self._max_corner(g[i], self.diag, g)
+        nu2 = self._max_corner(g[i], self.state.diag, g)
         U = (mu - mu[i]) + (self.a_eff * log_root(t, self.d_eff, self.delta)) * np.sqrt(np.maximum(nu2, 0.0))
         U[i] = -np.inf
         j = argmax_random(U, self.rng)
         if U[j] <= self.epsilon:
             return self._stop()
-        k = int(corner_widths(g[i], self.diag[j], g[j], self.c_mu, self.k_mu)[1])
+        k = int(corner_widths(g[i], self.state.diag[j], g[j], self.c_mu, self.k_mu)[1])
         c1, c2 = self._corners[k]
         y = c1 * zi - c2 * self.Z[j]
         if self.rule == "ratio":
             return self.design.ratio_arm((i, j, k), y, self.n, self.rng)
-        proj = self.Z @ (self.Minv @ y)
-        return argmax_random(proj * proj / (1.0 + self.diag), self.rng)
+        proj = self.Z @ (self.state.P @ y)
+        return argmax_random(proj * proj / (1.0 + self.state.diag), self.rng)
 
     def _max_corner(self, q_ii: float, q_jj: np.ndarray, q_ij: np.ndarray) -> np.ndarray:
         """Squared width max over the 4 corners for all j at once (the corner is found later for j_t only)."""

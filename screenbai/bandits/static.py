@@ -31,7 +31,7 @@ from collections import OrderedDict
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve, qr
 
-from .estimators import project
+from .estimators import RidgeState, project
 from .policy import DEFAULT_MAX_SAMPLES, Policy, Result, argmax_random, check_probability
 from .registry import register
 
@@ -391,46 +391,14 @@ def _fresh_env(env) -> bool:
     return isinstance(env, Environment) and env._buf.size == 0 and env._pos == 0
 
 
-class _OLSTracker:
-    """P = A^{-1} by Sherman-Morrison with exact Cholesky refreshes, b, diag(Z P Z^T) (spec 1.3)."""
+class _OLSTracker(RidgeState):
+    """Ordinary least squares kept by rank one (``RidgeState`` with lambda0 = 0) plus eq. 11."""
 
     def __init__(self, Z):
+        super().__init__(Z, lambda0=0.0, refresh_every=_REFRESH)
         self.Z = Z
-        self.K, self.d = Z.shape
-        self.counts = np.zeros(self.K)
-        self.b = np.zeros(self.d)
-        self.P = None
-        self.diag = None
-        self._since = 0
 
-    def add(self, a: int, r: float) -> None:
-        z = self.Z[a]
-        self.counts[a] += 1
-        self.b += r * z
-        if self.P is None:
-            return
-        u = self.P @ z
-        den = 1.0 + z @ u
-        self.P -= np.outer(u, u / den)
-        g = self.Z @ u
-        self.diag -= g * g / den
-        self._since += 1
-        if self._since >= _REFRESH:
-            self.refresh()
-
-    def refresh(self) -> bool:
-        """Rebuild P exactly from the counts; False while A is singular."""
-        A = (self.Z.T * self.counts) @ self.Z
-        try:
-            c = cho_factor(A)
-        except np.linalg.LinAlgError:
-            self.P = None
-            return False
-        P = cho_solve(c, np.eye(self.d))
-        self.P = 0.5 * (P + P.T)
-        self.diag = np.einsum("ij,jk,ik->i", self.Z, self.P, self.Z)
-        self._since = 0
-        return True
+    add = RidgeState.update
 
     def eq11(self, n: int, c: float, K: int, delta: float):
         """(ok, best, mu_hat) for the stopping rule eq. 11, O(Kd + d^2)."""
