@@ -295,6 +295,7 @@ def write_markdown(df, best, args, elapsed):
                   "![adaptive](azizi_adaptive.png)", ""]
     for study, noise_var, B in sections:
         sub = best[(best.study == study) & (best.budget == B)].rename(columns={"x": "K"})
+        sub["K"] = sub.K.astype(int)
         parts += [f"**noise variance {noise_var:g} (sd {np.sqrt(noise_var):.2f}), B = {B}**", "", md_table(sub, "K"), ""]
         lg = sub[sub.label == "FB-LinGapE"].sort_values("K")
         parts += ["FB-LinGapE delta chosen: " + ", ".join(f"K={r.K}: {r.params}" for _, r in lg.iterrows()), ""]
