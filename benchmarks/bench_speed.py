@@ -113,6 +113,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rounds", type=int, default=None)
+    ap.add_argument("--only", nargs="+", default=None, metavar="NAME", help="time only these algorithms")
     ap.add_argument("--out", default=str(ROOT / "docs" / "speed.md"))
     args = ap.parse_args(argv)
     with threadpool_limits(limits=1):  # small matrices: BLAS threads only add overhead
@@ -128,8 +129,9 @@ def _run(args) -> int:
 
     registered = available()
     rows = []
+    wanted = set(args.only) if args.only else None
     for name, (params, model) in FIXED_CONFIDENCE.items():
-        if name.split("(")[0] not in registered:
+        if name.split("(")[0] not in registered or (wanted and name.split("(")[0] not in wanted):
             continue
         for K in Ks:
             for d in ds:
@@ -141,7 +143,7 @@ def _run(args) -> int:
     table = pd.DataFrame(rows)
     fb_rows = []
     for name, (params, model) in FIXED_BUDGET.items():
-        if name not in registered:
+        if name not in registered or (wanted and name not in wanted):
             continue
         for K in [100, 400, 1000]:
             for d in [10, 20, 50]:
