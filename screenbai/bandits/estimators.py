@@ -104,11 +104,3 @@ class RidgeState:
         self.diag = np.einsum("ij,jk,ik->i", self.X, self.P, self.X)
         self._since_refresh = 0
         return True
-
-    def norm2(self, y: np.ndarray) -> float:
-        """||y||^2_P."""
-        return float(y @ self.P @ y)
-
-    def gram_rows(self, idx) -> np.ndarray:
-        """Rows idx of G = X P X^T, shape (len(idx), K): O(len(idx) (Kd + d^2))."""
-        return (self.X[idx] @ self.P) @ self.X.T
