@@ -1,9 +1,9 @@
 """Figures and tables of a screening study, from the workflow's run records.
 
 Plots take an ``ax`` (or create one), draw on it and return the figure; they never call
-``plt.show()`` (matplotlib's Agg backend is selected).  Metrics follow spec P16: mean and
+``plt.show()`` (matplotlib's Agg backend is selected).  Metrics: mean and
 quantiles of the samples used, error frequency, and runs that hit the safety cap reported
-apart (spec P13).
+apart (a run that never stopped has no sample complexity).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The Snakemake rules call these functions (one per rule); the chemistry lives in
 :mod:`screenbai.chem`, the algorithms in :mod:`screenbai.bandits`.
 
-Arms (spec section 3.4, [KW] drug-design data): each compound of the library is an arm whose
+Arms (as in [KW]'s drug-design experiment): each compound of the library is an arm whose
 features are its PCA coordinates **plus an intercept column**, so the logistic ground truth is
 exactly ``mu = sigmoid(x^T theta)``: the PCA dimension ``d`` of the config gives bandits with
 ``d + 1`` features.  Each screen draws one fixed random subset of ``K`` compounds per
@@ -260,7 +260,7 @@ def ground_truth_arms(
 ) -> tuple[pd.DataFrame, dict]:
     """Arms of dimension d for the whole library and the fit that defines their true means.
 
-    A compound is "cured" when ``activity_nM < threshold_nM`` (spec 3.4); a logistic
+    A compound is "cured" when ``activity_nM < threshold_nM`` (as in [KW]); a logistic
     regression on the PCA features gives every compound its cure rate ``mean``.  The arms
     table has ``compound_id, activity_nM, cured, mean, x0 .. x{d}`` (``x{d}`` = intercept);
     the fit dict has ``theta_full`` (d + 1 entries) and the class counts and fit quality.

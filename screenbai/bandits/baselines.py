@@ -1,4 +1,4 @@
-"""Fixed-budget baselines of [AKG22] section 8 (spec 2.5.1): uniform, FB-LinGapE, LinUCB, UCB-GLM.
+"""Fixed-budget baselines of [AKG22] section 8: uniform, FB-LinGapE, LinUCB, UCB-GLM.
 
 Every policy takes a required ``budget`` (total pulls), spends exactly that many (unless
 FB-LinGapE's own stopping rule fires first) and recommends one arm:
@@ -7,11 +7,11 @@ FB-LinGapE's own stopping rule fires first) and recommends one arm:
   recommends the best empirical mean (unpulled arms last).
 * ``fb-lingape``: LinGapE ([XHS18], ``screenbai.bandits.gifa``) cut at the budget; recommends its
   current empirical best (ridge estimate).  delta is grid-searched by the benchmark, not here.
-* ``linucb``: LinUCB (ridge lambda = 1, index x^T theta + alpha_ucb ||x||_{V^-1}, alpha_ucb = 1 [D]);
+* ``linucb``: LinUCB (ridge lambda = 1, index x^T theta + alpha_ucb ||x||_{V^-1}, alpha_ucb = 1, our choice);
   recommends the most pulled arm (ties: higher estimate, then random).
 * ``ucb-glm``: UCB-GLM (Li et al. 2017): uniformly random pulls until the pulled arms span the
   feature space, then each round the penalised logistic MLE (warm-started) and the index
-  x^T theta + alpha ||x||_{V^-1} with V = lambda_reg I + sum x x^T [D]; most pulled arm.
+  x^T theta + alpha ||x||_{V^-1} with V = lambda_reg I + sum x x^T (our choice); most pulled arm.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _most_pulled(n: np.ndarray, estimate: np.ndarray, rng: np.random.Generator) 
 
 @register("uniform")
 class UniformAllocation(Policy):
-    """Uniform allocation of the budget, then the best empirical mean (spec 2.5.1)."""
+    """Uniform allocation of the budget, then the best empirical mean."""
 
     name = "uniform"
     fixed_budget = True
@@ -70,7 +70,7 @@ class UniformAllocation(Policy):
 
 @register("fb-lingape")
 class FBLinGapE(Policy):
-    """FB-LinGapE: LinGapE run until the budget is spent or it stops; its empirical best (spec 2.5.1).
+    """FB-LinGapE: LinGapE run until the budget is spent or it stops; its empirical best.
 
     Parameters are LinGapE's (delta, epsilon, R, S, lambda0, rule, delta_eff); S and R accept
     "oracle" in simulations.
@@ -107,7 +107,7 @@ class FBLinGapE(Policy):
 
 @register("linucb")
 class LinUCB(Policy):
-    """LinUCB for B rounds, most pulled arm (spec 2.5.1); O(Kd + d^2) per round (rank-one updates)."""
+    """LinUCB for B rounds, most pulled arm; O(Kd + d^2) per round (rank-one updates)."""
 
     name = "linucb"
     fixed_budget = True
@@ -135,7 +135,7 @@ class LinUCB(Policy):
 
 @register("ucb-glm")
 class UCBGLM(Policy):
-    """UCB-GLM (Li et al. 2017) for B rounds, most pulled arm (spec 2.5.1). Bernoulli (0/1) rewards."""
+    """UCB-GLM (Li et al. 2017) for B rounds, most pulled arm. Bernoulli (0/1) rewards."""
 
     name = "ucb-glm"
     fixed_budget = True

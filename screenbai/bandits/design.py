@@ -1,18 +1,18 @@
-"""Optimal experimental design for linear models (spec 1.7): G/D-optimal designs and rounding.
+"""Optimal experimental design for linear models : G/D-optimal designs and rounding.
 
 A *design* is a probability vector ``pi`` over the arms (rows of ``Z``); its normalised
 information matrix is ``Lambda(pi) = sum_a pi_a z_a z_a^T``.  By Kiefer-Wolfowitz the G-optimal
 design (min over pi of ``max_a z_a^T Lambda^{-1} z_a``) is also D-optimal and attains ``d'``.
 
 * :func:`frank_wolfe` - Frank-Wolfe, modes ``"D-exact"`` (default; Fedorov-Wynn/Khachiyan exact
-  step), ``"G-linesearch"`` (literal FWG of [AKG22] Alg. 2; can stall, spec P6) and
+  step), ``"G-linesearch"`` (literal FWG of [AKG22] Alg. 2; can stall: its subgradient always picks the worst-covered arm) and
   ``"D-gradient"`` (gradient of -det V, numerical line search on det V).
-* :func:`wynn` - the same vertex with the open-loop step ``1/(k+2)`` (spec 1.7.2).
-* :func:`greedy_g_allocation` - sequential greedy integer G-allocation (spec 1.7.3).
-* :func:`round_design` - design -> integer allocation summing exactly to n (spec 1.7.4).
+* :func:`wynn` - the same vertex with the open-loop step ``1/(k+2)`` (Wynn 1970).
+* :func:`greedy_g_allocation` - sequential greedy integer G-allocation ([SLM14]).
+* :func:`round_design` - design -> integer allocation summing exactly to n (Pukelsheim's efficient rounding).
 
 Every function accepts features that do not span their ambient space: they are projected onto
-their span first (spec 1.2), which leaves every variance ``z^T Lambda^+ z`` unchanged.
+their span first, which leaves every variance ``z^T Lambda^+ z`` unchanged.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ ROUNDING_METHODS = ("efficient", "multinomial")
 
 
 class DesignStallWarning(RuntimeWarning):
-    """The literal FWG line search made no progress (spec P6)."""
+    """The literal FWG line search made no progress (the subgradient step on the nonsmooth max can stall)."""
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -60,7 +60,7 @@ def _check_pi(pi, K: int) -> np.ndarray:
 
 
 def variances(Z, pi) -> np.ndarray:
-    """``z_a^T Lambda(pi)^{-1} z_a`` for every arm (Cholesky + one triangular solve, spec P1).
+    """``z_a^T Lambda(pi)^{-1} z_a`` for every arm (Cholesky + one triangular solve, never an explicit inverse).
 
     Returns +inf everywhere when Lambda(pi) is singular.
     """
@@ -76,7 +76,7 @@ def variances(Z, pi) -> np.ndarray:
 
 
 def g_value(Z, pi) -> float:
-    """G-criterion ``max_a z_a^T Lambda(pi)^{-1} z_a`` (spec 1.7); its minimum is rank(Z).
+    """G-criterion ``max_a z_a^T Lambda(pi)^{-1} z_a`` (Kiefer-Wolfowitz); its minimum is rank(Z).
 
     Computed in the span of the arms, so rank-deficient Z is fine; inf if pi does not span it.
     """
@@ -141,7 +141,7 @@ def _initial_design(Z: np.ndarray, init: str) -> np.ndarray:
 
 
 def kumar_yildirim_init(Z) -> np.ndarray:
-    """Uniform weight on <= 2d' extreme arms (Kumar & Yildirim 2005; [AKG22] App. C, spec 1.7.1).
+    """Uniform weight on <= 2d' extreme arms (Kumar & Yildirim 2005; [AKG22] App. C).
 
     For each of d' directions orthogonal to the span chosen so far (the residual of the arm
     farthest from that span), take the arms with the largest and the smallest projection.
@@ -177,7 +177,7 @@ def frank_wolfe(
     return_info: bool = False,
     away_steps: bool = False,
 ):
-    """G/D-optimal design by Frank-Wolfe on the simplex (spec 1.7.1, P6).
+    """G/D-optimal design by Frank-Wolfe on the simplex ([AKG22] Alg. 2 and the standard D-optimal variants).
 
     Parameters
     ----------
@@ -193,7 +193,7 @@ def frank_wolfe(
     return_info : also return a dict (n_iter, g, stalled, d).
     away_steps : D-exact only: Todd-Yildirim (Wolfe-Atwood) away steps, which remove mass from
         the support arm of smallest variance when that gap is larger; same optimum, linear
-        convergence (not in the spec; off by default).
+        convergence (not in the paper; off by default).
 
     Returns
     -------
@@ -263,7 +263,7 @@ def frank_wolfe(
                 warnings.warn(
                     f"Frank-Wolfe (G-linesearch) stalled at max variance {a_max:.4g} > d' = {d} after "
                     f"{it + 1} iterations: the line search on the nonsmooth G-criterion makes no progress "
-                    "(spec P6); use mode='D-exact'",
+                    "(its subgradient step on the nonsmooth max can stall); use mode='D-exact'",
                     DesignStallWarning,
                     stacklevel=2,
                 )
@@ -280,7 +280,7 @@ def frank_wolfe(
 
 
 def wynn(Z, n_iter: int = 1000, tol: float = 1e-3, init: str = "uniform", return_info: bool = False):
-    """Wynn's (1970) method: vertex argmax_i z_i^T Lambda^{-1} z_i, step 1/(k+2) (spec 1.7.2)."""
+    """Wynn's (1970) method: vertex argmax_i z_i^T Lambda^{-1} z_i, step 1/(k+2)."""
     if int(n_iter) < 0:
         raise ValueError(f"n_iter must be a nonnegative integer; got {n_iter}")
     Z = _as_full_rank(Z)
@@ -305,7 +305,7 @@ def wynn(Z, n_iter: int = 1000, tol: float = 1e-3, init: str = "uniform", return
 
 # ---------------------------------------------------------------------------- greedy G-allocation
 def greedy_g_allocation(Z, n: int, rng=None) -> np.ndarray:
-    """Integer G-allocation built one pull at a time (spec 1.7.3, [SLM14] G-allocation).
+    """Integer G-allocation built one pull at a time ([SLM14] G-allocation).
 
     Start: one planned pull of each arm of a maximal linearly independent subset (pivoted QR
     on Z^T); if n < d', start from A = 1e-8 I instead.  Then each pull goes to
@@ -342,7 +342,7 @@ def greedy_g_allocation(Z, n: int, rng=None) -> np.ndarray:
 
 # ---------------------------------------------------------------------------- rounding
 def round_design(n: int, pi, method: str = "efficient", rng=None, prune: float = 1e-4, tol: float = 1e-9) -> np.ndarray:
-    """ROUND(n, pi): integer pull counts with sum exactly n (spec 1.7.4, P7).
+    """ROUND(n, pi): integer pull counts with sum exactly n (Pukelsheim 2006, ch. 12).
 
     "efficient": Pukelsheim-Rieder efficient apportionment after pruning weights below ``prune``
     (renormalised); if n is smaller than the support, the n heaviest arms get one pull each

@@ -1,8 +1,8 @@
-"""Least-squares estimators kept up to date cheaply (spec 1.1-1.3).
+"""Least-squares estimators kept up to date cheaply.
 
 ``RidgeState`` holds P = (lambda0 I + sum_a n_a x_a x_a^T)^{-1}, log det V, b = sum r x and
 diag(X P X^T), all updated by Sherman-Morrison in O(Kd + d^2) per pull; P is symmetrised
-and rebuilt exactly from the per-arm counts every ``refresh_every`` pulls (spec P1).
+and rebuilt exactly from the per-arm counts every ``refresh_every`` pulls (bounds round-off drift).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 
 def project(X: np.ndarray, rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
-    """Coordinates of the arms in an orthonormal basis of their span (spec 1.2).
+    """Coordinates of the arms in an orthonormal basis of their span (relative rank tolerance 1e-10 s_max).
 
     Returns (Z, Q) with Z = X @ Q, Q a d x d' matrix with orthonormal columns, d' = rank(X).
     Predictions are preserved: z^T theta' = x^T (Q theta').

@@ -1,15 +1,15 @@
-"""The GIFA family (spec 2.2, 2.3): LinGapE, m-LinGapE, LinGIFA, and classical LUCB / UGapE.
+"""The GIFA family: LinGapE, m-LinGapE, LinGIFA, and classical LUCB / UGapE.
 
 One engine, ``GIFA`` ([RKD21] Alg. 1), parameterised by compute_Jt, compute_bt, the selection
 rule, the stopping rule and the index type; the registered algorithms are thin subclasses that
 fix those choices and their defaults.
 
-Gap indices (spec 2.3): B[i, j] = mu_hat_i - mu_hat_j + W(i, j), an upper confidence bound on
+Gap indices: B[i, j] = mu_hat_i - mu_hat_j + W(i, j), an upper confidence bound on
 mu_i - mu_j, with W(i, j) = f_s ||x_i - x_j||_P (paired), f_s (||x_i||_P + ||x_j||_P) (individual)
 or f_s (1/sqrt(N_i) + 1/sqrt(N_j)) (classical); f_s is the threshold factor of ``thresholds.py``
 (sigma C_{delta,s} for [RKD21]'s thresholds, C_t for Abbasi-Yadkori's) and P = (V^lambda)^{-1}.
 
-Cost per round (P2): when J(t) is the empirical top-m, b_t is LUCB-type and the stopping rule is
+Cost per round: when J(t) is the empirical top-m, b_t is LUCB-type and the stopping rule is
 tau^LUCB (LinGapE, m-LinGapE, LUCB) only the m columns B[:, J] are built, from the Gram rows
 (X_J P) X^T: O(m K d + d^2).  LinGIFA and UGapE need every B[i, j]; the K x K Gram matrix
 G = X P X^T is then kept up to date by rank one, O(K^2 + K d) per pull.
@@ -38,7 +38,7 @@ CLASSICAL_THRESHOLDS = ("lucb1", "heuristic", "hoeffding")
 
 class TrackedRidgeState(RidgeState):
     """RidgeState that also keeps the estimated means mu = X theta_hat (and optionally the full
-    Gram matrix G = X P X^T) up to date by rank one (spec 1.3, P2), with few numpy calls per pull.
+    Gram matrix G = X P X^T) up to date by rank one, with few numpy calls per pull.
 
     After pulling x_a with u = P x_a, q = x_a^T u and g = X u:
     theta <- theta + u (r - mu_a) / (1 + q), hence mu <- mu + g (r - mu_a) / (1 + q), and
@@ -78,7 +78,7 @@ class TrackedRidgeState(RidgeState):
 
 
 def _top_m(values: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
-    """The m largest values (sorted indices); ties at the boundary broken at random (P11)."""
+    """The m largest values (sorted indices); ties at the boundary broken at random (symmetric instances tie exactly)."""
     K = values.size
     idx = np.argpartition(values, K - m)[K - m :]
     if np.count_nonzero(values >= values[idx].min()) == m:  # no tie at the boundary
@@ -88,7 +88,7 @@ def _top_m(values: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def _argmax(values: np.ndarray, rng: np.random.Generator) -> int:
-    """argmax with uniform random tie-breaking (P11), in as few numpy calls as possible."""
+    """argmax with uniform random tie-breaking, in as few numpy calls as possible."""
     i = int(values.argmax())
     if np.count_nonzero(values == values[i]) == 1:
         return i
@@ -106,19 +106,19 @@ def max_m_per_column(B: np.ndarray, m: int) -> np.ndarray:
 
 
 def lucb_statistic(B: np.ndarray, J: np.ndarray) -> float:
-    """tau^LUCB statistic max_{j in J} max_{i not in J} B[i, j] (spec 2.3)."""
+    """tau^LUCB statistic max_{j in J} max_{i not in J} B[i, j] ."""
     out = np.ones(B.shape[0], dtype=bool)
     out[J] = False
     return float(B[np.ix_(out, J)].max())
 
 
 def ugape_statistic(B: np.ndarray, J: np.ndarray, m: int) -> float:
-    """tau^UGapE statistic max_{j in J} max^m_{i != j} B[i, j] (spec 2.3); never above lucb_statistic (Lemma 1)."""
+    """tau^UGapE statistic max_{j in J} max^m_{i != j} B[i, j] ; never above lucb_statistic (Lemma 1)."""
     return float(max_m_per_column(B, m)[J].max())
 
 
 class GIFA(Policy):
-    """Generic GIFA loop for fixed-confidence Top-m identification ([RKD21] Alg. 1, spec 2.3).
+    """Generic GIFA loop for fixed-confidence Top-m identification ([RKD21] Alg. 1).
 
     Parameters
     ----------
@@ -131,8 +131,8 @@ class GIFA(Policy):
     lambda0 : prior precision, V_0 = lambda0 I.
     threshold : "theoretical" (1.5(c)), "heuristic" (1.5(d)), "abbasi-yadkori" (1.5(b)) for linear
         indices; "lucb1" (1.5(e)), "heuristic", "hoeffding" (rewards in [0, 1]) for classical ones.
-    paper_literal : theoretical threshold exactly as printed in [RKD21] (A-R2).
-    delta_eff : Abbasi-Yadkori level: "pairs" = delta / K^2 (default), "ellipsoid" = delta (A-X1).
+    paper_literal : theoretical threshold exactly as printed in [RKD21] (lambda^2 inside the log, sqrt(lambda) outside).
+    delta_eff : Abbasi-Yadkori level: "pairs" = delta / K^2 (default), "ellipsoid" = delta.
     index : "paired", "individual" or "classical" (empirical means, no features).
     compute_jt : "empirical" (top-m empirical means) or "ugape" (argmin^[m]_j max^m_{i!=j} B[i, j]).
     compute_bt : "lucb" (argmax_{j in J} max_{i not in J} B[i, j]) or "gifa" (argmax_{j in J} max^m_{i!=j}).
@@ -140,9 +140,9 @@ class GIFA(Policy):
     selection : "greedy" (1.6(i)), "optimized" (L1 ratio rule, 1.6(ii)), "largest-variance" (1.6(iii)),
         or "both" (pull b_t and c_t in one round: ask() returns two arms).
     init : pull every arm once first (returned by the first ask() as one batch).
-    refresh_every : exact rebuild of P every so many pulls (P1).
+    refresh_every : exact rebuild of P every so many pulls (bounds round-off drift).
 
-    Features whose rank is below d are projected onto their span first (spec 1.2); d' = rank(X)
+    Features whose rank is below d are projected onto their span first; d' = rank(X)
     then replaces d in the thresholds.  The recommendation is the current J(t) (when the run is
     cut by ``max_samples`` it is recomputed from the data, e.g. the empirical best for LinGapE).
     """
@@ -196,7 +196,7 @@ class GIFA(Policy):
         norms = np.sqrt(np.einsum("ij,ij->i", self.X, self.X))
         self.L = float(norms.max()) if L is None else _positive("L", L)
 
-        # features in an orthonormal basis of their span (spec 1.2); classical indices ignore features
+        # features in an orthonormal basis of their span; classical indices ignore features
         Z, Q = project(self.X) if self.linear else (self.X, None)
         self.Z, self.Q = (self.X, None) if Z.shape[1] == self.d else (np.ascontiguousarray(Z), Q)
         self.d_eff = self.Z.shape[1]
@@ -235,7 +235,7 @@ class GIFA(Policy):
 
     # ------------------------------------------------------------------ thresholds and estimates
     def threshold_factor(self, s: int) -> float:
-        """f_s: widths are f_s ||y||_P (linear) or f_s / sqrt(N_a) (classical); spec 1.5."""
+        """f_s: widths are f_s ||y||_P (linear) or f_s / sqrt(N_a) (classical)."""
         name = self.threshold
         if name == "theoretical":
             c = th.reda_theoretical(s, self.delta, self.d_eff, self.L, self.S, self.sigma, self.lambda0, self.paper_literal)
@@ -317,7 +317,7 @@ class GIFA(Policy):
 
     # ------------------------------------------------------------------ the GIFA round
     def gifa_round(self) -> tuple[np.ndarray, int, int, float]:
-        """Compute J(t), b_t, c_t and the stopping statistic from the current data (spec 2.3 Alg. 1)."""
+        """Compute J(t), b_t, c_t and the stopping statistic from the current data ([RKD21] Alg. 1)."""
         mu = self.means()
         f = self.threshold_factor(self.n_samples)
         self.diagnostics["threshold_factor"] = f
@@ -375,7 +375,7 @@ class GIFA(Policy):
         return J, b, int(c), stat
 
     def select_arm(self, b: int, c: int):
-        """The selection rule applied to (b_t, c_t) (spec 1.6)."""
+        """The selection rule applied to (b_t, c_t)."""
         rule = self.selection
         if rule == "greedy":
             st = self.state
@@ -440,11 +440,11 @@ class GIFA(Policy):
 # ---------------------------------------------------------------------- registered algorithms
 @register("lingape")
 class LinGapE(GIFA):
-    """LinGapE ([XHS18], spec 2.2): m = 1, Abbasi-Yadkori threshold, each arm pulled once first.
+    """LinGapE ([XHS18]): m = 1, Abbasi-Yadkori threshold, each arm pulled once first.
 
     rule: "greedy" (default) or "ratio" (the L1-LP ratio rule, alias "optimized").
     R: sub-Gaussian noise scale; S >= ||theta*|| ("oracle" in simulations); lambda0: ridge
-    (lost in the paper, 1 by default [D]); delta_eff: "pairs" (delta/K^2, default) or "ellipsoid".
+    (lost in the paper, 1 by default); delta_eff: "pairs" (delta/K^2, default) or "ellipsoid".
     Run with ``max_samples`` as a budget, result().recommendation is the empirical best arm.
     """
 
@@ -478,9 +478,9 @@ class LinGapE(GIFA):
 
 @register("m-lingape")
 class MLinGapE(GIFA):
-    """m-LinGapE ([RKD21], spec 2.3): top-m empirical J, LUCB-type b_t, tau^LUCB, paired indices.
+    """m-LinGapE ([RKD21]): top-m empirical J, LUCB-type b_t, tau^LUCB, paired indices.
 
-    Defaults follow the released code (P17): V_0 = 1 * I, every arm pulled once first.
+    Defaults follow [RKD21]'s released code: V_0 = 1 * I, every arm pulled once first.
     selection: "greedy" (default), "optimized" (L1 ratio rule) or "largest-variance";
     threshold: "theoretical" (default, valid) or "heuristic" (the paper's experiments, no guarantee).
     """
@@ -519,10 +519,10 @@ class MLinGapE(GIFA):
 
 @register("lingifa")
 class LinGIFA(GIFA):
-    """LinGIFA ([RKD21], spec 2.3): UGapE-type J and b_t, tau^UGapE, paired indices, no initialisation.
+    """LinGIFA ([RKD21]): UGapE-type J and b_t, tau^UGapE, paired indices, no initialisation.
 
     lambda0: prior precision V_0 = lambda0 I; default None = sigma / 20, the paper's lambda applied as
-    V_0 = lambda I (spec 2.3 [D]); the released code uses (sigma/20)^2 (P17): pass it explicitly.
+    V_0 = lambda I (our choice); [RKD21]'s released code uses (sigma/20)^2: pass it explicitly.
     stopping: "ugape" (default) or "lucb"; selection: "greedy" (default) or "largest-variance";
     index: "paired" (default) or "individual".  Cost O(K^2) per round (full Gram matrix).
     """
@@ -591,7 +591,7 @@ class _ClassicalGIFA(GIFA):
 
 @register("lucb")
 class LUCB(_ClassicalGIFA):
-    """LUCB as a GIFA instance (spec 2.3 Table 1): classical empirical means and individual widths.
+    """LUCB as a GIFA instance ([RKD21] Table 1): classical empirical means and individual widths.
 
     threshold: "lucb1" (default, 1.5(e)), "heuristic" or "hoeffding" (rewards in [0, 1]);
     selection: "largest-variance" (the less-sampled of b_t, c_t; default) or "both" (LUCB1: ask()
@@ -603,10 +603,10 @@ class LUCB(_ClassicalGIFA):
 
 @register("ugape")
 class UGapE(_ClassicalGIFA):
-    """UGapE as a GIFA instance (spec 2.3 Table 1): classical indices, UGapE-type J, tau^UGapE.
+    """UGapE as a GIFA instance ([RKD21] Table 1): classical indices, UGapE-type J, tau^UGapE.
 
     threshold: "lucb1" (default), "heuristic", or "hoeffding" (widths sqrt(log(4Kt^3/delta)/(2T_k))
-    for rewards in [0, 1]: the GapE baseline of [KW], spec 3.4); selection as for LUCB.
+    for rewards in [0, 1]: the GapE baseline of [KW]); selection as for LUCB.
     """
 
     name = "ugape"

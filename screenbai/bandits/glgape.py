@@ -1,10 +1,10 @@
-"""[KW] GLGapE: gap-based exploration for best-arm identification in logistic bandits (spec 2.4).
+"""[KW] GLGapE: gap-based exploration for best-arm identification in logistic bandits.
 
 The policy pulls E = min(K, 3 d') distinct random arms, then random arms until the design
 matrix M = sum_l x_l x_l^T has full rank d' (features are projected onto their span first when
-rank(X) < d, spec 1.2).  It then calibrates the width scale once (spec 2.4.3) and loops:
+rank(X) < d).  It then calibrates the width scale once and loops:
 
-    theta  <- penalised logistic MLE, warm-started (spec 1.4)
+    theta  <- penalised logistic MLE, warm-started
     i      <- argmax_a mu(x_a^T theta)
     U(j)   <- mu_j - mu_i + a_eff * root(t) * max_{c, c' in [c_mu, k_mu]} ||c x_i - c' x_j||_{M^-1}
     j      <- argmax_{j != i} U(j); stop and return i when U(j) <= epsilon
@@ -12,10 +12,10 @@ rank(X) < d, spec 1.2).  It then calibrates the width scale once (spec 2.4.3) an
 
 M^{-1} has no ridge (as in the paper): it is built from the counts and inverted once by Cholesky
 after the initial phase, then kept up to date by Sherman-Morrison with diag(X M^-1 X^T), and
-rebuilt exactly every ``refresh_every`` pulls (P1).  A round costs O(Kd + d^2) for the widths,
+rebuilt exactly every ``refresh_every`` pulls (bounds round-off drift).  A round costs O(Kd + d^2) for the widths,
 O(K_+ d^2 + d^3) per Newton iteration, and one LP per new (i, j, corner) key.
 
-Calibrations (spec 2.4.3, P5): "reinterpreted" (default; the largest width at the end of the
+Calibrations: "reinterpreted" (default; the largest width at the end of the
 initial phase is 1), "literal34" (eq. 34 as printed: it stops at tau = E, kept to document the
 pitfall), "theory" (alpha = 2 kappa R / c_mu; valid but very conservative).
 """
@@ -46,7 +46,7 @@ def corner_widths(q_ii, q_jj, q_ij, c_lo: float, c_hi: float):
     """max over (c, c') in [c_lo, c_hi]^2 of c^2 q_ii - 2 c c' q_ij + c'^2 q_jj, and the corner.
 
     The quadratic form is convex in (c, c') (positive semidefinite), so the maximum over the box
-    is at one of its four vertices (spec 2.4.1).  Works elementwise on arrays.  Returns the
+    is at one of its four vertices.  Works elementwise on arrays.  Returns the
     squared width (clipped at 0) and the corner index into ``corners(c_lo, c_hi)``.
     """
     f = np.stack([c1 * c1 * q_ii - 2.0 * c1 * c2 * q_ij + c2 * c2 * q_jj for c1, c2 in corners(c_lo, c_hi)])
@@ -61,7 +61,7 @@ def corners(c_lo: float, c_hi: float) -> tuple[tuple[float, float], ...]:
 
 @register("glgape")
 class GLGapE(Policy):
-    """[KW] GLGapE: (epsilon, delta)-best-arm identification in a logistic bandit (spec 2.4).
+    """[KW] GLGapE: (epsilon, delta)-best-arm identification in a logistic bandit.
 
     Parameters
     ----------
@@ -69,13 +69,13 @@ class GLGapE(Policy):
     delta : confidence level in (0, 1).
     E : size of the initial phase (distinct random arms); default min(K, 3 d').
     c_mu : lower bound on mu' over the arms: a number in (0, k_mu], "oracle" (resolved from the
-        true instance by ``policy_for_instance``: min_a mu'(x_a^T theta*)), or "estimate" (P9.3
+        true instance by ``policy_for_instance``: min_a mu'(x_a^T theta*)), or "estimate" (the
         plug-in min_a mu'(|x_a^T theta_hat| + gamma ||x_a||_{M^-1}) computed once at the end of
         the initial phase and then frozen).
     k_mu : Lipschitz constant of mu (1/4 for the logistic link).
-    calibration : "reinterpreted" | "literal34" | "theory" (spec 2.4.3).
+    calibration : "reinterpreted" | "literal34" | "theory" (see the module docstring).
     rule : "ratio" (L1-LP ratio rule, [KW] Alg. 3, LPs cached by (i, j, corner)) or "greedy".
-    lambda_reg : ridge penalty of the logistic MLE (spec 1.4; an implementation choice, P4).
+    lambda_reg : ridge penalty of the logistic MLE (not specified by the paper; keeps the MLE finite under separation).
     R : reward bound (1 for Bernoulli), only used by "literal34"/"theory".
     gamma : safety factor of the c_mu plug-in estimate.
     refresh_every : rebuild M^-1 exactly from the counts after this many rank-one updates.
@@ -110,7 +110,7 @@ class GLGapE(Policy):
         if epsilon < 0 or (epsilon == 0 and max_samples is None):
             raise ValueError(
                 f"epsilon must be > 0 for GLGapE; got {epsilon}. With epsilon <= 0 and no max_samples cap "
-                "the run may never stop (two arms with equal means can never be told apart, spec P13); "
+                "the run may never stop (two arms with equal means can never be told apart); "
                 "pass epsilon > 0, or epsilon = 0 together with max_samples"
             )
         super().__init__(features, m=1, rng=rng, max_samples=DEFAULT_MAX_SAMPLES if max_samples is None else max_samples)
@@ -148,7 +148,7 @@ class GLGapE(Policy):
         if self.refresh_every < 1:
             raise ValueError(f"refresh_every must be a positive integer; got {refresh_every}")
 
-        # projection onto the span of the arms (spec 1.2)
+        # projection onto the span of the arms
         if np.linalg.matrix_rank(self.X) < self.d:
             self.Z, self.Q = project(self.X)
         else:
@@ -189,7 +189,7 @@ class GLGapE(Policy):
             return self.rng.choice(self.K, size=self.E, replace=False)
         if self._phase == "init":
             M = (self.Z.T * self.n) @ self.Z
-            if np.linalg.matrix_rank(M) < self.d_eff:  # [D] safeguard, A-K5
+            if np.linalg.matrix_rank(M) < self.d_eff:  # safeguard: the paper does not say what to do if M stays singular
                 return int(self.rng.integers(self.K))
             self._finish_initial_phase()
         return self._adaptive_round()
@@ -225,12 +225,12 @@ class GLGapE(Policy):
         M = self.state.design_matrix()
         self._s_init = int(self.n_samples)
         self._fit(decrement_tol=1e-12)
-        if self.c_mu is None:  # P9.3 plug-in, frozen from here on
+        if self.c_mu is None:  # plug-in estimate, frozen from here on
             est = c_mu_plugin(self.Z, self.theta, np.sqrt(np.maximum(self.state.diag, 0.0)), self.gamma)
             self.c_mu = min(max(est, 1e-12), self.k_mu)
         self._corners = corners(self.c_mu, self.k_mu)
 
-        # width calibration (spec 2.4.3): O(K^2 d) once
+        # width calibration: O(K^2 d) once
         G = self.Z @ self.state.P @ self.Z.T
         q = np.diag(G)
         nu2_max = 0.0

@@ -1,9 +1,9 @@
-"""Logistic (GLM) maximum likelihood on per-arm counts, and the c_mu constants (spec 1.4, P3, P4, P9).
+"""Logistic (GLM) maximum likelihood on per-arm counts, and the c_mu constants.
 
 ``logistic_mle`` runs a penalised Newton method on aggregated Bernoulli data: arm a was pulled
 n_a times with s_a successes.  Each Newton iteration costs O(K_+ d^2 + d^3) (K_+ = arms with
 n_a > 0), whatever the number of observations.  With ``lambda_reg = 0`` the maximum likelihood
-estimate may not exist (separable outcomes, P4); this is detected and reported with
+estimate may not exist (separable outcomes); this is detected and reported with
 ``SeparableDataError`` rather than returning a diverged estimate silently.
 """
 
@@ -34,7 +34,7 @@ class LogisticFit(NamedTuple):
     n_iter: Newton iterations performed (Hessians factorised).
     converged: the stopping test (step or Newton decrement) was met within ``max_iter``.
     separable_warning: near-separation flag: some pulled arm's fitted mean is within ~1e-9 of
-        0 or 1, or more than 10 iterations were needed (spec 1.4, "report ... more than 10").
+        0 or 1, or more than 10 iterations were needed (a sign of near-separation).
     """
 
     theta: np.ndarray
@@ -49,7 +49,7 @@ def dmu(z):
 
 
 def _penalised_nll(eta: np.ndarray, n: np.ndarray, s: np.ndarray, theta: np.ndarray, lam: float) -> float:
-    """L(theta) = -sum_a [s_a eta_a - n_a log(1 + e^eta_a)] + lam/2 ||theta||^2 (spec 1.4)."""
+    """L(theta) = -sum_a [s_a eta_a - n_a log(1 + e^eta_a)] + lam/2 ||theta||^2."""
     return float(n @ np.logaddexp(0.0, eta) - s @ eta + 0.5 * lam * (theta @ theta))
 
 
@@ -63,7 +63,7 @@ def logistic_mle(
     tol: float = 1e-8,
     decrement_tol: float = _DECREMENT_TOL,
 ) -> LogisticFit:
-    """Penalised logistic MLE from per-arm pull counts ``n`` and success counts ``s`` (spec 1.4).
+    """Penalised logistic MLE from per-arm pull counts ``n`` and success counts ``s`` (Newton on aggregated counts: O(K d^2) per step, whatever t).
 
     Minimises -sum_a [s_a x_a^T theta - n_a log(1 + exp(x_a^T theta))] + lambda_reg/2 ||theta||^2
     by Newton's method (Cholesky solve, step halved until the objective decreases), warm-started
@@ -159,7 +159,7 @@ def _raise_separable(eta: np.ndarray, n_iter: int):
         "the unpenalised logistic MLE does not exist: the binary outcomes are (quasi-)separable by a "
         f"linear function of the features (after {n_iter} Newton iterations a fitted linear predictor "
         f"reached |x^T theta| = {np.abs(eta).max():.1f}, i.e. a fitted mean of 0 or 1, and keeps growing). "
-        "Use lambda_reg > 0 (e.g. 1.0, a N(0, I) prior), as recommended in spec section 1.4 / P4."
+        "Use lambda_reg > 0 (e.g. 1.0, a N(0, I) prior), which keeps the estimate finite when outcomes are separable."
     )
 
 
@@ -171,25 +171,25 @@ def _raise_singular(eta: np.ndarray, lam: float, info: int):
     raise SeparableDataError(
         f"the Hessian of the unpenalised logistic likelihood is singular (Cholesky failed at pivot {info}): "
         "the pulled arms do not span the feature space, so the MLE is not unique. Use lambda_reg > 0, "
-        "or project the features onto the span of the arms (spec 1.2)."
+        "or project the features onto the span of the arms."
     )
 
 
-# ---------------------------------------------------------------------- c_mu (spec P9)
+# ---------------------------------------------------------------------- c_mu
 def c_mu_oracle(X, theta_star) -> float:
-    """Simulation oracle: min_a mu'(x_a^T theta*) (P9.2, what [KW] most plausibly 'treated as given')."""
+    """Simulation oracle: min_a mu'(x_a^T theta*) (what [KW] most plausibly 'treated as given')."""
     return float(dmu(np.asarray(X, dtype=float) @ np.asarray(theta_star, dtype=float)).min())
 
 
 def c_mu_theory(S: float, L: float) -> float:
-    """Worst case over ||theta|| <= S, ||x|| <= L: mu'(S L) (P9.1); tiny for moderate S L."""
+    """Worst case over ||theta|| <= S, ||x|| <= L: mu'(S L); tiny for moderate S L."""
     if not (S >= 0 and L >= 0):
         raise ValueError(f"S and L must be non-negative; got S = {S}, L = {L}")
     return float(dmu(float(S) * float(L)))
 
 
 def c_mu_plugin(X, theta_hat, norms_Minv, gamma: float = 1.0) -> float:
-    """Plug-in estimate min_a mu'(|x_a^T theta_hat| + gamma ||x_a||_{M^-1}) (P9.3).
+    """Plug-in estimate min_a mu'(|x_a^T theta_hat| + gamma ||x_a||_{M^-1}).
 
     ``norms_Minv`` is the vector of ||x_a||_{M^-1} (not squared).  It lower-bounds mu' over a
     confidence region of theta of radius ``gamma``.

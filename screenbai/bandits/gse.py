@@ -1,25 +1,25 @@
-"""[AKG22] GSE: Generalized Successive Elimination for fixed-budget best-arm identification (spec 2.5).
+"""[AKG22] GSE: Generalized Successive Elimination for fixed-budget best-arm identification.
 
 The budget B is split over s = ceil(log_eta K) stages of n = floor(B / s) pulls.  In each stage the
-surviving arms are projected onto their span (spec 1.2), an allocation of exactly n pulls is fixed
+surviving arms are projected onto their span, an allocation of exactly n pulls is fixed
 *before* any reward of the stage is seen (uniform, Frank-Wolfe G/D-optimal design + rounding,
 Wynn, or greedy G-allocation), and ``ask()`` returns the whole stage as one batch (one plate per
-stage).  The stage's data alone (spec P14) give an OLS (``gse-lin``) or penalised logistic MLE
+stage).  The stage's data alone (as in the paper's independence argument) give an OLS (``gse-lin``) or penalised logistic MLE
 (``gse-log``) estimate, and the ceil(|A| / eta) arms with the largest estimated means survive
 (ties at random).  The last survivor is recommended.
 
 Registered names (every parameter can still be overridden):
 
 * ``gse-lin`` / ``gse-log``: allocation "fw" (Frank-Wolfe, ``fw_mode="D-exact"`` with away
-  steps, spec P6) [D];
+  steps: the paper's FWG can stall), our choice;
   note that the paper's unsuffixed "GSE-Lin" is the uniform allocation.
 * aliases fixing the allocation: ``gse-lin-uniform``, ``gse-lin-fwg``, ``gse-lin-wynn``,
   ``gse-lin-greedy``, ``gse-log-uniform``, ``gse-log-fwg``.
 
-Package choices [D] (spec 5, A-A5..A-A8): leftover budget B - s n goes to the last stage by default
+Package choices (the paper leaves them open): leftover budget B - s n goes to the last stage by default
 (``leftover="last"``, so the whole budget is spent; ``"unused"`` is the paper's description,
 ``"spread"`` gives one extra pull to each of the first stages); ``lambda_reg = 1`` ridge penalty
-for the logistic MLE (P4); no forced exploration; K = 1 returns arm 0 without pulling.
+for the logistic MLE (keeps it finite under separation); no forced exploration; K = 1 returns arm 0 without pulling.
 """
 
 from __future__ import annotations
@@ -39,13 +39,13 @@ ALLOCATIONS = ("uniform", "fw", "wynn", "greedy")
 LEFTOVER = ("last", "spread", "unused")
 
 # Designs depend only on the projected features (never on rewards): share them across the
-# replications of a study (spec P2).  Keyed by a digest of Z and the solver settings.
+# replications of a study.  Keyed by a digest of Z and the solver settings.
 _DESIGN_CACHE: dict = {}
 _DESIGN_CACHE_SIZE = 256
 
 
 def n_stages(K: int, eta: float) -> int:
-    """s = ceil(log_eta K), computed without floating-point log error (spec A-A11)."""
+    """s = ceil(log_eta K), computed without floating-point log error (base eta, as in the paper's theorems)."""
     s, reach = 0, 1.0
     while reach < K * (1.0 - 1e-12):
         reach *= eta
@@ -54,7 +54,7 @@ def n_stages(K: int, eta: float) -> int:
 
 
 def stage_sizes(K: int, eta: float) -> list[int]:
-    """|A_1| = K, |A_{t+1}| = ceil(|A_t| / eta), the last stage forced to keep 1 arm (spec 2.5)."""
+    """|A_1| = K, |A_{t+1}| = ceil(|A_t| / eta), the last stage forced to keep 1 arm."""
     s = n_stages(K, eta)
     sizes = [int(K)]
     for t in range(s):
@@ -83,20 +83,20 @@ def _cached_design(Z: np.ndarray, *settings):
 
 
 class GSE(Policy):
-    """GSE (fixed budget, spec 2.5). Use the registered subclasses ``gse-lin`` / ``gse-log``.
+    """GSE (fixed budget). Use the registered subclasses ``gse-lin`` / ``gse-log``.
 
     Parameters
     ----------
     budget : total number of pulls B (required); at least the number of stages.
     eta : elimination factor (> 1); ceil(|A| / eta) arms survive each stage.
-    allocation : "uniform" | "fw" | "wynn" | "greedy" (spec 2.5 step 2).
+    allocation : "uniform" | "fw" | "wynn" | "greedy" (the stage allocation).
     fw_mode : Frank-Wolfe mode for allocation "fw": "D-exact" (default), "G-linesearch", "D-gradient".
     n_fw, fw_tol, fw_init : Frank-Wolfe / Wynn iterations, early-stop tolerance, start.
-    fw_away : D-exact with Todd-Yildirim away steps (default True [D]: same optimum, reaches the
-        tolerance in far fewer iterations and with a sparser support; False = spec 1.7.1 as written).
-    rounding : "efficient" (Pukelsheim) or "multinomial" (spec 1.7.4).
-    lambda_reg : ridge penalty of the logistic MLE (gse-log only; must be > 0, spec P4).
-    reuse_data : estimate from all data collected so far on the surviving arms (non-paper variant, P14).
+    fw_away : D-exact with Todd-Yildirim away steps (default True, our choice: same optimum, reaches the
+        tolerance in far fewer iterations and with a sparser support; False = plain Frank-Wolfe).
+    rounding : "efficient" (Pukelsheim) or "multinomial" (randomised).
+    lambda_reg : ridge penalty of the logistic MLE (gse-log only; must be > 0: the MLE may not exist otherwise).
+    reuse_data : estimate from all data collected so far on the surviving arms (not in the paper).
     leftover : where the remainder B - s floor(B / s) goes: "last" (default), "spread" or "unused".
     cache_designs : share FW/Wynn designs of identical stages across runs (they never depend on rewards).
     """
@@ -141,7 +141,7 @@ class GSE(Policy):
         if self.model == "log" and not float(lambda_reg) > 0:
             raise ValueError(
                 f"lambda_reg must be > 0 for gse-log (the stage MLE often does not exist without a penalty, "
-                f"spec P4); got {lambda_reg}"
+                f"the MLE may not exist without it); got {lambda_reg}"
             )
         if budget is None or int(budget) != budget or int(budget) < 1:
             raise ValueError(f"budget must be a positive integer number of pulls; got {budget}")
@@ -180,7 +180,7 @@ class GSE(Policy):
             newton_iterations_max=0, not_converged_fits=0,
         )
 
-    # ------------------------------------------------------------------ allocation (spec 2.5 step 2)
+    # ------------------------------------------------------------------ allocation
     def _allocate(self, Z: np.ndarray, n: int) -> np.ndarray:
         k, d = Z.shape
         if self.allocation == "uniform" or k == 1:
@@ -219,7 +219,7 @@ class GSE(Policy):
         self.stage += 1
 
     def _estimate(self, Z: np.ndarray, n_a: np.ndarray, s_a: np.ndarray) -> np.ndarray:
-        """Stage OLS (eq. 1; pseudo-inverse when the pulls do not span, P7): z^T theta_hat."""
+        """Stage OLS (eq. 1; pseudo-inverse when the pulls do not span): z^T theta_hat."""
         V = (Z.T * n_a) @ Z
         b = Z.T @ s_a
         pulled = Z[n_a > 0]
@@ -244,7 +244,7 @@ class GSE(Policy):
 @register("gse-lin-wynn", allocation="wynn")
 @register("gse-lin-greedy", allocation="greedy")
 class GSELin(GSE):
-    """GSE-Lin (spec 2.5): stage OLS on projected features; default allocation Frank-Wolfe (D-exact)."""
+    """GSE-Lin: stage OLS on projected features; default allocation Frank-Wolfe (D-exact)."""
 
     name = "gse-lin"
     model = "lin"
@@ -254,7 +254,7 @@ class GSELin(GSE):
 @register("gse-log-fwg", allocation="fw")
 @register("gse-log-uniform", allocation="uniform")
 class GSELog(GSE):
-    """GSE-Log (spec 2.5): stage penalised logistic MLE (lambda_reg = 1), Bernoulli (0/1) rewards."""
+    """GSE-Log: stage penalised logistic MLE (lambda_reg = 1), Bernoulli (0/1) rewards."""
 
     name = "gse-log"
     model = "log"

@@ -74,7 +74,7 @@ class Instance:
         return np.sort(np.argsort(-self.means, kind="stable")[:m])
 
     def is_correct(self, recommendation, epsilon: float = 0.0, m: int | None = None) -> bool:
-        """(epsilon, m)-correctness: every recommended arm has mean >= mu_[m] - epsilon (spec P16)."""
+        """(epsilon, m)-correctness: every recommended arm has mean >= mu_[m] - epsilon."""
         rec = np.asarray(recommendation, dtype=int).reshape(-1)
         m = rec.size if m is None else m
         mu_m = np.sort(self.means)[::-1][m - 1]

@@ -1,4 +1,4 @@
-"""Named synthetic instances from the papers (spec section 3), built reproducibly from a seed."""
+"""Named synthetic instances from the papers, built reproducibly from a seed."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def soare(d: int = 2, omega: float = 0.01, sigma: float = 1.0) -> Instance:
 
 
 def reda_classic(K: int = 4, m: int = 2, omega: float = np.pi / 6, sigma: float = 0.5) -> Instance:
-    """[RKD21] classic instance (spec 3.3, A-R5): d = K - 1, theta = e_1, top m means 1, arm m+1 cos w."""
+    """[RKD21] classic instance: d = K - 1, theta = e_1, top m means 1, arm m+1 cos w (x_1 = e_1, not the misprinted 2 e_1: only e_1 gives the reported gaps)."""
     K, m = int(K), int(m)
     if K < 3 or not 1 <= m <= K - 2:
         raise ValueError(f"reda_classic needs K >= 3 and 1 <= m <= K - 2; got K={K}, m={m}")

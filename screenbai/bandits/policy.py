@@ -194,7 +194,7 @@ class Policy:
 
 # ---------------------------------------------------------------------- tie-breaking helpers
 def argmax_random(values: np.ndarray, rng: np.random.Generator) -> int:
-    """Index of the maximum, ties broken uniformly at random (spec P11)."""
+    """Index of the maximum, ties broken uniformly at random (symmetric instances tie exactly)."""
     i = int(np.argmax(values))
     v = values[i]
     ties = np.flatnonzero(values == v)

@@ -1,4 +1,4 @@
-"""Arm-selection rules for a target direction y (spec 1.6)."""
+"""Arm-selection rules for a target direction y ([XHS18], [SLM14])."""
 
 from __future__ import annotations
 
@@ -26,9 +26,9 @@ def largest_variance_arm(state: RidgeState, b: int, c: int, rng: np.random.Gener
 class L1Design:
     """Optimal proportions p(y) from min ||w||_1 s.t. X^T w = y (HiGHS), cached by a key.
 
-    The ratio rule then pulls argmin_{a: p_a > 0} T_a / p_a (spec 1.6(ii)).
+    The ratio rule then pulls argmin_{a: p_a > 0} T_a / p_a ([XHS18] eq. 13).
 
-    The LP (w = u - v, u, v >= 0, spec 1.6(ii) standard form) is built once in a HiGHS model;
+    The LP (w = u - v, u, v >= 0, standard form) is built once in a HiGHS model;
     each new direction only changes the right-hand side, so the dual simplex restarts from the
     previous optimal basis (about 3x faster than a cold ``scipy.optimize.linprog`` at K = 400).
     """

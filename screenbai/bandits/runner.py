@@ -132,7 +132,7 @@ def _progress(total: int, desc: str, enabled: bool):
 
 def summarize(records: pd.DataFrame) -> pd.DataFrame:
     """Per algorithm: runs, non-terminated runs, median/mean samples and error rate of the runs
-    that stopped (non-terminated runs are counted apart, never averaged in; spec P13), mean time."""
+    that stopped (non-terminated runs are counted apart, never averaged in), mean time."""
     rows = []
     for (inst, alg, params), grp in records.groupby(["instance", "algorithm", "params"], sort=False):
         done = grp[grp["stopped"].astype(bool)]

@@ -1,21 +1,21 @@
-"""[SLM14] static and phased allocations for linear best-arm identification (spec 2.1).
+"""[SLM14] static and phased allocations for linear best-arm identification.
 
 Registered policies:
 
-* ``"g-allocation"``     greedy G-optimal static allocation (2.1.1), stopping rule eq. 11;
-* ``"xy-static"``        greedy XY static allocation (2.1.2), stopping rule eq. 11;
-* ``"xy-oracle"``        greedy oracle allocation with theta* (2.1.3), stopping eq. 4 (default) or eq. 11;
-* ``"xy-adaptive"``      phased XY allocation (2.1.4), resolutions A-S1..A-S8;
-* ``"xy-fully-adaptive"`` the fully adaptive baseline of [SLM14] Fig. 4 (2.1.5).
+* ``"g-allocation"``     greedy G-optimal static allocation, stopping rule eq. 11;
+* ``"xy-static"``        greedy XY static allocation, stopping rule eq. 11;
+* ``"xy-oracle"``        greedy oracle allocation with theta*, stopping eq. 4 (default) or eq. 11;
+* ``"xy-adaptive"``      phased XY allocation (see ``XYAdaptive`` for the readings of the garbled pseudo-code);
+* ``"xy-fully-adaptive"`` the fully adaptive baseline of [SLM14] Fig. 4.
 
 Implementation notes.
 
 * Every greedy choice argmin_x max_y y^T (A + x x^T)^{-1} y is computed from G = Z A^{-1} Z^T,
-  Q = Y A^{-1} Z^T and h_y = ||y||^2_{A^{-1}}, all kept up to date by rank one (spec 2.1.1-2.1.2)
-  and rebuilt exactly from the counts every ``_REFRESH`` pulls (P1). Ties are broken at random (P11).
+  Q = Y A^{-1} Z^T and h_y = ||y||^2_{A^{-1}}, all kept up to date by rank one
+  and rebuilt exactly from the counts every ``_REFRESH`` pulls (bounds round-off drift). Ties are broken at random (symmetric instances tie exactly).
 * Static sequences (and each XY-adaptive phase) do not depend on rewards: they are generated once
   per (features, directions, allocation_seed) and kept in a module-level LRU cache, so Monte-Carlo
-  replications share them (P2). Their tie-breaks use ``allocation_seed``, not the policy ``rng``.
+  replications share them. Their tie-breaks use ``allocation_seed``, not the policy ``rng``.
 * ``run_fast(env)`` (used by ``runner.run``) evaluates the eq. 11 stopping rule for
   blocks of 4096 rounds at once, from cumulative per-arm counts and sums, and pulls rewards in blocks
   aligned with the environment's noise buffer, so it consumes the same reward stream and returns the
@@ -37,7 +37,7 @@ from .registry import register
 
 log = logging.getLogger(__name__)
 
-_REFRESH = 10_000  # exact rebuild of the greedy state / OLS inverse every this many pulls (P1)
+_REFRESH = 10_000  # exact rebuild of the greedy state / OLS inverse every this many pulls (bounds round-off drift)
 _BLOCK = 4096  # rounds per vectorised stopping-rule block (= the Environment noise buffer)
 _TIE_RTOL = 1e-10  # greedy scores this close to the minimum count as ties
 AUTO_RESTRICT_K = 200  # above this many arms, Y is restricted to pairs with the empirical best
@@ -45,13 +45,13 @@ AUTO_RESTRICT_K = 200  # above this many arms, Y is restricted to pairs with the
 
 # ====================================================================== shared helpers
 def log_term(n, K: int, delta: float):
-    """log_n(K^2/delta) = log(6 n^2 K^2 / (pi^2 delta)) ([SLM14] Prop. 1, spec 1.5(a))."""
+    """log_n(K^2/delta) = log(6 n^2 K^2 / (pi^2 delta)) ([SLM14] Prop. 1)."""
     n = np.asarray(n, dtype=float)
     return np.log(6.0 * n * n * K * K / (np.pi**2 * delta))
 
 
 def spanning_arms(Z: np.ndarray) -> np.ndarray:
-    """One arm per element of a maximal linearly independent subset (pivoted QR, spec 1.7.3)."""
+    """One arm per element of a maximal linearly independent subset (pivoted QR)."""
     _, R, piv = qr(Z.T, mode="economic", pivoting=True)
     r = Z.shape[1]
     return np.sort(piv[:r]).astype(np.int64)
@@ -65,7 +65,7 @@ def all_pairs(active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def star_pairs(active: np.ndarray, best: int) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs (best, x) for the other active arms: the large-K approximation of spec 2.1.2."""
+    """Pairs (best, x) for the other active arms: the large-K approximation (O(K) directions instead of O(K^2))."""
     idx = np.flatnonzero(active) if active.dtype == bool else np.asarray(active)
     idx = idx[idx != best]
     return np.full(idx.size, best, dtype=np.int64), idx
@@ -83,7 +83,7 @@ def _hash(*arrays) -> str:
 def _break_tie(T: np.ndarray, h: np.ndarray, s: np.ndarray, tol: float, rng: np.random.Generator,
                band: float = 1e-9) -> int:
     """Arms tied on the minimax score: prefer the one that most reduces the directions currently at
-    the maximum (sum of their norms after the pull), then pick at random (P11).
+    the maximum (sum of their norms after the pull), then pick at random (symmetric instances tie exactly).
 
     Without this, when two directions share the maximum no single pull lowers it, every arm ties,
     and random picks unbalance the canonical basis, while an average over all directions can stall
@@ -99,7 +99,7 @@ def _break_tie(T: np.ndarray, h: np.ndarray, s: np.ndarray, tol: float, rng: np.
 
 
 class _GreedyState:
-    """G = Z A^{-1} Z^T, Q = Y A^{-1} Z^T and h = diag(Y A^{-1} Y^T), kept by rank one (spec 2.1.2).
+    """G = Z A^{-1} Z^T, Q = Y A^{-1} Z^T and h = diag(Y A^{-1} Y^T), kept by rank one.
 
     Directions are y = scale * (x_I - x_J) (J = -1 means y = scale * x_I, the G-criterion).
     ``A = prior * I + sum_a counts_a z_a z_a^T`` must be invertible when the state is (re)built.
@@ -278,7 +278,7 @@ _CACHE_SIZE = 32
 
 def allocation_sequence(Z, init_arms, I, J=None, scale=None, seed=0, stop_rule=None,
                         tie_rtol=_TIE_RTOL) -> AllocationSequence:
-    """The cached sequence for these features, directions, seed and stopping rule (LRU, P2)."""
+    """The cached sequence for these features, directions, seed and stopping rule (LRU: Monte-Carlo replications share it)."""
     J = np.full(len(I), -1) if J is None else J
     scale = np.ones(len(I)) if scale is None else scale
     key = (_hash(Z, np.asarray(init_arms), np.asarray(I), np.asarray(J), np.asarray(scale, dtype=float)), seed, stop_rule)
@@ -346,7 +346,7 @@ def _batch_forward(counts, Z):
 
 
 def eq11_batch(Z, counts, sums, n, c: float, K: int, delta: float):
-    """Vectorised eq. 11 for B data states at once (spec 2.1).
+    """Vectorised eq. 11 for B data states at once.
 
     counts, sums: (B, K) cumulative per-arm counts and reward sums; n: (B,) sample counts.
     Returns (ok (B,) bool, best (B,) int): ok[b] is True when x = Pi(theta_hat) beats every other arm
@@ -426,14 +426,14 @@ def _ols_mu(Z, counts, sums):
 
 # ====================================================================== common base
 class _SLMBase(Policy):
-    """Shared parameters and projection (spec 1.2, 2.1)."""
+    """Shared parameters and projection onto the span of the arms."""
 
     def __init__(self, features, *, delta=0.05, sigma=1.0, confidence="pairs", rng=None,
                  max_samples=DEFAULT_MAX_SAMPLES):
         super().__init__(features, m=1, rng=rng, max_samples=max_samples)
         self.delta = check_probability("delta", delta)
         if confidence not in ("pairs", "arms"):
-            raise ValueError(f"confidence must be 'pairs' (log_n(K^2/delta), spec) or 'arms' (log_n(K/delta)); got {confidence!r}")
+            raise ValueError(f"confidence must be 'pairs' (log_n(K^2/delta), as in [SLM14]) or 'arms' (log_n(K/delta)); got {confidence!r}")
         self.confidence = confidence
         # log_term(n, K_log, delta) = log(6 n^2 K_log^2 / (pi^2 delta))
         self.K_log = float(self.K) if confidence == "pairs" else float(np.sqrt(self.K))
@@ -456,7 +456,7 @@ class _SLMBase(Policy):
             if K > AUTO_RESTRICT_K:
                 log.warning(
                     "K = %d > %d arms: restricting Y to pairs with the empirical best arm "
-                    "(an approximation of spec 2.1.2); pass restrict_y=False to keep all pairs", K, AUTO_RESTRICT_K
+                    "(an approximation); pass restrict_y=False to keep all pairs", K, AUTO_RESTRICT_K
                 )
                 return True
             return False
@@ -584,10 +584,10 @@ class _StaticAllocation(_SLMBase):
 
 @register("g-allocation", delta=0.05, sigma=1.0)
 class GAllocation(_StaticAllocation):
-    """[SLM14] greedy G-allocation (spec 2.1.1): argmin_x max_x' ||x'||^2_{(A + x x^T)^{-1}}, stop by eq. 11.
+    """[SLM14] greedy G-allocation: argmin_x max_x' ||x'||^2_{(A + x x^T)^{-1}}, stop by eq. 11.
 
     Parameters: delta, sigma (noise bound, c = 2 sqrt(2) sigma), confidence ("pairs": log_n(K^2/delta) as
-    in the spec, default; "arms": log_n(K/delta), which reproduces [XHS18] Table 1's oracle exactly),
+    in [SLM14], default; "arms": log_n(K/delta), which reproduces [XHS18] Table 1's oracle exactly),
     allocation_seed (tie-breaks of the shared precomputed sequence; None draws one from rng), rng, max_samples.
     """
 
@@ -599,7 +599,7 @@ class GAllocation(_StaticAllocation):
 
 @register("xy-static", delta=0.05, sigma=1.0)
 class XYStatic(_StaticAllocation):
-    """[SLM14] greedy XY-static allocation (spec 2.1.2): argmin_x max_{y in Y} ||y||^2_{(A+xx^T)^{-1}}, eq. 11.
+    """[SLM14] greedy XY-static allocation: argmin_x max_{y in Y} ||y||^2_{(A+xx^T)^{-1}}, eq. 11.
 
     restrict_y: None (auto: True above K = 200, with a logged warning), True or False. When True,
     Y holds only the pairs with the current OLS empirical best arm; the allocation then depends on
@@ -651,12 +651,12 @@ class XYStatic(_StaticAllocation):
 
 @register("xy-oracle", delta=0.05, sigma=1.0, theta="oracle")
 class XYOracle(_StaticAllocation):
-    """[SLM14] XY-oracle allocation (spec 2.1.3): greedy on max_{y in Y*} ||y||^2_{(A+xx^T)^{-1}} / Delta_y^2.
+    """[SLM14] XY-oracle allocation: greedy on max_{y in Y*} ||y||^2_{(A+xx^T)^{-1}} / Delta_y^2.
 
     theta: the true parameter theta* (length d; "oracle" resolves it from the instance).
     stopping: "eq4" (default, true gaps: deterministic stopping time) or "eq11" (empirical rule).
     tie_rtol: greedy scores within this relative distance of the best count as tied and are decided
-    by the reduction of the directions at the maximum [D]. Every y in Y* contains x*, so the literal
+    by the reduction of the directions at the maximum (our choice). Every y in Y* contains x*, so the literal
     one-step minimax keeps pulling x* (which lowers all tied directions by a vanishing amount) and never
     reaches eq. 4 (e.g. Soare d = 4, omega = 0.2); 1e-3 breaks that stall. Use 1e-10 for the literal rule.
     """
@@ -706,7 +706,7 @@ class XYOracle(_StaticAllocation):
 # ====================================================================== XY-adaptive (phased)
 @register("xy-adaptive", delta=0.05, sigma=1.0, alpha=0.1)
 class XYAdaptive(_SLMBase):
-    """[SLM14] XY-adaptive (spec 2.1.4, resolutions A-S1..A-S8): phases of XY-static allocation on the
+    """[SLM14] XY-adaptive: phases of XY-static allocation on the
     directions between surviving arms; each phase restarts from its own data (initial spanning pulls
     included), ends when max_y ||y||^2_{A^{-1}} <= alpha * (its value at the end of the previous phase),
     then discards dominated arms (Lemma 4 with c, strict <) and tests eq. 11.
@@ -728,7 +728,7 @@ class XYAdaptive(_SLMBase):
         self.restrict_y = self._check_restrict(restrict_y, self.K)
         self.allocation_seed = int(self.rng.integers(2**63)) if allocation_seed is None else int(allocation_seed)
         self.active = np.ones(self.K, dtype=bool)
-        self.rho_prev = 1.0 / (self.d_eff * (self.d_eff + 1) + 1)  # rho^0 / n_0 (A-S1)
+        self.rho_prev = 1.0 / (self.d_eff * (self.d_eff + 1) + 1)  # rho^0 / n_0 (the phase test compares with the previous phase's value, not rho / t twice)
         self.phase = 0
         self._prev_best: int | None = None
         self._start_phase()
@@ -839,7 +839,7 @@ class XYAdaptive(_SLMBase):
 # ====================================================================== fully adaptive baseline
 @register("xy-fully-adaptive", delta=0.05, sigma=1.0, eta=1.0, S="oracle")
 class XYFullyAdaptive(_SLMBase):
-    """The "fully adaptive XY" baseline of [SLM14] Fig. 4 (spec 2.1.5): the surviving set is recomputed
+    """The "fully adaptive XY" baseline of [SLM14] Fig. 4: the surviving set is recomputed
     after every pull from ridge estimates (parameter eta) with the Prop. 2 width
     ||x - x'||_{(A^eta)^{-1}} (sigma sqrt(d log((1 + n L^2/eta)/delta)) + sqrt(eta) S); data are never
     discarded; the next arm is the XY-greedy choice for the directions between survivors.

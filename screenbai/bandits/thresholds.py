@@ -1,8 +1,8 @@
-"""Confidence thresholds of the pure-exploration algorithms (spec 1.5), as small pure functions.
+"""Confidence thresholds of the pure-exploration algorithms, as small pure functions.
 
 Every function returns the factor a width is built from; the GIFA engine (``gifa.py``) turns it
 into a width: linear indices use ``factor * ||y||_{(V^lambda)^{-1}}``, classical (per-arm) indices
-use ``factor / sqrt(N_a)``.  ``s`` always counts the observations collected so far (spec 0).
+use ``factor / sqrt(N_a)``.  ``s`` always counts the observations collected so far (the papers index time differently).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ DELTA_EFF = ("pairs", "ellipsoid")
 def effective_delta(delta: float, K: int, delta_eff: str = "pairs") -> float:
     """[XHS18] union bound over the K^2 pairs ("pairs", delta/K^2) or the ellipsoid bound ("ellipsoid", delta).
 
-    Spec 1.5(b) and ambiguity A-X1: "pairs" is paper-faithful (default), "ellipsoid" is valid and tighter.
+    "pairs" (delta / K^2, the union bound of [XHS18] Lemma 3) is paper-faithful (default), "ellipsoid" is valid and tighter.
     """
     if delta_eff == "pairs":
         return delta / (K * K)
@@ -25,7 +25,7 @@ def effective_delta(delta: float, K: int, delta_eff: str = "pairs") -> float:
 
 
 def abbasi_yadkori(logdet: float, d: int, lambda0: float, R: float, S: float, delta: float) -> float:
-    """C_t of [XHS18] eq. 3 (spec 1.5(b)), from log det V_t^lambda kept incrementally.
+    """C_t of [XHS18] eq. 3, from log det V_t^lambda kept incrementally.
 
     C_t = R sqrt(2 log(det(V_t)^{1/2} det(lambda I)^{-1/2} / delta)) + sqrt(lambda) S,
     so that |y^T (theta_hat - theta*)| <= C_t ||y||_{V_t^{-1}}.  ``delta`` is the effective level
@@ -45,11 +45,11 @@ def reda_theoretical(
     lambda0: float,
     paper_literal: bool = False,
 ) -> float:
-    """[RKD21] eq. (2) (spec 1.5(c)); the width is this times sigma ||y||_{V^{-1}}.
+    """[RKD21] eq. (2); the width is this times sigma ||y||_{V^{-1}}.
 
-    Self-consistent form (default, [D]): sqrt(2 ln(1/delta) + d ln(1 + (s+1) L^2 / (lambda0 d)))
+    Self-consistent form (default, our choice): sqrt(2 ln(1/delta) + d ln(1 + (s+1) L^2 / (lambda0 d)))
     + sqrt(lambda0) S / sigma, with V_0 = lambda0 I.  ``paper_literal=True`` reproduces the printed
-    mix, lambda^2 inside the log and sqrt(lambda) outside, with lambda = lambda0 (ambiguity A-R2).
+    mix, lambda^2 inside the log and sqrt(lambda) outside, with lambda = lambda0.
     """
     lam_log = lambda0 * lambda0 if paper_literal else lambda0
     inner = 2.0 * math.log(1.0 / delta) + d * math.log1p((s + 1) * L * L / (lam_log * d))
@@ -57,17 +57,17 @@ def reda_theoretical(
 
 
 def reda_heuristic(s: int, delta: float) -> float:
-    """[RKD21] experimental threshold sqrt(2 ln((ln s + 1) / delta)) (spec 1.5(d)); s >= 1 enforced.
+    """[RKD21] experimental threshold sqrt(2 ln((ln s + 1) / delta)); s >= 1 enforced.
 
     The width is this times sigma ||y||_{V^{-1}} (linear) or sigma / sqrt(N_a) (classical).
-    It carries no delta-guarantee (P10): report the empirical error next to it.
+    It carries no delta-guarantee: report the empirical error next to it.
     """
     s = max(int(s), 1)
     return math.sqrt(2.0 * math.log((math.log(s) + 1.0) / delta))
 
 
 def lucb1_rate(s: int, delta: float, K: int) -> float:
-    """beta(t, delta) = ln(5 K t^4 / (4 delta)) of LUCB1 (Kalyanakrishnan et al. 2012; spec 1.5(e)).
+    """beta(t, delta) = ln(5 K t^4 / (4 delta)) of LUCB1 (Kalyanakrishnan et al. 2012).
 
     Individual width W_t(a) = sqrt(2 sigma^2 beta / N_a(t)); t = s >= 1.
     """
@@ -83,12 +83,12 @@ def lucb1_factor(s: int, delta: float, K: int, sigma: float) -> float:
 def hoeffding_factor(s: int, delta: float, K: int) -> float:
     """sqrt(log(4 K t^3 / delta) / 2): the Hoeffding width for rewards in [0, 1] is this / sqrt(T_k).
 
-    Used for the GapE baseline of [KW] (spec 3.4 "GapE comparison", A-K10); t = s >= 1.
+    Used for the GapE baseline of [KW] (the paper does not configure it); t = s >= 1.
     """
     s = max(int(s), 1)
     return math.sqrt(0.5 * (math.log(4.0 * K / delta) + 3.0 * math.log(s)))
 
 
 def hoeffding_width(s: int, delta: float, K: int, n_pulls: int) -> float:
-    """sqrt(log(4 K t^3 / delta) / (2 T_k)) (spec 3.4)."""
+    """sqrt(log(4 K t^3 / delta) / (2 T_k)) (Hoeffding)."""
     return hoeffding_factor(s, delta, K) / math.sqrt(n_pulls)
