@@ -29,6 +29,6 @@ include: "workflow/rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         final_outputs(),
-    default_target: True

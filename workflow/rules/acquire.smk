@@ -10,14 +10,14 @@ rule acquire:
     output:
         raw=f"{R}/raw/activities.parquet",
         provenance=f"{R}/raw/provenance.json",
+    log:
+        f"{R}/logs/acquire.log",
+    conda:
+        "../envs/screenbai.yaml"
     params:
         source=config["source"],
         fallback=config.get("offline_fallback"),
         cache_dir=config["cache_dir"],
         repo_root=workflow.basedir,
-    log:
-        f"{R}/logs/acquire.log",
-    conda:
-        "../envs/screenbai.yaml"
     script:
         "../scripts/acquire.py"

@@ -13,12 +13,12 @@ rule curate:
             caption="../report/curation.rst",
             category="1. Data",
         ),
-    params:
-        curation=config["curation"],
     log:
         f"{R}/logs/curate.log",
     conda:
         "../envs/screenbai.yaml"
+    params:
+        curation=config["curation"],
     script:
         "../scripts/curate.py"
 
@@ -28,15 +28,15 @@ rule fingerprints:
         library=f"{R}/library.parquet",
     output:
         fingerprints=f"{R}/features/fingerprints.npz",
-    params:
-        radius=config["featurize"]["radius"],
-        n_bits=config["featurize"]["n_bits"],
     log:
         f"{R}/logs/fingerprints.log",
     benchmark:
         f"{R}/benchmarks/fingerprints.tsv"
     conda:
         "../envs/screenbai.yaml"
+    params:
+        radius=config["featurize"]["radius"],
+        n_bits=config["featurize"]["n_bits"],
     script:
         "../scripts/fingerprints.py"
 
@@ -48,14 +48,14 @@ rule pca:
     output:
         features=f"{R}/features/pca_d{{d}}.parquet",
         info=f"{R}/features/pca_d{{d}}.json",
-    params:
-        random_state=config["featurize"]["pca_random_state"],
     log:
         f"{R}/logs/pca_d{{d}}.log",
     benchmark:
         f"{R}/benchmarks/pca_d{{d}}.tsv"
     conda:
         "../envs/screenbai.yaml"
+    params:
+        random_state=config["featurize"]["pca_random_state"],
     script:
         "../scripts/pca.py"
 
@@ -67,13 +67,13 @@ rule ground_truth:
     output:
         arms=f"{R}/ground_truth/arms_d{{d}}.parquet",
         fit=f"{R}/ground_truth/fit_d{{d}}.json",
-    params:
-        threshold_nM=config["ground_truth"]["threshold_nM"],
-        C=config["ground_truth"]["C"],
-        random_state=config["ground_truth"]["random_state"],
     log:
         f"{R}/logs/ground_truth_d{{d}}.log",
     conda:
         "../envs/screenbai.yaml"
+    params:
+        threshold_nM=config["ground_truth"]["threshold_nM"],
+        C=config["ground_truth"]["C"],
+        random_state=config["ground_truth"]["random_state"],
     script:
         "../scripts/ground_truth.py"

@@ -44,15 +44,15 @@ rule report:
             for study in STUDIES
         ],
         markdown=f"{R}/report/summary.md",
+    log:
+        f"{R}/logs/report.log",
+    conda:
+        "../envs/screenbai.yaml"
     params:
         studies=config["screen"]["studies"],
         algorithms=config["algorithms"],
         reference=REFERENCE,
         title=config["report"]["title"],
         mols_per_row=config["report"]["structures_per_row"],
-    log:
-        f"{R}/logs/report.log",
-    conda:
-        "../envs/screenbai.yaml"
     script:
         "../scripts/report.py"

@@ -7,12 +7,12 @@ rule subset:
         library=f"{R}/library.parquet",
     output:
         subset=f"{R}/subsets/K{{K}}.csv",
-    params:
-        subset_seed=config["screen"]["subset_seed"],
     log:
         f"{R}/logs/subset_K{{K}}.log",
     conda:
         "../envs/screenbai.yaml"
+    params:
+        subset_seed=config["screen"]["subset_seed"],
     script:
         "../scripts/subset.py"
 
@@ -24,6 +24,15 @@ rule screen:
         subset=f"{R}/subsets/K{{K}}.csv",
     output:
         records=f"{R}/runs/{{label}}/d{{d}}_K{{K}}/chunk{{chunk}}.parquet",
+    log:
+        f"{R}/logs/screen/{{label}}_d{{d}}_K{{K}}_chunk{{chunk}}.log",
+    benchmark:
+        f"{R}/benchmarks/screen/{{label}}_d{{d}}_K{{K}}_chunk{{chunk}}.tsv"
+    conda:
+        "../envs/screenbai.yaml"
+    resources:
+        runtime=60,
+        mem_mb=2000,
     params:
         entry=algorithm_entry,
         start=chunk_start,
@@ -31,15 +40,6 @@ rule screen:
         seed=config["screen"]["seed"],
         max_samples=config["screen"]["max_samples"],
         modules=MODULES,
-    resources:
-        runtime=60,
-        mem_mb=2000,
-    log:
-        f"{R}/logs/screen/{{label}}_d{{d}}_K{{K}}_chunk{{chunk}}.log",
-    benchmark:
-        f"{R}/benchmarks/screen/{{label}}_d{{d}}_K{{K}}_chunk{{chunk}}.tsv"
-    conda:
-        "../envs/screenbai.yaml"
     script:
         "../scripts/screen.py"
 
