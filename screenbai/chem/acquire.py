@@ -275,31 +275,17 @@ def read_activity_table(
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"activity table not found: {path}")
-    suffixes = "".join(path.suffixes).lower()
-    is_sdf = ".sdf" in suffixes or ".sd" == path.suffix.lower()
+    is_sdf = ".sdf" in "".join(path.suffixes).lower() or path.suffix.lower() == ".sd"
     df = _read_sdf(path) if is_sdf else _read_text_table(path)
-    available = [c for c in df.columns if c not in ("_structure_smiles", "_record")]
-
-    named = {
-        "smiles_column": smiles_column,
-        "activity_column": activity_column,
-        "id_column": id_column,
-        "relation_column": relation_column,
-    }
-    for arg, col in named.items():
-        if col is None:
-            if arg == "smiles_column" and not is_sdf:
-                raise ValueError(
-                    f"{path}: smiles_column is required for CSV/TSV tables; "
-                    f"available columns: {available}"
-                )
-            continue
-        if col not in df.columns:
-            raise ValueError(
-                f"{path}: {arg}={col!r} is not a column of the table; "
-                f"available columns: {available}"
-            )
-
+    _check_named_columns(
+        path,
+        df,
+        is_sdf,
+        smiles_column=smiles_column,
+        activity_column=activity_column,
+        id_column=id_column,
+        relation_column=relation_column,
+    )
     out = pd.DataFrame(index=df.index)
     if smiles_column is None:
         out["canonical_smiles"] = df.get("_structure_smiles", pd.Series(pd.NA, index=df.index))
@@ -310,34 +296,51 @@ def read_activity_table(
     else:
         width = len(str(len(df)))
         out["molecule_chembl_id"] = [f"{path.name.split('.')[0]}_{i + 1:0{width}d}" for i in range(len(df))]
-
     values = df[activity_column].astype("object")
     if relation_column is not None:
         out["standard_relation"] = df[relation_column]
         out["standard_value"] = values
     else:
-        rel, val = [], []
-        for v in values:
-            if v is None or (isinstance(v, float) and v != v):
-                rel.append(pd.NA)
-                val.append(pd.NA)
-                continue
-            m = _VALUE_WITH_RELATION.match(str(v))
-            rel.append(m.group(1) if m.group(1) else pd.NA)
-            val.append(m.group(2))
-        out["standard_relation"] = rel
-        out["standard_value"] = val
+        out["standard_relation"], out["standard_value"] = _split_relations(values)
     out["standard_type"] = activity_type
     out["standard_units"] = units
-    used = {smiles_column, activity_column, id_column, relation_column, "_structure_smiles", "_record"}
+    used = {smiles_column, activity_column, id_column, relation_column, *_SDF_INTERNAL}
     for col in df.columns:
-        if col not in used:
-            name = _snake(col) or col
-            if name not in out.columns and name not in STANDARD_COLUMNS:
-                out[name] = df[col]
+        name = _snake(col) or col
+        if col not in used and name not in out.columns and name not in STANDARD_COLUMNS:
+            out[name] = df[col]
     result = _finalize(out)
     logger.info("read %d activity rows from %s", len(result), path)
     return result
+
+
+_SDF_INTERNAL = ("_structure_smiles", "_record")
+
+
+def _check_named_columns(path: Path, df: pd.DataFrame, is_sdf: bool, **named: str | None) -> None:
+    """Refuse a named column the table lacks (or no SMILES column for a text table)."""
+    available = [c for c in df.columns if c not in _SDF_INTERNAL]
+    if named["smiles_column"] is None and not is_sdf:
+        raise ValueError(f"{path}: smiles_column is required for CSV/TSV tables; available columns: {available}")
+    for arg, col in named.items():
+        if col is not None and col not in df.columns:
+            raise ValueError(f"{path}: {arg}={col!r} is not a column of the table; available columns: {available}")
+
+
+def _split_relations(values: pd.Series) -> tuple[list[Any], list[Any]]:
+    """Split values such as ``">10000"`` into relation (NA when absent) and value."""
+    rel: list[Any] = []
+    val: list[Any] = []
+    for v in values:
+        if v is None or (isinstance(v, float) and v != v):
+            rel.append(pd.NA)
+            val.append(pd.NA)
+            continue
+        m = _VALUE_WITH_RELATION.match(str(v))
+        assert m is not None  # the pattern matches any text
+        rel.append(m.group(1) if m.group(1) else pd.NA)
+        val.append(m.group(2))
+    return rel, val
 
 
 # ----------------------------------------------------------------------------------------

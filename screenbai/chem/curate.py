@@ -195,6 +195,153 @@ def _parse_float(v: Any) -> float | None | str:
     return None if math.isnan(f) else f
 
 
+@dataclass(frozen=True)
+class _RowChecks:
+    """The per-row checks of :func:`curate_activities` that need no structure."""
+
+    wanted_types: frozenset[str]
+    description_pattern: re.Pattern[str] | None
+    censored: str
+    drop_flagged: bool
+
+    def first_failure(self, row: dict[str, Any]) -> str | tuple[float, bool]:
+        """The first failing check's reason, or ``(value, is_mass)``: the value in nM, or in
+        mass units when ``is_mass`` (converted once the molecular weight is known)."""
+        t = row["standard_type"]
+        if self.wanted_types and (_blank(t) or str(t).strip().lower() not in self.wanted_types):
+            return "activity type not selected"
+        desc = row["assay_description"]
+        if self.description_pattern is not None and (_blank(desc) or not self.description_pattern.search(str(desc))):
+            return "assay description not matched"
+        if _blank(row["canonical_smiles"]):
+            return "missing SMILES"
+        v = _parse_float(row["standard_value"])
+        if v is None:
+            return "missing value"
+        if isinstance(v, str):
+            return "non-numeric value"
+        if not v > 0 or math.isinf(v):
+            return "non-positive value"
+        u = None if _blank(row["standard_units"]) else str(row["standard_units"]).strip()
+        if u is None:
+            return "missing unit"
+        if u in UNIT_FACTORS_TO_NM:
+            value, is_mass = v * UNIT_FACTORS_TO_NM[u], False
+        elif u in _MASS_UNITS:
+            value, is_mass = v, True
+        else:
+            return "unknown unit"
+        rel = "=" if _blank(row["standard_relation"]) else str(row["standard_relation"]).strip().strip("'\"")
+        if rel in _CENSORED:
+            if self.censored == "drop":
+                return "censored relation"
+        elif rel not in _EXACT:
+            return "unknown relation"
+        if self.drop_flagged and not _blank(row["data_validity_comment"]):
+            return "flagged: data validity comment"
+        dup = row["potential_duplicate"]
+        if self.drop_flagged and not _blank(dup) and str(dup).strip().lower() in {"true", "1", "1.0", "t", "yes"}:
+            return "flagged: potential duplicate"
+        return value, is_mass
+
+
+_ROW_FIELDS = (
+    "molecule_chembl_id", "canonical_smiles", "standard_type", "standard_relation", "standard_value",
+    "standard_units", "data_validity_comment", "potential_duplicate", "assay_description",
+)
+
+
+def _blank(v: Any) -> bool:
+    return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
+
+
+def _rows(raw_df: pd.DataFrame) -> list[dict[str, Any]]:
+    """The fields curation reads, one dict per row (absent columns read as None)."""
+    n = len(raw_df)
+    columns = {c: raw_df[c].tolist() if c in raw_df.columns else [None] * n for c in _ROW_FIELDS}
+    return [{c: columns[c][i] for c in _ROW_FIELDS} for i in range(n)]
+
+
+def _row_ids(rows: list[dict[str, Any]]) -> list[str]:
+    return [
+        f"row{i}" if _blank(r["molecule_chembl_id"]) else str(r["molecule_chembl_id"]) for i, r in enumerate(rows)
+    ]
+
+
+def _checked_options(
+    raw_df: pd.DataFrame, censored: str, assay_description_regex: str | None
+) -> re.Pattern[str] | None:
+    """Refuse unusable options or input columns; return the compiled assay regex."""
+    if censored not in ("drop", "keep_as_value"):
+        raise ValueError(f"censored={censored!r}: use 'drop' or 'keep_as_value'")
+    missing_cols = [c for c in ("canonical_smiles", "standard_value") if c not in raw_df.columns]
+    if missing_cols:
+        raise ValueError(
+            f"raw_df lacks column(s) {missing_cols}; columns found: {list(raw_df.columns)}. "
+            "Read the data with screenbai.chem.acquire first."
+        )
+    try:
+        return re.compile(assay_description_regex, re.IGNORECASE) if assay_description_regex else None
+    except re.error as exc:
+        raise ValueError(f"assay_description_regex={assay_description_regex!r} is not a valid regex: {exc}") from exc
+
+
+def _standardize_unique(smiles: set[str], canonical_tautomer: bool) -> dict[str, tuple[str, str, float] | str]:
+    """Standardize each unique SMILES once: (smiles, inchikey, mw) or a drop reason."""
+    from rdkit.rdBase import BlockLogs
+
+    standardizer = _Standardizer(canonical_tautomer)
+    with BlockLogs():
+        return {s: standardizer(s) for s in sorted(smiles)}
+
+
+def _attach_structures(
+    smiles_in: list[str],
+    ids: list[str],
+    reason: list[str | None],
+    value_nM: list[float],
+    is_mass: list[bool],
+    canonical_tautomer: bool,
+) -> tuple[list[str | None], list[str | None], list[tuple[str, str]]]:
+    """Standardize the structures of the rows still kept.
+
+    Rows whose structure fails get their reason in ``reason``; mass concentrations are
+    converted to nM in ``value_nM``.  Returns the standardized SMILES and InChIKeys per row
+    and the ``(id, smiles)`` of the structures that failed.
+    """
+    n = len(smiles_in)
+    standardized = _standardize_unique({smiles_in[i] for i in range(n) if reason[i] is None}, canonical_tautomer)
+    std_smiles: list[str | None] = [None] * n
+    std_key: list[str | None] = [None] * n
+    unparseable: list[tuple[str, str]] = []
+    for i in range(n):
+        if reason[i] is not None:
+            continue
+        res = standardized[smiles_in[i]]
+        if isinstance(res, str):
+            reason[i] = res
+            unparseable.append((ids[i], smiles_in[i]))
+            continue
+        if is_mass[i]:
+            if not res[2] > 0:
+                reason[i] = "unit not convertible"
+                continue
+            value_nM[i] = value_nM[i] * 1e6 / res[2]
+        std_smiles[i], std_key[i] = res[0], res[1]
+    for cid, s in unparseable:
+        logger.warning("could not parse/standardize SMILES of %s: %r", cid, s)
+    return std_smiles, std_key, unparseable
+
+
+def _count_reasons(reasons: Sequence[str | None]) -> dict[str, int]:
+    """Reason -> number of rows, in the order of :data:`DROP_REASONS` (non-zero only)."""
+    counts: dict[str, int] = {}
+    for r in reasons:
+        if r is not None:
+            counts[r] = counts.get(r, 0) + 1
+    return {r: counts[r] for r in DROP_REASONS if r in counts}
+
+
 def curate_activities(
     raw_df: pd.DataFrame,
     *,
@@ -237,128 +384,29 @@ def curate_activities(
     Mass concentrations (``ug.mL-1``) are converted with the molecular weight of the SMILES
     as given (the substance tested, counter-ions included): nM = value * 1e6 / MW.
     """
-    if censored not in ("drop", "keep_as_value"):
-        raise ValueError(f"censored={censored!r}: use 'drop' or 'keep_as_value'")
-    missing_cols = [c for c in ("canonical_smiles", "standard_value") if c not in raw_df.columns]
-    if missing_cols:
-        raise ValueError(
-            f"raw_df lacks column(s) {missing_cols}; columns found: {list(raw_df.columns)}. "
-            "Read the data with screenbai.chem.acquire first."
-        )
-    try:
-        pattern = re.compile(assay_description_regex, re.IGNORECASE) if assay_description_regex else None
-    except re.error as exc:
-        raise ValueError(f"assay_description_regex={assay_description_regex!r} is not a valid regex: {exc}") from exc
-    wanted_types = {t.strip().lower() for t in activity_types}
-    n = len(raw_df)
-
-    def col(name: str) -> list[Any]:
-        return raw_df[name].tolist() if name in raw_df.columns else [None] * n
-
-    ids = [str(v) if v is not None and v is not pd.NA and v == v else f"row{i}" for i, v in enumerate(col("molecule_chembl_id"))]
-    smiles_in = col("canonical_smiles")
-    types = col("standard_type")
-    relations = col("standard_relation")
-    values = col("standard_value")
-    units = col("standard_units")
-    comments = col("data_validity_comment")
-    dups = col("potential_duplicate")
-    descriptions = col("assay_description")
-
-    def blank(v: Any) -> bool:
-        return v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip())
+    pattern = _checked_options(raw_df, censored, assay_description_regex)
+    checks = _RowChecks(frozenset(t.strip().lower() for t in activity_types), pattern, censored, drop_flagged)
+    rows = _rows(raw_df)
+    ids = _row_ids(rows)
+    n = len(rows)
 
     reason: list[str | None] = [None] * n
-    value_nM: list[float] = [math.nan] * n
-    mass_rows: list[int] = []
-    for i in range(n):
-        t = types[i]
-        if wanted_types and (blank(t) or str(t).strip().lower() not in wanted_types):
-            reason[i] = "activity type not selected"
-            continue
-        if pattern is not None and (blank(descriptions[i]) or not pattern.search(str(descriptions[i]))):
-            reason[i] = "assay description not matched"
-            continue
-        if blank(smiles_in[i]):
-            reason[i] = "missing SMILES"
-            continue
-        v = _parse_float(values[i])
-        if v is None:
-            reason[i] = "missing value"
-            continue
-        if v == "non-numeric":
-            reason[i] = "non-numeric value"
-            continue
-        if not v > 0 or math.isinf(v):
-            reason[i] = "non-positive value"
-            continue
-        u = None if blank(units[i]) else str(units[i]).strip()
-        if u is None:
-            reason[i] = "missing unit"
-            continue
-        if u in UNIT_FACTORS_TO_NM:
-            value_nM[i] = v * UNIT_FACTORS_TO_NM[u]
-        elif u in _MASS_UNITS:
-            value_nM[i] = v  # converted once the molecular weight is known
-            mass_rows.append(i)
+    value_nM = [math.nan] * n
+    is_mass = [False] * n
+    for i, row in enumerate(rows):
+        outcome = checks.first_failure(row)
+        if isinstance(outcome, str):
+            reason[i] = outcome
         else:
-            reason[i] = "unknown unit"
-            continue
-        rel = "=" if blank(relations[i]) else str(relations[i]).strip().strip("'\"")
-        if rel in _CENSORED:
-            if censored == "drop":
-                reason[i] = "censored relation"
-                continue
-        elif rel not in _EXACT:
-            reason[i] = "unknown relation"
-            continue
-        if drop_flagged and not blank(comments[i]):
-            reason[i] = "flagged: data validity comment"
-            continue
-        if drop_flagged and not blank(dups[i]) and str(dups[i]).strip().lower() in {"true", "1", "1.0", "t", "yes"}:
-            reason[i] = "flagged: potential duplicate"
-            continue
+            value_nM[i], is_mass[i] = outcome
 
-    # standardize each unique SMILES once
-    from rdkit.rdBase import BlockLogs
-
-    standardizer = _Standardizer(canonical_tautomer)
-    todo = sorted({str(smiles_in[i]).strip() for i in range(n) if reason[i] is None})
-    cache: dict[str, tuple[str, str, float] | str] = {}
-    with BlockLogs():
-        for s in todo:
-            cache[s] = standardizer(s)
-    std_smiles: list[str | None] = [None] * n
-    std_key: list[str | None] = [None] * n
-    mass_set = set(mass_rows)
-    unparseable: list[tuple[str, str]] = []
-    for i in range(n):
-        if reason[i] is not None:
-            continue
-        s = str(smiles_in[i]).strip()
-        res = cache[s]
-        if isinstance(res, str):
-            reason[i] = res
-            unparseable.append((ids[i], s))
-            continue
-        if i in mass_set:
-            mw = res[2]
-            if not mw > 0:
-                reason[i] = "unit not convertible"
-                continue
-            value_nM[i] = value_nM[i] * 1e6 / mw
-        std_smiles[i], std_key[i] = res[0], res[1]
-    for cid, s in unparseable:
-        logger.warning("could not parse/standardize SMILES of %s: %r", cid, s)
-
+    smiles_in = [str(row["canonical_smiles"]).strip() for row in rows]
+    std_smiles, std_key, unparseable = _attach_structures(
+        smiles_in, ids, reason, value_nM, is_mass, canonical_tautomer
+    )
     kept_idx = [i for i in range(n) if reason[i] is None]
-    dropped: dict[str, int] = {}
-    for r in DROP_REASONS:
-        c = sum(1 for x in reason if x == r)
-        if c:
-            dropped[r] = c
+    dropped = _count_reasons(reason)
     assert n == len(kept_idx) + sum(dropped.values()), "curation lost track of rows"
-
     kept = pd.DataFrame(
         {
             "id": [ids[i] for i in kept_idx],
