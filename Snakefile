@@ -3,9 +3,15 @@
 # `snakemake --cores 8 --configfile config/egfr.yaml` screens EGFR (a --configfile replaces the
 # default config entirely). See docs/workflow.md.
 
+import sys
+
 from snakemake.utils import min_version, validate
 
 min_version("8.0")
+
+# The workflow imports the screenbai package of this repository, whatever --directory is (the
+# rules' scripts do the same through workflow/scripts/rule_setup.py).
+sys.path.insert(0, workflow.basedir)
 
 
 # The default config is read only when no --configfile is given, so a target's config never

@@ -1,7 +1,8 @@
 """Figures and tables of a screening study, from the workflow's run records.
 
 Plots take an ``ax`` (or create one), draw on it and return the figure; they never call
-``plt.show()`` (matplotlib's Agg backend is selected).  Metrics: mean and
+``plt.show()``: they use matplotlib's object API (``Figure``), which needs no backend and
+leaves pyplot's state alone.  Metrics: mean and
 quantiles of the samples used, error frequency, and runs that hit the safety cap reported
 apart (a run that never stopped has no sample complexity).
 """
@@ -13,12 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
 __all__ = [
     "declared_compounds",
@@ -37,7 +35,7 @@ _KEYS = ["label", "algorithm", "d", "K"]
 
 def _axes(ax):
     if ax is None:
-        fig, ax = plt.subplots(figsize=(5.5, 4))
+        ax = Figure(figsize=(5.5, 4)).subplots()
     return ax.figure, ax
 
 
@@ -258,7 +256,8 @@ def write_report(
     for name, study in studies.items():
         d_list = study["d"] if isinstance(study["d"], list) else [study["d"]]
         k_list = study["K"] if isinstance(study["K"], list) else [study["K"]]
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4))
+        fig = Figure(figsize=(11, 4))
+        ax1, ax2 = fig.subplots(1, 2)
         if len(d_list) >= len(k_list):
             x, fixed = "d", {"K": int(k_list[0])}
         else:
@@ -268,7 +267,6 @@ def write_report(
         fig.suptitle(f"{title or 'screen'}: tests and errors versus {x}", fontsize=10)
         fig.tight_layout()
         fig.savefig(outputs[f"study_{name}"], dpi=110)
-        plt.close(fig)
 
     d_ref, K_ref = reference
     ref = records[(records["d"] == d_ref) & (records["K"] == K_ref)]
@@ -276,7 +274,6 @@ def write_report(
     fig.axes[0].set_title(f"tests per compound, d = {d_ref}, K = {K_ref}")
     fig.tight_layout()
     fig.savefig(outputs["pulls"], dpi=110)
-    plt.close(fig)
 
     # structures: the compound each algorithm declared at the reference screen, and the best of the K
     dref = declared[(declared["d"] == d_ref) & (declared["K"] == K_ref)]

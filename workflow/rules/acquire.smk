@@ -14,6 +14,10 @@ rule acquire:
         f"{R}/logs/acquire.log",
     conda:
         "../envs/screenbai.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=30,
     params:
         source=config["source"],
         fallback=config.get("offline_fallback"),

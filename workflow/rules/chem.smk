@@ -17,6 +17,10 @@ rule curate:
         f"{R}/logs/curate.log",
     conda:
         "../envs/screenbai.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=30,
     params:
         curation=config["curation"],
     script:
@@ -34,6 +38,10 @@ rule fingerprints:
         f"{R}/benchmarks/fingerprints.tsv"
     conda:
         "../envs/screenbai.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
     params:
         radius=config["featurize"]["radius"],
         n_bits=config["featurize"]["n_bits"],
@@ -54,6 +62,10 @@ rule pca:
         f"{R}/benchmarks/pca_d{{d}}.tsv"
     conda:
         "../envs/screenbai.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
     params:
         random_state=config["featurize"]["pca_random_state"],
     script:
@@ -71,6 +83,10 @@ rule ground_truth:
         f"{R}/logs/ground_truth_d{{d}}.log",
     conda:
         "../envs/screenbai.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
     params:
         threshold_nM=config["ground_truth"]["threshold_nM"],
         C=config["ground_truth"]["C"],

@@ -48,6 +48,10 @@ rule report:
         f"{R}/logs/report.log",
     conda:
         "../envs/screenbai.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=20,
     params:
         studies=config["screen"]["studies"],
         algorithms=config["algorithms"],

@@ -11,6 +11,10 @@ rule subset:
         f"{R}/logs/subset_K{{K}}.log",
     conda:
         "../envs/screenbai.yaml"
+    threads: 1
+    resources:
+        mem_mb=500,
+        runtime=5,
     params:
         subset_seed=config["screen"]["subset_seed"],
     script:
@@ -30,6 +34,7 @@ rule screen:
         f"{R}/benchmarks/screen/{{label}}_d{{d}}_K{{K}}_chunk{{chunk}}.tsv"
     conda:
         "../envs/screenbai.yaml"
+    threads: 1
     resources:
         runtime=60,
         mem_mb=2000,
@@ -53,5 +58,9 @@ rule aggregate:
         f"{R}/logs/aggregate.log",
     conda:
         "../envs/screenbai.yaml"
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
     script:
         "../scripts/aggregate.py"

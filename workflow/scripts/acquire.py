@@ -1,12 +1,11 @@
 """Rule acquire: raw activities from ChEMBL / an export / a table (offline fallback logged)."""
+from rule_setup import start
+
+logger = start(snakemake)  # first: this repository's screenbai, the rule log
+
 import json
-import logging
 
 from screenbai.screening import acquire_activities
-
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True,
-                    format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-logging.captureWarnings(True)
 
 raw, provenance = acquire_activities(
     snakemake.params.source,

@@ -1,14 +1,13 @@
 """Rule curate: raw activities -> compound library + curation report (every dropped row)."""
+from rule_setup import start
+
+logger = start(snakemake)  # first: this repository's screenbai, the rule log
+
 import json
-import logging
 
 import pandas as pd
 
 from screenbai.chem.curate import curate_activities
-
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True,
-                    format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-logging.captureWarnings(True)
 
 raw = pd.read_parquet(snakemake.input.raw)
 library, report = curate_activities(raw, **snakemake.params.curation)

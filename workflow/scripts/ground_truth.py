@@ -1,14 +1,13 @@
 """Rule ground_truth: binarise activity, fit the logistic model, write the arms of dimension d."""
+from rule_setup import start
+
+logger = start(snakemake)  # first: this repository's screenbai, the rule log
+
 import json
-import logging
 
 import pandas as pd
 
 from screenbai.screening import ground_truth_arms
-
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True,
-                    format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-logging.captureWarnings(True)
 
 arms, fit = ground_truth_arms(
     pd.read_parquet(snakemake.input.library),

@@ -1,14 +1,14 @@
 """Rule pca: fingerprints -> d principal components per compound."""
+from rule_setup import start
+
+logger = start(snakemake)  # first: this repository's screenbai, the rule log
+
 import json
-import logging
 
 import numpy as np
 import pandas as pd
 
 from screenbai.chem.featurize import reduce_pca
-
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True,
-                    format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 d = int(snakemake.wildcards.d)
 data = np.load(snakemake.input.fingerprints)

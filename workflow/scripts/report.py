@@ -1,14 +1,13 @@
 """Rule report: tables, figures and a markdown summary of the study."""
+from rule_setup import start
+
+logger = start(snakemake)  # first: this repository's screenbai, the rule log
+
 import json
-import logging
 
 import pandas as pd
 
 from screenbai.report import write_report
-
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True,
-                    format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-logging.captureWarnings(True)
 
 fits = []
 for path in snakemake.input.fits:

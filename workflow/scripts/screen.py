@@ -1,14 +1,13 @@
 """Rule screen: one chunk of replications of one algorithm on one (d, K) screen."""
+from rule_setup import start
+
+logger = start(snakemake)  # first: this repository's screenbai, the rule log
+
 import json
-import logging
 
 import pandas as pd
 
 from screenbai.screening import run_chunk
-
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True,
-                    format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-logging.captureWarnings(True)
 
 with open(snakemake.input.fit) as fh:
     fit = json.load(fh)
@@ -26,4 +25,4 @@ records = run_chunk(
     modules=snakemake.params.modules,
 )
 records.to_parquet(snakemake.output.records, index=False)
-logging.info("%d replications, mean samples %.1f", len(records), records["samples"].mean())
+logger.info("%d replications, mean samples %.1f", len(records), records["samples"].mean())
