@@ -63,3 +63,13 @@ def test_pca_d_bounds():
         reduce_pca(fp, 0)
     with pytest.raises(ValueError, match="2-D"):
         reduce_pca(fp[0], 2)
+
+
+def test_pca_refuses_constant_fingerprints():
+    fp = morgan_fingerprints(["CCO"] * 6)  # one structure: no bit varies
+    with pytest.raises(ValueError, match="all 6 fingerprints are identical"):
+        reduce_pca(fp, 2)
+    with pytest.raises(ValueError, match="identical"):
+        reduce_pca(np.zeros((4, 32), dtype=np.uint8), 1)
+    X, info = reduce_pca(morgan_fingerprints(["CCO"] * 5 + ["CCN"]), 1)  # one differing row is enough
+    assert info["explained_variance_ratio_total"] == pytest.approx(1.0) and np.ptp(X) > 0

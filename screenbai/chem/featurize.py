@@ -81,7 +81,8 @@ def reduce_pca(fingerprints: np.ndarray, d: int, random_state: int = 0) -> tuple
     Raises
     ------
     ValueError
-        If ``d`` is out of range (the message gives the maximum allowed).
+        If ``d`` is out of range (the message gives the maximum allowed), or if all
+        fingerprints are identical (no variance to project).
     """
     import sklearn
     from sklearn.decomposition import PCA
@@ -96,6 +97,13 @@ def reduce_pca(fingerprints: np.ndarray, d: int, random_state: int = 0) -> tuple
         raise ValueError(
             f"d={d!r} is not allowed for {n} molecules x {p} bits: choose an integer "
             f"1 <= d <= {d_max} (max allowed = min(n_molecules, n_bits))"
+        )
+    if not np.any(X != X[0]):
+        # PCA of data without variance returns zero scores and NaN explained variance
+        raise ValueError(
+            f"all {n} fingerprints are identical (no bit varies): there is nothing to project. "
+            "The library holds a single distinct structure, or the fingerprints are empty "
+            "(e.g. n_bits too small or every SMILES the same); screen a library of different compounds."
         )
     # eigh of the p x p covariance (exact, fastest here) where scikit-learn has it (>= 1.5)
     major, minor = (int(x) for x in sklearn.__version__.split(".")[:2])
