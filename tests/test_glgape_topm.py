@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from screenbai.bandits import available, make_policy, policy_for_instance, run
+from screenbai.bandits import available, make_policy, policy_for_instance
 from screenbai.bandits.glgape_topm import TopMGLGapE
 from screenbai.bandits.instances import kw_synthetic
 
