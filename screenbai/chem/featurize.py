@@ -10,7 +10,35 @@ import numpy as np
 
 logger = logging.getLogger("screenbai.chem")
 
-__all__ = ["morgan_fingerprints", "reduce_pca"]
+__all__ = ["morgan_fingerprints", "reduce_pca", "smiles_problem"]
+
+
+def smiles_problem(smiles: Any) -> str | None:
+    """Why RDKit cannot read ``smiles``, in a few words (``None`` if it can).
+
+    One of ``"empty"``, ``"not text"``, ``"syntax error"``, ``"valence error"``,
+    ``"kekulization error"``, ``"sanitization error"``.
+    """
+    from rdkit import Chem
+    from rdkit.rdBase import BlockLogs
+
+    if not isinstance(smiles, str):
+        return "empty" if smiles is None or (isinstance(smiles, float) and np.isnan(smiles)) else "not text"
+    if not smiles.strip():
+        return "empty"
+    with BlockLogs():
+        mol = Chem.MolFromSmiles(smiles, sanitize=False)
+        if mol is None:
+            return "syntax error"
+        try:
+            Chem.SanitizeMol(mol)
+        except Chem.AtomValenceException:
+            return "valence error"
+        except (Chem.KekulizeException, Chem.AtomKekulizeException):
+            return "kekulization error"
+        except Chem.MolSanitizeException:
+            return "sanitization error"
+    return None
 
 
 def morgan_fingerprints(smiles: Sequence[str], radius: int = 4, n_bits: int = 1024) -> np.ndarray:
@@ -50,7 +78,7 @@ def morgan_fingerprints(smiles: Sequence[str], radius: int = 4, n_bits: int = 10
             mol = Chem.MolFromSmiles(s) if isinstance(s, str) and s.strip() else None
             if mol is None:
                 raise ValueError(
-                    f"cannot parse SMILES at index {i}: {s!r}; curate the library first "
+                    f"cannot parse SMILES at index {i}: {s!r} ({smiles_problem(s)}); curate the library first "
                     "(screenbai.chem.curate_activities drops unparseable structures)"
                 )
             out[i] = generator.GetFingerprintAsNumPy(mol)
