@@ -84,7 +84,15 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--out", help="write the per-run records here (.csv or .parquet)")
     sim.add_argument("--no-progress", action="store_true")
 
+    from .campaign.cli import add_parser as add_campaign_parser
+
+    add_campaign_parser(sub)
+
     args = parser.parse_args(argv)
+    if args.command == "campaign":
+        from .campaign.cli import run as run_campaign
+
+        return run_campaign(args)
     from .bandits import registry
 
     if args.command == "algorithms":

@@ -1,0 +1,401 @@
+"""The ``Campaign`` object: a real screen, plate by plate, kept in one SQLite file.
+
+    camp = Campaign.create("cdk2.campaign", import_library("export.csv.gz"), "glgape",
+                           {"epsilon": 0.1, "delta": 0.05}, seed=1)
+    plate = camp.next_plate(96, "P001.csv")     # the lab tests these wells
+    camp.record("P001_results.csv")             # validated first; all or nothing
+    print(camp.status().text())
+
+The file is the only state.  The policy is rebuilt by replaying the log: every plate is proposed
+again (and must equal the stored one: a determinism guard) and every results file is told in the
+order it was recorded (its outcomes, then its failed wells cancelled).  A snapshot of the
+policy's ``state_dict`` after the latest step is stored in the same transaction as the step, as a
+cache of that replay; ``Campaign.open(..., use_snapshot=False)`` replays from the start instead.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import store
+from .plates import well_names, write_plate_file
+from .results import Outcome, WellInfo, read_results
+
+OUTCOMES = ("binary", "continuous")
+
+
+class CampaignError(RuntimeError):
+    """An action that the campaign's state does not allow (nothing to propose, finished, ...)."""
+
+
+class ReplayMismatch(CampaignError):
+    """Replaying the log does not reproduce a stored plate (the algorithm or its code changed)."""
+
+
+@dataclass(frozen=True)
+class Plate:
+    plate_id: str
+    wells: tuple[str, ...]
+    arms: tuple[int, ...]
+    compound_ids: tuple[str, ...]
+    smiles: tuple[str, ...]
+    path: Path | None = None
+
+    def __len__(self) -> int:
+        return len(self.wells)
+
+
+@dataclass(frozen=True)
+class RecordSummary:
+    record_id: int
+    file: str
+    n_outcomes: int
+    n_failed: int
+    plates: tuple[str, ...]
+
+
+# ------------------------------------------------------------------- policy protocol adapters
+def _propose(policy, n: int) -> np.ndarray:
+    if not hasattr(policy, "propose"):  # sequential API until the plate contract lands: its natural batch
+        return np.asarray(policy.ask(), dtype=np.int64).reshape(-1)
+    return np.asarray(policy.propose(int(n)), dtype=np.int64).reshape(-1)
+
+
+def _tell(policy, arms: np.ndarray, values: np.ndarray) -> None:
+    if arms.size:
+        policy.tell(arms, values)
+
+
+def _cancel(policy, arms: np.ndarray) -> None:
+    if arms.size:
+        policy.cancel(arms)
+
+
+def _can_snapshot(policy) -> bool:
+    return hasattr(policy, "state_dict") and hasattr(policy, "load_state_dict")
+
+
+class Campaign:
+    """One campaign file: library, algorithm, plates, outcomes and the log (see module doc)."""
+
+    def __init__(self, path: Path, con: sqlite3.Connection, *, use_snapshot: bool = True):
+        self.path = Path(path)
+        self._con = con
+        self.meta = store.get_meta(con)
+        self.use_snapshot = use_snapshot
+        rows = con.execute("SELECT arm, compound_id, smiles FROM compounds ORDER BY arm").fetchall()
+        self.compound_ids = [r[1] for r in rows]
+        self.smiles = [r[2] for r in rows]
+        self._arm_of = {cid: arm for arm, cid, _ in rows}
+        self.features = store.get_array(con, "features")
+        self._policy = None
+
+    # ------------------------------------------------------------------ creation / opening
+    @classmethod
+    def create(cls, path, library, algorithm: str, params: dict | None = None, *, seed: int = 0,
+               outcome: str = "binary", note: str = "") -> "Campaign":
+        """Create a campaign file for ``library`` (a :class:`~screenbai.campaign.library.Library`)."""
+        import screenbai
+        from screenbai.bandits import registry
+
+        params = dict(params or {})
+        entry = registry.get(algorithm)
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}; got {outcome!r}")
+        policy = registry.make_policy(entry.name, library.features, rng=int(seed), **params)  # fails early on bad params
+        if outcome == "continuous" and policy.binary_rewards:
+            raise ValueError(f"{entry.name} models binary (0/1) outcomes; use --outcome binary or a linear algorithm")
+        path = Path(path)
+        con = store.connect(path, create=True)
+        try:
+            store.create_schema(con)
+            with store.transaction(con):
+                for key, value in {
+                    "algorithm": entry.name, "params": params, "seed": int(seed), "outcome": outcome,
+                    "featurizer": library.featurizer, "provenance": library.provenance, "note": note,
+                    "screenbai_version": screenbai.__version__, "created_at": store.now(),
+                }.items():
+                    store.put_meta(con, key, value)
+                c = library.compounds
+                con.executemany(
+                    "INSERT INTO compounds (arm, compound_id, smiles, input_smiles, source_row) VALUES (?, ?, ?, ?, ?)",
+                    zip(range(len(c)), c["compound_id"], c["smiles"], c["input_smiles"], (int(r) for r in c["source_row"])),
+                )
+                store.put_array(con, "features", library.features)
+                for name, arr in library.arrays.items():
+                    store.put_array(con, name, np.asarray(arr))
+                r = library.rejected
+                con.executemany(
+                    "INSERT INTO rejected (source_row, compound_id, smiles, reason, detail) VALUES (?, ?, ?, ?, ?)",
+                    ((int(a), b, s, reason, detail) for a, b, s, reason, detail in
+                     zip(r["source_row"], r["compound_id"], r["smiles"], r["reason"], r["detail"])),
+                )
+                store.add_event(con, "init", {"algorithm": entry.name, "params": params, "seed": int(seed),
+                                              "n_compounds": len(c), "n_rejected": len(r)})
+        except BaseException:
+            con.close()
+            path.unlink(missing_ok=True)
+            for extra in ("-wal", "-shm"):
+                Path(str(path) + extra).unlink(missing_ok=True)
+            raise
+        return cls(path, con)
+
+    @classmethod
+    def open(cls, path, *, use_snapshot: bool = True) -> "Campaign":
+        return cls(Path(path), store.connect(path), use_snapshot=use_snapshot)
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # ------------------------------------------------------------------ the policy, by replay
+    @property
+    def K(self) -> int:
+        return len(self.compound_ids)
+
+    @property
+    def algorithm(self) -> str:
+        return self.meta["algorithm"]
+
+    @property
+    def binary(self) -> bool:
+        return self.meta["outcome"] == "binary"
+
+    def _new_policy(self):
+        from screenbai.bandits import make_policy
+
+        return make_policy(self.algorithm, self.features, rng=int(self.meta["seed"]), **self.meta["params"])
+
+    @property
+    def policy(self):
+        """The policy after every recorded step (rebuilt lazily from the file)."""
+        if self._policy is None:
+            self._policy = self.replay(use_snapshot=self.use_snapshot)
+        return self._policy
+
+    def replay(self, *, use_snapshot: bool = True, on_record=None):
+        """Rebuild the policy from the log (from the snapshot when allowed and present).
+
+        ``on_record(step, policy)`` is called after each replayed results file.
+        """
+        policy = self._new_policy()
+        start = 0
+        if use_snapshot and _can_snapshot(policy):
+            row = self._con.execute("SELECT step, state FROM snapshot WHERE id = 1").fetchone()
+            if row is not None:
+                policy.load_state_dict(store.decode_state(row[1]))
+                start = int(row[0])
+        events = self._con.execute(
+            "SELECT step, kind, detail FROM events WHERE kind IN ('plate', 'record') AND step > ? ORDER BY step", (start,)
+        ).fetchall()
+        if not events:
+            return policy
+        wells: dict[str, list[int]] = {}
+        for plate_id, arm in self._con.execute(
+            "SELECT w.plate_id, w.arm FROM wells w JOIN plates p USING (plate_id) WHERE p.step > ? "
+            "ORDER BY p.step, w.position", (start,)
+        ):
+            wells.setdefault(plate_id, []).append(arm)
+        outcomes: dict[int, list[tuple[int, float | None]]] = {}
+        for record_step, arm, value in self._con.execute(
+            "SELECT r.step, o.arm, o.value FROM outcomes o JOIN records r USING (record_id) WHERE r.step > ? "
+            "ORDER BY o.id", (start,)
+        ):
+            outcomes.setdefault(record_step, []).append((arm, value))
+        for step, kind, detail in events:
+            d = json.loads(detail)
+            if kind == "plate":
+                arms = _propose(policy, d["requested"])
+                stored = np.asarray(wells.get(d["plate_id"], []), dtype=np.int64)
+                if arms.shape != stored.shape or (arms != stored).any():
+                    raise ReplayMismatch(
+                        f"{self.path}: replaying the log proposes other compounds for plate {d['plate_id']} than "
+                        f"the stored ones (first arms {arms[:5].tolist()} vs {stored[:5].tolist()}); the algorithm "
+                        f"{self.algorithm} behaves differently in this screenbai version "
+                        f"({self.meta.get('screenbai_version')} made the campaign)"
+                    )
+            else:
+                self._apply_record(policy, outcomes.get(step, []))
+                if on_record is not None:
+                    on_record(step, policy)
+        return policy
+
+    @staticmethod
+    def _apply_record(policy, rows) -> None:
+        ok = [(a, v) for a, v in rows if v is not None]
+        failed = np.asarray([a for a, v in rows if v is None], dtype=np.int64)
+        _tell(policy, np.asarray([a for a, _ in ok], dtype=np.int64), np.asarray([v for _, v in ok], dtype=float))
+        _cancel(policy, failed)
+
+    @contextmanager
+    def _step(self):
+        """One logged step: a transaction; on any failure the in-memory policy is dropped (rebuilt from the file)."""
+        try:
+            with store.transaction(self._con):
+                yield
+        except BaseException:
+            self._policy = None
+            raise
+
+    def _save_snapshot(self, step: int) -> None:
+        if _can_snapshot(self._policy):
+            self._con.execute(
+                "INSERT OR REPLACE INTO snapshot (id, step, state) VALUES (1, ?, ?)",
+                (step, store.encode_state(self._policy.state_dict())),
+            )
+
+    # ------------------------------------------------------------------ plates
+    def next_plate(self, size: int, path=None) -> Plate:
+        """Propose up to ``size`` wells, record the plate as pending and write its file to ``path``.
+
+        The plate is committed first, then the file is written (atomically): after a crash in
+        between, ``write_plate`` writes the file of the pending plate again.
+        """
+        size = int(size)
+        if size < 1:
+            raise ValueError(f"plate size must be at least 1; got {size}")
+        policy = self.policy
+        if policy.done:
+            raise CampaignError(
+                f"{self.algorithm} has finished (the stopping rule fired or the budget is spent); "
+                "see `screenbai campaign status` for the recommendation"
+            )
+        arms = _propose(policy, size)
+        if arms.size == 0:
+            self._policy = None  # rebuild from the file: the empty proposal is not logged
+            open_wells = self._con.execute(
+                "SELECT COUNT(*) FROM wells w LEFT JOIN outcomes o USING (plate_id, well) WHERE o.id IS NULL"
+            ).fetchone()[0]
+            raise CampaignError(
+                f"{self.algorithm} has nothing to propose until the outcomes of the {open_wells} open well(s) "
+                "are recorded (e.g. the end of a GSE stage)"
+            )
+        with self._step():
+            n_plates = self._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
+            plate_id = f"P{n_plates + 1:03d}"
+            step = store.add_event(self._con, "plate", {"plate_id": plate_id, "requested": size, "n_wells": int(arms.size)})
+            self._con.execute("INSERT INTO plates (plate_id, step, requested, created_at) VALUES (?, ?, ?, ?)",
+                              (plate_id, step, size, store.now()))
+            names = well_names(int(arms.size))
+            self._con.executemany(
+                "INSERT INTO wells (plate_id, well, position, arm) VALUES (?, ?, ?, ?)",
+                ((plate_id, w, k, int(a)) for k, (w, a) in enumerate(zip(names, arms))),
+            )
+            self._save_snapshot(step)
+        plate = self.plate(plate_id)
+        if path is not None:
+            plate = self.write_plate(plate_id, path)
+        return plate
+
+    def plate(self, plate_id: str) -> Plate:
+        rows = self._con.execute("SELECT well, arm FROM wells WHERE plate_id = ? ORDER BY position", (plate_id,)).fetchall()
+        if not rows:
+            raise CampaignError(f"no plate {plate_id!r} in {self.path}")
+        arms = tuple(int(a) for _, a in rows)
+        return Plate(plate_id, tuple(w for w, _ in rows), arms, tuple(self.compound_ids[a] for a in arms),
+                     tuple(self.smiles[a] for a in arms))
+
+    def write_plate(self, plate_id: str, path) -> Plate:
+        """(Re)write the plate file of ``plate_id``: plate_id, well, compound_id, smiles, outcome."""
+        p = self.plate(plate_id)
+        write_plate_file(path, plate_id, list(zip(p.wells, p.compound_ids, p.smiles)))
+        return Plate(p.plate_id, p.wells, p.arms, p.compound_ids, p.smiles, Path(path))
+
+    def _plate_map(self) -> dict[str, dict[str, WellInfo]]:
+        plates: dict[str, dict[str, WellInfo]] = {}
+        for plate_id, well, arm, file, at in self._con.execute(
+            "SELECT w.plate_id, w.well, w.arm, r.file, r.recorded_at FROM wells w JOIN plates p USING (plate_id) "
+            "LEFT JOIN outcomes o USING (plate_id, well) LEFT JOIN records r USING (record_id) "
+            "ORDER BY p.step, w.position"
+        ):
+            plates.setdefault(plate_id, {})[well] = WellInfo(arm, self.compound_ids[arm], None if file is None else f"{file} at {at}")
+        return plates
+
+    # ------------------------------------------------------------------ results
+    def record(self, path) -> RecordSummary:
+        """Validate a results file against the plates, then record it in one transaction."""
+        from .library import file_sha256
+
+        path = Path(path)
+        outcomes = read_results(path, self._plate_map(), binary=self.binary)
+        return self._commit_outcomes(outcomes, path.name, file_sha256(path))
+
+    def _commit_outcomes(self, outcomes: list[Outcome], name: str, sha256: str) -> RecordSummary:
+        policy = self.policy
+        rows = [(o.arm, o.value) for o in outcomes]
+        try:
+            self._apply_record(policy, rows)
+        except Exception:
+            self._policy = None  # the in-memory policy may be half-updated; the file is untouched
+            raise
+        with self._step():
+            n_failed = sum(o.value is None for o in outcomes)
+            plates = tuple(dict.fromkeys(o.plate_id for o in outcomes))
+            step = store.add_event(self._con, "record", {
+                "file": name, "sha256": sha256, "n_outcomes": len(outcomes) - n_failed, "n_failed": n_failed,
+                "plates": list(plates),
+            })
+            cur = self._con.execute("INSERT INTO records (step, file, sha256, recorded_at) VALUES (?, ?, ?, ?)",
+                                    (step, name, sha256, store.now()))
+            record_id = int(cur.lastrowid)
+            self._con.executemany(
+                "INSERT INTO outcomes (record_id, plate_id, well, arm, value) VALUES (?, ?, ?, ?, ?)",
+                ((record_id, o.plate_id, o.well, o.arm, o.value) for o in outcomes),
+            )
+            self._save_history(step, policy)
+            self._save_snapshot(step)
+        return RecordSummary(record_id, name, len(outcomes) - n_failed, n_failed, plates)
+
+    def _save_history(self, step: int, policy) -> None:
+        res = policy.result()
+        leaders = [self.compound_ids[a] for a in res.recommendation]
+        self._con.execute("INSERT INTO history (step, n_tests, leader, done) VALUES (?, ?, ?, ?)",
+                          (step, int(res.n_samples), json.dumps(leaders), int(bool(policy.done))))
+
+    # ------------------------------------------------------------------ read-only views
+    def observations(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Per-arm (tests, sum of outcomes, sum of squared outcomes) and the number of failed wells."""
+        n = np.zeros(self.K, dtype=np.int64)
+        s = np.zeros(self.K)
+        s2 = np.zeros(self.K)
+        failed = 0
+        for arm, cnt, tot, tot2, nf in self._con.execute(
+            "SELECT arm, COUNT(value), TOTAL(value), TOTAL(value * value), SUM(value IS NULL) FROM outcomes GROUP BY arm"
+        ):
+            n[arm], s[arm], s2[arm] = cnt, tot, tot2
+            failed += int(nf)
+        return n, s, s2, failed
+
+    def open_wells(self) -> dict[str, int]:
+        """Plate id -> number of wells without a recorded outcome (plates still in the lab)."""
+        return {p: int(c) for p, c in self._con.execute(
+            "SELECT w.plate_id, COUNT(*) FROM wells w JOIN plates p USING (plate_id) "
+            "LEFT JOIN outcomes o USING (plate_id, well) WHERE o.id IS NULL GROUP BY w.plate_id ORDER BY p.step"
+        )}
+
+    def history(self) -> list[tuple[int, int, list[str], bool]]:
+        return [(s, n, json.loads(l), bool(d)) for s, n, l, d in
+                self._con.execute("SELECT step, n_tests, leader, done FROM history ORDER BY step")]
+
+    def events(self) -> list[tuple[int, str, str, dict]]:
+        return [(s, at, k, json.loads(d)) for s, at, k, d in
+                self._con.execute("SELECT step, at, kind, detail FROM events ORDER BY step")]
+
+    def rejected(self) -> list[tuple]:
+        return self._con.execute("SELECT source_row, compound_id, smiles, reason, detail FROM rejected ORDER BY source_row").fetchall()
+
+    def status(self):
+        from .status import campaign_status
+
+        return campaign_status(self)

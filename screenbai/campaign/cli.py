@@ -1,0 +1,196 @@
+"""``screenbai campaign ...``: a thin shell over :class:`screenbai.campaign.Campaign`.
+
+    screenbai campaign init cdk2.campaign --library export.csv.gz --algorithm glgape --param epsilon=0.1
+    screenbai campaign next cdk2.campaign --plate-size 96          # writes P001.csv
+    screenbai campaign record cdk2.campaign P001.csv                # the same file, outcomes filled in
+    screenbai campaign status cdk2.campaign
+    screenbai campaign report cdk2.campaign --out cdk2_report/
+    screenbai campaign backtest --library export.csv.gz --activity-column standard_value ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def add_parser(sub) -> None:
+    """Register ``campaign`` and its subcommands on the main command's subparsers."""
+    camp = sub.add_parser("campaign", help="run a real screen: plates, lab results, status, report, backtest",
+                          description=__doc__.split("\n")[0])
+    cs = camp.add_subparsers(dest="campaign_command", required=True)
+
+    def file_arg(p):
+        p.add_argument("campaign", help="the campaign file (one SQLite database)")
+
+    def library_args(p):
+        p.add_argument("--library", required=True,
+                       help="structures: CSV/TSV/SDF, a ChEMBL web export (';'-separated), or the workflow's "
+                            "features/pca_d{d}.parquet")
+        p.add_argument("--kind", default="auto", choices=["auto", "table", "chembl-export", "featurized"])
+        p.add_argument("--id-column", help="compound id column of a CSV/TSV (SDF: the title line by default)")
+        p.add_argument("--smiles-column", help="SMILES column of a CSV/TSV (SDF: the record's structure by default)")
+        p.add_argument("--library-file", help="with a featurized library: the workflow's library.parquet (SMILES)")
+        p.add_argument("--radius", type=int, default=4, help="Morgan radius (CDK2 study: 4)")
+        p.add_argument("--bits", type=int, default=1024, help="fingerprint bits (CDK2 study: 1024)")
+        p.add_argument("--d", type=int, default=20, help="PCA dimensions (CDK2 study reference: 20)")
+
+    def algorithm_args(p):
+        p.add_argument("--algorithm", default="glgape", help="a registered name (`screenbai algorithms`)")
+        p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                       help="algorithm parameter (repeatable), e.g. --param epsilon=0.1 --param delta=0.05")
+        p.add_argument("--seed", type=int, default=0, help="the policy's random seed")
+        p.add_argument("--outcome", default="binary", choices=["binary", "continuous"],
+                       help="binary (0/1, e.g. cured or not) or continuous outcomes (linear algorithms only)")
+
+    p = cs.add_parser("init", help="create a campaign file from a library of structures")
+    file_arg(p)
+    library_args(p)
+    algorithm_args(p)
+    p.add_argument("--rejected-out", help="also write the rejected structures (row, id, SMILES, reason) to this CSV")
+
+    p = cs.add_parser("next", help="propose the next plate, record it as pending and write its file")
+    file_arg(p)
+    p.add_argument("--plate-size", type=int, default=96)
+    p.add_argument("--out", help="plate file to write (default: <plate id>.csv next to the campaign file)")
+
+    p = cs.add_parser("plate", help="write the file of an existing plate again")
+    file_arg(p)
+    p.add_argument("plate_id")
+    p.add_argument("--out")
+
+    p = cs.add_parser("record", help="validate a results file and record it (all or nothing)")
+    file_arg(p)
+    p.add_argument("results", help="CSV/TSV with plate_id, well (or compound_id), outcome")
+
+    p = cs.add_parser("status", help="tests used, plates in the lab, recommendation, stopping rule")
+    file_arg(p)
+    p.add_argument("--json", action="store_true", help="print the status as JSON")
+
+    p = cs.add_parser("report", help="write an HTML report with figures")
+    file_arg(p)
+    p.add_argument("--out", help="output directory (default: <campaign>_report)")
+
+    p = cs.add_parser("backtest", help="run a whole campaign against known outcomes, plate by plate")
+    library_args(p)
+    algorithm_args(p)
+    p.add_argument("--truth", help="table of known outcomes (default: the library file itself)")
+    p.add_argument("--truth-id-column", default=None, help="compound id column of --truth (default: --id-column)")
+    p.add_argument("--activity-column", help="activity (e.g. IC50 in nM; lower is better) to binarise at --threshold")
+    p.add_argument("--threshold", type=float, default=1000.0, help="a compound is a hit when activity < threshold")
+    p.add_argument("--rate-column", help="instead: the cure rate of each compound (e.g. the workflow's arms 'mean')")
+    p.add_argument("--plate-size", type=int, default=96)
+    p.add_argument("--max-tests", type=int, default=20000, help="stop the backtest after this many tests")
+    p.add_argument("--top-k", type=int, default=10, help="hit recovery: share of the top-k compounds tested")
+    p.add_argument("--campaign-out", help="keep the backtest's campaign file here (default: a temporary file)")
+    p.add_argument("--out", default="backtest", help="output directory for the table and figure")
+
+
+def _params(pairs):
+    from screenbai.cli import _params as parse
+
+    return parse(pairs)
+
+
+def run(args) -> int:
+    from .campaign import Campaign, CampaignError, ReplayMismatch
+    from .results import ResultsError
+    from .store import CampaignFileError
+
+    try:
+        return _COMMANDS[args.campaign_command](args)
+    except ResultsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except (CampaignError, CampaignFileError, ReplayMismatch, ValueError, KeyError, TypeError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _init(args) -> int:
+    from .campaign import Campaign
+    from .library import import_library
+
+    lib = import_library(args.library, kind=args.kind, id_column=args.id_column, smiles_column=args.smiles_column,
+                         radius=args.radius, n_bits=args.bits, d=args.d, library_file=args.library_file)
+    camp = Campaign.create(args.campaign, lib, args.algorithm, _params(args.param), seed=args.seed, outcome=args.outcome)
+    print(f"created {args.campaign}: {camp.K:,} compounds, {camp.features.shape[1]} features "
+          f"({lib.featurizer['method']}), {camp.algorithm} with {camp.meta['params'] or 'default parameters'}")
+    if len(lib.rejected):
+        print(f"{len(lib.rejected):,} input rows not used:")
+        for reason, count in lib.rejected_counts().items():
+            print(f"  {reason:24s} {count:6,d}")
+        if args.rejected_out:
+            lib.rejected.to_csv(args.rejected_out, index=False)
+            print(f"rejected rows written to {args.rejected_out}")
+        else:
+            print("  (list them with --rejected-out FILE, or in the report)")
+    camp.close()
+    return 0
+
+
+def _next(args) -> int:
+    from .campaign import Campaign
+
+    with Campaign.open(args.campaign) as camp:
+        n_plates = camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
+        out = args.out or Path(args.campaign).with_name(f"P{n_plates + 1:03d}.csv")
+        plate = camp.next_plate(args.plate_size, out)
+    print(f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds) written to {plate.path}")
+    print(f"fill in its 'outcome' column (0/1, or empty / 'failed' for a failed well) and run "
+          f"`screenbai campaign record {args.campaign} {plate.path}`")
+    return 0
+
+
+def _plate(args) -> int:
+    from .campaign import Campaign
+
+    with Campaign.open(args.campaign) as camp:
+        plate = camp.write_plate(args.plate_id, args.out or Path(args.campaign).with_name(f"{args.plate_id}.csv"))
+    print(f"plate {plate.plate_id}: {len(plate)} wells written to {plate.path}")
+    return 0
+
+
+def _record(args) -> int:
+    from .campaign import Campaign
+
+    with Campaign.open(args.campaign) as camp:
+        rec = camp.record(args.results)
+        left = camp.open_wells()
+    print(f"recorded {rec.n_outcomes} outcome(s)" + (f" and {rec.n_failed} failed well(s) (back in the queue)" if rec.n_failed else "")
+          + f" from {rec.file} on plate(s) {', '.join(rec.plates)}")
+    if left:
+        print("still awaiting results: " + ", ".join(f"{p} ({n} wells)" for p, n in left.items()))
+    return 0
+
+
+def _status(args) -> int:
+    from .campaign import Campaign
+
+    with Campaign.open(args.campaign) as camp:
+        status = camp.status()
+    print(json.dumps(status.to_dict(), indent=2) if args.json else status.text())
+    return 0
+
+
+def _report(args) -> int:
+    from .campaign import Campaign
+    from .report import write_report
+
+    out = Path(args.out or f"{Path(args.campaign).with_suffix('')}_report")
+    with Campaign.open(args.campaign) as camp:
+        page = write_report(camp, out)
+    print(f"report written to {page}")
+    return 0
+
+
+def _backtest(args) -> int:
+    from .backtest import backtest_from_args
+
+    return backtest_from_args(args, _params(args.param))
+
+
+_COMMANDS = {"init": _init, "next": _next, "plate": _plate, "record": _record, "status": _status,
+             "report": _report, "backtest": _backtest}

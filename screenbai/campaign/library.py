@@ -1,0 +1,262 @@
+"""A campaign's library: structures without activities, standardized and featurized.
+
+Inputs (``kind``):
+
+* ``table``: CSV/TSV (delimiter sniffed, gzip allowed) or SDF, with the id and SMILES columns
+  named by the caller (SDF: the record's structure and title line by default);
+* ``chembl-export``: a ChEMBL web-interface export (';'-separated; one row per activity, so a
+  molecule appears once per measurement and is kept once);
+* ``featurized``: the workflow's featurized library, ``features/pca_d{d}.parquet`` (or
+  ``ground_truth/arms_d{d}.parquet``); the SMILES come from the run's ``library.parquet``.
+
+Structures are standardized with :func:`screenbai.chem.curate.standardize_smiles` and featurized
+with the workflow's Morgan + PCA code (:mod:`screenbai.chem.featurize`); the arm features are the
+PCA scores plus an intercept column, as the workflow's arms.  Every input row that does not become
+an arm is reported with its reason; two ids with the same structure are never merged (the first
+is kept, the second is reported as a duplicate structure).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+logger = logging.getLogger("screenbai.campaign")
+
+KINDS = ("auto", "table", "chembl-export", "featurized")
+#: the CDK2 study's featurizer (config/config.yaml; d = 20 is its reference screen)
+DEFAULT_RADIUS, DEFAULT_N_BITS, DEFAULT_D = 4, 1024, 20
+
+
+@dataclass
+class Library:
+    """Arms of a campaign: ``compounds`` (compound_id, smiles, input_smiles, source_row, in arm
+    order), ``features`` (K x (d + 1), last column the intercept), the input rows not used
+    (``rejected``: source_row, compound_id, smiles, reason, detail), and how it was made."""
+
+    compounds: Any
+    features: np.ndarray
+    rejected: Any
+    featurizer: dict
+    provenance: dict
+    arrays: dict = field(default_factory=dict)
+
+    def rejected_counts(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self.rejected["reason"].value_counts().sort_index().items()}
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _detect_kind(path: Path) -> str:
+    if path.suffix.lower() == ".parquet":
+        return "featurized"
+    suffixes = "".join(path.suffixes).lower()
+    if ".sdf" in suffixes or path.suffix.lower() == ".sd":
+        return "table"
+    from screenbai.chem.acquire import _open_text
+
+    with _open_text(path) as fh:
+        header = fh.readline()
+    return "chembl-export" if "Molecule ChEMBL ID" in header else "table"
+
+
+def _read_rows(path: Path, kind: str, id_column: str | None, smiles_column: str | None):
+    """Input rows as a frame: source_row (1-based data line or SDF record), compound_id, input_smiles."""
+    import pandas as pd
+
+    from screenbai.chem.acquire import _read_sdf, _read_text_table, read_chembl_export
+
+    if kind == "chembl-export":
+        raw = read_chembl_export(path)
+        frame = pd.DataFrame({
+            "source_row": np.arange(1, len(raw) + 1),
+            "compound_id": raw["molecule_chembl_id"].astype(object),
+            "input_smiles": raw["canonical_smiles"].astype(object),
+        })
+        # one row per activity: keep each (molecule, structure) once
+        n_rows = len(frame)
+        frame = frame.drop_duplicates(["compound_id", "input_smiles"], keep="first").reset_index(drop=True)
+        return frame, {"activity_rows": n_rows, "distinct_molecule_rows": len(frame)}
+    suffixes = "".join(path.suffixes).lower()
+    is_sdf = ".sdf" in suffixes or path.suffix.lower() == ".sd"
+    table = _read_sdf(path) if is_sdf else _read_text_table(path)
+    if is_sdf:
+        id_column = id_column or "_Name"
+        smiles_col = smiles_column or "_structure_smiles"
+    else:
+        smiles_col = smiles_column
+        if smiles_col is None or id_column is None:
+            raise ValueError(
+                f"{path}: name the id and SMILES columns (--id-column, --smiles-column); "
+                f"columns are {list(table.columns)}"
+            )
+    for option, col in (("--id-column", id_column), ("--smiles-column", smiles_col)):
+        if col not in table.columns:
+            shown = [c for c in table.columns if c not in ("_structure_smiles", "_record")]
+            raise ValueError(f"{path}: {option} {col!r} is not a column; columns are {shown}")
+    rows = table["_record"] + 1 if is_sdf else np.arange(2, len(table) + 2)  # header is line 1
+    frame = pd.DataFrame({
+        "source_row": np.asarray(rows, dtype=np.int64),
+        "compound_id": table[id_column].astype(object),
+        "input_smiles": table[smiles_col].astype(object),
+    })
+    return frame, {"rows": len(frame)}
+
+
+def _blank(v) -> bool:
+    return v is None or (isinstance(v, float) and v != v) or not str(v).strip()
+
+
+def curate_structures(frame):
+    """Standardize; return (kept, rejected).  Reasons: missing id, missing SMILES, unparseable
+    SMILES, standardization failed, duplicate id (same id, another structure), duplicate structure."""
+    import pandas as pd
+
+    from screenbai.chem.curate import standardize_smiles
+
+    rejected: list[dict] = []
+
+    def reject(row, reason, detail=""):
+        rejected.append({
+            "source_row": int(row.source_row), "compound_id": None if _blank(row.compound_id) else str(row.compound_id),
+            "smiles": None if _blank(row.input_smiles) else str(row.input_smiles), "reason": reason, "detail": detail,
+        })
+
+    frame = frame.reset_index(drop=True)
+    std = standardize_smiles([None if _blank(s) else str(s) for s in frame["input_smiles"]])
+    kept = []
+    by_id: dict[str, str] = {}
+    by_key: dict[str, str] = {}
+    for row, smiles, key, error in zip(frame.itertuples(index=False), std["smiles"], std["inchikey"], std["error"]):
+        if _blank(row.compound_id):
+            reject(row, "missing id")
+            continue
+        cid = str(row.compound_id).strip()
+        if error is not None:
+            reject(row, error)
+            continue
+        if cid in by_id:
+            if by_id[cid] != key:
+                reject(row, "duplicate id", f"id {cid} already used for another structure")
+            continue  # the same compound listed twice: one arm
+        if key in by_key:
+            reject(row, "duplicate structure", f"same standardized structure (InChIKey {key}) as {by_key[key]}")
+            continue
+        by_id[cid], by_key[key] = key, cid
+        kept.append({"compound_id": cid, "smiles": smiles, "input_smiles": str(row.input_smiles),
+                     "source_row": int(row.source_row)})
+    columns = ["source_row", "compound_id", "smiles", "reason", "detail"]
+    return pd.DataFrame(kept), pd.DataFrame(rejected, columns=columns)
+
+
+def featurize_structures(smiles, *, radius: int, n_bits: int, d: int) -> tuple[np.ndarray, dict, dict]:
+    """Morgan fingerprints -> PCA(d) -> append the intercept: (features, settings, loadings)."""
+    from screenbai.chem.featurize import morgan_fingerprints, reduce_pca
+
+    fps = morgan_fingerprints(list(smiles), radius=radius, n_bits=n_bits)
+    scores, info = reduce_pca(fps, int(d))
+    features = np.hstack([scores, np.ones((scores.shape[0], 1))])
+    settings = {
+        "method": "morgan+pca", "radius": int(radius), "n_bits": int(n_bits), "d": int(d),
+        "intercept": True, "pca_svd_solver": info["svd_solver"],
+        "explained_variance_ratio_total": info["explained_variance_ratio_total"],
+        "explained_variance_ratio": [float(v) for v in info["explained_variance_ratio"]],
+    }
+    return features, settings, {"pca_components": info["components"], "pca_mean": info["mean"]}
+
+
+def _featurized(path: Path, library_path: str | None):
+    import pandas as pd
+
+    table = pd.read_parquet(path)
+    if "compound_id" not in table.columns:
+        raise ValueError(f"{path}: a featurized library needs a compound_id column; columns are {list(table.columns)}")
+    pcs = sorted([c for c in table.columns if c.startswith("pc") and c[2:].isdigit()], key=lambda c: int(c[2:]))
+    xs = sorted([c for c in table.columns if c.startswith("x") and c[1:].isdigit()], key=lambda c: int(c[1:]))
+    if pcs:
+        X = np.hstack([table[pcs].to_numpy(float), np.ones((len(table), 1))])
+    elif xs:  # the ground-truth arms table: intercept already last
+        X = table[xs].to_numpy(float)
+    else:
+        raise ValueError(f"{path}: no feature columns (pc1.. or x0..); columns are {list(table.columns)}")
+    candidates = [Path(library_path)] if library_path else [path.parent.parent / "library.parquet", path.parent / "library.parquet"]
+    lib_file = next((c for c in candidates if c.is_file()), None)
+    if lib_file is None:
+        raise FileNotFoundError(
+            f"{path}: the SMILES of a featurized library come from the workflow's library.parquet; "
+            f"looked at {', '.join(map(str, candidates))}; give it with --library-file"
+        )
+    lib = pd.read_parquet(lib_file)[["compound_id", "smiles"]].set_index("compound_id")
+    missing = [c for c in table["compound_id"] if c not in lib.index]
+    if missing:
+        raise ValueError(f"{path}: {len(missing)} compound(s) are not in {lib_file}, e.g. {missing[0]!r}")
+    compounds = pd.DataFrame({
+        "compound_id": table["compound_id"].astype(str).to_numpy(),
+        "smiles": lib.loc[table["compound_id"], "smiles"].to_numpy(),
+    })
+    compounds["input_smiles"] = compounds["smiles"]
+    compounds["source_row"] = np.arange(1, len(compounds) + 1)
+    settings = {"method": "workflow features", "features_file": str(path.resolve()), "library_file": str(lib_file.resolve()),
+                "d": int(X.shape[1] - 1), "intercept": True}
+    info_file = path.with_suffix(".json")
+    if info_file.is_file():
+        import json
+
+        settings["workflow_pca"] = json.loads(info_file.read_text())
+    rejected = pd.DataFrame(columns=["source_row", "compound_id", "smiles", "reason", "detail"])
+    return compounds, X, rejected, settings
+
+
+def import_library(
+    path: str | Path,
+    *,
+    kind: str = "auto",
+    id_column: str | None = None,
+    smiles_column: str | None = None,
+    radius: int = DEFAULT_RADIUS,
+    n_bits: int = DEFAULT_N_BITS,
+    d: int = DEFAULT_D,
+    library_file: str | None = None,
+) -> Library:
+    """Read, standardize and featurize a library of structures (no activities needed)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"library file {path} does not exist")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
+    kind = _detect_kind(path) if kind == "auto" else kind
+    provenance: dict[str, Any] = {"path": str(path.resolve()), "kind": kind, "sha256": file_sha256(path),
+                                  "bytes": path.stat().st_size}
+    arrays: dict[str, np.ndarray] = {}
+    if kind == "featurized":
+        compounds, X, rejected, settings = _featurized(path, library_file)
+        provenance["rows"] = len(compounds)
+    else:
+        frame, counts = _read_rows(path, kind, id_column, smiles_column)
+        provenance.update(counts)
+        provenance["id_column"], provenance["smiles_column"] = id_column, smiles_column
+        compounds, rejected = curate_structures(frame)
+        if len(compounds) < 2:
+            raise ValueError(
+                f"{path}: only {len(compounds)} usable structure(s) out of {len(frame)} rows; a campaign needs at "
+                f"least 2 (rejected: {rejected['reason'].value_counts().to_dict()})"
+            )
+        d_max = min(len(compounds), int(n_bits))
+        if not 1 <= int(d) <= d_max:
+            raise ValueError(f"d = {d} principal components: choose 1 <= d <= {d_max} for {len(compounds)} compounds")
+        X, settings, arrays = featurize_structures(compounds["smiles"], radius=radius, n_bits=n_bits, d=d)
+    provenance["n_compounds"] = len(compounds)
+    provenance["rejected"] = {str(k): int(v) for k, v in rejected["reason"].value_counts().sort_index().items()}
+    logger.info("library %s: %d compounds, %d rows rejected", path, len(compounds), len(rejected))
+    return Library(compounds.reset_index(drop=True), np.ascontiguousarray(X, dtype=float), rejected, settings, provenance, arrays)

@@ -1,0 +1,49 @@
+"""Plate layouts and plate files (CSV: plate_id, well, compound_id, smiles, outcome)."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+
+#: standard microplate formats (rows x columns), smallest first
+FORMATS = ((8, 12), (16, 24), (32, 48))
+PLATE_COLUMNS = ("plate_id", "well", "compound_id", "smiles", "outcome")
+
+
+def _row_name(i: int) -> str:
+    letters = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        letters = chr(65 + r) + letters
+    return letters
+
+
+def well_names(size: int) -> list[str]:
+    """Well names filled row by row on the smallest standard plate that holds ``size`` wells
+    (96: A01..H12, 384: A01..P24, 1536: A01..AF48); beyond 1536, W00001, W00002, ..."""
+    if size < 1:
+        raise ValueError(f"a plate needs at least one well; got {size}")
+    for rows, cols in FORMATS:
+        if size <= rows * cols:
+            return [f"{_row_name(k // cols)}{k % cols + 1:02d}" for k in range(size)]
+    return [f"W{k + 1:05d}" for k in range(size)]
+
+
+def write_plate_file(path: str | Path, plate_id: str, wells: list[tuple[str, str, str]]) -> Path:
+    """Write (well, compound_id, smiles) rows with an empty outcome column for the lab to fill.
+
+    Written to a temporary file and renamed, so a crash never leaves half a plate file.
+    """
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(PLATE_COLUMNS)
+        for well, compound_id, smiles in wells:
+            writer.writerow((plate_id, well, compound_id, smiles, ""))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return path

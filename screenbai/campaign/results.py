@@ -1,0 +1,206 @@
+"""Reading and validating a results file from the lab, before anything is written.
+
+A results file is CSV or TSV (``;`` also accepted) with a header naming the columns:
+
+* ``plate_id`` (or ``plate``),
+* ``well`` and/or ``compound_id`` (or ``compound``): with only a compound id, its open wells on
+  that plate are filled in well order,
+* ``outcome`` (or ``result``, ``value``): 0/1 for binary assays, a number for continuous ones,
+  empty or ``failed`` for a failed well (its compound goes back into the queue).
+
+The plate file written by ``next`` has exactly these columns, so the lab can fill in the
+``outcome`` column and record the same file.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+ALIASES = {
+    "plate_id": ("plate_id", "plate"),
+    "well": ("well",),
+    "compound_id": ("compound_id", "compound"),
+    "outcome": ("outcome", "result", "value"),
+}
+FAILED = ("", "failed")
+MAX_ERRORS = 50
+
+
+class ResultsError(ValueError):
+    """A results file was refused; ``errors`` lists every problem (file, line, value, what to do)."""
+
+    def __init__(self, path, errors: list[str]):
+        self.path = str(path)
+        self.errors = list(errors)
+        shown = self.errors[:MAX_ERRORS]
+        more = f"\n... and {len(self.errors) - MAX_ERRORS} more" if len(self.errors) > MAX_ERRORS else ""
+        super().__init__(
+            f"{path}: {len(self.errors)} problem(s); nothing was recorded:\n  " + "\n  ".join(shown) + more
+        )
+
+
+@dataclass(frozen=True)
+class Outcome:
+    line: int
+    plate_id: str
+    well: str
+    arm: int
+    value: float | None  # None: failed well
+
+
+@dataclass(frozen=True)
+class WellInfo:
+    arm: int
+    compound_id: str
+    recorded_by: str | None  # the file that recorded it, None while open
+
+
+def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise ResultsError(path, [f"{path}: file does not exist"]) from None
+    except UnicodeDecodeError as exc:
+        raise ResultsError(path, [f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start}); save it as CSV"]) from None
+    lines = text.splitlines()
+    if not lines or not lines[0].strip():
+        raise ResultsError(path, [f"{path}: line 1: empty file or empty header; expected plate_id,well,outcome"])
+    header = lines[0]
+    sep = max((",", "\t", ";"), key=header.count)
+    reader = csv.reader(text.splitlines(keepends=True), delimiter=sep)
+    rows = []
+    head = None
+    for fields in reader:
+        if head is None:
+            head = [f.strip().lower() for f in fields]
+            continue
+        if not any(f.strip() for f in fields):
+            continue
+        rows.append((reader.line_num, fields))
+    return head, rows
+
+
+def read_results(path, plates: dict[str, dict[str, WellInfo]], *, binary: bool) -> list[Outcome]:
+    """Parse and validate ``path`` against the campaign's plates; raise ResultsError listing every problem.
+
+    ``plates`` maps plate id -> well -> WellInfo (arm, compound id, and the file that recorded
+    it, if any).  Returns the outcomes in file order.
+    """
+    path = Path(path)
+    header, rows = _read(path)
+    errors: list[str] = []
+    col: dict[str, int] = {}
+    for key, names in ALIASES.items():
+        hits = [i for i, h in enumerate(header) if h in names]
+        if len(hits) > 1:
+            errors.append(f"{path}: line 1: column {key!r} appears {len(hits)} times ({[header[i] for i in hits]})")
+        elif hits:
+            col[key] = hits[0]
+    missing = [k for k in ("plate_id", "outcome") if k not in col]
+    if "well" not in col and "compound_id" not in col:
+        missing.append("well or compound_id")
+    if missing:
+        errors.append(
+            f"{path}: line 1: missing column(s) {', '.join(missing)}; header is {header}; expected "
+            "plate_id, well (or compound_id), outcome"
+        )
+    if errors:
+        raise ResultsError(path, errors)
+
+    def field(fields, key):
+        i = col.get(key)
+        return fields[i].strip() if i is not None and i < len(fields) else None
+
+    out: list[Outcome] = []
+    seen: dict[tuple[str, str], int] = {}
+    # wells still open per (plate, compound), in well order, for rows that give only the compound
+    open_wells: dict[tuple[str, str], list[str]] = {}
+    for plate_id, wells in plates.items():
+        for well, info in wells.items():
+            if info.recorded_by is None:
+                open_wells.setdefault((plate_id, info.compound_id), []).append(well)
+    already: dict[str, dict[str, str]] = {}
+    for line, fields in rows:
+        where = f"{path}: line {line}"
+        if len(fields) != len(header):
+            errors.append(f"{where}: {len(fields)} field(s) where the header has {len(header)}: {fields!r}")
+            continue
+        plate_id, well, compound, raw = (field(fields, k) for k in ("plate_id", "well", "compound_id", "outcome"))
+        if plate_id not in plates:
+            known = ", ".join(sorted(plates)) or "none yet"
+            errors.append(f"{where}: plate {plate_id!r} is not a plate of this campaign (plates: {known})")
+            continue
+        wells = plates[plate_id]
+        if well:
+            if well not in wells:
+                errors.append(f"{where}: well {well!r} is not on plate {plate_id} (wells {next(iter(wells))}..{list(wells)[-1]})")
+                continue
+            if compound and wells[well].compound_id != compound:
+                errors.append(
+                    f"{where}: compound {compound!r} was not in well {plate_id}/{well} "
+                    f"(it holds {wells[well].compound_id}); check the plate map"
+                )
+                continue
+        else:
+            if not compound:
+                errors.append(f"{where}: neither a well nor a compound id; give one of them")
+                continue
+            queue = open_wells.get((plate_id, compound))
+            if queue is None and not any(w.compound_id == compound for w in wells.values()):
+                errors.append(f"{where}: compound {compound!r} was not on plate {plate_id}")
+                continue
+            if not queue:
+                errors.append(f"{where}: compound {compound!r} has no open well left on plate {plate_id} "
+                              "(more rows than wells, or already recorded)")
+                continue
+            well = queue.pop(0)
+        key = (plate_id, well)
+        if key in seen:
+            errors.append(f"{where}: well {plate_id}/{well} appears twice (first on line {seen[key]})")
+            continue
+        seen[key] = line
+        info = wells[well]
+        if info.recorded_by is not None:
+            already.setdefault(plate_id, {})[well] = f"{where}: well {plate_id}/{well} was already recorded (from {info.recorded_by})"
+            continue
+        q = open_wells.get((plate_id, info.compound_id))
+        if q and well in q:
+            q.remove(well)
+        value = _parse_outcome(raw, binary)
+        if isinstance(value, str):
+            errors.append(f"{where}: outcome {raw!r} for well {plate_id}/{well}: {value}")
+            continue
+        out.append(Outcome(line, plate_id, well, info.arm, value))
+    for plate_id, wells in already.items():
+        if len(wells) == len(plates[plate_id]):
+            first = next(iter(wells.values())).split("(from ", 1)[1].rstrip(")")
+            errors.append(f"{path}: plate {plate_id} was already recorded (all its {len(wells)} wells, from {first}); "
+                          "a plate is recorded once: remove its rows")
+        else:
+            errors.extend(wells.values())
+    if not rows:
+        errors.append(f"{path}: no data rows under the header")
+    if errors:
+        raise ResultsError(path, errors)
+    return out
+
+
+def _parse_outcome(raw: str | None, binary: bool):
+    """The outcome as a float, None for a failed well, or a string saying what is wrong."""
+    text = (raw or "").strip()
+    if text.lower() in FAILED:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        kind = "0 or 1" if binary else "a number"
+        return f"not {kind}; write {kind}, or leave it empty / write 'failed' for a failed well"
+    if not math.isfinite(value):
+        return "not a finite number"
+    if binary and value not in (0.0, 1.0):
+        return "this campaign's assay is binary: write 0 or 1 (or 'failed')"
+    return value

@@ -1,0 +1,161 @@
+"""Where a campaign stands: tests used, plates in the lab, recommendation, stopping rule."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+Z95 = 1.959963984540054
+
+
+def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (sensible at 0/n and n/n, unlike the Wald one)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def model_estimates(X: np.ndarray, n: np.ndarray, s: np.ndarray, s2: np.ndarray, *, binary: bool,
+                    lambda_reg: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every compound's estimated mean outcome and 95 % interval from the shared model.
+
+    Binary: penalised logistic MLE on the per-compound counts (as GLGapE / GSE-Log fit it), the
+    interval from the Fisher information on the logit scale.  Continuous: ridge regression, the
+    noise variance from the residuals.  These are descriptive (a fixed-x Wald interval, not a
+    bandit confidence bound valid at every round).
+    """
+    from scipy.linalg import cho_factor, cho_solve
+    from scipy.special import expit
+
+    d = X.shape[1]
+    if binary:
+        from screenbai.bandits.glm import logistic_mle
+
+        theta = logistic_mle(X, n, s, lambda_reg).theta
+        eta = X @ theta
+        w = n * expit(eta) * expit(-eta)
+        H = (X.T * w) @ X + lambda_reg * np.eye(d)
+        var = np.einsum("ij,ij->i", X, cho_solve(cho_factor(H), X.T).T)
+        half = Z95 * np.sqrt(np.maximum(var, 0.0))
+        return expit(eta), expit(eta - half), expit(eta + half)
+    V = (X.T * n) @ X + lambda_reg * np.eye(d)
+    cf = cho_factor(V)
+    theta = cho_solve(cf, X.T @ s)
+    m = X @ theta
+    rss = float(np.sum(s2 - 2 * m * s + n * m * m))
+    sigma2 = rss / max(int(n.sum()) - d, 1)
+    var = sigma2 * np.einsum("ij,ij->i", X, cho_solve(cf, X.T).T)
+    half = Z95 * np.sqrt(np.maximum(var, 0.0))
+    return m, m - half, m + half
+
+
+@dataclass
+class CompoundLine:
+    compound_id: str
+    smiles: str
+    tests: int
+    total: float
+    observed: float | None
+    observed_ci: tuple[float, float] | None
+    model: float
+    model_ci: tuple[float, float]
+
+
+@dataclass
+class Status:
+    path: str
+    algorithm: str
+    params: dict
+    seed: int
+    outcome: str
+    n_compounds: int
+    tests: int
+    failed_wells: int
+    plates: int
+    open_wells: dict
+    done: bool
+    stopped: bool
+    stop_index: float | None
+    stop_threshold: float | None
+    budget: int | None
+    recommendation: list[CompoundLine] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def text(self) -> str:
+        params = ", ".join(f"{k}={v}" for k, v in self.params.items()) or "defaults"
+        rate = "cure rate" if self.outcome == "binary" else "mean outcome"
+        lines = [
+            f"campaign {self.path}: {self.algorithm} ({params}), seed {self.seed}, "
+            f"{self.n_compounds:,} compounds, {self.outcome} outcomes",
+            f"tests recorded: {self.tests:,}" + (f" (+ {self.failed_wells} failed wells, back in the queue)" if self.failed_wells else "")
+            + (f" of a budget of {self.budget:,}" if self.budget else ""),
+        ]
+        if self.open_wells:
+            pend = ", ".join(f"{p} ({n} wells)" for p, n in self.open_wells.items())
+            lines.append(f"plates: {self.plates}, {len(self.open_wells)} in the lab awaiting results: {pend}")
+        else:
+            lines.append(f"plates: {self.plates}, none awaiting results")
+        if self.done:
+            how = "the stopping rule has fired" if self.stopped else "the run was capped before the rule fired"
+            if self.budget:
+                how = "the budget is spent"
+            lines.append(f"finished: {how} after {self.tests:,} tests; the recommendation below is final")
+        elif self.stop_index is not None and self.stop_threshold is not None:
+            lines.append(
+                f"stopping rule: not fired; its index is {self.stop_index:.4g}, it fires at <= {self.stop_threshold:.4g}"
+            )
+        elif self.budget:
+            lines.append(f"not finished: {self.budget - self.tests:,} tests of the budget left")
+        else:
+            lines.append("stopping rule: not fired (this algorithm does not report how far it is from firing)")
+        lines.append(f"recommendation ({'final' if self.done else 'current leader'}), with 95% intervals:")
+        for c in self.recommendation:
+            obs = ("not tested yet" if c.observed is None else
+                   f"observed {c.observed:.3g} [{c.observed_ci[0]:.3g}, {c.observed_ci[1]:.3g}] over {c.tests} tests")
+            lines.append(f"  {c.compound_id}  {c.smiles}")
+            lines.append(f"      model {rate} {c.model:.3g} [{c.model_ci[0]:.3g}, {c.model_ci[1]:.3g}]; {obs}")
+        return "\n".join(lines)
+
+
+def campaign_status(camp) -> Status:
+    policy = camp.policy
+    done = bool(policy.done)
+    res = policy.result()
+    n, s, s2, failed = camp.observations()
+    est, lo, hi = model_estimates(camp.features, n, s, s2, binary=camp.binary)
+    rec = []
+    for a in res.recommendation:
+        if n[a] == 0:
+            obs, ci = None, None
+        elif camp.binary:
+            obs, ci = float(s[a] / n[a]), wilson_interval(float(s[a]), int(n[a]))
+        else:
+            mean = s[a] / n[a]
+            sd = math.sqrt(max(s2[a] / n[a] - mean * mean, 0.0) * n[a] / max(n[a] - 1, 1))
+            half = Z95 * sd / math.sqrt(n[a])
+            obs, ci = float(mean), (float(mean - half), float(mean + half))
+        rec.append(CompoundLine(camp.compound_ids[a], camp.smiles[a], int(n[a]), float(s[a]), obs, ci,
+                                float(est[a]), (float(lo[a]), float(hi[a]))))
+    diag = res.diagnostics
+    params = camp.meta["params"]
+    budget = getattr(policy, "budget", None) if getattr(policy, "fixed_budget", False) else None
+    return Status(
+        path=str(camp.path), algorithm=camp.algorithm, params=params, seed=int(camp.meta["seed"]),
+        outcome=camp.meta["outcome"], n_compounds=camp.K, tests=int(n.sum()), failed_wells=failed,
+        plates=int(camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]), open_wells=camp.open_wells(),
+        done=done, stopped=bool(res.stopped), stop_index=_float(diag.get("stop_index")),
+        stop_threshold=_float(diag.get("stop_threshold")), budget=None if budget is None else int(budget),
+        recommendation=rec,
+    )
+
+
+def _float(v):
+    return None if v is None else float(v)
