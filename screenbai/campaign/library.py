@@ -238,25 +238,37 @@ def import_library(
     kind = _detect_kind(path) if kind == "auto" else kind
     provenance: dict[str, Any] = {"path": str(path.resolve()), "kind": kind, "sha256": file_sha256(path),
                                   "bytes": path.stat().st_size}
-    arrays: dict[str, np.ndarray] = {}
     if kind == "featurized":
         compounds, X, rejected, settings = _featurized(path, library_file)
         provenance["rows"] = len(compounds)
+        arrays = {}
     else:
         frame, counts = _read_rows(path, kind, id_column, smiles_column)
         provenance.update(counts)
         provenance["id_column"], provenance["smiles_column"] = id_column, smiles_column
-        compounds, rejected = curate_structures(frame)
-        if len(compounds) < 2:
-            raise ValueError(
-                f"{path}: only {len(compounds)} usable structure(s) out of {len(frame)} rows; a campaign needs at "
-                f"least 2 (rejected: {rejected['reason'].value_counts().to_dict()})"
-            )
-        d_max = min(len(compounds), int(n_bits))
-        if not 1 <= int(d) <= d_max:
-            raise ValueError(f"d = {d} principal components: choose 1 <= d <= {d_max} for {len(compounds)} compounds")
-        X, settings, arrays = featurize_structures(compounds["smiles"], radius=radius, n_bits=n_bits, d=d)
+        return build_library(frame, provenance, radius=radius, n_bits=n_bits, d=d)
+    return _finish(compounds, X, rejected, settings, provenance, arrays)
+
+
+def build_library(frame, provenance: dict, *, radius: int = DEFAULT_RADIUS, n_bits: int = DEFAULT_N_BITS,
+                  d: int = DEFAULT_D) -> Library:
+    """Standardize and featurize rows (source_row, compound_id, input_smiles) into a Library."""
+    where = provenance.get("path", "library")
+    compounds, rejected = curate_structures(frame)
+    if len(compounds) < 2:
+        raise ValueError(
+            f"{where}: only {len(compounds)} usable structure(s) out of {len(frame)} rows; a campaign needs at "
+            f"least 2 (rejected: {rejected['reason'].value_counts().to_dict()})"
+        )
+    d_max = min(len(compounds), int(n_bits))
+    if not 1 <= int(d) <= d_max:
+        raise ValueError(f"d = {d} principal components: choose 1 <= d <= {d_max} for {len(compounds)} compounds")
+    X, settings, arrays = featurize_structures(compounds["smiles"], radius=radius, n_bits=n_bits, d=d)
+    return _finish(compounds, X, rejected, settings, provenance, arrays)
+
+
+def _finish(compounds, X, rejected, settings, provenance, arrays) -> Library:
     provenance["n_compounds"] = len(compounds)
     provenance["rejected"] = {str(k): int(v) for k, v in rejected["reason"].value_counts().sort_index().items()}
-    logger.info("library %s: %d compounds, %d rows rejected", path, len(compounds), len(rejected))
+    logger.info("library %s: %d compounds, %d rows rejected", provenance.get("path"), len(compounds), len(rejected))
     return Library(compounds.reset_index(drop=True), np.ascontiguousarray(X, dtype=float), rejected, settings, provenance, arrays)
