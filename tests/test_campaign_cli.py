@@ -1,0 +1,114 @@
+"""The `screenbai campaign` command end to end, the report, and the backtest harness."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from screenbai.campaign import Campaign
+from screenbai.campaign.backtest import farthest_point_order, hit_recovery
+from screenbai.cli import main
+
+SMILES = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "CCN(CC)CC", "C1CCNCC1", "Oc1ccncc1", "CC(C)Cc1ccc(cc1)C(C)C(=O)O",
+          "c1ccc2ccccc2c1", "CCOC(=O)C", "NC(=O)c1ccccc1", "Clc1ccccc1", "CC(C)O", "OC(=O)c1ccccc1O", "c1ccncc1"]
+
+
+@pytest.fixture()
+def library_csv(tmp_path):
+    p = tmp_path / "lib.csv"
+    with open(p, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "smiles", "ic50_nM"])
+        for i, s in enumerate(SMILES):
+            w.writerow([f"M{i:02d}", s, 10.0 ** (1 + (i % 5))])
+        w.writerow(["BAD", "C1CC(", 5])
+    return p
+
+
+def test_init_next_record_status_report(tmp_path, library_csv, capsys):
+    camp = tmp_path / "screen.campaign"
+    assert main(["campaign", "init", str(camp), "--library", str(library_csv), "--id-column", "id",
+                 "--smiles-column", "smiles", "--d", "3", "--algorithm", "m-lingape", "--param", "epsilon=0.1",
+                 "--param", "sigma=0.5", "--param", "threshold=heuristic", "--rejected-out", str(tmp_path / "rej.csv")]) == 0
+    out = capsys.readouterr().out
+    assert f"{len(SMILES)} compounds" in out and "unparseable SMILES" in out
+    assert "BAD" in (tmp_path / "rej.csv").read_text()
+
+    assert main(["campaign", "next", str(camp), "--plate-size", "4"]) == 0
+    plate_file = tmp_path / "P001.csv"
+    rows = list(csv.DictReader(open(plate_file)))
+    assert [r["plate_id"] for r in rows] == ["P001"] * len(rows) and rows[0]["outcome"] == ""
+    for k, r in enumerate(rows):
+        r["outcome"] = str(k % 2)
+    with open(plate_file, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=rows[0].keys())
+        w.writeheader()
+        w.writerows(rows)
+    assert main(["campaign", "record", str(camp), str(plate_file)]) == 0
+    assert f"recorded {len(rows)} outcome(s)" in capsys.readouterr().out
+    assert main(["campaign", "record", str(camp), str(plate_file)]) == 2
+    assert "already recorded" in capsys.readouterr().err
+
+    assert main(["campaign", "status", str(camp), "--json"]) == 0
+    status = json.loads(capsys.readouterr().out)
+    assert status["tests"] == len(rows) and status["plates"] == 1 and status["open_wells"] == {}
+    assert status["recommendation"][0]["compound_id"] in {f"M{i:02d}" for i in range(len(SMILES))}
+    assert main(["campaign", "status", str(camp)]) == 0
+    assert f"tests recorded: {len(rows)}" in capsys.readouterr().out
+
+    assert main(["campaign", "report", str(camp), "--out", str(tmp_path / "rep")]) == 0
+    page = (tmp_path / "rep" / "index.html").read_text()
+    for png in ("leader_over_time.png", "tests_per_compound.png", "recommended_structures.png"):
+        assert png in page
+        assert (tmp_path / "rep" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert status["recommendation"][0]["compound_id"] in page and "unparseable SMILES" in page
+    assert str(library_csv.resolve()) in page
+
+
+def test_errors_are_reported_not_raised(tmp_path, library_csv, capsys):
+    camp = tmp_path / "c.campaign"
+    assert main(["campaign", "status", str(camp)]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["campaign", "init", str(camp), "--library", str(library_csv), "--id-column", "id",
+                 "--smiles-column", "smiles", "--d", "3", "--algorithm", "glgape", "--param", "nonsense=1"]) == 2
+    assert "nonsense" in capsys.readouterr().err and not camp.exists()
+    assert main(["campaign", "init", str(camp), "--library", str(library_csv), "--id-column", "id",
+                 "--smiles-column", "smiles", "--d", "3", "--algorithm", "glgape", "--outcome", "continuous"]) == 2
+    assert "binary" in capsys.readouterr().err and not camp.exists()
+
+
+def test_hit_recovery_counts_first_tests_of_top_compounds():
+    tested = np.array([3, 3, 0, 5, 0, 1])
+    curve = hit_recovery(tested, top=np.array([0, 1, 2, 3]), K=8, one_shot=np.array([2, 7, 0]))
+    assert curve["campaign"] == [0.25, 0.25, 0.5, 0.5, 0.5, 0.75]
+    assert curve["one_shot"] == [0.25, 0.25, 0.5, 0.5, 0.5, 0.5]
+    np.testing.assert_allclose(curve["random"], 1 - (7 / 8) ** np.arange(1, 7))
+
+
+def test_farthest_point_order_spreads_out():
+    X = np.array([[0.0, 0], [0.1, 0], [10, 0], [0, 10], [0.05, 0.05]])
+    order = farthest_point_order(X, 3)
+    assert set(order[1:]) == {2, 3} and len(set(order)) == 3
+
+
+def test_backtest_finds_the_planted_best(tmp_path):
+    """Rates with one clear best compound: the campaign recommends it, through the real record path."""
+    from campaign_util import synthetic_library
+    from screenbai.campaign.backtest import KnownOutcomes, run_backtest
+
+    lib = synthetic_library(K=20, d=2, seed=5)
+    rate = np.full(20, 0.05)
+    rate[7] = 0.95
+    rate[[2, 11]] = 0.4
+    known = KnownOutcomes(lib, rate, None, "planted")
+    res = run_backtest(known, "lucb", {"delta": 0.05}, seed=2, plate_size=10, max_tests=20000, top_k=1,
+                       campaign_path=tmp_path / "bt.campaign")
+    assert res.finished and res.stopped
+    assert res.recommendation[0]["compound_id"] == "CPD0007" and res.recommendation[0]["rate_rank"] == 1
+    with Campaign.open(tmp_path / "bt.campaign") as camp:
+        n, _, _, _ = camp.observations()
+        assert n.sum() == res.tests and len(camp.history()) == res.plates
+    assert res.curve["campaign"][-1] == 1.0

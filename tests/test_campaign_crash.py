@@ -1,0 +1,105 @@
+"""kill -9 at every step of a campaign (after `next`, between validation and commit, mid-record):
+the file stays consistent and the campaign resumes exactly as an uninterrupted one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from campaign_util import Assay, new_campaign, write_results
+from screenbai.campaign import Campaign
+
+REPO = Path(__file__).resolve().parents[1]
+
+CHILD = """
+import os, signal, sys
+from screenbai.campaign import campaign as C
+
+def die(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+point, argv = sys.argv[1], sys.argv[2:]
+if point == "after-next":          # the plate is committed, its file not written yet
+    C.Campaign.write_plate = die
+elif point == "before-commit":     # the results file is validated, nothing written yet
+    C.Campaign._commit_outcomes = die
+elif point == "mid-record":        # inside the record's transaction, outcomes already inserted
+    C.Campaign._save_history = die
+from screenbai.cli import main
+sys.exit(main(argv))
+"""
+
+
+def cli(point: str, *argv) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-c", CHILD, point, "campaign", *map(str, argv)], env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def _state(camp: Campaign):
+    n, s, _, failed = camp.observations()
+    return n.tolist(), s.tolist(), failed, camp.open_wells()
+
+
+def test_kill_at_every_step_resumes_identically(tmp_path):
+    plate_size, rounds = 6, 2
+    ref_path, crash_path = tmp_path / "ref.campaign", tmp_path / "crash.campaign"
+    ref = new_campaign(ref_path)
+    new_campaign(crash_path).close()
+    assay_ref, assay_crash = Assay(ref.features), Assay(ref.features)
+    for k in range(rounds):
+        plate = ref.next_plate(plate_size)
+        ref.record(write_results(tmp_path / f"ref{k}.csv", plate, assay_ref(plate.arms)))
+
+        plate_file = tmp_path / f"P{k + 1:03d}.csv"
+        if k % 2 == 0:
+            # killed after `next` committed the plate and before its file was written
+            r = cli("after-next", "next", crash_path, "--plate-size", plate_size, "--out", plate_file)
+            assert r.returncode == -signal.SIGKILL, r.stderr
+            assert not plate_file.exists()
+            r = cli("none", "plate", crash_path, f"P{k + 1:03d}", "--out", plate_file)
+            assert r.returncode == 0, r.stderr
+        else:
+            r = cli("none", "next", crash_path, "--plate-size", plate_size, "--out", plate_file)
+            assert r.returncode == 0, r.stderr
+        with Campaign.open(crash_path) as c:
+            plate_c = c.plate(f"P{k + 1:03d}")
+            before = _state(c)
+        assert plate_c.arms == plate.arms  # the same plate as the uninterrupted campaign
+        results = write_results(tmp_path / f"crash{k}.csv", plate_c, assay_crash(plate_c.arms))
+        for point in ("before-commit", "mid-record"):
+            r = cli(point, "record", crash_path, results)
+            assert r.returncode == -signal.SIGKILL, r.stderr
+            with Campaign.open(crash_path) as c:
+                assert _state(c) == before  # nothing of the killed record survived
+        r = cli("none", "record", crash_path, results)
+        assert r.returncode == 0, r.stderr
+
+    with Campaign.open(crash_path) as c:
+        assert _state(c) == _state(ref)
+        assert c.history() == [(s, n, lead, done) for s, n, lead, done in ref.history()]
+        assert c.policy.result().recommendation == ref.policy.result().recommendation
+        nxt = c.next_plate(plate_size)
+    assert nxt.arms == ref.next_plate(plate_size).arms
+    ref.close()
+
+
+def test_unfinished_transaction_is_rolled_back_on_open(tmp_path):
+    """A writer killed inside its transaction leaves a WAL that the next open rolls back."""
+    path = tmp_path / "c.campaign"
+    camp = new_campaign(path)
+    plate = camp.next_plate(4)
+    camp.close()
+    results = write_results(tmp_path / "r.csv", plate, [1] * len(plate))
+    r = cli("mid-record", "record", path, results)
+    assert r.returncode == -signal.SIGKILL
+    with Campaign.open(path) as c:
+        assert c.open_wells() == {"P001": len(plate)}
+        assert [e[2] for e in c.events()] == ["init", "plate"]
+        c.record(results)
+        assert c.open_wells() == {}

@@ -1,0 +1,105 @@
+"""Library import: every input row that is not an arm is reported with its reason; features are
+the workflow's Morgan + PCA code plus an intercept."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from screenbai.campaign import import_library
+from screenbai.chem.featurize import morgan_fingerprints, reduce_pca
+
+GOOD = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "CCN(CC)CC", "C1CCNCC1", "Oc1ccncc1", "CC(C)Cc1ccc(cc1)C(C)C(=O)O"]
+
+
+def _csv(tmp_path, rows, sep=","):
+    p = tmp_path / "lib.csv"
+    lines = [sep.join(["name", "structure", "note"])] + [sep.join([i, s, "x"]) for i, s in rows]
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_rejected_rows_by_reason(tmp_path):
+    rows = [(f"C{i}", s) for i, s in enumerate(GOOD)] + [
+        ("", "CCCC"),                   # line 9: missing id
+        ("B1", ""),                     # line 10: missing SMILES
+        ("B2", "C1CC(C"),               # line 11: unparseable
+        ("C0", "c1ccccc1"),             # line 12: id C0 already used for another structure
+        ("B3", "OCC"),                  # line 13: same structure as C0 (ethanol)
+        ("B4", "[Na+].[O-]c1ccccc1"),   # line 14: phenolate salt -> phenol, same as C1
+        ("C2", "c1ccccc1O"),            # line 15: C2 again with C1's structure: another structure than C2's
+        ("C2", "CC(=O)Nc1ccc(O)cc1"),   # line 16: C2 listed again with its own structure: one arm, no report
+    ]
+    lib = import_library(_csv(tmp_path, rows), id_column="name", smiles_column="structure", d=3)
+    assert list(lib.compounds["compound_id"]) == [f"C{i}" for i in range(len(GOOD))]
+    rej = lib.rejected.set_index("source_row")
+    assert rej.loc[9, "reason"] == "missing id"
+    assert rej.loc[10, "reason"] == "missing SMILES"
+    assert rej.loc[11, "reason"] == "unparseable SMILES"
+    assert rej.loc[12, "reason"] == "duplicate id"
+    assert rej.loc[13, "reason"] == "duplicate structure" and "C0" in rej.loc[13, "detail"]
+    assert rej.loc[14, "reason"] == "duplicate structure" and "C1" in rej.loc[14, "detail"]
+    assert rej.loc[15, "reason"] == "duplicate id"
+    assert len(rej) == 7
+    assert lib.rejected_counts() == {"duplicate id": 2, "duplicate structure": 2, "missing SMILES": 1,
+                                     "missing id": 1, "unparseable SMILES": 1}
+
+
+def test_features_are_the_workflow_morgan_pca_plus_intercept(tmp_path):
+    rows = [(f"C{i}", s) for i, s in enumerate(GOOD)]
+    lib = import_library(_csv(tmp_path, rows, sep="\t"), id_column="name", smiles_column="structure",
+                         radius=2, n_bits=256, d=4)
+    scores, _ = reduce_pca(morgan_fingerprints(list(lib.compounds["smiles"]), radius=2, n_bits=256), 4)
+    np.testing.assert_array_equal(lib.features[:, :4], scores)
+    np.testing.assert_array_equal(lib.features[:, 4], 1.0)
+    assert lib.featurizer["radius"] == 2 and lib.featurizer["n_bits"] == 256 and lib.featurizer["d"] == 4
+    assert lib.provenance["sha256"] and lib.provenance["n_compounds"] == len(GOOD)
+
+
+def test_column_errors_name_the_columns(tmp_path):
+    p = _csv(tmp_path, [("C0", "CCO")])
+    with pytest.raises(ValueError, match=r"--smiles-column 'smiles' is not a column.*'structure'"):
+        import_library(p, id_column="name", smiles_column="smiles")
+    with pytest.raises(ValueError, match="name the id and SMILES columns"):
+        import_library(p)
+
+
+def test_sdf_and_chembl_export(tmp_path):
+    from rdkit import Chem
+
+    sdf = tmp_path / "lib.sdf"
+    w = Chem.SDWriter(str(sdf))
+    for i, s in enumerate(GOOD):
+        m = Chem.MolFromSmiles(s)
+        m.SetProp("_Name", f"S{i}")
+        w.write(m)
+    w.close()
+    lib = import_library(sdf, d=2)
+    assert list(lib.compounds["compound_id"]) == [f"S{i}" for i in range(len(GOOD))]
+
+    head = ['"Molecule ChEMBL ID"', '"Smiles"', '"Standard Type"', '"Standard Relation"', '"Standard Value"', '"Standard Units"']
+    lines = [";".join(head)]
+    for i, s in enumerate(GOOD):
+        for value in (10, 20):  # two activity rows per molecule: one arm each
+            lines.append(";".join(f'"{v}"' for v in (f"CHEMBL{i}", s, "IC50", "'='", value, "nM")))
+    export = tmp_path / "export.csv"
+    export.write_text("\n".join(lines) + "\n")
+    lib = import_library(export, d=2)
+    assert lib.provenance["kind"] == "chembl-export"
+    assert lib.provenance["activity_rows"] == 2 * len(GOOD)
+    assert list(lib.compounds["compound_id"]) == [f"CHEMBL{i}" for i in range(len(GOOD))]
+
+
+def test_featurized_workflow_library(tmp_path):
+    (tmp_path / "features").mkdir()
+    ids = [f"C{i}" for i in range(len(GOOD))]
+    pd.DataFrame({"compound_id": ids, "smiles": GOOD, "activity_nM": 1.0}).to_parquet(tmp_path / "library.parquet")
+    X = np.random.default_rng(0).normal(size=(len(GOOD), 3))
+    table = pd.DataFrame(X, columns=["pc1", "pc2", "pc3"])
+    table.insert(0, "compound_id", ids[::-1])
+    table.to_parquet(tmp_path / "features" / "pca_d3.parquet")
+    lib = import_library(tmp_path / "features" / "pca_d3.parquet")
+    assert list(lib.compounds["compound_id"]) == ids[::-1]
+    assert list(lib.compounds["smiles"]) == GOOD[::-1]
+    np.testing.assert_array_equal(lib.features, np.hstack([X, np.ones((len(GOOD), 1))]))

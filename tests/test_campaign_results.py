@@ -1,0 +1,138 @@
+"""Results files: every bad file is refused with file, line and value named, and nothing written."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+
+import pytest
+
+from campaign_util import new_campaign, write_results
+from screenbai.bandits import Policy
+from screenbai.campaign import ResultsError
+
+needs_plates = pytest.mark.skipif(not hasattr(Policy, "propose"), reason="needs the plate contract (propose/cancel)")
+
+
+def _content(path):
+    """Every row of every table (the campaign's whole state), to prove nothing was written."""
+    con = sqlite3.connect(path)
+    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+    digest = hashlib.sha256(repr([(t, con.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall()) for t in tables]).encode())
+    con.close()
+    return digest.hexdigest()
+
+
+@pytest.fixture()
+def camp(tmp_path):
+    c = new_campaign(tmp_path / "c.campaign")
+    c.next_plate(8)
+    yield c
+    c.close()
+
+
+def _refused(camp, path, *expected):
+    before = _content(camp.path)
+    with pytest.raises(ResultsError) as info:
+        camp.record(path)
+    assert _content(camp.path) == before
+    message = str(info.value)
+    assert "nothing was recorded" in message
+    for text in expected:
+        assert text in message, message
+    return message
+
+
+def _rows(tmp_path, text, name="r.csv"):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+@needs_plates
+def test_good_file_by_well_and_by_compound(camp, tmp_path):
+    plate = camp.plate("P001")
+    half = len(plate) // 2
+    first = type(plate)(plate.plate_id, plate.wells[:half], plate.arms[:half], plate.compound_ids[:half], plate.smiles[:half])
+    rec = camp.record(write_results(tmp_path / "a.csv", first, [1] * half))
+    assert (rec.n_outcomes, rec.n_failed) == (half, 0)
+    rest = type(plate)(plate.plate_id, plate.wells[half:], plate.arms[half:], plate.compound_ids[half:], plate.smiles[half:])
+    camp.record(write_results(tmp_path / "b.csv", rest, [0] * (len(plate) - half), by_compound=True))
+    n, s, _, failed = camp.observations()
+    assert n.sum() == len(plate) and s.sum() == half and failed == 0
+    assert camp.open_wells() == {}
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("plate_id,well,outcome\nP009,A01,1\n", ["line 2", "'P009'", "not a plate"]),
+    ("plate_id,well,outcome\nP001,Z77,1\n", ["line 2", "'Z77'", "not on plate P001"]),
+    ("plate_id,well,outcome\nP001,A01,1\nP001,A02,0\nP001,A01,0\n", ["line 4", "P001/A01", "appears twice", "line 2"]),
+    ("plate_id,well,outcome\nP001,A01,2\n", ["line 2", "'2'", "binary"]),
+    ("plate_id,well,outcome\nP001,A01,0.5\n", ["line 2", "'0.5'"]),
+    ("plate_id,well,outcome\nP001,A01,yes\n", ["line 2", "'yes'"]),
+    ("plate_id,well,outcome\nP001,A01,nan\n", ["line 2", "'nan'"]),
+    ("plate_id,well,outcome\nP001,A01,1,7\n", ["line 2", "4 field(s)", "3"]),
+    ("plate,result\nP001,1\n", ["line 1", "well or compound_id"]),
+    ("well,outcome\nA01,1\n", ["line 1", "plate_id"]),
+    ("", ["empty"]),
+    ("plate_id,well,outcome\n", ["no data rows"]),
+    ("plate_id,compound_id,outcome\nP001,CPD9999,1\n", ["line 2", "'CPD9999'", "not on plate P001"]),
+])
+def test_bad_files_are_refused_with_nothing_written(camp, tmp_path, text, expected):
+    message = _refused(camp, _rows(tmp_path, text), "r.csv", *expected)
+    assert message.startswith(str(tmp_path / "r.csv"))
+
+
+def test_compound_not_in_that_well(camp, tmp_path):
+    plate = camp.plate("P001")
+    other = next(c for c in camp.compound_ids if c != plate.compound_ids[0])
+    p = _rows(tmp_path, f"plate_id,well,compound_id,outcome\nP001,{plate.wells[0]},{other},1\n")
+    _refused(camp, p, "line 2", repr(other), f"P001/{plate.wells[0]}", plate.compound_ids[0])
+
+
+def test_binary_file_and_bad_encoding(camp, tmp_path):
+    p = tmp_path / "x.csv"
+    p.write_bytes(b"\xff\xfe\x00garbage\x80\x81")
+    _refused(camp, p, "UTF-8")
+
+
+def test_plate_recorded_twice_and_one_well_again(camp, tmp_path):
+    plate = camp.plate("P001")
+    good = write_results(tmp_path / "first.csv", plate, [1] * len(plate))
+    camp.record(good)
+    again = write_results(tmp_path / "again.csv", plate, [0] * len(plate))
+    _refused(camp, again, "plate P001 was already recorded", "first.csv")
+    one = _rows(tmp_path, f"plate_id,well,outcome\nP001,{plate.wells[3]},1\n", "one.csv")
+    _refused(camp, one, "line 2", f"P001/{plate.wells[3]}", "already recorded", "first.csv")
+
+
+def test_every_problem_is_listed_at_once(camp, tmp_path):
+    p = _rows(tmp_path, "plate_id,well,outcome\nP001,A01,3\nP002,A01,1\nP001,Q1,1\n")
+    message = _refused(camp, p, "3 problem(s)", "line 2", "line 3", "line 4")
+    assert message.count("\n  ") == 3
+
+
+@needs_plates
+def test_failed_wells_are_accepted_as_empty_or_failed(camp, tmp_path):
+    plate = camp.plate("P001")
+    values = ["failed", ""] + [1] * (len(plate) - 2)
+    rec = camp.record(write_results(tmp_path / "f.csv", plate, values))
+    assert (rec.n_outcomes, rec.n_failed) == (len(plate) - 2, 2)
+    n, _, _, failed = camp.observations()
+    assert n.sum() == len(plate) - 2 and failed == 2
+    # the failed compounds come back first on the next plate
+    nxt = camp.next_plate(2)
+    assert sorted(nxt.arms) == sorted(plate.arms[:2])
+
+
+def test_refused_file_changes_nothing_downstream(camp, tmp_path):
+    """After a refused file, the campaign proposes what a campaign that never saw it proposes."""
+    twin = new_campaign(tmp_path / "twin.campaign")
+    twin.next_plate(8)
+    with pytest.raises(ResultsError):
+        camp.record(_rows(tmp_path, "plate_id,well,outcome\nP001,A01,5\n"))
+    for c, name in ((camp, "a.csv"), (twin, "b.csv")):
+        plate = c.plate("P001")
+        c.record(write_results(tmp_path / name, plate, [1, 0] * (len(plate) // 2) + [1] * (len(plate) % 2)))
+    assert camp.next_plate(4).arms == twin.next_plate(4).arms
+    twin.close()
