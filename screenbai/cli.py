@@ -16,7 +16,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 
 def _value(text: str):
@@ -38,6 +37,8 @@ def _params(pairs: list[str]) -> dict:
 
 
 def _instance_from_file(args):
+    import pandas as pd
+
     from .bandits.instance import Instance
 
     path = Path(args.features)
@@ -119,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, KeyError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    import pandas as pd  # here, not at the top: `screenbai campaign` commands start faster without it
+
     summary = summarize(records)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(summary.drop(columns=["params"]).to_string(index=False))

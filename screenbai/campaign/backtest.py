@@ -135,7 +135,8 @@ def run_backtest(known: KnownOutcomes, algorithm: str, params: dict, *, seed: in
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))  # the assay's own stream
     with tempfile.TemporaryDirectory(prefix="screenbai-backtest-") as tmp:
         path = Path(campaign_path) if campaign_path else Path(tmp) / "backtest.campaign"
-        camp = Campaign.create(path, lib, algorithm, params, seed=seed, outcome="binary", note=known.description)
+        camp = Campaign.create(path, lib, algorithm, params, seed=seed, outcome="binary", note=known.description,
+                               durable=False)
         tested_order: list[int] = []
         plates = 0
         bar = None

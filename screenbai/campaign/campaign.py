@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,6 +82,38 @@ def _can_snapshot(policy) -> bool:
     return hasattr(policy, "state_dict") and hasattr(policy, "load_state_dict")
 
 
+class _Plates(Mapping):
+    """Plate id -> well -> WellInfo, read from the file only for the plates a results file names."""
+
+    def __init__(self, camp: "Campaign"):
+        self._camp = camp
+        self._ids = [r[0] for r in camp._con.execute("SELECT plate_id FROM plates ORDER BY step")]
+        self._known = set(self._ids)
+        self._cache: dict[str, dict[str, WellInfo]] = {}
+
+    def __getitem__(self, plate_id: str) -> dict[str, WellInfo]:
+        if plate_id not in self._known:
+            raise KeyError(plate_id)
+        if plate_id not in self._cache:
+            ids = self._camp.compound_ids
+            self._cache[plate_id] = {
+                well: WellInfo(arm, ids[arm], None if file is None else f"{file} at {at}")
+                for well, arm, file, at in self._camp._con.execute(
+                    "SELECT w.well, w.arm, r.file, r.recorded_at FROM wells w LEFT JOIN outcomes o USING (plate_id, well) "
+                    "LEFT JOIN records r USING (record_id) WHERE w.plate_id = ? ORDER BY w.position", (plate_id,))
+            }
+        return self._cache[plate_id]
+
+    def __contains__(self, plate_id) -> bool:
+        return plate_id in self._known
+
+    def __iter__(self):
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+
 class Campaign:
     """One campaign file: library, algorithm, plates, outcomes and the log (see module doc)."""
 
@@ -99,7 +132,7 @@ class Campaign:
     # ------------------------------------------------------------------ creation / opening
     @classmethod
     def create(cls, path, library, algorithm: str, params: dict | None = None, *, seed: int = 0,
-               outcome: str = "binary", note: str = "") -> "Campaign":
+               outcome: str = "binary", note: str = "", durable: bool = True) -> "Campaign":
         """Create a campaign file for ``library`` (a :class:`~screenbai.campaign.library.Library`)."""
         import screenbai
         from screenbai.bandits import registry
@@ -112,7 +145,7 @@ class Campaign:
         if outcome == "continuous" and policy.binary_rewards:
             raise ValueError(f"{entry.name} models binary (0/1) outcomes; use --outcome binary or a linear algorithm")
         path = Path(path)
-        con = store.connect(path, create=True)
+        con = store.connect(path, create=True, durable=durable)
         try:
             store.create_schema(con)
             with store.transaction(con):
@@ -227,6 +260,7 @@ class Campaign:
                     )
             else:
                 self._apply_record(policy, outcomes.get(step, []))
+                self._leaders(policy)  # as the live record does (a policy's result() may draw tie-breaks)
                 if on_record is not None:
                     on_record(step, policy)
         return policy
@@ -312,15 +346,8 @@ class Campaign:
         write_plate_file(path, plate_id, list(zip(p.wells, p.compound_ids, p.smiles)))
         return Plate(p.plate_id, p.wells, p.arms, p.compound_ids, p.smiles, Path(path))
 
-    def _plate_map(self) -> dict[str, dict[str, WellInfo]]:
-        plates: dict[str, dict[str, WellInfo]] = {}
-        for plate_id, well, arm, file, at in self._con.execute(
-            "SELECT w.plate_id, w.well, w.arm, r.file, r.recorded_at FROM wells w JOIN plates p USING (plate_id) "
-            "LEFT JOIN outcomes o USING (plate_id, well) LEFT JOIN records r USING (record_id) "
-            "ORDER BY p.step, w.position"
-        ):
-            plates.setdefault(plate_id, {})[well] = WellInfo(arm, self.compound_ids[arm], None if file is None else f"{file} at {at}")
-        return plates
+    def _plate_map(self) -> "_Plates":
+        return _Plates(self)
 
     # ------------------------------------------------------------------ results
     def record(self, path) -> RecordSummary:
@@ -357,11 +384,14 @@ class Campaign:
             self._save_snapshot(step)
         return RecordSummary(record_id, name, len(outcomes) - n_failed, n_failed, plates)
 
-    def _save_history(self, step: int, policy) -> None:
+    def _leaders(self, policy) -> tuple[int, list[str], bool]:
         res = policy.result()
-        leaders = [self.compound_ids[a] for a in res.recommendation]
+        return int(res.n_samples), [self.compound_ids[a] for a in res.recommendation], bool(policy.done)
+
+    def _save_history(self, step: int, policy) -> None:
+        n_tests, leaders, done = self._leaders(policy)
         self._con.execute("INSERT INTO history (step, n_tests, leader, done) VALUES (?, ?, ?, ?)",
-                          (step, int(res.n_samples), json.dumps(leaders), int(bool(policy.done))))
+                          (step, n_tests, json.dumps(leaders), int(done)))
 
     # ------------------------------------------------------------------ read-only views
     def observations(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:

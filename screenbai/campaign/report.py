@@ -145,7 +145,7 @@ pre{{background:#f5f5f5;padding:0.6em;white-space:pre-wrap}}img{{max-width:100%}
 <table>
 <tr><th>source file</th><td><code>{esc(str(prov.get("path")))}</code> ({esc(str(prov.get("kind")))})</td></tr>
 <tr><th>SHA-256</th><td><code>{esc(str(prov.get("sha256")))}</code></td></tr>
-<tr><th>rows read</th><td>{esc(json.dumps({k: v for k, v in prov.items() if k in ("rows", "activity_rows", "distinct_molecule_rows")}))}</td></tr>
+<tr><th>read</th><td><code>{esc(json.dumps({k: v for k, v in prov.items() if k not in ("path", "kind", "sha256", "n_compounds")}))}</code></td></tr>
 <tr><th>compounds (arms)</th><td>{camp.K:,}</td></tr>
 <tr><th>featurizer</th><td><code>{esc(json.dumps({k: v for k, v in feat.items() if k != "explained_variance_ratio"}))}</code></td></tr>
 <tr><th>algorithm</th><td>{esc(camp.algorithm)} {esc(json.dumps(meta["params"]))}, seed {meta["seed"]}</td></tr>

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,11 +85,11 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     return head, rows
 
 
-def read_results(path, plates: dict[str, dict[str, WellInfo]], *, binary: bool) -> list[Outcome]:
+def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: bool) -> list[Outcome]:
     """Parse and validate ``path`` against the campaign's plates; raise ResultsError listing every problem.
 
     ``plates`` maps plate id -> well -> WellInfo (arm, compound id, and the file that recorded
-    it, if any).  Returns the outcomes in file order.
+    it, if any); only the plates the file names are looked up.  Returns the outcomes in file order.
     """
     path = Path(path)
     header, rows = _read(path)
@@ -119,10 +120,15 @@ def read_results(path, plates: dict[str, dict[str, WellInfo]], *, binary: bool) 
     seen: dict[tuple[str, str], int] = {}
     # wells still open per (plate, compound), in well order, for rows that give only the compound
     open_wells: dict[tuple[str, str], list[str]] = {}
-    for plate_id, wells in plates.items():
-        for well, info in wells.items():
-            if info.recorded_by is None:
-                open_wells.setdefault((plate_id, info.compound_id), []).append(well)
+    loaded: set[str] = set()
+
+    def open_queue(plate_id, compound):
+        if plate_id not in loaded:
+            loaded.add(plate_id)
+            for w, info in plates[plate_id].items():
+                if info.recorded_by is None:
+                    open_wells.setdefault((plate_id, info.compound_id), []).append(w)
+        return open_wells.get((plate_id, compound))
     already: dict[str, dict[str, str]] = {}
     for line, fields in rows:
         where = f"{path}: line {line}"
@@ -131,7 +137,8 @@ def read_results(path, plates: dict[str, dict[str, WellInfo]], *, binary: bool) 
             continue
         plate_id, well, compound, raw = (field(fields, k) for k in ("plate_id", "well", "compound_id", "outcome"))
         if plate_id not in plates:
-            known = ", ".join(sorted(plates)) or "none yet"
+            ids = sorted(plates)
+            known = (", ".join(ids) if len(ids) <= 6 else f"{ids[0]} .. {ids[-1]}") or "none yet"
             errors.append(f"{where}: plate {plate_id!r} is not a plate of this campaign (plates: {known})")
             continue
         wells = plates[plate_id]
@@ -149,7 +156,7 @@ def read_results(path, plates: dict[str, dict[str, WellInfo]], *, binary: bool) 
             if not compound:
                 errors.append(f"{where}: neither a well nor a compound id; give one of them")
                 continue
-            queue = open_wells.get((plate_id, compound))
+            queue = open_queue(plate_id, compound)
             if queue is None and not any(w.compound_id == compound for w in wells.values()):
                 errors.append(f"{where}: compound {compound!r} was not on plate {plate_id}")
                 continue
@@ -167,7 +174,7 @@ def read_results(path, plates: dict[str, dict[str, WellInfo]], *, binary: bool) 
         if info.recorded_by is not None:
             already.setdefault(plate_id, {})[well] = f"{where}: well {plate_id}/{well} was already recorded (from {info.recorded_by})"
             continue
-        q = open_wells.get((plate_id, info.compound_id))
+        q = open_queue(plate_id, info.compound_id)
         if q and well in q:
             q.remove(well)
         value = _parse_outcome(raw, binary)

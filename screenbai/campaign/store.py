@@ -64,7 +64,9 @@ def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1e6) % 10**6:06d}Z"
 
 
-def connect(path: str | Path, *, create: bool = False) -> sqlite3.Connection:
+def connect(path: str | Path, *, create: bool = False, durable: bool = True) -> sqlite3.Connection:
+    """Open (or create) a campaign file.  ``durable=False`` skips the fsync of each commit: still safe
+    against a killed process (WAL), not against a power cut; for backtests, which write thousands of steps."""
     path = Path(path)
     if create:
         if path.exists():
@@ -73,7 +75,8 @@ def connect(path: str | Path, *, create: bool = False) -> sqlite3.Connection:
         raise CampaignFileError(f"campaign file {path} does not exist; create it with `screenbai campaign init`")
     con = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
     con.execute("PRAGMA journal_mode=WAL")
-    con.execute("PRAGMA synchronous=FULL")  # a committed step survives a power cut, not only kill -9
+    # FULL: a committed step survives a power cut, not only kill -9
+    con.execute("PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=OFF")
     con.execute("PRAGMA foreign_keys=ON")
     if not create:
         try:
