@@ -164,10 +164,10 @@ def test_largest_variance_rule():
         for _ in range(k):
             st.update(a, 0.0)
     rng = np.random.default_rng(0)
-    assert largest_variance_arm(st, 0, 1, rng) == 1
-    assert largest_variance_arm(st, 2, 0, rng) == 0
+    assert largest_variance_arm(st.diag, 0, 1, rng) == 1
+    assert largest_variance_arm(st.diag, 2, 0, rng) == 0
     st2 = RidgeState(X, 1.0)
-    picks = {largest_variance_arm(st2, 0, 2, rng) for _ in range(40)}
+    picks = {largest_variance_arm(st2.diag, 0, 2, rng) for _ in range(40)}
     assert picks == {0, 2}  # equal variances: random tie-break
 
 

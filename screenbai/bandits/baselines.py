@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .estimators import RidgeState, project
+from .design import uniform_allocation
+from .estimators import RidgeState
 from .glm import logistic_mle
-from .policy import DEFAULT_MAX_SAMPLES, Policy, argmax_random
+from .linalg import project
+from .policy import DEFAULT_MAX_SAMPLES, Policy
 from .registry import register
+from .ties import argmax_random
 
 
 def _check_budget(budget) -> int:
@@ -59,10 +62,7 @@ class UniformAllocation(Policy):
         if self._sent:
             return None
         self._sent = True
-        q, r = divmod(self.budget, self.K)
-        counts = np.full(self.K, q, dtype=np.int64)
-        counts[self.rng.choice(self.K, size=r, replace=False)] += 1
-        return np.repeat(np.arange(self.K), counts)
+        return np.repeat(np.arange(self.K), uniform_allocation(self.budget, self.K, self.rng))
 
     def _update(self, arms, rewards):
         pass

@@ -20,11 +20,12 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, qr
+from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize_scalar
 
-from .estimators import project
-from .policy import argmax_random, argmin_random, as_generator
+from .linalg import gram_pull, project_if_deficient, spanning_arms
+from .policy import as_generator
+from .ties import argmax_random, argmin_random
 
 FW_MODES = ("D-exact", "G-linesearch", "D-gradient")
 ROUNDING_METHODS = ("efficient", "multinomial")
@@ -42,12 +43,7 @@ def _as_full_rank(Z) -> np.ndarray:
         raise ValueError(f"Z must be a 2-D array (arms x dimensions) with at least one arm; got shape {Z.shape}")
     if not np.isfinite(Z).all():
         raise ValueError("Z contains NaN/inf; every arm needs finite features")
-    s = np.linalg.svd(Z, compute_uv=False)
-    if s.size == 0 or s[0] == 0:
-        raise ValueError("all arm features are zero; no design can estimate anything")
-    if Z.shape[1] > Z.shape[0] or np.sum(s > 1e-10 * s[0]) < Z.shape[1]:
-        Z = project(Z)[0]
-    return Z
+    return project_if_deficient(Z)[0]
 
 
 def _check_pi(pi, K: int) -> np.ndarray:
@@ -322,8 +318,7 @@ def greedy_g_allocation(Z, n: int, rng=None) -> np.ndarray:
     if n == 0:
         return counts
     if n >= d:
-        _, _, piv = qr(Z.T, mode="economic", pivoting=True)
-        start = piv[:d]
+        start = spanning_arms(Z)
         counts[start] = 1
         A = Z[start].T @ Z[start]
     else:
@@ -334,9 +329,17 @@ def greedy_g_allocation(Z, n: int, rng=None) -> np.ndarray:
         diag = np.diag(G).copy()
         scores = np.max(diag[:, None] - G * G / (1.0 + diag)[None, :], axis=0)
         k = argmin_random(scores, rng)
-        g = G[:, k].copy()
-        G -= np.outer(g, g / (1.0 + g[k]))
+        gram_pull(G, k, K)
         counts[k] += 1
+    return counts
+
+
+# ---------------------------------------------------------------------------- uniform allocation
+def uniform_allocation(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
+    """floor(n / k) pulls per arm, one more for n mod k distinct arms drawn at random; sums to n."""
+    q, r = divmod(int(n), int(k))
+    counts = np.full(k, q, dtype=np.int64)
+    counts[rng.choice(k, size=r, replace=False)] += 1
     return counts
 
 

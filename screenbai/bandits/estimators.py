@@ -10,19 +10,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
+from .linalg import project, sherman_morrison
 
-def project(X: np.ndarray, rtol: float = 1e-10) -> tuple[np.ndarray, np.ndarray]:
-    """Coordinates of the arms in an orthonormal basis of their span (relative rank tolerance 1e-10 s_max).
-
-    Returns (Z, Q) with Z = X @ Q, Q a d x d' matrix with orthonormal columns, d' = rank(X).
-    Predictions are preserved: z^T theta' = x^T (Q theta').
-    """
-    U, s, _ = np.linalg.svd(X.T, full_matrices=False)
-    if s.size == 0 or s[0] == 0:
-        raise ValueError("all arm features are zero; the arms carry no information")
-    r = int(np.sum(s > rtol * s[0]))
-    Q = U[:, :r]
-    return X @ Q, Q
+__all__ = ["RidgeState", "project"]
 
 
 class RidgeState:
@@ -60,21 +50,29 @@ class RidgeState:
 
     def update(self, a: int, reward: float) -> None:
         """Add one observation of arm a: O(Kd + d^2)."""
+        self._add(a, reward)
+        if self.P is not None and self._since_refresh >= self.refresh_every:
+            self.refresh()
+
+    def _add(self, a: int, reward: float) -> tuple[np.ndarray, np.ndarray] | None:
+        """Record the observation and update P, log det V and diag(X P X^T) by rank one (no refresh).
+
+        Returns (g, g / (1 + q)) with g = X P x_a and q = x_a^T P x_a before the update, or None
+        while there is no inverse yet.
+        """
         x = self.X[a]
         self.b += reward * x
         self.counts[a] += 1
         if self.P is None:
-            return
-        u = self.P @ x
-        q = x @ u
+            return None
+        u, q = sherman_morrison(self.P, x)
         denom = 1.0 + q
-        self.P -= np.outer(u, u / denom)
         self.logdet += np.log1p(q)
         g = self.X @ u
-        self.diag -= g * g / denom
+        gs = g / denom
+        self.diag -= g * gs
         self._since_refresh += 1
-        if self._since_refresh >= self.refresh_every:
-            self.refresh()
+        return g, gs
 
     def update_many(self, arms: np.ndarray, rewards: np.ndarray) -> None:
         for a, r in zip(arms, rewards):

@@ -23,9 +23,10 @@ import numpy as np
 
 from . import thresholds as th
 from .estimators import RidgeState, project
-from .policy import DEFAULT_MAX_SAMPLES, Policy, check_probability, top_m
+from .policy import DEFAULT_MAX_SAMPLES, Policy, check_probability
 from .registry import register
-from .rules import L1Design
+from .rules import L1Design, greedy_arm, largest_variance_arm
+from .ties import argmax_random, top_m
 
 COMPUTE_JT = ("empirical", "ugape")
 COMPUTE_BT = ("lucb", "gifa")
@@ -51,49 +52,21 @@ class TrackedRidgeState(RidgeState):
         self.G = (X @ X.T) / self.lambda0 if gram else None
 
     def update(self, a: int, reward: float) -> None:
-        x = self.X[a]
-        u = self.P @ x
-        denom = 1.0 + float(x @ u)
-        us = u / denom
-        self.P -= np.multiply.outer(u, us)
-        g = self.X @ u
-        gs = g / denom
-        self.diag -= g * gs
-        self.mu += gs * (reward - float(self.mu[a]))
+        mu_a = float(self.mu[a])
+        g, gs = self._add(a, reward)
+        self.mu += gs * (reward - mu_a)
         if self.G is not None:
             self.G -= np.multiply.outer(g, gs)
-        self.b += reward * x
-        self.logdet += math.log(denom)
-        self.counts[a] += 1
-        self._since_refresh += 1
         if self._since_refresh >= self.refresh_every:
             self.refresh()
 
-    def refresh(self) -> None:
-        super().refresh()
+    def refresh(self) -> bool:
+        ok = super().refresh()
         self.mu = self.X @ (self.P @ self.b)
         if self.G is not None:
             G = (self.X @ self.P) @ self.X.T
             self.G = 0.5 * (G + G.T)
-
-
-def _top_m(values: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
-    """The m largest values (sorted indices); ties at the boundary broken at random (symmetric instances tie exactly)."""
-    K = values.size
-    idx = np.argpartition(values, K - m)[K - m :]
-    if np.count_nonzero(values >= values[idx].min()) == m:  # no tie at the boundary
-        idx.sort()
-        return idx
-    return top_m(values, m, rng)
-
-
-def _argmax(values: np.ndarray, rng: np.random.Generator) -> int:
-    """argmax with uniform random tie-breaking, in as few numpy calls as possible."""
-    i = int(values.argmax())
-    if np.count_nonzero(values == values[i]) == 1:
-        return i
-    ties = np.flatnonzero(values == values[i])
-    return int(ties[rng.integers(ties.size)])
+        return ok
 
 
 # ---------------------------------------------------------------------- index computations
@@ -262,7 +235,7 @@ class GIFA(Policy):
     def _single_paired_round(self, mu: np.ndarray, f: float):
         """m = 1, paired indices, tau^LUCB (LinGapE / m-LinGapE): one Gram row, O(Kd + d^2)."""
         st = self.state
-        i = _argmax(mu, self.rng)
+        i = argmax_random(mu, self.rng)
         Pxi = st.P @ self.Z[i]
         ucb = self.Z @ Pxi  # row i of G
         ucb *= -2.0
@@ -273,7 +246,7 @@ class GIFA(Policy):
         ucb *= f
         ucb += mu  # B[j, i] + mu_i
         ucb[i] = -np.inf
-        c = _argmax(ucb, self.rng)
+        c = argmax_random(ucb, self.rng)
         self._Pxb = (i, Pxi)
         return np.array([i]), i, c, float(ucb[c] - mu[i])
 
@@ -325,9 +298,9 @@ class GIFA(Policy):
         if self._fast:
             if m == 1 and self.index == "paired":
                 return self._single_paired_round(mu, f)
-            J = _top_m(mu, m, rng)
+            J = top_m(mu, m, rng)
             BJ = self.columns_of_J(mu, J, f)
-            k, c = divmod(_argmax(BJ.ravel(), rng), self.K)
+            k, c = divmod(argmax_random(BJ.ravel(), rng), self.K)
             b = int(J[k])
             if self.index == "paired":
                 self._Pxb = (b, self._PZ_J[k])
@@ -341,11 +314,11 @@ class GIFA(Policy):
         outside[J] = False
         lucb_cols = B[outside][:, J].max(axis=0)  # max_{i not in J} B[i, j], j in J
         if self.compute_bt == "gifa":
-            b = int(J[_argmax(colm[J], rng)])
+            b = int(J[argmax_random(colm[J], rng)])
         else:
-            b = int(J[_argmax(lucb_cols, rng)])
+            b = int(J[argmax_random(lucb_cols, rng)])
         col = np.where(outside, B[:, b], -np.inf)
-        c = _argmax(col, rng)
+        c = argmax_random(col, rng)
         stat = float(colm[J].max()) if self.stopping == "ugape" else float(lucb_cols.max())
         return J, b, int(c), stat
 
@@ -365,12 +338,12 @@ class GIFA(Policy):
         J = top_m(-colm, m, rng) if self.compute_jt == "ugape" else top_m(mu, m, rng)
         U_out = U.copy()
         U_out[J] = -np.inf
-        c = _argmax(U_out, rng)  # argmax over i not in J of B[i, b], whatever b
+        c = argmax_random(U_out, rng)  # argmax over i not in J of B[i, b], whatever b
         lucb_cols = U[c] - L[J]  # max over i not in J of B[i, j], j in J
         if self.compute_bt == "gifa":
-            b = int(J[_argmax(colm[J], rng)])
+            b = int(J[argmax_random(colm[J], rng)])
         else:
-            b = int(J[_argmax(lucb_cols, rng)])
+            b = int(J[argmax_random(lucb_cols, rng)])
         stat = float(colm[J].max()) if self.stopping == "ugape" else float(lucb_cols.max())
         return J, b, int(c), stat
 
@@ -384,23 +357,16 @@ class GIFA(Policy):
                 Py = known[1] - st.P @ self.Z[c]
             else:
                 Py = st.P @ (self.Z[b] - self.Z[c])
-            proj = self.Z @ Py
-            proj *= proj
-            proj /= st.diag + 1.0
-            return _argmax(proj, self.rng)
+            return greedy_arm(st, None, self.rng, Py=Py)
         if rule == "optimized":
             arm = self._design.ratio_arm((b, c), self.Z[b] - self.Z[c], self.n, self.rng)
             self.diagnostics["lp_solved"] = self._design.n_solved
             return arm
         if rule == "both":
             return np.array([b, c]) if self.max_samples - self.n_samples >= 2 else b
-        if self.linear:
-            vb, vc = self.state.diag[b], self.state.diag[c]
-        else:  # classical: the less-sampled arm has the larger width
-            vb, vc = -self.n[b], -self.n[c]
-        if vb == vc:
-            return (b, c)[int(self.rng.integers(2))]
-        return b if vb > vc else c
+        # classical indices: the less-sampled arm has the larger width
+        variances = self.state.diag if self.linear else -self.n
+        return largest_variance_arm(variances, b, c, self.rng)
 
     def _select(self):
         if self.m >= self.K:  # K = m = 1: nothing to identify

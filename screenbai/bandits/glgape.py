@@ -27,11 +27,13 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from .estimators import RidgeState, project
+from .estimators import RidgeState
 from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_mle
-from .policy import DEFAULT_MAX_SAMPLES, Policy, argmax_random, check_probability
+from .linalg import project_if_deficient
+from .policy import DEFAULT_MAX_SAMPLES, Policy, check_probability
 from .registry import register
-from .rules import L1Design
+from .rules import L1Design, greedy_arm
+from .ties import argmax_random
 
 CALIBRATIONS = ("reinterpreted", "literal34", "theory")
 RULES = ("ratio", "greedy")
@@ -148,11 +150,7 @@ class GLGapE(Policy):
         if self.refresh_every < 1:
             raise ValueError(f"refresh_every must be a positive integer; got {refresh_every}")
 
-        # projection onto the span of the arms
-        if np.linalg.matrix_rank(self.X) < self.d:
-            self.Z, self.Q = project(self.X)
-        else:
-            self.Z, self.Q = self.X, None
+        self.Z, self.Q = project_if_deficient(self.X)
         self.d_eff = self.Z.shape[1]
         E_default = min(self.K, 3 * self.d_eff)
         self.E = E_default if E is None else int(E)
@@ -279,8 +277,7 @@ class GLGapE(Policy):
         y = c1 * zi - c2 * self.Z[j]
         if self.rule == "ratio":
             return self.design.ratio_arm((i, j, k), y, self.n, self.rng)
-        proj = self.Z @ (self.state.P @ y)
-        return argmax_random(proj * proj / (1.0 + self.state.diag), self.rng)
+        return greedy_arm(self.state, y, self.rng)
 
     def _max_corner(self, q_ii: float, q_jj: np.ndarray, q_ij: np.ndarray) -> np.ndarray:
         """Squared width max over the 4 corners for all j at once (the corner is found later for j_t only)."""

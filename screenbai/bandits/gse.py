@@ -24,24 +24,23 @@ for the logistic MLE (keeps it finite under separation); no forced exploration; 
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from .design import FW_MODES, ROUNDING_METHODS, frank_wolfe, greedy_g_allocation, round_design, wynn
-from .estimators import project
+from .design import FW_MODES, ROUNDING_METHODS, frank_wolfe, greedy_g_allocation, round_design, uniform_allocation, wynn
+from .cache import LRUCache, digest
+from .linalg import project
 from .glm import logistic_mle
-from .policy import DEFAULT_MAX_SAMPLES, Policy, top_m
+from .policy import DEFAULT_MAX_SAMPLES, Policy
 from .registry import register
+from .ties import top_m
 
 ALLOCATIONS = ("uniform", "fw", "wynn", "greedy")
 LEFTOVER = ("last", "spread", "unused")
 
 # Designs depend only on the projected features (never on rewards): share them across the
 # replications of a study.  Keyed by a digest of Z and the solver settings.
-_DESIGN_CACHE: dict = {}
-_DESIGN_CACHE_SIZE = 256
+_DESIGN_CACHE: LRUCache[tuple] = LRUCache(256)
 
 
 def n_stages(K: int, eta: float) -> int:
@@ -71,15 +70,7 @@ def _solve_design(Z, allocation, fw_mode, n_fw, fw_tol, fw_init, fw_away):
 
 
 def _cached_design(Z: np.ndarray, *settings):
-    key_src = np.ascontiguousarray(Z).tobytes() + repr((Z.shape, settings)).encode()
-    key = hashlib.blake2b(key_src, digest_size=16).digest()
-    hit = _DESIGN_CACHE.get(key)
-    if hit is None:
-        hit = _solve_design(Z, *settings)
-        if len(_DESIGN_CACHE) >= _DESIGN_CACHE_SIZE:
-            _DESIGN_CACHE.pop(next(iter(_DESIGN_CACHE)))
-        _DESIGN_CACHE[key] = hit
-    return hit
+    return _DESIGN_CACHE.get((digest(Z), settings), lambda: _solve_design(Z, *settings))
 
 
 class GSE(Policy):
@@ -184,10 +175,7 @@ class GSE(Policy):
     def _allocate(self, Z: np.ndarray, n: int) -> np.ndarray:
         k, d = Z.shape
         if self.allocation == "uniform" or k == 1:
-            q, r = divmod(n, k)
-            counts = np.full(k, q, dtype=np.int64)
-            counts[self.rng.choice(k, size=r, replace=False)] += 1
-            return counts
+            return uniform_allocation(n, k, self.rng)
         if self.allocation == "greedy":
             return greedy_g_allocation(Z, n, rng=self.rng)
         settings = (self.allocation, self.fw_mode, self.n_fw, self.fw_tol, self.fw_init, self.fw_away)

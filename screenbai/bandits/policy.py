@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from .ties import argmax_random, argmin_random, top_m  # noqa: F401 - re-exported for existing imports
+
 DEFAULT_MAX_SAMPLES = 10**8
 
 
@@ -190,36 +192,3 @@ class Policy:
         """Default: the m arms with the highest empirical mean (unpulled arms last)."""
         means = np.where(self.n > 0, self.sums / np.maximum(self.n, 1), -np.inf)
         return top_m(means, self.m, self.rng)
-
-
-# ---------------------------------------------------------------------- tie-breaking helpers
-def argmax_random(values: np.ndarray, rng: np.random.Generator) -> int:
-    """Index of the maximum, ties broken uniformly at random (symmetric instances tie exactly)."""
-    i = int(np.argmax(values))
-    v = values[i]
-    ties = np.flatnonzero(values == v)
-    if ties.size == 1:
-        return i
-    return int(ties[rng.integers(ties.size)])
-
-
-def argmin_random(values: np.ndarray, rng: np.random.Generator) -> int:
-    i = int(np.argmin(values))
-    ties = np.flatnonzero(values == values[i])
-    if ties.size == 1:
-        return i
-    return int(ties[rng.integers(ties.size)])
-
-
-def top_m(values: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
-    """The m indices with the largest values, ties at the boundary broken at random."""
-    if m == 1:
-        return np.array([argmax_random(values, rng)])
-    K = values.size
-    kth = np.partition(values, K - m)[K - m]
-    above = np.flatnonzero(values > kth)
-    at = np.flatnonzero(values == kth)
-    need = m - above.size
-    if at.size > need:
-        at = rng.choice(at, size=need, replace=False)
-    return np.sort(np.concatenate([above, at]))

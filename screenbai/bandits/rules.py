@@ -6,18 +6,23 @@ import numpy as np
 from scipy import sparse
 
 from .estimators import RidgeState
-from .policy import argmax_random, argmin_random
+from .ties import argmax_random, argmin_random
 
 
-def greedy_arm(state: RidgeState, y: np.ndarray, rng: np.random.Generator) -> int:
-    """argmin_a ||y||^2_{(V + x_a x_a^T)^{-1}} = argmax_a (x_a^T P y)^2 / (1 + x_a^T P x_a)."""
-    proj = state.X @ (state.P @ y)
-    return argmax_random(proj * proj / (1.0 + state.diag), rng)
+def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator, Py: np.ndarray | None = None) -> int:
+    """argmin_a ||y||^2_{(V + x_a x_a^T)^{-1}} = argmax_a (x_a^T P y)^2 / (1 + x_a^T P x_a).
+
+    ``Py`` = P y may be passed instead of y when the caller already has it.
+    """
+    proj = state.X @ (state.P @ y if Py is None else Py)
+    proj *= proj
+    proj /= state.diag + 1.0
+    return argmax_random(proj, rng)
 
 
-def largest_variance_arm(state: RidgeState, b: int, c: int, rng: np.random.Generator) -> int:
-    """The candidate (b or c) whose mean is the most uncertain."""
-    vb, vc = state.diag[b], state.diag[c]
+def largest_variance_arm(variances: np.ndarray, b: int, c: int, rng: np.random.Generator) -> int:
+    """The candidate (b or c) with the larger variance (its mean is the most uncertain)."""
+    vb, vc = variances[b], variances[c]
     if vb == vc:
         return (b, c)[int(rng.integers(2))]
     return b if vb > vc else c

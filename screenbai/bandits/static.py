@@ -24,16 +24,17 @@ Implementation notes.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from collections import OrderedDict
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, qr
+from scipy.linalg import cho_factor, cho_solve
 
-from .estimators import RidgeState, project
-from .policy import DEFAULT_MAX_SAMPLES, Policy, Result, argmax_random, check_probability
+from .cache import LRUCache, digest
+from .estimators import RidgeState
+from .linalg import gram_pull, project_if_deficient, spanning_arms
+from .policy import DEFAULT_MAX_SAMPLES, Policy, Result, check_probability
 from .registry import register
+from .ties import argmax_random
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +51,6 @@ def log_term(n, K: int, delta: float):
     return np.log(6.0 * n * n * K * K / (np.pi**2 * delta))
 
 
-def spanning_arms(Z: np.ndarray) -> np.ndarray:
-    """One arm per element of a maximal linearly independent subset (pivoted QR)."""
-    _, R, piv = qr(Z.T, mode="economic", pivoting=True)
-    r = Z.shape[1]
-    return np.sort(piv[:r]).astype(np.int64)
-
-
 def all_pairs(active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Arm indices (I, J) of the unordered pairs of the active arms: y = x_I - x_J."""
     idx = np.flatnonzero(active) if active.dtype == bool else np.asarray(active)
@@ -69,15 +63,6 @@ def star_pairs(active: np.ndarray, best: int) -> tuple[np.ndarray, np.ndarray]:
     idx = np.flatnonzero(active) if active.dtype == bool else np.asarray(active)
     idx = idx[idx != best]
     return np.full(idx.size, best, dtype=np.int64), idx
-
-
-def _hash(*arrays) -> str:
-    h = hashlib.sha1()
-    for a in arrays:
-        a = np.ascontiguousarray(a)
-        h.update(str(a.dtype).encode() + str(a.shape).encode())
-        h.update(a.tobytes())
-    return h.hexdigest()
 
 
 def _break_tie(T: np.ndarray, h: np.ndarray, s: np.ndarray, tol: float, rng: np.random.Generator,
@@ -169,11 +154,9 @@ class _GreedyState:
         return k
 
     def pull(self, k: int) -> None:
-        col = self.M[:, k].copy()
-        den = 1.0 + col[k]
-        self.M -= np.multiply.outer(col, col[: self.K] / den)
+        col = gram_pull(self.M, k, self.K)
         q = col[self.K :]
-        self.h -= (q * q / den)[:, None]
+        self.h -= (q * q / (1.0 + col[k]))[:, None]
         self.counts[k] += 1
         self._since += 1
         if self._since >= _REFRESH:
@@ -247,11 +230,9 @@ class AllocationSequence:
                 tol = s[k] + rtol * abs(s[k])
                 if np.count_nonzero(s <= tol) > 1:
                     k = _break_tie(T, h, s, tol, rng, band)
-                col = M[:, k].copy()
-                den = 1.0 + col[k]
-                M -= np.multiply.outer(col, col[:K] / den)
+                col = gram_pull(M, k, K)
                 q = col[K:]
-                h -= (q * q / den)[:, None]
+                h -= (q * q / (1.0 + col[k]))[:, None]
                 state.counts[k] += 1
                 arms[t] = k
                 t += 1
@@ -272,8 +253,7 @@ class AllocationSequence:
         self.rho_end = state.rho if not self.done else self.rho_end
 
 
-_CACHE: "OrderedDict[tuple, AllocationSequence]" = OrderedDict()
-_CACHE_SIZE = 32
+_CACHE: LRUCache[AllocationSequence] = LRUCache(32)
 
 
 def allocation_sequence(Z, init_arms, I, J=None, scale=None, seed=0, stop_rule=None,
@@ -281,18 +261,10 @@ def allocation_sequence(Z, init_arms, I, J=None, scale=None, seed=0, stop_rule=N
     """The cached sequence for these features, directions, seed and stopping rule (LRU: Monte-Carlo replications share it)."""
     J = np.full(len(I), -1) if J is None else J
     scale = np.ones(len(I)) if scale is None else scale
-    key = (_hash(Z, np.asarray(init_arms), np.asarray(I), np.asarray(J), np.asarray(scale, dtype=float)), seed, stop_rule)
+    key = (digest(Z, np.asarray(init_arms), np.asarray(I), np.asarray(J), np.asarray(scale, dtype=float)), seed, stop_rule)
     if tie_rtol != _TIE_RTOL:
         key += (float(tie_rtol),)
-    seq = _CACHE.get(key)
-    if seq is None:
-        seq = AllocationSequence(Z, init_arms, I, J, scale, seed, stop_rule, tie_rtol)
-        _CACHE[key] = seq
-        while len(_CACHE) > _CACHE_SIZE:
-            _CACHE.popitem(last=False)
-    else:
-        _CACHE.move_to_end(key)
-    return seq
+    return _CACHE.get(key, lambda: AllocationSequence(Z, init_arms, I, J, scale, seed, stop_rule, tie_rtol))
 
 
 def clear_cache() -> None:
@@ -304,7 +276,7 @@ def save_cache(path) -> None:
     import pickle
 
     with open(path, "wb") as fh:
-        pickle.dump(dict(_CACHE), fh, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump(_CACHE.items(), fh, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def load_cache(path) -> int:
@@ -442,10 +414,7 @@ class _SLMBase(Policy):
             raise ValueError(f"sigma (noise bound) must be positive; got {sigma}")
         self.sigma = sigma
         self.c = 2.0 * np.sqrt(2.0) * sigma
-        if np.linalg.matrix_rank(self.X) < self.d:
-            self.Z, self.basis = project(self.X)
-        else:
-            self.Z, self.basis = self.X, None
+        self.Z, self.basis = project_if_deficient(self.X)
         self.d_eff = self.Z.shape[1]
         self.init_arms = spanning_arms(self.Z)
         self._final: dict | None = None

@@ -1,0 +1,69 @@
+"""Linear-algebra kernels shared by the algorithms: projection onto the span of the arms, spanning
+sets, and rank-one (Sherman-Morrison) updates.
+
+Per-round loops never invert a matrix: they update an inverse, or a Gram matrix Z A^{-1} Z^T,
+by rank one after each pull and rebuild it exactly from the counts now and then.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.linalg import qr
+
+RANK_RTOL = 1e-10  # singular values below this fraction of the largest count as zero
+
+
+def project(X: np.ndarray, rtol: float = RANK_RTOL) -> tuple[np.ndarray, np.ndarray]:
+    """Coordinates of the arms in an orthonormal basis of their span.
+
+    Returns (Z, Q) with Z = X @ Q, Q a d x d' matrix with orthonormal columns, d' = rank(X).
+    Predictions are preserved: z^T theta' = x^T (Q theta').
+    """
+    U, s, _ = np.linalg.svd(X.T, full_matrices=False)
+    if s.size == 0 or s[0] == 0:
+        raise ValueError("all arm features are zero; the arms carry no information")
+    r = int(np.sum(s > rtol * s[0]))
+    Q = U[:, :r]
+    return X @ Q, Q
+
+
+def project_if_deficient(X: np.ndarray, rtol: float = RANK_RTOL) -> tuple[np.ndarray, np.ndarray | None]:
+    """(X, None) when X has full column rank, else ``project(X)``: a design matrix built from
+    rank-deficient features would never become invertible."""
+    s = np.linalg.svd(X, compute_uv=False)
+    if s.size == 0 or s[0] == 0:
+        raise ValueError("all arm features are zero; the arms carry no information")
+    if X.shape[1] > X.shape[0] or np.sum(s > rtol * s[0]) < X.shape[1]:
+        return project(X, rtol)
+    return X, None
+
+
+def spanning_arms(Z: np.ndarray) -> np.ndarray:
+    """Sorted indices of a maximal linearly independent subset of the arms (pivoted QR on Z^T);
+    Z must have full column rank."""
+    _, _, piv = qr(Z.T, mode="economic", pivoting=True)
+    return np.sort(piv[: Z.shape[1]]).astype(np.int64)
+
+
+def sherman_morrison(P: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, float]:
+    """P <- (P^{-1} + x x^T)^{-1} in place, in O(d^2).
+
+    Returns u = P x and q = x^T P x (both before the update), from which callers update
+    quantities derived from P: e.g. z^T P z decreases by (z^T u)^2 / (1 + q).
+    """
+    u = P @ x
+    q = float(x @ u)
+    P -= np.multiply.outer(u, u / (1.0 + q))
+    return u, q
+
+
+def gram_pull(M: np.ndarray, k: int, K: int) -> np.ndarray:
+    """Rank-one update of the rows of a Gram matrix after one more pull of arm k.
+
+    M stacks G = Z A^{-1} Z^T (its first K rows) and optionally rows Y A^{-1} Z^T for directions y.
+    After A <- A + z_k z_k^T, every row r becomes M_r - M_rk G_k / (1 + G_kk), in place.
+    Returns the column M[:, k] before the update.
+    """
+    col = M[:, k].copy()
+    M -= np.multiply.outer(col, col[:K] / (1.0 + col[k]))
+    return col

@@ -1,0 +1,40 @@
+"""argmax, argmin and top-m with ties broken uniformly at random.
+
+Symmetric benchmark instances (canonical bases, equal gaps) tie exactly; a fixed order would bias
+every such run towards low arm indices.  The generator is consulted only when there is a tie, so
+untied choices never consume random numbers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def argmax_random(values: np.ndarray, rng: np.random.Generator) -> int:
+    """Index of the maximum, ties broken uniformly at random."""
+    i = int(values.argmax())
+    if np.count_nonzero(values == values[i]) == 1:
+        return i
+    ties = np.flatnonzero(values == values[i])
+    return int(ties[rng.integers(ties.size)])
+
+
+def argmin_random(values: np.ndarray, rng: np.random.Generator) -> int:
+    """Index of the minimum, ties broken uniformly at random."""
+    return argmax_random(-values, rng)
+
+
+def top_m(values: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
+    """The m indices with the largest values (sorted), ties at the boundary broken at random."""
+    if m == 1:
+        return np.array([argmax_random(values, rng)])
+    K = values.size
+    idx = np.argpartition(values, K - m)[K - m :]
+    kth = values[idx].min()
+    if np.count_nonzero(values >= kth) == m:  # no tie at the boundary: the common case, no sort of K
+        idx.sort()
+        return idx
+    above = np.flatnonzero(values > kth)
+    at = np.flatnonzero(values == kth)
+    at = rng.choice(at, size=m - above.size, replace=False)
+    return np.sort(np.concatenate([above, at]))
