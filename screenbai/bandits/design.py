@@ -318,7 +318,7 @@ def greedy_g_allocation(Z, n: int, rng=None) -> np.ndarray:
     if n == 0:
         return counts
     if n >= d:
-        start = spanning_arms(Z)
+        start = spanning_arms(Z, pivot_order=True)
         counts[start] = 1
         A = Z[start].T @ Z[start]
     else:

@@ -38,11 +38,12 @@ def project_if_deficient(X: np.ndarray, rtol: float = RANK_RTOL) -> tuple[np.nda
     return X, None
 
 
-def spanning_arms(Z: np.ndarray) -> np.ndarray:
-    """Sorted indices of a maximal linearly independent subset of the arms (pivoted QR on Z^T);
-    Z must have full column rank."""
+def spanning_arms(Z: np.ndarray, pivot_order: bool = False) -> np.ndarray:
+    """Indices of a maximal linearly independent subset of the arms (pivoted QR on Z^T), sorted,
+    or in pivot order (most independent first) with ``pivot_order``; Z must have full column rank."""
     _, _, piv = qr(Z.T, mode="economic", pivoting=True)
-    return np.sort(piv[: Z.shape[1]]).astype(np.int64)
+    start = piv[: Z.shape[1]].astype(np.int64)
+    return start if pivot_order else np.sort(start)
 
 
 def sherman_morrison(P: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, float]:
