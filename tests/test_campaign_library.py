@@ -103,3 +103,19 @@ def test_featurized_workflow_library(tmp_path):
     assert list(lib.compounds["compound_id"]) == ids[::-1]
     assert list(lib.compounds["smiles"]) == GOOD[::-1]
     np.testing.assert_array_equal(lib.features, np.hstack([X, np.ones((len(GOOD), 1))]))
+
+
+def test_large_libraries_use_the_chunked_featurizer_with_the_same_scores(tmp_path, monkeypatch):
+    import screenbai.campaign.library as library
+    import screenbai.chem.store as chem_store
+
+    rows = [(f"C{i}", s) for i, s in enumerate(GOOD)]
+    p = _csv(tmp_path, rows)
+    small = import_library(p, id_column="name", smiles_column="structure", radius=2, n_bits=256, d=3)
+    calls = []
+    real = chem_store.featurize_library
+    monkeypatch.setattr(chem_store, "featurize_library", lambda *a, **k: calls.append(1) or real(*a, **{**k, "n_jobs": 1}))
+    monkeypatch.setattr(library, "CHUNKED_ABOVE", 3)
+    big = import_library(p, id_column="name", smiles_column="structure", radius=2, n_bits=256, d=3)
+    assert calls == [1]
+    np.testing.assert_allclose(big.features, small.features, rtol=0, atol=1e-10)

@@ -267,6 +267,14 @@ class Campaign:
 
     @staticmethod
     def _apply_record(policy, rows) -> None:
+        """Tell a results file's outcomes (file order), then cancel its failed wells.
+
+        Outcomes of plates still in the lab when the stopping rule fired are kept in the file
+        (status and report show them) but cancelled in the policy: its answer no longer changes.
+        """
+        if policy.done:
+            _cancel(policy, np.asarray([a for a, _ in rows], dtype=np.int64))
+            return
         ok = [(a, v) for a, v in rows if v is not None]
         failed = np.asarray([a for a, v in rows if v is None], dtype=np.int64)
         _tell(policy, np.asarray([a for a, _ in ok], dtype=np.int64), np.asarray([v for _, v in ok], dtype=float))

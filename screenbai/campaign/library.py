@@ -31,6 +31,8 @@ logger = logging.getLogger("screenbai.campaign")
 KINDS = ("auto", "table", "chembl-export", "featurized")
 #: the CDK2 study's featurizer (config/config.yaml; d = 20 is its reference screen)
 DEFAULT_RADIUS, DEFAULT_N_BITS, DEFAULT_D = 4, 1024, 20
+#: libraries larger than this are featurized chunk by chunk on all cores
+CHUNKED_ABOVE = 50_000
 
 
 @dataclass
@@ -161,11 +163,26 @@ def curate_structures(frame):
 
 
 def featurize_structures(smiles, *, radius: int, n_bits: int, d: int) -> tuple[np.ndarray, dict, dict]:
-    """Morgan fingerprints -> PCA(d) -> append the intercept: (features, settings, loadings)."""
-    from screenbai.chem.featurize import morgan_fingerprints, reduce_pca
+    """Morgan fingerprints -> PCA(d) -> append the intercept: (features, settings, loadings).
 
-    fps = morgan_fingerprints(list(smiles), radius=radius, n_bits=n_bits)
-    scores, info = reduce_pca(fps, int(d))
+    Above ``CHUNKED_ABOVE`` structures the chunked featurizer of :mod:`screenbai.chem.store` runs
+    (all cores, bounded memory; its fingerprint store is a temporary cache, the campaign file keeps
+    the features); below, the in-memory functions (the same scores).
+    """
+    smiles = list(smiles)
+    if len(smiles) > CHUNKED_ABOVE:
+        import tempfile
+
+        from screenbai.chem.store import featurize_library
+
+        with tempfile.TemporaryDirectory(prefix="screenbai-fingerprints-") as tmp:
+            scores, info = featurize_library(smiles, tmp, int(d), radius=radius, n_bits=n_bits)
+        if len(info["row"]) != len(smiles):  # the structures were standardized: RDKit reads them all
+            raise ValueError(f"{len(smiles) - len(info['row'])} standardized structures could not be featurized")
+    else:
+        from screenbai.chem.featurize import morgan_fingerprints, reduce_pca
+
+        scores, info = reduce_pca(morgan_fingerprints(smiles, radius=radius, n_bits=n_bits), int(d))
     features = np.hstack([scores, np.ones((scores.shape[0], 1))])
     settings = {
         "method": "morgan+pca", "radius": int(radius), "n_bits": int(n_bits), "d": int(d),
