@@ -114,3 +114,46 @@ def test_a_changed_log_is_detected_on_replay(tmp_path):
     con.close()
     with Campaign.open(path, use_snapshot=False) as c, pytest.raises(ReplayMismatch, match="plate P002"):
         c.policy
+
+
+@needs_plates
+def test_every_registered_algorithm_fills_and_records_plates(tmp_path):
+    from screenbai.bandits import registry
+
+    lib = synthetic_library(K=12, d=2)
+    for name, entry in registry.available().items():
+        params = {"budget": 240} if getattr(entry.cls, "fixed_budget", False) else {}
+        if any(v == "oracle" for v in entry.defaults.values()):
+            with pytest.raises(ValueError, match="oracle"):
+                Campaign.create(tmp_path / f"{name}.campaign", lib, name, params, seed=1)
+            continue
+        camp = Campaign.create(tmp_path / f"{name}.campaign", lib, name, params, seed=1)
+        assay = Assay(lib.features, seed=2)
+        for k in range(3):
+            if camp.policy.done:
+                break
+            plate = camp.next_plate(8)
+            assert 1 <= len(plate) <= 8, name
+            camp.record(write_results(tmp_path / f"{name}{k}.csv", plate, assay(plate.arms)))
+        with Campaign.open(tmp_path / f"{name}.campaign", use_snapshot=False) as again:
+            assert again.policy.n_samples == camp.policy.n_samples, name
+        camp.close()
+
+
+@needs_plates
+def test_plates_in_the_lab_when_the_rule_fires_are_still_recorded(tmp_path):
+    lib = synthetic_library(K=6, d=2)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "lucb", {"delta": 0.1}, seed=0)
+    means = np.array([0.95, 0.05, 0.05, 0.05, 0.05, 0.05])
+    rng = np.random.default_rng(0)
+    k = 0
+    while not camp.policy.done:
+        first, second = camp.next_plate(4), camp.next_plate(4)
+        for plate in (first, second):
+            k += 1
+            camp.record(write_results(tmp_path / f"r{k}.csv", plate, (rng.random(len(plate)) < means[list(plate.arms)]).astype(int)))
+        assert k < 500
+    n, _, _, _ = camp.observations()
+    assert n.sum() == 4 * k  # every recorded well is in the file, also those after the stop
+    assert camp.policy.result().recommendation == (0,)
+    camp.close()

@@ -139,6 +139,12 @@ class Campaign:
 
         params = dict(params or {})
         entry = registry.get(algorithm)
+        oracle = sorted(k for k, v in {**entry.defaults, **params}.items() if isinstance(v, str) and v == "oracle")
+        if oracle:
+            raise ValueError(
+                f"{entry.name}: parameter(s) {', '.join(oracle)} = 'oracle' need the true cure rates, which a real "
+                "campaign does not know; give a value with --param (see `screenbai algorithms`)"
+            )
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}; got {outcome!r}")
         policy = registry.make_policy(entry.name, library.features, rng=int(seed), **params)  # fails early on bad params
