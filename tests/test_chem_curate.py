@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from screenbai.chem.acquire import STANDARD_COLUMNS, read_chembl_export
-from screenbai.chem.curate import DROP_REASONS, CurationReport, curate_activities, standardize_smiles
+from screenbai.chem.curate import (
+    DROP_REASONS,
+    MAX_HEAVY_ATOMS,
+    CurationReport,
+    count_heavy_atoms,
+    curate_activities,
+    standardize_smiles,
+)
 
 CYCLIN_A = r"cyclin[ -/]?A\b|CycA"
 
@@ -149,7 +160,7 @@ def test_report_renderings():
     assert "| unparseable SMILES" in md and "|      17 |" in md
     data = json.loads(rep.to_json())
     assert data["n_input"] == 17 and data["dropped"]["censored relation"] == 3
-    assert ["BAD_SMILES", "C1CC("] in data["unparseable"]
+    assert ["BAD_SMILES", "unparseable SMILES", "C1CC("] in data["structures_dropped"]
 
 
 def test_bad_arguments():
@@ -216,3 +227,70 @@ def test_cdk2_raw_export_study_settings(cdk2_raw):
     }
     assert rep.n_output_rows == 652 and rep.n_compounds == 514
     assert int((lib["activity_nM"] >= 1e6).sum()) == 10
+
+
+# ------------------------------------------------------------------ which fragment is the compound
+def test_metal_complexes_are_dropped_never_reduced_or_merged(caplog):
+    rows = [
+        dict(molecule_chembl_id="CISPLATIN_A", canonical_smiles="N[Pt](N)(Cl)Cl", standard_value="5"),
+        dict(molecule_chembl_id="CISPLATIN_B", canonical_smiles="N.N.Cl[Pt]Cl", standard_value="50", standard_units="uM"),
+        dict(molecule_chembl_id="FERROCENE", canonical_smiles="[cH-]1cccc1.[cH-]1cccc1.[Fe+2]", standard_value="7"),
+        dict(molecule_chembl_id="ZNCL2", canonical_smiles="[Cl-].[Cl-].[Zn+2]", standard_value="7"),
+        dict(molecule_chembl_id="CP", canonical_smiles="C1=CCC=C1", standard_value="9"),  # cyclopentadiene itself
+        dict(molecule_chembl_id="NACL", canonical_smiles="[Na+].[Cl-]", standard_value="3"),
+        dict(molecule_chembl_id="MIX", canonical_smiles="CCCCN.CCCCCN", standard_value="3"),
+        dict(molecule_chembl_id="TOSYLATE", canonical_smiles="CCCCCN.Cc1ccc(S(=O)(=O)O)cc1", standard_value="4"),
+        dict(molecule_chembl_id="LI_SALT", canonical_smiles="CCCC(=O)[O-].[Li+]", standard_value="6"),
+    ]
+    lib, rep = curate_activities(_raw(rows))
+    _check_invariant(rep)
+    assert rep.dropped == {"metal-containing structure": 4, "inorganic structure": 1, "mixture of several compounds": 1}
+    assert sorted(lib["smiles"]) == ["C1=CCC=C1", "CCCC(=O)O", "CCCCCN"]  # counter-ions stripped
+    assert lib.set_index("compound_id").loc["CP", "n_measurements"] == 1  # ferrocene not merged into it
+    named = {cid: why for cid, why, _ in rep.structures_dropped}
+    assert named == {
+        "CISPLATIN_A": "metal-containing structure", "CISPLATIN_B": "metal-containing structure",
+        "FERROCENE": "metal-containing structure", "ZNCL2": "metal-containing structure",
+        "NACL": "inorganic structure", "MIX": "mixture of several compounds",
+    }
+    assert "CISPLATIN_B (metal-containing structure)" in caplog.text
+
+
+def test_giant_structure_is_counted_not_fatal():
+    # a 20,000-atom SMILES crashed the interpreter inside RDKit: run in a child process so a
+    # crash fails this test instead of the test session
+    code = (
+        "import pandas as pd\n"
+        "from screenbai.chem.curate import curate_activities\n"
+        "raw = pd.DataFrame({'molecule_chembl_id': ['HUGE', 'OK'], 'canonical_smiles': ['C' * 20000, 'CCO'],\n"
+        "    'standard_type': 'IC50', 'standard_relation': '=', 'standard_value': '5', 'standard_units': 'nM'})\n"
+        "lib, rep = curate_activities(raw)\n"
+        "cid, why, smiles = rep.structures_dropped[0]\n"
+        "print(rep.dropped, lib['compound_id'].tolist(), cid, why, smiles[195:])\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "{'structure too large': 1} ['OK'] HUGE structure too large CCCCC... (20,000 characters)"
+
+
+def test_heavy_atoms_counted_on_the_text():
+    assert count_heavy_atoms("C[C@H](N)C(=O)O") == 6
+    assert count_heavy_atoms("[2H]C([H])Cl.Br[Pt](Br)[nH+]1cccc1") == 10  # hydrogens not counted
+    big = "C" * MAX_HEAVY_ATOMS
+    assert standardize_smiles([big, big + "C"])["error"].tolist() == [None, "structure too large"]
+
+
+# ------------------------------------------------------------------ nothing kept: say why
+def test_nothing_kept_says_why():
+    ki_rows = [dict(molecule_chembl_id=f"K{i}", canonical_smiles="CCO", standard_value="5", standard_type="Ki") for i in range(5)]
+    with pytest.raises(ValueError, match=r"0 of 6 rows have activity type IC50; the data holds Ki \(5\), Kd \(1\)"):
+        curate_activities(_raw(ki_rows + [dict(canonical_smiles="CCN", standard_value="1", standard_type="Kd")]))
+    censored = [dict(canonical_smiles="CCO", standard_value="5", standard_relation=">"),
+                dict(canonical_smiles="CCO", standard_value="5", standard_units="%")]
+    with pytest.raises(ValueError, match=r"units found: % \(1\).*1 rows dropped as 'censored relation' \(censored: keep_as_value"):
+        curate_activities(_raw(censored))
+    with pytest.raises(ValueError, match="do not match assay_description_regex 'cyclin'"):
+        curate_activities(_raw(ki_rows), activity_types=["Ki"], assay_description_regex="cyclin")
+    with pytest.raises(ValueError, match="the input holds no rows"):
+        curate_activities(_raw([]))

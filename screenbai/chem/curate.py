@@ -19,7 +19,15 @@ import pandas as pd
 
 logger = logging.getLogger("screenbai.chem")
 
-__all__ = ["CurationReport", "DROP_REASONS", "UNIT_FACTORS_TO_NM", "curate_activities", "standardize_smiles"]
+__all__ = [
+    "DROP_REASONS",
+    "MAX_HEAVY_ATOMS",
+    "UNIT_FACTORS_TO_NM",
+    "CurationReport",
+    "count_heavy_atoms",
+    "curate_activities",
+    "standardize_smiles",
+]
 
 #: Drop reasons, in the order the checks are applied.
 DROP_REASONS: tuple[str, ...] = (
@@ -35,7 +43,11 @@ DROP_REASONS: tuple[str, ...] = (
     "unknown relation",
     "flagged: data validity comment",
     "flagged: potential duplicate",
+    "structure too large",
     "unparseable SMILES",
+    "metal-containing structure",
+    "inorganic structure",
+    "mixture of several compounds",
     "standardization failed",
     "unit not convertible",
 )
@@ -70,8 +82,10 @@ class CurationReport:
         Library rows (unique standardized InChIKeys).
     dropped : dict
         Reason -> number of input rows dropped (only non-zero reasons).
-    unparseable : list of (id, smiles)
-        Rows whose SMILES RDKit could not parse or standardize.
+    structures_dropped : list of (id, reason, smiles)
+        Rows dropped for their structure (too large, unparseable, metal-containing,
+        inorganic, a mixture, standardization failed); SMILES longer than 200 characters
+        are shortened.
     settings : dict
         The curation options used.
     """
@@ -80,8 +94,14 @@ class CurationReport:
     n_output_rows: int
     n_compounds: int
     dropped: dict[str, int]
-    unparseable: list[tuple[str, str]] = field(default_factory=list)
+    structures_dropped: list[tuple[str, str, str]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def unparseable(self) -> list[tuple[str, str]]:
+        """(id, smiles) of the rows whose SMILES RDKit could not parse or standardize."""
+        failed = ("unparseable SMILES", "standardization failed")
+        return [(cid, smi) for cid, reason, smi in self.structures_dropped if reason in failed]
 
     @property
     def n_dropped(self) -> int:
@@ -108,19 +128,75 @@ class CurationReport:
     def to_json(self, **kwargs: Any) -> str:
         """JSON text of all fields."""
         data = asdict(self)
-        data["unparseable"] = [list(x) for x in self.unparseable]
+        data["structures_dropped"] = [list(x) for x in self.structures_dropped]
         return json.dumps(data, indent=kwargs.pop("indent", 2), **kwargs)
+
+
+#: Largest structure curation identifies: standard InChI (whose key merges replicates) holds at
+#: most 1023 heavy atoms, and RDKit can crash on SMILES of some 10,000 atoms.
+MAX_HEAVY_ATOMS = 1023
+
+# One atom of a SMILES string: a bracket atom (isotope, element, ...) or an organic-subset atom.
+_SMILES_ATOM = re.compile(r"\[\d*([A-Z][a-z]?|[a-z]{1,2}|\*)[^\]]*\]|Br|Cl|[BCNOPSFI]|[bcnops]|\*")
+
+#: Non-metals (metalloids B, Si, As, Se, Te included, as in medicinal chemistry).
+_NON_METALS = frozenset(
+    ("H", "He", "B", "C", "N", "O", "F", "Ne", "Si", "P", "S", "Cl", "Ar", "As", "Se", "Br", "Kr", "Te", "I", "Xe", "At", "Rn", "*")
+)
+#: Metals that occur as counter-ions of drug salts; they are stripped like any counter-ion.
+_COUNTER_ION_METALS = frozenset(("Li", "Na", "K", "Rb", "Cs", "Mg", "Ca", "Sr", "Ba"))
+
+# Pharmaceutical counter-acids missing from RDKit's default salt/solvent list (charged or not;
+# a pattern strips a fragment only if it matches the whole fragment).
+_EXTRA_COUNTER_IONS = """\
+tosic acid\tCc1ccc(cc1)S(=O)(=O)[O;H1,-1]
+benzenesulfonic acid\tc1ccc(cc1)S(=O)(=O)[O;H1,-1]
+ethanesulfonic acid\tCCS(=O)(=O)[O;H1,-1]
+isethionic acid\tOCCS(=O)(=O)[O;H1,-1]
+oxalic acid\t[O;H1,-1]C(=O)C(=O)[O;H1,-1]
+maleic or fumaric acid\t[O;H1,-1]C(=O)C=CC(=O)[O;H1,-1]
+succinic acid\t[O;H1,-1]C(=O)CCC(=O)[O;H1,-1]
+malic acid\t[O;H1,-1]C(=O)CC(O)C(=O)[O;H1,-1]
+tartaric acid\t[O;H1,-1]C(=O)C(O)C(O)C(=O)[O;H1,-1]
+citric acid\t[O;H1,-1]C(=O)CC(O)(CC(=O)[O;H1,-1])C(=O)[O;H1,-1]
+lactic acid\tCC(O)C(=O)[O;H1,-1]
+pamoic acid\t[O;H1,-1]C(=O)c1cc2ccccc2c(Cc2c(O)c(C(=O)[O;H1,-1])cc3ccccc23)c1O
+"""
+
+
+def count_heavy_atoms(smiles: str) -> int:
+    """Heavy atoms written in a SMILES string, counted on the text (no parsing)."""
+    return sum(1 for m in _SMILES_ATOM.finditer(smiles) if m.group(1) != "H")
+
+
+def _distinct_organic_fragments(mol: Any) -> dict[str, Any]:
+    """Canonical SMILES -> fragment, for the fragments holding carbon."""
+    from rdkit import Chem
+
+    out: dict[str, Any] = {}
+    for frag in Chem.GetMolFrags(mol, asMols=True):
+        if any(a.GetAtomicNum() == 6 for a in frag.GetAtoms()):
+            out.setdefault(Chem.MolToSmiles(frag), frag)
+    return out
 
 
 class _Standardizer:
     """RDKit MolStandardize pipeline, built once per curation call (no global state).
 
-    Steps: disconnect metals, normalize functional groups, keep the largest (organic)
-    fragment (salts/solvents stripped), neutralise with the Uncharger, optionally
-    canonicalize the tautomer.  This is ``rdMolStandardize.Cleanup`` without its RemoveHs
-    (MolFromSmiles already removed them) and Reionize (the Uncharger follows) steps: on the
-    10,300 unique SMILES of the staged CDK2 and EGFR files it gives the same output as
-    Cleanup -> LargestFragmentChooser -> Uncharger and is 2.4x faster.
+    Which fragment is the compound: the one left once recognised counter-ions and solvents
+    (RDKit's list plus common pharmaceutical counter-acids) and carbon-free fragments are
+    removed.  Structures that hold no such single compound are dropped, each under its own
+    reason, never reduced to a piece (cisplatin to ammonia, ferrocene to cyclopentadiene):
+
+    - ``structure too large``: more than :data:`MAX_HEAVY_ATOMS` heavy atoms, counted on the
+      SMILES text before RDKit sees it;
+    - ``metal-containing structure``: a metal other than an alkali or alkaline-earth
+      counter-ion (coordination complexes, organometallics, metal salts);
+    - ``inorganic structure``: no fragment with carbon;
+    - ``mixture of several compounds``: two or more different fragments remain.
+
+    The kept compound is then normalized, neutralised with the Uncharger, and optionally
+    tautomer-canonicalized.
     """
 
     def __init__(self, canonical_tautomer: bool = False) -> None:
@@ -128,28 +204,50 @@ class _Standardizer:
 
         self._disconnector = rdMolStandardize.MetalDisconnector()
         self._normalizer = rdMolStandardize.Normalizer()
-        self._chooser = rdMolStandardize.LargestFragmentChooser(preferOrganic=True)
+        self._removers = (
+            rdMolStandardize.FragmentRemover(),
+            rdMolStandardize.FragmentRemoverFromData(_EXTRA_COUNTER_IONS),
+        )
         self._uncharger = rdMolStandardize.Uncharger()
         self._tautomer = rdMolStandardize.TautomerEnumerator() if canonical_tautomer else None
+
+    def _the_compound(self, mol: Any) -> Any | str:
+        """The one fragment that is the compound, or the reason there is none."""
+        if any(a.GetSymbol() not in _NON_METALS | _COUNTER_ION_METALS for a in mol.GetAtoms()):
+            return "metal-containing structure"
+        self._disconnector.DisconnectInPlace(mol)
+        self._normalizer.normalizeInPlace(mol)
+        organic = _distinct_organic_fragments(mol)
+        for remover in self._removers:
+            mol = remover.remove(mol)
+        # every organic fragment a counter-ion or solvent: the substance itself is one of them
+        candidates = _distinct_organic_fragments(mol) or organic
+        if not candidates:
+            return "inorganic structure"
+        if len(candidates) > 1:
+            return "mixture of several compounds"
+        return next(iter(candidates.values()))
 
     def __call__(self, smiles: str) -> tuple[str, str, float] | str:
         """Return (smiles, inchikey, mw of the input as given) or a drop reason."""
         from rdkit import Chem
         from rdkit.Chem import Descriptors
 
+        if count_heavy_atoms(smiles) > MAX_HEAVY_ATOMS:
+            return "structure too large"
         mol = Chem.MolFromSmiles(smiles)
         if mol is None:
             return "unparseable SMILES"
         try:
             mw = float(Descriptors.MolWt(mol))
-            self._disconnector.DisconnectInPlace(mol)
-            self._normalizer.normalizeInPlace(mol)
-            mol = self._chooser.choose(mol)
-            self._uncharger.unchargeInPlace(mol)
+            compound = self._the_compound(mol)
+            if isinstance(compound, str):
+                return compound
+            self._uncharger.unchargeInPlace(compound)
             if self._tautomer is not None:
-                mol = self._tautomer.Canonicalize(mol)
-            out_smiles = Chem.MolToSmiles(mol)
-            key = Chem.MolToInchiKey(mol)
+                compound = self._tautomer.Canonicalize(compound)
+            out_smiles = Chem.MolToSmiles(compound)
+            key = Chem.MolToInchiKey(compound)
         except Exception:  # RDKit raises assorted errors on exotic structures
             return "standardization failed"
         if not key or not out_smiles:
@@ -302,25 +400,25 @@ def _attach_structures(
     value_nM: list[float],
     is_mass: list[bool],
     canonical_tautomer: bool,
-) -> tuple[list[str | None], list[str | None], list[tuple[str, str]]]:
+) -> tuple[list[str | None], list[str | None], list[tuple[str, str, str]]]:
     """Standardize the structures of the rows still kept.
 
     Rows whose structure fails get their reason in ``reason``; mass concentrations are
     converted to nM in ``value_nM``.  Returns the standardized SMILES and InChIKeys per row
-    and the ``(id, smiles)`` of the structures that failed.
+    and the ``(id, reason, smiles)`` of the rows dropped for their structure.
     """
     n = len(smiles_in)
     standardized = _standardize_unique({smiles_in[i] for i in range(n) if reason[i] is None}, canonical_tautomer)
     std_smiles: list[str | None] = [None] * n
     std_key: list[str | None] = [None] * n
-    unparseable: list[tuple[str, str]] = []
+    structures_dropped: list[tuple[str, str, str]] = []
     for i in range(n):
         if reason[i] is not None:
             continue
         res = standardized[smiles_in[i]]
         if isinstance(res, str):
             reason[i] = res
-            unparseable.append((ids[i], smiles_in[i]))
+            structures_dropped.append((ids[i], res, _shorten(smiles_in[i])))
             continue
         if is_mass[i]:
             if not res[2] > 0:
@@ -328,9 +426,13 @@ def _attach_structures(
                 continue
             value_nM[i] = value_nM[i] * 1e6 / res[2]
         std_smiles[i], std_key[i] = res[0], res[1]
-    for cid, s in unparseable:
-        logger.warning("could not parse/standardize SMILES of %s: %r", cid, s)
-    return std_smiles, std_key, unparseable
+    for cid, why, smi in structures_dropped:
+        logger.warning("dropped %s (%s): %r", cid, why, smi)
+    return std_smiles, std_key, structures_dropped
+
+
+def _shorten(smiles: str, limit: int = 200) -> str:
+    return smiles if len(smiles) <= limit else f"{smiles[:limit]}... ({len(smiles):,} characters)"
 
 
 def _count_reasons(reasons: Sequence[str | None]) -> dict[str, int]:
@@ -340,6 +442,59 @@ def _count_reasons(reasons: Sequence[str | None]) -> dict[str, int]:
         if r is not None:
             counts[r] = counts.get(r, 0) + 1
     return {r: counts[r] for r in DROP_REASONS if r in counts}
+
+
+def _holds(rows: list[dict[str, Any]], field: str, which: Sequence[int]) -> str:
+    """The values of ``field`` among rows ``which``, most frequent first, with counts."""
+    counts: dict[str, int] = {}
+    for i in which:
+        v = rows[i][field]
+        key = "(empty)" if _blank(v) else str(v).strip()
+        counts[key] = counts.get(key, 0) + 1
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    shown = ", ".join(f"{k} ({c})" for k, c in ranked[:6])
+    return shown + (f" and {len(ranked) - 6} more" if len(ranked) > 6 else "")
+
+
+def _why_nothing_kept(
+    rows: list[dict[str, Any]],
+    reason: list[str | None],
+    activity_types: Sequence[str],
+    assay_description_regex: str | None,
+) -> str:
+    """Why curation kept no row: the counts per reason, and for the main ones what the data holds."""
+    n = len(rows)
+    if n == 0:
+        return "curation kept no compound: the input holds no rows (check the source file or query)"
+    dropped = _count_reasons(reason)
+    rows_with = {r: [i for i, x in enumerate(reason) if x == r] for r in dropped}
+    parts = [f"curation kept no compound from {n:,} rows"]
+    type_rows = rows_with.get("activity type not selected", [])
+    if type_rows:
+        wanted = ", ".join(activity_types)
+        parts.append(
+            f"{n - len(type_rows):,} of {n:,} rows have activity type {wanted}; the data holds "
+            f"{_holds(rows, 'standard_type', type_rows)}: choose activity_types among these"
+        )
+    if "assay description not matched" in rows_with:
+        parts.append(
+            f"{len(rows_with['assay description not matched']):,} rows of the selected types do not match "
+            f"assay_description_regex {assay_description_regex!r}"
+        )
+    hints = {
+        "unknown unit": lambda idx: f"units found: {_holds(rows, 'standard_units', idx)}",
+        "censored relation": lambda idx: "censored: keep_as_value keeps '>'/'<' values as bounds",
+        "flagged: data validity comment": lambda idx: "drop_flagged: false keeps flagged rows",
+        "flagged: potential duplicate": lambda idx: "drop_flagged: false keeps flagged rows",
+        "missing value": lambda idx: "are the value column and the file's delimiter the intended ones?",
+        "missing SMILES": lambda idx: "are the SMILES column and the file's delimiter the intended ones?",
+    }
+    for r, idx in rows_with.items():
+        if r in ("activity type not selected", "assay description not matched"):
+            continue
+        hint = hints.get(r)
+        parts.append(f"{len(idx):,} rows dropped as {r!r}" + (f" ({hint(idx)})" if hint else ""))
+    return "; ".join(parts) + "."
 
 
 def curate_activities(
@@ -369,6 +524,12 @@ def curate_activities(
         e.g. ``r"cyclin[ -/]?A\\b|CycA"``.
     canonical_tautomer : bool
         Also canonicalize tautomers (slower; off by default).
+
+    Raises
+    ------
+    ValueError
+        Unusable options or columns; or no row kept (the message says which checks dropped
+        the rows and what the data holds instead, e.g. its activity types).
 
     Returns
     -------
@@ -401,12 +562,14 @@ def curate_activities(
             value_nM[i], is_mass[i] = outcome
 
     smiles_in = [str(row["canonical_smiles"]).strip() for row in rows]
-    std_smiles, std_key, unparseable = _attach_structures(
+    std_smiles, std_key, structures_dropped = _attach_structures(
         smiles_in, ids, reason, value_nM, is_mass, canonical_tautomer
     )
     kept_idx = [i for i in range(n) if reason[i] is None]
     dropped = _count_reasons(reason)
     assert n == len(kept_idx) + sum(dropped.values()), "curation lost track of rows"
+    if not kept_idx:
+        raise ValueError(_why_nothing_kept(rows, reason, activity_types, assay_description_regex))
     kept = pd.DataFrame(
         {
             "id": [ids[i] for i in kept_idx],
@@ -421,7 +584,7 @@ def curate_activities(
         n_output_rows=len(kept_idx),
         n_compounds=len(library),
         dropped=dropped,
-        unparseable=unparseable,
+        structures_dropped=structures_dropped,
         settings={
             "activity_types": list(activity_types),
             "censored": censored,
