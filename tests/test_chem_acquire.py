@@ -352,3 +352,48 @@ def test_load_activities_chembl_kind_uses_client_and_cache(serve, tmp_path):
     # free base (1000 nM) and HCl salt (0.1 uM) merge: geometric median sqrt(1000 * 100)
     assert by_id.loc["CHEMBL14762", "activity_nM"] == pytest.approx(316.227766, rel=1e-6)
     assert by_id.loc["CHEMBL14762", "source_ids"] == "CHEMBL14762;CHEMBL3989887"
+
+
+# ------------------------------------------------------------------ unreadable files name themselves
+def _read_both(path: Path) -> list[str]:
+    """The messages of both text readers for one file."""
+    messages = []
+    for read in (read_chembl_export, lambda p: read_activity_table(p, smiles_column="Smiles", activity_column="Value")):
+        with pytest.raises(ValueError) as info:
+            read(path)
+        messages.append(str(info.value))
+    return messages
+
+
+def test_empty_file_names_the_file(tmp_path):
+    for name, content in (("empty.csv", b""), ("blank.csv", b"\n\n")):
+        path = tmp_path / name
+        path.write_bytes(content)
+        for msg in _read_both(path):
+            assert msg.startswith(f"{path}: the file is empty")
+    header_only = tmp_path / "header.csv"
+    header_only.write_text("Smiles,Value\n")
+    for msg in _read_both(header_only):
+        assert msg.startswith(f"{header_only}: holds no data rows")
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_undecodable_bytes_say_encoding_and_how_to_convert(tmp_path, gz):
+    data = "Smiles,Value\nCCO,5\n".encode() + "CCN,6 µM\n".encode("cp1252")
+    path = tmp_path / ("latin.csv.gz" if gz else "latin.csv")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    for msg in _read_both(path):
+        assert msg.startswith(f"{path}: not UTF-8 text at line 3")
+        assert "encoding tried is UTF-8" in msg and "iconv -f WINDOWS-1252 -t UTF-8" in msg
+
+
+def test_header_delimiter_differs_from_rows(tmp_path):
+    path = tmp_path / "mixed.csv"
+    path.write_text("Molecule ChEMBL ID;Smiles;Standard Type;Standard Value;Standard Units;Value\n"
+                    'CHEMBL1,CCO,IC50,5,nM,5\nCHEMBL2,"C,N",IC50,6,nM,6\n')
+    for msg in _read_both(path):
+        assert msg.startswith(f"{path}: the header is separated by ';' (6 columns) but the rows are separated by ','")
+    trailing = tmp_path / "trailing.csv"
+    trailing.write_text("Smiles,Value\nCCO,5,\nCCN,6,\n")  # pandas would silently make Smiles the index
+    for msg in _read_both(trailing):
+        assert msg.startswith(f"{trailing}: none of the first 2 rows has the header's 2 columns")

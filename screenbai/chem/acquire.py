@@ -10,15 +10,17 @@ parses, converts and filters them.
 from __future__ import annotations
 
 import contextlib
+import csv
 import functools
 import gzip
+import itertools
 import logging
 import re
 import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pandas as pd
 
@@ -128,7 +130,7 @@ def _finalize(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _open_text(path: Path):
+def _open_text(path: Path) -> IO[str]:
     with open(path, "rb") as fh:
         magic = fh.read(2)
     if magic == b"\x1f\x8b":
@@ -136,18 +138,85 @@ def _open_text(path: Path):
     return open(path, encoding="utf-8-sig", newline="")
 
 
-def _sniff_delimiter(path: Path) -> str:
-    with _open_text(path) as fh:
-        header = fh.readline()
-    counts = {d: header.count(d) for d in (";", "\t", ",")}
-    best = max(counts, key=counts.get)
+_DELIMITERS = {";": "';'", "\t": "tab", ",": "','"}
+
+
+def _sniff_delimiter(header: str) -> str:
+    counts = {d: header.count(d) for d in _DELIMITERS}
+    best = max(counts, key=lambda d: counts[d])
     return best if counts[best] > 0 else ","
 
 
+def _check_rows_match_header(path: Path, lines: list[str], sep: str) -> None:
+    """Refuse a header whose delimiter differs from the rows' (pandas would read every row
+    as one field and curation would drop them all as 'missing value')."""
+    header = next(csv.reader([lines[0]], delimiter=sep))
+    rows = [r for r in csv.reader(lines[1:], delimiter=sep) if any(f.strip() for f in r)]
+    if not rows or any(len(r) == len(header) for r in rows):
+        return
+    first = next(line for line in lines[1:] if line.strip())
+    for other, name in _DELIMITERS.items():
+        n_fields = len(next(csv.reader([first], delimiter=other)))
+        if n_fields > 1 and (other != sep or len(header) == 1):
+            told = "holds one column" if len(header) == 1 else f"is separated by {_DELIMITERS[sep]} ({len(header)} columns)"
+            raise ValueError(
+                f"{path}: the header {told} but the rows are separated by {name} ({n_fields} fields in the "
+                "first row): write the header with the rows' delimiter"
+            )
+    raise ValueError(
+        f"{path}: none of the first {len(rows)} rows has the header's {len(header)} columns "
+        f"(delimiter {_DELIMITERS[sep]}); check the file's delimiter and quoting"
+    )
+
+
+def _not_utf8(path: Path, exc: UnicodeDecodeError) -> ValueError:
+    """The error for a file that is not UTF-8 text: where, and how to convert it."""
+    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
+    with opener(path, "rb") as fh:
+        data = fh.read()
+    if data[:4] == b"PK\x03\x04":
+        return ValueError(
+            f"{path}: this is a zip archive or an Excel workbook, not a text table; "
+            "save it as 'CSV UTF-8' (Excel: File > Save As) and give that file"
+        )
+    line = 1
+    for line, raw in enumerate(data.splitlines(), start=1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            byte = raw[bad.start : bad.start + 1]
+            where = f"line {line} (byte {byte!r})"
+            break
+    else:
+        where = f"byte {exc.start}"
+    guess = "UTF-16 (Excel 'Unicode text')" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "Latin-1/Windows-1252"
+    return ValueError(
+        f"{path}: not UTF-8 text at {where}; the encoding tried is UTF-8 (with or without BOM). "
+        f"The file is probably {guess}: convert it, e.g. `iconv -f WINDOWS-1252 -t UTF-8 in.csv > out.csv` "
+        "(or -f UTF-16 for UTF-16), or save it from Excel as 'CSV UTF-8'"
+    )
+
+
 def _read_text_table(path: Path, sep: str | None = None) -> pd.DataFrame:
-    sep = sep or _sniff_delimiter(path)
-    with _open_text(path) as fh:
-        return pd.read_csv(fh, sep=sep, dtype=str, keep_default_na=False, quotechar='"')
+    """Read a delimited text table (gzip allowed) as text; every problem names the file."""
+    try:
+        with _open_text(path) as fh:
+            head = [line for line in itertools.islice(fh, 51)]
+        if not any(line.strip() for line in head):
+            raise ValueError(f"{path}: the file is empty; expected a header line and data rows")
+        sep = sep or _sniff_delimiter(head[0])
+        _check_rows_match_header(path, head, sep)
+        with _open_text(path) as fh:
+            return pd.read_csv(fh, sep=sep, dtype=str, keep_default_na=False, quotechar='"')
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(path, exc) from exc
+    except (pd.errors.ParserError, OSError, EOFError) as exc:  # malformed rows, corrupt gzip
+        raise ValueError(f"{path}: cannot be read as a delimited text table: {exc}") from exc
+
+
+def _require_rows(path: Path, df: pd.DataFrame) -> None:
+    if len(df) == 0:
+        raise ValueError(f"{path}: holds no data rows (columns: {list(df.columns)})")
 
 
 # ----------------------------------------------------------------------------------------
@@ -181,6 +250,7 @@ def read_chembl_export(path: str | Path) -> pd.DataFrame:
     if not path.is_file():
         raise FileNotFoundError(f"ChEMBL export not found: {path}")
     raw = _read_text_table(path)
+    _require_rows(path, raw)
     renamed = {c: _snake(c) for c in raw.columns}
     df = raw.rename(columns=renamed)
     df = df.loc[:, ~df.columns.duplicated()]
@@ -277,6 +347,7 @@ def read_activity_table(
         raise FileNotFoundError(f"activity table not found: {path}")
     is_sdf = ".sdf" in "".join(path.suffixes).lower() or path.suffix.lower() == ".sd"
     df = _read_sdf(path) if is_sdf else _read_text_table(path)
+    _require_rows(path, df)
     _check_named_columns(
         path,
         df,
