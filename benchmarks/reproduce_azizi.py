@@ -105,12 +105,12 @@ def build_jobs(args) -> list:
             for label, (alg, params) in LIN_ALGOS.items():
                 add(study, f"adaptive:{noise_var}", K, B, label, alg, params, args.reps_adaptive)
             for delta in args.adaptive_delta_grid:
-                add(study, f"adaptive:{noise_var}", K, B, "FB-LinGapE", "fb-lingape", {"delta": delta, "S": "oracle", "R": "oracle"}, args.reps_adaptive)
+                add(study, f"adaptive:{noise_var}", K, B, "FB-LinGapE", "fb-lingape", {"delta": delta, "S": "oracle", "sigma": "oracle"}, args.reps_adaptive)
     for gap in STATIC_GAPS:
         for label, (alg, params) in LIN_ALGOS.items():
             add("static", "static", gap, 320, label, alg, params, args.reps_static)
         for delta in args.static_delta_grid:
-            add("static", "static", gap, 320, "FB-LinGapE", "fb-lingape", {"delta": delta, "S": "oracle", "R": "oracle"}, args.reps_static)
+            add("static", "static", gap, 320, "FB-LinGapE", "fb-lingape", {"delta": delta, "S": "oracle", "sigma": "oracle"}, args.reps_static)
     return jobs
 
 

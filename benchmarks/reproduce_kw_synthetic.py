@@ -145,7 +145,7 @@ def speed(n_runs: int = 3, K: int = 400, d: int = 20) -> pd.DataFrame:
             for s in range(n_runs):
                 inst = kw_synthetic(K=K, d=d, seed=s)
                 lp_seconds[0] = 0.0
-                policy = policy_for_instance("glgape", inst, c_mu="oracle", rule=rule, rng=s)
+                policy = policy_for_instance("glgape", inst, c_mu="oracle", selection=rule, rng=s)
                 t0 = time.perf_counter()
                 res = run(policy, inst.environment(100 + s))
                 total = time.perf_counter() - t0

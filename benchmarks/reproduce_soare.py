@@ -33,7 +33,7 @@ PAPER_T1 = {  # [XHS18] Table 1, pulls of e1..e5, x6 and total
     "lingape": [2133, 428889, 19, 34, 33, 11, 431119],
     "xy-oracle": [13646, 2728606, 68, 68, 68, 1, 2742457],
 }
-LINGAPE = dict(rule="greedy", R=1.0, lambda0=1.0, S=2.0, delta=0.05, delta_eff="pairs")
+LINGAPE = dict(selection="greedy", sigma=1.0, lambda_reg=1.0, S=2.0, delta=0.05, delta_eff="pairs")
 
 
 def _records_path(name: str) -> Path:

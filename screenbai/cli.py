@@ -97,9 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     from .bandits import registry
 
     if args.command == "algorithms":
+        from .bandits.params import REQUIRED
+
         for name, entry in registry.available().items():
-            defaults = ", ".join(f"{k}={v}" for k, v in entry.defaults.items())
-            print(f"{name:22s} {entry.description}" + (f"  [{defaults}]" if defaults else ""))
+            params = ", ".join(k if v is REQUIRED else f"{k}={v!r}" for k, v in entry.parameters().items())
+            print(f"{name:22s} {entry.description}\n{'':22s} {params}")
         return 0
     if args.command == "instances":
         from .bandits.instances import NAMED

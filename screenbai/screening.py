@@ -15,7 +15,6 @@ sample, and replications re-run the algorithm on that subset with seeds from
 from __future__ import annotations
 
 import importlib
-import inspect
 import logging
 import math
 import os
@@ -164,6 +163,7 @@ def load_algorithm_modules(modules: Sequence[str] = ()) -> None:
 
 def check_algorithms(algorithms: Sequence[Mapping[str, Any]], modules: Sequence[str] = ()) -> None:
     """Fail early (before any job) on an unknown algorithm, a duplicate label or a bad parameter."""
+    from screenbai.bandits.params import check, declared
     from screenbai.bandits.registry import available, get
 
     load_algorithm_modules(modules)
@@ -180,24 +180,16 @@ def check_algorithms(algorithms: Sequence[Mapping[str, Any]], modules: Sequence[
                 f"algorithms: {entry['label']!r} asks for unknown algorithm {name!r}; "
                 f"registered: {', '.join(available())}"
             ) from None
-        sig = inspect.signature(reg.cls.__init__)
-        takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
-        allowed = [p for p in sig.parameters if p not in ("self", "features")]
         params = dict(entry.get("params") or {})
         if entry.get("budget_per_arm") is not None:
-            if "budget" not in allowed and not takes_kwargs:
+            if "budget" not in declared(reg.cls):
                 raise ValueError(
                     f"algorithms: {entry['label']!r} sets budget_per_arm but {name} has no 'budget' "
-                    f"parameter (parameters: {', '.join(allowed)})"
+                    f"parameter (parameters: {', '.join(declared(reg.cls))})"
                 )
             if "budget" in params:
                 raise ValueError(f"algorithms: {entry['label']!r} sets both budget and budget_per_arm; keep one")
-        bad = [k for k in params if k not in allowed and not takes_kwargs]
-        if bad:
-            raise ValueError(
-                f"algorithms: {entry['label']!r}: {name} has no parameter {bad[0]!r}; "
-                f"parameters accepted: {', '.join(allowed)}"
-            )
+        check(reg.cls, {**reg.defaults, **params}, label=f"algorithms: {entry['label']!r}")
 
 
 def algorithm_params(entry: Mapping[str, Any], K: int, max_samples: int) -> dict:

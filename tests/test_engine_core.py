@@ -240,7 +240,7 @@ def test_runner_same_records_for_one_or_two_jobs():
 
 def test_runner_chunking_does_not_change_records():
     inst = soare(2, omega=0.5, sigma=0.5)
-    params = {"S": "oracle", "R": "oracle"}
+    params = {"S": "oracle", "sigma": "oracle"}
     whole = replicate(inst, "lingape", params, n_reps=10, seed=3, n_jobs=1)
     parts = pd.concat(
         [

@@ -61,9 +61,9 @@ def test_reda_thresholds_values():
 
 # ---------------------------------------------------------------------- correctness on easy instances
 EASY_CASES = [
-    ("lingape", {"S": "oracle", "R": "oracle"}, "soare1"),
-    ("lingape", {"S": "oracle", "R": "oracle", "rule": "ratio"}, "soare1"),
-    ("lingape", {"S": "oracle", "R": "oracle", "delta_eff": "ellipsoid"}, "soare1"),
+    ("lingape", {"S": "oracle", "sigma": "oracle"}, "soare1"),
+    ("lingape", {"S": "oracle", "sigma": "oracle", "selection": "ratio"}, "soare1"),
+    ("lingape", {"S": "oracle", "sigma": "oracle", "delta_eff": "ellipsoid"}, "soare1"),
     ("m-lingape", {"m": 2, "S": "oracle"}, "reda2"),
     ("m-lingape", {"m": 2, "S": "oracle", "selection": "optimized"}, "reda2"),
     ("m-lingape", {"m": 2, "S": "oracle", "selection": "largest-variance"}, "reda2"),
@@ -106,7 +106,7 @@ def test_finds_top_m_on_easy_instances(algorithm, params, key):
 @pytest.mark.parametrize(
     "algorithm,params",
     [
-        ("lingape", {"S": "oracle", "R": "oracle"}),
+        ("lingape", {"S": "oracle", "sigma": "oracle"}),
         ("m-lingape", {"m": 2, "S": "oracle"}),
         ("m-lingape", {"m": 2, "S": "oracle", "threshold": "heuristic"}),
         ("lingifa", {"m": 2, "S": "oracle"}),
@@ -232,7 +232,7 @@ def test_greedy_round_m1_matches_generic_rule():
     """LinGapE's one-row path picks the same b_t, c_t and arm as a direct computation."""
     rng = np.random.default_rng(2)
     X = rng.standard_normal((15, 4))
-    pol = LinGapE(X, R=0.5, S=1.0, rng=0)
+    pol = LinGapE(X, sigma=0.5, S=1.0, rng=0)
     env = Instance(X, X @ np.array([1.0, 0.5, 0.0, -0.3]), sigma=0.5).environment(1)
     for _ in range(40):
         arms = pol.ask()
@@ -304,7 +304,7 @@ def test_projection_when_features_do_not_span():
         ({"epsilon": -0.1}, "epsilon"),
         ({"sigma": 0.0}, "sigma"),
         ({"S": -1.0}, "S"),
-        ({"lambda0": 0.0}, "lambda0"),
+        ({"lambda_reg": 0.0}, "lambda_reg"),
         ({"selection": "random"}, "selection"),
         ({"threshold": "lucb1"}, "threshold"),
         ({"m": 4}, "m"),
@@ -328,8 +328,8 @@ def test_classical_errors():
 def test_lingifa_lambda0_default_and_oracle():
     inst = reda_classic(4, 2)
     pol = policy_for_instance("lingifa", inst, m=2, S="oracle", sigma="oracle")
-    assert pol.lambda0 == pytest.approx(0.5 / 20) and pol.S == pytest.approx(1.0) and pol.sigma == 0.5
-    assert not pol.init and MLinGapE(inst.features, m=2).lambda0 == 1.0
+    assert pol.lambda_reg == pytest.approx(0.5 / 20) and pol.S == pytest.approx(1.0) and pol.sigma == 0.5
+    assert not pol.init and MLinGapE(inst.features, m=2).lambda_reg == 1.0
     with pytest.raises(ValueError, match="theta"):
         LinGIFA.resolve_oracle("S", Instance(np.eye(3), [0.1, 0.2, 0.3]))
 
@@ -387,3 +387,23 @@ def test_separable_round_equals_the_full_index_matrix(name, params, m):
     expected = colm[J].max() if policy.stopping == "ugape" else lucb_stat
     assert stat == pytest.approx(expected, rel=1e-12, abs=1e-12)
     assert c == outside[np.argmax(B[outside, b])]
+
+
+def test_old_parameter_names_warn_and_act_like_the_new_ones():
+    X = soare(2, omega=0.5, sigma=0.5)
+    with pytest.warns(DeprecationWarning, match="'R' is now called 'sigma'"):
+        old = LinGapE(X.features, R=0.5, lambda0=2.0, rule="ratio", rng=0)
+    new = LinGapE(X.features, sigma=0.5, lambda_reg=2.0, selection="ratio", rng=0)
+    assert (old.sigma, old.lambda_reg, old.selection) == (new.sigma, new.lambda_reg, new.selection) == (0.5, 2.0, "optimized")
+    with pytest.raises(TypeError, match="both 'R' and its new name 'sigma'"):
+        LinGapE(X.features, R=0.5, sigma=0.5)
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"m": 1.7}, r"m=1\.7 .*an integer >= 1"),
+    ({"delta": "abc"}, r"delta='abc' .*a number in \(0, 1\)"),
+    ({"selection": "best"}, r"selection='best' .*one of 'greedy'"),
+])
+def test_declared_constraints_name_parameter_value_and_range(params, match):
+    with pytest.raises(ValueError, match=match):
+        MLinGapE(np.eye(4), **params)

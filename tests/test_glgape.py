@@ -95,7 +95,7 @@ def test_reinterpreted_finds_best_arm_on_kw_synthetic():
 
 def test_estimated_c_mu_and_greedy_rule_work():
     inst = kw_synthetic(K=50, d=10, seed=2)
-    policy, res = _run(inst, 2, c_mu="estimate", rule="greedy", epsilon=0.1)
+    policy, res = _run(inst, 2, c_mu="estimate", selection="greedy", epsilon=0.1)
     assert res.stopped and inst.is_correct(res.recommendation, epsilon=0.1)
     assert res.diagnostics["c_mu_source"] == "estimate"
     assert 0 < res.diagnostics["c_mu"] <= 0.25

@@ -25,8 +25,8 @@ def _trace(name, instance, seed, **params):
 @pytest.mark.parametrize("rule", ["ratio", "greedy"])
 def test_m1_makes_exactly_glgapes_choices(seed, rule):
     inst = kw_synthetic(K=30, d=4, seed=seed)
-    a, ra, _ = _trace("glgape", inst, seed, epsilon=0.1, c_mu="oracle", rule=rule)
-    b, rb, _ = _trace("m-glgape", inst, seed, epsilon=0.1, c_mu="oracle", rule=rule, m=1)
+    a, ra, _ = _trace("glgape", inst, seed, epsilon=0.1, c_mu="oracle", selection=rule)
+    b, rb, _ = _trace("m-glgape", inst, seed, epsilon=0.1, c_mu="oracle", selection=rule, m=1)
     assert len(a) > 3 * 5  # it went past the initial phase
     assert a == b
     assert list(ra.recommendation) == list(rb.recommendation)

@@ -163,3 +163,21 @@ def test_run_chunk_records_declared_compound():
     assert row["declared_mean"] == pytest.approx(mu[row["declared_arm"]])
     assert len(row["pulls"]) == 20 and sum(row["pulls"]) == row["samples"]
     assert rec["stopped"].all() and rec["correct"].mean() >= 2 / 3
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"m": 1.7}, r"m=1\.7 is not allowed.*an integer >= 1"),
+    ({"delta": "abc"}, r"delta='abc' is not allowed.*\(0, 1\)"),
+    ({"budget": -5}, r"budget=-5 is not allowed.*an integer >= 1"),
+])
+def test_check_algorithms_refuses_bad_values_up_front(params, match):
+    algorithm = "gse-lin" if "budget" in params else "m-lingape"
+    with pytest.raises(ValueError, match=match):
+        check_algorithms([{"label": "a", "algorithm": algorithm, "params": params}])
+
+
+def test_check_algorithms_accepts_oracle_and_old_names():
+    check_algorithms([
+        {"label": "a", "algorithm": "lingape", "params": {"S": "oracle", "R": 1.0}},
+        {"label": "b", "algorithm": "glgape", "params": {"c_mu": "oracle", "epsilon": 0.1}},
+    ])

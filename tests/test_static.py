@@ -260,7 +260,7 @@ def test_restricted_y_still_finds_best_arm():
     ("xy-oracle", {"theta": [2.0, 0.0, 0.0], "stopping": "eq5"}, "stopping"),
     ("xy-oracle", {"theta": [0.0, 0.0, 0.0]}, "same mean"),
     ("xy-fully-adaptive", {}, "S"),
-    ("xy-fully-adaptive", {"S": 1.0, "eta": 0.0}, "eta"),
+    ("xy-fully-adaptive", {"S": 1.0, "lambda_reg": 0.0}, "lambda_reg"),
 ])
 def test_bad_inputs_are_named(name, params, match):
     X = instances.soare(d=3).features

@@ -7,7 +7,7 @@ FB-LinGapE's own stopping rule fires first) and recommends one arm:
   recommends the best empirical mean (unpulled arms last).
 * ``fb-lingape``: LinGapE ([XHS18], ``screenbai.bandits.gifa``) cut at the budget; recommends its
   current empirical best (ridge estimate).  delta is grid-searched by the benchmark, not here.
-* ``linucb``: LinUCB (ridge lambda = 1, index x^T theta + alpha_ucb ||x||_{V^-1}, alpha_ucb = 1, our choice);
+* ``linucb``: LinUCB (ridge lambda = 1, index x^T theta + alpha ||x||_{V^-1}, alpha = 1, our choice);
   recommends the most pulled arm (ties: higher estimate, then random).
 * ``ucb-glm``: UCB-GLM (Li et al. 2017): uniformly random pulls until the pulled arms span the
   feature space, then each round the penalised logistic MLE (warm-started) and the index
@@ -22,22 +22,11 @@ from .design import uniform_allocation
 from .estimators import RidgeState
 from .glm import logistic_mle
 from .linalg import project
-from .policy import DEFAULT_MAX_SAMPLES, Policy
+from .gifa import LinGapE
+from .params import ALPHA_UCB, BUDGET, COMMON, LAMBDA_REG, declared, renamed, resolve
+from .policy import Policy
 from .registry import register
 from .ties import argmax_random
-
-
-def _check_budget(budget) -> int:
-    if budget is None or int(budget) != budget or int(budget) < 1:
-        raise ValueError(f"budget must be a positive integer number of pulls; got {budget}")
-    return int(budget)
-
-
-def _positive(name: str, value: float) -> float:
-    value = float(value)
-    if not value > 0:
-        raise ValueError(f"{name} must be positive; got {value}")
-    return value
 
 
 def _most_pulled(n: np.ndarray, estimate: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -53,9 +42,12 @@ class UniformAllocation(Policy):
     name = "uniform"
     fixed_budget = True
 
-    def __init__(self, features, *, budget: int, rng=None, max_samples: int = DEFAULT_MAX_SAMPLES):
-        super().__init__(features, m=1, rng=rng, max_samples=max_samples)
-        self.budget = _check_budget(budget)
+    parameters = {"budget": BUDGET}
+
+    def __init__(self, features, **params):
+        p = resolve(type(self), params)
+        super().__init__(features, m=1, rng=p.rng, max_samples=p.max_samples)
+        self.budget = p.budget
         self._sent = False
 
     def _select(self):
@@ -72,24 +64,24 @@ class UniformAllocation(Policy):
 class FBLinGapE(Policy):
     """FB-LinGapE: LinGapE run until the budget is spent or it stops; its empirical best.
 
-    Parameters are LinGapE's (delta, epsilon, R, S, lambda0, rule, delta_eff); S and R accept
-    "oracle" in simulations.
+    Its other parameters are LinGapE's; S and sigma accept "oracle" in simulations.
     """
 
     name = "fb-lingape"
     fixed_budget = True
+    parameters = {"budget": BUDGET, **{k: v for k, v in declared(LinGapE).items() if k not in COMMON}}
+    defaults = {"delta": 0.1}
+    renamed = renamed(LinGapE)
 
-    def __init__(self, features, *, budget: int, delta: float = 0.1, rng=None, max_samples: int = DEFAULT_MAX_SAMPLES, **lingape_params):
-        from .gifa import LinGapE  # imported lazily: written in parallel by another engineer
-
-        super().__init__(features, m=1, rng=rng, max_samples=max_samples)
-        self.budget = _check_budget(budget)
-        self.inner = LinGapE(features, delta=delta, rng=self.rng, max_samples=min(self.budget, self.max_samples), **lingape_params)
+    def __init__(self, features, **params):
+        p = resolve(type(self), params)
+        super().__init__(features, m=1, rng=p.rng, max_samples=p.max_samples)
+        self.budget = p.budget
+        inner = {k: v for k, v in vars(p).items() if k not in ("budget", "rng", "max_samples")}
+        self.inner = LinGapE(features, rng=self.rng, max_samples=min(self.budget, self.max_samples), **inner)
 
     @classmethod
     def resolve_oracle(cls, key, instance):
-        from .gifa import LinGapE
-
         return LinGapE.resolve_oracle(key, instance)
 
     def _select(self):
@@ -112,18 +104,20 @@ class LinUCB(Policy):
     name = "linucb"
     fixed_budget = True
 
-    def __init__(self, features, *, budget: int, alpha_ucb: float = 1.0, lambda_reg: float = 1.0, rng=None, max_samples: int = DEFAULT_MAX_SAMPLES):
-        super().__init__(features, m=1, rng=rng, max_samples=max_samples)
-        self.budget = _check_budget(budget)
-        self.alpha_ucb = float(alpha_ucb)
-        if not self.alpha_ucb >= 0:
-            raise ValueError(f"alpha_ucb must be >= 0; got {alpha_ucb}")
-        self.state = RidgeState(self.X, _positive("lambda_reg", lambda_reg))
+    parameters = {"budget": BUDGET, "alpha": ALPHA_UCB, "lambda_reg": LAMBDA_REG}
+    renamed = {"alpha_ucb": "alpha"}
+
+    def __init__(self, features, **params):
+        p = resolve(type(self), params)
+        super().__init__(features, m=1, rng=p.rng, max_samples=p.max_samples)
+        self.budget = p.budget
+        self.alpha = p.alpha
+        self.state = RidgeState(self.X, p.lambda_reg)
 
     def _select(self):
         if self.n_samples >= self.budget:
             return None
-        ucb = self.X @ self.state.theta + self.alpha_ucb * np.sqrt(np.maximum(self.state.diag, 0.0))
+        ucb = self.X @ self.state.theta + self.alpha * np.sqrt(np.maximum(self.state.diag, 0.0))
         return argmax_random(ucb, self.rng)
 
     def _update(self, arms, rewards):
@@ -141,13 +135,14 @@ class UCBGLM(Policy):
     fixed_budget = True
     binary_rewards = True
 
-    def __init__(self, features, *, budget: int, alpha: float = 1.0, lambda_reg: float = 1.0, rng=None, max_samples: int = DEFAULT_MAX_SAMPLES):
-        super().__init__(features, m=1, rng=rng, max_samples=max_samples)
-        self.budget = _check_budget(budget)
-        self.alpha = float(alpha)
-        if not self.alpha >= 0:
-            raise ValueError(f"alpha must be >= 0; got {alpha}")
-        self.lambda_reg = _positive("lambda_reg", lambda_reg)
+    parameters = {"budget": BUDGET, "alpha": ALPHA_UCB, "lambda_reg": LAMBDA_REG}
+
+    def __init__(self, features, **params):
+        p = resolve(type(self), params)
+        super().__init__(features, m=1, rng=p.rng, max_samples=p.max_samples)
+        self.budget = p.budget
+        self.alpha = p.alpha
+        self.lambda_reg = p.lambda_reg
         self.Z, _ = project(self.X)  # V can only become invertible in the span of the arms
         self.state = RidgeState(self.Z, self.lambda_reg)
         self._basis = np.zeros((self.Z.shape[1], 0))

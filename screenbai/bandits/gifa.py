@@ -17,13 +17,17 @@ G = X P X^T is then kept up to date by rank one, O(K^2 + K d) per pull.
 
 from __future__ import annotations
 
-import math
+from dataclasses import replace
 
 import numpy as np
 
 from . import thresholds as th
-from .estimators import RidgeState, project
-from .policy import DEFAULT_MAX_SAMPLES, Policy, check_probability
+from .estimators import RidgeState
+from .linalg import project
+from .params import (
+    BOOLEAN, DELTA, EPSILON, L_BOUND, LAMBDA_REG, M, REFRESH_EVERY, S_BOUND, SIGMA, Options, Param, resolve,
+)
+from .policy import Policy
 from .registry import register
 from .rules import L1Design, greedy_arm, largest_variance_arm
 from .ties import argmax_random, top_m
@@ -32,7 +36,7 @@ COMPUTE_JT = ("empirical", "ugape")
 COMPUTE_BT = ("lucb", "gifa")
 STOPPING = ("lucb", "ugape")
 INDICES = ("paired", "individual", "classical")
-SELECTIONS = ("greedy", "optimized", "largest-variance", "both")
+SELECTIONS = ("greedy", "optimized", "ratio", "largest-variance", "both")
 LINEAR_THRESHOLDS = ("theoretical", "heuristic", "abbasi-yadkori")
 CLASSICAL_THRESHOLDS = ("lucb1", "heuristic", "hoeffding")
 
@@ -101,7 +105,7 @@ class GIFA(Policy):
     sigma : sub-Gaussian scale of the noise (R in [XHS18]); "oracle" in simulations.
     S : bound on ||theta*|| (theoretical and Abbasi-Yadkori thresholds); "oracle" -> ||theta*||.
     L : bound on ||x_a||; default max_a ||x_a||.
-    lambda0 : prior precision, V_0 = lambda0 I.
+    lambda_reg : ridge penalty, V_0 = lambda_reg I.
     threshold : "theoretical" (1.5(c)), "heuristic" (1.5(d)), "abbasi-yadkori" (1.5(b)) for linear
         indices; "lucb1" (1.5(e)), "heuristic", "hoeffding" (rewards in [0, 1]) for classical ones.
     paper_literal : theoretical threshold exactly as printed in [RKD21] (lambda^2 inside the log, sqrt(lambda) outside).
@@ -121,53 +125,51 @@ class GIFA(Policy):
     """
 
     name = "gifa"
+    parameters = {
+        "m": M,
+        "epsilon": EPSILON,
+        "delta": DELTA,
+        "sigma": SIGMA,
+        "S": S_BOUND,
+        "L": L_BOUND,
+        "lambda_reg": LAMBDA_REG,
+        "threshold": Param("theoretical", Options(LINEAR_THRESHOLDS + CLASSICAL_THRESHOLDS[:1] + CLASSICAL_THRESHOLDS[2:]),
+                           "confidence threshold (linear: theoretical, heuristic, abbasi-yadkori; classical: lucb1, heuristic, hoeffding)"),
+        "paper_literal": Param(False, BOOLEAN, "theoretical threshold exactly as printed in [RKD21]"),
+        "delta_eff": Param("pairs", Options(("pairs", "ellipsoid")), "Abbasi-Yadkori level: delta / K^2 (pairs) or delta"),
+        "index": Param("paired", Options(INDICES), "gap indices: paired, individual or classical (no features)"),
+        "compute_jt": Param("empirical", Options(COMPUTE_JT), "candidate set J(t)"),
+        "compute_bt": Param("lucb", Options(COMPUTE_BT), "challenger b_t"),
+        "stopping": Param("lucb", Options(STOPPING), "stopping statistic"),
+        "selection": Param("greedy", Options(SELECTIONS), "arm-selection rule for the pair (b_t, c_t)"),
+        "init": Param(True, BOOLEAN, "pull every arm once first"),
+        "refresh_every": REFRESH_EVERY,
+    }
+    defaults = {"sigma": 0.5}
+    renamed = {"lambda0": "lambda_reg", "R": "sigma", "rule": "selection"}
 
-    def __init__(
-        self,
-        features,
-        *,
-        m: int = 1,
-        epsilon: float = 0.0,
-        delta: float = 0.05,
-        sigma: float = 0.5,
-        S: float = 1.0,
-        L: float | None = None,
-        lambda0: float = 1.0,
-        threshold: str = "theoretical",
-        paper_literal: bool = False,
-        delta_eff: str = "pairs",
-        index: str = "paired",
-        compute_jt: str = "empirical",
-        compute_bt: str = "lucb",
-        stopping: str = "lucb",
-        selection: str = "greedy",
-        init: bool = True,
-        refresh_every: int = 2000,
-        rng=None,
-        max_samples: int = DEFAULT_MAX_SAMPLES,
-    ):
-        super().__init__(features, m=m, rng=rng, max_samples=max_samples)
-        self.epsilon = _nonnegative("epsilon", epsilon)
-        self.delta = check_probability("delta", delta)
-        self.sigma = _positive("sigma", sigma)
-        self.S = _nonnegative("S", S)
-        self.index = _choice("index", index, INDICES)
-        self.compute_jt = _choice("compute_jt", compute_jt, COMPUTE_JT)
-        self.compute_bt = _choice("compute_bt", compute_bt, COMPUTE_BT)
-        self.stopping = _choice("stopping", stopping, STOPPING)
-        self.selection = _choice("selection", selection, SELECTIONS)
+    def __init__(self, features, **params):
+        p = resolve(type(self), params)
+        super().__init__(features, m=p.m, rng=p.rng, max_samples=p.max_samples)
+        self.epsilon, self.delta, self.sigma, self.S = p.epsilon, p.delta, p.sigma, p.S
+        self.index, self.compute_jt, self.compute_bt, self.stopping = p.index, p.compute_jt, p.compute_bt, p.stopping
+        self.selection = "optimized" if p.selection == "ratio" else p.selection
         self.linear = self.index != "classical"
         allowed = LINEAR_THRESHOLDS if self.linear else CLASSICAL_THRESHOLDS
-        self.threshold = _choice(f"threshold (with {self.index} indices)", threshold, allowed)
+        if p.threshold not in allowed:
+            raise ValueError(
+                f"threshold (with {self.index} indices) must be one of {', '.join(map(repr, allowed))}; got {p.threshold!r}"
+            )
+        self.threshold = p.threshold
         if not self.linear and self.selection in ("greedy", "optimized"):
             raise ValueError(
-                f"selection {selection!r} needs linear indices; classical indices allow 'largest-variance' or 'both'"
+                f"selection {p.selection!r} needs linear indices; classical indices allow 'largest-variance' or 'both'"
             )
-        self.paper_literal = bool(paper_literal)
-        self.delta_eff = th.effective_delta(self.delta, self.K, delta_eff)
-        self.lambda0 = _positive("lambda0", lambda0)
+        self.paper_literal = p.paper_literal
+        self.delta_eff = th.effective_delta(self.delta, self.K, p.delta_eff)
+        self.lambda_reg = p.lambda_reg
         norms = np.sqrt(np.einsum("ij,ij->i", self.X, self.X))
-        self.L = float(norms.max()) if L is None else _positive("L", L)
+        self.L = float(norms.max()) if p.L is None else p.L
 
         # features in an orthonormal basis of their span; classical indices ignore features
         Z, Q = project(self.X) if self.linear else (self.X, None)
@@ -176,11 +178,11 @@ class GIFA(Policy):
         self._ZT = np.ascontiguousarray(self.Z.T)  # contiguous copy: (m x d) @ (d x K) is 2x faster
 
         # classical widths 1/sqrt(N_a) are infinite before the first pull: classical indices always init
-        self.init = bool(init) or not self.linear
+        self.init = p.init or not self.linear
         self._fast = self.compute_jt == "empirical" and self.compute_bt == "lucb" and self.stopping == "lucb"
         if self.linear:
             full_gram = not self._fast and self.index == "paired"
-            self.state = TrackedRidgeState(self.Z, self.lambda0, refresh_every, gram=full_gram)
+            self.state = TrackedRidgeState(self.Z, self.lambda_reg, p.refresh_every, gram=full_gram)
         else:
             self.state = None
         self._design = L1Design(self.Z) if self.selection == "optimized" else None
@@ -211,12 +213,12 @@ class GIFA(Policy):
         """f_s: widths are f_s ||y||_P (linear) or f_s / sqrt(N_a) (classical)."""
         name = self.threshold
         if name == "theoretical":
-            c = th.reda_theoretical(s, self.delta, self.d_eff, self.L, self.S, self.sigma, self.lambda0, self.paper_literal)
+            c = th.reda_theoretical(s, self.delta, self.d_eff, self.L, self.S, self.sigma, self.lambda_reg, self.paper_literal)
             return self.sigma * c
         if name == "heuristic":
             return self.sigma * th.reda_heuristic(s, self.delta)
         if name == "abbasi-yadkori":
-            return th.abbasi_yadkori(self.state.logdet, self.d_eff, self.lambda0, self.sigma, self.S, self.delta_eff)
+            return th.abbasi_yadkori(self.state.logdet, self.d_eff, self.lambda_reg, self.sigma, self.S, self.delta_eff)
         if name == "lucb1":
             return th.lucb1_factor(s, self.delta, self.K, self.sigma)
         return th.hoeffding_factor(s, self.delta, self.K)
@@ -404,42 +406,26 @@ class GIFA(Policy):
 
 
 # ---------------------------------------------------------------------- registered algorithms
+_RATIO = ("greedy", "ratio", "optimized")
+
+
 @register("lingape")
 class LinGapE(GIFA):
     """LinGapE ([XHS18]): m = 1, Abbasi-Yadkori threshold, each arm pulled once first.
 
-    rule: "greedy" (default) or "ratio" (the L1-LP ratio rule, alias "optimized").
-    R: sub-Gaussian noise scale; S >= ||theta*|| ("oracle" in simulations); lambda0: ridge
+    selection: "greedy" (default) or "ratio" (the L1-LP ratio rule, alias "optimized").
+    sigma: sub-Gaussian noise scale; S >= ||theta*|| ("oracle" in simulations); lambda_reg: ridge
     (lost in the paper, 1 by default); delta_eff: "pairs" (delta/K^2, default) or "ellipsoid".
     Run with ``max_samples`` as a budget, result().recommendation is the empirical best arm.
     """
 
     name = "lingape"
-
-    def __init__(
-        self,
-        features,
-        *,
-        epsilon: float = 0.0,
-        delta: float = 0.05,
-        R: float = 1.0,
-        S: float = 1.0,
-        lambda0: float = 1.0,
-        rule: str = "greedy",
-        delta_eff: str = "pairs",
-        L: float | None = None,
-        init: bool = True,
-        refresh_every: int = 2000,
-        rng=None,
-        max_samples: int = DEFAULT_MAX_SAMPLES,
-    ):
-        rule = _choice("rule", rule, ("greedy", "ratio", "optimized"))
-        super().__init__(
-            features, m=1, epsilon=epsilon, delta=delta, sigma=R, S=S, L=L, lambda0=lambda0,
-            threshold="abbasi-yadkori", delta_eff=delta_eff, index="paired", compute_jt="empirical",
-            compute_bt="lucb", stopping="lucb", selection="greedy" if rule == "greedy" else "optimized",
-            init=init, refresh_every=refresh_every, rng=rng, max_samples=max_samples,
-        )
+    parameters = {"selection": Param("greedy", Options(_RATIO), "arm-selection rule: greedy or the L1 ratio rule")}
+    defaults = {"sigma": 1.0}
+    fixed = {
+        "m": 1, "threshold": "abbasi-yadkori", "paper_literal": False, "index": "paired",
+        "compute_jt": "empirical", "compute_bt": "lucb", "stopping": "lucb",
+    }
 
 
 @register("m-lingape")
@@ -452,114 +438,53 @@ class MLinGapE(GIFA):
     """
 
     name = "m-lingape"
-
-    def __init__(
-        self,
-        features,
-        *,
-        m: int = 1,
-        epsilon: float = 0.0,
-        delta: float = 0.05,
-        sigma: float = 0.5,
-        S: float = 1.0,
-        L: float | None = None,
-        lambda0: float = 1.0,
-        threshold: str = "theoretical",
-        paper_literal: bool = False,
-        selection: str = "greedy",
-        index: str = "paired",
-        init: bool = True,
-        refresh_every: int = 2000,
-        rng=None,
-        max_samples: int = DEFAULT_MAX_SAMPLES,
-    ):
-        _choice("selection", selection, ("greedy", "optimized", "largest-variance", "both"))
-        _choice("index", index, ("paired", "individual"))
-        super().__init__(
-            features, m=m, epsilon=epsilon, delta=delta, sigma=sigma, S=S, L=L, lambda0=lambda0,
-            threshold=threshold, paper_literal=paper_literal, index=index, compute_jt="empirical",
-            compute_bt="lucb", stopping="lucb", selection=selection, init=init,
-            refresh_every=refresh_every, rng=rng, max_samples=max_samples,
-        )
+    parameters = {"index": Param("paired", Options(("paired", "individual")), "gap indices")}
+    fixed = {"compute_jt": "empirical", "compute_bt": "lucb", "stopping": "lucb"}
 
 
 @register("lingifa")
 class LinGIFA(GIFA):
     """LinGIFA ([RKD21]): UGapE-type J and b_t, tau^UGapE, paired indices, no initialisation.
 
-    lambda0: prior precision V_0 = lambda0 I; default None = sigma / 20, the paper's lambda applied as
+    lambda_reg: prior precision V_0 = lambda_reg I; default None = sigma / 20, the paper's lambda applied as
     V_0 = lambda I (our choice); [RKD21]'s released code uses (sigma/20)^2: pass it explicitly.
     stopping: "ugape" (default) or "lucb"; selection: "greedy" (default) or "largest-variance";
     index: "paired" (default) or "individual".  Cost O(K^2) per round (full Gram matrix).
     """
 
     name = "lingifa"
+    parameters = {
+        "lambda_reg": replace(LAMBDA_REG, default=None, none=True, help="ridge penalty (None: sigma / 20)"),
+        "index": Param("paired", Options(("paired", "individual")), "gap indices"),
+    }
+    defaults = {"stopping": "ugape", "init": False}
+    fixed = {"compute_jt": "ugape", "compute_bt": "gifa"}
 
-    def __init__(
-        self,
-        features,
-        *,
-        m: int = 1,
-        epsilon: float = 0.0,
-        delta: float = 0.05,
-        sigma: float = 0.5,
-        S: float = 1.0,
-        L: float | None = None,
-        lambda0: float | None = None,
-        threshold: str = "theoretical",
-        paper_literal: bool = False,
-        selection: str = "greedy",
-        stopping: str = "ugape",
-        index: str = "paired",
-        init: bool = False,
-        refresh_every: int = 2000,
-        rng=None,
-        max_samples: int = DEFAULT_MAX_SAMPLES,
-    ):
-        _choice("selection", selection, ("greedy", "largest-variance", "optimized", "both"))
-        _choice("index", index, ("paired", "individual"))
-        sigma_value = _positive("sigma", sigma)
-        super().__init__(
-            features, m=m, epsilon=epsilon, delta=delta, sigma=sigma_value, S=S, L=L,
-            lambda0=sigma_value / 20.0 if lambda0 is None else lambda0, threshold=threshold,
-            paper_literal=paper_literal, index=index, compute_jt="ugape", compute_bt="gifa",
-            stopping=stopping, selection=selection, init=init, refresh_every=refresh_every,
-            rng=rng, max_samples=max_samples,
-        )
+    def __init__(self, features, **params):
+        p = resolve(type(self), params)
+        if p.lambda_reg is None:
+            p.lambda_reg = p.sigma / 20.0
+        super().__init__(features, **{k: v for k, v in vars(p).items() if k not in type(self).fixed})
 
 
 class _ClassicalGIFA(GIFA):
     """GIFA on unstructured arms: empirical means and individual widths; every arm pulled once first."""
 
-    _compute_jt = "empirical"
-    _stopping = "lucb"
-
-    def __init__(
-        self,
-        features,
-        *,
-        m: int = 1,
-        epsilon: float = 0.0,
-        delta: float = 0.05,
-        sigma: float = 0.5,
-        threshold: str = "lucb1",
-        selection: str = "largest-variance",
-        rng=None,
-        max_samples: int = DEFAULT_MAX_SAMPLES,
-    ):
-        _choice("selection", selection, ("largest-variance", "both"))
-        super().__init__(
-            features, m=m, epsilon=epsilon, delta=delta, sigma=sigma, index="classical",
-            threshold=threshold, compute_jt=self._compute_jt, compute_bt="lucb", stopping=self._stopping,
-            selection=selection, init=True, rng=rng, max_samples=max_samples,
-        )
+    parameters = {
+        "threshold": Param("lucb1", Options(CLASSICAL_THRESHOLDS), "confidence threshold"),
+        "selection": Param("largest-variance", Options(("largest-variance", "both")), "which of b_t, c_t to pull"),
+    }
+    fixed = {
+        "index": "classical", "compute_jt": "empirical", "compute_bt": "lucb", "stopping": "lucb", "init": True,
+        "S": 1.0, "L": None, "lambda_reg": 1.0, "paper_literal": False, "delta_eff": "pairs", "refresh_every": 2000,
+    }
 
 
 @register("lucb")
 class LUCB(_ClassicalGIFA):
     """LUCB as a GIFA instance ([RKD21] Table 1): classical empirical means and individual widths.
 
-    threshold: "lucb1" (default, 1.5(e)), "heuristic" or "hoeffding" (rewards in [0, 1]);
+    threshold: "lucb1" (default), "heuristic" or "hoeffding" (rewards in [0, 1]);
     selection: "largest-variance" (the less-sampled of b_t, c_t; default) or "both" (LUCB1: ask()
     returns b_t and c_t together).  The features only fix K; every arm is pulled once first.
     """
@@ -576,35 +501,4 @@ class UGapE(_ClassicalGIFA):
     """
 
     name = "ugape"
-    _compute_jt = "ugape"
-    _stopping = "ugape"
-
-
-# ---------------------------------------------------------------------- validation helpers
-def _choice(name: str, value, allowed) -> str:
-    key = str(value).lower()
-    if key not in allowed:
-        raise ValueError(f"{name} must be one of {', '.join(map(repr, allowed))}; got {value!r}")
-    return "optimized" if key == "ratio" else key
-
-
-def _as_float(name: str, value) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        hint = " ('oracle' is resolved only by policy_for_instance)" if value == "oracle" else ""
-        raise ValueError(f"{name} must be a number; got {value!r}{hint}") from None
-
-
-def _positive(name: str, value) -> float:
-    v = _as_float(name, value)
-    if not (v > 0 and math.isfinite(v)):
-        raise ValueError(f"{name} must be a positive finite number; got {value!r}")
-    return v
-
-
-def _nonnegative(name: str, value) -> float:
-    v = _as_float(name, value)
-    if not (v >= 0 and math.isfinite(v)):
-        raise ValueError(f"{name} must be a finite number >= 0; got {value!r}")
-    return v
+    fixed = {"compute_jt": "ugape", "stopping": "ugape"}

@@ -23,6 +23,7 @@ pitfall), "theory" (alpha = 2 kappa R / c_mu; valid but very conservative).
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 from scipy.special import expit
@@ -30,7 +31,10 @@ from scipy.special import expit
 from .estimators import RidgeState
 from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_mle
 from .linalg import project_if_deficient
-from .policy import DEFAULT_MAX_SAMPLES, Policy, check_probability
+from .params import (
+    DELTA, LAMBDA_REG, NONNEGATIVE, POSITIVE, POSITIVE_INT, REFRESH_EVERY, SIGMA, AnyOf, Options, Param, resolve,
+)
+from .policy import DEFAULT_MAX_SAMPLES, Policy
 from .registry import register
 from .rules import L1Design, greedy_arm
 from .ties import argmax_random
@@ -76,9 +80,9 @@ class GLGapE(Policy):
         the initial phase and then frozen).
     k_mu : Lipschitz constant of mu (1/4 for the logistic link).
     calibration : "reinterpreted" | "literal34" | "theory" (see the module docstring).
-    rule : "ratio" (L1-LP ratio rule, [KW] Alg. 3, LPs cached by (i, j, corner)) or "greedy".
+    selection : "ratio" (L1-LP ratio rule, [KW] Alg. 3, LPs cached by (i, j, corner)) or "greedy".
     lambda_reg : ridge penalty of the logistic MLE (not specified by the paper; keeps the MLE finite under separation).
-    R : reward bound (1 for Bernoulli), only used by "literal34"/"theory".
+    sigma : reward bound (1 for Bernoulli), only used by "literal34"/"theory".
     gamma : safety factor of the c_mu plug-in estimate.
     refresh_every : rebuild M^-1 exactly from the counts after this many rank-one updates.
     mle_tol : Newton-decrement tolerance of the per-round warm-started MLE (twice the remaining
@@ -89,66 +93,49 @@ class GLGapE(Policy):
     name = "glgape"
     binary_rewards = True
 
-    def __init__(
-        self,
-        features,
-        *,
-        epsilon: float = 0.1,
-        delta: float = 0.05,
-        E: int | None = None,
-        c_mu="estimate",
-        k_mu: float = 0.25,
-        calibration: str = "reinterpreted",
-        rule: str = "ratio",
-        lambda_reg: float = 1.0,
-        R: float = 1.0,
-        gamma: float = 1.0,
-        refresh_every: int = 1000,
-        mle_tol: float = 1e-8,
-        rng=None,
-        max_samples: int | None = None,
-    ):
-        epsilon = float(epsilon)
-        if epsilon < 0 or (epsilon == 0 and max_samples is None):
+    parameters = {
+        "epsilon": Param(0.1, NONNEGATIVE, "tolerance of the answer (0 only with an explicit max_samples)"),
+        "delta": DELTA,
+        "E": Param(None, POSITIVE_INT, "size of the initial phase (None: min(K, 3 d'))", none=True),
+        "c_mu": Param("estimate", AnyOf((POSITIVE, Options(("estimate",)))), "lower bound on mu' over the arms", oracle=True),
+        "k_mu": Param(0.25, POSITIVE, "Lipschitz constant of the link"),
+        "calibration": Param("reinterpreted", Options(CALIBRATIONS), "width calibration"),
+        "selection": Param("ratio", Options(RULES + ("optimized",)), "arm-selection rule: L1 ratio rule or greedy"),
+        "lambda_reg": replace(LAMBDA_REG, constraint=NONNEGATIVE),
+        "sigma": replace(SIGMA, help="reward bound (1 for Bernoulli), used by 'literal34' and 'theory'", oracle=False),
+        "gamma": Param(1.0, NONNEGATIVE, "safety factor of the c_mu plug-in estimate"),
+        "refresh_every": replace(REFRESH_EVERY, default=1000),
+        "mle_tol": Param(1e-8, POSITIVE, "Newton-decrement tolerance of the per-round MLE"),
+        "max_samples": Param(None, POSITIVE_INT, "safety cap on the number of pulls (None: 10^8)", none=True),
+    }
+    renamed = {"rule": "selection", "R": "sigma"}
+
+    def __init__(self, features, **params):
+        p = resolve(type(self), params)
+        epsilon, max_samples, E, c_mu, calibration = p.epsilon, p.max_samples, p.E, p.c_mu, p.calibration
+        rule = "ratio" if p.selection == "optimized" else p.selection
+        if epsilon == 0 and max_samples is None:
             raise ValueError(
                 f"epsilon must be > 0 for GLGapE; got {epsilon}. With epsilon <= 0 and no max_samples cap "
                 "the run may never stop (two arms with equal means can never be told apart); "
                 "pass epsilon > 0, or epsilon = 0 together with max_samples"
             )
-        super().__init__(features, m=1, rng=rng, max_samples=DEFAULT_MAX_SAMPLES if max_samples is None else max_samples)
+        super().__init__(features, m=1, rng=p.rng, max_samples=DEFAULT_MAX_SAMPLES if max_samples is None else max_samples)
         self.epsilon = epsilon
-        self.delta = check_probability("delta", delta)
-        if calibration not in CALIBRATIONS:
-            raise ValueError(f"calibration must be one of {CALIBRATIONS}; got {calibration!r}")
-        if rule not in RULES:
-            raise ValueError(f"rule must be one of {RULES}; got {rule!r}")
+        self.delta = p.delta
         self.calibration, self.rule = calibration, rule
-        self.k_mu = float(k_mu)
-        if not self.k_mu > 0:
-            raise ValueError(f"k_mu (Lipschitz constant of the link) must be positive; got {k_mu}")
-        if isinstance(c_mu, str):
-            if c_mu != "estimate":
-                raise ValueError(
-                    f"c_mu must be a number in (0, k_mu], 'estimate', or 'oracle' (resolved only by "
-                    f"policy_for_instance in simulations); got {c_mu!r}"
-                )
+        self.k_mu = p.k_mu
+        if c_mu == "estimate":
             self.c_mu = None
         else:
-            c = float(c_mu)
-            if not 0.0 < c <= self.k_mu:
+            if not c_mu <= self.k_mu:
                 raise ValueError(f"c_mu must lie in (0, k_mu = {self.k_mu}]; got {c_mu}")
-            self.c_mu = c
+            self.c_mu = c_mu
         self.c_mu_source = "estimate" if self.c_mu is None else "given"
-        self.lambda_reg = float(lambda_reg)
-        if not self.lambda_reg >= 0:
-            raise ValueError(f"lambda_reg (ridge penalty of the logistic MLE) must be >= 0; got {lambda_reg}")
-        self.R, self.gamma = float(R), float(gamma)
-        if not (self.R > 0 and self.gamma >= 0):
-            raise ValueError(f"R must be > 0 and gamma >= 0; got R = {R}, gamma = {gamma}")
-        self.mle_tol = float(mle_tol)
-        self.refresh_every = int(refresh_every)
-        if self.refresh_every < 1:
-            raise ValueError(f"refresh_every must be a positive integer; got {refresh_every}")
+        self.lambda_reg = p.lambda_reg
+        self.R, self.gamma = p.sigma, p.gamma
+        self.mle_tol = p.mle_tol
+        self.refresh_every = p.refresh_every
 
         self.Z, self.Q = project_if_deficient(self.X)
         self.d_eff = self.Z.shape[1]

@@ -31,6 +31,7 @@ from scipy.special import expit
 
 from .glgape import GLGapE, corner_widths, log_root
 from .policy import argmax_random, top_m
+from .params import M, resolve
 from .registry import register
 from .rules import greedy_arm
 
@@ -49,11 +50,11 @@ class TopMGLGapE(GLGapE):
 
     name = "m-glgape"
 
-    def __init__(self, features, *, m: int = 1, **params):
-        super().__init__(features, **params)
-        if isinstance(m, bool) or not float(m).is_integer():
-            raise ValueError(f"m (number of arms to name) must be an integer; got {m!r}")
-        m = int(m)
+    parameters = {"m": M}
+
+    def __init__(self, features, **params):
+        m = resolve(type(self), params).m
+        super().__init__(features, **{k: v for k, v in params.items() if k != "m"})
         if not 1 <= m < self.K:
             raise ValueError(f"m (number of arms to name) must satisfy 1 <= m < K = {self.K}; got m = {m}")
         self.m = m

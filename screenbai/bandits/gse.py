@@ -24,6 +24,8 @@ for the logistic MLE (keeps it finite under separation); no forced exploration; 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
@@ -31,7 +33,8 @@ from .design import FW_MODES, ROUNDING_METHODS, frank_wolfe, greedy_g_allocation
 from .cache import LRUCache, digest
 from .linalg import project
 from .glm import logistic_mle
-from .policy import DEFAULT_MAX_SAMPLES, Policy
+from .params import BOOLEAN, BUDGET, LAMBDA_REG, NONNEGATIVE, POSITIVE, Interval, Options, Param, resolve
+from .policy import Policy
 from .registry import register
 from .ties import top_m
 
@@ -96,55 +99,40 @@ class GSE(Policy):
     fixed_budget = True
     model = "lin"
 
-    def __init__(
-        self,
-        features,
-        *,
-        budget: int,
-        eta: float = 2.0,
-        allocation: str = "fw",
-        fw_mode: str = "D-exact",
-        n_fw: int = 1000,
-        fw_tol: float = 1e-3,
-        fw_init: str = "uniform",
-        fw_away: bool = True,
-        rounding: str = "efficient",
-        lambda_reg: float = 1.0,
-        reuse_data: bool = False,
-        leftover: str = "last",
-        cache_designs: bool = True,
-        rng=None,
-        max_samples: int = DEFAULT_MAX_SAMPLES,
-    ):
-        super().__init__(features, m=1, rng=rng, max_samples=max_samples)
-        if not float(eta) > 1.0:
-            raise ValueError(f"eta (elimination factor) must be > 1; got eta = {eta}")
-        if allocation not in ALLOCATIONS:
-            raise ValueError(f"allocation must be one of {ALLOCATIONS}; got {allocation!r}")
-        if fw_mode not in FW_MODES:
-            raise ValueError(f"fw_mode must be one of {FW_MODES}; got {fw_mode!r}")
-        if rounding not in ROUNDING_METHODS:
-            raise ValueError(f"rounding must be one of {ROUNDING_METHODS}; got {rounding!r}")
-        if leftover not in LEFTOVER:
-            raise ValueError(f"leftover must be one of {LEFTOVER}; got {leftover!r}")
-        if int(n_fw) < 0:
-            raise ValueError(f"n_fw (Frank-Wolfe iterations) must be >= 0; got {n_fw}")
-        if self.model == "log" and not float(lambda_reg) > 0:
+    parameters = {
+        "budget": BUDGET,
+        "eta": Param(2.0, Interval(1.0, None, open=("low",)), "elimination factor: each stage keeps ceil(|A| / eta) arms"),
+        "allocation": Param("fw", Options(ALLOCATIONS), "how each stage's pulls are allocated"),
+        "fw_mode": Param("D-exact", Options(FW_MODES), "Frank-Wolfe variant"),
+        "n_fw": Param(1000, Interval(0, None, integer=True), "Frank-Wolfe iterations"),
+        "fw_tol": Param(1e-3, POSITIVE, "Frank-Wolfe tolerance on the G-criterion"),
+        "fw_init": Param("uniform", Options(("uniform", "kumar-yildirim")), "Frank-Wolfe starting design"),
+        "fw_away": Param(True, BOOLEAN, "D-exact with away steps"),
+        "rounding": Param("efficient", Options(ROUNDING_METHODS), "design rounding"),
+        "lambda_reg": replace(LAMBDA_REG, constraint=NONNEGATIVE, help="ridge penalty of the logistic MLE (gse-log: > 0)"),
+        "reuse_data": Param(False, BOOLEAN, "estimate from all data on the survivors (not in the paper)"),
+        "leftover": Param("last", Options(LEFTOVER), "where the budget remainder goes"),
+        "cache_designs": Param(True, BOOLEAN, "share designs of identical stages across runs"),
+    }
+
+    def __init__(self, features, **params):
+        p = resolve(type(self), params)
+        super().__init__(features, m=1, rng=p.rng, max_samples=p.max_samples)
+        lambda_reg, leftover = p.lambda_reg, p.leftover
+        if self.model == "log" and not lambda_reg > 0:
             raise ValueError(
                 f"lambda_reg must be > 0 for gse-log (the stage MLE often does not exist without a penalty, "
                 f"the MLE may not exist without it); got {lambda_reg}"
             )
-        if budget is None or int(budget) != budget or int(budget) < 1:
-            raise ValueError(f"budget must be a positive integer number of pulls; got {budget}")
-        self.budget = int(budget)
-        self.eta = float(eta)
-        self.allocation = allocation
-        self.fw_mode, self.n_fw, self.fw_tol, self.fw_init = fw_mode, int(n_fw), float(fw_tol), fw_init
-        self.fw_away = bool(fw_away)
-        self.rounding = rounding
-        self.lambda_reg = float(lambda_reg)
-        self.reuse_data = bool(reuse_data)
-        self.cache_designs = bool(cache_designs)
+        self.budget = p.budget
+        self.eta = p.eta
+        self.allocation = p.allocation
+        self.fw_mode, self.n_fw, self.fw_tol, self.fw_init = p.fw_mode, p.n_fw, p.fw_tol, p.fw_init
+        self.fw_away = p.fw_away
+        self.rounding = p.rounding
+        self.lambda_reg = lambda_reg
+        self.reuse_data = p.reuse_data
+        self.cache_designs = p.cache_designs
 
         self.sizes = stage_sizes(self.K, self.eta)
         self.n_stages = len(self.sizes) - 1

@@ -17,10 +17,18 @@ _REGISTRY: dict[str, "Entry"] = {}
 
 @dataclass(frozen=True)
 class Entry:
+    """A registered name: the class and the parameter values this name fixes (e.g. an allocation)."""
+
     name: str
     cls: type
     defaults: dict = field(default_factory=dict)
     description: str = ""
+
+    def parameters(self) -> dict:
+        """Every parameter with its default under this name (from the class's declaration)."""
+        from .params import declared
+
+        return {**{k: p.default for k, p in declared(self.cls).items()}, **self.defaults}
 
 
 def register(name: str, description: str = "", **defaults):
@@ -55,14 +63,7 @@ def get(name: str) -> Entry:
 def make_policy(name: str, features, **params):
     entry = get(name)
     kwargs = {**entry.defaults, **params}
-    try:
-        return entry.cls(features, **kwargs)
-    except TypeError as exc:  # unknown keyword: say which parameters exist
-        import inspect
-
-        sig = inspect.signature(entry.cls.__init__)
-        allowed = [p for p in sig.parameters if p not in ("self", "features")]
-        raise TypeError(f"{name}: {exc}; parameters accepted: {', '.join(allowed)}") from None
+    return entry.cls(features, **kwargs)
 
 
 def policy_for_instance(name: str, instance, **params):

@@ -25,6 +25,7 @@ Implementation notes.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
@@ -32,7 +33,10 @@ from scipy.linalg import cho_factor, cho_solve
 from .cache import LRUCache, digest
 from .estimators import RidgeState
 from .linalg import gram_pull, project_if_deficient, spanning_arms
-from .policy import DEFAULT_MAX_SAMPLES, Policy, Result, check_probability
+from .params import (
+    ALLOCATION_SEED, BOOLEAN, DELTA, LAMBDA_REG, REQUIRED, S_BOUND, SIGMA, Anything, Interval, Options, Param, resolve,
+)
+from .policy import Policy, Result
 from .registry import register
 from .ties import argmax_random
 
@@ -42,6 +46,8 @@ _REFRESH = 10_000  # exact rebuild of the greedy state / OLS inverse every this 
 _BLOCK = 4096  # rounds per vectorised stopping-rule block (= the Environment noise buffer)
 _TIE_RTOL = 1e-10  # greedy scores this close to the minimum count as ties
 AUTO_RESTRICT_K = 200  # above this many arms, Y is restricted to pairs with the empirical best
+RESTRICT_Y = Param(None, BOOLEAN, f"restrict Y to pairs with the empirical best (None: above {AUTO_RESTRICT_K} arms)", none=True)
+MONOTONE = Param(False, BOOLEAN, "survivors only shrink (False: rebuilt from all arms, as in [SLM14])")
 
 
 # ====================================================================== shared helpers
@@ -400,20 +406,21 @@ def _ols_mu(Z, counts, sums):
 class _SLMBase(Policy):
     """Shared parameters and projection onto the span of the arms."""
 
-    def __init__(self, features, *, delta=0.05, sigma=1.0, confidence="pairs", rng=None,
-                 max_samples=DEFAULT_MAX_SAMPLES):
-        super().__init__(features, m=1, rng=rng, max_samples=max_samples)
-        self.delta = check_probability("delta", delta)
-        if confidence not in ("pairs", "arms"):
-            raise ValueError(f"confidence must be 'pairs' (log_n(K^2/delta), as in [SLM14]) or 'arms' (log_n(K/delta)); got {confidence!r}")
-        self.confidence = confidence
+    parameters = {
+        "delta": DELTA,
+        "sigma": SIGMA,
+        "confidence": Param("pairs", Options(("pairs", "arms")), "log_n(K^2/delta) (pairs, as in [SLM14]) or log_n(K/delta)"),
+    }
+
+    def __init__(self, features, **params):
+        p = self._params = resolve(type(self), params)
+        super().__init__(features, m=1, rng=p.rng, max_samples=p.max_samples)
+        self.delta = p.delta
+        self.confidence = p.confidence
         # log_term(n, K_log, delta) = log(6 n^2 K_log^2 / (pi^2 delta))
-        self.K_log = float(self.K) if confidence == "pairs" else float(np.sqrt(self.K))
-        sigma = float(sigma)
-        if not sigma > 0:
-            raise ValueError(f"sigma (noise bound) must be positive; got {sigma}")
-        self.sigma = sigma
-        self.c = 2.0 * np.sqrt(2.0) * sigma
+        self.K_log = float(self.K) if p.confidence == "pairs" else float(np.sqrt(self.K))
+        self.sigma = p.sigma
+        self.c = 2.0 * np.sqrt(2.0) * p.sigma
         self.Z, self.basis = project_if_deficient(self.X)
         self.d_eff = self.Z.shape[1]
         self.init_arms = spanning_arms(self.Z)
@@ -457,10 +464,12 @@ class _SLMBase(Policy):
 class _StaticAllocation(_SLMBase):
     """Precomputed greedy sequence + the eq. 11 stopping rule tested every round."""
 
-    def __init__(self, features, *, delta=0.05, sigma=1.0, confidence="pairs", allocation_seed=0, rng=None,
-                 max_samples=DEFAULT_MAX_SAMPLES):
-        super().__init__(features, delta=delta, sigma=sigma, confidence=confidence, rng=rng, max_samples=max_samples)
-        self.allocation_seed = int(self.rng.integers(2**63)) if allocation_seed is None else int(allocation_seed)
+    parameters = {"allocation_seed": ALLOCATION_SEED}
+
+    def __init__(self, features, **params):
+        super().__init__(features, **params)
+        seed = self._params.allocation_seed
+        self.allocation_seed = int(self.rng.integers(2**63)) if seed is None else seed
         self._ols = _OLSTracker(self.Z)
         self._ols_ready = False
         self._seq: AllocationSequence | None = None
@@ -551,7 +560,7 @@ class _StaticAllocation(_SLMBase):
         return self.result()
 
 
-@register("g-allocation", delta=0.05, sigma=1.0)
+@register("g-allocation")
 class GAllocation(_StaticAllocation):
     """[SLM14] greedy G-allocation: argmin_x max_x' ||x'||^2_{(A + x x^T)^{-1}}, stop by eq. 11.
 
@@ -566,7 +575,7 @@ class GAllocation(_StaticAllocation):
         return allocation_sequence(self.Z, self.init_arms, np.arange(self.K), seed=self.allocation_seed)
 
 
-@register("xy-static", delta=0.05, sigma=1.0)
+@register("xy-static")
 class XYStatic(_StaticAllocation):
     """[SLM14] greedy XY-static allocation: argmin_x max_{y in Y} ||y||^2_{(A+xx^T)^{-1}}, eq. 11.
 
@@ -577,11 +586,11 @@ class XYStatic(_StaticAllocation):
 
     name = "xy-static"
 
-    def __init__(self, features, *, delta=0.05, sigma=1.0, confidence="pairs", restrict_y=None, allocation_seed=0,
-                 rng=None, max_samples=DEFAULT_MAX_SAMPLES):
-        super().__init__(features, delta=delta, sigma=sigma, confidence=confidence, allocation_seed=allocation_seed,
-                         rng=rng, max_samples=max_samples)
-        self.restrict_y = self._check_restrict(restrict_y, self.K)
+    parameters = {"restrict_y": RESTRICT_Y}
+
+    def __init__(self, features, **params):
+        super().__init__(features, **params)
+        self.restrict_y = self._check_restrict(self._params.restrict_y, self.K)
         self._live: _GreedyState | None = None
         self._live_best = -1
         self.diagnostics["restricted_y"] = self.restrict_y
@@ -618,7 +627,7 @@ class XYStatic(_StaticAllocation):
         return None if self.restrict_y else super().run_fast(env)
 
 
-@register("xy-oracle", delta=0.05, sigma=1.0, theta="oracle")
+@register("xy-oracle", theta="oracle")
 class XYOracle(_StaticAllocation):
     """[SLM14] XY-oracle allocation: greedy on max_{y in Y*} ||y||^2_{(A+xx^T)^{-1}} / Delta_y^2.
 
@@ -632,10 +641,15 @@ class XYOracle(_StaticAllocation):
 
     name = "xy-oracle"
 
-    def __init__(self, features, *, theta=None, delta=0.05, sigma=1.0, confidence="pairs", stopping="eq4",
-                 tie_rtol=1e-3, allocation_seed=0, rng=None, max_samples=DEFAULT_MAX_SAMPLES):
-        super().__init__(features, delta=delta, sigma=sigma, confidence=confidence, allocation_seed=allocation_seed,
-                         rng=rng, max_samples=max_samples)
+    parameters = {
+        "theta": Param(None, Anything("a vector of length d"), "the true parameter theta*", none=True, oracle=True),
+        "stopping": Param("eq4", Options(("eq4", "eq11")), "eq4 (true gaps) or eq11 (empirical)"),
+        "tie_rtol": Param(1e-3, Interval(0.0, 1.0, open=("high",)), "relative tolerance for near-ties of the greedy score"),
+    }
+
+    def __init__(self, features, **params):
+        super().__init__(features, **params)
+        theta, stopping, tie_rtol = self._params.theta, self._params.stopping, self._params.tie_rtol
         if theta is None or isinstance(theta, str):
             raise ValueError(
                 f"xy-oracle needs the true parameter theta (a length-{self.d} vector); got {theta!r}. "
@@ -644,10 +658,6 @@ class XYOracle(_StaticAllocation):
         theta = np.asarray(theta, dtype=float).reshape(-1)
         if theta.size != self.d or not np.isfinite(theta).all():
             raise ValueError(f"theta must be a finite vector of length d = {self.d}; got shape {theta.shape}")
-        if stopping not in ("eq4", "eq11"):
-            raise ValueError(f"stopping must be 'eq4' (oracle gaps) or 'eq11' (empirical); got {stopping!r}")
-        if not 0.0 <= float(tie_rtol) < 1.0:
-            raise ValueError(f"tie_rtol (relative tolerance for near-ties of the greedy score) must lie in [0, 1); got {tie_rtol}")
         self.theta = theta
         self.stopping = stopping
         self.tie_rtol = max(float(tie_rtol), _TIE_RTOL)
@@ -673,7 +683,7 @@ class XYOracle(_StaticAllocation):
 
 
 # ====================================================================== XY-adaptive (phased)
-@register("xy-adaptive", delta=0.05, sigma=1.0, alpha=0.1)
+@register("xy-adaptive")
 class XYAdaptive(_SLMBase):
     """[SLM14] XY-adaptive: phases of XY-static allocation on the
     directions between surviving arms; each phase restarts from its own data (initial spanning pulls
@@ -686,16 +696,20 @@ class XYAdaptive(_SLMBase):
 
     name = "xy-adaptive"
 
-    def __init__(self, features, *, delta=0.05, sigma=1.0, alpha=0.1, monotone=False, restrict_y=None,
-                 confidence="pairs", allocation_seed=0, rng=None, max_samples=DEFAULT_MAX_SAMPLES):
-        super().__init__(features, delta=delta, sigma=sigma, confidence=confidence, rng=rng, max_samples=max_samples)
-        alpha = float(alpha)
-        if not 0.0 < alpha < 1.0:
-            raise ValueError(f"alpha (phase shrink factor) must lie strictly between 0 and 1; got {alpha}")
-        self.alpha = alpha
-        self.monotone = bool(monotone)
-        self.restrict_y = self._check_restrict(restrict_y, self.K)
-        self.allocation_seed = int(self.rng.integers(2**63)) if allocation_seed is None else int(allocation_seed)
+    parameters = {
+        "alpha": Param(0.1, Interval(0.0, 1.0, open=("low", "high")), "phase shrink factor"),
+        "monotone": MONOTONE,
+        "restrict_y": RESTRICT_Y,
+        "allocation_seed": ALLOCATION_SEED,
+    }
+
+    def __init__(self, features, **params):
+        super().__init__(features, **params)
+        p = self._params
+        self.alpha = p.alpha
+        self.monotone = p.monotone
+        self.restrict_y = self._check_restrict(p.restrict_y, self.K)
+        self.allocation_seed = int(self.rng.integers(2**63)) if p.allocation_seed is None else p.allocation_seed
         self.active = np.ones(self.K, dtype=bool)
         self.rho_prev = 1.0 / (self.d_eff * (self.d_eff + 1) + 1)  # rho^0 / n_0 (the phase test compares with the previous phase's value, not rho / t twice)
         self.phase = 0
@@ -806,11 +820,11 @@ class XYAdaptive(_SLMBase):
 
 
 # ====================================================================== fully adaptive baseline
-@register("xy-fully-adaptive", delta=0.05, sigma=1.0, eta=1.0, S="oracle")
+@register("xy-fully-adaptive", S="oracle")
 class XYFullyAdaptive(_SLMBase):
     """The "fully adaptive XY" baseline of [SLM14] Fig. 4: the surviving set is recomputed
-    after every pull from ridge estimates (parameter eta) with the Prop. 2 width
-    ||x - x'||_{(A^eta)^{-1}} (sigma sqrt(d log((1 + n L^2/eta)/delta)) + sqrt(eta) S); data are never
+    after every pull from ridge estimates (ridge lambda = lambda_reg, [SLM14]'s eta) with the Prop. 2 width
+    ||x - x'||_{(A^lambda)^{-1}} (sigma sqrt(d log((1 + n L^2/lambda)/delta)) + sqrt(lambda) S); data are never
     discarded; the next arm is the XY-greedy choice for the directions between survivors.
     Stops when one arm survives.
 
@@ -819,33 +833,35 @@ class XYFullyAdaptive(_SLMBase):
 
     name = "xy-fully-adaptive"
 
-    def __init__(self, features, *, S=None, delta=0.05, sigma=1.0, eta=1.0, monotone=False, restrict_y=None,
-                 rng=None, max_samples=DEFAULT_MAX_SAMPLES):
-        super().__init__(features, delta=delta, sigma=sigma, rng=rng, max_samples=max_samples)
-        if S is None or isinstance(S, str):
-            raise ValueError(f"xy-fully-adaptive needs S, a bound on ||theta*|| (a positive number); got {S!r}. "
-                             "In simulations pass S='oracle' through policy_for_instance.")
-        S, eta = float(S), float(eta)
-        if not S >= 0:
-            raise ValueError(f"S (bound on ||theta*||) must be >= 0; got {S}")
-        if not eta > 0:
-            raise ValueError(f"eta (ridge parameter) must be positive; got {eta}")
-        self.S, self.eta = S, eta
-        self.monotone = bool(monotone)
-        self.restrict_y = self._check_restrict(restrict_y, self.K)
+    parameters = {
+        "S": replace(S_BOUND, default=REQUIRED),
+        "lambda_reg": LAMBDA_REG,
+        "monotone": MONOTONE,
+        "restrict_y": RESTRICT_Y,
+    }
+    fixed = {"confidence": "pairs"}
+    renamed = {"eta": "lambda_reg"}
+
+    def __init__(self, features, **params):
+        super().__init__(features, **params)
+        p = self._params
+        self.S, self.lambda_reg = p.S, p.lambda_reg
+        self.monotone = p.monotone
+        self.restrict_y = self._check_restrict(p.restrict_y, self.K)
         self.L2 = float(np.max(np.einsum("ij,ij->i", self.X, self.X)))
-        self.state = _GreedyState(self.Z, np.zeros(self.K), prior=eta)
+        self.state = _GreedyState(self.Z, np.zeros(self.K), prior=self.lambda_reg)
         self.active = np.ones(self.K, dtype=bool)
         self._dir_key = None
         self.diagnostics.update(restricted_y=self.restrict_y, monotone=self.monotone)
 
     def _width_scale(self, n: int) -> float:
-        return self.sigma * np.sqrt(self.d_eff * np.log((1.0 + n * self.L2 / self.eta) / self.delta)) + np.sqrt(self.eta) * self.S
+        lam = self.lambda_reg
+        return self.sigma * np.sqrt(self.d_eff * np.log((1.0 + n * self.L2 / lam) / self.delta)) + np.sqrt(lam) * self.S
 
     def _select(self):
         s = self.n_samples
         G = self.state.M[: self.K]
-        mu = G @ self.sums  # Z (eta I + A)^{-1} Z^T sums = Z theta_hat
+        mu = G @ self.sums  # Z (lambda I + A)^{-1} Z^T sums = Z theta_hat
         if s >= self.init_arms.size:
             dg = self.state.diag
             width = np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2.0 * G, 0.0)) * self._width_scale(s)

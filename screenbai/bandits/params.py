@@ -1,0 +1,272 @@
+"""Each algorithm declares its parameters once: default, allowed values and a one-line help.
+
+A policy class lists them in ``parameters`` (merged along the class hierarchy, like
+scikit-learn's ``_parameter_constraints``), may change inherited defaults in ``defaults`` and pin
+inherited parameters in ``fixed`` (they are then no longer accepted).  From that one declaration
+come the constructor's validation (``resolve``), the registry's defaults, the output of
+``screenbai algorithms`` and the workflow's up-front check of a config (``check``).  Old names
+listed in ``renamed`` keep working for one release, with a ``DeprecationWarning`` naming the new one.
+
+Constraints that need the features (e.g. m < K) are checked by the constructor itself.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+from dataclasses import dataclass, replace
+from types import SimpleNamespace
+from typing import Any
+
+REQUIRED = object()  # default of a parameter the caller must give
+
+
+class Constraint:
+    def accepts(self, value: Any) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def convert(self, value: Any) -> Any:
+        return value
+
+    def describe(self) -> str:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Interval(Constraint):
+    """A real (or integer) number in [low, high]; ``open`` lists the excluded ends ("low", "high")."""
+
+    low: float | None = None
+    high: float | None = None
+    integer: bool = False
+    open: tuple[str, ...] = ()
+
+    def accepts(self, value: Any) -> bool:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            return False
+        v = float(value)
+        if not math.isfinite(v) or (self.integer and v != int(v)):
+            return False
+        if self.low is not None and (v < self.low or ("low" in self.open and v == self.low)):
+            return False
+        return not (self.high is not None and (v > self.high or ("high" in self.open and v == self.high)))
+
+    def convert(self, value: Any) -> Any:
+        return int(value) if self.integer else float(value)
+
+    def describe(self) -> str:
+        kind = "an integer" if self.integer else "a number"
+        if self.low is None and self.high is None:
+            return kind
+        if self.high is None:
+            return f"{kind} {'>' if 'low' in self.open else '>='} {self.low:g}"
+        if self.low is None:
+            return f"{kind} {'<' if 'high' in self.open else '<='} {self.high:g}"
+        left = "(" if "low" in self.open else "["
+        right = ")" if "high" in self.open else "]"
+        return f"{kind} in {left}{self.low:g}, {self.high:g}{right}"
+
+
+@dataclass(frozen=True)
+class Options(Constraint):
+    """One of a few values (strings or booleans)."""
+
+    values: tuple
+
+    def accepts(self, value: Any) -> bool:
+        return any(value is v or (type(value) is type(v) and value == v) for v in self.values)
+
+    def describe(self) -> str:
+        return "one of " + ", ".join(repr(v) for v in self.values)
+
+
+@dataclass(frozen=True)
+class Anything(Constraint):
+    """Any value (e.g. a random generator or a seed); ``what`` says what is expected."""
+
+    what: str = "any value"
+
+    def accepts(self, value: Any) -> bool:
+        return True
+
+    def describe(self) -> str:
+        return self.what
+
+
+@dataclass(frozen=True)
+class AnyOf(Constraint):
+    """Satisfies at least one of the constraints (the first that accepts converts)."""
+
+    options: tuple
+
+    def accepts(self, value: Any) -> bool:
+        return any(c.accepts(value) for c in self.options)
+
+    def convert(self, value: Any) -> Any:
+        return next(c for c in self.options if c.accepts(value)).convert(value)
+
+    def describe(self) -> str:
+        return " or ".join(c.describe() for c in self.options)
+
+
+BOOLEAN = Options((True, False))
+PROBABILITY = Interval(0.0, 1.0, open=("low", "high"))
+POSITIVE = Interval(0.0, None, open=("low",))
+NONNEGATIVE = Interval(0.0, None)
+POSITIVE_INT = Interval(1, None, integer=True)
+
+
+@dataclass(frozen=True)
+class Param:
+    """One parameter: its default, the constraints it may satisfy (any of them), a help line.
+
+    ``none``: None is allowed (its meaning belongs in the help); ``oracle``: the string "oracle" is
+    allowed, resolved from the true instance by ``policy_for_instance`` in simulations.
+    """
+
+    default: Any
+    constraint: Constraint
+    help: str
+    none: bool = False
+    oracle: bool = False
+
+    def describe(self) -> str:
+        parts = [self.constraint.describe()]
+        if self.none:
+            parts.append("None")
+        if self.oracle:
+            parts.append("'oracle'")
+        return " or ".join(parts)
+
+    def validate(self, owner: str, name: str, value: Any, allow_oracle: bool = False) -> Any:
+        if value is None and self.none:
+            return None
+        if self.oracle and isinstance(value, str) and value == "oracle":
+            if allow_oracle:
+                return value
+            raise ValueError(
+                f"{owner}: {name}='oracle' is resolved only by policy_for_instance (a simulation with a "
+                f"true instance); pass a value: {self.describe()}"
+            )
+        if not self.constraint.accepts(value):
+            raise ValueError(f"{owner}: {name}={value!r} is not allowed; {name} ({self.help}) must be {self.describe()}")
+        return self.constraint.convert(value)
+
+
+# parameters every policy takes
+COMMON: dict[str, Param] = {
+    "rng": Param(None, Anything("a numpy Generator, a seed or None"), "random generator for tie-breaking and random choices", none=True),
+    "max_samples": Param(10**8, POSITIVE_INT, "safety cap on the number of pulls"),
+}
+
+
+def _merged(cls: type, attribute: str) -> dict:
+    out: dict = {}
+    for klass in reversed(cls.__mro__):
+        out.update(klass.__dict__.get(attribute, {}))
+    return out
+
+
+def declared(cls: type) -> dict[str, Param]:
+    """The parameters ``cls`` accepts, in declaration order, with its defaults applied."""
+    params = _merged(cls, "parameters")
+    for name, p in COMMON.items():
+        params.setdefault(name, p)
+    fixed = _merged(cls, "fixed")
+    defaults = _merged(cls, "defaults")
+    return {
+        name: (replace(p, default=defaults[name]) if name in defaults else p)
+        for name, p in params.items()
+        if name not in fixed
+    }
+
+
+def renamed(cls: type) -> dict[str, str]:
+    """Deprecated parameter names of ``cls`` -> their current names."""
+    return _merged(cls, "renamed")
+
+
+def _rename(cls: type, params: dict, stacklevel: int) -> dict:
+    old_names = renamed(cls)
+    out = {}
+    for key, value in params.items():
+        new = old_names.get(key)
+        if new is not None:
+            warnings.warn(
+                f"{cls.__name__}: parameter {key!r} is now called {new!r}; the old name will be removed in the next release",
+                DeprecationWarning,
+                stacklevel=stacklevel,
+            )
+            if new in params:
+                raise TypeError(f"{cls.__name__}: got both {key!r} and its new name {new!r}; keep {new!r}")
+            key = new
+        out[key] = value
+    return out
+
+
+def _unknown(cls: type, key: str, params: dict[str, Param]) -> TypeError:
+    return TypeError(
+        f"{cls.__name__} got an unexpected parameter {key!r}; parameters accepted: {', '.join(params)}"
+    )
+
+
+def resolve(cls: type, given: dict) -> SimpleNamespace:
+    """Validated values of every parameter of ``cls`` (defaults filled in, fixed ones added)."""
+    params = declared(cls)
+    given = _rename(cls, given, stacklevel=4)
+    for key in given:
+        if key not in params:
+            raise _unknown(cls, key, params)
+    values = {}
+    for name, p in params.items():
+        if name in given:
+            values[name] = p.validate(cls.__name__, name, given[name])
+        elif p.default is REQUIRED:
+            raise TypeError(f"{cls.__name__} needs the parameter {name!r} ({p.help}): {p.describe()}")
+        else:
+            values[name] = p.default
+    values.update(_merged(cls, "fixed"))
+    return SimpleNamespace(**values)
+
+
+def check(cls: type, given: dict, label: str = "") -> None:
+    """Validate parameters without features (the workflow's up-front check); oracle values are
+    accepted where declared.  Raises ValueError / TypeError naming the parameter."""
+    params = declared(cls)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        given = _rename(cls, given, stacklevel=4)
+    prefix = f"{label}: " if label else ""
+    for key, value in given.items():
+        if key not in params:
+            raise ValueError(f"{prefix}{cls.__name__} has no parameter {key!r}; parameters accepted: {', '.join(params)}")
+        try:
+            params[key].validate(cls.__name__, key, value, allow_oracle=True)
+        except ValueError as exc:
+            raise ValueError(f"{prefix}{exc}") from None
+
+
+def signature_text(cls: type) -> str:
+    """``name=default`` for every parameter (what ``screenbai algorithms`` prints)."""
+    parts = []
+    for name, p in declared(cls).items():
+        if name in COMMON:
+            continue
+        parts.append(name if p.default is REQUIRED else f"{name}={p.default!r}")
+    return ", ".join(parts)
+
+
+# ---------------------------------------------------------------------------- the shared vocabulary
+# One name per idea across all algorithms; classes pick these and change only the default.
+BUDGET = Param(REQUIRED, POSITIVE_INT, "total number of pulls")
+M = Param(1, POSITIVE_INT, "number of best arms to identify (m < K)")
+DELTA = Param(0.05, PROBABILITY, "confidence level: the error probability is at most delta")
+EPSILON = Param(0.0, NONNEGATIVE, "tolerance: an arm within epsilon of the m-th best counts as correct")
+SIGMA = Param(1.0, POSITIVE, "sub-Gaussian scale of the reward noise", oracle=True)
+S_BOUND = Param(1.0, NONNEGATIVE, "bound on the norm of theta*", oracle=True)
+L_BOUND = Param(None, POSITIVE, "bound on the arms' norms (None: the largest ||x_a||)", none=True, oracle=True)
+LAMBDA_REG = Param(1.0, POSITIVE, "ridge penalty lambda (prior precision lambda I)")
+ALPHA_UCB = Param(1.0, NONNEGATIVE, "exploration factor alpha of the UCB index x^T theta + alpha ||x||_{V^-1}")
+REFRESH_EVERY = Param(2000, POSITIVE_INT, "rebuild the inverse exactly after this many rank-one updates")
+ALLOCATION_SEED = Param(0, Interval(0, None, integer=True), "seed of the reward-independent allocation's tie-breaks (None: drawn from rng)", none=True)
