@@ -45,14 +45,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def _trickle(self, body: bytes) -> None:
+        """A 200 answer whose body arrives one byte every `delay` seconds (each read is quick)."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        for i in range(len(body)):
+            if self.server.stopped:
+                return
+            self.wfile.write(body[i : i + 1])
+            self.wfile.flush()
+            time.sleep(self.server.delay)
+
     def _answer(self, path: str, params: dict) -> None:
         srv = self.server
         srv.requests.append({"method": self.command, "path": path, "params": params})
-        if path == f"{PREFIX}/spore":
-            if srv.mode == "slow_spore":
-                time.sleep(srv.delay)
-            self._send(200, json.loads((HTTP_DIR / "spore.json").read_text()))
-            return
         if path == f"{PREFIX}/activity.json":
             if srv.mode == "slow_activity":
                 time.sleep(srv.delay)
@@ -61,7 +69,9 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             name = f"activity_{params.get('target_chembl_id')}_{params.get('standard_type')}_offset{params.get('offset')}.json"
             file = HTTP_DIR / name
-            if file.is_file():
+            if file.is_file() and srv.mode == "trickle":
+                self._trickle(json.dumps(json.loads(file.read_text())).encode())
+            elif file.is_file():
                 self._send(200, json.loads(file.read_text()))
             else:
                 self._send(404, {"error_message": f"no recording {name}"})
@@ -86,7 +96,7 @@ class _RecordedServer(ThreadingHTTPServer):
 
     def __init__(self, mode: str = "ok", delay: float = 0.0):
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.mode, self.delay, self.requests = mode, delay, []
+        self.mode, self.delay, self.requests, self.stopped = mode, delay, [], False
 
     def handle_error(self, request, client_address):
         # a client that timed out closes the socket before a slow answer is written
@@ -128,6 +138,7 @@ def serve(chembl_settings):
 
     yield start
     for srv in servers:
+        srv.stopped = True
         srv.shutdown()
         srv.server_close()
 
@@ -153,7 +164,9 @@ def test_fetch_paginates_with_page_size_1000_and_caches(serve, tmp_path):
     assert [p["params"]["offset"] for p in pages] == ["0", "1000"]
     assert all(p["params"]["limit"] == "1000" for p in pages)
     assert all(p["params"]["target_chembl_id"] == "CHEMBL301" and p["params"]["standard_type"] == "IC50" for p in pages)
-    assert srv.requests[0]["path"] == f"{PREFIX}/spore"
+    # configured through the client's Settings: no schema download, no module import or patching
+    assert not any(r["path"].endswith("/spore") for r in srv.requests)
+    assert "chembl_webresource_client.new_client" not in sys.modules
     # values as delivered, flags normalised
     row = df.set_index("molecule_chembl_id").loc["CHEMBL104000"]
     assert row["standard_value"] == "10000.0" and row["standard_relation"] == ">"
@@ -200,13 +213,30 @@ def test_http_500_gives_clear_error(serve, tmp_path):
     assert time.perf_counter() - t0 < 10
 
 
-@pytest.mark.parametrize("mode", ["slow_spore", "slow_activity"])
-def test_timeout_fails_fast(serve, tmp_path, mode):
-    serve(mode, delay=3.0)
+def test_timeout_fails_fast(serve, tmp_path):
+    serve("slow_activity", delay=3.0)
     t0 = time.perf_counter()
     with pytest.raises(ChemblUnavailableError, match="could not be reached within 0.3 s"):
         fetch_chembl_activities("CHEMBL301", cache_dir=tmp_path, timeout=0.3, retries=0)
     assert time.perf_counter() - t0 < 2.5
+
+
+def test_total_deadline_stops_a_trickling_server(serve, tmp_path):
+    # one byte every 2 s: each read takes 2 s < timeout, so only a total deadline ends the fetch
+    serve("trickle", delay=2.0)
+    t0 = time.perf_counter()
+    with pytest.raises(ChemblUnavailableError, match="CHEMBL301 within the total deadline of 3 s.*kind: export"):
+        fetch_chembl_activities("CHEMBL301", cache_dir=tmp_path, timeout=5, deadline=3, retries=0)
+    assert time.perf_counter() - t0 < 5.5
+    assert not [t for t in threading.enumerate() if t.name == "chembl-download"]  # the read was ended
+    assert not list(tmp_path.iterdir())
+
+
+def test_empty_answer_for_unknown_target_is_an_error_and_not_cached(serve, tmp_path):
+    serve("ok")
+    with pytest.raises(ValueError, match=r"no IC50 activities for target CHEMBL999999 .*0 records; nothing was cached"):
+        fetch_chembl_activities("CHEMBL999999", cache_dir=tmp_path, timeout=5, retries=0)
+    assert not list(tmp_path.iterdir())
 
 
 def test_settings_are_restored(serve, tmp_path):
@@ -336,7 +366,7 @@ def test_load_activities_dispatch(tmp_path):
 
 def test_load_activities_chembl_kind_uses_client_and_cache(serve, tmp_path):
     srv = serve("ok")
-    cfg = {"kind": "chembl", "target_chembl_id": "CHEMBL301", "activity_types": ["IC50"], "timeout": 5, "retries": 0}
+    cfg = {"kind": "chembl", "target_chembl_id": "CHEMBL301", "activity_types": ["IC50"], "timeout": 5, "deadline": 60, "retries": 0}
     df = load_activities(cfg, cache_dir=tmp_path / "cache")
     assert len(df) == 5 and (tmp_path / "cache" / "chembl_CHEMBL301_IC50.csv.gz").is_file()
     n_requests = len(srv.requests)
@@ -379,7 +409,7 @@ def test_empty_file_names_the_file(tmp_path):
 
 @pytest.mark.parametrize("gz", [False, True])
 def test_undecodable_bytes_say_encoding_and_how_to_convert(tmp_path, gz):
-    data = "Smiles,Value\nCCO,5\n".encode() + "CCN,6 µM\n".encode("cp1252")
+    data = b"Smiles,Value\nCCO,5\n" + "CCN,6 µM\n".encode("cp1252")
     path = tmp_path / ("latin.csv.gz" if gz else "latin.csv")
     path.write_bytes(gzip.compress(data) if gz else data)
     for msg in _read_both(path):

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import functools
 import gzip
 import itertools
 import logging
 import re
-import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -455,32 +454,64 @@ def _client_settings(**values: Any) -> Iterator[Any]:
                     delattr(settings, k)
 
 
-def _import_new_client(timeout: float):
-    """Import ``chembl_webresource_client.new_client`` afresh with a bounded schema download.
+def _activity_query(target: str, types: Sequence[str]) -> Any:
+    """The client's lazy query for a target's activities, configured by the current Settings.
 
-    The module downloads the API schema (``<NEW_CLIENT_URL>/spore``) at import time with a
-    bare ``requests.get`` (no timeout, so it can hang forever where traffic is dropped).  We
-    re-import it every time, so the client picks up the current ``NEW_CLIENT_URL`` and
-    ``MAX_LIMIT``, and inject ``timeout`` into that one call while the import runs.
+    Built from the client's QuerySet for the ``activity`` resource (collection ``activities``)
+    rather than ``new_client``, whose import downloads the API schema with no timeout.
     """
-    import requests
+    from chembl_webresource_client.query_set import (  # no network on import
+        Model,
+        QuerySet,
+    )
 
-    sys.modules.pop("chembl_webresource_client.new_client", None)
-    original_get = requests.get
-    bounded_get = functools.partial(original_get, timeout=timeout)
-    requests.get = bounded_get  # the client module calls requests.get(url) at import
-    try:
-        from chembl_webresource_client.new_client import new_client
-    finally:
-        requests.get = original_get
-    return new_client
+    query = QuerySet(model=Model("activity", "activities", ("json",))).filter(target_chembl_id=target)
+    if len(types) == 1:
+        query = query.filter(standard_type=types[0])
+    elif types:
+        query = query.filter(standard_type__in=",".join(types))
+    return query.only(*_API_FIELDS)
+
+
+class _DeadlineExceeded(Exception):
+    pass
+
+
+def _records_within(query: Any, deadline: float) -> list[dict[str, Any]]:
+    """All records of ``query``, or :class:`_DeadlineExceeded` after ``deadline`` seconds in total.
+
+    The per-read timeout does not bound a server that trickles bytes; so the pages are read
+    in a worker thread, and at the deadline the responses being read are shut down (urllib3's
+    ``HTTPResponse.shutdown``), which ends the worker's blocking read.
+    """
+    reading: list[Any] = []
+    query.query.session.hooks["response"].append(lambda response, *args, **kwargs: reading.append(response.raw))
+    outcome: dict[str, Any] = {}
+
+    def download() -> None:
+        try:
+            outcome["records"] = [dict(r) for r in query]
+        except Exception as exc:  # noqa: BLE001 (handed to the calling thread, which raises it)
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=download, name="chembl-download", daemon=True)
+    worker.start()
+    worker.join(deadline)
+    if worker.is_alive():
+        for raw in reading:
+            with contextlib.suppress(Exception):
+                raw.shutdown()
+        worker.join(1.0)
+        raise _DeadlineExceeded
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["records"]
 
 
 def _download_activities(
-    target: str, types: Sequence[str], *, timeout: float, page_size: int, retries: int
+    target: str, types: Sequence[str], *, timeout: float, deadline: float, page_size: int, retries: int
 ) -> list[dict[str, Any]]:
     import requests
-
     from chembl_webresource_client.settings import Settings
 
     url = Settings.Instance().NEW_CLIENT_URL
@@ -493,14 +524,13 @@ def _download_activities(
             MAX_LIMIT=page_size,
             CACHING=False,
         ):
-            client = _import_new_client(timeout)
-            query = client.activity.filter(target_chembl_id=target)
-            if len(types) == 1:
-                query = query.filter(standard_type=types[0])
-            elif types:
-                query = query.filter(standard_type__in=",".join(types))
-            query = query.only(*_API_FIELDS)
-            records = [dict(r) for r in query]
+            records = _records_within(_activity_query(target, types), deadline)
+    except _DeadlineExceeded:
+        raise ChemblUnavailableError(
+            f"The ChEMBL web service at {url} did not deliver the activities of {target} within the "
+            f"total deadline of {deadline:g} s (it answers, but too slowly; raise `deadline` to wait "
+            f"longer). {_LOCAL_FILE_HINT}"
+        ) from None
     except (requests.exceptions.ConnectionError, requests.exceptions.Timeout) as exc:
         raise ChemblUnavailableError(
             f"The ChEMBL web service at {url} could not be reached within {timeout:g} s "
@@ -517,6 +547,13 @@ def _download_activities(
         "downloaded %d activities for %s %s from %s in %.1f s",
         len(records), target, list(types), url, time.perf_counter() - start,
     )
+    if not records:
+        kinds = ", ".join(types) + " " if types else ""
+        raise ValueError(
+            f"ChEMBL has no {kinds}activities for target {target} (the service at {url} answered with "
+            f"0 records; nothing was cached): check the target id at "
+            f"https://www.ebi.ac.uk/chembl/target_report_card/{target}/ and the activity types"
+        )
     return records
 
 
@@ -526,6 +563,7 @@ def fetch_chembl_activities(
     activity_types: Sequence[str] = ("IC50",),
     cache_dir: str | Path = "data/cache",
     timeout: float = 30,
+    deadline: float = 600,
     page_size: int = 1000,
     refresh: bool = False,
     retries: int = 2,
@@ -544,7 +582,10 @@ def fetch_chembl_activities(
     cache_dir : str or Path
         Cache directory (created if needed).
     timeout : float
-        Seconds allowed for each HTTP connect/read, including the schema download.
+        Seconds allowed for each HTTP connect and each read.
+    deadline : float
+        Seconds allowed for the whole download, retries included (a server that trickles
+        bytes never trips the per-read ``timeout``).
     page_size : int
         Records per page (the server allows at most 1000).
     refresh : bool
@@ -560,10 +601,11 @@ def fetch_chembl_activities(
     Raises
     ------
     ValueError
-        Malformed target id or page size.
+        Malformed target id, page size or deadline; or no activities for the target (an
+        unknown target id): nothing is cached then.
     ChemblUnavailableError
-        Service unreachable, too slow, or answering with errors, and no cache file; the
-        message explains how to use a local export instead.
+        Service unreachable, too slow, past the deadline, or answering with errors, and no
+        cache file; the message explains how to use a local export instead.
     """
     target = _validate_target(target_chembl_id)
     if isinstance(activity_types, str):
@@ -571,12 +613,16 @@ def fetch_chembl_activities(
     types = tuple(activity_types)
     if not 1 <= int(page_size) <= 1000:
         raise ValueError(f"page_size={page_size} out of range: the ChEMBL API serves 1 to 1000 records per page")
+    if not deadline > 0:
+        raise ValueError(f"deadline={deadline!r}: give the seconds allowed for the whole download (> 0)")
     cache = _cache_path(cache_dir, target, types)
     if cache.is_file() and not refresh:
         logger.info("reading cached ChEMBL activities from %s", cache)
         return _finalize(_read_text_table(cache, sep=","))
-    records = _download_activities(target, types, timeout=timeout, page_size=int(page_size), retries=retries)
-    df = pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=list(_API_FIELDS))
+    records = _download_activities(
+        target, types, timeout=timeout, deadline=deadline, page_size=int(page_size), retries=retries
+    )
+    df = pd.DataFrame.from_records(records)
     # the API serves numbers as text ("50.0"); keep text everywhere for a loss-free cache
     for col in df.columns:
         df[col] = df[col].map(lambda v: v if v is None or isinstance(v, str) else str(v))
@@ -606,7 +652,7 @@ def load_activities(source_config: Mapping[str, Any], cache_dir: str | Path = "d
         ``kind`` (alias ``source``) selects the reader:
 
         - ``"chembl"``: ``target_chembl_id`` (required), ``activity_types`` (default
-          ``["IC50"]``), ``timeout`` (30), ``page_size`` (1000), ``refresh`` (false),
+          ``["IC50"]``), ``timeout`` (30), ``deadline`` (600), ``page_size`` (1000), ``refresh`` (false),
           ``retries`` (2) -> :func:`fetch_chembl_activities`.
         - ``"export"``: ``path`` -> :func:`read_chembl_export`.
         - ``"table"`` (aliases ``csv``, ``tsv``, ``sdf``): ``path``, ``smiles_column``,
@@ -640,7 +686,7 @@ def load_activities(source_config: Mapping[str, Any], cache_dir: str | Path = "d
 
     if kind == "chembl":
         target = need("target_chembl_id")
-        kwargs = {k: cfg.pop(k) for k in ("activity_types", "timeout", "page_size", "refresh", "retries") if k in cfg}
+        kwargs = {k: cfg.pop(k) for k in ("activity_types", "timeout", "deadline", "page_size", "refresh", "retries") if k in cfg}
         reject_unknown()
         return fetch_chembl_activities(target, cache_dir=cache_dir, **kwargs)
     if kind == "export":
