@@ -1,4 +1,4 @@
-# Stages 2-4: curate, featurize (Morgan fingerprints, PCA to each d), ground truth per d.
+# Stages 2-4: curate, featurize (Morgan fingerprints into a chunked store, PCA to each d), ground truth per d.
 
 
 rule curate:
@@ -31,17 +31,17 @@ rule fingerprints:
     input:
         library=f"{R}/library.parquet",
     output:
-        fingerprints=f"{R}/features/fingerprints.npz",
+        store=directory(f"{R}/features/fingerprints"),
     log:
         f"{R}/logs/fingerprints.log",
     benchmark:
         f"{R}/benchmarks/fingerprints.tsv"
     conda:
         "../envs/screenbai.yaml"
-    threads: 1
+    threads: 2
     resources:
-        mem_mb=2000,
-        runtime=20,
+        mem_mb=4000,
+        runtime=60,
     params:
         radius=config["featurize"]["radius"],
         n_bits=config["featurize"]["n_bits"],
@@ -52,7 +52,7 @@ rule fingerprints:
 rule pca:
     input:
         library=f"{R}/library.parquet",
-        fingerprints=f"{R}/features/fingerprints.npz",
+        store=f"{R}/features/fingerprints",
     output:
         features=f"{R}/features/pca_d{{d}}.parquet",
         info=f"{R}/features/pca_d{{d}}.json",
