@@ -420,7 +420,7 @@ class _SLMBase(Policy):
         # log_term(n, K_log, delta) = log(6 n^2 K_log^2 / (pi^2 delta))
         self.K_log = float(self.K) if p.confidence == "pairs" else float(np.sqrt(self.K))
         self.sigma = p.sigma
-        self.c = 2.0 * np.sqrt(2.0) * p.sigma
+        self.width_constant = 2.0 * np.sqrt(2.0) * p.sigma  # [SLM14]'s c: widths are c ||y||_{A^-1} sqrt(log term)
         self.Z, self.basis = project_if_deficient(self.X)
         self.d_eff = self.Z.shape[1]
         self.init_arms = spanning_arms(self.Z)
@@ -498,7 +498,7 @@ class _StaticAllocation(_SLMBase):
             else:
                 if not self._ols_ready:
                     self._ols_ready = self._ols.refresh()
-                if self._ols_ready and self._ols.eq11(s, self.c, self.K_log, self.delta)[0]:
+                if self._ols_ready and self._ols.eq11(s, self.width_constant, self.K_log, self.delta)[0]:
                     return None
         if s >= seq.length:
             seq.extend(min(self.max_samples, max(s + 1, 2 * seq.length, s + _BLOCK)))
@@ -548,7 +548,7 @@ class _StaticAllocation(_SLMBase):
             else:
                 test = (states >= n0) & (states < cap)
                 if test.any():
-                    ok, best = eq11_batch(self.Z, cum_n[test], cum_s[test], states[test], self.c, self.K_log, self.delta)
+                    ok, best = eq11_batch(self.Z, cum_n[test], cum_s[test], states[test], self.width_constant, self.K_log, self.delta)
                     if ok.any():
                         first = int(np.argmax(ok))
                         row = np.flatnonzero(test)[first]
@@ -607,7 +607,7 @@ class XYStatic(_StaticAllocation):
             return int(self.init_arms[s])
         if not self._ols_ready:
             self._ols_ready = self._ols.refresh()
-        ok, best, _ = self._ols.eq11(s, self.c, self.K_log, self.delta)
+        ok, best, _ = self._ols.eq11(s, self.width_constant, self.K_log, self.delta)
         if ok:
             return None
         if self._live is None:
@@ -676,7 +676,7 @@ class XYOracle(_StaticAllocation):
         return self.stopping == "eq4"
 
     def _make_sequence(self):
-        rule = ("eq4", self.c, self.K_log, self.delta) if self.stopping == "eq4" else None
+        rule = ("eq4", self.width_constant, self.K_log, self.delta) if self.stopping == "eq4" else None
         I = np.full(self._others.size, self.best_arm)
         return allocation_sequence(self.Z, self.init_arms, I, self._others, 1.0 / self._gaps,
                                    seed=self.allocation_seed, stop_rule=rule, tie_rtol=self.tie_rtol)
@@ -739,7 +739,7 @@ class XYAdaptive(_SLMBase):
         mu, chol = _ols_mu(self.Z, self.phase_counts, self.phase_sums)
         G = self.Z @ cho_solve(chol, self.Z.T)
         dg = np.diag(G)
-        width = self.c * np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2 * G, 0.0) * float(log_term(t, self.K_log, self.delta)))
+        width = self.width_constant * np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2 * G, 0.0) * float(log_term(t, self.K_log, self.delta)))
         beaten = ((mu[None, :] - mu[:, None]) > width).any(axis=1)  # x beaten by some x' (eq. 16)
         survivors = ~beaten & (self.active if self.monotone else True)
         best = int(argmax_random(mu, self.rng))
