@@ -163,7 +163,109 @@ def kumar_yildirim_init(Z) -> np.ndarray:
     return pi
 
 
-# ---------------------------------------------------------------------------- Frank-Wolfe
+# ---------------------------------------------------------------------------- Frank-Wolfe and Wynn
+def _vertex_method(Z, init: str, n_iter: int, tol: float, step) -> tuple[np.ndarray, dict]:
+    """The loop shared by Frank-Wolfe and Wynn: while max_k a_k > (1 + tol) d', call
+    ``step(state, k, kmax, a_max)`` (iteration k, most uncertain arm kmax); a step returning False
+    reports a stall and ends the loop.  Returns the design and (n_iter, g, stalled, d)."""
+    if int(n_iter) < 0:
+        raise ValueError(f"n_iter must be a nonnegative integer; got {n_iter}")
+    if not tol >= 0:
+        raise ValueError(f"tol must be nonnegative; got {tol}")
+    Z = _as_full_rank(Z)
+    K, d = Z.shape
+    if d == 1:  # the design concentrates on the arm of largest |z| (value 1); a D-step would be 1
+        pi = np.zeros(K)
+        pi[int(np.argmax(np.abs(Z[:, 0])))] = 1.0
+        return pi, {"n_iter": 0, "stalled": False, "d": d, "g": 1.0}
+    state = _RankOneDesign(Z, _initial_design(Z, init))
+    target = (1.0 + tol) * d
+    it, stalled = int(n_iter), False
+    for k in range(int(n_iter)):
+        kmax = int(np.argmax(state.a))
+        a_max = float(state.a[kmax])
+        if a_max <= target:
+            it = k
+            break
+        if step(state, k, kmax, a_max) is False:
+            it, stalled = k, True
+            break
+    state.rebuild()
+    pi = np.clip(state.pi, 0.0, None)
+    pi /= pi.sum()
+    return pi, {"n_iter": it, "stalled": stalled, "d": d, "g": float(state.a.max())}
+
+
+def _d_exact_step(away_steps: bool):
+    """Vertex argmax_k a_k with the exact D-optimal step (a_j/d' - 1)/(a_j - 1); with
+    ``away_steps``, Todd-Yildirim: remove mass from the best-covered support arm if that helps more."""
+
+    def step(state: _RankOneDesign, k: int, kmax: int, a_max: float) -> None:
+        d = state.d
+        if away_steps:
+            supp = np.flatnonzero(state.pi > 0)
+            kmin = int(supp[np.argmin(state.a[supp])])
+            a_min = float(state.a[kmin])
+            if d - a_min > a_max - d:
+                pj = float(state.pi[kmin])
+                floor = -pj / (1.0 - pj)
+                gamma = (a_min / d - 1.0) / max(a_min - 1.0, 1e-12) if a_min > 1.0 + 1e-12 else floor
+                state.step(kmin, max(gamma, floor), drop=gamma <= floor)
+                return
+        gamma = (a_max / d - 1.0) / max(a_max - 1.0, 1e-12)
+        state.step(kmax, min(max(gamma, 0.0), 1.0 - 1e-12))
+
+    return step
+
+
+def _d_gradient_step(state: _RankOneDesign, k: int, kmax: int, a_max: float) -> None:
+    """Vertex from the gradient of -log det, step by a numerical line search on log det."""
+    d = state.d
+    u, b, c = state.direction(kmax)
+    # -log det((1-g) Lam + g z z^T) = -d log(1-g) - log(1 + s c) + const, s = g/(1-g)
+    res = minimize_scalar(
+        lambda g: -d * np.log1p(-g) - np.log1p(g / (1.0 - g) * c),
+        bounds=(0.0, 1.0 - 1e-9),
+        method="bounded",
+        options={"xatol": 1e-10},
+    )
+    state.step(kmax, float(res.x), u, b, c)
+
+
+def _g_linesearch_step():
+    """Literal [AKG22] Alg. 2: Danskin subgradient vertex and a bounded line search on the
+    nonsmooth G-objective; warns and reports a stall after 5 consecutive zero steps."""
+    zero_steps = 0
+
+    def step(state: _RankOneDesign, k: int, kmax: int, a_max: float) -> bool:
+        nonlocal zero_steps
+        _, b_max, _ = state.direction(kmax)
+        j = int(np.argmax(b_max * b_max))  # argmin of the Danskin gradient -(A[:, kmax])^2
+        u, b, c = state.direction(j)
+        a = state.a
+
+        def phi(g):
+            s = g / (1.0 - g)
+            return float(np.max(a - s * b * b / (1.0 + s * c))) / (1.0 - g)
+
+        res = minimize_scalar(phi, bounds=(0.0, 1.0 - 1e-9), method="bounded", options={"xatol": 1e-12})
+        gamma = float(res.x) if phi(float(res.x)) < phi(0.0) else 0.0
+        zero_steps = zero_steps + 1 if gamma < 1e-12 else 0
+        if zero_steps >= 5:
+            warnings.warn(
+                f"Frank-Wolfe (G-linesearch) stalled at max variance {a_max:.4g} > d' = {state.d} after "
+                f"{k + 1} iterations: the line search on the nonsmooth G-criterion makes no progress "
+                "(its subgradient step on the nonsmooth max can stall); use mode='D-exact'",
+                DesignStallWarning,
+                stacklevel=4,
+            )
+            return False
+        state.step(j, gamma, u, b, c)
+        return True
+
+    return step
+
+
 def frank_wolfe(
     Z,
     mode: str = "D-exact",
@@ -197,105 +299,23 @@ def frank_wolfe(
     """
     if mode not in FW_MODES:
         raise ValueError(f"fw mode must be one of {FW_MODES}; got {mode!r}")
-    if int(n_iter) < 0:
-        raise ValueError(f"n_iter must be a nonnegative integer; got {n_iter}")
-    if not tol >= 0:
-        raise ValueError(f"tol must be nonnegative; got {tol}")
-    Z = _as_full_rank(Z)
-    K, d = Z.shape
-    info = {"n_iter": 0, "stalled": False, "d": d}
-    if d == 1:  # the design concentrates on the arm of largest |z| (value 1); D-step would be 1
-        pi = np.zeros(K)
-        pi[int(np.argmax(np.abs(Z[:, 0])))] = 1.0
-        info["g"] = 1.0
-        return (pi, info) if return_info else pi
-    state = _RankOneDesign(Z, _initial_design(Z, init))
-    target = (1.0 + tol) * d
-    zero_steps = 0
-    it = 0
-    for it in range(int(n_iter)):
-        kmax = int(np.argmax(state.a))
-        a_max = float(state.a[kmax])
-        if a_max <= target:
-            break
-        if mode == "D-exact":
-            if away_steps:  # Todd-Yildirim: remove mass from the best-covered support arm if that helps more
-                supp = np.flatnonzero(state.pi > 0)
-                kmin = int(supp[np.argmin(state.a[supp])])
-                a_min = float(state.a[kmin])
-                if d - a_min > a_max - d:
-                    pj = float(state.pi[kmin])
-                    floor = -pj / (1.0 - pj)
-                    gamma = (a_min / d - 1.0) / max(a_min - 1.0, 1e-12) if a_min > 1.0 + 1e-12 else floor
-                    state.step(kmin, max(gamma, floor), drop=gamma <= floor)
-                    continue
-            gamma = (a_max / d - 1.0) / max(a_max - 1.0, 1e-12)
-            state.step(kmax, min(max(gamma, 0.0), 1.0 - 1e-12))
-        elif mode == "D-gradient":
-            u, b, c = state.direction(kmax)
-            # -log det((1-g) Lam + g z z^T) = -d log(1-g) - log(1 + s c) + const, s = g/(1-g)
-            res = minimize_scalar(
-                lambda g: -d * np.log1p(-g) - np.log1p(g / (1.0 - g) * c),
-                bounds=(0.0, 1.0 - 1e-9),
-                method="bounded",
-                options={"xatol": 1e-10},
-            )
-            state.step(kmax, float(res.x), u, b, c)
-        else:  # G-linesearch, literal Alg. 2
-            _, b_max, _ = state.direction(kmax)
-            j = int(np.argmax(b_max * b_max))  # argmin of the Danskin gradient -(A[:, kmax])^2
-            u, b, c = state.direction(j)
-            a = state.a
-
-            def phi(g):
-                s = g / (1.0 - g)
-                return float(np.max(a - s * b * b / (1.0 + s * c))) / (1.0 - g)
-
-            res = minimize_scalar(phi, bounds=(0.0, 1.0 - 1e-9), method="bounded", options={"xatol": 1e-12})
-            gamma = float(res.x) if phi(float(res.x)) < phi(0.0) else 0.0
-            zero_steps = zero_steps + 1 if gamma < 1e-12 else 0
-            if zero_steps >= 5:
-                info["stalled"] = True
-                warnings.warn(
-                    f"Frank-Wolfe (G-linesearch) stalled at max variance {a_max:.4g} > d' = {d} after "
-                    f"{it + 1} iterations: the line search on the nonsmooth G-criterion makes no progress "
-                    "(its subgradient step on the nonsmooth max can stall); use mode='D-exact'",
-                    DesignStallWarning,
-                    stacklevel=2,
-                )
-                break
-            state.step(j, gamma, u, b, c)
+    if mode == "D-exact":
+        step = _d_exact_step(away_steps)
+    elif mode == "D-gradient":
+        step = _d_gradient_step
     else:
-        it = int(n_iter)
-    state.rebuild()
-    info["n_iter"] = int(it)
-    info["g"] = float(state.a.max())
-    pi = np.clip(state.pi, 0.0, None)
-    pi /= pi.sum()
+        step = _g_linesearch_step()
+    pi, info = _vertex_method(Z, init, n_iter, tol, step)
     return (pi, info) if return_info else pi
 
 
 def wynn(Z, n_iter: int = 1000, tol: float = 1e-3, init: str = "uniform", return_info: bool = False):
     """Wynn's (1970) method: vertex argmax_i z_i^T Lambda^{-1} z_i, step 1/(k+2)."""
-    if int(n_iter) < 0:
-        raise ValueError(f"n_iter must be a nonnegative integer; got {n_iter}")
-    Z = _as_full_rank(Z)
-    K, d = Z.shape
-    if d == 1:
-        return frank_wolfe(Z, n_iter=n_iter, tol=tol, init=init, return_info=return_info)
-    state = _RankOneDesign(Z, _initial_design(Z, init))
-    target = (1.0 + tol) * d
-    it = int(n_iter)
-    for k in range(int(n_iter)):
-        j = int(np.argmax(state.a))
-        if state.a[j] <= target:
-            it = k
-            break
-        state.step(j, 1.0 / (k + 2.0))
-    state.rebuild()
-    pi = np.clip(state.pi, 0.0, None)
-    pi /= pi.sum()
-    info = {"n_iter": it, "g": float(state.a.max()), "stalled": False, "d": d}
+
+    def step(state: _RankOneDesign, k: int, kmax: int, a_max: float) -> None:
+        state.step(kmax, 1.0 / (k + 2.0))
+
+    pi, info = _vertex_method(Z, init, n_iter, tol, step)
     return (pi, info) if return_info else pi
 
 
