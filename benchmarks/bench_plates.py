@@ -40,7 +40,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from screenbai.report import markdown_table  # noqa: E402  (this tree's package, after the path is set)
+from screenbai.report import markdown_table
 
 PLATE_SIZES = (1, 8, 24, 96)
 TARGETS = {"CDK2": ROOT / "config" / "config.yaml", "EGFR": ROOT / "config" / "egfr.yaml"}
@@ -52,7 +52,12 @@ def study_instance(config_path: Path, d: int = 20, K: int = 400):
     """The workflow's arms for (d, K): curate, Morgan + PCA, logistic ground truth, the study's subset."""
     from screenbai.chem.curate import curate_activities
     from screenbai.chem.featurize import morgan_fingerprints, reduce_pca
-    from screenbai.screening import acquire_activities, build_instance, draw_subset, ground_truth_arms
+    from screenbai.screening import (
+        acquire_activities,
+        build_instance,
+        draw_subset,
+        ground_truth_arms,
+    )
 
     cfg = yaml.safe_load(config_path.read_text())
     raw, _ = acquire_activities(cfg["offline_fallback"], None, repo_root=ROOT)
@@ -115,10 +120,8 @@ def part_plates(reps: int, jobs: int, seed: int) -> pd.DataFrame:
                 tasks += [(target, inst, algorithm, params[algorithm], size, r, seed, cap) for r in range(reps)]
     from tqdm import tqdm
 
-    rows = []
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for row in tqdm(pool.map(_job, tasks, chunksize=1), total=len(tasks), desc="plate runs"):
-            rows.append(row)
+        rows = list(tqdm(pool.map(_job, tasks, chunksize=1), total=len(tasks), desc="plate runs"))
     return pd.DataFrame(rows)
 
 
@@ -186,7 +189,7 @@ def part_commands(workdir: Path, repeats: int = 3) -> tuple[pd.DataFrame, dict]:
             args = [a.replace("{campaign}", str(target)) for a in argv]
             t = time.perf_counter()
             r = subprocess.run([sys.executable, "-m", "screenbai.cli", "campaign", *args], env=env,
-                               capture_output=True, text=True)
+                               capture_output=True, text=True, check=False)
             times.append(time.perf_counter() - t)
             if r.returncode != 0:
                 raise RuntimeError(f"{args}: {r.stderr}")
@@ -213,11 +216,11 @@ def part_commands(workdir: Path, repeats: int = 3) -> tuple[pd.DataFrame, dict]:
     timings["(python start + imports only)"] = (time.perf_counter() - start, time.perf_counter() - start)
     with Campaign.open(base, use_snapshot=False) as camp:
         t = time.perf_counter()
-        camp.policy
+        camp.replay(use_snapshot=False)
         full = time.perf_counter() - t
     with Campaign.open(base) as camp:
         t = time.perf_counter()
-        camp.policy
+        camp.replay(use_snapshot=True)
         snap = time.perf_counter() - t
     table = pd.DataFrame([{"command": k, "best of 3 (s)": v[0], "median (s)": v[1]} for k, v in timings.items()])
     facts = {"K": 10_000, "d": 21, "recorded outcomes": n_tests, "build (s)": build_s,

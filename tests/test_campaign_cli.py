@@ -39,7 +39,8 @@ def test_init_next_record_status_report(tmp_path, library_csv, capsys):
 
     assert main(["campaign", "next", str(camp), "--plate-size", "4"]) == 0
     plate_file = tmp_path / "P001.csv"
-    rows = list(csv.DictReader(open(plate_file)))
+    with open(plate_file, newline="") as fh:
+        rows = list(csv.DictReader(fh))
     assert [r["plate_id"] for r in rows] == ["P001"] * len(rows) and rows[0]["outcome"] == ""
     for k, r in enumerate(rows):
         r["outcome"] = str(k % 2)
@@ -97,6 +98,7 @@ def test_farthest_point_order_spreads_out():
 def test_backtest_finds_the_planted_best(tmp_path):
     """Rates with one clear best compound: the campaign recommends it, through the real record path."""
     from campaign_util import synthetic_library
+
     from screenbai.campaign.backtest import KnownOutcomes, run_backtest
 
     lib = synthetic_library(K=20, d=2, seed=5)

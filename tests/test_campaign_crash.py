@@ -9,9 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from campaign_util import Assay, new_campaign, write_results
+
 from screenbai.campaign import Campaign
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,7 +37,7 @@ sys.exit(main(argv))
 def cli(point: str, *argv) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-c", CHILD, point, "campaign", *map(str, argv)], env=env,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, check=False)
 
 
 def _state(camp: Campaign):

@@ -106,8 +106,8 @@ def test_featurized_workflow_library(tmp_path):
 
 
 def test_large_libraries_use_the_chunked_featurizer_with_the_same_scores(tmp_path, monkeypatch):
-    import screenbai.campaign.library as library
     import screenbai.chem.store as chem_store
+    from screenbai.campaign import library
 
     rows = [(f"C{i}", s) for i, s in enumerate(GOOD)]
     p = _csv(tmp_path, rows)

@@ -3,6 +3,7 @@ processes; the snapshot cache equals replay from the log; a changed log is detec
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import sqlite3
@@ -12,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from campaign_util import Assay, new_campaign, synthetic_library, write_results
+
 from screenbai.bandits import Policy, make_policy
 from screenbai.campaign import Campaign, ReplayMismatch
 
@@ -66,7 +67,7 @@ def test_replay_is_deterministic_across_processes(tmp_path):
         shutil.copy(path, tmp_path / f"{name}.campaign")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     r = subprocess.run([sys.executable, "-m", "screenbai.cli", "campaign", "next", str(tmp_path / "b.campaign"),
-                        "--plate-size", "5", "--out", str(tmp_path / "b.csv")], env=env, capture_output=True, text=True)
+                        "--plate-size", "5", "--out", str(tmp_path / "b.csv")], env=env, capture_output=True, text=True, check=False)
     assert r.returncode == 0, r.stderr
     with Campaign.open(tmp_path / "b.campaign") as b, Campaign.open(tmp_path / "c.campaign", use_snapshot=False) as c:
         other = b.plate("P004")
@@ -97,7 +98,7 @@ def _equal(a, b) -> bool:
         return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b))
     if isinstance(a, np.ndarray):
         return isinstance(b, np.ndarray) and a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind == "f")
-    return a == b or (a != a and b != b)
+    return a == b or (isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b))
 
 
 def test_a_changed_log_is_detected_on_replay(tmp_path):
@@ -113,7 +114,7 @@ def test_a_changed_log_is_detected_on_replay(tmp_path):
     con.commit()
     con.close()
     with Campaign.open(path, use_snapshot=False) as c, pytest.raises(ReplayMismatch, match="plate P002"):
-        c.policy
+        c.replay(use_snapshot=False)
 
 
 @needs_plates
@@ -146,14 +147,17 @@ def test_plates_in_the_lab_when_the_rule_fires_are_still_recorded(tmp_path):
     camp = Campaign.create(tmp_path / "c.campaign", lib, "lucb", {"delta": 0.1}, seed=0)
     means = np.array([0.95, 0.05, 0.05, 0.05, 0.05, 0.05])
     rng = np.random.default_rng(0)
-    k = 0
+    k = total = 0
     while not camp.policy.done:
-        first, second = camp.next_plate(4), camp.next_plate(4)
-        for plate in (first, second):
+        plates = [camp.next_plate(4)]
+        if not camp.policy.done:  # the rule may fire lazily, when the next plate is asked for
+            plates.append(camp.next_plate(4))
+        for plate in plates:
             k += 1
+            total += len(plate)
             camp.record(write_results(tmp_path / f"r{k}.csv", plate, (rng.random(len(plate)) < means[list(plate.arms)]).astype(int)))
         assert k < 500
     n, _, _, _ = camp.observations()
-    assert n.sum() == 4 * k  # every recorded well is in the file, also those after the stop
+    assert n.sum() == total  # every recorded well is kept, also those recorded after the stop
     assert camp.policy.result().recommendation == (0,)
     camp.close()

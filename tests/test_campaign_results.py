@@ -6,8 +6,8 @@ import hashlib
 import sqlite3
 
 import pytest
-
 from campaign_util import new_campaign, write_results
+
 from screenbai.bandits import Policy
 from screenbai.campaign import ResultsError
 

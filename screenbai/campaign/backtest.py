@@ -25,7 +25,15 @@ from pathlib import Path
 import numpy as np
 
 from .campaign import Campaign, CampaignError
-from .library import DEFAULT_D, DEFAULT_N_BITS, DEFAULT_RADIUS, Library, build_library, file_sha256, import_library
+from .library import (
+    DEFAULT_D,
+    DEFAULT_N_BITS,
+    DEFAULT_RADIUS,
+    Library,
+    build_library,
+    file_sha256,
+    import_library,
+)
 
 
 @dataclass

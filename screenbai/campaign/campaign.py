@@ -85,7 +85,7 @@ def _can_snapshot(policy) -> bool:
 class _Plates(Mapping):
     """Plate id -> well -> WellInfo, read from the file only for the plates a results file names."""
 
-    def __init__(self, camp: "Campaign"):
+    def __init__(self, camp: Campaign):
         self._camp = camp
         self._ids = [r[0] for r in camp._con.execute("SELECT plate_id FROM plates ORDER BY step")]
         self._known = set(self._ids)
@@ -132,7 +132,7 @@ class Campaign:
     # ------------------------------------------------------------------ creation / opening
     @classmethod
     def create(cls, path, library, algorithm: str, params: dict | None = None, *, seed: int = 0,
-               outcome: str = "binary", note: str = "", durable: bool = True) -> "Campaign":
+               outcome: str = "binary", note: str = "", durable: bool = True) -> Campaign:
         """Create a campaign file for ``library`` (a :class:`~screenbai.campaign.library.Library`)."""
         import screenbai
         from screenbai.bandits import registry
@@ -186,7 +186,7 @@ class Campaign:
         return cls(path, con)
 
     @classmethod
-    def open(cls, path, *, use_snapshot: bool = True) -> "Campaign":
+    def open(cls, path, *, use_snapshot: bool = True) -> Campaign:
         return cls(Path(path), store.connect(path), use_snapshot=use_snapshot)
 
     def close(self) -> None:
@@ -360,7 +360,7 @@ class Campaign:
         write_plate_file(path, plate_id, list(zip(p.wells, p.compound_ids, p.smiles)))
         return Plate(p.plate_id, p.wells, p.arms, p.compound_ids, p.smiles, Path(path))
 
-    def _plate_map(self) -> "_Plates":
+    def _plate_map(self) -> _Plates:
         return _Plates(self)
 
     # ------------------------------------------------------------------ results

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -95,7 +94,7 @@ def _params(pairs):
 
 
 def run(args) -> int:
-    from .campaign import Campaign, CampaignError, ReplayMismatch
+    from .campaign import CampaignError, ReplayMismatch
     from .results import ResultsError
     from .store import CampaignFileError
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,7 +118,7 @@ def _read_rows(path: Path, kind: str, id_column: str | None, smiles_column: str 
 
 
 def _blank(v) -> bool:
-    return v is None or (isinstance(v, float) and v != v) or not str(v).strip()
+    return v is None or (isinstance(v, float) and math.isnan(v)) or not str(v).strip()
 
 
 def curate_structures(frame):

@@ -93,10 +93,11 @@ class Status:
         params = ", ".join(f"{k}={v}" for k, v in self.params.items()) or "defaults"
         rate = "cure rate" if self.outcome == "binary" else "mean outcome"
         lines = [
-            f"campaign {self.path}: {self.algorithm} ({params}), seed {self.seed}, "
-            f"{self.n_compounds:,} compounds, {self.outcome} outcomes",
-            f"tests recorded: {self.tests:,}" + (f" (+ {self.failed_wells} failed wells, back in the queue)" if self.failed_wells else "")
-            + (f" of a budget of {self.budget:,}" if self.budget else ""),
+            (f"campaign {self.path}: {self.algorithm} ({params}), seed {self.seed}, "
+             f"{self.n_compounds:,} compounds, {self.outcome} outcomes"),
+            (f"tests recorded: {self.tests:,}"
+             + (f" (+ {self.failed_wells} failed wells, back in the queue)" if self.failed_wells else "")
+             + (f" of a budget of {self.budget:,}" if self.budget else "")),
         ]
         if self.open_wells:
             pend = ", ".join(f"{p} ({n} wells)" for p, n in self.open_wells.items())

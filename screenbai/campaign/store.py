@@ -143,7 +143,8 @@ def add_event(con, kind: str, detail: dict) -> int:
 
 # ---------------------------------------------------------------------------------- state codec
 def encode_state(obj) -> str:
-    """JSON text of a policy ``state_dict`` (numpy arrays as dtype, shape and hex bytes; no pickle)."""
+    """JSON text of a policy ``state_dict`` (numpy arrays as dtype, shape and hex bytes; no pickle;
+    NaN and infinities as JSON's NaN / Infinity, which ``json`` reads back)."""
 
     def enc(o):
         if isinstance(o, np.ndarray):
@@ -157,10 +158,6 @@ def encode_state(obj) -> str:
             return [enc(x) for x in o]
         if isinstance(o, np.generic):
             return o.item()
-        if isinstance(o, float) and o != o:
-            return {"__float__": "nan"}
-        if isinstance(o, float) and o in (float("inf"), float("-inf")):
-            return {"__float__": "inf" if o > 0 else "-inf"}
         return o
 
     return json.dumps(enc(obj))
@@ -175,8 +172,6 @@ def decode_state(text: str):
                 return {dec(k): dec(v) for k, v in o["__dict__"]}
             if "__list__" in o:
                 return [dec(x) for x in o["__list__"]]
-            if "__float__" in o:
-                return float(o["__float__"])
         if isinstance(o, list):
             return [dec(x) for x in o]
         return o
