@@ -94,12 +94,17 @@ def _params(pairs):
 
 
 def run(args) -> int:
+    from threadpoolctl import threadpool_limits
+
     from .campaign import CampaignError, ReplayMismatch
     from .results import ResultsError
     from .store import CampaignFileError
 
     try:
-        return _COMMANDS[args.campaign_command](args)
+        # one BLAS thread: the matrices are small (d x d, K x d), and threads fighting over a busy
+        # machine's cores made a 10 000 x 21 SVD 20 times slower
+        with threadpool_limits(limits=1, user_api="blas"):
+            return _COMMANDS[args.campaign_command](args)
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
