@@ -9,16 +9,9 @@ import pytest
 
 from screenbai.bandits import Instance, make_policy, policy_for_instance, replicate, run
 from screenbai.bandits import thresholds as th
-from screenbai.bandits.gifa import (
-    GIFA,
-    LinGapE,
-    LinGIFA,
-    MLinGapE,
-    TrackedRidgeState,
-    lucb_statistic,
-    max_m_per_column,
-    ugape_statistic,
-)
+from screenbai.bandits.estimators import TrackedRidgeState
+from screenbai.bandits.gap_indices import lucb_statistic, max_m_per_column, ugape_statistic
+from screenbai.bandits.gifa import GIFA, LinGapE, LinGIFA, MLinGapE
 from screenbai.bandits.instances import reda_classic, soare
 
 
@@ -186,7 +179,7 @@ def test_compute_jt_bt_ct_on_a_hand_made_matrix():
     assert max_m_per_column(B, 2).tolist() == [0.1, 0.2, 0.8, 1.1]
     mu = np.array([1.0, 0.9, 0.2, 0.0])
     pol = GIFA(np.eye(4), m=2, index="paired", compute_jt="ugape", compute_bt="gifa", stopping="ugape", init=False, rng=0)
-    pol.index_matrix = lambda mu_, f: B.copy()
+    pol.gaps.index_matrix = lambda mu_, f, n: B.copy()
     pol.means = lambda: mu
     J, b, c, stat = pol.gifa_round()
     assert sorted(J.tolist()) == [0, 1]  # argmin^[2] of [0.1, 0.2, 0.8, 1.1]
@@ -221,7 +214,7 @@ def test_fast_columns_equal_full_matrix():
         mu = fast.means()
         assert np.allclose(mu, full.means())
         J = np.array([0, 5, 7])
-        BJ = fast.columns_of_J(mu, J, 1.3)
+        BJ = fast.gaps.columns_of_J(mu, J, 1.3, fast.n)
         B = full.index_matrix(mu, 1.3)
         want = B[:, J].T.copy()
         want[:, J] = -np.inf
@@ -367,8 +360,6 @@ def test_ratio_rule_counts_lp_solves():
 @pytest.mark.parametrize("m", [1, 3])
 def test_separable_round_equals_the_full_index_matrix(name, params, m):
     """Individual/classical indices skip the K x K matrix; the answer must be the matrix's."""
-    from screenbai.bandits.gifa import max_m_per_column
-
     rng = np.random.default_rng(m)
     X = rng.standard_normal((12, 4))
     policy = make_policy(name, X, m=m, rng=0, **params)
@@ -377,7 +368,7 @@ def test_separable_round_equals_the_full_index_matrix(name, params, m):
         policy.tell(arms, rng.normal(size=arms.size))
     mu = policy.means()
     f = policy.threshold_factor(policy.n_samples)
-    J, b, c, stat = policy._separable_round(mu, f)
+    J, b, c, stat = policy.gaps.separable_round(mu, f, policy.n, policy.rng)
     B = policy.index_matrix(mu, f)
     colm = max_m_per_column(B, m)
     J_full = np.sort(np.argsort(colm)[:m]) if policy.compute_jt == "ugape" else np.sort(np.argsort(-mu)[:m])

@@ -12,7 +12,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from .linalg import project, sherman_morrison
 
-__all__ = ["RidgeState", "project"]
+__all__ = ["RidgeState", "TrackedRidgeState", "project"]
 
 
 class RidgeState:
@@ -102,3 +102,38 @@ class RidgeState:
         self.diag = np.einsum("ij,jk,ik->i", self.X, self.P, self.X)
         self._since_refresh = 0
         return True
+
+
+class TrackedRidgeState(RidgeState):
+    """RidgeState that also keeps the estimated means mu = X theta_hat (and optionally the full
+    Gram matrix G = X P X^T) up to date by rank one, with few numpy calls per pull.
+
+    After pulling x_a with u = P x_a, q = x_a^T u and g = X u:
+    theta <- theta + u (r - mu_a) / (1 + q), hence mu <- mu + g (r - mu_a) / (1 + q), and
+    G <- G - g g^T / (1 + q).  Both are rebuilt exactly at every refresh of P.
+    """
+
+    def __init__(self, X: np.ndarray, lambda0: float = 1.0, refresh_every: int = 2000, gram: bool = False):
+        super().__init__(X, lambda0, refresh_every)
+        self.mu = np.zeros(self.K)
+        self.G = (X @ X.T) / self.lambda0 if gram else None
+
+    def update(self, a: int, reward: float) -> None:
+        mu_a = float(self.mu[a])
+        g, gs = self._add(a, reward)
+        self.mu += gs * (reward - mu_a)
+        if self.G is not None:
+            self.G -= np.multiply.outer(g, gs)
+        if self._since_refresh >= self.refresh_every:
+            self.refresh()
+
+    def refresh(self) -> bool:
+        ok = super().refresh()
+        self.mu = self.X @ (self.P @ self.b)
+        if self.G is not None:
+            G = (self.X @ self.P) @ self.X.T
+            self.G = 0.5 * (G + G.T)
+        return ok
+
+
+# ---------------------------------------------------------------------- index computations

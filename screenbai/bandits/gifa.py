@@ -4,15 +4,8 @@ One engine, ``GIFA`` ([RKD21] Alg. 1), parameterised by compute_Jt, compute_bt, 
 rule, the stopping rule and the index type; the registered algorithms are thin subclasses that
 fix those choices and their defaults.
 
-Gap indices: B[i, j] = mu_hat_i - mu_hat_j + W(i, j), an upper confidence bound on
-mu_i - mu_j, with W(i, j) = f_s ||x_i - x_j||_P (paired), f_s (||x_i||_P + ||x_j||_P) (individual)
-or f_s (1/sqrt(N_i) + 1/sqrt(N_j)) (classical); f_s is the threshold factor of ``thresholds.py``
-(sigma C_{delta,s} for [RKD21]'s thresholds, C_t for Abbasi-Yadkori's) and P = (V^lambda)^{-1}.
-
-Cost per round: when J(t) is the empirical top-m, b_t is LUCB-type and the stopping rule is
-tau^LUCB (LinGapE, m-LinGapE, LUCB) only the m columns B[:, J] are built, from the Gram rows
-(X_J P) X^T: O(m K d + d^2).  LinGIFA and UGapE need every B[i, j]; the K x K Gram matrix
-G = X P X^T is then kept up to date by rank one, O(K^2 + K d) per pull.
+The gap indices and the round computed from them (J(t), b_t, c_t, the stopping statistic) live
+in ``gap_indices.py``; this module holds the parameters, the selection rule and the ask/tell loop.
 """
 
 from __future__ import annotations
@@ -22,7 +15,8 @@ from dataclasses import replace
 import numpy as np
 
 from . import thresholds as th
-from .estimators import RidgeState
+from .estimators import TrackedRidgeState
+from .gap_indices import GapIndices, max_m_per_column
 from .linalg import project
 from .params import (
     BOOLEAN, DELTA, EPSILON, L_BOUND, LAMBDA_REG, M, REFRESH_EVERY, S_BOUND, SIGMA, Options, Param, resolve,
@@ -30,7 +24,7 @@ from .params import (
 from .policy import Policy
 from .registry import register
 from .rules import L1Design, greedy_arm, largest_variance_arm
-from .ties import argmax_random, top_m
+from .ties import top_m
 
 COMPUTE_JT = ("empirical", "ugape")
 COMPUTE_BT = ("lucb", "gifa")
@@ -39,59 +33,6 @@ INDICES = ("paired", "individual", "classical")
 SELECTIONS = ("greedy", "optimized", "ratio", "largest-variance", "both")
 LINEAR_THRESHOLDS = ("theoretical", "heuristic", "abbasi-yadkori")
 CLASSICAL_THRESHOLDS = ("lucb1", "heuristic", "hoeffding")
-
-
-class TrackedRidgeState(RidgeState):
-    """RidgeState that also keeps the estimated means mu = X theta_hat (and optionally the full
-    Gram matrix G = X P X^T) up to date by rank one, with few numpy calls per pull.
-
-    After pulling x_a with u = P x_a, q = x_a^T u and g = X u:
-    theta <- theta + u (r - mu_a) / (1 + q), hence mu <- mu + g (r - mu_a) / (1 + q), and
-    G <- G - g g^T / (1 + q).  Both are rebuilt exactly at every refresh of P.
-    """
-
-    def __init__(self, X: np.ndarray, lambda0: float = 1.0, refresh_every: int = 2000, gram: bool = False):
-        super().__init__(X, lambda0, refresh_every)
-        self.mu = np.zeros(self.K)
-        self.G = (X @ X.T) / self.lambda0 if gram else None
-
-    def update(self, a: int, reward: float) -> None:
-        mu_a = float(self.mu[a])
-        g, gs = self._add(a, reward)
-        self.mu += gs * (reward - mu_a)
-        if self.G is not None:
-            self.G -= np.multiply.outer(g, gs)
-        if self._since_refresh >= self.refresh_every:
-            self.refresh()
-
-    def refresh(self) -> bool:
-        ok = super().refresh()
-        self.mu = self.X @ (self.P @ self.b)
-        if self.G is not None:
-            G = (self.X @ self.P) @ self.X.T
-            self.G = 0.5 * (G + G.T)
-        return ok
-
-
-# ---------------------------------------------------------------------- index computations
-def max_m_per_column(B: np.ndarray, m: int) -> np.ndarray:
-    """max^m_{i != j} B[i, j] for every column j (the diagonal must hold -inf)."""
-    if m == 1:
-        return B.max(axis=0)
-    K = B.shape[0]
-    return np.partition(B, K - m, axis=0)[K - m]
-
-
-def lucb_statistic(B: np.ndarray, J: np.ndarray) -> float:
-    """tau^LUCB statistic max_{j in J} max_{i not in J} B[i, j] ."""
-    out = np.ones(B.shape[0], dtype=bool)
-    out[J] = False
-    return float(B[np.ix_(out, J)].max())
-
-
-def ugape_statistic(B: np.ndarray, J: np.ndarray, m: int) -> float:
-    """tau^UGapE statistic max_{j in J} max^m_{i != j} B[i, j] ; never above lucb_statistic (Lemma 1)."""
-    return float(max_m_per_column(B, m)[J].max())
 
 
 class GIFA(Policy):
@@ -175,19 +116,17 @@ class GIFA(Policy):
         Z, Q = project(self.X) if self.linear else (self.X, None)
         self.Z, self.Q = (self.X, None) if Z.shape[1] == self.d else (np.ascontiguousarray(Z), Q)
         self.d_eff = self.Z.shape[1]
-        self._ZT = np.ascontiguousarray(self.Z.T)  # contiguous copy: (m x d) @ (d x K) is 2x faster
 
         # classical widths 1/sqrt(N_a) are infinite before the first pull: classical indices always init
         self.init = p.init or not self.linear
-        self._fast = self.compute_jt == "empirical" and self.compute_bt == "lucb" and self.stopping == "lucb"
-        if self.linear:
-            full_gram = not self._fast and self.index == "paired"
-            self.state = TrackedRidgeState(self.Z, self.lambda_reg, p.refresh_every, gram=full_gram)
-        else:
-            self.state = None
+        fast = self.compute_jt == "empirical" and self.compute_bt == "lucb" and self.stopping == "lucb"
+        self.state = (
+            TrackedRidgeState(self.Z, self.lambda_reg, p.refresh_every, gram=not fast and self.index == "paired")
+            if self.linear else None
+        )
+        self.gaps = GapIndices(self.Z, self.state, self.index, self.m, self.compute_jt, self.compute_bt, self.stopping)
         self._design = L1Design(self.Z) if self.selection == "optimized" else None
         self._init_todo = self.init
-        self._Pxb = None
         self._J: np.ndarray | None = None
         self._J_at = -1
         self._rounds = 0
@@ -229,132 +168,23 @@ class GIFA(Policy):
             return self.state.mu
         return self.sums / np.maximum(self.n, 1)
 
-    def _individual_widths(self, f: float) -> np.ndarray:
-        if self.index == "individual":
-            return f * np.sqrt(self.state.diag)
-        return f / np.sqrt(np.maximum(self.n, 1))
-
-    def _single_paired_round(self, mu: np.ndarray, f: float):
-        """m = 1, paired indices, tau^LUCB (LinGapE / m-LinGapE): one Gram row, O(Kd + d^2)."""
-        st = self.state
-        i = argmax_random(mu, self.rng)
-        Pxi = st.P @ self.Z[i]
-        ucb = self.Z @ Pxi  # row i of G
-        ucb *= -2.0
-        ucb += st.diag
-        ucb += st.diag[i]  # ||x_j - x_i||_P^2
-        np.maximum(ucb, 0.0, out=ucb)
-        np.sqrt(ucb, out=ucb)
-        ucb *= f
-        ucb += mu  # B[j, i] + mu_i
-        ucb[i] = -np.inf
-        c = argmax_random(ucb, self.rng)
-        self._Pxb = (i, Pxi)
-        return np.array([i]), i, c, float(ucb[c] - mu[i])
-
-    def columns_of_J(self, mu: np.ndarray, J: np.ndarray, f: float) -> np.ndarray:
-        """BJ[k, i] = B[i, J[k]] for every arm i (m x K), with -inf where i is in J."""
-        if self.index == "paired":
-            st = self.state
-            self._PZ_J = PZ_J = self.Z[J] @ st.P  # rows P x_j, j in J
-            W2 = PZ_J @ self._ZT  # Gram rows of J
-            W2 *= -2.0
-            W2 += st.diag
-            W2 += st.diag[J][:, None]
-            np.maximum(W2, 0.0, out=W2)
-            BJ = np.sqrt(W2)
-            BJ *= f
-            BJ += mu
-            BJ -= mu[J][:, None]
-        else:
-            w = self._individual_widths(f)
-            BJ = (mu + w) - (mu[J] - w[J])[:, None]
-        BJ[:, J] = -np.inf
-        return BJ
-
     def index_matrix(self, mu: np.ndarray, f: float) -> np.ndarray:
         """The full K x K matrix B[i, j] (diagonal -inf): O(K^2)."""
-        if self.index == "paired":
-            st = self.state
-            B = st.G * -2.0  # in place from here on: K x K temporaries dominate the cost
-            B += st.diag[:, None]
-            B += st.diag
-            np.maximum(B, 0.0, out=B)
-            np.sqrt(B, out=B)
-            B *= f
-        else:
-            w = self._individual_widths(f)
-            B = w[:, None] + w[None, :]
-        B += mu[:, None]
-        B -= mu[None, :]
-        np.fill_diagonal(B, -np.inf)
-        return B
+        return self.gaps.index_matrix(mu, f, self.n)
 
     # ------------------------------------------------------------------ the GIFA round
     def gifa_round(self) -> tuple[np.ndarray, int, int, float]:
         """Compute J(t), b_t, c_t and the stopping statistic from the current data ([RKD21] Alg. 1)."""
-        mu = self.means()
         f = self.threshold_factor(self.n_samples)
         self.diagnostics["threshold_factor"] = f
-        rng, m = self.rng, self.m
-        if self._fast:
-            if m == 1 and self.index == "paired":
-                return self._single_paired_round(mu, f)
-            J = top_m(mu, m, rng)
-            BJ = self.columns_of_J(mu, J, f)
-            k, c = divmod(argmax_random(BJ.ravel(), rng), self.K)
-            b = int(J[k])
-            if self.index == "paired":
-                self._Pxb = (b, self._PZ_J[k])
-            return J, b, int(c), float(BJ[k, c])
-        if self.index != "paired":
-            return self._separable_round(mu, f)
-        B = self.index_matrix(mu, f)
-        colm = max_m_per_column(B, m)
-        J = top_m(-colm, m, rng) if self.compute_jt == "ugape" else top_m(mu, m, rng)
-        outside = np.ones(self.K, dtype=bool)
-        outside[J] = False
-        lucb_cols = B[outside][:, J].max(axis=0)  # max_{i not in J} B[i, j], j in J
-        if self.compute_bt == "gifa":
-            b = int(J[argmax_random(colm[J], rng)])
-        else:
-            b = int(J[argmax_random(lucb_cols, rng)])
-        col = np.where(outside, B[:, b], -np.inf)
-        c = argmax_random(col, rng)
-        stat = float(colm[J].max()) if self.stopping == "ugape" else float(lucb_cols.max())
-        return J, b, int(c), stat
-
-    def _separable_round(self, mu: np.ndarray, f: float) -> tuple[np.ndarray, int, int, float]:
-        """gifa_round for individual/classical indices in O(K log K), without the K x K matrix.
-
-        Here B[i, j] = U_i - L_j (U = mu + w, L = mu - w), so the m-th largest entry of column j
-        over i != j is the m-th largest U when j is not among the m largest U, else the (m+1)-th.
-        """
-        rng, m = self.rng, self.m
-        w = self._individual_widths(f)
-        U, L = mu + w, mu - w
-        order = np.argsort(-U, kind="stable")
-        in_top = np.zeros(self.K, dtype=bool)
-        in_top[order[:m]] = True
-        colm = np.where(in_top, U[order[m]], U[order[m - 1]]) - L
-        J = top_m(-colm, m, rng) if self.compute_jt == "ugape" else top_m(mu, m, rng)
-        U_out = U.copy()
-        U_out[J] = -np.inf
-        c = argmax_random(U_out, rng)  # argmax over i not in J of B[i, b], whatever b
-        lucb_cols = U[c] - L[J]  # max over i not in J of B[i, j], j in J
-        if self.compute_bt == "gifa":
-            b = int(J[argmax_random(colm[J], rng)])
-        else:
-            b = int(J[argmax_random(lucb_cols, rng)])
-        stat = float(colm[J].max()) if self.stopping == "ugape" else float(lucb_cols.max())
-        return J, b, int(c), stat
+        return self.gaps.round(self.means(), f, self.n, self.rng)
 
     def select_arm(self, b: int, c: int):
         """The selection rule applied to (b_t, c_t)."""
         rule = self.selection
         if rule == "greedy":
             st = self.state
-            known, self._Pxb = self._Pxb, None
+            known, self.gaps.Pxb = self.gaps.Pxb, None
             if known is not None and known[0] == b:  # P x_b is known from this round's Gram row
                 Py = known[1] - st.P @ self.Z[c]
             else:

@@ -1,0 +1,172 @@
+"""Gap indices of the GIFA family and the round computed from them ([RKD21] Alg. 1).
+
+B[i, j] = mu_hat_i - mu_hat_j + W(i, j) bounds mu_i - mu_j from above, with W(i, j) = f ||x_i - x_j||_P
+(paired), f (||x_i||_P + ||x_j||_P) (individual) or f (1/sqrt(N_i) + 1/sqrt(N_j)) (classical).  From B a
+round picks the candidate set J(t), the pair (b_t, c_t) and the stopping statistic.  When J(t) is the
+empirical top-m, b_t is LUCB-type and the stopping rule is tau^LUCB, only the m columns B[:, J] are
+built: O(m K d + d^2); otherwise the full K x K matrix (from the Gram matrix kept by the estimator),
+except for individual/classical indices, which separate (O(K log K)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .estimators import TrackedRidgeState
+from .ties import argmax_random, top_m
+
+
+def max_m_per_column(B: np.ndarray, m: int) -> np.ndarray:
+    """max^m_{i != j} B[i, j] for every column j (the diagonal must hold -inf)."""
+    if m == 1:
+        return B.max(axis=0)
+    K = B.shape[0]
+    return np.partition(B, K - m, axis=0)[K - m]
+
+
+def lucb_statistic(B: np.ndarray, J: np.ndarray) -> float:
+    """tau^LUCB statistic max_{j in J} max_{i not in J} B[i, j] ."""
+    out = np.ones(B.shape[0], dtype=bool)
+    out[J] = False
+    return float(B[np.ix_(out, J)].max())
+
+
+def ugape_statistic(B: np.ndarray, J: np.ndarray, m: int) -> float:
+    """tau^UGapE statistic max_{j in J} max^m_{i != j} B[i, j] ; never above lucb_statistic (Lemma 1)."""
+    return float(max_m_per_column(B, m)[J].max())
+
+
+class GapIndices:
+    """The gap indices of one GIFA policy: features Z, the ridge estimator (None for classical
+    indices) and the choices of index, J(t), b_t and stopping statistic.
+
+    ``Pxb`` keeps (b_t, P x_b) from the last round when it was computed anyway, for the greedy rule.
+    """
+
+    def __init__(self, Z: np.ndarray, state: TrackedRidgeState | None, index: str, m: int,
+                 compute_jt: str, compute_bt: str, stopping: str):
+        self.Z, self.state, self.index, self.m = Z, state, index, m
+        self.K = Z.shape[0]
+        self.compute_jt, self.compute_bt, self.stopping = compute_jt, compute_bt, stopping
+        self.fast = compute_jt == "empirical" and compute_bt == "lucb" and stopping == "lucb"
+        self._ZT = np.ascontiguousarray(Z.T)  # contiguous copy: (m x d) @ (d x K) is 2x faster
+        self._PZ_J: np.ndarray | None = None
+        self.Pxb: tuple[int, np.ndarray] | None = None
+
+    def individual_widths(self, f: float, n: np.ndarray) -> np.ndarray:
+        """Widths of the individual (f ||x_a||_P) or classical (f / sqrt(N_a)) indices."""
+        if self.index == "individual":
+            return f * np.sqrt(self.state.diag)
+        return f / np.sqrt(np.maximum(n, 1))
+
+    def single_paired_round(self, mu: np.ndarray, f: float, rng: np.random.Generator):
+        """m = 1, paired indices, tau^LUCB (LinGapE / m-LinGapE): one Gram row, O(Kd + d^2)."""
+        st = self.state
+        i = argmax_random(mu, rng)
+        Pxi = st.P @ self.Z[i]
+        ucb = self.Z @ Pxi  # row i of G
+        ucb *= -2.0
+        ucb += st.diag
+        ucb += st.diag[i]  # ||x_j - x_i||_P^2
+        np.maximum(ucb, 0.0, out=ucb)
+        np.sqrt(ucb, out=ucb)
+        ucb *= f
+        ucb += mu  # B[j, i] + mu_i
+        ucb[i] = -np.inf
+        c = argmax_random(ucb, rng)
+        self.Pxb = (i, Pxi)
+        return np.array([i]), i, c, float(ucb[c] - mu[i])
+
+    def columns_of_J(self, mu: np.ndarray, J: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:
+        """BJ[k, i] = B[i, J[k]] for every arm i (m x K), with -inf where i is in J."""
+        if self.index == "paired":
+            st = self.state
+            self._PZ_J = PZ_J = self.Z[J] @ st.P  # rows P x_j, j in J
+            W2 = PZ_J @ self._ZT  # Gram rows of J
+            W2 *= -2.0
+            W2 += st.diag
+            W2 += st.diag[J][:, None]
+            np.maximum(W2, 0.0, out=W2)
+            BJ = np.sqrt(W2)
+            BJ *= f
+            BJ += mu
+            BJ -= mu[J][:, None]
+        else:
+            w = self.individual_widths(f, n)
+            BJ = (mu + w) - (mu[J] - w[J])[:, None]
+        BJ[:, J] = -np.inf
+        return BJ
+
+    def index_matrix(self, mu: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:
+        """The full K x K matrix B[i, j] (diagonal -inf): O(K^2)."""
+        if self.index == "paired":
+            st = self.state
+            B = st.G * -2.0  # in place from here on: K x K temporaries dominate the cost
+            B += st.diag[:, None]
+            B += st.diag
+            np.maximum(B, 0.0, out=B)
+            np.sqrt(B, out=B)
+            B *= f
+        else:
+            w = self.individual_widths(f, n)
+            B = w[:, None] + w[None, :]
+        B += mu[:, None]
+        B -= mu[None, :]
+        np.fill_diagonal(B, -np.inf)
+        return B
+
+    def round(self, mu: np.ndarray, f: float, n: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int, int, float]:
+        """J(t), b_t, c_t and the stopping statistic for estimated means mu, threshold factor f and
+        per-arm counts n ([RKD21] Alg. 1)."""
+        m = self.m
+        if self.fast:
+            if m == 1 and self.index == "paired":
+                return self.single_paired_round(mu, f, rng)
+            J = top_m(mu, m, rng)
+            BJ = self.columns_of_J(mu, J, f, n)
+            k, c = divmod(argmax_random(BJ.ravel(), rng), self.K)
+            b = int(J[k])
+            if self.index == "paired":
+                self.Pxb = (b, self._PZ_J[k])
+            return J, b, int(c), float(BJ[k, c])
+        if self.index != "paired":
+            return self.separable_round(mu, f, n, rng)
+        B = self.index_matrix(mu, f, n)
+        colm = max_m_per_column(B, m)
+        J = top_m(-colm, m, rng) if self.compute_jt == "ugape" else top_m(mu, m, rng)
+        outside = np.ones(self.K, dtype=bool)
+        outside[J] = False
+        lucb_cols = B[outside][:, J].max(axis=0)  # max_{i not in J} B[i, j], j in J
+        if self.compute_bt == "gifa":
+            b = int(J[argmax_random(colm[J], rng)])
+        else:
+            b = int(J[argmax_random(lucb_cols, rng)])
+        col = np.where(outside, B[:, b], -np.inf)
+        c = argmax_random(col, rng)
+        stat = float(colm[J].max()) if self.stopping == "ugape" else float(lucb_cols.max())
+        return J, b, int(c), stat
+
+    def separable_round(self, mu: np.ndarray, f: float, n: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int, int, float]:
+        """``round`` for individual/classical indices in O(K log K), without the K x K matrix.
+
+        Here B[i, j] = U_i - L_j (U = mu + w, L = mu - w), so the m-th largest entry of column j
+        over i != j is the m-th largest U when j is not among the m largest U, else the (m+1)-th.
+        """
+        m = self.m
+        w = self.individual_widths(f, n)
+        U, L = mu + w, mu - w
+        order = np.argsort(-U, kind="stable")
+        in_top = np.zeros(self.K, dtype=bool)
+        in_top[order[:m]] = True
+        colm = np.where(in_top, U[order[m]], U[order[m - 1]]) - L
+        J = top_m(-colm, m, rng) if self.compute_jt == "ugape" else top_m(mu, m, rng)
+        U_out = U.copy()
+        U_out[J] = -np.inf
+        c = argmax_random(U_out, rng)  # argmax over i not in J of B[i, b], whatever b
+        lucb_cols = U[c] - L[J]  # max over i not in J of B[i, j], j in J
+        if self.compute_bt == "gifa":
+            b = int(J[argmax_random(colm[J], rng)])
+        else:
+            b = int(J[argmax_random(lucb_cols, rng)])
+        stat = float(colm[J].max()) if self.stopping == "ugape" else float(lucb_cols.max())
+        return J, b, int(c), stat
