@@ -92,7 +92,7 @@ def test_finds_top_m_on_easy_instances(algorithm, params, key):
         res = run(pol, inst.environment(100 + seed))
         assert res.stopped
         assert list(res.recommendation) == inst.best_arms(m).tolist()
-        assert res.n_samples == res.pulls.sum() >= (inst.K if pol.init else 1)
+        assert res.n_samples == res.pulls.sum() >= (inst.K if pol.init == "all" else 1)
 
 
 @pytest.mark.slow
@@ -322,7 +322,7 @@ def test_lingifa_lambda0_default_and_oracle():
     inst = reda_classic(4, 2)
     pol = policy_for_instance("lingifa", inst, m=2, S="oracle", sigma="oracle")
     assert pol.lambda_reg == pytest.approx(0.5 / 20) and pol.S == pytest.approx(1.0) and pol.sigma == 0.5
-    assert not pol.init and MLinGapE(inst.features, m=2).lambda_reg == 1.0
+    assert pol.init == "none" and MLinGapE(inst.features, m=2).lambda_reg == 1.0
     with pytest.raises(ValueError, match="theta"):
         LinGIFA.resolve_oracle("S", Instance(np.eye(3), [0.1, 0.2, 0.3]))
 

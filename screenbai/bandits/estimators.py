@@ -14,6 +14,9 @@ from .linalg import project, sherman_morrison
 
 __all__ = ["RidgeState", "TrackedRidgeState", "project"]
 
+#: batches of at least this many outcomes are absorbed by one exact rebuild (see RidgeState.update_many)
+BATCH_REBUILD = 1024
+
 
 class RidgeState:
     """Regularised (or ordinary) least squares with rank-one updates.
@@ -75,8 +78,22 @@ class RidgeState:
         return g, gs
 
     def update_many(self, arms: np.ndarray, rewards: np.ndarray) -> None:
-        for a, r in zip(arms, rewards):
-            self.update(int(a), float(r))
+        """Add a batch of observations.
+
+        Below ``BATCH_REBUILD`` outcomes: one rank-one update each (bit-identical to sequential
+        ``update`` calls). From there on: one exact rebuild from the counts, O(K d^2 + d^3) for the
+        whole batch instead of O(k (K d + d^2)) for k rank-one steps (10^5 initial outcomes at
+        K = 10^6 take one pass, not 10^5).
+        """
+        arms = np.asarray(arms, dtype=np.int64)
+        rewards = np.asarray(rewards, dtype=float)
+        if arms.size < BATCH_REBUILD:
+            for a, r in zip(arms, rewards):
+                self.update(int(a), float(r))
+            return
+        self.b += rewards @ self.X[arms]
+        np.add.at(self.counts, arms, 1.0)
+        self.refresh()
 
     def design_matrix(self) -> np.ndarray:
         V = (self.X.T * self.counts) @ self.X

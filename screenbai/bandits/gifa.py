@@ -17,7 +17,7 @@ import numpy as np
 from . import thresholds as th
 from .estimators import TrackedRidgeState
 from .gap_indices import GapIndices, max_m_per_column
-from .linalg import project
+from .linalg import project, refuse_quadratic, spanning_arms
 from .params import (
     BOOLEAN, DELTA, EPSILON, L_BOUND, LAMBDA_REG, M, REFRESH_EVERY, S_BOUND, SIGMA, Options, Param, resolve,
 )
@@ -31,6 +31,8 @@ COMPUTE_BT = ("lucb", "gifa")
 STOPPING = ("lucb", "ugape")
 INDICES = ("paired", "individual", "classical")
 SELECTIONS = ("greedy", "optimized", "ratio", "largest-variance", "both")
+INITS = ("auto", "all", "span", "none", True, False)
+INIT_ALL_MAX_K = 10_000  # "auto" pulls every arm once up to this K, a spanning set above
 LINEAR_THRESHOLDS = ("theoretical", "heuristic", "abbasi-yadkori")
 CLASSICAL_THRESHOLDS = ("lucb1", "heuristic", "hoeffding")
 
@@ -57,7 +59,10 @@ class GIFA(Policy):
     stopping : "lucb" (tau^LUCB) or "ugape" (tau^UGapE).
     selection : "greedy" (1.6(i)), "optimized" (L1 ratio rule, 1.6(ii)), "largest-variance" (1.6(iii)),
         or "both" (pull b_t and c_t in one round: ask() returns two arms).
-    init : pull every arm once first (returned by the first ask() as one batch).
+    init : the first pulls, returned by the first ask() as one batch: "all" (every arm once, as
+        [RKD21]; also True), "span" (a maximal linearly independent set of arms, d' pulls: what the
+        model needs when K >> d), "none" (also False), or "auto": "all" up to K = 10^4 arms, "span"
+        above (classical indices always pull every arm).
     refresh_every : exact rebuild of P every so many pulls (bounds round-off drift).
 
     Features whose rank is below d are projected onto their span first; d' = rank(X)
@@ -83,7 +88,8 @@ class GIFA(Policy):
         "compute_bt": Param("lucb", Options(COMPUTE_BT), "challenger b_t"),
         "stopping": Param("lucb", Options(STOPPING), "stopping statistic"),
         "selection": Param("greedy", Options(SELECTIONS), "arm-selection rule for the pair (b_t, c_t)"),
-        "init": Param(True, BOOLEAN, "pull every arm once first"),
+        "init": Param("auto", Options(INITS), "first pulls: 'all' arms once ([RKD21]), a 'span'ning set of "
+                      "d arms, 'none', or 'auto' (all up to K = 10^4, else span); True/False mean all/none"),
         "refresh_every": REFRESH_EVERY,
     }
     defaults = {"sigma": 0.5}
@@ -118,15 +124,20 @@ class GIFA(Policy):
         self.d_eff = self.Z.shape[1]
 
         # classical widths 1/sqrt(N_a) are infinite before the first pull: classical indices always init
-        self.init = p.init or not self.linear
+        init = {True: "all", False: "none"}.get(p.init, p.init) if self.linear else "all"
+        if init == "auto":
+            init = "all" if self.K <= INIT_ALL_MAX_K else "span"
+        self.init = init
         fast = self.compute_jt == "empirical" and self.compute_bt == "lucb" and self.stopping == "lucb"
-        self.state = (
-            TrackedRidgeState(self.Z, self.lambda_reg, p.refresh_every, gram=not fast and self.index == "paired")
-            if self.linear else None
-        )
+        full_gram = self.linear and not fast and self.index == "paired"
+        if full_gram:
+            refuse_quadratic(f"{self.name} (paired indices, UGapE-type J or stopping)", self.K,
+                             "the Gram matrix X P X^T", "m-LinGapE (same paired indices, O(K d) per round), "
+                             "or index='individual'")
+        self.state = TrackedRidgeState(self.Z, self.lambda_reg, p.refresh_every, gram=full_gram) if self.linear else None
         self.gaps = GapIndices(self.Z, self.state, self.index, self.m, self.compute_jt, self.compute_bt, self.stopping)
         self._design = L1Design(self.Z) if self.selection == "optimized" else None
-        self._init_todo = self.init
+        self._init_todo = self.init != "none"
         self._J: np.ndarray | None = None
         self._J_at = -1
         self._rounds = 0
@@ -205,7 +216,8 @@ class GIFA(Policy):
             return None
         if self._init_todo:
             self._init_todo = False
-            return np.arange(min(self.K, self.max_samples - self.n_samples))
+            first = np.arange(self.K) if self.init == "all" else spanning_arms(self.Z)
+            return first[: self.max_samples - self.n_samples]
         J, b, c, stat = self.gifa_round()
         self._J, self._J_at = J, self.n_samples
         self._rounds += 1

@@ -68,3 +68,16 @@ def gram_pull(M: np.ndarray, k: int, K: int) -> np.ndarray:
     col = M[:, k].copy()
     M -= np.multiply.outer(col, col[:K] / (1.0 + col[k]))
     return col
+
+
+#: largest K for which an algorithm may keep a K x K matrix (2 GiB of float64)
+MAX_K_QUADRATIC = 16_384
+
+
+def refuse_quadratic(algorithm: str, K: int, what: str, instead: str) -> None:
+    """Refuse a K whose K x K matrix would not fit, naming the matrix and the algorithm to use instead."""
+    if K > MAX_K_QUADRATIC:
+        raise ValueError(
+            f"{algorithm} keeps {what}, a K x K matrix: K = {K:,} arms would need {8 * K * K / 2**30:,.0f} GiB "
+            f"and O(K^2) work per round (it accepts K <= {MAX_K_QUADRATIC:,}). Use {instead} instead"
+        )

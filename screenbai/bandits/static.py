@@ -32,7 +32,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from .cache import LRUCache, digest
 from .estimators import RidgeState
-from .linalg import gram_pull, project_if_deficient, spanning_arms
+from .linalg import gram_pull, project_if_deficient, refuse_quadratic, spanning_arms
 from .params import (
     ALLOCATION_SEED, BOOLEAN, DELTA, LAMBDA_REG, REQUIRED, S_BOUND, SIGMA, Anything, Interval, Options, Param, resolve,
 )
@@ -421,6 +421,8 @@ class _SLMBase(Policy):
         self.K_log = float(self.K) if p.confidence == "pairs" else float(np.sqrt(self.K))
         self.sigma = p.sigma
         self.width_constant = 2.0 * np.sqrt(2.0) * p.sigma  # [SLM14]'s c: widths are c ||y||_{A^-1} sqrt(log term)
+        refuse_quadratic(self.name, self.K, "the Gram matrix Z A^-1 Z^T of its allocation",
+                         "m-LinGapE or LinGapE (O(K d) per round)")
         self.Z, self.basis = project_if_deficient(self.X)
         self.d_eff = self.Z.shape[1]
         self.init_arms = spanning_arms(self.Z)

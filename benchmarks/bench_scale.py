@@ -1,0 +1,158 @@
+"""Per-round cost at library scale (K up to 10^6, d = 20), against one pass over the features.
+
+    python benchmarks/bench_scale.py                          # K = 10^4, 10^5, 10^6: m-LinGapE, GLGapE
+    python benchmarks/bench_scale.py --K 400 --old /tmp/old   # before/after on the same K, old code in /tmp/old
+                                                              # (git worktree add /tmp/old <commit>)
+
+Every measurement runs in its own process (``--worker``), so each reports its own peak memory
+(ru_maxrss). In the same process it times one pass over the feature matrix (``X @ v``, the
+median of 7) and then ``--rounds`` rounds of ask / pull / tell after the initial phase (which is
+not timed); the round's cost is the median over the rounds. Nothing can stop: the instance has
+two arms sharing the best mean and epsilon is 0 (GLGapE: 1e-9). Features are seeded Gaussian
+rows scaled to norm about 1; rewards are linear with Gaussian noise (m-LinGapE) or Bernoulli
+with logistic means (GLGapE).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+
+ALGORITHMS = {
+    # name -> (registered name, parameters, reward model)
+    "m-lingape": ("m-lingape", {"m": 1, "epsilon": 0.0, "delta": 0.05, "selection": "greedy"}, "linear"),
+    "glgape": ("glgape", {"epsilon": 1e-9, "delta": 0.05, "c_mu": 0.05}, "logistic"),
+}
+
+
+def instance(K: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((K, d)) / np.sqrt(d)
+    theta = rng.standard_normal(d)
+    theta /= np.linalg.norm(theta)
+    mu = X @ theta
+    X[1] = X[int(np.argmax(mu))]  # a twin of the best arm: the stopping rule cannot fire
+    return X, theta
+
+
+def worker(args: argparse.Namespace) -> dict:
+    from threadpoolctl import threadpool_limits
+
+    from screenbai.bandits import make_policy
+
+    name, params, model = ALGORITHMS[args.algorithm]
+    params = {**params, **json.loads(args.params)}
+    X, theta = instance(args.K, args.d)
+    rng = np.random.default_rng(1)
+    with threadpool_limits(limits=1):
+        v = rng.standard_normal(args.d)
+        times = []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            X @ v
+            times.append(time.perf_counter() - t0)
+        matvec = float(np.median(times))
+
+        def pull(arms: np.ndarray) -> np.ndarray:
+            z = X[arms] @ theta
+            if model == "linear":
+                return z + 0.5 * rng.standard_normal(arms.size)
+            return (rng.random(arms.size) < 1.0 / (1.0 + np.exp(-3.0 * z))).astype(float)
+
+        t0 = time.perf_counter()
+        policy = make_policy(name, X, **params)
+        build = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        init_pulls = 0
+        # the initial phase: until a round asks for a single arm
+        while True:
+            arms = np.atleast_1d(policy.ask())
+            policy.tell(arms, pull(arms))
+            init_pulls += arms.size
+            if arms.size == 1 and init_pulls > 2 * args.d + 2:
+                break
+        init = time.perf_counter() - t0
+        rounds = []
+        for _ in range(args.rounds):
+            t0 = time.perf_counter()
+            arms = np.atleast_1d(policy.ask())
+            policy.tell(arms, pull(arms))
+            rounds.append(time.perf_counter() - t0)
+    return {"algorithm": args.algorithm, "K": args.K, "d": args.d, "matvec_s": matvec, "round_s": float(np.median(rounds)),
+            "build_s": build, "init_s": init, "init_pulls": init_pulls,
+            "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
+
+
+def run_worker(tree: Path, algorithm: str, K: int, d: int, rounds: int, params: dict) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--algorithm", algorithm, "--K", str(K),
+           "--d", str(d), "--rounds", str(rounds), "--params", json.dumps(params)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tree)
+    if out.returncode != 0:
+        return {"algorithm": algorithm, "K": K, "d": d, "error": out.stderr.strip().splitlines()[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--K", type=int, nargs="+", default=[10_000, 100_000, 1_000_000], help="numbers of arms")
+    ap.add_argument("--d", type=int, default=20, help="feature dimension")
+    ap.add_argument("--rounds", type=int, default=30, help="timed rounds per measurement")
+    ap.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS))
+    ap.add_argument("--params", default="{}", help="extra parameters (JSON) for every algorithm")
+    ap.add_argument("--old", type=Path, default=None, help="a worktree of older code: time it too, alternately")
+    ap.add_argument("--old-params", default="{}", help="extra parameters (JSON) for the old code")
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--algorithm", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        args.K = args.K[0]
+        print(json.dumps(worker(args)))
+        return 0
+    print(f"screenbai scale benchmark: Python {platform.python_version()}, {os.cpu_count()} CPUs, load average "
+          f"{os.getloadavg()[0]:.1f} (other jobs may share the cores); one BLAS thread; median of {args.rounds} rounds")
+    head = f"{'tree':5s} {'algorithm':10s} {'K':>9s} {'pass X@v':>10s} {'round':>10s} {'round/pass':>10s} " \
+           f"{'init pulls':>10s} {'init':>8s} {'peak RSS':>9s}"
+    print(head)
+    rows = []
+    for algorithm in args.algorithms:
+        for K in args.K:
+            trees = [("new", REPO, json.loads(args.params))]
+            if args.old is not None:
+                trees.append(("old", args.old, json.loads(args.old_params)))
+            for label, tree, params in trees:
+                r = run_worker(tree, algorithm, K, args.d, args.rounds, params)
+                r["tree"] = label
+                rows.append(r)
+                if "error" in r:
+                    print(f"{label:5s} {algorithm:10s} {K:9d}  error: {r['error']}")
+                    continue
+                print(f"{label:5s} {algorithm:10s} {K:9d} {1e3 * r['matvec_s']:8.3f}ms {1e3 * r['round_s']:8.3f}ms "
+                      f"{r['round_s'] / r['matvec_s']:10.2f} {r['init_pulls']:10d} {r['init_s']:7.2f}s "
+                      f"{r['peak_rss_gib']:7.2f}GiB", flush=True)
+    for algorithm in args.algorithms:
+        new = [r for r in rows if r["algorithm"] == algorithm and r["tree"] == "new" and "error" not in r]
+        if len(new) >= 2:
+            lo, hi = new[0], new[-1]
+            print(f"{algorithm}: round cost K = {lo['K']} -> {hi['K']}: x{hi['round_s'] / lo['round_s']:.1f} "
+                  f"(K grew x{hi['K'] / lo['K']:.0f})")
+        old = {r["K"]: r for r in rows if r["algorithm"] == algorithm and r["tree"] == "old" and "error" not in r}
+        for r in new:
+            if r["K"] in old:
+                print(f"{algorithm}: K = {r['K']}: new/old round cost {r['round_s'] / old[r['K']]['round_s']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
