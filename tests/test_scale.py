@@ -95,3 +95,34 @@ def test_quadratic_algorithms_refuse_a_large_K_and_name_the_alternative(name, pa
     make_policy(name if name != "m-lingape" else "lingifa", X[:MAX_K_QUADRATIC // 64], delta=0.05)  # small K: fine
     # individual indices need no K x K matrix: LinGIFA accepts any K with them
     make_policy("lingifa", X, delta=0.05, index="individual")
+
+
+def test_calibration_width_from_rows_bounds_the_exact_one_from_below_within_a_factor_two():
+    from screenbai.bandits import glgape
+
+    rng = np.random.default_rng(5)
+    K, d = glgape.EXACT_WIDTH_MAX_K + 500, 4
+    Z = rng.standard_normal((K, d)) * np.array([3.0, 1.0, 0.5, 0.2])
+    A = Z[:50].T @ Z[:50]
+    P = np.linalg.inv(A)
+    for c_lo, c_hi in ((0.05, 0.25), (0.25, 0.25)):
+        approx = glgape.max_pair_width(Z, P, c_lo, c_hi)
+        # the exact value by the K x K formula on the same arms
+        G = Z @ P @ Z.T
+        q = np.diag(G)
+        exact2 = max(float(np.max(np.where(np.eye(K, dtype=bool), -np.inf,
+                                            a * a * q[:, None] - 2 * a * b * G + b * b * q[None, :])))
+                     for a, b in glgape.corners(c_lo, c_hi))
+        exact = np.sqrt(exact2)
+        assert exact / 2 <= approx <= exact * (1 + 1e-12)
+        assert approx > 0.9 * exact  # the farthest-pair steps find (nearly) the widest pair here
+
+
+def test_glgape_selection_auto_follows_K():
+    rng = np.random.default_rng(6)
+    from screenbai.bandits.glgape import RATIO_MAX_K
+
+    X = rng.standard_normal((RATIO_MAX_K + 1, 3))
+    assert make_policy("glgape", X, c_mu=0.1).rule == "greedy"
+    assert make_policy("glgape", X[:RATIO_MAX_K], c_mu=0.1).rule == "ratio"
+    assert make_policy("glgape", X, c_mu=0.1, selection="ratio").rule == "ratio"

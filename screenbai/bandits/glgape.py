@@ -40,6 +40,8 @@ from .rules import L1Design, greedy_arm
 from .ties import argmax_random
 
 CALIBRATIONS = ("reinterpreted", "literal34", "theory")
+RATIO_MAX_K = 5000  # selection "auto": the L1 ratio rule up to this K, the greedy rule above
+EXACT_WIDTH_MAX_K = 4096  # the calibration's largest pair width: exact up to this K, bounded from rows above
 RULES = ("ratio", "greedy")
 
 
@@ -65,6 +67,47 @@ def corners(c_lo: float, c_hi: float) -> tuple[tuple[float, float], ...]:
     return ((c_lo, c_lo), (c_lo, c_hi), (c_hi, c_lo), (c_hi, c_hi))
 
 
+def max_pair_width(Z: np.ndarray, P: np.ndarray, c_lo: float, c_hi: float, q: np.ndarray | None = None,
+                   n_rows: int = 32) -> float:
+    """max over i != j and the corners (c, c') of ||c z_i - c' z_j||_P, the calibration's nu_max.
+
+    Exact, from the K x K Gram matrix, up to ``EXACT_WIDTH_MAX_K`` arms. Above, a K x K pass is out
+    of reach (80 GB at K = 10^5): the maximum is taken over the pairs of ``n_rows`` exact Gram rows
+    (O(K d) each), those of the arms with the largest ||z||_P and of farthest-pair steps from them.
+    That is a lower bound, within a factor 2 for the symmetric corners (for any arm p,
+    ||z_i - z_j|| <= 2 max_j' ||z_p - z_j'||), so the calibrated widths are at least the exact
+    ones: more tests, never a weaker confidence. ``q`` = diag(Z P Z^T) if already known.
+    """
+    K = Z.shape[0]
+    if K <= EXACT_WIDTH_MAX_K:
+        G = Z @ P @ Z.T
+        q = np.diag(G)
+        nu2_max = 0.0
+        for c1, c2 in corners(c_lo, c_hi):
+            f = c1 * c1 * q[:, None] - 2.0 * c1 * c2 * G + c2 * c2 * q[None, :]
+            np.fill_diagonal(f, -np.inf)
+            nu2_max = max(nu2_max, float(f.max()))
+        return float(np.sqrt(max(nu2_max, 0.0)))
+    q = np.einsum("ij,jk,ik->i", Z, P, Z) if q is None else q
+    by_norm = np.argpartition(-q, n_rows // 2)[: n_rows // 2]
+    todo, done, nu2_max = list(by_norm), set(), 0.0
+    while todo and len(done) < n_rows:
+        i = int(todo.pop(0))
+        if i in done:
+            continue
+        done.add(i)
+        g = Z @ (P @ Z[i])  # Gram row i
+        f = np.full(K, -np.inf)
+        for c1, c2 in corners(c_lo, c_hi):  # (c, c') on (i, j) and on (j, i)
+            np.maximum(f, c1 * c1 * q[i] - 2.0 * c1 * c2 * g + c2 * c2 * q, out=f)
+            np.maximum(f, c2 * c2 * q[i] - 2.0 * c1 * c2 * g + c1 * c1 * q, out=f)
+        f[i] = -np.inf
+        j = int(np.argmax(f))
+        nu2_max = max(nu2_max, float(f[j]))
+        todo.insert(0, j)  # farthest-pair step: the partner of i next
+    return float(np.sqrt(max(nu2_max, 0.0)))
+
+
 @register("glgape")
 class GLGapE(Policy):
     """[KW] GLGapE: (epsilon, delta)-best-arm identification in a logistic bandit.
@@ -80,7 +123,9 @@ class GLGapE(Policy):
         the initial phase and then frozen).
     k_mu : Lipschitz constant of mu (1/4 for the logistic link).
     calibration : "reinterpreted" | "literal34" | "theory" (see the module docstring).
-    selection : "ratio" (L1-LP ratio rule, [KW] Alg. 3, LPs cached by (i, j, corner)) or "greedy".
+    selection : "ratio" (L1-LP ratio rule, [KW] Alg. 3, LPs over all K arms cached by (i, j, corner)),
+        "greedy", or "auto" (ratio up to K = 5000 arms, greedy above, where an LP over K columns per
+        new key would dominate the round).
     lambda_reg : ridge penalty of the logistic MLE (not specified by the paper; keeps the MLE finite under separation).
     sigma : reward bound (1 for Bernoulli), only used by "literal34"/"theory".
     gamma : safety factor of the c_mu plug-in estimate.
@@ -100,7 +145,8 @@ class GLGapE(Policy):
         "c_mu": Param("estimate", AnyOf((POSITIVE, Options(("estimate",)))), "lower bound on mu' over the arms", oracle=True),
         "k_mu": Param(0.25, POSITIVE, "Lipschitz constant of the link"),
         "calibration": Param("reinterpreted", Options(CALIBRATIONS), "width calibration"),
-        "selection": Param("ratio", Options(RULES + ("optimized",)), "arm-selection rule: L1 ratio rule or greedy"),
+        "selection": Param("auto", Options(("auto",) + RULES + ("optimized",)),
+                           "arm-selection rule: L1 ratio rule, greedy, or auto (ratio up to K = 5000, greedy above)"),
         "lambda_reg": replace(LAMBDA_REG, constraint=NONNEGATIVE),
         "sigma": replace(SIGMA, help="reward bound (1 for Bernoulli), used by 'literal34' and 'theory'", oracle=False),
         "gamma": Param(1.0, NONNEGATIVE, "safety factor of the c_mu plug-in estimate"),
@@ -114,6 +160,8 @@ class GLGapE(Policy):
         p = resolve(type(self), params)
         epsilon, max_samples, E, c_mu, calibration = p.epsilon, p.max_samples, p.E, p.c_mu, p.calibration
         rule = "ratio" if p.selection == "optimized" else p.selection
+        if rule == "auto":
+            rule = "ratio" if len(features) <= RATIO_MAX_K else "greedy"
         if epsilon == 0 and max_samples is None:
             raise ValueError(
                 f"epsilon must be > 0 for GLGapE; got {epsilon}. With epsilon <= 0 and no max_samples cap "
@@ -180,8 +228,7 @@ class GLGapE(Policy):
         return self._adaptive_round()
 
     def _update(self, arms, rewards):
-        for a, r in zip(arms, rewards):
-            self.state.update(int(a), float(r))
+        self.state.update_many(arms, rewards)
         if self._phase == "adaptive":
             self._fit()
 
@@ -215,15 +262,7 @@ class GLGapE(Policy):
             self.c_mu = min(max(est, 1e-12), self.k_mu)
         self._corners = corners(self.c_mu, self.k_mu)
 
-        # width calibration: O(K^2 d) once
-        G = self.Z @ self.state.P @ self.Z.T
-        q = np.diag(G)
-        nu2_max = 0.0
-        for c1, c2 in self._corners:
-            f = c1 * c1 * q[:, None] - 2.0 * c1 * c2 * G + c2 * c2 * q[None, :]
-            np.fill_diagonal(f, -np.inf)
-            nu2_max = max(nu2_max, float(f.max()))
-        nu_max = float(np.sqrt(max(nu2_max, 0.0)))
+        nu_max = max_pair_width(self.Z, self.state.P, self.c_mu, self.k_mu, self.state.diag)
         if nu_max == 0.0:
             raise ValueError("all arms have identical features; there is nothing to identify")
         t_cal = max(self._s_init, 2)
