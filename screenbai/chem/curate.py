@@ -145,6 +145,7 @@ _NON_METALS = frozenset(
 )
 #: Metals that occur as counter-ions of drug salts; they are stripped like any counter-ion.
 _COUNTER_ION_METALS = frozenset(("Li", "Na", "K", "Rb", "Cs", "Mg", "Ca", "Sr", "Ba"))
+_NOT_A_METAL_COMPLEX = _NON_METALS | _COUNTER_ION_METALS
 
 # Pharmaceutical counter-acids missing from RDKit's default salt/solvent list (charged or not;
 # a pattern strips a fragment only if it matches the whole fragment).
@@ -213,10 +214,14 @@ class _Standardizer:
 
     def _the_compound(self, mol: Any) -> Any | str:
         """The one fragment that is the compound, or the reason there is none."""
-        if any(a.GetSymbol() not in _NON_METALS | _COUNTER_ION_METALS for a in mol.GetAtoms()):
+        from rdkit import Chem
+
+        if any(a.GetSymbol() not in _NOT_A_METAL_COMPLEX for a in mol.GetAtoms()):
             return "metal-containing structure"
         self._disconnector.DisconnectInPlace(mol)
         self._normalizer.normalizeInPlace(mol)
+        if len(Chem.GetMolFrags(mol)) == 1:  # most structures: nothing to strip
+            return mol if any(a.GetAtomicNum() == 6 for a in mol.GetAtoms()) else "inorganic structure"
         organic = _distinct_organic_fragments(mol)
         for remover in self._removers:
             mol = remover.remove(mol)
