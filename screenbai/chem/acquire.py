@@ -290,7 +290,7 @@ def _read_sdf(path: Path) -> pd.DataFrame:
                 n_bad += 1
                 rows.append({"_record": i})
                 continue
-            props = {k: str(v) for k, v in mol.GetPropsAsDict(True, False).items()}
+            props: dict[str, Any] = {k: str(v) for k, v in mol.GetPropsAsDict(True, False).items()}
             props["_Name"] = mol.GetProp("_Name") if mol.HasProp("_Name") else ""
             props["_structure_smiles"] = Chem.MolToSmiles(mol)
             props["_record"] = i
@@ -696,6 +696,6 @@ def load_activities(source_config: Mapping[str, Any], cache_dir: str | Path = "d
     path = need("path")
     activity_column = need("activity_column")
     smiles_column = cfg.pop("smiles_column", None)
-    kwargs = {k: cfg.pop(k) for k in ("id_column", "units", "activity_type", "relation_column") if k in cfg}
+    table_kwargs = {k: cfg.pop(k) for k in ("id_column", "units", "activity_type", "relation_column") if k in cfg}
     reject_unknown()
-    return read_activity_table(path, smiles_column=smiles_column, activity_column=activity_column, **kwargs)
+    return read_activity_table(path, smiles_column=smiles_column, activity_column=activity_column, **table_kwargs)

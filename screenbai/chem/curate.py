@@ -269,7 +269,7 @@ def standardize_smiles(smiles: Sequence[str], *, canonical_tautomer: bool = Fals
     from rdkit.rdBase import BlockLogs
 
     std = _Standardizer(canonical_tautomer)
-    rows = []
+    rows: list[tuple[Any, str | None, str | None, str | None]] = []
     with BlockLogs():
         for s in smiles:
             res = std(s) if isinstance(s, str) and s.strip() else "missing SMILES"
