@@ -126,3 +126,21 @@ def test_glgape_selection_auto_follows_K():
     assert make_policy("glgape", X, c_mu=0.1).rule == "greedy"
     assert make_policy("glgape", X[:RATIO_MAX_K], c_mu=0.1).rule == "ratio"
     assert make_policy("glgape", X, c_mu=0.1, selection="ratio").rule == "ratio"
+
+
+def test_the_kept_gram_row_follows_the_updates():
+    from screenbai.bandits.estimators import KEEP_ROW_MIN_K
+
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((KEEP_ROW_MIN_K, 4))
+    st = TrackedRidgeState(X, 1.0)
+    assert st.keep_row and not TrackedRidgeState(X[:100], 1.0).keep_row
+    row = st.gram_row(3)
+    assert st.gram_row(3) is row  # kept: no second pass
+    for a in rng.integers(X.shape[0], size=25):
+        st.update(int(a), float(rng.standard_normal()))
+    np.testing.assert_allclose(st.gram_row(3), X @ (st.P @ X[3]), rtol=1e-10, atol=1e-12)
+    fresh = st.gram_row(5)  # another arm: computed afresh, then kept instead
+    np.testing.assert_array_equal(fresh, X @ (st.P @ X[5]))
+    st.update(7, 1.0)
+    np.testing.assert_allclose(st.gram_row(5), X @ (st.P @ X[5]), rtol=1e-10, atol=1e-12)

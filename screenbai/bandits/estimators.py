@@ -14,6 +14,9 @@ from .linalg import project, sherman_morrison
 
 __all__ = ["RidgeState", "TrackedRidgeState", "project"]
 
+#: from this K on, TrackedRidgeState keeps the last Gram row asked for up to date (saves a pass over X
+#: per round; below, every row is computed afresh, bit-identical to earlier releases)
+KEEP_ROW_MIN_K = 50_000
 #: batches of at least this many outcomes are absorbed by one exact rebuild (see RidgeState.update_many)
 BATCH_REBUILD = 1024
 
@@ -46,6 +49,18 @@ class RidgeState:
         else:
             self.P, self.logdet, self.diag = None, -np.inf, None
         self._since_refresh = 0
+        # one Gram row X P x_w kept by rank one (large K: the next round's row without a pass over X)
+        self.keep_row = self.K >= KEEP_ROW_MIN_K
+        self._row_arm, self._row = -1, None
+
+    def gram_row(self, i: int) -> np.ndarray:
+        """Row i of X P X^T (do not modify it): O(K d), or O(1) when it is the row being kept."""
+        if i == self._row_arm:
+            return self._row
+        row = self.X @ (self.P @ self.X[i])
+        if self.keep_row:
+            self._row_arm, self._row = i, row
+        return row
 
     @property
     def theta(self) -> np.ndarray:
@@ -74,6 +89,8 @@ class RidgeState:
         g = self.X @ u
         gs = g / denom
         self.diag -= g * gs
+        if self._row is not None:  # X P x_w loses g (u^T x_w) / (1 + q)
+            self._row -= gs * float(u @ self.X[self._row_arm])
         self._since_refresh += 1
         return g, gs
 
@@ -113,6 +130,7 @@ class RidgeState:
                 raise
             self.P, self.diag = None, None
             return False
+        self._row_arm, self._row = -1, None
         self.P = cho_solve((c, low), np.eye(self.d))
         self.P = 0.5 * (self.P + self.P.T)
         self.logdet = 2.0 * np.sum(np.log(np.diag(c)))

@@ -64,8 +64,7 @@ class GapIndices:
         st = self.state
         i = argmax_random(mu, rng)
         Pxi = st.P @ self.Z[i]
-        ucb = self.Z @ Pxi  # row i of G
-        ucb *= -2.0
+        ucb = st.gram_row(i) * -2.0  # row i of G
         ucb += st.diag
         ucb += st.diag[i]  # ||x_j - x_i||_P^2
         np.maximum(ucb, 0.0, out=ucb)

@@ -290,8 +290,7 @@ class GLGapE(Policy):
         if self.K == 1:
             return self._stop()
         zi = self.Z[i]
-        u = self.state.P @ zi
-        g = self.Z @ u  # row i of Z M^-1 Z^T
+        g = self.state.gram_row(i)  # row i of Z M^-1 Z^T
         nu2 = self._max_corner(g[i], self.state.diag, g)
         U = (mu - mu[i]) + (self.a_eff * log_root(t, self.d_eff, self.delta)) * np.sqrt(np.maximum(nu2, 0.0))
         U[i] = -np.inf
