@@ -161,3 +161,29 @@ def test_plates_in_the_lab_when_the_rule_fires_are_still_recorded(tmp_path):
     assert n.sum() == total  # every recorded well is kept, also those recorded after the stop
     assert camp.policy.result().recommendation == (0,)
     camp.close()
+
+
+@needs_plates
+def test_a_gse_stage_spans_plates_and_waits_for_its_outcomes(tmp_path):
+    from screenbai.bandits.gse import stage_sizes
+    from screenbai.campaign import CampaignError
+
+    lib = synthetic_library(K=12, d=2)
+    camp = Campaign.create(tmp_path / "g.campaign", lib, "gse-log", {"budget": 120}, seed=1)
+    assay = Assay(lib.features, seed=3)
+    first_stage = camp.policy.stage_budgets[0]
+    plates = []
+    while True:
+        try:
+            plates.append(camp.next_plate(16))
+        except CampaignError as exc:
+            assert "nothing to propose" in str(exc)
+            break
+    assert sum(len(p) for p in plates) == first_stage and len(plates) == -(-first_stage // 16)
+    with Campaign.open(tmp_path / "g.campaign", use_snapshot=False) as again:  # the refusal left no trace
+        assert again.policy.n_in_flight == first_stage
+    for k, p in enumerate(plates):
+        camp.record(write_results(tmp_path / f"g{k}.csv", p, assay(p.arms)))
+    assert camp.policy.stage == 1 and camp.policy.active.size == stage_sizes(12, 2)[1]
+    assert len(camp.next_plate(16)) > 0
+    camp.close()
