@@ -122,6 +122,7 @@ class BacktestResult:
     curve: dict = field(repr=False, default_factory=dict)
     top_k: int = 10
     description: str = ""
+    labels: bool = False  # known outcomes are 0/1 labels (binarised activities), not rates
 
     def text(self) -> str:
         end = ("the stopping rule fired" if self.stopped else "the algorithm finished") if self.finished else "the test cap was reached"
@@ -129,7 +130,11 @@ class BacktestResult:
                  f"{end} after {self.tests:,} tests on {self.plates} plates"]
         for r in self.recommendation:
             pot = "" if r["activity_nM"] is None else f", measured {r['activity_nM']:.3g} nM (rank {r['potency_rank']} of {r['K']})"
-            lines.append(f"recommended {r['compound_id']}: hit rate {r['rate']:.3g} (rank {r['rate_rank']}){pot}")
+            if self.labels:
+                what = "a hit" if r["rate"] == 1 else "not a hit"
+            else:
+                what = f"cure rate {r['rate']:.3g} (rank {r['rate_rank']} of {r['K']})"
+            lines.append(f"recommended {r['compound_id']}: {what}{pot}")
         c = self.curve
         lines.append(f"top-{self.top_k} compounds tested by the end: campaign {c['campaign'][-1]:.2f}, "
                      f"random {c['random'][-1]:.2f} (expected), one-shot {c['one_shot'][-1]:.2f}")
@@ -188,7 +193,8 @@ def run_backtest(known: KnownOutcomes, algorithm: str, params: dict, *, seed: in
         "activity_nM": None if known.potency_nM is None else float(known.potency_nM[a]),
         "potency_rank": None if pot_rank is None else int(pot_rank[a]),
     } for a in res.recommendation]
-    return BacktestResult(len(tested_order), plates, bool(res.stopped), finished, rec, curve, top_k, known.description)
+    labels = bool(np.isin(known.rate, (0.0, 1.0)).all())
+    return BacktestResult(len(tested_order), plates, bool(res.stopped), finished, rec, curve, top_k, known.description, labels)
 
 
 def hit_recovery(tested: np.ndarray, top: np.ndarray, K: int, one_shot: np.ndarray) -> dict:
