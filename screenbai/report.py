@@ -1,14 +1,25 @@
 """Figures and tables of a screening study, from the workflow's run records.
 
-Plots take an ``ax`` (or create one), draw on it and return the figure; they never call
-``plt.show()``: they use matplotlib's object API (``Figure``), which needs no backend and
-leaves pyplot's state alone.  Metrics: mean and
-quantiles of the samples used, error frequency, and runs that hit the safety cap reported
-apart (a run that never stopped has no sample complexity).
+Plots take an ``ax`` (or create one), draw on it and return the figure; they use matplotlib's
+object API (``Figure``), which needs no backend and leaves pyplot's state alone.
+
+Every number has one definition, used by the tables and the figures alike (the run records of
+:func:`screenbai.screening.score_runs` carry them):
+
+* ``exact_error_rate``: stopped runs whose declared compounds are not all among the m best
+  cure rates of the sample (m = 1: the declared compound is not the best);
+* ``eps_error_rate``: stopped runs where a declared compound's cure rate is more than epsilon
+  below the m-th best; when epsilon makes most of the sample a correct answer
+  (``eps_good_fraction`` >= :data:`UNINFORMATIVE`), it says little, and the report says so;
+* the declared compounds' measured potency: their rank among the K by measured activity
+  (1 = most potent), its median over runs, and how often each compound was declared.
+
+Runs that hit the safety cap (not stopped) are counted apart: they have no sample complexity.
 """
 
 from __future__ import annotations
 
+import html
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,18 +30,23 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 __all__ = [
+    "UNINFORMATIVE",
     "declared_compounds",
     "ground_truth_table",
+    "markdown_table",
+    "plot_declared_rank",
     "plot_error_rate",
     "plot_pulls_per_arm",
     "plot_samples",
     "structure_grid",
     "summarize_screens",
-    "markdown_table",
     "write_report",
 ]
 
 _KEYS = ["label", "algorithm", "d", "K"]
+
+#: Share of the sample within epsilon of the best above which the epsilon-error says little.
+UNINFORMATIVE = 0.5
 
 
 def _axes(ax):
@@ -39,38 +55,53 @@ def _axes(ax):
     return ax.figure, ax
 
 
-# ---------------------------------------------------------------------------------- tables
-def summarize_screens(records: pd.DataFrame, epsilon: float = 0.1) -> pd.DataFrame:
-    """One row per (algorithm label, d, K): runs, samples (mean, sd, quantiles), error rate.
+def _format_activity(value_nM: float, activity: str) -> str:
+    from screenbai.screening import format_activity
 
-    ``error_rate`` is the fraction of stopped runs whose declared compound is not
-    epsilon-best (for fixed-budget algorithms: not the best); ``not_stopped`` counts runs that
-    hit ``max_samples`` (kept out of the samples statistics); ``eps_error_rate`` applies the
-    same epsilon-criterion to every algorithm, fixed-budget ones included; ``mean_gap`` is the
-    mean cure-rate shortfall of the declared compound to the best of the K (all runs).
+    return format_activity(value_nM, activity)
+
+
+# ---------------------------------------------------------------------------------- tables
+def _q(s: np.ndarray, q: float) -> float:
+    return float(np.quantile(s, q)) if s.size else np.nan
+
+
+def summarize_screens(records: pd.DataFrame) -> pd.DataFrame:
+    """One row per (algorithm label, d, K): tests to stop, both error rates, declared potency.
+
+    Sample statistics and error rates are over the runs that stopped (``not_stopped`` counts
+    the others).  ``eps_good_fraction``: share of the K compounds that epsilon makes correct;
+    ``median_declared_rank``: median over runs of the declared compounds' rank by measured
+    activity among the K (1 = most potent), also as a percentage of K.
     """
     rows = []
     for key, g in records.groupby(_KEYS, sort=True):
         stopped = g[g["stopped"].astype(bool)]
         s = stopped["samples"].to_numpy(dtype=float)
+        K = int(key[3])
+        ranks = g["declared_rank_median"].to_numpy(dtype=float)
+        declared_nM = np.concatenate([np.asarray(v, dtype=float) for v in g["declared_activity_nM"]])
         rows.append(
             {
                 **dict(zip(_KEYS, key)),
+                "m": int(g["m"].iloc[0]),
+                "epsilon": float(g["epsilon"].iloc[0]),
                 "runs": len(g),
                 "not_stopped": int(len(g) - len(stopped)),
                 "mean_samples": float(s.mean()) if s.size else np.nan,
                 "sd_samples": float(s.std(ddof=1)) if s.size > 1 else np.nan,
                 "median_samples": float(np.median(s)) if s.size else np.nan,
-                "q10_samples": float(np.quantile(s, 0.1)) if s.size else np.nan,
-                "q90_samples": float(np.quantile(s, 0.9)) if s.size else np.nan,
-                "samples_per_arm": float(s.mean() / key[3]) if s.size else np.nan,
-                "error_rate": float(1.0 - stopped["correct"].astype(bool).mean()) if len(stopped) else np.nan,
-                "exact_best_rate": float((stopped["declared_mean_rank"] == 1).mean()) if len(stopped) else np.nan,
-                # one yardstick for every algorithm: declared cure rate more than epsilon below the best
-                "eps_error_rate": float(((stopped["best_mean"] - stopped["declared_mean"]) > epsilon + 1e-12).mean())
-                if len(stopped) else np.nan,
-                # cure-rate gap of the declared compound to the best of the K, over all runs
-                "mean_gap": float((g["best_mean"] - g["declared_mean"]).mean()),
+                "q10_samples": _q(s, 0.1),
+                "q90_samples": _q(s, 0.9),
+                "samples_per_compound": float(s.mean() / K) if s.size else np.nan,
+                "exact_error_rate": float(stopped["exact_error"].astype(bool).mean()) if len(stopped) else np.nan,
+                "eps_error_rate": float(stopped["eps_error"].astype(bool).mean()) if len(stopped) else np.nan,
+                "eps_good_fraction": float(g["n_eps_good"].iloc[0]) / K,
+                "median_declared_rank": float(np.median(ranks)),
+                "median_declared_rank_pct": float(100.0 * np.median(ranks) / K),
+                "median_declared_activity_nM": float(np.median(declared_nM)),
+                "best_activity_nM": float(g["best_activity_nM"].iloc[0]),
+                "distinct_declared": int(len({c for ids in g["declared_ids"] for c in ids})),
                 "mean_samples_all": float(g["samples"].mean()),
                 "mean_wall_time_s": float(g["wall_time_s"].mean()),
             }
@@ -78,36 +109,37 @@ def summarize_screens(records: pd.DataFrame, epsilon: float = 0.1) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
-def declared_compounds(records: pd.DataFrame) -> pd.DataFrame:
-    """Per (algorithm, d, K): the compound declared best most often, beside the best of the K.
+def declared_compounds(records: pd.DataFrame, smiles: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Every compound declared on each screen, with how often it was declared and its potency.
 
-    Columns: the compound (id, SMILES when known, measured activity, its rank among the K by
-    activity, its true cure rate and rank by cure rate), how often it was declared, how many
-    different compounds were declared, and the most potent compound of the sample.
+    One row per (algorithm, d, K, compound), most often declared first: ``times_declared`` of
+    ``runs``, measured activity and its rank among the K (1 = most potent), true cure rate and
+    its rank, and the most potent compound of the sample for comparison.
     """
     rows = []
     for key, g in records.groupby(_KEYS, sort=True):
-        counts = g["declared_id"].value_counts()
-        top = counts.index[0]
-        first = g[g["declared_id"] == top].iloc[0]
-        rows.append(
-            {
+        seen: dict[str, dict] = {}
+        for r in g.itertuples():
+            for j, cid in enumerate(r.declared_ids):
+                entry = seen.setdefault(cid, {
+                    "compound_id": cid,
+                    "times_declared": 0,
+                    "activity_nM": float(r.declared_activity_nM[j]),
+                    "activity_rank": int(r.declared_activity_rank[j]),
+                    "cure_rate": float(r.declared_mean[j]),
+                    "cure_rate_rank": int(r.declared_mean_rank[j]),
+                })
+                entry["times_declared"] += 1
+        first = g.iloc[0]
+        for entry in sorted(seen.values(), key=lambda e: (-e["times_declared"], e["activity_rank"])):
+            rows.append({
                 **dict(zip(_KEYS, key)),
-                "declared_id": top,
-                "declared_smiles": first.get("declared_smiles", None),
-                "declared_activity_nM": float(first["declared_activity_nM"]),
-                "declared_activity_rank": int(first["declared_activity_rank"]),
-                "declared_cure_rate": float(first["declared_mean"]),
-                "declared_cure_rate_rank": int(first["declared_mean_rank"]),
-                "times_declared": int(counts.iloc[0]),
+                **entry,
                 "runs": int(len(g)),
-                "distinct_declared": int(counts.size),
-                "median_declared_activity_nM": float(g["declared_activity_nM"].median()),
+                "smiles": (smiles or {}).get(entry["compound_id"]),
+                "best_activity_id": first["best_activity_id"],
                 "best_activity_nM": float(first["best_activity_nM"]),
-                "best_cure_rate": float(first["best_mean"]),
-                "best_cure_rate_id": first["best_mean_id"],
-            }
-        )
+            })
     return pd.DataFrame(rows)
 
 
@@ -122,6 +154,18 @@ def ground_truth_table(fits: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values("d").reset_index(drop=True)
 
 
+def _typed(df: pd.DataFrame, activity: str) -> pd.DataFrame:
+    """Name the activity columns after the measured quantity (``activity_nM`` -> ``Ki_nM``)."""
+    out = df.copy()
+    for col in [c for c in out.columns if "activity_nM" in c]:
+        if activity == "pChEMBL":
+            out[col.replace("activity_nM", "pChEMBL")] = 9.0 - np.log10(out.pop(col).astype(float))
+        else:
+            out = out.rename(columns={col: col.replace("activity_nM", f"{activity}_nM")})
+    return out.rename(columns={c: c.replace("activity_rank", f"{activity}_rank")
+                               for c in out.columns if "activity_rank" in c})
+
+
 # ---------------------------------------------------------------------------------- figures
 def _varied(summary: pd.DataFrame, x: str, fixed: Mapping[str, int]):
     sel = summary
@@ -130,11 +174,15 @@ def _varied(summary: pd.DataFrame, x: str, fixed: Mapping[str, int]):
     return sel.sort_values(x)
 
 
-def plot_samples(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=None, *, show_K: bool = True):
-    """Mean samples to stop (error bars: 10%-90% quantiles) against ``x`` ("d" or "K").
+def _xlabel(x: str) -> str:
+    return "PCA dimension d" if x == "d" else "number of compounds K"
 
-    ``fixed`` selects the screens (e.g. ``{"K": 400}``).  A dashed line marks K samples
-    (one test per compound), the reference of the paper's "tau < K" statements.
+
+def plot_samples(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=None, *, show_K: bool = True):
+    """Mean tests to stop (error bars: 10%-90% quantiles) against ``x`` ("d" or "K").
+
+    ``fixed`` selects the screens (e.g. ``{"K": 400}``).  A dashed line marks K tests (one test
+    per compound), the reference of the paper's "tau < K" statements.
     """
     fig, ax = _axes(ax)
     sel = _varied(summary, x, fixed)
@@ -152,38 +200,73 @@ def plot_samples(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=Non
             ks = np.sort(sel["K"].unique())
             ax.plot(ks, ks, "k--", lw=1, label="K (one test per compound)")
         elif "K" in fixed:
-            ax.axhline(fixed["K"], color="k", ls="--", lw=1, label=f"K = {fixed['K']}")
-    ax.set_xlabel("PCA dimension d" if x == "d" else "number of compounds K")
+            ax.axhline(fixed["K"], color="k", ls="--", lw=1, label=f"K = {fixed['K']} (one test per compound)")
+    ax.set_xlabel(_xlabel(x))
     ax.set_ylabel("tests until the algorithm stops\n(mean; bars: 10-90 % of runs)")
     ax.set_yscale("log")
-    ax.set_title(", ".join(f"{k} = {v}" for k, v in fixed.items()))
+    ax.set_title("tests to stop, " + ", ".join(f"{k} = {v}" for k, v in fixed.items()), fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7)
     return fig
 
 
-def plot_error_rate(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=None, *, delta: float | None = None,
-                    column: str = "eps_error_rate"):
-    """Fraction of stopped runs whose declared compound is not epsilon-best, against ``x``."""
+def plot_error_rate(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=None, *, delta: float | None = None):
+    """Exact-best error (solid) and epsilon-error (dashed) of the stopped runs against ``x``.
+
+    Where epsilon makes at least :data:`UNINFORMATIVE` of the sample correct, the epsilon-error
+    is not drawn (a flat line at 0 would say nothing) and the panel says so.
+    """
     fig, ax = _axes(ax)
     sel = _varied(summary, x, fixed)
-    # curves often coincide (all at 0): open markers of decreasing size keep each one visible
+    hidden = []
     for i, (label, g) in enumerate(sel.groupby("label", sort=False)):
-        ax.plot(g[x], g[column], marker="osD^v"[i % 5], ms=max(11 - 3 * i, 4), fillstyle="none",
-                mew=1.5, label=label)
+        line, = ax.plot(g[x], g["exact_error_rate"], marker="osD^v"[i % 5], ms=max(9 - 2 * i, 4),
+                        fillstyle="none", mew=1.5, label=f"{label}: not the exact best")
+        informative = g["eps_good_fraction"] < UNINFORMATIVE
+        if informative.any():
+            ax.plot(g.loc[informative, x], g.loc[informative, "eps_error_rate"], ls="--", marker="osD^v"[i % 5],
+                    ms=4, color=line.get_color(), label=f"{label}: more than epsilon below")
+        if (~informative).any():
+            hidden.append((label, float(g["epsilon"].iloc[0]), float(g["eps_good_fraction"].max())))
     if delta is not None:
-        ax.axhline(delta, color="k", ls="--", lw=1, label=f"delta = {delta:g}")
-    ax.set_xlabel("PCA dimension d" if x == "d" else "number of compounds K")
-    ax.set_ylabel("error rate (declared > epsilon below best)" if column == "eps_error_rate" else column)
+        ax.axhline(delta, color="k", ls=":", lw=1, label=f"delta = {delta:g}")
+    if hidden:
+        groups: dict[tuple[float, float], list[str]] = {}
+        for lab, e, f in hidden:
+            groups.setdefault((e, round(f, 2)), []).append(lab)
+        text = "\n".join(f"epsilon = {e:g} counts up to {f:.0%} of the sample as correct\n"
+                         f"({', '.join(labs)}): epsilon-error not drawn" for (e, f), labs in groups.items())
+        ax.text(0.02, 0.97, text, transform=ax.transAxes, va="top", fontsize=7,
+                bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "0.7"})
+    ax.set_xlabel(_xlabel(x))
+    ax.set_ylabel("error rate (stopped runs)")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title(", ".join(f"{k} = {v}" for k, v in fixed.items()))
+    ax.set_title("errors, " + ", ".join(f"{k} = {v}" for k, v in fixed.items()), fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, loc="center right")
+    return fig
+
+
+def plot_declared_rank(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=None, *, activity: str = "IC50"):
+    """Median rank of the declared compounds by measured activity, as % of the sample (lower = more potent)."""
+    fig, ax = _axes(ax)
+    sel = _varied(summary, x, fixed)
+    for i, (label, g) in enumerate(sel.groupby("label", sort=False)):
+        ax.plot(g[x], g["median_declared_rank_pct"], marker="osD^v"[i % 5], label=label)
+    ax.axhline(10, color="k", ls="--", lw=1, label="top 10 % of the sample")
+    ax.axhline(50, color="0.5", ls=":", lw=1, label="a random compound (median)")
+    ax.set_xlabel(_xlabel(x))
+    ax.set_ylabel(f"declared compounds' rank by measured {activity}\n(median over runs, % of K; 0 = most potent)")
+    ax.set_ylim(0, 100)
+    ax.invert_yaxis()
+    ax.set_title("potency of the declared compounds", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
     return fig
 
 
 def plot_pulls_per_arm(records: pd.DataFrame, means: np.ndarray, ax=None):
-    """Mean tests per compound against the compound's rank by true cure rate (one line per algorithm)."""
+    """Mean tests per compound against the compound's rank by true cure rate (one series per algorithm)."""
     fig, ax = _axes(ax)
     order = np.argsort(-np.asarray(means), kind="stable")
     for label, g in records.groupby("label", sort=False):
@@ -213,92 +296,7 @@ def structure_grid(table: pd.DataFrame, *, smiles: str = "smiles", legend: Seque
                                 legends=legends, returnPNG=False, drawOptions=options)
 
 
-# ---------------------------------------------------------------------------------- orchestration
-def _fmt_nM(v: float) -> str:
-    return f"{v:.3g}"
-
-
-def write_report(
-    records: pd.DataFrame,
-    *,
-    library: pd.DataFrame,
-    curation: Mapping[str, Any],
-    fits: Sequence[Mapping[str, Any]],
-    studies: Mapping[str, Mapping[str, Any]],
-    reference: tuple[int, int],
-    reference_means: np.ndarray,
-    outputs: Mapping[str, str | os.PathLike],
-    algorithms: Sequence[Mapping[str, Any]] = (),
-    title: str = "",
-    mols_per_row: int = 4,
-) -> dict[str, pd.DataFrame]:
-    """Write every table and figure of the report (paths in ``outputs``) and a markdown summary.
-
-    ``outputs`` keys: ``summary`` (csv), ``declared`` (csv), ``ground_truth`` (csv),
-    ``structures`` (png), ``pulls`` (png), ``markdown`` (md), and ``study_<name>`` (png) per
-    study.  ``reference`` is the (d, K) screen shown in the pulls and structures figures.
-    """
-    smiles = dict(zip(library["compound_id"], library["smiles"]))
-    records = records.copy()
-    records["declared_smiles"] = records["declared_id"].map(smiles)
-    eps = next(((a.get("params") or {}).get("epsilon") for a in algorithms
-                if (a.get("params") or {}).get("epsilon") is not None), 0.1)
-    summary = summarize_screens(records, epsilon=float(eps))
-    declared = declared_compounds(records)
-    gt = ground_truth_table(fits)
-    summary.to_csv(outputs["summary"], index=False)
-    declared.to_csv(outputs["declared"], index=False)
-    gt.to_csv(outputs["ground_truth"], index=False)
-    deltas = {a["label"]: (a.get("params") or {}).get("delta") for a in algorithms}
-    delta = next((v for v in deltas.values() if v is not None), None)
-
-    # one figure per study: samples and error rate against the varied parameter
-    for name, study in studies.items():
-        d_list = study["d"] if isinstance(study["d"], list) else [study["d"]]
-        k_list = study["K"] if isinstance(study["K"], list) else [study["K"]]
-        fig = Figure(figsize=(11, 4))
-        ax1, ax2 = fig.subplots(1, 2)
-        if len(d_list) >= len(k_list):
-            x, fixed = "d", {"K": int(k_list[0])}
-        else:
-            x, fixed = "K", {"d": int(d_list[0])}
-        plot_samples(summary, x, fixed, ax1)
-        plot_error_rate(summary, x, fixed, ax2, delta=delta)
-        fig.suptitle(f"{title or 'screen'}: tests and errors versus {x}", fontsize=10)
-        fig.tight_layout()
-        fig.savefig(outputs[f"study_{name}"], dpi=110)
-
-    d_ref, K_ref = reference
-    ref = records[(records["d"] == d_ref) & (records["K"] == K_ref)]
-    fig = plot_pulls_per_arm(ref, reference_means)
-    fig.axes[0].set_title(f"tests per compound, d = {d_ref}, K = {K_ref}")
-    fig.tight_layout()
-    fig.savefig(outputs["pulls"], dpi=110)
-
-    # structures: the compound each algorithm declared at the reference screen, and the best of the K
-    dref = declared[(declared["d"] == d_ref) & (declared["K"] == K_ref)]
-    grid_rows = [
-        {"smiles": r.declared_smiles,
-         "legend": f"{r.label} (d={d_ref}, K={K_ref})\n{r.declared_id}\nIC50 {_fmt_nM(r.declared_activity_nM)} nM, rank {r.declared_activity_rank}/{K_ref}"}
-        for r in dref.itertuples()
-    ]
-    if len(ref):
-        best_id = library.set_index("compound_id")["activity_nM"]
-        sample_best = ref.iloc[0]
-        best_cid = best_id[best_id == sample_best["best_activity_nM"]].index
-        if len(best_cid):
-            grid_rows.append({"smiles": smiles.get(best_cid[0]),
-                              "legend": f"best of the {K_ref}: {best_cid[0]}\nIC50 {_fmt_nM(sample_best['best_activity_nM'])} nM"})
-    grid = pd.DataFrame(grid_rows or [{"smiles": "", "legend": "no runs"}])
-    img = structure_grid(grid, legend=list(grid["legend"]), mols_per_row=mols_per_row)
-    img.save(outputs["structures"])
-
-    Path(outputs["markdown"]).write_text(
-        _markdown(title, curation, gt, summary, declared, reference), encoding="utf-8"
-    )
-    return {"summary": summary, "declared": declared, "ground_truth": gt}
-
-
+# ---------------------------------------------------------------------------------- the summary page
 def markdown_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
     """A GitHub markdown table (no extra dependency)."""
     def cell(v):
@@ -312,29 +310,221 @@ def markdown_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
     return "\n".join([head, sep, *body])
 
 
-def _markdown(title, curation, gt, summary, declared, reference) -> str:
+def html_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
+    return df.to_html(index=False, na_rep="", border=0, classes="screenbai",
+                      float_format=lambda v: format(v, floatfmt), escape=True)
+
+
+_CSS = """<style>
+.screenbai-summary { font-family: sans-serif; font-size: 14px; }
+.screenbai-summary .warning { border: 2px solid #b00; background: #fee; padding: 8px; font-weight: bold; }
+table.screenbai { border-collapse: collapse; font-size: 12px; margin: 6px 0 14px 0; }
+table.screenbai th, table.screenbai td { border: 1px solid #ccc; padding: 2px 6px; text-align: right; }
+table.screenbai th { background: #eee; }
+</style>"""
+
+
+class _Page:
+    """A page built once and written as markdown (summary.md) and as HTML (the report's summary)."""
+
+    def __init__(self):
+        self.blocks: list[tuple[str, Any]] = []
+
+    def heading(self, text, level=2):
+        self.blocks.append(("h", (level, text)))
+
+    def para(self, text):
+        self.blocks.append(("p", text))
+
+    def warning(self, text):
+        self.blocks.append(("w", text))
+
+    def items(self, texts):
+        self.blocks.append(("ul", list(texts)))
+
+    def table(self, df):
+        self.blocks.append(("t", df))
+
+    def markdown(self) -> str:
+        out = []
+        for kind, v in self.blocks:
+            if kind == "h":
+                out += ["#" * v[0] + " " + v[1], ""]
+            elif kind == "p":
+                out += [v, ""]
+            elif kind == "w":
+                out += [f"> **WARNING: {v}**", ""]
+            elif kind == "ul":
+                out += [f"- {t}" for t in v] + [""]
+            else:
+                out += [markdown_table(v), ""]
+        return "\n".join(out)
+
+    def html(self) -> str:
+        out = [_CSS, '<div class="screenbai-summary">']
+        for kind, v in self.blocks:
+            if kind == "h":
+                out.append(f"<h{v[0] + 1}>{html.escape(v[1])}</h{v[0] + 1}>")
+            elif kind == "p":
+                out.append(f"<p>{html.escape(v)}</p>")
+            elif kind == "w":
+                out.append(f'<p class="warning">WARNING: {html.escape(v)}</p>')
+            elif kind == "ul":
+                out.append("<ul>" + "".join(f"<li>{html.escape(t)}</li>" for t in v) + "</ul>")
+            else:
+                out.append(html_table(v))
+        out.append("</div>")
+        return "\n".join(out)
+
+
+def _provenance(page: _Page, curation: Mapping[str, Any], label: Mapping[str, Any], activity: str):
     src = curation.get("source", {})
-    lines = [f"# {title or 'Screening report'}", ""]
-    if src.get("used") == "offline_fallback":
-        lines += [f"> **WARNING: {src.get('warning')}**", ""]
     settings = src.get("settings", {})
-    lines += [
-        "## Data",
-        "",
-        f"Source used: `{settings.get('kind')}` "
-        + (f"target `{settings.get('target_chembl_id')}`" if settings.get("target_chembl_id") else f"file `{settings.get('path')}`")
-        + f", {src.get('n_rows', '?')} activity rows.",
-        "",
+    if src.get("used") == "offline_fallback":
+        page.warning(str(src.get("warning")))
+    where = (f"ChEMBL target {settings.get('target_chembl_id')}" if settings.get("target_chembl_id")
+             else f"file {settings.get('path')} ({settings.get('kind')})")
+    used = "the offline fallback" if src.get("used") == "offline_fallback" else "the configured source"
+    page.heading("Data")
+    page.items([
+        f"Activities: {where}, {used}; {src.get('n_rows', '?')} rows.",
+        f"Activity type: {activity} (as declared; rows per declared type in the data: "
+        + ", ".join(f"{k} {v}" for k, v in (label.get("rows_per_type") or {}).items()) + ").",
         f"Curation: {curation.get('n_input')} rows in, {curation.get('n_output_rows')} measurements kept, "
         f"{curation.get('n_compounds')} compounds.",
-        "",
-        "| reason | rows |",
-        "|---|---|",
+        f"Cure label: {label.get('description')}: {label.get('n_cured')} of {label.get('n_compounds')} compounds "
+        f"cure ({100.0 * label.get('n_cured', 0) / max(label.get('n_compounds', 1), 1):.1f} %); threshold "
+        f"{label.get('threshold_nM', float('nan')):.4g} nM = p{activity} {label.get('threshold_pActivity', float('nan')):.2f}.",
+    ])
+    dropped = curation.get("dropped") or {}
+    if dropped:
+        page.table(pd.DataFrame({"dropped because": list(dropped), "rows": list(dropped.values())}))
+
+
+def _findings(summary: pd.DataFrame, declared: pd.DataFrame, reference: tuple[int, int], activity: str) -> list[str]:
+    """One sentence per algorithm at the reference screen: what a chemist would want to know."""
+    d_ref, K_ref = reference
+    out = []
+    for r in summary[(summary["d"] == d_ref) & (summary["K"] == K_ref)].itertuples():
+        names = "1 compound" if r.m == 1 else f"{r.m} compounds"
+        whose = "declared compound's" if r.m == 1 else f"{r.m} declared compounds'"
+        distinct = f"{r.distinct_declared} different compound{'s' if r.distinct_declared > 1 else ''}"
+        top = declared[(declared["label"] == r.label) & (declared["d"] == d_ref) & (declared["K"] == K_ref)].head(1)
+        most = (f" Most often declared: {top['compound_id'].iat[0]} ({top['times_declared'].iat[0]} of {top['runs'].iat[0]} runs, "
+                f"{_format_activity(top['activity_nM'].iat[0], activity)}, rank {top['activity_rank'].iat[0]} of {K_ref})."
+                if len(top) else "")
+        tests = (f"stopped after {r.median_samples:.0f} tests (median; {'fewer' if r.median_samples < K_ref else 'more'} "
+                 f"than the {K_ref} compounds)" if r.runs > r.not_stopped else "never stopped")
+        eps_note = (f"epsilon = {r.epsilon:g} counts {r.eps_good_fraction:.0%} of the sample as correct, so the "
+                    "epsilon-error says little here" if r.eps_good_fraction >= UNINFORMATIVE
+                    else f"more than epsilon = {r.epsilon:g} below: {r.eps_error_rate:.2f}")
+        out.append(
+            f"{r.label} (d = {d_ref}, K = {K_ref}, names {names}): {tests}"
+            + (f", {r.not_stopped} of {r.runs} runs hit the cap" if r.not_stopped else "")
+            + f". The {whose} median rank by measured {activity} is {r.median_declared_rank:.0f} of {K_ref} "
+            f"(top {r.median_declared_rank_pct:.1f} %; median {_format_activity(r.median_declared_activity_nM, activity)}, "
+            f"best of the sample {_format_activity(r.best_activity_nM, activity)}); {distinct} "
+            f"declared in {r.runs} runs. Error: not the exact best {r.exact_error_rate:.2f}; {eps_note}."
+            + most
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------- orchestration
+def write_report(
+    records: pd.DataFrame,
+    *,
+    library: pd.DataFrame,
+    curation: Mapping[str, Any],
+    label: Mapping[str, Any],
+    fits: Sequence[Mapping[str, Any]],
+    studies: Mapping[str, Mapping[str, Any]],
+    reference: tuple[int, int],
+    reference_means: np.ndarray,
+    outputs: Mapping[str, str | os.PathLike],
+    algorithms: Sequence[Mapping[str, Any]] = (),
+    title: str = "",
+    activity: str = "IC50",
+    mols_per_row: int = 4,
+) -> dict[str, pd.DataFrame]:
+    """Write every table and figure of the report (paths in ``outputs``), as CSV, markdown and HTML.
+
+    ``outputs`` keys: ``summary``, ``declared``, ``ground_truth`` (csv, and the same with
+    ``_html``), ``structures``, ``pulls`` (png), ``markdown`` (md), ``page`` (the HTML summary)
+    and ``study_<name>`` (png) per study.  ``label`` is the cure label of the curate rule;
+    ``activity`` names the measured quantity (IC50, Ki, ...) in every table and figure.
+    ``reference`` is the (d, K) screen of the pulls and structures figures.
+    """
+    smiles = dict(zip(library["compound_id"], library["smiles"]))
+    summary = summarize_screens(records)
+    declared = declared_compounds(records, smiles)
+    gt = ground_truth_table(fits)
+    tables = {"summary": _typed(summary.drop(columns=["algorithm"]), activity),
+              "declared": _typed(declared.drop(columns=["algorithm"]), activity), "ground_truth": gt}
+    for key, df in tables.items():
+        df.to_csv(outputs[key], index=False)
+        if f"{key}_html" in outputs:
+            Path(outputs[f"{key}_html"]).write_text(_CSS + "\n" + html_table(df), encoding="utf-8")
+    deltas = [(a.get("params") or {}).get("delta") for a in algorithms]
+    delta = next((v for v in deltas if v is not None), None)
+    title = title or "Screening report"
+
+    for name, study in studies.items():
+        d_list = study["d"] if isinstance(study["d"], list) else [study["d"]]
+        k_list = study["K"] if isinstance(study["K"], list) else [study["K"]]
+        x, fixed = ("d", {"K": int(k_list[0])}) if len(d_list) >= len(k_list) else ("K", {"d": int(d_list[0])})
+        fig = Figure(figsize=(16, 4.6))
+        ax1, ax2, ax3 = fig.subplots(1, 3)
+        plot_samples(summary, x, fixed, ax1)
+        plot_error_rate(summary, x, fixed, ax2, delta=delta)
+        plot_declared_rank(summary, x, fixed, ax3, activity=activity)
+        fig.suptitle(f"{title}: tests, errors and potency versus {x}", fontsize=11)
+        fig.tight_layout()
+        fig.savefig(outputs[f"study_{name}"], dpi=100)
+
+    d_ref, K_ref = reference
+    ref = records[(records["d"] == d_ref) & (records["K"] == K_ref)]
+    fig = plot_pulls_per_arm(ref, reference_means)
+    fig.axes[0].set_title(f"{title}\ntests per compound, d = {d_ref}, K = {K_ref}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(outputs["pulls"], dpi=110)
+
+    # structures: what each algorithm declared most often at the reference screen, and the best of the K
+    dref = declared[(declared["d"] == d_ref) & (declared["K"] == K_ref)]
+    per_alg = max(1, min(4, int(summary["m"].max()) if len(summary) else 1))
+    grid_rows = [
+        {"smiles": r.smiles,
+         "legend": f"{r.label}: {r.times_declared} of {r.runs} runs\n{r.compound_id}\n"
+                   f"{_format_activity(r.activity_nM, activity)}, rank {r.activity_rank}/{K_ref}"}
+        for _, g in dref.groupby("label", sort=False) for r in g.head(per_alg).itertuples()
     ]
-    lines += [f"| {k} | {v} |" for k, v in (curation.get("dropped") or {}).items()]
-    lines += ["", "## Ground truth (per PCA dimension d; the bandit sees d + 1 features)", "",
-              markdown_table(gt), "",
-              "## Samples and errors", "", markdown_table(summary.drop(columns=["algorithm"])), "",
-              f"## Declared compounds (reference screen d = {reference[0]}, K = {reference[1]}, and all screens)", "",
-              markdown_table(declared.drop(columns=["algorithm", "declared_smiles"])), ""]
-    return "\n".join(lines)
+    if len(ref):
+        first = ref.iloc[0]
+        grid_rows.append({"smiles": smiles.get(first["best_activity_id"]),
+                          "legend": f"most potent of the {K_ref}\n{first['best_activity_id']}\n"
+                                    f"{_format_activity(first['best_activity_nM'], activity)}"})
+    grid = pd.DataFrame(grid_rows or [{"smiles": "", "legend": "no runs"}])
+    img = structure_grid(grid, legend=list(grid["legend"]), mols_per_row=mols_per_row)
+    img.save(outputs["structures"])
+
+    page = _Page()
+    page.heading(title, 1)
+    _provenance(page, curation, label, activity)
+    page.heading(f"What the screens found (d = {d_ref}, K = {K_ref})")
+    page.items(_findings(summary, declared, reference, activity))
+    page.para("Errors are over the runs that stopped. Not the exact best: a declared compound is not among the m "
+              "best cure rates of the sample. More than epsilon below: a declared compound's cure rate is more than "
+              "the algorithm's epsilon below the m-th best (fixed-budget algorithms: the report's epsilon).")
+    page.heading("Tests and errors, every screen")
+    cols = ["label", "d", "K", "m", "runs", "not_stopped", "median_samples", "q10_samples", "q90_samples",
+            "exact_error_rate", "epsilon", "eps_error_rate", "eps_good_fraction", "median_declared_rank",
+            "median_declared_rank_pct", "distinct_declared"]
+    page.table(summary[cols])
+    page.heading(f"Declared compounds (d = {d_ref}, K = {K_ref}; most often declared first)")
+    page.table(_typed(dref.drop(columns=["algorithm", "smiles", "d", "K"]).groupby("label", sort=False).head(5), activity))
+    page.heading("Ground truth per PCA dimension d (the bandit sees d + 1 features)")
+    page.table(gt)
+    Path(outputs["markdown"]).write_text(page.markdown(), encoding="utf-8")
+    if "page" in outputs:
+        Path(outputs["page"]).write_text(page.html(), encoding="utf-8")
+    return {"summary": summary, "declared": declared, "ground_truth": gt}

@@ -18,6 +18,7 @@ import importlib
 import logging
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,13 @@ SHARED_DATA_ENV = "SCREENBAI_SHARED_DATA"
 DEFAULT_SHARED_DATA = "../shared/data/chembl"
 
 __all__ = [
+    "ACTIVITY_TYPES",
     "acquire_activities",
+    "activity_types_of",
+    "check_activity_types",
+    "check_library_size",
+    "format_activity",
+    "prepare_activities",
     "arm_columns",
     "build_instance",
     "check_algorithms",
@@ -118,6 +125,129 @@ def acquire_activities(
     return raw, provenance
 
 
+# ---------------------------------------------------------------------------------- activity types
+#: Activity types known by name (any other ChEMBL ``standard_type`` may be declared too).
+#: pChEMBL values are -log10(molar) of some potency measure; they are converted to nM.
+ACTIVITY_TYPES = ("IC50", "Ki", "Kd", "EC50", "pChEMBL")
+_CANONICAL = {t.lower(): t for t in ACTIVITY_TYPES}
+_FLIP_RELATION = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "=>": "=<", "=<": "=>"}
+
+
+def _canonical(t: str) -> str:
+    return _CANONICAL.get(str(t).strip().lower(), str(t).strip())
+
+
+def _types_named_in(column: str) -> set[str]:
+    """Known activity types a column name mentions as a word (``ki_nM`` -> {Ki})."""
+    words = {w for w in re.split(r"[^a-z0-9]+", column.lower()) if w}
+    return {t for key, t in _CANONICAL.items() if key in words}
+
+
+def activity_types_of(config: Mapping[str, Any]) -> list[str]:
+    """The activity type(s) a workflow config declares, checked for agreement; fails before any job.
+
+    ``curation.activity_types`` if given, else the source's own declaration (``activity_types``
+    of a ChEMBL download, ``activity_type`` of a table; IC50 by default).  A table whose
+    activity column is named after another type (``ki_nM`` declared as IC50) and a curation
+    that keeps a type the source does not declare are errors naming both.
+    """
+    source = config["source"]
+    kind = source.get("kind")
+    if kind == "table":
+        src_types = [_canonical(source.get("activity_type", "IC50"))]
+        named = _types_named_in(str(source.get("activity_column", "")))
+        if named and not named & set(src_types):
+            raise ValueError(
+                f"source.activity_column {source['activity_column']!r} names {'/'.join(sorted(named))} values "
+                f"but source.activity_type is {src_types[0]!r}{' (the default)' if 'activity_type' not in source else ''}; "
+                f"declare the type the file holds, e.g. activity_type: {sorted(named)[0]}"
+            )
+    elif kind == "chembl":
+        src_types = [_canonical(t) for t in source.get("activity_types", ["IC50"])]
+    else:
+        src_types = []  # a ChEMBL export holds its types in its standard_type column
+    cur = (config.get("curation") or {}).get("activity_types")
+    types = [_canonical(t) for t in cur] if cur else (src_types or ["IC50"])
+    if src_types and not set(types) & set(src_types):
+        raise ValueError(
+            f"curation.activity_types {types} keeps none of the types the source declares ({src_types}); "
+            "give the same type(s) in both, or drop curation.activity_types to use the source's"
+        )
+    if "pChEMBL" in types and kind != "table":
+        raise ValueError(
+            "activity type pChEMBL is read from tables (kind: table, activity_type: pChEMBL); for ChEMBL "
+            "downloads and exports choose the measured type(s), e.g. [IC50] or [Ki]"
+        )
+    return types
+
+
+def check_activity_types(raw: pd.DataFrame, types: Sequence[str], where: str = "the data") -> dict[str, int]:
+    """Compare the declared types with the ``standard_type`` values the data hold.
+
+    Returns the row count per declared type found.  Raises ValueError naming both the declared
+    types and what the data hold when none of the declared types is present.
+    """
+    held = raw["standard_type"].astype("string").str.strip() if "standard_type" in raw.columns else pd.Series(dtype="string")
+    counts = held.fillna("(none)").value_counts()
+    lower = {str(k).lower(): int(v) for k, v in counts.items()}
+    found = {t: lower.get(t.lower(), 0) for t in types}
+    if not any(found.values()):
+        holds = ", ".join(f"{k} ({v} rows)" for k, v in counts.head(6).items()) or "no activity types"
+        raise ValueError(
+            f"the run declares activity type(s) {list(types)} but {where} holds {holds}: 0 of {len(raw)} rows "
+            "would be kept. Declare the type the data hold (source.activity_type for a table, "
+            "curation.activity_types otherwise)"
+        )
+    return found
+
+
+def prepare_activities(raw: pd.DataFrame, types: Sequence[str], where: str = "the data") -> pd.DataFrame:
+    """Raw rows ready for curation: declared types checked, pChEMBL values turned into nM.
+
+    A pChEMBL value p is -log10(molar): p = 7 is 100 nM, so a "> 7" bound becomes "< 100 nM".
+    Values outside 0-15 are not pChEMBL values (an error naming the first).
+    """
+    check_activity_types(raw, types, where)
+    out = raw.copy()
+    is_p = out["standard_type"].astype("string").str.strip().str.lower().eq("pchembl").fillna(False).to_numpy()
+    if is_p.any():
+        p = pd.to_numeric(out.loc[is_p, "standard_value"], errors="coerce")
+        bad = p[(p < 0) | (p > 15)]
+        if len(bad):
+            raise ValueError(
+                f"{where}: {len(bad)} declared pChEMBL value(s) lie outside 0-15 (first: {bad.iloc[0]!r} in row "
+                f"{bad.index[0]}); pChEMBL is -log10(molar), typically 4-11. If the values are concentrations, "
+                "declare their type (IC50, Ki, ...) and units instead"
+            )
+        nM = (10.0 ** (9.0 - p)).map(lambda v: f"{v:.12g}", na_action="ignore")
+        out["standard_value"] = out["standard_value"].astype("object")
+        out.loc[is_p, "standard_value"] = nM.where(p.notna(), out.loc[is_p, "standard_value"])
+        out["standard_units"] = out["standard_units"].astype("object")
+        out.loc[is_p, "standard_units"] = "nM"
+        if "standard_relation" in out.columns:
+            rel = out.loc[is_p, "standard_relation"].astype("object")
+            out["standard_relation"] = out["standard_relation"].astype("object")
+            out.loc[is_p, "standard_relation"] = rel.map(lambda r: _FLIP_RELATION.get(str(r).strip(), r) if isinstance(r, str) else r)
+    return out
+
+
+def format_activity(value_nM: float, label: str) -> str:
+    """``IC50 12 nM`` / ``Ki 0.15 nM``; pChEMBL as ``pChEMBL 7.92``."""
+    if label == "pChEMBL":
+        return f"pChEMBL {9.0 - math.log10(value_nM):.2f}"
+    return f"{label} {value_nM:.3g} nM"
+
+
+def check_library_size(n_compounds: int, sizes: Sequence[int], where: str = "the curated library") -> None:
+    """Refuse screens of more compounds than the library holds, naming its size."""
+    too_big = sorted(K for K in sizes if K > n_compounds)
+    if too_big:
+        raise ValueError(
+            f"screen.studies asks for K = {', '.join(map(str, too_big))} compounds but {where} has "
+            f"{n_compounds}; lower K to at most {n_compounds} in screen.studies"
+        )
+
+
 # ---------------------------------------------------------------------------------- study plan
 def _as_list(v) -> list[int]:
     return [int(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
@@ -161,8 +291,20 @@ def load_algorithm_modules(modules: Sequence[str] = ()) -> None:
         importlib.import_module(name)
 
 
-def check_algorithms(algorithms: Sequence[Mapping[str, Any]], modules: Sequence[str] = ()) -> None:
-    """Fail early (before any job) on an unknown algorithm, a duplicate label or a bad parameter."""
+def check_algorithms(
+    algorithms: Sequence[Mapping[str, Any]],
+    modules: Sequence[str] = (),
+    sizes: Sequence[int] = (),
+    max_samples: int = 10**6,
+) -> None:
+    """Fail early (before any job) on an unknown algorithm, a duplicate label or a bad parameter.
+
+    Keys and values (delta, epsilon, m, c_mu, ...) are checked against each algorithm's declared
+    parameters (:mod:`screenbai.bandits.params`); what depends on the screen (m < K, a budget
+    for K arms) by building every algorithm, with the parameters of each run, on a stand-in
+    logistic instance of each screen size K in ``sizes`` ("oracle" values resolved from it), so
+    every error a constructor raises surfaces here, naming the algorithm's label and K.
+    """
     from screenbai.bandits.params import check, declared
     from screenbai.bandits.registry import available, get
 
@@ -190,6 +332,41 @@ def check_algorithms(algorithms: Sequence[Mapping[str, Any]], modules: Sequence[
             if "budget" in params:
                 raise ValueError(f"algorithms: {entry['label']!r} sets both budget and budget_per_arm; keep one")
         check(reg.cls, {**reg.defaults, **params}, label=f"algorithms: {entry['label']!r}")
+        for K in sorted(set(sizes)):
+            _check_values(entry, int(K), max_samples)
+
+
+def _check_values(entry: Mapping[str, Any], K: int, max_samples: int) -> None:
+    """Build the algorithm of ``entry`` for a K-arm stand-in instance: its own checks run."""
+    import warnings
+
+    from scipy.special import expit
+
+    from screenbai.bandits import Instance
+    from screenbai.bandits.registry import policy_for_instance
+
+    rng = np.random.default_rng(0)
+    X = np.hstack([rng.uniform(-1.0, 1.0, (K, 3)), np.ones((K, 1))])
+    theta = np.array([1.0, -0.5, 0.25, -1.0])
+    stand_in = Instance(X, expit(X @ theta), reward="bernoulli", theta=theta, link="logistic", name=f"K{K}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            policy_for_instance(entry["algorithm"], stand_in, rng=0, **algorithm_params(entry, K, max_samples))
+    except (ValueError, TypeError) as exc:
+        raise ValueError(
+            f"algorithms: {entry['label']!r} ({entry['algorithm']}) on the screens of K = {K} compounds: {exc}"
+        ) from None
+
+
+def check_regex(value: str | None, key: str) -> None:
+    """A regular expression of the config compiles, or the error names the key and the value."""
+    if value is None:
+        return
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"{key} = {value!r} is not a valid regular expression: {exc}") from None
 
 
 def algorithm_params(entry: Mapping[str, Any], K: int, max_samples: int) -> dict:
@@ -340,12 +517,12 @@ def run_chunk(
     n_reps: int,
     max_samples: int = 10**6,
     modules: Sequence[str] = (),
+    default_epsilon: float = 0.1,
 ) -> pd.DataFrame:
     """Replications ``start .. start + n_reps - 1`` of one algorithm on one (d, K) screen.
 
-    One tidy row per replication: the runner's record (samples, stopped, correct, pulls, ...)
-    plus ``label, d, K`` and the declared compound (``declared_id``, its measured activity, its
-    rank among the K by activity and by true cure rate).
+    One tidy row per replication: the runner's record (samples, stopped, pulls, ...) plus
+    ``label, d, K`` and the declared compounds and errors of :func:`score_runs`.
     """
     from screenbai.bandits.runner import replicate
 
@@ -356,22 +533,75 @@ def run_chunk(
     params = algorithm_params(entry, K, max_samples)
     rep_seed = replication_seed(seed, d, K)
     rec = replicate(instance, entry["algorithm"], params, n_reps=n_reps, seed=rep_seed, start=start, n_jobs=1)
-    mu = instance.means
+    return score_runs(rec, instance.means, subset, entry, d=d, K=K, default_epsilon=default_epsilon)
+
+
+def judging_epsilon(entry: Mapping[str, Any], default: float = 0.1) -> float:
+    """The epsilon an algorithm's answer is judged with: its own (given or its default), else ``default``.
+
+    Fixed-budget algorithms have none; they are judged with ``default`` (the config's
+    ``report.epsilon``), the same yardstick for every algorithm without one.
+    """
+    from screenbai.bandits.registry import get
+
+    params = entry.get("params") or {}
+    if params.get("epsilon") is not None:
+        return float(params["epsilon"])
+    p = inspect.signature(get(entry["algorithm"]).cls.__init__).parameters.get("epsilon")
+    if p is not None and isinstance(p.default, (int, float)):
+        return float(p.default)
+    return float(default)
+
+
+def score_runs(
+    rec: pd.DataFrame,
+    means: np.ndarray,
+    subset: pd.DataFrame,
+    entry: Mapping[str, Any],
+    *,
+    d: int,
+    K: int,
+    default_epsilon: float = 0.1,
+) -> pd.DataFrame:
+    """Add what a chemist reads to the runner's records: the declared compounds and both errors.
+
+    Per run: the declared compounds (``declared_ids``; m of them for a top-m algorithm), their
+    measured activity and rank among the K by activity (1 = most potent) and by true cure rate,
+    the median of those ranks, and two errors with one definition each, used by every table and
+    figure: ``exact_error`` (a declared compound is not among the m best cure rates) and
+    ``eps_error`` (a declared compound's cure rate is more than ``epsilon`` below the m-th best).
+    ``n_eps_good`` counts the compounds of the sample that epsilon makes correct answers.
+    """
+    mu = np.asarray(means, dtype=float)
+    ids = subset["compound_id"].to_numpy()
+    act = subset["activity_nM"].to_numpy(dtype=float)
+    act_rank = subset["activity_rank"].to_numpy()
     mean_rank = pd.Series(-mu).rank(method="min").astype(int).to_numpy()
-    best_arm = int(np.argmax(mu))
-    declared = np.array([int(r[0]) for r in rec["recommendation"]])
+    declared = [np.asarray(r, dtype=int).reshape(-1) for r in rec["recommendation"]]
+    m = int(declared[0].size)
+    mu_m = float(np.sort(mu)[::-1][m - 1])
+    eps = judging_epsilon(entry, default_epsilon)
+    best = int(np.argmax(mu))
+    rec = rec.copy()
     rec.insert(0, "label", entry["label"])
     rec.insert(1, "d", int(d))
     rec.insert(2, "K", int(K))
-    rec["declared_arm"] = declared
-    rec["declared_id"] = subset["compound_id"].to_numpy()[declared]
-    rec["declared_activity_nM"] = subset["activity_nM"].to_numpy()[declared]
-    rec["declared_activity_rank"] = subset["activity_rank"].to_numpy()[declared]
-    rec["declared_mean"] = mu[declared]
-    rec["declared_mean_rank"] = mean_rank[declared]
-    rec["best_mean"] = float(mu[best_arm])
-    rec["best_mean_id"] = subset["compound_id"].iat[best_arm]
-    rec["best_activity_nM"] = float(subset["activity_nM"].min())
+    rec["m"] = m
+    rec["epsilon"] = eps
+    rec["declared_arms"] = [[int(a) for a in arms] for arms in declared]
+    rec["declared_ids"] = [[str(ids[a]) for a in arms] for arms in declared]
+    rec["declared_activity_nM"] = [[float(act[a]) for a in arms] for arms in declared]
+    rec["declared_activity_rank"] = [[int(act_rank[a]) for a in arms] for arms in declared]
+    rec["declared_mean"] = [[float(mu[a]) for a in arms] for arms in declared]
+    rec["declared_mean_rank"] = [[int(mean_rank[a]) for a in arms] for arms in declared]
+    rec["declared_rank_median"] = [float(np.median(act_rank[arms])) for arms in declared]
+    rec["exact_error"] = [bool(np.any(mu[arms] < mu_m)) for arms in declared]
+    rec["eps_error"] = [bool(np.any(mu[arms] < mu_m - eps - 1e-12)) for arms in declared]
+    rec["n_eps_good"] = int(np.sum(mu >= mu_m - eps - 1e-12))
+    rec["best_mean"] = float(mu[best])
+    rec["best_mean_id"] = str(ids[best])
+    rec["best_activity_nM"] = float(act.min())
+    rec["best_activity_id"] = str(ids[int(np.argmin(act))])
     rec["recommendation"] = rec["recommendation"].map(lambda r: [int(a) for a in r])
     rec["pulls"] = rec["pulls"].map(lambda p: [int(a) for a in p])
     return rec

@@ -126,7 +126,7 @@ def test_build_instance_is_logistic_with_intercept():
     np.testing.assert_array_equal(inst.features[:, -1], 1.0)
 
 
-def test_ground_truth_arms_rejects_a_single_class():
+def test_ground_truth_arms_rejects_a_single_class():  # the curate rule refuses it earlier (cure_threshold)
     _, library, _ = _arms()
     feats = pd.DataFrame({"compound_id": library["compound_id"], "pc1": 0.0})
     with pytest.raises(ValueError, match="one side of ground_truth.threshold_nM"):
@@ -140,7 +140,7 @@ def test_chunks_reproduce_the_whole_run():
     kw = dict(d=4, K=20, seed=11, max_samples=10**5)
     whole = run_chunk(arms, sub, theta, GSE, start=0, n_reps=6, **kw)
     parts = merge_records([run_chunk(arms, sub, theta, GSE, start=s, n_reps=3, **kw) for s in (3, 0)])
-    cols = ["replication", "samples", "declared_id", "correct"]
+    cols = ["replication", "samples", "declared_arms", "exact_error"]
     pd.testing.assert_frame_equal(whole[cols], parts[cols])
     assert list(whole["replication"]) == list(range(6))
     assert (whole["samples"] == 4 * 20).all()  # budget_per_arm * K
@@ -148,21 +148,114 @@ def test_chunks_reproduce_the_whole_run():
         merge_records([whole, whole])
 
 
-def test_run_chunk_records_declared_compound():
+def test_run_chunk_records_declared_compound_and_both_errors():
     arms, library, theta = _arms()
     sub = draw_subset(library, 20, 3)
     rec = run_chunk(arms, sub, theta, GLGAPE, d=4, K=20, seed=1, start=0, n_reps=3, max_samples=10**5)
     assert set(rec["label"]) == {"gl"} and set(rec["d"]) == {4} and set(rec["K"]) == {20}
-    row = rec.iloc[0]
-    expect = sub.iloc[row["declared_arm"]]
-    assert row["declared_id"] == expect["compound_id"]
-    assert row["declared_activity_nM"] == expect["activity_nM"]
-    assert row["declared_activity_rank"] == expect["activity_rank"]
     mu = arms.set_index("compound_id").loc[sub["compound_id"], "mean"].to_numpy()
-    assert row["best_mean"] == pytest.approx(mu.max())
-    assert row["declared_mean"] == pytest.approx(mu[row["declared_arm"]])
-    assert len(row["pulls"]) == 20 and sum(row["pulls"]) == row["samples"]
-    assert rec["stopped"].all() and rec["correct"].mean() >= 2 / 3
+    for row in rec.itertuples():
+        (a,) = row.declared_arms
+        expect = sub.iloc[a]
+        assert row.declared_ids == [expect["compound_id"]]
+        assert row.declared_activity_nM == [expect["activity_nM"]]
+        assert row.declared_activity_rank == [expect["activity_rank"]] and row.declared_rank_median == expect["activity_rank"]
+        assert row.declared_mean == [pytest.approx(mu[a])]
+        assert row.exact_error == (a != int(np.argmax(mu)))
+        assert row.eps_error == (mu[a] < mu.max() - 0.1)
+        assert len(row.pulls) == 20 and sum(row.pulls) == row.samples
+    assert (rec["epsilon"] == 0.1).all() and (rec["m"] == 1).all()
+    assert (rec["n_eps_good"] == (mu >= mu.max() - 0.1).sum()).all()
+    assert rec["best_mean"].iat[0] == pytest.approx(mu.max())
+    assert rec["stopped"].all() and rec["eps_error"].mean() <= 1 / 3
+
+
+def test_top_m_runs_are_judged_against_the_m_th_best():
+    arms, library, theta = _arms()
+    sub = draw_subset(library, 20, 3)
+    entry = {"label": "top3", "algorithm": "m-glgape", "params": {"m": 3, "epsilon": 0.05, "c_mu": "oracle"}}
+    rec = run_chunk(arms, sub, theta, entry, d=4, K=20, seed=2, start=0, n_reps=2, max_samples=10**5)
+    mu = arms.set_index("compound_id").loc[sub["compound_id"], "mean"].to_numpy()
+    third = np.sort(mu)[::-1][2]
+    for row in rec.itertuples():
+        arms_ = np.asarray(row.declared_arms)
+        assert arms_.size == 3 == len(row.declared_ids)
+        assert row.exact_error == bool(np.any(mu[arms_] < third))
+        assert row.eps_error == bool(np.any(mu[arms_] < third - 0.05))
+        assert row.declared_rank_median == np.median(sub["activity_rank"].to_numpy()[arms_])
+
+
+def test_judging_epsilon_is_the_algorithms_own():
+    from screenbai.screening import judging_epsilon
+
+    assert judging_epsilon(GLGAPE) == 0.1
+    assert judging_epsilon({"label": "g", "algorithm": "glgape"}) == 0.1  # GLGapE's default
+    assert judging_epsilon({"label": "g", "algorithm": "glgape", "params": {"epsilon": 0.02}}) == 0.02
+    assert judging_epsilon(GSE, default=0.07) == 0.07  # fixed budget: the report's epsilon
+
+
+def test_check_algorithms_checks_values_at_every_screen_size():
+    check_algorithms([GSE, GLGAPE], sizes=[10, 400])
+    with pytest.raises(ValueError, match="'gl' .* K = 10 .*delta"):
+        check_algorithms([{**GLGAPE, "params": {"delta": 2.0}}], sizes=[10])
+    top = {"label": "top", "algorithm": "m-glgape", "params": {"m": 12}}
+    check_algorithms([top], sizes=[20, 40])
+    with pytest.raises(ValueError, match="'top' .* K = 10 .*m = 12"):
+        check_algorithms([top], sizes=[10, 40])
+
+
+# ---------------------------------------------------------------------------------- activity types, labels
+def _raw(types, values):
+    return pd.DataFrame({"canonical_smiles": ["CCO"] * len(values), "standard_type": types,
+                         "standard_value": [str(v) for v in values], "standard_units": "nM",
+                         "standard_relation": "="})
+
+
+def test_declared_activity_type_is_checked_against_the_data():
+    from screenbai.screening import check_activity_types
+
+    raw = _raw(["Ki"] * 5 + ["Kd"], [1, 2, 3, 4, 5, 6])
+    assert check_activity_types(raw, ["Ki"]) == {"Ki": 5}
+    with pytest.raises(ValueError, match=r"declares activity type\(s\) \['IC50'\] but x.csv holds Ki \(5 rows\), Kd \(1 rows\)"):
+        check_activity_types(raw, ["IC50"], "x.csv")
+
+
+def test_activity_types_of_a_config():
+    from screenbai.screening import activity_types_of
+
+    table = {"kind": "table", "path": "x.csv", "activity_column": "ki_nM", "activity_type": "Ki"}
+    assert activity_types_of({"source": table}) == ["Ki"]
+    assert activity_types_of({"source": {**table, "activity_type": "ki"}}) == ["Ki"]
+    with pytest.raises(ValueError, match="names Ki values but source.activity_type is 'IC50' \\(the default\\)"):
+        activity_types_of({"source": {k: v for k, v in table.items() if k != "activity_type"}})
+    with pytest.raises(ValueError, match="keeps none of the types the source declares"):
+        activity_types_of({"source": table, "curation": {"activity_types": ["IC50"]}})
+    chembl = {"kind": "chembl", "target_chembl_id": "CHEMBL1", "activity_types": ["Kd"]}
+    assert activity_types_of({"source": chembl}) == ["Kd"]
+    assert activity_types_of({"source": {"kind": "export", "path": "x"}}) == ["IC50"]
+    with pytest.raises(ValueError, match="pChEMBL is read from tables"):
+        activity_types_of({"source": {"kind": "export", "path": "x"}, "curation": {"activity_types": ["pChEMBL"]}})
+
+
+def test_pchembl_values_become_nM_with_flipped_bounds():
+    from screenbai.screening import format_activity, prepare_activities
+
+    raw = _raw(["pChEMBL"] * 3, [7, 9.5, 6])
+    raw["standard_relation"] = ["=", "=", ">"]
+    out = prepare_activities(raw, ["pChEMBL"])
+    np.testing.assert_allclose(out["standard_value"].astype(float), [100.0, 10 ** -0.5, 1000.0])
+    assert list(out["standard_relation"]) == ["=", "=", "<"]  # pChEMBL > 6 is activity < 1000 nM
+    assert format_activity(100.0, "pChEMBL") == "pChEMBL 7.00" and format_activity(0.15, "Ki") == "Ki 0.15 nM"
+    with pytest.raises(ValueError, match="outside 0-15 .*250"):
+        prepare_activities(_raw(["pChEMBL"] * 2, [7, 250]), ["pChEMBL"], "p.csv")
+
+
+def test_library_size_is_named():
+    from screenbai.screening import check_library_size
+
+    check_library_size(72, [12, 72])
+    with pytest.raises(ValueError, match="K = 100, 400 compounds but lib has 72; lower K to at most 72"):
+        check_library_size(72, [12, 100, 400], "lib")
 
 
 @pytest.mark.parametrize("params,match", [

@@ -19,47 +19,23 @@ REPO = Path(__file__).resolve().parents[1]
 SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 
-CORES = ["c1ccc({R})cc1", "c1ccnc({R})c1", "O=C(N{R})c1ccccc1", "c1ccc2[nH]c({R})nc2c1",
-         "Cc1cc({R})ncn1", "O=C1CCC({R})N1"]
-SUBSTITUENTS = ["C", "CC", "OC", "Cl", "F", "N", "C(F)(F)F", "C(=O)O", "CCN", "OCC", "C#N", "S(C)(=O)=O"]
+
+TEST_CONFIG = REPO / ".test" / "config" / "config.yaml"
+TEST_DATA = REPO / ".test" / "data" / "ki_toy.csv"
 
 
 def make_library(path: Path, seed: int = 0) -> pd.DataFrame:
-    """72 valid drug-like SMILES (6 cores x 12 substituents) with IC50s from a hidden model,
-    plus rows curation must drop (no SMILES, a censored value, a non-numeric value)."""
-    from rdkit import Chem
-
-    rng = np.random.default_rng(seed)
-    smiles = [Chem.MolToSmiles(Chem.MolFromSmiles(c.format(R=r))) for c, r in itertools.product(CORES, SUBSTITUENTS)]
-    assert len(set(smiles)) == len(smiles) == 72
-    core = np.repeat(np.arange(len(CORES)), len(SUBSTITUENTS))
-    sub = np.tile(np.arange(len(SUBSTITUENTS)), len(CORES))
-    log_ic50 = 1.0 + 0.6 * core + 0.25 * sub + rng.normal(0, 0.4, 72)  # log10 nM: ~10 nM .. 1e6 nM
-    table = pd.DataFrame({"name": [f"MOL{i:03d}" for i in range(72)], "smiles": smiles,
-                          "ic50_nM": [f"{10 ** v:.4g}" for v in log_ic50]})
-    bad = pd.DataFrame({"name": ["BAD1", "BAD2", "BAD3"], "smiles": ["", "CCO", "CCN"],
-                        "ic50_nM": ["50", ">10000", "n.d."]})
-    out = pd.concat([table, bad], ignore_index=True)
-    out.to_csv(path, index=False)
-    return table
+    """The .test table (72 compounds with Ki values, 3 bad rows) written to ``path``; returns the good rows."""
+    table = pd.read_csv(TEST_DATA, dtype=str, keep_default_na=False)
+    table.to_csv(path, index=False)
+    return table[table["name"].str.startswith("MOL")].reset_index(drop=True)
 
 
 def small_config(data: Path) -> dict:
-    return {
-        "target_name": "toy",
-        "source": {"kind": "table", "path": str(data), "smiles_column": "smiles",
-                   "activity_column": "ic50_nM", "id_column": "name"},
-        "offline_fallback": None,
-        "featurize": {"radius": 2, "n_bits": 256},
-        "ground_truth": {"threshold_nM": 3000.0},
-        "screen": {"studies": {"vary_d": {"K": 24, "d": [2, 3]}, "vary_K": {"d": 3, "K": [12, 24]}},
-                   "replications": 3, "chunk_size": 2, "subset_seed": 1, "seed": 3, "max_samples": 20000},
-        "algorithms": [
-            {"label": "glgape", "algorithm": "glgape", "params": {"epsilon": 0.1, "delta": 0.05, "c_mu": "oracle"}},
-            {"label": "gse-log", "algorithm": "gse-log", "budget_per_arm": 3},
-        ],
-        "report": {"title": "toy screen"},
-    }
+    """The workflow's small test config (.test/config/config.yaml), reading ``data``."""
+    config = yaml.safe_load(TEST_CONFIG.read_text())
+    config["source"]["path"] = str(data)
+    return config
 
 
 def run_snakemake(workdir: Path, config: dict, *args: str) -> subprocess.CompletedProcess:
@@ -71,51 +47,70 @@ def run_snakemake(workdir: Path, config: dict, *args: str) -> subprocess.Complet
 
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory):
+    """The .test config as committed (its data path relative to the repository root), run elsewhere."""
     work = tmp_path_factory.mktemp("toy")
-    truth = make_library(work / "library.csv")
-    config = small_config(work / "library.csv")
+    config = yaml.safe_load(TEST_CONFIG.read_text())
+    truth = pd.read_csv(TEST_DATA, dtype=str, keep_default_na=False)
+    truth = truth[truth["name"].str.startswith("MOL")].reset_index(drop=True)
     proc = run_snakemake(work, config, "--cores", "2")
     assert proc.returncode == 0, proc.stderr[-4000:]
-    return work / "results" / "toy", config, truth, work
+    return work / "results" / "ki_toy", config, truth, work
 
 
 @pytest.mark.slow
-def test_workflow_runs_end_to_end(toy_run):
+def test_ki_table_runs_end_to_end_and_says_ki_everywhere(toy_run):
     res, config, truth, _ = toy_run
     curation = json.loads((res / "curation" / "report.json").read_text())
     assert curation["n_input"] == 75 and curation["n_compounds"] == 72
     assert sum(curation["dropped"].values()) == 3  # each bad row counted under one reason
     assert curation["source"]["used"] == "source"
+    label = json.loads((res / "curation" / "label.json").read_text())
+    assert label["activity_type"] == "Ki" and label["n_compounds"] == 72
+    assert label["n_cured"] == round(0.3 * 72)  # potent_fraction 0.3: the 22 most potent cure
+    ki = truth["ki_nM"].astype(float).to_numpy()
+    assert (ki < label["threshold_nM"]).sum() == label["n_cured"]
 
     records = pd.read_parquet(res / "records.parquet")
-    # 2 algorithms x 3 screens (d, K) x 3 replications (chunks of 2 + 1), every chunk merged once
-    assert len(records) == 2 * 3 * 3
+    # 3 algorithms x 3 screens (d, K) x 3 replications (chunks of 2 + 1), every chunk merged once
+    assert len(records) == 3 * 3 * 3
     assert set(map(tuple, records[["d", "K"]].drop_duplicates().to_numpy())) == {(2, 24), (3, 12), (3, 24)}
     assert all(sorted(g) == [0, 1, 2] for _, g in records.groupby(["label", "d", "K"])["replication"])
     gse = records[records["label"] == "gse-log"]
     assert (gse["samples"] == 3 * gse["K"]).all()
-    assert records["declared_id"].isin(truth["name"]).all()
+    top2 = records[records["label"] == "m-glgape-top2"]
+    assert (top2["m"] == 2).all() and all(len(ids) == 2 for ids in top2["declared_ids"])
+    assert all(set(ids) <= set(truth["name"]) for ids in records["declared_ids"])
 
-    # the declared compounds table names compounds of the sample, with their measured activity
+    # the declared compounds: measured Ki, rank among the K, how often declared; columns say Ki
     declared = pd.read_csv(res / "report" / "declared_compounds.csv")
-    assert len(declared) == 2 * 3
-    measured = truth.set_index("name")["ic50_nM"].astype(float)
-    np.testing.assert_allclose(declared["declared_activity_nM"], measured[declared["declared_id"]].to_numpy(), rtol=1e-6)
-    assert (declared["declared_activity_rank"].between(1, declared["K"])).all()
-    assert (declared["best_activity_nM"] <= declared["declared_activity_nM"]).all()
+    assert {"Ki_nM", "Ki_rank", "times_declared", "best_Ki_nM"} <= set(declared.columns)
+    assert not any("IC50" in c for c in declared.columns)
+    measured = truth.set_index("name")["ki_nM"].astype(float)
+    np.testing.assert_allclose(declared["Ki_nM"], measured[declared["compound_id"]].to_numpy(), rtol=1e-6)
+    assert (declared["Ki_rank"].between(1, declared["K"])).all()
+    assert (declared["best_Ki_nM"] <= declared["Ki_nM"]).all()
+    counts = declared.groupby(["label", "d", "K"])["times_declared"].sum()
+    m = records.groupby(["label", "d", "K"])["m"].first()
+    np.testing.assert_array_equal(counts.loc[m.index], 3 * m)  # every declared compound of every run, once
 
+    summary = pd.read_csv(res / "report" / "summary.csv")
+    assert {"exact_error_rate", "eps_error_rate", "eps_good_fraction", "median_declared_rank",
+            "median_declared_Ki_nM", "best_Ki_nM"} <= set(summary.columns)
     subset = pd.read_csv(res / "subsets" / "K24.csv")
     assert len(subset) == 24 and subset["compound_id"].is_unique
 
     gt = pd.read_csv(res / "report" / "ground_truth.csv")
     assert list(gt["d"]) == [2, 3] and (gt["n_cured"] + gt["n_not_cured"] == 72).all()
-    assert (gt["n_cured"] > 0).all() and (gt["n_not_cured"] > 0).all()
+    assert (gt["n_cured"] == label["n_cured"]).all()
 
     for name in ("study_vary_d.png", "study_vary_K.png", "pulls_per_arm.png", "declared_structures.png"):
         png = res / "report" / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000, name
     md = (res / "report" / "summary.md").read_text()
     assert "WARNING" not in md and "| glgape | 3 | 24 |" in md
+    assert "Activity type: Ki" in md and "the most potent 30% of the library (Ki <" in md and "IC50" not in md
+    page = (res / "report" / "summary.html").read_text()
+    assert "<table" in page and "Ki" in page and "IC50" not in page
 
 
 @pytest.mark.slow
@@ -127,16 +122,28 @@ def test_rerun_is_a_no_op_and_results_do_not_depend_on_cores(toy_run, tmp_path):
     copy_dir = tmp_path / "copy"
     shutil.copytree(work, copy_dir, ignore=shutil.ignore_patterns("runs", "records.parquet", ".snakemake"))
     one = copy.deepcopy(config)
-    one["algorithms"] = one["algorithms"][1:]
+    one["algorithms"] = [a for a in one["algorithms"] if a["label"] == "gse-log"]
     one["screen"]["chunk_size"] = 3
-    proc = run_snakemake(copy_dir, one, "--cores", "1", "results/toy/records.parquet")
+    proc = run_snakemake(copy_dir, one, "--cores", "1", "results/ki_toy/records.parquet")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "rule curate" not in proc.stdout + proc.stderr  # upstream results were reused
-    cols = ["label", "d", "K", "replication", "samples", "declared_id", "correct"]
+    cols = ["label", "d", "K", "replication", "samples", "declared_arms", "exact_error"]
     a = pd.read_parquet(res / "records.parquet")
     a = a[a["label"] == "gse-log"][cols].reset_index(drop=True)
-    b = pd.read_parquet(copy_dir / "results" / "toy" / "records.parquet")[cols].reset_index(drop=True)
+    b = pd.read_parquet(copy_dir / "results" / "ki_toy" / "records.parquet")[cols].reset_index(drop=True)
     pd.testing.assert_frame_equal(a, b)
+
+
+@pytest.mark.slow
+def test_html_report_shows_the_summary_and_tables(toy_run):
+    _, config, _, work = toy_run
+    proc = run_snakemake(work, config, "--report", str(work / "report.html"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    page = (work / "report.html").read_text()
+    # the landing page holds the rendered summary (provenance, label, findings) and the tables are HTML
+    for text in ("Activity type: Ki", "What the screens found", "most potent 30%", "declared_compounds.html"):
+        assert text in page, text
+    assert "IC50" not in page
 
 
 # ---------------------------------------------------------------------------------- validation
@@ -175,10 +182,11 @@ def test_schema_rejects_and_names_bad_keys_and_values(tmp_path, mutate, expected
 
 
 def test_shipped_configs_are_valid():
-    for name in ("config.yaml", "egfr.yaml"):
+    for name in ("config.yaml", "egfr.yaml", "cdk2_potency.yaml"):
         config = _validate(yaml.safe_load((REPO / "config" / name).read_text()))
         assert config["featurize"]["radius"] == 4 and config["featurize"]["n_bits"] == 1024
-        assert {a["algorithm"] for a in config["algorithms"]} >= {"glgape", "gse-log", "m-lingape"}
+        assert {a["algorithm"] for a in config["algorithms"]} >= {"glgape", "gse-log", "m-lingape", "m-glgape"}
+    _validate(yaml.safe_load(TEST_CONFIG.read_text()))
 
 
 def test_bad_config_fails_before_any_job(tmp_path):
@@ -194,3 +202,46 @@ def test_bad_config_fails_before_any_job(tmp_path):
     proc = run_snakemake(tmp_path, config, "--cores", "1")
     assert proc.returncode != 0 and "epsilonn" in proc.stderr + proc.stdout
     assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda c: c["algorithms"][0]["params"].update(delta=1.5), "delta"),
+        (lambda c: c["algorithms"][0]["params"].update(epsilon=-0.1), "epsilon"),
+        (lambda c: c["algorithms"][1]["params"].update(m=1.7), "integer"),
+        (lambda c: c["algorithms"][1]["params"].update(m=12), "K = 12"),  # m must stay below the smallest K
+        (lambda c: c["curation"].update(assay_description_regex="cyclin(A"), "regular expression"),
+        (lambda c: c["source"].update(activity_type="IC50"), "ki_nM"),  # a Ki column declared as IC50
+        (lambda c: c["ground_truth"].update(threshold_nM=100.0), "one cure label"),
+    ],
+)
+def test_bad_values_fail_before_any_job(tmp_path, mutate, expected):
+    config = small_config(tmp_path / "library.csv")
+    config.setdefault("curation", {})
+    mutate(config)
+    proc = run_snakemake(tmp_path, config, "--cores", "1", "-n")
+    assert proc.returncode != 0
+    assert expected in proc.stderr + proc.stdout
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        # a label that leaves one class is refused by the curate rule, not three rules later
+        (lambda c: c["ground_truth"].update(threshold_nM=1e-3, potent_fraction=None), "all 72 compounds do not cure"),
+        # a screen larger than the library, naming its size
+        (lambda c: c["screen"]["studies"]["vary_K"].update(K=[12, 100]), "has 72; lower K"),
+    ],
+)
+def test_refused_at_curation_with_the_message_in_the_rule_log(tmp_path, mutate, expected):
+    config = small_config(TEST_DATA)
+    mutate(config)
+    config["ground_truth"] = {k: v for k, v in config["ground_truth"].items() if v is not None}
+    proc = run_snakemake(tmp_path, config, "--cores", "1")
+    assert proc.returncode != 0
+    log = (tmp_path / "results" / "ki_toy" / "logs" / "curate.log").read_text()
+    assert "rule curate failed" in log and expected in log
+    assert not (tmp_path / "results" / "ki_toy" / "features").exists()

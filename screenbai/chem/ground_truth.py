@@ -16,7 +16,10 @@ from scipy.special import expit
 
 logger = logging.getLogger("screenbai.chem")
 
-__all__ = ["GroundTruth", "binarize", "fit_ground_truth"]
+__all__ = ["GroundTruth", "binarize", "cure_threshold", "fit_ground_truth"]
+
+#: The ways to say which compounds "cure" (exactly one is given).
+LABEL_RULES = ("threshold_nM", "threshold_pActivity", "potent_fraction")
 
 
 def binarize(activity_nM: Any, threshold_nM: float = 1e6) -> np.ndarray:
@@ -34,6 +37,73 @@ def binarize(activity_nM: Any, threshold_nM: float = 1e6) -> np.ndarray:
     if bad.size:
         raise ValueError(f"activity_nM has {bad.size} missing/non-finite values (first at index {bad[0]})")
     return a < threshold_nM
+
+
+def cure_threshold(
+    activity_nM: Any,
+    *,
+    threshold_nM: float | None = None,
+    threshold_pActivity: float | None = None,
+    potent_fraction: float | None = None,
+    activity_label: str = "activity",
+) -> dict[str, Any]:
+    """The activity threshold (nM) of the cure label, from exactly one of three rules.
+
+    ``threshold_nM``: cure when the activity is below this value (the paper: IC50 < 1e6 nM).
+    ``threshold_pActivity``: cure when ``pActivity = 9 - log10(activity_nM)`` is above it
+    (pActivity 7 = 100 nM).  ``potent_fraction``: the most potent fraction of the library cures
+    (0.1: the top 10 %), whatever the target's potency range; the threshold is the geometric
+    mean of the two activities on either side of the cut.
+
+    Returns the threshold (``threshold_nM``, ``threshold_pActivity``), the rule in words (with
+    ``activity_label``, e.g. "Ki", for the measured quantity) and the class counts.  Raises ValueError, with the activity range, when the threshold leaves a
+    single class (no logistic ground truth can be fitted).
+    """
+    a = np.asarray(activity_nM, dtype=np.float64)
+    given = {k: v for k, v in (("threshold_nM", threshold_nM), ("threshold_pActivity", threshold_pActivity),
+                               ("potent_fraction", potent_fraction)) if v is not None}
+    if len(given) != 1:
+        raise ValueError(f"give exactly one of {', '.join(LABEL_RULES)} for the cure label; got {given or 'none'}")
+    if a.size == 0 or not np.all(np.isfinite(a)) or np.any(a <= 0):
+        raise ValueError("activities must be positive finite numbers (nM), at least one")
+    (rule, value), = given.items()
+    value = float(value)
+    if rule == "threshold_nM":
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"threshold_nM = {value!r} must be a positive number of nM")
+        thr, words = value, f"{activity_label} < {value:g} nM"
+    elif rule == "threshold_pActivity":
+        if not np.isfinite(value):
+            raise ValueError(f"threshold_pActivity = {value!r} must be a number (pActivity 7 = 100 nM)")
+        thr = 10.0 ** (9.0 - value)
+        words = f"p{activity_label} > {value:g} ({activity_label} < {thr:.3g} nM)"
+    else:
+        if not 0.0 < value < 1.0:
+            raise ValueError(f"potent_fraction = {value!r} must lie strictly between 0 and 1 (0.1 = the most potent 10 %)")
+        s = np.sort(a)
+        k = min(max(int(round(value * a.size)), 1), a.size - 1) if a.size > 1 else 1
+        thr = float(np.sqrt(s[k - 1] * s[k])) if a.size > 1 else float(s[0]) * 2.0
+        words = f"the most potent {value:.0%} of the library ({activity_label} < {thr:.3g} nM)"
+    cured = a < thr
+    n_cured = int(cured.sum())
+    if n_cured in (0, a.size):
+        side = "cure" if n_cured == a.size else "do not cure"
+        raise ValueError(
+            f"with the cure label {words}, all {a.size} compounds {side} ({activity_label} {a.min():.3g} - "
+            f"{a.max():.3g} nM): no logistic ground truth can be fitted from a single class. Choose a "
+            f"threshold inside that range, or the label ground_truth.potent_fraction (e.g. 0.1), which "
+            "always leaves both classes"
+        )
+    return {
+        "rule": rule,
+        "value": value,
+        "description": words,
+        "threshold_nM": float(thr),
+        "threshold_pActivity": float(9.0 - np.log10(thr)),
+        "n_compounds": int(a.size),
+        "n_cured": n_cured,
+        "n_not_cured": int(a.size - n_cured),
+    }
 
 
 @dataclass(frozen=True, eq=False)

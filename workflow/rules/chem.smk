@@ -8,11 +8,8 @@ rule curate:
     output:
         library=f"{R}/library.parquet",
         report_json=f"{R}/curation/report.json",
-        counts=report(
-            f"{R}/curation/counts.csv",
-            caption="../report/curation.rst",
-            category="1. Data",
-        ),
+        label=f"{R}/curation/label.json",
+        counts=f"{R}/curation/counts.csv",
     log:
         f"{R}/logs/curate.log",
     conda:
@@ -22,7 +19,10 @@ rule curate:
         mem_mb=2000,
         runtime=30,
     params:
-        curation=config["curation"],
+        curation=CURATION,
+        activity_types=ACTIVITY_TYPES,
+        label=LABEL,
+        sizes=SIZES,
     script:
         "../scripts/curate.py"
 
@@ -75,6 +75,7 @@ rule pca:
 rule ground_truth:
     input:
         library=f"{R}/library.parquet",
+        label=f"{R}/curation/label.json",
         features=f"{R}/features/pca_d{{d}}.parquet",
     output:
         arms=f"{R}/ground_truth/arms_d{{d}}.parquet",
@@ -88,7 +89,6 @@ rule ground_truth:
         mem_mb=2000,
         runtime=20,
     params:
-        threshold_nM=config["ground_truth"]["threshold_nM"],
         C=config["ground_truth"]["C"],
         random_state=config["ground_truth"]["random_state"],
     script:

@@ -1,7 +1,12 @@
 # Config-derived constants and input functions (no rules here: snakemake --lint).
 
+from pathlib import Path
+
+from screenbai.chem.ground_truth import LABEL_RULES
 from screenbai.screening import (
+    activity_types_of,
     check_algorithms,
+    check_regex,
     replication_chunks,
     reference_point,
     study_points,
@@ -16,8 +21,23 @@ CHUNKS = replication_chunks(SCREEN["replications"], SCREEN["chunk_size"])
 ALGORITHMS = {a["label"]: a for a in config["algorithms"]}
 MODULES = config.get("algorithm_modules", [])
 
-# Fail before any job: unknown algorithm, duplicate label, parameter the algorithm lacks.
-check_algorithms(config["algorithms"], MODULES)
+# Fail before any job: unknown algorithm, duplicate label, a parameter the algorithm lacks or a
+# value it refuses at any screen size; an activity type the source does not declare; a bad regex.
+check_algorithms(config["algorithms"], MODULES, SIZES, SCREEN["max_samples"])
+ACTIVITY_TYPES = activity_types_of(config)
+ACTIVITY = "/".join(ACTIVITY_TYPES)
+check_regex(config["curation"].get("assay_description_regex"), "curation.assay_description_regex")
+CURATION = {k: v for k, v in config["curation"].items() if k != "activity_types"}
+# the cure label: one of threshold_nM, threshold_pActivity, potent_fraction (default: the top 10 %)
+LABEL = {k: config["ground_truth"][k] for k in LABEL_RULES if k in config["ground_truth"]}
+if len(LABEL) > 1:
+    raise ValueError(f"ground_truth: give one cure label, not {sorted(LABEL)}")
+LABEL = LABEL or {"potent_fraction": 0.1}
+_SOURCE = config["source"]
+TITLE = config["report"].get("title") or (
+    f"{config['target_name']} ({_SOURCE.get('target_chembl_id') or Path(_SOURCE.get('path', '')).name}, {ACTIVITY}): "
+    "which compounds to test, and how many tests it took"
+)
 
 
 wildcard_constraints:
@@ -61,6 +81,7 @@ def final_outputs():
     return [
         f"{R}/records.parquet",
         f"{R}/report/summary.md",
+        f"{R}/report/summary.html",
         f"{R}/report/declared_structures.png",
     ]
 

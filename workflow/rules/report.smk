@@ -1,4 +1,5 @@
-# Stage 6: figures and tables (flagged for `snakemake --report report.html`).
+# Stage 6: figures, tables and the summary page (flagged for `snakemake --report report.html`,
+# whose landing page shows the summary page: workflow/report/workflow.rst).
 
 
 rule report:
@@ -6,22 +7,28 @@ rule report:
         records=f"{R}/records.parquet",
         library=f"{R}/library.parquet",
         curation=f"{R}/curation/report.json",
+        label=f"{R}/curation/label.json",
         fits=ground_truth_fits,
         reference_arms=f"{R}/ground_truth/arms_d{REFERENCE[0]}.parquet",
         reference_subset=f"{R}/subsets/K{REFERENCE[1]}.csv",
     output:
-        summary=report(
-            f"{R}/report/summary.csv",
+        page=report(
+            f"{R}/report/summary.html",
+            caption="../report/page.rst",
+            category="1. Summary",
+        ),
+        summary_html=report(
+            f"{R}/report/summary_table.html",
             caption="../report/summary.rst",
             category="3. Screens",
         ),
-        declared=report(
-            f"{R}/report/declared_compounds.csv",
+        declared_html=report(
+            f"{R}/report/declared_compounds.html",
             caption="../report/declared.rst",
             category="4. Declared compounds",
         ),
-        ground_truth=report(
-            f"{R}/report/ground_truth.csv",
+        ground_truth_html=report(
+            f"{R}/report/ground_truth.html",
             caption="../report/ground_truth.rst",
             category="2. Ground truth",
         ),
@@ -43,6 +50,9 @@ rule report:
             )
             for study in STUDIES
         ],
+        summary=f"{R}/report/summary.csv",
+        declared=f"{R}/report/declared_compounds.csv",
+        ground_truth=f"{R}/report/ground_truth.csv",
         markdown=f"{R}/report/summary.md",
     log:
         f"{R}/logs/report.log",
@@ -56,7 +66,8 @@ rule report:
         studies=config["screen"]["studies"],
         algorithms=config["algorithms"],
         reference=REFERENCE,
-        title=config["report"]["title"],
+        title=TITLE,
+        activity=ACTIVITY,
         mols_per_row=config["report"]["structures_per_row"],
     script:
         "../scripts/report.py"

@@ -45,6 +45,7 @@ rule screen:
         seed=config["screen"]["seed"],
         max_samples=config["screen"]["max_samples"],
         modules=MODULES,
+        epsilon=config["report"]["epsilon"],
     script:
         "../scripts/screen.py"
 

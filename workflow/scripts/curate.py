@@ -1,4 +1,8 @@
-"""Rule curate: raw activities -> compound library + curation report (every dropped row)."""
+"""Rule curate: raw activities -> compound library, curation report (every dropped row), cure label.
+
+Refused here, before any fingerprint is computed: a declared activity type the data do not
+hold, a screen larger than the library, and a cure label that leaves a single class.
+"""
 from rule_setup import start
 
 logger = start(snakemake)  # first: this repository's screenbai, the rule log
@@ -8,14 +12,32 @@ import json
 import pandas as pd
 
 from screenbai.chem.curate import curate_activities
+from screenbai.chem.ground_truth import cure_threshold
+from screenbai.screening import check_activity_types, check_library_size, prepare_activities
 
-raw = pd.read_parquet(snakemake.input.raw)
-library, report = curate_activities(raw, **snakemake.params.curation)
-library.to_parquet(snakemake.output.library, index=False)
 with open(snakemake.input.provenance) as fh:
     provenance = json.load(fh)
+settings = provenance.get("settings", {})
+where = settings.get("path") or f"ChEMBL target {settings.get('target_chembl_id')}"
+types = list(snakemake.params.activity_types)
+activity = "/".join(types)
+
+raw = pd.read_parquet(snakemake.input.raw)
+rows_per_type = check_activity_types(raw, types, where)
+library, report = curate_activities(prepare_activities(raw, types, where), activity_types=types,
+                                    **snakemake.params.curation)
+if len(library) == 0:
+    raise ValueError(f"curation of {where} kept 0 of {len(raw)} rows; dropped: {report.dropped}")
+check_library_size(len(library), snakemake.params.sizes, f"the curated library of {where}")
+label = cure_threshold(library["activity_nM"], activity_label=activity, **snakemake.params.label)
+label.update(activity_type=activity, activity_types=types, rows_per_type=rows_per_type)
+logger.info("cure label: %s: %d of %d compounds cure", label["description"], label["n_cured"], label["n_compounds"])
+
+library.to_parquet(snakemake.output.library, index=False)
 content = json.loads(report.to_json())
 content["source"] = provenance
 with open(snakemake.output.report_json, "w") as fh:
     json.dump(content, fh, indent=2, default=str)
+with open(snakemake.output.label, "w") as fh:
+    json.dump(label, fh, indent=2)
 report.to_frame().to_csv(snakemake.output.counts, index=False)

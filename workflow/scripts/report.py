@@ -1,4 +1,4 @@
-"""Rule report: tables, figures and a markdown summary of the study."""
+"""Rule report: tables, figures and the summary page of the study (markdown and HTML)."""
 from rule_setup import start
 
 logger = start(snakemake)  # first: this repository's screenbai, the rule log
@@ -9,26 +9,29 @@ import pandas as pd
 
 from screenbai.report import write_report
 
-fits = []
-for path in snakemake.input.fits:
+
+def load(path):
     with open(path) as fh:
-        fits.append(json.load(fh))
-with open(snakemake.input.curation) as fh:
-    curation = json.load(fh)
+        return json.load(fh)
+
+
 subset = pd.read_csv(snakemake.input.reference_subset)
-means = pd.read_parquet(snakemake.input.reference_arms).set_index("compound_id").loc[subset["compound_id"], "mean"]
-outputs = {k: snakemake.output[k] for k in ("summary", "declared", "ground_truth", "structures", "pulls", "markdown")}
+arms = pd.read_parquet(snakemake.input.reference_arms).set_index("compound_id")
+outputs = {k: snakemake.output[k] for k in ("summary", "declared", "ground_truth", "summary_html", "declared_html",
+                                             "ground_truth_html", "structures", "pulls", "markdown", "page")}
 outputs.update({f"study_{name}": path for name, path in zip(snakemake.params.studies, snakemake.output.studies)})
 write_report(
     pd.read_parquet(snakemake.input.records),
     library=pd.read_parquet(snakemake.input.library),
-    curation=curation,
-    fits=fits,
+    curation=load(snakemake.input.curation),
+    label=load(snakemake.input.label),
+    fits=[load(p) for p in snakemake.input.fits],
     studies=snakemake.params.studies,
     reference=tuple(snakemake.params.reference),
-    reference_means=means.to_numpy(),
+    reference_means=arms.loc[subset["compound_id"], "mean"].to_numpy(),
     outputs=outputs,
     algorithms=snakemake.params.algorithms,
     title=snakemake.params.title,
+    activity=snakemake.params.activity,
     mols_per_row=snakemake.params.mols_per_row,
 )

@@ -23,6 +23,7 @@ records = run_chunk(
     n_reps=snakemake.params.n_reps,
     max_samples=snakemake.params.max_samples,
     modules=snakemake.params.modules,
+    default_epsilon=snakemake.params.epsilon,
 )
 records.to_parquet(snakemake.output.records, index=False)
 logger.info("%d replications, mean samples %.1f", len(records), records["samples"].mean())
