@@ -73,3 +73,32 @@ def test_single_class_is_explained():
         fit_ground_truth(X, ~cured)
     with pytest.raises(ValueError, match="must match"):
         fit_ground_truth(X, cured[:5])
+
+
+# ---------------------------------------------------------------------- cure labels
+def test_cure_threshold_three_rules_and_the_class_balance():
+    from screenbai.chem.ground_truth import cure_threshold
+
+    a = np.array([0.3, 5.0, 40.0, 90.0, 150.0, 2e3, 7e4, 1e6])
+    lab = cure_threshold(a, threshold_nM=100.0, activity_label="Ki")
+    assert lab["n_cured"] == 4 and lab["n_not_cured"] == 4 and lab["description"] == "Ki < 100 nM"
+    assert lab["threshold_pActivity"] == pytest.approx(7.0)
+    lab = cure_threshold(a, threshold_pActivity=8.0)
+    assert lab["threshold_nM"] == pytest.approx(10.0) and lab["n_cured"] == 2
+    lab = cure_threshold(a, potent_fraction=0.25)
+    assert lab["n_cured"] == 2 and 5.0 < lab["threshold_nM"] < 40.0  # the most potent 2 of 8
+    assert lab["threshold_nM"] == pytest.approx(np.sqrt(5.0 * 40.0))
+
+
+def test_cure_threshold_refuses_one_class_and_ambiguous_rules():
+    from screenbai.chem.ground_truth import cure_threshold
+
+    a = np.array([0.3, 5.0, 40.0])
+    with pytest.raises(ValueError, match=r"all 3 compounds cure \(IC50 0.3 - 40 nM\).*potent_fraction"):
+        cure_threshold(a, threshold_nM=1e6, activity_label="IC50")
+    with pytest.raises(ValueError, match="all 3 compounds do not cure"):
+        cure_threshold(a, threshold_pActivity=11)
+    with pytest.raises(ValueError, match="exactly one of"):
+        cure_threshold(a, threshold_nM=10, potent_fraction=0.1)
+    with pytest.raises(ValueError, match="strictly between 0 and 1"):
+        cure_threshold(a, potent_fraction=1.0)

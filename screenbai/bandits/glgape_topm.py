@@ -30,10 +30,10 @@ import numpy as np
 from scipy.special import expit
 
 from .glgape import GLGapE, corner_widths, log_root
-from .policy import argmax_random, top_m
 from .params import M, resolve
 from .registry import register
 from .rules import greedy_arm
+from .ties import argmax_random, top_m
 
 
 @register("m-glgape")
