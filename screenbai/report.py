@@ -137,7 +137,7 @@ def declared_compounds(records: pd.DataFrame, smiles: Mapping[str, str] | None =
                 **entry,
                 "runs": int(len(g)),
                 "smiles": (smiles or {}).get(entry["compound_id"]),
-                "best_activity_id": first["best_activity_id"],
+                "most_potent_id": first["best_activity_id"],
                 "best_activity_nM": float(first["best_activity_nM"]),
             })
     return pd.DataFrame(rows)
@@ -516,12 +516,15 @@ def write_report(
               "best cure rates of the sample. More than epsilon below: a declared compound's cure rate is more than "
               "the algorithm's epsilon below the m-th best (fixed-budget algorithms: the report's epsilon).")
     page.heading("Tests and errors, every screen")
-    cols = ["label", "d", "K", "m", "runs", "not_stopped", "median_samples", "q10_samples", "q90_samples",
-            "exact_error_rate", "epsilon", "eps_error_rate", "eps_good_fraction", "median_declared_rank",
-            "median_declared_rank_pct", "distinct_declared"]
-    page.table(summary[cols])
+    short = {"label": "algorithm", "d": "d", "K": "K", "m": "m", "runs": "runs", "not_stopped": "not stopped",
+             "median_samples": "tests (median)", "exact_error_rate": "not exact best", "epsilon": "epsilon",
+             "eps_error_rate": "> epsilon below", "eps_good_fraction": "share within epsilon",
+             "median_declared_rank_pct": "declared rank (% of K)", "distinct_declared": "different declared"}
+    page.table(summary[list(short)].rename(columns=short))
+    page.para("Full table, with the spread of the tests and the declared potency: summary.csv (summary_table.html).")
     page.heading(f"Declared compounds (d = {d_ref}, K = {K_ref}; most often declared first)")
-    page.table(_typed(dref.drop(columns=["algorithm", "smiles", "d", "K"]).groupby("label", sort=False).head(5), activity))
+    page.table(_typed(dref.drop(columns=["algorithm", "smiles", "d", "K", "runs"]).groupby("label", sort=False).head(5),
+                      activity))
     page.heading("Ground truth per PCA dimension d (the bandit sees d + 1 features)")
     page.table(gt)
     Path(outputs["markdown"]).write_text(page.markdown(), encoding="utf-8")

@@ -73,7 +73,7 @@ def test_declared_compounds_counts_every_declared_compound():
     g = d[(d["label"] == "alg2") & (d["d"] == 2)]
     assert list(g["compound_id"]) == ["A", "B"] and list(g["times_declared"]) == [2, 2]
     assert list(g["activity_nM"]) == [12.0, 300.0] and list(g["activity_rank"]) == [2, 3]
-    assert g["smiles"].iat[0] == "CCO" and (g["best_activity_id"] == "C").all() and (g["runs"] == 4).all()
+    assert g["smiles"].iat[0] == "CCO" and (g["most_potent_id"] == "C").all() and (g["runs"] == 4).all()
     assert d.groupby(["label", "d"])["times_declared"].sum().eq(4).all()
 
 
