@@ -101,7 +101,7 @@ def summarize_screens(records: pd.DataFrame) -> pd.DataFrame:
                 "median_declared_rank_pct": float(100.0 * np.median(ranks) / K),
                 "median_declared_activity_nM": float(np.median(declared_nM)),
                 "best_activity_nM": float(g["best_activity_nM"].iloc[0]),
-                "distinct_declared": int(len({c for ids in g["declared_ids"] for c in ids})),
+                "distinct_declared": len({c for ids in g["declared_ids"] for c in ids}),
                 "mean_samples_all": float(g["samples"].mean()),
                 "mean_wall_time_s": float(g["wall_time_s"].mean()),
             }
@@ -135,7 +135,7 @@ def declared_compounds(records: pd.DataFrame, smiles: Mapping[str, str] | None =
             rows.append({
                 **dict(zip(_KEYS, key)),
                 **entry,
-                "runs": int(len(g)),
+                "runs": len(g),
                 "smiles": (smiles or {}).get(entry["compound_id"]),
                 "most_potent_id": first["best_activity_id"],
                 "best_activity_nM": float(first["best_activity_nM"]),
@@ -390,11 +390,12 @@ def _provenance(page: _Page, curation: Mapping[str, Any], label: Mapping[str, An
         f"Activities: {where}, {used}; {src.get('n_rows', '?')} rows.",
         f"Activity type: {activity} (as declared; rows per declared type in the data: "
         + ", ".join(f"{k} {v}" for k, v in (label.get("rows_per_type") or {}).items()) + ").",
-        f"Curation: {curation.get('n_input')} rows in, {curation.get('n_output_rows')} measurements kept, "
-        f"{curation.get('n_compounds')} compounds.",
-        f"Cure label: {label.get('description')}: {label.get('n_cured')} of {label.get('n_compounds')} compounds "
-        f"cure ({100.0 * label.get('n_cured', 0) / max(label.get('n_compounds', 1), 1):.1f} %); threshold "
-        f"{label.get('threshold_nM', float('nan')):.4g} nM = p{activity} {label.get('threshold_pActivity', float('nan')):.2f}.",
+        (f"Curation: {curation.get('n_input')} rows in, {curation.get('n_output_rows')} measurements kept, "
+         f"{curation.get('n_compounds')} compounds."),
+        (f"Cure label: {label.get('description')}: {label.get('n_cured')} of {label.get('n_compounds')} compounds "
+         f"cure ({100.0 * label.get('n_cured', 0) / max(label.get('n_compounds', 1), 1):.1f} %); threshold "
+         f"{label.get('threshold_nM', float('nan')):.4g} nM = p{activity} "
+         f"{label.get('threshold_pActivity', float('nan')):.2f}."),
     ])
     dropped = curation.get("dropped") or {}
     if dropped:

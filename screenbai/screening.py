@@ -36,16 +36,16 @@ __all__ = [
     "ACTIVITY_TYPES",
     "acquire_activities",
     "activity_types_of",
-    "check_activity_types",
-    "check_library_size",
-    "format_activity",
-    "prepare_activities",
     "arm_columns",
     "build_instance",
+    "check_activity_types",
     "check_algorithms",
+    "check_library_size",
     "draw_subset",
+    "format_activity",
     "ground_truth_arms",
     "merge_records",
+    "prepare_activities",
     "reference_point",
     "replication_chunks",
     "replication_seed",
@@ -121,7 +121,7 @@ def acquire_activities(
         logger.warning("%s Cause: %s", warning, exc)
         provenance.update(used="offline_fallback", settings=fb, error=str(exc), warning=warning)
         raw = load_activities(fb, cache_dir=cache_dir)
-    provenance["n_rows"] = int(len(raw))
+    provenance["n_rows"] = len(raw)
     return raw, provenance
 
 
@@ -160,7 +160,7 @@ def activity_types_of(config: Mapping[str, Any]) -> list[str]:
             raise ValueError(
                 f"source.activity_column {source['activity_column']!r} names {'/'.join(sorted(named))} values "
                 f"but source.activity_type is {src_types[0]!r}{' (the default)' if 'activity_type' not in source else ''}; "
-                f"declare the type the file holds, e.g. activity_type: {sorted(named)[0]}"
+                f"declare the type the file holds, e.g. activity_type: {min(named)}"
             )
     elif kind == "chembl":
         src_types = [_canonical(t) for t in source.get("activity_types", ["IC50"])]
@@ -373,7 +373,7 @@ def algorithm_params(entry: Mapping[str, Any], K: int, max_samples: int) -> dict
     """The keyword arguments of one run: config params, budget from budget_per_arm, safety cap."""
     params = dict(entry.get("params") or {})
     if entry.get("budget_per_arm") is not None:
-        params["budget"] = int(math.ceil(float(entry["budget_per_arm"]) * K))
+        params["budget"] = math.ceil(float(entry["budget_per_arm"]) * K)
     params.setdefault("max_samples", int(max_samples))
     return params
 
@@ -459,7 +459,7 @@ def ground_truth_arms(
         "d": int(X.shape[1]),
         "threshold_nM": float(threshold_nM),
         "C": float(C),
-        "n_compounds": int(len(cured)),
+        "n_compounds": len(cured),
         "n_cured": n_cured,
         "n_not_cured": int(len(cured) - n_cured),
         "theta_full": [float(v) for v in np.asarray(gt.theta_full).ravel()],
@@ -542,14 +542,16 @@ def judging_epsilon(entry: Mapping[str, Any], default: float = 0.1) -> float:
     Fixed-budget algorithms have none; they are judged with ``default`` (the config's
     ``report.epsilon``), the same yardstick for every algorithm without one.
     """
+    from screenbai.bandits.params import declared
     from screenbai.bandits.registry import get
 
     params = entry.get("params") or {}
     if params.get("epsilon") is not None:
         return float(params["epsilon"])
-    p = inspect.signature(get(entry["algorithm"]).cls.__init__).parameters.get("epsilon")
-    if p is not None and isinstance(p.default, (int, float)):
-        return float(p.default)
+    reg = get(entry["algorithm"])
+    own = reg.defaults.get("epsilon", getattr(declared(reg.cls).get("epsilon"), "default", None))
+    if isinstance(own, (int, float)) and not isinstance(own, bool):
+        return float(own)
     return float(default)
 
 

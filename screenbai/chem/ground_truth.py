@@ -81,7 +81,7 @@ def cure_threshold(
         if not 0.0 < value < 1.0:
             raise ValueError(f"potent_fraction = {value!r} must lie strictly between 0 and 1 (0.1 = the most potent 10 %)")
         s = np.sort(a)
-        k = min(max(int(round(value * a.size)), 1), a.size - 1) if a.size > 1 else 1
+        k = min(max(round(value * a.size), 1), a.size - 1) if a.size > 1 else 1
         thr = float(np.sqrt(s[k - 1] * s[k])) if a.size > 1 else float(s[0]) * 2.0
         words = f"the most potent {value:.0%} of the library ({activity_label} < {thr:.3g} nM)"
     cured = a < thr
