@@ -20,9 +20,9 @@ import numpy as np
 
 from .design import uniform_allocation
 from .estimators import RidgeState
+from .gifa import LinGapE
 from .glm import logistic_mle
 from .linalg import project
-from .gifa import LinGapE
 from .params import ALPHA_UCB, BUDGET, COMMON, LAMBDA_REG, declared, renamed, resolve
 from .policy import Policy
 from .registry import register

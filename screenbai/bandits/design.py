@@ -5,7 +5,8 @@ information matrix is ``Lambda(pi) = sum_a pi_a z_a z_a^T``.  By Kiefer-Wolfowit
 design (min over pi of ``max_a z_a^T Lambda^{-1} z_a``) is also D-optimal and attains ``d'``.
 
 * :func:`frank_wolfe` - Frank-Wolfe, modes ``"D-exact"`` (default; Fedorov-Wynn/Khachiyan exact
-  step), ``"G-linesearch"`` (literal FWG of [AKG22] Alg. 2; can stall: its subgradient always picks the worst-covered arm) and
+  step), ``"G-linesearch"`` (literal FWG of [AKG22] Alg. 2; can stall: its subgradient always picks the worst-covered
+  arm) and
   ``"D-gradient"`` (gradient of -det V, numerical line search on det V).
 * :func:`wynn` - the same vertex with the open-loop step ``1/(k+2)`` (Wynn 1970).
 * :func:`greedy_g_allocation` - sequential greedy integer G-allocation ([SLM14]).

@@ -42,12 +42,14 @@ class RidgeState:
         self.refresh_every = int(refresh_every)
         self.counts = np.zeros(self.K)
         self.b = np.zeros(self.d)
+        # P and diag stay None only with lambda0 = 0 until the pulled arms span R^d
+        self.P: np.ndarray = None  # type: ignore[assignment]
+        self.diag: np.ndarray = None  # type: ignore[assignment]
+        self.logdet = -np.inf
         if self.lambda0 > 0:
             self.P = np.eye(self.d) / self.lambda0
             self.logdet = self.d * np.log(self.lambda0)
             self.diag = np.einsum("ij,ij->i", X, X) / self.lambda0  # ||x_a||^2_P
-        else:
-            self.P, self.logdet, self.diag = None, -np.inf, None
         self._since_refresh = 0
         # one Gram row X P x_w kept by rank one (large K: the next round's row without a pass over X)
         self.keep_row = self.K >= KEEP_ROW_MIN_K
@@ -128,7 +130,7 @@ class RidgeState:
         except np.linalg.LinAlgError:
             if self.lambda0 > 0:
                 raise
-            self.P, self.diag = None, None
+            self.P, self.diag = None, None  # type: ignore[assignment]
             return False
         self._row_arm, self._row = -1, None
         self.P = cho_solve((c, low), np.eye(self.d))
@@ -155,7 +157,9 @@ class TrackedRidgeState(RidgeState):
 
     def update(self, a: int, reward: float) -> None:
         mu_a = float(self.mu[a])
-        g, gs = self._add(a, reward)
+        added = self._add(a, reward)
+        assert added is not None  # lambda0 > 0: the inverse always exists
+        g, gs = added
         self.mu += gs * (reward - mu_a)
         if self.G is not None:
             self.G -= np.multiply.outer(g, gs)

@@ -53,15 +53,19 @@ class GapIndices:
         self._PZ_J: np.ndarray | None = None
         self.Pxb: tuple[int, np.ndarray] | None = None
 
+    def _ridge(self) -> TrackedRidgeState:
+        assert self.state is not None, "linear (paired or individual) indices need the ridge estimator"
+        return self.state
+
     def individual_widths(self, f: float, n: np.ndarray) -> np.ndarray:
         """Widths of the individual (f ||x_a||_P) or classical (f / sqrt(N_a)) indices."""
         if self.index == "individual":
-            return f * np.sqrt(self.state.diag)
+            return f * np.sqrt(self._ridge().diag)
         return f / np.sqrt(np.maximum(n, 1))
 
     def single_paired_round(self, mu: np.ndarray, f: float, rng: np.random.Generator):
         """m = 1, paired indices, tau^LUCB (LinGapE / m-LinGapE): one Gram row, O(Kd + d^2)."""
-        st = self.state
+        st = self._ridge()
         i = argmax_random(mu, rng)
         Pxi = st.P @ self.Z[i]
         ucb = st.gram_row(i) * -2.0  # row i of G
@@ -79,7 +83,7 @@ class GapIndices:
     def columns_of_J(self, mu: np.ndarray, J: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:
         """BJ[k, i] = B[i, J[k]] for every arm i (m x K), with -inf where i is in J."""
         if self.index == "paired":
-            st = self.state
+            st = self._ridge()
             self._PZ_J = PZ_J = self.Z[J] @ st.P  # rows P x_j, j in J
             W2 = PZ_J @ self._ZT  # Gram rows of J
             W2 *= -2.0
@@ -99,7 +103,8 @@ class GapIndices:
     def index_matrix(self, mu: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:
         """The full K x K matrix B[i, j] (diagonal -inf): O(K^2)."""
         if self.index == "paired":
-            st = self.state
+            st = self._ridge()
+            assert st.G is not None, "the full index matrix needs the Gram matrix (gram=True)"
             B = st.G * -2.0  # in place from here on: K x K temporaries dominate the cost
             B += st.diag[:, None]
             B += st.diag
@@ -114,7 +119,9 @@ class GapIndices:
         np.fill_diagonal(B, -np.inf)
         return B
 
-    def round(self, mu: np.ndarray, f: float, n: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int, int, float]:
+    def round(
+        self, mu: np.ndarray, f: float, n: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, int, int, float]:
         """J(t), b_t, c_t and the stopping statistic for estimated means mu, threshold factor f and
         per-arm counts n ([RKD21] Alg. 1)."""
         m = self.m
@@ -126,6 +133,7 @@ class GapIndices:
             k, c = divmod(argmax_random(BJ.ravel(), rng), self.K)
             b = int(J[k])
             if self.index == "paired":
+                assert self._PZ_J is not None  # set by columns_of_J
                 self.Pxb = (b, self._PZ_J[k])
             return J, b, int(c), float(BJ[k, c])
         if self.index != "paired":
@@ -145,7 +153,9 @@ class GapIndices:
         stat = float(colm[J].max()) if self.stopping == "ugape" else float(lucb_cols.max())
         return J, b, int(c), stat
 
-    def separable_round(self, mu: np.ndarray, f: float, n: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, int, int, float]:
+    def separable_round(
+        self, mu: np.ndarray, f: float, n: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, int, int, float]:
         """``round`` for individual/classical indices in O(K log K), without the K x K matrix.
 
         Here B[i, j] = U_i - L_j (U = mu + w, L = mu - w), so the m-th largest entry of column j

@@ -11,6 +11,7 @@ in ``gap_indices.py``; this module holds the parameters, the selection rule and 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -19,7 +20,18 @@ from .estimators import TrackedRidgeState
 from .gap_indices import GapIndices, max_m_per_column
 from .linalg import project, refuse_quadratic, spanning_arms
 from .params import (
-    BOOLEAN, DELTA, EPSILON, L_BOUND, LAMBDA_REG, M, REFRESH_EVERY, S_BOUND, SIGMA, Options, Param, resolve,
+    BOOLEAN,
+    DELTA,
+    EPSILON,
+    L_BOUND,
+    LAMBDA_REG,
+    REFRESH_EVERY,
+    S_BOUND,
+    SIGMA,
+    M,
+    Options,
+    Param,
+    resolve,
 )
 from .policy import Policy
 from .registry import register
@@ -71,7 +83,8 @@ class GIFA(Policy):
     """
 
     name = "gifa"
-    parameters = {
+    fixed: ClassVar[dict[str, Any]] = {}
+    parameters: ClassVar[dict[str, Param]] = {
         "m": M,
         "epsilon": EPSILON,
         "delta": DELTA,
@@ -79,10 +92,16 @@ class GIFA(Policy):
         "S": S_BOUND,
         "L": L_BOUND,
         "lambda_reg": LAMBDA_REG,
-        "threshold": Param("theoretical", Options(LINEAR_THRESHOLDS + CLASSICAL_THRESHOLDS[:1] + CLASSICAL_THRESHOLDS[2:]),
-                           "confidence threshold (linear: theoretical, heuristic, abbasi-yadkori; classical: lucb1, heuristic, hoeffding)"),
+        "threshold": Param(
+            "theoretical",
+            Options(LINEAR_THRESHOLDS + CLASSICAL_THRESHOLDS[:1] + CLASSICAL_THRESHOLDS[2:]),
+            "confidence threshold (linear: theoretical, heuristic, abbasi-yadkori; "
+            "classical: lucb1, heuristic, hoeffding)",
+        ),
         "paper_literal": Param(False, BOOLEAN, "theoretical threshold exactly as printed in [RKD21]"),
-        "delta_eff": Param("pairs", Options(("pairs", "ellipsoid")), "Abbasi-Yadkori level: delta / K^2 (pairs) or delta"),
+        "delta_eff": Param(
+            "pairs", Options(("pairs", "ellipsoid")), "Abbasi-Yadkori level: delta / K^2 (pairs) or delta"
+        ),
         "index": Param("paired", Options(INDICES), "gap indices: paired, individual or classical (no features)"),
         "compute_jt": Param("empirical", Options(COMPUTE_JT), "candidate set J(t)"),
         "compute_bt": Param("lucb", Options(COMPUTE_BT), "challenger b_t"),
@@ -92,7 +111,7 @@ class GIFA(Policy):
                       "d arms, 'none', or 'auto' (all up to K = 10^4, else span); True/False mean all/none"),
         "refresh_every": REFRESH_EVERY,
     }
-    defaults = {"sigma": 0.5}
+    defaults: ClassVar[dict[str, Any]] = {"sigma": 0.5}
     renamed = {"lambda0": "lambda_reg", "R": "sigma", "rule": "selection"}
 
     def __init__(self, features, **params):
@@ -105,7 +124,8 @@ class GIFA(Policy):
         allowed = LINEAR_THRESHOLDS if self.linear else CLASSICAL_THRESHOLDS
         if p.threshold not in allowed:
             raise ValueError(
-                f"threshold (with {self.index} indices) must be one of {', '.join(map(repr, allowed))}; got {p.threshold!r}"
+                f"threshold (with {self.index} indices) must be one of {', '.join(map(repr, allowed))}; "
+                f"got {p.threshold!r}"
             )
         self.threshold = p.threshold
         if not self.linear and self.selection in ("greedy", "optimized"):
@@ -163,7 +183,9 @@ class GIFA(Policy):
         """f_s: widths are f_s ||y||_P (linear) or f_s / sqrt(N_a) (classical)."""
         name = self.threshold
         if name == "theoretical":
-            c = th.reda_theoretical(s, self.delta, self.d_eff, self.L, self.S, self.sigma, self.lambda_reg, self.paper_literal)
+            c = th.reda_theoretical(
+                s, self.delta, self.d_eff, self.L, self.S, self.sigma, self.lambda_reg, self.paper_literal
+            )
             return self.sigma * c
         if name == "heuristic":
             return self.sigma * th.reda_heuristic(s, self.delta)

@@ -32,7 +32,17 @@ from .estimators import RidgeState
 from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_mle
 from .linalg import project_if_deficient
 from .params import (
-    DELTA, LAMBDA_REG, NONNEGATIVE, POSITIVE, POSITIVE_INT, REFRESH_EVERY, SIGMA, AnyOf, Options, Param, resolve,
+    DELTA,
+    LAMBDA_REG,
+    NONNEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    REFRESH_EVERY,
+    SIGMA,
+    AnyOf,
+    Options,
+    Param,
+    resolve,
 )
 from .policy import DEFAULT_MAX_SAMPLES, Policy
 from .registry import register
@@ -142,7 +152,9 @@ class GLGapE(Policy):
         "epsilon": Param(0.1, NONNEGATIVE, "tolerance of the answer (0 only with an explicit max_samples)"),
         "delta": DELTA,
         "E": Param(None, POSITIVE_INT, "size of the initial phase (None: min(K, 3 d'))", none=True),
-        "c_mu": Param("estimate", AnyOf((POSITIVE, Options(("estimate",)))), "lower bound on mu' over the arms", oracle=True),
+        "c_mu": Param(
+            "estimate", AnyOf((POSITIVE, Options(("estimate",)))), "lower bound on mu' over the arms", oracle=True
+        ),
         "k_mu": Param(0.25, POSITIVE, "Lipschitz constant of the link"),
         "calibration": Param("reinterpreted", Options(CALIBRATIONS), "width calibration"),
         "selection": Param("auto", Options(("auto",) + RULES + ("optimized",)),
@@ -168,7 +180,9 @@ class GLGapE(Policy):
                 "the run may never stop (two arms with equal means can never be told apart); "
                 "pass epsilon > 0, or epsilon = 0 together with max_samples"
             )
-        super().__init__(features, m=1, rng=p.rng, max_samples=DEFAULT_MAX_SAMPLES if max_samples is None else max_samples)
+        super().__init__(
+            features, m=1, rng=p.rng, max_samples=DEFAULT_MAX_SAMPLES if max_samples is None else max_samples
+        )
         self.epsilon = epsilon
         self.delta = p.delta
         self.calibration, self.rule = calibration, rule
@@ -222,7 +236,8 @@ class GLGapE(Policy):
             return self.rng.choice(self.K, size=self.E, replace=False)
         if self._phase == "init":
             M = (self.Z.T * self.n) @ self.Z
-            if np.linalg.matrix_rank(M) < self.d_eff:  # safeguard: the paper does not say what to do if M stays singular
+            # safeguard: the paper does not say what to do if M stays singular
+            if np.linalg.matrix_rank(M) < self.d_eff:
                 return int(self.rng.integers(self.K))
             self._finish_initial_phase()
         return self._adaptive_round()
@@ -307,10 +322,10 @@ class GLGapE(Policy):
     def _max_corner(self, q_ii: float, q_jj: np.ndarray, q_ij: np.ndarray) -> np.ndarray:
         """Squared width max over the 4 corners for all j at once (the corner is found later for j_t only)."""
         (lo, _), _, _, (hi, _) = self._corners
-        out = None
-        for c1, c2 in ((lo, lo), (lo, hi), (hi, lo), (hi, hi)):
+        out = (lo * lo * q_ii) + (lo * lo) * q_jj - (2.0 * lo * lo) * q_ij
+        for c1, c2 in ((lo, hi), (hi, lo), (hi, hi)):
             f = (c1 * c1 * q_ii) + (c2 * c2) * q_jj - (2.0 * c1 * c2) * q_ij
-            out = f if out is None else np.maximum(out, f, out=out)
+            out = np.maximum(out, f, out=out)
         return out
 
     def _stop(self):

@@ -63,7 +63,9 @@ def logistic_mle(
     tol: float = 1e-8,
     decrement_tol: float = _DECREMENT_TOL,
 ) -> LogisticFit:
-    """Penalised logistic MLE from per-arm pull counts ``n`` and success counts ``s`` (Newton on aggregated counts: O(K d^2) per step, whatever t).
+    """Penalised logistic MLE from per-arm pull counts ``n`` and success counts ``s``.
+
+    Newton on aggregated counts: O(K d^2) per step, whatever the number of observations.
 
     Minimises -sum_a [s_a x_a^T theta - n_a log(1 + exp(x_a^T theta))] + lambda_reg/2 ||theta||^2
     by Newton's method (Cholesky solve, step halved until the objective decreases), warm-started

@@ -4,7 +4,8 @@ The budget B is split over s = ceil(log_eta K) stages of n = floor(B / s) pulls.
 surviving arms are projected onto their span, an allocation of exactly n pulls is fixed
 *before* any reward of the stage is seen (uniform, Frank-Wolfe G/D-optimal design + rounding,
 Wynn, or greedy G-allocation), and ``ask()`` returns the whole stage as one batch (one plate per
-stage).  The stage's data alone (as in the paper's independence argument) give an OLS (``gse-lin``) or penalised logistic MLE
+stage).  The stage's data alone (as in the paper's independence argument) give an OLS (``gse-lin``) or penalised
+logistic MLE
 (``gse-log``) estimate, and the ceil(|A| / eta) arms with the largest estimated means survive
 (ties at random).  The last survivor is recommended.
 
@@ -29,10 +30,10 @@ from dataclasses import replace
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from .design import FW_MODES, ROUNDING_METHODS, frank_wolfe, greedy_g_allocation, round_design, uniform_allocation, wynn
 from .cache import LRUCache, digest
-from .linalg import project
+from .design import FW_MODES, ROUNDING_METHODS, frank_wolfe, greedy_g_allocation, round_design, uniform_allocation, wynn
 from .glm import logistic_mle
+from .linalg import project
 from .params import BOOLEAN, BUDGET, LAMBDA_REG, NONNEGATIVE, POSITIVE, Interval, Options, Param, resolve
 from .policy import Policy
 from .registry import register
@@ -101,7 +102,9 @@ class GSE(Policy):
 
     parameters = {
         "budget": BUDGET,
-        "eta": Param(2.0, Interval(1.0, None, open=("low",)), "elimination factor: each stage keeps ceil(|A| / eta) arms"),
+        "eta": Param(
+            2.0, Interval(1.0, None, open=("low",)), "elimination factor: each stage keeps ceil(|A| / eta) arms"
+        ),
         "allocation": Param("fw", Options(ALLOCATIONS), "how each stage's pulls are allocated"),
         "fw_mode": Param("D-exact", Options(FW_MODES), "Frank-Wolfe variant"),
         "n_fw": Param(1000, Interval(0, None, integer=True), "Frank-Wolfe iterations"),
@@ -109,7 +112,9 @@ class GSE(Policy):
         "fw_init": Param("uniform", Options(("uniform", "kumar-yildirim")), "Frank-Wolfe starting design"),
         "fw_away": Param(True, BOOLEAN, "D-exact with away steps"),
         "rounding": Param("efficient", Options(ROUNDING_METHODS), "design rounding"),
-        "lambda_reg": replace(LAMBDA_REG, constraint=NONNEGATIVE, help="ridge penalty of the logistic MLE (gse-log: > 0)"),
+        "lambda_reg": replace(
+            LAMBDA_REG, constraint=NONNEGATIVE, help="ridge penalty of the logistic MLE (gse-log: > 0)"
+        ),
         "reuse_data": Param(False, BOOLEAN, "estimate from all data on the survivors (not in the paper)"),
         "leftover": Param("last", Options(LEFTOVER), "where the budget remainder goes"),
         "cache_designs": Param(True, BOOLEAN, "share designs of identical stages across runs"),
@@ -183,6 +188,7 @@ class GSE(Policy):
 
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
         Z, counts = self._Z, self._counts
+        assert Z is not None and counts is not None, "tell() before the stage was allocated"
         if self.reuse_data:
             n_a, s_a = self.n[self.active].astype(float), self.sums[self.active]
         else:

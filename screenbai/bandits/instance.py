@@ -36,7 +36,9 @@ class Instance:
         X = check_features(self.features)
         mu = np.asarray(self.means, dtype=float).reshape(-1)
         if mu.shape[0] != X.shape[0]:
-            raise ValueError(f"means has {mu.shape[0]} entries but features has {X.shape[0]} arms; give one mean per arm")
+            raise ValueError(
+                f"means has {mu.shape[0]} entries but features has {X.shape[0]} arms; give one mean per arm"
+            )
         if not np.isfinite(mu).all():
             raise ValueError("means contain NaN/inf; every arm needs a finite true mean")
         if self.reward not in REWARD_MODELS:
@@ -80,7 +82,7 @@ class Instance:
         mu_m = np.sort(self.means)[::-1][m - 1]
         return bool(np.all(self.means[rec] >= mu_m - epsilon - 1e-12))
 
-    def environment(self, rng=None) -> "Environment":
+    def environment(self, rng=None) -> Environment:
         return Environment(self, rng)
 
 
@@ -117,5 +119,6 @@ class Environment:
         if model == "bernoulli":
             return (self._noise(arms.size) < self._means[arms]).astype(float)
         outs = self.instance.outcomes
+        assert outs is not None  # checked by Instance for replay rewards
         u = self._noise(arms.size)
         return np.array([outs[a][int(v * outs[a].size)] for a, v in zip(arms, u)])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from scipy.special import expit
 
@@ -19,7 +21,10 @@ def soare(d: int = 2, omega: float = 0.01, sigma: float = 1.0) -> Instance:
 
 
 def reda_classic(K: int = 4, m: int = 2, omega: float = np.pi / 6, sigma: float = 0.5) -> Instance:
-    """[RKD21] classic instance: d = K - 1, theta = e_1, top m means 1, arm m+1 cos w (x_1 = e_1, not the misprinted 2 e_1: only e_1 gives the reported gaps)."""
+    """[RKD21] classic instance: d = K - 1, theta = e_1, top m means 1, arm m+1 cos w.
+
+    x_1 = e_1, not the misprinted 2 e_1: only e_1 gives the reported gaps.
+    """
     K, m = int(K), int(m)
     if K < 3 or not 1 <= m <= K - 2:
         raise ValueError(f"reda_classic needs K >= 3 and 1 <= m <= K - 2; got K={K}, m={m}")
@@ -48,7 +53,9 @@ def kw_synthetic(K: int = 50, d: int = 10, seed: int = 0) -> Instance:
     rng = np.random.default_rng(seed)
     theta = rng.standard_normal(int(d))
     X = rng.uniform(-1.0, 1.0, size=(int(K), int(d)))
-    return Instance(X, expit(X @ theta), "bernoulli", 0.5, theta, link="logistic", name=f"kw_synthetic(K={K},d={d},seed={seed})")
+    return Instance(
+        X, expit(X @ theta), "bernoulli", 0.5, theta, link="logistic", name=f"kw_synthetic(K={K},d={d},seed={seed})"
+    )
 
 
 def akg_logistic(K: int = 8, d: int = 5, seed: int = 0) -> Instance:
@@ -56,7 +63,9 @@ def akg_logistic(K: int = 8, d: int = 5, seed: int = 0) -> Instance:
     rng = np.random.default_rng(seed)
     X = rng.uniform(-0.5, 0.5, size=(int(K), int(d)))
     theta = rng.normal(0.0, np.sqrt(3.0 / d), size=int(d))
-    return Instance(X, expit(X @ theta), "bernoulli", 0.5, theta, link="logistic", name=f"akg_logistic(K={K},d={d},seed={seed})")
+    return Instance(
+        X, expit(X @ theta), "bernoulli", 0.5, theta, link="logistic", name=f"akg_logistic(K={K},d={d},seed={seed})"
+    )
 
 
 def akg_adaptive(K: int = 8, omega: float = 0.1, noise_var: float = 10.0) -> Instance:
@@ -75,10 +84,12 @@ def akg_sphere(K: int = 32, d: int = 10, seed: int = 0, noise_var: float = 1.0) 
     D = np.linalg.norm(X[:, None, :] - X[None, :, :], axis=2) + np.eye(int(K)) * 1e9
     i, j = np.unravel_index(np.argmin(D), D.shape)
     theta = X[i] + 0.01 * (X[j] - X[i])
-    return Instance(X, X @ theta, "gaussian", float(np.sqrt(noise_var)), theta, name=f"akg_sphere(K={K},d={d},seed={seed})")
+    return Instance(
+        X, X @ theta, "gaussian", float(np.sqrt(noise_var)), theta, name=f"akg_sphere(K={K},d={d},seed={seed})"
+    )
 
 
-NAMED = {
+NAMED: dict[str, Callable[..., Instance]] = {
     "soare": soare,
     "reda_classic": reda_classic,
     "canonical": canonical,

@@ -150,13 +150,20 @@ class Param:
                 f"true instance); pass a value: {self.describe()}"
             )
         if not self.constraint.accepts(value):
-            raise ValueError(f"{owner}: {name}={value!r} is not allowed; {name} ({self.help}) must be {self.describe()}")
+            raise ValueError(
+                f"{owner}: {name}={value!r} is not allowed; {name} ({self.help}) must be {self.describe()}"
+            )
         return self.constraint.convert(value)
 
 
 # parameters every policy takes
 COMMON: dict[str, Param] = {
-    "rng": Param(None, Anything("a numpy Generator, a seed or None"), "random generator for tie-breaking and random choices", none=True),
+    "rng": Param(
+        None,
+        Anything("a numpy Generator, a seed or None"),
+        "random generator for tie-breaking and random choices",
+        none=True,
+    ),
     "max_samples": Param(10**8, POSITIVE_INT, "safety cap on the number of pulls"),
 }
 
@@ -194,7 +201,8 @@ def _rename(cls: type, params: dict, stacklevel: int) -> dict:
         new = old_names.get(key)
         if new is not None:
             warnings.warn(
-                f"{cls.__name__}: parameter {key!r} is now called {new!r}; the old name will be removed in the next release",
+                f"{cls.__name__}: parameter {key!r} is now called {new!r}; "
+                "the old name will be removed in the next release",
                 DeprecationWarning,
                 stacklevel=stacklevel,
             )
@@ -240,7 +248,9 @@ def check(cls: type, given: dict, label: str = "") -> None:
     prefix = f"{label}: " if label else ""
     for key, value in given.items():
         if key not in params:
-            raise ValueError(f"{prefix}{cls.__name__} has no parameter {key!r}; parameters accepted: {', '.join(params)}")
+            raise ValueError(
+                f"{prefix}{cls.__name__} has no parameter {key!r}; parameters accepted: {', '.join(params)}"
+            )
         try:
             params[key].validate(cls.__name__, key, value, allow_oracle=True)
         except ValueError as exc:
@@ -269,4 +279,9 @@ L_BOUND = Param(None, POSITIVE, "bound on the arms' norms (None: the largest ||x
 LAMBDA_REG = Param(1.0, POSITIVE, "ridge penalty lambda (prior precision lambda I)")
 ALPHA_UCB = Param(1.0, NONNEGATIVE, "exploration factor alpha of the UCB index x^T theta + alpha ||x||_{V^-1}")
 REFRESH_EVERY = Param(2000, POSITIVE_INT, "rebuild the inverse exactly after this many rank-one updates")
-ALLOCATION_SEED = Param(0, Interval(0, None, integer=True), "seed of the reward-independent allocation's tie-breaks (None: drawn from rng)", none=True)
+ALLOCATION_SEED = Param(
+    0,
+    Interval(0, None, integer=True),
+    "seed of the reward-independent allocation's tie-breaks (None: drawn from rng)",
+    none=True,
+)

@@ -12,7 +12,7 @@ import importlib
 from dataclasses import dataclass, field
 
 _MODULES = ("gifa", "static", "glgape", "glgape_topm", "gse", "baselines")
-_REGISTRY: dict[str, "Entry"] = {}
+_REGISTRY: dict[str, Entry] = {}
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from scipy import sparse
 
@@ -14,7 +16,10 @@ def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator
 
     ``Py`` = P y may be passed instead of y when the caller already has it.
     """
-    proj = state.X @ (state.P @ y if Py is None else Py)
+    if Py is None:
+        assert y is not None, "greedy_arm needs the direction y or P y"
+        Py = state.P @ y
+    proj = state.X @ Py
     proj *= proj
     proj /= state.diag + 1.0
     return argmax_random(proj, rng)
@@ -42,7 +47,7 @@ class L1Design:
         self.X = X
         self.K, self.d = X.shape
         self.zero_tol = zero_tol
-        self._highs = None
+        self._highs: Any = None  # highspy.Highs, built on first use
         self._cache: dict = {}
         self.n_solved = 0
 

@@ -12,7 +12,8 @@ Implementation notes.
 
 * Every greedy choice argmin_x max_y y^T (A + x x^T)^{-1} y is computed from G = Z A^{-1} Z^T,
   Q = Y A^{-1} Z^T and h_y = ||y||^2_{A^{-1}}, all kept up to date by rank one
-  and rebuilt exactly from the counts every ``_REFRESH`` pulls (bounds round-off drift). Ties are broken at random (symmetric instances tie exactly).
+  and rebuilt exactly from the counts every ``_REFRESH`` pulls (bounds round-off drift). Ties are broken at random
+  (symmetric instances tie exactly).
 * Static sequences (and each XY-adaptive phase) do not depend on rewards: they are generated once
   per (features, directions, allocation_seed) and kept in a module-level LRU cache, so Monte-Carlo
   replications share them. Their tie-breaks use ``allocation_seed``, not the policy ``rng``.
@@ -34,7 +35,18 @@ from .cache import LRUCache, digest
 from .estimators import RidgeState
 from .linalg import gram_pull, project_if_deficient, refuse_quadratic, spanning_arms
 from .params import (
-    ALLOCATION_SEED, BOOLEAN, DELTA, LAMBDA_REG, REQUIRED, S_BOUND, SIGMA, Anything, Interval, Options, Param, resolve,
+    ALLOCATION_SEED,
+    BOOLEAN,
+    DELTA,
+    LAMBDA_REG,
+    REQUIRED,
+    S_BOUND,
+    SIGMA,
+    Anything,
+    Interval,
+    Options,
+    Param,
+    resolve,
 )
 from .policy import Policy, Result
 from .registry import register
@@ -46,7 +58,9 @@ _REFRESH = 10_000  # exact rebuild of the greedy state / OLS inverse every this 
 _BLOCK = 4096  # rounds per vectorised stopping-rule block (= the Environment noise buffer)
 _TIE_RTOL = 1e-10  # greedy scores this close to the minimum count as ties
 AUTO_RESTRICT_K = 200  # above this many arms, Y is restricted to pairs with the empirical best
-RESTRICT_Y = Param(None, BOOLEAN, f"restrict Y to pairs with the empirical best (None: above {AUTO_RESTRICT_K} arms)", none=True)
+RESTRICT_Y = Param(
+    None, BOOLEAN, f"restrict Y to pairs with the empirical best (None: above {AUTO_RESTRICT_K} arms)", none=True
+)
 MONOTONE = Param(False, BOOLEAN, "survivors only shrink (False: rebuilt from all arms, as in [SLM14])")
 
 
@@ -264,10 +278,15 @@ _CACHE: LRUCache[AllocationSequence] = LRUCache(32)
 
 def allocation_sequence(Z, init_arms, I, J=None, scale=None, seed=0, stop_rule=None,
                         tie_rtol=_TIE_RTOL) -> AllocationSequence:
-    """The cached sequence for these features, directions, seed and stopping rule (LRU: Monte-Carlo replications share it)."""
+    """The cached sequence for these features, directions, seed and stopping rule (LRU: Monte-Carlo
+    replications share it)."""
     J = np.full(len(I), -1) if J is None else J
     scale = np.ones(len(I)) if scale is None else scale
-    key = (digest(Z, np.asarray(init_arms), np.asarray(I), np.asarray(J), np.asarray(scale, dtype=float)), seed, stop_rule)
+    key: tuple = (
+        digest(Z, np.asarray(init_arms), np.asarray(I), np.asarray(J), np.asarray(scale, dtype=float)),
+        seed,
+        stop_rule,
+    )
     if tie_rtol != _TIE_RTOL:
         key += (float(tie_rtol),)
     return _CACHE.get(key, lambda: AllocationSequence(Z, init_arms, I, J, scale, seed, stop_rule, tie_rtol))
@@ -409,7 +428,9 @@ class _SLMBase(Policy):
     parameters = {
         "delta": DELTA,
         "sigma": SIGMA,
-        "confidence": Param("pairs", Options(("pairs", "arms")), "log_n(K^2/delta) (pairs, as in [SLM14]) or log_n(K/delta)"),
+        "confidence": Param(
+            "pairs", Options(("pairs", "arms")), "log_n(K^2/delta) (pairs, as in [SLM14]) or log_n(K/delta)"
+        ),
     }
 
     def __init__(self, features, **params):
@@ -550,7 +571,9 @@ class _StaticAllocation(_SLMBase):
             else:
                 test = (states >= n0) & (states < cap)
                 if test.any():
-                    ok, best = eq11_batch(self.Z, cum_n[test], cum_s[test], states[test], self.width_constant, self.K_log, self.delta)
+                    ok, best = eq11_batch(
+                        self.Z, cum_n[test], cum_s[test], states[test], self.width_constant, self.K_log, self.delta
+                    )
                     if ok.any():
                         first = int(np.argmax(ok))
                         row = np.flatnonzero(test)[first]
@@ -646,7 +669,9 @@ class XYOracle(_StaticAllocation):
     parameters = {
         "theta": Param(None, Anything("a vector of length d"), "the true parameter theta*", none=True, oracle=True),
         "stopping": Param("eq4", Options(("eq4", "eq11")), "eq4 (true gaps) or eq11 (empirical)"),
-        "tie_rtol": Param(1e-3, Interval(0.0, 1.0, open=("high",)), "relative tolerance for near-ties of the greedy score"),
+        "tie_rtol": Param(
+            1e-3, Interval(0.0, 1.0, open=("high",)), "relative tolerance for near-ties of the greedy score"
+        ),
     }
 
     def __init__(self, features, **params):
@@ -713,7 +738,8 @@ class XYAdaptive(_SLMBase):
         self.restrict_y = self._check_restrict(p.restrict_y, self.K)
         self.allocation_seed = int(self.rng.integers(2**63)) if p.allocation_seed is None else p.allocation_seed
         self.active = np.ones(self.K, dtype=bool)
-        self.rho_prev = 1.0 / (self.d_eff * (self.d_eff + 1) + 1)  # rho^0 / n_0 (the phase test compares with the previous phase's value, not rho / t twice)
+        # rho^0 / n_0: the phase test compares with the previous phase's value (not rho / t twice)
+        self.rho_prev = 1.0 / (self.d_eff * (self.d_eff + 1) + 1)
         self.phase = 0
         self._prev_best: int | None = None
         self._start_phase()
@@ -741,7 +767,9 @@ class XYAdaptive(_SLMBase):
         mu, chol = _ols_mu(self.Z, self.phase_counts, self.phase_sums)
         G = self.Z @ cho_solve(chol, self.Z.T)
         dg = np.diag(G)
-        width = self.width_constant * np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2 * G, 0.0) * float(log_term(t, self.K_log, self.delta)))
+        width = self.width_constant * np.sqrt(
+            np.maximum(dg[:, None] + dg[None, :] - 2 * G, 0.0) * float(log_term(t, self.K_log, self.delta))
+        )
         beaten = ((mu[None, :] - mu[:, None]) > width).any(axis=1)  # x beaten by some x' (eq. 16)
         survivors = ~beaten & (self.active if self.monotone else True)
         best = int(argmax_random(mu, self.rng))

@@ -15,7 +15,8 @@ DELTA_EFF = ("pairs", "ellipsoid")
 def effective_delta(delta: float, K: int, delta_eff: str = "pairs") -> float:
     """[XHS18] union bound over the K^2 pairs ("pairs", delta/K^2) or the ellipsoid bound ("ellipsoid", delta).
 
-    "pairs" (delta / K^2, the union bound of [XHS18] Lemma 3) is paper-faithful (default), "ellipsoid" is valid and tighter.
+    "pairs" (delta / K^2, the union bound of [XHS18] Lemma 3) is paper-faithful (default), "ellipsoid" is
+    valid and tighter.
     """
     if delta_eff == "pairs":
         return delta / (K * K)
