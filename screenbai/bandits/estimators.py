@@ -53,11 +53,12 @@ class RidgeState:
         self._since_refresh = 0
         # one Gram row X P x_w kept by rank one (large K: the next round's row without a pass over X)
         self.keep_row = self.K >= KEEP_ROW_MIN_K
-        self._row_arm, self._row = -1, None
+        self._row_arm = -1
+        self._row: np.ndarray | None = None
 
     def gram_row(self, i: int) -> np.ndarray:
         """Row i of X P X^T (do not modify it): O(K d), or O(1) when it is the row being kept."""
-        if i == self._row_arm:
+        if i == self._row_arm and self._row is not None:
             return self._row
         row = self.X @ (self.P @ self.X[i])
         if self.keep_row:

@@ -154,7 +154,9 @@ class GIFA(Policy):
             refuse_quadratic(f"{self.name} (paired indices, UGapE-type J or stopping)", self.K,
                              "the Gram matrix X P X^T", "m-LinGapE (same paired indices, O(K d) per round), "
                              "or index='individual'")
-        self.state = TrackedRidgeState(self.Z, self.lambda_reg, p.refresh_every, gram=full_gram) if self.linear else None
+        self.state = (
+            TrackedRidgeState(self.Z, self.lambda_reg, p.refresh_every, gram=full_gram) if self.linear else None
+        )
         self.gaps = GapIndices(self.Z, self.state, self.index, self.m, self.compute_jt, self.compute_bt, self.stopping)
         self._design = L1Design(self.Z) if self.selection == "optimized" else None
         self._init_todo = self.init != "none"

@@ -100,7 +100,8 @@ def max_pair_width(Z: np.ndarray, P: np.ndarray, c_lo: float, c_hi: float, q: np
         return float(np.sqrt(max(nu2_max, 0.0)))
     q = np.einsum("ij,jk,ik->i", Z, P, Z) if q is None else q
     by_norm = np.argpartition(-q, n_rows // 2)[: n_rows // 2]
-    todo, done, nu2_max = list(by_norm), set(), 0.0
+    todo, nu2_max = list(by_norm), 0.0
+    done: set[int] = set()
     while todo and len(done) < n_rows:
         i = int(todo.pop(0))
         if i in done:

@@ -31,7 +31,6 @@ from scipy.special import expit
 
 from .glgape import GLGapE, corner_widths, log_root
 from .params import M, resolve
-from .policy import argmax_random, top_m
 from .registry import register
 from .rules import greedy_arm
 from .ties import argmax_random, top_m
