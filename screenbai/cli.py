@@ -63,27 +63,39 @@ def _instance_from_file(args):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="screenbai", description=__doc__.split("\n")[0])
+    from . import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="screenbai", description=__doc__.split("\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     sub.add_parser("algorithms", help="list the registered algorithms and their default parameters")
     sub.add_parser("instances", help="list the named synthetic instances")
 
-    sim = sub.add_parser("simulate", help="replicate an algorithm on an instance and print a summary")
+    sim = sub.add_parser(
+        "simulate",
+        help="replicate an algorithm on an instance and print a summary",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
     sim.add_argument("algorithm", help="a registered name (see `screenbai algorithms`)")
     src = sim.add_mutually_exclusive_group(required=True)
-    src.add_argument("--instance", help="a named instance, e.g. soare:d=5 or kw_synthetic:K=50,d=10,seed=3")
+    src.add_argument("--instance", help="a named instance (see `screenbai instances`), e.g. soare:d=5 or "
+                     "kw_synthetic:K=50,d=10,seed=3")
     src.add_argument("--features", help="CSV/Parquet of arm features (numeric columns) or .npy matrix")
-    sim.add_argument("--means", help="with a .npy feature file: .npy of true means")
+    sim.add_argument("--means", help="with a .npy feature file: .npy of true means (one per arm)")
     sim.add_argument("--means-column", default="mean", help="column of true means in the feature table")
-    sim.add_argument("--reward", default="gaussian", choices=["gaussian", "bernoulli"])
+    sim.add_argument("--reward", default="gaussian", choices=["gaussian", "bernoulli"],
+                     help="reward model of the simulated environment")
     sim.add_argument("--sigma", type=float, default=1.0, help="Gaussian noise standard deviation")
-    sim.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="algorithm parameter (repeatable)")
-    sim.add_argument("--reps", type=int, default=20)
-    sim.add_argument("--seed", type=int, default=0)
-    sim.add_argument("--jobs", type=int, default=1)
+    sim.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                     help="algorithm parameter, repeatable (values parsed as JSON, else kept as text)")
+    sim.add_argument("--reps", type=int, default=20, help="number of independent runs")
+    sim.add_argument("--seed", type=int, default=0, help="study seed (run r uses its r-th spawned stream)")
+    sim.add_argument("--jobs", type=int, default=1, help="worker processes (results do not depend on it)")
     sim.add_argument("--out", help="write the per-run records here (.csv or .parquet)")
-    sim.add_argument("--no-progress", action="store_true")
+    sim.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     from .campaign.cli import add_parser as add_campaign_parser
 

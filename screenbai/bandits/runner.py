@@ -114,20 +114,10 @@ def replicate(
     return df
 
 
-class _NoBar:
-    def update(self, n):
-        pass
-
-    def close(self):
-        pass
-
-
 def _progress(total: int, desc: str, enabled: bool):
-    if not enabled:
-        return _NoBar()
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit="run")
+    return tqdm(total=total, desc=desc, unit="run", disable=not enabled)
 
 
 def summarize(records: pd.DataFrame) -> pd.DataFrame:
