@@ -63,3 +63,12 @@ def test_errors_name_the_problem(tmp_path, capsys):
         main(["simulate", "gse-lin", "--features", str(path), "--param", "budget=10"])
     with pytest.raises(SystemExit, match="key=value"):
         main(["simulate", "gse-lin", "--instance", "soare:d=2", "--param", "budget"])
+
+
+def test_version_flag(capsys):
+    from screenbai import __version__
+    from screenbai.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out.strip() == f"screenbai {__version__}"
