@@ -449,6 +449,14 @@ class _SLMBase(Policy):
         self.init_arms = spanning_arms(self.Z)
         self._final: dict | None = None
 
+    def _ols_best(self, counts, sums) -> np.ndarray:
+        """The arm with the best OLS estimate from these counts and sums (empirical best while the
+        pulled arms do not span)."""
+        mu, _ = _ols_mu(self.Z, counts, sums)
+        if mu is None:
+            return Policy._recommend(self)
+        return np.array([argmax_random(mu, self.rng)])
+
     @staticmethod
     def _check_restrict(restrict_y, K: int) -> bool:
         if restrict_y is None:
@@ -536,10 +544,7 @@ class _StaticAllocation(_SLMBase):
     def _recommend(self):
         if self._final is not None and self._final.get("best") is not None:
             return np.array([self._final["best"]])
-        mu, _ = _ols_mu(self.Z, self.n.astype(float), self.sums)
-        if mu is None:
-            return super()._recommend()
-        return np.array([argmax_random(mu, self.rng)])
+        return self._ols_best(self.n.astype(float), self.sums)
 
     # -- vectorised path
     def run_fast(self, env):
@@ -812,10 +817,7 @@ class XYAdaptive(_SLMBase):
     def _recommend(self):
         if self._final is not None:
             return np.array([self._final["best"]])
-        mu, _ = _ols_mu(self.Z, self.phase_counts, self.phase_sums)
-        if mu is None:
-            return super()._recommend()
-        return np.array([argmax_random(mu, self.rng)])
+        return self._ols_best(self.phase_counts, self.phase_sums)
 
     def run_fast(self, env):
         """Phase by phase: the phase sequence is fixed, so pull it as one block (same reward stream)."""
