@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from .linalg import project, sherman_morrison
+from .linalg import in_blocks, project, sherman_morrison
 
 __all__ = ["RidgeState", "TrackedRidgeState", "project"]
 
@@ -90,10 +90,14 @@ class RidgeState:
         denom = 1.0 + q
         self.logdet += np.log1p(q)
         g = self.X @ u
-        gs = g / denom
-        self.diag -= g * gs
-        if self._row is not None:  # X P x_w loses g (u^T x_w) / (1 + q)
-            self._row -= gs * float(u @ self.X[self._row_arm])
+        gs = np.empty_like(g)
+        row = self._row
+        row_coef = 0.0 if row is None else float(u @ self.X[self._row_arm])  # X P x_w loses gs (u^T x_w)
+        for g_b, gs_b, diag_b, *row_b in in_blocks(g, gs, self.diag, *([] if row is None else [row])):
+            np.divide(g_b, denom, out=gs_b)
+            diag_b -= g_b * gs_b
+            if row_b:
+                row_b[0] -= gs_b * row_coef
         self._since_refresh += 1
         return g, gs
 
@@ -161,7 +165,9 @@ class TrackedRidgeState(RidgeState):
         added = self._add(a, reward)
         assert added is not None  # lambda0 > 0: the inverse always exists
         g, gs = added
-        self.mu += gs * (reward - mu_a)
+        step = reward - mu_a
+        for mu_b, gs_b in in_blocks(self.mu, gs):
+            mu_b += gs_b * step
         if self.G is not None:
             self.G -= np.multiply.outer(g, gs)
         if self._since_refresh >= self.refresh_every:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .estimators import TrackedRidgeState
+from .linalg import in_blocks
 from .ties import argmax_random, top_m
 
 
@@ -68,13 +69,15 @@ class GapIndices:
         st = self._ridge()
         i = argmax_random(mu, rng)
         Pxi = st.P @ self.Z[i]
-        ucb = st.gram_row(i) * -2.0  # row i of G
-        ucb += st.diag
-        ucb += st.diag[i]  # ||x_j - x_i||_P^2
-        np.maximum(ucb, 0.0, out=ucb)
-        np.sqrt(ucb, out=ucb)
-        ucb *= f
-        ucb += mu  # B[j, i] + mu_i
+        ucb, diag_i = np.empty(self.K), st.diag[i]
+        for block, row, diag, mu_b in in_blocks(ucb, st.gram_row(i), st.diag, mu):  # row i of G
+            np.multiply(row, -2.0, out=block)
+            block += diag
+            block += diag_i  # ||x_j - x_i||_P^2
+            np.maximum(block, 0.0, out=block)
+            np.sqrt(block, out=block)
+            block *= f
+            block += mu_b  # B[j, i] + mu_i
         ucb[i] = -np.inf
         c = argmax_random(ucb, rng)
         self.Pxb = (i, Pxi)

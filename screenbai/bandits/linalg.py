@@ -81,3 +81,17 @@ def refuse_quadratic(algorithm: str, K: int, what: str, instead: str) -> None:
             f"{algorithm} keeps {what}, a K x K matrix: K = {K:,} arms would need {8 * K * K / 2**30:,.0f} GiB "
             f"and O(K^2) work per round (it accepts K <= {MAX_K_QUADRATIC:,}). Use {instead} instead"
         )
+
+
+#: elements per block of the elementwise passes over K-vectors: 256 kB of float64, within a core's
+#: L2 cache, so a chain of numpy operations on one block reads main memory once, not once per call
+BLOCK = 1 << 15
+
+
+def in_blocks(*arrays: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """Equal-length arrays in cache-sized pieces: tuples of views (elementwise results do not depend
+    on them), or the arrays themselves when they are short (no slicing overhead at small K)."""
+    n = len(arrays[0])
+    if n <= BLOCK:
+        return [arrays]
+    return [tuple(a[s : s + BLOCK] for a in arrays) for s in range(0, n, BLOCK)]

@@ -8,6 +8,7 @@ import numpy as np
 from scipy import sparse
 
 from .estimators import RidgeState
+from .linalg import in_blocks
 from .ties import argmax_random, argmin_random
 
 
@@ -20,8 +21,9 @@ def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator
         assert y is not None, "greedy_arm needs the direction y or P y"
         Py = state.P @ y
     proj = state.X @ Py
-    proj *= proj
-    proj /= state.diag + 1.0
+    for block, diag in in_blocks(proj, state.diag):
+        block *= block
+        block /= diag + 1.0
     return argmax_random(proj, rng)
 
 
