@@ -290,8 +290,9 @@ def structure_grid(table: pd.DataFrame, *, smiles: str = "smiles", legend: Seque
     mols = [m if m is not None else Chem.MolFromSmiles("") for m in mols]
     legends = list(legend) if legend is not None else [""] * len(mols)
     options = Draw.MolDrawOptions()
-    options.legendFraction = 0.25  # room for three legend lines at a readable size
-    options.legendFontSize = 18
+    # RDKit's stubs type these properties as MolDrawOptions
+    options.legendFraction = 0.25  # type: ignore[assignment]  # room for three legend lines
+    options.legendFontSize = 18  # type: ignore[assignment]
     return Draw.MolsToGridImage(mols, molsPerRow=max(1, min(mols_per_row, len(mols))), subImgSize=size,
                                 legends=legends, returnPNG=False, drawOptions=options)
 
@@ -411,11 +412,19 @@ def _findings(summary: pd.DataFrame, declared: pd.DataFrame, reference: tuple[in
         whose = "declared compound's" if r.m == 1 else f"{r.m} declared compounds'"
         distinct = f"{r.distinct_declared} different compound{'s' if r.distinct_declared > 1 else ''}"
         top = declared[(declared["label"] == r.label) & (declared["d"] == d_ref) & (declared["K"] == K_ref)].head(1)
-        most = (f" Most often declared: {top['compound_id'].iat[0]} ({top['times_declared'].iat[0]} of {top['runs'].iat[0]} runs, "
-                f"{_format_activity(top['activity_nM'].iat[0], activity)}, rank {top['activity_rank'].iat[0]} of {K_ref})."
-                if len(top) else "")
-        tests = (f"stopped after {r.median_samples:.0f} tests (median; {'fewer' if r.median_samples < K_ref else 'more'} "
-                 f"than the {K_ref} compounds)" if r.runs > r.not_stopped else "never stopped")
+        most = (
+            f" Most often declared: {top['compound_id'].iat[0]} "
+            f"({top['times_declared'].iat[0]} of {top['runs'].iat[0]} runs, "
+            f"{_format_activity(top['activity_nM'].iat[0], activity)}, rank {top['activity_rank'].iat[0]} of {K_ref})."
+            if len(top)
+            else ""
+        )
+        tests = (
+            f"stopped after {r.median_samples:.0f} tests (median; {'fewer' if r.median_samples < K_ref else 'more'} "
+            f"than the {K_ref} compounds)"
+            if r.runs > r.not_stopped
+            else "never stopped"
+        )
         eps_note = (f"epsilon = {r.epsilon:g} counts {r.eps_good_fraction:.0%} of the sample as correct, so the "
                     "epsilon-error says little here" if r.eps_good_fraction >= UNINFORMATIVE
                     else f"more than epsilon = {r.epsilon:g} below: {r.eps_error_rate:.2f}")
@@ -423,10 +432,10 @@ def _findings(summary: pd.DataFrame, declared: pd.DataFrame, reference: tuple[in
             f"{r.label} (d = {d_ref}, K = {K_ref}, names {names}): {tests}"
             + (f", {r.not_stopped} of {r.runs} runs hit the cap" if r.not_stopped else "")
             + f". The {whose} median rank by measured {activity} is {r.median_declared_rank:.0f} of {K_ref} "
-            f"(top {r.median_declared_rank_pct:.1f} %; median {_format_activity(r.median_declared_activity_nM, activity)}, "
+            f"(top {r.median_declared_rank_pct:.1f} %; "
+            f"median {_format_activity(r.median_declared_activity_nM, activity)}, "
             f"best of the sample {_format_activity(r.best_activity_nM, activity)}); {distinct} "
-            f"declared in {r.runs} runs. Error: not the exact best {r.exact_error_rate:.2f}; {eps_note}."
-            + most
+            f"declared in {r.runs} runs. Error: not the exact best {r.exact_error_rate:.2f}; {eps_note}." + most
         )
     return out
 

@@ -108,7 +108,7 @@ def acquire_activities(
     cfg = _with_resolved_path(source, repo_root)
     provenance: dict[str, Any] = {"requested": dict(source), "used": "source", "settings": cfg}
     try:
-        raw = load_activities(cfg, cache_dir=cache_dir)
+        raw = load_activities(cfg, cache_dir=Path(cache_dir))
     except ChemblUnavailableError as exc:
         if not fallback:
             raise
@@ -120,7 +120,7 @@ def acquire_activities(
         )
         logger.warning("%s Cause: %s", warning, exc)
         provenance.update(used="offline_fallback", settings=fb, error=str(exc), warning=warning)
-        raw = load_activities(fb, cache_dir=cache_dir)
+        raw = load_activities(fb, cache_dir=Path(cache_dir))
     provenance["n_rows"] = len(raw)
     return raw, provenance
 
@@ -159,7 +159,8 @@ def activity_types_of(config: Mapping[str, Any]) -> list[str]:
         if named and not named & set(src_types):
             raise ValueError(
                 f"source.activity_column {source['activity_column']!r} names {'/'.join(sorted(named))} values "
-                f"but source.activity_type is {src_types[0]!r}{' (the default)' if 'activity_type' not in source else ''}; "
+                f"but source.activity_type is {src_types[0]!r}"
+                f"{' (the default)' if 'activity_type' not in source else ''}; "
                 f"declare the type the file holds, e.g. activity_type: {min(named)}"
             )
     elif kind == "chembl":
@@ -187,7 +188,11 @@ def check_activity_types(raw: pd.DataFrame, types: Sequence[str], where: str = "
     Returns the row count per declared type found.  Raises ValueError naming both the declared
     types and what the data hold when none of the declared types is present.
     """
-    held = raw["standard_type"].astype("string").str.strip() if "standard_type" in raw.columns else pd.Series(dtype="string")
+    held = (
+        raw["standard_type"].astype("string").str.strip()
+        if "standard_type" in raw.columns
+        else pd.Series(dtype="string")
+    )
     counts = held.fillna("(none)").value_counts()
     lower = {str(k).lower(): int(v) for k, v in counts.items()}
     found = {t: lower.get(t.lower(), 0) for t in types}
@@ -227,7 +232,9 @@ def prepare_activities(raw: pd.DataFrame, types: Sequence[str], where: str = "th
         if "standard_relation" in out.columns:
             rel = out.loc[is_p, "standard_relation"].astype("object")
             out["standard_relation"] = out["standard_relation"].astype("object")
-            out.loc[is_p, "standard_relation"] = rel.map(lambda r: _FLIP_RELATION.get(str(r).strip(), r) if isinstance(r, str) else r)
+            out.loc[is_p, "standard_relation"] = rel.map(
+                lambda r: _FLIP_RELATION.get(str(r).strip(), r) if isinstance(r, str) else r
+            )
     return out
 
 
@@ -259,7 +266,9 @@ def study_points(studies: Mapping[str, Mapping[str, Any]]) -> list[tuple[int, in
     return sorted(pts)
 
 
-def reference_point(studies: Mapping[str, Mapping[str, Any]], override: Mapping[str, int] | None = None) -> tuple[int, int]:
+def reference_point(
+    studies: Mapping[str, Mapping[str, Any]], override: Mapping[str, int] | None = None
+) -> tuple[int, int]:
     """The (d, K) screen shown in the pulls and structures figures.
 
     ``override`` (config ``report.reference``) if given, else the screen shared by the most
@@ -411,11 +420,11 @@ def build_instance(arms: pd.DataFrame, subset: pd.DataFrame, theta: Sequence[flo
 
     table = arms.set_index("compound_id").loc[subset["compound_id"]]
     X = table[arm_columns(arms)].to_numpy(dtype=float)
-    theta = np.asarray(theta, dtype=float)
-    if theta.size != X.shape[1]:
-        raise ValueError(f"theta has {theta.size} entries but the arms have {X.shape[1]} features")
+    theta_arr = np.asarray(theta, dtype=float)
+    if theta_arr.size != X.shape[1]:
+        raise ValueError(f"theta has {theta_arr.size} entries but the arms have {X.shape[1]} features")
     return Instance(
-        X, table["mean"].to_numpy(dtype=float), reward="bernoulli", theta=theta, link="logistic", name=name
+        X, table["mean"].to_numpy(dtype=float), reward="bernoulli", theta=theta_arr, link="logistic", name=name
     )
 
 

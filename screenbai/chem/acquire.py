@@ -157,7 +157,11 @@ def _check_rows_match_header(path: Path, lines: list[str], sep: str) -> None:
     for other, name in _DELIMITERS.items():
         n_fields = len(next(csv.reader([first], delimiter=other)))
         if n_fields > 1 and (other != sep or len(header) == 1):
-            told = "holds one column" if len(header) == 1 else f"is separated by {_DELIMITERS[sep]} ({len(header)} columns)"
+            told = (
+                "holds one column"
+                if len(header) == 1
+                else f"is separated by {_DELIMITERS[sep]} ({len(header)} columns)"
+            )
             raise ValueError(
                 f"{path}: the header {told} but the rows are separated by {name} ({n_fields} fields in the "
                 "first row): write the header with the rows' delimiter"
@@ -686,7 +690,11 @@ def load_activities(source_config: Mapping[str, Any], cache_dir: str | Path = "d
 
     if kind == "chembl":
         target = need("target_chembl_id")
-        kwargs = {k: cfg.pop(k) for k in ("activity_types", "timeout", "deadline", "page_size", "refresh", "retries") if k in cfg}
+        kwargs = {
+            k: cfg.pop(k)
+            for k in ("activity_types", "timeout", "deadline", "page_size", "refresh", "retries")
+            if k in cfg
+        }
         reject_unknown()
         return fetch_chembl_activities(target, cache_dir=cache_dir, **kwargs)
     if kind == "export":

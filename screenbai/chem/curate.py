@@ -140,9 +140,10 @@ MAX_HEAVY_ATOMS = 1023
 _SMILES_ATOM = re.compile(r"\[\d*([A-Z][a-z]?|[a-z]{1,2}|\*)[^\]]*\]|Br|Cl|[BCNOPSFI]|[bcnops]|\*")
 
 #: Non-metals (metalloids B, Si, As, Se, Te included, as in medicinal chemistry).
-_NON_METALS = frozenset(
-    ("H", "He", "B", "C", "N", "O", "F", "Ne", "Si", "P", "S", "Cl", "Ar", "As", "Se", "Br", "Kr", "Te", "I", "Xe", "At", "Rn", "*")
-)
+_NON_METALS = frozenset((
+    "H", "He", "B", "C", "N", "O", "F", "Ne", "Si", "P", "S", "Cl", "Ar", "As", "Se", "Br", "Kr", "Te", "I",
+    "Xe", "At", "Rn", "*",
+))
 #: Metals that occur as counter-ions of drug salts; they are stripped like any counter-ion.
 _COUNTER_ION_METALS = frozenset(("Li", "Na", "K", "Rb", "Cs", "Mg", "Ca", "Sr", "Ba"))
 _NOT_A_METAL_COMPLEX = _NON_METALS | _COUNTER_ION_METALS
@@ -244,7 +245,8 @@ class _Standardizer:
         if mol is None:
             return "unparseable SMILES"
         try:
-            mw = float(Descriptors.MolWt(mol))
+            # MolWt is added to Descriptors at import time; RDKit's stubs do not list it
+            mw = float(Descriptors.MolWt(mol))  # type: ignore[attr-defined]
             compound = self._the_compound(mol)
             if isinstance(compound, str):
                 return compound

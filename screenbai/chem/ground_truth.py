@@ -56,7 +56,8 @@ def cure_threshold(
     mean of the two activities on either side of the cut.
 
     Returns the threshold (``threshold_nM``, ``threshold_pActivity``), the rule in words (with
-    ``activity_label``, e.g. "Ki", for the measured quantity) and the class counts.  Raises ValueError, with the activity range, when the threshold leaves a
+    ``activity_label``, e.g. "Ki", for the measured quantity) and the class counts.  Raises ValueError, with the
+    activity range, when the threshold leaves a
     single class (no logistic ground truth can be fitted).
     """
     a = np.asarray(activity_nM, dtype=np.float64)
@@ -79,7 +80,9 @@ def cure_threshold(
         words = f"p{activity_label} > {value:g} ({activity_label} < {thr:.3g} nM)"
     else:
         if not 0.0 < value < 1.0:
-            raise ValueError(f"potent_fraction = {value!r} must lie strictly between 0 and 1 (0.1 = the most potent 10 %)")
+            raise ValueError(
+                f"potent_fraction = {value!r} must lie strictly between 0 and 1 (0.1 = the most potent 10 %)"
+            )
         s = np.sort(a)
         k = min(max(round(value * a.size), 1), a.size - 1) if a.size > 1 else 1
         thr = float(np.sqrt(s[k - 1] * s[k])) if a.size > 1 else float(s[0]) * 2.0

@@ -94,7 +94,9 @@ class FingerprintStore:
 
     def valid_mask(self) -> np.ndarray:
         """Boolean mask over all ``n_molecules`` rows."""
-        return np.concatenate([self.chunk_valid(i) for i in range(self.n_chunks)]) if self.n_chunks else np.ones(0, bool)
+        return (
+            np.concatenate([self.chunk_valid(i) for i in range(self.n_chunks)]) if self.n_chunks else np.ones(0, bool)
+        )
 
     def invalid(self) -> pd.DataFrame:
         """Every SMILES that could not be read: ``row`` (0-based, in the source), ``smiles``, ``reason``."""
