@@ -41,6 +41,7 @@ __all__ = [
     "check_activity_types",
     "check_algorithms",
     "check_library_size",
+    "clip_studies",
     "draw_subset",
     "format_activity",
     "ground_truth_arms",
@@ -258,6 +259,15 @@ def check_library_size(n_compounds: int, sizes: Sequence[int], where: str = "the
 # ---------------------------------------------------------------------------------- study plan
 def _as_list(v) -> list[int]:
     return [int(x) for x in (v if isinstance(v, (list, tuple)) else [v])]
+
+
+def clip_studies(studies: Mapping[str, Mapping[str, Any]], n_compounds: int) -> dict[str, dict[str, Any]]:
+    """The studies with every K above the library's size replaced by that size (config ``screen.clip_K``)."""
+    out = {}
+    for name, s in studies.items():
+        Ks = sorted({min(K, int(n_compounds)) for K in _as_list(s["K"])})
+        out[name] = {**s, "K": Ks if isinstance(s["K"], (list, tuple)) else Ks[0]}
+    return out
 
 
 def study_points(studies: Mapping[str, Mapping[str, Any]]) -> list[tuple[int, int]]:

@@ -245,3 +245,18 @@ def test_refused_at_curation_with_the_message_in_the_rule_log(tmp_path, mutate, 
     log = (tmp_path / "results" / "ki_toy" / "logs" / "curate.log").read_text()
     assert "rule curate failed" in log and expected in log
     assert not (tmp_path / "results" / "ki_toy" / "features").exists()
+
+
+@pytest.mark.slow
+def test_clip_K_screens_the_whole_library_when_K_is_larger(tmp_path):
+    config = small_config(TEST_DATA)
+    config["algorithms"] = [a for a in config["algorithms"] if a["label"] == "gse-log"]
+    config["screen"].update(replications=1, chunk_size=1, clip_K=True)
+    config["screen"]["studies"] = {"vary_K": {"d": 2, "K": [12, 100, 500]}}  # the library has 72
+    proc = run_snakemake(tmp_path, config, "--cores", "2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    res = tmp_path / "results" / "ki_toy"
+    records = pd.read_parquet(res / "records.parquet")
+    assert sorted(records["K"]) == [12, 72] and (records["samples"] == 3 * records["K"]).all()
+    assert len(pd.read_csv(res / "subsets" / "K72.csv")) == 72
+    assert "| gse-log | 2 | 72 |" in (res / "report" / "summary.md").read_text()

@@ -1,7 +1,7 @@
 # Stages 2-4: curate, featurize (Morgan fingerprints into a chunked store, PCA to each d), ground truth per d.
 
 
-rule curate:
+checkpoint curate:
     input:
         raw=f"{R}/raw/activities.parquet",
         provenance=f"{R}/raw/provenance.json",
@@ -22,7 +22,7 @@ rule curate:
         curation=CURATION,
         activity_types=ACTIVITY_TYPES,
         label=LABEL,
-        sizes=SIZES,
+        sizes=[] if SCREEN["clip_K"] else SIZES,
     script:
         "../scripts/curate.py"
 

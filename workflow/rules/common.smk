@@ -1,5 +1,6 @@
 # Config-derived constants and input functions (no rules here: snakemake --lint).
 
+import json
 from pathlib import Path
 
 from screenbai.chem.ground_truth import LABEL_RULES
@@ -7,6 +8,7 @@ from screenbai.screening import (
     activity_types_of,
     check_algorithms,
     check_regex,
+    clip_studies,
     replication_chunks,
     reference_point,
     study_points,
@@ -47,14 +49,46 @@ wildcard_constraints:
     label=r"[a-z0-9][a-z0-9_.+-]*",
 
 
+def screen_plan():
+    """The studies, their (d, K) screens and the reference screen of the figures.
+
+    With screen.clip_K, a K larger than the curated library becomes the library's size, read
+    from the curate checkpoint once it has run; without it such a K is refused by curate.
+    """
+    if not SCREEN["clip_K"]:
+        return SCREEN["studies"], POINTS, REFERENCE
+    with open(checkpoints.curate.get().output.label) as fh:
+        n = json.load(fh)["n_compounds"]
+    studies = clip_studies(SCREEN["studies"], n)
+    ref = config["report"].get("reference")
+    ref = {**ref, "K": min(int(ref["K"]), n)} if ref else None
+    return studies, study_points(studies), reference_point(studies, ref)
+
+
 def chunk_runs(wildcards):
     """Every chunk of every algorithm on every (d, K) screen."""
     return [
         f"{R}/runs/{label}/d{d}_K{K}/chunk{c}.parquet"
         for label in ALGORITHMS
-        for d, K in POINTS
+        for d, K in screen_plan()[1]
         for c in range(len(CHUNKS))
     ]
+
+
+def report_studies(wildcards):
+    return screen_plan()[0]
+
+
+def report_reference(wildcards):
+    return screen_plan()[2]
+
+
+def reference_arms(wildcards):
+    return f"{R}/ground_truth/arms_d{screen_plan()[2][0]}.parquet"
+
+
+def reference_subset(wildcards):
+    return f"{R}/subsets/K{screen_plan()[2][1]}.csv"
 
 
 def algorithm_entry(wildcards):

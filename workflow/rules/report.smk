@@ -9,8 +9,8 @@ rule report:
         curation=f"{R}/curation/report.json",
         label=f"{R}/curation/label.json",
         fits=ground_truth_fits,
-        reference_arms=f"{R}/ground_truth/arms_d{REFERENCE[0]}.parquet",
-        reference_subset=f"{R}/subsets/K{REFERENCE[1]}.csv",
+        reference_arms=reference_arms,
+        reference_subset=reference_subset,
     output:
         page=report(
             f"{R}/report/summary.html",
@@ -63,9 +63,9 @@ rule report:
         mem_mb=2000,
         runtime=20,
     params:
-        studies=config["screen"]["studies"],
+        studies=report_studies,
         algorithms=config["algorithms"],
-        reference=REFERENCE,
+        reference=report_reference,
         title=TITLE,
         activity=ACTIVITY,
         mols_per_row=config["report"]["structures_per_row"],
