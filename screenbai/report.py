@@ -291,8 +291,8 @@ def structure_grid(table: pd.DataFrame, *, smiles: str = "smiles", legend: Seque
     legends = list(legend) if legend is not None else [""] * len(mols)
     options = Draw.MolDrawOptions()
     # RDKit's stubs type these properties as MolDrawOptions
-    options.legendFraction = 0.25  # type: ignore[assignment]  # room for three legend lines
-    options.legendFontSize = 18  # type: ignore[assignment]
+    options.legendFraction = 0.3  # type: ignore[assignment]  # room for three legend lines
+    options.legendFontSize = 16  # type: ignore[assignment]
     return Draw.MolsToGridImage(mols, molsPerRow=max(1, min(mols_per_row, len(mols))), subImgSize=size,
                                 legends=legends, returnPNG=False, drawOptions=options)
 
