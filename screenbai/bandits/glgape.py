@@ -30,7 +30,7 @@ from scipy.special import expit
 
 from .estimators import RidgeState
 from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_mle
-from .linalg import project_if_deficient
+from .linalg import in_blocks, project_if_deficient
 from .params import (
     DELTA,
     LAMBDA_REG,
@@ -300,15 +300,23 @@ class GLGapE(Policy):
 
     def _adaptive_round(self):
         t = self.n_samples + 1
-        mu = expit(self.Z @ self.theta)
+        mu = self.Z @ self.theta
+        expit(mu, out=mu)
         i = argmax_random(mu, self.rng)
         self._best = i
         if self.K == 1:
             return self._stop()
         zi = self.Z[i]
         g = self.state.gram_row(i)  # row i of Z M^-1 Z^T
-        nu2 = self._max_corner(g[i], self.state.diag, g)
-        U = (mu - mu[i]) + (self.a_eff * log_root(t, self.d_eff, self.delta)) * np.sqrt(np.maximum(nu2, 0.0))
+        scale, mu_i, q_ii = self.a_eff * log_root(t, self.d_eff, self.delta), mu[i], g[i]
+        U = np.empty(self.K)
+        for U_b, mu_b, q_jj, q_ij in in_blocks(U, mu, self.state.diag, g):  # one sweep over memory at large K
+            width = self._max_corner(q_ii, q_jj, q_ij)
+            np.maximum(width, 0.0, out=width)
+            np.sqrt(width, out=width)
+            width *= scale
+            np.subtract(mu_b, mu_i, out=U_b)
+            U_b += width
         U[i] = -np.inf
         j = argmax_random(U, self.rng)
         if U[j] <= self.epsilon:
