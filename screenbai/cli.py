@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("algorithms", help="list the registered algorithms and their default parameters")
+    sub.add_parser("algorithms", help="list the registered algorithms and their parameters with defaults")
     sub.add_parser("instances", help="list the named synthetic instances")
 
     sim = sub.add_parser(

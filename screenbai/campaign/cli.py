@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -28,7 +29,8 @@ def add_parser(sub) -> None:
         p.add_argument("--library", required=True,
                        help="structures: CSV/TSV/SDF, a ChEMBL web export (';'-separated), or the workflow's "
                             "features/pca_d{d}.parquet")
-        p.add_argument("--kind", default="auto", choices=["auto", "table", "chembl-export", "featurized"])
+        p.add_argument("--kind", default="auto", choices=["auto", "table", "chembl-export", "featurized"],
+                       help="how to read --library (auto: from the file name and columns)")
         p.add_argument("--id-column", help="compound id column of a CSV/TSV (SDF: the title line by default)")
         p.add_argument("--smiles-column", help="SMILES column of a CSV/TSV (SDF: the record's structure by default)")
         p.add_argument("--library-file", help="with a featurized library: the workflow's library.parquet (SMILES)")
@@ -52,13 +54,13 @@ def add_parser(sub) -> None:
 
     p = cs.add_parser("next", help="propose the next plate, record it as pending and write its file")
     file_arg(p)
-    p.add_argument("--plate-size", type=int, default=96)
+    p.add_argument("--plate-size", type=int, default=96, help="wells to propose")
     p.add_argument("--out", help="plate file to write (default: <plate id>.csv next to the campaign file)")
 
     p = cs.add_parser("plate", help="write the file of an existing plate again")
     file_arg(p)
-    p.add_argument("plate_id")
-    p.add_argument("--out")
+    p.add_argument("plate_id", help="the plate to write, e.g. P001")
+    p.add_argument("--out", help="plate file to write (default: <plate id>.csv next to the campaign file)")
 
     p = cs.add_parser("record", help="validate a results file and record it (all or nothing)")
     file_arg(p)
@@ -80,11 +82,13 @@ def add_parser(sub) -> None:
     p.add_argument("--activity-column", help="activity (e.g. IC50 in nM; lower is better) to binarise at --threshold")
     p.add_argument("--threshold", type=float, default=1000.0, help="a compound is a hit when activity < threshold")
     p.add_argument("--rate-column", help="instead: the cure rate of each compound (e.g. the workflow's arms 'mean')")
-    p.add_argument("--plate-size", type=int, default=96)
+    p.add_argument("--plate-size", type=int, default=96, help="wells per simulated plate")
     p.add_argument("--max-tests", type=int, default=20000, help="stop the backtest after this many tests")
     p.add_argument("--top-k", type=int, default=10, help="hit recovery: share of the top-k compounds tested")
     p.add_argument("--campaign-out", help="keep the backtest's campaign file here (default: a temporary file)")
     p.add_argument("--out", default="backtest", help="output directory for the table and figure")
+    for parser in (camp, *cs.choices.values()):  # show every option's default in --help
+        parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
 
 
 def _params(pairs):
