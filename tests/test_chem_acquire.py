@@ -349,6 +349,23 @@ def test_read_activity_table_sdf(tmp_path):
         read_activity_table(path, smiles_column=None, activity_column="Ki")
 
 
+def test_sdf_record_too_large_gets_no_smiles(tmp_path, caplog):
+    # RDKit's SMILES writer crashes the interpreter on some 20,000 atoms; records over the
+    # InChI limit are kept without SMILES (curation drops them as missing SMILES), named in the log
+    from rdkit import Chem
+
+    path = tmp_path / "big.sdf"
+    with Chem.SDWriter(str(path)) as w:
+        for name, smi in [("small", "CCO"), ("polymer", "C" * 1100)]:
+            m = Chem.MolFromSmiles(smi)
+            m.SetProp("_Name", name)
+            m.SetProp("IC50_nM", "5")
+            w.write(m)
+    df = read_activity_table(path, smiles_column=None, activity_column="IC50_nM", id_column="_Name")
+    assert df["canonical_smiles"].tolist() == ["CCO", None]
+    assert "2 'polymer' (1,100 heavy atoms)" in caplog.text and str(path) in caplog.text
+
+
 def test_load_activities_dispatch(tmp_path):
     export = _write_export(tmp_path / "e.csv")
     assert len(load_activities({"kind": "export", "path": str(export)}, tmp_path)) == 3

@@ -23,6 +23,8 @@ from typing import IO, Any
 
 import pandas as pd
 
+from screenbai.chem.curate import MAX_HEAVY_ATOMS
+
 logger = logging.getLogger("screenbai.chem")
 
 __all__ = [
@@ -284,6 +286,7 @@ def _read_sdf(path: Path) -> pd.DataFrame:
 
     rows: list[dict[str, Any]] = []
     n_bad = 0
+    too_large: list[str] = []
     with BlockLogs():
         if path.suffix == ".gz":
             supplier = Chem.ForwardSDMolSupplier(gzip.open(path, "rb"))
@@ -296,11 +299,20 @@ def _read_sdf(path: Path) -> pd.DataFrame:
                 continue
             props: dict[str, Any] = {k: str(v) for k, v in mol.GetPropsAsDict(True, False).items()}
             props["_Name"] = mol.GetProp("_Name") if mol.HasProp("_Name") else ""
-            props["_structure_smiles"] = Chem.MolToSmiles(mol)
+            if mol.GetNumHeavyAtoms() > MAX_HEAVY_ATOMS:  # RDKit's SMILES writer can crash on these
+                too_large.append(f"{i + 1} {props['_Name']!r} ({mol.GetNumHeavyAtoms():,} heavy atoms)")
+                props["_structure_smiles"] = None
+            else:
+                props["_structure_smiles"] = Chem.MolToSmiles(mol)
             props["_record"] = i
             rows.append(props)
     if n_bad:
         logger.warning("%s: %d SDF records could not be parsed (kept with no SMILES)", path, n_bad)
+    if too_large:
+        logger.warning(
+            "%s: SDF records larger than the %d heavy atoms curation can identify (kept with no SMILES): %s",
+            path, MAX_HEAVY_ATOMS, "; ".join(too_large),
+        )
     return pd.DataFrame(rows)
 
 
