@@ -324,7 +324,7 @@ def check_algorithms(
     logistic instance of each screen size K in ``sizes`` ("oracle" values resolved from it), so
     every error a constructor raises surfaces here, naming the algorithm's label and K.
     """
-    from screenbai.bandits.params import check, declared
+    from screenbai.bandits.params import POSITIVE, check, declared
     from screenbai.bandits.registry import available, get
 
     load_algorithm_modules(modules)
@@ -350,6 +350,11 @@ def check_algorithms(
                 )
             if "budget" in params:
                 raise ValueError(f"algorithms: {entry['label']!r} sets both budget and budget_per_arm; keep one")
+            if not POSITIVE.accepts(entry["budget_per_arm"]):
+                raise ValueError(
+                    f"algorithms: {entry['label']!r}: budget_per_arm={entry['budget_per_arm']!r} is not allowed; "
+                    f"it must be {POSITIVE.describe()} (tests per compound)"
+                )
         check(reg.cls, {**reg.defaults, **params}, label=f"algorithms: {entry['label']!r}")
         for K in sorted(set(sizes)):
             _check_values(entry, int(K), max_samples)

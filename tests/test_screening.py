@@ -274,3 +274,8 @@ def test_check_algorithms_accepts_oracle_and_old_names():
         {"label": "a", "algorithm": "lingape", "params": {"S": "oracle", "R": 1.0}},
         {"label": "b", "algorithm": "glgape", "params": {"c_mu": "oracle", "epsilon": 0.1}},
     ])
+
+
+def test_check_algorithms_refuses_a_negative_budget_per_arm():
+    with pytest.raises(ValueError, match=r"budget_per_arm=-2 is not allowed.*a number > 0"):
+        check_algorithms([{"label": "a", "algorithm": "gse-lin", "budget_per_arm": -2}])
