@@ -24,7 +24,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.optimize import minimize_scalar
 
-from .linalg import gram_pull, project_if_deficient, spanning_arms
+from .linalg import gram_pull, project_if_deficient, spanning_arms, weighted_sherman_morrison
 from .policy import as_generator
 from .ties import argmax_random, argmin_random
 
@@ -115,9 +115,9 @@ class _RankOneDesign:
         if u is None:
             u, b, c = self.direction(j)
         s = gamma / (1.0 - gamma)
-        denom = max(1.0 + s * c, 1e-300)
-        self.M = (self.M - np.outer(u, (s / denom) * u)) / (1.0 - gamma)
-        self.a = (self.a - (s / denom) * b * b) / (1.0 - gamma)
+        M, factor = weighted_sherman_morrison(self.M, u, c, s)
+        self.M = M / (1.0 - gamma)
+        self.a = (self.a - factor * b * b) / (1.0 - gamma)
         self.logdet += self.d * np.log1p(-gamma) + np.log1p(s * c)
         self.pi *= 1.0 - gamma
         self.pi[j] += gamma

@@ -58,6 +58,14 @@ def sherman_morrison(P: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, float]:
     return u, q
 
 
+def weighted_sherman_morrison(M: np.ndarray, u: np.ndarray, c: float, s: float) -> tuple[np.ndarray, float]:
+    """(M^{-1} + s z z^T)^{-1} from u = M z and c = z^T M z, for a weight s of either sign (a negative
+    weight removes mass, e.g. a Frank-Wolfe away step).  Returns the new matrix and s / (1 + s c),
+    the factor by which quantities z_k^T M z_j lose (z_k^T u)(u^T z_j)."""
+    factor = s / max(1.0 + s * c, 1e-300)
+    return M - np.outer(u, factor * u), factor
+
+
 def gram_pull(M: np.ndarray, k: int, K: int) -> np.ndarray:
     """Rank-one update of the rows of a Gram matrix after one more pull of arm k.
 
