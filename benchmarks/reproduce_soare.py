@@ -5,7 +5,7 @@
     python benchmarks/reproduce_soare.py --only table1 --lingape-runs 10
 
 Parts are cached in results/soare/*.json (delete them or pass --fresh to recompute) and the greedy
-sequences in results/cache/*.pkl, so the report can be rebuilt without rerunning everything.
+sequences in results/cache/*.npz, so the report can be rebuilt without rerunning everything.
 Writes docs/reproduction/soare.md and docs/reproduction/soare.png.
 """
 
@@ -159,7 +159,7 @@ def table1(static_runs, oracle_runs, lingape_runs, n_jobs, fresh, only=None):
         if n <= 0:
             continue
         t0 = time.perf_counter()
-        cache_file = CACHE / f"soare_d5_{label}.pkl"
+        cache_file = CACHE / f"soare_d5_{label}.npz"
         if algo != "lingape":
             if cache_file.exists():
                 static.load_cache(cache_file)

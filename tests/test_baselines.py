@@ -67,7 +67,7 @@ def test_linucb_recommends_most_pulled_with_estimate_tiebreak():
     p.n[:] = [2, 2, 0]
     p.state.update(0, 0.0)
     p.state.update(1, 5.0)
-    assert p._recommend()[0] == 1
+    assert p.result().recommendation[0] == 1
 
 
 def test_uniform_allocation_is_balanced_single_batch():

@@ -1,7 +1,7 @@
 """The bandit engine: instances, the ask/tell policies, estimators, selection rules, runner."""
 
 from .instance import Environment, Instance
-from .policy import Policy, Result
+from .policy import Policy, Result, load_policy, save_policy
 from .registry import available, make_policy, policy_for_instance, register
 from .runner import replicate, run, summarize
 
@@ -11,10 +11,12 @@ __all__ = [
     "Policy",
     "Result",
     "available",
+    "load_policy",
     "make_policy",
     "policy_for_instance",
     "register",
     "replicate",
     "run",
+    "save_policy",
     "summarize",
 ]

@@ -19,12 +19,12 @@ from __future__ import annotations
 import numpy as np
 
 from .design import uniform_allocation
-from .estimators import RidgeState
+from .estimators import PlateDesign, RidgeState
 from .gifa import LinGapE
 from .glm import logistic_mle
 from .linalg import project
 from .params import ALPHA_UCB, BUDGET, COMMON, LAMBDA_REG, declared, renamed, resolve
-from .policy import Policy
+from .policy import NO_ARMS, Policy
 from .registry import register
 from .ties import argmax_random
 
@@ -41,6 +41,7 @@ class UniformAllocation(Policy):
 
     name = "uniform"
     fixed_budget = True
+    _state_attrs = ("_sent",)
 
     parameters = {"budget": BUDGET}
 
@@ -52,7 +53,7 @@ class UniformAllocation(Policy):
 
     def _select(self):
         if self._sent:
-            return None
+            return NO_ARMS if self.n_in_flight else None
         self._sent = True
         return np.repeat(np.arange(self.K), uniform_allocation(self.budget, self.K, self.rng))
 
@@ -72,6 +73,7 @@ class FBLinGapE(Policy):
     parameters = {"budget": BUDGET, **{k: v for k, v in declared(LinGapE).items() if k not in COMMON}}
     defaults = {"delta": 0.1}
     renamed = renamed(LinGapE)
+    _state_attrs = ("inner",)
 
     def __init__(self, features, **params):
         p = resolve(type(self), params)
@@ -84,16 +86,21 @@ class FBLinGapE(Policy):
     def resolve_oracle(cls, key, instance):
         return LinGapE.resolve_oracle(key, instance)
 
-    def _select(self):
+    def _stops_now(self) -> bool:
         if self.inner.done:
             self.diagnostics["stopped_early"] = bool(self.inner.n_samples < self.budget)
+        return self.inner.done
+
+    def _select(self):
+        if self._stops_now():
             return None
-        return self.inner.ask()
+        # one arm at a time, so that LinGapE's tests in flight are exactly this policy's
+        return self.inner.propose(1)
 
     def _update(self, arms, rewards):
         self.inner.tell(arms, rewards)
 
-    def _recommend(self):
+    def _recommend(self, rng):
         return np.asarray(self.inner.result().recommendation[:1])
 
 
@@ -103,6 +110,7 @@ class LinUCB(Policy):
 
     name = "linucb"
     fixed_budget = True
+    _state_attrs = ("state",)
 
     parameters = {"budget": BUDGET, "alpha": ALPHA_UCB, "lambda_reg": LAMBDA_REG}
     renamed = {"alpha_ucb": "alpha"}
@@ -113,18 +121,24 @@ class LinUCB(Policy):
         self.budget = p.budget
         self.alpha = p.alpha
         self.state = RidgeState(self.X, p.lambda_reg)
+        self._plate = PlateDesign()
+
+    def _after_load(self) -> None:
+        self._plate = PlateDesign()
 
     def _select(self):
-        if self.n_samples >= self.budget:
-            return None
-        ucb = self.X @ self.state.theta + self.alpha * np.sqrt(np.maximum(self.state.diag, 0.0))
+        if self.n_samples + self.n_in_flight >= self.budget:
+            return NO_ARMS if self.n_in_flight else None
+        # widths from the design with the tests in flight (a plate), estimate from recorded outcomes
+        design = self._plate.of(self.state, self.n_samples, self.in_flight) if self.n_in_flight else self.state
+        ucb = self.X @ self.state.theta + self.alpha * np.sqrt(np.maximum(design.diag, 0.0))
         return argmax_random(ucb, self.rng)
 
     def _update(self, arms, rewards):
-        self.state.update(int(arms[0]), float(rewards[0]))
+        self.state.update_many(arms, rewards)
 
-    def _recommend(self):
-        return _most_pulled(self.n, self.X @ self.state.theta, self.rng)
+    def _recommend(self, rng):
+        return _most_pulled(self.n, self.X @ self.state.theta, rng)
 
 
 @register("ucb-glm")
@@ -134,6 +148,7 @@ class UCBGLM(Policy):
     name = "ucb-glm"
     fixed_budget = True
     binary_rewards = True
+    _state_attrs = ("state", "_basis", "theta")
 
     parameters = {"budget": BUDGET, "alpha": ALPHA_UCB, "lambda_reg": LAMBDA_REG}
 
@@ -147,35 +162,40 @@ class UCBGLM(Policy):
         self.state = RidgeState(self.Z, self.lambda_reg)
         self._basis = np.zeros((self.Z.shape[1], 0))
         self.theta = np.zeros(self.Z.shape[1])
+        self._plate = PlateDesign()
         self.diagnostics.update(random_pulls=0, newton_iterations_max=0)
+
+    def _after_load(self) -> None:
+        self._plate = PlateDesign()
 
     @property
     def exploring(self) -> bool:
         return self._basis.shape[1] < self.Z.shape[1]
 
     def _select(self):
-        if self.n_samples >= self.budget:
-            return None
+        if self.n_samples + self.n_in_flight >= self.budget:
+            return NO_ARMS if self.n_in_flight else None
         if self.exploring:
             self.diagnostics["random_pulls"] += 1
-            return int(self.rng.integers(self.K))
-        fit = logistic_mle(self.Z, self.n, self.sums, lambda_reg=self.lambda_reg, theta0=self.theta)
-        self.theta = fit.theta
-        self.diagnostics["newton_iterations_max"] = max(self.diagnostics["newton_iterations_max"], int(fit.n_iter))
-        ucb = self.Z @ self.theta + self.alpha * np.sqrt(np.maximum(self.state.diag, 0.0))
-        return argmax_random(ucb, self.rng)
-
-    def _update(self, arms, rewards):
-        a = int(arms[0])
-        self.state.update(a, float(rewards[0]))
-        if self.exploring:  # grow an orthonormal basis of the pulled arms' span
+            a = int(self.rng.integers(self.K))
+            # grow an orthonormal basis of the tested arms' span (a cancelled arm is proposed again)
             z = self.Z[a]
             r = z - self._basis @ (self._basis.T @ z)
             if np.linalg.norm(r) > 1e-8 * max(np.linalg.norm(z), 1e-300):
                 self._basis = np.column_stack([self._basis, r / np.linalg.norm(r)])
+            return a
+        fit = logistic_mle(self.Z, self.n, self.sums, lambda_reg=self.lambda_reg, theta0=self.theta)
+        self.theta = fit.theta
+        self.diagnostics["newton_iterations_max"] = max(self.diagnostics["newton_iterations_max"], int(fit.n_iter))
+        design = self._plate.of(self.state, self.n_samples, self.in_flight) if self.n_in_flight else self.state
+        ucb = self.Z @ self.theta + self.alpha * np.sqrt(np.maximum(design.diag, 0.0))
+        return argmax_random(ucb, self.rng)
 
-    def _recommend(self):
+    def _update(self, arms, rewards):
+        self.state.update_many(arms, rewards)
+
+    def _recommend(self, rng):
+        theta = self.theta
         if self.exploring or not self.n.any():
-            fit = logistic_mle(self.Z, self.n, self.sums, lambda_reg=self.lambda_reg, theta0=self.theta)
-            self.theta = fit.theta
-        return _most_pulled(self.n, self.Z @ self.theta, self.rng)
+            theta = logistic_mle(self.Z, self.n, self.sums, lambda_reg=self.lambda_reg, theta0=self.theta).theta
+        return _most_pulled(self.n, self.Z @ theta, rng)

@@ -7,6 +7,8 @@ and rebuilt exactly from the per-arm counts every ``refresh_every`` pulls (bound
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
@@ -86,6 +88,10 @@ class RidgeState:
         self.counts[a] += 1
         if self.P is None:
             return None
+        return self._shrink(x)
+
+    def _shrink(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The design gains x x^T: P, log det V, diag(X P X^T) and the kept Gram row by rank one."""
         u, q = sherman_morrison(self.P, x)
         denom = 1.0 + q
         self.logdet += np.log1p(q)
@@ -100,6 +106,40 @@ class RidgeState:
                 row_b[0] -= gs_b * row_coef
         self._since_refresh += 1
         return g, gs
+
+    def hold(self, a: int) -> None:
+        """Add x_a to the design only: a test in flight, whose outcome is not known yet.
+
+        P, log det V and diag change as in ``update``; b, the counts and the estimate do not.
+        Used on a copy of the state (``design_copy``) when a plate is chosen.
+        """
+        if self.P is None:
+            return
+        g, gs = self._shrink(self.X[a])
+        G = getattr(self, "G", None)  # the full Gram matrix X P X^T, when a subclass keeps one
+        if G is not None:
+            G -= np.multiply.outer(g, gs)
+
+    def design_copy(self, held: np.ndarray) -> RidgeState:
+        """A copy whose design also holds the tests in flight (``held``: per-arm counts)."""
+        view = copy.copy(self)
+        for name in ("P", "diag", "G", "_row"):
+            value = getattr(self, name, None)
+            if value is not None:
+                setattr(view, name, value.copy())
+        for a in np.flatnonzero(held):
+            for _ in range(int(held[a])):
+                view.hold(int(a))
+        return view
+
+    def state_dict(self) -> dict:
+        """Plain-data state (see ``screenbai.bandits.policy``)."""
+        return {name: (value.copy() if isinstance(value, np.ndarray) else value)
+                for name, value in vars(self).items() if name not in ("X", "Z")}
+
+    def load_state_dict(self, state: dict) -> None:
+        for name, value in state.items():
+            setattr(self, name, value.copy() if isinstance(value, np.ndarray) else value)
 
     def update_many(self, arms: np.ndarray, rewards: np.ndarray) -> None:
         """Add a batch of observations.
@@ -182,4 +222,25 @@ class TrackedRidgeState(RidgeState):
         return ok
 
 
-# ---------------------------------------------------------------------- index computations
+class PlateDesign:
+    """The design of a ``RidgeState`` plus the tests in flight, for choosing the wells of a plate.
+
+    The copy is rebuilt when outcomes were recorded since (``n_samples`` changed) or tests left the
+    flight; otherwise only the newly proposed tests are added, one rank-one update each.
+    """
+
+    def __init__(self):
+        self.view: RidgeState | None = None
+        self.at = -1
+        self.held: np.ndarray | None = None
+
+    def of(self, state: RidgeState, n_samples: int, in_flight: np.ndarray) -> RidgeState:
+        view = self.view
+        if view is None or self.held is None or self.at != n_samples or (in_flight < self.held).any():
+            view = state.design_copy(in_flight)
+        else:
+            for a in np.flatnonzero(in_flight > self.held):
+                for _ in range(int(in_flight[a] - self.held[a])):
+                    view.hold(int(a))
+        self.view, self.at, self.held = view, n_samples, in_flight
+        return view

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import thresholds as th
-from .estimators import TrackedRidgeState
+from .estimators import PlateDesign, TrackedRidgeState
 from .gap_indices import GapIndices, max_m_per_column
 from .linalg import project, refuse_quadratic, spanning_arms
 from .params import (
@@ -113,6 +113,7 @@ class GIFA(Policy):
     }
     defaults: ClassVar[dict[str, Any]] = {"sigma": 0.5}
     renamed = {"lambda0": "lambda_reg", "R": "sigma", "rule": "selection"}
+    _state_attrs = ("state", "_design", "_init_todo", "_init_arms", "_J", "_J_at", "_rounds")
 
     def __init__(self, features, **params):
         p = resolve(type(self), params)
@@ -160,6 +161,9 @@ class GIFA(Policy):
         self.gaps = GapIndices(self.Z, self.state, self.index, self.m, self.compute_jt, self.compute_bt, self.stopping)
         self._design = L1Design(self.Z) if self.selection == "optimized" else None
         self._init_todo = self.init != "none"
+        self._init_arms = np.empty(0, dtype=np.int64)  # the first pulls, once chosen
+        self._plate = PlateDesign()
+        self._plate_n: np.ndarray | None = None  # per-arm counts with the tests in flight, while choosing a well
         self._J: np.ndarray | None = None
         self._J_at = -1
         self._rounds = 0
@@ -212,7 +216,11 @@ class GIFA(Policy):
         """Compute J(t), b_t, c_t and the stopping statistic from the current data ([RKD21] Alg. 1)."""
         f = self.threshold_factor(self.n_samples)
         self.diagnostics["threshold_factor"] = f
-        return self.gaps.round(self.means(), f, self.n, self.rng)
+        return self.gaps.round(self.means(), f, self._design_counts(), self.rng)
+
+    def _design_counts(self) -> np.ndarray:
+        """Per-arm test counts of the design: recorded, plus those in flight while a plate is chosen."""
+        return self.n if self._plate_n is None else self._plate_n
 
     def select_arm(self, b: int, c: int):
         """The selection rule applied to (b_t, c_t)."""
@@ -226,13 +234,13 @@ class GIFA(Policy):
                 Py = st.P @ (self.Z[b] - self.Z[c])
             return greedy_arm(st, None, self.rng, Py=Py)
         if rule == "optimized":
-            arm = self._design.ratio_arm((b, c), self.Z[b] - self.Z[c], self.n, self.rng)
+            arm = self._design.ratio_arm((b, c), self.Z[b] - self.Z[c], self._design_counts(), self.rng)
             self.diagnostics["lp_solved"] = self._design.n_solved
             return arm
         if rule == "both":
             return np.array([b, c]) if self.max_samples - self.n_samples >= 2 else b
         # classical indices: the less-sampled arm has the larger width
-        variances = self.state.diag if self.linear else -self.n
+        variances = self.state.diag if self.linear else -self._design_counts()
         return largest_variance_arm(variances, b, c, self.rng)
 
     def _select(self):
@@ -241,15 +249,47 @@ class GIFA(Policy):
         if self._init_todo:
             self._init_todo = False
             first = np.arange(self.K) if self.init == "all" else spanning_arms(self.Z)
-            return first[: self.max_samples - self.n_samples]
+            self._init_arms = first[: self.max_samples - self.n_samples].copy()
+            return self._init_arms
+        if self.n_in_flight:
+            return self._select_for_plate()
+        stop, b, c = self._recorded_round()
+        return None if stop else self.select_arm(b, c)
+
+    def _recorded_round(self) -> tuple[bool, int, int]:
+        """The round on recorded outcomes: J(t) and the stopping statistic; (stop?, b_t, c_t)."""
         J, b, c, stat = self.gifa_round()
         self._J, self._J_at = J, self.n_samples
         self._rounds += 1
         self.diagnostics["rounds"] = self._rounds
         self.diagnostics["stat"] = stat
-        if stat <= self.epsilon:
+        return stat <= self.epsilon, b, c
+
+    def _stops_now(self) -> bool:
+        """The stopping rule on recorded outcomes, once per new outcome, after the first pulls."""
+        if self._J_at == self.n_samples or self._init_todo or not self.n[self._init_arms].all():
+            return False
+        return self._recorded_round()[0]
+
+    def _select_for_plate(self):
+        """One more well while tests are in flight: the stopping rule on recorded outcomes (once per
+        new outcome), then (b_t, c_t) and the arm from widths whose design counts the tests in flight."""
+        if self._stops_now():
             return None
-        return self.select_arm(b, c)
+        recorded = self.state
+        flight = self.in_flight
+        self._plate_n = self.n + flight
+        if self.linear:
+            self.state = self.gaps.state = self._plate.of(recorded, self.n_samples, flight)
+        try:
+            _, b, c, _ = self.gifa_round()
+            return self.select_arm(b, c)
+        finally:
+            self.state = self.gaps.state = recorded
+            self._plate_n = None
+
+    def _after_load(self) -> None:
+        self._plate = PlateDesign()
 
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
         if self._reward_range is not None and (rewards.min() < 0.0 or rewards.max() > 1.0):
@@ -260,15 +300,15 @@ class GIFA(Policy):
             else:
                 self.state.update_many(arms, rewards)
 
-    def _recommend(self):
+    def _recommend(self, rng):
         if self.m >= self.K:
             return np.arange(self.K)
         if self._J is not None and self._J_at == self.n_samples:
             return self._J
         if self.compute_jt == "empirical":
-            return top_m(self.means(), self.m, self.rng)
+            return top_m(self.means(), self.m, rng)
         B = self.index_matrix(self.means(), self.threshold_factor(self.n_samples))
-        return top_m(-max_m_per_column(B, self.m), self.m, self.rng)
+        return top_m(-max_m_per_column(B, self.m), self.m, rng)
 
 
 # ---------------------------------------------------------------------- registered algorithms

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
+from typing import ClassVar
 
 import numpy as np
 from scipy.special import expit
 
-from .estimators import RidgeState
+from .estimators import PlateDesign, RidgeState
 from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_mle
 from .linalg import in_blocks, project_if_deficient
 from .params import (
@@ -44,7 +45,7 @@ from .params import (
     Param,
     resolve,
 )
-from .policy import DEFAULT_MAX_SAMPLES, Policy
+from .policy import DEFAULT_MAX_SAMPLES, NO_ARMS, Policy
 from .registry import register
 from .rules import L1Design, greedy_arm
 from .ties import argmax_random
@@ -148,6 +149,10 @@ class GLGapE(Policy):
 
     name = "glgape"
     binary_rewards = True
+    _state_attrs: ClassVar[tuple[str, ...]] = (
+        "_phase", "_best", "theta", "state", "design", "c_mu", "_s_init", "a_eff", "_checked_at",
+        "_mle_iters", "_mle_rounds", "_mle_over10", "_mle_max", "_mle_not_converged", "_sep_warnings",
+    )
 
     parameters = {
         "epsilon": Param(0.1, NONNEGATIVE, "tolerance of the answer (0 only with an explicit max_samples)"),
@@ -219,6 +224,10 @@ class GLGapE(Policy):
         self._mle_max = 0
         self._mle_not_converged = 0
         self._sep_warnings = 0
+        self._s_init = 0  # both set at the end of the initial phase
+        self.a_eff = 0.0
+        self._checked_at = -1  # n_samples when the stopping rule was last evaluated
+        self._plate = PlateDesign()
         self.diagnostics.update(E=self.E, d_eff=self.d_eff, calibration=calibration, rule=rule)
 
     # ------------------------------------------------------------------ oracle constants
@@ -239,6 +248,10 @@ class GLGapE(Policy):
             M = (self.Z.T * self.n) @ self.Z
             # safeguard: the paper does not say what to do if M stays singular
             if np.linalg.matrix_rank(M) < self.d_eff:
+                if self.n_in_flight:  # wait when the tests in flight will span
+                    M = (self.Z.T * (self.n + self.in_flight)) @ self.Z
+                    if np.linalg.matrix_rank(M) == self.d_eff:
+                        return NO_ARMS
                 return int(self.rng.integers(self.K))
             self._finish_initial_phase()
         return self._adaptive_round()
@@ -248,10 +261,25 @@ class GLGapE(Policy):
         if self._phase == "adaptive":
             self._fit()
 
-    def _recommend(self):
+    def _recommend(self, rng):
         if self._best is not None:
             return np.array([self._best])
-        return super()._recommend()
+        return super()._recommend(rng)
+
+    def _stops_now(self) -> bool:
+        """The stopping rule on recorded outcomes (once per new outcome, in the adaptive phase)."""
+        if self._phase != "adaptive" or self._checked_at == self.n_samples:
+            return False
+        self._checked_at = self.n_samples
+        if self._pair(self.state) is None:
+            self._stop()
+            return True
+        return False
+
+    def _after_load(self) -> None:
+        if self.c_mu is not None:
+            self._corners = corners(self.c_mu, self.k_mu)
+        self._plate = PlateDesign()
 
     # ------------------------------------------------------------------ internals
     def _fit(self, decrement_tol: float | None = None):
@@ -299,18 +327,28 @@ class GLGapE(Policy):
         )
 
     def _adaptive_round(self):
+        if self.n_in_flight:
+            return self._plate_round()
+        self._checked_at = self.n_samples
+        pair = self._pair(self.state)
+        if pair is None:
+            return self._stop()
+        return self._choose(*pair, self.state, self.n)
+
+    def _pair(self, state: RidgeState, check: bool = True):
+        """(i_t, j_t, corner) from the estimate and the widths of ``state``'s design, or None when
+        the stopping rule fires (``check``) or there is a single arm."""
         t = self.n_samples + 1
         mu = self.Z @ self.theta
         expit(mu, out=mu)
         i = argmax_random(mu, self.rng)
         self._best = i
         if self.K == 1:
-            return self._stop()
-        zi = self.Z[i]
-        g = self.state.gram_row(i)  # row i of Z M^-1 Z^T
+            return None
+        g = state.gram_row(i)  # row i of Z M^-1 Z^T
         scale, mu_i, q_ii = self.a_eff * log_root(t, self.d_eff, self.delta), mu[i], g[i]
         U = np.empty(self.K)
-        for U_b, mu_b, q_jj, q_ij in in_blocks(U, mu, self.state.diag, g):  # one sweep over memory at large K
+        for U_b, mu_b, q_jj, q_ij in in_blocks(U, mu, state.diag, g):  # one sweep over memory at large K
             width = self._max_corner(q_ii, q_jj, q_ij)
             np.maximum(width, 0.0, out=width)
             np.sqrt(width, out=width)
@@ -319,14 +357,30 @@ class GLGapE(Policy):
             U_b += width
         U[i] = -np.inf
         j = argmax_random(U, self.rng)
-        if U[j] <= self.epsilon:
-            return self._stop()
-        k = int(corner_widths(g[i], self.state.diag[j], g[j], self.c_mu, self.k_mu)[1])
+        if check and U[j] <= self.epsilon:
+            return None
+        k = int(corner_widths(g[i], state.diag[j], g[j], self.c_mu, self.k_mu)[1])
+        return i, j, k
+
+    def _choose(self, i: int, j: int, k: int, state: RidgeState, counts: np.ndarray) -> int:
+        """The selection rule for y = c1 x_i - c2 x_j: ratio (counts) or greedy (``state``'s design)."""
         c1, c2 = self._corners[k]
-        y = c1 * zi - c2 * self.Z[j]
+        y = c1 * self.Z[i] - c2 * self.Z[j]
         if self.rule == "ratio":
-            return self.design.ratio_arm((i, j, k), y, self.n, self.rng)
-        return greedy_arm(self.state, y, self.rng)
+            return self.design.ratio_arm((i, j, k), y, counts, self.rng)
+        return greedy_arm(state, y, self.rng)
+
+    def _plate_round(self):
+        """One more well while tests are in flight: the stopping rule on recorded outcomes (once per
+        new outcome), then the pair and the arm with a design that counts the tests in flight."""
+        if self._stops_now():
+            return None
+        flight = self.in_flight
+        view = self._plate.of(self.state, self.n_samples, flight)
+        pair = self._pair(view, check=False)
+        if pair is None:
+            return self._stop()
+        return self._choose(*pair, view, self.n + flight)
 
     def _max_corner(self, q_ii: float, q_jj: np.ndarray, q_ij: np.ndarray) -> np.ndarray:
         """Squared width max over the 4 corners for all j at once (the corner is found later for j_t only)."""
@@ -337,8 +391,8 @@ class GLGapE(Policy):
             out = np.maximum(out, f, out=out)
         return out
 
-    def _stop(self):
-        self.diagnostics.update(
+    def _fit_summary(self) -> dict:
+        return dict(
             tau=int(self.n_samples),
             n_lps=0 if self.design is None else self.design.n_solved,
             newton_iter_mean=self._mle_iters / max(self._mle_rounds, 1),
@@ -347,9 +401,12 @@ class GLGapE(Policy):
             newton_not_converged=self._mle_not_converged,
             separation_warnings=self._sep_warnings,
         )
+
+    def _stop(self):
+        self.diagnostics.update(self._fit_summary())
         return None
 
-    def result(self):
-        if "tau" not in self.diagnostics:  # capped run: record the diagnostics anyway
-            self._stop()
-        return super().result()
+    def _diagnostics(self) -> dict:
+        if "tau" in self.diagnostics:
+            return dict(self.diagnostics)
+        return {**self.diagnostics, **self._fit_summary()}  # capped run: the same summary, not stored

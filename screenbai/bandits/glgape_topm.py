@@ -32,7 +32,6 @@ from scipy.special import expit
 from .glgape import GLGapE, corner_widths, log_root
 from .params import M, resolve
 from .registry import register
-from .rules import greedy_arm
 from .ties import argmax_random, top_m
 
 
@@ -49,6 +48,7 @@ class TopMGLGapE(GLGapE):
     """
 
     name = "m-glgape"
+    _state_attrs = ("_top",)
 
     parameters = {"m": M}
 
@@ -61,13 +61,15 @@ class TopMGLGapE(GLGapE):
         self._top: np.ndarray | None = None
         self.diagnostics.update(m=m)
 
-    def _adaptive_round(self):
+    def _pair(self, state, check: bool = True):
+        """(b_t, c_t, corner) from the estimate and the widths of ``state``'s design, or None when
+        the stopping rule fires (``check``)."""
         t = self.n_samples + 1
         mu = expit(self.Z @ self.theta)
         J = top_m(mu, self.m, self.rng)
         self._top = J
         self._best = int(J[0])
-        P, diag = self.state.P, self.state.diag
+        P, diag = state.P, state.diag
         G = (self.Z @ (P @ self.Z[J].T)).T  # rows of Z M^-1 Z^T for the arms of J: m x K
         q_J = G[np.arange(self.m), J]
         nu2 = self._max_corner(q_J[:, None], diag[None, :], G)
@@ -76,16 +78,11 @@ class TopMGLGapE(GLGapE):
         B[:, J] = -np.inf  # challengers are outside J
         k, c = divmod(argmax_random(B.ravel(), self.rng), self.K)
         b = int(J[k])
-        if B[k, c] <= self.epsilon:
-            return self._stop()
-        corner = int(corner_widths(q_J[k], diag[c], G[k, c], self.c_mu, self.k_mu)[1])
-        c1, c2 = self._corners[corner]
-        y = c1 * self.Z[b] - c2 * self.Z[c]
-        if self.rule == "ratio":
-            return self.design.ratio_arm((b, c, corner), y, self.n, self.rng)
-        return greedy_arm(self.state, y, self.rng)
+        if check and B[k, c] <= self.epsilon:
+            return None
+        return b, int(c), int(corner_widths(q_J[k], diag[c], G[k, c], self.c_mu, self.k_mu)[1])
 
-    def _recommend(self):
+    def _recommend(self, rng):
         if self._top is not None:
             return np.array(self._top)
-        return super()._recommend()
+        return super()._recommend(rng)

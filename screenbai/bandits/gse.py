@@ -35,7 +35,7 @@ from .design import FW_MODES, ROUNDING_METHODS, frank_wolfe, greedy_g_allocation
 from .glm import logistic_mle
 from .linalg import project
 from .params import BOOLEAN, BUDGET, LAMBDA_REG, NONNEGATIVE, POSITIVE, Interval, Options, Param, resolve
-from .policy import Policy
+from .policy import NO_ARMS, Policy
 from .registry import register
 from .ties import top_m
 
@@ -99,6 +99,7 @@ class GSE(Policy):
     name = "gse"
     fixed_budget = True
     model = "lin"
+    _state_attrs = ("active", "stage", "_Z", "_counts", "_stage_n", "_stage_s")
 
     parameters = {
         "budget": BUDGET,
@@ -159,6 +160,8 @@ class GSE(Policy):
         self.stage = 0
         self._Z: np.ndarray | None = None
         self._counts: np.ndarray | None = None
+        self._stage_n: np.ndarray | None = None  # outcomes recorded in this stage, per active arm
+        self._stage_s: np.ndarray | None = None
         self.diagnostics.update(
             stages=s, budget=self.budget, fw_iterations=0, max_design_ratio=0.0, pinv_stages=0,
             newton_iterations_max=0, not_converged_fits=0,
@@ -181,20 +184,29 @@ class GSE(Policy):
     def _select(self):
         if self.stage >= self.n_stages or self.active.size == 1:
             return None
+        if self.n_in_flight:  # the stage ends when all its outcomes are recorded
+            return NO_ARMS
         n = self.stage_budgets[self.stage]
         self._Z, _ = project(self.X[self.active])
         self._counts = self._allocate(self._Z, n)
+        self._stage_n = np.zeros(self.active.size, dtype=np.int64)
+        self._stage_s = np.zeros(self.active.size)
         return np.repeat(self.active, self._counts)
 
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        local = np.searchsorted(self.active, arms)  # the stage's arms, in any order and any part
+        assert self._stage_n is not None and self._stage_s is not None and self._counts is not None
+        self._stage_n += np.bincount(local, minlength=self.active.size)
+        self._stage_s += np.bincount(local, weights=rewards, minlength=self.active.size)
+        if (self._stage_n < self._counts).any():
+            return
         Z, counts = self._Z, self._counts
         assert Z is not None and counts is not None, "tell() before the stage was allocated"
         if self.reuse_data:
             n_a, s_a = self.n[self.active].astype(float), self.sums[self.active]
         else:
-            local = np.repeat(np.arange(self.active.size), counts)
             n_a = counts.astype(float)
-            s_a = np.bincount(local, weights=rewards, minlength=self.active.size)
+            s_a = self._stage_s
         scores = self._estimate(Z, n_a, s_a)
         keep = top_m(scores, self.sizes[self.stage + 1], self.rng)
         self.active = self.active[np.sort(keep)]
@@ -212,12 +224,12 @@ class GSE(Policy):
             self.diagnostics["pinv_stages"] += 1
         return Z @ theta
 
-    def _recommend(self):
+    def _recommend(self, rng):
         if self.active.size == 1:
             return self.active.copy()
         # interrupted (max_samples) or leftover: best empirical mean among the survivors
         means = np.where(self.n[self.active] > 0, self.sums[self.active] / np.maximum(self.n[self.active], 1), -np.inf)
-        return self.active[top_m(means, 1, self.rng)]
+        return self.active[top_m(means, 1, rng)]
 
 
 @register("gse-lin")

@@ -122,3 +122,17 @@ class Environment:
         assert outs is not None  # checked by Instance for replay rewards
         u = self._noise(arms.size)
         return np.array([outs[a][int(v * outs[a].size)] for a, v in zip(arms, u)])
+
+    def pull_sequence(self, arms) -> np.ndarray:
+        """Rewards of the arms pulled one after another, in one call: the same draws as
+        ``pull(a)`` for each arm in turn (a block is split where the noise buffer refills)."""
+        arms = np.asarray(arms, dtype=np.int64).reshape(-1)
+        out = np.empty(arms.size)
+        start = 0
+        while start < arms.size:
+            room = self._buf.size - self._pos
+            stop = start + (room if room > 0 else min(self._BUF, arms.size - start))
+            stop = min(stop, arms.size)
+            out[start:stop] = self.pull(arms[start:stop])
+            start = stop
+        return out

@@ -1,25 +1,52 @@
-"""The ask/tell interface that every algorithm implements, and its result record.
+"""The policy contract: ask/tell, plates, state, and the vectorised fast-path hook.
 
-A policy never draws rewards itself: the caller asks which arm(s) to test, runs the
-experiment (a simulator, or a real assay) and tells the outcomes back.
+Every algorithm is a ``Policy``. It never draws rewards itself: the caller asks which arm(s) to
+test, runs the experiment (a simulator, or a real assay) and tells the outcomes back.
 
     while not policy.done:
         arms = policy.ask()
         policy.tell(arms, env.pull(arms))
     result = policy.result()
+
+The contract. ``Policy`` is an abstract base class: an algorithm implements ``_select`` (the next
+arms from the recorded outcomes, ``None`` when its stopping rule fires or its budget is spent, an
+empty array to wait for outcomes still in flight), ``_update`` (record outcomes) and ``_recommend``.
+The next choice is made when outcomes are recorded (at the end of ``tell``) or, with plates, lazily
+in ``propose``; ``done`` only reads that bookkeeping and ``result()`` changes nothing (its
+tie-breaks draw from a copy of the generator). Plates: ``propose(n)`` hands out up to n arms
+(a plate; an empty array means "wait for outcomes in flight"), ``tell`` accepts outcomes for any
+part of the arms in flight, in any order, and ``cancel`` takes failed wells back (they are proposed
+again first). Arms in flight count in the design an adaptive rule chooses with (covariance,
+counts) but never in an estimate, so a stopping rule only ever uses recorded outcomes;
+``propose(1)`` followed by ``tell`` gives exactly the sequential choices, and ``ask()`` is
+``propose()`` of the natural batch (one arm, an initialisation batch, a GSE stage) with ``tell``
+then expecting exactly those arms. ``state_dict()`` / ``load_state_dict()`` write and restore the
+whole state as plain data (arrays, numbers, strings, lists, dicts; no solver objects, no caches),
+``save_policy`` / ``load_policy`` as one ``.npz`` file holding arrays and a JSON document, so a
+restored policy asks what the uninterrupted one would. ``run(env)`` drives a policy against a
+simulator; an algorithm may override it with a vectorised path that returns the same result, using
+only the environment's public methods (``pull``, ``pull_sequence``).
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
 import math
+import os
+from abc import ABCMeta, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar, cast
 
 import numpy as np
 
 from .ties import argmax_random, argmin_random, top_m  # noqa: F401 - re-exported for existing imports
 
 DEFAULT_MAX_SAMPLES = 10**8
+#: what ``_select`` returns to wait for outcomes in flight (and an empty plate)
+NO_ARMS = np.empty(0, dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -75,12 +102,24 @@ def as_generator(rng) -> np.random.Generator:
     return np.random.default_rng(rng)
 
 
-class Policy:
-    """Base class: bookkeeping, validation and the ask/tell protocol.
+class _PolicyMeta(ABCMeta):
+    """Records the constructor's keyword arguments and makes the first choice once the whole
+    ``__init__`` chain has run, so that ``done`` is known before the first ``ask``."""
 
-    Subclasses implement ``_select()`` (return the next arms as an int array, or ``None`` when
-    the stopping rule fires / the budget is spent) and ``_update(arms, rewards)``; they may
-    override ``_recommend()``.  ``n``/``sums`` (per-arm counts and reward sums) are kept here.
+    def __call__(cls, *args, **kwargs):
+        policy = super().__call__(*args, **kwargs)
+        policy._init_kwargs = {k: v for k, v in kwargs.items() if k != "rng"}
+        policy._advance()
+        return policy
+
+
+class Policy(metaclass=_PolicyMeta):
+    """Base class: bookkeeping, validation, ask/tell, plates and state (see the module docstring).
+
+    Subclasses implement ``_select()``, ``_update(arms, rewards)`` and ``_recommend(rng)``, and list
+    in ``_state_attrs`` the attributes that change during a run (restored by ``load_state_dict``).
+    ``n``/``sums`` (per-arm counts and reward sums of recorded outcomes) and ``n_samples`` are kept
+    here; ``in_flight`` / ``n_in_flight`` tell ``_select`` which tests are out without an outcome.
     """
 
     name = "policy"
@@ -88,6 +127,8 @@ class Policy:
     binary_rewards = False
     #: fixed-budget policies finish when the budget is spent
     fixed_budget = False
+    #: attributes (besides the base bookkeeping) that change during a run: the policy's state
+    _state_attrs: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, features, *, m: int = 1, rng=None, max_samples: int = DEFAULT_MAX_SAMPLES):
         self.X = check_features(features)
@@ -103,39 +144,94 @@ class Policy:
         self.n = np.zeros(self.K, dtype=np.int64)
         self.sums = np.zeros(self.K)
         self.n_samples = 0
-        self._next: np.ndarray | None = None
-        self._pending: np.ndarray | None = None
+        self._queue = NO_ARMS  # arms chosen and not yet handed out: cancelled ones, then the rest of a batch
+        self._batch_rest = 0  # how many of the queued arms are the rest of the last ``_select`` batch
+        self._asked: np.ndarray | None = None  # the last ask(), while its outcomes are awaited
+        self._flight: np.ndarray | None = None  # per-arm count of proposed arms without outcome
+        self._n_flight = 0
         self._finished = False
         self._stopped = False
         self.diagnostics: dict[str, Any] = {}
+        self._init_kwargs: dict[str, Any] = {}  # the constructor's keyword arguments (set once it has run)
 
-    # ------------------------------------------------------------------ protocol
+    # ------------------------------------------------------------------ hooks
+    @abstractmethod
+    def _select(self):
+        """The next arm(s) (int or int array), None to stop, or an empty array to wait.
+
+        Decides from recorded outcomes only; arms in flight may count in the design.
+        """
+
+    @abstractmethod
+    def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """Record outcomes (``n``, ``sums`` and ``n_samples`` are already updated)."""
+
+    def _recommend(self, rng: np.random.Generator):
+        """Default: the m arms with the highest empirical mean (unpulled arms last).
+
+        Must not change the policy: ties are broken with ``rng``, a copy of the policy's generator.
+        """
+        means = np.where(self.n > 0, self.sums / np.maximum(self.n, 1), -np.inf)
+        return top_m(means, self.m, rng)
+
+    def _stops_now(self) -> bool:
+        """Whether the stopping rule fires on the recorded outcomes; asked after a ``tell`` while
+        chosen arms still wait in the queue (plates), so that ``done`` follows every outcome.
+        Default: no rule outside ``_select`` (fixed budgets, phases that end with their last outcome)."""
+        return False
+
+    def _diagnostics(self) -> dict[str, Any]:
+        """The diagnostics reported by ``result()`` (a copy; override to add derived values)."""
+        return dict(self.diagnostics)
+
+    # ------------------------------------------------------------------ sequential protocol
     @property
     def done(self) -> bool:
-        if not self._finished and self._next is None and self._pending is None:
-            self._advance()
+        """True once the stopping rule has fired or the budget is spent (pure bookkeeping)."""
         return self._finished
 
     def ask(self) -> np.ndarray:
-        """The arm(s) to test next, as a 1-D array of arm indices."""
-        if self._pending is not None:
-            return self._pending
-        if self.done:
+        """The arm(s) to test next (the policy's natural batch), as a 1-D array of arm indices.
+
+        ``tell`` must then report exactly these arms. With plates in flight, ``ask()`` is
+        ``propose()``.
+        """
+        if self._asked is not None:
+            return self._asked
+        if self._n_flight:
+            return self.propose()
+        if self._finished:
             raise RuntimeError(f"{self.name} has finished after {self.n_samples} samples; call result()")
-        self._pending, self._next = self._next, None
-        return self._pending
+        if not self._queue.size:
+            self._advance()
+            if self._finished:
+                raise RuntimeError(f"{self.name} has finished after {self.n_samples} samples; call result()")
+            if not self._queue.size:
+                raise RuntimeError(f"{self.name} has nothing to propose although no test is in flight")
+        self._asked, self._queue, self._batch_rest = self._queue, NO_ARMS, 0
+        return self._asked
 
     def tell(self, arms, rewards) -> None:
-        """Report the outcomes of exactly the arms returned by the last ``ask()``."""
-        pending = self._pending
-        if pending is None:
-            raise RuntimeError("tell() called without a pending ask(); call ask() first")
+        """Record outcomes: exactly the arms of the last ``ask()``, or any part of the proposed arms."""
+        asked = self._asked
         arms = np.asarray(arms).reshape(-1)
         rewards = np.asarray(rewards, dtype=float).reshape(-1)
-        if arms.shape != pending.shape or (arms != pending).any():
-            raise ValueError(f"rewards were given for arms {arms.tolist()}, but the arms asked were {pending.tolist()}")
+        if asked is not None:
+            if arms.shape != asked.shape or (arms != asked).any():
+                raise ValueError(
+                    f"rewards were given for arms {arms.tolist()}, but the arms asked were {asked.tolist()}"
+                )
+        elif not self._n_flight:
+            raise RuntimeError("tell() called without arms in flight; call ask() or propose() first")
+        else:
+            arms = self._check_in_flight(arms, "tell")
+        if self._finished:
+            raise RuntimeError(
+                f"{self.name} has finished after {self.n_samples} samples; its answer no longer changes. "
+                "cancel() the arms still in flight instead of telling their outcomes"
+            )
         if rewards.shape != arms.shape:
-            raise ValueError(f"got {rewards.size} reward(s) for {arms.size} arm(s); give one reward per asked arm")
+            raise ValueError(f"got {rewards.size} reward(s) for {arms.size} arm(s); give one reward per arm")
         if arms.size == 1:  # the hot path of sequential policies: plain float checks
             r = float(rewards[0])
             if not math.isfinite(r) or (self.binary_rewards and r != 0.0 and r != 1.0):
@@ -144,7 +240,10 @@ class Policy:
             self.binary_rewards and not ((rewards == 0.0) | (rewards == 1.0)).all()
         ):
             self._reject_rewards(rewards)
-        self._pending = None
+        if asked is not None:
+            self._asked = None
+        else:
+            self._land(arms)
         if arms.size == 1:
             a = arms[0]
             self.n[a] += 1
@@ -154,6 +253,10 @@ class Policy:
             np.add.at(self.sums, arms, rewards)
         self.n_samples += arms.size
         self._update(arms, rewards)
+        if not self._queue.size:
+            self._advance()
+        elif not self._batch_rest and self._stops_now():  # cancelled arms queued: the rule on the new outcomes
+            self._finish(True)
 
     def _reject_rewards(self, rewards: np.ndarray):
         if not np.isfinite(rewards).all():
@@ -163,32 +266,349 @@ class Policy:
         )
 
     def result(self) -> Result:
+        """The current recommendation and cost; changes nothing in the policy."""
         return Result(
-            recommendation=tuple(int(a) for a in np.atleast_1d(self._recommend())),
+            recommendation=tuple(int(a) for a in np.atleast_1d(self._recommend(copy.deepcopy(self.rng)))),
             n_samples=int(self.n_samples),
             pulls=self.n.copy(),
             stopped=bool(self._stopped),
-            diagnostics=dict(self.diagnostics),
+            diagnostics=self._diagnostics(),
         )
+
+    def run(self, env) -> Result:
+        """Drive the policy to completion against a simulated environment (``env.pull(arms)``).
+
+        The hook for a vectorised path: an algorithm may override it to return the same result
+        as this loop faster, using only public methods of ``env`` (and falling back to this loop).
+        """
+        while not self._finished:
+            arms = self.ask()
+            self.tell(arms, env.pull(arms))
+        return self.result()
+
+    # ------------------------------------------------------------------ plates
+    @property
+    def n_in_flight(self) -> int:
+        """Number of tests proposed (or asked) whose outcome is not recorded yet."""
+        return self._n_flight + (0 if self._asked is None else self._asked.size)
+
+    @property
+    def in_flight(self) -> np.ndarray:
+        """Per-arm count of the tests in flight (length K)."""
+        counts = np.zeros(self.K, dtype=np.int64) if self._flight is None else self._flight.copy()
+        if self._asked is not None:
+            np.add.at(counts, self._asked, 1)
+        return counts
+
+    def propose(self, n: int | None = None) -> np.ndarray:
+        """Up to n arms to test (a plate; repeats allowed), marked in flight.
+
+        n = None proposes the natural batch (what ``ask()`` returns). An empty array means nothing
+        can be proposed until outcomes in flight are recorded. Raises once the policy is done.
+        """
+        if n is not None:
+            if int(n) != n or int(n) < 1:
+                raise ValueError(f"propose(n) needs a positive whole number of arms; got {n!r}")
+            n = int(n)
+        if self._finished:
+            raise RuntimeError(f"{self.name} has finished after {self.n_samples} samples; call result()")
+        if self._asked is not None:  # an ask() left unanswered joins the plates in flight
+            self._fly(self._asked)
+            self._asked = None
+        parts, got = [], 0
+        while n is None or got < n:
+            if not self._queue.size:
+                if n is None and got:
+                    break
+                self._advance()
+                if self._finished or not self._queue.size:
+                    break
+            q = self._queue
+            k = q.size if n is None else min(q.size, n - got)
+            part, self._queue = q[:k].copy(), q[k:]
+            self._batch_rest = min(self._batch_rest, self._queue.size)
+            self._fly(part)
+            parts.append(part)
+            got += k
+            if n is None:
+                break
+        return np.concatenate(parts) if parts else NO_ARMS.copy()
+
+    def cancel(self, arms) -> None:
+        """Take arms in flight back without an outcome (failed wells); they are proposed again first."""
+        if self._asked is not None:
+            self._fly(self._asked)
+            self._asked = None
+        arms = self._check_in_flight(np.asarray(arms).reshape(-1), "cancel")
+        self._land(arms)
+        if not self._finished:
+            self._queue = np.concatenate([arms, self._queue])
+
+    def _fly(self, arms: np.ndarray) -> None:
+        if self._flight is None:
+            self._flight = np.zeros(self.K, dtype=np.int64)
+        np.add.at(self._flight, arms, 1)
+        self._n_flight += arms.size
+
+    def _land(self, arms: np.ndarray) -> None:
+        assert self._flight is not None  # arms were checked to be in flight
+        np.subtract.at(self._flight, arms, 1)
+        self._n_flight -= arms.size
+
+    def _check_in_flight(self, arms: np.ndarray, verb: str) -> np.ndarray:
+        if arms.size and not np.issubdtype(arms.dtype, np.integer):
+            as_int = arms.astype(np.int64) if np.issubdtype(arms.dtype, np.number) else None
+            if as_int is None or (as_int != arms).any():
+                raise ValueError(f"{verb}(): arms must be whole arm indices; got {arms.tolist()}")
+            arms = as_int
+        arms = arms.astype(np.int64, copy=False)
+        if arms.size and (arms.min() < 0 or arms.max() >= self.K):
+            raise ValueError(f"{verb}(): arm indices must lie in 0..{self.K - 1}; got {arms.tolist()}")
+        flight = self._flight if self._flight is not None else np.zeros(self.K, dtype=np.int64)
+        uniq, counts = np.unique(arms, return_counts=True)
+        short = counts > flight[uniq]
+        if short.any():
+            a = int(uniq[short][0])
+            raise ValueError(
+                f"{verb}(): arm {a} appears {int(counts[short][0])} time(s) but only {int(flight[a])} test(s) of it "
+                "are in flight; report only arms returned by propose()/ask() and not yet told or cancelled"
+            )
+        return arms
 
     # ------------------------------------------------------------------ internals
     def _advance(self) -> None:
-        if self.n_samples >= self.max_samples:
-            self._finished = True
+        """Make the next choice (or finish): called when nothing is queued."""
+        if self._finished:
+            return
+        if self.n_samples + self._n_flight >= self.max_samples:
+            if not self._n_flight:
+                self._finished = True
             return
         arms = self._select()
         if arms is None:
             self._finished = self._stopped = True
+            self._queue = NO_ARMS
         else:
-            self._next = np.asarray(arms, dtype=np.int64).reshape(-1)
+            self._queue = np.asarray(arms, dtype=np.int64).reshape(-1)
+            self._batch_rest = self._queue.size
 
-    def _select(self):  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _finish(self, stopped: bool) -> None:
+        """End the run (for vectorised ``run`` paths that record their outcomes in bulk)."""
+        self._finished, self._stopped = True, bool(stopped)
+        self._queue, self._asked, self._batch_rest = NO_ARMS, None, 0
 
-    def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:  # pragma: no cover - abstract
-        raise NotImplementedError
+    # ------------------------------------------------------------------ state
+    def _state_names(self) -> list[str]:
+        names: list[str] = []
+        for klass in reversed(type(self).__mro__):
+            for name in klass.__dict__.get("_state_attrs", ()):
+                if name not in names:
+                    names.append(name)
+        return names
 
-    def _recommend(self):
-        """Default: the m arms with the highest empirical mean (unpulled arms last)."""
-        means = np.where(self.n > 0, self.sums / np.maximum(self.n, 1), -np.inf)
-        return top_m(means, self.m, self.rng)
+    def state_dict(self) -> dict:
+        """The whole state as plain data (numpy arrays, numbers, strings, lists, dicts)."""
+        return {
+            "algorithm": type(self).__name__,
+            "K": self.K,
+            "d": self.d,
+            "m": self.m,
+            "n": self.n.copy(),
+            "sums": self.sums.copy(),
+            "n_samples": int(self.n_samples),
+            "rng": copy.deepcopy(self.rng.bit_generator.state),
+            "queue": self._queue.copy(),
+            "batch_rest": int(self._batch_rest),
+            "asked": None if self._asked is None else self._asked.copy(),
+            "in_flight": None if self._flight is None else self._flight.copy(),
+            "finished": bool(self._finished),
+            "stopped": bool(self._stopped),
+            "diagnostics": encode_state(self.diagnostics),
+            "algorithm_state": {name: encode_state(getattr(self, name)) for name in self._state_names()},
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a state written by ``state_dict`` of a policy with the same features and parameters."""
+        want = (type(self).__name__, self.K, self.d, self.m)
+        got = (state.get("algorithm"), state.get("K"), state.get("d"), state.get("m"))
+        if got != want:
+            raise ValueError(
+                f"this state belongs to {got[0]} with K = {got[1]}, d = {got[2]}, m = {got[3]}; the policy is "
+                f"{want[0]} with K = {want[1]}, d = {want[2]}, m = {want[3]}: "
+                "build it with the same features and parameters"
+            )
+        self.n = np.array(state["n"], dtype=np.int64)
+        self.sums = np.array(state["sums"], dtype=float)
+        self.n_samples = int(state["n_samples"])
+        self.rng.bit_generator.state = copy.deepcopy(state["rng"])
+        self._queue = np.array(state["queue"], dtype=np.int64).reshape(-1)
+        self._batch_rest = int(state["batch_rest"])
+        self._asked = None if state["asked"] is None else np.array(state["asked"], dtype=np.int64).reshape(-1)
+        self._flight = None if state["in_flight"] is None else np.array(state["in_flight"], dtype=np.int64)
+        self._n_flight = 0 if self._flight is None else int(self._flight.sum())
+        self._finished, self._stopped = bool(state["finished"]), bool(state["stopped"])
+        self.diagnostics = decode_state(state["diagnostics"])
+        for name, value in state["algorithm_state"].items():
+            setattr(self, name, decode_state(value, getattr(self, name, None)))
+        self._after_load()
+
+    def _after_load(self) -> None:
+        """Reset caches derived from the state (they are rebuilt lazily)."""
+
+
+# ---------------------------------------------------------------------- plain-data state
+def encode_state(value):
+    """``value`` as plain data: arrays are copied, tuples, bytes and non-string dict keys are tagged,
+    objects with ``state_dict()`` (estimators, designs, inner policies) give their own state."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            raise TypeError("object arrays cannot be part of a policy state")
+        return value.copy()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return {"__tuple__": [encode_state(v) for v in value]}
+    if isinstance(value, list):
+        return [encode_state(v) for v in value]
+    if isinstance(value, bytes):
+        return {"__bytes__": value.hex()}
+    if isinstance(value, dict):
+        if all(isinstance(k, str) and not k.startswith("__") for k in value):
+            return {k: encode_state(v) for k, v in value.items()}
+        return {"__items__": [[encode_state(k), encode_state(v)] for k, v in value.items()]}
+    if hasattr(value, "state_dict"):
+        return {"__object__": encode_state(value.state_dict())}
+    raise TypeError(f"cannot store a {type(value).__name__} in a policy state")
+
+
+def decode_state(value, current=None):
+    """Inverse of ``encode_state``; an ``__object__`` is loaded into ``current`` (the existing object)."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, list):
+        return [decode_state(v) for v in value]
+    if isinstance(value, dict):
+        if "__tuple__" in value:
+            return tuple(decode_state(v) for v in value["__tuple__"])
+        if "__bytes__" in value:
+            return bytes.fromhex(value["__bytes__"])
+        if "__items__" in value:
+            return {_hashable(decode_state(k)): decode_state(v) for k, v in value["__items__"]}
+        if "__object__" in value:
+            if current is None or not hasattr(current, "load_state_dict"):
+                raise ValueError(
+                    "the state holds an object the fresh policy does not have; were the parameters the same?"
+                )
+            current.load_state_dict(decode_state(value["__object__"]))
+            return current
+        return {k: decode_state(v) for k, v in value.items()}
+    return value
+
+
+def _hashable(key):
+    return key.item() if isinstance(key, np.ndarray) and key.ndim == 0 else key
+
+
+_FORMAT = "screenbai-policy"
+
+
+def _split_arrays(value, arrays: dict):
+    """Replace every array in a plain-data state by a reference into ``arrays`` (for JSON)."""
+    if isinstance(value, np.ndarray):
+        key = f"a{len(arrays)}"
+        arrays[key] = value
+        return {"__array__": key}
+    if isinstance(value, dict):
+        return {k: _split_arrays(v, arrays) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_split_arrays(v, arrays) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return {"__float__": repr(value)}
+    return value
+
+
+def _join_arrays(value, arrays):
+    if isinstance(value, dict):
+        if "__array__" in value:
+            return np.asarray(arrays[value["__array__"]])
+        if "__float__" in value:
+            return float(value["__float__"])
+        return {k: _join_arrays(v, arrays) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_join_arrays(v, arrays) for v in value]
+    return value
+
+
+def _features_digest(X: np.ndarray) -> str:
+    return hashlib.sha1(np.ascontiguousarray(X).tobytes() + repr(X.shape).encode()).hexdigest()
+
+
+def save_policy(policy: Policy, path) -> Path:
+    """Write a registered policy (algorithm, parameters, whole state) to one ``.npz`` file.
+
+    The file holds the arrays and a JSON document (no pickle); the write is atomic.
+    """
+    from .registry import name_of
+
+    doc = {
+        "format": _FORMAT,
+        "version": 1,
+        "algorithm": name_of(policy),
+        "params": encode_state(policy._init_kwargs),
+        "features_sha1": _features_digest(policy.X),
+        "state": policy.state_dict(),
+    }
+    return write_document(path, doc)
+
+
+def write_document(path, doc: dict) -> Path:
+    """Write plain data (``encode_state`` output) as one ``.npz``: its arrays plus a JSON document
+    holding everything else (no pickle). The write is atomic (a temporary file, then a rename)."""
+    arrays: dict[str, np.ndarray] = {}
+    doc = _split_arrays(doc, arrays)
+    path = Path(path)
+    if path.suffix != ".npz":
+        path = path.with_name(path.name + ".npz")
+    tmp = path.with_name(path.name + ".tmp.npz")
+    with open(tmp, "wb") as fh:
+        np.savez(fh, **cast(dict[str, Any], {"__document__": np.array(json.dumps(doc)), **arrays}))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    return path
+
+
+def read_document(path, fmt: str) -> dict:
+    """Read a file written by ``write_document`` whose ``format`` is ``fmt``."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {k: npz[k] for k in npz.files}
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{path}: not a {fmt} file ({exc})") from None
+    if "__document__" not in arrays:
+        raise ValueError(f"{path}: not a {fmt} file (no document inside)")
+    doc = _join_arrays(json.loads(str(arrays.pop("__document__"))), arrays)
+    if not isinstance(doc, dict) or doc.get("format") != fmt:
+        raise ValueError(f"{path}: not a {fmt} file (format {doc.get('format') if isinstance(doc, dict) else None!r})")
+    return doc
+
+
+def load_policy(path, features) -> Policy:
+    """Rebuild a policy written by ``save_policy`` for the same feature matrix."""
+    from .registry import get
+
+    doc = read_document(path, _FORMAT)
+    X = check_features(features)
+    if _features_digest(X) != doc["features_sha1"]:
+        raise ValueError(
+            f"{path}: the features differ from those the policy was saved with (shape now {X.shape}); "
+            "load it with the same feature matrix"
+        )
+    params = decode_state(doc["params"])
+    policy = get(doc["algorithm"]).cls(X, **params)
+    policy.load_state_dict(doc["state"])
+    return policy
+

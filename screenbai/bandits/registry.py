@@ -60,6 +60,14 @@ def get(name: str) -> Entry:
     return entries[key]
 
 
+def name_of(policy) -> str:
+    """The registered name of a policy's class (its own ``name`` when that is one of its names)."""
+    names = [key for key, entry in available().items() if entry.cls is type(policy)]
+    if not names:
+        raise ValueError(f"{type(policy).__name__} is not a registered algorithm; only registered ones can be saved")
+    return policy.name if policy.name in names else names[0]
+
+
 def make_policy(name: str, features, **params):
     entry = get(name)
     kwargs = {**entry.defaults, **params}

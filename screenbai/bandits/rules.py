@@ -52,6 +52,8 @@ class L1Design:
         self._highs: Any = None  # highspy.Highs, built on first use
         self._cache: dict = {}
         self.n_solved = 0
+        self._history: list[np.ndarray] = []  # right-hand sides solved, in order (the warm-start chain)
+        self._replay: list[np.ndarray] = []  # of a restored state: solved again before the next new LP
 
     def _model(self):
         """The HiGHS model of the LP, built on first use."""
@@ -76,27 +78,52 @@ class L1Design:
         self._optimal = highspy.HighsModelStatus.kOptimal
         return h
 
+    def _run(self, y: np.ndarray) -> np.ndarray:
+        """Solve the LP for y from the previous optimal basis; the minimiser w."""
+        h = self._highs
+        h.changeRowsBounds(self.d, self._rows, y, y)
+        h.run()
+        if h.getModelStatus() == self._optimal:
+            x = np.asarray(h.getSolution().col_value)
+            return x[: self.K] - x[self.K :]
+        # only numerical noise can make it infeasible (y in the span): minimum-norm fallback
+        h.clearSolver()
+        return np.linalg.lstsq(self.X.T, y, rcond=None)[0]
+
     def solve(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         """Return (support indices, proportions on the support, rho = ||w*||_1)."""
         if self._highs is None:
             self._highs = self._model()
-        h = self._highs
+            for old in self._replay:  # HiGHS's answer depends on its warm start: rebuild the chain
+                self._run(old)
+            self._history, self._replay = self._replay + self._history, []
         y = np.asarray(y, dtype=float)
-        h.changeRowsBounds(self.d, self._rows, y, y)
-        h.run()
+        w = self._run(y)
+        self._history.append(y.copy())
         self.n_solved += 1
-        if h.getModelStatus() == self._optimal:
-            x = np.asarray(h.getSolution().col_value)
-            w = x[: self.K] - x[self.K :]
-        else:  # only numerical noise can make it infeasible (y in the span): minimum-norm fallback
-            w = np.linalg.lstsq(self.X.T, y, rcond=None)[0]
-            h.clearSolver()
         rho = float(np.abs(w).sum())
         if rho == 0.0:
             raise ValueError("the L1 design was asked for the zero direction; the two arms have identical features")
         support = np.flatnonzero(np.abs(w) > self.zero_tol * rho)
         p = np.abs(w[support]) / np.abs(w[support]).sum()
         return support, p, rho
+
+    def state_dict(self) -> dict:
+        """The solved proportions and the right-hand sides solved so far, in order. HiGHS restarts
+        from the previous optimal basis, and its answer (last bits, or a vertex of a degenerate LP)
+        depends on that chain, so a restored design solves the chain again before its next new LP."""
+        history = np.array(self._replay + self._history).reshape(-1, self.d)
+        return {"n_solved": self.n_solved, "history": history,
+                "cache": [[list(key) if isinstance(key, tuple) else key, s, p, rho]
+                          for key, (s, p, rho) in self._cache.items()]}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.n_solved = int(state["n_solved"])
+        self._cache = {(tuple(key) if isinstance(key, list) else key): (np.asarray(s), np.asarray(p), float(rho))
+                       for key, s, p, rho in state["cache"]}
+        self._highs = None
+        self._replay = [np.asarray(y, dtype=float) for y in state["history"]]
+        self._history = []
 
     def proportions(self, key, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
         hit = self._cache.get(key)

@@ -22,20 +22,9 @@ from .registry import policy_for_instance
 
 
 def run(policy, env) -> Result:
-    """Drive one policy to completion against a simulated environment.
-
-    A policy may offer ``run_fast(env)``: a vectorised path that returns the same result as the
-    ask/tell loop (or None when it does not apply, e.g. a used environment).
-    """
-    fast = getattr(policy, "run_fast", None)
-    if fast is not None:
-        result = fast(env)
-        if result is not None:
-            return result
-    while not policy.done:
-        arms = policy.ask()
-        policy.tell(arms, env.pull(arms))
-    return policy.result()
+    """Drive one policy to completion against a simulated environment (``Policy.run``: the
+    ask/tell loop, or the algorithm's vectorised path with the same result)."""
+    return policy.run(env)
 
 
 def _seeds(seed: int, n_reps: int, start: int = 0) -> list[np.random.SeedSequence]:

@@ -17,16 +17,21 @@ Implementation notes.
 * Static sequences (and each XY-adaptive phase) do not depend on rewards: they are generated once
   per (features, directions, allocation_seed) and kept in a module-level LRU cache, so Monte-Carlo
   replications share them. Their tie-breaks use ``allocation_seed``, not the policy ``rng``.
-* ``run_fast(env)`` (used by ``runner.run``) evaluates the eq. 11 stopping rule for
-  blocks of 4096 rounds at once, from cumulative per-arm counts and sums, and pulls rewards in blocks
-  aligned with the environment's noise buffer, so it consumes the same reward stream and returns the
-  same stopping time as the round-by-round ask/tell path.
+* ``run(env)`` (the ``Policy.run`` hook, used by ``runner.run``) evaluates the eq. 11 stopping rule
+  for blocks of 4096 rounds at once, from cumulative per-arm counts and sums, and pulls each block
+  with ``env.pull_sequence`` (the same draws as pulling one arm at a time), so it returns the same
+  stopping time and recommendation as the round-by-round ask/tell path.
+* Plates: a static sequence is handed out in order (a cancelled arm first again); the stopping rule
+  only uses recorded outcomes. XY-adaptive waits for a phase's last outcome before ending it; the
+  adaptive choices (restricted xy-static, xy-fully-adaptive) count the tests in flight in their design.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 from dataclasses import replace
+from typing import ClassVar
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
@@ -48,7 +53,7 @@ from .params import (
     Param,
     resolve,
 )
-from .policy import Policy, Result
+from .policy import NO_ARMS, Policy, Result, decode_state, encode_state, read_document, write_document
 from .registry import register
 from .ties import argmax_random
 
@@ -152,6 +157,29 @@ class _GreedyState:
         self.h = h[:, None].copy()
         self._T = np.empty_like(self.Q)
 
+    def state_dict(self) -> dict:
+        return {"counts": self.counts.copy(), "I": self.I.copy(), "J": self.J.copy(), "scale": self.scale.copy(),
+                "since": int(self._since), "M": self.M.copy(), "h": self.h.copy()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.counts = np.array(state["counts"], dtype=np.int64)
+        self.I, self.J = np.array(state["I"], dtype=np.int64), np.array(state["J"], dtype=np.int64)
+        self.scale = np.array(state["scale"], dtype=float)
+        self._since = int(state["since"])
+        self.M = np.ascontiguousarray(state["M"], dtype=float).copy()
+        self.Q = self.M[self.K :]
+        self.diag = np.diagonal(self.M[: self.K])
+        self.h = np.array(state["h"], dtype=float)
+        self._T = np.empty_like(self.Q)
+
+    def copy(self) -> _GreedyState:
+        """An independent copy (a plate's design: the tests in flight are pulled into it)."""
+        twin = _GreedyState.__new__(_GreedyState)
+        twin.Z, twin.K, twin.d, twin.prior = self.Z, self.K, self.d, self.prior
+        twin._G = self._G
+        twin.load_state_dict(self.state_dict())
+        return twin
+
     @property
     def rho(self) -> float:
         """max_y ||y||^2_{A^{-1}} (the XY / G criterion of the current allocation)."""
@@ -213,6 +241,33 @@ class AllocationSequence:
     @property
     def arms(self) -> np.ndarray:
         return self._arms[: self.length]
+
+    def state_dict(self) -> dict:
+        """Plain data: the sequence so far and what it needs to be extended (generator included)."""
+        return {"init_arms": self.init_arms.copy(), "stop_rule": encode_state(self.stop_rule),
+                "tie_rtol": self.tie_rtol,
+                "arms": self.arms.copy(), "done": bool(self.done), "rho_end": float(self.rho_end),
+                "rng": copy.deepcopy(self.rng.bit_generator.state), "prior": self.state.prior,
+                "greedy": self.state.state_dict()}
+
+    @classmethod
+    def from_state(cls, Z: np.ndarray, state: dict) -> AllocationSequence:
+        seq = cls.__new__(cls)
+        seq.tie_rtol = float(state["tie_rtol"])
+        seq.init_arms = np.asarray(state["init_arms"], dtype=np.int64)
+        greedy = _GreedyState.__new__(_GreedyState)
+        greedy.Z, (greedy.K, greedy.d), greedy.prior = Z, Z.shape, float(state["prior"])
+        greedy.load_state_dict(state["greedy"])
+        seq.state = greedy
+        seq.rng = np.random.default_rng()
+        seq.rng.bit_generator.state = state["rng"]
+        seq.stop_rule = decode_state(state["stop_rule"])
+        arms = np.asarray(state["arms"])
+        seq._arms = np.empty(max(1024, 2 * arms.size), dtype=np.int16 if Z.shape[0] < 2**15 else np.int32)
+        seq._arms[: arms.size] = arms
+        seq.length = int(arms.size)
+        seq.done, seq.rho_end = bool(state["done"]), float(state["rho_end"])
+        return seq
 
     def _check_stop(self, greedy: bool) -> None:
         rule = self.stop_rule
@@ -296,22 +351,23 @@ def clear_cache() -> None:
     _CACHE.clear()
 
 
-def save_cache(path) -> None:
-    """Pickle the cached sequences (with their generator state, so they can still be extended)."""
-    import pickle
+_CACHE_FORMAT = "screenbai-allocation-cache"
 
-    with open(path, "wb") as fh:
-        pickle.dump(_CACHE.items(), fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+def save_cache(path) -> None:
+    """Write the cached sequences (with what they need to be extended) to one ``.npz`` (no pickle)."""
+    entries = [{"key": encode_state(key), "Z": seq.state.Z, "sequence": seq.state_dict()}
+               for key, seq in _CACHE.items().items()]
+    write_document(path, {"format": _CACHE_FORMAT, "version": 1, "entries": entries})
 
 
 def load_cache(path) -> int:
-    """Load sequences saved by ``save_cache`` (only trust files you wrote); returns how many."""
-    import pickle
-
-    with open(path, "rb") as fh:
-        loaded = pickle.load(fh)
-    _CACHE.update(loaded)
-    return len(loaded)
+    """Load sequences written by ``save_cache`` into the cache; returns how many."""
+    doc = read_document(path, _CACHE_FORMAT)
+    for entry in doc["entries"]:
+        Z = np.ascontiguousarray(entry["Z"], dtype=float)
+        _CACHE.update({decode_state(entry["key"]): AllocationSequence.from_state(Z, entry["sequence"])})
+    return len(doc["entries"])
 
 
 def _batch_forward(counts, Z):
@@ -364,28 +420,6 @@ def eq11_batch(Z, counts, sums, n, c: float, K: int, delta: float):
     ok_j = (gap >= 0) & (lhs <= gap * gap)
     ok_j[rows, best] = True
     return ok_j.all(axis=1), best
-
-
-def pull_aligned(env, arms: np.ndarray, t0: int) -> np.ndarray:
-    """Pull a block of arms starting at global round t0, split at the environment's noise-buffer
-    boundaries so the draws are exactly those a round-by-round run would get."""
-    buf = getattr(env, "_BUF", None)
-    if buf is None:
-        return np.asarray(env.pull(arms), dtype=float)
-    out = np.empty(arms.size)
-    pos = 0
-    while pos < arms.size:
-        stop = min(arms.size, pos + buf - (t0 + pos) % buf)
-        out[pos:stop] = env.pull(arms[pos:stop])
-        pos = stop
-    return out
-
-
-def _fresh_env(env) -> bool:
-    """Fast paths replay the reward stream exactly only for an unused Environment."""
-    from .instance import Environment
-
-    return isinstance(env, Environment) and env._buf.size == 0 and env._pos == 0
 
 
 class _OLSTracker(RidgeState):
@@ -448,14 +482,15 @@ class _SLMBase(Policy):
         self.d_eff = self.Z.shape[1]
         self.init_arms = spanning_arms(self.Z)
         self._final: dict | None = None
+        self._handed = 0  # positions of the arm sequence chosen so far (= n_samples without plates)
 
-    def _ols_best(self, counts, sums) -> np.ndarray:
+    def _ols_best(self, counts, sums, rng) -> np.ndarray:
         """The arm with the best OLS estimate from these counts and sums (empirical best while the
         pulled arms do not span)."""
         mu, _ = _ols_mu(self.Z, counts, sums)
         if mu is None:
-            return Policy._recommend(self)
-        return np.array([argmax_random(mu, self.rng)])
+            return Policy._recommend(self, rng)
+        return np.array([argmax_random(mu, rng)])
 
     @staticmethod
     def _check_restrict(restrict_y, K: int) -> bool:
@@ -469,14 +504,19 @@ class _SLMBase(Policy):
             return False
         return bool(restrict_y)
 
-    def _finish(self, counts, sums, n: int, stopped: bool, best: int | None) -> Result:
-        """Put the policy in the state a round-by-round run would end in (fast paths)."""
+    _state_attrs: ClassVar[tuple[str, ...]] = ("_final", "_handed")
+
+    def _fast_path_applies(self, env) -> bool:
+        """A vectorised ``run`` starts from a fresh policy and needs ``env.pull_sequence``."""
+        return self.n_samples == 0 and not self.n_in_flight and hasattr(env, "pull_sequence")
+
+    def _record_run(self, counts, sums, n: int, stopped: bool, best: int | None) -> Result:
+        """Put the policy in the state a round-by-round run would end in (vectorised paths)."""
         self.n = np.asarray(counts, dtype=np.int64).copy()
         self.sums = np.asarray(sums, dtype=float).copy()
-        self.n_samples = int(n)
-        self._finished, self._stopped = True, bool(stopped)
-        self._next = self._pending = None
+        self.n_samples = self._handed = int(n)
         self._final = {"best": best}
+        self._finish(stopped)
         return self.result()
 
     @classmethod
@@ -505,6 +545,11 @@ class _StaticAllocation(_SLMBase):
         self._ols_ready = False
         self._seq: AllocationSequence | None = None
 
+    _state_attrs: ClassVar[tuple[str, ...]] = ("allocation_seed", "_ols", "_ols_ready")
+
+    def _after_load(self) -> None:
+        self._seq = None  # rebuilt (shared through the cache) on first use
+
     # -- to implement
     def _make_sequence(self) -> AllocationSequence:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -520,37 +565,43 @@ class _StaticAllocation(_SLMBase):
 
     # -- round-by-round path
     def _select(self):
-        s = self.n_samples
+        s, t = self.n_samples, self._handed
         seq = self.sequence
-        if s >= self.init_arms.size:
-            if self._stops_eq4():
-                if seq.done and s >= seq.length:
-                    return None
-            else:
-                if not self._ols_ready:
-                    self._ols_ready = self._ols.refresh()
-                if self._ols_ready and self._ols.eq11(s, self.width_constant, self.K_log, self.delta)[0]:
-                    return None
-        if s >= seq.length:
-            seq.extend(min(self.max_samples, max(s + 1, 2 * seq.length, s + _BLOCK)))
-        if s >= seq.length:  # a finite sequence ran out without stopping: cannot happen for eq. 4
+        if self._stops_eq4():
+            if s >= self.init_arms.size and seq.done and t >= seq.length:
+                return NO_ARMS if self.n_in_flight else None
+        elif self._stops_now():
             return None
-        return int(seq.arms[s])
+        if t >= seq.length:
+            seq.extend(min(self.max_samples, max(t + 1, 2 * seq.length, t + _BLOCK)))
+        if t >= seq.length:  # a finite sequence ran out without stopping: cannot happen for eq. 4
+            return NO_ARMS if self.n_in_flight else None
+        self._handed = t + 1
+        return int(seq.arms[t])
 
     def _update(self, arms, rewards):
         for a, r in zip(arms, rewards):
             self._ols.add(int(a), float(r))
 
-    def _recommend(self):
+    def _stops_now(self) -> bool:
+        """eq. 11 on recorded outcomes (eq. 4 ends with its sequence, in ``_select``)."""
+        s = self.n_samples
+        if s < self.init_arms.size or self._stops_eq4():
+            return False
+        if not self._ols_ready:
+            self._ols_ready = self._ols.refresh()
+        return self._ols_ready and self._ols.eq11(s, self.width_constant, self.K_log, self.delta)[0]
+
+    def _recommend(self, rng):
         if self._final is not None and self._final.get("best") is not None:
             return np.array([self._final["best"]])
-        return self._ols_best(self.n.astype(float), self.sums)
+        return self._ols_best(self.n.astype(float), self.sums, rng)
 
     # -- vectorised path
-    def run_fast(self, env):
+    def run(self, env):
         """Same stopping time and recommendation as the ask/tell loop, eq. 11 tested per block."""
-        if self.n_samples != 0 or self._pending is not None or not _fresh_env(env):
-            return None
+        if not self._fast_path_applies(env):
+            return super().run(env)
         seq = self.sequence
         K, n0, cap = self.K, self.init_arms.size, self.max_samples
         counts = np.zeros(K)
@@ -564,7 +615,7 @@ class _StaticAllocation(_SLMBase):
             if t1 <= t:  # finite (eq. 4) sequence exhausted
                 break
             arms = seq.arms[t:t1].astype(np.int64)
-            rewards = pull_aligned(env, arms, t)
+            rewards = env.pull_sequence(arms)
             onehot = eye[arms]
             cum_n = counts + np.cumsum(onehot, axis=0)
             cum_s = np.cumsum(np.vstack([sums, onehot * rewards[:, None]]), axis=0)[1:]
@@ -572,7 +623,7 @@ class _StaticAllocation(_SLMBase):
             if self._stops_eq4():
                 if seq.done and t1 == seq.length and t1 < cap:
                     mu, _ = _ols_mu(self.Z, cum_n[-1], cum_s[-1])
-                    return self._finish(cum_n[-1], cum_s[-1], t1, True, argmax_random(mu, self.rng))
+                    return self._record_run(cum_n[-1], cum_s[-1], t1, True, argmax_random(mu, self.rng))
             else:
                 test = (states >= n0) & (states < cap)
                 if test.any():
@@ -582,12 +633,9 @@ class _StaticAllocation(_SLMBase):
                     if ok.any():
                         first = int(np.argmax(ok))
                         row = np.flatnonzero(test)[first]
-                        return self._finish(cum_n[row], cum_s[row], states[row], True, int(best[first]))
+                        return self._record_run(cum_n[row], cum_s[row], states[row], True, int(best[first]))
             counts, sums, t = cum_n[-1], cum_s[-1], t1
-        self.n, self.sums, self.n_samples = counts.astype(np.int64), sums.copy(), t
-        self._finished, self._stopped = True, False
-        self._next = self._pending = None
-        return self.result()
+        return self._record_run(counts, sums, t, False, None)
 
 
 @register("g-allocation")
@@ -629,12 +677,29 @@ class XYStatic(_StaticAllocation):
         I, J = all_pairs(np.ones(self.K, dtype=bool))
         return allocation_sequence(self.Z, self.init_arms, I, J, seed=self.allocation_seed)
 
+    _state_attrs = ("_live_best",)
+
+    def state_dict(self) -> dict:
+        state = super().state_dict()
+        state["live"] = None if self._live is None else encode_state(self._live.state_dict())
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
+        self._live = None
+        if state.get("live") is not None:
+            self._live = _GreedyState(self.Z, self.n)
+            self._live.load_state_dict(decode_state(state["live"]))
+
     def _select(self):
         if not self.restrict_y:
             return super()._select()
-        s = self.n_samples
-        if s < self.init_arms.size:
-            return int(self.init_arms[s])
+        s, t = self.n_samples, self._handed
+        if t < self.init_arms.size:
+            self._handed = t + 1
+            return int(self.init_arms[t])
+        if s < self.init_arms.size:  # initial arms in flight: no estimate yet
+            return NO_ARMS
         if not self._ols_ready:
             self._ols_ready = self._ols.refresh()
         ok, best, _ = self._ols.eq11(s, self.width_constant, self.K_log, self.delta)
@@ -645,16 +710,13 @@ class XYStatic(_StaticAllocation):
         if best != self._live_best:
             self._live.set_directions(*star_pairs(np.ones(self.K, dtype=bool), best))
             self._live_best = best
-        return self._live.choose(self.rng)
+        k = self._live.choose(self.rng)
+        self._live.pull(k)  # the design counts the test from its choice on (a cancelled one is re-proposed)
+        self._handed = t + 1
+        return k
 
-    def _update(self, arms, rewards):
-        super()._update(arms, rewards)
-        if self._live is not None:
-            for a in arms:
-                self._live.pull(int(a))
-
-    def run_fast(self, env):
-        return None if self.restrict_y else super().run_fast(env)
+    def run(self, env):
+        return Policy.run(self, env) if self.restrict_y else super().run(env)
 
 
 @register("xy-oracle", theta="oracle")
@@ -747,6 +809,7 @@ class XYAdaptive(_SLMBase):
         self.rho_prev = 1.0 / (self.d_eff * (self.d_eff + 1) + 1)
         self.phase = 0
         self._prev_best: int | None = None
+        self._t_handed = 0  # positions of this phase's sequence chosen so far
         self._start_phase()
         self.diagnostics.update(phases=0, restricted_y=self.restrict_y, monotone=self.monotone)
 
@@ -757,12 +820,21 @@ class XYAdaptive(_SLMBase):
             return star_pairs(self.active, self._prev_best)
         return all_pairs(self.active)
 
+    _state_attrs = ("allocation_seed", "active", "rho_prev", "phase", "_prev_best", "t_phase", "_t_handed",
+                    "phase_counts", "phase_sums")
+
+    def _phase_sequence(self) -> AllocationSequence:
+        I, J = self._phase_directions()
+        return allocation_sequence(self.Z, self.init_arms, I, J, seed=self.allocation_seed,
+                                   stop_rule=("rho", self.alpha * self.rho_prev))
+
+    def _after_load(self) -> None:
+        self.seq = self._phase_sequence()
+
     def _start_phase(self) -> None:
         self.phase += 1
-        I, J = self._phase_directions()
-        self.seq = allocation_sequence(self.Z, self.init_arms, I, J, seed=self.allocation_seed,
-                                       stop_rule=("rho", self.alpha * self.rho_prev))
-        self.t_phase = 0
+        self.seq = self._phase_sequence()
+        self.t_phase = self._t_handed = 0
         self.phase_counts = np.zeros(self.K)
         self.phase_sums = np.zeros(self.K)
 
@@ -797,16 +869,19 @@ class XYAdaptive(_SLMBase):
         return None
 
     def _select(self):
-        seq = self.seq
-        if self.t_phase >= seq.length and not seq.done:
-            seq.extend(self.t_phase + min(_BLOCK, self.max_samples - self.n_samples))
-        if seq.done and self.t_phase >= seq.length:
+        seq, t = self.seq, self._t_handed
+        if t >= seq.length and not seq.done:
+            seq.extend(t + min(_BLOCK, self.max_samples - self.n_samples))
+        if seq.done and t >= seq.length:
+            if self.n_in_flight:  # the phase ends with its last recorded outcome
+                return NO_ARMS
             best = self._end_phase()
             if best is not None:
                 self._final = {"best": best}
                 return None
             return self._select()
-        return int(seq.arms[self.t_phase])
+        self._t_handed = t + 1
+        return int(seq.arms[t])
 
     def _update(self, arms, rewards):
         for a, r in zip(arms, rewards):
@@ -814,15 +889,15 @@ class XYAdaptive(_SLMBase):
             self.phase_sums[a] += r
         self.t_phase += arms.size
 
-    def _recommend(self):
+    def _recommend(self, rng):
         if self._final is not None:
             return np.array([self._final["best"]])
-        return self._ols_best(self.phase_counts, self.phase_sums)
+        return self._ols_best(self.phase_counts, self.phase_sums, rng)
 
-    def run_fast(self, env):
+    def run(self, env):
         """Phase by phase: the phase sequence is fixed, so pull it as one block (same reward stream)."""
-        if self.n_samples != 0 or self._pending is not None or not _fresh_env(env):
-            return None
+        if not self._fast_path_applies(env):
+            return super().run(env)
         t = 0
         while True:
             seq = self.seq
@@ -830,24 +905,21 @@ class XYAdaptive(_SLMBase):
             seq.extend(room + 1)
             n_phase = min(seq.length, room)
             arms = seq.arms[:n_phase].astype(np.int64)
-            rewards = pull_aligned(env, arms, t)
+            rewards = env.pull_sequence(arms)
             self.phase_counts = np.bincount(arms, minlength=self.K).astype(float)
             self.phase_sums = np.bincount(arms, weights=rewards, minlength=self.K)
             np.add.at(self.n, arms, 1)
             np.add.at(self.sums, arms, rewards)
             t += n_phase
-            self.t_phase = n_phase
+            self.t_phase = self._t_handed = n_phase
             self.n_samples = t
-            if not (seq.done and n_phase == seq.length):  # budget spent inside the phase
-                self._finished, self._stopped = True, False
-                return self.result()
-            if t >= self.max_samples:
-                self._finished, self._stopped = True, False
+            if not (seq.done and n_phase == seq.length) or t >= self.max_samples:  # budget spent
+                self._finish(False)
                 return self.result()
             best = self._end_phase()
             if best is not None:
                 self._final = {"best": best}
-                self._finished = self._stopped = True
+                self._finish(True)
                 return self.result()
 
 
@@ -884,42 +956,65 @@ class XYFullyAdaptive(_SLMBase):
         self.state = _GreedyState(self.Z, np.zeros(self.K), prior=self.lambda_reg)
         self.active = np.ones(self.K, dtype=bool)
         self._dir_key = None
+        self._plate: tuple | None = None  # (n_samples, tests held, design with them) while a plate is chosen
         self.diagnostics.update(restricted_y=self.restrict_y, monotone=self.monotone)
+
+    _state_attrs = ("state", "active", "_dir_key")
+
+    def _after_load(self) -> None:
+        self._plate = None
+
+    def _plate_design(self) -> _GreedyState:
+        """The greedy state with the tests in flight pulled in (estimates keep the recorded one)."""
+        flight = self.in_flight
+        if self._plate is None or self._plate[0] != self.n_samples or (flight < self._plate[1]).any():
+            view, held = self.state.copy(), np.zeros(self.K, dtype=np.int64)
+        else:
+            _, held, view = self._plate
+        for a in np.flatnonzero(flight > held):
+            for _ in range(int(flight[a] - held[a])):
+                view.pull(int(a))
+        self._plate = (self.n_samples, flight, view)
+        return view
 
     def _width_scale(self, n: int) -> float:
         lam = self.lambda_reg
         return self.sigma * np.sqrt(self.d_eff * np.log((1.0 + n * self.L2 / lam) / self.delta)) + np.sqrt(lam) * self.S
 
     def _select(self):
-        s = self.n_samples
+        s, t = self.n_samples, self._handed
+        if t < self.init_arms.size:
+            self._handed = t + 1
+            return int(self.init_arms[t])
+        if s < self.init_arms.size:  # initial arms in flight
+            return NO_ARMS
         G = self.state.M[: self.K]
         mu = G @ self.sums  # Z (lambda I + A)^{-1} Z^T sums = Z theta_hat
-        if s >= self.init_arms.size:
-            dg = self.state.diag
-            width = np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2.0 * G, 0.0)) * self._width_scale(s)
-            survivors = ~((mu[None, :] - mu[:, None]) > width).any(axis=1)
-            self.active = survivors & self.active if self.monotone else survivors
-            if self.active.sum() == 1:
-                self._final = {"best": int(np.flatnonzero(self.active)[0])}
-                return None
-        else:
-            return int(self.init_arms[s])
+        dg = self.state.diag
+        width = np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2.0 * G, 0.0)) * self._width_scale(s)
+        survivors = ~((mu[None, :] - mu[:, None]) > width).any(axis=1)
+        self.active = survivors & self.active if self.monotone else survivors
+        if self.active.sum() == 1:
+            self._final = {"best": int(np.flatnonzero(self.active)[0])}
+            return None
         best = int(argmax_random(np.where(self.active, mu, -np.inf), self.rng)) if self.restrict_y else -1
         key = (self.active.tobytes(), best)
         if key != self._dir_key:
             I, J = star_pairs(self.active, best) if self.restrict_y else all_pairs(self.active)
             self.state.set_directions(I, J)
             self._dir_key = key
-        return self.state.choose(self.rng)
+            self._plate = None
+        self._handed = t + 1
+        return (self._plate_design() if self.n_in_flight else self.state).choose(self.rng)
 
     def _update(self, arms, rewards):
         for a in arms:
             self.state.pull(int(a))
 
-    def _recommend(self):
+    def _recommend(self, rng):
         if self._final is not None:
             return np.array([self._final["best"]])
         mu = self.state.M[: self.K] @ self.sums
-        return np.array([argmax_random(np.where(self.active, mu, -np.inf), self.rng)])
+        return np.array([argmax_random(np.where(self.active, mu, -np.inf), rng)])
 
 
