@@ -72,3 +72,18 @@ def test_version_flag(capsys):
     with pytest.raises(SystemExit):
         main(["--version"])
     assert capsys.readouterr().out.strip() == f"screenbai {__version__}"
+
+
+def test_algorithms_lists_each_declared_parameter_with_its_default(capsys):
+    from screenbai.bandits.params import REQUIRED, declared
+    from screenbai.bandits.registry import available
+    from screenbai.cli import main
+
+    assert main(["algorithms"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("linucb "):
+            params = lines[i + 1]
+    for name, p in declared(available()["linucb"].cls).items():
+        assert (name if p.default is REQUIRED else f"{name}={p.default!r}") in params
+    assert "alpha=1.0" in params and "lambda_reg=1.0" in params and "alpha_ucb" not in params

@@ -257,16 +257,6 @@ def check(cls: type, given: dict, label: str = "") -> None:
             raise ValueError(f"{prefix}{exc}") from None
 
 
-def signature_text(cls: type) -> str:
-    """``name=default`` for every parameter (what ``screenbai algorithms`` prints)."""
-    parts = []
-    for name, p in declared(cls).items():
-        if name in COMMON:
-            continue
-        parts.append(name if p.default is REQUIRED else f"{name}={p.default!r}")
-    return ", ".join(parts)
-
-
 # ---------------------------------------------------------------------------- the shared vocabulary
 # One name per idea across all algorithms; classes pick these and change only the default.
 BUDGET = Param(REQUIRED, POSITIVE_INT, "total number of pulls")
