@@ -214,6 +214,7 @@ def test_bad_config_fails_before_any_job(tmp_path):
         (lambda c: c["curation"].update(assay_description_regex="cyclin(A"), "regular expression"),
         (lambda c: c["source"].update(activity_type="IC50"), "ki_nM"),  # a Ki column declared as IC50
         (lambda c: c["ground_truth"].update(threshold_nM=100.0), "one cure label"),
+        (lambda c: c["algorithms"][2].update(budget_per_arm=0.5), "budget_per_arm"),
     ],
 )
 def test_bad_values_fail_before_any_job(tmp_path, mutate, expected):
