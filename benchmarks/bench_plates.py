@@ -41,7 +41,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from screenbai.report import markdown_table
+from screenbai.report import markdown_table  # noqa: E402  (this tree's package)
 
 PLATE_SIZES = (1, 8, 24, 96)
 TARGETS = {"CDK2": ROOT / "config" / "config.yaml", "EGFR": ROOT / "config" / "egfr.yaml"}
@@ -63,16 +63,25 @@ def study_instance(config_path: Path, d: int = 20, K: int = 400):
     cfg = yaml.safe_load(config_path.read_text())
     raw, _ = acquire_activities(cfg["offline_fallback"], None, repo_root=ROOT)
     cur = cfg["curation"]
-    library, _ = curate_activities(raw, activity_types=cur["activity_types"], censored=cur["censored"],
-                                   drop_flagged=cur["drop_flagged"], assay_description_regex=cur["assay_description_regex"])
+    library, _ = curate_activities(
+        raw,
+        activity_types=cur["activity_types"],
+        censored=cur["censored"],
+        drop_flagged=cur["drop_flagged"],
+        assay_description_regex=cur["assay_description_regex"],
+    )
     fz = cfg["featurize"]
-    scores, _ = reduce_pca(morgan_fingerprints(library["smiles"].tolist(), fz["radius"], fz["n_bits"]), d,
-                           random_state=fz["pca_random_state"])
+    scores, _ = reduce_pca(
+        morgan_fingerprints(library["smiles"].tolist(), fz["radius"], fz["n_bits"]),
+        d,
+        random_state=fz["pca_random_state"],
+    )
     features = pd.DataFrame(scores, columns=[f"pc{i + 1}" for i in range(d)])
     features.insert(0, "compound_id", library["compound_id"].to_numpy())
     gt = cfg["ground_truth"]
-    arms, fit = ground_truth_arms(library, features, threshold_nM=gt["threshold_nM"], C=gt["C"],
-                                  random_state=gt["random_state"])
+    arms, fit = ground_truth_arms(
+        library, features, threshold_nM=gt["threshold_nM"], C=gt["C"], random_state=gt["random_state"]
+    )
     subset = draw_subset(library, K, cfg["screen"]["subset_seed"])
     inst = build_instance(arms, subset, fit["theta_full"], name=f"{cfg['target_name']}_d{d}_K{K}")
     params = {a["algorithm"]: dict(a.get("params") or {}) for a in cfg["algorithms"] if a["algorithm"] in ALGORITHMS}
@@ -97,8 +106,13 @@ def run_plates(inst, algorithm: str, params: dict, size: int, seed_seq, cap: int
     res = policy.result()
     eps = float(params.get("epsilon", 0.0))
     gap = float(inst.means.max() - inst.means[res.best])
-    return {"tests": tests, "plates": plates, "stopped": bool(policy.done), "correct": gap <= eps + 1e-12,
-            "time_s": time.perf_counter() - t0}
+    return {
+        "tests": tests,
+        "plates": plates,
+        "stopped": bool(policy.done),
+        "correct": gap <= eps + 1e-12,
+        "time_s": time.perf_counter() - t0,
+    }
 
 
 def _job(args):
@@ -107,8 +121,13 @@ def _job(args):
     target, inst, algorithm, params, size, rep, seed, cap = args
     with threadpool_limits(limits=1):
         ss = np.random.SeedSequence([seed, rep])
-        return {"target": target, "algorithm": algorithm, "plate_size": size, "replication": rep,
-                **run_plates(inst, algorithm, params, size, ss, cap)}
+        return {
+            "target": target,
+            "algorithm": algorithm,
+            "plate_size": size,
+            "replication": rep,
+            **run_plates(inst, algorithm, params, size, ss, cap),
+        }
 
 
 def part_plates(reps: int, jobs: int, seed: int) -> pd.DataFrame:
@@ -132,14 +151,21 @@ def plates_table(runs: pd.DataFrame) -> pd.DataFrame:
         base = grp[grp.plate_size == 1]["tests"].mean()
         for size, g in grp.groupby("plate_size"):
             done = g[g.stopped]
-            out.append({
-                "target": target, "algorithm": algorithm, "plate size": size, "runs": len(g),
-                "not stopped": int((~g.stopped).sum()),
-                "median tests": float(done["tests"].median()), "mean tests": float(done["tests"].mean()),
-                "tests / plate-1 tests": float(g["tests"].mean() / base),
-                "mean plates": float(g["plates"].mean()), "error rate": float(1 - done["correct"].mean()),
-                "mean time (s)": float(g["time_s"].mean()),
-            })
+            out.append(
+                {
+                    "target": target,
+                    "algorithm": algorithm,
+                    "plate size": size,
+                    "runs": len(g),
+                    "not stopped": int((~g.stopped).sum()),
+                    "median tests": float(done["tests"].median()),
+                    "mean tests": float(done["tests"].mean()),
+                    "tests / plate-1 tests": float(g["tests"].mean() / base),
+                    "mean plates": float(g["plates"].mean()),
+                    "error rate": float(1 - done["correct"].mean()),
+                    "mean time (s)": float(g["time_s"].mean()),
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -193,8 +219,13 @@ def part_commands(workdir: Path, repeats: int = 3) -> tuple[pd.DataFrame, dict]:
                 shutil.copy(path, target)
             args = [a.replace("{campaign}", str(target)) for a in argv]
             t, c = time.perf_counter(), cpu_children()
-            r = subprocess.run([sys.executable, "-m", "screenbai.cli", "campaign", *args], env=env,
-                               capture_output=True, text=True, check=False)
+            r = subprocess.run(
+                [sys.executable, "-m", "screenbai.cli", "campaign", *args],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             times.append(time.perf_counter() - t)
             cpu.append(cpu_children() - c)
             if r.returncode != 0:
@@ -212,14 +243,18 @@ def part_commands(workdir: Path, repeats: int = 3) -> tuple[pd.DataFrame, dict]:
     base = path
     timings = {}
     timings["status"] = timed("status", "{campaign}")
-    timings["next --plate-size 96"] = timed("next", "{campaign}", "--plate-size", "96", "--out", str(workdir / "n.csv"),
-                                            fresh_copy=True)
+    timings["next --plate-size 96"] = timed(
+        "next", "{campaign}", "--plate-size", "96", "--out", str(workdir / "n.csv"), fresh_copy=True
+    )
     timings["record (96 wells)"] = timed("record", "{campaign}", str(results), fresh_copy=True)
     timings["plate (rewrite a plate file)"] = timed("plate", "{campaign}", p.plate_id, "--out", str(workdir / "x.csv"))
     timings["report"] = timed("report", "{campaign}", "--out", str(workdir / "rep"))
     start, c = time.perf_counter(), cpu_children()
-    subprocess.run([sys.executable, "-c", "import screenbai.campaign.cli, screenbai.bandits.registry as r; r.available()"],
-                   env=env, check=True)
+    subprocess.run(
+        [sys.executable, "-c", "import screenbai.campaign.cli, screenbai.bandits.registry as r; r.available()"],
+        env=env,
+        check=True,
+    )
     wall = time.perf_counter() - start
     timings["(python start + imports of the algorithms only)"] = (wall, wall, cpu_children() - c)
     with Campaign.open(base, use_snapshot=False) as camp:
@@ -230,11 +265,21 @@ def part_commands(workdir: Path, repeats: int = 3) -> tuple[pd.DataFrame, dict]:
         t = time.perf_counter()
         camp.replay(use_snapshot=True)
         snap = time.perf_counter() - t
-    table = pd.DataFrame([{"command": k, "wall, best of 3 (s)": v[0], "wall, median (s)": v[1], "CPU, best (s)": v[2]}
-                          for k, v in timings.items()])
-    facts = {"K": 10_000, "d": 21, "recorded outcomes": n_tests, "build (s)": build_s,
-             "policy from snapshot, in-process (s)": snap, "full replay from the log, in-process (s)": full,
-             "file size (MB)": path.stat().st_size / 1e6}
+    table = pd.DataFrame(
+        [
+            {"command": k, "wall, best of 3 (s)": v[0], "wall, median (s)": v[1], "CPU, best (s)": v[2]}
+            for k, v in timings.items()
+        ]
+    )
+    facts = {
+        "K": 10_000,
+        "d": 21,
+        "recorded outcomes": n_tests,
+        "build (s)": build_s,
+        "policy from snapshot, in-process (s)": snap,
+        "full replay from the log, in-process (s)": full,
+        "file size (MB)": path.stat().st_size / 1e6,
+    }
     return table, facts
 
 
@@ -258,11 +303,16 @@ def main() -> None:
             table, facts = part_commands(Path(tmp))
         print(table.to_string(index=False))
         print(facts)
-        sections.append("## `screenbai campaign` commands at K = 10 000 with 5 000 outcomes\n\n"
-                        + markdown_table(table, ".3g") + "\n\n"
-                        + "\n".join(f"- {k}: {v:.3g}" if isinstance(v, float) else f"- {k}: {v}" for k, v in facts.items()))
+        sections.append(
+            "## `screenbai campaign` commands at K = 10 000 with 5 000 outcomes\n\n"
+            + markdown_table(table, ".3g")
+            + "\n\n"
+            + "\n".join(f"- {k}: {v:.3g}" if isinstance(v, float) else f"- {k}: {v}" for k, v in facts.items())
+        )
     if sections:
-        text = f"<!-- written by: python benchmarks/bench_plates.py {' '.join(sys.argv[1:])} -->\n\n" + "\n\n".join(sections)
+        text = f"<!-- written by: python benchmarks/bench_plates.py {' '.join(sys.argv[1:])} -->\n\n" + "\n\n".join(
+            sections
+        )
         out = Path(args.out)
         if out.exists() and args.part != "both":
             text = out.read_text().rstrip() + "\n\n" + text

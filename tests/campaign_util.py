@@ -16,10 +16,12 @@ SMILES = ["CCO", "CCN", "CCC", "c1ccccc1", "CC(=O)O", "CCOC", "CNC", "CCCl", "OC
 def synthetic_library(K: int = 30, d: int = 3, seed: int = 0) -> Library:
     rng = np.random.default_rng(seed)
     X = np.hstack([rng.normal(size=(K, d)), np.ones((K, 1))])
-    compounds = pd.DataFrame({
-        "compound_id": [f"CPD{i:04d}" for i in range(K)],
-        "smiles": [SMILES[i % len(SMILES)] for i in range(K)],
-    })
+    compounds = pd.DataFrame(
+        {
+            "compound_id": [f"CPD{i:04d}" for i in range(K)],
+            "smiles": [SMILES[i % len(SMILES)] for i in range(K)],
+        }
+    )
     compounds["input_smiles"] = compounds["smiles"]
     compounds["source_row"] = np.arange(2, K + 2)
     rejected = pd.DataFrame(columns=["source_row", "compound_id", "smiles", "reason", "detail"])
@@ -52,7 +54,8 @@ def write_results(path: Path, plate, values, *, by_compound: bool = False) -> Pa
     return path
 
 
-def new_campaign(path: Path, algorithm: str = "glgape", params: dict | None = None, K: int = 30, d: int = 3,
-                 seed: int = 3) -> Campaign:
+def new_campaign(
+    path: Path, algorithm: str = "glgape", params: dict | None = None, K: int = 30, d: int = 3, seed: int = 3
+) -> Campaign:
     params = {"epsilon": 0.1, "delta": 0.05} if params is None and algorithm == "glgape" else (params or {})
     return Campaign.create(path, synthetic_library(K, d), algorithm, params, seed=seed)

@@ -12,8 +12,22 @@ from screenbai.campaign import Campaign
 from screenbai.campaign.backtest import farthest_point_order, hit_recovery
 from screenbai.cli import main
 
-SMILES = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "CCN(CC)CC", "C1CCNCC1", "Oc1ccncc1", "CC(C)Cc1ccc(cc1)C(C)C(=O)O",
-          "c1ccc2ccccc2c1", "CCOC(=O)C", "NC(=O)c1ccccc1", "Clc1ccccc1", "CC(C)O", "OC(=O)c1ccccc1O", "c1ccncc1"]
+SMILES = [
+    "CCO",
+    "c1ccccc1O",
+    "CC(=O)Nc1ccc(O)cc1",
+    "CCN(CC)CC",
+    "C1CCNCC1",
+    "Oc1ccncc1",
+    "CC(C)Cc1ccc(cc1)C(C)C(=O)O",
+    "c1ccc2ccccc2c1",
+    "CCOC(=O)C",
+    "NC(=O)c1ccccc1",
+    "Clc1ccccc1",
+    "CC(C)O",
+    "OC(=O)c1ccccc1O",
+    "c1ccncc1",
+]
 
 
 @pytest.fixture()
@@ -30,9 +44,34 @@ def library_csv(tmp_path):
 
 def test_init_next_record_status_report(tmp_path, library_csv, capsys):
     camp = tmp_path / "screen.campaign"
-    assert main(["campaign", "init", str(camp), "--library", str(library_csv), "--id-column", "id",
-                 "--smiles-column", "smiles", "--d", "3", "--algorithm", "m-lingape", "--param", "epsilon=0.1",
-                 "--param", "sigma=0.5", "--param", "threshold=heuristic", "--rejected-out", str(tmp_path / "rej.csv")]) == 0
+    assert (
+        main(
+            [
+                "campaign",
+                "init",
+                str(camp),
+                "--library",
+                str(library_csv),
+                "--id-column",
+                "id",
+                "--smiles-column",
+                "smiles",
+                "--d",
+                "3",
+                "--algorithm",
+                "m-lingape",
+                "--param",
+                "epsilon=0.1",
+                "--param",
+                "sigma=0.5",
+                "--param",
+                "threshold=heuristic",
+                "--rejected-out",
+                str(tmp_path / "rej.csv"),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert f"{len(SMILES)} compounds" in out and "unparseable SMILES" in out
     assert "BAD" in (tmp_path / "rej.csv").read_text()
@@ -73,11 +112,51 @@ def test_errors_are_reported_not_raised(tmp_path, library_csv, capsys):
     camp = tmp_path / "c.campaign"
     assert main(["campaign", "status", str(camp)]) == 2
     assert "does not exist" in capsys.readouterr().err
-    assert main(["campaign", "init", str(camp), "--library", str(library_csv), "--id-column", "id",
-                 "--smiles-column", "smiles", "--d", "3", "--algorithm", "glgape", "--param", "nonsense=1"]) == 2
+    assert (
+        main(
+            [
+                "campaign",
+                "init",
+                str(camp),
+                "--library",
+                str(library_csv),
+                "--id-column",
+                "id",
+                "--smiles-column",
+                "smiles",
+                "--d",
+                "3",
+                "--algorithm",
+                "glgape",
+                "--param",
+                "nonsense=1",
+            ]
+        )
+        == 2
+    )
     assert "nonsense" in capsys.readouterr().err and not camp.exists()
-    assert main(["campaign", "init", str(camp), "--library", str(library_csv), "--id-column", "id",
-                 "--smiles-column", "smiles", "--d", "3", "--algorithm", "glgape", "--outcome", "continuous"]) == 2
+    assert (
+        main(
+            [
+                "campaign",
+                "init",
+                str(camp),
+                "--library",
+                str(library_csv),
+                "--id-column",
+                "id",
+                "--smiles-column",
+                "smiles",
+                "--d",
+                "3",
+                "--algorithm",
+                "glgape",
+                "--outcome",
+                "continuous",
+            ]
+        )
+        == 2
+    )
     assert "binary" in capsys.readouterr().err and not camp.exists()
 
 
@@ -106,8 +185,16 @@ def test_backtest_finds_the_planted_best(tmp_path):
     rate[7] = 0.95
     rate[[2, 11]] = 0.4
     known = KnownOutcomes(lib, rate, None, "planted")
-    res = run_backtest(known, "lucb", {"delta": 0.05}, seed=2, plate_size=10, max_tests=20000, top_k=1,
-                       campaign_path=tmp_path / "bt.campaign")
+    res = run_backtest(
+        known,
+        "lucb",
+        {"delta": 0.05},
+        seed=2,
+        plate_size=10,
+        max_tests=20000,
+        top_k=1,
+        campaign_path=tmp_path / "bt.campaign",
+    )
     assert res.finished and res.stopped
     assert res.recommendation[0]["compound_id"] == "CPD0007" and res.recommendation[0]["rate_rank"] == 1
     with Campaign.open(tmp_path / "bt.campaign") as camp:

@@ -36,8 +36,14 @@ sys.exit(main(argv))
 
 def cli(point: str, *argv) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-c", CHILD, point, "campaign", *map(str, argv)], env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-c", CHILD, point, "campaign", *map(str, argv)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def _state(camp: Campaign):

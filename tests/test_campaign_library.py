@@ -22,14 +22,14 @@ def _csv(tmp_path, rows, sep=","):
 
 def test_rejected_rows_by_reason(tmp_path):
     rows = [(f"C{i}", s) for i, s in enumerate(GOOD)] + [
-        ("", "CCCC"),                   # line 9: missing id
-        ("B1", ""),                     # line 10: missing SMILES
-        ("B2", "C1CC(C"),               # line 11: unparseable
-        ("C0", "c1ccccc1"),             # line 12: id C0 already used for another structure
-        ("B3", "OCC"),                  # line 13: same structure as C0 (ethanol)
-        ("B4", "[Na+].[O-]c1ccccc1"),   # line 14: phenolate salt -> phenol, same as C1
-        ("C2", "c1ccccc1O"),            # line 15: C2 again with C1's structure: another structure than C2's
-        ("C2", "CC(=O)Nc1ccc(O)cc1"),   # line 16: C2 listed again with its own structure: one arm, no report
+        ("", "CCCC"),  # line 9: missing id
+        ("B1", ""),  # line 10: missing SMILES
+        ("B2", "C1CC(C"),  # line 11: unparseable
+        ("C0", "c1ccccc1"),  # line 12: id C0 already used for another structure
+        ("B3", "OCC"),  # line 13: same structure as C0 (ethanol)
+        ("B4", "[Na+].[O-]c1ccccc1"),  # line 14: phenolate salt -> phenol, same as C1
+        ("C2", "c1ccccc1O"),  # line 15: C2 again with C1's structure: another structure than C2's
+        ("C2", "CC(=O)Nc1ccc(O)cc1"),  # line 16: C2 listed again with its own structure: one arm, no report
     ]
     lib = import_library(_csv(tmp_path, rows), id_column="name", smiles_column="structure", d=3)
     assert list(lib.compounds["compound_id"]) == [f"C{i}" for i in range(len(GOOD))]
@@ -42,14 +42,20 @@ def test_rejected_rows_by_reason(tmp_path):
     assert rej.loc[14, "reason"] == "duplicate structure" and "C1" in rej.loc[14, "detail"]
     assert rej.loc[15, "reason"] == "duplicate id"
     assert len(rej) == 7
-    assert lib.rejected_counts() == {"duplicate id": 2, "duplicate structure": 2, "missing SMILES": 1,
-                                     "missing id": 1, "unparseable SMILES": 1}
+    assert lib.rejected_counts() == {
+        "duplicate id": 2,
+        "duplicate structure": 2,
+        "missing SMILES": 1,
+        "missing id": 1,
+        "unparseable SMILES": 1,
+    }
 
 
 def test_features_are_the_workflow_morgan_pca_plus_intercept(tmp_path):
     rows = [(f"C{i}", s) for i, s in enumerate(GOOD)]
-    lib = import_library(_csv(tmp_path, rows, sep="\t"), id_column="name", smiles_column="structure",
-                         radius=2, n_bits=256, d=4)
+    lib = import_library(
+        _csv(tmp_path, rows, sep="\t"), id_column="name", smiles_column="structure", radius=2, n_bits=256, d=4
+    )
     scores, _ = reduce_pca(morgan_fingerprints(list(lib.compounds["smiles"]), radius=2, n_bits=256), 4)
     np.testing.assert_array_equal(lib.features[:, :4], scores)
     np.testing.assert_array_equal(lib.features[:, 4], 1.0)
@@ -78,7 +84,14 @@ def test_sdf_and_chembl_export(tmp_path):
     lib = import_library(sdf, d=2)
     assert list(lib.compounds["compound_id"]) == [f"S{i}" for i in range(len(GOOD))]
 
-    head = ['"Molecule ChEMBL ID"', '"Smiles"', '"Standard Type"', '"Standard Relation"', '"Standard Value"', '"Standard Units"']
+    head = [
+        '"Molecule ChEMBL ID"',
+        '"Smiles"',
+        '"Standard Type"',
+        '"Standard Relation"',
+        '"Standard Value"',
+        '"Standard Units"',
+    ]
     lines = [";".join(head)]
     for i, s in enumerate(GOOD):
         for value in (10, 20):  # two activity rows per molecule: one arm each
@@ -114,7 +127,9 @@ def test_large_libraries_use_the_chunked_featurizer_with_the_same_scores(tmp_pat
     small = import_library(p, id_column="name", smiles_column="structure", radius=2, n_bits=256, d=3)
     calls = []
     real = chem_store.featurize_library
-    monkeypatch.setattr(chem_store, "featurize_library", lambda *a, **k: calls.append(1) or real(*a, **{**k, "n_jobs": 1}))
+    monkeypatch.setattr(
+        chem_store, "featurize_library", lambda *a, **k: calls.append(1) or real(*a, **{**k, "n_jobs": 1})
+    )
     monkeypatch.setattr(library, "CHUNKED_ABOVE", 3)
     big = import_library(p, id_column="name", smiles_column="structure", radius=2, n_bits=256, d=3)
     assert calls == [1]

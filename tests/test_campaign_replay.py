@@ -15,19 +15,19 @@ import numpy as np
 import pytest
 from campaign_util import Assay, new_campaign, synthetic_library, write_results
 
-from screenbai.bandits import Policy, make_policy
+from screenbai.bandits import make_policy
 from screenbai.campaign import Campaign, ReplayMismatch
 
 REPO = Path(__file__).resolve().parents[1]
-needs_plates = pytest.mark.skipif(not hasattr(Policy, "propose"), reason="needs the plate contract (propose)")
-needs_state = pytest.mark.skipif(not hasattr(Policy, "state_dict"), reason="needs the policy contract (state_dict)")
 
 
-@needs_plates
-@pytest.mark.parametrize("algorithm, params", [
-    ("glgape", {"epsilon": 0.1, "delta": 0.05}),
-    ("m-lingape", {"m": 1, "epsilon": 0.1, "delta": 0.05, "sigma": 0.5, "threshold": "heuristic"}),
-])
+@pytest.mark.parametrize(
+    "algorithm, params",
+    [
+        ("glgape", {"epsilon": 0.1, "delta": 0.05}),
+        ("m-lingape", {"m": 1, "epsilon": 0.1, "delta": 0.05, "sigma": 0.5, "threshold": "heuristic"}),
+    ],
+)
 def test_plates_of_one_reproduce_the_sequential_choices(tmp_path, algorithm, params):
     cap = 150
     lib = synthetic_library(K=25, d=3)
@@ -66,8 +66,24 @@ def test_replay_is_deterministic_across_processes(tmp_path):
     for name in ("b", "c"):
         shutil.copy(path, tmp_path / f"{name}.campaign")
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    r = subprocess.run([sys.executable, "-m", "screenbai.cli", "campaign", "next", str(tmp_path / "b.campaign"),
-                        "--plate-size", "5", "--out", str(tmp_path / "b.csv")], env=env, capture_output=True, text=True, check=False)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "screenbai.cli",
+            "campaign",
+            "next",
+            str(tmp_path / "b.campaign"),
+            "--plate-size",
+            "5",
+            "--out",
+            str(tmp_path / "b.csv"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr
     with Campaign.open(tmp_path / "b.campaign") as b, Campaign.open(tmp_path / "c.campaign", use_snapshot=False) as c:
         other = b.plate("P004")
@@ -76,7 +92,6 @@ def test_replay_is_deterministic_across_processes(tmp_path):
     assert (tmp_path / "b.csv").read_text().count("\n") == len(other) + 1
 
 
-@needs_state
 def test_snapshot_equals_replay_from_the_log(tmp_path):
     path = tmp_path / "a.campaign"
     camp = new_campaign(path)
@@ -117,7 +132,6 @@ def test_a_changed_log_is_detected_on_replay(tmp_path):
         c.replay(use_snapshot=False)
 
 
-@needs_plates
 def test_every_registered_algorithm_fills_and_records_plates(tmp_path):
     from screenbai.bandits import registry
 
@@ -141,7 +155,6 @@ def test_every_registered_algorithm_fills_and_records_plates(tmp_path):
         camp.close()
 
 
-@needs_plates
 def test_plates_in_the_lab_when_the_rule_fires_are_still_recorded(tmp_path):
     lib = synthetic_library(K=6, d=2)
     camp = Campaign.create(tmp_path / "c.campaign", lib, "lucb", {"delta": 0.1}, seed=0)
@@ -155,7 +168,11 @@ def test_plates_in_the_lab_when_the_rule_fires_are_still_recorded(tmp_path):
         for plate in plates:
             k += 1
             total += len(plate)
-            camp.record(write_results(tmp_path / f"r{k}.csv", plate, (rng.random(len(plate)) < means[list(plate.arms)]).astype(int)))
+            camp.record(
+                write_results(
+                    tmp_path / f"r{k}.csv", plate, (rng.random(len(plate)) < means[list(plate.arms)]).astype(int)
+                )
+            )
         assert k < 500
     n, _, _, _ = camp.observations()
     assert n.sum() == total  # every recorded well is kept, also those recorded after the stop
@@ -163,7 +180,6 @@ def test_plates_in_the_lab_when_the_rule_fires_are_still_recorded(tmp_path):
     camp.close()
 
 
-@needs_plates
 def test_a_gse_stage_spans_plates_and_waits_for_its_outcomes(tmp_path):
     from screenbai.bandits.gse import stage_sizes
     from screenbai.campaign import CampaignError

@@ -8,17 +8,16 @@ import sqlite3
 import pytest
 from campaign_util import new_campaign, write_results
 
-from screenbai.bandits import Policy
 from screenbai.campaign import ResultsError
-
-needs_plates = pytest.mark.skipif(not hasattr(Policy, "propose"), reason="needs the plate contract (propose/cancel)")
 
 
 def _content(path):
     """Every row of every table (the campaign's whole state), to prove nothing was written."""
     con = sqlite3.connect(path)
     tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
-    digest = hashlib.sha256(repr([(t, con.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall()) for t in tables]).encode())
+    digest = hashlib.sha256(
+        repr([(t, con.execute(f"SELECT * FROM {t} ORDER BY 1").fetchall()) for t in tables]).encode()
+    )
     con.close()
     return digest.hexdigest()
 
@@ -49,35 +48,44 @@ def _rows(tmp_path, text, name="r.csv"):
     return p
 
 
-@needs_plates
 def test_good_file_by_well_and_by_compound(camp, tmp_path):
     plate = camp.plate("P001")
     half = len(plate) // 2
-    first = type(plate)(plate.plate_id, plate.wells[:half], plate.arms[:half], plate.compound_ids[:half], plate.smiles[:half])
+    first = type(plate)(
+        plate.plate_id, plate.wells[:half], plate.arms[:half], plate.compound_ids[:half], plate.smiles[:half]
+    )
     rec = camp.record(write_results(tmp_path / "a.csv", first, [1] * half))
     assert (rec.n_outcomes, rec.n_failed) == (half, 0)
-    rest = type(plate)(plate.plate_id, plate.wells[half:], plate.arms[half:], plate.compound_ids[half:], plate.smiles[half:])
+    rest = type(plate)(
+        plate.plate_id, plate.wells[half:], plate.arms[half:], plate.compound_ids[half:], plate.smiles[half:]
+    )
     camp.record(write_results(tmp_path / "b.csv", rest, [0] * (len(plate) - half), by_compound=True))
     n, s, _, failed = camp.observations()
     assert n.sum() == len(plate) and s.sum() == half and failed == 0
     assert camp.open_wells() == {}
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("plate_id,well,outcome\nP009,A01,1\n", ["line 2", "'P009'", "not a plate"]),
-    ("plate_id,well,outcome\nP001,Z77,1\n", ["line 2", "'Z77'", "not on plate P001"]),
-    ("plate_id,well,outcome\nP001,A01,1\nP001,A02,0\nP001,A01,0\n", ["line 4", "P001/A01", "appears twice", "line 2"]),
-    ("plate_id,well,outcome\nP001,A01,2\n", ["line 2", "'2'", "binary"]),
-    ("plate_id,well,outcome\nP001,A01,0.5\n", ["line 2", "'0.5'"]),
-    ("plate_id,well,outcome\nP001,A01,yes\n", ["line 2", "'yes'"]),
-    ("plate_id,well,outcome\nP001,A01,nan\n", ["line 2", "'nan'"]),
-    ("plate_id,well,outcome\nP001,A01,1,7\n", ["line 2", "4 field(s)", "3"]),
-    ("plate,result\nP001,1\n", ["line 1", "well or compound_id"]),
-    ("well,outcome\nA01,1\n", ["line 1", "plate_id"]),
-    ("", ["empty"]),
-    ("plate_id,well,outcome\n", ["no data rows"]),
-    ("plate_id,compound_id,outcome\nP001,CPD9999,1\n", ["line 2", "'CPD9999'", "not on plate P001"]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("plate_id,well,outcome\nP009,A01,1\n", ["line 2", "'P009'", "not a plate"]),
+        ("plate_id,well,outcome\nP001,Z77,1\n", ["line 2", "'Z77'", "not on plate P001"]),
+        (
+            "plate_id,well,outcome\nP001,A01,1\nP001,A02,0\nP001,A01,0\n",
+            ["line 4", "P001/A01", "appears twice", "line 2"],
+        ),
+        ("plate_id,well,outcome\nP001,A01,2\n", ["line 2", "'2'", "binary"]),
+        ("plate_id,well,outcome\nP001,A01,0.5\n", ["line 2", "'0.5'"]),
+        ("plate_id,well,outcome\nP001,A01,yes\n", ["line 2", "'yes'"]),
+        ("plate_id,well,outcome\nP001,A01,nan\n", ["line 2", "'nan'"]),
+        ("plate_id,well,outcome\nP001,A01,1,7\n", ["line 2", "4 field(s)", "3"]),
+        ("plate,result\nP001,1\n", ["line 1", "well or compound_id"]),
+        ("well,outcome\nA01,1\n", ["line 1", "plate_id"]),
+        ("", ["empty"]),
+        ("plate_id,well,outcome\n", ["no data rows"]),
+        ("plate_id,compound_id,outcome\nP001,CPD9999,1\n", ["line 2", "'CPD9999'", "not on plate P001"]),
+    ],
+)
 def test_bad_files_are_refused_with_nothing_written(camp, tmp_path, text, expected):
     message = _refused(camp, _rows(tmp_path, text), "r.csv", *expected)
     assert message.startswith(str(tmp_path / "r.csv"))
@@ -112,7 +120,6 @@ def test_every_problem_is_listed_at_once(camp, tmp_path):
     assert message.count("\n  ") == 3
 
 
-@needs_plates
 def test_failed_wells_are_accepted_as_empty_or_failed(camp, tmp_path):
     plate = camp.plate("P001")
     values = ["failed", ""] + [1] * (len(plate) - 2)

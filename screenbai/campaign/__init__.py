@@ -8,6 +8,12 @@ from .library import Library, import_library
 from .results import ResultsError
 
 __all__ = [
-    "Campaign", "CampaignError", "Library", "Plate", "RecordSummary", "ReplayMismatch", "ResultsError",
+    "Campaign",
+    "CampaignError",
+    "Library",
+    "Plate",
+    "RecordSummary",
+    "ReplayMismatch",
+    "ResultsError",
     "import_library",
 ]

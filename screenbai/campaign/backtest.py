@@ -46,9 +46,17 @@ class KnownOutcomes:
     description: str
 
 
-def outcomes_from_activities(path, *, threshold_nM: float, id_column: str | None = None,
-                             smiles_column: str | None = None, activity_column: str | None = None,
-                             radius: int = DEFAULT_RADIUS, n_bits: int = DEFAULT_N_BITS, d: int = DEFAULT_D) -> KnownOutcomes:
+def outcomes_from_activities(
+    path,
+    *,
+    threshold_nM: float,
+    id_column: str | None = None,
+    smiles_column: str | None = None,
+    activity_column: str | None = None,
+    radius: int = DEFAULT_RADIUS,
+    n_bits: int = DEFAULT_N_BITS,
+    d: int = DEFAULT_D,
+) -> KnownOutcomes:
     """ChEMBL export (or an activity table) -> curated library, label = activity < threshold (nM).
 
     Curation is the workflow's (IC50 rows, units to nM, censored values dropped, duplicates merged
@@ -67,20 +75,38 @@ def outcomes_from_activities(path, *, threshold_nM: float, id_column: str | None
     else:
         if activity_column is None:
             raise ValueError(f"{path}: name the activity column (nM) with --activity-column")
-        raw = read_activity_table(path, smiles_column=smiles_column, activity_column=activity_column, id_column=id_column)
+        raw = read_activity_table(
+            path, smiles_column=smiles_column, activity_column=activity_column, id_column=id_column
+        )
     curated, report = curate_activities(raw, drop_flagged=False)
-    frame = pd.DataFrame({"source_row": np.arange(1, len(curated) + 1), "compound_id": curated["compound_id"],
-                          "input_smiles": curated["smiles"]})
-    provenance = {"path": str(path.resolve()), "kind": "activities", "sha256": file_sha256(path),
-                  "activity_rows": int(report.n_input), "curation_dropped": report.dropped}
+    frame = pd.DataFrame(
+        {
+            "source_row": np.arange(1, len(curated) + 1),
+            "compound_id": curated["compound_id"],
+            "input_smiles": curated["smiles"],
+        }
+    )
+    provenance = {
+        "path": str(path.resolve()),
+        "kind": "activities",
+        "sha256": file_sha256(path),
+        "activity_rows": int(report.n_input),
+        "curation_dropped": report.dropped,
+    }
     lib = build_library(frame, provenance, radius=radius, n_bits=n_bits, d=d)
     potency = curated.set_index("compound_id").loc[lib.compounds["compound_id"], "activity_nM"].to_numpy(float)
     rate = (potency < float(threshold_nM)).astype(float)
     if rate.min() == rate.max():
-        raise ValueError(f"every compound is {'a hit' if rate[0] else 'inactive'} at threshold {threshold_nM:g} nM; "
-                         f"choose a threshold inside {potency.min():.3g}-{potency.max():.3g} nM")
-    return KnownOutcomes(lib, rate, potency, f"{path.name}: hit = IC50 < {threshold_nM:g} nM "
-                                                f"({int(rate.sum())} of {rate.size} compounds)")
+        raise ValueError(
+            f"every compound is {'a hit' if rate[0] else 'inactive'} at threshold {threshold_nM:g} nM; "
+            f"choose a threshold inside {potency.min():.3g}-{potency.max():.3g} nM"
+        )
+    return KnownOutcomes(
+        lib,
+        rate,
+        potency,
+        f"{path.name}: hit = IC50 < {threshold_nM:g} nM ({int(rate.sum())} of {rate.size} compounds)",
+    )
 
 
 def outcomes_from_rates(path, *, rate_column: str, library_file: str | None = None) -> KnownOutcomes:
@@ -125,31 +151,51 @@ class BacktestResult:
     labels: bool = False  # known outcomes are 0/1 labels (binarised activities), not rates
 
     def text(self) -> str:
-        end = ("the stopping rule fired" if self.stopped else "the algorithm finished") if self.finished else "the test cap was reached"
-        lines = [f"backtest on {self.description}",
-                 f"{end} after {self.tests:,} tests on {self.plates} plates"]
+        end = (
+            ("the stopping rule fired" if self.stopped else "the algorithm finished")
+            if self.finished
+            else "the test cap was reached"
+        )
+        lines = [f"backtest on {self.description}", f"{end} after {self.tests:,} tests on {self.plates} plates"]
         for r in self.recommendation:
-            pot = "" if r["activity_nM"] is None else f", measured {r['activity_nM']:.3g} nM (rank {r['potency_rank']} of {r['K']})"
+            pot = (
+                ""
+                if r["activity_nM"] is None
+                else f", measured {r['activity_nM']:.3g} nM (rank {r['potency_rank']} of {r['K']})"
+            )
             if self.labels:
                 what = "a hit" if r["rate"] == 1 else "not a hit"
             else:
                 what = f"cure rate {r['rate']:.3g} (rank {r['rate_rank']} of {r['K']})"
             lines.append(f"recommended {r['compound_id']}: {what}{pot}")
         c = self.curve
-        lines.append(f"top-{self.top_k} compounds tested by the end: campaign {c['campaign'][-1]:.2f}, "
-                     f"random {c['random'][-1]:.2f} (expected), one-shot {c['one_shot'][-1]:.2f}")
+        lines.append(
+            f"top-{self.top_k} compounds tested by the end: campaign {c['campaign'][-1]:.2f}, "
+            f"random {c['random'][-1]:.2f} (expected), one-shot {c['one_shot'][-1]:.2f}"
+        )
         return "\n".join(lines)
 
 
-def run_backtest(known: KnownOutcomes, algorithm: str, params: dict, *, seed: int = 0, plate_size: int = 96,
-                 max_tests: int = 20000, top_k: int = 10, campaign_path=None, progress: bool = False) -> BacktestResult:
+def run_backtest(
+    known: KnownOutcomes,
+    algorithm: str,
+    params: dict,
+    *,
+    seed: int = 0,
+    plate_size: int = 96,
+    max_tests: int = 20000,
+    top_k: int = 10,
+    campaign_path=None,
+    progress: bool = False,
+) -> BacktestResult:
     lib = known.library
     K = lib.features.shape[0]
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))  # the assay's own stream
     with tempfile.TemporaryDirectory(prefix="screenbai-backtest-") as tmp:
         path = Path(campaign_path) if campaign_path else Path(tmp) / "backtest.campaign"
-        camp = Campaign.create(path, lib, algorithm, params, seed=seed, outcome="binary", note=known.description,
-                               durable=False)
+        camp = Campaign.create(
+            path, lib, algorithm, params, seed=seed, outcome="binary", note=known.description, durable=False
+        )
         tested_order: list[int] = []
         plates = 0
         bar = None
@@ -184,17 +230,29 @@ def run_backtest(known: KnownOutcomes, algorithm: str, params: dict, *, seed: in
             camp.close()
     score = -known.potency_nM if known.potency_nM is not None else known.rate
     top = np.argsort(-score, kind="stable")[:top_k]
-    curve = hit_recovery(np.asarray(tested_order, dtype=np.int64), top, K, farthest_point_order(lib.features, len(tested_order)))
+    curve = hit_recovery(
+        np.asarray(tested_order, dtype=np.int64), top, K, farthest_point_order(lib.features, len(tested_order))
+    )
     rate_rank = 1 + np.argsort(np.argsort(-known.rate, kind="stable"), kind="stable")
-    pot_rank = None if known.potency_nM is None else 1 + np.argsort(np.argsort(known.potency_nM, kind="stable"), kind="stable")
-    rec = [{
-        "compound_id": str(lib.compounds["compound_id"][a]), "smiles": str(lib.compounds["smiles"][a]),
-        "rate": float(known.rate[a]), "rate_rank": int(rate_rank[a]), "K": K,
-        "activity_nM": None if known.potency_nM is None else float(known.potency_nM[a]),
-        "potency_rank": None if pot_rank is None else int(pot_rank[a]),
-    } for a in res.recommendation]
+    pot_rank = (
+        None if known.potency_nM is None else 1 + np.argsort(np.argsort(known.potency_nM, kind="stable"), kind="stable")
+    )
+    rec = [
+        {
+            "compound_id": str(lib.compounds["compound_id"][a]),
+            "smiles": str(lib.compounds["smiles"][a]),
+            "rate": float(known.rate[a]),
+            "rate_rank": int(rate_rank[a]),
+            "K": K,
+            "activity_nM": None if known.potency_nM is None else float(known.potency_nM[a]),
+            "potency_rank": None if pot_rank is None else int(pot_rank[a]),
+        }
+        for a in res.recommendation
+    ]
     labels = bool(np.isin(known.rate, (0.0, 1.0)).all())
-    return BacktestResult(len(tested_order), plates, bool(res.stopped), finished, rec, curve, top_k, known.description, labels)
+    return BacktestResult(
+        len(tested_order), plates, bool(res.stopped), finished, rec, curve, top_k, known.description, labels
+    )
 
 
 def hit_recovery(tested: np.ndarray, top: np.ndarray, K: int, one_shot: np.ndarray) -> dict:
@@ -239,18 +297,47 @@ def backtest_from_args(args, params: dict) -> int:
     if args.rate_column:
         known = outcomes_from_rates(truth, rate_column=args.rate_column, library_file=args.library_file)
     else:
-        known = outcomes_from_activities(truth, threshold_nM=args.threshold, id_column=args.truth_id_column or args.id_column,
-                                         smiles_column=args.smiles_column, activity_column=args.activity_column,
-                                         radius=args.radius, n_bits=args.bits, d=args.d)
-    result = run_backtest(known, args.algorithm, params, seed=args.seed, plate_size=args.plate_size,
-                          max_tests=args.max_tests, top_k=args.top_k, campaign_path=args.campaign_out, progress=True)
+        known = outcomes_from_activities(
+            truth,
+            threshold_nM=args.threshold,
+            id_column=args.truth_id_column or args.id_column,
+            smiles_column=args.smiles_column,
+            activity_column=args.activity_column,
+            radius=args.radius,
+            n_bits=args.bits,
+            d=args.d,
+        )
+    result = run_backtest(
+        known,
+        args.algorithm,
+        params,
+        seed=args.seed,
+        plate_size=args.plate_size,
+        max_tests=args.max_tests,
+        top_k=args.top_k,
+        campaign_path=args.campaign_out,
+        progress=True,
+    )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "backtest.json").write_text(json.dumps({
-        "algorithm": args.algorithm, "params": params, "seed": args.seed, "plate_size": args.plate_size,
-        "tests": result.tests, "plates": result.plates, "stopped": result.stopped, "finished": result.finished,
-        "recommendation": result.recommendation, "top_k": result.top_k, "description": result.description,
-    }, indent=2))
+    (out / "backtest.json").write_text(
+        json.dumps(
+            {
+                "algorithm": args.algorithm,
+                "params": params,
+                "seed": args.seed,
+                "plate_size": args.plate_size,
+                "tests": result.tests,
+                "plates": result.plates,
+                "stopped": result.stopped,
+                "finished": result.finished,
+                "recommendation": result.recommendation,
+                "top_k": result.top_k,
+                "description": result.description,
+            },
+            indent=2,
+        )
+    )
     with open(out / "hit_recovery.csv", "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["tests", "campaign", "random", "one_shot"])

@@ -63,8 +63,6 @@ class RecordSummary:
 
 # ------------------------------------------------------------------- policy protocol adapters
 def _propose(policy, n: int) -> np.ndarray:
-    if not hasattr(policy, "propose"):  # sequential API until the plate contract lands: its natural batch
-        return np.asarray(policy.ask(), dtype=np.int64).reshape(-1)
     return np.asarray(policy.propose(int(n)), dtype=np.int64).reshape(-1)
 
 
@@ -76,10 +74,6 @@ def _tell(policy, arms: np.ndarray, values: np.ndarray) -> None:
 def _cancel(policy, arms: np.ndarray) -> None:
     if arms.size:
         policy.cancel(arms)
-
-
-def _can_snapshot(policy) -> bool:
-    return hasattr(policy, "state_dict") and hasattr(policy, "load_state_dict")
 
 
 class _Plates(Mapping):
@@ -99,8 +93,11 @@ class _Plates(Mapping):
             self._cache[plate_id] = {
                 well: WellInfo(arm, ids[arm], None if file is None else f"{file} at {at}")
                 for well, arm, file, at in self._camp._con.execute(
-                    "SELECT w.well, w.arm, r.file, r.recorded_at FROM wells w LEFT JOIN outcomes o USING (plate_id, well) "
-                    "LEFT JOIN records r USING (record_id) WHERE w.plate_id = ? ORDER BY w.position", (plate_id,))
+                    "SELECT w.well, w.arm, r.file, r.recorded_at FROM wells w "
+                    "LEFT JOIN outcomes o USING (plate_id, well) "
+                    "LEFT JOIN records r USING (record_id) WHERE w.plate_id = ? ORDER BY w.position",
+                    (plate_id,),
+                )
             }
         return self._cache[plate_id]
 
@@ -131,8 +128,18 @@ class Campaign:
 
     # ------------------------------------------------------------------ creation / opening
     @classmethod
-    def create(cls, path, library, algorithm: str, params: dict | None = None, *, seed: int = 0,
-               outcome: str = "binary", note: str = "", durable: bool = True) -> Campaign:
+    def create(
+        cls,
+        path,
+        library,
+        algorithm: str,
+        params: dict | None = None,
+        *,
+        seed: int = 0,
+        outcome: str = "binary",
+        note: str = "",
+        durable: bool = True,
+    ) -> Campaign:
         """Create a campaign file for ``library`` (a :class:`~screenbai.campaign.library.Library`)."""
         import screenbai
         from screenbai.bandits import registry
@@ -147,7 +154,9 @@ class Campaign:
             )
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}; got {outcome!r}")
-        policy = registry.make_policy(entry.name, library.features, rng=int(seed), **params)  # fails early on bad params
+        policy = registry.make_policy(
+            entry.name, library.features, rng=int(seed), **params
+        )  # fails early on bad params
         if outcome == "continuous" and policy.binary_rewards:
             raise ValueError(f"{entry.name} models binary (0/1) outcomes; use --outcome binary or a linear algorithm")
         path = Path(path)
@@ -156,15 +165,27 @@ class Campaign:
             store.create_schema(con)
             with store.transaction(con):
                 for key, value in {
-                    "algorithm": entry.name, "params": params, "seed": int(seed), "outcome": outcome,
-                    "featurizer": library.featurizer, "provenance": library.provenance, "note": note,
-                    "screenbai_version": screenbai.__version__, "created_at": store.now(),
+                    "algorithm": entry.name,
+                    "params": params,
+                    "seed": int(seed),
+                    "outcome": outcome,
+                    "featurizer": library.featurizer,
+                    "provenance": library.provenance,
+                    "note": note,
+                    "screenbai_version": screenbai.__version__,
+                    "created_at": store.now(),
                 }.items():
                     store.put_meta(con, key, value)
                 c = library.compounds
                 con.executemany(
                     "INSERT INTO compounds (arm, compound_id, smiles, input_smiles, source_row) VALUES (?, ?, ?, ?, ?)",
-                    zip(range(len(c)), c["compound_id"], c["smiles"], c["input_smiles"], (int(r) for r in c["source_row"])),
+                    zip(
+                        range(len(c)),
+                        c["compound_id"],
+                        c["smiles"],
+                        c["input_smiles"],
+                        (int(r) for r in c["source_row"]),
+                    ),
                 )
                 store.put_array(con, "features", library.features)
                 for name, arr in library.arrays.items():
@@ -172,11 +193,24 @@ class Campaign:
                 r = library.rejected
                 con.executemany(
                     "INSERT INTO rejected (source_row, compound_id, smiles, reason, detail) VALUES (?, ?, ?, ?, ?)",
-                    ((int(a), b, s, reason, detail) for a, b, s, reason, detail in
-                     zip(r["source_row"], r["compound_id"], r["smiles"], r["reason"], r["detail"])),
+                    (
+                        (int(a), b, s, reason, detail)
+                        for a, b, s, reason, detail in zip(
+                            r["source_row"], r["compound_id"], r["smiles"], r["reason"], r["detail"]
+                        )
+                    ),
                 )
-                store.add_event(con, "init", {"algorithm": entry.name, "params": params, "seed": int(seed),
-                                              "n_compounds": len(c), "n_rejected": len(r)})
+                store.add_event(
+                    con,
+                    "init",
+                    {
+                        "algorithm": entry.name,
+                        "params": params,
+                        "seed": int(seed),
+                        "n_compounds": len(c),
+                        "n_rejected": len(r),
+                    },
+                )
         except BaseException:
             con.close()
             path.unlink(missing_ok=True)
@@ -230,26 +264,29 @@ class Campaign:
         """
         policy = self._new_policy()
         start = 0
-        if use_snapshot and _can_snapshot(policy):
+        if use_snapshot:
             row = self._con.execute("SELECT step, state FROM snapshot WHERE id = 1").fetchone()
             if row is not None:
                 policy.load_state_dict(store.decode_state(row[1]))
                 start = int(row[0])
         events = self._con.execute(
-            "SELECT step, kind, detail FROM events WHERE kind IN ('plate', 'record') AND step > ? ORDER BY step", (start,)
+            "SELECT step, kind, detail FROM events WHERE kind IN ('plate', 'record') AND step > ? ORDER BY step",
+            (start,),
         ).fetchall()
         if not events:
             return policy
         wells: dict[str, list[int]] = {}
         for plate_id, arm in self._con.execute(
             "SELECT w.plate_id, w.arm FROM wells w JOIN plates p USING (plate_id) WHERE p.step > ? "
-            "ORDER BY p.step, w.position", (start,)
+            "ORDER BY p.step, w.position",
+            (start,),
         ):
             wells.setdefault(plate_id, []).append(arm)
         outcomes: dict[int, list[tuple[int, float | None]]] = {}
         for record_step, arm, value in self._con.execute(
             "SELECT r.step, o.arm, o.value FROM outcomes o JOIN records r USING (record_id) WHERE r.step > ? "
-            "ORDER BY o.id", (start,)
+            "ORDER BY o.id",
+            (start,),
         ):
             outcomes.setdefault(record_step, []).append((arm, value))
         for step, kind, detail in events:
@@ -297,11 +334,10 @@ class Campaign:
             raise
 
     def _save_snapshot(self, step: int) -> None:
-        if _can_snapshot(self._policy):
-            self._con.execute(
-                "INSERT OR REPLACE INTO snapshot (id, step, state) VALUES (1, ?, ?)",
-                (step, store.encode_state(self._policy.state_dict())),
-            )
+        self._con.execute(
+            "INSERT OR REPLACE INTO snapshot (id, step, state) VALUES (1, ?, ?)",
+            (step, store.encode_state(self._policy.state_dict())),
+        )
 
     # ------------------------------------------------------------------ plates
     def next_plate(self, size: int, path=None) -> Plate:
@@ -332,9 +368,13 @@ class Campaign:
         with self._step():
             n_plates = self._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
             plate_id = f"P{n_plates + 1:03d}"
-            step = store.add_event(self._con, "plate", {"plate_id": plate_id, "requested": size, "n_wells": int(arms.size)})
-            self._con.execute("INSERT INTO plates (plate_id, step, requested, created_at) VALUES (?, ?, ?, ?)",
-                              (plate_id, step, size, store.now()))
+            step = store.add_event(
+                self._con, "plate", {"plate_id": plate_id, "requested": size, "n_wells": int(arms.size)}
+            )
+            self._con.execute(
+                "INSERT INTO plates (plate_id, step, requested, created_at) VALUES (?, ?, ?, ?)",
+                (plate_id, step, size, store.now()),
+            )
             names = well_names(int(arms.size))
             self._con.executemany(
                 "INSERT INTO wells (plate_id, well, position, arm) VALUES (?, ?, ?, ?)",
@@ -347,12 +387,19 @@ class Campaign:
         return plate
 
     def plate(self, plate_id: str) -> Plate:
-        rows = self._con.execute("SELECT well, arm FROM wells WHERE plate_id = ? ORDER BY position", (plate_id,)).fetchall()
+        rows = self._con.execute(
+            "SELECT well, arm FROM wells WHERE plate_id = ? ORDER BY position", (plate_id,)
+        ).fetchall()
         if not rows:
             raise CampaignError(f"no plate {plate_id!r} in {self.path}")
         arms = tuple(int(a) for _, a in rows)
-        return Plate(plate_id, tuple(w for w, _ in rows), arms, tuple(self.compound_ids[a] for a in arms),
-                     tuple(self.smiles[a] for a in arms))
+        return Plate(
+            plate_id,
+            tuple(w for w, _ in rows),
+            arms,
+            tuple(self.compound_ids[a] for a in arms),
+            tuple(self.smiles[a] for a in arms),
+        )
 
     def write_plate(self, plate_id: str, path) -> Plate:
         """(Re)write the plate file of ``plate_id``: plate_id, well, compound_id, smiles, outcome."""
@@ -383,12 +430,21 @@ class Campaign:
         with self._step():
             n_failed = sum(o.value is None for o in outcomes)
             plates = tuple(dict.fromkeys(o.plate_id for o in outcomes))
-            step = store.add_event(self._con, "record", {
-                "file": name, "sha256": sha256, "n_outcomes": len(outcomes) - n_failed, "n_failed": n_failed,
-                "plates": list(plates),
-            })
-            cur = self._con.execute("INSERT INTO records (step, file, sha256, recorded_at) VALUES (?, ?, ?, ?)",
-                                    (step, name, sha256, store.now()))
+            step = store.add_event(
+                self._con,
+                "record",
+                {
+                    "file": name,
+                    "sha256": sha256,
+                    "n_outcomes": len(outcomes) - n_failed,
+                    "n_failed": n_failed,
+                    "plates": list(plates),
+                },
+            )
+            cur = self._con.execute(
+                "INSERT INTO records (step, file, sha256, recorded_at) VALUES (?, ?, ?, ?)",
+                (step, name, sha256, store.now()),
+            )
             record_id = int(cur.lastrowid)
             self._con.executemany(
                 "INSERT INTO outcomes (record_id, plate_id, well, arm, value) VALUES (?, ?, ?, ?, ?)",
@@ -404,8 +460,10 @@ class Campaign:
 
     def _save_history(self, step: int, policy) -> None:
         n_tests, leaders, done = self._leaders(policy)
-        self._con.execute("INSERT INTO history (step, n_tests, leader, done) VALUES (?, ?, ?, ?)",
-                          (step, n_tests, json.dumps(leaders), int(done)))
+        self._con.execute(
+            "INSERT INTO history (step, n_tests, leader, done) VALUES (?, ?, ?, ?)",
+            (step, n_tests, json.dumps(leaders), int(done)),
+        )
 
     # ------------------------------------------------------------------ read-only views
     def observations(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -415,7 +473,8 @@ class Campaign:
         s2 = np.zeros(self.K)
         failed = 0
         for arm, cnt, tot, tot2, nf in self._con.execute(
-            "SELECT arm, COUNT(value), TOTAL(value), TOTAL(value * value), SUM(value IS NULL) FROM outcomes GROUP BY arm"
+            "SELECT arm, COUNT(value), TOTAL(value), TOTAL(value * value), SUM(value IS NULL) "
+            "FROM outcomes GROUP BY arm"
         ):
             n[arm], s[arm], s2[arm] = cnt, tot, tot2
             failed += int(nf)
@@ -423,21 +482,30 @@ class Campaign:
 
     def open_wells(self) -> dict[str, int]:
         """Plate id -> number of wells without a recorded outcome (plates still in the lab)."""
-        return {p: int(c) for p, c in self._con.execute(
-            "SELECT w.plate_id, COUNT(*) FROM wells w JOIN plates p USING (plate_id) "
-            "LEFT JOIN outcomes o USING (plate_id, well) WHERE o.id IS NULL GROUP BY w.plate_id ORDER BY p.step"
-        )}
+        return {
+            p: int(c)
+            for p, c in self._con.execute(
+                "SELECT w.plate_id, COUNT(*) FROM wells w JOIN plates p USING (plate_id) "
+                "LEFT JOIN outcomes o USING (plate_id, well) WHERE o.id IS NULL GROUP BY w.plate_id ORDER BY p.step"
+            )
+        }
 
     def history(self) -> list[tuple[int, int, list[str], bool]]:
-        return [(s, n, json.loads(l), bool(d)) for s, n, l, d in
-                self._con.execute("SELECT step, n_tests, leader, done FROM history ORDER BY step")]
+        return [
+            (s, n, json.loads(l), bool(d))
+            for s, n, l, d in self._con.execute("SELECT step, n_tests, leader, done FROM history ORDER BY step")
+        ]
 
     def events(self) -> list[tuple[int, str, str, dict]]:
-        return [(s, at, k, json.loads(d)) for s, at, k, d in
-                self._con.execute("SELECT step, at, kind, detail FROM events ORDER BY step")]
+        return [
+            (s, at, k, json.loads(d))
+            for s, at, k, d in self._con.execute("SELECT step, at, kind, detail FROM events ORDER BY step")
+        ]
 
     def rejected(self) -> list[tuple]:
-        return self._con.execute("SELECT source_row, compound_id, smiles, reason, detail FROM rejected ORDER BY source_row").fetchall()
+        return self._con.execute(
+            "SELECT source_row, compound_id, smiles, reason, detail FROM rejected ORDER BY source_row"
+        ).fetchall()
 
     def status(self):
         from .status import campaign_status

@@ -1,11 +1,11 @@
 """``screenbai campaign ...``: a thin shell over :class:`screenbai.campaign.Campaign`.
 
-    screenbai campaign init cdk2.campaign --library export.csv.gz --algorithm glgape --param epsilon=0.1
-    screenbai campaign next cdk2.campaign --plate-size 96          # writes P001.csv
-    screenbai campaign record cdk2.campaign P001.csv                # the same file, outcomes filled in
-    screenbai campaign status cdk2.campaign
-    screenbai campaign report cdk2.campaign --out cdk2_report/
-    screenbai campaign backtest --library export.csv.gz --activity-column standard_value ...
+screenbai campaign init cdk2.campaign --library export.csv.gz --algorithm glgape --param epsilon=0.1
+screenbai campaign next cdk2.campaign --plate-size 96          # writes P001.csv
+screenbai campaign record cdk2.campaign P001.csv                # the same file, outcomes filled in
+screenbai campaign status cdk2.campaign
+screenbai campaign report cdk2.campaign --out cdk2_report/
+screenbai campaign backtest --library export.csv.gz --activity-column standard_value ...
 """
 
 from __future__ import annotations
@@ -18,19 +18,29 @@ from pathlib import Path
 
 def add_parser(sub) -> None:
     """Register ``campaign`` and its subcommands on the main command's subparsers."""
-    camp = sub.add_parser("campaign", help="run a real screen: plates, lab results, status, report, backtest",
-                          description=__doc__.split("\n")[0])
+    camp = sub.add_parser(
+        "campaign",
+        help="run a real screen: plates, lab results, status, report, backtest",
+        description=__doc__.split("\n")[0],
+    )
     cs = camp.add_subparsers(dest="campaign_command", required=True)
 
     def file_arg(p):
         p.add_argument("campaign", help="the campaign file (one SQLite database)")
 
     def library_args(p):
-        p.add_argument("--library", required=True,
-                       help="structures: CSV/TSV/SDF, a ChEMBL web export (';'-separated), or the workflow's "
-                            "features/pca_d{d}.parquet")
-        p.add_argument("--kind", default="auto", choices=["auto", "table", "chembl-export", "featurized"],
-                       help="how to read --library (auto: from the file name and columns)")
+        p.add_argument(
+            "--library",
+            required=True,
+            help="structures: CSV/TSV/SDF, a ChEMBL web export (';'-separated), or the workflow's "
+            "features/pca_d{d}.parquet",
+        )
+        p.add_argument(
+            "--kind",
+            default="auto",
+            choices=["auto", "table", "chembl-export", "featurized"],
+            help="how to read --library (auto: from the file name and columns)",
+        )
         p.add_argument("--id-column", help="compound id column of a CSV/TSV (SDF: the title line by default)")
         p.add_argument("--smiles-column", help="SMILES column of a CSV/TSV (SDF: the record's structure by default)")
         p.add_argument("--library-file", help="with a featurized library: the workflow's library.parquet (SMILES)")
@@ -40,11 +50,20 @@ def add_parser(sub) -> None:
 
     def algorithm_args(p):
         p.add_argument("--algorithm", default="glgape", help="a registered name (`screenbai algorithms`)")
-        p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                       help="algorithm parameter (repeatable), e.g. --param epsilon=0.1 --param delta=0.05")
+        p.add_argument(
+            "--param",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="algorithm parameter (repeatable), e.g. --param epsilon=0.1 --param delta=0.05",
+        )
         p.add_argument("--seed", type=int, default=0, help="the policy's random seed")
-        p.add_argument("--outcome", default="binary", choices=["binary", "continuous"],
-                       help="binary (0/1, e.g. cured or not) or continuous outcomes (linear algorithms only)")
+        p.add_argument(
+            "--outcome",
+            default="binary",
+            choices=["binary", "continuous"],
+            help="binary (0/1, e.g. cured or not) or continuous outcomes (linear algorithms only)",
+        )
 
     p = cs.add_parser("init", help="create a campaign file from a library of structures")
     file_arg(p)
@@ -112,7 +131,15 @@ def run(args) -> int:
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except (CampaignError, CampaignFileError, ReplayMismatch, ValueError, KeyError, TypeError, FileNotFoundError) as exc:
+    except (
+        CampaignError,
+        CampaignFileError,
+        ReplayMismatch,
+        ValueError,
+        KeyError,
+        TypeError,
+        FileNotFoundError,
+    ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
@@ -121,11 +148,23 @@ def _init(args) -> int:
     from .campaign import Campaign
     from .library import import_library
 
-    lib = import_library(args.library, kind=args.kind, id_column=args.id_column, smiles_column=args.smiles_column,
-                         radius=args.radius, n_bits=args.bits, d=args.d, library_file=args.library_file)
-    camp = Campaign.create(args.campaign, lib, args.algorithm, _params(args.param), seed=args.seed, outcome=args.outcome)
-    print(f"created {args.campaign}: {camp.K:,} compounds, {camp.features.shape[1]} features "
-          f"({lib.featurizer['method']}), {camp.algorithm} with {camp.meta['params'] or 'default parameters'}")
+    lib = import_library(
+        args.library,
+        kind=args.kind,
+        id_column=args.id_column,
+        smiles_column=args.smiles_column,
+        radius=args.radius,
+        n_bits=args.bits,
+        d=args.d,
+        library_file=args.library_file,
+    )
+    camp = Campaign.create(
+        args.campaign, lib, args.algorithm, _params(args.param), seed=args.seed, outcome=args.outcome
+    )
+    print(
+        f"created {args.campaign}: {camp.K:,} compounds, {camp.features.shape[1]} features "
+        f"({lib.featurizer['method']}), {camp.algorithm} with {camp.meta['params'] or 'default parameters'}"
+    )
     if len(lib.rejected):
         print(f"{len(lib.rejected):,} input rows not used:")
         for reason, count in lib.rejected_counts().items():
@@ -147,8 +186,10 @@ def _next(args) -> int:
         out = args.out or Path(args.campaign).with_name(f"P{n_plates + 1:03d}.csv")
         plate = camp.next_plate(args.plate_size, out)
     print(f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds) written to {plate.path}")
-    print(f"fill in its 'outcome' column (0/1, or empty / 'failed' for a failed well) and run "
-          f"`screenbai campaign record {args.campaign} {plate.path}`")
+    print(
+        f"fill in its 'outcome' column (0/1, or empty / 'failed' for a failed well) and run "
+        f"`screenbai campaign record {args.campaign} {plate.path}`"
+    )
     return 0
 
 
@@ -167,8 +208,11 @@ def _record(args) -> int:
     with Campaign.open(args.campaign) as camp:
         rec = camp.record(args.results)
         left = camp.open_wells()
-    print(f"recorded {rec.n_outcomes} outcome(s)" + (f" and {rec.n_failed} failed well(s) (back in the queue)" if rec.n_failed else "")
-          + f" from {rec.file} on plate(s) {', '.join(rec.plates)}")
+    print(
+        f"recorded {rec.n_outcomes} outcome(s)"
+        + (f" and {rec.n_failed} failed well(s) (back in the queue)" if rec.n_failed else "")
+        + f" from {rec.file} on plate(s) {', '.join(rec.plates)}"
+    )
     if left:
         print("still awaiting results: " + ", ".join(f"{p} ({n} wells)" for p, n in left.items()))
     return 0
@@ -200,5 +244,12 @@ def _backtest(args) -> int:
     return backtest_from_args(args, _params(args.param))
 
 
-_COMMANDS = {"init": _init, "next": _next, "plate": _plate, "record": _record, "status": _status,
-             "report": _report, "backtest": _backtest}
+_COMMANDS = {
+    "init": _init,
+    "next": _next,
+    "plate": _plate,
+    "record": _record,
+    "status": _status,
+    "report": _report,
+    "backtest": _backtest,
+}

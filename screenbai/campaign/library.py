@@ -82,11 +82,13 @@ def _read_rows(path: Path, kind: str, id_column: str | None, smiles_column: str 
 
     if kind == "chembl-export":
         raw = read_chembl_export(path)
-        frame = pd.DataFrame({
-            "source_row": np.arange(1, len(raw) + 1),
-            "compound_id": raw["molecule_chembl_id"].astype(object),
-            "input_smiles": raw["canonical_smiles"].astype(object),
-        })
+        frame = pd.DataFrame(
+            {
+                "source_row": np.arange(1, len(raw) + 1),
+                "compound_id": raw["molecule_chembl_id"].astype(object),
+                "input_smiles": raw["canonical_smiles"].astype(object),
+            }
+        )
         # one row per activity: keep each (molecule, structure) once
         n_rows = len(frame)
         frame = frame.drop_duplicates(["compound_id", "input_smiles"], keep="first").reset_index(drop=True)
@@ -109,11 +111,13 @@ def _read_rows(path: Path, kind: str, id_column: str | None, smiles_column: str 
             shown = [c for c in table.columns if c not in ("_structure_smiles", "_record")]
             raise ValueError(f"{path}: {option} {col!r} is not a column; columns are {shown}")
     rows = table["_record"] + 1 if is_sdf else np.arange(2, len(table) + 2)  # header is line 1
-    frame = pd.DataFrame({
-        "source_row": np.asarray(rows, dtype=np.int64),
-        "compound_id": table[id_column].astype(object),
-        "input_smiles": table[smiles_col].astype(object),
-    })
+    frame = pd.DataFrame(
+        {
+            "source_row": np.asarray(rows, dtype=np.int64),
+            "compound_id": table[id_column].astype(object),
+            "input_smiles": table[smiles_col].astype(object),
+        }
+    )
     return frame, {"rows": len(frame)}
 
 
@@ -131,10 +135,15 @@ def curate_structures(frame):
     rejected: list[dict] = []
 
     def reject(row, reason, detail=""):
-        rejected.append({
-            "source_row": int(row.source_row), "compound_id": None if _blank(row.compound_id) else str(row.compound_id),
-            "smiles": None if _blank(row.input_smiles) else str(row.input_smiles), "reason": reason, "detail": detail,
-        })
+        rejected.append(
+            {
+                "source_row": int(row.source_row),
+                "compound_id": None if _blank(row.compound_id) else str(row.compound_id),
+                "smiles": None if _blank(row.input_smiles) else str(row.input_smiles),
+                "reason": reason,
+                "detail": detail,
+            }
+        )
 
     frame = frame.reset_index(drop=True)
     std = standardize_smiles([None if _blank(s) else str(s) for s in frame["input_smiles"]])
@@ -157,8 +166,14 @@ def curate_structures(frame):
             reject(row, "duplicate structure", f"same standardized structure (InChIKey {key}) as {by_key[key]}")
             continue
         by_id[cid], by_key[key] = key, cid
-        kept.append({"compound_id": cid, "smiles": smiles, "input_smiles": str(row.input_smiles),
-                     "source_row": int(row.source_row)})
+        kept.append(
+            {
+                "compound_id": cid,
+                "smiles": smiles,
+                "input_smiles": str(row.input_smiles),
+                "source_row": int(row.source_row),
+            }
+        )
     columns = ["source_row", "compound_id", "smiles", "reason", "detail"]
     return pd.DataFrame(kept), pd.DataFrame(rejected, columns=columns)
 
@@ -186,8 +201,12 @@ def featurize_structures(smiles, *, radius: int, n_bits: int, d: int) -> tuple[n
         scores, info = reduce_pca(morgan_fingerprints(smiles, radius=radius, n_bits=n_bits), int(d))
     features = np.hstack([scores, np.ones((scores.shape[0], 1))])
     settings = {
-        "method": "morgan+pca", "radius": int(radius), "n_bits": int(n_bits), "d": int(d),
-        "intercept": True, "pca_svd_solver": info["svd_solver"],
+        "method": "morgan+pca",
+        "radius": int(radius),
+        "n_bits": int(n_bits),
+        "d": int(d),
+        "intercept": True,
+        "pca_svd_solver": info["svd_solver"],
         "explained_variance_ratio_total": info["explained_variance_ratio_total"],
         "explained_variance_ratio": [float(v) for v in info["explained_variance_ratio"]],
     }
@@ -208,7 +227,11 @@ def _featurized(path: Path, library_path: str | None):
         X = table[xs].to_numpy(float)
     else:
         raise ValueError(f"{path}: no feature columns (pc1.. or x0..); columns are {list(table.columns)}")
-    candidates = [Path(library_path)] if library_path else [path.parent.parent / "library.parquet", path.parent / "library.parquet"]
+    candidates = (
+        [Path(library_path)]
+        if library_path
+        else [path.parent.parent / "library.parquet", path.parent / "library.parquet"]
+    )
     lib_file = next((c for c in candidates if c.is_file()), None)
     if lib_file is None:
         raise FileNotFoundError(
@@ -219,14 +242,21 @@ def _featurized(path: Path, library_path: str | None):
     missing = [c for c in table["compound_id"] if c not in lib.index]
     if missing:
         raise ValueError(f"{path}: {len(missing)} compound(s) are not in {lib_file}, e.g. {missing[0]!r}")
-    compounds = pd.DataFrame({
-        "compound_id": table["compound_id"].astype(str).to_numpy(),
-        "smiles": lib.loc[table["compound_id"], "smiles"].to_numpy(),
-    })
+    compounds = pd.DataFrame(
+        {
+            "compound_id": table["compound_id"].astype(str).to_numpy(),
+            "smiles": lib.loc[table["compound_id"], "smiles"].to_numpy(),
+        }
+    )
     compounds["input_smiles"] = compounds["smiles"]
     compounds["source_row"] = np.arange(1, len(compounds) + 1)
-    settings = {"method": "workflow features", "features_file": str(path.resolve()), "library_file": str(lib_file.resolve()),
-                "d": int(X.shape[1] - 1), "intercept": True}
+    settings = {
+        "method": "workflow features",
+        "features_file": str(path.resolve()),
+        "library_file": str(lib_file.resolve()),
+        "d": int(X.shape[1] - 1),
+        "intercept": True,
+    }
     info_file = path.with_suffix(".json")
     if info_file.is_file():
         import json
@@ -254,8 +284,12 @@ def import_library(
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")
     kind = _detect_kind(path) if kind == "auto" else kind
-    provenance: dict[str, Any] = {"path": str(path.resolve()), "kind": kind, "sha256": file_sha256(path),
-                                  "bytes": path.stat().st_size}
+    provenance: dict[str, Any] = {
+        "path": str(path.resolve()),
+        "kind": kind,
+        "sha256": file_sha256(path),
+        "bytes": path.stat().st_size,
+    }
     if kind == "featurized":
         compounds, X, rejected, settings = _featurized(path, library_file)
         provenance["rows"] = len(compounds)
@@ -268,8 +302,9 @@ def import_library(
     return _finish(compounds, X, rejected, settings, provenance, arrays)
 
 
-def build_library(frame, provenance: dict, *, radius: int = DEFAULT_RADIUS, n_bits: int = DEFAULT_N_BITS,
-                  d: int = DEFAULT_D) -> Library:
+def build_library(
+    frame, provenance: dict, *, radius: int = DEFAULT_RADIUS, n_bits: int = DEFAULT_N_BITS, d: int = DEFAULT_D
+) -> Library:
     """Standardize and featurize rows (source_row, compound_id, input_smiles) into a Library."""
     where = provenance.get("path", "library")
     compounds, rejected = curate_structures(frame)
@@ -289,4 +324,6 @@ def _finish(compounds, X, rejected, settings, provenance, arrays) -> Library:
     provenance["n_compounds"] = len(compounds)
     provenance["rejected"] = {str(k): int(v) for k, v in rejected["reason"].value_counts().sort_index().items()}
     logger.info("library %s: %d compounds, %d rows rejected", provenance.get("path"), len(compounds), len(rejected))
-    return Library(compounds.reset_index(drop=True), np.ascontiguousarray(X, dtype=float), rejected, settings, provenance, arrays)
+    return Library(
+        compounds.reset_index(drop=True), np.ascontiguousarray(X, dtype=float), rejected, settings, provenance, arrays
+    )

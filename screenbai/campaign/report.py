@@ -43,8 +43,9 @@ def leader_figure(history, path: Path) -> Path | None:
     return path
 
 
-def tests_figure(n: np.ndarray, s: np.ndarray, ids: list[str], recommended: set[int], binary: bool, path: Path,
-                 top: int = 30) -> Path | None:
+def tests_figure(
+    n: np.ndarray, s: np.ndarray, ids: list[str], recommended: set[int], binary: bool, path: Path, top: int = 30
+) -> Path | None:
     """The most tested compounds (bars: tests, dark part: successes for binary assays)."""
     tested = np.flatnonzero(n > 0)
     if tested.size == 0:
@@ -59,8 +60,11 @@ def tests_figure(n: np.ndarray, s: np.ndarray, ids: list[str], recommended: set[
         ax.barh(y, s[order], color=colors, label="positive outcomes")
     ax.set_yticks(y, [ids[a] for a in order], fontsize=7)
     ax.set_xlabel("tests")
-    ax.set_title(f"tests per compound: the {order.size} most tested of {tested.size} tested "
-                 f"(red: recommended{'; dark: positive outcomes' if binary else ''})", fontsize=9)
+    ax.set_title(
+        f"tests per compound: the {order.size} most tested of {tested.size} tested "
+        f"(red: recommended{'; dark: positive outcomes' if binary else ''})",
+        fontsize=9,
+    )
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(path)
@@ -75,8 +79,9 @@ def structures_image(smiles: list[str], legends: list[str], path: Path) -> Path 
     keep = [(m, lg) for m, lg in zip(mols, legends) if m is not None]
     if not keep:
         return None
-    img = Draw.MolsToGridImage([m for m, _ in keep], legends=[lg for _, lg in keep], molsPerRow=min(4, len(keep)),
-                               subImgSize=(300, 260))
+    img = Draw.MolsToGridImage(
+        [m for m, _ in keep], legends=[lg for _, lg in keep], molsPerRow=min(4, len(keep)), subImgSize=(300, 260)
+    )
     img.save(str(path))
     return path
 
@@ -95,7 +100,9 @@ def write_report(camp, out_dir) -> Path:
         "tests": tests_figure(n, s, camp.compound_ids, set(rec), camp.binary, out / "tests_per_compound.png"),
         "structures": structures_image(
             [camp.smiles[a] for a in rec],
-            [f"{camp.compound_ids[a]} ({int(n[a])} tests)" for a in rec], out / "recommended_structures.png"),
+            [f"{camp.compound_ids[a]} ({int(n[a])} tests)" for a in rec],
+            out / "recommended_structures.png",
+        ),
     }
     meta = camp.meta
     prov = meta.get("provenance", {})
@@ -107,55 +114,85 @@ def write_report(camp, out_dir) -> Path:
         p = figs[key]
         return f'<img src="{p.name}" alt="{esc(alt)}">' if p else f"<p><em>{esc(alt)}: nothing recorded yet.</em></p>"
 
-    rows = "".join(
-        f"<tr><td>{esc(c.compound_id)}</td><td><code>{esc(c.smiles)}</code></td><td>{c.tests}</td>"
-        f"<td>{c.model:.3g} [{c.model_ci[0]:.3g}, {c.model_ci[1]:.3g}]</td>"
-        f"<td>{'-' if c.observed is None else f'{c.observed:.3g} [{c.observed_ci[0]:.3g}, {c.observed_ci[1]:.3g}]'}</td></tr>"
-        for c in st.recommendation
+    def interval(value, ci):
+        return "-" if value is None else f"{value:.3g} [{ci[0]:.3g}, {ci[1]:.3g}]"
+
+    def table(header, rows):
+        head = "".join(f"<th>{esc(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
+        return f"<table><tr>{head}</tr>{body}</table>"
+
+    recommendation = table(
+        ["compound", "SMILES", "tests", "model estimate [95%]", "observed [95%]"],
+        [
+            (
+                esc(c.compound_id),
+                f"<code>{esc(c.smiles)}</code>",
+                c.tests,
+                interval(c.model, c.model_ci),
+                interval(c.observed, c.observed_ci),
+            )
+            for c in st.recommendation
+        ],
     )
     counts: dict[str, int] = {}
     for r in rejected:
         counts[r[3]] = counts.get(r[3], 0) + 1
-    rej_rows = "".join(f"<tr><td>{esc(k)}</td><td>{v:,}</td></tr>" for k, v in sorted(counts.items()))
-    rej_list = "".join(
-        f"<tr><td>{r[0]}</td><td>{esc(str(r[1]))}</td><td><code>{esc(str(r[2]))}</code></td><td>{esc(r[3])}</td>"
-        f"<td>{esc(r[4] or '')}</td></tr>" for r in rejected[:200]
+    rejected_counts = table(["reason", "rows"], [(esc(k), f"{v:,}") for k, v in sorted(counts.items())])
+    rejected_rows = ""
+    if rejected:
+        rows = [
+            (r[0], esc(str(r[1])), f"<code>{esc(str(r[2]))}</code>", esc(r[3]), esc(r[4] or "")) for r in rejected[:200]
+        ]
+        rejected_rows = (
+            "<details><summary>the rows (first 200)</summary>"
+            + table(["row", "id", "SMILES", "reason", "detail"], rows)
+            + "</details>"
+        )
+    read = {k: v for k, v in prov.items() if k not in ("path", "kind", "sha256", "n_compounds")}
+    settings = {k: v for k, v in feat.items() if k != "explained_variance_ratio"}
+    provenance = table(
+        ["", ""],
+        [
+            ("source file", f"<code>{esc(str(prov.get('path')))}</code> ({esc(str(prov.get('kind')))})"),
+            ("SHA-256", f"<code>{esc(str(prov.get('sha256')))}</code>"),
+            ("read", f"<code>{esc(json.dumps(read))}</code>"),
+            ("compounds (arms)", f"{camp.K:,}"),
+            ("featurizer", f"<code>{esc(json.dumps(settings))}</code>"),
+            ("algorithm", f"{esc(camp.algorithm)} {esc(json.dumps(meta['params']))}, seed {meta['seed']}"),
+            ("created", f"{esc(str(meta.get('created_at')))} with screenbai {esc(str(meta.get('screenbai_version')))}"),
+        ],
     )
-    events = camp.events()
-    ev_rows = "".join(
-        f"<tr><td>{step}</td><td>{esc(at)}</td><td>{esc(kind)}</td><td><code>{esc(json.dumps(d))}</code></td></tr>"
-        for step, at, kind, d in events[-40:]
+    log = table(
+        ["step", "time (UTC)", "event", "detail"],
+        [(step, esc(at), esc(kind), f"<code>{esc(json.dumps(d))}</code>") for step, at, kind, d in camp.events()[-40:]],
+    )
+    style = (
+        "body{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em;color:#222}"
+        "table{border-collapse:collapse;margin:0.5em 0}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%;text-align:left}"
+        "pre{background:#f5f5f5;padding:0.6em;white-space:pre-wrap}img{max-width:100%}code{font-size:85%}"
     )
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>screenbai campaign {esc(camp.path.name)}</title>
-<style>body{{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em;color:#222}}
-table{{border-collapse:collapse;margin:0.5em 0}}td,th{{border:1px solid #ccc;padding:2px 6px;font-size:90%;text-align:left}}
-pre{{background:#f5f5f5;padding:0.6em;white-space:pre-wrap}}img{{max-width:100%}}code{{font-size:85%}}</style></head>
+<style>{style}</style></head>
 <body>
 <h1>Campaign {esc(camp.path.name)}</h1>
 <pre>{esc(st.text())}</pre>
 <h2>Recommendation</h2>
-<table><tr><th>compound</th><th>SMILES</th><th>tests</th><th>model estimate [95%]</th><th>observed [95%]</th></tr>{rows}</table>
+{recommendation}
 {img("structures", "recommended structures")}
 <h2>Leader over time</h2>
 {img("leader", "leader over time")}
 <h2>Tests per compound</h2>
 {img("tests", "tests per compound")}
 <h2>Library provenance</h2>
-<table>
-<tr><th>source file</th><td><code>{esc(str(prov.get("path")))}</code> ({esc(str(prov.get("kind")))})</td></tr>
-<tr><th>SHA-256</th><td><code>{esc(str(prov.get("sha256")))}</code></td></tr>
-<tr><th>read</th><td><code>{esc(json.dumps({k: v for k, v in prov.items() if k not in ("path", "kind", "sha256", "n_compounds")}))}</code></td></tr>
-<tr><th>compounds (arms)</th><td>{camp.K:,}</td></tr>
-<tr><th>featurizer</th><td><code>{esc(json.dumps({k: v for k, v in feat.items() if k != "explained_variance_ratio"}))}</code></td></tr>
-<tr><th>algorithm</th><td>{esc(camp.algorithm)} {esc(json.dumps(meta["params"]))}, seed {meta["seed"]}</td></tr>
-<tr><th>created</th><td>{esc(str(meta.get("created_at")))} with screenbai {esc(str(meta.get("screenbai_version")))}</td></tr>
-</table>
+{provenance}
 <h3>Input rows not used ({len(rejected):,})</h3>
-<table><tr><th>reason</th><th>rows</th></tr>{rej_rows}</table>
-{"<details><summary>the rows (first 200)</summary><table><tr><th>row</th><th>id</th><th>SMILES</th><th>reason</th><th>detail</th></tr>" + rej_list + "</table></details>" if rejected else ""}
+{rejected_counts}
+{rejected_rows}
 <h2>Log (last 40 events)</h2>
-<table><tr><th>step</th><th>time (UTC)</th><th>event</th><th>detail</th></tr>{ev_rows}</table>
+{log}
 </body></html>
 """
     path = out / "index.html"

@@ -66,7 +66,9 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     except FileNotFoundError:
         raise ResultsError(path, [f"{path}: file does not exist"]) from None
     except UnicodeDecodeError as exc:
-        raise ResultsError(path, [f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start}); save it as CSV"]) from None
+        raise ResultsError(
+            path, [f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start}); save it as CSV"]
+        ) from None
     lines = text.splitlines()
     if not lines or not lines[0].strip():
         raise ResultsError(path, [f"{path}: line 1: empty file or empty header; expected plate_id,well,outcome"])
@@ -129,6 +131,7 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
                 if info.recorded_by is None:
                     open_wells.setdefault((plate_id, info.compound_id), []).append(w)
         return open_wells.get((plate_id, compound))
+
     already: dict[str, dict[str, str]] = {}
     for line, fields in rows:
         where = f"{path}: line {line}"
@@ -144,7 +147,9 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
         wells = plates[plate_id]
         if well:
             if well not in wells:
-                errors.append(f"{where}: well {well!r} is not on plate {plate_id} (wells {next(iter(wells))}..{list(wells)[-1]})")
+                errors.append(
+                    f"{where}: well {well!r} is not on plate {plate_id} (wells {next(iter(wells))}..{list(wells)[-1]})"
+                )
                 continue
             if compound and wells[well].compound_id != compound:
                 errors.append(
@@ -161,8 +166,10 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
                 errors.append(f"{where}: compound {compound!r} was not on plate {plate_id}")
                 continue
             if not queue:
-                errors.append(f"{where}: compound {compound!r} has no open well left on plate {plate_id} "
-                              "(more rows than wells, or already recorded)")
+                errors.append(
+                    f"{where}: compound {compound!r} has no open well left on plate {plate_id} "
+                    "(more rows than wells, or already recorded)"
+                )
                 continue
             well = queue.pop(0)
         key = (plate_id, well)
@@ -172,7 +179,9 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
         seen[key] = line
         info = wells[well]
         if info.recorded_by is not None:
-            already.setdefault(plate_id, {})[well] = f"{where}: well {plate_id}/{well} was already recorded (from {info.recorded_by})"
+            already.setdefault(plate_id, {})[well] = (
+                f"{where}: well {plate_id}/{well} was already recorded (from {info.recorded_by})"
+            )
             continue
         q = open_queue(plate_id, info.compound_id)
         if q and well in q:
@@ -185,8 +194,10 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
     for plate_id, wells in already.items():
         if len(wells) == len(plates[plate_id]):
             first = next(iter(wells.values())).split("(from ", 1)[1].rstrip(")")
-            errors.append(f"{path}: plate {plate_id} was already recorded (all its {len(wells)} wells, from {first}); "
-                          "a plate is recorded once: remove its rows")
+            errors.append(
+                f"{path}: plate {plate_id} was already recorded (all its {len(wells)} wells, from {first}); "
+                "a plate is recorded once: remove its rows"
+            )
         else:
             errors.extend(wells.values())
     if not rows:

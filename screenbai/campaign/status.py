@@ -21,8 +21,9 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, fl
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def model_estimates(X: np.ndarray, n: np.ndarray, s: np.ndarray, s2: np.ndarray, *, binary: bool,
-                    lambda_reg: float = 1.0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def model_estimates(
+    X: np.ndarray, n: np.ndarray, s: np.ndarray, s2: np.ndarray, *, binary: bool, lambda_reg: float = 1.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Every compound's estimated mean outcome and 95 % interval from the shared model.
 
     Binary: penalised logistic MLE on the per-compound counts (as GLGapE / GSE-Log fit it), the
@@ -93,11 +94,15 @@ class Status:
         params = ", ".join(f"{k}={v}" for k, v in self.params.items()) or "defaults"
         rate = "cure rate" if self.outcome == "binary" else "mean outcome"
         lines = [
-            (f"campaign {self.path}: {self.algorithm} ({params}), seed {self.seed}, "
-             f"{self.n_compounds:,} compounds, {self.outcome} outcomes"),
-            (f"tests recorded: {self.tests:,}"
-             + (f" (+ {self.failed_wells} failed wells, back in the queue)" if self.failed_wells else "")
-             + (f" of a budget of {self.budget:,}" if self.budget else "")),
+            (
+                f"campaign {self.path}: {self.algorithm} ({params}), seed {self.seed}, "
+                f"{self.n_compounds:,} compounds, {self.outcome} outcomes"
+            ),
+            (
+                f"tests recorded: {self.tests:,}"
+                + (f" (+ {self.failed_wells} failed wells, back in the queue)" if self.failed_wells else "")
+                + (f" of a budget of {self.budget:,}" if self.budget else "")
+            ),
         ]
         if self.open_wells:
             pend = ", ".join(f"{p} ({n} wells)" for p, n in self.open_wells.items())
@@ -111,7 +116,8 @@ class Status:
             lines.append(f"finished: {how} after {self.tests:,} tests; the recommendation below is final")
         elif self.stop_index is not None and self.stop_threshold is not None:
             lines.append(
-                f"stopping rule: not fired; its index is {self.stop_index:.4g}, it fires at <= {self.stop_threshold:.4g}"
+                f"stopping rule: not fired; its index is {self.stop_index:.4g}, "
+                f"it fires at <= {self.stop_threshold:.4g}"
             )
         elif self.budget:
             lines.append(f"not finished: {self.budget - self.tests:,} tests of the budget left")
@@ -119,8 +125,11 @@ class Status:
             lines.append("stopping rule: not fired (this algorithm does not report how far it is from firing)")
         lines.append(f"recommendation ({'final' if self.done else 'current leader'}), with 95% intervals:")
         for c in self.recommendation:
-            obs = ("not tested yet" if c.observed is None else
-                   f"observed {c.observed:.3g} [{c.observed_ci[0]:.3g}, {c.observed_ci[1]:.3g}] over {c.tests} tests")
+            obs = (
+                "not tested yet"
+                if c.observed is None
+                else f"observed {c.observed:.3g} [{c.observed_ci[0]:.3g}, {c.observed_ci[1]:.3g}] over {c.tests} tests"
+            )
             lines.append(f"  {c.compound_id}  {c.smiles}")
             lines.append(f"      model {rate} {c.model:.3g} [{c.model_ci[0]:.3g}, {c.model_ci[1]:.3g}]; {obs}")
         return "\n".join(lines)
@@ -143,17 +152,37 @@ def campaign_status(camp) -> Status:
             sd = math.sqrt(max(s2[a] / n[a] - mean * mean, 0.0) * n[a] / max(n[a] - 1, 1))
             half = Z95 * sd / math.sqrt(n[a])
             obs, ci = float(mean), (float(mean - half), float(mean + half))
-        rec.append(CompoundLine(camp.compound_ids[a], camp.smiles[a], int(n[a]), float(s[a]), obs, ci,
-                                float(est[a]), (float(lo[a]), float(hi[a]))))
+        rec.append(
+            CompoundLine(
+                camp.compound_ids[a],
+                camp.smiles[a],
+                int(n[a]),
+                float(s[a]),
+                obs,
+                ci,
+                float(est[a]),
+                (float(lo[a]), float(hi[a])),
+            )
+        )
     diag = res.diagnostics
     params = camp.meta["params"]
     budget = getattr(policy, "budget", None) if getattr(policy, "fixed_budget", False) else None
     return Status(
-        path=str(camp.path), algorithm=camp.algorithm, params=params, seed=int(camp.meta["seed"]),
-        outcome=camp.meta["outcome"], n_compounds=camp.K, tests=int(n.sum()), failed_wells=failed,
-        plates=int(camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]), open_wells=camp.open_wells(),
-        done=done, stopped=bool(res.stopped), stop_index=_float(diag.get("stop_index")),
-        stop_threshold=_float(diag.get("stop_threshold")), budget=None if budget is None else int(budget),
+        path=str(camp.path),
+        algorithm=camp.algorithm,
+        params=params,
+        seed=int(camp.meta["seed"]),
+        outcome=camp.meta["outcome"],
+        n_compounds=camp.K,
+        tests=int(n.sum()),
+        failed_wells=failed,
+        plates=int(camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]),
+        open_wells=camp.open_wells(),
+        done=done,
+        stopped=bool(res.stopped),
+        stop_index=_float(diag.get("stop_index")),
+        stop_threshold=_float(diag.get("stop_threshold")),
+        budget=None if budget is None else int(budget),
         recommendation=rec,
     )
 

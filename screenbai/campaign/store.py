@@ -167,7 +167,9 @@ def decode_state(text: str):
     def dec(o):
         if isinstance(o, dict):
             if "__ndarray__" in o:
-                return np.frombuffer(bytes.fromhex(o["hex"]), dtype=np.dtype(o["__ndarray__"])).reshape(o["shape"]).copy()
+                return (
+                    np.frombuffer(bytes.fromhex(o["hex"]), dtype=np.dtype(o["__ndarray__"])).reshape(o["shape"]).copy()
+                )
             if "__dict__" in o:
                 return {dec(k): dec(v) for k, v in o["__dict__"]}
             if "__list__" in o:
