@@ -155,10 +155,11 @@ def test_propose_one_then_tell_reproduces_the_sequential_run(label):
 
 
 @pytest.mark.parametrize("label", sorted(ALL))
-def test_restored_state_continues_exactly(label):
+def test_restored_state_continues_exactly(label, tmp_path):
     """Stop after k rounds (k = 0: right after initialisation), copy the state into a policy built
     with another seed, continue: the same asks and the same result as without the interruption;
-    the same for a run in plates, interrupted with tests in flight (mid-GSE-stage)."""
+    the same for a run in plates interrupted with tests in flight (mid-GSE-stage), saved to a file
+    and loaded."""
     ref_log = []
     ref = _build(label)
     _sequential(ref, _env(label), ref_log)
@@ -179,8 +180,7 @@ def test_restored_state_continues_exactly(label):
         policy, env = _build(label), _env(label)
         log, pending = [], []
         _plates(policy, env, log, pending, limit=k)
-        restored = _build(label, seed=99)
-        restored.load_state_dict(policy.state_dict())
+        restored = load_policy(save_policy(policy, tmp_path / f"at{k}"), ALL[label][1].features)
         _plates(restored, env, log, pending)
         assert log == ref_plates, f"plates differ after a restore at step {k}"
         assert _summary(restored) == _summary(refp)

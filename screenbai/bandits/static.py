@@ -988,14 +988,8 @@ class XYFullyAdaptive(_SLMBase):
             return int(self.init_arms[t])
         if s < self.init_arms.size:  # initial arms in flight
             return NO_ARMS
-        G = self.state.M[: self.K]
-        mu = G @ self.sums  # Z (lambda I + A)^{-1} Z^T sums = Z theta_hat
-        dg = self.state.diag
-        width = np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2.0 * G, 0.0)) * self._width_scale(s)
-        survivors = ~((mu[None, :] - mu[:, None]) > width).any(axis=1)
-        self.active = survivors & self.active if self.monotone else survivors
-        if self.active.sum() == 1:
-            self._final = {"best": int(np.flatnonzero(self.active)[0])}
+        mu = self._survivors()
+        if mu is None:
             return None
         best = int(argmax_random(np.where(self.active, mu, -np.inf), self.rng)) if self.restrict_y else -1
         key = (self.active.tobytes(), best)
@@ -1006,6 +1000,22 @@ class XYFullyAdaptive(_SLMBase):
             self._plate = None
         self._handed = t + 1
         return (self._plate_design() if self.n_in_flight else self.state).choose(self.rng)
+
+    def _survivors(self) -> np.ndarray | None:
+        """The surviving arms from recorded outcomes; the estimated means, or None when one is left."""
+        G = self.state.M[: self.K]
+        mu = G @ self.sums  # Z (lambda I + A)^{-1} Z^T sums = Z theta_hat
+        dg = self.state.diag
+        width = np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2.0 * G, 0.0)) * self._width_scale(self.n_samples)
+        survivors = ~((mu[None, :] - mu[:, None]) > width).any(axis=1)
+        self.active = survivors & self.active if self.monotone else survivors
+        if self.active.sum() == 1:
+            self._final = {"best": int(np.flatnonzero(self.active)[0])}
+            return None
+        return mu
+
+    def _stops_now(self) -> bool:
+        return self.n_samples >= self.init_arms.size and self._survivors() is None
 
     def _update(self, arms, rewards):
         for a in arms:
