@@ -8,6 +8,7 @@ and rebuilt exactly from the per-arm counts every ``refresh_every`` pulls (bound
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
@@ -94,7 +95,7 @@ class RidgeState:
         """The design gains x x^T: P, log det V, diag(X P X^T) and the kept Gram row by rank one."""
         u, q = sherman_morrison(self.P, x)
         denom = 1.0 + q
-        self.logdet += np.log1p(q)
+        self.logdet += math.log1p(q)  # a Python float: math is 20x faster than numpy here
         g = self.X @ u
         gs = np.empty_like(g)
         row = self._row
