@@ -131,6 +131,7 @@ def main() -> int:
             trees = [("new", REPO, json.loads(args.params))]
             if args.old is not None:
                 trees.append(("old", args.old, json.loads(args.old_params)))
+            pair = []
             for label, tree, params in trees:
                 r = run_worker(tree, algorithm, K, args.d, args.rounds, params)
                 r["tree"] = label
@@ -138,19 +139,18 @@ def main() -> int:
                 if "error" in r:
                     print(f"{label:5s} {algorithm:10s} {K:9d}  error: {r['error']}")
                     continue
+                pair.append(r)
                 print(f"{label:5s} {algorithm:10s} {K:9d} {1e3 * r['matvec_s']:8.3f}ms {1e3 * r['round_s']:8.3f}ms "
                       f"{r['round_s'] / r['matvec_s']:10.2f} {r['init_pulls']:10d} {r['init_s']:7.2f}s "
                       f"{r['peak_rss_gib']:7.2f}GiB", flush=True)
-    for algorithm in args.algorithms:
+            if len(pair) == 2:
+                print(f"      {algorithm}, K = {K}: new/old round cost {pair[0]['round_s'] / pair[1]['round_s']:.2f}")
+    for algorithm in dict.fromkeys(args.algorithms):
         new = [r for r in rows if r["algorithm"] == algorithm and r["tree"] == "new" and "error" not in r]
-        if len(new) >= 2:
+        if len({r["K"] for r in new}) >= 2:
             lo, hi = new[0], new[-1]
-            print(f"{algorithm}: round cost K = {lo['K']} -> {hi['K']}: x{hi['round_s'] / lo['round_s']:.1f} "
-                  f"(K grew x{hi['K'] / lo['K']:.0f})")
-        old = {r["K"]: r for r in rows if r["algorithm"] == algorithm and r["tree"] == "old" and "error" not in r}
-        for r in new:
-            if r["K"] in old:
-                print(f"{algorithm}: K = {r['K']}: new/old round cost {r['round_s'] / old[r['K']]['round_s']:.2f}")
+            print(f"{algorithm}: round cost K = {lo['K']} -> {hi['K']}: x{hi['round_s'] / lo['round_s']:.1f}, "
+                  f"one pass X@v x{hi['matvec_s'] / lo['matvec_s']:.1f} (K grew x{hi['K'] / lo['K']:.0f})")
     return 0
 
 
