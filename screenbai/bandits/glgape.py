@@ -284,8 +284,12 @@ class GLGapE(Policy):
     # ------------------------------------------------------------------ internals
     def _fit(self, decrement_tol: float | None = None):
         tol = self.mle_tol if decrement_tol is None else decrement_tol
+        Z, n, sums = self.Z, self.n, self.sums
+        pulled = np.flatnonzero(n)
+        if pulled.size < self.K // 2:  # the fit's own checks and masks then run over the pulled arms only
+            Z, n, sums = Z[pulled], n[pulled], sums[pulled]
         try:
-            fit = logistic_mle(self.Z, self.n, self.sums, self.lambda_reg, theta0=self.theta, decrement_tol=tol)
+            fit = logistic_mle(Z, n, sums, self.lambda_reg, theta0=self.theta, decrement_tol=tol)
         except SeparableDataError as exc:
             raise SeparableDataError(f"GLGapE after {self.n_samples} samples: {exc}") from None
         self.theta = fit.theta
