@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import sys
 import warnings
 from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
 REQUIRED = object()  # default of a parameter the caller must give
 
 
@@ -194,7 +197,16 @@ def renamed(cls: type) -> dict[str, str]:
     return _merged(cls, "renamed")
 
 
-def _rename(cls: type, params: dict, stacklevel: int) -> dict:
+def _outside_stacklevel() -> int:
+    """The ``stacklevel`` of the first frame outside screenbai.bandits (the user's call), as seen
+    from the function that calls ``warnings.warn``."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(_HERE):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _rename(cls: type, params: dict) -> dict:
     old_names = renamed(cls)
     out = {}
     for key, value in params.items():
@@ -204,7 +216,7 @@ def _rename(cls: type, params: dict, stacklevel: int) -> dict:
                 f"{cls.__name__}: parameter {key!r} is now called {new!r}; "
                 "the old name will be removed in the next release",
                 DeprecationWarning,
-                stacklevel=stacklevel,
+                stacklevel=_outside_stacklevel(),
             )
             if new in params:
                 raise TypeError(f"{cls.__name__}: got both {key!r} and its new name {new!r}; keep {new!r}")
@@ -222,7 +234,7 @@ def _unknown(cls: type, key: str, params: dict[str, Param]) -> TypeError:
 def resolve(cls: type, given: dict) -> SimpleNamespace:
     """Validated values of every parameter of ``cls`` (defaults filled in, fixed ones added)."""
     params = declared(cls)
-    given = _rename(cls, given, stacklevel=4)
+    given = _rename(cls, given)
     for key in given:
         if key not in params:
             raise _unknown(cls, key, params)
@@ -244,7 +256,7 @@ def check(cls: type, given: dict, label: str = "") -> None:
     params = declared(cls)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
-        given = _rename(cls, given, stacklevel=4)
+        given = _rename(cls, given)
     prefix = f"{label}: " if label else ""
     for key, value in given.items():
         if key not in params:
