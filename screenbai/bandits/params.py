@@ -18,7 +18,7 @@ import os
 import sys
 import warnings
 from dataclasses import dataclass, replace
-from types import SimpleNamespace
+from types import FrameType, SimpleNamespace
 from typing import Any
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -200,7 +200,8 @@ def renamed(cls: type) -> dict[str, str]:
 def _outside_stacklevel() -> int:
     """The ``stacklevel`` of the first frame outside screenbai.bandits (the user's call), as seen
     from the function that calls ``warnings.warn``."""
-    frame, level = sys._getframe(2), 2
+    frame: FrameType | None = sys._getframe(2)
+    level = 2
     while frame is not None and frame.f_code.co_filename.startswith(_HERE):
         frame, level = frame.f_back, level + 1
     return level
