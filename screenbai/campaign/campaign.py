@@ -334,6 +334,7 @@ class Campaign:
             raise
 
     def _save_snapshot(self, step: int) -> None:
+        assert self._policy is not None  # saved right after the policy took a step
         self._con.execute(
             "INSERT OR REPLACE INTO snapshot (id, step, state) VALUES (1, ?, ?)",
             (step, store.encode_state(self._policy.state_dict())),
@@ -445,6 +446,7 @@ class Campaign:
                 "INSERT INTO records (step, file, sha256, recorded_at) VALUES (?, ?, ?, ?)",
                 (step, name, sha256, store.now()),
             )
+            assert cur.lastrowid is not None  # an INSERT sets it
             record_id = int(cur.lastrowid)
             self._con.executemany(
                 "INSERT INTO outcomes (record_id, plate_id, well, arm, value) VALUES (?, ?, ?, ?, ?)",

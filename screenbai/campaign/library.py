@@ -96,6 +96,7 @@ def _read_rows(path: Path, kind: str, id_column: str | None, smiles_column: str 
     suffixes = "".join(path.suffixes).lower()
     is_sdf = ".sdf" in suffixes or path.suffix.lower() == ".sd"
     table = _read_sdf(path) if is_sdf else _read_text_table(path)
+    smiles_col: str | None
     if is_sdf:
         id_column = id_column or "_Name"
         smiles_col = smiles_column or "_structure_smiles"
@@ -293,7 +294,7 @@ def import_library(
     if kind == "featurized":
         compounds, X, rejected, settings = _featurized(path, library_file)
         provenance["rows"] = len(compounds)
-        arrays = {}
+        arrays: dict[str, np.ndarray] = {}
     else:
         frame, counts = _read_rows(path, kind, id_column, smiles_column)
         provenance.update(counts)

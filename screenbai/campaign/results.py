@@ -84,6 +84,7 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
         if not any(f.strip() for f in fields):
             continue
         rows.append((reader.line_num, fields))
+    assert head is not None  # the first line is a non-empty header
     return head, rows
 
 
@@ -172,11 +173,11 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
                 )
                 continue
             well = queue.pop(0)
-        key = (plate_id, well)
-        if key in seen:
-            errors.append(f"{where}: well {plate_id}/{well} appears twice (first on line {seen[key]})")
+        slot = (plate_id, well)
+        if slot in seen:
+            errors.append(f"{where}: well {plate_id}/{well} appears twice (first on line {seen[slot]})")
             continue
-        seen[key] = line
+        seen[slot] = line
         info = wells[well]
         if info.recorded_by is not None:
             already.setdefault(plate_id, {})[well] = (
@@ -191,15 +192,15 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
             errors.append(f"{where}: outcome {raw!r} for well {plate_id}/{well}: {value}")
             continue
         out.append(Outcome(line, plate_id, well, info.arm, value))
-    for plate_id, wells in already.items():
-        if len(wells) == len(plates[plate_id]):
-            first = next(iter(wells.values())).split("(from ", 1)[1].rstrip(")")
+    for plate_id, done in already.items():
+        if len(done) == len(plates[plate_id]):
+            first = next(iter(done.values())).split("(from ", 1)[1].rstrip(")")
             errors.append(
-                f"{path}: plate {plate_id} was already recorded (all its {len(wells)} wells, from {first}); "
+                f"{path}: plate {plate_id} was already recorded (all its {len(done)} wells, from {first}); "
                 "a plate is recorded once: remove its rows"
             )
         else:
-            errors.extend(wells.values())
+            errors.extend(done.values())
     if not rows:
         errors.append(f"{path}: no data rows under the header")
     if errors:

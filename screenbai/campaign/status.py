@@ -127,7 +127,7 @@ class Status:
         for c in self.recommendation:
             obs = (
                 "not tested yet"
-                if c.observed is None
+                if c.observed is None or c.observed_ci is None
                 else f"observed {c.observed:.3g} [{c.observed_ci[0]:.3g}, {c.observed_ci[1]:.3g}] over {c.tests} tests"
             )
             lines.append(f"  {c.compound_id}  {c.smiles}")
