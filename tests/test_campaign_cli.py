@@ -30,6 +30,11 @@ SMILES = [
 ]
 
 
+def init(camp, library_csv, *extra) -> int:
+    base = ["campaign", "init", str(camp), "--library", str(library_csv), "--id-column", "id"]
+    return main([*base, "--smiles-column", "smiles", "--d", "3", *extra])
+
+
 @pytest.fixture()
 def library_csv(tmp_path):
     p = tmp_path / "lib.csv"
@@ -44,34 +49,9 @@ def library_csv(tmp_path):
 
 def test_init_next_record_status_report(tmp_path, library_csv, capsys):
     camp = tmp_path / "screen.campaign"
-    assert (
-        main(
-            [
-                "campaign",
-                "init",
-                str(camp),
-                "--library",
-                str(library_csv),
-                "--id-column",
-                "id",
-                "--smiles-column",
-                "smiles",
-                "--d",
-                "3",
-                "--algorithm",
-                "m-lingape",
-                "--param",
-                "epsilon=0.1",
-                "--param",
-                "sigma=0.5",
-                "--param",
-                "threshold=heuristic",
-                "--rejected-out",
-                str(tmp_path / "rej.csv"),
-            ]
-        )
-        == 0
-    )
+    params = ["--param", "epsilon=0.1", "--param", "sigma=0.5", "--param", "threshold=heuristic"]
+    rejected = ["--rejected-out", str(tmp_path / "rej.csv")]
+    assert init(camp, library_csv, "--algorithm", "m-lingape", *params, *rejected) == 0
     out = capsys.readouterr().out
     assert f"{len(SMILES)} compounds" in out and "unparseable SMILES" in out
     assert "BAD" in (tmp_path / "rej.csv").read_text()
@@ -112,51 +92,9 @@ def test_errors_are_reported_not_raised(tmp_path, library_csv, capsys):
     camp = tmp_path / "c.campaign"
     assert main(["campaign", "status", str(camp)]) == 2
     assert "does not exist" in capsys.readouterr().err
-    assert (
-        main(
-            [
-                "campaign",
-                "init",
-                str(camp),
-                "--library",
-                str(library_csv),
-                "--id-column",
-                "id",
-                "--smiles-column",
-                "smiles",
-                "--d",
-                "3",
-                "--algorithm",
-                "glgape",
-                "--param",
-                "nonsense=1",
-            ]
-        )
-        == 2
-    )
+    assert init(camp, library_csv, "--algorithm", "glgape", "--param", "nonsense=1") == 2
     assert "nonsense" in capsys.readouterr().err and not camp.exists()
-    assert (
-        main(
-            [
-                "campaign",
-                "init",
-                str(camp),
-                "--library",
-                str(library_csv),
-                "--id-column",
-                "id",
-                "--smiles-column",
-                "smiles",
-                "--d",
-                "3",
-                "--algorithm",
-                "glgape",
-                "--outcome",
-                "continuous",
-            ]
-        )
-        == 2
-    )
+    assert init(camp, library_csv, "--algorithm", "glgape", "--outcome", "continuous") == 2
     assert "binary" in capsys.readouterr().err and not camp.exists()
 
 
