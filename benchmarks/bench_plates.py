@@ -55,21 +55,17 @@ def study_instance(config_path: Path, d: int = 20, K: int = 400):
     from screenbai.chem.featurize import morgan_fingerprints, reduce_pca
     from screenbai.screening import (
         acquire_activities,
+        activity_types_of,
         build_instance,
         draw_subset,
         ground_truth_arms,
+        prepare_activities,
     )
 
     cfg = yaml.safe_load(config_path.read_text())
     raw, _ = acquire_activities(cfg["offline_fallback"], None, repo_root=ROOT)
-    cur = cfg["curation"]
-    library, _ = curate_activities(
-        raw,
-        activity_types=cur["activity_types"],
-        censored=cur["censored"],
-        drop_flagged=cur["drop_flagged"],
-        assay_description_regex=cur["assay_description_regex"],
-    )
+    types = activity_types_of(cfg)
+    library, _ = curate_activities(prepare_activities(raw, types), activity_types=types, **cfg["curation"])
     fz = cfg["featurize"]
     scores, _ = reduce_pca(
         morgan_fingerprints(library["smiles"].tolist(), fz["radius"], fz["n_bits"]),

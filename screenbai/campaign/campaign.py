@@ -364,7 +364,7 @@ class Campaign:
             ).fetchone()[0]
             raise CampaignError(
                 f"{self.algorithm} has nothing to propose until the outcomes of the {open_wells} open well(s) "
-                "are recorded (e.g. the end of a GSE stage)"
+                "are recorded (e.g. the end of an initialisation or of a GSE stage)"
             )
         with self._step():
             n_plates = self._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
