@@ -11,14 +11,17 @@ import json
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 from threadpoolctl import threadpool_limits
 
 from .instance import Instance
 from .policy import Result
 from .registry import policy_for_instance
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def run(policy, env) -> Result:
@@ -97,6 +100,8 @@ def replicate(
                 records.extend(recs)
                 bar.update(len(recs))
     bar.close()
+    import pandas as pd  # here: `import screenbai.bandits` stays free of pandas (campaign commands start in < 1 s)
+
     df = pd.DataFrame.from_records(records).sort_values("replication", kind="stable").reset_index(drop=True)
     df.insert(2, "seed", seed)
     df.insert(0, "instance", instance.name)
@@ -126,4 +131,6 @@ def summarize(records: pd.DataFrame) -> pd.DataFrame:
             "error_rate": 1.0 - float(done["correct"].mean()) if len(done) else np.nan,
             "mean_time_s": float(grp["wall_time_s"].mean()),
         })
+    import pandas as pd
+
     return pd.DataFrame(rows)
