@@ -293,7 +293,7 @@ def main() -> None:
         runs.to_csv(Path(args.out).with_suffix(".csv"), index=False)
         table = plates_table(runs)
         print(table.to_string(index=False))
-        sections.append("## Tests and plates until stopping\n\n" + markdown_table(table, ".3g"))
+        sections.append("## Tests and plates until stopping\n\n" + markdown_table(table, ".4g"))
     if args.part in ("commands", "both"):
         with tempfile.TemporaryDirectory(prefix="bench-plates-") as tmp:
             table, facts = part_commands(Path(tmp))
