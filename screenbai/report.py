@@ -478,6 +478,9 @@ def write_report(
     deltas = [(a.get("params") or {}).get("delta") for a in algorithms]
     delta = next((v for v in deltas if v is not None), None)
     title = title or "Screening report"
+    src = curation.get("source", {})
+    if src.get("used") == "offline_fallback":  # the title names the requested target: say what was used
+        title += f" [data: {Path(str(src.get('settings', {}).get('path', '?'))).name}, offline fallback]"
 
     for name, study in studies.items():
         d_list = study["d"] if isinstance(study["d"], list) else [study["d"]]

@@ -138,6 +138,7 @@ def test_write_report_files(tmp_path):
     assert {"Ki_nM", "Ki_rank", "best_Ki_nM"} <= set(declared.columns) and set(declared["smiles"]) == {"CCO", "c1ccccc1O"}
     md = outputs["markdown"].read_text()
     assert md.index("WARNING: OFFLINE FALLBACK") < md.index("## Data")  # the fallback comes first
+    assert md.startswith("# t [data: x.csv, offline fallback]")
     assert "| censored relation | 6 |" in md and "Cure label: Ki < 100 nM: 2 of 3 compounds cure (66.7 %)" in md
     assert "alg2 (d = 4, K = 3, names 1 compound)" in md and "2 different compounds declared in 4 runs" in md
     assert "epsilon = 0.25 counts 67% of the sample as correct" in md
