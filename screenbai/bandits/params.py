@@ -12,6 +12,7 @@ Constraints that need the features (e.g. m < K) are checked by the constructor i
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import os
@@ -171,6 +172,7 @@ COMMON: dict[str, Param] = {
 }
 
 
+@functools.cache  # classes do not change after definition: merge once per class
 def _merged(cls: type, attribute: str) -> dict:
     out: dict = {}
     for klass in reversed(cls.__mro__):
@@ -178,9 +180,10 @@ def _merged(cls: type, attribute: str) -> dict:
     return out
 
 
+@functools.cache
 def declared(cls: type) -> dict[str, Param]:
     """The parameters ``cls`` accepts, in declaration order, with its defaults applied."""
-    params = _merged(cls, "parameters")
+    params = dict(_merged(cls, "parameters"))
     for name, p in COMMON.items():
         params.setdefault(name, p)
     fixed = _merged(cls, "fixed")
