@@ -203,3 +203,20 @@ def test_a_gse_stage_spans_plates_and_waits_for_its_outcomes(tmp_path):
     assert camp.policy.stage == 1 and camp.policy.active.size == stage_sizes(12, 2)[1]
     assert len(camp.next_plate(16)) > 0
     camp.close()
+
+
+@pytest.mark.parametrize("algorithm, params", [
+    ("glgape", {"epsilon": 0.1, "delta": 0.05}),
+    ("m-lingape", {"m": 1, "epsilon": 0.1, "delta": 0.05, "sigma": 0.5, "threshold": "heuristic"}),
+])
+def test_status_says_how_far_the_stopping_rule_is_from_firing(tmp_path, algorithm, params):
+    camp = new_campaign(tmp_path / "s.campaign", algorithm, params)
+    assay = Assay(camp.features)
+    for k in range(3):
+        plate = camp.next_plate(12)
+        camp.record(write_results(tmp_path / f"s{k}.csv", plate, assay(plate.arms)))
+    status = camp.status()
+    assert not status.done
+    assert status.stop_threshold == 0.1 and status.stop_index > 0.1  # not fired: above the threshold
+    assert f"its index is {status.stop_index:.4g}, it fires at <= 0.1" in status.text()
+    camp.close()

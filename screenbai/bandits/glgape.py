@@ -361,8 +361,10 @@ class GLGapE(Policy):
             U_b += width
         U[i] = -np.inf
         j = argmax_random(U, self.rng)
-        if check and U[j] <= self.epsilon:
-            return None
+        if check:
+            self.diagnostics["stat"] = float(U[j])  # the stopping statistic (fires at <= epsilon), as GIFA's
+            if U[j] <= self.epsilon:
+                return None
         k = int(corner_widths(g[i], state.diag[j], g[j], self.c_mu, self.k_mu)[1])
         return i, j, k
 

@@ -180,8 +180,8 @@ def campaign_status(camp) -> Status:
         open_wells=camp.open_wells(),
         done=done,
         stopped=bool(res.stopped),
-        stop_index=_float(diag.get("stop_index")),
-        stop_threshold=_float(diag.get("stop_threshold")),
+        stop_index=None if done else _float(diag.get("stat")),
+        stop_threshold=_float(getattr(policy, "epsilon", None)) if "stat" in diag else None,
         budget=None if budget is None else int(budget),
         recommendation=rec,
     )
