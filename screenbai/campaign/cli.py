@@ -21,7 +21,10 @@ def add_parser(sub) -> None:
     camp = sub.add_parser(
         "campaign",
         help="run a real screen: plates, lab results, status, report, backtest",
-        description=__doc__.split("\n")[0],
+        description=(
+            "Run a real screen: the next plate, the lab's results, status, report, backtest; "
+            "all state in one campaign file."
+        ),
     )
     cs = camp.add_subparsers(dest="campaign_command", required=True)
 
