@@ -13,9 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def _value(text: str):
@@ -34,6 +39,46 @@ def _params(pairs: list[str]) -> dict:
             raise SystemExit(f"error: --param {pair!r} must look like key=value (e.g. --param delta=0.05)")
         params[key.strip()] = _value(value.strip())
     return params
+
+
+def _feature_columns(table: pd.DataFrame, spec: str | None, path: Path) -> list[str]:
+    """The feature columns: ``spec`` (comma-separated names, or a prefix ending in "*"), else the
+    workflow's ``x0, x1, ...`` columns.  Never every numeric column: an id, an activity or a label
+    column would silently become a feature."""
+    import pandas as pd
+
+    from .screening import arm_columns
+
+    if spec:
+        names = [c.strip() for c in spec.split(",") if c.strip()]
+        cols: list[str] = []
+        for name in names:
+            if name.endswith("*"):
+                hits = [c for c in table.columns if str(c).startswith(name[:-1])]
+                if not hits:
+                    raise SystemExit(
+                        f"error: no column of {path} starts with {name[:-1]!r}; columns are {list(table.columns)}"
+                    )
+                cols += hits
+            elif name in table.columns:
+                cols.append(name)
+            else:
+                raise SystemExit(
+                    f"error: --feature-columns names {name!r}, which is not a column of {path}; "
+                    f"columns are {list(table.columns)}"
+                )
+    else:
+        cols = arm_columns(table)
+        if not cols:
+            raise SystemExit(
+                f"error: {path} has no columns x0, x1, ... (the features the workflow writes); name the feature "
+                f"columns with --feature-columns (e.g. --feature-columns 'fp_*' or --feature-columns a,b,c); "
+                f"columns are {list(table.columns)}"
+            )
+    text = [c for c in cols if not pd.api.types.is_numeric_dtype(table[c])]
+    if text:
+        raise SystemExit(f"error: feature column(s) {text} of {path} are not numeric")
+    return cols
 
 
 def _instance_from_file(args):
@@ -56,10 +101,34 @@ def _instance_from_file(args):
                 f"error: column {args.means_column!r} (the arms' true means) is not in {path}; "
                 f"columns are {list(table.columns)}; choose one with --means-column"
             )
-        means = table.pop(args.means_column).to_numpy(float)
-        drop = [c for c in table.columns if not pd.api.types.is_numeric_dtype(table[c])]
-        X = table.drop(columns=drop).to_numpy(float)
+        means = table[args.means_column].to_numpy(float)
+        cols = _feature_columns(table, args.feature_columns, path)
+        if args.means_column in cols:
+            raise SystemExit(f"error: the means column {args.means_column!r} cannot also be a feature column")
+        X = table[cols].to_numpy(float)
+        unused = [c for c in table.columns if c not in cols and c != args.means_column]
+        print(
+            f"features: {len(cols)} column(s) of {path} ({_short(cols)}); means: {args.means_column!r}; "
+            f"not used: {_short(unused) if unused else 'none'}",
+            file=sys.stderr,
+        )
     return Instance(X, means, args.reward, args.sigma, name=path.stem)
+
+
+def _short(cols: list, n: int = 6) -> str:
+    cols = [str(c) for c in cols]
+    return ", ".join(cols) if len(cols) <= n else ", ".join(cols[:n]) + f", ... ({len(cols)} in all)"
+
+
+def _check_out(out: str | None) -> None:
+    """Before any run: the records must have somewhere to go."""
+    if not out:
+        return
+    path = Path(out)
+    if path.suffix not in (".csv", ".parquet"):
+        raise SystemExit(f"error: --out {out}: the suffix must be .csv or .parquet; got {path.suffix or 'none'!r}")
+    if not path.parent.is_dir():
+        raise SystemExit(f"error: --out {out}: folder {path.parent} does not exist; create it first")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,12 +152,16 @@ def main(argv: list[str] | None = None) -> int:
     src = sim.add_mutually_exclusive_group(required=True)
     src.add_argument("--instance", help="a named instance (see `screenbai instances`), e.g. soare:d=5 or "
                      "kw_synthetic:K=50,d=10,seed=3")
-    src.add_argument("--features", help="CSV/Parquet of arm features (numeric columns) or .npy matrix")
+    src.add_argument("--features", help="CSV/Parquet table of arms (features in columns x0, x1, ... as the "
+                     "workflow writes them, or chosen with --feature-columns) or .npy matrix")
+    sim.add_argument("--feature-columns", help="feature columns of the --features table: comma-separated names, "
+                     "or a prefix ending in * (default: x0, x1, ...)")
     sim.add_argument("--means", help="with a .npy feature file: .npy of true means (one per arm)")
     sim.add_argument("--means-column", default="mean", help="column of true means in the feature table")
     sim.add_argument("--reward", default="gaussian", choices=["gaussian", "bernoulli"],
                      help="reward model of the simulated environment")
-    sim.add_argument("--sigma", type=float, default=1.0, help="Gaussian noise standard deviation")
+    sim.add_argument("--sigma", type=float, default=1.0, help="Gaussian noise standard deviation of a --features "
+                     "instance (policies assume the instance's scale unless --param sigma=... is given)")
     sim.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                      help="algorithm parameter, repeatable (values parsed as JSON, else kept as text)")
     sim.add_argument("--reps", type=int, default=20, help="number of independent runs")
@@ -125,12 +198,17 @@ def main(argv: list[str] | None = None) -> int:
     from .bandits.instances import parse_instance
     from .bandits.runner import replicate, summarize
 
+    _check_out(args.out)
     try:
         instance = parse_instance(args.instance) if args.instance else _instance_from_file(args)
-        records = replicate(
-            instance, args.algorithm, _params(args.param), n_reps=args.reps, seed=args.seed,
-            n_jobs=args.jobs, progress=not args.no_progress,
-        )
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            records = replicate(
+                instance, args.algorithm, _params(args.param), n_reps=args.reps, seed=args.seed,
+                n_jobs=args.jobs, progress=not args.no_progress,
+            )
+        for w in caught:
+            print(f"warning: {w.message}", file=sys.stderr)
     except (ValueError, KeyError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -139,6 +217,14 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarize(records)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         print(summary.drop(columns=["params"]).to_string(index=False))
+    capped = int(summary["hit_cap"].sum())
+    if capped:
+        print(
+            f"{capped} of {len(records)} run(s) hit the cap of {int(records['max_samples'].max())} tests "
+            "(max_samples) without stopping; they are counted in not_stopped and left out of the samples and "
+            "error columns; raise the cap with --param max_samples=N, or give epsilon > 0"
+        )
+    print("noise_scale: the noise scale the policy assumed (the instance's own unless --param sigma=... is given)")
     if args.out:
         out = Path(args.out)
         (records.to_parquet if out.suffix == ".parquet" else records.to_csv)(out, index=False)

@@ -44,8 +44,8 @@ def test_simulate_features_file(tmp_path):
     path = tmp_path / "arms.csv"
     table.to_csv(path, index=False)
     out_file = tmp_path / "runs.csv"
-    code = main(["simulate", "gse-lin", "--features", str(path), "--param", "budget=400", "--sigma", "0.1",
-                 "--reps", "4", "--no-progress", "--out", str(out_file)])
+    code = main(["simulate", "gse-lin", "--features", str(path), "--feature-columns", "f*", "--param", "budget=400",
+                 "--sigma", "0.1", "--reps", "4", "--no-progress", "--out", str(out_file)])
     assert code == 0
     records = pd.read_csv(out_file)
     assert (records["samples"] == 400).all()
@@ -87,3 +87,53 @@ def test_algorithms_lists_each_declared_parameter_with_its_default(capsys):
     for name, p in declared(available()["linucb"].cls).items():
         assert (name if p.default is REQUIRED else f"{name}={p.default!r}") in params
     assert "alpha=1.0" in params and "lambda_reg=1.0" in params and "alpha_ucb" not in params
+
+
+def test_feature_columns_are_chosen_explicitly_and_the_rest_reported(tmp_path, capsys):
+    """An id, activity or label column used to become a feature silently."""
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, size=(6, 2))
+    table = pd.DataFrame({"compound_id": np.arange(100, 106), "x0": X[:, 0], "x1": X[:, 1],
+                          "activity_nM": rng.uniform(1, 1e4, 6), "cured": [1, 0, 1, 0, 0, 1], "mean": X @ [1.0, 0.5]})
+    path = tmp_path / "arms.csv"
+    table.to_csv(path, index=False)
+    out = tmp_path / "runs.csv"
+    assert main(["simulate", "gse-lin", "--features", str(path), "--param", "budget=60", "--reps", "1",
+                 "--no-progress", "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "features: 2 column(s)" in err and "x0, x1" in err
+    assert "not used: compound_id, activity_nM, cured" in err
+    pulls = pd.read_csv(out)["pulls"]
+    assert len(eval(pulls[0])) == 6
+    # a table without the workflow's x-columns needs --feature-columns
+    table.rename(columns={"x0": "fa", "x1": "fb"}).to_csv(path, index=False)
+    with pytest.raises(SystemExit, match="--feature-columns"):
+        main(["simulate", "gse-lin", "--features", str(path), "--param", "budget=60", "--no-progress"])
+    with pytest.raises(SystemExit, match="'fz', which is not a column"):
+        main(["simulate", "gse-lin", "--features", str(path), "--feature-columns", "fa,fz", "--no-progress"])
+    assert main(["simulate", "gse-lin", "--features", str(path), "--feature-columns", "fa,fb", "--param", "budget=60",
+                 "--reps", "1", "--no-progress"]) == 0
+
+
+def test_bad_values_name_the_parameter_and_out_is_checked_first(tmp_path, capsys):
+    assert main(["simulate", "m-lingape", "--instance", "soare:d=2", "--param", "delta=abc", "--no-progress"]) == 2
+    assert "delta='abc' is not allowed" in capsys.readouterr().err
+    assert main(["simulate", "m-lingape", "--instance", "soare:d=abc", "--no-progress"]) == 2
+    assert "parameter d must be a whole number (default 2); got 'abc'" in capsys.readouterr().err
+    assert main(["simulate", "m-lingape", "--instance", "soare:dim=3", "--no-progress"]) == 2
+    assert "no parameter 'dim'; parameters: d, omega, sigma" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="folder .*missing does not exist"):
+        main(["simulate", "lucb", "--instance", "canonical:d=3,gap=1", "--out", str(tmp_path / "missing" / "r.csv")])
+    with pytest.raises(SystemExit, match="suffix must be .csv or .parquet"):
+        main(["simulate", "lucb", "--instance", "canonical:d=3,gap=1", "--out", str(tmp_path / "r.xlsx")])
+    assert main(["simulate", "gse-lin", "--instance", "canonical:d=16,gap=1", "--param", "budget=20", "--no-progress"]) == 2
+    assert "smallest valid budget is 64" in capsys.readouterr().err
+
+
+def test_summary_reports_capped_runs_and_the_noise_scale(capsys):
+    assert main(["simulate", "lucb", "--instance", "canonical:d=3,gap=0", "--param", "max_samples=200",
+                 "--reps", "2", "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert "2 of 2 run(s) hit the cap of 200 tests" in captured.out
+    assert "warning: canonical(d=3,gap=0): arms ranked 1 and 2 have the same mean" in captured.err
+    assert "noise_scale" in captured.out

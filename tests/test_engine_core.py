@@ -252,3 +252,10 @@ def test_runner_chunking_does_not_change_records():
     )
     assert _records(whole) == _records(parts)
     assert whole["replication"].tolist() == list(range(10))
+
+
+# ---------------------------------------------------------------------- counts and the number of arms
+@pytest.mark.parametrize("name,params", [("m-lingape", {}), ("glgape", {}), ("lucb", {}), ("xy-static", {})])
+def test_a_single_arm_is_refused(name, params):
+    with pytest.raises(ValueError, match="1 arm; identifying the best arm needs at least 2 arms"):
+        make_policy(name, np.ones((1, 3)), **params)

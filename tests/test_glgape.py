@@ -6,6 +6,7 @@ from scipy.special import expit
 
 from screenbai.bandits import Instance, make_policy, policy_for_instance, replicate, run
 from screenbai.bandits.glgape import GLGapE, corner_widths, corners
+from screenbai.bandits.glgape_width import max_corner_sq
 from screenbai.bandits.glm import c_mu_oracle
 from screenbai.bandits.instances import kw_synthetic
 
@@ -42,7 +43,7 @@ def test_policy_width_vector_matches_pairwise_corner_max():
     run(policy, inst.environment(0))
     G = policy.Z @ policy.state.P @ policy.Z.T
     i = 2
-    vec = policy._max_corner(G[i, i], np.diag(G), G[i])
+    vec = max_corner_sq(G[i, i], np.diag(G), G[i], policy.c_mu, policy.k_mu)
     for j in range(inst.K):
         assert vec[j] == pytest.approx(corner_widths(G[i, i], G[j, j], G[i, j], policy.c_mu, policy.k_mu)[0], rel=1e-9, abs=1e-14)
 
@@ -69,7 +70,7 @@ def test_literal34_calibration_stops_at_E(seed):
 
 def test_reinterpreted_width_scale_is_one_at_end_of_initial_phase():
     inst = kw_synthetic(K=50, d=10, seed=0)
-    policy, _ = _run(inst, 0, c_mu="oracle")
+    policy, _ = _run(inst, 0, c_mu="oracle", calibration="reinterpreted")
     d = policy.diagnostics
     from screenbai.bandits.glgape import log_root
 
@@ -84,7 +85,7 @@ def test_reinterpreted_finds_best_arm_on_kw_synthetic():
     taus = []
     for seed in range(5):
         inst = kw_synthetic(K=50, d=10, seed=seed)
-        _, res = _run(inst, seed, c_mu="oracle", epsilon=0.1, delta=0.05)
+        _, res = _run(inst, seed, c_mu="oracle", epsilon=0.1, delta=0.05, calibration="reinterpreted")
         assert res.stopped
         assert inst.is_correct(res.recommendation, epsilon=0.1), f"seed {seed}: arm {res.best} not 0.1-optimal"
         assert res.n_samples > res.diagnostics["E"]
@@ -95,7 +96,7 @@ def test_reinterpreted_finds_best_arm_on_kw_synthetic():
 
 def test_estimated_c_mu_and_greedy_rule_work():
     inst = kw_synthetic(K=50, d=10, seed=2)
-    policy, res = _run(inst, 2, c_mu="estimate", selection="greedy", epsilon=0.1)
+    policy, res = _run(inst, 2, c_mu="estimate", selection="greedy", epsilon=0.1, calibration="reinterpreted")
     assert res.stopped and inst.is_correct(res.recommendation, epsilon=0.1)
     assert res.diagnostics["c_mu_source"] == "estimate"
     assert 0 < res.diagnostics["c_mu"] <= 0.25
@@ -109,7 +110,7 @@ def test_empirical_error_below_delta_on_easy_instance():
     theta = np.array([2.0, -1.0, 0.5])
     inst = Instance(X, expit(X @ theta), "bernoulli", 0.5, theta, link="logistic", name="easy")
     delta = 0.05
-    df = replicate(inst, "glgape", {"epsilon": 0.05, "delta": delta, "c_mu": "oracle"}, n_reps=150, seed=7, n_jobs=2)
+    df = replicate(inst, "glgape", {"epsilon": 0.1, "delta": delta, "c_mu": "oracle"}, n_reps=40, seed=7, n_jobs=2)
     assert df.stopped.all()
     assert 1.0 - df.correct.mean() <= delta
     assert df.samples.median() > 3 * 3  # it did explore beyond the initial phase
@@ -164,5 +165,41 @@ def test_non_binary_rewards_rejected():
 def test_oracle_c_mu_resolution():
     inst = kw_synthetic(K=10, d=3, seed=0)
     assert GLGapE.resolve_oracle("c_mu", inst) == pytest.approx(c_mu_oracle(inst.features, inst.theta))
-    with pytest.raises(ValueError):
-        GLGapE.resolve_oracle("S", inst)
+    assert GLGapE.resolve_oracle("S", inst) == pytest.approx(np.linalg.norm(inst.theta))
+    with pytest.raises(ValueError, match="only c_mu and S"):
+        GLGapE.resolve_oracle("k_mu", inst)
+
+
+# ---------------------------------------------------------------------- the default calibration is delta-correct
+def test_default_calibration_keeps_error_below_delta_where_the_paper_calibration_does_not():
+    """kw_synthetic(K=50, d=2, seed=2): the paper's calibration ("reinterpreted", the old default)
+    errs in about 9 % of runs at delta = 0.05; the self-normalized default must stay below delta."""
+    inst = kw_synthetic(K=50, d=2, seed=2)
+    paper = replicate(inst, "glgape", {"calibration": "reinterpreted"}, n_reps=200, seed=5)
+    assert (~paper["correct"]).mean() > 0.05
+    default = replicate(inst, "glgape", {}, n_reps=100, seed=5)
+    assert default["stopped"].all()
+    assert (~default["correct"]).sum() <= 2  # delta = 0.05: at most 5 expected even at the limit
+
+
+def test_larger_delta_never_costs_more_tests():
+    """The paper's calibration divides delta out, so a larger delta made it test more."""
+    inst = kw_synthetic(K=50, d=2, seed=2)
+    medians = [
+        replicate(inst, "glgape", {"delta": delta}, n_reps=8, seed=5)["samples"].median() for delta in (0.01, 0.1, 0.3)
+    ]
+    assert medians[0] > medians[1] > medians[2]
+    policy = policy_for_instance("glgape", inst, rng=0, max_samples=60)
+    run(policy, inst.environment(0))
+    looser = policy_for_instance("glgape", inst, rng=0, max_samples=60, delta=0.3)
+    run(looser, inst.environment(0))
+    assert looser.width_scale(1000) < policy.width_scale(1000)
+
+
+def test_self_normalized_scale_matches_its_formula():
+    from screenbai.bandits.glgape_width import SelfNormalizedScale
+
+    scale = SelfNormalizedScale(R=1.0, d=3, delta=0.05, L=2.0, c_mu=0.2, lambda_reg=1.0, S=1.5)
+    t = 400
+    noise = 0.5 * np.sqrt(2 * np.log(20) + 3 * np.log(1 + t * 4 * 0.2 / 3))
+    assert scale(t) == pytest.approx((noise + 1.5 * np.sqrt(0.2)) / 0.2, rel=1e-12)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from screenbai.bandits import Instance, make_policy
-from screenbai.bandits.gse import GSELin, n_stages, stage_sizes
+from screenbai.bandits.gse import GSE, GSELin, n_stages, stage_sizes
 from screenbai.bandits.instances import akg_logistic, canonical
 
 ALLOCS = ["uniform", "fw", "wynn", "greedy"]
@@ -36,7 +36,8 @@ def test_gse_lin_spends_exact_budget_and_returns_one_arm(alloc, K, d):
     rng = np.random.default_rng(K * 10 + d)
     X = rng.standard_normal((K, d))
     inst = Instance(X, X @ rng.standard_normal(d))
-    for budget in (n_stages(K, 2), 37, 200):
+    smallest, _ = GSE.smallest_budget(K, K if alloc == "uniform" else min(K, d), allocation=alloc)
+    for budget in (smallest, smallest + 37, max(smallest, 200)):
         res, batches, p = spend("gse-lin", inst, allocation=alloc, budget=budget)
         assert res.n_samples == budget == res.pulls.sum()
         assert len(res.recommendation) == 1 and 0 <= res.best < K
@@ -60,9 +61,9 @@ def test_leftover_options():
     assert res.n_samples == 100
 
 
-def test_k1_returns_the_arm_without_pulls():
-    p = make_policy("gse-lin", np.ones((1, 3)), budget=10)
-    assert p.done and p.result().recommendation == (0,) and p.result().n_samples == 0
+def test_k1_is_refused():
+    with pytest.raises(ValueError, match="1 arm; identifying the best arm needs at least 2"):
+        make_policy("gse-lin", np.ones((1, 3)), budget=10)
 
 
 def test_k2_single_stage():
@@ -71,10 +72,15 @@ def test_k2_single_stage():
     assert batches == 1 and res.n_samples == 7 and res.best == 0
 
 
-def test_uniform_allocation_with_fewer_pulls_than_arms_uses_pinv():
-    inst = canonical(d=16, gap=1.0)
-    res, _, p = spend("gse-lin-uniform", inst, budget=20)  # 4 stages of 5 pulls < 16 arms
-    assert res.n_samples == 20 and p.diagnostics["pinv_stages"] >= 1
+@pytest.mark.parametrize(
+    "name,budget,smallest", [("gse-lin-uniform", 20, 64), ("gse-lin-uniform", 63, 64), ("gse-lin", 8, 64)]
+)
+def test_budget_too_small_for_stage_one_is_refused(name, budget, smallest):
+    """4 stages of 5 tests for 16 arms used to eliminate untested arms and report stopped=True."""
+    with pytest.raises(ValueError, match=rf"budget = {budget} is too small.*smallest valid budget is {smallest}$"):
+        make_policy(name, canonical(d=16, gap=1.0).features, budget=budget)
+    res, _, _ = spend(name, canonical(d=16, gap=1.0), budget=smallest)
+    assert res.pulls.min() >= 1 and res.n_samples == smallest  # every arm tested in stage 1 (rank 16 = K)
 
 
 @pytest.mark.parametrize("name,alloc", [("gse-lin", "fw"), ("gse-lin", "uniform"), ("gse-lin", "greedy"), ("gse-lin", "wynn")])
@@ -111,7 +117,7 @@ def test_design_allocation_is_computed_before_rewards_and_projected():
 
 def test_parameter_errors():
     X = np.eye(8)
-    with pytest.raises(ValueError, match=r"budget = 2 is too small.*budget >= 3"):
+    with pytest.raises(ValueError, match=r"budget = 2 is too small.*rank 8.*smallest valid budget is 24"):
         make_policy("gse-lin", X, budget=2)
     with pytest.raises(ValueError, match="eta"):
         make_policy("gse-lin", X, budget=100, eta=1.0)

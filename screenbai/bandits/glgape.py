@@ -2,11 +2,11 @@
 
 The policy pulls E = min(K, 3 d') distinct random arms, then random arms until the design
 matrix M = sum_l x_l x_l^T has full rank d' (features are projected onto their span first when
-rank(X) < d).  It then calibrates the width scale once and loops:
+rank(X) < d).  It then calibrates the width scale and loops:
 
     theta  <- penalised logistic MLE, warm-started
     i      <- argmax_a mu(x_a^T theta)
-    U(j)   <- mu_j - mu_i + a_eff * root(t) * max_{c, c' in [c_mu, k_mu]} ||c x_i - c' x_j||_{M^-1}
+    U(j)   <- mu_j - mu_i + scale(t) * max_{c, c' in [c_mu, k_mu]} ||c x_i - c' x_j||_{M^-1}
     j      <- argmax_{j != i} U(j); stop and return i when U(j) <= epsilon
     pull the arm chosen by the L1 ratio rule (or the greedy rule) for y = c1 x_i - c2 x_j
 
@@ -15,21 +15,40 @@ after the initial phase, then kept up to date by Sherman-Morrison with diag(X M^
 rebuilt exactly every ``refresh_every`` pulls (bounds round-off drift).  A round costs O(Kd + d^2) for the widths,
 O(K_+ d^2 + d^3) per Newton iteration, and one LP per new (i, j, corner) key.
 
-Calibrations: "reinterpreted" (default; the largest width at the end of the
-initial phase is 1), "literal34" (eq. 34 as printed: it stops at tau = E, kept to document the
-pitfall), "theory" (alpha = 2 kappa R / c_mu; valid but very conservative).
+Calibrations of scale(t) (formulas and derivation in glgape_width.py; measured error rates and
+costs in docs/error_rates.md):
+
+* "self-normalized" (default): error at most delta.  scale(t) = (1/2 sqrt(2 log(1/delta) +
+  d log(1 + t L^2 c_mu / (d lambda))) + S sqrt(lambda c_mu)) / c_mu, from the self-normalised bound
+  on the MLE's score; a larger delta narrows every width.  Plug-in c_mu and S are re-estimated
+  whenever the sample count doubles.  Measured: no error in 200-500 runs per instance at d = 2,
+  5, 10, at about 5 to 10 times the tests of the paper's calibration.
+* "reinterpreted" (the paper's experiments, [KW] eq. 34 read as "largest initial width 1"):
+  NO GUARANTEE.  It divides delta out, so a larger delta makes it test more, and it errs in
+  7-9 % of runs on some d = 2 instances at delta = 0.05.
+* "literal34" (eq. 34 as printed: it stops at tau = E, kept to document the pitfall).
+* "theory" (alpha = 2 kappa R / c_mu with eq. 6's log term; valid but very conservative).
 """
 
 from __future__ import annotations
 
-import math
-from dataclasses import replace
+from dataclasses import astuple, replace
 from typing import ClassVar
 
 import numpy as np
 from scipy.special import expit
 
 from .estimators import PlateDesign, RidgeState
+from .glgape_width import (
+    CALIBRATIONS,
+    SCALES,
+    calibrate,
+    corner_widths,
+    corners,
+    log_root,
+    max_corner_sq,
+    max_pair_width,
+)
 from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_mle
 from .linalg import in_blocks, project_if_deficient
 from .params import (
@@ -50,74 +69,10 @@ from .registry import register
 from .rules import L1Design, greedy_arm
 from .ties import argmax_random
 
-CALIBRATIONS = ("reinterpreted", "literal34", "theory")
 RATIO_MAX_K = 5000  # selection "auto": the L1 ratio rule up to this K, the greedy rule above
-EXACT_WIDTH_MAX_K = 4096  # the calibration's largest pair width: exact up to this K, bounded from rows above
 RULES = ("ratio", "greedy")
 
-
-def log_root(t: float, d: int, delta: float) -> float:
-    """sqrt(2 d log t * log(pi^2 d t^2 / (6 delta))): [KW] eq. (6) without alpha."""
-    return math.sqrt(2.0 * d * math.log(t) * math.log(math.pi**2 * d * t * t / (6.0 * delta)))
-
-
-def corner_widths(q_ii, q_jj, q_ij, c_lo: float, c_hi: float):
-    """max over (c, c') in [c_lo, c_hi]^2 of c^2 q_ii - 2 c c' q_ij + c'^2 q_jj, and the corner.
-
-    The quadratic form is convex in (c, c') (positive semidefinite), so the maximum over the box
-    is at one of its four vertices.  Works elementwise on arrays.  Returns the
-    squared width (clipped at 0) and the corner index into ``corners(c_lo, c_hi)``.
-    """
-    f = np.stack([c1 * c1 * q_ii - 2.0 * c1 * c2 * q_ij + c2 * c2 * q_jj for c1, c2 in corners(c_lo, c_hi)])
-    idx = np.argmax(f, axis=0)
-    best = np.take_along_axis(f, idx[None, ...], axis=0)[0] if f.ndim > 1 else f[idx]
-    return np.maximum(best, 0.0), idx
-
-
-def corners(c_lo: float, c_hi: float) -> tuple[tuple[float, float], ...]:
-    return ((c_lo, c_lo), (c_lo, c_hi), (c_hi, c_lo), (c_hi, c_hi))
-
-
-def max_pair_width(Z: np.ndarray, P: np.ndarray, c_lo: float, c_hi: float, q: np.ndarray | None = None,
-                   n_rows: int = 32) -> float:
-    """max over i != j and the corners (c, c') of ||c z_i - c' z_j||_P, the calibration's nu_max.
-
-    Exact, from the K x K Gram matrix, up to ``EXACT_WIDTH_MAX_K`` arms. Above, a K x K pass is out
-    of reach (80 GB at K = 10^5): the maximum is taken over the pairs of ``n_rows`` exact Gram rows
-    (O(K d) each), those of the arms with the largest ||z||_P and of farthest-pair steps from them.
-    That is a lower bound, within a factor 2 for the symmetric corners (for any arm p,
-    ||z_i - z_j|| <= 2 max_j' ||z_p - z_j'||), so the calibrated widths are at least the exact
-    ones: more tests, never a weaker confidence. ``q`` = diag(Z P Z^T) if already known.
-    """
-    K = Z.shape[0]
-    if K <= EXACT_WIDTH_MAX_K:
-        G = Z @ P @ Z.T
-        q = np.diag(G)
-        nu2_max = 0.0
-        for c1, c2 in corners(c_lo, c_hi):
-            f = c1 * c1 * q[:, None] - 2.0 * c1 * c2 * G + c2 * c2 * q[None, :]
-            np.fill_diagonal(f, -np.inf)
-            nu2_max = max(nu2_max, float(f.max()))
-        return float(np.sqrt(max(nu2_max, 0.0)))
-    q = np.einsum("ij,jk,ik->i", Z, P, Z) if q is None else q
-    by_norm = np.argpartition(-q, n_rows // 2)[: n_rows // 2]
-    todo, nu2_max = list(by_norm), 0.0
-    done: set[int] = set()
-    while todo and len(done) < n_rows:
-        i = int(todo.pop(0))
-        if i in done:
-            continue
-        done.add(i)
-        g = Z @ (P @ Z[i])  # Gram row i
-        f = np.full(K, -np.inf)
-        for c1, c2 in corners(c_lo, c_hi):  # (c, c') on (i, j) and on (j, i)
-            np.maximum(f, c1 * c1 * q[i] - 2.0 * c1 * c2 * g + c2 * c2 * q, out=f)
-            np.maximum(f, c2 * c2 * q[i] - 2.0 * c1 * c2 * g + c1 * c1 * q, out=f)
-        f[i] = -np.inf
-        j = int(np.argmax(f))
-        nu2_max = max(nu2_max, float(f[j]))
-        todo.insert(0, j)  # farthest-pair step: the partner of i next
-    return float(np.sqrt(max(nu2_max, 0.0)))
+__all__ = ["GLGapE", "corner_widths", "corners", "log_root", "max_corner_sq", "max_pair_width"]
 
 
 @register("glgape")
@@ -132,9 +87,11 @@ class GLGapE(Policy):
     c_mu : lower bound on mu' over the arms: a number in (0, k_mu], "oracle" (resolved from the
         true instance by ``policy_for_instance``: min_a mu'(x_a^T theta*)), or "estimate" (the
         plug-in min_a mu'(|x_a^T theta_hat| + gamma ||x_a||_{M^-1}) computed once at the end of
-        the initial phase and then frozen).
+        the initial phase; re-estimated at every doubling of the sample count under "self-normalized").
     k_mu : Lipschitz constant of mu (1/4 for the logistic link).
-    calibration : "reinterpreted" | "literal34" | "theory" (see the module docstring).
+    calibration : "self-normalized" (default, error <= delta) | "reinterpreted" (the paper's, no
+        guarantee) | "literal34" | "theory" (see the module docstring).
+    S : bound on ||theta*|| used by "self-normalized": a number, "oracle" or "estimate" (plug-in).
     selection : "ratio" (L1-LP ratio rule, [KW] Alg. 3, LPs over all K arms cached by (i, j, corner)),
         "greedy", or "auto" (ratio up to K = 5000 arms, greedy above, where an LP over K columns per
         new key would dominate the round).
@@ -150,7 +107,8 @@ class GLGapE(Policy):
     name = "glgape"
     binary_rewards = True
     _state_attrs: ClassVar[tuple[str, ...]] = (
-        "_phase", "_best", "theta", "state", "design", "c_mu", "_s_init", "a_eff", "_checked_at",
+        "_phase", "_best", "theta", "state", "design", "c_mu", "_s_init", "_scale_fields", "_generation",
+        "_next_calibration", "_checked_at",
         "_mle_iters", "_mle_rounds", "_mle_over10", "_mle_max", "_mle_not_converged", "_sep_warnings",
     )
 
@@ -162,15 +120,23 @@ class GLGapE(Policy):
             "estimate", AnyOf((POSITIVE, Options(("estimate",)))), "lower bound on mu' over the arms", oracle=True
         ),
         "k_mu": Param(0.25, POSITIVE, "Lipschitz constant of the link"),
-        "calibration": Param("reinterpreted", Options(CALIBRATIONS), "width calibration"),
+        "calibration": Param(
+            "self-normalized", Options(CALIBRATIONS),
+            "width calibration: 'self-normalized' (error <= delta) or the paper's 'reinterpreted' (no guarantee)",
+        ),
         "selection": Param("auto", Options(("auto",) + RULES + ("optimized",)),
                            "arm-selection rule: L1 ratio rule, greedy, or auto (ratio up to K = 5000, greedy above)"),
         "lambda_reg": replace(LAMBDA_REG, constraint=NONNEGATIVE),
         "sigma": replace(SIGMA, help="reward bound (1 for Bernoulli), used by 'literal34' and 'theory'", oracle=False),
-        "gamma": Param(1.0, NONNEGATIVE, "safety factor of the c_mu plug-in estimate"),
+        "S": Param(
+            "estimate", AnyOf((NONNEGATIVE, Options(("estimate",)))),
+            "bound on ||theta*|| ('self-normalized' only); 'estimate': plug-in ||theta_hat|| + gamma sqrt(tr M^-1)",
+            oracle=True,
+        ),
+        "gamma": Param(1.0, NONNEGATIVE, "safety factor of the c_mu and S plug-in estimates"),
         "refresh_every": replace(REFRESH_EVERY, default=1000),
         "mle_tol": Param(1e-8, POSITIVE, "Newton-decrement tolerance of the per-round MLE"),
-        "max_samples": Param(None, POSITIVE_INT, "safety cap on the number of pulls (None: 10^8)", none=True),
+        "max_samples": Param(None, POSITIVE_INT, "safety cap on the number of pulls (None: 10^6)", none=True),
     }
     renamed = {"rule": "selection", "R": "sigma"}
 
@@ -202,6 +168,11 @@ class GLGapE(Policy):
         self.c_mu_source = "estimate" if self.c_mu is None else "given"
         self.lambda_reg = p.lambda_reg
         self.R, self.gamma = p.sigma, p.gamma
+        self.S = None if p.S == "estimate" else p.S
+        if calibration == "self-normalized" and not self.lambda_reg > 0:
+            raise ValueError(
+                f"the self-normalized calibration needs a ridge penalty lambda_reg > 0; got {self.lambda_reg}"
+            )
         self.mle_tol = p.mle_tol
         self.refresh_every = p.refresh_every
 
@@ -213,6 +184,7 @@ class GLGapE(Policy):
             raise ValueError(f"E (initial phase size, distinct arms) must satisfy 1 <= E <= K = {self.K}; got {E}")
 
         self._phase = "start"
+        self._generation = 0
         self._best = None
         self.theta = np.zeros(self.d_eff)
         # M^-1 with diag(Z M^-1 Z^T): no ridge, as in the paper; inverted once the initial phase spans
@@ -225,7 +197,8 @@ class GLGapE(Policy):
         self._mle_not_converged = 0
         self._sep_warnings = 0
         self._s_init = 0  # both set at the end of the initial phase
-        self.a_eff = 0.0
+        self._scale_fields: tuple = ()  # (kind, values) of the width scale, plain data for state_dict
+        self._next_calibration = np.inf
         self._checked_at = -1  # n_samples when the stopping rule was last evaluated
         self._plate = PlateDesign()
         self.diagnostics.update(E=self.E, d_eff=self.d_eff, calibration=calibration, rule=rule)
@@ -237,7 +210,11 @@ class GLGapE(Policy):
             if instance.theta is None or instance.link != "logistic":
                 raise ValueError("c_mu='oracle' needs a logistic instance with a known theta")
             return c_mu_oracle(instance.features, instance.theta)
-        raise ValueError(f"glgape has no oracle value for parameter {key!r} (only c_mu)")
+        if key == "S":
+            if instance.theta is None:
+                raise ValueError("S='oracle' needs an instance with a known theta")
+            return float(np.linalg.norm(instance.theta))
+        raise ValueError(f"glgape has no oracle value for parameter {key!r} (only c_mu and S)")
 
     # ------------------------------------------------------------------ ask/tell hooks
     def _select(self):
@@ -279,6 +256,8 @@ class GLGapE(Policy):
     def _after_load(self) -> None:
         if self.c_mu is not None:
             self._corners = corners(self.c_mu, self.k_mu)
+        if self._scale_fields:
+            self.width_scale = SCALES[self._scale_fields[0]](*self._scale_fields[1])
         self._plate = PlateDesign()
 
     # ------------------------------------------------------------------ internals
@@ -302,35 +281,36 @@ class GLGapE(Policy):
 
     def _finish_initial_phase(self):
         self.state.refresh()
-        M = self.state.design_matrix()
         self._s_init = int(self.n_samples)
         self._fit(decrement_tol=1e-12)
-        if self.c_mu is None:  # plug-in estimate, frozen from here on
+        self._phase = "adaptive"
+        self._calibrate()
+        self.diagnostics.update(s_init=self._s_init, c_mu_source=self.c_mu_source)
+
+    def _calibrate(self):
+        """Plug-in constants and the width scale.  The paper's calibrations freeze them at the end of
+        the initial phase; "self-normalized" re-estimates the plug-in c_mu and S whenever the sample
+        count has doubled (tighter as data accrue; O(log tau) times, O(K d + d^3) each)."""
+        if self.c_mu_source == "estimate" and (self._generation == 0 or self.calibration == "self-normalized"):
             est = c_mu_plugin(self.Z, self.theta, np.sqrt(np.maximum(self.state.diag, 0.0)), self.gamma)
             self.c_mu = min(max(est, 1e-12), self.k_mu)
+        S = self.S
+        if S is None:  # plug-in bound on ||theta*||, inflated like c_mu's (only "self-normalized" uses it)
+            S = float(np.linalg.norm(self.theta)) + self.gamma * float(np.sqrt(np.trace(self.state.P)))
         self._corners = corners(self.c_mu, self.k_mu)
-
-        nu_max = max_pair_width(self.Z, self.state.P, self.c_mu, self.k_mu, self.state.diag)
-        if nu_max == 0.0:
-            raise ValueError("all arms have identical features; there is nothing to identify")
-        t_cal = max(self._s_init, 2)
-        root_cal = log_root(t_cal, self.d_eff, self.delta)
-        L = float(np.sqrt(np.einsum("ij,ij->i", self.Z, self.Z).max()))
-        lam_min = float(np.linalg.eigvalsh(M)[0])
-        kappa = float(np.sqrt(3.0 + 2.0 * np.log1p(2.0 * L * L / lam_min)))
-        if self.calibration == "reinterpreted":
-            self.a_eff = 1.0 / (root_cal * nu_max)
-        elif self.calibration == "literal34":
-            self.a_eff = self.c_mu / (2.0 * kappa * self.R * root_cal * nu_max)
-        else:
-            self.a_eff = 2.0 * kappa * self.R / self.c_mu
-        self._phase = "adaptive"
-        self.diagnostics.update(
-            s_init=self._s_init, c_mu=self.c_mu, c_mu_source=self.c_mu_source, a_eff=self.a_eff,
-            nu_max_init=nu_max, kappa=kappa,
+        self.width_scale, calib = calibrate(
+            self.calibration, Z=self.Z, P=self.state.P, q=self.state.diag, M=self.state.design_matrix(),
+            s_init=self._s_init, delta=self.delta, c_mu=self.c_mu, k_mu=self.k_mu, R=self.R,
+            lambda_reg=self.lambda_reg, S=S,
         )
+        self._scale_fields = (type(self.width_scale).__name__, astuple(self.width_scale))
+        self._generation += 1  # LP cache keys carry it: the corners move with c_mu
+        self._next_calibration = 2 * self.n_samples if self.calibration == "self-normalized" else np.inf
+        self.diagnostics.update(c_mu=self.c_mu, calibrations=self._generation, **calib)
 
     def _adaptive_round(self):
+        if self.n_samples >= self._next_calibration:
+            self._calibrate()
         if self.n_in_flight:
             return self._plate_round()
         self._checked_at = self.n_samples
@@ -350,7 +330,7 @@ class GLGapE(Policy):
         if self.K == 1:
             return None
         g = state.gram_row(i)  # row i of Z M^-1 Z^T
-        scale, mu_i, q_ii = self.a_eff * log_root(t, self.d_eff, self.delta), mu[i], g[i]
+        scale, mu_i, q_ii = self.width_scale(t), mu[i], g[i]
         U = np.empty(self.K)
         for U_b, mu_b, q_jj, q_ij in in_blocks(U, mu, state.diag, g):  # one sweep over memory at large K
             width = self._max_corner(q_ii, q_jj, q_ij)
@@ -373,7 +353,7 @@ class GLGapE(Policy):
         c1, c2 = self._corners[k]
         y = c1 * self.Z[i] - c2 * self.Z[j]
         if self.rule == "ratio":
-            return self.design.ratio_arm((i, j, k), y, counts, self.rng)
+            return self.design.ratio_arm((i, j, k, self._generation), y, counts, self.rng)
         return greedy_arm(state, y, self.rng)
 
     def _plate_round(self):
@@ -390,12 +370,7 @@ class GLGapE(Policy):
 
     def _max_corner(self, q_ii: float, q_jj: np.ndarray, q_ij: np.ndarray) -> np.ndarray:
         """Squared width max over the 4 corners for all j at once (the corner is found later for j_t only)."""
-        (lo, _), _, _, (hi, _) = self._corners
-        out = (lo * lo * q_ii) + (lo * lo) * q_jj - (2.0 * lo * lo) * q_ij
-        for c1, c2 in ((lo, hi), (hi, lo), (hi, hi)):
-            f = (c1 * c1 * q_ii) + (c2 * c2) * q_jj - (2.0 * c1 * c2) * q_ij
-            out = np.maximum(out, f, out=out)
-        return out
+        return max_corner_sq(q_ii, q_jj, q_ij, self.c_mu, self.k_mu)
 
     def _fit_summary(self) -> dict:
         return dict(

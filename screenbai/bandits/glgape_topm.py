@@ -6,7 +6,7 @@ GLGapE's logistic estimate and confidence widths.  Each adaptive round:
 
     theta <- penalised logistic MLE (GLGapE's fit)
     J     <- the m arms with the largest mu(x_a^T theta)
-    B(i, j) = mu_i - mu_j + a_eff * root(t) * max_{c, c' in [c_mu, k_mu]} ||c x_i - c' x_j||_{M^-1}
+    B(i, j) = mu_i - mu_j + scale(t) * max_{c, c' in [c_mu, k_mu]} ||c x_i - c' x_j||_{M^-1}
               for j in J, i not in J (GLGapE's width, eq. 9 of [KW])
     (c, b) <- argmax B(i, j); stop and return J when B(c, b) <= epsilon
     pull the arm chosen by GLGapE's rule (L1 ratio or greedy) for y = c1 x_b - c2 x_c
@@ -17,9 +17,9 @@ round and its answer), so with m = 1 it makes exactly GLGapE's choices.
 Guarantee.  GIFA's theorem ([RKD21] Thm 1) makes any LUCB-type gap-based loop (epsilon, m,
 delta)-PAC when its indices B(k, j) upper-bound mu_k - mu_j for all pairs at all times with
 probability 1 - delta.  GLGapE's confidence set bounds the estimate in the M-norm, so with
-``calibration="theory"`` its widths cover every pair at once ([KW] Prop. 1): the same
-guarantee as GLGapE, for the top m.  Under the other calibrations the widths are GLGapE's
-heuristic ones and so is the guarantee: measure the error rate (as for GLGapE).
+``calibration="self-normalized"`` (the default) or ``"theory"`` its widths cover every pair at
+once: the same guarantee as GLGapE, for the top m.  Under the paper's calibrations the widths are
+GLGapE's heuristic ones and so is the guarantee: measure the error rate (as for GLGapE).
 
 Cost of a round: O(m (K d + d^2)) for the widths of the m columns of J, plus GLGapE's MLE.
 """
@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .glgape import GLGapE, corner_widths, log_root
+from .glgape import GLGapE, corner_widths, max_corner_sq
 from .params import M, resolve
 from .registry import register
 from .ties import argmax_random, top_m
@@ -72,8 +72,8 @@ class TopMGLGapE(GLGapE):
         P, diag = state.P, state.diag
         G = (self.Z @ (P @ self.Z[J].T)).T  # rows of Z M^-1 Z^T for the arms of J: m x K
         q_J = G[np.arange(self.m), J]
-        nu2 = self._max_corner(q_J[:, None], diag[None, :], G)
-        scale = self.a_eff * log_root(t, self.d_eff, self.delta)
+        nu2 = max_corner_sq(q_J[:, None], diag[None, :], G, self.c_mu, self.k_mu)
+        scale = self.width_scale(t)
         B = (mu[None, :] - mu[J][:, None]) + scale * np.sqrt(np.maximum(nu2, 0.0))
         B[:, J] = -np.inf  # challengers are outside J
         k, c = divmod(argmax_random(B.ravel(), self.rng), self.K)

@@ -143,11 +143,7 @@ class GSE(Policy):
         self.sizes = stage_sizes(self.K, self.eta)
         self.n_stages = len(self.sizes) - 1
         s = self.n_stages
-        if s > 0 and self.budget < s:
-            raise ValueError(
-                f"budget = {self.budget} is too small: GSE with K = {self.K} arms and eta = {self.eta:g} runs "
-                f"s = {s} stages and needs at least one pull per stage, i.e. budget >= {s}"
-            )
+        self._check_budget()
         per_stage = self.budget // s if s else 0
         self.stage_budgets = [per_stage] * s
         rest = self.budget - per_stage * s
@@ -166,6 +162,27 @@ class GSE(Policy):
             stages=s, budget=self.budget, fw_iterations=0, max_design_ratio=0.0, pinv_stages=0,
             newton_iterations_max=0, not_converged_fits=0,
         )
+
+    @staticmethod
+    def smallest_budget(K: int, rank: int, *, eta: float = 2.0, allocation: str = "fw") -> tuple[int, str]:
+        """The smallest budget with which stage 1 (the most arms and dimensions) tests what it
+        estimates, and why: uniform allocation needs one test per arm, a design one test per
+        dimension of the arms' span; with less, arms are eliminated on no data."""
+        s = n_stages(K, eta)
+        if allocation == "uniform":
+            need, why = K, f"one test for each of its K = {K} arms (uniform allocation)"
+        else:
+            need, why = rank, f"one test per dimension of the arms' span (rank {rank}) for a {allocation} design"
+        return s * need, f"each of its s = {s} stages gets floor(budget / s) tests, but stage 1 needs {why}"
+
+    def _check_budget(self) -> None:
+        rank = self.K if self.allocation == "uniform" else int(np.linalg.matrix_rank(self.X))
+        smallest, why = self.smallest_budget(self.K, rank, eta=self.eta, allocation=self.allocation)
+        if self.budget < smallest:
+            raise ValueError(
+                f"budget = {self.budget} is too small for {self.name} with K = {self.K} arms: {why}; "
+                f"the smallest valid budget is {smallest}"
+            )
 
     # ------------------------------------------------------------------ allocation
     def _allocate(self, Z: np.ndarray, n: int) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
 import numpy as np
@@ -105,13 +106,26 @@ def parse_instance(spec: str) -> Instance:
     name, _, rest = spec.partition(":")
     if name not in NAMED:
         raise ValueError(f"unknown instance {name!r}; available: {', '.join(NAMED)}")
+    builder = NAMED[name]
+    accepted = inspect.signature(builder).parameters
     kwargs = {}
     for part in filter(None, rest.split(",")):
         key, eq, value = part.partition("=")
+        key, value = key.strip(), value.strip()
         if not eq:
-            raise ValueError(f"instance parameter {part!r} must look like key=value")
-        kwargs[key.strip()] = _number(value.strip())
-    return NAMED[name](**kwargs)
+            example = f"{name}:{next(iter(accepted))}=..."
+            raise ValueError(f"instance parameter {part!r} must look like key=value (e.g. {example})")
+        if key not in accepted:
+            raise ValueError(f"instance {name!r} has no parameter {key!r}; parameters: {', '.join(accepted)}")
+        kwargs[key] = _number(value)
+        default = accepted[key].default
+        whole = isinstance(default, int)
+        if isinstance(default, (int, float)) and (
+            not isinstance(kwargs[key], (int, float)) or (whole and not float(kwargs[key]).is_integer())
+        ):
+            kind = "a whole number" if whole else "a number"
+            raise ValueError(f"instance {name!r}: parameter {key} must be {kind} (default {default}); got {value!r}")
+    return builder(**kwargs)
 
 
 def _number(text: str):

@@ -22,7 +22,10 @@ from dataclasses import dataclass, replace
 from types import FrameType, SimpleNamespace
 from typing import Any
 
+from .policy import DEFAULT_MAX_SAMPLES
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
+
 REQUIRED = object()  # default of a parameter the caller must give
 
 
@@ -168,7 +171,9 @@ COMMON: dict[str, Param] = {
         "random generator for tie-breaking and random choices",
         none=True,
     ),
-    "max_samples": Param(10**8, POSITIVE_INT, "safety cap on the number of pulls"),
+    "max_samples": Param(
+        DEFAULT_MAX_SAMPLES, POSITIVE_INT, "safety cap on the number of pulls (runs reaching it are reported)"
+    ),
 }
 
 

@@ -44,7 +44,10 @@ import numpy as np
 
 from .ties import argmax_random, argmin_random, top_m  # noqa: F401 - re-exported for existing imports
 
-DEFAULT_MAX_SAMPLES = 10**8
+# A finite default cap: 10^6 tests is more than any wet-lab screen runs, and a simulated run reaches
+# it in seconds to a minute.  A run that needs more (tied best arms with epsilon = 0, or the Soare
+# instance at omega = 0.01, which reproduce_soare.py runs with 10^8) is reported as hitting the cap.
+DEFAULT_MAX_SAMPLES = 10**6
 #: what ``_select`` returns to wait for outcomes in flight (and an empty plate)
 NO_ARMS = np.empty(0, dtype=np.int64)
 
@@ -133,8 +136,12 @@ class Policy(metaclass=_PolicyMeta):
     def __init__(self, features, *, m: int = 1, rng=None, max_samples: int = DEFAULT_MAX_SAMPLES):
         self.X = check_features(features)
         self.K, self.d = self.X.shape
+        if self.K < 2:
+            raise ValueError(
+                f"features have {self.K} arm; identifying the best arm needs at least 2 arms to choose between"
+            )
         m = int(m)
-        if not (1 <= m < self.K or self.K == m == 1):
+        if not 1 <= m < self.K:
             raise ValueError(f"m (number of arms to identify) must satisfy 1 <= m < K = {self.K}; got m = {m}")
         self.m = m
         if int(max_samples) < 1:

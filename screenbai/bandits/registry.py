@@ -76,8 +76,15 @@ def make_policy(name: str, features, **params):
 
 def policy_for_instance(name: str, instance, **params):
     """Like make_policy, with "oracle" parameter values resolved from the true instance."""
+    from .params import declared
+
     entry = get(name)
     kwargs = {**entry.defaults, **params}
+    sigma = declared(entry.cls).get("sigma")
+    if sigma is not None and sigma.oracle and "sigma" not in params:
+        # the instance's own noise scale unless the caller overrides it (a policy assuming a smaller
+        # scale than the simulation's loses its guarantee)
+        kwargs["sigma"] = noise_scale(instance)
     resolve = getattr(entry.cls, "resolve_oracle", None)
     for key, value in list(kwargs.items()):
         if isinstance(value, str) and value == "oracle":
@@ -85,3 +92,8 @@ def policy_for_instance(name: str, instance, **params):
                 raise ValueError(f"{name} has no oracle value for parameter {key!r}")
             kwargs[key] = resolve(key, instance)
     return make_policy(name, instance.features, **kwargs)
+
+
+def noise_scale(instance) -> float:
+    """Sub-Gaussian scale of an instance's rewards: 1/2 for 0/1 outcomes, else its sigma."""
+    return 0.5 if instance.reward == "bernoulli" else float(instance.sigma)

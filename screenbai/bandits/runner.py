@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -17,8 +18,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from .instance import Instance
-from .policy import Result
-from .registry import policy_for_instance
+from .policy import DEFAULT_MAX_SAMPLES, Result
+from .registry import get, policy_for_instance
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -42,7 +43,8 @@ def run_one(instance: Instance, algorithm: str, params: dict, seed_seq: np.rando
     result = run(policy, instance.environment(np.random.default_rng(env_ss)))
     wall = time.perf_counter() - t0
     m = len(result.recommendation)
-    eps = float(params.get("epsilon", 0.0) or 0.0)
+    # judge with the tolerance the policy actually used (its default when the caller gave none)
+    eps = float(getattr(policy, "epsilon", 0.0) or 0.0)
     return {
         "algorithm": algorithm,
         "params": json.dumps(params, sort_keys=True, default=str),
@@ -50,7 +52,11 @@ def run_one(instance: Instance, algorithm: str, params: dict, seed_seq: np.rando
         "samples": result.n_samples,
         "stopped": result.stopped,
         "recommendation": list(result.recommendation),
+        "epsilon": eps,
         "correct": instance.is_correct(result.recommendation, epsilon=eps, m=m),
+        "max_samples": int(policy.max_samples),
+        "hit_cap": (not result.stopped) and result.n_samples >= policy.max_samples,
+        "noise_scale": float(getattr(policy, "sigma", np.nan)) if noise_parameter(policy) else np.nan,
         "pulls": result.pulls.tolist(),
         "wall_time_s": wall,
         **{f"diag_{k}": v for k, v in result.diagnostics.items() if np.isscalar(v)},
@@ -84,6 +90,7 @@ def replicate(
     params = dict(params or {})
     if n_reps < 1:
         raise ValueError(f"n_reps must be at least 1; got {n_reps}")
+    warn_if_tied(instance, algorithm, params)
     seqs = _seeds(seed, n_reps, start)
     n_jobs = max(1, min(int(n_jobs) if n_jobs else os.cpu_count() or 1, n_reps))
     bar = _progress(n_reps, f"{algorithm} on {instance.name}", progress)
@@ -108,6 +115,44 @@ def replicate(
     return df
 
 
+class TieWarning(UserWarning):
+    """The best arms tie and epsilon = 0: fixed-confidence runs cannot stop."""
+
+
+def warn_if_tied(instance: Instance, algorithm: str, params: dict) -> None:
+    """Warn when epsilon = 0 and the m-th and (m+1)-th best arms tie: no fixed-confidence rule can
+    separate them, so every run goes on to ``max_samples``."""
+    entry = get(algorithm)
+    values = {**entry.parameters(), **params}
+    if getattr(entry.cls, "fixed_budget", False) or "epsilon" not in values or float(values["epsilon"] or 0.0) > 0:
+        return
+    m = int(values.get("m", 1))
+    top = np.sort(instance.means)[::-1]
+    if m < instance.K and top[m - 1] - top[m] <= 1e-12 * max(1.0, abs(top[m - 1])):
+        cap = values.get("max_samples") or DEFAULT_MAX_SAMPLES
+        warnings.warn(
+            f"{instance.name}: arms ranked {m} and {m + 1} have the same mean ({top[m - 1]:.6g}) and "
+            f"epsilon = 0, so {algorithm} cannot tell them apart and every run will go on to its cap of "
+            f"{cap} tests; pass epsilon > 0 (any arm within epsilon of the best is then a correct answer)",
+            TieWarning,
+            stacklevel=3,
+        )
+
+
+def noise_parameter(policy) -> bool:
+    """Whether the policy assumes a sub-Gaussian noise scale (``sigma``) that a simulation sets."""
+    from .params import declared
+
+    sigma = declared(type(policy)).get("sigma")
+    return sigma is not None and sigma.oracle
+
+
+def _noise_scale(grp: pd.DataFrame) -> str:
+    """The noise scale (sigma) the policy assumed, or "-" for policies without one (e.g. GLGapE)."""
+    values = sorted(set(grp["noise_scale"].dropna().astype(float))) if "noise_scale" in grp else []
+    return ", ".join(f"{v:g}" for v in values) if values else "-"
+
+
 def _progress(total: int, desc: str, enabled: bool):
     from tqdm.auto import tqdm
 
@@ -115,8 +160,9 @@ def _progress(total: int, desc: str, enabled: bool):
 
 
 def summarize(records: pd.DataFrame) -> pd.DataFrame:
-    """Per algorithm: runs, non-terminated runs, median/mean samples and error rate of the runs
-    that stopped (non-terminated runs are counted apart, never averaged in), mean time."""
+    """Per algorithm: runs, non-terminated runs (and how many of them hit max_samples), median/mean
+    samples and error rate of the runs that stopped (non-terminated runs are counted apart, never
+    averaged in), mean time, and the noise scale the policy assumed."""
     rows = []
     for (inst, alg, params), grp in records.groupby(["instance", "algorithm", "params"], sort=False):
         done = grp[grp["stopped"].astype(bool)]
@@ -126,10 +172,12 @@ def summarize(records: pd.DataFrame) -> pd.DataFrame:
             "params": params,
             "runs": len(grp),
             "not_stopped": len(grp) - len(done),
+            "hit_cap": int(grp["hit_cap"].sum()) if "hit_cap" in grp else 0,
             "median_samples": float(done["samples"].median()) if len(done) else np.nan,
             "mean_samples": float(done["samples"].mean()) if len(done) else np.nan,
             "error_rate": 1.0 - float(done["correct"].mean()) if len(done) else np.nan,
             "mean_time_s": float(grp["wall_time_s"].mean()),
+            "noise_scale": _noise_scale(grp),
         })
     import pandas as pd
 

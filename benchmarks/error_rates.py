@@ -1,0 +1,150 @@
+"""Error rates of every fixed-confidence algorithm on the papers' instances, with a 95 % upper bound.
+
+Instances: the Soare et al. instance (d = 2, the "hard" angle omega; Gaussian, sigma = 1), Réda et
+al.'s classic instance (K = 4, m = 2, omega = pi/6; sigma = 1/2) and the Kazerouni-Wein synthetic
+logistic instance (K = 50, epsilon = 0.1, d = 2, 5, 10).  Linear algorithms run on the linear
+instances, GLGapE and top-m GLGapE on the logistic ones.  Every algorithm runs with each of its
+confidence thresholds / calibrations, at delta = 0.05 and 0.1.
+
+A cell passes when the error rate is at most delta for a setting that claims a guarantee; settings
+without one ("no guarantee") are reported as measured.  The upper bound is the one-sided 95 %
+Clopper-Pearson bound on the true error probability.
+
+    python benchmarks/error_rates.py                     # 500 runs per cell
+    python benchmarks/error_rates.py --runs 50 --only glgape
+    python benchmarks/error_rates.py --from-records docs/error_rates_records.csv
+
+Writes docs/error_rates.md and docs/error_rates_records.csv (one row per cell).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy.stats import beta
+
+from screenbai.bandits import replicate
+from screenbai.bandits.instances import kw_synthetic, reda_classic, soare
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+INSTANCES = {
+    "soare(d=2,omega=0.1)": lambda: soare(d=2, omega=0.1),
+    "reda_classic(K=4,m=2)": lambda: reda_classic(K=4, m=2),
+    "kw_synthetic(d=2,seed=0)": lambda: kw_synthetic(K=50, d=2, seed=0),
+    "kw_synthetic(d=2,seed=2)": lambda: kw_synthetic(K=50, d=2, seed=2),
+    "kw_synthetic(d=5,seed=0)": lambda: kw_synthetic(K=50, d=5, seed=0),
+    "kw_synthetic(d=10,seed=0)": lambda: kw_synthetic(K=50, d=10, seed=0),
+}
+LINEAR = ("soare(d=2,omega=0.1)", "reda_classic(K=4,m=2)")
+LOGISTIC = tuple(k for k in INSTANCES if k.startswith("kw_"))
+
+# (algorithm, setting label, params, guarantee?) -- m is set per instance (2 on Réda's, else 1)
+SETTINGS = [
+    ("lingape", "Abbasi-Yadkori", {}, True),
+    ("m-lingape", "theoretical", {"threshold": "theoretical"}, True),
+    ("m-lingape", "heuristic", {"threshold": "heuristic"}, False),
+    ("lingifa", "theoretical", {"threshold": "theoretical"}, True),
+    ("lingifa", "heuristic", {"threshold": "heuristic"}, False),
+    ("lucb", "lucb1", {"threshold": "lucb1"}, True),
+    ("lucb", "heuristic", {"threshold": "heuristic"}, False),
+    ("ugape", "lucb1", {"threshold": "lucb1"}, True),
+    ("ugape", "heuristic", {"threshold": "heuristic"}, False),
+    ("xy-static", "eq. 11", {}, True),
+    ("g-allocation", "eq. 11", {}, True),
+    ("xy-adaptive", "eq. 11", {}, True),
+    ("xy-oracle", "eq. 4", {}, True),
+    ("glgape", "self-normalized (default)", {"calibration": "self-normalized"}, True),
+    ("glgape", "reinterpreted (paper)", {"calibration": "reinterpreted"}, False),
+    ("m-glgape", "self-normalized (default)", {"calibration": "self-normalized"}, True),
+    ("m-glgape", "reinterpreted (paper)", {"calibration": "reinterpreted"}, False),
+]
+TOP_M = ("m-lingape", "lingifa", "lucb", "ugape", "m-glgape")  # name the top m; the others name one arm
+DELTAS = (0.05, 0.1)
+
+
+def upper_bound(errors: int, runs: int, level: float = 0.95) -> float:
+    """One-sided Clopper-Pearson upper bound on the error probability."""
+    return 1.0 if errors >= runs else float(beta.ppf(level, errors + 1, runs - errors))
+
+
+def cells(only: set[str] | None):
+    for algorithm, label, params, guaranteed in SETTINGS:
+        if only and algorithm not in only:
+            continue
+        logistic = algorithm in ("glgape", "m-glgape")
+        for inst_name in LOGISTIC if logistic else LINEAR:
+            m = 2 if inst_name.startswith("reda") else 1
+            if m > 1 and algorithm not in TOP_M:
+                continue
+            extra = {"m": m} if algorithm in TOP_M else {}
+            extra.update({"epsilon": 0.1} if logistic else ({"epsilon": 0.0} if "epsilon" not in params else {}))
+            for delta in DELTAS:
+                yield algorithm, label, {**params, **extra, "delta": delta}, guaranteed, inst_name
+
+
+def run(args) -> pd.DataFrame:
+    rows = []
+    for algorithm, label, params, guaranteed, inst_name in cells(set(args.only) if args.only else None):
+        inst = INSTANCES[inst_name]()
+        runs = args.runs if algorithm not in args.fewer else max(args.runs // 5, 20)
+        t0 = time.perf_counter()
+        rec = replicate(inst, algorithm, params, n_reps=runs, seed=args.seed, n_jobs=args.jobs)
+        done = rec[rec["stopped"]]
+        errors = int((~done["correct"]).sum())
+        row = {
+            "instance": inst_name, "algorithm": algorithm, "setting": label, "delta": params["delta"],
+            "guarantee": guaranteed, "runs": len(rec), "not_stopped": int((~rec["stopped"]).sum()),
+            "errors": errors, "error_rate": errors / max(len(done), 1),
+            "upper95": upper_bound(errors, max(len(done), 1)),
+            "median_samples": float(done["samples"].median()) if len(done) else np.nan,
+            "seconds": time.perf_counter() - t0,
+        }
+        rows.append(row)
+        print(f"{inst_name:26s} {algorithm:12s} {label:26s} delta={row['delta']:<5g} runs={row['runs']:4d} "
+              f"errors={errors:3d} rate={row['error_rate']:.3f} up95={row['upper95']:.3f} "
+              f"median={row['median_samples']:.0f} ({row['seconds']:.0f} s)", flush=True)
+    return pd.DataFrame(rows)
+
+
+def table(df: pd.DataFrame) -> str:
+    lines = [
+        "| instance | algorithm | threshold / calibration | delta | runs | errors | error rate | 95 % upper bound | "
+        "median tests | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in df.itertuples():
+        if not r.guarantee:
+            verdict = "no guarantee (as measured)"
+        else:
+            verdict = "ok (<= delta)" if r.error_rate <= r.delta else "**above delta**"
+        stop = f" ({r.not_stopped} not stopped)" if r.not_stopped else ""
+        lines.append(
+            f"| {r.instance} | {r.algorithm} | {r.setting} | {r.delta:g} | {r.runs}{stop} | {r.errors} | "
+            f"{r.error_rate:.3f} | {r.upper95:.3f} | {r.median_samples:.0f} | {verdict} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=500)
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--only", nargs="*", help="algorithms to run (default: all)")
+    ap.add_argument("--fewer", nargs="*", default=[], help="costly algorithms, run with runs / 5 (at least 20)")
+    ap.add_argument("--from-records", help="rebuild the page from a records CSV instead of running")
+    ap.add_argument("--out", default=str(DOCS / "error_rates_records.csv"))
+    args = ap.parse_args()
+    df = pd.read_csv(args.from_records) if args.from_records else run(args)
+    if not args.from_records:
+        df.to_csv(args.out, index=False)
+    print(table(df))
+
+
+if __name__ == "__main__":
+    main()

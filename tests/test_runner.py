@@ -1,0 +1,58 @@
+"""Run records and summaries: judged with the policy's own epsilon, the instance's noise scale,
+runs that hit the sample cap reported, and a warning when tied best arms make stopping impossible."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from screenbai.bandits import policy_for_instance, replicate
+from screenbai.bandits.instances import canonical, kw_synthetic, soare
+from screenbai.bandits.policy import DEFAULT_MAX_SAMPLES
+from screenbai.bandits.runner import TieWarning, summarize
+
+
+def test_records_judge_with_the_epsilon_the_policy_used():
+    """GLGapE's default epsilon is 0.1; records used to judge its answers with epsilon = 0."""
+    inst = kw_synthetic(K=50, d=2, seed=0)  # flat: many arms within 0.1 of the best
+    df = replicate(inst, "glgape", {"calibration": "reinterpreted"}, n_reps=10, seed=0)
+    assert (df["epsilon"] == 0.1).all()
+    exact = [inst.is_correct(r, epsilon=0.0) for r in df["recommendation"]]
+    within = [inst.is_correct(r, epsilon=0.1) for r in df["recommendation"]]
+    assert sum(exact) <= 5 < sum(within)  # the two judgements differ on these runs
+    assert df["correct"].tolist() == within
+
+
+def test_simulation_assumes_the_instance_noise_scale_unless_overridden():
+    inst = soare(d=2, omega=0.1)  # sigma = 1; m-LinGapE's own default is 0.5
+    assert policy_for_instance("m-lingape", inst).sigma == 1.0
+    assert policy_for_instance("lingape", inst).sigma == 1.0  # LinGapE calls it R
+    assert policy_for_instance("m-lingape", inst, sigma=0.25).sigma == 0.25
+    assert policy_for_instance("xy-static", soare(d=2, sigma=0.3)).sigma == 0.3  # registry default 1.0 overridden
+    df = replicate(inst, "m-lingape", {"threshold": "heuristic"}, n_reps=2, seed=0)
+    assert (df["noise_scale"] == 1.0).all()
+    assert summarize(df)["noise_scale"].iloc[0] == "1"
+
+
+def test_default_sample_cap_is_finite_and_runs_hitting_it_are_reported():
+    assert DEFAULT_MAX_SAMPLES <= 10**6
+    inst = canonical(d=3, gap=0.0)
+    with pytest.warns(TieWarning, match=r"arms ranked 1 and 2 have the same mean .* epsilon = 0"):
+        df = replicate(inst, "lucb", {"max_samples": 300}, n_reps=3, seed=0)
+    assert df["hit_cap"].all() and (df["max_samples"] == 300).all() and not df["stopped"].any()
+    row = summarize(df).iloc[0]
+    assert row["hit_cap"] == 3 and row["not_stopped"] == 3 and np.isnan(row["error_rate"])
+
+
+def test_no_tie_warning_when_epsilon_positive_or_arms_differ(recwarn):
+    replicate(canonical(d=3, gap=0.0), "lucb", {"max_samples": 300, "epsilon": 0.1}, n_reps=1)
+    replicate(canonical(d=3, gap=2.0, sigma=0.1), "lucb", {}, n_reps=1)
+    assert not [w for w in recwarn if issubclass(w.category, TieWarning)]
+
+
+def test_summary_separates_capped_from_stopped_runs():
+    records = pd.DataFrame({
+        "instance": "i", "algorithm": "a", "params": "{}", "samples": [10, 20, 300], "stopped": [True, True, False],
+        "correct": [True, False, False], "hit_cap": [False, False, True], "wall_time_s": 0.0, "noise_scale": 0.5,
+    })
+    row = summarize(records).iloc[0]
+    assert row["hit_cap"] == 1 and row["median_samples"] == 15 and row["error_rate"] == 0.5
