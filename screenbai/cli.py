@@ -182,11 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     from .bandits import registry
 
     if args.command == "algorithms":
-        from .bandits.params import REQUIRED
+        from .bandits.params import REQUIRED, declared
 
         for name, entry in registry.available().items():
             params = ", ".join(k if v is REQUIRED else f"{k}={v!r}" for k, v in entry.parameters().items())
             print(f"{name:22s} {entry.description}\n{'':22s} {params}")
+            for key, p in declared(entry.cls).items():  # settings without an error guarantee, said where offered
+                if "no guarantee" in p.help:
+                    print(f"{'':22s} {key}: {p.help}")
         return 0
     if args.command == "instances":
         from .bandits.instances import NAMED

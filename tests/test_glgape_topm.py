@@ -25,8 +25,9 @@ def _trace(name, instance, seed, **params):
 @pytest.mark.parametrize("rule", ["ratio", "greedy"])
 def test_m1_makes_exactly_glgapes_choices(seed, rule):
     inst = kw_synthetic(K=30, d=4, seed=seed)
-    a, ra, _ = _trace("glgape", inst, seed, epsilon=0.1, c_mu="oracle", selection=rule)
-    b, rb, _ = _trace("m-glgape", inst, seed, epsilon=0.1, c_mu="oracle", selection=rule, m=1)
+    a, ra, _ = _trace("glgape", inst, seed, epsilon=0.1, c_mu="oracle", selection=rule, calibration="reinterpreted")
+    b, rb, _ = _trace("m-glgape", inst, seed, epsilon=0.1, c_mu="oracle", selection=rule, m=1,
+                      calibration="reinterpreted")
     assert len(a) > 3 * 5  # it went past the initial phase
     assert a == b
     assert list(ra.recommendation) == list(rb.recommendation)
@@ -38,7 +39,7 @@ def test_names_m_epsilon_good_arms_and_stops_only_when_every_gap_index_is_below_
     errors = 0
     for seed in range(12):
         inst = kw_synthetic(K=25, d=3, seed=seed)
-        _, res, policy = _trace("m-glgape", inst, seed, epsilon=eps, c_mu="oracle", m=m)
+        _, res, policy = _trace("m-glgape", inst, seed, epsilon=eps, c_mu="oracle", m=m, calibration="reinterpreted")
         J = np.asarray(res.recommendation)
         assert res.stopped and J.size == m == np.unique(J).size
         errors += not inst.is_correct(J, epsilon=eps, m=m)
@@ -49,7 +50,8 @@ def test_names_m_epsilon_good_arms_and_stops_only_when_every_gap_index_is_below_
         # recomputed here by brute force from GLGapE's width formula (4 corners per pair)
         P, Z = policy.state.P, policy.Z
         t, d = res.n_samples + 1, policy.d_eff  # the round that stopped
-        scale = policy.a_eff * np.sqrt(2 * d * np.log(t) * np.log(np.pi**2 * d * t**2 / (6 * policy.delta)))
+        a_eff = policy.diagnostics["a_eff"]
+        scale = a_eff * np.sqrt(2 * d * np.log(t) * np.log(np.pi**2 * d * t**2 / (6 * policy.delta)))
         lo, hi = policy.c_mu, policy.k_mu
         for j in J:
             for i in set(range(inst.K)) - set(J):
@@ -60,7 +62,11 @@ def test_names_m_epsilon_good_arms_and_stops_only_when_every_gap_index_is_below_
 
 def test_more_arms_to_name_need_more_tests():
     inst = kw_synthetic(K=40, d=4, seed=5)
-    tau = {m: np.median([_trace("m-glgape", inst, s, c_mu="oracle", m=m)[1].n_samples for s in range(6)]) for m in (1, 5)}
+    tau = {
+        m: np.median([_trace("m-glgape", inst, s, c_mu="oracle", m=m, calibration="reinterpreted")[1].n_samples
+                      for s in range(6)])
+        for m in (1, 5)
+    }
     assert tau[5] > tau[1]
 
 

@@ -37,7 +37,7 @@ def _arms(n=120, d=4, seed=0):
 
 
 GSE = {"label": "gse", "algorithm": "gse-log", "budget_per_arm": 4}
-GLGAPE = {"label": "gl", "algorithm": "glgape", "params": {"epsilon": 0.1, "delta": 0.05, "c_mu": "oracle"}}
+GLGAPE = {"label": "gl", "algorithm": "glgape", "params": {"epsilon": 0.1, "delta": 0.05, "c_mu": "oracle", "calibration": "reinterpreted"}}
 
 
 # ---------------------------------------------------------------------------------- data paths

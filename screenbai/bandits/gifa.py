@@ -96,7 +96,7 @@ class GIFA(Policy):
             "theoretical",
             Options(LINEAR_THRESHOLDS + CLASSICAL_THRESHOLDS[:1] + CLASSICAL_THRESHOLDS[2:]),
             "confidence threshold (linear: theoretical, heuristic, abbasi-yadkori; "
-            "classical: lucb1, heuristic, hoeffding)",
+            "classical: lucb1, heuristic, hoeffding); 'heuristic' has no guarantee",
         ),
         "paper_literal": Param(False, BOOLEAN, "theoretical threshold exactly as printed in [RKD21]"),
         "delta_eff": Param(
@@ -377,7 +377,9 @@ class _ClassicalGIFA(GIFA):
     """GIFA on unstructured arms: empirical means and individual widths; every arm pulled once first."""
 
     parameters = {
-        "threshold": Param("lucb1", Options(CLASSICAL_THRESHOLDS), "confidence threshold"),
+        "threshold": Param(
+            "lucb1", Options(CLASSICAL_THRESHOLDS), "confidence threshold ('heuristic' has no guarantee)"
+        ),
         "selection": Param("largest-variance", Options(("largest-variance", "both")), "which of b_t, c_t to pull"),
     }
     fixed = {

@@ -41,6 +41,7 @@ from scipy.special import expit
 from .estimators import PlateDesign, RidgeState
 from .glgape_width import (
     CALIBRATIONS,
+    EXACT_WIDTH_MAX_K,
     SCALES,
     calibrate,
     corner_widths,
@@ -72,7 +73,7 @@ from .ties import argmax_random
 RATIO_MAX_K = 5000  # selection "auto": the L1 ratio rule up to this K, the greedy rule above
 RULES = ("ratio", "greedy")
 
-__all__ = ["GLGapE", "corner_widths", "corners", "log_root", "max_corner_sq", "max_pair_width"]
+__all__ = ["EXACT_WIDTH_MAX_K", "GLGapE", "corner_widths", "corners", "log_root", "max_corner_sq", "max_pair_width"]
 
 
 @register("glgape")
@@ -122,7 +123,8 @@ class GLGapE(Policy):
         "k_mu": Param(0.25, POSITIVE, "Lipschitz constant of the link"),
         "calibration": Param(
             "self-normalized", Options(CALIBRATIONS),
-            "width calibration: 'self-normalized' (error <= delta) or the paper's 'reinterpreted' (no guarantee)",
+            "width calibration: 'self-normalized' (error <= delta), 'theory' (valid, very conservative), "
+            "the paper's 'reinterpreted' and 'literal34' (no guarantee)",
         ),
         "selection": Param("auto", Options(("auto",) + RULES + ("optimized",)),
                            "arm-selection rule: L1 ratio rule, greedy, or auto (ratio up to K = 5000, greedy above)"),
