@@ -185,19 +185,24 @@ def _merged(cls: type, attribute: str) -> dict:
     return out
 
 
-@functools.cache
+_DECLARED: dict[type, dict[str, Param]] = {}  # classes do not change after definition
+
+
 def declared(cls: type) -> dict[str, Param]:
     """The parameters ``cls`` accepts, in declaration order, with its defaults applied."""
-    params = dict(_merged(cls, "parameters"))
-    for name, p in COMMON.items():
-        params.setdefault(name, p)
-    fixed = _merged(cls, "fixed")
-    defaults = _merged(cls, "defaults")
-    return {
-        name: (replace(p, default=defaults[name]) if name in defaults else p)
-        for name, p in params.items()
-        if name not in fixed
-    }
+    hit = _DECLARED.get(cls)
+    if hit is None:
+        params = dict(_merged(cls, "parameters"))
+        for name, p in COMMON.items():
+            params.setdefault(name, p)
+        fixed = _merged(cls, "fixed")
+        defaults = _merged(cls, "defaults")
+        hit = _DECLARED[cls] = {
+            name: (replace(p, default=defaults[name]) if name in defaults else p)
+            for name, p in params.items()
+            if name not in fixed
+        }
+    return hit
 
 
 def renamed(cls: type) -> dict[str, str]:
