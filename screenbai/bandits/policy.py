@@ -92,13 +92,6 @@ def check_features(features) -> np.ndarray:
     return np.ascontiguousarray(X)
 
 
-def check_probability(name: str, value: float) -> float:
-    value = float(value)
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"{name} must lie strictly between 0 and 1; got {value}")
-    return value
-
-
 def as_generator(rng) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
