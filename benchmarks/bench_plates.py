@@ -1,6 +1,6 @@
 """Plates: what filling a plate costs in tests, and how fast the campaign commands answer.
 
-    python benchmarks/bench_plates.py                 # both parts, writes docs/plates.md
+    python benchmarks/bench_plates.py                 # both parts; rewrites the generated blocks of docs/plates.md
     python benchmarks/bench_plates.py --part plates --reps 5 --jobs 2
     python benchmarks/bench_plates.py --part commands
 
@@ -41,7 +41,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from screenbai.report import markdown_table  # noqa: E402  (this tree's package)
+from screenbai.report import markdown_table, write_generated_block  # noqa: E402  (this tree's package)
 
 PLATE_SIZES = (1, 8, 24, 96)
 TARGETS = {"CDK2": ROOT / "config" / "config.yaml", "EGFR": ROOT / "config" / "egfr.yaml"}
@@ -287,34 +287,30 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--out", default=str(ROOT / "docs" / "plates.md"))
     args = ap.parse_args()
-    sections = []
+    command = f"python benchmarks/bench_plates.py {' '.join(sys.argv[1:])}".rstrip()
+    out = Path(args.out)
     if args.part in ("plates", "both"):
         runs = part_plates(args.reps, args.jobs, args.seed)
-        runs.to_csv(Path(args.out).with_suffix(".csv"), index=False)
+        runs.to_csv(out.with_suffix(".csv"), index=False)
         table = plates_table(runs)
         print(table.to_string(index=False))
-        sections.append("## Tests and plates until stopping\n\n" + markdown_table(table, ".4g"))
+        write_generated_block(out, "bench_plates:plates", f"Written by `{command}`.\n\n" + markdown_table(table, ".4g"))
     if args.part in ("commands", "both"):
+        load = os.getloadavg()[0]
         with tempfile.TemporaryDirectory(prefix="bench-plates-") as tmp:
             table, facts = part_commands(Path(tmp))
+        facts["load average (1 min) before / after"] = f"{load:.2f} / {os.getloadavg()[0]:.2f}"
         print(table.to_string(index=False))
         print(facts)
-        sections.append(
-            "## `screenbai campaign` commands at K = 10 000 with 5 000 outcomes\n\n"
+        write_generated_block(
+            out,
+            "bench_plates:commands",
+            f"Written by `{command}`.\n\n"
             + markdown_table(table, ".3g")
             + "\n\n"
-            + "\n".join(f"- {k}: {v:.3g}" if isinstance(v, float) else f"- {k}: {v}" for k, v in facts.items())
+            + "\n".join(f"- {k}: {v:.3g}" if isinstance(v, float) else f"- {k}: {v}" for k, v in facts.items()),
         )
-    if sections:
-        text = f"<!-- written by: python benchmarks/bench_plates.py {' '.join(sys.argv[1:])} -->\n\n" + "\n\n".join(
-            sections
-        )
-        out = Path(args.out)
-        if out.exists() and args.part != "both":
-            text = out.read_text().rstrip() + "\n\n" + text
-        out.write_text(text + "\n")
-        print(f"written {out}")
-
+    print(f"written {out} (only its generated blocks; the prose around them is kept)")
 
 if __name__ == "__main__":
     main()

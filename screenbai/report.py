@@ -311,6 +311,33 @@ def markdown_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
     return "\n".join([head, sep, *body])
 
 
+def write_generated_block(path: str | os.PathLike, name: str, content: str) -> None:
+    """Put ``content`` between the lines ``<!-- name:begin -->`` and ``<!-- name:end -->`` of the text
+    file ``path`` and leave everything else (the prose a person wrote around it) as it was.
+
+    A file without these markers gets them, with the content, appended at its end (a missing file is
+    created).  Markers that are unpaired, repeated or out of order are an error: nothing is written.
+    """
+    path = Path(path)
+    begin, end = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    block = f"{begin}\n{content.strip()}\n{end}"
+    lines = text.splitlines()
+    at_begin = [i for i, line in enumerate(lines) if line.strip() == begin]
+    at_end = [i for i, line in enumerate(lines) if line.strip() == end]
+    if not at_begin and not at_end:
+        text = (text.rstrip() + "\n\n" if text.strip() else "") + block + "\n"
+    elif len(at_begin) == 1 and len(at_end) == 1 and at_begin[0] < at_end[0]:
+        text = "\n".join(lines[: at_begin[0]] + [block] + lines[at_end[0] + 1 :]) + "\n"
+    else:
+        raise ValueError(
+            f"{path}: the generated block {name!r} needs exactly one {begin!r} line before one {end!r} "
+            f"line (found begin on lines {[i + 1 for i in at_begin]}, end on lines {[i + 1 for i in at_end]}); "
+            "fix the markers by hand"
+        )
+    path.write_text(text, encoding="utf-8")
+
+
 def html_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
     return df.to_html(index=False, na_rep="", border=0, classes="screenbai",
                       float_format=lambda v: format(v, floatfmt), escape=True)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import csv
 import json
+import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
 
-from screenbai.campaign import Campaign
+from screenbai.campaign import Campaign, report
 from screenbai.campaign.backtest import farthest_point_order, hit_recovery
 from screenbai.cli import main
 
@@ -81,9 +82,11 @@ def test_init_next_record_status_report(tmp_path, library_csv, capsys):
 
     assert main(["campaign", "report", str(camp), "--out", str(tmp_path / "rep")]) == 0
     page = (tmp_path / "rep" / "index.html").read_text()
-    for png in ("leader_over_time.png", "tests_per_compound.png", "recommended_structures.png"):
-        assert png in page
-        assert (tmp_path / "rep" / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "recommended_structures.png" in page
+    assert (tmp_path / "rep" / "recommended_structures.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    for svg in ("leader_over_time.svg", "tests_per_compound.svg"):
+        assert svg in page
+        ET.parse(tmp_path / "rep" / svg)  # well-formed
     assert status["recommendation"][0]["compound_id"] in page and "unparseable SMILES" in page
     assert str(library_csv.resolve()) in page
 
@@ -139,3 +142,37 @@ def test_backtest_finds_the_planted_best(tmp_path):
         n, _, _, _ = camp.observations()
         assert n.sum() == res.tests and len(camp.history()) == res.plates
     assert res.curve["campaign"][-1] == 1.0
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def test_tests_chart_bars_follow_the_counts(tmp_path):
+    n = np.array([0, 5, 12, 3, 0, 7], dtype=float)
+    s = np.array([0, 1, 6, 3, 0, 0], dtype=float)
+    ids = [f"C{i}" for i in range(len(n))]
+    path = report.tests_figure(n, s, ids, {2}, True, tmp_path / "t.svg", top=3)
+    root = ET.parse(path).getroot()
+    bars = [r for r in root.iter(f"{SVG}rect") if r.get("class") == "tests"]
+    dark = [r for r in root.iter(f"{SVG}rect") if r.get("class") == "positive"]
+    widths = [float(r.get("width")) for r in bars]
+    assert len(bars) == len(dark) == 3  # the three most tested: C2, C5, C1, top to bottom
+    assert widths[0] / 12 == pytest.approx(widths[1] / 7, rel=1e-3) == pytest.approx(widths[2] / 5, rel=1e-3)
+    assert [float(r.get("width")) for r in dark] == pytest.approx([widths[0] / 2, 0.0, widths[2] / 5], abs=0.11)
+    assert [r.get("fill") for r in bars] == ["#d62728", "#7f7f7f", "#7f7f7f"]  # red: recommended
+    labels = [t.text for t in root.iter(f"{SVG}text")]
+    assert labels.index("C2") < labels.index("C5") < labels.index("C1") and "C3" not in labels
+    assert report.tests_figure(np.zeros(3), np.zeros(3), ids[:3], set(), True, tmp_path / "none.svg") is None
+
+
+def test_leader_chart_steps_through_the_history(tmp_path):
+    history = [(1, 10, ["A"], False), (2, 20, ["B"], False), (3, 35, ["B"], False), (4, 50, ["A"], True)]
+    root = ET.parse(report.leader_figure(history, tmp_path / "l.svg")).getroot()
+    (line,) = root.iter(f"{SVG}polyline")
+    pts = [tuple(map(float, p.split(","))) for p in line.get("points").split()]
+    assert len(pts) == 1 + 2 * 3  # each later file: across at the old leader's row, then to the new one
+    assert len({y for _, y in pts}) == 2 and pts[0][1] == pts[-1][1]  # rows A and B; A again at the end
+    xs = [float(c.get("cx")) for c in root.iter(f"{SVG}circle")]
+    assert (xs[1] - xs[0]) / 10 == pytest.approx((xs[3] - xs[2]) / 15, rel=1e-3)
+    assert any("stopped after 50 tests" in (t.text or "") for t in root.iter(f"{SVG}text"))
+    assert report.leader_figure([], tmp_path / "e.svg") is None

@@ -18,6 +18,7 @@ from screenbai.report import (
     plot_samples,
     structure_grid,
     summarize_screens,
+    write_generated_block,
     write_report,
 )
 
@@ -145,3 +146,24 @@ def test_write_report_files(tmp_path):
     page = outputs["page"].read_text()
     assert 'class="warning"' in page and page.count("<table") == 4 and "IC50" not in page
     assert "<table" in outputs["declared_html"].read_text()
+
+
+def test_generated_block_replaces_only_its_own_text(tmp_path):
+    doc = tmp_path / "doc.md"
+    write_generated_block(doc, "bench", "table 1")  # a new file: the block alone
+    assert doc.read_text() == "<!-- bench:begin -->\ntable 1\n<!-- bench:end -->\n"
+    prose_before, prose_after = "# Title\n\nWhy these runs.\n", "\nWhat the table shows.\n"
+    doc.write_text(prose_before + doc.read_text() + prose_after)
+    write_generated_block(doc, "bench", "table 2\nsecond line")
+    write_generated_block(doc, "other", "another block")  # a second name: appended, the first untouched
+    text = doc.read_text()
+    assert text.startswith(prose_before + "<!-- bench:begin -->\ntable 2\nsecond line\n<!-- bench:end -->\n")
+    assert "What the table shows." in text and "table 1" not in text
+    assert text.endswith("<!-- other:begin -->\nanother block\n<!-- other:end -->\n")
+    write_generated_block(doc, "bench", "table 2\nsecond line")
+    assert doc.read_text() == text  # idempotent
+    doc.write_text(text.replace("<!-- bench:end -->", ""))
+    broken = doc.read_text()
+    with pytest.raises(ValueError, match=r"doc.md.*'bench'.*begin on lines \[4\], end on lines \[\]"):
+        write_generated_block(doc, "bench", "table 3")
+    assert doc.read_text() == broken

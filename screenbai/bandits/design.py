@@ -22,7 +22,6 @@ import warnings
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
-from scipy.optimize import minimize_scalar
 
 from .linalg import gram_pull, project_if_deficient, spanning_arms, weighted_sherman_morrison
 from .policy import as_generator
@@ -221,6 +220,8 @@ def _d_exact_step(away_steps: bool):
 
 def _d_gradient_step(state: _RankOneDesign, k: int, kmax: int, a_max: float) -> None:
     """Vertex from the gradient of -log det, step by a numerical line search on log det."""
+    from scipy.optimize import minimize_scalar  # here: importing scipy.optimize costs 0.1 s at every start
+
     d = state.d
     u, b, c = state.direction(kmax)
     # -log det((1-g) Lam + g z z^T) = -d log(1-g) - log(1 + s c) + const, s = g/(1-g)
@@ -236,6 +237,8 @@ def _d_gradient_step(state: _RankOneDesign, k: int, kmax: int, a_max: float) -> 
 def _g_linesearch_step():
     """Literal [AKG22] Alg. 2: Danskin subgradient vertex and a bounded line search on the
     nonsmooth G-objective; warns and reports a stall after 5 consecutive zero steps."""
+    from scipy.optimize import minimize_scalar  # here: importing scipy.optimize costs 0.1 s at every start
+
     zero_steps = 0
 
     def step(state: _RankOneDesign, k: int, kmax: int, a_max: float) -> bool:

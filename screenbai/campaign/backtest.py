@@ -273,10 +273,12 @@ def hit_recovery(tested: np.ndarray, top: np.ndarray, K: int, one_shot: np.ndarr
 
 
 def curve_figure(result: BacktestResult, path: Path) -> Path:
-    from .report import _figure
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     c = result.curve
-    fig = _figure(6.5, 4.0)
+    fig = Figure(figsize=(6.5, 4.0), dpi=110)
+    FigureCanvasAgg(fig)
     ax = fig.add_subplot()
     ax.plot(c["tests"], c["campaign"], label="campaign (adaptive)", color="tab:blue")
     ax.plot(c["tests"], c["random"], label="random screening (expected)", color="tab:gray", ls="--")
