@@ -65,7 +65,7 @@ def test_features_are_the_workflow_morgan_pca_plus_intercept(tmp_path):
 
 def test_column_errors_name_the_columns(tmp_path):
     p = _csv(tmp_path, [("C0", "CCO")])
-    with pytest.raises(ValueError, match=r"--smiles-column 'smiles' is not a column.*'structure'"):
+    with pytest.raises(ValueError, match=r"SMILES column 'smiles' is not a column.*'structure'"):
         import_library(p, id_column="name", smiles_column="smiles")
     with pytest.raises(ValueError, match="name the id and SMILES columns"):
         import_library(p)

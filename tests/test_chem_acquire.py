@@ -22,6 +22,7 @@ from screenbai.chem.acquire import (
     load_activities,
     read_activity_table,
     read_chembl_export,
+    read_structure_table,
 )
 
 HTTP_DIR = Path(__file__).parent / "data" / "chembl_http"
@@ -348,6 +349,50 @@ def test_read_activity_table_sdf(tmp_path):
         read_activity_table(path, smiles_column=None, activity_column="Ki")
 
 
+def test_read_structure_table_csv(tmp_path):
+    path = tmp_path / "library.tsv.gz"
+    path.write_bytes(gzip.compress(b"name\tsmi\tvendor\nA\tCCO\tX\n\t\tY\nC\tnot a smiles\tZ\nA\tCCN\t\n"))
+    df = read_structure_table(path, id_column="name", smiles_column="smi")
+    assert list(df.columns) == ["source_row", "compound_id", "smiles"]
+    assert df["source_row"].tolist() == [2, 3, 4, 5]  # the header is line 1
+    assert df["compound_id"].tolist() == ["A", "", "C", "A"]  # nothing dropped, blank or repeated
+    assert df["smiles"].tolist() == ["CCO", "", "not a smiles", "CCN"]
+    with pytest.raises(ValueError, match=r"library.tsv.gz: the SMILES column 'smiles'.*\['name', 'smi', 'vendor'\]"):
+        read_structure_table(path, id_column="name", smiles_column="smiles")
+    with pytest.raises(ValueError, match=r"library.tsv.gz: the id column 'id'"):
+        read_structure_table(path, id_column="id", smiles_column="smi")
+    with pytest.raises(ValueError, match=r"library.tsv.gz: name the id and SMILES columns.*\['name', 'smi', 'vendor'\]"):
+        read_structure_table(path, smiles_column="smi")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("name,smi\nA,CCO\nB,CCN,extra\n")
+    with pytest.raises(ValueError, match=r"bad.csv: cannot be read.*line 3, saw 3"):
+        read_structure_table(bad, id_column="name", smiles_column="smi")
+    with pytest.raises(FileNotFoundError, match="missing.csv"):
+        read_structure_table(tmp_path / "missing.csv", id_column="name", smiles_column="smi")
+
+
+def test_read_structure_table_sdf(tmp_path):
+    from rdkit import Chem
+
+    path = tmp_path / "library.sdf"
+    with Chem.SDWriter(str(path)) as w:
+        for name, smi in [("cpd1", "CCO"), ("cpd2", "c1ccccc1N")]:
+            m = Chem.MolFromSmiles(smi)
+            m.SetProp("_Name", name)
+            m.SetProp("vendor_id", name.upper())
+            w.write(m)
+    good = path.read_text()
+    broken = good.split("$$$$\n")[0].replace("V2000", "V9999") + "$$$$\n"  # a record RDKit cannot read
+    path.write_text(good + broken)
+    df = read_structure_table(path)  # the title line and each record's structure
+    assert df["source_row"].tolist() == [1, 2, 3]  # record numbers
+    assert df["compound_id"].iloc[:2].tolist() == ["cpd1", "cpd2"] and pd.isna(df["compound_id"].iloc[2])
+    assert df["smiles"].iloc[:2].tolist() == ["CCO", "Nc1ccccc1"] and pd.isna(df["smiles"].iloc[2])
+    assert read_structure_table(path, id_column="vendor_id")["compound_id"].iloc[:2].tolist() == ["CPD1", "CPD2"]
+    with pytest.raises(ValueError, match=r"library.sdf: the id column 'catalog'.*'vendor_id'"):
+        read_structure_table(path, id_column="catalog")
+
+
 def test_sdf_record_too_large_gets_no_smiles(tmp_path, caplog):
     # RDKit's SMILES writer crashes the interpreter on some 20,000 atoms; records over the
     # InChI limit are kept without SMILES (curation drops them as missing SMILES), named in the log
@@ -401,10 +446,14 @@ def test_load_activities_chembl_kind_uses_client_and_cache(serve, tmp_path):
 
 
 # ------------------------------------------------------------------ unreadable files name themselves
-def _read_both(path: Path) -> list[str]:
-    """The messages of both text readers for one file."""
+def _read_each(path: Path) -> list[str]:
+    """The messages of every text reader for one file."""
     messages = []
-    for read in (read_chembl_export, lambda p: read_activity_table(p, smiles_column="Smiles", activity_column="Value")):
+    for read in (
+        read_chembl_export,
+        lambda p: read_activity_table(p, smiles_column="Smiles", activity_column="Value"),
+        lambda p: read_structure_table(p, id_column="Value", smiles_column="Smiles"),
+    ):
         with pytest.raises(ValueError) as info:
             read(path)
         messages.append(str(info.value))
@@ -415,11 +464,11 @@ def test_empty_file_names_the_file(tmp_path):
     for name, content in (("empty.csv", b""), ("blank.csv", b"\n\n")):
         path = tmp_path / name
         path.write_bytes(content)
-        for msg in _read_both(path):
+        for msg in _read_each(path):
             assert msg.startswith(f"{path}: the file is empty")
     header_only = tmp_path / "header.csv"
     header_only.write_text("Smiles,Value\n")
-    for msg in _read_both(header_only):
+    for msg in _read_each(header_only):
         assert msg.startswith(f"{header_only}: holds no data rows")
 
 
@@ -428,7 +477,7 @@ def test_undecodable_bytes_say_encoding_and_how_to_convert(tmp_path, gz):
     data = b"Smiles,Value\nCCO,5\n" + "CCN,6 µM\n".encode("cp1252")
     path = tmp_path / ("latin.csv.gz" if gz else "latin.csv")
     path.write_bytes(gzip.compress(data) if gz else data)
-    for msg in _read_both(path):
+    for msg in _read_each(path):
         assert msg.startswith(f"{path}: not UTF-8 text at line 3")
         assert "encoding tried is UTF-8" in msg and "iconv -f WINDOWS-1252 -t UTF-8" in msg
 
@@ -437,9 +486,9 @@ def test_header_delimiter_differs_from_rows(tmp_path):
     path = tmp_path / "mixed.csv"
     path.write_text("Molecule ChEMBL ID;Smiles;Standard Type;Standard Value;Standard Units;Value\n"
                     'CHEMBL1,CCO,IC50,5,nM,5\nCHEMBL2,"C,N",IC50,6,nM,6\n')
-    for msg in _read_both(path):
+    for msg in _read_each(path):
         assert msg.startswith(f"{path}: the header is separated by ';' (6 columns) but the rows are separated by ','")
     trailing = tmp_path / "trailing.csv"
     trailing.write_text("Smiles,Value\nCCO,5,\nCCN,6,\n")  # pandas would silently make Smiles the index
-    for msg in _read_both(trailing):
+    for msg in _read_each(trailing):
         assert msg.startswith(f"{trailing}: none of the first 2 rows has the header's 2 columns")

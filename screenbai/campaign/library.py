@@ -62,23 +62,21 @@ def file_sha256(path: Path) -> str:
 
 
 def _detect_kind(path: Path) -> str:
+    from screenbai.chem.acquire import is_chembl_export
+
     if path.suffix.lower() == ".parquet":
         return "featurized"
     suffixes = "".join(path.suffixes).lower()
     if ".sdf" in suffixes or path.suffix.lower() == ".sd":
         return "table"
-    from screenbai.chem.acquire import _open_text
-
-    with _open_text(path) as fh:
-        header = fh.readline()
-    return "chembl-export" if "Molecule ChEMBL ID" in header else "table"
+    return "chembl-export" if is_chembl_export(path) else "table"
 
 
 def _read_rows(path: Path, kind: str, id_column: str | None, smiles_column: str | None):
     """Input rows as a frame: source_row (1-based data line or SDF record), compound_id, input_smiles."""
     import pandas as pd
 
-    from screenbai.chem.acquire import _read_sdf, _read_text_table, read_chembl_export
+    from screenbai.chem.acquire import read_chembl_export, read_structure_table
 
     if kind == "chembl-export":
         raw = read_chembl_export(path)
@@ -93,33 +91,8 @@ def _read_rows(path: Path, kind: str, id_column: str | None, smiles_column: str 
         n_rows = len(frame)
         frame = frame.drop_duplicates(["compound_id", "input_smiles"], keep="first").reset_index(drop=True)
         return frame, {"activity_rows": n_rows, "distinct_molecule_rows": len(frame)}
-    suffixes = "".join(path.suffixes).lower()
-    is_sdf = ".sdf" in suffixes or path.suffix.lower() == ".sd"
-    table = _read_sdf(path) if is_sdf else _read_text_table(path)
-    smiles_col: str | None
-    if is_sdf:
-        id_column = id_column or "_Name"
-        smiles_col = smiles_column or "_structure_smiles"
-    else:
-        smiles_col = smiles_column
-        if smiles_col is None or id_column is None:
-            raise ValueError(
-                f"{path}: name the id and SMILES columns (--id-column, --smiles-column); "
-                f"columns are {list(table.columns)}"
-            )
-    for option, col in (("--id-column", id_column), ("--smiles-column", smiles_col)):
-        if col not in table.columns:
-            shown = [c for c in table.columns if c not in ("_structure_smiles", "_record")]
-            raise ValueError(f"{path}: {option} {col!r} is not a column; columns are {shown}")
-    rows = table["_record"] + 1 if is_sdf else np.arange(2, len(table) + 2)  # header is line 1
-    frame = pd.DataFrame(
-        {
-            "source_row": np.asarray(rows, dtype=np.int64),
-            "compound_id": table[id_column].astype(object),
-            "input_smiles": table[smiles_col].astype(object),
-        }
-    )
-    return frame, {"rows": len(frame)}
+    frame = read_structure_table(path, id_column=id_column, smiles_column=smiles_column)
+    return frame.rename(columns={"smiles": "input_smiles"}), {"rows": len(frame)}
 
 
 def _blank(v) -> bool:

@@ -33,6 +33,8 @@ __all__ = [
     "fetch_chembl_activities",
     "read_chembl_export",
     "read_activity_table",
+    "read_structure_table",
+    "is_chembl_export",
     "load_activities",
 ]
 
@@ -229,6 +231,15 @@ def _require_rows(path: Path, df: pd.DataFrame) -> None:
 # ----------------------------------------------------------------------------------------
 
 
+def is_chembl_export(path: str | Path) -> bool:
+    """Whether a text file's header is a ChEMBL web export's (it has the ``Molecule ChEMBL ID`` column)."""
+    try:
+        with _open_text(Path(path)) as fh:
+            return "Molecule ChEMBL ID" in fh.readline()
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(Path(path), exc) from exc
+
+
 def read_chembl_export(path: str | Path) -> pd.DataFrame:
     """Read a CSV exported from the ChEMBL web interface (or a snake_case derivative).
 
@@ -278,6 +289,20 @@ def read_chembl_export(path: str | Path) -> pd.DataFrame:
 # ----------------------------------------------------------------------------------------
 
 _VALUE_WITH_RELATION = re.compile(r"^\s*(>=|<=|>|<|~|=)?\s*(.*?)\s*$")
+
+
+def _is_sdf(path: Path) -> bool:
+    return ".sdf" in "".join(path.suffixes).lower() or path.suffix.lower() == ".sd"
+
+
+def _read_table(path: Path, what: str) -> tuple[pd.DataFrame, bool]:
+    """A chemist's CSV/TSV/SDF file as read (with at least one row), and whether it is SDF."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} not found: {path}")
+    is_sdf = _is_sdf(path)
+    df = _read_sdf(path) if is_sdf else _read_text_table(path)
+    _require_rows(path, df)
+    return df, is_sdf
 
 
 def _read_sdf(path: Path) -> pd.DataFrame:
@@ -358,11 +383,7 @@ def read_activity_table(
         If a named column does not exist (the message lists the available ones).
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"activity table not found: {path}")
-    is_sdf = ".sdf" in "".join(path.suffixes).lower() or path.suffix.lower() == ".sd"
-    df = _read_sdf(path) if is_sdf else _read_text_table(path)
-    _require_rows(path, df)
+    df, is_sdf = _read_table(path, "activity table")
     _check_named_columns(
         path,
         df,
@@ -401,6 +422,58 @@ def read_activity_table(
 
 
 _SDF_INTERNAL = ("_structure_smiles", "_record")
+
+
+def read_structure_table(
+    path: str | Path, *, id_column: str | None = None, smiles_column: str | None = None
+) -> pd.DataFrame:
+    """Read a table of structures without activities (CSV, TSV or SDF), one row per input row.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.csv``/``.tsv``/``.txt`` (delimiter sniffed, gzip allowed) or ``.sdf``/``.sdf.gz``.
+    id_column, smiles_column : str, optional
+        The columns holding the compound id and its SMILES; both are required for a text table.
+        For SDF they default to the title line (``"_Name"``) and each record's structure.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``source_row`` (text: the line in the file, the header being line 1; SDF: the record's
+        number from 1), ``compound_id`` and ``smiles`` as written (None for an SDF record RDKit
+        could not read), as objects.  Nothing is dropped or checked here: curation reports
+        blank, unparseable and duplicate rows by ``source_row``.
+
+    Raises
+    ------
+    FileNotFoundError
+        If ``path`` does not exist.
+    ValueError
+        If the file is empty, not UTF-8, malformed, holds no data rows, or lacks a named column
+        (the message names the file and lists the columns found).
+    """
+    path = Path(path)
+    df, is_sdf = _read_table(path, "structure table")
+    available = [c for c in df.columns if c not in _SDF_INTERNAL]
+    if is_sdf:
+        id_column = id_column or "_Name"
+        smiles_column = smiles_column or "_structure_smiles"
+    elif id_column is None or smiles_column is None:
+        raise ValueError(f"{path}: name the id and SMILES columns of a CSV/TSV table; its columns are {available}")
+    for what, col in (("id", id_column), ("SMILES", smiles_column)):
+        if col not in df.columns:
+            raise ValueError(
+                f"{path}: the {what} column {col!r} is not a column of the table; its columns are {available}"
+            )
+    rows = df["_record"].to_numpy() + 1 if is_sdf else range(2, len(df) + 2)
+    return pd.DataFrame(
+        {
+            "source_row": pd.array(rows, dtype="int64"),
+            "compound_id": df[id_column].astype(object).to_numpy(),
+            "smiles": df[smiles_column].astype(object).to_numpy(),
+        }
+    )
 
 
 def _check_named_columns(path: Path, df: pd.DataFrame, is_sdf: bool, **named: str | None) -> None:
