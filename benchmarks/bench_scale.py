@@ -9,7 +9,9 @@ Every measurement runs in its own process (``--worker``), so each reports its ow
 median of 7) and then ``--rounds`` rounds of ask / pull / tell after the initial phase (which is
 not timed), each followed by one more pass; the round's cost is the median over the rounds, and
 "round/pass" the median over the rounds of the round's time over the pass timed right after it
-(so that both see the same load on a shared machine). Nothing can stop: the instance has
+(so that both see the same load on a shared machine), with its quartiles over the rounds. Each
+configuration is measured ``--repeats`` times (with ``--old``, alternating the two trees), and the
+summary gives the median and range over these measurements. Nothing can stop: the instance has
 two arms sharing the best mean and epsilon is 0 (GLGapE: 1e-9). Features are seeded Gaussian
 rows scaled to norm about 1; rewards are linear with Gaussian noise (m-LinGapE) or Bernoulli
 with logistic means (GLGapE).
@@ -94,9 +96,10 @@ def worker(args: argparse.Namespace) -> dict:
             X @ v  # a pass right after each round: the ratio sees the same load as the round
             rounds.append(t1 - t0)
             passes.append(time.perf_counter() - t1)
-    ratio = float(np.median(np.array(rounds) / np.array(passes)))
-    return {"algorithm": args.algorithm, "K": args.K, "d": args.d, "matvec_s": matvec, "round_s": float(np.median(rounds)),
-            "ratio": ratio,
+    ratios = np.array(rounds) / np.array(passes)
+    return {"algorithm": args.algorithm, "K": args.K, "d": args.d, "matvec_s": matvec,
+            "round_s": float(np.median(rounds)), "ratio": float(np.median(ratios)), "ratio_q25": float(np.quantile(ratios, 0.25)),
+            "ratio_q75": float(np.quantile(ratios, 0.75)),
             "build_s": build, "init_s": init, "init_pulls": init_pulls,
             "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
 
@@ -116,6 +119,7 @@ def main() -> int:
     ap.add_argument("--K", type=int, nargs="+", default=[10_000, 100_000, 1_000_000], help="numbers of arms")
     ap.add_argument("--d", type=int, default=20, help="feature dimension")
     ap.add_argument("--rounds", type=int, default=30, help="timed rounds per measurement")
+    ap.add_argument("--repeats", type=int, default=3, help="measurements (processes) per algorithm, K and tree")
     ap.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS))
     ap.add_argument("--params", default="{}", help="extra parameters (JSON) for every algorithm")
     ap.add_argument("--old", type=Path, default=None, help="a worktree of older code: time it too, alternately")
@@ -128,36 +132,56 @@ def main() -> int:
         print(json.dumps(worker(args)))
         return 0
     print(f"screenbai scale benchmark: Python {platform.python_version()}, {os.cpu_count()} CPUs, load average "
-          f"{os.getloadavg()[0]:.1f} (other jobs may share the cores); one BLAS thread; median of {args.rounds} rounds")
+          f"{os.getloadavg()[0]:.1f} (other jobs may share the cores); one BLAS thread; median of {args.rounds} rounds "
+          f"per measurement, {args.repeats} measurements (processes) each")
     head = f"{'tree':5s} {'algorithm':10s} {'K':>9s} {'pass X@v':>10s} {'round':>10s} {'round/pass':>10s} " \
-           f"{'init pulls':>10s} {'init':>8s} {'peak RSS':>9s}"
+           f"{'(q25-q75)':>11s} {'init pulls':>10s} {'init':>8s} {'peak RSS':>9s}"
     print(head)
     rows = []
+    trees = [("new", REPO, json.loads(args.params))]
+    if args.old is not None:
+        trees.append(("old", args.old, json.loads(args.old_params)))
     for algorithm in args.algorithms:
         for K in args.K:
-            trees = [("new", REPO, json.loads(args.params))]
-            if args.old is not None:
-                trees.append(("old", args.old, json.loads(args.old_params)))
-            pair = []
-            for label, tree, params in trees:
-                r = run_worker(tree, algorithm, K, args.d, args.rounds, params)
-                r["tree"] = label
-                rows.append(r)
-                if "error" in r:
-                    print(f"{label:5s} {algorithm:10s} {K:9d}  error: {r['error']}")
-                    continue
-                pair.append(r)
-                print(f"{label:5s} {algorithm:10s} {K:9d} {1e3 * r['matvec_s']:8.3f}ms {1e3 * r['round_s']:8.3f}ms "
-                      f"{r['ratio']:10.2f} {r['init_pulls']:10d} {r['init_s']:7.2f}s "
-                      f"{r['peak_rss_gib']:7.2f}GiB", flush=True)
-            if len(pair) == 2:
-                print(f"      {algorithm}, K = {K}: new/old round cost {pair[0]['round_s'] / pair[1]['round_s']:.2f}")
+            for _ in range(args.repeats):
+                for label, tree, params in trees:  # alternating: both trees see the same load
+                    r = run_worker(tree, algorithm, K, args.d, args.rounds, params)
+                    r["tree"] = label
+                    rows.append(r)
+                    if "error" in r:
+                        print(f"{label:5s} {algorithm:10s} {K:9d}  error: {r['error']}")
+                        continue
+                    print(f"{label:5s} {algorithm:10s} {K:9d} {1e3 * r['matvec_s']:8.3f}ms {1e3 * r['round_s']:8.3f}ms "
+                          f"{r['ratio']:10.2f} {r['ratio_q25']:5.2f}-{r['ratio_q75']:<5.2f} {r['init_pulls']:10d} "
+                          f"{r['init_s']:7.2f}s {r['peak_rss_gib']:7.2f}GiB", flush=True)
+    print("\nacross measurements: median (min-max)")
+    ok = [r for r in rows if "error" not in r]
+
+    def spread(values) -> str:
+        return f"{np.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
     for algorithm in dict.fromkeys(args.algorithms):
-        new = [r for r in rows if r["algorithm"] == algorithm and r["tree"] == "new" and "error" not in r]
-        if len({r["K"] for r in new}) >= 2:
-            lo, hi = new[0], new[-1]
-            print(f"{algorithm}: round cost K = {lo['K']} -> {hi['K']}: x{hi['round_s'] / lo['round_s']:.1f}, "
-                  f"one pass X@v x{hi['matvec_s'] / lo['matvec_s']:.1f} (K grew x{hi['K'] / lo['K']:.0f})")
+        for K in args.K:
+            for label, _, _ in trees:
+                sel = [r for r in ok if (r["algorithm"], r["K"], r["tree"]) == (algorithm, K, label)]
+                if sel:
+                    print(f"{label:5s} {algorithm:10s} K = {K:>9,}: round/pass {spread([r['ratio'] for r in sel])}, "
+                          f"round {spread([1e3 * r['round_s'] for r in sel])} ms, "
+                          f"peak RSS {max(r['peak_rss_gib'] for r in sel):.2f} GiB")
+            new = [r for r in ok if (r["algorithm"], r["K"], r["tree"]) == (algorithm, K, "new")]
+            old = [r for r in ok if (r["algorithm"], r["K"], r["tree"]) == (algorithm, K, "old")]
+            if new and len(new) == len(old):  # measured in alternation: pair them
+                print(f"      {algorithm}, K = {K}: new/old round cost "
+                      f"{spread([a['round_s'] / b['round_s'] for a, b in zip(new, old)])}")
+        new = [r for r in ok if r["algorithm"] == algorithm and r["tree"] == "new"]
+        Ks = sorted({r["K"] for r in new})
+        if len(Ks) >= 2:
+            lo = [r for r in new if r["K"] == Ks[0]]
+            hi = [r for r in new if r["K"] == Ks[-1]]
+            round_growth = np.median([r["round_s"] for r in hi]) / np.median([r["round_s"] for r in lo])
+            pass_growth = np.median([r["matvec_s"] for r in hi]) / np.median([r["matvec_s"] for r in lo])
+            print(f"{algorithm}: K = {Ks[0]:,} -> {Ks[-1]:,} (x{Ks[-1] // Ks[0]}): round cost x{round_growth:.0f}, "
+                  f"one pass X@v x{pass_growth:.0f} (medians over the measurements)")
     return 0
 
 

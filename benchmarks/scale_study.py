@@ -15,10 +15,16 @@ x = (1, F), so the outcome model is exactly logistic in x with theta = (BETA, AL
 For each K a seeded random subset of K compounds (``default_rng(K)``) is screened; every
 replication draws Bernoulli outcomes from its own seed.
 
-Algorithms: GLGapE (epsilon 0.1, delta 0.05, c_mu oracle, selection auto: greedy at these K)
-and m-LinGapE (m = 1, epsilon 0.1, delta 0.05, sigma 0.5, heuristic threshold as in the CDK2
-study; its spanning-set start, d + 1 = 21 tests). A run is cut at ``--max-samples`` tests and then
+Algorithms: GLGapE (epsilon 0.1, delta 0.05, c_mu oracle, selection auto: greedy at these K, and
+the paper's calibration "reinterpreted", which has no guarantee) and m-LinGapE (m = 1, epsilon 0.1,
+delta 0.05, sigma 0.5, heuristic threshold as in the CDK2 study, no guarantee either; its
+spanning-set start, d + 1 = 21 tests). A run is cut at ``--max-samples`` tests and then
 counts as not stopped. Writes ``records.csv`` and ``tests_vs_K.png`` to ``--out``.
+
+GLGapE's default calibration ("self-normalized", error <= delta, plug-in c_mu and S) is run with
+``--glgape-default``. On this library it does not stop in any affordable number of tests: its
+widths scale with 1 / c_mu, and min_a mu'(x_a^T theta) over a library whose cure probabilities
+reach down to 10^-4 is about 10^-3 (docs/scale.md gives the runs).
 """
 
 from __future__ import annotations
@@ -44,7 +50,8 @@ MOSES = SHARED / "moses" / "moses_train_smiles.csv.gz"
 GROUND_TRUTH_SEED, ALPHA, BETA = 2026, 1.5, -2.0
 
 ALGORITHMS = {
-    "glgape": {"epsilon": 0.1, "delta": 0.05, "c_mu": "oracle"},
+    # the paper's calibration with the oracle c_mu: NO GUARANTEE (see the docstring for why not the default)
+    "glgape": {"epsilon": 0.1, "delta": 0.05, "c_mu": "oracle", "calibration": "reinterpreted"},
     "m-lingape": {"m": 1, "epsilon": 0.1, "delta": 0.05, "sigma": 0.5, "threshold": "heuristic", "init": "span"},
 }
 
@@ -75,6 +82,8 @@ def main() -> int:
     ap.add_argument("--reps-largest", type=int, default=1, help="replications at the largest K")
     ap.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS))
     ap.add_argument("--max-samples", type=int, default=50_000, help="tests after which a run is cut")
+    ap.add_argument("--glgape-default", action="store_true",
+                    help="GLGapE with its default settings (self-normalized calibration) instead of the paper's")
     ap.add_argument("--store", type=Path, default=Path("/tmp/screenbai_moses_store"), help="fingerprint store")
     ap.add_argument("--features", type=Path, default=Path("/tmp/screenbai_moses_d20.npy"), help="PCA scores cache")
     ap.add_argument("--out", type=Path, default=REPO / "docs" / "scale", help="output folder")
@@ -92,7 +101,8 @@ def main() -> int:
         n_good = int(np.sum(inst.means >= inst.means.max() - 0.1))
         reps = args.reps_largest if K == max(args.K) and len(args.K) > 1 else args.reps
         for name in args.algorithms:
-            params = {**ALGORITHMS[name], "max_samples": args.max_samples}
+            default = name == "glgape" and args.glgape_default
+            params = {**({"epsilon": 0.1, "delta": 0.05} if default else ALGORITHMS[name]), "max_samples": args.max_samples}
             for r in range(reps):
                 seed = np.random.SeedSequence(7, spawn_key=(K, r))
                 t0 = time.perf_counter()

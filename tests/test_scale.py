@@ -144,3 +144,96 @@ def test_the_kept_gram_row_follows_the_updates():
     np.testing.assert_array_equal(fresh, X @ (st.P @ X[5]))
     st.update(7, 1.0)
     np.testing.assert_allclose(st.gram_row(5), X @ (st.P @ X[5]), rtol=1e-10, atol=1e-12)
+
+
+def test_block_argmax_matches_argmax_random_with_ties_across_blocks():
+    from screenbai.bandits.ties import BlockArgmax, argmax_random
+
+    rng = np.random.default_rng(8)
+    for values in (rng.standard_normal(1000), np.repeat(rng.integers(0, 5, size=50).astype(float), 20)):
+        for size in (1, 7, 1000):
+            best = BlockArgmax()
+            for s in range(0, values.size, size):
+                best.add(values[s : s + size])
+            r1, r2 = np.random.default_rng(3), np.random.default_rng(3)
+            assert best.result(values, r1) == argmax_random(values, r2)
+            assert r1.integers(1 << 30) == r2.integers(1 << 30)  # the same draws were used
+
+
+def test_the_blockwise_update_at_large_K_equals_the_plain_one(monkeypatch):
+    """From KEEP_ROW_MIN_K on, the rank-one update runs block by block (and can give X v in the same
+    pass): the same P, diag, means and kept row as the plain update, up to round-off."""
+    from screenbai.bandits import estimators
+
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((estimators.KEEP_ROW_MIN_K + 123, 4))
+    arms, rewards = rng.integers(len(X), size=30), rng.standard_normal(30)
+    v = rng.standard_normal(4)
+    big = TrackedRidgeState(X, 1.0)
+    big.gram_row(5)
+    monkeypatch.setattr(estimators, "KEEP_ROW_MIN_K", 10**12)
+    plain = TrackedRidgeState(X, 1.0)
+    assert big.keep_row and not plain.keep_row
+    for a, r in zip(arms, rewards):
+        Xv = big.update(int(a), float(r), also=v)
+        assert plain.update(int(a), float(r), also=v) is None
+        np.testing.assert_allclose(Xv, X @ v, rtol=1e-12, atol=1e-12)
+    for name in ("P", "diag", "mu"):
+        np.testing.assert_allclose(getattr(big, name), getattr(plain, name), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(big.gram_row(5), plain.gram_row(5), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("name, params, model", [
+    ("m-lingape", {"m": 1, "epsilon": 0.0, "selection": "greedy"}, "linear"),
+    ("glgape", {"epsilon": 1e-9, "c_mu": 0.05}, "logistic"),
+])
+def test_large_K_passes_make_the_same_choices_as_the_plain_round(monkeypatch, name, params, model):
+    """The large-K round (kept Gram row, blockwise update, GLGapE's means from the update's pass, the
+    pulled arms kept sorted) chooses the same arms as the plain round on the same data."""
+    from screenbai.bandits import estimators
+
+    rng = np.random.default_rng(10)
+    K, d = estimators.KEEP_ROW_MIN_K, 5
+    X = rng.standard_normal((K, d)) / np.sqrt(d)
+    theta = rng.standard_normal(d)
+    outcomes = rng.random((K, 8))  # outcome k of arm a: a fixed draw, whatever the order of the tests
+
+    def run(keep_from):
+        monkeypatch.setattr(estimators, "KEEP_ROW_MIN_K", keep_from)
+        policy = make_policy(name, X, rng=np.random.default_rng(1), **params)
+        assert policy.state.keep_row == (keep_from == K)
+        chosen, seen = [], np.zeros(K, dtype=int)
+        while policy.n_samples < 160:
+            arms = np.atleast_1d(policy.ask())
+            z = X[arms] @ theta
+            u = outcomes[arms, seen[arms] % 8]
+            seen[arms] += 1
+            policy.tell(arms, z + u - 0.5 if model == "linear" else (u < 1 / (1 + np.exp(-3 * z))).astype(float))
+            chosen.extend(arms.tolist())
+        return chosen
+
+    fast, plain = run(K), run(10**12)
+    assert fast == plain
+
+
+def test_glgape_at_large_K_continues_exactly_after_save_and_load(tmp_path):
+    from screenbai.bandits.estimators import KEEP_ROW_MIN_K
+    from screenbai.bandits.policy import load_policy, save_policy
+
+    rng = np.random.default_rng(11)
+    X = rng.standard_normal((KEEP_ROW_MIN_K, 4)) / 2
+    outcome = rng.random(KEEP_ROW_MIN_K) < 0.3
+    policy = make_policy("glgape", X, rng=np.random.default_rng(2), epsilon=1e-9, c_mu=0.05)
+    while policy.n_samples < 80:
+        arms = np.atleast_1d(policy.ask())
+        policy.tell(arms, outcome[arms].astype(float))
+    assert policy._eta is not None  # the means came from the update's pass
+    restored = load_policy(save_policy(policy, tmp_path / "glgape"), X)
+    for p in (policy, restored):
+        p.chosen = []
+        for _ in range(15):
+            arms = np.atleast_1d(p.ask())
+            p.tell(arms, outcome[arms].astype(float))
+            p.chosen.extend(arms.tolist())
+    assert restored.chosen == policy.chosen
+    np.testing.assert_array_equal(restored.theta, policy.theta)

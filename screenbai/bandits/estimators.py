@@ -13,12 +13,14 @@ import math
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from .linalg import in_blocks, project, sherman_morrison
+from .linalg import BLOCK, in_blocks, project, sherman_morrison
 
 __all__ = ["RidgeState", "TrackedRidgeState", "project"]
 
-#: from this K on, TrackedRidgeState keeps the last Gram row asked for up to date (saves a pass over X
-#: per round; below, every row is computed afresh, bit-identical to earlier releases)
+#: from this K on, the estimator keeps the last Gram row asked for up to date by rank one (saves a pass
+#: over X per round while the empirical best stays) and computes the rank-one update's product X P x_a
+#: block by block, with the elementwise work on each block while it is in cache; below, every row is
+#: computed afresh and the update is the plain one, bit-identical to earlier releases
 KEEP_ROW_MIN_K = 50_000
 #: batches of at least this many outcomes are absorbed by one exact rebuild (see RidgeState.update_many)
 BATCH_REBUILD = 1024
@@ -72,41 +74,72 @@ class RidgeState:
     def theta(self) -> np.ndarray:
         return self.P @ self.b
 
-    def update(self, a: int, reward: float) -> None:
-        """Add one observation of arm a: O(Kd + d^2)."""
-        self._add(a, reward)
+    def update(self, a: int, reward: float, also: np.ndarray | None = None) -> np.ndarray | None:
+        """Add one observation of arm a: O(Kd + d^2). At large K (``keep_row``), X ``also`` (a
+        d-vector) is computed in the same pass over X and returned; otherwise None."""
+        added = self._add(a, reward, also=also)
         if self.P is not None and self._since_refresh >= self.refresh_every:
             self.refresh()
+        return added if self.keep_row else None
 
-    def _add(self, a: int, reward: float) -> tuple[np.ndarray, np.ndarray] | None:
+    def _add(self, a: int, reward: float, **shrink):
         """Record the observation and update P, log det V and diag(X P X^T) by rank one (no refresh).
 
-        Returns (g, g / (1 + q)) with g = X P x_a and q = x_a^T P x_a before the update, or None
-        while there is no inverse yet.
+        Returns what ``_shrink`` returns (called with ``shrink``), or None while there is no inverse yet.
         """
         x = self.X[a]
         self.b += reward * x
         self.counts[a] += 1
         if self.P is None:
             return None
-        return self._shrink(x)
+        return self._shrink(x, **shrink)
 
-    def _shrink(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The design gains x x^T: P, log det V, diag(X P X^T) and the kept Gram row by rank one."""
+    def _shrink(self, x: np.ndarray, mu: np.ndarray | None = None, step: float = 0.0,
+                also: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | np.ndarray | None:
+        """The design gains x x^T: P, log det V, diag(X P X^T) and the kept Gram row by rank one.
+
+        With g = X P x and gs = g / (1 + x^T P x) (before the update), the means ``mu`` (if given)
+        move by gs * step. Small K returns (g, gs). Large K (``keep_row``) makes one blockwise pass
+        over X that also computes X ``also`` (returned, else None) and keeps g and gs per block only.
+        """
         u, q = sherman_morrison(self.P, x)
         denom = 1.0 + q
         self.logdet += math.log1p(q)  # a Python float: math is 20x faster than numpy here
-        g = self.X @ u
-        gs = np.empty_like(g)
+        self._since_refresh += 1
         row = self._row
         row_coef = 0.0 if row is None else float(u @ self.X[self._row_arm])  # X P x_w loses gs (u^T x_w)
-        for g_b, gs_b, diag_b, *row_b in in_blocks(g, gs, self.diag, *([] if row is None else [row])):
+        if self.keep_row:
+            return self._shrink_blockwise(u, denom, row, row_coef, mu, step, also)
+        g = self.X @ u
+        gs = np.empty_like(g)
+        optional = [v for v in (row, mu) if v is not None]
+        for g_b, gs_b, diag_b, *rest in in_blocks(g, gs, self.diag, *optional):
             np.divide(g_b, denom, out=gs_b)
             diag_b -= g_b * gs_b
-            if row_b:
-                row_b[0] -= gs_b * row_coef
-        self._since_refresh += 1
+            if row is not None:
+                rest[0] -= gs_b * row_coef
+            if mu is not None:
+                rest[-1] += gs_b * step
         return g, gs
+
+    def _shrink_blockwise(self, u, denom, row, row_coef, mu, step, also) -> np.ndarray | None:
+        """``_shrink`` at large K: one block of X at a time, its elementwise work while it is in cache."""
+        V = u if also is None else np.column_stack([u, also])
+        out = None if also is None else np.empty(self.K)
+        prod = np.empty((min(BLOCK, self.K),) + V.shape[1:])
+        for s in range(0, self.K, BLOCK):
+            e = min(s + BLOCK, self.K)
+            block = np.matmul(self.X[s:e], V, out=prod[: e - s])
+            g_b = block if also is None else block[:, 0]
+            if out is not None:
+                out[s:e] = block[:, 1]
+            gs_b = g_b / denom
+            self.diag[s:e] -= g_b * gs_b
+            if row is not None:
+                row[s:e] -= gs_b * row_coef
+            if mu is not None:
+                mu[s:e] += gs_b * step
+        return out
 
     def hold(self, a: int) -> None:
         """Add x_a to the design only: a test in flight, whose outcome is not known yet.
@@ -116,9 +149,11 @@ class RidgeState:
         """
         if self.P is None:
             return
-        g, gs = self._shrink(self.X[a])
-        G = getattr(self, "G", None)  # the full Gram matrix X P X^T, when a subclass keeps one
+        shrunk = self._shrink(self.X[a])
+        G = getattr(self, "G", None)  # the full Gram matrix X P X^T, when a subclass keeps one (small K)
         if G is not None:
+            assert isinstance(shrunk, tuple)
+            g, gs = shrunk
             G -= np.multiply.outer(g, gs)
 
     def design_copy(self, held: np.ndarray) -> RidgeState:
@@ -201,18 +236,16 @@ class TrackedRidgeState(RidgeState):
         self.mu = np.zeros(self.K)
         self.G = (X @ X.T) / self.lambda0 if gram else None
 
-    def update(self, a: int, reward: float) -> None:
+    def update(self, a: int, reward: float, also: np.ndarray | None = None) -> np.ndarray | None:
         mu_a = float(self.mu[a])
-        added = self._add(a, reward)
-        assert added is not None  # lambda0 > 0: the inverse always exists
-        g, gs = added
-        step = reward - mu_a
-        for mu_b, gs_b in in_blocks(self.mu, gs):
-            mu_b += gs_b * step
-        if self.G is not None:
+        added = self._add(a, reward, mu=self.mu, step=reward - mu_a, also=also)
+        if self.G is not None:  # small K only (it is refused at large K)
+            assert isinstance(added, tuple)
+            g, gs = added
             self.G -= np.multiply.outer(g, gs)
         if self._since_refresh >= self.refresh_every:
             self.refresh()
+        return added if self.keep_row else None
 
     def refresh(self) -> bool:
         ok = super().refresh()

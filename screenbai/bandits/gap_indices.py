@@ -14,7 +14,7 @@ import numpy as np
 
 from .estimators import TrackedRidgeState
 from .linalg import in_blocks
-from .ties import argmax_random, top_m
+from .ties import BlockArgmax, argmax_random, top_m
 
 
 def max_m_per_column(B: np.ndarray, m: int) -> np.ndarray:
@@ -69,7 +69,7 @@ class GapIndices:
         st = self._ridge()
         i = argmax_random(mu, rng)
         Pxi = st.P @ self.Z[i]
-        ucb, diag_i = np.empty(self.K), st.diag[i]
+        ucb, diag_i, best = np.empty(self.K), st.diag[i], BlockArgmax()
         for block, row, diag, mu_b in in_blocks(ucb, st.gram_row(i), st.diag, mu):  # row i of G
             np.multiply(row, -2.0, out=block)
             block += diag
@@ -78,8 +78,10 @@ class GapIndices:
             np.sqrt(block, out=block)
             block *= f
             block += mu_b  # B[j, i] + mu_i
-        ucb[i] = -np.inf
-        c = argmax_random(ucb, rng)
+            if 0 <= i - best.offset < block.size:
+                block[i - best.offset] = -np.inf
+            best.add(block)
+        c = best.result(ucb, rng)
         self.Pxb = (i, Pxi)
         return np.array([i]), i, c, float(ucb[c] - mu[i])
 

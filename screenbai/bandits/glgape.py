@@ -68,7 +68,7 @@ from .params import (
 from .policy import DEFAULT_MAX_SAMPLES, NO_ARMS, Policy
 from .registry import register
 from .rules import L1Design, greedy_arm
-from .ties import argmax_random
+from .ties import BlockArgmax
 
 RATIO_MAX_K = 5000  # selection "auto": the L1 ratio rule up to this K, the greedy rule above
 RULES = ("ratio", "greedy")
@@ -109,7 +109,7 @@ class GLGapE(Policy):
     binary_rewards = True
     _state_attrs: ClassVar[tuple[str, ...]] = (
         "_phase", "_best", "theta", "state", "design", "c_mu", "_s_init", "_scale_fields", "_generation",
-        "_next_calibration", "_checked_at",
+        "_next_calibration", "_checked_at", "_eta",
         "_mle_iters", "_mle_rounds", "_mle_over10", "_mle_max", "_mle_not_converged", "_sep_warnings",
     )
 
@@ -189,6 +189,8 @@ class GLGapE(Policy):
         self._generation = 0
         self._best = None
         self.theta = np.zeros(self.d_eff)
+        self._eta: np.ndarray | None = None  # Z theta when computed with the last update (large K)
+        self._pulled: np.ndarray | None = None  # the arms with a test, sorted, when kept (large K)
         # M^-1 with diag(Z M^-1 Z^T): no ridge, as in the paper; inverted once the initial phase spans
         self.state = RidgeState(self.Z, lambda0=0.0, refresh_every=self.refresh_every)
         self.design = L1Design(self.Z) if rule == "ratio" else None
@@ -236,6 +238,18 @@ class GLGapE(Policy):
         return self._adaptive_round()
 
     def _update(self, arms, rewards):
+        if self._phase == "adaptive" and arms.size == 1 and self.state.keep_row:
+            # large K: the fit needs only the counts, so fit first and let the rank-one update's
+            # pass over Z also compute the next round's Z theta (one pass instead of two)
+            a = int(arms[0])
+            if self._pulled is None:
+                self._pulled = np.flatnonzero(self.n)
+            elif self.n[a] == 1:  # a new arm: the sorted pulled arms without a sweep over the K counts
+                self._pulled = np.insert(self._pulled, np.searchsorted(self._pulled, a), a)
+            self._fit(pulled=self._pulled)
+            self._eta = self.state.update(a, float(rewards[0]), also=self.theta)
+            return
+        self._pulled = None
         self.state.update_many(arms, rewards)
         if self._phase == "adaptive":
             self._fit()
@@ -256,6 +270,7 @@ class GLGapE(Policy):
         return False
 
     def _after_load(self) -> None:
+        self._pulled = None
         if self.c_mu is not None:
             self._corners = corners(self.c_mu, self.k_mu)
         if self._scale_fields:
@@ -263,17 +278,18 @@ class GLGapE(Policy):
         self._plate = PlateDesign()
 
     # ------------------------------------------------------------------ internals
-    def _fit(self, decrement_tol: float | None = None):
+    def _fit(self, decrement_tol: float | None = None, pulled: np.ndarray | None = None):
+        """The warm-started penalised MLE; ``pulled`` = the arms with a test, if known."""
         tol = self.mle_tol if decrement_tol is None else decrement_tol
         Z, n, sums = self.Z, self.n, self.sums
-        pulled = np.flatnonzero(n)
+        pulled = np.flatnonzero(n) if pulled is None else pulled
         if pulled.size < self.K // 2:  # the fit's own checks and masks then run over the pulled arms only
             Z, n, sums = Z[pulled], n[pulled], sums[pulled]
         try:
             fit = logistic_mle(Z, n, sums, self.lambda_reg, theta0=self.theta, decrement_tol=tol)
         except SeparableDataError as exc:
             raise SeparableDataError(f"GLGapE after {self.n_samples} samples: {exc}") from None
-        self.theta = fit.theta
+        self.theta, self._eta = fit.theta, None
         self._mle_rounds += 1
         self._mle_iters += fit.n_iter
         self._mle_max = max(self._mle_max, fit.n_iter)
@@ -325,15 +341,18 @@ class GLGapE(Policy):
         """(i_t, j_t, corner) from the estimate and the widths of ``state``'s design, or None when
         the stopping rule fires (``check``) or there is a single arm."""
         t = self.n_samples + 1
-        mu = self.Z @ self.theta
-        expit(mu, out=mu)
-        i = argmax_random(mu, self.rng)
+        mu = self.Z @ self.theta if self._eta is None else np.empty(self.K)
+        top = BlockArgmax()
+        for mu_b, *eta_b in in_blocks(mu, *([] if self._eta is None else [self._eta])):
+            expit(eta_b[0] if eta_b else mu_b, out=mu_b)
+            top.add(mu_b)
+        i = top.result(mu, self.rng)
         self._best = i
         if self.K == 1:
             return None
         g = state.gram_row(i)  # row i of Z M^-1 Z^T
         scale, mu_i, q_ii = self.width_scale(t), mu[i], g[i]
-        U = np.empty(self.K)
+        U, challenger = np.empty(self.K), BlockArgmax()
         for U_b, mu_b, q_jj, q_ij in in_blocks(U, mu, state.diag, g):  # one sweep over memory at large K
             width = self._max_corner(q_ii, q_jj, q_ij)
             np.maximum(width, 0.0, out=width)
@@ -341,8 +360,10 @@ class GLGapE(Policy):
             width *= scale
             np.subtract(mu_b, mu_i, out=U_b)
             U_b += width
-        U[i] = -np.inf
-        j = argmax_random(U, self.rng)
+            if 0 <= i - challenger.offset < U_b.size:
+                U_b[i - challenger.offset] = -np.inf
+            challenger.add(U_b)
+        j = challenger.result(U, self.rng)
         if check:
             self.diagnostics["stat"] = float(U[j])  # the stopping statistic (fires at <= epsilon), as GIFA's
             if U[j] <= self.epsilon:

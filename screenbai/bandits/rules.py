@@ -8,8 +8,8 @@ import numpy as np
 from scipy import sparse
 
 from .estimators import RidgeState
-from .linalg import in_blocks
-from .ties import argmax_random, argmin_random
+from .linalg import BLOCK, in_blocks
+from .ties import BlockArgmax, argmax_random, argmin_random
 
 
 def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator, Py: np.ndarray | None = None) -> int:
@@ -20,11 +20,16 @@ def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator
     if Py is None:
         assert y is not None, "greedy_arm needs the direction y or P y"
         Py = state.P @ y
-    proj = state.X @ Py
-    for block, diag in in_blocks(proj, state.diag):
+    X, best = state.X, BlockArgmax()
+    large = len(X) > BLOCK  # the product too block by block, each block used while it is in cache
+    proj = np.empty(len(X)) if large else X @ Py
+    for block, diag, *X_b in in_blocks(proj, state.diag, *([X] if large else [])):
+        if large:
+            np.matmul(X_b[0], Py, out=block)
         block *= block
         block /= diag + 1.0
-    return argmax_random(proj, rng)
+        best.add(block)
+    return best.result(proj, rng)
 
 
 def largest_variance_arm(variances: np.ndarray, b: int, c: int, rng: np.random.Generator) -> int:

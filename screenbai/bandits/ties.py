@@ -38,3 +38,33 @@ def top_m(values: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:
     at = np.flatnonzero(values == kth)
     at = rng.choice(at, size=m - above.size, replace=False)
     return np.sort(np.concatenate([above, at]))
+
+
+class BlockArgmax:
+    """``argmax_random`` over a vector computed block by block, each block examined while it is in
+    cache (one sweep over memory instead of two more reads of the whole vector).
+
+    ``add`` the consecutive blocks, then ``result(values, rng)`` with the whole vector: the same index
+    and the same use of ``rng`` as ``argmax_random(values, rng)`` (the vector is read again only
+    when there is a tie).
+    """
+
+    def __init__(self):
+        self.best = -np.inf
+        self.index = -1
+        self.count = 0
+        self.offset = 0
+
+    def add(self, block: np.ndarray) -> None:
+        k = int(block.argmax())
+        v = block[k]
+        if v > self.best or self.index < 0:
+            self.best, self.index, self.count = v, self.offset + k, np.count_nonzero(block == v)
+        elif v == self.best:
+            self.count += np.count_nonzero(block == v)
+        self.offset += block.size
+
+    def result(self, values: np.ndarray, rng: np.random.Generator) -> int:
+        if self.count == 1:
+            return self.index
+        return argmax_random(values, rng)
