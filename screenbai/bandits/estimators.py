@@ -14,6 +14,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from .linalg import BLOCK, in_blocks, project, sherman_morrison
+from .ties import BlockArgmax
 
 __all__ = ["RidgeState", "TrackedRidgeState", "project"]
 
@@ -60,6 +61,8 @@ class RidgeState:
         self.keep_row = self.K >= KEEP_ROW_MIN_K
         self._row_arm = -1
         self._row: np.ndarray | None = None
+        # the argmax of the means found while the last update swept them (large K), until they are rebuilt
+        self.mu_top: BlockArgmax | None = None
 
     def gram_row(self, i: int) -> np.ndarray:
         """Row i of X P X^T (do not modify it): O(K d), or O(1) when it is the row being kept."""
@@ -126,6 +129,7 @@ class RidgeState:
         """``_shrink`` at large K: one block of X at a time, its elementwise work while it is in cache."""
         V = u if also is None else np.column_stack([u, also])
         out = None if also is None else np.empty(self.K)
+        top = BlockArgmax()
         prod = np.empty((min(BLOCK, self.K),) + V.shape[1:])
         for s in range(0, self.K, BLOCK):
             e = min(s + BLOCK, self.K)
@@ -139,6 +143,9 @@ class RidgeState:
                 row[s:e] -= gs_b * row_coef
             if mu is not None:
                 mu[s:e] += gs_b * step
+                top.add(mu[s:e])
+        if mu is not None:
+            self.mu_top = top
         return out
 
     def hold(self, a: int) -> None:
@@ -171,9 +178,10 @@ class RidgeState:
     def state_dict(self) -> dict:
         """Plain-data state (see ``screenbai.bandits.policy``)."""
         return {name: (value.copy() if isinstance(value, np.ndarray) else value)
-                for name, value in vars(self).items() if name not in ("X", "Z")}
+                for name, value in vars(self).items() if name not in ("X", "Z", "mu_top")}
 
     def load_state_dict(self, state: dict) -> None:
+        self.mu_top = None
         for name, value in state.items():
             setattr(self, name, value.copy() if isinstance(value, np.ndarray) else value)
 
@@ -249,7 +257,7 @@ class TrackedRidgeState(RidgeState):
 
     def refresh(self) -> bool:
         ok = super().refresh()
-        self.mu = self.X @ (self.P @ self.b)
+        self.mu, self.mu_top = self.X @ (self.P @ self.b), None
         if self.G is not None:
             G = (self.X @ self.P) @ self.X.T
             self.G = 0.5 * (G + G.T)

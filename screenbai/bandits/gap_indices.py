@@ -67,7 +67,8 @@ class GapIndices:
     def single_paired_round(self, mu: np.ndarray, f: float, rng: np.random.Generator):
         """m = 1, paired indices, tau^LUCB (LinGapE / m-LinGapE): one Gram row, O(Kd + d^2)."""
         st = self._ridge()
-        i = argmax_random(mu, rng)
+        top = st.mu_top if mu is st.mu else None  # found by the last update's sweep (large K)
+        i = argmax_random(mu, rng) if top is None else top.result(mu, rng)
         Pxi = st.P @ self.Z[i]
         ucb, diag_i, best = np.empty(self.K), st.diag[i], BlockArgmax()
         for block, row, diag, mu_b in in_blocks(ucb, st.gram_row(i), st.diag, mu):  # row i of G
