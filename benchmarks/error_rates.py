@@ -33,6 +33,7 @@ from scipy.stats import beta
 
 from screenbai.bandits import replicate
 from screenbai.bandits.instances import kw_synthetic, reda_classic, soare
+from screenbai.bandits.registry import get
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -93,7 +94,8 @@ def cells(only: set[str] | None, instances: set[str] | None = None):
             if m > 1 and algorithm not in TOP_M:
                 continue
             extra = {"m": m} if algorithm in TOP_M else {}
-            extra.update({"epsilon": 0.1} if logistic else ({"epsilon": 0.0} if "epsilon" not in params else {}))
+            if "epsilon" in get(algorithm).parameters():  # the XY allocations identify the exact best arm
+                extra["epsilon"] = 0.1 if logistic else 0.0
             for delta in DELTAS:
                 yield algorithm, label, {**params, **extra, "delta": delta}, guaranteed, inst_name
 
