@@ -42,7 +42,9 @@ INSTANCES = {
     "reda_classic(K=4,m=2)": lambda: reda_classic(K=4, m=2),
     "kw_synthetic(d=2,seed=0)": lambda: kw_synthetic(K=50, d=2, seed=0),
     "kw_synthetic(d=2,seed=2)": lambda: kw_synthetic(K=50, d=2, seed=2),
+    "kw_synthetic(d=2,seed=1)": lambda: kw_synthetic(K=50, d=2, seed=1),
     "kw_synthetic(d=5,seed=0)": lambda: kw_synthetic(K=50, d=5, seed=0),
+    "kw_synthetic(d=5,seed=1)": lambda: kw_synthetic(K=50, d=5, seed=1),
     "kw_synthetic(d=10,seed=0)": lambda: kw_synthetic(K=50, d=10, seed=0),
 }
 LINEAR = ("soare(d=2,omega=0.1)", "reda_classic(K=4,m=2)")
@@ -80,9 +82,9 @@ def upper_bound(errors: int, runs: int, level: float = 0.95) -> float:
     return 1.0 if errors >= runs else float(beta.ppf(level, errors + 1, runs - errors))
 
 
-def cells(only: set[str] | None, instances: set[str] | None = None):
+def cells(only: set[str] | None, instances: set[str] | None = None, settings: set[str] | None = None):
     for algorithm, label, params, guaranteed in SETTINGS:
-        if only and algorithm not in only:
+        if (only and algorithm not in only) or (settings and not any(label.startswith(x) for x in settings)):
             continue
         logistic = algorithm in ("glgape", "m-glgape")
         for inst_name in LOGISTIC if logistic else LINEAR:
@@ -102,7 +104,7 @@ def cells(only: set[str] | None, instances: set[str] | None = None):
 
 def run(args) -> pd.DataFrame:
     rows = []
-    todo = list(cells(set(args.only) if args.only else None, set(args.instances) if args.instances else None))
+    todo = list(cells(*(set(x) if x else None for x in (args.only, args.instances, args.settings))))
     if not todo:
         raise SystemExit(
             f"no cell matches --only {args.only} --instances {args.instances}; instances: {list(INSTANCES)}"
@@ -168,6 +170,7 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--only", nargs="*", help="algorithms to run (default: all)")
     ap.add_argument("--instances", nargs="*", help=f"instances to run (default: all of {list(INSTANCES)})")
+    ap.add_argument("--settings", nargs="*", help="threshold / calibration labels to run, by prefix (default: all)")
     ap.add_argument("--append", action="store_true", help="add to the records file instead of replacing it")
     ap.add_argument("--fewer", nargs="*", default=[], help="costly algorithms, run with runs / 5 (at least 20)")
     ap.add_argument("--from-records", help="rebuild the page from a records CSV instead of running")
