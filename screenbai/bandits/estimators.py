@@ -61,8 +61,10 @@ class RidgeState:
         self.keep_row = self.K >= KEEP_ROW_MIN_K
         self._row_arm = -1
         self._row: np.ndarray | None = None
-        # the argmax of the means found while the last update swept them (large K), until they are rebuilt
+        # the argmax of the means found while the last update swept them (large K), until they are rebuilt,
+        # and the hook that computed something else during that sweep (see ``update``), until P changes
         self.mu_top: BlockArgmax | None = None
+        self.ahead = None
 
     def gram_row(self, i: int) -> np.ndarray:
         """Row i of X P X^T (do not modify it): O(K d), or O(1) when it is the row being kept."""
@@ -77,10 +79,12 @@ class RidgeState:
     def theta(self) -> np.ndarray:
         return self.P @ self.b
 
-    def update(self, a: int, reward: float, also: np.ndarray | None = None) -> np.ndarray | None:
+    def update(self, a: int, reward: float, also: np.ndarray | None = None, on_block=None) -> np.ndarray | None:
         """Add one observation of arm a: O(Kd + d^2). At large K (``keep_row``), X ``also`` (a
-        d-vector) is computed in the same pass over X and returned; otherwise None."""
-        added = self._add(a, reward, also=also)
+        d-vector) is computed in the same pass over X and returned (otherwise None), and
+        ``on_block(s, e)`` is called after each block [s, e) of the K-vectors is final, the block
+        holding the kept row's arm first; it is then kept in ``ahead`` until P changes."""
+        added = self._add(a, reward, also=also, on_block=on_block)
         if self.P is not None and self._since_refresh >= self.refresh_every:
             self.refresh()
         return added if self.keep_row else None
@@ -98,7 +102,7 @@ class RidgeState:
         return self._shrink(x, **shrink)
 
     def _shrink(self, x: np.ndarray, mu: np.ndarray | None = None, step: float = 0.0,
-                also: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | np.ndarray | None:
+                also: np.ndarray | None = None, on_block=None) -> tuple[np.ndarray, np.ndarray] | np.ndarray | None:
         """The design gains x x^T: P, log det V, diag(X P X^T) and the kept Gram row by rank one.
 
         With g = X P x and gs = g / (1 + x^T P x) (before the update), the means ``mu`` (if given)
@@ -109,10 +113,11 @@ class RidgeState:
         denom = 1.0 + q
         self.logdet += math.log1p(q)  # a Python float: math is 20x faster than numpy here
         self._since_refresh += 1
+        self.ahead = None
         row = self._row
         row_coef = 0.0 if row is None else float(u @ self.X[self._row_arm])  # X P x_w loses gs (u^T x_w)
         if self.keep_row:
-            return self._shrink_blockwise(u, denom, row, row_coef, mu, step, also)
+            return self._shrink_blockwise(u, denom, row, row_coef, mu, step, also, on_block)
         g = self.X @ u
         gs = np.empty_like(g)
         optional = [v for v in (row, mu) if v is not None]
@@ -125,13 +130,16 @@ class RidgeState:
                 rest[-1] += gs_b * step
         return g, gs
 
-    def _shrink_blockwise(self, u, denom, row, row_coef, mu, step, also) -> np.ndarray | None:
+    def _shrink_blockwise(self, u, denom, row, row_coef, mu, step, also, on_block) -> np.ndarray | None:
         """``_shrink`` at large K: one block of X at a time, its elementwise work while it is in cache."""
         V = u if also is None else np.column_stack([u, also])
         out = None if also is None else np.empty(self.K)
         top = BlockArgmax()
         prod = np.empty((min(BLOCK, self.K),) + V.shape[1:])
-        for s in range(0, self.K, BLOCK):
+        starts = list(range(0, self.K, BLOCK))
+        if row is not None:  # the kept row's arm first: its own entries are final before any other block
+            starts.insert(0, starts.pop(self._row_arm // BLOCK))
+        for s in starts:
             e = min(s + BLOCK, self.K)
             block = np.matmul(self.X[s:e], V, out=prod[: e - s])
             g_b = block if also is None else block[:, 0]
@@ -143,9 +151,12 @@ class RidgeState:
                 row[s:e] -= gs_b * row_coef
             if mu is not None:
                 mu[s:e] += gs_b * step
-                top.add(mu[s:e])
+                top.add(mu[s:e], s)
+            if on_block is not None:
+                on_block(s, e)
         if mu is not None:
             self.mu_top = top
+        self.ahead = on_block
         return out
 
     def hold(self, a: int) -> None:
@@ -178,10 +189,10 @@ class RidgeState:
     def state_dict(self) -> dict:
         """Plain-data state (see ``screenbai.bandits.policy``)."""
         return {name: (value.copy() if isinstance(value, np.ndarray) else value)
-                for name, value in vars(self).items() if name not in ("X", "Z", "mu_top")}
+                for name, value in vars(self).items() if name not in ("X", "Z", "mu_top", "ahead")}
 
     def load_state_dict(self, state: dict) -> None:
-        self.mu_top = None
+        self.mu_top = self.ahead = None
         for name, value in state.items():
             setattr(self, name, value.copy() if isinstance(value, np.ndarray) else value)
 
@@ -221,7 +232,7 @@ class RidgeState:
                 raise
             self.P, self.diag = None, None  # type: ignore[assignment]
             return False
-        self._row_arm, self._row = -1, None
+        self._row_arm, self._row, self.ahead = -1, None, None
         self.P = cho_solve((c, low), np.eye(self.d))
         self.P = 0.5 * (self.P + self.P.T)
         self.logdet = 2.0 * np.sum(np.log(np.diag(c)))
@@ -244,9 +255,9 @@ class TrackedRidgeState(RidgeState):
         self.mu = np.zeros(self.K)
         self.G = (X @ X.T) / self.lambda0 if gram else None
 
-    def update(self, a: int, reward: float, also: np.ndarray | None = None) -> np.ndarray | None:
+    def update(self, a: int, reward: float, also: np.ndarray | None = None, on_block=None) -> np.ndarray | None:
         mu_a = float(self.mu[a])
-        added = self._add(a, reward, mu=self.mu, step=reward - mu_a, also=also)
+        added = self._add(a, reward, mu=self.mu, step=reward - mu_a, also=also, on_block=on_block)
         if self.G is not None:  # small K only (it is refused at large K)
             assert isinstance(added, tuple)
             g, gs = added

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .estimators import TrackedRidgeState
-from .linalg import in_blocks
+from .linalg import BLOCK
 from .ties import BlockArgmax, argmax_random, top_m
 
 
@@ -69,22 +69,27 @@ class GapIndices:
         st = self._ridge()
         top = st.mu_top if mu is st.mu else None  # found by the last update's sweep (large K)
         i = argmax_random(mu, rng) if top is None else top.result(mu, rng)
-        Pxi = st.P @ self.Z[i]
-        ucb, diag_i, best = np.empty(self.K), st.diag[i], BlockArgmax()
-        for block, row, diag, mu_b in in_blocks(ucb, st.gram_row(i), st.diag, mu):  # row i of G
-            np.multiply(row, -2.0, out=block)
-            block += diag
-            block += diag_i  # ||x_j - x_i||_P^2
-            np.maximum(block, 0.0, out=block)
-            np.sqrt(block, out=block)
-            block *= f
-            block += mu_b  # B[j, i] + mu_i
-            if 0 <= i - best.offset < block.size:
-                block[i - best.offset] = -np.inf
-            best.add(block)
+        self.Pxb = (i, st.P @ self.Z[i])
+        ahead = st.ahead if mu is st.mu else None
+        if isinstance(ahead, UcbSweep) and ahead.i == i and ahead.f == f:  # computed by the update's sweep
+            ucb, best = ahead.ucb, ahead.best
+        else:
+            sweep = UcbSweep(st, i, f, mu)
+            for s in range(0, self.K, BLOCK):
+                sweep(s, min(s + BLOCK, self.K))
+            ucb, best = sweep.ucb, sweep.best
         c = best.result(ucb, rng)
-        self.Pxb = (i, Pxi)
         return np.array([i]), i, c, float(ucb[c] - mu[i])
+
+    def sweep_ahead(self, factor) -> UcbSweep | None:
+        """For ``update(on_block=...)`` at large K (m = 1, paired, tau^LUCB): the next round's upper
+        bounds against the kept Gram row's arm, computed during the update's sweep while each block
+        is in cache; the round uses them if that arm is still the empirical best. ``factor()`` gives
+        the next round's threshold factor once P is updated."""
+        st = self._ridge()
+        if not (self.fast and self.m == 1 and self.index == "paired" and st.keep_row and st._row is not None):
+            return None
+        return UcbSweep(st, st._row_arm, factor, st.mu)
 
     def columns_of_J(self, mu: np.ndarray, J: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:
         """BJ[k, i] = B[i, J[k]] for every arm i (m x K), with -inf where i is in J."""
@@ -185,3 +190,30 @@ class GapIndices:
             b = int(J[argmax_random(lucb_cols, rng)])
         stat = float(colm[J].max()) if self.stopping == "ugape" else float(lucb_cols.max())
         return J, b, int(c), stat
+
+
+class UcbSweep:
+    """B[j, i] + mu_i = mu_j + f ||x_j - x_i||_P for every arm j (-inf at i), block by block, with
+    their argmax; ``f`` may be a function, called once P is final (before the first block)."""
+
+    def __init__(self, st: TrackedRidgeState, i: int, f, mu: np.ndarray):
+        self.st, self.i, self.f, self.mu = st, i, f, mu
+        self.row = st.gram_row(i)  # row i of G (the kept row is updated in place by the sweep)
+        self.ucb = np.empty(st.K)
+        self.best = BlockArgmax()
+
+    def __call__(self, s: int, e: int) -> None:
+        st, i = self.st, self.i
+        if callable(self.f):
+            self.f = self.f()
+        block = self.ucb[s:e]
+        np.multiply(self.row[s:e], -2.0, out=block)
+        block += st.diag[s:e]
+        block += st.diag[i]  # ||x_j - x_i||_P^2
+        np.maximum(block, 0.0, out=block)
+        np.sqrt(block, out=block)
+        block *= self.f
+        block += self.mu[s:e]  # B[j, i] + mu_i
+        if s <= i < e:
+            block[i - s] = -np.inf
+        self.best.add(block, s)

@@ -9,7 +9,7 @@ from scipy import sparse
 
 from .estimators import RidgeState
 from .linalg import BLOCK, in_blocks
-from .ties import BlockArgmax, argmax_random, argmin_random
+from .ties import BlockArgmax, argmin_random
 
 
 def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator, Py: np.ndarray | None = None) -> int:

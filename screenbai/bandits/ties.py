@@ -44,9 +44,9 @@ class BlockArgmax:
     """``argmax_random`` over a vector computed block by block, each block examined while it is in
     cache (one sweep over memory instead of two more reads of the whole vector).
 
-    ``add`` the consecutive blocks, then ``result(values, rng)`` with the whole vector: the same index
-    and the same use of ``rng`` as ``argmax_random(values, rng)`` (the vector is read again only
-    when there is a tie).
+    ``add`` the blocks (consecutive ones, or any order with their offsets), then ``result(values,
+    rng)`` with the whole vector: the same index and the same use of ``rng`` as
+    ``argmax_random(values, rng)`` (the vector is read again only when there is a tie).
     """
 
     def __init__(self):
@@ -55,14 +55,16 @@ class BlockArgmax:
         self.count = 0
         self.offset = 0
 
-    def add(self, block: np.ndarray) -> None:
+    def add(self, block: np.ndarray, offset: int | None = None) -> None:
+        start = self.offset if offset is None else offset
         k = int(block.argmax())
         v = block[k]
         if v > self.best or self.index < 0:
-            self.best, self.index, self.count = v, self.offset + k, np.count_nonzero(block == v)
+            self.best, self.index, self.count = v, start + k, np.count_nonzero(block == v)
         elif v == self.best:
             self.count += np.count_nonzero(block == v)
-        self.offset += block.size
+            self.index = min(self.index, start + k)  # the first maximum, as argmax
+        self.offset = start + block.size
 
     def result(self, values: np.ndarray, rng: np.random.Generator) -> int:
         if self.count == 1:
