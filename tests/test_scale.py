@@ -190,8 +190,10 @@ def test_the_blockwise_update_at_large_K_equals_the_plain_one(monkeypatch):
 def test_large_K_passes_make_the_same_choices_as_the_plain_round(monkeypatch, name, params, model):
     """The large-K round (kept Gram row, blockwise update, GLGapE's means from the update's pass, the
     pulled arms kept sorted) chooses the same arms as the plain round on the same data."""
-    from screenbai.bandits import estimators
+    from screenbai.bandits import estimators, gap_indices, glgape, linalg, rules
 
+    for module in (estimators, gap_indices, glgape, linalg, rules):  # many blocks: the sweep's order matters
+        monkeypatch.setattr(module, "BLOCK", 4096)
     rng = np.random.default_rng(10)
     K, d = estimators.KEEP_ROW_MIN_K, 5
     X = rng.standard_normal((K, d)) / np.sqrt(d)
@@ -202,7 +204,7 @@ def test_large_K_passes_make_the_same_choices_as_the_plain_round(monkeypatch, na
         monkeypatch.setattr(estimators, "KEEP_ROW_MIN_K", keep_from)
         policy = make_policy(name, X, rng=np.random.default_rng(1), **params)
         assert policy.state.keep_row == (keep_from == K)
-        chosen, seen = [], np.zeros(K, dtype=int)
+        chosen, stats, seen = [], [], np.zeros(K, dtype=int)
         while policy.n_samples < 160:
             arms = np.atleast_1d(policy.ask())
             z = X[arms] @ theta
@@ -210,10 +212,12 @@ def test_large_K_passes_make_the_same_choices_as_the_plain_round(monkeypatch, na
             seen[arms] += 1
             policy.tell(arms, z + u - 0.5 if model == "linear" else (u < 1 / (1 + np.exp(-3 * z))).astype(float))
             chosen.extend(arms.tolist())
-        return chosen
+            stats.append(policy.diagnostics["stat"])  # the stopping statistic of the round
+        return chosen, np.array(stats, dtype=float)
 
-    fast, plain = run(K), run(10**12)
+    (fast, fast_stats), (plain, plain_stats) = run(K), run(10**12)
     assert fast == plain
+    np.testing.assert_allclose(fast_stats, plain_stats, rtol=1e-9)
 
 
 def test_glgape_at_large_K_continues_exactly_after_save_and_load(tmp_path):

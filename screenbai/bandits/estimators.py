@@ -82,8 +82,9 @@ class RidgeState:
     def update(self, a: int, reward: float, also: np.ndarray | None = None, on_block=None) -> np.ndarray | None:
         """Add one observation of arm a: O(Kd + d^2). At large K (``keep_row``), X ``also`` (a
         d-vector) is computed in the same pass over X and returned (otherwise None), and
-        ``on_block(s, e)`` is called after each block [s, e) of the K-vectors is final, the block
-        holding the kept row's arm first; it is then kept in ``ahead`` until P changes."""
+        ``on_block(s, e, Xv)`` is called after each block [s, e) of the K-vectors (and of Xv, the
+        product with ``also`` or None) is final, the block holding the kept row's arm first; it is
+        then kept in ``ahead`` until P changes."""
         added = self._add(a, reward, also=also, on_block=on_block)
         if self.P is not None and self._since_refresh >= self.refresh_every:
             self.refresh()
@@ -153,7 +154,7 @@ class RidgeState:
                 mu[s:e] += gs_b * step
                 top.add(mu[s:e], s)
             if on_block is not None:
-                on_block(s, e)
+                on_block(s, e, out)
         if mu is not None:
             self.mu_top = top
         self.ahead = on_block

@@ -202,7 +202,7 @@ class UcbSweep:
         self.ucb = np.empty(st.K)
         self.best = BlockArgmax()
 
-    def __call__(self, s: int, e: int) -> None:
+    def __call__(self, s: int, e: int, _=None) -> None:
         st, i = self.st, self.i
         if callable(self.f):
             self.f = self.f()

@@ -51,7 +51,7 @@ from .glgape_width import (
     max_pair_width,
 )
 from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_mle
-from .linalg import in_blocks, project_if_deficient
+from .linalg import BLOCK, project_if_deficient
 from .params import (
     DELTA,
     LAMBDA_REG,
@@ -247,7 +247,10 @@ class GLGapE(Policy):
             elif self.n[a] == 1:  # a new arm: the sorted pulled arms without a sweep over the K counts
                 self._pulled = np.insert(self._pulled, np.searchsorted(self._pulled, a), a)
             self._fit(pulled=self._pulled)
-            self._eta = self.state.update(a, float(rewards[0]), also=self.theta)
+            w = self.state._row_arm if self.state._row is not None else None  # probably the next best arm
+            ahead = None if w is None else _RoundSweep(self, self.state, self.width_scale(self.n_samples + 1),
+                                                       np.empty(self.K), True, w)
+            self._eta = self.state.update(a, float(rewards[0]), also=self.theta, on_block=ahead)
             return
         self._pulled = None
         self.state.update_many(arms, rewards)
@@ -340,30 +343,21 @@ class GLGapE(Policy):
     def _pair(self, state: RidgeState, check: bool = True):
         """(i_t, j_t, corner) from the estimate and the widths of ``state``'s design, or None when
         the stopping rule fires (``check``) or there is a single arm."""
-        t = self.n_samples + 1
-        mu = self.Z @ self.theta if self._eta is None else np.empty(self.K)
-        top = BlockArgmax()
-        for mu_b, *eta_b in in_blocks(mu, *([] if self._eta is None else [self._eta])):
-            expit(eta_b[0] if eta_b else mu_b, out=mu_b)
-            top.add(mu_b)
-        i = top.result(mu, self.rng)
+        scale = self.width_scale(self.n_samples + 1)
+        ahead = state.ahead if state is self.state else None  # computed by the update's sweep (large K)
+        if not (isinstance(ahead, _RoundSweep) and ahead.scale == scale and ahead.c_mu == self.c_mu):
+            ahead = None
+            mu = self.Z @ self.theta if self._eta is None else np.empty(self.K)
+            means = _RoundSweep(self, state, scale, mu, self._eta, None).run()
+        else:
+            mu = ahead.mu
+        i = (means if ahead is None else ahead).top.result(mu, self.rng)
         self._best = i
         if self.K == 1:
             return None
-        g = state.gram_row(i)  # row i of Z M^-1 Z^T
-        scale, mu_i, q_ii = self.width_scale(t), mu[i], g[i]
-        U, challenger = np.empty(self.K), BlockArgmax()
-        for U_b, mu_b, q_jj, q_ij in in_blocks(U, mu, state.diag, g):  # one sweep over memory at large K
-            width = self._max_corner(q_ii, q_jj, q_ij)
-            np.maximum(width, 0.0, out=width)
-            np.sqrt(width, out=width)
-            width *= scale
-            np.subtract(mu_b, mu_i, out=U_b)
-            U_b += width
-            if 0 <= i - challenger.offset < U_b.size:
-                U_b[i - challenger.offset] = -np.inf
-            challenger.add(U_b)
-        j = challenger.result(U, self.rng)
+        gaps = ahead if ahead is not None and ahead.i == i else _RoundSweep(self, state, scale, mu, None, i).run()
+        g, U = gaps.g, gaps.U
+        j = gaps.best.result(U, self.rng)
         if check:
             self.diagnostics["stat"] = float(U[j])  # the stopping statistic (fires at <= epsilon), as GIFA's
             if U[j] <= self.epsilon:
@@ -414,3 +408,48 @@ class GLGapE(Policy):
         if "tau" in self.diagnostics:
             return dict(self.diagnostics)
         return {**self.diagnostics, **self._fit_summary()}  # capped run: the same summary, not stored
+
+
+class _RoundSweep:
+    """GLGapE's round over the arms, one block [s, e) at a time: the means mu = expit(Z theta) and
+    their argmax (``eta``: Z theta given, True: arriving with each block, None: mu holds Z theta and
+    becomes the means, in place), and for arm ``i`` (if not None) U(j) = mu_j - mu_i + scale(t) nu_t(i, j)
+    and its argmax over j != i. Run by the round, or at large K by the rank-one update's sweep (the
+    block of ``i``, the kept Gram row's arm, first), whose results the next round takes if ``i`` is
+    still the best and the calibration has not moved."""
+
+    def __init__(self, policy: GLGapE, state: RidgeState, scale: float, mu: np.ndarray, eta, i: int | None):
+        self.policy, self.state, self.scale, self.c_mu = policy, state, scale, policy.c_mu
+        self.mu, self.eta, self.i = mu, eta, i
+        self.means = eta is not None or i is None
+        self.top, self.best = BlockArgmax(), BlockArgmax()
+        self.U = np.empty(policy.K if i is not None else 0)
+        self.g = np.empty(0)  # row i of Z M^-1 Z^T, once the first block is seen
+
+    def run(self) -> _RoundSweep:
+        for s in range(0, len(self.mu), BLOCK):
+            self(s, min(s + BLOCK, len(self.mu)))
+        return self
+
+    def __call__(self, s: int, e: int, eta_now=None) -> None:
+        if self.means:
+            eta = eta_now if self.eta is True else self.eta
+            mu_b = self.mu[s:e]
+            expit(mu_b if eta is None else eta[s:e], out=mu_b)
+            self.top.add(mu_b, s)
+        i = self.i
+        if i is None:
+            return
+        if not self.g.size:  # the first block holds i: its row entry and mean are final
+            self.g = self.state.gram_row(i)
+            self.q_ii, self.mu_i = self.g[i], self.mu[i]
+        U_b = self.U[s:e]
+        width = self.policy._max_corner(self.q_ii, self.state.diag[s:e], self.g[s:e])
+        np.maximum(width, 0.0, out=width)
+        np.sqrt(width, out=width)
+        width *= self.scale
+        np.subtract(self.mu[s:e], self.mu_i, out=U_b)
+        U_b += width
+        if s <= i < e:
+            U_b[i - s] = -np.inf
+        self.best.add(U_b, s)
