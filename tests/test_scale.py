@@ -190,9 +190,9 @@ def test_the_blockwise_update_at_large_K_equals_the_plain_one(monkeypatch):
 def test_large_K_passes_make_the_same_choices_as_the_plain_round(monkeypatch, name, params, model):
     """The large-K round (kept Gram row, blockwise update, GLGapE's means from the update's pass, the
     pulled arms kept sorted) chooses the same arms as the plain round on the same data."""
-    from screenbai.bandits import estimators, gap_indices, glgape, linalg, rules
+    from screenbai.bandits import estimators, gap_indices, glgape, linalg
 
-    for module in (estimators, gap_indices, glgape, linalg, rules):  # many blocks: the sweep's order matters
+    for module in (estimators, gap_indices, glgape, linalg):  # many blocks: the sweep's order matters
         monkeypatch.setattr(module, "BLOCK", 4096)
     rng = np.random.default_rng(10)
     K, d = estimators.KEEP_ROW_MIN_K, 5
@@ -241,3 +241,34 @@ def test_glgape_at_large_K_continues_exactly_after_save_and_load(tmp_path):
             p.chosen.extend(arms.tolist())
     assert restored.chosen == policy.chosen
     np.testing.assert_array_equal(restored.theta, policy.theta)
+
+
+def test_the_corner_maximum_in_fewer_operations_equals_the_four_corners():
+    from screenbai.bandits.glgape_width import max_corner_sq
+
+    rng = np.random.default_rng(12)
+    Z = rng.standard_normal((2000, 3))
+    A = rng.standard_normal((3, 3))
+    G = Z @ (A @ A.T) @ Z.T
+    q = np.diag(G).copy()
+    q_jj, q_ij = q, G[7] + rng.normal(scale=1e-3, size=q.size)  # some pairs with D < 0, as round-off gives
+    assert (q[7] + q_jj - 2 * q_ij < 0).any()
+    for lo, hi in ((0.05, 0.25), (0.25, 0.25), (1e-3, 0.2)):
+        exact = np.maximum(max_corner_sq(q[7], q_jj, q_ij, lo, hi), 0.0)
+        fast = np.maximum(max_corner_sq(q[7], q_jj, q_ij, lo, hi, fewer_ops=True), 0.0)
+        np.testing.assert_allclose(fast, exact, rtol=1e-12, atol=1e-12 * q.max())
+
+
+def test_logistic_into_matches_expit_and_saturates_without_warnings():
+    import warnings
+
+    from scipy.special import expit
+
+    from screenbai.bandits.glm import logistic_into
+
+    eta = np.concatenate([np.linspace(-40, 40, 1001), [-800.0, 800.0, 0.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = logistic_into(eta, np.empty_like(eta))
+    np.testing.assert_allclose(out, expit(eta), rtol=1e-15, atol=0)
+    assert out[-3] == 0.0 and out[-2] == 1.0 and out[-1] == 0.5

@@ -50,7 +50,7 @@ from .glgape_width import (
     max_corner_sq,
     max_pair_width,
 )
-from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_mle
+from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_into, logistic_mle
 from .linalg import BLOCK, project_if_deficient
 from .params import (
     DELTA,
@@ -385,9 +385,9 @@ class GLGapE(Policy):
             return self._stop()
         return self._choose(*pair, view, self.n + flight)
 
-    def _max_corner(self, q_ii: float, q_jj: np.ndarray, q_ij: np.ndarray) -> np.ndarray:
+    def _max_corner(self, q_ii: float, q_jj: np.ndarray, q_ij: np.ndarray, fewer_ops: bool = False) -> np.ndarray:
         """Squared width max over the 4 corners for all j at once (the corner is found later for j_t only)."""
-        return max_corner_sq(q_ii, q_jj, q_ij, self.c_mu, self.k_mu)
+        return max_corner_sq(q_ii, q_jj, q_ij, self.c_mu, self.k_mu, fewer_ops)
 
     def _fit_summary(self) -> dict:
         return dict(
@@ -432,10 +432,11 @@ class _RoundSweep:
         return self
 
     def __call__(self, s: int, e: int, eta_now=None) -> None:
+        large = self.state.keep_row  # faster operations, other round-off
         if self.means:
             eta = eta_now if self.eta is True else self.eta
             mu_b = self.mu[s:e]
-            expit(mu_b if eta is None else eta[s:e], out=mu_b)
+            (logistic_into if large else expit)(mu_b if eta is None else eta[s:e], out=mu_b)
             self.top.add(mu_b, s)
         i = self.i
         if i is None:
@@ -444,7 +445,7 @@ class _RoundSweep:
             self.g = self.state.gram_row(i)
             self.q_ii, self.mu_i = self.g[i], self.mu[i]
         U_b = self.U[s:e]
-        width = self.policy._max_corner(self.q_ii, self.state.diag[s:e], self.g[s:e])
+        width = self.policy._max_corner(self.q_ii, self.state.diag[s:e], self.g[s:e], large)
         np.maximum(width, 0.0, out=width)
         np.sqrt(width, out=width)
         width *= self.scale

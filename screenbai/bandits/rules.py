@@ -8,7 +8,7 @@ import numpy as np
 from scipy import sparse
 
 from .estimators import RidgeState
-from .linalg import BLOCK, in_blocks
+from .linalg import in_blocks
 from .ties import BlockArgmax, argmin_random
 
 
@@ -21,7 +21,7 @@ def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator
         assert y is not None, "greedy_arm needs the direction y or P y"
         Py = state.P @ y
     X, best = state.X, BlockArgmax()
-    large = len(X) > BLOCK  # the product too block by block, each block used while it is in cache
+    large = state.keep_row  # the product too block by block, each block used while it is in cache
     proj = np.empty(len(X)) if large else X @ Py
     for block, diag, *X_b in in_blocks(proj, state.diag, *([X] if large else [])):
         if large:
