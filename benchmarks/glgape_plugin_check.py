@@ -81,6 +81,13 @@ def main() -> None:
             f"below ||theta*|| in {int(bad_s.sum())} of {len(seen)}"
         )
         print(f"  runs with any non-conservative plug-in: {len(runs_bad)} of {args.runs}")
+        for lo, hi in zip([0, 100, 1000, 10_000], [100, 1000, 10_000, np.inf]):
+            at = (seen[:, 0] >= lo) & (seen[:, 0] < hi)
+            if at.any():
+                print(
+                    f"  tests in [{lo}, {hi}): {int(at.sum())} re-estimations, c_mu too high in "
+                    f"{int((bad_c & at).sum())}, S too low in {int((bad_s & at).sum())}"
+                )
 
 
 if __name__ == "__main__":
