@@ -13,7 +13,7 @@ import math
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from .linalg import BLOCK, in_blocks, project, sherman_morrison
+from .linalg import block_bounds, in_blocks, project, sherman_morrison
 from .ties import BlockArgmax
 
 __all__ = ["RidgeState", "TrackedRidgeState", "project"]
@@ -136,12 +136,11 @@ class RidgeState:
         V = u if also is None else np.column_stack([u, also])
         out = None if also is None else np.empty(self.K)
         top = BlockArgmax()
-        prod = np.empty((min(BLOCK, self.K),) + V.shape[1:])
-        starts = list(range(0, self.K, BLOCK))
+        bounds = block_bounds(self.K)
+        prod = np.empty((max(e - s for s, e in bounds),) + V.shape[1:])
         if row is not None:  # the kept row's arm first: its own entries are final before any other block
-            starts.insert(0, starts.pop(self._row_arm // BLOCK))
-        for s in starts:
-            e = min(s + BLOCK, self.K)
+            bounds.insert(0, bounds.pop(next(k for k, (s, e) in enumerate(bounds) if s <= self._row_arm < e)))
+        for s, e in bounds:
             block = np.matmul(self.X[s:e], V, out=prod[: e - s])
             g_b = block if also is None else block[:, 0]
             if out is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .estimators import TrackedRidgeState
-from .linalg import BLOCK
+from .linalg import block_bounds
 from .ties import BlockArgmax, argmax_random, top_m
 
 
@@ -75,8 +75,8 @@ class GapIndices:
             ucb, best = ahead.ucb, ahead.best
         else:
             sweep = UcbSweep(st, i, f, mu)
-            for s in range(0, self.K, BLOCK):
-                sweep(s, min(s + BLOCK, self.K))
+            for s, e in block_bounds(self.K):
+                sweep(s, e)
             ucb, best = sweep.ucb, sweep.best
         c = best.result(ucb, rng)
         return np.array([i]), i, c, float(ucb[c] - mu[i])

@@ -296,7 +296,9 @@ class GIFA(Policy):
             raise ValueError(f"threshold 'hoeffding' assumes rewards in [0, 1]; got {rewards.tolist()}")
         if self.linear:
             if arms.size == 1:
-                ahead = self.gaps.sweep_ahead(lambda: self.threshold_factor(self.n_samples))
+                ahead = None
+                if self.state.keep_row:  # large K
+                    ahead = self.gaps.sweep_ahead(lambda: self.threshold_factor(self.n_samples))
                 self.state.update(int(arms[0]), float(rewards[0]), on_block=ahead)
             else:
                 self.state.update_many(arms, rewards)

@@ -56,7 +56,7 @@ from .glgape_width import (
     max_pair_width,
 )
 from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_into, logistic_mle
-from .linalg import BLOCK, project_if_deficient
+from .linalg import block_bounds, project_if_deficient
 from .params import (
     DELTA,
     LAMBDA_REG,
@@ -435,8 +435,8 @@ class _RoundSweep:
         self.g = np.empty(0)  # row i of Z M^-1 Z^T, once the first block is seen
 
     def run(self) -> _RoundSweep:
-        for s in range(0, len(self.mu), BLOCK):
-            self(s, min(s + BLOCK, len(self.mu)))
+        for s, e in block_bounds(len(self.mu)):
+            self(s, e)
         return self
 
     def __call__(self, s: int, e: int, eta_now=None) -> None:

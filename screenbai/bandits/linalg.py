@@ -96,12 +96,21 @@ def refuse_quadratic(algorithm: str, K: int, what: str, instead: str) -> None:
 #: and below malloc's mmap threshold (128 kB), so the temporaries of those operations reuse heap
 #: memory instead of being mapped and page-faulted afresh (3x slower with 256 kB blocks)
 BLOCK = 1 << 13
+#: vectors up to this length are not split (the per-call cost of more numpy calls would outweigh the gain)
+UNSPLIT_MAX = 1 << 15
+
+
+def block_bounds(n: int) -> list[tuple[int, int]]:
+    """[start, end) of the blocks of a length-n vector: one block up to ``UNSPLIT_MAX``."""
+    if n <= UNSPLIT_MAX:
+        return [(0, n)]
+    return [(s, min(s + BLOCK, n)) for s in range(0, n, BLOCK)]
 
 
 def in_blocks(*arrays: np.ndarray) -> list[tuple[np.ndarray, ...]]:
     """Equal-length arrays in cache-sized pieces: tuples of views (elementwise results do not depend
     on them), or the arrays themselves when they are short (no slicing overhead at small K)."""
     n = len(arrays[0])
-    if n <= BLOCK:
+    if n <= UNSPLIT_MAX:
         return [arrays]
-    return [tuple(a[s : s + BLOCK] for a in arrays) for s in range(0, n, BLOCK)]
+    return [tuple(a[s:e] for a in arrays) for s, e in block_bounds(n)]
