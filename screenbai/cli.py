@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
             params = ", ".join(k if v is REQUIRED else f"{k}={v!r}" for k, v in entry.parameters().items())
             print(f"{name:22s} {entry.description}\n{'':22s} {params}")
             for key, p in declared(entry.cls).items():  # settings without an error guarantee, said where offered
-                if "no guarantee" in p.help:
+                if p.no_guarantee:
                     print(f"{'':22s} {key}: {p.help}")
         return 0
     if args.command == "instances":

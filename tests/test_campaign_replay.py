@@ -219,4 +219,24 @@ def test_status_says_how_far_the_stopping_rule_is_from_firing(tmp_path, algorith
     assert not status.done
     assert status.stop_threshold == 0.1 and status.stop_index > 0.1  # not fired: above the threshold
     assert f"its index is {status.stop_index:.4g}, it fires at <= 0.1" in status.text()
+    # a setting without an error guarantee is said next to the answer, and only then
+    heuristic = params.get("threshold") == "heuristic"
+    assert status.no_guarantee == (["threshold='heuristic'"] if heuristic else [])
+    assert ("NO ERROR GUARANTEE: threshold='heuristic'" in status.text()) == heuristic
     camp.close()
+
+
+@pytest.mark.parametrize("name, given, expected", [
+    ("glgape", {}, []),
+    ("glgape", {"calibration": "reinterpreted"}, ["calibration='reinterpreted'"]),
+    ("glgape", {"calibration": "theory"}, []),
+    ("m-lingape", {"threshold": "heuristic"}, ["threshold='heuristic'"]),
+    ("lucb", {}, []),
+    ("lucb", {"threshold": "heuristic"}, ["threshold='heuristic'"]),
+    ("xy-static", {}, []),
+])
+def test_settings_without_guarantee_are_named(name, given, expected):
+    from screenbai.bandits.params import without_guarantee
+    from screenbai.bandits.registry import get
+
+    assert without_guarantee(get(name).cls, given) == expected

@@ -97,6 +97,7 @@ class GIFA(Policy):
             Options(LINEAR_THRESHOLDS + CLASSICAL_THRESHOLDS[:1] + CLASSICAL_THRESHOLDS[2:]),
             "confidence threshold (linear: theoretical, heuristic, abbasi-yadkori; "
             "classical: lucb1, heuristic, hoeffding); 'heuristic' has no guarantee",
+            no_guarantee=("heuristic",),
         ),
         "paper_literal": Param(False, BOOLEAN, "theoretical threshold exactly as printed in [RKD21]"),
         "delta_eff": Param(
@@ -381,7 +382,8 @@ class _ClassicalGIFA(GIFA):
 
     parameters = {
         "threshold": Param(
-            "lucb1", Options(CLASSICAL_THRESHOLDS), "confidence threshold ('heuristic' has no guarantee)"
+            "lucb1", Options(CLASSICAL_THRESHOLDS), "confidence threshold ('heuristic' has no guarantee)",
+            no_guarantee=("heuristic",),
         ),
         "selection": Param("largest-variance", Options(("largest-variance", "both")), "which of b_t, c_t to pull"),
     }

@@ -132,7 +132,7 @@ class GLGapE(Policy):
             "self-normalized", Options(CALIBRATIONS),
             "width calibration: 'self-normalized' (error <= delta given valid c_mu and S; the default plug-ins "
             "are estimates), 'theory' (valid, very conservative), the paper's 'reinterpreted' and 'literal34' "
-            "(no guarantee)",
+            "(no guarantee)", no_guarantee=("reinterpreted", "literal34"),
         ),
         "selection": Param("auto", Options(("auto",) + RULES + ("optimized",)),
                            "arm-selection rule: L1 ratio rule, greedy, or auto (ratio up to K = 5000, greedy above)"),

@@ -129,7 +129,8 @@ class Param:
     """One parameter: its default, the constraints it may satisfy (any of them), a help line.
 
     ``none``: None is allowed (its meaning belongs in the help); ``oracle``: the string "oracle" is
-    allowed, resolved from the true instance by ``policy_for_instance`` in simulations.
+    allowed, resolved from the true instance by ``policy_for_instance`` in simulations;
+    ``no_guarantee``: values that void the algorithm's error guarantee (said wherever they are offered).
     """
 
     default: Any
@@ -137,6 +138,7 @@ class Param:
     help: str
     none: bool = False
     oracle: bool = False
+    no_guarantee: tuple = ()
 
     def describe(self) -> str:
         parts = [self.constraint.describe()]
@@ -262,6 +264,16 @@ def resolve(cls: type, given: dict) -> SimpleNamespace:
             values[name] = p.default
     values.update(_merged(cls, "fixed"))
     return SimpleNamespace(**values)
+
+
+def without_guarantee(cls: type, given: dict) -> list[str]:
+    """The settings among ``given`` (defaults filled in) that void ``cls``'s error guarantee, as key=value."""
+    out = []
+    for key, p in declared(cls).items():
+        value = given.get(key, p.default)
+        if isinstance(value, str) and value in p.no_guarantee:
+            out.append(f"{key}={value!r}")
+    return out
 
 
 def check(cls: type, given: dict, label: str = "") -> None:

@@ -7,6 +7,9 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from ..bandits.params import without_guarantee
+from ..bandits.registry import get as registered
+
 Z95 = 1.959963984540054
 
 
@@ -86,6 +89,8 @@ class Status:
     stop_threshold: float | None
     budget: int | None
     recommendation: list[CompoundLine] = field(default_factory=list)
+    #: the chosen settings that void the algorithm's error guarantee (e.g. "threshold='heuristic'")
+    no_guarantee: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -123,6 +128,11 @@ class Status:
             lines.append(f"not finished: {self.budget - self.tests:,} tests of the budget left")
         else:
             lines.append("stopping rule: not fired (this algorithm does not report how far it is from firing)")
+        if self.no_guarantee:
+            lines.append(
+                f"NO ERROR GUARANTEE: {', '.join(self.no_guarantee)} makes the stopping rule a heuristic; the "
+                "answer may be wrong more often than delta (docs/error_rates.md)"
+            )
         lines.append(f"recommendation ({'final' if self.done else 'current leader'}), with 95% intervals:")
         for c in self.recommendation:
             obs = (
@@ -184,6 +194,7 @@ def campaign_status(camp) -> Status:
         stop_threshold=_float(getattr(policy, "epsilon", None)) if "stat" in diag else None,
         budget=None if budget is None else int(budget),
         recommendation=rec,
+        no_guarantee=without_guarantee(type(policy), {**registered(camp.algorithm).defaults, **params}),
     )
 
 
