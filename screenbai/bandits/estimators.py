@@ -85,22 +85,23 @@ class RidgeState:
         ``on_block(s, e, Xv)`` is called after each block [s, e) of the K-vectors (and of Xv, the
         product with ``also`` or None) is final, the block holding the kept row's arm first; it is
         then kept in ``ahead`` until P changes."""
-        added = self._add(a, reward, also=also, on_block=on_block)
+        added = self._add(a, reward, None, 0.0, also, on_block)
         if self.P is not None and self._since_refresh >= self.refresh_every:
             self.refresh()
         return added if self.keep_row else None
 
-    def _add(self, a: int, reward: float, **shrink):
+    def _add(self, a: int, reward: float, mu=None, step=0.0, also=None, on_block=None):
         """Record the observation and update P, log det V and diag(X P X^T) by rank one (no refresh).
 
-        Returns what ``_shrink`` returns (called with ``shrink``), or None while there is no inverse yet.
+        Returns what ``_shrink`` returns (called with the other arguments), or None while there is no
+        inverse yet.
         """
         x = self.X[a]
         self.b += reward * x
         self.counts[a] += 1
         if self.P is None:
             return None
-        return self._shrink(x, **shrink)
+        return self._shrink(x, mu, step, also, on_block)
 
     def _shrink(self, x: np.ndarray, mu: np.ndarray | None = None, step: float = 0.0,
                 also: np.ndarray | None = None, on_block=None) -> tuple[np.ndarray, np.ndarray] | np.ndarray | None:
@@ -114,21 +115,17 @@ class RidgeState:
         denom = 1.0 + q
         self.logdet += math.log1p(q)  # a Python float: math is 20x faster than numpy here
         self._since_refresh += 1
-        self.ahead = None
-        row = self._row
-        row_coef = 0.0 if row is None else float(u @ self.X[self._row_arm])  # X P x_w loses gs (u^T x_w)
         if self.keep_row:
+            row = self._row
+            row_coef = 0.0 if row is None else float(u @ self.X[self._row_arm])  # X P x_w loses gs (u^T x_w)
             return self._shrink_blockwise(u, denom, row, row_coef, mu, step, also, on_block)
-        g = self.X @ u
+        g = self.X @ u  # small K: no kept row, nothing computed ahead
         gs = np.empty_like(g)
-        optional = [v for v in (row, mu) if v is not None]
-        for g_b, gs_b, diag_b, *rest in in_blocks(g, gs, self.diag, *optional):
+        for g_b, gs_b, diag_b, *mu_b in in_blocks(g, gs, self.diag, *(() if mu is None else (mu,))):
             np.divide(g_b, denom, out=gs_b)
             diag_b -= g_b * gs_b
-            if row is not None:
-                rest[0] -= gs_b * row_coef
-            if mu is not None:
-                rest[-1] += gs_b * step
+            if mu_b:
+                mu_b[0] += gs_b * step
         return g, gs
 
     def _shrink_blockwise(self, u, denom, row, row_coef, mu, step, also, on_block) -> np.ndarray | None:
@@ -257,7 +254,7 @@ class TrackedRidgeState(RidgeState):
 
     def update(self, a: int, reward: float, also: np.ndarray | None = None, on_block=None) -> np.ndarray | None:
         mu_a = float(self.mu[a])
-        added = self._add(a, reward, mu=self.mu, step=reward - mu_a, also=also, on_block=on_block)
+        added = self._add(a, reward, self.mu, reward - mu_a, also, on_block)
         if self.G is not None:  # small K only (it is refused at large K)
             assert isinstance(added, tuple)
             g, gs = added

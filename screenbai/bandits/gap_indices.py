@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .estimators import TrackedRidgeState
-from .linalg import block_bounds
+from .linalg import block_bounds, in_blocks
 from .ties import BlockArgmax, argmax_random, top_m
 
 
@@ -67,6 +67,15 @@ class GapIndices:
     def single_paired_round(self, mu: np.ndarray, f: float, rng: np.random.Generator):
         """m = 1, paired indices, tau^LUCB (LinGapE / m-LinGapE): one Gram row, O(Kd + d^2)."""
         st = self._ridge()
+        if not st.keep_row:  # small K: one block, nothing computed ahead
+            i = argmax_random(mu, rng)
+            self.Pxb = (i, st.P @ self.Z[i])
+            ucb = np.empty(self.K)
+            for block, row, diag, mu_b in in_blocks(ucb, st.gram_row(i), st.diag, mu):
+                upper_bounds(block, row, diag, st.diag[i], f, mu_b)
+            ucb[i] = -np.inf
+            c = argmax_random(ucb, rng)
+            return np.array([i]), i, c, float(ucb[c] - mu[i])
         top = st.mu_top if mu is st.mu else None  # found by the last update's sweep (large K)
         i = argmax_random(mu, rng) if top is None else top.result(mu, rng)
         self.Pxb = (i, st.P @ self.Z[i])
@@ -192,6 +201,18 @@ class GapIndices:
         return J, b, int(c), stat
 
 
+def upper_bounds(out: np.ndarray, row: np.ndarray, diag: np.ndarray, diag_i: float, f: float,
+                 mu: np.ndarray) -> None:
+    """B[j, i] + mu_i = mu_j + f ||x_j - x_i||_P into ``out``, from row i of G = X P X^T and its diagonal."""
+    np.multiply(row, -2.0, out=out)
+    out += diag
+    out += diag_i  # ||x_j - x_i||_P^2
+    np.maximum(out, 0.0, out=out)
+    np.sqrt(out, out=out)
+    out *= f
+    out += mu
+
+
 class UcbSweep:
     """B[j, i] + mu_i = mu_j + f ||x_j - x_i||_P for every arm j (-inf at i), block by block, with
     their argmax; ``f`` may be a function, called once P is final (before the first block)."""
@@ -207,13 +228,7 @@ class UcbSweep:
         if callable(self.f):
             self.f = self.f()
         block = self.ucb[s:e]
-        np.multiply(self.row[s:e], -2.0, out=block)
-        block += st.diag[s:e]
-        block += st.diag[i]  # ||x_j - x_i||_P^2
-        np.maximum(block, 0.0, out=block)
-        np.sqrt(block, out=block)
-        block *= self.f
-        block += self.mu[s:e]  # B[j, i] + mu_i
+        upper_bounds(block, self.row[s:e], st.diag[s:e], st.diag[i], self.f, self.mu[s:e])
         if s <= i < e:
             block[i - s] = -np.inf
         self.best.add(block, s)

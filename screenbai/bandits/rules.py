@@ -9,7 +9,7 @@ from scipy import sparse
 
 from .estimators import RidgeState
 from .linalg import in_blocks
-from .ties import BlockArgmax, argmin_random
+from .ties import BlockArgmax, argmax_random, argmin_random
 
 
 def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator, Py: np.ndarray | None = None) -> int:
@@ -20,12 +20,16 @@ def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator
     if Py is None:
         assert y is not None, "greedy_arm needs the direction y or P y"
         Py = state.P @ y
-    X, best = state.X, BlockArgmax()
-    large = state.keep_row  # the product too block by block, each block used while it is in cache
-    proj = np.empty(len(X)) if large else X @ Py
-    for block, diag, *X_b in in_blocks(proj, state.diag, *([X] if large else [])):
-        if large:
-            np.matmul(X_b[0], Py, out=block)
+    if not state.keep_row:
+        proj = state.X @ Py
+        for block, diag in in_blocks(proj, state.diag):
+            block *= block
+            block /= diag + 1.0
+        return argmax_random(proj, rng)
+    # large K: the product too block by block, each block used (and its argmax found) while in cache
+    proj, best = np.empty(state.K), BlockArgmax()
+    for block, diag, X_b in in_blocks(proj, state.diag, state.X):
+        np.matmul(X_b, Py, out=block)
         block *= block
         block /= diag + 1.0
         best.add(block)
