@@ -91,11 +91,11 @@ def refuse_quadratic(algorithm: str, K: int, what: str, instead: str) -> None:
         )
 
 
-#: elements per block of the elementwise passes over K-vectors: 64 kB of float64, within a core's
-#: L2 cache, so a chain of numpy operations on one block reads main memory once, not once per call;
-#: and below malloc's mmap threshold (128 kB), so the temporaries of those operations reuse heap
-#: memory instead of being mapped and page-faulted afresh (3x slower with 256 kB blocks)
-BLOCK = 1 << 13
+#: elements per block of the elementwise passes over K-vectors: 128 kB of float64, within a core's
+#: L2 cache, so a chain of numpy operations on one block reads main memory once, not once per call.
+#: Measured at K = 10^6: with 256 kB blocks the chains' temporaries came as fresh memory from the
+#: system (page faults) and GLGapE's round was 15 % slower; 64 kB blocks cost more in numpy calls
+BLOCK = 1 << 14
 #: vectors up to this length are not split (the per-call cost of more numpy calls would outweigh the gain)
 UNSPLIT_MAX = 1 << 15
 
