@@ -30,6 +30,7 @@ reach down to 10^-4 is about 10^-3 (docs/scale.md gives the runs).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -102,7 +103,8 @@ def main() -> int:
         reps = args.reps_largest if K == max(args.K) and len(args.K) > 1 else args.reps
         for name in args.algorithms:
             default = name == "glgape" and args.glgape_default
-            params = {**({"epsilon": 0.1, "delta": 0.05} if default else ALGORITHMS[name]), "max_samples": args.max_samples}
+            settings = {"epsilon": 0.1, "delta": 0.05} if default else ALGORITHMS[name]
+            params = {**settings, "max_samples": args.max_samples}
             for r in range(reps):
                 seed = np.random.SeedSequence(7, spawn_key=(K, r))
                 t0 = time.perf_counter()
@@ -128,7 +130,10 @@ def plot(df: pd.DataFrame, path: Path, cap: int) -> None:
         sub = df[df["algorithm"] == name]
         stopped = sub[sub["stopped"]]
         cut = sub[~sub["stopped"]]
-        ax.scatter(stopped["K"], stopped["samples"], marker=marker, label=f"{name} (stopped)")
+        params = json.loads(sub["params"].iloc[0])
+        setting = {"reinterpreted": ", paper's calibration", "heuristic": ", heuristic threshold"}.get(
+            params.get("calibration", params.get("threshold")), "")
+        ax.scatter(stopped["K"], stopped["samples"], marker=marker, label=f"{name}{setting} (stopped)")
         if len(cut):
             ax.scatter(cut["K"], cut["samples"], marker=marker, facecolors="none", edgecolors="grey",
                        label=f"{name} (cut at {cap:,} tests)")
