@@ -17,8 +17,9 @@ Clopper-Pearson bound on the true error probability.
 
 Prints one line per cell as it finishes and appends it to docs/error_rates_records.csv (``--out``), so
 an interrupted study keeps its finished cells; ``--append`` adds to an existing file instead of
-replacing it. ``--from-records`` prints the Markdown table of a records file (the one in
-docs/error_rates.md) without running anything.
+replacing it. ``--from-records`` prints the Markdown table of a records file without running
+anything; ``--docs`` also writes it into docs/error_rates.md's generated block (the prose around it
+is kept).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from scipy.stats import beta
 from screenbai.bandits import replicate
 from screenbai.bandits.instances import kw_synthetic, reda_classic, soare
 from screenbai.bandits.registry import get
+from screenbai.report import write_generated_block
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -174,10 +176,13 @@ def main() -> None:
     ap.add_argument("--append", action="store_true", help="add to the records file instead of replacing it")
     ap.add_argument("--fewer", nargs="*", default=[], help="costly algorithms, run with runs / 5 (at least 20)")
     ap.add_argument("--from-records", help="rebuild the page from a records CSV instead of running")
+    ap.add_argument("--docs", action="store_true", help="write the table into docs/error_rates.md's generated block")
     ap.add_argument("--out", default=str(DOCS / "error_rates_records.csv"))
     args = ap.parse_args()
     df = pd.read_csv(args.from_records) if args.from_records else run(args)
     print(table(df))
+    if args.docs:
+        write_generated_block(DOCS / "error_rates.md", "error_rates:table", table(df))
 
 
 if __name__ == "__main__":
