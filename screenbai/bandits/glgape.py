@@ -25,7 +25,7 @@ costs in docs/error_rates.md):
   whenever the sample count doubles; they are estimates, not bounds (at d = 10 they were on the
   wrong side in about a third of the re-estimations, benchmarks/glgape_plugin_check.py), so with
   them the error rate is what docs/error_rates.md measures: no error in 500 runs per cell on five
-  instances at d = 2 and 5, at 10 to 30 times the tests of the paper's calibration; at d = 10 a run
+  instances at d = 2 and 5, at 9 to 270 times the tests of the paper's calibration; at d = 10 a run
   takes a few hundred thousand tests.  The guarantee itself needs c_mu and S given as numbers
   known to bound the truth (the paper's assumption).
 * "reinterpreted" (the paper's experiments, [KW] eq. 34 read as "largest initial width 1"):
