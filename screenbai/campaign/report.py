@@ -97,8 +97,8 @@ def leader_figure(history, path: Path) -> Path | None:
                 f'<line x1="{xs:.1f}" x2="{xs:.1f}" y1="{y(-0.5)}" y2="{y(len(row_of) - 0.5)}" '
                 'stroke="#d62728" stroke-dasharray="5,3"/>'
             )
-            marks.append(
-                _text(xs - 4, y(len(row_of) - 0.5) - 4, f"stopped after {done[0]} tests", 10, "end", 'fill="#d62728"')
+            marks.append(  # below the axis, on the axis title's line (which is centred): clear of the rows
+                _text(xs, y(len(row_of) - 0.5) + 34, f"stopped after {done[0]} tests", 10, "end", 'fill="#d62728"')
             )
         return "\n".join(marks)
 
