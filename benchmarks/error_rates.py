@@ -34,6 +34,7 @@ from scipy.stats import beta
 
 from screenbai.bandits import replicate
 from screenbai.bandits.instances import kw_synthetic, reda_classic, soare
+from screenbai.bandits.params import without_guarantee
 from screenbai.bandits.registry import get
 from screenbai.report import write_generated_block
 
@@ -52,25 +53,26 @@ INSTANCES = {
 LINEAR = ("soare(d=2,omega=0.1)", "reda_classic(K=4,m=2)")
 LOGISTIC = tuple(k for k in INSTANCES if k.startswith("kw_"))
 
-# (algorithm, setting label, params, guarantee?) -- m is set per instance (2 on Réda's, else 1)
+# (algorithm, setting label, params) -- m is set per instance (2 on Réda's, else 1); whether a setting
+# has a guarantee comes from the parameters' declarations (Param.no_guarantee)
 SETTINGS = [
-    ("lingape", "Abbasi-Yadkori", {}, True),
-    ("m-lingape", "theoretical", {"threshold": "theoretical"}, True),
-    ("m-lingape", "heuristic", {"threshold": "heuristic"}, False),
-    ("lingifa", "theoretical", {"threshold": "theoretical"}, True),
-    ("lingifa", "heuristic", {"threshold": "heuristic"}, False),
-    ("lucb", "lucb1", {"threshold": "lucb1"}, True),
-    ("lucb", "heuristic", {"threshold": "heuristic"}, False),
-    ("ugape", "lucb1", {"threshold": "lucb1"}, True),
-    ("ugape", "heuristic", {"threshold": "heuristic"}, False),
-    ("xy-static", "eq. 11", {}, True),
-    ("g-allocation", "eq. 11", {}, True),
-    ("xy-adaptive", "eq. 11", {}, True),
-    ("xy-oracle", "eq. 4", {}, True),
-    ("glgape", "self-normalized (default)", {"calibration": "self-normalized"}, True),
-    ("glgape", "reinterpreted (paper)", {"calibration": "reinterpreted"}, False),
-    ("m-glgape", "self-normalized (default)", {"calibration": "self-normalized"}, True),
-    ("m-glgape", "reinterpreted (paper)", {"calibration": "reinterpreted"}, False),
+    ("lingape", "Abbasi-Yadkori", {}),
+    ("m-lingape", "theoretical", {"threshold": "theoretical"}),
+    ("m-lingape", "heuristic", {"threshold": "heuristic"}),
+    ("lingifa", "theoretical", {"threshold": "theoretical"}),
+    ("lingifa", "heuristic", {"threshold": "heuristic"}),
+    ("lucb", "lucb1", {"threshold": "lucb1"}),
+    ("lucb", "heuristic", {"threshold": "heuristic"}),
+    ("ugape", "lucb1", {"threshold": "lucb1"}),
+    ("ugape", "heuristic", {"threshold": "heuristic"}),
+    ("xy-static", "eq. 11", {}),
+    ("g-allocation", "eq. 11", {}),
+    ("xy-adaptive", "eq. 11", {}),
+    ("xy-oracle", "eq. 4", {}),
+    ("glgape", "self-normalized (default)", {"calibration": "self-normalized"}),
+    ("glgape", "reinterpreted (paper)", {"calibration": "reinterpreted"}),
+    ("m-glgape", "self-normalized (default)", {"calibration": "self-normalized"}),
+    ("m-glgape", "reinterpreted (paper)", {"calibration": "reinterpreted"}),
 ]
 TOP_M = ("m-lingape", "lingifa", "lucb", "ugape", "m-glgape")  # name the top m; the others name one arm
 # LUCB and UGapE ignore the features: on Soare's instance (a gap of 0.01 at sigma = 1) they need
@@ -85,7 +87,7 @@ def upper_bound(errors: int, runs: int, level: float = 0.95) -> float:
 
 
 def cells(only: set[str] | None, instances: set[str] | None = None, settings: set[str] | None = None):
-    for algorithm, label, params, guaranteed in SETTINGS:
+    for algorithm, label, params in SETTINGS:
         if (only and algorithm not in only) or (settings and not any(label.startswith(x) for x in settings)):
             continue
         logistic = algorithm in ("glgape", "m-glgape")
@@ -101,6 +103,7 @@ def cells(only: set[str] | None, instances: set[str] | None = None, settings: se
             if "epsilon" in get(algorithm).parameters():  # the XY allocations identify the exact best arm
                 extra["epsilon"] = 0.1 if logistic else 0.0
             for delta in DELTAS:
+                guaranteed = not without_guarantee(get(algorithm).cls, params)
                 yield algorithm, label, {**params, **extra, "delta": delta}, guaranteed, inst_name
 
 
@@ -109,7 +112,8 @@ def run(args) -> pd.DataFrame:
     todo = list(cells(*(set(x) if x else None for x in (args.only, args.instances, args.settings))))
     if not todo:
         raise SystemExit(
-            f"no cell matches --only {args.only} --instances {args.instances}; instances: {list(INSTANCES)}"
+            f"no cell matches --only {args.only} --instances {args.instances} --settings {args.settings}; "
+            f"instances: {list(INSTANCES)}; settings: {sorted({label for _, label, _ in SETTINGS})}"
         )
     out = Path(args.out)
     if not args.append and out.exists():
