@@ -88,6 +88,9 @@ def worker(args: argparse.Namespace) -> dict:
                 break
         init = time.perf_counter() - t0
         rounds, passes = [], []
+        gaps = getattr(policy, "gaps", None)  # m-LinGapE: how often the update reused the greedy rule's product
+        gaps = gaps if hasattr(gaps, "products_reused") else None  # (older code: not counted)
+        reused = (gaps.products_reused, gaps.products_missed) if gaps is not None else (0, 0)
         for _ in range(args.rounds):
             t0 = time.perf_counter()
             arms = np.atleast_1d(policy.ask())
@@ -97,10 +100,13 @@ def worker(args: argparse.Namespace) -> dict:
             rounds.append(t1 - t0)
             passes.append(time.perf_counter() - t1)
     ratios = np.array(rounds) / np.array(passes)
+    hits, misses = ((gaps.products_reused - reused[0], gaps.products_missed - reused[1]) if gaps is not None
+                    else (0, 0))
     return {"algorithm": args.algorithm, "K": args.K, "d": args.d, "matvec_s": matvec,
             "round_s": float(np.median(rounds)), "ratio": float(np.median(ratios)), "ratio_q25": float(np.quantile(ratios, 0.25)),
             "ratio_q75": float(np.quantile(ratios, 0.75)),
             "build_s": build, "init_s": init, "init_pulls": init_pulls,
+            "reuse_rate": hits / (hits + misses) if hits + misses else None,
             "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
 
 
@@ -138,6 +144,11 @@ def main() -> int:
            f"{'(q25-q75)':>11s} {'init pulls':>10s} {'init':>8s} {'peak RSS':>9s}"
     print(head)
     rows = []
+
+    def hit_rate(r: dict) -> str:
+        rate = r.get("reuse_rate")
+        return "" if rate is None else f"  update reused the greedy product {100 * rate:.0f}%"
+
     trees = [("new", REPO, json.loads(args.params))]
     if args.old is not None:
         trees.append(("old", args.old, json.loads(args.old_params)))
@@ -153,7 +164,7 @@ def main() -> int:
                         continue
                     print(f"{label:5s} {algorithm:10s} {K:9d} {1e3 * r['matvec_s']:8.3f}ms {1e3 * r['round_s']:8.3f}ms "
                           f"{r['ratio']:10.2f} {r['ratio_q25']:5.2f}-{r['ratio_q75']:<5.2f} {r['init_pulls']:10d} "
-                          f"{r['init_s']:7.2f}s {r['peak_rss_gib']:7.2f}GiB", flush=True)
+                          f"{r['init_s']:7.2f}s {r['peak_rss_gib']:7.2f}GiB{hit_rate(r)}", flush=True)
     print("\nacross measurements: median (min-max)")
     ok = [r for r in rows if "error" not in r]
 

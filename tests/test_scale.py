@@ -271,3 +271,55 @@ def test_logistic_into_matches_expit_and_saturates_without_warnings():
         out = logistic_into(eta, np.empty_like(eta))
     np.testing.assert_allclose(out, expit(eta), rtol=1e-15, atol=0)
     assert out[-3] == 0.0 and out[-2] == 1.0 and out[-1] == 0.5
+
+
+
+def test_m_lingape_update_reusing_the_greedy_product_equals_one_computing_it(monkeypatch):
+    """At large K the greedy rule's pass computes X P x_b and X P x_c, and the update after pulling b
+    or c takes X P x_a from there instead of reading X again. A run that never reuses them makes the
+    same choices with the same bits and the same draws, and the kept columns equal, bit for bit, the
+    update's own product."""
+    from screenbai.bandits import estimators, linalg
+    from screenbai.bandits.gap_indices import GapIndices
+
+    monkeypatch.setattr(linalg, "BLOCK", 4096)  # many blocks, visited out of order by the update
+    rng = np.random.default_rng(12)
+    K, d = estimators.KEEP_ROW_MIN_K, 20  # d = 20: early on, the greedy rule mostly pulls c_t
+    X = rng.standard_normal((K, d)) / np.sqrt(d)
+    theta = rng.standard_normal(d)
+    noise = rng.standard_normal((K, 8)) / 2
+    product_for = GapIndices.product_for
+
+    def run(reuse: bool):
+        policy = make_policy("m-lingape", X, rng=np.random.default_rng(1), m=1, epsilon=0.0, refresh_every=50)
+        assert policy.state.keep_row
+        if not reuse:
+            monkeypatch.setattr(policy.gaps, "product_for", lambda a: [product_for(policy.gaps, a), None][1])
+        chosen, stats, seen, compared = [], [], np.zeros(K, dtype=int), 0
+        while policy.n_samples < 200:
+            arms = np.atleast_1d(policy.ask())
+            pair = policy.gaps._pair
+            if arms.size == 1 and pair is not None:
+                st, _, b, c = pair
+                for col, arm in enumerate((b, c)):
+                    u = st.P @ X[arm]
+                    own = np.vstack([linalg.pair_product(X[s:e], np.column_stack([u, u]), np.empty((e - s, 2)))
+                                     for s, e in linalg.block_bounds(K)])[:, 0]  # as the update computes it
+                    np.testing.assert_array_equal(policy.gaps._pair_prod[:, col], own)
+                compared += 1
+            policy.tell(arms, X[arms] @ theta + noise[arms, seen[arms] % 8])
+            seen[arms] += 1
+            chosen.extend(arms.tolist())
+            stats.append(policy.diagnostics["stat"])
+        return chosen, np.array(stats), policy, compared
+
+    chosen, stats, reused, compared = run(True)
+    chosen_own, stats_own, own, _ = run(False)
+    assert chosen == chosen_own
+    np.testing.assert_array_equal(stats, stats_own)
+    for name in ("mu", "diag", "P"):
+        np.testing.assert_array_equal(getattr(reused.state, name), getattr(own.state, name))
+    assert reused.rng.integers(1 << 30) == own.rng.integers(1 << 30)
+    gaps = reused.gaps
+    assert compared > 100 and gaps.products_reused + gaps.products_missed == compared
+    assert gaps.products_reused >= 20, (gaps.products_reused, gaps.products_missed)  # both paths exercised

@@ -13,7 +13,7 @@ import math
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from .linalg import block_bounds, in_blocks, project, sherman_morrison
+from .linalg import block_bounds, in_blocks, pair_product, project, sherman_morrison
 from .ties import BlockArgmax
 
 __all__ = ["RidgeState", "TrackedRidgeState", "project"]
@@ -79,18 +79,21 @@ class RidgeState:
     def theta(self) -> np.ndarray:
         return self.P @ self.b
 
-    def update(self, a: int, reward: float, also: np.ndarray | None = None, on_block=None) -> np.ndarray | None:
+    def update(self, a: int, reward: float, also: np.ndarray | None = None, on_block=None,
+               product: np.ndarray | None = None) -> np.ndarray | None:
         """Add one observation of arm a: O(Kd + d^2). At large K (``keep_row``), X ``also`` (a
         d-vector) is computed in the same pass over X and returned (otherwise None), and
         ``on_block(s, e, Xv)`` is called after each block [s, e) of the K-vectors (and of Xv, the
         product with ``also`` or None) is final, the block holding the kept row's arm first; it is
-        then kept in ``ahead`` until P changes."""
-        added = self._add(a, reward, None, 0.0, also, on_block)
+        then kept in ``ahead`` until P changes. ``product``: X P x_a with the current P, if the caller
+        has it (large K, without ``also``; computed as ``pair_product`` does): the update then reads
+        no X."""
+        added = self._add(a, reward, None, 0.0, also, on_block, product)
         if self.P is not None and self._since_refresh >= self.refresh_every:
             self.refresh()
         return added if self.keep_row else None
 
-    def _add(self, a: int, reward: float, mu=None, step=0.0, also=None, on_block=None):
+    def _add(self, a: int, reward: float, mu=None, step=0.0, also=None, on_block=None, product=None):
         """Record the observation and update P, log det V and diag(X P X^T) by rank one (no refresh).
 
         Returns what ``_shrink`` returns (called with the other arguments), or None while there is no
@@ -101,15 +104,17 @@ class RidgeState:
         self.counts[a] += 1
         if self.P is None:
             return None
-        return self._shrink(x, mu, step, also, on_block)
+        return self._shrink(x, mu, step, also, on_block, product)
 
     def _shrink(self, x: np.ndarray, mu: np.ndarray | None = None, step: float = 0.0,
-                also: np.ndarray | None = None, on_block=None) -> tuple[np.ndarray, np.ndarray] | np.ndarray | None:
+                also: np.ndarray | None = None, on_block=None,
+                product: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | np.ndarray | None:
         """The design gains x x^T: P, log det V, diag(X P X^T) and the kept Gram row by rank one.
 
         With g = X P x and gs = g / (1 + x^T P x) (before the update), the means ``mu`` (if given)
         move by gs * step. Small K returns (g, gs). Large K (``keep_row``) makes one blockwise pass
-        over X that also computes X ``also`` (returned, else None) and keeps g and gs per block only.
+        over X that also computes X ``also`` (returned, else None) and keeps g and gs per block only;
+        given ``product`` = g (with P before this update), it reads no X.
         """
         u, q = sherman_morrison(self.P, x)
         denom = 1.0 + q
@@ -118,7 +123,7 @@ class RidgeState:
         if self.keep_row:
             row = self._row
             row_coef = 0.0 if row is None else float(u @ self.X[self._row_arm])  # X P x_w loses gs (u^T x_w)
-            return self._shrink_blockwise(u, denom, row, row_coef, mu, step, also, on_block)
+            return self._shrink_blockwise(u, denom, row, row_coef, mu, step, also, on_block, product)
         g = self.X @ u  # small K: no kept row, nothing computed ahead
         gs = np.empty_like(g)
         for g_b, gs_b, diag_b, *mu_b in in_blocks(g, gs, self.diag, *(() if mu is None else (mu,))):
@@ -128,20 +133,28 @@ class RidgeState:
                 mu_b[0] += gs_b * step
         return g, gs
 
-    def _shrink_blockwise(self, u, denom, row, row_coef, mu, step, also, on_block) -> np.ndarray | None:
-        """``_shrink`` at large K: one block of X at a time, its elementwise work while it is in cache."""
-        V = u if also is None else np.column_stack([u, also])
+    def _shrink_blockwise(self, u, denom, row, row_coef, mu, step, also, on_block, product) -> np.ndarray | None:
+        """``_shrink`` at large K: one block of X at a time, its elementwise work while it is in cache.
+
+        X P x_a is always column 0 of a two-column product (``pair_product``), whether computed here
+        or given as ``product``, so that the result does not depend on where it came from."""
+        assert product is None or also is None, "a given product leaves no pass over X to compute X also"
+        V = np.column_stack([u, u if also is None else also])
         out = None if also is None else np.empty(self.K)
         top = BlockArgmax()
         bounds = block_bounds(self.K)
-        prod = np.empty((max(e - s for s, e in bounds),) + V.shape[1:])
+        prod = None if product is not None else np.empty((max(e - s for s, e in bounds), 2))
         if row is not None:  # the kept row's arm first: its own entries are final before any other block
             bounds.insert(0, bounds.pop(next(k for k, (s, e) in enumerate(bounds) if s <= self._row_arm < e)))
         for s, e in bounds:
-            block = np.matmul(self.X[s:e], V, out=prod[: e - s])
-            g_b = block if also is None else block[:, 0]
-            if out is not None:
-                out[s:e] = block[:, 1]
+            if product is not None:
+                g_b = product[s:e]
+            else:
+                assert prod is not None
+                block = pair_product(self.X[s:e], V, prod[: e - s])
+                g_b = block[:, 0]
+                if out is not None:
+                    out[s:e] = block[:, 1]
             gs_b = g_b / denom
             self.diag[s:e] -= g_b * gs_b
             if row is not None:
@@ -252,9 +265,10 @@ class TrackedRidgeState(RidgeState):
         self.mu = np.zeros(self.K)
         self.G = (X @ X.T) / self.lambda0 if gram else None
 
-    def update(self, a: int, reward: float, also: np.ndarray | None = None, on_block=None) -> np.ndarray | None:
+    def update(self, a: int, reward: float, also: np.ndarray | None = None, on_block=None,
+               product: np.ndarray | None = None) -> np.ndarray | None:
         mu_a = float(self.mu[a])
-        added = self._add(a, reward, self.mu, reward - mu_a, also, on_block)
+        added = self._add(a, reward, self.mu, reward - mu_a, also, on_block, product)
         if self.G is not None:  # small K only (it is refused at large K)
             assert isinstance(added, tuple)
             g, gs = added

@@ -228,6 +228,8 @@ class GIFA(Policy):
         rule = self.selection
         if rule == "greedy":
             st = self.state
+            if st.keep_row and self.gaps.single_paired:  # large K: one pass, reused by the update
+                return self.gaps.greedy_pair_arm(b, c, self.rng)
             known, self.gaps.Pxb = self.gaps.Pxb, None
             if known is not None and known[0] == b:  # P x_b is known from this round's Gram row
                 Py = known[1] - st.P @ self.Z[c]
@@ -296,11 +298,12 @@ class GIFA(Policy):
         if self._reward_range is not None and (rewards.min() < 0.0 or rewards.max() > 1.0):
             raise ValueError(f"threshold 'hoeffding' assumes rewards in [0, 1]; got {rewards.tolist()}")
         if self.linear:
+            product = self.gaps.product_for(int(arms[0]) if arms.size == 1 else -1)
             if arms.size == 1:
                 ahead = None
                 if self.state.keep_row:  # large K
                     ahead = self.gaps.sweep_ahead(lambda: self.threshold_factor(self.n_samples))
-                self.state.update(int(arms[0]), float(rewards[0]), on_block=ahead)
+                self.state.update(int(arms[0]), float(rewards[0]), on_block=ahead, product=product)
             else:
                 self.state.update_many(arms, rewards)
 

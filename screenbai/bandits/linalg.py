@@ -114,3 +114,11 @@ def in_blocks(*arrays: np.ndarray) -> list[tuple[np.ndarray, ...]]:
     if n <= UNSPLIT_MAX:
         return [arrays]
     return [tuple(a[s:e] for a in arrays) for s, e in block_bounds(n)]
+
+
+def pair_product(X_block: np.ndarray, V: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """X_block @ V for a d x 2 matrix V into ``out`` (rows x 2, C-contiguous): the one way large-K code
+    computes X P x for an arm, so that a product computed for one purpose (the greedy rule's) can
+    serve another (the update's) with the same bits. A two-column product reads X once, as a
+    matrix-vector product does, and OpenBLAS's is faster than its matrix-vector product here."""
+    return np.matmul(X_block, V, out=out)

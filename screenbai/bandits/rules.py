@@ -23,17 +23,21 @@ def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator
     if not state.keep_row:
         proj = state.X @ Py
         for block, diag in in_blocks(proj, state.diag):
-            block *= block
-            block /= diag + 1.0
+            greedy_scores(block, diag)
         return argmax_random(proj, rng)
     # large K: the product too block by block, each block used (and its argmax found) while in cache
     proj, best = np.empty(state.K), BlockArgmax()
     for block, diag, X_b in in_blocks(proj, state.diag, state.X):
         np.matmul(X_b, Py, out=block)
-        block *= block
-        block /= diag + 1.0
+        greedy_scores(block, diag)
         best.add(block)
     return best.result(proj, rng)
+
+
+def greedy_scores(proj: np.ndarray, diag: np.ndarray) -> None:
+    """The greedy rule's scores (x_a^T P y)^2 / (1 + x_a^T P x_a), in place of proj = X P y."""
+    proj *= proj
+    proj /= diag + 1.0
 
 
 def largest_variance_arm(variances: np.ndarray, b: int, c: int, rng: np.random.Generator) -> int:
