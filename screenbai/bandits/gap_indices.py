@@ -43,8 +43,8 @@ class GapIndices:
     indices) and the choices of index, J(t), b_t and stopping statistic.
 
     ``Pxb`` keeps (b_t, P x_b) from the last round when it was computed anyway, for the greedy rule.
-    At large K (m = 1, paired) the greedy rule's pass computes X P x_b and X P x_c (``greedy_pair_arm``);
-    the update after the pull takes X P x_a from there when a is b or c (``product_for``).
+    At large K (m = 1, paired) the greedy rule's pass computes X P x_c with X P (x_b - x_c)
+    (``greedy_pair_arm``); the update after the pull takes X P x_a from there when a is c (``product_for``).
     ``products_reused`` / ``products_missed`` count how often it could or could not (for benchmarks).
     """
 
@@ -58,8 +58,8 @@ class GapIndices:
         self._PZ_J: np.ndarray | None = None
         self.Pxb: tuple[int, np.ndarray] | None = None
         self.single_paired = self.fast and m == 1 and index == "paired"
-        self._pair_prod: np.ndarray | None = None  # K x 2: X P x_b, X P x_c of the last greedy pass
-        self._pair: tuple[TrackedRidgeState, np.ndarray, int, int] | None = None  # its state, P, b, c
+        self._pair_prod: np.ndarray | None = None  # K x 2: X P (x_b - x_c), X P x_c of the last greedy pass
+        self._pair: tuple[TrackedRidgeState, np.ndarray, int] | None = None  # its state, P and c
         self.products_reused = self.products_missed = 0
 
     def _ridge(self) -> TrackedRidgeState:
@@ -99,34 +99,34 @@ class GapIndices:
 
     def greedy_pair_arm(self, b: int, c: int, rng: np.random.Generator) -> int:
         """The greedy rule for y = x_b - x_c at large K (m = 1, paired indices): one pass over X for
-        X P x_b and X P x_c (kept for the update after the pull), their difference and its scores
-        block by block, each block's argmax while it is in cache."""
+        X P y and X P x_c (kept for the update after the pull: the greedy rule mostly pulls c), the
+        scores block by block, each block's argmax while it is in cache."""
         st = self._ridge()
-        V = np.column_stack([st.P @ self.Z[b], st.P @ self.Z[c]])
+        Pc = st.P @ self.Z[c]
+        V = np.column_stack([st.P @ self.Z[b] - Pc, Pc])
         if self._pair_prod is None:
             self._pair_prod = np.empty((self.K, 2))
         prod, scores, best = self._pair_prod, np.empty(self.K), BlockArgmax()
         for s, e in block_bounds(self.K):
             block = pair_product(self.Z[s:e], V, prod[s:e])
-            np.subtract(block[:, 0], block[:, 1], out=scores[s:e])
-            greedy_scores(scores[s:e], st.diag[s:e])
+            greedy_scores(block[:, 0], st.diag[s:e], out=scores[s:e])
             best.add(scores[s:e], s)
-        self._pair = (st, st.P.copy(), b, c)
+        self._pair = (st, st.P.copy(), c)
         return best.result(scores, rng)
 
     def product_for(self, a: int) -> np.ndarray | None:
-        """X P x_a from the last greedy pass if a was b or c and P has not changed since, else None;
+        """X P x_a from the last greedy pass if a was its c and P has not changed since, else None;
         forgets it either way (an update is coming)."""
         pair, self._pair = self._pair, None
         if pair is None:
             return None
-        st, P, b, c = pair
-        if st is not self.state or a not in (b, c) or not np.array_equal(P, st.P):
+        st, P, c = pair
+        if st is not self.state or a != c or not np.array_equal(P, st.P):
             self.products_missed += 1
             return None
         self.products_reused += 1
         assert self._pair_prod is not None
-        return self._pair_prod[:, 0 if a == b else 1]
+        return self._pair_prod[:, 1]
 
     def sweep_ahead(self, factor) -> UcbSweep | None:
         """For ``update(on_block=...)`` at large K (m = 1, paired, tau^LUCB): the next round's upper

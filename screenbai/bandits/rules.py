@@ -34,10 +34,12 @@ def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator
     return best.result(proj, rng)
 
 
-def greedy_scores(proj: np.ndarray, diag: np.ndarray) -> None:
-    """The greedy rule's scores (x_a^T P y)^2 / (1 + x_a^T P x_a), in place of proj = X P y."""
-    proj *= proj
-    proj /= diag + 1.0
+def greedy_scores(proj: np.ndarray, diag: np.ndarray, out: np.ndarray | None = None) -> None:
+    """The greedy rule's scores (x_a^T P y)^2 / (1 + x_a^T P x_a) from proj = X P y, into ``out``
+    (default: in place)."""
+    out = proj if out is None else out
+    np.multiply(proj, proj, out=out)
+    out /= diag + 1.0
 
 
 def largest_variance_arm(variances: np.ndarray, b: int, c: int, rng: np.random.Generator) -> int:

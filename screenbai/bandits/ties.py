@@ -46,27 +46,29 @@ class BlockArgmax:
 
     ``add`` the blocks (consecutive ones, or any order with their offsets), then ``result(values,
     rng)`` with the whole vector: the same index and the same use of ``rng`` as
-    ``argmax_random(values, rng)`` (the vector is read again only when there is a tie).
+    ``argmax_random(values, rng)``. Ties are counted at the end, in the blocks holding the maximum
+    only (usually one), not in every block; the whole vector is read again only when there is a tie.
     """
 
     def __init__(self):
         self.best = -np.inf
         self.index = -1
-        self.count = 0
+        self.at: list[tuple[int, int]] = []  # [start, end) of the blocks whose maximum is ``best``
         self.offset = 0
 
     def add(self, block: np.ndarray, offset: int | None = None) -> None:
         start = self.offset if offset is None else offset
         k = int(block.argmax())
         v = block[k]
+        end = start + block.size
         if v > self.best or self.index < 0:
-            self.best, self.index, self.count = v, start + k, np.count_nonzero(block == v)
+            self.best, self.index, self.at = v, start + k, [(start, end)]
         elif v == self.best:
-            self.count += np.count_nonzero(block == v)
+            self.at.append((start, end))
             self.index = min(self.index, start + k)  # the first maximum, as argmax
-        self.offset = start + block.size
+        self.offset = end
 
     def result(self, values: np.ndarray, rng: np.random.Generator) -> int:
-        if self.count == 1:
+        if sum(np.count_nonzero(values[s:e] == self.best) for s, e in self.at) == 1:
             return self.index
         return argmax_random(values, rng)
