@@ -88,9 +88,10 @@ def worker(args: argparse.Namespace) -> dict:
                 break
         init = time.perf_counter() - t0
         rounds, passes = [], []
-        gaps = getattr(policy, "gaps", None)  # m-LinGapE: how often the update reused the greedy rule's product
-        gaps = gaps if hasattr(gaps, "products_reused") else None  # (older code: not counted)
-        reused = (gaps.products_reused, gaps.products_missed) if gaps is not None else (0, 0)
+        gaps = getattr(policy, "gaps", None)  # m-LinGapE: rounds whose update or greedy rule read no X
+        gaps = gaps if hasattr(gaps, "guesses_right") else None  # (older code: not counted)
+        counts = ("products_reused", "guesses_right")
+        before = [getattr(gaps, c) for c in counts] if gaps is not None else None
         for _ in range(args.rounds):
             t0 = time.perf_counter()
             arms = np.atleast_1d(policy.ask())
@@ -100,13 +101,12 @@ def worker(args: argparse.Namespace) -> dict:
             rounds.append(t1 - t0)
             passes.append(time.perf_counter() - t1)
     ratios = np.array(rounds) / np.array(passes)
-    hits, misses = ((gaps.products_reused - reused[0], gaps.products_missed - reused[1]) if gaps is not None
-                    else (0, 0))
+    once = None if before is None else [getattr(gaps, c) - b for c, b in zip(counts, before)]
     return {"algorithm": args.algorithm, "K": args.K, "d": args.d, "matvec_s": matvec,
             "round_s": float(np.median(rounds)), "ratio": float(np.median(ratios)), "ratio_q25": float(np.quantile(ratios, 0.25)),
             "ratio_q75": float(np.quantile(ratios, 0.75)),
             "build_s": build, "init_s": init, "init_pulls": init_pulls,
-            "reuse_rate": hits / (hits + misses) if hits + misses else None,
+            "read_once": None if once is None else [n / args.rounds for n in once],
             "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
 
 
@@ -146,8 +146,9 @@ def main() -> int:
     rows = []
 
     def hit_rate(r: dict) -> str:
-        rate = r.get("reuse_rate")
-        return "" if rate is None else f"  update reused the greedy product {100 * rate:.0f}%"
+        once = r.get("read_once")
+        return "" if once is None else (f"  X read once: update {100 * once[0]:.0f}%, greedy "
+                                        f"{100 * once[1]:.0f}% of rounds")
 
     trees = [("new", REPO, json.loads(args.params))]
     if args.old is not None:

@@ -85,7 +85,8 @@ class RidgeState:
         d-vector) is computed in the same pass over X and returned (otherwise None), and
         ``on_block(s, e, Xv)`` is called after each block [s, e) of the K-vectors (and of Xv, the
         product with ``also`` or None) is final, the block holding the kept row's arm first; it is
-        then kept in ``ahead`` until P changes. ``product``: X P x_a with the current P, if the caller
+        then kept in ``ahead`` until P changes. ``also`` may be a function giving the vector once P
+        is updated. ``product``: X P x_a with the current P, if the caller
         has it (large K, without ``also``; computed as ``pair_product`` does): the update then reads
         no X."""
         added = self._add(a, reward, None, 0.0, also, on_block, product)
@@ -139,6 +140,8 @@ class RidgeState:
         X P x_a is always column 0 of a two-column product (``pair_product``), whether computed here
         or given as ``product``, so that the result does not depend on where it came from."""
         assert product is None or also is None, "a given product leaves no pass over X to compute X also"
+        if callable(also):  # a vector that depends on the updated P
+            also = also()
         V = np.column_stack([u, u if also is None else also])
         out = None if also is None else np.empty(self.K)
         top = BlockArgmax()

@@ -43,9 +43,13 @@ class GapIndices:
     indices) and the choices of index, J(t), b_t and stopping statistic.
 
     ``Pxb`` keeps (b_t, P x_b) from the last round when it was computed anyway, for the greedy rule.
-    At large K (m = 1, paired) the greedy rule's pass computes X P x_c with X P (x_b - x_c)
-    (``greedy_pair_arm``); the update after the pull takes X P x_a from there when a is c (``product_for``).
-    ``products_reused`` / ``products_missed`` count how often it could or could not (for benchmarks).
+    At large K (m = 1, paired) a round reads X once when one of two guesses holds, twice otherwise:
+    the greedy rule's pass computes X P x_c with X P (x_b - x_c) (``greedy_pair_arm``), and the
+    update after the pull takes X P x_a from there when a is c (``product_for``); an update that
+    reads X computes X P (x_b - x_c) for the last pair too, and the greedy scores from it, which the
+    next round takes if its pair is the same (``sweep_ahead``). Either way the values are computed
+    the same way, with the same bits. ``products_reused`` / ``products_missed`` and ``guesses_right``
+    / ``guesses_wrong`` count how often each guess held (for benchmarks).
     """
 
     def __init__(self, Z: np.ndarray, state: TrackedRidgeState | None, index: str, m: int,
@@ -60,7 +64,8 @@ class GapIndices:
         self.single_paired = self.fast and m == 1 and index == "paired"
         self._pair_prod: np.ndarray | None = None  # K x 2: X P (x_b - x_c), X P x_c of the last greedy pass
         self._pair: tuple[TrackedRidgeState, np.ndarray, int] | None = None  # its state, P and c
-        self.products_reused = self.products_missed = 0
+        self._last_pair: tuple[int, int] | None = None  # (b, c) of the last greedy rule
+        self.products_reused = self.products_missed = self.guesses_right = self.guesses_wrong = 0
 
     def _ridge(self) -> TrackedRidgeState:
         assert self.state is not None, "linear (paired or individual) indices need the ridge estimator"
@@ -102,8 +107,16 @@ class GapIndices:
         X P y and X P x_c (kept for the update after the pull: the greedy rule mostly pulls c), the
         scores block by block, each block's argmax while it is in cache."""
         st = self._ridge()
+        self._last_pair = (b, c)
+        ahead = st.ahead
+        if isinstance(ahead, UcbSweep) and ahead.st is st and ahead.guess is not None:
+            if ahead.guess == (b, c):  # computed by the update's sweep, the same way
+                self.guesses_right += 1
+                self._pair = None
+                return ahead.greedy_best.result(ahead.scores, rng)
+            self.guesses_wrong += 1
         Pc = st.P @ self.Z[c]
-        V = np.column_stack([st.P @ self.Z[b] - Pc, Pc])
+        V = np.column_stack([self.direction(b, c, Pc), Pc])
         if self._pair_prod is None:
             self._pair_prod = np.empty((self.K, 2))
         prod, scores, best = self._pair_prod, np.empty(self.K), BlockArgmax()
@@ -113,6 +126,11 @@ class GapIndices:
             best.add(scores[s:e], s)
         self._pair = (st, st.P.copy(), c)
         return best.result(scores, rng)
+
+    def direction(self, b: int, c: int, Pc: np.ndarray | None = None) -> np.ndarray:
+        """P (x_b - x_c), computed as P x_b - P x_c (one way, whoever asks)."""
+        st = self._ridge()
+        return st.P @ self.Z[b] - (st.P @ self.Z[c] if Pc is None else Pc)
 
     def product_for(self, a: int) -> np.ndarray | None:
         """X P x_a from the last greedy pass if a was its c and P has not changed since, else None;
@@ -128,15 +146,20 @@ class GapIndices:
         assert self._pair_prod is not None
         return self._pair_prod[:, 1]
 
-    def sweep_ahead(self, factor) -> UcbSweep | None:
-        """For ``update(on_block=...)`` at large K (m = 1, paired, tau^LUCB): the next round's upper
-        bounds against the kept Gram row's arm, computed during the update's sweep while each block
-        is in cache; the round uses them if that arm is still the empirical best. ``factor()`` gives
-        the next round's threshold factor once P is updated."""
+    def sweep_ahead(self, factor, guess: bool) -> tuple:
+        """(also, on_block) for ``update`` at large K (m = 1, paired, tau^LUCB), or (None, None).
+
+        on_block: the next round's upper bounds against the kept Gram row's arm, computed during the
+        update's sweep while each block is in cache; the round uses them if that arm is still the
+        empirical best. ``factor()`` gives the next round's threshold factor once P is updated. With
+        ``guess`` (the update reads X anyway), also() = P (x_b - x_c) for the last pair (b, c), once P
+        is updated: the update's product gives X P (x_b - x_c) and the sweep the greedy scores."""
         st = self._ridge()
-        if not (self.fast and self.m == 1 and self.index == "paired" and st.keep_row and st._row is not None):
-            return None
-        return UcbSweep(st, st._row_arm, factor, st.mu)
+        if not (self.single_paired and st.keep_row and st._row is not None):
+            return None, None
+        pair = self._last_pair if guess else None
+        also = None if pair is None else (lambda: self.direction(*pair))
+        return also, UcbSweep(st, st._row_arm, factor, st.mu, pair)
 
     def columns_of_J(self, mu: np.ndarray, J: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:
         """BJ[k, i] = B[i, J[k]] for every arm i (m x K), with -inf where i is in J."""
@@ -253,15 +276,19 @@ def upper_bounds(out: np.ndarray, row: np.ndarray, diag: np.ndarray, diag_i: flo
 
 class UcbSweep:
     """B[j, i] + mu_i = mu_j + f ||x_j - x_i||_P for every arm j (-inf at i), block by block, with
-    their argmax; ``f`` may be a function, called once P is final (before the first block)."""
+    their argmax; ``f`` may be a function, called once P is final (before the first block). With a
+    ``guess`` (b, c), also the greedy scores for y = x_b - x_c and their argmax, from the blocks of
+    X P y given to each call (the update's second column)."""
 
-    def __init__(self, st: TrackedRidgeState, i: int, f, mu: np.ndarray):
-        self.st, self.i, self.f, self.mu = st, i, f, mu
+    def __init__(self, st: TrackedRidgeState, i: int, f, mu: np.ndarray, guess: tuple[int, int] | None = None):
+        self.st, self.i, self.f, self.mu, self.guess = st, i, f, mu, guess
         self.row = st.gram_row(i)  # row i of G (the kept row is updated in place by the sweep)
         self.ucb = np.empty(st.K)
         self.best = BlockArgmax()
+        if guess is not None:
+            self.scores, self.greedy_best = np.empty(st.K), BlockArgmax()
 
-    def __call__(self, s: int, e: int, _=None) -> None:
+    def __call__(self, s: int, e: int, Xy: np.ndarray | None = None) -> None:
         st, i = self.st, self.i
         if callable(self.f):
             self.f = self.f()
@@ -270,3 +297,7 @@ class UcbSweep:
         if s <= i < e:
             block[i - s] = -np.inf
         self.best.add(block, s)
+        if self.guess is not None:
+            assert Xy is not None, "a guessed pair needs X P y from the update's product"
+            greedy_scores(Xy[s:e], st.diag[s:e], out=self.scores[s:e])
+            self.greedy_best.add(self.scores[s:e], s)

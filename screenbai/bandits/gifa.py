@@ -300,10 +300,11 @@ class GIFA(Policy):
         if self.linear:
             product = self.gaps.product_for(int(arms[0]) if arms.size == 1 else -1)
             if arms.size == 1:
-                ahead = None
+                also = ahead = None
                 if self.state.keep_row:  # large K
-                    ahead = self.gaps.sweep_ahead(lambda: self.threshold_factor(self.n_samples))
-                self.state.update(int(arms[0]), float(rewards[0]), on_block=ahead, product=product)
+                    also, ahead = self.gaps.sweep_ahead(lambda: self.threshold_factor(self.n_samples),
+                                                        guess=product is None and self.selection == "greedy")
+                self.state.update(int(arms[0]), float(rewards[0]), also=also, on_block=ahead, product=product)
             else:
                 self.state.update_many(arms, rewards)
 
