@@ -69,6 +69,8 @@ class BlockArgmax:
         self.offset = end
 
     def result(self, values: np.ndarray, rng: np.random.Generator) -> int:
-        if sum(np.count_nonzero(values[s:e] == self.best) for s, e in self.at) == 1:
-            return self.index
+        if len(self.at) == 1:  # else two blocks hold the maximum: a tie
+            s, e = self.at[0]
+            if np.count_nonzero(values[s:e] == self.best) == 1:
+                return self.index
         return argmax_random(values, rng)
