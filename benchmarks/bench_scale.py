@@ -11,7 +11,9 @@ not timed), each followed by one more pass; the round's cost is the median over 
 "round/pass" the median over the rounds of the round's time over the pass timed right after it
 (so that both see the same load on a shared machine), with its quartiles over the rounds. Each
 configuration is measured ``--repeats`` times (with ``--old``, alternating the two trees), and the
-summary gives the median and range over these measurements. Nothing can stop: the instance has
+summary gives the median and range over these measurements. For m-LinGapE each measurement also
+gives the share of the timed rounds in which the update, or the greedy rule, read no X (its two
+guesses, docs/scale.md). Nothing can stop: the instance has
 two arms sharing the best mean and epsilon is 0 (GLGapE: 1e-9). Features are seeded Gaussian
 rows scaled to norm about 1; rewards are linear with Gaussian noise (m-LinGapE) or Bernoulli
 with logistic means (GLGapE).
@@ -103,8 +105,8 @@ def worker(args: argparse.Namespace) -> dict:
     ratios = np.array(rounds) / np.array(passes)
     once = None if before is None else [getattr(gaps, c) - b for c, b in zip(counts, before)]
     return {"algorithm": args.algorithm, "K": args.K, "d": args.d, "matvec_s": matvec,
-            "round_s": float(np.median(rounds)), "ratio": float(np.median(ratios)), "ratio_q25": float(np.quantile(ratios, 0.25)),
-            "ratio_q75": float(np.quantile(ratios, 0.75)),
+            "round_s": float(np.median(rounds)), "ratio": float(np.median(ratios)),
+            "ratio_q25": float(np.quantile(ratios, 0.25)), "ratio_q75": float(np.quantile(ratios, 0.75)),
             "build_s": build, "init_s": init, "init_pulls": init_pulls,
             "read_once": None if once is None else [n / args.rounds for n in once],
             "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
