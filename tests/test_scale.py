@@ -242,6 +242,71 @@ def test_glgape_at_large_K_continues_exactly_after_save_and_load(tmp_path):
     np.testing.assert_array_equal(restored.theta, policy.theta)
 
 
+def test_m_lingape_plates_at_large_K_choose_as_the_plain_round(monkeypatch):
+    """Plates of 4 tests (chosen on a copy of the design holding the tests in flight, outcomes told
+    one by one) at large K choose the same wells as the plain round; the guesses made for the
+    recorded design are never used for the copy's."""
+    from screenbai.bandits import estimators
+
+    rng = np.random.default_rng(14)
+    K, d = estimators.KEEP_ROW_MIN_K, 20
+    X = rng.standard_normal((K, d)) / np.sqrt(d)
+    theta = rng.standard_normal(d)
+
+    def run(keep_from):
+        monkeypatch.setattr(estimators, "KEEP_ROW_MIN_K", keep_from)
+        policy = make_policy("m-lingape", X, rng=np.random.default_rng(1), m=1, epsilon=0.0, max_samples=150)
+        noise, plates = np.random.default_rng(5), []
+        while not policy.done:
+            arms = policy.propose(4) if policy.n_samples > 30 else np.atleast_1d(policy.ask())
+            plates.append(arms.tolist())
+            for a in arms if policy.n_samples > 30 else [arms]:
+                a = np.atleast_1d(a)
+                policy.tell(a, X[a] @ theta + 0.3 * noise.standard_normal(a.size))
+        return plates
+
+    assert run(K) == run(10**12)
+
+
+def test_m_lingape_at_large_K_continues_exactly_after_save_and_load(tmp_path):
+    """A restored m-LinGapE has none of the values guessed ahead (the greedy rule's product, the
+    update's scores for the last pair, the next upper bounds): it recomputes them, with the same bits."""
+    from screenbai.bandits.estimators import KEEP_ROW_MIN_K
+    from screenbai.bandits.policy import load_policy, save_policy
+
+    rng = np.random.default_rng(13)
+    d = 20
+    X = rng.standard_normal((KEEP_ROW_MIN_K, d)) / np.sqrt(d)
+    theta = rng.standard_normal(d)
+    noise = rng.standard_normal((KEEP_ROW_MIN_K, 4)) / 2
+    policy = make_policy("m-lingape", X, rng=np.random.default_rng(2), m=1, epsilon=0.0)
+    seen = np.zeros(KEEP_ROW_MIN_K, dtype=int)
+
+    def step(p, seen):
+        arms = np.atleast_1d(p.ask())
+        p.tell(arms, X[arms] @ theta + noise[arms, seen[arms] % 4])
+        seen[arms] += 1
+        return arms.tolist()
+
+    while policy.n_samples < 100:
+        step(policy, seen)
+    saved, guessed = [], 0
+    for k in range(12):  # save points before rounds that use a guess and before rounds that do not
+        saved.append((save_policy(policy, tmp_path / f"at{k}"), seen.copy(), k))
+        before = policy.gaps.products_reused + policy.gaps.guesses_right
+        step(policy, seen)
+        guessed += policy.gaps.products_reused + policy.gaps.guesses_right > before
+    chosen = [step(policy, seen) for _ in range(10)]
+    assert 0 < guessed < 12
+    for path, seen_at, k in saved:
+        restored = load_policy(path, X)
+        for _ in range(12 - k):
+            step(restored, seen_at)
+        assert [step(restored, seen_at) for _ in range(10)] == chosen
+        np.testing.assert_array_equal(restored.state.mu, policy.state.mu)
+        np.testing.assert_array_equal(restored.state.diag, policy.state.diag)
+
+
 def test_the_corner_maximum_in_fewer_operations_equals_the_four_corners():
     from screenbai.bandits.glgape_width import max_corner_sq
 
