@@ -49,6 +49,7 @@ INSTANCES = {
     "kw_synthetic(d=5,seed=0)": lambda: kw_synthetic(K=50, d=5, seed=0),
     "kw_synthetic(d=5,seed=1)": lambda: kw_synthetic(K=50, d=5, seed=1),
     "kw_synthetic(d=10,seed=0)": lambda: kw_synthetic(K=50, d=10, seed=0),
+    "kw_synthetic(d=10,seed=1)": lambda: kw_synthetic(K=50, d=10, seed=1),
 }
 LINEAR = ("soare(d=2,omega=0.1)", "reda_classic(K=4,m=2)")
 LOGISTIC = tuple(k for k in INSTANCES if k.startswith("kw_"))
@@ -69,9 +70,11 @@ SETTINGS = [
     ("g-allocation", "eq. 11", {}),
     ("xy-adaptive", "eq. 11", {}),
     ("xy-oracle", "eq. 4", {}),
-    ("glgape", "self-normalized (default)", {"calibration": "self-normalized"}),
+    ("glgape", "likelihood-ratio (default)", {"calibration": "likelihood-ratio"}),
+    ("glgape", "self-normalized", {"calibration": "self-normalized"}),
     ("glgape", "reinterpreted (paper)", {"calibration": "reinterpreted"}),
-    ("m-glgape", "self-normalized (default)", {"calibration": "self-normalized"}),
+    ("m-glgape", "likelihood-ratio (default)", {"calibration": "likelihood-ratio"}),
+    ("m-glgape", "self-normalized", {"calibration": "self-normalized"}),
     ("m-glgape", "reinterpreted (paper)", {"calibration": "reinterpreted"}),
 ]
 TOP_M = ("m-lingape", "lingifa", "lucb", "ugape", "m-glgape")  # name the top m; the others name one arm

@@ -57,6 +57,7 @@ from .glgape_width import (
 )
 from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_into, logistic_mle
 from .linalg import block_bounds, project_if_deficient
+from .lr_set import LikelihoodRatioSet, prediction_loss
 from .params import (
     DELTA,
     LAMBDA_REG,
@@ -75,6 +76,7 @@ from .registry import register
 from .rules import L1Design, greedy_arm
 from .ties import BlockArgmax
 
+LR_CHECK_GROWTH = 0.01  # "likelihood-ratio": the stopping test runs after every 1 % more tests
 RATIO_MAX_K = 5000  # selection "auto": the L1 ratio rule up to this K, the greedy rule above
 RULES = ("ratio", "greedy")
 
@@ -116,6 +118,7 @@ class GLGapE(Policy):
         "_phase", "_best", "theta", "state", "design", "c_mu", "_s_init", "_scale_fields", "_generation",
         "_next_calibration", "_checked_at", "_eta",
         "_mle_iters", "_mle_rounds", "_mle_over10", "_mle_max", "_mle_not_converged", "_sep_warnings",
+        "_pred_loss", "_lr_next_check", "_theta_mle", "_lr_checks",
     )
 
     parameters = {
@@ -129,10 +132,11 @@ class GLGapE(Policy):
         ),
         "k_mu": Param(0.25, POSITIVE, "Lipschitz constant of the link"),
         "calibration": Param(
-            "self-normalized", Options(CALIBRATIONS),
-            "width calibration: 'self-normalized' (error <= delta given valid c_mu and S; the default plug-ins "
-            "are estimates), 'theory' (valid, very conservative), the paper's 'reinterpreted' and 'literal34' "
-            "(no guarantee)", no_guarantee=("reinterpreted", "literal34"),
+            "likelihood-ratio", Options(CALIBRATIONS),
+            "confidence set: 'likelihood-ratio' (error <= delta, no assumption on c_mu or S), 'self-normalized' "
+            "(error <= delta given valid c_mu and S; the default plug-ins are estimates), 'theory' (valid, very "
+            "conservative), the paper's 'reinterpreted' and 'literal34' (no guarantee)",
+            no_guarantee=("reinterpreted", "literal34"),
         ),
         "selection": Param("auto", Options(("auto",) + RULES + ("optimized",)),
                            "arm-selection rule: L1 ratio rule, greedy, or auto (ratio up to K = 5000, greedy above)"),
@@ -179,7 +183,7 @@ class GLGapE(Policy):
         self.lambda_reg = p.lambda_reg
         self.R, self.gamma = p.sigma, p.gamma
         self.S = None if p.S == "estimate" else p.S
-        if calibration == "self-normalized" and not self.lambda_reg > 0:
+        if calibration in ("self-normalized", "likelihood-ratio") and not self.lambda_reg > 0:
             raise ValueError(
                 f"the self-normalized calibration needs a ridge penalty lambda_reg > 0; got {self.lambda_reg}"
             )
@@ -212,6 +216,10 @@ class GLGapE(Policy):
         self._scale_fields: tuple = ()  # (kind, values) of the width scale, plain data for state_dict
         self._next_calibration = np.inf
         self._checked_at = -1  # n_samples when the stopping rule was last evaluated
+        self._pred_loss = 0.0  # "likelihood-ratio": the loss of the predictions made before each outcome
+        self._lr_next_check = 0  # ... the sample count of its next stopping test, and the last MLE found
+        self._theta_mle: np.ndarray | None = None
+        self._lr_checks = 0
         self._plate = PlateDesign()
         self.diagnostics.update(E=self.E, d_eff=self.d_eff, calibration=calibration, rule=rule)
 
@@ -246,6 +254,9 @@ class GLGapE(Policy):
         return self._adaptive_round()
 
     def _update(self, arms, rewards):
+        if self.calibration == "likelihood-ratio":  # predicted with the estimate from before these outcomes
+            before = self.n_samples - arms.size
+            self._pred_loss += prediction_loss(self.Z[arms] @ self.theta, rewards, before)
         if self._phase == "adaptive" and arms.size == 1 and self.state.keep_row:
             # large K: the fit needs only the counts, so fit first and let the rank-one update's
             # pass over Z also compute the next round's Z theta (one pass instead of two)
@@ -320,7 +331,7 @@ class GLGapE(Policy):
         """Plug-in constants and the width scale.  The paper's calibrations freeze them at the end of
         the initial phase; "self-normalized" re-estimates the plug-in c_mu and S whenever the sample
         count has doubled (tighter as data accrue; O(log tau) times, O(K d + d^3) each)."""
-        if self.c_mu_source == "estimate" and (self._generation == 0 or self.calibration == "self-normalized"):
+        if self.c_mu_source == "estimate" and (self._generation == 0 or self._recalibrates):
             est = c_mu_plugin(self.Z, self.theta, np.sqrt(np.maximum(self.state.diag, 0.0)), self.gamma)
             self.c_mu = min(max(est, 1e-12), self.k_mu)
         S = self.S
@@ -334,7 +345,7 @@ class GLGapE(Policy):
         )
         self._scale_fields = (type(self.width_scale).__name__, astuple(self.width_scale))
         self._generation += 1  # LP cache keys carry it: the corners move with c_mu
-        self._next_calibration = 2 * self.n_samples if self.calibration == "self-normalized" else np.inf
+        self._next_calibration = 2 * self.n_samples if self._recalibrates else np.inf
         self.diagnostics.update(c_mu=self.c_mu, calibrations=self._generation, **calib)
 
     def _adaptive_round(self):
@@ -366,12 +377,42 @@ class GLGapE(Policy):
         gaps = ahead if ahead is not None and ahead.i == i else _RoundSweep(self, state, scale, mu, None, i).run()
         g, U = gaps.g, gaps.U
         j = gaps.best.result(U, self.rng)
-        if check:
+        if check and self.calibration == "likelihood-ratio":
+            if self._lr_certifies(np.array([i]), j):
+                return None
+        elif check:
             self.diagnostics["stat"] = float(U[j])  # the stopping statistic (fires at <= epsilon), as GIFA's
             if U[j] <= self.epsilon:
                 return None
         k = int(corner_widths(g[i], state.diag[j], g[j], self.c_mu, self.k_mu)[1])
         return i, j, k
+
+    @property
+    def _recalibrates(self) -> bool:
+        """The plug-in c_mu and S are re-estimated whenever the sample count doubles."""
+        return self.calibration in ("self-normalized", "likelihood-ratio")
+
+    def _lr_certifies(self, named: np.ndarray, challenger: int) -> bool:
+        """The likelihood-ratio stopping test (lr_set.py) for the answer ``named``.
+
+        It runs when the sample count has grown by LR_CHECK_GROWTH since the last test (every
+        outcome early on), so a run stops at most that fraction of tests late; the test itself
+        returns at the first arm it cannot rule out.
+        """
+        if self.n_samples < self._lr_next_check:
+            return False
+        self._lr_next_check = self.n_samples + max(1, int(LR_CHECK_GROWTH * self.n_samples))
+        self._lr_checks += 1
+        pulled = np.flatnonzero(self.n)
+        level = self._pred_loss + np.log(1.0 / self.delta)
+        start = self.theta if self._theta_mle is None else self._theta_mle
+        cs = LikelihoodRatioSet(self.Z[pulled], self.n[pulled], self.sums[pulled], level, start)
+        if cs.theta is not None:
+            self._theta_mle = cs.theta
+        n_open = cs.open_arms(self.Z, named, self.epsilon, challenger)
+        self.diagnostics.update(stat=float(n_open), stat_fires_at=0.0,
+                                stat_name="pairs not yet ruled out by the likelihood-ratio test:")
+        return n_open == 0
 
     def _choose(self, i: int, j: int, k: int, state: RidgeState, counts: np.ndarray) -> int:
         """The selection rule for y = c1 x_i - c2 x_j: ratio (counts) or greedy (``state``'s design)."""
@@ -404,6 +445,7 @@ class GLGapE(Policy):
             newton_iter_mean=self._mle_iters / max(self._mle_rounds, 1),
             newton_iter_max=self._mle_max,
             newton_rounds_over_10=self._mle_over10,
+            lr_checks=self._lr_checks,
             newton_not_converged=self._mle_not_converged,
             separation_warnings=self._sep_warnings,
         )

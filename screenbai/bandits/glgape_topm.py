@@ -14,7 +14,11 @@ GLGapE's logistic estimate and confidence widths.  Each adaptive round:
 The initial phase, calibration, MLE and width code are GLGapE's (this class only replaces its
 round and its answer), so with m = 1 it makes exactly GLGapE's choices.
 
-Guarantee.  GIFA's theorem ([RKD21] Thm 1) makes any LUCB-type gap-based loop (epsilon, m,
+Guarantee.  With ``calibration="likelihood-ratio"`` (the default) it stops when the
+likelihood-ratio confidence set (lr_set.py) rules out every pair (named arm, other arm): every
+named arm is then within epsilon of every other arm for the true theta with probability
+1 - delta, which makes the answer epsilon-correct; no assumption on c_mu or S.  With the width
+calibrations: GIFA's theorem ([RKD21] Thm 1) makes any LUCB-type gap-based loop (epsilon, m,
 delta)-PAC when its indices B(k, j) upper-bound mu_k - mu_j for all pairs at all times with
 probability 1 - delta.  GLGapE's confidence set bounds the estimate in the M-norm, so with
 ``calibration="self-normalized"`` (the default) or ``"theory"`` its widths cover every pair at
@@ -78,7 +82,10 @@ class TopMGLGapE(GLGapE):
         B[:, J] = -np.inf  # challengers are outside J
         k, c = divmod(argmax_random(B.ravel(), self.rng), self.K)
         b = int(J[k])
-        if check and B[k, c] <= self.epsilon:
+        if check and self.calibration == "likelihood-ratio":
+            if self._lr_certifies(J, int(c)):
+                return None
+        elif check and B[k, c] <= self.epsilon:
             return None
         return b, int(c), int(corner_widths(q_J[k], diag[c], G[k, c], self.c_mu, self.k_mu)[1])
 

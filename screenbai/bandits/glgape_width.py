@@ -6,7 +6,10 @@ The width of the gap mu_i - mu_j is ``scale(t) * nu_t(i, j)`` with
 
 and ``scale(t)`` set by the calibration:
 
-* "self-normalized" (default, delta-correct): the gap error of the ridge-penalised MLE is
+* "likelihood-ratio" (default): the widths only choose the tests (scaled as "self-normalized"
+  below); the policy stops on the likelihood-ratio confidence set of lr_set.py, whose guarantee
+  needs neither c_mu nor S.
+* "self-normalized" (delta-correct given c_mu and S that bound the truth): the gap error of the ridge-penalised MLE is
   (c_i x_i - c_j x_j)^T G^-1 (S_t - lambda theta*) with G >= c_mu M + lambda I, so it is at most
   nu_t(i, j) / c_mu * (||S_t||_{V^-1} + ||theta*|| sqrt(lambda c_mu)) with V = M + (lambda / c_mu) I,
   and the self-normalised martingale bound (Abbasi-Yadkori et al. 2011, Thm 1; rewards in [0, R]
@@ -28,10 +31,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-CALIBRATIONS = ("self-normalized", "reinterpreted", "literal34", "theory")
+CALIBRATIONS = ("likelihood-ratio", "self-normalized", "reinterpreted", "literal34", "theory")
 EXACT_WIDTH_MAX_K = 4096  # the calibration's largest pair width: exact up to this K, bounded from rows above
-#: calibrations that come with an (epsilon, delta) guarantee (given a valid c_mu)
-GUARANTEED = ("self-normalized", "theory")
+#: calibrations that come with an (epsilon, delta) guarantee (all but "likelihood-ratio" need a valid c_mu)
+GUARANTEED = ("likelihood-ratio", "self-normalized", "theory")
 
 
 def log_root(t: float, d: int, delta: float) -> float:
@@ -172,7 +175,7 @@ def calibrate(
     """
     d = Z.shape[1]
     L = float(np.sqrt(np.einsum("ij,ij->i", Z, Z).max()))
-    if calibration == "self-normalized":  # O(K d) (no pairwise maximum: it runs again at every doubling)
+    if calibration in ("self-normalized", "likelihood-ratio"):  # O(K d): it runs again at every doubling
         return SelfNormalizedScale(R, d, delta, L, c_mu, lambda_reg, S), {"S": S}
     nu_max = max_pair_width(Z, P, c_mu, k_mu, q)
     if nu_max == 0.0:

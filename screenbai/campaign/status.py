@@ -87,6 +87,7 @@ class Status:
     stopped: bool
     stop_index: float | None
     stop_threshold: float | None
+    stop_name: str  # what the index counts: "its index is" or "pairs not yet ruled out by ...:"
     budget: int | None
     recommendation: list[CompoundLine] = field(default_factory=list)
     #: the chosen settings that void the algorithm's error guarantee (e.g. "threshold='heuristic'")
@@ -121,7 +122,7 @@ class Status:
             lines.append(f"finished: {how} after {self.tests:,} tests; the recommendation below is final")
         elif self.stop_index is not None and self.stop_threshold is not None:
             lines.append(
-                f"stopping rule: not fired; its index is {self.stop_index:.4g}, "
+                f"stopping rule: not fired; {self.stop_name} {self.stop_index:.4g}, "
                 f"it fires at <= {self.stop_threshold:.4g}"
             )
         elif self.budget:
@@ -191,7 +192,8 @@ def campaign_status(camp) -> Status:
         done=done,
         stopped=bool(res.stopped),
         stop_index=None if done else _float(diag.get("stat")),
-        stop_threshold=_float(getattr(policy, "epsilon", None)) if "stat" in diag else None,
+        stop_threshold=_float(diag.get("stat_fires_at", getattr(policy, "epsilon", None))) if "stat" in diag else None,
+        stop_name=str(diag.get("stat_name", "its index is")),
         budget=None if budget is None else int(budget),
         recommendation=rec,
         no_guarantee=without_guarantee(type(policy), {**registered(camp.algorithm).defaults, **params}),

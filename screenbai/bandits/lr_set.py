@@ -1,0 +1,245 @@
+"""An anytime-valid likelihood-ratio confidence set for a logistic model, and a stopping test on it.
+
+    C_t = {theta : L_t(theta) <= P_t + log(1/delta)}
+
+L_t(theta) = sum_s -log p_theta(y_s | x_s) is the unpenalised negative log-likelihood of the
+outcomes so far and P_t = sum_s -log q_s(y_s) the loss of the predictions made *before* each
+outcome was seen, q_s = (1 - w_s) mu(x_s^T theta_{s-1}) + w_s / 2 with w_s = 1 / (s + 2) (any
+estimate from the earlier outcomes; the small mixing weight caps one outcome's loss at log(2 (s + 2))).
+Under the true theta*, exp(L_t(theta*) - P_t) = prod_s q_s(y_s) / p_theta*(y_s) is a non-negative
+martingale with mean 1 (each factor has conditional mean 1 because q_s is fixed before y_s), so
+by Ville's inequality theta* stays in C_t at all times at once with probability at least 1 - delta
+("universal inference" with a running estimate: Wasserman, Ramdas & Balakrishnan 2020; Emmenegger
+et al. 2023).  Nothing else is assumed: no bound S on ||theta*||, no lower bound c_mu on mu'.  The
+arms may be chosen adaptively and the outcomes may arrive in batches (plates): a batch is
+predicted with the estimate from before it.
+
+The stopping test certifies that arm(s) ``named`` are epsilon-good for every theta in C_t:
+mu(x_j^T theta) - mu(x_i^T theta) <= epsilon for every named i and every other arm j.  C_t is
+convex (L_t is), so "no theta in C_t has (x_j - x_i)^T theta > g" holds exactly when the
+minimum of L_t on the hyperplane (x_j - x_i)^T theta = g exceeds the level (a point of C_t
+lies on the other side).  The largest safe g follows from the range of x_i^T theta over C_t:
+mu(b + g) - mu(b) <= epsilon for every b in that range.  Arms far from the answer are ruled out
+first by an outer bound of C_t (the self-concordance of the logistic loss, Bach 2010, Prop. 1);
+the rest get an exact Newton solve on the hyperplane, the likeliest violator first, and the test
+returns at the first arm it cannot rule out.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+from scipy.special import expit, logit
+
+from .glm import SeparableDataError, logistic_mle
+
+_MAX_NEWTON = 60
+_BLOCK = 65536  # rows of Z per block of the outer-bound pass
+_DECREMENT_TOL = 1e-10  # Newton decrement (squared) at which a hyperplane minimum is taken as reached
+
+
+def prediction_loss(eta: np.ndarray, rewards: np.ndarray, n_before: int) -> float:
+    """sum of -log q(y) for outcomes ``rewards`` (0/1) predicted from linear predictors ``eta``,
+    the s-th of them (counting from ``n_before``) with mixing weight 1 / (s + 2)."""
+    rewards = np.asarray(rewards, dtype=float)
+    w = 1.0 / (n_before + 2.0 + np.arange(rewards.size))
+    q1 = (1.0 - w) * expit(eta) + 0.5 * w  # probability of a 1
+    q = np.where(rewards > 0.5, q1, 1.0 - q1)
+    return float(-np.log(q).sum())
+
+
+def nll(Zp: np.ndarray, n: np.ndarray, s: np.ndarray, theta: np.ndarray) -> float:
+    """L(theta) = sum_a n_a log(1 + e^eta_a) - s_a eta_a over the pulled arms (unpenalised)."""
+    eta = Zp @ theta
+    return float(n @ np.logaddexp(0.0, eta) - s @ eta)
+
+
+def _nll_grad_hess(Zp, n, s, theta):
+    eta = Zp @ theta
+    p = expit(eta)
+    f = float(n @ np.logaddexp(0.0, eta) - s @ eta)
+    g = Zp.T @ (n * p - s)
+    H = (Zp.T * (n * p * (1.0 - p))) @ Zp
+    return f, g, H
+
+
+def exceeds_on_plane(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float) -> bool:
+    """Whether min L over the hyperplane {v^T x = v^T theta} (``theta`` lies on it) exceeds ``level``.
+
+    Newton's method restricted to the plane (each step is orthogonal to v), with backtracking.
+    False as soon as a point with L <= level is found, and also when the minimisation does not
+    converge (the answer must never wrongly be True: True lets the policy stop).
+    """
+    d = theta.size
+    ridge = 1e-12 * np.eye(d)
+    for _ in range(_MAX_NEWTON):
+        eta = Zp @ theta
+        f = float(n @ np.logaddexp(0.0, eta) - s @ eta)
+        if f <= level:
+            return False
+        p = expit(eta)
+        g = Zp.T @ (n * p - s)
+        H = (Zp.T * (n * p * (1.0 - p))) @ Zp
+        try:
+            c = cho_factor(H + ridge * max(1.0, float(np.abs(H).max())), lower=True)
+        except np.linalg.LinAlgError:
+            return False
+        a, b = cho_solve(c, g), cho_solve(c, v)
+        step = -(a - (v @ a) / (v @ b) * b)  # v^T step = 0
+        decrement = -float(g @ step)
+        if decrement <= _DECREMENT_TOL:
+            return f - max(decrement, 0.0) > level
+        size = 1.0
+        while size > 1e-10:
+            cand = theta + size * step
+            f_c = nll(Zp, n, s, cand)
+            if f_c <= f - 1e-4 * size * decrement:
+                break
+            size *= 0.5
+        else:
+            return False
+        theta = cand
+    return False
+
+
+def _onto_plane(theta: np.ndarray, v: np.ndarray, Hinv_v: np.ndarray, g: float) -> np.ndarray:
+    """The minimiser of the quadratic model at ``theta`` on the plane v^T x = g (a good start)."""
+    return theta + (g - v @ theta) / (v @ Hinv_v) * Hinv_v
+
+
+def _outer_radius(gap: float, kappa: float) -> float:
+    """The rho with (e^-k rho + k rho - 1) / k^2 = gap: every theta of C_t has ||theta - theta_m||_H <= rho.
+
+    From L(theta_m + D) - L(theta_m) >= ||D||_H^2 psi(max_a |x_a^T D|), psi(r) = (e^-r + r - 1) / r^2
+    decreasing (Bach 2010, Prop. 1, at the minimiser theta_m), and max_a |x_a^T D| <= kappa ||D||_H.
+    """
+    if kappa <= 0.0:
+        return math.sqrt(2.0 * gap)
+    lo, hi = 0.0, math.sqrt(2.0 * gap) + gap * kappa + 1.0  # F(hi) >= gap: F(r) >= max(r^2/2 - ..., r/k - 1/k^2)
+
+    def F(r):
+        x = kappa * r
+        return (math.expm1(-x) + x) / (kappa * kappa)
+
+    while F(hi) < gap:
+        hi *= 2.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if F(mid) < gap else (lo, mid)
+    return hi
+
+
+def epsilon_margin(b: float, epsilon: float) -> float:
+    """logit(mu(b) + epsilon) - b: how much x_j^T theta may exceed x_i^T theta = b before mu_j - mu_i > epsilon."""
+    target = expit(b) + epsilon
+    return math.inf if target >= 1.0 else float(logit(target)) - b
+
+
+class LikelihoodRatioSet:
+    """The set C_t for the data (``Zp`` the pulled arms' features, counts ``n``, successes ``s``)."""
+
+    def __init__(self, Zp: np.ndarray, n: np.ndarray, s: np.ndarray, level: float, theta0: np.ndarray):
+        self.Zp, self.n, self.s, self.level = Zp, n.astype(float), s.astype(float), float(level)
+        # the minimiser of L (the unpenalised MLE); None when it does not exist (separable outcomes)
+        try:
+            self.theta = logistic_mle(Zp, self.n, self.s, 0.0, theta0=theta0, decrement_tol=1e-14).theta
+        except SeparableDataError:
+            self.theta = None
+            return
+        f, _, H = _nll_grad_hess(Zp, self.n, self.s, self.theta)
+        self.f_min = f
+        self.chol = cho_factor(H, lower=True)
+        W = cho_solve(self.chol, Zp.T)  # H^-1 x_a for the pulled arms
+        kappa = float(np.sqrt(np.max(np.einsum("ij,ji->i", Zp, W))))
+        self.empty = f > self.level
+        self.rho = 0.0 if self.empty else _outer_radius(self.level - f, kappa)
+
+    def _range_end(self, u: np.ndarray, lower: bool) -> float:
+        """A safe bound on min (``lower``) or max of u^T theta over C_t (-inf / +inf if none found):
+        a value c with no point of C_t beyond it, found by bisection with exact hyperplane tests."""
+        sign = -1.0 if lower else 1.0
+        w = sign * u
+        Hinv_w = cho_solve(self.chol, w)
+        sd = math.sqrt(float(w @ Hinv_w))
+        if sd == 0.0:
+            return sign * (u @ self.theta)
+        centre = float(w @ self.theta)
+        inside = centre  # a level reached by C_t
+        outside = centre + self.rho * sd  # the outer bound: nothing of C_t beyond it
+        quad = centre + math.sqrt(2.0 * (self.level - self.f_min)) * sd  # the quadratic model's end
+        if quad < outside:
+            if self._beyond_is_empty(w, Hinv_w, quad):
+                outside = quad
+            else:
+                inside = quad
+        for _ in range(8):
+            mid = 0.5 * (inside + outside)
+            if self._beyond_is_empty(w, Hinv_w, mid):
+                outside = mid
+            else:
+                inside = mid
+        return sign * outside
+
+    def _beyond_is_empty(self, w: np.ndarray, Hinv_w: np.ndarray, g: float) -> bool:
+        """No theta of C_t has w^T theta >= g (the minimiser lies below g)."""
+        start = _onto_plane(self.theta, w, Hinv_w, g)
+        return exceeds_on_plane(self.Zp, self.n, self.s, w, start, self.level)
+
+    def open_arms(self, Z: np.ndarray, named: np.ndarray, epsilon: float, challenger: int | None = None) -> int:
+        """How many (named, other) pairs are not ruled out: 0 when, for every theta in C_t, each arm of
+        ``named`` is within ``epsilon`` of every other arm's mean (the stopping rule fires).
+
+        ``Z`` holds all arms' features.  ``challenger`` (an arm not named) is tried first with the
+        most lenient margin: if even that pair stands, the O(K d^2) pass over the other arms is skipped
+        and 1 is returned.  Otherwise pairs the outer bound cannot rule out get an exact test, the
+        likeliest first; after the first that stands, the remaining candidates are counted as open
+        without solving (so the count is an upper bound, exact at 0).
+        """
+        if self.theta is None:
+            return len(named) * (Z.shape[0] - len(named))  # no minimiser: C_t is unbounded, nothing is ruled out
+        if self.empty:
+            return 0
+        named = np.asarray(named).ravel()
+        is_named = np.zeros(Z.shape[0], dtype=bool)
+        is_named[named] = True
+        r_quad = math.sqrt(2.0 * (self.level - self.f_min))
+        n_open = 0
+        for i in named:
+            zi = Z[int(i)]
+            centre = float(zi @ self.theta)
+            Hinv_zi = cho_solve(self.chol, zi)
+            if challenger is not None and n_open == 0:
+                v = Z[challenger] - zi
+                g = epsilon_margin(centre, epsilon)  # >= the margin used below (centre lies in the range)
+                Hinv_v = cho_solve(self.chol, Z[challenger]) - Hinv_zi
+                if not math.isinf(g) and (v @ self.theta >= g or not self._beyond_is_empty(v, Hinv_v, g)):
+                    return 1
+            b0 = float(logit((1.0 - epsilon) / 2.0)) if epsilon < 1.0 else -math.inf
+            # the epsilon margin is smallest at b0: use the end of the range of x_i^T theta nearest b0
+            if n_open:  # already not stopping: count with the smallest margin, no range needed
+                b = b0
+            elif b0 < centre:
+                b = max(b0, self._range_end(zi, lower=True))
+            else:
+                b = min(b0, self._range_end(zi, lower=False))
+            g = epsilon_margin(b, epsilon)
+            if math.isinf(g):
+                continue
+            alive, score = [], []
+            for lo in range(0, Z.shape[0], _BLOCK):  # blocks: O(block d) memory at any K
+                Zb = Z[lo:lo + _BLOCK]
+                Lb = cho_solve(self.chol, Zb.T)  # H^-1 x_j
+                sd = np.sqrt(np.maximum(np.einsum("ij,ji->i", Zb, Lb) - 2.0 * (Zb @ Hinv_zi) + zi @ Hinv_zi, 0.0))
+                gap_hat = Zb @ self.theta - centre
+                keep = np.flatnonzero((gap_hat + self.rho * sd > g) & ~is_named[lo:lo + _BLOCK])
+                alive.append(keep + lo)
+                score.append(gap_hat[keep] + r_quad * sd[keep])
+            alive_all, score_all = np.concatenate(alive), np.concatenate(score)
+            for k in alive_all[np.argsort(-score_all, kind="stable")]:
+                v = Z[k] - zi
+                start = _onto_plane(self.theta, v, cho_solve(self.chol, v), g)
+                if v @ self.theta >= g or n_open or not exceeds_on_plane(self.Zp, self.n, self.s, v, start, self.level):
+                    n_open += 1
+        return n_open
