@@ -1,0 +1,146 @@
+"""The likelihood-ratio confidence set (lr_set.py) and GLGapE's default stopping rule built on it."""
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from screenbai.bandits.glm import logistic_mle
+from screenbai.bandits.instances import kw_synthetic
+from screenbai.bandits.lr_set import LikelihoodRatioSet, nll, prediction_loss
+from screenbai.bandits.registry import policy_for_instance
+from screenbai.bandits.runner import replicate
+
+
+def test_prediction_loss_mixes_in_a_fair_coin():
+    # the first prediction (s = 0) has weight 1/2 on the coin: at eta = 0 the loss is log 2 either way
+    assert prediction_loss(np.zeros(2), np.array([1.0, 0.0]), 0) == pytest.approx(2 * np.log(2))
+    # a confident wrong prediction costs at most log(2 (s + 2)), not infinity
+    assert prediction_loss(np.array([50.0]), np.array([0.0]), 8) == pytest.approx(np.log(2 * 10), rel=1e-9)
+    right = prediction_loss(np.array([3.0]), np.array([1.0]), 98)
+    assert right == pytest.approx(-np.log(0.99 * expit(3.0) + 0.005))
+
+
+def _sequential_run(rng, X, theta_star, T):
+    """Uniform random arms; predictions from the running ridge MLE; returns the path of L_t(theta*) - P_t."""
+    K, d = X.shape
+    n, s = np.zeros(K), np.zeros(K)
+    theta, pred, path = np.zeros(d), 0.0, []
+    for t in range(T):
+        a = rng.integers(K)
+        y = float(rng.random() < expit(X[a] @ theta_star))
+        pred += prediction_loss(np.array([X[a] @ theta]), np.array([y]), t)
+        n[a] += 1
+        s[a] += y
+        theta = logistic_mle(X, n, s, 1.0, theta0=theta, decrement_tol=1e-8).theta
+        path.append(nll(X[n > 0], n[n > 0], s[n > 0], theta_star) - pred)
+    return np.array(path)
+
+
+def test_the_set_holds_the_truth_at_all_times_with_probability_one_minus_delta():
+    """Ville's inequality: P(exists t: L_t(theta*) - P_t >= log 1/delta) <= delta.  A loss of the
+    predictions computed after the outcome (not predictable) or a level without log(1/delta) is
+    caught: without it the truth leaves the set in most runs."""
+    rng = np.random.default_rng(11)
+    X = rng.uniform(-1, 1, (12, 3))
+    theta_star = np.array([1.5, -1.0, 0.8])
+    paths = np.array([_sequential_run(rng, X, theta_star, 150) for _ in range(200)])
+    worst = paths.max(axis=1)
+    for delta in (0.05, 0.2):
+        assert (worst >= np.log(1 / delta)).mean() <= delta
+    assert (worst >= 0.0).mean() > 0.5  # the level's log(1/delta) is what makes it valid
+
+
+def _dataset(seed, K=6, d=2, pulls=40):
+    rng = np.random.default_rng(seed)
+    Z = rng.uniform(-1, 1, (K, d))
+    theta = rng.normal(0, 1.5, d)
+    n = np.full(K, float(pulls))
+    s = rng.binomial(pulls, expit(Z @ theta)).astype(float)
+    return Z, n, s
+
+
+def _grid_in_set(cs, Z, n, s, half=8.0, points=801):
+    g = np.linspace(-half, half, points)
+    T = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
+    eta = T @ Z.T
+    L = (np.logaddexp(0.0, eta) * n).sum(1) - (eta * s).sum(1)
+    return T[L <= cs.level]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_open_arms_agrees_with_a_dense_grid_of_the_set(seed):
+    """d = 2: the set on a fine grid.  Ruled out (0 open) must never hide a grid point where the
+    named arm is beaten by more than epsilon (soundness); and where the grid is clear with room to
+    spare, the exact test must rule it out too (it is not just conservative)."""
+    Z, n, s = _dataset(seed)
+    level = nll(Z, n, s, logistic_mle(Z, n, s, 0.0).theta) + np.log(1 / 0.05) + 3.0
+    cs = LikelihoodRatioSet(Z, n, s, level, np.zeros(2))
+    inside = _grid_in_set(cs, Z, n, s)
+    assert len(inside) > 50
+    mu = expit(inside @ Z.T)  # grid points x arms
+    i = int(np.argmax(Z @ cs.theta))
+    checked = 0
+    for eps in (0.0, 0.02, 0.05, 0.1, 0.2, 0.3):
+        worst = np.delete(mu - mu[:, [i]], i, axis=1).max()  # the largest mu_j - mu_i over the grid
+        n_open = cs.open_arms(Z, np.array([i]), eps)
+        if n_open == 0:
+            assert worst <= eps + 1e-9
+        if worst < eps - 0.01:
+            assert n_open == 0
+            checked += 1
+        if worst > eps:
+            assert n_open >= 1
+    assert checked or seed  # the margin case occurs at least for seed 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_range_end_and_outer_radius_bound_the_set(seed):
+    Z, n, s = _dataset(seed)
+    level = nll(Z, n, s, logistic_mle(Z, n, s, 0.0).theta) + 4.0
+    cs = LikelihoodRatioSet(Z, n, s, level, np.zeros(2))
+    inside = _grid_in_set(cs, Z, n, s)
+    u = Z[0]
+    lo, hi = cs._range_end(u, lower=True), cs._range_end(u, lower=False)
+    vals = inside @ u
+    assert lo <= vals.min() + 1e-9 and hi >= vals.max() - 1e-9  # safe
+    assert vals.min() - lo < 0.05 and hi - vals.max() < 0.05  # and tight (the grid step is 0.02)
+    H = (Z.T * (n * expit(Z @ cs.theta) * expit(-Z @ cs.theta))) @ Z
+    D = inside - cs.theta
+    assert np.sqrt(np.einsum("ij,jk,ik->i", D, H, D)).max() <= cs.rho
+
+
+def test_separable_outcomes_rule_nothing_out():
+    Z = np.array([[1.0, 0.2], [-1.0, 0.1], [0.3, 1.0]])
+    n = np.array([5.0, 5.0, 5.0])
+    s = np.array([5.0, 0.0, 5.0])  # arm 0 always 1, arm 1 always 0: no maximum-likelihood estimate
+    cs = LikelihoodRatioSet(Z, n, s, level=3.0, theta0=np.zeros(2))
+    assert cs.theta is None
+    assert cs.open_arms(Z, np.array([0]), 0.1) == 2
+
+
+def test_glgape_predicts_each_outcome_before_seeing_it():
+    """The default's loss P_t is the sum of the losses of the estimate held before each outcome."""
+    inst = kw_synthetic(K=20, d=3, seed=4)
+    policy = policy_for_instance("glgape", inst, rng=3)
+    env = inst.environment(np.random.default_rng(5))
+    expected = 0.0
+    for _ in range(120):
+        if policy.done:
+            break
+        arms = policy.ask()
+        rewards = env.pull(arms)
+        eta = policy.Z[arms] @ policy.theta
+        expected += prediction_loss(eta, rewards, policy.n_samples)
+        policy.tell(arms, rewards)
+        assert policy._pred_loss == pytest.approx(expected, rel=1e-12)
+    assert policy.n_samples >= 100
+
+
+def test_default_needs_far_fewer_tests_than_the_self_normalized_widths():
+    """Same guarantee, no c_mu or S: the likelihood-ratio default stops sooner (kw d = 5: about 1 100
+    against 3 300 tests in docs/error_rates.md)."""
+    inst = kw_synthetic(K=50, d=5, seed=0)
+    lr = replicate(inst, "glgape", {}, n_reps=4, seed=3)
+    sn = replicate(inst, "glgape", {"calibration": "self-normalized"}, n_reps=4, seed=3)
+    assert lr["stopped"].all() and lr["correct"].all()
+    assert lr["samples"].median() < 0.6 * sn["samples"].median()
