@@ -80,3 +80,32 @@ def test_registered_and_validates_m():
         make_policy("m-glgape", X, m=10)
     with pytest.raises(ValueError, match="epsilon"):
         make_policy("m-glgape", X, m=2, epsilon=-1)
+
+
+@pytest.mark.parametrize("m", [2, 3])
+def test_default_names_m_arms_that_every_theta_of_the_likelihood_ratio_set_agrees_with(m):
+    """The default stops when the likelihood-ratio set rules out every (named, other) pair: checked at
+    the stop by sampling the set (thousands of theta with L(theta) <= level) and looking for one
+    under which an arm outside the answer beats a named arm by more than epsilon."""
+    from screenbai.bandits.lr_set import LikelihoodRatioSet, nll
+
+    eps, errors, sampled = 0.1, 0, 0
+    for seed in range(6):
+        inst = kw_synthetic(K=20, d=3, seed=seed)
+        _, res, policy = _trace("m-glgape", inst, seed, epsilon=eps, m=m)
+        J = np.asarray(res.recommendation)
+        assert res.stopped and J.size == m == np.unique(J).size
+        errors += not inst.is_correct(J, epsilon=eps, m=m)
+        pulled = np.flatnonzero(policy.n)
+        Zp, n, s = policy.Z[pulled], policy.n[pulled], policy.sums[pulled]
+        level = policy._pred_loss + np.log(1 / policy.delta)
+        cs = LikelihoodRatioSet(Zp, n, s, level, policy.theta)
+        H = (Zp.T * (n * expit(Zp @ cs.theta) * expit(-Zp @ cs.theta))) @ Zp
+        draws = np.random.default_rng(seed).multivariate_normal(cs.theta, 2 * cs.rho**2 / 3 * np.linalg.inv(H), 4000)
+        inside = draws[[nll(Zp, n, s, th) <= level for th in draws]]
+        sampled += len(inside)
+        mu = expit(inside @ policy.Z.T)
+        others = np.setdiff1d(np.arange(inst.K), J)
+        assert (mu[:, others].max(axis=1) - mu[:, J].min(axis=1)).max(initial=-1) <= eps
+    assert sampled > 1000
+    assert errors <= 1
