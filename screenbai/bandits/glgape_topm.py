@@ -63,6 +63,8 @@ class TopMGLGapE(GLGapE):
             raise ValueError(f"m (number of arms to name) must satisfy 1 <= m < K = {self.K}; got m = {m}")
         self.m = m
         self._top: np.ndarray | None = None
+        if "stat" in self.diagnostics:
+            self.diagnostics["stat"] = float(self.K - m)
         self.diagnostics.update(m=m)
 
     def _pair(self, state, check: bool = True):
@@ -83,7 +85,7 @@ class TopMGLGapE(GLGapE):
         k, c = divmod(argmax_random(B.ravel(), self.rng), self.K)
         b = int(J[k])
         if check and self.calibration == "likelihood-ratio":
-            if self._lr_certifies(J, int(c)):
+            if self._lr_certifies(J, (b, int(c))):
                 return None
         elif check and B[k, c] <= self.epsilon:
             return None

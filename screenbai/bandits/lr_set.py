@@ -137,6 +137,29 @@ def epsilon_margin(b: float, epsilon: float) -> float:
     return math.inf if target >= 1.0 else float(logit(target)) - b
 
 
+def pair_stands(Zp, n, s, level: float, theta: np.ndarray, P: np.ndarray, zi: np.ndarray, zj: np.ndarray,
+                epsilon: float) -> bool:
+    """A cheap witness that arm j may beat arm i by more than epsilon: a point of C_t beyond the margin.
+
+    From an estimate ``theta`` inside C_t, step along P (z_j - z_i) (P any positive definite
+    matrix, e.g. the inverse design matrix) onto the plane (z_j - z_i)^T x = g with the most
+    lenient margin g = epsilon_margin(z_i^T theta) (z_i^T theta is in the range the full test
+    uses, so its margin is at most g).  True means the stopping rule cannot fire now; False means
+    nothing (the full test must decide).  O(d^2 + K_+ d).
+    """
+    if nll(Zp, n, s, theta) > level:
+        return False
+    v = zj - zi
+    g = epsilon_margin(float(zi @ theta), epsilon)
+    if math.isinf(g):
+        return False
+    gap = float(v @ theta)
+    if gap >= g:
+        return True
+    Pv = P @ v
+    return nll(Zp, n, s, theta + (g - gap) / float(v @ Pv) * Pv) <= level
+
+
 class LikelihoodRatioSet:
     """The set C_t for the data (``Zp`` the pulled arms' features, counts ``n``, successes ``s``)."""
 
@@ -187,35 +210,28 @@ class LikelihoodRatioSet:
         start = _onto_plane(self.theta, w, Hinv_w, g)
         return exceeds_on_plane(self.Zp, self.n, self.s, w, start, self.level)
 
-    def open_arms(self, Z: np.ndarray, named: np.ndarray, epsilon: float, challenger: int | None = None) -> int:
-        """How many (named, other) pairs are not ruled out: 0 when, for every theta in C_t, each arm of
+    def open_arms(self, Z: np.ndarray, named: np.ndarray, epsilon: float) -> int:
+        """How many other arms are not ruled out: 0 when, for every theta in C_t, each arm of
         ``named`` is within ``epsilon`` of every other arm's mean (the stopping rule fires).
 
-        ``Z`` holds all arms' features.  ``challenger`` (an arm not named) is tried first with the
-        most lenient margin: if even that pair stands, the O(K d^2) pass over the other arms is skipped
-        and 1 is returned.  Otherwise pairs the outer bound cannot rule out get an exact test, the
-        likeliest first; after the first that stands, the remaining candidates are counted as open
-        without solving (so the count is an upper bound, exact at 0).
+        ``Z`` holds all arms' features.  Pairs the outer bound cannot rule out (one O(K d^2) pass, in
+        blocks) get an exact test, the likeliest first; after the first that stands, the remaining
+        candidates are counted as open without solving (so the count is an upper bound, exact at 0).
         """
         if self.theta is None:
-            return len(named) * (Z.shape[0] - len(named))  # no minimiser: C_t is unbounded, nothing is ruled out
+            return Z.shape[0] - len(named)  # no minimiser: C_t is unbounded, nothing is ruled out
         if self.empty:
             return 0
         named = np.asarray(named).ravel()
         is_named = np.zeros(Z.shape[0], dtype=bool)
         is_named[named] = True
         r_quad = math.sqrt(2.0 * (self.level - self.f_min))
+        is_open = np.zeros(Z.shape[0], dtype=bool)
         n_open = 0
         for i in named:
             zi = Z[int(i)]
             centre = float(zi @ self.theta)
             Hinv_zi = cho_solve(self.chol, zi)
-            if challenger is not None and n_open == 0:
-                v = Z[challenger] - zi
-                g = epsilon_margin(centre, epsilon)  # >= the margin used below (centre lies in the range)
-                Hinv_v = cho_solve(self.chol, Z[challenger]) - Hinv_zi
-                if not math.isinf(g) and (v @ self.theta >= g or not self._beyond_is_empty(v, Hinv_v, g)):
-                    return 1
             b0 = float(logit((1.0 - epsilon) / 2.0)) if epsilon < 1.0 else -math.inf
             # the epsilon margin is smallest at b0: use the end of the range of x_i^T theta nearest b0
             if n_open:  # already not stopping: count with the smallest margin, no range needed
@@ -239,7 +255,10 @@ class LikelihoodRatioSet:
             alive_all, score_all = np.concatenate(alive), np.concatenate(score)
             for k in alive_all[np.argsort(-score_all, kind="stable")]:
                 v = Z[k] - zi
-                start = _onto_plane(self.theta, v, cho_solve(self.chol, v), g)
-                if v @ self.theta >= g or n_open or not exceeds_on_plane(self.Zp, self.n, self.s, v, start, self.level):
-                    n_open += 1
+                if not n_open and v @ self.theta < g:
+                    start = _onto_plane(self.theta, v, cho_solve(self.chol, v), g)
+                    if exceeds_on_plane(self.Zp, self.n, self.s, v, start, self.level):
+                        continue  # ruled out
+                n_open += not is_open[k]
+                is_open[k] = True
         return n_open
