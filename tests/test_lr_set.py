@@ -6,7 +6,7 @@ from scipy.special import expit
 
 from screenbai.bandits.glm import logistic_mle
 from screenbai.bandits.instances import kw_synthetic
-from screenbai.bandits.lr_set import LikelihoodRatioSet, nll, prediction_loss
+from screenbai.bandits.lr_set import LikelihoodRatioSet, nll, pair_stands, prediction_loss
 from screenbai.bandits.registry import policy_for_instance
 from screenbai.bandits.runner import replicate
 
@@ -91,6 +91,25 @@ def test_open_arms_agrees_with_a_dense_grid_of_the_set(seed):
         if worst > eps:
             assert n_open >= 1
     assert checked or seed  # the margin case occurs at least for seed 0
+
+
+def test_the_cheap_witness_only_says_stands_when_the_set_holds_a_theta_where_the_rival_wins():
+    witnessed = silent = 0
+    for seed in range(6):
+        Z, n, s = _dataset(seed)
+        level = nll(Z, n, s, logistic_mle(Z, n, s, 0.0).theta) + np.log(1 / 0.05) + 3.0
+        cs = LikelihoodRatioSet(Z, n, s, level, np.zeros(2))
+        mu = expit(_grid_in_set(cs, Z, n, s) @ Z.T)
+        i = int(np.argmax(Z @ cs.theta))
+        P = np.linalg.inv((Z.T * n) @ Z)  # from the MLE, along M^-1 (x_j - x_i)
+        for eps in (0.0, 0.05, 0.1, 0.2):
+            for j in set(range(len(Z))) - {i}:
+                if pair_stands(Z, n, s, cs.level, cs.theta, P, Z[i], Z[j], eps):
+                    witnessed += 1
+                    assert (mu[:, j] - mu[:, i]).max() > eps - 0.01
+                else:
+                    silent += 1
+    assert witnessed > 10 and silent > 10
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -139,25 +139,33 @@ def epsilon_margin(b: float, epsilon: float) -> float:
 
 def pair_stands(Zp, n, s, level: float, theta: np.ndarray, P: np.ndarray, zi: np.ndarray, zj: np.ndarray,
                 epsilon: float) -> bool:
-    """A cheap witness that arm j may beat arm i by more than epsilon: a point of C_t beyond the margin.
+    """A cheap witness that arm j may beat arm i by more than epsilon: a point of C_t where it does.
 
     From an estimate ``theta`` inside C_t, step along P (z_j - z_i) (P any positive definite
-    matrix, e.g. the inverse design matrix) onto the plane (z_j - z_i)^T x = g with the most
-    lenient margin g = epsilon_margin(z_i^T theta) (z_i^T theta is in the range the full test
-    uses, so its margin is at most g).  True means the stopping rule cannot fire now; False means
-    nothing (the full test must decide).  O(d^2 + K_+ d).
+    matrix, e.g. the inverse design matrix) to the nearest point where mu_j - mu_i > epsilon, and
+    check that it lies in C_t.  True means the stopping rule cannot fire now (that point is beyond
+    every margin the full test may use); False means nothing (the full test decides).
+    O(d^2 + K_+ d).
     """
     if nll(Zp, n, s, theta) > level:
         return False
     v = zj - zi
-    g = epsilon_margin(float(zi @ theta), epsilon)
-    if math.isinf(g):
-        return False
-    gap = float(v @ theta)
-    if gap >= g:
-        return True
     Pv = P @ v
-    return nll(Zp, n, s, theta + (g - gap) / float(v @ Pv) * Pv) <= level
+    u = Pv / float(v @ Pv)  # v^T u = 1: one unit of s raises the gap x_j^T theta - x_i^T theta by 1
+    a0, da, b0, db = float(zi @ theta), float(zi @ u), float(zj @ theta), float(zj @ u)
+
+    def beaten(step: float) -> bool:
+        return float(expit(b0 + db * step) - expit(a0 + da * step)) > epsilon
+
+    lo, hi = 0.0, 0.25
+    while not beaten(hi):
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e6:
+            return False
+    for _ in range(20):  # the first crossing, to within 2^-20 of the bracket
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if beaten(mid) else (mid, hi)
+    return nll(Zp, n, s, theta + hi * u) <= level
 
 
 class LikelihoodRatioSet:
