@@ -219,7 +219,7 @@ def test_status_says_how_far_the_stopping_rule_is_from_firing(tmp_path, algorith
     assert not status.done
     if algorithm == "glgape":  # the likelihood-ratio test: a count of pairs, fires at 0
         assert status.stop_threshold == 0 and status.stop_index >= 1
-        name, threshold = "rivals not yet ruled out by the likelihood-ratio test:", 0
+        name, threshold = "rivals not ruled out at the likelihood-ratio test's last full count:", 0
     else:
         assert status.stop_threshold == 0.1 and status.stop_index > 0.1  # not fired: above the threshold
         name, threshold = "its index is", 0.1

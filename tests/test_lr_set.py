@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
+from screenbai.bandits import lr_set
 from screenbai.bandits.glm import logistic_mle
 from screenbai.bandits.instances import kw_synthetic
 from screenbai.bandits.lr_set import LikelihoodRatioSet, nll, pair_stands, prediction_loss
@@ -68,7 +69,7 @@ def _grid_in_set(cs, Z, n, s, half=8.0, points=801):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_open_arms_agrees_with_a_dense_grid_of_the_set(seed):
+def test_open_arms_agrees_with_a_dense_grid_of_the_set(seed, monkeypatch):
     """d = 2: the set on a fine grid.  Ruled out (0 open) must never hide a grid point where the
     named arm is beaten by more than epsilon (soundness); and where the grid is clear with room to
     spare, the exact test must rule it out too (it is not just conservative)."""
@@ -90,6 +91,11 @@ def test_open_arms_agrees_with_a_dense_grid_of_the_set(seed):
             checked += 1
         if worst > eps:
             assert n_open >= 1
+        # large K: the outer bound from M^-1 (O(K d)) instead of exact H^-1 norms; the same decision
+        P = np.linalg.inv((Z.T * n) @ Z)
+        monkeypatch.setattr(lr_set, "EXACT_NORMS_MAX_K", 0)
+        assert (cs.open_arms(Z, np.array([i]), eps, None, P, np.einsum("ij,jk,ik->i", Z, P, Z)) == 0) == (n_open == 0)
+        monkeypatch.undo()
     assert checked or seed  # the margin case occurs at least for seed 0
 
 

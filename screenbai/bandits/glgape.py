@@ -236,7 +236,7 @@ class GLGapE(Policy):
         self.diagnostics.update(E=self.E, d_eff=self.d_eff, calibration=calibration, rule=rule)
         if calibration == "likelihood-ratio":  # the index: rivals not yet ruled out at the last full test
             self.diagnostics.update(stat=float(self.K - 1), stat_fires_at=0.0,
-                                    stat_name="rivals not yet ruled out by the likelihood-ratio test:")
+                                    stat_name="rivals not ruled out at the likelihood-ratio test's last full count:")
 
     # ------------------------------------------------------------------ oracle constants
     @classmethod
@@ -429,7 +429,9 @@ class GLGapE(Policy):
         cs = LikelihoodRatioSet(Zp, n, s, level, start)
         if cs.theta is not None:
             self._theta_mle = cs.theta
-        n_open = cs.open_arms(self.Z, named, self.epsilon)
+        n_open = cs.open_arms(self.Z, named, self.epsilon, pair, self.state.P, self.state.diag)
+        if n_open is None:  # the sampled rival stands: not counted further
+            return False
         self.diagnostics["stat"] = float(n_open)
         return n_open == 0
 

@@ -37,6 +37,7 @@ from .glm import SeparableDataError, logistic_mle
 
 _MAX_NEWTON = 60
 _BLOCK = 65536  # rows of Z per block of the outer-bound pass
+EXACT_NORMS_MAX_K = 20_000  # the outer bound's H^-1 norms: exact (O(K d^2)) up to this K, from M^-1 above
 _DECREMENT_TOL = 1e-10  # Newton decrement (squared) at which a hyperplane minimum is taken as reached
 
 
@@ -218,13 +219,18 @@ class LikelihoodRatioSet:
         start = _onto_plane(self.theta, w, Hinv_w, g)
         return exceeds_on_plane(self.Zp, self.n, self.s, w, start, self.level)
 
-    def open_arms(self, Z: np.ndarray, named: np.ndarray, epsilon: float) -> int:
+    def open_arms(self, Z: np.ndarray, named: np.ndarray, epsilon: float, rival: tuple[int, int] | None = None,
+                  P: np.ndarray | None = None, diag: np.ndarray | None = None) -> int | None:
         """How many other arms are not ruled out: 0 when, for every theta in C_t, each arm of
         ``named`` is within ``epsilon`` of every other arm's mean (the stopping rule fires).
 
-        ``Z`` holds all arms' features.  Pairs the outer bound cannot rule out (one O(K d^2) pass, in
-        blocks) get an exact test, the likeliest first; after the first that stands, the remaining
-        candidates are counted as open without solving (so the count is an upper bound, exact at 0).
+        ``Z`` holds all arms' features.  ``rival`` = (named arm, other arm) is tested first: if it
+        stands, None is returned at once (not ruled out; the others not counted).  Then the pairs
+        the outer bound cannot rule out get an exact test, the likeliest first; after the first
+        that stands, the remaining candidates are counted as open without solving (so the count is
+        an upper bound, exact at 0).  The outer bound needs ||x_j - x_i||_{H^-1} for every arm: exact
+        (O(K d^2)) up to EXACT_NORMS_MAX_K arms, above from ``P`` = M^-1 of the same outcomes and
+        ``diag`` = diag(Z P Z^T) (O(K d): H >= c M with c the smallest weight mu' of a pulled arm).
         """
         if self.theta is None:
             return Z.shape[0] - len(named)  # no minimiser: C_t is unbounded, nothing is ruled out
@@ -234,6 +240,10 @@ class LikelihoodRatioSet:
         is_named = np.zeros(Z.shape[0], dtype=bool)
         is_named[named] = True
         r_quad = math.sqrt(2.0 * (self.level - self.f_min))
+        exact_norms = Z.shape[0] <= EXACT_NORMS_MAX_K or P is None
+        if not exact_norms:
+            eta_p = self.Zp @ self.theta
+            c_min = float((expit(eta_p) * expit(-eta_p)).min())
         is_open = np.zeros(Z.shape[0], dtype=bool)
         n_open = 0
         for i in named:
@@ -251,22 +261,33 @@ class LikelihoodRatioSet:
             g = epsilon_margin(b, epsilon)
             if math.isinf(g):
                 continue
+            if rival is not None and rival[0] == i and not self._rules_out(Z[rival[1]] - zi, g):
+                return None
             alive, score = [], []
+            if not exact_norms:
+                cross = Z @ (P @ zi)
             for lo in range(0, Z.shape[0], _BLOCK):  # blocks: O(block d) memory at any K
                 Zb = Z[lo:lo + _BLOCK]
-                Lb = cho_solve(self.chol, Zb.T)  # H^-1 x_j
-                sd = np.sqrt(np.maximum(np.einsum("ij,ji->i", Zb, Lb) - 2.0 * (Zb @ Hinv_zi) + zi @ Hinv_zi, 0.0))
+                if exact_norms:
+                    Lb = cho_solve(self.chol, Zb.T)  # H^-1 x_j
+                    sd2 = np.einsum("ij,ji->i", Zb, Lb) - 2.0 * (Zb @ Hinv_zi) + zi @ Hinv_zi
+                else:
+                    sd2 = (diag[lo:lo + _BLOCK] - 2.0 * cross[lo:lo + _BLOCK] + diag[i]) / c_min
+                sd = np.sqrt(np.maximum(sd2, 0.0))
                 gap_hat = Zb @ self.theta - centre
                 keep = np.flatnonzero((gap_hat + self.rho * sd > g) & ~is_named[lo:lo + _BLOCK])
                 alive.append(keep + lo)
                 score.append(gap_hat[keep] + r_quad * sd[keep])
             alive_all, score_all = np.concatenate(alive), np.concatenate(score)
             for k in alive_all[np.argsort(-score_all, kind="stable")]:
-                v = Z[k] - zi
-                if not n_open and v @ self.theta < g:
-                    start = _onto_plane(self.theta, v, cho_solve(self.chol, v), g)
-                    if exceeds_on_plane(self.Zp, self.n, self.s, v, start, self.level):
-                        continue  # ruled out
+                if not n_open and self._rules_out(Z[k] - zi, g):
+                    continue
                 n_open += not is_open[k]
                 is_open[k] = True
         return n_open
+
+    def _rules_out(self, v: np.ndarray, g: float) -> bool:
+        """No theta of C_t has v^T theta >= g (exact: Newton on the hyperplane)."""
+        if v @ self.theta >= g:
+            return False
+        return self._beyond_is_empty(v, cho_solve(self.chol, v), g)
