@@ -1,6 +1,7 @@
 """Are GLGapE's plug-in constants conservative?  The check behind its guarantee where 500 runs cost too much.
 
-GLGapE's default calibration ("self-normalized") holds with probability 1 - delta given a lower
+GLGapE's "self-normalized" calibration (the default until the likelihood-ratio stopping rule, which
+needs neither) holds with probability 1 - delta given a lower
 bound c_mu on mu' and an upper bound S on ||theta*||.  By default both are plug-in estimates,
 re-estimated whenever the number of tests doubles.  A full run at d = 10 takes a few hundred
 thousand tests (minutes), so 500 runs per cell are out of reach on a small machine; this script

@@ -21,7 +21,7 @@ named arm is then within epsilon of every other arm for the true theta with prob
 calibrations: GIFA's theorem ([RKD21] Thm 1) makes any LUCB-type gap-based loop (epsilon, m,
 delta)-PAC when its indices B(k, j) upper-bound mu_k - mu_j for all pairs at all times with
 probability 1 - delta.  GLGapE's confidence set bounds the estimate in the M-norm, so with
-``calibration="self-normalized"`` (the default) or ``"theory"`` its widths cover every pair at
+``calibration="self-normalized"`` or ``"theory"`` (and valid c_mu, S) its widths cover every pair at
 once: the same guarantee as GLGapE, for the top m.  Under the paper's calibrations the widths are
 GLGapE's heuristic ones and so is the guarantee: measure the error rate (as for GLGapE).
 
