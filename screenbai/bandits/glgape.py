@@ -24,10 +24,11 @@ costs in docs/error_rates.md):
   {theta : L_t(theta) <= P_t + log(1/delta)} (P_t: the loss of the predictions made before each
   outcome; lr_set.py) puts arm i within epsilon of every other arm for every theta in it.  The test
   runs after every 1 % more tests (at least d; so a run stops at most that many tests late), at
-  O(d^2 + K_+ d) when a cheap witness shows that the sampled rival still stands, else one
-  O(K d^2) pass and exact Newton tests for the arms it cannot rule out.  The widths only choose the tests (scaled as "self-normalized"; a scale from the set's radius
-  was tried and needed as many tests).  It needs about a
-  third of the self-normalized calibration's tests at d = 5 and a hundredth at d = 10.
+  O(d^2 + K_+ d) when a cheap witness shows that the sampled rival still stands, else with exact
+  Newton tests on the pulled arms' data, and one O(K d) pass (O(K d^2) up to 20 000 arms) only
+  when the sampled rival is ruled out.  The widths only choose the tests (scaled as
+  "self-normalized"; a scale from the set's own radius was tried and needed as many tests).  It
+  needs about a third of the self-normalized calibration's tests at d = 5 and a hundredth at d = 10.
 * "self-normalized": error at most delta GIVEN a valid lower bound c_mu on mu' and
   upper bound S on ||theta*||.  scale(t) = (1/2 sqrt(2 log(1/delta) + d log(1 + t L^2 c_mu /
   (d lambda))) + S sqrt(lambda c_mu)) / c_mu, from the self-normalised bound on the MLE's score; a
@@ -427,7 +428,7 @@ class GLGapE(Policy):
         self._lr_checks += 1
         start = self.theta if self._theta_mle is None else self._theta_mle
         cs = LikelihoodRatioSet(Zp, n, s, level, start)
-        if cs.theta is not None:
+        if cs.bounded:
             self._theta_mle = cs.theta
         n_open = cs.open_arms(self.Z, named, self.epsilon, pair, self.state.P, self.state.diag)
         if n_open is None:  # the sampled rival stands: not counted further

@@ -174,11 +174,12 @@ class LikelihoodRatioSet:
 
     def __init__(self, Zp: np.ndarray, n: np.ndarray, s: np.ndarray, level: float, theta0: np.ndarray):
         self.Zp, self.n, self.s, self.level = Zp, n.astype(float), s.astype(float), float(level)
-        # the minimiser of L (the unpenalised MLE); None when it does not exist (separable outcomes)
+        # the minimiser of L (the unpenalised MLE); it does not exist when the outcomes are separable
+        self.bounded = True
         try:
             self.theta = logistic_mle(Zp, self.n, self.s, 0.0, theta0=theta0, decrement_tol=1e-14).theta
         except SeparableDataError:
-            self.theta = None
+            self.theta, self.bounded = np.asarray(theta0, dtype=float), False
             return
         f, _, H = _nll_grad_hess(Zp, self.n, self.s, self.theta)
         self.f_min = f
@@ -232,7 +233,7 @@ class LikelihoodRatioSet:
         (O(K d^2)) up to EXACT_NORMS_MAX_K arms, above from ``P`` = M^-1 of the same outcomes and
         ``diag`` = diag(Z P Z^T) (O(K d): H >= c M with c the smallest weight mu' of a pulled arm).
         """
-        if self.theta is None:
+        if not self.bounded:
             return Z.shape[0] - len(named)  # no minimiser: C_t is unbounded, nothing is ruled out
         if self.empty:
             return 0
@@ -240,7 +241,8 @@ class LikelihoodRatioSet:
         is_named = np.zeros(Z.shape[0], dtype=bool)
         is_named[named] = True
         r_quad = math.sqrt(2.0 * (self.level - self.f_min))
-        exact_norms = Z.shape[0] <= EXACT_NORMS_MAX_K or P is None
+        exact_norms = Z.shape[0] <= EXACT_NORMS_MAX_K or P is None or diag is None
+        q = np.empty(0) if diag is None else diag
         if not exact_norms:
             eta_p = self.Zp @ self.theta
             c_min = float((expit(eta_p) * expit(-eta_p)).min())
@@ -265,14 +267,14 @@ class LikelihoodRatioSet:
                 return None
             alive, score = [], []
             if not exact_norms:
-                cross = Z @ (P @ zi)
+                cross = Z @ (np.asarray(P) @ zi)
             for lo in range(0, Z.shape[0], _BLOCK):  # blocks: O(block d) memory at any K
                 Zb = Z[lo:lo + _BLOCK]
                 if exact_norms:
                     Lb = cho_solve(self.chol, Zb.T)  # H^-1 x_j
                     sd2 = np.einsum("ij,ji->i", Zb, Lb) - 2.0 * (Zb @ Hinv_zi) + zi @ Hinv_zi
                 else:
-                    sd2 = (diag[lo:lo + _BLOCK] - 2.0 * cross[lo:lo + _BLOCK] + diag[i]) / c_min
+                    sd2 = (q[lo:lo + _BLOCK] - 2.0 * cross[lo:lo + _BLOCK] + q[i]) / c_min
                 sd = np.sqrt(np.maximum(sd2, 0.0))
                 gap_hat = Zb @ self.theta - centre
                 keep = np.flatnonzero((gap_hat + self.rho * sd > g) & ~is_named[lo:lo + _BLOCK])
