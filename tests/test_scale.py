@@ -382,7 +382,7 @@ def test_m_lingape_rounds_reading_X_once_equal_rounds_reading_it_twice(monkeypat
                 u = st.P @ X[c]
                 own = np.vstack([linalg.pair_product(X[s:e], np.column_stack([u, u]), np.empty((e - s, 2)))
                                  for s, e in linalg.block_bounds(K)])[:, 0]  # as the update computes it
-                np.testing.assert_array_equal(policy.gaps._pair_prod[:, 1], own)
+                np.testing.assert_array_equal(policy.gaps._Xc, own)
                 compared += 1
             guessed = policy.gaps.guesses_right
             policy.tell(arms, X[arms] @ theta + noise[arms, seen[arms] % 8])

@@ -62,7 +62,7 @@ class GapIndices:
         self._PZ_J: np.ndarray | None = None
         self.Pxb: tuple[int, np.ndarray] | None = None
         self.single_paired = self.fast and m == 1 and index == "paired"
-        self._pair_prod: np.ndarray | None = None  # K x 2: X P (x_b - x_c), X P x_c of the last greedy pass
+        self._Xc: np.ndarray | None = None  # X P x_c of the last greedy pass
         self._pair: tuple[TrackedRidgeState, np.ndarray, int] | None = None  # its state, P and c
         self._last_pair: tuple[int, int] | None = None  # (b, c) of the last greedy rule
         self.products_reused = self.products_missed = self.guesses_right = self.guesses_wrong = 0
@@ -117,11 +117,14 @@ class GapIndices:
             self.guesses_wrong += 1
         Pc = st.P @ self.Z[c]
         V = np.column_stack([self.direction(b, c, Pc), Pc])
-        if self._pair_prod is None:
-            self._pair_prod = np.empty((self.K, 2))
-        prod, scores, best = self._pair_prod, np.empty(self.K), BlockArgmax()
-        for s, e in block_bounds(self.K):
-            block = pair_product(self.Z[s:e], V, prod[s:e])
+        if self._Xc is None:
+            self._Xc = np.empty(self.K)
+        bounds = block_bounds(self.K)
+        Xc, scores, best = self._Xc, np.empty(self.K), BlockArgmax()
+        prod = np.empty((max(e - s for s, e in bounds), 2))
+        for s, e in bounds:
+            block = pair_product(self.Z[s:e], V, prod[: e - s])
+            Xc[s:e] = block[:, 1]
             greedy_scores(block[:, 0], st.diag[s:e], out=scores[s:e])
             best.add(scores[s:e], s)
         self._pair = (st, st.P.copy(), c)
@@ -143,8 +146,8 @@ class GapIndices:
             self.products_missed += 1
             return None
         self.products_reused += 1
-        assert self._pair_prod is not None
-        return self._pair_prod[:, 1]
+        assert self._Xc is not None
+        return self._Xc
 
     def sweep_ahead(self, factor, guess: bool) -> tuple:
         """(also, on_block) for ``update`` at large K (m = 1, paired, tau^LUCB), or (None, None).
