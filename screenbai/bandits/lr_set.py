@@ -22,7 +22,8 @@ lies on the other side).  The largest safe g follows from the range of x_i^T the
 mu(b + g) - mu(b) <= epsilon for every b in that range.  Arms far from the answer are ruled out
 first by an outer bound of C_t (the self-concordance of the logistic loss, Bach 2010, Prop. 1);
 the rest get an exact Newton solve on the hyperplane, the likeliest violator first, and the test
-returns at the first arm it cannot rule out.
+returns at the first arm it cannot rule out.  ``pair_stands`` is the cheap first look: a point of
+C_t where the sampled rival wins.
 """
 
 from __future__ import annotations
@@ -53,17 +54,17 @@ def prediction_loss(eta: np.ndarray, rewards: np.ndarray, n_before: int) -> floa
 
 def nll(Zp: np.ndarray, n: np.ndarray, s: np.ndarray, theta: np.ndarray) -> float:
     """L(theta) = sum_a n_a log(1 + e^eta_a) - s_a eta_a over the pulled arms (unpenalised)."""
-    eta = Zp @ theta
+    return _loss(Zp @ theta, n, s)
+
+
+def _loss(eta, n, s) -> float:
     return float(n @ np.logaddexp(0.0, eta) - s @ eta)
 
 
-def _nll_grad_hess(Zp, n, s, theta):
-    eta = Zp @ theta
+def _grad_hess(Zp, n, s, eta):
+    """Gradient and Hessian of L at the linear predictors ``eta``."""
     p = expit(eta)
-    f = float(n @ np.logaddexp(0.0, eta) - s @ eta)
-    g = Zp.T @ (n * p - s)
-    H = (Zp.T * (n * p * (1.0 - p))) @ Zp
-    return f, g, H
+    return Zp.T @ (n * p - s), (Zp.T * (n * p * (1.0 - p))) @ Zp
 
 
 def exceeds_on_plane(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float) -> bool:
@@ -77,12 +78,10 @@ def exceeds_on_plane(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float) -
     ridge = 1e-12 * np.eye(d)
     for _ in range(_MAX_NEWTON):
         eta = Zp @ theta
-        f = float(n @ np.logaddexp(0.0, eta) - s @ eta)
+        f = _loss(eta, n, s)
         if f <= level:
             return False
-        p = expit(eta)
-        g = Zp.T @ (n * p - s)
-        H = (Zp.T * (n * p * (1.0 - p))) @ Zp
+        g, H = _grad_hess(Zp, n, s, eta)
         try:
             c = cho_factor(H + ridge * max(1.0, float(np.abs(H).max())), lower=True)
         except np.linalg.LinAlgError:
@@ -118,7 +117,7 @@ def _outer_radius(gap: float, kappa: float) -> float:
     """
     if kappa <= 0.0:
         return math.sqrt(2.0 * gap)
-    lo, hi = 0.0, math.sqrt(2.0 * gap) + gap * kappa + 1.0  # F(hi) >= gap: F(r) >= max(r^2/2 - ..., r/k - 1/k^2)
+    lo, hi = 0.0, math.sqrt(2.0 * gap) + gap * kappa + 1.0  # doubled below until F(hi) >= gap
 
     def F(r):
         x = kappa * r
@@ -181,7 +180,9 @@ class LikelihoodRatioSet:
         except SeparableDataError:
             self.theta, self.bounded = np.asarray(theta0, dtype=float), False
             return
-        f, _, H = _nll_grad_hess(Zp, self.n, self.s, self.theta)
+        eta = Zp @ self.theta
+        f = _loss(eta, self.n, self.s)
+        H = _grad_hess(Zp, self.n, self.s, eta)[1]
         self.f_min = f
         self.chol = cho_factor(H, lower=True)
         W = cho_solve(self.chol, Zp.T)  # H^-1 x_a for the pulled arms
