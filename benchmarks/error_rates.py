@@ -70,6 +70,7 @@ SETTINGS = [
     ("g-allocation", "eq. 11", {}),
     ("xy-adaptive", "eq. 11", {}),
     ("xy-oracle", "eq. 4", {}),
+    ("xy-fully-adaptive", "Prop. 2 (S oracle)", {"S": "oracle"}),
     ("glgape", "likelihood-ratio (default)", {"calibration": "likelihood-ratio"}),
     ("glgape", "self-normalized", {"calibration": "self-normalized"}),
     ("glgape", "reinterpreted (paper)", {"calibration": "reinterpreted"}),
