@@ -88,7 +88,12 @@ def main() -> int:
     ap.add_argument("--store", type=Path, default=Path("/tmp/screenbai_moses_store"), help="fingerprint store")
     ap.add_argument("--features", type=Path, default=Path("/tmp/screenbai_moses_d20.npy"), help="PCA scores cache")
     ap.add_argument("--out", type=Path, default=REPO / "docs" / "scale", help="output folder")
+    ap.add_argument("--plot-only", type=Path, nargs="+", metavar="RECORDS",
+                    help="no runs: draw tests_vs_K.png in --out from these records files")
     args = ap.parse_args()
+    if args.plot_only:
+        plot(pd.concat([pd.read_csv(p) for p in args.plot_only]), args.out / "tests_vs_K.png", args.max_samples)
+        return 0
     F = library_features(args.store, args.features)
     theta, cure = ground_truth(F)
     print(f"library: {len(F):,} compounds, d = {F.shape[1]}; mean cure probability {cure.mean():.3f}, "
@@ -121,19 +126,27 @@ def main() -> int:
     return 0
 
 
+def _setting(params: str) -> str:
+    """The legend's words for a run's parameters: which calibration or threshold, with or without a guarantee."""
+    p = json.loads(params)
+    if p.get("calibration") == "reinterpreted":
+        return ", paper's calibration (no guarantee)"
+    if p.get("threshold") == "heuristic":
+        return ", heuristic threshold (no guarantee)"
+    return ", default (error <= delta)"
+
+
 def plot(df: pd.DataFrame, path: Path, cap: int) -> None:
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.4, 4.2))
     ax = fig.add_subplot()
-    for (name, marker) in zip(sorted(df["algorithm"].unique()), "os^"):
-        sub = df[df["algorithm"] == name]
+    series = df["algorithm"] + df["params"].map(_setting)
+    for (name, marker) in zip(sorted(series.unique()), "os^D"):
+        sub = df[series == name]
         stopped = sub[sub["stopped"]]
         cut = sub[~sub["stopped"]]
-        params = json.loads(sub["params"].iloc[0])
-        setting = {"reinterpreted": ", paper's calibration", "heuristic": ", heuristic threshold"}.get(
-            params.get("calibration", params.get("threshold")), "")
-        ax.scatter(stopped["K"], stopped["samples"], marker=marker, label=f"{name}{setting} (stopped)")
+        ax.scatter(stopped["K"], stopped["samples"], marker=marker, label=f"{name} (stopped)")
         if len(cut):
             ax.scatter(cut["K"], cut["samples"], marker=marker, facecolors="none", edgecolors="grey",
                        label=f"{name} (cut at {cap:,} tests)")
