@@ -27,8 +27,9 @@ costs in docs/error_rates.md):
   O(d^2 + K_+ d) when a cheap witness shows that the sampled rival still stands, else with exact
   Newton tests on the pulled arms' data, and one O(K d) pass (O(K d^2) up to 20 000 arms) only
   when the sampled rival is ruled out.  The widths only choose the tests (scaled as
-  "self-normalized"; a scale from the set's own radius was tried and needed as many tests).  It
-  needs about a third of the self-normalized calibration's tests at d = 5 and a hundredth at d = 10.
+  "self-normalized"; a scale from the set's own radius was tried and needed as many tests).  No
+  error in 500 runs on any of seven [KW] instances at d = 2, 5 and 10, with 1.3 to 36 times fewer
+  tests than "self-normalized" at d = 2 and 5 and about 160 times fewer at d = 10.
 * "self-normalized": error at most delta GIVEN a valid lower bound c_mu on mu' and
   upper bound S on ||theta*||.  scale(t) = (1/2 sqrt(2 log(1/delta) + d log(1 + t L^2 c_mu /
   (d lambda))) + S sqrt(lambda c_mu)) / c_mu, from the self-normalised bound on the MLE's score; a
