@@ -162,7 +162,7 @@ def test_glgape_predicts_each_outcome_before_seeing_it():
 
 
 def test_default_needs_far_fewer_tests_than_the_self_normalized_widths():
-    """Same guarantee, no c_mu or S: the likelihood-ratio default stops sooner (kw d = 5: 1 023
+    """A guarantee without c_mu or S, and the likelihood-ratio default stops sooner (kw d = 5: 1 023
     against 3 308 tests in docs/error_rates.md)."""
     inst = kw_synthetic(K=50, d=5, seed=0)
     lr = replicate(inst, "glgape", {}, n_reps=4, seed=3)

@@ -415,7 +415,8 @@ class GLGapE(Policy):
         It runs once the sample count has grown by LR_CHECK_GROWTH (or by d tests, whichever is
         more) since its last run, so a run stops at most that many tests late.  First the sampled
         pair (named arm, rival) is tried with a cheap witness; only when it cannot show that the
-        rival stands does the full test run (the unpenalised MLE, one O(K d^2) pass, exact tests).
+        rival stands does the full test run (the unpenalised MLE, the exact test of that pair, and
+        only if it is ruled out a pass over the arms and exact tests of those the pass keeps).
         """
         if self.n_samples < self._lr_next_check:
             return False
