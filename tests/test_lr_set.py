@@ -95,6 +95,8 @@ def test_open_arms_agrees_with_a_dense_grid_of_the_set(seed, monkeypatch):
         P = np.linalg.inv((Z.T * n) @ Z)
         monkeypatch.setattr(lr_set, "EXACT_NORMS_MAX_K", 0)
         assert (cs.open_arms(Z, np.array([i]), eps, None, P, np.einsum("ij,jk,ik->i", Z, P, Z)) == 0) == (n_open == 0)
+        monkeypatch.setattr(lr_set, "BOX_MIN_ALIVE", 0)  # and with the box bound
+        assert (cs.open_arms(Z, np.array([i]), eps) == 0) == (n_open == 0)
         monkeypatch.undo()
     assert checked or seed  # the margin case occurs at least for seed 0
 
@@ -127,6 +129,9 @@ def test_range_end_and_outer_radius_bound_the_set(seed):
     u = Z[0]
     lo, hi = cs._range_end(u, lower=True), cs._range_end(u, lower=False)
     vals = inside @ u
+    # the box bound holds every point of the set, for every direction tried
+    V = Z - Z[1]
+    assert ((inside - cs.theta) @ V.T <= cs._box_bound(V) + 1e-9).all()
     assert lo <= vals.min() + 1e-9 and hi >= vals.max() - 1e-9  # safe
     assert vals.min() - lo < 0.05 and hi - vals.max() < 0.05  # and tight (the grid step is 0.02)
     H = (Z.T * (n * expit(Z @ cs.theta) * expit(-Z @ cs.theta))) @ Z

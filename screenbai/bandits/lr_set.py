@@ -38,6 +38,7 @@ from .glm import SeparableDataError, logistic_mle
 
 _MAX_NEWTON = 60
 _BLOCK = 65536  # rows of Z per block of the outer-bound pass
+BOX_MIN_ALIVE = 64  # more arms than this left by the outer radius: the box bound (2 d range ends) prunes them
 EXACT_NORMS_MAX_K = 20_000  # the outer bound's H^-1 norms: exact (O(K d^2)) up to this K, from M^-1 above
 _DECREMENT_TOL = 1e-10  # Newton decrement (squared) at which a hyperplane minimum is taken as reached
 
@@ -188,6 +189,7 @@ class LikelihoodRatioSet:
         W = cho_solve(self.chol, Zp.T)  # H^-1 x_a for the pulled arms
         kappa = float(np.sqrt(np.max(np.einsum("ij,ji->i", Zp, W))))
         self.empty = f > self.level
+        self._box: tuple | None = None  # (eigenvectors of H, the box's sides), computed when needed
         self.rho = 0.0 if self.empty else _outer_radius(self.level - f, kappa)
 
     def _range_end(self, u: np.ndarray, lower: bool) -> float:
@@ -282,12 +284,35 @@ class LikelihoodRatioSet:
                 alive.append(keep + lo)
                 score.append(gap_hat[keep] + r_quad * sd[keep])
             alive_all, score_all = np.concatenate(alive), np.concatenate(score)
+            if not n_open and alive_all.size > BOX_MIN_ALIVE:  # many left: the box bound rules out more
+                V = Z[alive_all] - zi
+                keep = V @ self.theta + self._box_bound(V) > g
+                alive_all, score_all = alive_all[keep], score_all[keep]
             for k in alive_all[np.argsort(-score_all, kind="stable")]:
                 if not n_open and self._rules_out(Z[k] - zi, g):
                     continue
                 n_open += not is_open[k]
                 is_open[k] = True
         return n_open
+
+    def _box_bound(self, V: np.ndarray) -> np.ndarray:
+        """An upper bound on max over C_t of v^T (theta - theta_m) for each row v of V, O(d) each.
+
+        C_t - theta_m lies in the box -s_k^- <= b_k^T D <= s_k^+ along the eigenvectors b_k of H,
+        whose 2 d sides are safe range ends (exact tests, computed once per set); so
+        v^T D <= sum_k max(c_k s_k^+, -c_k s_k^-) with c = B^T v.  Unlike the outer radius it does
+        not grow with the largest ||x_a||_{H^-1}, which is large when some tested arm has a small
+        slope mu'.
+        """
+        if self._box is None:
+            B = np.linalg.eigh(cho_solve(self.chol, np.eye(self.theta.size)))[1]
+            centre = B.T @ self.theta
+            up = np.array([self._range_end(b, lower=False) for b in B.T]) - centre
+            down = centre - np.array([self._range_end(b, lower=True) for b in B.T])
+            self._box = (B, up, down)
+        B, up, down = self._box
+        C = V @ B
+        return np.where(C > 0, C * up, -C * down).sum(axis=1)
 
     def _rules_out(self, v: np.ndarray, g: float) -> bool:
         """No theta of C_t has v^T theta >= g (exact: Newton on the hyperplane)."""
