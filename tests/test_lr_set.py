@@ -80,7 +80,7 @@ def test_open_arms_agrees_with_a_dense_grid_of_the_set(seed, monkeypatch):
     assert len(inside) > 50
     mu = expit(inside @ Z.T)  # grid points x arms
     i = int(np.argmax(Z @ cs.theta))
-    checked = 0
+    checked = exact_needed = 0
     for eps in (0.0, 0.02, 0.05, 0.1, 0.2, 0.3):
         worst = np.delete(mu - mu[:, [i]], i, axis=1).max()  # the largest mu_j - mu_i over the grid
         n_open = cs.open_arms(Z, np.array([i]), eps)
@@ -98,7 +98,13 @@ def test_open_arms_agrees_with_a_dense_grid_of_the_set(seed, monkeypatch):
         monkeypatch.setattr(lr_set, "BOX_MIN_ALIVE", 0)  # and with the box bound
         assert (cs.open_arms(Z, np.array([i]), eps) == 0) == (n_open == 0)
         monkeypatch.undo()
+        monkeypatch.setattr(lr_set, "MAX_EXACT_TESTS", 0)  # no exact test allowed: never rules out more
+        capped = cs.open_arms(Z, np.array([i]), eps)
+        assert capped >= n_open and (capped == 0) <= (n_open == 0)
+        exact_needed += capped > n_open
+        monkeypatch.undo()
     assert checked or seed  # the margin case occurs at least for seed 0
+    assert exact_needed or seed != 2  # on seed 2 an exact test decides a pair (capping them changes the count)
 
 
 def test_the_cheap_witness_only_says_stands_when_the_set_holds_a_theta_where_the_rival_wins():

@@ -38,6 +38,7 @@ from .glm import SeparableDataError, logistic_mle
 
 _MAX_NEWTON = 60
 _BLOCK = 65536  # rows of Z per block of the outer-bound pass
+MAX_EXACT_TESTS = 256  # per named arm and test: arms the bounds leave beyond this count as not ruled out
 BOX_MIN_ALIVE = 64  # more arms than this left by the outer radius: the box bound (2 d range ends) prunes them
 EXACT_NORMS_MAX_K = 20_000  # the outer bound's H^-1 norms: exact (O(K d^2)) up to this K, from M^-1 above
 _DECREMENT_TOL = 1e-10  # Newton decrement (squared) at which a hyperplane minimum is taken as reached
@@ -288,8 +289,9 @@ class LikelihoodRatioSet:
                 V = Z[alive_all] - zi
                 keep = V @ self.theta + self._box_bound(V) > g
                 alive_all, score_all = alive_all[keep], score_all[keep]
-            for k in alive_all[np.argsort(-score_all, kind="stable")]:
-                if not n_open and self._rules_out(Z[k] - zi, g):
+            for rank, k in enumerate(alive_all[np.argsort(-score_all, kind="stable")]):
+                # at most MAX_EXACT_TESTS exact tests: beyond, the arm counts as open (the round stays O(K d))
+                if not n_open and rank < MAX_EXACT_TESTS and self._rules_out(Z[k] - zi, g):
                     continue
                 n_open += not is_open[k]
                 is_open[k] = True
