@@ -26,7 +26,8 @@ costs in docs/error_rates.md):
   runs after every 1 % more tests (at least d; so a run stops at most that many tests late), at
   O(d^2 + K_+ d) when a cheap witness shows that the sampled rival still stands, else with exact
   Newton tests on the pulled arms' data, and one O(K d) pass (O(K d^2) up to 20 000 arms) only
-  when the sampled rival is ruled out.  The widths only choose the tests (scaled as
+  when the sampled rival is ruled out, followed by at most 256 exact tests (arms beyond count as
+  not ruled out, which can only delay the stop).  The widths only choose the tests (scaled as
   "self-normalized"; a scale from the set's own radius was tried and needed as many tests).  No
   error in 500 runs on any of seven [KW] instances at d = 2, 5 and 10, with 1.3 to 36 times fewer
   tests than "self-normalized" at d = 2 and 5 and about 160 times fewer at d = 10.

@@ -21,8 +21,9 @@ minimum of L_t on the hyperplane (x_j - x_i)^T theta = g exceeds the level (a po
 lies on the other side).  The largest safe g follows from the range of x_i^T theta over C_t:
 mu(b + g) - mu(b) <= epsilon for every b in that range.  Arms far from the answer are ruled out
 first by an outer bound of C_t (the self-concordance of the logistic loss, Bach 2010, Prop. 1);
-the rest get an exact Newton solve on the hyperplane, the likeliest violator first, and the test
-returns at the first arm it cannot rule out.  ``pair_stands`` is the cheap first look: a point of
+the rest get an exact Newton solve on the hyperplane (at most MAX_EXACT_TESTS of them; the rest
+count as not ruled out), the likeliest violator first, and the test returns at the first arm it
+cannot rule out.  ``pair_stands`` is the cheap first look: a point of
 C_t where the sampled rival wins.
 """
 
