@@ -195,8 +195,8 @@ class LikelihoodRatioSet:
         self.rho = 0.0 if self.empty else _outer_radius(self.level - f, kappa)
 
     def _range_end(self, u: np.ndarray, lower: bool) -> float:
-        """A safe bound on min (``lower``) or max of u^T theta over C_t (-inf / +inf if none found):
-        a value c with no point of C_t beyond it, found by bisection with exact hyperplane tests."""
+        """A safe bound on min (``lower``) or max of u^T theta over C_t: a value c with no point of
+        C_t beyond it, from the outer radius, tightened by bisection with exact hyperplane tests."""
         sign = -1.0 if lower else 1.0
         w = sign * u
         Hinv_w = cho_solve(self.chol, w)
@@ -253,12 +253,12 @@ class LikelihoodRatioSet:
             c_min = float((expit(eta_p) * expit(-eta_p)).min())
         is_open = np.zeros(Z.shape[0], dtype=bool)
         n_open = 0
+        b0 = float(logit((1.0 - epsilon) / 2.0)) if epsilon < 1.0 else -math.inf  # where the margin is smallest
         for i in named:
             zi = Z[int(i)]
             centre = float(zi @ self.theta)
             Hinv_zi = cho_solve(self.chol, zi)
-            b0 = float(logit((1.0 - epsilon) / 2.0)) if epsilon < 1.0 else -math.inf
-            # the epsilon margin is smallest at b0: use the end of the range of x_i^T theta nearest b0
+            # use the end of the range of x_i^T theta nearest b0
             if n_open:  # already not stopping: count with the smallest margin, no range needed
                 b = b0
             elif b0 < centre:
