@@ -102,7 +102,8 @@ def test_snapshot_equals_replay_from_the_log(tmp_path):
         a, b = fast.policy.state_dict(), slow.policy.state_dict()
         assert _equal(a, b)
         assert fast.policy.result().recommendation == slow.policy.result().recommendation
-        assert fast.next_plate(7).arms == slow.next_plate(7).arms
+        # in memory only: a committed plate from one would be seen by the other (same file)
+        assert list(fast.policy.propose(7)) == list(slow.policy.propose(7))
     assert len(open_plate) == 7
 
 

@@ -125,6 +125,7 @@ class Campaign:
         self._arm_of = {cid: arm for arm, cid, _ in rows}
         self.features = store.get_array(con, "features")
         self._policy = None
+        self._policy_step = 0  # the last plate/record step the in-memory policy has taken
 
     # ------------------------------------------------------------------ creation / opening
     @classmethod
@@ -254,7 +255,7 @@ class Campaign:
     def policy(self):
         """The policy after every recorded step (rebuilt lazily from the file)."""
         if self._policy is None:
-            self._policy = self.replay(use_snapshot=self.use_snapshot)
+            self._policy, self._policy_step = self._replay(use_snapshot=self.use_snapshot)
         return self._policy
 
     def replay(self, *, use_snapshot: bool = True, on_record=None):
@@ -262,6 +263,23 @@ class Campaign:
 
         ``on_record(step, policy)`` is called after each replayed results file.
         """
+        return self._replay(use_snapshot=use_snapshot, on_record=on_record)[0]
+
+    def _replay(self, *, use_snapshot: bool, on_record=None):
+        """(policy, last step replayed); read in one transaction, so a concurrent writer is seen whole or not at all."""
+        if self._con.in_transaction:
+            return self._replay_now(use_snapshot, on_record)
+        self._con.execute("BEGIN")
+        try:
+            return self._replay_now(use_snapshot, on_record)
+        finally:
+            self._con.execute("COMMIT")
+
+    def _last_step(self) -> int:
+        row = self._con.execute("SELECT MAX(step) FROM events WHERE kind IN ('plate', 'record')").fetchone()
+        return int(row[0] or 0)
+
+    def _replay_now(self, use_snapshot: bool, on_record):
         policy = self._new_policy()
         start = 0
         if use_snapshot:
@@ -274,7 +292,7 @@ class Campaign:
             (start,),
         ).fetchall()
         if not events:
-            return policy
+            return policy, start
         wells: dict[str, list[int]] = {}
         for plate_id, arm in self._con.execute(
             "SELECT w.plate_id, w.arm FROM wells w JOIN plates p USING (plate_id) WHERE p.step > ? "
@@ -306,7 +324,7 @@ class Campaign:
                 self._leaders(policy)  # as the live record does (a policy's result() may draw tie-breaks)
                 if on_record is not None:
                     on_record(step, policy)
-        return policy
+        return policy, int(events[-1][0])
 
     @staticmethod
     def _apply_record(policy, rows) -> None:
@@ -325,9 +343,17 @@ class Campaign:
 
     @contextmanager
     def _step(self):
-        """One logged step: a transaction; on any failure the in-memory policy is dropped (rebuilt from the file)."""
+        """One logged step: a write transaction, taken before the policy is read.
+
+        Another process (a second ``record`` or ``next`` run at the same time) may have written a
+        step since this object read the file: the lock is taken first and the policy brought up to
+        date inside it, so every step starts from the file's latest state.  On any failure the
+        in-memory policy is dropped (rebuilt from the file).
+        """
         try:
             with store.transaction(self._con):
+                if self._policy is not None and self._policy_step != self._last_step():
+                    self._policy = None
                 yield
         except BaseException:
             self._policy = None
@@ -339,6 +365,7 @@ class Campaign:
             "INSERT OR REPLACE INTO snapshot (id, step, state) VALUES (1, ?, ?)",
             (step, store.encode_state(self._policy.state_dict())),
         )
+        self._policy_step = step
 
     # ------------------------------------------------------------------ plates
     def next_plate(self, size: int, path=None) -> Plate:
@@ -350,23 +377,23 @@ class Campaign:
         size = int(size)
         if size < 1:
             raise ValueError(f"plate size must be at least 1; got {size}")
-        policy = self.policy
-        if policy.done:
-            raise CampaignError(
-                f"{self.algorithm} has finished (the stopping rule fired or the budget is spent); "
-                "see `screenbai campaign status` for the recommendation"
-            )
-        arms = _propose(policy, size)
-        if arms.size == 0:
-            self._policy = None  # rebuild from the file: the empty proposal is not logged
-            open_wells = self._con.execute(
-                "SELECT COUNT(*) FROM wells w LEFT JOIN outcomes o USING (plate_id, well) WHERE o.id IS NULL"
-            ).fetchone()[0]
-            raise CampaignError(
-                f"{self.algorithm} has nothing to propose until the outcomes of the {open_wells} open well(s) "
-                "are recorded (e.g. the end of an initialisation or of a GSE stage)"
-            )
         with self._step():
+            policy = self.policy
+            if policy.done:
+                raise CampaignError(
+                    f"{self.algorithm} has finished (the stopping rule fired or the budget is spent); "
+                    "see `screenbai campaign status` for the recommendation"
+                )
+            arms = _propose(policy, size)
+            if arms.size == 0:
+                open_wells = self._con.execute(
+                    "SELECT COUNT(*) FROM wells w LEFT JOIN outcomes o USING (plate_id, well) WHERE o.id IS NULL"
+                ).fetchone()[0]
+                # the empty proposal is not logged: _step drops the policy, rebuilt from the file
+                raise CampaignError(
+                    f"{self.algorithm} has nothing to propose until the outcomes of the {open_wells} open well(s) "
+                    "are recorded (e.g. the end of an initialisation or of a GSE stage)"
+                )
             n_plates = self._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
             plate_id = f"P{n_plates + 1:03d}"
             step = store.add_event(
@@ -417,43 +444,40 @@ class Campaign:
         from .library import file_sha256
 
         path = Path(path)
-        outcomes = read_results(path, self._plate_map(), binary=self.binary)
-        return self._commit_outcomes(outcomes, path.name, file_sha256(path))
+        with self._step():  # validated against the file's latest state, under its write lock
+            outcomes = read_results(path, self._plate_map(), binary=self.binary)
+            return self._commit_outcomes(outcomes, path.name, file_sha256(path))
 
     def _commit_outcomes(self, outcomes: list[Outcome], name: str, sha256: str) -> RecordSummary:
+        """Tell the policy and write the step; called inside ``_step`` (which drops a half-updated policy)."""
         policy = self.policy
         rows = [(o.arm, o.value) for o in outcomes]
-        try:
-            self._apply_record(policy, rows)
-        except Exception:
-            self._policy = None  # the in-memory policy may be half-updated; the file is untouched
-            raise
-        with self._step():
-            n_failed = sum(o.value is None for o in outcomes)
-            plates = tuple(dict.fromkeys(o.plate_id for o in outcomes))
-            step = store.add_event(
-                self._con,
-                "record",
-                {
-                    "file": name,
-                    "sha256": sha256,
-                    "n_outcomes": len(outcomes) - n_failed,
-                    "n_failed": n_failed,
-                    "plates": list(plates),
-                },
-            )
-            cur = self._con.execute(
-                "INSERT INTO records (step, file, sha256, recorded_at) VALUES (?, ?, ?, ?)",
-                (step, name, sha256, store.now()),
-            )
-            assert cur.lastrowid is not None  # an INSERT sets it
-            record_id = int(cur.lastrowid)
-            self._con.executemany(
-                "INSERT INTO outcomes (record_id, plate_id, well, arm, value) VALUES (?, ?, ?, ?, ?)",
-                ((record_id, o.plate_id, o.well, o.arm, o.value) for o in outcomes),
-            )
-            self._save_history(step, policy)
-            self._save_snapshot(step)
+        self._apply_record(policy, rows)
+        n_failed = sum(o.value is None for o in outcomes)
+        plates = tuple(dict.fromkeys(o.plate_id for o in outcomes))
+        step = store.add_event(
+            self._con,
+            "record",
+            {
+                "file": name,
+                "sha256": sha256,
+                "n_outcomes": len(outcomes) - n_failed,
+                "n_failed": n_failed,
+                "plates": list(plates),
+            },
+        )
+        cur = self._con.execute(
+            "INSERT INTO records (step, file, sha256, recorded_at) VALUES (?, ?, ?, ?)",
+            (step, name, sha256, store.now()),
+        )
+        assert cur.lastrowid is not None  # an INSERT sets it
+        record_id = int(cur.lastrowid)
+        self._con.executemany(
+            "INSERT INTO outcomes (record_id, plate_id, well, arm, value) VALUES (?, ?, ?, ?, ?)",
+            ((record_id, o.plate_id, o.well, o.arm, o.value) for o in outcomes),
+        )
+        self._save_history(step, policy)
+        self._save_snapshot(step)
         return RecordSummary(record_id, name, len(outcomes) - n_failed, n_failed, plates)
 
     def _leaders(self, policy) -> tuple[int, list[str], bool]:

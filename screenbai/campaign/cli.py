@@ -185,9 +185,9 @@ def _next(args) -> int:
     from .campaign import Campaign
 
     with Campaign.open(args.campaign) as camp:
-        n_plates = camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
-        out = args.out or Path(args.campaign).with_name(f"P{n_plates + 1:03d}.csv")
-        plate = camp.next_plate(args.plate_size, out)
+        # the plate id is known once the plate is committed (another `next` may run at the same time)
+        plate = camp.next_plate(args.plate_size)
+        plate = camp.write_plate(plate.plate_id, args.out or Path(args.campaign).with_name(f"{plate.plate_id}.csv"))
     print(f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds) written to {plate.path}")
     print(
         f"fill in its 'outcome' column (0/1, or empty / 'failed' for a failed well) and run "
