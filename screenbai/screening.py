@@ -155,6 +155,9 @@ def activity_types_of(config: Mapping[str, Any]) -> list[str]:
     source = config["source"]
     kind = source.get("kind")
     if kind == "table":
+        from screenbai.chem.acquire import check_not_log_scale
+
+        check_not_log_scale(source.get("activity_column"), source.get("activity_type"), "source")
         src_types = [_canonical(source.get("activity_type", "IC50"))]
         named = _types_named_in(str(source.get("activity_column", "")))
         if named and not named & set(src_types):

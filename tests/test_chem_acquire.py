@@ -492,3 +492,19 @@ def test_header_delimiter_differs_from_rows(tmp_path):
     trailing.write_text("Smiles,Value\nCCO,5,\nCCN,6,\n")  # pandas would silently make Smiles the index
     for msg in _read_each(trailing):
         assert msg.startswith(f"{trailing}: none of the first 2 rows has the header's 2 columns")
+
+
+@pytest.mark.parametrize(
+    "column, activity_type, named",
+    [("pIC50", "IC50", "activity_column 'pIC50'"), ("p", "pKi", "activity_type 'pKi'"),
+     ("log_ic50", "IC50", "activity_column 'log_ic50'")],
+)
+def test_logarithmic_values_are_not_read_as_concentrations(tmp_path, column, activity_type, named):
+    """A pIC50 of 8 read as 8 nM would make the most potent compound the weakest."""
+    path = tmp_path / "lab.csv"
+    path.write_text(f"name,smi,{column}\nA,CCO,8.0\nB,CCN,5.0\n")
+    kwargs = dict(smiles_column="smi", activity_column=column, id_column="name", units="nM")
+    with pytest.raises(ValueError, match=rf"lab.csv: {named} names logarithmic values.*activity_type: pChEMBL"):
+        read_activity_table(path, activity_type=activity_type, **kwargs)
+    df = read_activity_table(path, activity_type="pChEMBL", **kwargs)  # declared as what it is: read
+    assert df["standard_value"].tolist() == ["8.0", "5.0"]

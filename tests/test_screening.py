@@ -235,6 +235,12 @@ def test_activity_types_of_a_config():
     assert activity_types_of({"source": {"kind": "export", "path": "x"}}) == ["IC50"]
     with pytest.raises(ValueError, match="pChEMBL is read from tables"):
         activity_types_of({"source": {"kind": "export", "path": "x"}, "curation": {"activity_types": ["pChEMBL"]}})
+    # a pIC50 column declared as IC50 concentrations: refused before any job starts
+    with pytest.raises(ValueError, match="activity_column 'pIC50' names logarithmic values"):
+        activity_types_of({"source": {**table, "activity_column": "pIC50", "activity_type": "IC50"}})
+    assert activity_types_of({"source": {**table, "activity_column": "pIC50", "activity_type": "pChEMBL"}}) == [
+        "pChEMBL"
+    ]
 
 
 def test_pchembl_values_become_nM_with_flipped_bounds():

@@ -393,6 +393,7 @@ def read_activity_table(
         id_column=id_column,
         relation_column=relation_column,
     )
+    check_not_log_scale(activity_column, activity_type, str(path))
     out = pd.DataFrame(index=df.index)
     if smiles_column is None:
         out["canonical_smiles"] = df.get("_structure_smiles", pd.Series(pd.NA, index=df.index))
@@ -419,6 +420,30 @@ def read_activity_table(
     result = _finalize(out)
     logger.info("read %d activity rows from %s", len(result), path)
     return result
+
+
+#: names of -log10(molar) potencies (pIC50, pKi, ...) and of logarithms (log_ic50, logKi)
+_LOG_SCALE_NAME = re.compile(r"^(p|log|log10|neglog)_?(ic50|ki|kd|ec50|xc50|ac50|gi50|ed50)$|^(log|log10|neglog|plog)$")
+
+
+def check_not_log_scale(activity_column: str | None, activity_type: str | None, where: str) -> None:
+    """Refuse a table whose activity column or declared type names logarithmic values (pIC50,
+    log_ki) unless it is declared pChEMBL: read as concentrations in nM, a pIC50 of 8 would
+    become 8 nM and the most potent compounds the weakest."""
+    if str(activity_type or "").strip().lower() == "pchembl":
+        return
+    named = [
+        f"{what} {name!r}"
+        for what, name in (("activity_column", activity_column), ("activity_type", activity_type))
+        if name and any(_LOG_SCALE_NAME.match(w) for w in re.split(r"[^a-z0-9]+", str(name).lower()) if w)
+    ]
+    if named:
+        raise ValueError(
+            f"{where}: {' and '.join(named)} names logarithmic values, but the values are read as "
+            "concentrations in the declared units. For -log10(molar) values (pIC50, pKi, ...) "
+            "declare activity_type: pChEMBL (converted to nM as 10^(9 - p)); otherwise give the "
+            "concentrations themselves with their units"
+        )
 
 
 _SDF_INTERNAL = ("_structure_smiles", "_record")
