@@ -294,3 +294,25 @@ def test_nothing_kept_says_why():
         curate_activities(_raw(ki_rows), activity_types=["Ki"], assay_description_regex="cyclin")
     with pytest.raises(ValueError, match="the input holds no rows"):
         curate_activities(_raw([]))
+
+
+def test_one_id_naming_two_structures_is_dropped_not_split_into_two_compounds(caplog):
+    """Two structures under one id gave two library rows with the same compound_id (and the
+    measurements of one compound could belong to the other): every such row is dropped, named."""
+    rows = [
+        dict(molecule_chembl_id="A", canonical_smiles="CCO", standard_value="5"),
+        dict(molecule_chembl_id="A", canonical_smiles="CCN", standard_value="5000"),
+        dict(molecule_chembl_id="A", canonical_smiles="OCC", standard_value="7"),  # CCO again
+        dict(molecule_chembl_id="B", canonical_smiles="CCC", standard_value="10"),
+        dict(molecule_chembl_id="C", canonical_smiles="CC(=O)[O-].[Na+]", standard_value="20"),
+        dict(molecule_chembl_id="C", canonical_smiles="CC(=O)O", standard_value="80"),  # one compound, two forms
+    ]
+    lib, rep = curate_activities(_raw(rows))
+    _check_invariant(rep)
+    assert rep.dropped == {"id names several structures": 3}
+    assert lib["compound_id"].tolist() == ["B", "C"]
+    assert lib.set_index("compound_id").loc["C", "activity_nM"] == pytest.approx(40.0)
+    assert sorted(smi for cid, why, smi in rep.structures_dropped if why == "id names several structures") == [
+        "CCN", "CCO", "OCC"
+    ]
+    assert "dropped A (id names several structures)" in caplog.text

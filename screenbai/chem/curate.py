@@ -50,6 +50,7 @@ DROP_REASONS: tuple[str, ...] = (
     "mixture of several compounds",
     "standardization failed",
     "unit not convertible",
+    "id names several structures",
 )
 
 #: Multiplicative factors from molar units to nM.
@@ -433,6 +434,17 @@ def _attach_structures(
                 continue
             value_nM[i] = value_nM[i] * 1e6 / res[2]
         std_smiles[i], std_key[i] = res[0], res[1]
+    # one id, several structures: which measurement belongs to which compound is unknown, and the
+    # library's ids must name one compound each, so every such row is dropped
+    keys_of: dict[str, set[str]] = {}
+    for i in range(n):
+        if reason[i] is None:
+            keys_of.setdefault(ids[i], set()).add(std_key[i])  # type: ignore[arg-type]
+    for i in range(n):
+        if reason[i] is None and len(keys_of[ids[i]]) > 1:
+            reason[i] = "id names several structures"
+            structures_dropped.append((ids[i], reason[i], _shorten(smiles_in[i])))
+            std_smiles[i] = std_key[i] = None
     for cid, why, smi in structures_dropped:
         logger.warning("dropped %s (%s): %r", cid, why, smi)
     return std_smiles, std_key, structures_dropped
