@@ -442,8 +442,8 @@ def _attach_structures(
             keys_of.setdefault(ids[i], set()).add(std_key[i])  # type: ignore[arg-type]
     for i in range(n):
         if reason[i] is None and len(keys_of[ids[i]]) > 1:
-            reason[i] = "id names several structures"
-            structures_dropped.append((ids[i], reason[i], _shorten(smiles_in[i])))
+            reason[i] = why = "id names several structures"
+            structures_dropped.append((ids[i], why, _shorten(smiles_in[i])))
             std_smiles[i] = std_key[i] = None
     for cid, why, smi in structures_dropped:
         logger.warning("dropped %s (%s): %r", cid, why, smi)
