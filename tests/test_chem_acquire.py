@@ -508,3 +508,16 @@ def test_logarithmic_values_are_not_read_as_concentrations(tmp_path, column, act
         read_activity_table(path, activity_type=activity_type, **kwargs)
     df = read_activity_table(path, activity_type="pChEMBL", **kwargs)  # declared as what it is: read
     assert df["standard_value"].tolist() == ["8.0", "5.0"]
+
+
+def test_a_named_column_repeated_in_the_header_is_refused(tmp_path):
+    """pandas reads 'ic50,ic50' as ic50 and ic50.1: the first was used silently."""
+    path = tmp_path / "lab.csv"
+    path.write_text("name,smi,ic50,ic50\nA,CCO,5,6000\nB,CCN,10,1\n")
+    with pytest.raises(ValueError, match=r"lab.csv: line 1: the activity_column 'ic50' appears more than once"):
+        read_activity_table(path, smiles_column="smi", activity_column="ic50", id_column="name")
+    path.write_text("name,smi,smi\nA,CCO,CCN\nB,CCN,CCO\n")
+    with pytest.raises(ValueError, match=r"lab.csv: line 1: the SMILES column 'smi' appears more than once"):
+        read_structure_table(path, id_column="name", smiles_column="smi")
+    path.write_text("name,smi,note,note\nA,CCO,x,y\nB,CCN,z,w\n")  # a repeated column nobody uses is fine
+    assert read_structure_table(path, id_column="name", smiles_column="smi")["smiles"].tolist() == ["CCO", "CCN"]

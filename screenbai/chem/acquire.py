@@ -214,7 +214,11 @@ def _read_text_table(path: Path, sep: str | None = None) -> pd.DataFrame:
         sep = sep or _sniff_delimiter(head[0])
         _check_rows_match_header(path, head, sep)
         with _open_text(path) as fh:
-            return pd.read_csv(fh, sep=sep, dtype=str, keep_default_na=False, quotechar='"')
+            df = pd.read_csv(fh, sep=sep, dtype=str, keep_default_na=False, quotechar='"')
+        # pandas renames a repeated column ("ic50", "ic50.1"); remember which, so that naming one is refused
+        names = next(csv.reader([head[0].rstrip("\r\n")], delimiter=sep))
+        df.attrs["repeated_columns"] = sorted({n for n in names if names.count(n) > 1})
+        return df
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc) from exc
     except (pd.errors.ParserError, OSError, EOFError) as exc:  # malformed rows, corrupt gzip
@@ -491,6 +495,7 @@ def read_structure_table(
             raise ValueError(
                 f"{path}: the {what} column {col!r} is not a column of the table; its columns are {available}"
             )
+        _refuse_repeated(path, df, f"{what} column", col)
     rows = df["_record"].to_numpy() + 1 if is_sdf else range(2, len(df) + 2)
     return pd.DataFrame(
         {
@@ -509,6 +514,16 @@ def _check_named_columns(path: Path, df: pd.DataFrame, is_sdf: bool, **named: st
     for arg, col in named.items():
         if col is not None and col not in df.columns:
             raise ValueError(f"{path}: {arg}={col!r} is not a column of the table; available columns: {available}")
+        _refuse_repeated(path, df, arg, col)
+
+
+def _refuse_repeated(path: Path, df: pd.DataFrame, arg: str, col: str | None) -> None:
+    """A named column that the header holds twice: which one is meant is unknown."""
+    if col is not None and col in df.attrs.get("repeated_columns", ()):
+        raise ValueError(
+            f"{path}: line 1: the {arg} {col!r} appears more than once in the header; rename the copies "
+            "so that each column has its own name"
+        )
 
 
 def _split_relations(values: pd.Series) -> tuple[list[Any], list[Any]]:
