@@ -29,7 +29,7 @@ def test_rejected_rows_by_reason(tmp_path):
         ("B3", "OCC"),  # line 13: same structure as C0 (ethanol)
         ("B4", "[Na+].[O-]c1ccccc1"),  # line 14: phenolate salt -> phenol, same as C1
         ("C2", "c1ccccc1O"),  # line 15: C2 again with C1's structure: another structure than C2's
-        ("C2", "CC(=O)Nc1ccc(O)cc1"),  # line 16: C2 listed again with its own structure: one arm, no report
+        ("C2", "CC(=O)Nc1ccc(O)cc1"),  # line 16: C2 listed again with its own structure: one arm, reported
     ]
     lib = import_library(_csv(tmp_path, rows), id_column="name", smiles_column="structure", d=3)
     assert list(lib.compounds["compound_id"]) == [f"C{i}" for i in range(len(GOOD))]
@@ -41,14 +41,25 @@ def test_rejected_rows_by_reason(tmp_path):
     assert rej.loc[13, "reason"] == "duplicate structure" and "C0" in rej.loc[13, "detail"]
     assert rej.loc[14, "reason"] == "duplicate structure" and "C1" in rej.loc[14, "detail"]
     assert rej.loc[15, "reason"] == "duplicate id"
-    assert len(rej) == 7
+    assert rej.loc[16, "reason"] == "repeated compound" and "row 4" in rej.loc[16, "detail"]
+    assert len(rej) == 8  # every input row is an arm or reported
     assert lib.rejected_counts() == {
         "duplicate id": 2,
         "duplicate structure": 2,
         "missing SMILES": 1,
         "missing id": 1,
+        "repeated compound": 1,
         "unparseable SMILES": 1,
     }
+
+
+def test_rejected_rows_name_their_line_in_the_file(tmp_path):
+    """Blank lines and a quoted field over two lines: pandas' row index is not the line."""
+    p = tmp_path / "lib.csv"
+    p.write_text('name,structure\nA,CCO\n\nB,C1CC(C\nC,CCN\n"D\nsalt",c1ccccc1\n\n\nE,XX\nF,CCCC\n')
+    lib = import_library(p, id_column="name", smiles_column="structure", d=2)
+    assert lib.compounds["source_row"].tolist() == [2, 5, 6, 11]
+    assert lib.rejected[["source_row", "compound_id"]].values.tolist() == [[4, "B"], [10, "E"]]
 
 
 def test_features_are_the_workflow_morgan_pca_plus_intercept(tmp_path):
@@ -102,6 +113,7 @@ def test_sdf_and_chembl_export(tmp_path):
     assert lib.provenance["kind"] == "chembl-export"
     assert lib.provenance["activity_rows"] == 2 * len(GOOD)
     assert list(lib.compounds["compound_id"]) == [f"CHEMBL{i}" for i in range(len(GOOD))]
+    assert list(lib.compounds["source_row"]) == [2 + 2 * i for i in range(len(GOOD))]  # its first line
 
 
 def test_featurized_workflow_library(tmp_path):

@@ -171,7 +171,7 @@ def _init(args) -> int:
     if len(lib.rejected):
         print(f"{len(lib.rejected):,} input rows not used:")
         for reason, count in lib.rejected_counts().items():
-            print(f"  {reason:24s} {count:6,d}")
+            print(f"  {reason:28s} {count:6,d}")
         if args.rejected_out:
             lib.rejected.to_csv(args.rejected_out, index=False)
             print(f"rejected rows written to {args.rejected_out}")

@@ -73,7 +73,7 @@ def _detect_kind(path: Path) -> str:
 
 
 def _read_rows(path: Path, kind: str, id_column: str | None, smiles_column: str | None):
-    """Input rows as a frame: source_row (1-based data line or SDF record), compound_id, input_smiles."""
+    """Input rows as a frame: source_row (the line in the file, or the SDF record), compound_id, input_smiles."""
     import pandas as pd
 
     from screenbai.chem.acquire import read_chembl_export, read_structure_table
@@ -82,7 +82,7 @@ def _read_rows(path: Path, kind: str, id_column: str | None, smiles_column: str 
         raw = read_chembl_export(path)
         frame = pd.DataFrame(
             {
-                "source_row": np.arange(1, len(raw) + 1),
+                "source_row": raw.attrs["source_lines"],
                 "compound_id": raw["molecule_chembl_id"].astype(object),
                 "input_smiles": raw["canonical_smiles"].astype(object),
             }
@@ -101,7 +101,8 @@ def _blank(v) -> bool:
 
 def curate_structures(frame):
     """Standardize; return (kept, rejected).  Reasons: missing id, missing SMILES, unparseable
-    SMILES, standardization failed, duplicate id (same id, another structure), duplicate structure."""
+    SMILES, standardization failed, duplicate id (same id, another structure), repeated compound
+    (same id, same structure: one arm), duplicate structure (another id, same structure)."""
     import pandas as pd
 
     from screenbai.chem.curate import standardize_smiles
@@ -124,6 +125,7 @@ def curate_structures(frame):
     kept = []
     by_id: dict[str, str] = {}
     by_key: dict[str, str] = {}
+    row_of: dict[str, int] = {}
     for row, smiles, key, error in zip(frame.itertuples(index=False), std["smiles"], std["inchikey"], std["error"]):
         if _blank(row.compound_id):
             reject(row, "missing id")
@@ -134,12 +136,14 @@ def curate_structures(frame):
             continue
         if cid in by_id:
             if by_id[cid] != key:
-                reject(row, "duplicate id", f"id {cid} already used for another structure")
-            continue  # the same compound listed twice: one arm
+                reject(row, "duplicate id", f"id {cid} already used for another structure (row {row_of[cid]})")
+            else:  # the same compound listed twice: one arm
+                reject(row, "repeated compound", f"same id and structure as row {row_of[cid]}")
+            continue
         if key in by_key:
             reject(row, "duplicate structure", f"same standardized structure (InChIKey {key}) as {by_key[key]}")
             continue
-        by_id[cid], by_key[key] = key, cid
+        by_id[cid], by_key[key], row_of[cid] = key, cid, int(row.source_row)
         kept.append(
             {
                 "compound_id": cid,

@@ -218,11 +218,25 @@ def _read_text_table(path: Path, sep: str | None = None) -> pd.DataFrame:
         # pandas renames a repeated column ("ic50", "ic50.1"); remember which, so that naming one is refused
         names = next(csv.reader([head[0].rstrip("\r\n")], delimiter=sep))
         df.attrs["repeated_columns"] = sorted({n for n in names if names.count(n) > 1})
+        with _open_text(path) as fh:
+            df.attrs["source_lines"] = _data_lines(fh, sep, len(df))
         return df
     except UnicodeDecodeError as exc:
         raise _not_utf8(path, exc) from exc
     except (pd.errors.ParserError, OSError, EOFError) as exc:  # malformed rows, corrupt gzip
         raise ValueError(f"{path}: cannot be read as a delimited text table: {exc}") from exc
+
+
+def _data_lines(fh: IO[str], sep: str, n_rows: int) -> list[int]:
+    """The line on which each data row starts (the header is line 1): pandas skips blank lines
+    and a quoted field may span lines, so the row's index is not its line."""
+    reader = csv.reader(fh, delimiter=sep, quotechar='"')
+    lines, start = [], 1
+    for fields in reader:
+        if fields and start > 1:  # a blank line reads as []; the first record is the header
+            lines.append(start)
+        start = reader.line_num + 1
+    return lines if len(lines) == n_rows else list(range(2, n_rows + 2))
 
 
 def _require_rows(path: Path, df: pd.DataFrame) -> None:
@@ -284,6 +298,7 @@ def read_chembl_export(path: str | Path) -> pd.DataFrame:
             "or a table with snake_case headers."
         )
     out = _finalize(df)
+    out.attrs["source_lines"] = raw.attrs["source_lines"]
     logger.info("read %d activity rows from ChEMBL export %s", len(out), path)
     return out
 
@@ -469,7 +484,7 @@ def read_structure_table(
     Returns
     -------
     pandas.DataFrame
-        ``source_row`` (text: the line in the file, the header being line 1; SDF: the record's
+        ``source_row`` (text: the line where the row starts, the header being line 1; SDF: the record's
         number from 1), ``compound_id`` and ``smiles`` as written (None for an SDF record RDKit
         could not read), as objects.  Nothing is dropped or checked here: curation reports
         blank, unparseable and duplicate rows by ``source_row``.
@@ -496,7 +511,7 @@ def read_structure_table(
                 f"{path}: the {what} column {col!r} is not a column of the table; its columns are {available}"
             )
         _refuse_repeated(path, df, f"{what} column", col)
-    rows = df["_record"].to_numpy() + 1 if is_sdf else range(2, len(df) + 2)
+    rows = df["_record"].to_numpy() + 1 if is_sdf else df.attrs["source_lines"]
     return pd.DataFrame(
         {
             "source_row": pd.array(rows, dtype="int64"),
