@@ -178,6 +178,12 @@ def test_plates_in_the_lab_when_the_rule_fires_are_still_recorded(tmp_path):
     n, _, _, _ = camp.observations()
     assert n.sum() == total  # every recorded well is kept, also those recorded after the stop
     assert camp.policy.result().recommendation == (0,)
+    # the status names the tests at which the rule fired, not the total recorded since
+    at_stop = camp.policy.result().n_samples
+    text = camp.status().text()
+    assert f"has fired after {at_stop:,} tests" in text
+    if total > at_stop:
+        assert f"{total - at_stop:,} more recorded since" in text
     camp.close()
 
 

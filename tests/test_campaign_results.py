@@ -6,9 +6,9 @@ import hashlib
 import sqlite3
 
 import pytest
-from campaign_util import new_campaign, write_results
+from campaign_util import new_campaign, synthetic_library, write_results
 
-from screenbai.campaign import ResultsError
+from screenbai.campaign import Campaign, ResultsError
 
 
 def _content(path):
@@ -143,3 +143,29 @@ def test_refused_file_changes_nothing_downstream(camp, tmp_path):
         c.record(write_results(tmp_path / name, plate, [1, 0] * (len(plate) // 2) + [1] * (len(plate) % 2)))
     assert camp.next_plate(4).arms == twin.next_plate(4).arms
     twin.close()
+
+
+def test_wells_written_a1_or_lowercase_and_plate_ids_in_any_case_are_the_plate_map_s(camp, tmp_path):
+    """A1, a01 and A01 name one well; p001 is P001: recorded under the plate map's names."""
+    _refused(
+        camp,
+        _rows(tmp_path, "plate_id,well,outcome\nP001,A1,1\nP001,A01,0\n", "twice.csv"),
+        "line 3: well P001/A01 appears twice (first on line 2)",
+    )
+    rec = camp.record(_rows(tmp_path, "plate_id,well,outcome\np001,A1,1\nP001,a02,0\nP001,A003,failed\n"))
+    assert (rec.n_outcomes, rec.n_failed) == (2, 1)
+    con = sqlite3.connect(camp.path)
+    assert con.execute("SELECT well, value FROM outcomes ORDER BY well").fetchall() == [
+        ("A01", 1.0), ("A02", 0.0), ("A03", None)
+    ]
+    con.close()
+
+
+def test_numbers_with_underscores_are_refused(tmp_path):
+    """float() reads '1_5' as 15: a continuous outcome typed that way must not become 15."""
+    cont = Campaign.create(
+        tmp_path / "cont.campaign", synthetic_library(), "m-lingape", {"epsilon": 0.1}, seed=0, outcome="continuous"
+    )
+    cont.next_plate(4)
+    _refused(cont, _rows(tmp_path, "plate_id,well,outcome\nP001,A01,1_5\n"), "line 2", "'1_5'", "not a number")
+    cont.close()

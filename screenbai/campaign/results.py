@@ -2,9 +2,9 @@
 
 A results file is CSV or TSV (``;`` also accepted) with a header naming the columns:
 
-* ``plate_id`` (or ``plate``),
+* ``plate_id`` (or ``plate``; case does not matter),
 * ``well`` and/or ``compound_id`` (or ``compound``): with only a compound id, its open wells on
-  that plate are filled in well order,
+  that plate are filled in well order; a well may be written A1, a01 or A01,
 * ``outcome`` (or ``result``, ``value``): 0/1 for binary assays, a number for continuous ones,
   empty or ``failed`` for a failed well (its compound goes back into the queue).
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,12 +135,21 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
         return open_wells.get((plate_id, compound))
 
     already: dict[str, dict[str, str]] = {}
+    plate_ids = {p.upper(): p for p in plates}
+    aliases: dict[str, dict[tuple[str, int] | str, str]] = {}
+
+    def _well_alias(plate_id, wells):
+        if plate_id not in aliases:
+            aliases[plate_id] = {_well_key(w): w for w in wells}
+        return aliases[plate_id]
+
     for line, fields in rows:
         where = f"{path}: line {line}"
         if len(fields) != len(header):
             errors.append(f"{where}: {len(fields)} field(s) where the header has {len(header)}: {fields!r}")
             continue
         plate_id, well, compound, raw = (field(fields, k) for k in ("plate_id", "well", "compound_id", "outcome"))
+        plate_id = plate_ids.get((plate_id or "").upper(), plate_id)  # p001 is P001
         if plate_id not in plates:
             ids = sorted(plates)
             known = (", ".join(ids) if len(ids) <= 6 else f"{ids[0]} .. {ids[-1]}") or "none yet"
@@ -147,6 +157,7 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
             continue
         wells = plates[plate_id]
         if well:
+            well = _well_alias(plate_id, wells).get(_well_key(well), well)  # A1, a01 are A01
             if well not in wells:
                 errors.append(
                     f"{where}: well {well!r} is not on plate {plate_id} (wells {next(iter(wells))}..{list(wells)[-1]})"
@@ -208,12 +219,23 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
     return out
 
 
+_WELL = re.compile(r"^([A-Za-z]+)0*(\d+)$")
+
+
+def _well_key(well: str) -> tuple[str, int] | str:
+    """A well as (row letters, column number): A1, a01 and A01 are one well."""
+    m = _WELL.match(well.strip())
+    return (m.group(1).upper(), int(m.group(2))) if m else well
+
+
 def _parse_outcome(raw: str | None, binary: bool):
     """The outcome as a float, None for a failed well, or a string saying what is wrong."""
     text = (raw or "").strip()
     if text.lower() in FAILED:
         return None
     try:
+        if "_" in text:  # float() reads 1_5 as 15
+            raise ValueError(text)
         value = float(text)
     except ValueError:
         kind = "0 or 1" if binary else "a number"

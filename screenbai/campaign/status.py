@@ -89,6 +89,8 @@ class Status:
     stop_threshold: float | None
     stop_name: str  # what the index counts: "its index is" or "pairs not yet ruled out by ...:"
     budget: int | None
+    #: tests the algorithm had used when it finished (plates in the lab then are recorded after it)
+    tests_at_stop: int | None = None
     recommendation: list[CompoundLine] = field(default_factory=list)
     #: the chosen settings that void the algorithm's error guarantee (e.g. "threshold='heuristic'")
     no_guarantee: list[str] = field(default_factory=list)
@@ -119,7 +121,14 @@ class Status:
             how = "the stopping rule has fired" if self.stopped else "the run was capped before the rule fired"
             if self.budget:
                 how = "the budget is spent"
-            lines.append(f"finished: {how} after {self.tests:,} tests; the recommendation below is final")
+            at = self.tests if self.tests_at_stop is None else self.tests_at_stop
+            later = (
+                f" ({self.tests - at:,} more recorded since, from plates that were in the lab; "
+                "they do not change the answer)"
+                if self.tests > at
+                else ""
+            )
+            lines.append(f"finished: {how} after {at:,} tests{later}; the recommendation below is final")
         elif self.stop_index is not None and self.stop_threshold is not None:
             lines.append(
                 f"stopping rule: not fired; {self.stop_name} {self.stop_index:.4g}, "
@@ -195,6 +204,7 @@ def campaign_status(camp) -> Status:
         stop_threshold=_float(diag.get("stat_fires_at", getattr(policy, "epsilon", None))) if "stat" in diag else None,
         stop_name=str(diag.get("stat_name", "its index is")),
         budget=None if budget is None else int(budget),
+        tests_at_stop=int(res.n_samples) if done else None,
         recommendation=rec,
         no_guarantee=without_guarantee(type(policy), {**registered(camp.algorithm).defaults, **params}),
     )
