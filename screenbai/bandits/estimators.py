@@ -13,7 +13,7 @@ import math
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from .linalg import block_bounds, in_blocks, pair_product, project, sherman_morrison
+from .linalg import block_bounds, check_ridge_scale, in_blocks, pair_product, project, sherman_morrison
 from .ties import BlockArgmax
 
 __all__ = ["RidgeState", "TrackedRidgeState", "project"]
@@ -42,6 +42,7 @@ class RidgeState:
     def __init__(self, X: np.ndarray, lambda0: float = 1.0, refresh_every: int = 2000):
         if not lambda0 >= 0:
             raise ValueError(f"lambda0 (ridge prior precision) must be >= 0; got {lambda0}")
+        check_ridge_scale(X, lambda0)
         self.X = X
         self.K, self.d = X.shape
         self.lambda0 = float(lambda0)

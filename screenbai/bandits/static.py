@@ -38,7 +38,7 @@ from scipy.linalg import cho_factor, cho_solve
 
 from .cache import LRUCache, digest
 from .estimators import RidgeState
-from .linalg import gram_pull, project_if_deficient, refuse_quadratic, spanning_arms
+from .linalg import check_ridge_scale, gram_pull, project_if_deficient, refuse_quadratic, spanning_arms
 from .params import (
     ALLOCATION_SEED,
     BOOLEAN,
@@ -119,6 +119,7 @@ class _GreedyState:
         self.Z = Z
         self.K, self.d = Z.shape
         self.prior = float(prior)
+        check_ridge_scale(Z, self.prior)
         self.counts = np.asarray(counts, dtype=np.int64).copy()
         self.I = np.arange(self.K)
         self.J = np.full(self.K, -1)
