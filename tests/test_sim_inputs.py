@@ -42,3 +42,46 @@ def test_features_of_moderate_scale_keep_their_answers():
     # scale 1e3 (||x||^2 / lambda ~ 2e6) is accepted and still delta-correct
     rec = replicate(_linear_instance(1e3), "lingape", {}, n_reps=20, seed=0)
     assert rec["stopped"].all() and rec["correct"].all()
+
+
+# ---------------------------------------------------------------------- replicate's own arguments
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"seed": "abc"}, "seed"),
+        ({"seed": 1.5}, "seed"),
+        ({"seed": -1}, "seed"),
+        ({"n_reps": 2.5}, "n_reps"),
+        ({"start": -1}, "start"),  # gave one record for two runs, numbered as the last of the spawned streams
+        ({"n_jobs": 0}, "n_jobs"),
+        ({"n_jobs": -2}, "n_jobs"),
+        ({"n_jobs": "two"}, "n_jobs"),
+    ],
+)
+def test_replicate_names_a_bad_argument(kwargs, name):
+    with pytest.raises(ValueError, match=rf"^{name} \(.*must be a whole number >= \d; got"):
+        replicate(_linear_instance(1.0), "lingape", {}, **{"n_reps": 2, **kwargs})
+
+
+def test_n_jobs_minus_one_uses_every_core_with_the_same_records():
+    inst = _linear_instance(1.0)
+    one = replicate(inst, "lingape", {}, n_reps=3, seed=4, n_jobs=1)
+    every = replicate(inst, "lingape", {}, n_reps=3, seed=4, n_jobs=-1)
+    assert one["samples"].tolist() == every["samples"].tolist()
+
+
+@pytest.mark.parametrize("rng", ["abc", 1.5, -1])
+def test_a_bad_rng_is_named(rng):
+    with pytest.raises(ValueError, match="rng must be a numpy Generator, a seed"):
+        make_policy("lingape", np.eye(3), rng=rng)
+
+
+@pytest.mark.parametrize("name,params", [("glgape", {}), ("gse-log", {"budget": 100}), ("ucb-glm", {"budget": 50})])
+def test_a_logistic_algorithm_on_gaussian_rewards_is_refused_before_any_run(name, params):
+    # it failed in the middle of the first run, listing the Gaussian rewards it was told
+    with pytest.raises(ValueError, match=rf"{name} models 0/1 outcomes .* has gaussian rewards; .*--reward bernoulli"):
+        replicate(_linear_instance(1.0), name, params, n_reps=1)
+    inst = _linear_instance(1.0)
+    replay = Instance(inst.features, inst.means.clip(0, 1), "replay", outcomes=[np.array([0.0, 0.5])] * inst.K)
+    with pytest.raises(ValueError, match="recorded outcomes other than 0 and 1"):
+        replicate(replay, name, params, n_reps=1)

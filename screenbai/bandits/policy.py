@@ -95,7 +95,12 @@ def check_features(features) -> np.ndarray:
 def as_generator(rng) -> np.random.Generator:
     if isinstance(rng, np.random.Generator):
         return rng
-    return np.random.default_rng(rng)
+    try:
+        return np.random.default_rng(rng)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"rng must be a numpy Generator, a seed (a whole number >= 0, or a SeedSequence) or None; got {rng!r}"
+        ) from None
 
 
 class _PolicyMeta(ABCMeta):

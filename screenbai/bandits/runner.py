@@ -79,20 +79,27 @@ def replicate(
     n_reps: int = 10,
     seed: int = 0,
     start: int = 0,
-    n_jobs: int = 1,
+    n_jobs: int | None = 1,
     progress: bool = False,
 ) -> pd.DataFrame:
-    """Replicate ``algorithm`` on ``instance``: replications start .. start + n_reps - 1 of ``seed``.
+    """Replicate ``algorithm`` on ``instance``: replications start .. start + n_reps - 1 of ``seed``
+    (a whole number >= 0), on ``n_jobs`` worker processes (-1 or None: one per core; the records
+    do not depend on it).
 
     Returns one row per replication (algorithm, params, seed, replication, samples, stopped,
     recommendation, correct, pulls, wall_time_s, diagnostics), ordered by replication.
     """
     params = dict(params or {})
-    if n_reps < 1:
-        raise ValueError(f"n_reps must be at least 1; got {n_reps}")
+    seed = _whole("seed", seed, 0, "the study's seed")
+    n_reps = _whole("n_reps", n_reps, 1, "the number of runs")
+    start = _whole("start", start, 0, "the first replication's index")
+    if n_jobs is None or (_is_whole(n_jobs) and int(n_jobs) == -1):
+        n_jobs = os.cpu_count() or 1
+    n_jobs = _whole("n_jobs", n_jobs, 1, "worker processes; -1 or None for one per core")
+    check_rewards(instance, algorithm)
     warn_if_tied(instance, algorithm, params)
     seqs = _seeds(seed, n_reps, start)
-    n_jobs = max(1, min(int(n_jobs) if n_jobs else os.cpu_count() or 1, n_reps))
+    n_jobs = min(n_jobs, n_reps)
     bar = _progress(n_reps, f"{algorithm} on {instance.name}", progress)
     records: list[dict] = []
     if n_jobs == 1:
@@ -113,6 +120,37 @@ def replicate(
     df.insert(2, "seed", seed)
     df.insert(0, "instance", instance.name)
     return df
+
+
+def _is_whole(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _whole(name: str, value, low: int, what: str) -> int:
+    """``value`` as an int, or a ValueError naming the argument when it is not a whole number >= low."""
+    if not _is_whole(value) or int(value) < low:
+        raise ValueError(f"{name} ({what}) must be a whole number >= {low}; got {value!r}")
+    return int(value)
+
+
+def check_rewards(instance: Instance, algorithm: str) -> None:
+    """Refuse, before any run, an algorithm modelling 0/1 outcomes on an instance whose rewards are not 0/1."""
+    if not getattr(get(algorithm).cls, "binary_rewards", False):
+        return
+    if instance.reward == "bernoulli":
+        return
+    if instance.reward == "replay":
+        assert instance.outcomes is not None  # checked by Instance for replay rewards
+        if all(np.isin(o, (0.0, 1.0)).all() for o in instance.outcomes):
+            return
+        what = "recorded outcomes other than 0 and 1"
+    else:
+        what = f"{instance.reward} rewards"
+    raise ValueError(
+        f"{algorithm} models 0/1 outcomes (a logistic model), but instance {instance.name} has {what}; "
+        "simulate it on an instance with Bernoulli rewards (means in [0, 1]; on the command line "
+        "--reward bernoulli), or choose a linear algorithm (see `screenbai algorithms`)"
+    )
 
 
 class TieWarning(UserWarning):
