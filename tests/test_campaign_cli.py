@@ -176,3 +176,48 @@ def test_leader_chart_steps_through_the_history(tmp_path):
     assert (xs[1] - xs[0]) / 10 == pytest.approx((xs[3] - xs[2]) / 15, rel=1e-3)
     assert any("stopped after 50 tests" in (t.text or "") for t in root.iter(f"{SVG}text"))
     assert report.leader_figure([], tmp_path / "e.svg") is None
+
+
+def test_a_file_that_is_not_a_campaign_is_refused_and_left_as_it_was(tmp_path, library_csv, capsys):
+    empty = tmp_path / "empty.campaign"
+    empty.write_bytes(b"")
+    assert main(["campaign", "status", str(empty)]) == 2  # SQLite made it a database before
+    assert "not a screenbai campaign file" in capsys.readouterr().err
+    assert empty.read_bytes() == b""
+    before = library_csv.read_bytes()
+    assert main(["campaign", "status", str(library_csv)]) == 2  # a traceback before
+    assert "lib.csv is not a screenbai campaign file" in capsys.readouterr().err
+    assert library_csv.read_bytes() == before
+
+
+def test_bad_settings_are_refused_before_the_library_is_read(tmp_path, library_csv, capsys, monkeypatch):
+    """A typo in --param or --seed must not cost the featurization of a large library first."""
+    import screenbai.campaign.library as library
+
+    def never(*args, **kwargs):
+        raise AssertionError("the library was read before the settings were checked")
+
+    monkeypatch.setattr(library, "import_library", never)
+    camp = tmp_path / "c.campaign"
+    for extra, named in [
+        (["--param", "delta=2"], "delta=2"),
+        (["--algorithm", "lucb", "--param", "m=1.5"], "m=1.5"),
+        (["--seed", "-1"], "seed"),
+        (["--algorithm", "nope"], "unknown algorithm 'nope'"),
+        (["--outcome", "continuous"], "binary"),
+    ]:
+        assert init(camp, library_csv, *extra) == 2
+        assert named in capsys.readouterr().err and not camp.exists()
+
+
+def test_next_checks_its_output_before_a_plate_is_committed(tmp_path, library_csv, capsys):
+    camp = tmp_path / "c.campaign"
+    assert init(camp, library_csv, "--algorithm", "m-lingape", "--param", "epsilon=0.2") == 0
+    for out, named in [(tmp_path / "no" / "P.csv", "does not exist"), (tmp_path, "it is a folder")]:
+        assert main(["campaign", "next", str(camp), "--out", str(out)]) == 2
+        assert named in capsys.readouterr().err
+    with Campaign.open(camp) as c:
+        assert c.events()[-1][2] == "init"  # no plate in the lab without its file
+        assert "not computed before the first outcomes" in c.status().text()  # not "its index is nan"
+    assert main(["campaign", "record", str(camp), str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from . import store
-from .plates import well_names, write_plate_file
+from .plates import check_plate_path, well_names, write_plate_file
 from .results import Outcome, WellInfo, read_results
 
 OUTCOMES = ("binary", "continuous")
@@ -111,6 +111,32 @@ class _Plates(Mapping):
         return len(self._ids)
 
 
+def check_settings(algorithm: str, params: dict, seed: int, outcome: str):
+    """Check a campaign's algorithm, parameter values, seed and outcome kind without the library
+    (so that ``init`` refuses a typo before featurizing); returns the registry entry."""
+    from screenbai.bandits import registry
+    from screenbai.bandits.params import check
+
+    try:
+        entry = registry.get(algorithm)
+    except KeyError as exc:
+        raise ValueError(exc.args[0]) from None  # its message names the registered algorithms
+    oracle = sorted(k for k, v in {**entry.defaults, **params}.items() if isinstance(v, str) and v == "oracle")
+    if oracle:
+        raise ValueError(
+            f"{entry.name}: parameter(s) {', '.join(oracle)} = 'oracle' need the true cure rates, which a real "
+            "campaign does not know; give a value with --param (see `screenbai algorithms`)"
+        )
+    check(entry.cls, {**entry.defaults, **params})
+    if outcome not in OUTCOMES:
+        raise ValueError(f"outcome must be one of {OUTCOMES}; got {outcome!r}")
+    if outcome == "continuous" and getattr(entry.cls, "binary_rewards", False):
+        raise ValueError(f"{entry.name} models binary (0/1) outcomes; use --outcome binary or a linear algorithm")
+    if int(seed) < 0:
+        raise ValueError(f"the seed must be a whole number >= 0; got {seed}")
+    return entry
+
+
 class Campaign:
     """One campaign file: library, algorithm, plates, outcomes and the log (see module doc)."""
 
@@ -146,20 +172,8 @@ class Campaign:
         from screenbai.bandits import registry
 
         params = dict(params or {})
-        entry = registry.get(algorithm)
-        oracle = sorted(k for k, v in {**entry.defaults, **params}.items() if isinstance(v, str) and v == "oracle")
-        if oracle:
-            raise ValueError(
-                f"{entry.name}: parameter(s) {', '.join(oracle)} = 'oracle' need the true cure rates, which a real "
-                "campaign does not know; give a value with --param (see `screenbai algorithms`)"
-            )
-        if outcome not in OUTCOMES:
-            raise ValueError(f"outcome must be one of {OUTCOMES}; got {outcome!r}")
-        policy = registry.make_policy(
-            entry.name, library.features, rng=int(seed), **params
-        )  # fails early on bad params
-        if outcome == "continuous" and policy.binary_rewards:
-            raise ValueError(f"{entry.name} models binary (0/1) outcomes; use --outcome binary or a linear algorithm")
+        entry = check_settings(algorithm, params, seed, outcome)
+        registry.make_policy(entry.name, library.features, rng=int(seed), **params)  # what depends on the library
         path = Path(path)
         con = store.connect(path, create=True, durable=durable)
         try:
@@ -377,6 +391,8 @@ class Campaign:
         size = int(size)
         if size < 1:
             raise ValueError(f"plate size must be at least 1; got {size}")
+        if path is not None:
+            check_plate_path(path)  # before the plate is committed: a plate without its file would be in the lab
         with self._step():
             policy = self.policy
             if policy.done:

@@ -148,9 +148,12 @@ def run(args) -> int:
 
 
 def _init(args) -> int:
-    from .campaign import Campaign
+    from .campaign import Campaign, check_settings
     from .library import import_library
 
+    check_settings(args.algorithm, _params(args.param), args.seed, args.outcome)  # before featurizing
+    if Path(args.campaign).exists():
+        raise ValueError(f"{args.campaign} already exists; choose another campaign file or delete it first")
     lib = import_library(
         args.library,
         kind=args.kind,
@@ -182,12 +185,23 @@ def _init(args) -> int:
 
 
 def _next(args) -> int:
-    from .campaign import Campaign
+    from .campaign import Campaign, CampaignError
+    from .plates import check_plate_path
 
+    def out(plate_id):
+        return Path(args.out) if args.out else Path(args.campaign).with_name(f"{plate_id}.csv")
+
+    check_plate_path(out("P001"))  # before the plate is committed
     with Campaign.open(args.campaign) as camp:
         # the plate id is known once the plate is committed (another `next` may run at the same time)
         plate = camp.next_plate(args.plate_size)
-        plate = camp.write_plate(plate.plate_id, args.out or Path(args.campaign).with_name(f"{plate.plate_id}.csv"))
+        try:
+            plate = camp.write_plate(plate.plate_id, out(plate.plate_id))
+        except OSError as exc:
+            raise CampaignError(
+                f"plate {plate.plate_id} is recorded as in the lab but its file could not be written ({exc}); "
+                f"write it with `screenbai campaign plate {args.campaign} {plate.plate_id} --out FILE`"
+            ) from exc
     print(f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds) written to {plate.path}")
     print(
         f"fill in its 'outcome' column (0/1, or empty / 'failed' for a failed well) and run "

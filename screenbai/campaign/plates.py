@@ -31,6 +31,19 @@ def well_names(size: int) -> list[str]:
     return [f"W{k + 1:05d}" for k in range(size)]
 
 
+def check_plate_path(path: str | Path) -> None:
+    """Refuse a plate file path that cannot be written (no such folder, a folder, not writable)."""
+    path = Path(path)
+    folder = path.parent
+    where = f"cannot write the plate file {path}"
+    if not folder.is_dir():
+        raise ValueError(f"{where}: folder {folder} does not exist; create it or choose --out")
+    if path.is_dir():
+        raise ValueError(f"{where}: it is a folder; give a file name such as {path / 'P001.csv'}")
+    if not os.access(folder, os.W_OK):
+        raise ValueError(f"{where}: folder {folder} is not writable; choose --out")
+
+
 def write_plate_file(path: str | Path, plate_id: str, wells: list[tuple[str, str, str]]) -> Path:
     """Write (well, compound_id, smiles) rows with an empty outcome column for the lab to fill.
 

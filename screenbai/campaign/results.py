@@ -66,6 +66,8 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
             text = fh.read()
     except FileNotFoundError:
         raise ResultsError(path, [f"{path}: file does not exist"]) from None
+    except IsADirectoryError:
+        raise ResultsError(path, [f"{path}: is a folder; give the results file (CSV or TSV)"]) from None
     except UnicodeDecodeError as exc:
         raise ResultsError(
             path, [f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start}); save it as CSV"]

@@ -73,6 +73,14 @@ def connect(path: str | Path, *, create: bool = False, durable: bool = True) -> 
             raise CampaignFileError(f"{path} already exists; choose another campaign file or delete it first")
     elif not path.is_file():
         raise CampaignFileError(f"campaign file {path} does not exist; create it with `screenbai campaign init`")
+    else:
+        # checked before SQLite opens it: SQLite would turn an empty file into a database
+        with open(path, "rb") as fh:
+            if fh.read(16) != b"SQLite format 3\x00":
+                raise CampaignFileError(
+                    f"{path} is not a screenbai campaign file (not an SQLite database); give the file made by "
+                    "`screenbai campaign init`"
+                )
     con = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
     con.execute("PRAGMA journal_mode=WAL")
     # FULL: a committed step survives a power cut, not only kill -9
