@@ -85,3 +85,40 @@ def test_a_logistic_algorithm_on_gaussian_rewards_is_refused_before_any_run(name
     replay = Instance(inst.features, inst.means.clip(0, 1), "replay", outcomes=[np.array([0.0, 0.5])] * inst.K)
     with pytest.raises(ValueError, match="recorded outcomes other than 0 and 1"):
         replicate(replay, name, params, n_reps=1)
+
+
+# ---------------------------------------------------------------------- save / load across releases
+def _rewrite_document(path, edit) -> None:
+    import json
+
+    with np.load(path) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    doc = json.loads(str(arrays["__document__"]))
+    edit(doc)
+    arrays["__document__"] = np.array(json.dumps(doc))
+    np.savez(path, **arrays)
+
+
+def test_a_saved_policy_keeps_a_default_that_a_later_release_changed(tmp_path):
+    from screenbai.bandits import load_policy, save_policy
+
+    X = _linear_instance(1.0).features
+    policy = make_policy("glgape", X, epsilon=0.2, rng=0)
+    for _ in range(3):
+        arms = policy.ask()
+        policy.tell(arms, np.ones(arms.size))
+    path = save_policy(policy, tmp_path / "p.npz")
+    assert load_policy(path, X).calibration == policy.calibration  # same release: nothing to say
+
+    # as if the file had been written when the default calibration was 'self-normalized' (it changed
+    # to 'likelihood-ratio'): the policy was silently rebuilt with the new default
+    _rewrite_document(path, lambda doc: doc["defaults"].update(calibration="self-normalized"))
+    with pytest.warns(UserWarning, match=r"default calibration='likelihood-ratio' differs .* keeps 'self-normalized'"):
+        restored = load_policy(path, X)
+    assert restored.calibration == "self-normalized"
+    assert restored.epsilon == 0.2  # named parameters as saved
+
+    _rewrite_document(path, lambda doc: doc["defaults"].update(retired_option=3))
+    with pytest.warns(UserWarning, match="no longer has the parameter 'retired_option'"):
+        load_policy(path, X)
+

@@ -276,6 +276,41 @@ def without_guarantee(cls: type, given: dict) -> list[str]:
     return out
 
 
+def unnamed_defaults(cls: type, given: dict) -> dict:
+    """The defaults ``cls`` used for the parameters not in ``given`` (the generator excepted): what a
+    saved policy must keep when a later release changes a default."""
+    return {
+        k: p.default for k, p in declared(cls).items() if k not in given and k != "rng" and p.default is not REQUIRED
+    }
+
+
+def keep_saved_defaults(cls: type, saved: dict, where: str) -> dict:
+    """The parameters whose default changed since ``saved`` (``unnamed_defaults`` of a saved policy)
+    was written, at their saved values, with a warning for each; a parameter that no longer exists
+    is reported too (the policy goes on without it)."""
+    current = declared(cls)
+    old_names = renamed(cls)
+    keep = {}
+    for key, value in saved.items():
+        key = old_names.get(key, key)
+        if key not in current:
+            warnings.warn(
+                f"{where}: {cls.__name__} no longer has the parameter {key!r} (saved at its default {value!r}); "
+                "the policy goes on without it",
+                UserWarning,
+                stacklevel=_outside_stacklevel(),
+            )
+        elif current[key].default != value:
+            warnings.warn(
+                f"{where}: {cls.__name__}'s default {key}={current[key].default!r} differs from the "
+                f"{key}={value!r} this policy was saved with; it keeps {value!r}",
+                UserWarning,
+                stacklevel=_outside_stacklevel(),
+            )
+            keep[key] = value
+    return keep
+
+
 def check(cls: type, given: dict, label: str = "") -> None:
     """Validate parameters without features (the workflow's up-front check); oracle values are
     accepted where declared.  Raises ValueError / TypeError naming the parameter."""

@@ -553,8 +553,11 @@ def _features_digest(X: np.ndarray) -> str:
 def save_policy(policy: Policy, path) -> Path:
     """Write a registered policy (algorithm, parameters, whole state) to one ``.npz`` file.
 
-    The file holds the arrays and a JSON document (no pickle); the write is atomic.
+    The file holds the arrays and a JSON document (no pickle); the write is atomic. The defaults of
+    the parameters not given are stored too: ``load_policy`` keeps them (with a warning) if a later
+    release changes one, so a screen goes on with the algorithm it started with.
     """
+    from .params import unnamed_defaults
     from .registry import name_of
 
     doc = {
@@ -562,6 +565,8 @@ def save_policy(policy: Policy, path) -> Path:
         "version": 1,
         "algorithm": name_of(policy),
         "params": encode_state(policy._init_kwargs),
+        # a later release may change a default: the loaded policy keeps these
+        "defaults": encode_state(unnamed_defaults(type(policy), policy._init_kwargs)),
         "features_sha1": _features_digest(policy.X),
         "state": policy.state_dict(),
     }
@@ -612,8 +617,12 @@ def load_policy(path, features) -> Policy:
             f"{path}: the features differ from those the policy was saved with (shape now {X.shape}); "
             "load it with the same feature matrix"
         )
+    from .params import keep_saved_defaults
+
+    cls = get(doc["algorithm"]).cls
     params = decode_state(doc["params"])
-    policy = get(doc["algorithm"]).cls(X, **params)
+    params.update(keep_saved_defaults(cls, decode_state(doc.get("defaults", {})), str(path)))
+    policy = cls(X, **params)
     policy.load_state_dict(doc["state"])
     return policy
 
