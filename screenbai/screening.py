@@ -297,6 +297,16 @@ def reference_point(
     return max(points, key=lambda p: (count[p], p[1], p[0]))
 
 
+def check_dimensions(dims: Sequence[int], n_bits: int) -> None:
+    """Every PCA dimension d of the studies fits the fingerprints: at most ``featurize.n_bits`` components."""
+    over = sorted(d for d in set(dims) if d > n_bits)
+    if over:
+        raise ValueError(
+            f"screen.studies: d = {', '.join(map(str, over))} exceeds featurize.n_bits = {n_bits}: the PCA of "
+            f"{n_bits}-bit fingerprints has at most {n_bits} components; lower d or raise featurize.n_bits"
+        )
+
+
 def replication_chunks(replications: int, chunk_size: int) -> list[tuple[int, int]]:
     """(start, n) for each job's block of replications."""
     return [(s, min(chunk_size, replications - s)) for s in range(0, replications, chunk_size)]
@@ -310,7 +320,13 @@ def replication_seed(seed: int, d: int, K: int) -> int:
 def load_algorithm_modules(modules: Sequence[str] = ()) -> None:
     """Import extra modules whose ``@register`` decorators add algorithms to the registry."""
     for name in modules:
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise ValueError(
+                f"algorithm_modules: cannot import {name!r} ({exc}); install that module, or put the folder "
+                "holding it on PYTHONPATH"
+            ) from None
 
 
 def check_algorithms(

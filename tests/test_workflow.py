@@ -215,6 +215,9 @@ def test_bad_config_fails_before_any_job(tmp_path):
         (lambda c: c["source"].update(activity_type="IC50"), "ki_nM"),  # a Ki column declared as IC50
         (lambda c: c["ground_truth"].update(threshold_nM=100.0), "one cure label"),
         (lambda c: c["algorithms"][2].update(budget_per_arm=0.5), "budget_per_arm"),
+        # an import error that did not name the key; a d the PCA rule refused after curation and fingerprints
+        (lambda c: c.update(algorithm_modules=["no_such_module"]), "algorithm_modules: cannot import 'no_such_module'"),
+        (lambda c: c["screen"]["studies"]["vary_d"].update(d=[2, 300]), "d = 300 exceeds featurize.n_bits = 256"),
     ],
 )
 def test_bad_values_fail_before_any_job(tmp_path, mutate, expected):

@@ -7,6 +7,7 @@ from screenbai.chem.ground_truth import LABEL_RULES
 from screenbai.screening import (
     activity_types_of,
     check_algorithms,
+    check_dimensions,
     check_regex,
     clip_studies,
     replication_chunks,
@@ -24,11 +25,13 @@ ALGORITHMS = {a["label"]: a for a in config["algorithms"]}
 MODULES = config.get("algorithm_modules", [])
 
 # Fail before any job: unknown algorithm, duplicate label, a parameter the algorithm lacks or a
-# value it refuses at any screen size; an activity type the source does not declare; a bad regex.
+# value it refuses at any screen size; an activity type the source does not declare; a bad regex; a PCA
+# dimension larger than the fingerprints.
 check_algorithms(config["algorithms"], MODULES, SIZES, SCREEN["max_samples"])
 ACTIVITY_TYPES = activity_types_of(config)
 ACTIVITY = "/".join(ACTIVITY_TYPES)
 check_regex(config["curation"].get("assay_description_regex"), "curation.assay_description_regex")
+check_dimensions(DIMS, config["featurize"]["n_bits"])
 CURATION = {k: v for k, v in config["curation"].items() if k != "activity_types"}
 # the cure label: one of threshold_nM, threshold_pActivity, potent_fraction (default: the top 10 %)
 LABEL = {k: config["ground_truth"][k] for k in LABEL_RULES if k in config["ground_truth"]}
