@@ -92,8 +92,12 @@ def test_sdf_and_chembl_export(tmp_path):
         m.SetProp("_Name", f"S{i}")
         w.write(m)
     w.close()
+    sdf.write_text(sdf.read_text() + "S99 broken\n$$$$\n")
     lib = import_library(sdf, d=2)
     assert list(lib.compounds["compound_id"]) == [f"S{i}" for i in range(len(GOOD))]
+    assert lib.rejected[["source_row", "compound_id", "reason"]].values.tolist() == [
+        [len(GOOD) + 1, "S99 broken", "unreadable SDF record"]  # not "missing id"
+    ]
 
     head = [
         '"Molecule ChEMBL ID"',

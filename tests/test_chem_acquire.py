@@ -353,7 +353,7 @@ def test_read_structure_table_csv(tmp_path):
     path = tmp_path / "library.tsv.gz"
     path.write_bytes(gzip.compress(b"name\tsmi\tvendor\nA\tCCO\tX\n\t\tY\nC\tnot a smiles\tZ\nA\tCCN\t\n"))
     df = read_structure_table(path, id_column="name", smiles_column="smi")
-    assert list(df.columns) == ["source_row", "compound_id", "smiles"]
+    assert list(df.columns) == ["source_row", "compound_id", "smiles", "problem"]
     assert df["source_row"].tolist() == [2, 3, 4, 5]  # the header is line 1
     assert df["compound_id"].tolist() == ["A", "", "C", "A"]  # nothing dropped, blank or repeated
     assert df["smiles"].tolist() == ["CCO", "", "not a smiles", "CCN"]
@@ -386,8 +386,9 @@ def test_read_structure_table_sdf(tmp_path):
     path.write_text(good + broken)
     df = read_structure_table(path)  # the title line and each record's structure
     assert df["source_row"].tolist() == [1, 2, 3]  # record numbers
-    assert df["compound_id"].iloc[:2].tolist() == ["cpd1", "cpd2"] and pd.isna(df["compound_id"].iloc[2])
+    assert df["compound_id"].tolist() == ["cpd1", "cpd2", "cpd1"]  # the unreadable record's title line
     assert df["smiles"].iloc[:2].tolist() == ["CCO", "Nc1ccccc1"] and pd.isna(df["smiles"].iloc[2])
+    assert df["problem"].tolist() == [None, None, "unreadable SDF record"]
     assert read_structure_table(path, id_column="vendor_id")["compound_id"].iloc[:2].tolist() == ["CPD1", "CPD2"]
     with pytest.raises(ValueError, match=r"library.sdf: the id column 'catalog'.*'vendor_id'"):
         read_structure_table(path, id_column="catalog")
@@ -521,3 +522,26 @@ def test_a_named_column_repeated_in_the_header_is_refused(tmp_path):
         read_structure_table(path, id_column="name", smiles_column="smi")
     path.write_text("name,smi,note,note\nA,CCO,x,y\nB,CCN,z,w\n")  # a repeated column nobody uses is fine
     assert read_structure_table(path, id_column="name", smiles_column="smi")["smiles"].tolist() == ["CCO", "CCN"]
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_no_sdf_record_is_lost_after_an_unreadable_one(tmp_path, gz):
+    """RDKit's SDF iterator skipped the records after some unreadable ones (here 'X1' and 'junk')."""
+    from rdkit import Chem
+
+    def block(smi, name):
+        m = Chem.MolFromSmiles(smi)
+        m.SetProp("_Name", name)
+        return Chem.MolToMolBlock(m) + "$$$$\n"
+
+    broken = block("CCC", "BAD1").replace("  3  2  0", "  3  5  0")  # more bonds than it lists
+    text = (
+        block("CCO", "OK1") + broken + block("CCN", "OK2") + "V3000 junk\n$$$$\n"
+        + block("CCCl", "X1") + "junk\n$$$$\n"
+    )
+    path = tmp_path / ("lib.SDF.GZ" if gz else "lib.sdf")
+    path.write_bytes(gzip.compress(text.encode()) if gz else text.encode())
+    df = read_structure_table(path)
+    assert df["compound_id"].tolist() == ["OK1", "BAD1", "OK2", "V3000 junk", "X1", "junk"]
+    assert df["smiles"].tolist()[::2] == ["CCO", "CCN", "CCCl"]
+    assert df["problem"].tolist()[1::2] == ["unreadable SDF record"] * 3
