@@ -127,6 +127,9 @@ def curate_structures(frame):
     by_key: dict[str, str] = {}
     row_of: dict[str, int] = {}
     for row, smiles, key, error in zip(frame.itertuples(index=False), std["smiles"], std["inchikey"], std["error"]):
+        if not _blank(getattr(row, "problem", None)):  # the reader could not give a structure
+            reject(row, str(row.problem))
+            continue
         if _blank(row.compound_id):
             reject(row, "missing id")
             continue

@@ -325,33 +325,49 @@ def _read_table(path: Path, what: str) -> tuple[pd.DataFrame, bool]:
 
 
 def _read_sdf(path: Path) -> pd.DataFrame:
+    """One row per SDF record: its properties, ``_Name`` (the title line), ``_structure_smiles``,
+    ``_record`` (0-based) and ``_problem`` (why the record has no SMILES, else None)."""
+    import shutil
+    import tempfile
+
     from rdkit import Chem
     from rdkit.rdBase import BlockLogs
 
     rows: list[dict[str, Any]] = []
-    n_bad = 0
+    bad: list[str] = []
     too_large: list[str] = []
-    with BlockLogs():
-        if path.suffix == ".gz":
-            supplier = Chem.ForwardSDMolSupplier(gzip.open(path, "rb"))
-        else:
-            supplier = Chem.SDMolSupplier(str(path))
-        for i, mol in enumerate(supplier):
+    with contextlib.ExitStack() as stack:
+        source = path
+        with open(path, "rb") as fh:
+            if fh.read(2) == b"\x1f\x8b":  # gzip: the indexed reader needs a plain file
+                source = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="screenbai-sdf-"))) / "in.sdf"
+                with gzip.open(path, "rb") as src, open(source, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+        stack.enter_context(BlockLogs())
+        supplier = Chem.SDMolSupplier(str(source))
+        # by index: iterating skips the records that follow some unreadable ones, without a word
+        for i in range(len(supplier)):
+            mol = supplier[i]
             if mol is None:
-                n_bad += 1
-                rows.append({"_record": i})
+                title = supplier.GetItemText(i).split("\n", 1)[0].strip()
+                bad.append(f"{i + 1} {title!r}")
+                rows.append(
+                    {"_Name": title, "_structure_smiles": None, "_problem": "unreadable SDF record", "_record": i}
+                )
                 continue
             props: dict[str, Any] = {k: str(v) for k, v in mol.GetPropsAsDict(True, False).items()}
             props["_Name"] = mol.GetProp("_Name") if mol.HasProp("_Name") else ""
+            props["_problem"] = None
             if mol.GetNumHeavyAtoms() > MAX_HEAVY_ATOMS:  # RDKit's SMILES writer can crash on these
                 too_large.append(f"{i + 1} {props['_Name']!r} ({mol.GetNumHeavyAtoms():,} heavy atoms)")
                 props["_structure_smiles"] = None
+                props["_problem"] = "structure too large"
             else:
                 props["_structure_smiles"] = Chem.MolToSmiles(mol)
             props["_record"] = i
             rows.append(props)
-    if n_bad:
-        logger.warning("%s: %d SDF records could not be parsed (kept with no SMILES)", path, n_bad)
+    if bad:
+        logger.warning("%s: SDF records RDKit cannot read (kept with no SMILES): %s", path, "; ".join(bad[:20]))
     if too_large:
         logger.warning(
             "%s: SDF records larger than the %d heavy atoms curation can identify (kept with no SMILES): %s",
@@ -465,7 +481,7 @@ def check_not_log_scale(activity_column: str | None, activity_type: str | None, 
         )
 
 
-_SDF_INTERNAL = ("_structure_smiles", "_record")
+_SDF_INTERNAL = ("_structure_smiles", "_record", "_problem")
 
 
 def read_structure_table(
@@ -485,9 +501,10 @@ def read_structure_table(
     -------
     pandas.DataFrame
         ``source_row`` (text: the line where the row starts, the header being line 1; SDF: the record's
-        number from 1), ``compound_id`` and ``smiles`` as written (None for an SDF record RDKit
-        could not read), as objects.  Nothing is dropped or checked here: curation reports
-        blank, unparseable and duplicate rows by ``source_row``.
+        number from 1), ``compound_id`` and ``smiles`` as written, and ``problem``: why an SDF
+        record has no SMILES ("unreadable SDF record", "structure too large"), else None; as
+        objects.  Nothing is dropped or checked here: curation reports blank, unparseable and
+        duplicate rows by ``source_row``.
 
     Raises
     ------
@@ -512,11 +529,13 @@ def read_structure_table(
             )
         _refuse_repeated(path, df, f"{what} column", col)
     rows = df["_record"].to_numpy() + 1 if is_sdf else df.attrs["source_lines"]
+    problem = df["_problem"] if is_sdf and smiles_column == "_structure_smiles" else pd.Series(None, index=df.index)
     return pd.DataFrame(
         {
             "source_row": pd.array(rows, dtype="int64"),
             "compound_id": df[id_column].astype(object).to_numpy(),
             "smiles": df[smiles_column].astype(object).to_numpy(),
+            "problem": pd.Series([p if isinstance(p, str) else None for p in problem], dtype=object),
         }
     )
 
