@@ -115,6 +115,34 @@ def _instance_from_file(args):
     return Instance(X, means, args.reward, args.sigma, name=path.stem)
 
 
+def _print_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+_FILE_OPTIONS = {"means": "--means", "means_column": "--means-column", "feature_columns": "--feature-columns",
+                 "reward": "--reward", "sigma": "--sigma"}
+
+
+def _check_file_options(args) -> None:
+    """Options that describe a --features instance are refused where they would be ignored."""
+    if args.instance:
+        given = [flag for key, flag in _FILE_OPTIONS.items() if getattr(args, key) is not None]
+        if given:
+            raise SystemExit(
+                f"error: {', '.join(given)} {'describes' if len(given) == 1 else 'describe'} a --features instance "
+                "and would be ignored with --instance; "
+                "a named instance takes its own parameters, e.g. --instance soare:d=2,sigma=0.5 "
+                "(see `screenbai instances`)"
+            )
+        return
+    if args.reward == "bernoulli" and args.sigma is not None:
+        raise SystemExit("error: --sigma sets Gaussian noise; with --reward bernoulli the outcomes are 0/1 draws of the "
+                         "means and --sigma would be ignored; leave it out")
+    args.reward = args.reward or "gaussian"
+    args.sigma = 1.0 if args.sigma is None else args.sigma
+    args.means_column = args.means_column or "mean"
+
+
 def _short(cols: list, n: int = 6) -> str:
     cols = [str(c) for c in cols]
     return ", ".join(cols) if len(cols) <= n else ", ".join(cols[:n]) + f", ... ({len(cols)} in all)"
@@ -157,16 +185,17 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--feature-columns", help="feature columns of the --features table: comma-separated names, "
                      "or a prefix ending in * (default: x0, x1, ...)")
     sim.add_argument("--means", help="with a .npy feature file: .npy of true means (one per arm)")
-    sim.add_argument("--means-column", default="mean", help="column of true means in the feature table")
-    sim.add_argument("--reward", default="gaussian", choices=["gaussian", "bernoulli"],
-                     help="reward model of the simulated environment")
-    sim.add_argument("--sigma", type=float, default=1.0, help="Gaussian noise standard deviation of a --features "
-                     "instance (policies assume the instance's scale unless --param sigma=... is given)")
+    sim.add_argument("--means-column", help="column of true means in the feature table (default: mean)")
+    sim.add_argument("--reward", choices=["gaussian", "bernoulli"],
+                     help="reward model of a --features instance (default: gaussian)")
+    sim.add_argument("--sigma", type=float, help="Gaussian noise standard deviation of a --features instance "
+                     "(default: 1; policies assume the instance's scale unless --param sigma=... is given)")
     sim.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                      help="algorithm parameter, repeatable (values parsed as JSON, else kept as text)")
     sim.add_argument("--reps", type=int, default=20, help="number of independent runs")
     sim.add_argument("--seed", type=int, default=0, help="study seed (run r uses its r-th spawned stream)")
-    sim.add_argument("--jobs", type=int, default=1, help="worker processes (results do not depend on it)")
+    sim.add_argument("--jobs", type=int, default=1, help="worker processes, -1 for one per core (results do not "
+                     "depend on it)")
     sim.add_argument("--out", help="write the per-run records here (.csv or .parquet)")
     sim.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -202,16 +231,17 @@ def main(argv: list[str] | None = None) -> int:
     from .bandits.runner import replicate, summarize
 
     _check_out(args.out)
+    _check_file_options(args)
     try:
         instance = parse_instance(args.instance) if args.instance else _instance_from_file(args)
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings():
             warnings.simplefilter("always")
+            # printed when raised, before the runs (a warning about tied arms came after hours of capped runs)
+            warnings.showwarning = _print_warning
             records = replicate(
                 instance, args.algorithm, _params(args.param), n_reps=args.reps, seed=args.seed,
                 n_jobs=args.jobs, progress=not args.no_progress,
             )
-        for w in caught:
-            print(f"warning: {w.message}", file=sys.stderr)
     except (ValueError, KeyError, TypeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

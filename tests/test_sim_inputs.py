@@ -122,3 +122,49 @@ def test_a_saved_policy_keeps_a_default_that_a_later_release_changed(tmp_path):
     with pytest.warns(UserWarning, match="no longer has the parameter 'retired_option'"):
         load_policy(path, X)
 
+
+
+# ---------------------------------------------------------------------- the command line
+def test_rng_in_params_is_refused_with_the_way_to_seed():
+    with pytest.raises(ValueError, match="params must not set rng.*seed"):
+        replicate(_linear_instance(1.0), "lingape", {"rng": 5}, n_reps=1)
+
+
+@pytest.mark.parametrize(
+    "extra,flag",
+    [
+        (["--sigma", "0.1"], "--sigma"),  # soare kept its own sigma = 1 without a word
+        (["--means-column", "activity"], "--means-column"),
+        (["--reward", "bernoulli"], "--reward"),
+    ],
+)
+def test_options_of_a_features_file_are_refused_with_a_named_instance(extra, flag):
+    from screenbai.cli import main
+
+    with pytest.raises(SystemExit, match=rf"{flag} describes a --features instance and would be ignored"):
+        main(["simulate", "lingape", "--instance", "soare:d=2,omega=0.5", "--reps", "1", "--no-progress", *extra])
+
+
+def test_sigma_with_bernoulli_rewards_is_refused(tmp_path):
+    import pandas as pd
+
+    from screenbai.cli import main
+
+    path = tmp_path / "arms.csv"
+    pd.DataFrame({"x0": [0.1, 0.5, 0.9], "x1": [1.0, 1.0, 1.0], "mean": [0.2, 0.5, 0.8]}).to_csv(path, index=False)
+    with pytest.raises(SystemExit, match="--sigma sets Gaussian noise.*would be ignored"):
+        main(["simulate", "lingape", "--features", str(path), "--reward", "bernoulli", "--sigma", "0.1", "--reps", "1"])
+
+
+def test_a_warning_is_printed_before_the_runs(monkeypatch, capsys):
+    # tied best arms: the warning that every run goes to its cap came only after all runs had ended
+    from screenbai.bandits import runner
+    from screenbai.cli import main
+
+    def no_run(*args, **kwargs):
+        raise RuntimeError("the runs started")
+
+    monkeypatch.setattr(runner, "run_one", no_run)
+    with pytest.raises(RuntimeError, match="the runs started"):
+        main(["simulate", "lucb", "--instance", "canonical:d=3,gap=0", "--reps", "1", "--no-progress"])
+    assert "warning: canonical(d=3,gap=0): arms ranked 1 and 2 have the same mean" in capsys.readouterr().err

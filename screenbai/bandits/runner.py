@@ -90,6 +90,11 @@ def replicate(
     recommendation, correct, pulls, wall_time_s, diagnostics), ordered by replication.
     """
     params = dict(params or {})
+    if "rng" in params:
+        raise ValueError(
+            "params must not set rng: each run's generator comes from the study's seed (replicate(..., seed=...); "
+            "on the command line --seed)"
+        )
     seed = _whole("seed", seed, 0, "the study's seed")
     n_reps = _whole("n_reps", n_reps, 1, "the number of runs")
     start = _whole("start", start, 0, "the first replication's index")
