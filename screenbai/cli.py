@@ -136,8 +136,10 @@ def _check_file_options(args) -> None:
             )
         return
     if args.reward == "bernoulli" and args.sigma is not None:
-        raise SystemExit("error: --sigma sets Gaussian noise; with --reward bernoulli the outcomes are 0/1 draws of the "
-                         "means and --sigma would be ignored; leave it out")
+        raise SystemExit(
+            "error: --sigma sets Gaussian noise; with --reward bernoulli the outcomes are 0/1 draws of the means "
+            "and --sigma would be ignored; leave it out"
+        )
     args.reward = args.reward or "gaussian"
     args.sigma = 1.0 if args.sigma is None else args.sigma
     args.means_column = args.means_column or "mean"
