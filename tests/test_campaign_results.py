@@ -100,8 +100,20 @@ def test_compound_not_in_that_well(camp, tmp_path):
 
 def test_binary_file_and_bad_encoding(camp, tmp_path):
     p = tmp_path / "x.csv"
-    p.write_bytes(b"\xff\xfe\x00garbage\x80\x81")
-    _refused(camp, p, "UTF-8")
+    p.write_bytes(b"\x00garbage\x80\x81")
+    _refused(camp, p, "not UTF-8 text at line 1", "encodings tried")
+    p.write_bytes("plate_id,well,outcome\nP001,A01,1,caf\xe9\n".encode("cp1252"))
+    _refused(camp, p, "line 2", "Latin-1/Windows-1252", "iconv")
+
+
+def test_excel_unicode_text_is_read(camp, tmp_path):
+    """Excel's 'Unicode text' is UTF-16 with a byte-order mark, tab-separated (refused before)."""
+    p = tmp_path / "excel.txt"
+    p.write_bytes("plate_id\twell\toutcome\r\nP001\tA01\t1\r\nP001\tA02\t0\r\n".encode("utf-16"))
+    rec = camp.record(p)
+    assert (rec.n_outcomes, rec.n_failed) == (2, 0)
+    n, s, _, _ = camp.observations()
+    assert (n.sum(), s.sum()) == (2, 1)
 
 
 def test_plate_recorded_twice_and_one_well_again(camp, tmp_path):

@@ -480,7 +480,18 @@ def test_undecodable_bytes_say_encoding_and_how_to_convert(tmp_path, gz):
     path.write_bytes(gzip.compress(data) if gz else data)
     for msg in _read_each(path):
         assert msg.startswith(f"{path}: not UTF-8 text at line 3")
-        assert "encoding tried is UTF-8" in msg and "iconv -f WINDOWS-1252 -t UTF-8" in msg
+        assert "encodings tried are UTF-8" in msg and "iconv -f WINDOWS-1252 -t UTF-8" in msg
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_utf16_with_byte_order_mark_is_read(tmp_path, gz):
+    """Excel's 'Unicode text' (UTF-16, tab-separated) was refused as not UTF-8."""
+    data = "name\tsmi\tIC50\r\nA\tCCO\t5\r\nB\tCCN\t7\r\n".encode("utf-16")
+    path = tmp_path / ("excel.txt.gz" if gz else "excel.txt")
+    path.write_bytes(gzip.compress(data) if gz else data)
+    df = read_activity_table(path, smiles_column="smi", activity_column="IC50", id_column="name")
+    assert df["molecule_chembl_id"].tolist() == ["A", "B"] and df["standard_value"].tolist() == ["5", "7"]
+    assert read_structure_table(path, id_column="name", smiles_column="smi")["source_row"].tolist() == [2, 3]
 
 
 def test_header_delimiter_differs_from_rows(tmp_path):

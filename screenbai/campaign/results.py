@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from screenbai.textfiles import not_utf8, open_text
+
 ALIASES = {
     "plate_id": ("plate_id", "plate"),
     "well": ("well",),
@@ -62,16 +64,14 @@ class WellInfo:
 
 def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
+        with open_text(path) as fh:
             text = fh.read()
     except FileNotFoundError:
         raise ResultsError(path, [f"{path}: file does not exist"]) from None
     except IsADirectoryError:
         raise ResultsError(path, [f"{path}: is a folder; give the results file (CSV or TSV)"]) from None
     except UnicodeDecodeError as exc:
-        raise ResultsError(
-            path, [f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start}); save it as CSV"]
-        ) from None
+        raise ResultsError(path, [str(not_utf8(path, exc))]) from None
     lines = text.splitlines()
     if not lines or not lines[0].strip():
         raise ResultsError(path, [f"{path}: line 1: empty file or empty header; expected plate_id,well,outcome"])

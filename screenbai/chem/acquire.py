@@ -24,6 +24,7 @@ from typing import IO, Any
 import pandas as pd
 
 from screenbai.chem.curate import MAX_HEAVY_ATOMS
+from screenbai.textfiles import not_utf8, open_text
 
 logger = logging.getLogger("screenbai.chem")
 
@@ -133,14 +134,6 @@ def _finalize(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _open_text(path: Path) -> IO[str]:
-    with open(path, "rb") as fh:
-        magic = fh.read(2)
-    if magic == b"\x1f\x8b":
-        return gzip.open(path, "rt", encoding="utf-8-sig", newline="")
-    return open(path, encoding="utf-8-sig", newline="")
-
-
 _DELIMITERS = {";": "';'", "\t": "tab", ",": "','"}
 
 
@@ -176,53 +169,25 @@ def _check_rows_match_header(path: Path, lines: list[str], sep: str) -> None:
     )
 
 
-def _not_utf8(path: Path, exc: UnicodeDecodeError) -> ValueError:
-    """The error for a file that is not UTF-8 text: where, and how to convert it."""
-    opener = gzip.open if path.read_bytes()[:2] == b"\x1f\x8b" else open
-    with opener(path, "rb") as fh:
-        data = fh.read()
-    if data[:4] == b"PK\x03\x04":
-        return ValueError(
-            f"{path}: this is a zip archive or an Excel workbook, not a text table; "
-            "save it as 'CSV UTF-8' (Excel: File > Save As) and give that file"
-        )
-    line = 1
-    for line, raw in enumerate(data.splitlines(), start=1):
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as bad:
-            byte = raw[bad.start : bad.start + 1]
-            where = f"line {line} (byte {byte!r})"
-            break
-    else:
-        where = f"byte {exc.start}"
-    guess = "UTF-16 (Excel 'Unicode text')" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else "Latin-1/Windows-1252"
-    return ValueError(
-        f"{path}: not UTF-8 text at {where}; the encoding tried is UTF-8 (with or without BOM). "
-        f"The file is probably {guess}: convert it, e.g. `iconv -f WINDOWS-1252 -t UTF-8 in.csv > out.csv` "
-        "(or -f UTF-16 for UTF-16), or save it from Excel as 'CSV UTF-8'"
-    )
-
-
 def _read_text_table(path: Path, sep: str | None = None) -> pd.DataFrame:
     """Read a delimited text table (gzip allowed) as text; every problem names the file."""
     try:
-        with _open_text(path) as fh:
+        with open_text(path) as fh:
             head = [line for line in itertools.islice(fh, 51)]
         if not any(line.strip() for line in head):
             raise ValueError(f"{path}: the file is empty; expected a header line and data rows")
         sep = sep or _sniff_delimiter(head[0])
         _check_rows_match_header(path, head, sep)
-        with _open_text(path) as fh:
+        with open_text(path) as fh:
             df = pd.read_csv(fh, sep=sep, dtype=str, keep_default_na=False, quotechar='"')
         # pandas renames a repeated column ("ic50", "ic50.1"); remember which, so that naming one is refused
         names = next(csv.reader([head[0].rstrip("\r\n")], delimiter=sep))
         df.attrs["repeated_columns"] = sorted({n for n in names if names.count(n) > 1})
-        with _open_text(path) as fh:
+        with open_text(path) as fh:
             df.attrs["source_lines"] = _data_lines(fh, sep, len(df))
         return df
     except UnicodeDecodeError as exc:
-        raise _not_utf8(path, exc) from exc
+        raise not_utf8(path, exc) from exc
     except (pd.errors.ParserError, OSError, EOFError) as exc:  # malformed rows, corrupt gzip
         raise ValueError(f"{path}: cannot be read as a delimited text table: {exc}") from exc
 
@@ -252,10 +217,10 @@ def _require_rows(path: Path, df: pd.DataFrame) -> None:
 def is_chembl_export(path: str | Path) -> bool:
     """Whether a text file's header is a ChEMBL web export's (it has the ``Molecule ChEMBL ID`` column)."""
     try:
-        with _open_text(Path(path)) as fh:
+        with open_text(Path(path)) as fh:
             return "Molecule ChEMBL ID" in fh.readline()
     except UnicodeDecodeError as exc:
-        raise _not_utf8(Path(path), exc) from exc
+        raise not_utf8(Path(path), exc) from exc
 
 
 def read_chembl_export(path: str | Path) -> pd.DataFrame:

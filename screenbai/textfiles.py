@@ -1,0 +1,59 @@
+"""Opening the text files people give (tables, results): gzip, UTF-8 with or without BOM, and
+UTF-16 with its byte-order mark (Excel's 'Unicode text'); a clear error for anything else.
+
+Kept free of pandas: the campaign's ``record`` reads results files through it and starts fast.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import IO
+
+_GZIP = b"\x1f\x8b"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _opener(path: Path):
+    with open(path, "rb") as fh:
+        return gzip.open if fh.read(2) == _GZIP else open
+
+
+def open_text(path: str | Path) -> IO[str]:
+    """The file as text (newline="" for the csv module): UTF-16 when it starts with a UTF-16
+    byte-order mark, else UTF-8 (a UTF-8 BOM is skipped); gzip is read through."""
+    path = Path(path)
+    opener = _opener(path)
+    with opener(path, "rb") as fh:
+        encoding = "utf-16" if fh.read(2) in _UTF16_BOMS else "utf-8-sig"
+    return opener(path, "rt", encoding=encoding, newline="")
+
+
+def not_utf8(path: str | Path, exc: UnicodeDecodeError) -> ValueError:
+    """The error for a file that is not UTF-8 text: where, and how to convert it."""
+    path = Path(path)
+    with _opener(path)(path, "rb") as fh:
+        data = fh.read()
+    if data[:4] == b"PK\x03\x04":
+        return ValueError(
+            f"{path}: this is a zip archive or an Excel workbook, not a text table; "
+            "save it as 'CSV UTF-8' (Excel: File > Save As) and give that file"
+        )
+    line = 1
+    for line, raw in enumerate(data.splitlines(), start=1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            byte = raw[bad.start : bad.start + 1]
+            where = f"line {line} (byte {byte!r})"
+            break
+    else:
+        where = f"byte {exc.start}"
+    utf16 = data[:200].count(b"\x00") * 4 > len(data[:200])  # every other byte NUL: UTF-16 text without BOM
+    guess = "UTF-16 without a byte-order mark" if utf16 else "Latin-1/Windows-1252"
+    return ValueError(
+        f"{path}: not UTF-8 text at {where}; the encodings tried are UTF-8 (with or without BOM) and UTF-16 "
+        f"with a byte-order mark. The file is probably {guess}: convert it, e.g. "
+        "`iconv -f WINDOWS-1252 -t UTF-8 in.csv > out.csv` (or -f UTF-16LE for UTF-16), or save it from Excel "
+        "as 'CSV UTF-8'"
+    )
