@@ -316,3 +316,16 @@ def test_one_id_naming_two_structures_is_dropped_not_split_into_two_compounds(ca
         "CCN", "CCO", "OCC"
     ]
     assert "dropped A (id names several structures)" in caplog.text
+
+
+def test_non_numeric_values_are_shown_and_a_decimal_comma_named(caplog):
+    rows = [
+        dict(molecule_chembl_id="A", canonical_smiles="CCO", standard_value="5,5"),
+        dict(molecule_chembl_id="B", canonical_smiles="CCN", standard_value="10,2"),
+    ]
+    with pytest.raises(ValueError, match=r"'non-numeric value' \(values found: 10,2 \(1\), 5,5 \(1\); a decimal comma"):
+        curate_activities(_raw(rows))
+    rows.append(dict(molecule_chembl_id="C", canonical_smiles="CCC", standard_value="7"))
+    lib, rep = curate_activities(_raw(rows))  # some rows kept: the dropped ones are counted and logged
+    assert rep.dropped == {"non-numeric value": 2} and lib["compound_id"].tolist() == ["C"]
+    assert "2 rows dropped as 'non-numeric value': 10,2 (1), 5,5 (1)" in caplog.text

@@ -66,6 +66,7 @@ UNIT_FACTORS_TO_NM: dict[str, float] = {
 #: Mass concentrations (µg/mL == mg/L); converted with the molecular weight of the SMILES.
 _MASS_UNITS = {"ug.mL-1", "ug/mL", "ug/ml", "µg/mL", "µg.mL-1", "μg/mL", "μg.mL-1", "ug ml-1", "mg/L", "mg.L-1"}
 _EXACT = {"=", "==", "eq"}
+_DECIMAL_COMMA = re.compile(r"^[<>=~]*\s*\d+,\d+$")
 _CENSORED = {">", "<", ">=", "<=", "~", "=>", "=<", ">>", "<<"}
 
 
@@ -506,6 +507,13 @@ def _why_nothing_kept(
         "flagged: data validity comment": lambda idx: "drop_flagged: false keeps flagged rows",
         "flagged: potential duplicate": lambda idx: "drop_flagged: false keeps flagged rows",
         "missing value": lambda idx: "are the value column and the file's delimiter the intended ones?",
+        "non-numeric value": lambda idx: f"values found: {_holds(rows, 'standard_value', idx)}"
+        + (
+            "; a decimal comma? write numbers with a decimal point (e.g. 5.5), or save the file from a "
+            "spreadsheet set to an English locale"
+            if any(_DECIMAL_COMMA.match(str(rows[i]["standard_value"]).strip()) for i in idx)
+            else ""
+        ),
         "missing SMILES": lambda idx: "are the SMILES column and the file's delimiter the intended ones?",
     }
     for r, idx in rows_with.items():
@@ -579,6 +587,11 @@ def curate_activities(
             reason[i] = outcome
         else:
             value_nM[i], is_mass[i] = outcome
+    non_numeric = [i for i in range(n) if reason[i] == "non-numeric value"]
+    if non_numeric:  # the rule log shows what was not a number (e.g. 5,5 with a decimal comma)
+        logger.warning(
+            "%d rows dropped as 'non-numeric value': %s", len(non_numeric), _holds(rows, "standard_value", non_numeric)
+        )
 
     smiles_in = [str(row["canonical_smiles"]).strip() for row in rows]
     std_smiles, std_key, structures_dropped = _attach_structures(
