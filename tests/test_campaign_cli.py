@@ -218,6 +218,6 @@ def test_next_checks_its_output_before_a_plate_is_committed(tmp_path, library_cs
         assert named in capsys.readouterr().err
     with Campaign.open(camp) as c:
         assert c.events()[-1][2] == "init"  # no plate in the lab without its file
-        assert "not computed before the first outcomes" in c.status().text()  # not "its index is nan"
+        assert "not evaluated yet" in c.status().text()  # not "its index is nan"
     assert main(["campaign", "record", str(camp), str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err

@@ -130,7 +130,7 @@ class Status:
             )
             lines.append(f"finished: {how} after {at:,} tests{later}; the recommendation below is final")
         elif self.stop_index is not None and math.isnan(self.stop_index):
-            lines.append("stopping rule: not fired (not computed before the first outcomes are recorded)")
+            lines.append("stopping rule: not fired; not evaluated yet (its first tests are not all recorded)")
         elif self.stop_index is not None and self.stop_threshold is not None:
             lines.append(
                 f"stopping rule: not fired; {self.stop_name} {self.stop_index:.4g}, "
