@@ -221,3 +221,27 @@ def test_next_checks_its_output_before_a_plate_is_committed(tmp_path, library_cs
         assert "not evaluated yet" in c.status().text()  # not "its index is nan"
     assert main(["campaign", "record", str(camp), str(tmp_path)]) == 2
     assert "is a folder" in capsys.readouterr().err
+
+
+def test_compounds_the_features_cannot_tell_apart_are_named(tmp_path, capsys):
+    """Stereoisomers get one Morgan fingerprint: init counts them, status names the recommendation's twins."""
+    lib_csv = tmp_path / "stereo.csv"
+    smiles = SMILES[:8] + ["C[C@H](N)C(=O)O", "C[C@@H](N)C(=O)O"]
+    lib_csv.write_text("id,smiles\n" + "".join(f"S{i},{s}\n" for i, s in enumerate(smiles)))
+    camp = tmp_path / "c.campaign"
+    assert init(camp, lib_csv, "--algorithm", "m-lingape") == 0
+    assert "2 compounds share their features with another one" in capsys.readouterr().out
+    with Campaign.open(camp) as c:
+        assert c.same_features(8) == [9] and c.same_features(0) == []
+
+    from campaign_util import synthetic_library
+
+    lib = synthetic_library(K=10, d=2)
+    lib.features[5:] = lib.features[:5]  # every compound has a twin: so has the recommendation
+    c = Campaign.create(tmp_path / "twins.campaign", lib, "m-lingape", {"epsilon": 0.1}, seed=0)
+    st = c.status()
+    (rec,) = st.recommendation
+    arm = c.compound_ids.index(rec.compound_id)
+    assert rec.same_features == [c.compound_ids[(arm + 5) % 10]]
+    assert f"same features as {rec.same_features[0]}: the model cannot tell them apart" in st.text()
+    c.close()

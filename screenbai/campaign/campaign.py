@@ -544,6 +544,12 @@ class Campaign:
             for s, at, k, d in self._con.execute("SELECT step, at, kind, detail FROM events ORDER BY step")
         ]
 
+    def same_features(self, arm: int) -> list[int]:
+        """The other arms whose feature vector equals ``arm``'s (e.g. stereoisomers: Morgan
+        fingerprints ignore stereochemistry), which no model of the features can tell apart."""
+        same = np.flatnonzero((self.features == self.features[arm]).all(axis=1))
+        return [int(b) for b in same if b != arm]
+
     def rejected(self) -> list[tuple]:
         return self._con.execute(
             "SELECT source_row, compound_id, smiles, reason, detail FROM rejected ORDER BY source_row"

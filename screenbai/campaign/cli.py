@@ -171,6 +171,12 @@ def _init(args) -> int:
         f"created {args.campaign}: {camp.K:,} compounds, {camp.features.shape[1]} features "
         f"({lib.featurizer['method']}), {camp.algorithm} with {camp.meta['params'] or 'default parameters'}"
     )
+    twins = lib.n_sharing_features()
+    if twins:
+        print(
+            f"{twins:,} compounds share their features with another one (e.g. stereoisomers: the fingerprint ignores "
+            "stereochemistry); the model cannot tell them apart, and status names them beside a recommendation"
+        )
     if len(lib.rejected):
         print(f"{len(lib.rejected):,} input rows not used:")
         for reason, count in lib.rejected_counts().items():

@@ -49,6 +49,12 @@ class Library:
     provenance: dict
     arrays: dict = field(default_factory=dict)
 
+    def n_sharing_features(self) -> int:
+        """How many compounds have the same feature vector as another one (stereoisomers, E/Z
+        isomers, isotopologues: the Morgan fingerprint ignores them), so the screen cannot tell them apart."""
+        _, inverse, counts = np.unique(self.features, axis=0, return_inverse=True, return_counts=True)
+        return int((counts[np.ravel(inverse)] > 1).sum())
+
     def rejected_counts(self) -> dict[str, int]:
         return {str(k): int(v) for k, v in self.rejected["reason"].value_counts().sort_index().items()}
 

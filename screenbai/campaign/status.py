@@ -69,6 +69,8 @@ class CompoundLine:
     observed_ci: tuple[float, float] | None
     model: float
     model_ci: tuple[float, float]
+    #: other compounds with the same feature vector: the model cannot tell them apart
+    same_features: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -154,6 +156,12 @@ class Status:
             )
             lines.append(f"  {c.compound_id}  {c.smiles}")
             lines.append(f"      model {rate} {c.model:.3g} [{c.model_ci[0]:.3g}, {c.model_ci[1]:.3g}]; {obs}")
+            if c.same_features:
+                shown = ", ".join(c.same_features[:5]) + (" ..." if len(c.same_features) > 5 else "")
+                lines.append(
+                    f"      same features as {shown}: the model cannot tell them apart (e.g. stereoisomers: "
+                    "the fingerprint ignores stereochemistry); compare their observed rates, or test them apart"
+                )
         return "\n".join(lines)
 
 
@@ -184,6 +192,7 @@ def campaign_status(camp) -> Status:
                 ci,
                 float(est[a]),
                 (float(lo[a]), float(hi[a])),
+                [camp.compound_ids[b] for b in camp.same_features(a)],
             )
         )
     diag = res.diagnostics
