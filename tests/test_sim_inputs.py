@@ -168,3 +168,30 @@ def test_a_warning_is_printed_before_the_runs(monkeypatch, capsys):
     with pytest.raises(RuntimeError, match="the runs started"):
         main(["simulate", "lucb", "--instance", "canonical:d=3,gap=0", "--reps", "1", "--no-progress"])
     assert "warning: canonical(d=3,gap=0): arms ranked 1 and 2 have the same mean" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- named instances
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ("kw_synthetic:K=5,d=-2", "d must be a whole number >= 1; got -2"),  # was numpy's "negative dimensions"
+        ("kw_synthetic:seed=-1", "seed must be a whole number >= 0; got -1"),  # was "expected non-negative integer"
+        ("akg_adaptive:K=4,noise_var=-1", "noise_var must be a finite number > 0; got -1"),  # was "sigma ... nan"
+        ("akg_adaptive:K=2", "needs K >= 3"),
+        ("canonical:d=1", "needs d >= 2"),
+        ("soare:d=2,omega=1e400", "omega must be a finite number; got inf"),
+    ],
+)
+def test_named_instances_name_a_bad_argument(spec, message):
+    from screenbai.bandits.instances import parse_instance
+
+    with pytest.raises(ValueError, match=message):
+        parse_instance(spec)
+
+
+def test_instance_builders_check_their_arguments_from_python_too():
+    from screenbai.bandits.instances import akg_sphere, kw_synthetic
+
+    with pytest.raises(ValueError, match="instance 'akg_sphere': K must be a whole number >= 2; got 1"):
+        akg_sphere(K=1)
+    assert kw_synthetic(K=5, d=2, seed=np.int64(1)).K == 5

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
+import math
+import numbers
 from collections.abc import Callable
 
 import numpy as np
@@ -10,7 +13,39 @@ from scipy.special import expit
 
 from .instance import Instance
 
+#: the arguments the builders share, by name: (whole number?, smallest value, is the smallest excluded?)
+_ARGUMENTS = {
+    "K": (True, 2, False),
+    "d": (True, 1, False),
+    "m": (True, 1, False),
+    "seed": (True, 0, False),
+    "sigma": (False, 0.0, True),
+    "noise_var": (False, 0.0, True),
+}
 
+
+def _checked(builder: Callable[..., Instance]) -> Callable[..., Instance]:
+    """Check a builder's arguments by name (sizes, seeds, noise scales; every number finite) before it runs,
+    so that a bad value is named instead of failing inside numpy."""
+
+    @functools.wraps(builder)
+    def build(*args, **kwargs) -> Instance:
+        bound = inspect.signature(builder).bind(*args, **kwargs)
+        for key, value in bound.arguments.items():
+            whole, low, strict = _ARGUMENTS.get(key, (False, None, False))
+            ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+            ok = ok and (not whole or float(value).is_integer())
+            ok = ok and (low is None or value > low or (value == low and not strict))
+            if not ok:
+                kind = "a whole number" if whole else "a finite number"
+                bound_text = "" if low is None else f" {'>' if strict else '>='} {low:g}"
+                raise ValueError(f"instance {builder.__name__!r}: {key} must be {kind}{bound_text}; got {value!r}")
+        return builder(*args, **kwargs)
+
+    return build
+
+
+@_checked
 def soare(d: int = 2, omega: float = 0.01, sigma: float = 1.0) -> Instance:
     """[SLM14]/[XHS18]: e_1..e_d plus (cos w, sin w, 0..), theta = 2 e_1, N(0, sigma^2) noise."""
     d = int(d)
@@ -21,6 +56,7 @@ def soare(d: int = 2, omega: float = 0.01, sigma: float = 1.0) -> Instance:
     return Instance(X, X @ theta, "gaussian", sigma, theta, name=f"soare(d={d},omega={omega})")
 
 
+@_checked
 def reda_classic(K: int = 4, m: int = 2, omega: float = np.pi / 6, sigma: float = 0.5) -> Instance:
     """[RKD21] classic instance: d = K - 1, theta = e_1, top m means 1, arm m+1 cos w.
 
@@ -42,13 +78,17 @@ def reda_classic(K: int = 4, m: int = 2, omega: float = np.pi / 6, sigma: float 
     return Instance(X, X @ theta, "gaussian", sigma, theta, name=f"reda_classic(K={K},m={m},omega={omega:.4g})")
 
 
+@_checked
 def canonical(d: int = 16, gap: float = 0.1, sigma: float = 1.0) -> Instance:
     """[XHS18] 7.1.2 / [AKG22] 8.2: arms e_1..e_d, theta = gap * e_1."""
+    if int(d) < 2:
+        raise ValueError(f"the canonical instance has d arms e_1..e_d and needs d >= 2; got d = {d}")
     X = np.eye(int(d))
     theta = np.r_[gap, np.zeros(int(d) - 1)]
     return Instance(X, X @ theta, "gaussian", sigma, theta, name=f"canonical(d={d},gap={gap})")
 
 
+@_checked
 def kw_synthetic(K: int = 50, d: int = 10, seed: int = 0) -> Instance:
     """[KW] synthetic logistic instance: theta ~ N(0, I_d), features U[-1, 1]^d, Bernoulli rewards."""
     rng = np.random.default_rng(seed)
@@ -59,6 +99,7 @@ def kw_synthetic(K: int = 50, d: int = 10, seed: int = 0) -> Instance:
     )
 
 
+@_checked
 def akg_logistic(K: int = 8, d: int = 5, seed: int = 0) -> Instance:
     """[AKG22] 8.4: features U[-0.5, 0.5]^d, theta ~ N(0, 3/d I), Bernoulli rewards."""
     rng = np.random.default_rng(seed)
@@ -69,14 +110,18 @@ def akg_logistic(K: int = 8, d: int = 5, seed: int = 0) -> Instance:
     )
 
 
+@_checked
 def akg_adaptive(K: int = 8, omega: float = 0.1, noise_var: float = 10.0) -> Instance:
     """[AKG22] 8.1: e_1..e_d plus (cos w, sin w, 0..), d = K - 1, theta = e_1, N(0, 10) noise (variance)."""
+    if int(K) < 3:
+        raise ValueError(f"akg_adaptive has d = K - 1 >= 2 dimensions and needs K >= 3; got K = {K}")
     d = int(K) - 1
     X = np.vstack([np.eye(d), np.r_[np.cos(omega), np.sin(omega), np.zeros(d - 2)]])
     theta = np.r_[1.0, np.zeros(d - 1)]
     return Instance(X, X @ theta, "gaussian", float(np.sqrt(noise_var)), theta, name=f"akg_adaptive(K={K})")
 
 
+@_checked
 def akg_sphere(K: int = 32, d: int = 10, seed: int = 0, noise_var: float = 1.0) -> Instance:
     """[AKG22] 8.3: arms uniform on the unit sphere; theta = x_i + 0.01 (x_j - x_i), (i, j) closest pair."""
     rng = np.random.default_rng(seed)
