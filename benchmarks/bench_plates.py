@@ -303,7 +303,8 @@ def part_commands(workdir: Path, repeats: int = 3) -> tuple[pd.DataFrame, dict]:
             if fresh_copy:
                 target = workdir / f"copy{i}.campaign"
                 shutil.copy(path, target)
-            args = [a.replace("{campaign}", str(target)) for a in argv]
+            # {i}: a new plate file per repeat (an existing one is never written over)
+            args = [a.replace("{campaign}", str(target)).replace("{i}", str(i)) for a in argv]
             t, c = time.perf_counter(), cpu_children()
             r = subprocess.run(
                 [sys.executable, "-m", "screenbai.cli", "campaign", *args],
@@ -330,10 +331,12 @@ def part_commands(workdir: Path, repeats: int = 3) -> tuple[pd.DataFrame, dict]:
     timings = {}
     timings["status"] = timed("status", "{campaign}")
     timings["next --plate-size 96"] = timed(
-        "next", "{campaign}", "--plate-size", "96", "--out", str(workdir / "n.csv"), fresh_copy=True
+        "next", "{campaign}", "--plate-size", "96", "--out", str(workdir / "n{i}.csv"), fresh_copy=True
     )
     timings["record (96 wells)"] = timed("record", "{campaign}", str(results), fresh_copy=True)
-    timings["plate (rewrite a plate file)"] = timed("plate", "{campaign}", p.plate_id, "--out", str(workdir / "x.csv"))
+    timings["plate (rewrite a plate file)"] = timed(
+        "plate", "{campaign}", p.plate_id, "--out", str(workdir / "x{i}.csv")
+    )
     timings["report"] = timed("report", "{campaign}", "--out", str(workdir / "rep"))
     start, c = time.perf_counter(), cpu_children()
     subprocess.run(

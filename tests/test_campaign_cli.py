@@ -245,3 +245,25 @@ def test_compounds_the_features_cannot_tell_apart_are_named(tmp_path, capsys):
     assert rec.same_features == [c.compound_ids[(arm + 5) % 10]]
     assert f"same features as {rec.same_features[0]}: the model cannot tell them apart" in st.text()
     c.close()
+
+
+def test_a_plate_file_is_never_written_over(tmp_path, library_csv, capsys):
+    """Two campaigns in one folder both name their first plate P001.csv, and `plate` rewrote a file the
+    lab had filled in: an existing file is refused, before a plate is committed."""
+    a, b = tmp_path / "a.campaign", tmp_path / "b.campaign"
+    for camp in (a, b):
+        assert init(camp, library_csv, "--algorithm", "m-lingape") == 0
+    assert main(["campaign", "next", str(a), "--plate-size", "4"]) == 0
+    filled = tmp_path / "P001.csv"
+    filled.write_text(filled.read_text().replace(",\n", ",1\n").replace(",\r\n", ",1\r\n"))
+    lab = filled.read_bytes()
+    assert b",1" in lab
+    capsys.readouterr()
+    assert main(["campaign", "next", str(b), "--plate-size", "4"]) == 2
+    assert "P001.csv: the file exists" in capsys.readouterr().err
+    with Campaign.open(b) as c:
+        assert c.open_wells() == {}  # no plate committed without its file
+    assert main(["campaign", "plate", str(a), "P001"]) == 2
+    assert "the file exists" in capsys.readouterr().err
+    assert filled.read_bytes() == lab
+    assert main(["campaign", "next", str(b), "--plate-size", "4", "--out", str(tmp_path / "b_P001.csv")]) == 0

@@ -197,13 +197,14 @@ def _next(args) -> int:
     def out(plate_id):
         return Path(args.out) if args.out else Path(args.campaign).with_name(f"{plate_id}.csv")
 
-    check_plate_path(out("P001"))  # before the plate is committed
     with Campaign.open(args.campaign) as camp:
+        n_plates = camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
+        check_plate_path(out(f"P{n_plates + 1:03d}"))  # before the plate is committed
         # the plate id is known once the plate is committed (another `next` may run at the same time)
         plate = camp.next_plate(args.plate_size)
         try:
             plate = camp.write_plate(plate.plate_id, out(plate.plate_id))
-        except OSError as exc:
+        except (OSError, ValueError) as exc:
             raise CampaignError(
                 f"plate {plate.plate_id} is recorded as in the lab but its file could not be written ({exc}); "
                 f"write it with `screenbai campaign plate {args.campaign} {plate.plate_id} --out FILE`"

@@ -32,7 +32,8 @@ def well_names(size: int) -> list[str]:
 
 
 def check_plate_path(path: str | Path) -> None:
-    """Refuse a plate file path that cannot be written (no such folder, a folder, not writable)."""
+    """Refuse a plate file path that cannot be written (no such folder, a folder, not writable) or
+    that exists."""
     path = Path(path)
     folder = path.parent
     where = f"cannot write the plate file {path}"
@@ -42,14 +43,21 @@ def check_plate_path(path: str | Path) -> None:
         raise ValueError(f"{where}: it is a folder; give a file name such as {path / 'P001.csv'}")
     if not os.access(folder, os.W_OK):
         raise ValueError(f"{where}: folder {folder} is not writable; choose --out")
+    if path.exists():
+        raise ValueError(
+            f"{where}: the file exists (it may hold the lab's results, or another campaign's plate); "
+            "move it away, or choose another file with --out"
+        )
 
 
 def write_plate_file(path: str | Path, plate_id: str, wells: list[tuple[str, str, str]]) -> Path:
     """Write (well, compound_id, smiles) rows with an empty outcome column for the lab to fill.
 
-    Written to a temporary file and renamed, so a crash never leaves half a plate file.
+    Written to a temporary file and renamed, so a crash never leaves half a plate file.  An
+    existing file is never replaced: it may be the same plate with the lab's outcomes typed in.
     """
     path = Path(path)
+    check_plate_path(path)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
