@@ -195,3 +195,11 @@ def test_instance_builders_check_their_arguments_from_python_too():
     with pytest.raises(ValueError, match="instance 'akg_sphere': K must be a whole number >= 2; got 1"):
         akg_sphere(K=1)
     assert kw_synthetic(K=5, d=2, seed=np.int64(1)).K == 5
+
+
+def test_asked_arms_told_back_as_floats_are_accepted():
+    # arms read back from a table come as floats: tell() failed with numpy's IndexError
+    policy = make_policy("lingape", np.eye(3), rng=0)
+    arms = policy.ask()
+    policy.tell(arms.astype(float), np.zeros(arms.size))
+    assert policy.n_samples == arms.size and policy.n.tolist() == np.bincount(arms, minlength=3).tolist()

@@ -226,6 +226,7 @@ class Policy(metaclass=_PolicyMeta):
                 raise ValueError(
                     f"rewards were given for arms {arms.tolist()}, but the arms asked were {asked.tolist()}"
                 )
+            arms = asked  # the same indices, as integers (they may come back as floats, e.g. from a table)
         elif not self._n_flight:
             raise RuntimeError("tell() called without arms in flight; call ask() or propose() first")
         else:
