@@ -181,3 +181,14 @@ def test_numbers_with_underscores_are_refused(tmp_path):
     cont.next_plate(4)
     _refused(cont, _rows(tmp_path, "plate_id,well,outcome\nP001,A01,1_5\n"), "line 2", "'1_5'", "not a number")
     cont.close()
+
+
+def test_the_unfilled_plate_file_is_refused_not_recorded_as_all_failed(camp, tmp_path):
+    """Recording the plate file before the lab filled it in marked every well failed and closed the
+    plate, so the real results were refused later as 'already recorded'."""
+    plate = camp.plate("P001")
+    blank = camp.write_plate("P001", tmp_path / "P001.csv").path
+    _refused(camp, blank, "the outcome column is empty on all 8 rows", "write 'failed'")
+    all_failed = write_results(tmp_path / "failed.csv", plate, ["failed"] * len(plate))
+    rec = camp.record(all_failed)  # said explicitly: recorded
+    assert (rec.n_outcomes, rec.n_failed) == (0, len(plate))

@@ -6,7 +6,8 @@ A results file is CSV or TSV (``;`` also accepted) with a header naming the colu
 * ``well`` and/or ``compound_id`` (or ``compound``): with only a compound id, its open wells on
   that plate are filled in well order; a well may be written A1, a01 or A01,
 * ``outcome`` (or ``result``, ``value``): 0/1 for binary assays, a number for continuous ones,
-  empty or ``failed`` for a failed well (its compound goes back into the queue).
+  empty or ``failed`` for a failed well (its compound goes back into the queue).  A file whose
+  outcomes are all empty is refused: it is the plate file before the lab filled it in.
 
 The plate file written by ``next`` has exactly these columns, so the lab can fill in the
 ``outcome`` column and record the same file.
@@ -137,6 +138,7 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
         return open_wells.get((plate_id, compound))
 
     already: dict[str, dict[str, str]] = {}
+    n_blank = 0  # rows with an empty outcome (a failed well, unless all are empty)
     plate_ids = {p.upper(): p for p in plates}
     aliases: dict[str, dict[tuple[str, int] | str, str]] = {}
 
@@ -204,7 +206,13 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
         if isinstance(value, str):
             errors.append(f"{where}: outcome {raw!r} for well {plate_id}/{well}: {value}")
             continue
+        n_blank += not raw
         out.append(Outcome(line, plate_id, well, info.arm, value))
+    if out and n_blank == len(out) and not errors:
+        errors.append(
+            f"{path}: the outcome column is empty on all {len(out)} rows: is this the plate file before the lab "
+            "filled it in? Nothing was recorded; if every well failed, write 'failed' in the outcome column"
+        )
     for plate_id, done in already.items():
         if len(done) == len(plates[plate_id]):
             first = next(iter(done.values())).split("(from ", 1)[1].rstrip(")")
