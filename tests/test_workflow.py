@@ -218,6 +218,8 @@ def test_bad_config_fails_before_any_job(tmp_path):
         # an import error that did not name the key; a d the PCA rule refused after curation and fingerprints
         (lambda c: c.update(algorithm_modules=["no_such_module"]), "algorithm_modules: cannot import 'no_such_module'"),
         (lambda c: c["screen"]["studies"]["vary_d"].update(d=[2, 300]), "d = 300 exceeds featurize.n_bits = 256"),
+        # the generator is the seed's: this failed with "got multiple values for keyword argument 'rng'"
+        (lambda c: c["algorithms"][0]["params"].update(rng=3), "rng cannot be set among the parameters"),
     ],
 )
 def test_bad_values_fail_before_any_job(tmp_path, mutate, expected):

@@ -320,6 +320,11 @@ def check(cls: type, given: dict, label: str = "") -> None:
         given = _rename(cls, given)
     prefix = f"{label}: " if label else ""
     for key, value in given.items():
+        if key == "rng":
+            raise ValueError(
+                f"{prefix}rng cannot be set among the parameters: the generator comes from the seed "
+                "(the workflow's screen.seed, a campaign's --seed); remove it"
+            )
         if key not in params:
             raise ValueError(
                 f"{prefix}{cls.__name__} has no parameter {key!r}; parameters accepted: {', '.join(params)}"
