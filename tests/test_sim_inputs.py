@@ -203,3 +203,29 @@ def test_asked_arms_told_back_as_floats_are_accepted():
     arms = policy.ask()
     policy.tell(arms.astype(float), np.zeros(arms.size))
     assert policy.n_samples == arms.size and policy.n.tolist() == np.bincount(arms, minlength=3).tolist()
+
+
+# ---------------------------------------------------------------------- every parameter, odd values
+@pytest.mark.parametrize("name", ["lingape", "lucb", "m-lingape", "glgape"])
+@pytest.mark.parametrize("key,value", [("epsilon", "x"), ("m", "x"), ("m", float("nan"))])
+def test_replicate_leaves_bad_values_to_the_policy_that_names_them(name, key, value):
+    # the tie check converted epsilon and m first: "could not convert string to float: 'x'"
+    inst = _linear_instance(1.0) if name != "glgape" else _logistic_instance()
+    with pytest.raises((ValueError, TypeError), match=rf"\b{key}\b"):
+        replicate(inst, name, {key: value}, n_reps=1)
+
+
+def _logistic_instance() -> Instance:
+    from screenbai.bandits.instances import kw_synthetic
+
+    return kw_synthetic(K=8, d=3, seed=1)
+
+
+@pytest.mark.parametrize("name", ["uniform", "gse-lin", "gse-log", "linucb", "fb-lingape"])
+def test_a_budget_above_the_safety_cap_is_refused(name):
+    # budget = 1e300 hung GSE (rounding an astronomical design) or overflowed ("int too large to convert")
+    X = _linear_instance(1.0).features
+    with pytest.raises(ValueError, match=r"budget = 1e\+300 exceeds max_samples = 1000000.*lower the budget or raise"):
+        make_policy(name, X, budget=1e300)
+    with pytest.raises(ValueError, match="budget = 5001 exceeds max_samples = 5000"):
+        make_policy(name, X, budget=5001, max_samples=5000)

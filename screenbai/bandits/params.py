@@ -247,6 +247,11 @@ def _unknown(cls: type, key: str, params: dict[str, Param]) -> TypeError:
     )
 
 
+def _count(n: int) -> str:
+    """A whole number as text, short when it is astronomically large (1e+300, not 301 digits)."""
+    return str(n) if n < 10**15 else f"{float(n):.3g}"
+
+
 def resolve(cls: type, given: dict) -> SimpleNamespace:
     """Validated values of every parameter of ``cls`` (defaults filled in, fixed ones added)."""
     params = declared(cls)
@@ -263,6 +268,13 @@ def resolve(cls: type, given: dict) -> SimpleNamespace:
         else:
             values[name] = p.default
     values.update(_merged(cls, "fixed"))
+    budget, cap = values.get("budget"), values.get("max_samples")
+    if budget is not None and cap is not None and budget > cap:
+        raise ValueError(
+            f"{cls.__name__}: budget = {_count(budget)} exceeds max_samples = {_count(cap)}, the safety cap on the number of tests "
+            "(in the workflow, screen.max_samples): the run would stop at the cap with its budget unspent; lower "
+            "the budget or raise max_samples"
+        )
     return SimpleNamespace(**values)
 
 

@@ -127,6 +127,10 @@ def replicate(
     return df
 
 
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+
+
 def _is_whole(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
@@ -167,9 +171,12 @@ def warn_if_tied(instance: Instance, algorithm: str, params: dict) -> None:
     separate them, so every run goes on to ``max_samples``."""
     entry = get(algorithm)
     values = {**entry.parameters(), **params}
-    if getattr(entry.cls, "fixed_budget", False) or "epsilon" not in values or float(values["epsilon"] or 0.0) > 0:
+    epsilon, m = values.get("epsilon"), values.get("m", 1)
+    if not (_is_number(epsilon) and _is_number(m) and float(m).is_integer() and m >= 1):
+        return  # no epsilon, or values the policy's own check names
+    if getattr(entry.cls, "fixed_budget", False) or epsilon > 0:
         return
-    m = int(values.get("m", 1))
+    m = int(m)
     top = np.sort(instance.means)[::-1]
     if m < instance.K and top[m - 1] - top[m] <= 1e-12 * max(1.0, abs(top[m - 1])):
         cap = values.get("max_samples") or DEFAULT_MAX_SAMPLES
