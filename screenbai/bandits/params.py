@@ -271,9 +271,9 @@ def resolve(cls: type, given: dict) -> SimpleNamespace:
     budget, cap = values.get("budget"), values.get("max_samples")
     if budget is not None and cap is not None and budget > cap:
         raise ValueError(
-            f"{cls.__name__}: budget = {_count(budget)} exceeds max_samples = {_count(cap)}, the safety cap on the number of tests "
-            "(in the workflow, screen.max_samples): the run would stop at the cap with its budget unspent; lower "
-            "the budget or raise max_samples"
+            f"{cls.__name__}: budget = {_count(budget)} exceeds max_samples = {_count(cap)}, the safety cap on the "
+            "number of tests (in the workflow, screen.max_samples): the run would stop at the cap with its budget "
+            "unspent; lower the budget or raise max_samples"
         )
     return SimpleNamespace(**values)
 

@@ -127,8 +127,11 @@ def replicate(
     return df
 
 
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+def _as_number(value) -> float | None:
+    """``value`` as a float when it is a real number (not a bool), else None."""
+    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 def _is_whole(value) -> bool:
@@ -171,12 +174,12 @@ def warn_if_tied(instance: Instance, algorithm: str, params: dict) -> None:
     separate them, so every run goes on to ``max_samples``."""
     entry = get(algorithm)
     values = {**entry.parameters(), **params}
-    epsilon, m = values.get("epsilon"), values.get("m", 1)
-    if not (_is_number(epsilon) and _is_number(m) and float(m).is_integer() and m >= 1):
+    epsilon, m_value = _as_number(values.get("epsilon")), _as_number(values.get("m", 1))
+    if epsilon is None or m_value is None or not m_value.is_integer() or m_value < 1:
         return  # no epsilon, or values the policy's own check names
     if getattr(entry.cls, "fixed_budget", False) or epsilon > 0:
         return
-    m = int(m)
+    m = int(m_value)
     top = np.sort(instance.means)[::-1]
     if m < instance.K and top[m - 1] - top[m] <= 1e-12 * max(1.0, abs(top[m - 1])):
         cap = values.get("max_samples") or DEFAULT_MAX_SAMPLES
