@@ -267,3 +267,25 @@ def test_a_plate_file_is_never_written_over(tmp_path, library_csv, capsys):
     assert "the file exists" in capsys.readouterr().err
     assert filled.read_bytes() == lab
     assert main(["campaign", "next", str(b), "--plate-size", "4", "--out", str(tmp_path / "b_P001.csv")]) == 0
+
+
+def test_backtest_refuses_bad_numbers_before_reading_the_truth(tmp_path, library_csv, capsys, monkeypatch):
+    """--max-tests 0 failed in matplotlib after the whole curation ('x and y must have same first
+    dimension'), --plate-size 0 after it, --top-k 0 gave NaN shares."""
+    import screenbai.campaign.backtest as backtest
+
+    def never(*args, **kwargs):
+        raise AssertionError("the truth was read before the options were checked")
+
+    monkeypatch.setattr(backtest, "outcomes_from_activities", never)
+    base = ["campaign", "backtest", "--library", str(library_csv), "--id-column", "id", "--smiles-column", "smiles"]
+    base += ["--activity-column", "ic50_nM", "--d", "3", "--out", str(tmp_path / "bt")]
+    for extra, named in [
+        (["--max-tests", "0"], "--max-tests must be at least 1"),
+        (["--plate-size", "0"], "--plate-size must be at least 1"),
+        (["--top-k", "0"], "--top-k must be at least 1"),
+        (["--threshold", "-5"], "--threshold is an activity in nM and must be > 0"),
+        (["--param", "delta=7"], "delta=7"),
+    ]:
+        assert main([*base, *extra]) == 2
+        assert named in capsys.readouterr().err

@@ -102,3 +102,18 @@ def test_cure_threshold_refuses_one_class_and_ambiguous_rules():
         cure_threshold(a, threshold_nM=10, potent_fraction=0.1)
     with pytest.raises(ValueError, match="strictly between 0 and 1"):
         cure_threshold(a, potent_fraction=1.0)
+
+
+def test_potent_fraction_with_tied_activities_cuts_between_different_values():
+    """Censored values kept as 10 000 nM tie: 'the most potent 50 %' cured 4 of 20 (20 %) while saying
+    50 %, and with two tied groups a fraction of 0.1 left one class."""
+    from screenbai.chem.ground_truth import cure_threshold
+
+    lab = cure_threshold([1.0, 2.0, 3.0, 4.0] + [1e4] * 16, potent_fraction=0.5)
+    assert lab["n_cured"] == 4 and lab["threshold_nM"] == pytest.approx(200.0)
+    assert lab["description"].startswith("the most potent 20% of the library (activity < 200 nM); 50% was asked")
+    assert "16 compounds share 1e+04 nM" in lab["description"]
+    lab = cure_threshold([5.0] * 10 + [7.0] * 10, potent_fraction=0.1)  # one class before
+    assert lab["n_cured"] == 10 and 5.0 < lab["threshold_nM"] < 7.0
+    lab = cure_threshold(np.arange(1.0, 11.0), potent_fraction=0.3)  # no tie: as before
+    assert lab["n_cured"] == 3 and lab["description"] == "the most potent 30% of the library (activity < 3.46 nM)"

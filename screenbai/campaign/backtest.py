@@ -295,6 +295,17 @@ def curve_figure(result: BacktestResult, path: Path) -> Path:
 
 
 def backtest_from_args(args, params: dict) -> int:
+    from .campaign import check_settings
+
+    # before the truth is read and featurized: a bad number must not cost that first
+    for name, value in (("--plate-size", args.plate_size), ("--max-tests", args.max_tests), ("--top-k", args.top_k)):
+        if value < 1:
+            raise ValueError(f"{name} must be at least 1; got {value}")
+    if not args.rate_column and not args.threshold > 0:
+        raise ValueError(f"--threshold is an activity in nM and must be > 0; got {args.threshold:g}")
+    check_settings(args.algorithm, params, args.seed, "binary")
+    if args.campaign_out and Path(args.campaign_out).exists():
+        raise ValueError(f"--campaign-out {args.campaign_out} already exists; choose another file or delete it first")
     truth = args.truth or args.library
     if args.rate_column:
         known = outcomes_from_rates(truth, rate_column=args.rate_column, library_file=args.library_file)

@@ -85,8 +85,15 @@ def cure_threshold(
             )
         s = np.sort(a)
         k = min(max(round(value * a.size), 1), a.size - 1) if a.size > 1 else 1
-        thr = float(np.sqrt(s[k - 1] * s[k])) if a.size > 1 else float(s[0]) * 2.0
-        words = f"the most potent {value:.0%} of the library ({activity_label} < {thr:.3g} nM)"
+        # the cut must fall between two different activities: with ties at the k-th (e.g. censored
+        # values kept as 10 000 nM) the nearest cut that separates them, and the words say so
+        cuts = np.flatnonzero(s[1:] > s[:-1]) + 1
+        j = int(cuts[np.argmin(np.abs(cuts - k))]) if cuts.size else k
+        thr = float(np.sqrt(s[j - 1] * s[j])) if a.size > 1 else float(s[0]) * 2.0
+        share = value if j == k else j / a.size
+        words = f"the most potent {share:.0%} of the library ({activity_label} < {thr:.3g} nM)"
+        if j != k:
+            words += f"; {value:.0%} was asked, but {int((s == s[k]).sum())} compounds share {s[k]:.3g} nM at that cut"
     cured = a < thr
     n_cured = int(cured.sum())
     if n_cured in (0, a.size):
@@ -95,7 +102,7 @@ def cure_threshold(
             f"with the cure label {words}, all {a.size} compounds {side} ({activity_label} {a.min():.3g} - "
             f"{a.max():.3g} nM): no logistic ground truth can be fitted from a single class. Choose a "
             f"threshold inside that range, or the label ground_truth.potent_fraction (e.g. 0.1), which "
-            "always leaves both classes"
+            "leaves both classes whenever two activities differ"
         )
     return {
         "rule": rule,
