@@ -150,3 +150,10 @@ def test_large_libraries_use_the_chunked_featurizer_with_the_same_scores(tmp_pat
     big = import_library(p, id_column="name", smiles_column="structure", radius=2, n_bits=256, d=3)
     assert calls == [1]
     np.testing.assert_allclose(big.features, small.features, rtol=0, atol=1e-10)
+
+
+def test_fingerprint_settings_are_checked_before_d(tmp_path):
+    """--bits 0 said 'choose 1 <= d <= 0'."""
+    p = _csv(tmp_path, [(f"C{i}", s) for i, s in enumerate(GOOD)])
+    with pytest.raises(ValueError, match=r"--bits >= 1 and --radius >= 0; got bits = 0"):
+        import_library(p, id_column="name", smiles_column="structure", n_bits=0, d=2)

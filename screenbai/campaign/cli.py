@@ -174,8 +174,9 @@ def _init(args) -> int:
     twins = lib.n_sharing_features()
     if twins:
         print(
-            f"{twins:,} compounds share their features with another one (e.g. stereoisomers: the fingerprint ignores "
-            "stereochemistry); the model cannot tell them apart, and status names them beside a recommendation"
+            f"{twins:,} compounds share their features with another one (stereoisomers or isotopologues, which the "
+            "fingerprint does not see, or bit collisions); the model cannot tell them apart, and status names them "
+            "beside a recommendation"
         )
     if len(lib.rejected):
         print(f"{len(lib.rejected):,} input rows not used:")

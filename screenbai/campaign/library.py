@@ -300,6 +300,8 @@ def build_library(
             f"{where}: only {len(compounds)} usable structure(s) out of {len(frame)} rows; a campaign needs at "
             f"least 2 (rejected: {rejected['reason'].value_counts().to_dict()})"
         )
+    if int(n_bits) < 1 or int(radius) < 0:
+        raise ValueError(f"fingerprints need --bits >= 1 and --radius >= 0; got bits = {n_bits}, radius = {radius}")
     d_max = min(len(compounds), int(n_bits))
     if not 1 <= int(d) <= d_max:
         raise ValueError(f"d = {d} principal components: choose 1 <= d <= {d_max} for {len(compounds)} compounds")
