@@ -329,3 +329,18 @@ def test_non_numeric_values_are_shown_and_a_decimal_comma_named(caplog):
     lib, rep = curate_activities(_raw(rows))  # some rows kept: the dropped ones are counted and logged
     assert rep.dropped == {"non-numeric value": 2} and lib["compound_id"].tolist() == ["C"]
     assert "2 rows dropped as 'non-numeric value': 10,2 (1), 5,5 (1)" in caplog.text
+
+
+def test_a_row_without_id_gets_a_name_no_real_id_has(caplog):
+    """The generated 'row0' met a real id 'row0': two structures under one id, both dropped."""
+    rows = [
+        dict(molecule_chembl_id=None, canonical_smiles="CCO", standard_value="5"),
+        dict(molecule_chembl_id="row1", canonical_smiles="CCN", standard_value="50"),
+        dict(molecule_chembl_id="", canonical_smiles="CCC", standard_value="7"),
+    ]
+    lib, rep = curate_activities(_raw(rows))
+    _check_invariant(rep)
+    assert rep.dropped == {}
+    assert sorted(lib["compound_id"]) == ["row1", "row1_noid", "row3"]
+    assert lib.set_index("compound_id").loc["row1", "smiles"] == "CCN"
+    assert "2 rows have no compound id; named after their data row: row1_noid, row3" in caplog.text

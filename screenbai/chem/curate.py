@@ -370,9 +370,22 @@ def _rows(raw_df: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _row_ids(rows: list[dict[str, Any]]) -> list[str]:
-    return [
-        f"row{i}" if _blank(r["molecule_chembl_id"]) else str(r["molecule_chembl_id"]) for i, r in enumerate(rows)
-    ]
+    """Each row's compound id; a row without one gets ``row<n>`` (its 1-based data row), made
+    unique against the real ids (a real 'row1' would otherwise be taken for the same compound)."""
+    real = {str(r["molecule_chembl_id"]) for r in rows if not _blank(r["molecule_chembl_id"])}
+    ids, made = [], []
+    for i, r in enumerate(rows, start=1):
+        if not _blank(r["molecule_chembl_id"]):
+            ids.append(str(r["molecule_chembl_id"]))
+            continue
+        name = f"row{i}"
+        while name in real:
+            name = f"{name}_noid"
+        ids.append(name)
+        made.append(name)
+    if made:
+        logger.warning("%d rows have no compound id; named after their data row: %s", len(made), ", ".join(made[:10]))
+    return ids
 
 
 def _checked_options(
