@@ -289,3 +289,12 @@ def test_backtest_refuses_bad_numbers_before_reading_the_truth(tmp_path, library
     ]:
         assert main([*base, *extra]) == 2
         assert named in capsys.readouterr().err
+
+
+def test_a_path_that_cannot_be_written_is_an_error_not_a_traceback(tmp_path, library_csv, capsys):
+    camp = tmp_path / "c.campaign"
+    assert init(camp, library_csv, "--algorithm", "m-lingape") == 0
+    assert main(["campaign", "report", str(camp), "--out", str(library_csv)]) == 2  # a file, not a folder
+    err = capsys.readouterr().err
+    assert "File exists" in err and "lib.csv" in err
+    assert library_csv.read_text().startswith("id,smiles")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -141,7 +142,8 @@ def run(args) -> int:
         ValueError,
         KeyError,
         TypeError,
-        FileNotFoundError,
+        OSError,  # a path that cannot be read or written: its message names it
+        sqlite3.Error,
     ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
