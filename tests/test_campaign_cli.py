@@ -205,6 +205,7 @@ def test_bad_settings_are_refused_before_the_library_is_read(tmp_path, library_c
         (["--seed", "-1"], "seed"),
         (["--algorithm", "nope"], "unknown algorithm 'nope'"),
         (["--outcome", "continuous"], "binary"),
+        (["--rejected-out", str(tmp_path / "no" / "rej.csv")], "does not exist"),
     ]:
         assert init(camp, library_csv, *extra) == 2
         assert named in capsys.readouterr().err and not camp.exists()

@@ -156,6 +156,8 @@ def _init(args) -> int:
     check_settings(args.algorithm, _params(args.param), args.seed, args.outcome)  # before featurizing
     if Path(args.campaign).exists():
         raise ValueError(f"{args.campaign} already exists; choose another campaign file or delete it first")
+    if args.rejected_out and not Path(args.rejected_out).parent.is_dir():
+        raise ValueError(f"--rejected-out {args.rejected_out}: folder {Path(args.rejected_out).parent} does not exist")
     lib = import_library(
         args.library,
         kind=args.kind,
