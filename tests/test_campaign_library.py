@@ -132,6 +132,11 @@ def test_featurized_workflow_library(tmp_path):
     assert list(lib.compounds["compound_id"]) == ids[::-1]
     assert list(lib.compounds["smiles"]) == GOOD[::-1]
     np.testing.assert_array_equal(lib.features, np.hstack([X, np.ones((len(GOOD), 1))]))
+    table["compound_id"] = ["C0"] + ids[1:]  # two rows under C0: refused, not an SQLite error at init
+    table.loc[1, "compound_id"] = "C0"
+    table.to_parquet(tmp_path / "features" / "pca_d3.parquet")
+    with pytest.raises(ValueError, match=r"pca_d3.parquet: compound_id 'C0' appear\(s\) on more than one row"):
+        import_library(tmp_path / "features" / "pca_d3.parquet")
 
 
 def test_large_libraries_use_the_chunked_featurizer_with_the_same_scores(tmp_path, monkeypatch):

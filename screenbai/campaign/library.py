@@ -206,6 +206,12 @@ def _featurized(path: Path, library_path: str | None):
     table = pd.read_parquet(path)
     if "compound_id" not in table.columns:
         raise ValueError(f"{path}: a featurized library needs a compound_id column; columns are {list(table.columns)}")
+    repeated = sorted(set(table["compound_id"][table["compound_id"].duplicated()].astype(str)))
+    if repeated:
+        raise ValueError(
+            f"{path}: compound_id {', '.join(map(repr, repeated[:5]))} appear(s) on more than one row; "
+            "each arm needs its own id"
+        )
     pcs = sorted([c for c in table.columns if c.startswith("pc") and c[2:].isdigit()], key=lambda c: int(c[2:]))
     xs = sorted([c for c in table.columns if c.startswith("x") and c[1:].isdigit()], key=lambda c: int(c[1:]))
     if pcs:
