@@ -123,7 +123,6 @@ def test_a_saved_policy_keeps_a_default_that_a_later_release_changed(tmp_path):
         load_policy(path, X)
 
 
-
 # ---------------------------------------------------------------------- the command line
 def test_rng_in_params_is_refused_with_the_way_to_seed():
     with pytest.raises(ValueError, match="params must not set rng.*seed"):
@@ -225,7 +224,20 @@ def _logistic_instance() -> Instance:
 def test_a_budget_above_the_safety_cap_is_refused(name):
     # budget = 1e300 hung GSE (rounding an astronomical design) or overflowed ("int too large to convert")
     X = _linear_instance(1.0).features
-    with pytest.raises(ValueError, match=r"budget = 1e\+300 exceeds max_samples = 1000000.*lower the budget or raise"):
+    with pytest.raises(ValueError, match=r"budget = 10000000 exceeds max_samples = 1000000.*lower the budget or raise"):
+        make_policy(name, X, budget=10**7)
+    with pytest.raises(ValueError, match=r"budget=1e\+300 is not allowed"):
         make_policy(name, X, budget=1e300)
     with pytest.raises(ValueError, match="budget = 5001 exceeds max_samples = 5000"):
         make_policy(name, X, budget=5001, max_samples=5000)
+
+
+@pytest.mark.parametrize(
+    "name,params", [("xy-adaptive", {}), ("glgape", {}), ("lingape", {}), ("gse-lin", {"budget": 100})]
+)
+def test_an_astronomical_cap_is_refused_by_name(name, params):
+    # max_samples = 1e300 failed deep in numpy ("Maximum allowed dimension exceeded")
+    X = _linear_instance(1.0).features
+    with pytest.raises(ValueError, match=r"max_samples=1e\+300 is not allowed.*\[1, 1e\+15\]"):
+        make_policy(name, X, max_samples=1e300, **params)
+    assert make_policy(name, X, max_samples=10**15, **params).max_samples == 10**15

@@ -79,6 +79,7 @@ from .params import (
     POSITIVE_INT,
     REFRESH_EVERY,
     SIGMA,
+    TEST_COUNT,
     AnyOf,
     Options,
     Param,
@@ -165,7 +166,7 @@ class GLGapE(Policy):
         "gamma": Param(1.0, NONNEGATIVE, "safety factor of the c_mu and S plug-in estimates"),
         "refresh_every": replace(REFRESH_EVERY, default=1000),
         "mle_tol": Param(1e-8, POSITIVE, "Newton-decrement tolerance of the per-round MLE"),
-        "max_samples": Param(None, POSITIVE_INT, "safety cap on the number of pulls (None: 10^6)", none=True),
+        "max_samples": Param(None, TEST_COUNT, "safety cap on the number of pulls (None: 10^6)", none=True),
     }
     renamed = {"rule": "selection", "R": "sigma"}
 

@@ -122,6 +122,9 @@ PROBABILITY = Interval(0.0, 1.0, open=("low", "high"))
 POSITIVE = Interval(0.0, None, open=("low",))
 NONNEGATIVE = Interval(0.0, None)
 POSITIVE_INT = Interval(1, None, integer=True)
+#: a count of tests: at most 10^15 (decades of simulation at a microsecond per test), so that counts,
+#: budgets and caps stay far inside int64 (a cap of 1e300 failed deep in numpy)
+TEST_COUNT = Interval(1, 1e15, integer=True)
 
 
 @dataclass(frozen=True)
@@ -174,7 +177,7 @@ COMMON: dict[str, Param] = {
         none=True,
     ),
     "max_samples": Param(
-        DEFAULT_MAX_SAMPLES, POSITIVE_INT, "safety cap on the number of pulls (runs reaching it are reported)"
+        DEFAULT_MAX_SAMPLES, TEST_COUNT, "safety cap on the number of pulls (runs reaching it are reported)"
     ),
 }
 
@@ -349,7 +352,7 @@ def check(cls: type, given: dict, label: str = "") -> None:
 
 # ---------------------------------------------------------------------------- the shared vocabulary
 # One name per idea across all algorithms; classes pick these and change only the default.
-BUDGET = Param(REQUIRED, POSITIVE_INT, "total number of pulls")
+BUDGET = Param(REQUIRED, TEST_COUNT, "total number of pulls")
 M = Param(1, POSITIVE_INT, "number of best arms to identify (m < K)")
 DELTA = Param(0.05, PROBABILITY, "confidence level: the error probability is at most delta")
 EPSILON = Param(0.0, NONNEGATIVE, "tolerance: an arm within epsilon of the m-th best counts as correct")
