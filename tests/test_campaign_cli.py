@@ -299,3 +299,17 @@ def test_a_path_that_cannot_be_written_is_an_error_not_a_traceback(tmp_path, lib
     err = capsys.readouterr().err
     assert "File exists" in err and "lib.csv" in err
     assert library_csv.read_text().startswith("id,smiles")
+
+
+def test_status_json_is_strict_json_before_the_first_tests(tmp_path, library_csv, capsys):
+    """The stopping index is NaN until the first tests are in; `--json` printed NaN, which is not JSON."""
+    camp = tmp_path / "c.campaign"
+    assert init(camp, library_csv, "--algorithm", "m-lingape") == 0
+    capsys.readouterr()
+    assert main(["campaign", "status", str(camp), "--json"]) == 0
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    status = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert status["stop_index"] is None and status["tests"] == 0

@@ -98,7 +98,9 @@ class Status:
     no_guarantee: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Plain data for JSON: a value not defined yet (NaN, e.g. the stopping index before the first
+        tests) is None, since NaN is not JSON and strict parsers (jq, JavaScript) refuse it."""
+        return _finite(asdict(self))
 
     def text(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.params.items()) or "defaults"
@@ -219,6 +221,16 @@ def campaign_status(camp) -> Status:
         recommendation=rec,
         no_guarantee=without_guarantee(type(policy), {**registered(camp.algorithm).defaults, **params}),
     )
+
+
+def _finite(v):
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _finite(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return type(v)(_finite(x) for x in v)
+    return v
 
 
 def _float(v):
