@@ -131,7 +131,7 @@ def acquire_activities(
 #: pChEMBL values are -log10(molar) of some potency measure; they are converted to nM.
 ACTIVITY_TYPES = ("IC50", "Ki", "Kd", "EC50", "pChEMBL")
 _CANONICAL = {t.lower(): t for t in ACTIVITY_TYPES}
-_FLIP_RELATION = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "=>": "=<", "=<": "=>"}
+_FLIP_RELATION = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "=>": "=<", "=<": "=>", "≥": "≤", "≤": "≥"}
 
 
 def _canonical(t: str) -> str:

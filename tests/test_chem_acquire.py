@@ -556,3 +556,17 @@ def test_no_sdf_record_is_lost_after_an_unreadable_one(tmp_path, gz):
     assert df["compound_id"].tolist() == ["OK1", "BAD1", "OK2", "V3000 junk", "X1", "junk"]
     assert df["smiles"].tolist()[::2] == ["CCO", "CCN", "CCCl"]
     assert df["problem"].tolist()[1::2] == ["unreadable SDF record"] * 3
+
+
+def test_unicode_bounds_are_censored_values_not_text(tmp_path):
+    """'≥100' typed in a spreadsheet was a 'non-numeric value': kept_as_value lost it."""
+    from screenbai.chem.curate import curate_activities
+
+    path = tmp_path / "lab.csv"
+    path.write_text("name,smi,IC50\nA,CCO,≥100\nB,CCN,≤ 2\nC,CCC,7\n", encoding="utf-8")
+    raw = read_activity_table(path, smiles_column="smi", activity_column="IC50", id_column="name")
+    assert raw["standard_relation"].tolist() == ["≥", "≤", None] and raw["standard_value"].tolist() == ["100", "2", "7"]
+    lib, rep = curate_activities(raw)
+    assert rep.dropped == {"censored relation": 2}
+    lib, rep = curate_activities(raw, censored="keep_as_value")
+    assert lib.set_index("compound_id")["activity_nM"].to_dict() == {"A": 100.0, "B": 2.0, "C": 7.0}

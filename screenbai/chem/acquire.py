@@ -272,7 +272,7 @@ def read_chembl_export(path: str | Path) -> pd.DataFrame:
 # chemists' own tables (CSV/TSV/SDF)
 # ----------------------------------------------------------------------------------------
 
-_VALUE_WITH_RELATION = re.compile(r"^\s*(>=|<=|>|<|~|=)?\s*(.*?)\s*$")
+_VALUE_WITH_RELATION = re.compile(r"^\s*(>=|<=|>|<|~|=|≥|≤)?\s*(.*?)\s*$")
 
 
 def _is_sdf(path: Path) -> bool:

@@ -67,7 +67,7 @@ UNIT_FACTORS_TO_NM: dict[str, float] = {
 _MASS_UNITS = {"ug.mL-1", "ug/mL", "ug/ml", "µg/mL", "µg.mL-1", "μg/mL", "μg.mL-1", "ug ml-1", "mg/L", "mg.L-1"}
 _EXACT = {"=", "==", "eq"}
 _DECIMAL_COMMA = re.compile(r"^[<>=~]*\s*\d+,\d+$")
-_CENSORED = {">", "<", ">=", "<=", "~", "=>", "=<", ">>", "<<"}
+_CENSORED = {">", "<", ">=", "<=", "~", "=>", "=<", ">>", "<<", "≥", "≤"}  # ≥ ≤: typed in a spreadsheet
 
 
 @dataclass(frozen=True)
