@@ -135,6 +135,15 @@ def _check_file_options(args) -> None:
                 "(see `screenbai instances`)"
             )
         return
+    npy = Path(args.features).suffix == ".npy"
+    ignored = ["--means-column", "--feature-columns"] if npy else ["--means"]
+    given = [flag for key, flag in _FILE_OPTIONS.items() if flag in ignored and getattr(args, key) is not None]
+    if given:
+        raise SystemExit(
+            f"error: {', '.join(given)} would be ignored with a {'.npy' if npy else 'table'} features file: "
+            + ("a .npy matrix takes its means from --means FILE.npy" if npy else
+               "a table takes its means from a column (--means-column)")
+        )
     if args.reward == "bernoulli" and args.sigma is not None:
         raise SystemExit(
             "error: --sigma sets Gaussian noise; with --reward bernoulli the outcomes are 0/1 draws of the means "

@@ -241,3 +241,18 @@ def test_an_astronomical_cap_is_refused_by_name(name, params):
     with pytest.raises(ValueError, match=r"max_samples=1e\+300 is not allowed.*\[1, 1e\+15\]"):
         make_policy(name, X, max_samples=1e300, **params)
     assert make_policy(name, X, max_samples=10**15, **params).max_samples == 10**15
+
+
+def test_options_a_features_file_of_the_other_kind_would_ignore_are_refused(tmp_path):
+    import pandas as pd
+
+    from screenbai.cli import main
+
+    table, matrix, means = tmp_path / "arms.csv", tmp_path / "X.npy", tmp_path / "mu.npy"
+    pd.DataFrame({"x0": [0.1, 0.5, 0.9], "mean": [0.2, 0.5, 0.8]}).to_csv(table, index=False)
+    np.save(matrix, np.eye(3))
+    np.save(means, np.array([0.2, 0.5, 0.8]))
+    with pytest.raises(SystemExit, match="--means would be ignored with a table"):
+        main(["simulate", "lingape", "--features", str(table), "--means", str(means), "--reps", "1"])
+    with pytest.raises(SystemExit, match="--means-column would be ignored with a .npy"):
+        main(["simulate", "lingape", "--features", str(matrix), "--means", str(means), "--means-column", "mu"])
