@@ -256,3 +256,11 @@ def test_options_a_features_file_of_the_other_kind_would_ignore_are_refused(tmp_
         main(["simulate", "lingape", "--features", str(table), "--means", str(means), "--reps", "1"])
     with pytest.raises(SystemExit, match="--means-column would be ignored with a .npy"):
         main(["simulate", "lingape", "--features", str(matrix), "--means", str(means), "--means-column", "mu"])
+
+
+def test_saving_into_a_missing_folder_names_the_folder(tmp_path):
+    # the error named the temporary file "s.npz.tmp.npz"
+    from screenbai.bandits import save_policy
+
+    with pytest.raises(FileNotFoundError, match=r"cannot write .*s\.npz: folder .*missing does not exist"):
+        save_policy(make_policy("lingape", np.eye(3)), tmp_path / "missing" / "s.npz")

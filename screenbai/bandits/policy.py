@@ -582,6 +582,8 @@ def write_document(path, doc: dict) -> Path:
     path = Path(path)
     if path.suffix != ".npz":
         path = path.with_name(path.name + ".npz")
+    if not path.parent.is_dir():
+        raise FileNotFoundError(f"cannot write {path}: folder {path.parent} does not exist; create it first")
     tmp = path.with_name(path.name + ".tmp.npz")
     with open(tmp, "wb") as fh:
         np.savez(fh, **cast(dict[str, Any], {"__document__": np.array(json.dumps(doc)), **arrays}))
