@@ -264,3 +264,21 @@ def test_saving_into_a_missing_folder_names_the_folder(tmp_path):
 
     with pytest.raises(FileNotFoundError, match=r"cannot write .*s\.npz: folder .*missing does not exist"):
         save_policy(make_policy("lingape", np.eye(3)), tmp_path / "missing" / "s.npz")
+
+
+# ---------------------------------------------------------------------- instances no model of the features fits
+def test_identical_features_with_different_means_are_reported():
+    # e.g. two stereoisomers with one 2-D fingerprint and different measured cure rates: ran without a word
+    from screenbai.bandits.runner import UnrealizableWarning
+
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [0.5, 0.5]])
+    inst = Instance(X, [0.1, 0.2, 0.9, 0.3], "gaussian", 1.0, name="stereo")
+    with pytest.warns(UnrealizableWarning, match=r"1 group\(s\) .* arms 1, 2: means 0.2 to 0.9"):
+        replicate(inst, "lingape", {}, n_reps=1)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnrealizableWarning)
+        replicate(inst, "lucb", {"max_samples": 2000}, n_reps=1)  # arm by arm: nothing to report
+        same = Instance(X, [0.1, 0.2, 0.2, 0.3], "gaussian", 1.0, name="same")
+        replicate(same, "lingape", {"max_samples": 20000}, n_reps=1)  # identical arms, identical means

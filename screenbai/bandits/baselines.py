@@ -41,6 +41,7 @@ class UniformAllocation(Policy):
 
     name = "uniform"
     fixed_budget = True
+    models_features = False
     _state_attrs = ("_sent",)
 
     parameters = {"budget": BUDGET}

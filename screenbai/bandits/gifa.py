@@ -384,6 +384,8 @@ class LinGIFA(GIFA):
 class _ClassicalGIFA(GIFA):
     """GIFA on unstructured arms: empirical means and individual widths; every arm pulled once first."""
 
+    models_features = False
+
     parameters = {
         "threshold": Param(
             "lucb1", Options(CLASSICAL_THRESHOLDS), "confidence threshold ('heuristic' has no guarantee)",

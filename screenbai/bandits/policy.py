@@ -128,6 +128,8 @@ class Policy(metaclass=_PolicyMeta):
     binary_rewards = False
     #: fixed-budget policies finish when the budget is spent
     fixed_budget = False
+    #: the means are estimated through the features (a linear or logistic model), not arm by arm
+    models_features = True
     #: attributes (besides the base bookkeeping) that change during a run: the policy's state
     _state_attrs: ClassVar[tuple[str, ...]] = ()
 
