@@ -3,6 +3,7 @@ processes; the snapshot cache equals replay from the log; a changed log is detec
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -252,3 +253,33 @@ def test_settings_without_guarantee_are_named(name, given, expected):
     from screenbai.bandits.registry import get
 
     assert without_guarantee(get(name).cls, given) == expected
+
+
+def test_a_campaign_keeps_the_defaults_it_started_with(tmp_path):
+    """A later release may change a default (GLGapE's calibration did): resuming a screen must go
+    on with the algorithm it started with, not be rebuilt silently with the new one."""
+    path = tmp_path / "a.campaign"
+    camp = new_campaign(path)  # GLGapE at its default calibration
+    _run(camp, tmp_path, Assay(camp.features), plates=2, size=5, tag="a")
+    assert camp.policy.calibration == "likelihood-ratio"
+    state = camp.policy.state_dict()
+    camp.close()
+    with Campaign.open(path, use_snapshot=False) as same:  # same release: nothing to say
+        assert same.policy.calibration == "likelihood-ratio"
+        assert _equal(same.policy.state_dict(), state)
+
+    # as if the campaign had been made when the default calibration was "self-normalized"
+    con = sqlite3.connect(path)
+    (text,) = con.execute("SELECT value FROM meta WHERE key = 'defaults'").fetchone()
+    defaults = json.loads(text)
+    assert defaults["calibration"] == "likelihood-ratio" and "epsilon" not in defaults  # named ones stay in params
+    defaults["calibration"] = "self-normalized"
+    con.execute("UPDATE meta SET value = ? WHERE key = 'defaults'", (json.dumps(defaults),))
+    con.commit()
+    con.close()
+    with Campaign.open(path, use_snapshot=False) as old:
+        changed = r"default calibration='likelihood-ratio' differs .* keeps 'self-normalized'"
+        with pytest.warns(UserWarning, match=changed):
+            policy = old.policy
+        assert policy.calibration == "self-normalized"
+        assert policy.epsilon == 0.1

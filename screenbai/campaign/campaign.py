@@ -170,6 +170,8 @@ class Campaign:
         """Create a campaign file for ``library`` (a :class:`~screenbai.campaign.library.Library`)."""
         import screenbai
         from screenbai.bandits import registry
+        from screenbai.bandits.params import unnamed_defaults
+        from screenbai.bandits.policy import encode_state
 
         params = dict(params or {})
         entry = check_settings(algorithm, params, seed, outcome)
@@ -182,6 +184,8 @@ class Campaign:
                 for key, value in {
                     "algorithm": entry.name,
                     "params": params,
+                    # a later release may change a default: a screen goes on with the ones it started with
+                    "defaults": encode_state(unnamed_defaults(entry.cls, params)),
                     "seed": int(seed),
                     "outcome": outcome,
                     "featurizer": library.featurizer,
@@ -261,9 +265,15 @@ class Campaign:
         return self.meta["outcome"] == "binary"
 
     def _new_policy(self):
-        from screenbai.bandits import make_policy
+        from screenbai.bandits import make_policy, registry
+        from screenbai.bandits.params import keep_saved_defaults
+        from screenbai.bandits.policy import decode_state
 
-        return make_policy(self.algorithm, self.features, rng=int(self.meta["seed"]), **self.meta["params"])
+        params = dict(self.meta["params"])
+        if "defaults" in self.meta:  # campaigns made before screenbai stored them have none to keep
+            cls = registry.get(self.algorithm).cls
+            params.update(keep_saved_defaults(cls, decode_state(self.meta["defaults"]), str(self.path)))
+        return make_policy(self.algorithm, self.features, rng=int(self.meta["seed"]), **params)
 
     @property
     def policy(self):
