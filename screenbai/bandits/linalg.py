@@ -48,6 +48,21 @@ def spanning_arms(Z: np.ndarray, pivot_order: bool = False) -> np.ndarray:
     return start if pivot_order else np.sort(start)
 
 
+def shared_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of X equal to another row: (their indices, a group number for each: equal rows share one).
+
+    Rows are hashed first (pandas: 0.1 s at K = 10^6, where ``np.unique(axis=0)`` over all rows takes
+    4 s); only the repeated ones are sorted into groups.
+    """
+    import pandas as pd
+
+    rows = np.flatnonzero(pd.DataFrame(X).duplicated(keep=False).to_numpy())
+    if not rows.size:
+        return rows, rows
+    _, group = np.unique(X[rows], axis=0, return_inverse=True)
+    return rows, group.reshape(-1)
+
+
 #: largest ||x||^2 / lambda of a ridge design kept by rank one: the update (P^{-1} + x x^T)^{-1} computes
 #: P's shrunken direction as a difference of numbers about this many times larger, so it keeps about
 #: 16 - log10(ratio) digits. Runs went wrong from about 10^13 on (stopping after 10 tests and erring 8 to 95 %

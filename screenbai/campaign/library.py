@@ -52,8 +52,9 @@ class Library:
     def n_sharing_features(self) -> int:
         """How many compounds have the same feature vector as another one (stereoisomers, E/Z
         isomers, isotopologues: the Morgan fingerprint ignores them), so the screen cannot tell them apart."""
-        _, inverse, counts = np.unique(self.features, axis=0, return_inverse=True, return_counts=True)
-        return int((counts[np.ravel(inverse)] > 1).sum())
+        from screenbai.bandits.linalg import shared_rows
+
+        return int(shared_rows(self.features)[0].size)
 
     def rejected_counts(self) -> dict[str, int]:
         return {str(k): int(v) for k, v in self.rejected["reason"].value_counts().sort_index().items()}
