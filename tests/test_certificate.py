@@ -11,7 +11,7 @@ from scipy.special import expit
 
 import screenbai.bandits.gifa as gifa
 from screenbai.bandits import instances
-from screenbai.bandits.certainty.certificate import Certificate, certified_from_bounds, certify
+from screenbai.bandits.certainty.certificate import Certificate, certainty_summary, certified_from_bounds, certify
 from screenbai.bandits.instance import Instance
 from screenbai.bandits.lr_set import LikelihoodRatioSet, nll
 from screenbai.bandits.registry import policy_for_instance
@@ -256,3 +256,15 @@ def test_run_records_carry_the_certificate():
     assert 0.0 <= rec["certified_epsilon"] < np.inf
     assert rec["true_gap"] == true_gap(inst.means, rec["recommendation"])
     assert true_gap(np.array([0.1, 0.5, 0.4, 0.45]), [2, 1]) == pytest.approx(0.05)
+
+
+def test_certainty_summary_for_the_campaign():
+    inst = logistic10()
+    policy = drive(policy_for_instance("glgape", inst, rng=0), inst, 300)
+    names = [f"CPD-{a}" for a in range(inst.K)]
+    out = certainty_summary(policy, names)
+    cert = policy.certificate()
+    assert out["certified_epsilon"]["epsilon"] == {names[cert.arms[0]]: cert.epsilon[0]}
+    assert out["model_check"]["n_tests"] == policy.n_samples
+    lucb = drive(policy_for_instance("lucb", inst, rng=0), inst, 40)
+    assert certainty_summary(lucb)["model_check"] is None

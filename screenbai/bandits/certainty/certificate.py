@@ -145,3 +145,21 @@ def certificate_json(policy, names=None) -> dict | None:
     ``certified_epsilon``."""
     cert = certify(policy)
     return None if cert is None else cert.to_dict(names)
+
+
+def certainty_summary(policy, names=None, sums_sq=None, level: float = 0.05) -> dict:
+    """What the campaign's ``status`` and ``report`` show next to the answer, as plain JSON data:
+
+    * ``certified_epsilon``: ``certificate_json(policy, names)`` (None without a valid confidence set);
+    * ``model_check``: the test of fit of the model the certificate rests on
+      (``model_check.check_policy``; ``sums_sq``, the per-arm sums of squared outcomes, is needed for
+      the linear model), with its ``warning`` text when the model is rejected at ``level``; None
+      for policies with no model of the features.
+    """
+    from .model_check import check_policy
+
+    check = None
+    if policy.models_features and (policy.binary_rewards or sums_sq is not None):
+        found = check_policy(policy, sums_sq, level=level)
+        check = None if found is None else found.to_dict(names)
+    return {"certified_epsilon": certificate_json(policy, names), "model_check": check}
