@@ -268,3 +268,15 @@ def test_certainty_summary_for_the_campaign():
     assert out["model_check"]["n_tests"] == policy.n_samples
     lucb = drive(policy_for_instance("lucb", inst, rng=0), inst, 40)
     assert certainty_summary(lucb)["model_check"] is None
+
+
+def test_certainty_summary_linear_needs_the_sums_of_squares():
+    inst = fan(0.5)
+    policy = drive(policy_for_instance("lingape", inst, rng=0), inst, 200)
+    assert certainty_summary(policy)["model_check"] is None
+    rng = np.random.default_rng(0)
+    n = policy.n
+    y = [inst.means[a] + 0.5 * rng.standard_normal(n[a]) for a in range(inst.K)]
+    obs = (n, np.array([v.sum() for v in y]), np.array([(v * v).sum() for v in y]))
+    check = certainty_summary(policy, observations=obs)["model_check"]
+    assert check["n_tests"] == n.sum() and not check["rejected"]
