@@ -280,3 +280,27 @@ def test_certainty_summary_linear_needs_the_sums_of_squares():
     obs = (n, np.array([v.sum() for v in y]), np.array([(v * v).sum() for v in y]))
     check = certainty_summary(policy, observations=obs)["model_check"]
     assert check["n_tests"] == n.sum() and not check["rejected"]
+
+
+def test_certainty_summary_on_a_campaign(tmp_path):
+    """What `campaign status` will show: the certificate of the leader and the model check, by compound id."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from campaign_util import Assay, new_campaign, write_results
+
+    camp = new_campaign(tmp_path / "c.campaign")
+    try:
+        assay = Assay(camp.features)
+        for k in range(4):
+            plate = camp.next_plate(24)
+            camp.record(write_results(tmp_path / f"r{k}.csv", plate, assay(plate.arms)))
+        obs = camp.observations()
+        out = certainty_summary(camp.policy, camp.compound_ids, obs)
+        (cid, eps), = out["certified_epsilon"]["epsilon"].items()
+        assert cid in camp.compound_ids and 0.0 <= eps <= 1.0
+        assert out["certified_epsilon"]["sentences"][0].startswith(f"{cid}: ")
+        assert out["model_check"]["n_tests"] == obs[0].sum() > 40
+    finally:
+        camp.close()
