@@ -304,3 +304,15 @@ def test_certainty_summary_on_a_campaign(tmp_path):
         assert out["model_check"]["n_tests"] == obs[0].sum() > 40
     finally:
         camp.close()
+
+
+def test_summarize_counts_certificate_misses():
+    from screenbai.bandits.runner import replicate, summarize
+
+    inst = fan(0.5)
+    df = replicate(inst, "lingape", {"max_samples": 30, "delta": 0.1}, n_reps=6, seed=2)
+    row = summarize(df).iloc[0]
+    assert row["median_certified_epsilon"] == pytest.approx(df["certified_epsilon"].median())
+    assert row["certificate_misses"] == int((df["true_gap"] > df["certified_epsilon"]).sum()) == 0
+    df.loc[0, "certified_epsilon"] = -1.0  # a certificate below the true gap counts as a miss
+    assert summarize(df).iloc[0]["certificate_misses"] == 1
