@@ -12,11 +12,14 @@ policy is the one right after the last plate, told every outcome recorded since 
 once, in plate order (plate, then well; failed wells then cancelled), and its stopping rule run.
 So the state, the leader and the stopping decision depend on which outcomes are recorded, not on
 how the lab split them into files nor on the order the files arrive (two plates in the lab
-recorded either way round, a plate recorded in parts, one combined file).  Once the stopping rule
-has fired the answer no longer changes: later outcomes are kept in the file, cancelled in the
-policy.  Snapshots of the policy's ``state_dict`` after the latest step and after the latest plate
-are stored, with their SHA-256, in the same transaction as the step, as caches of that replay;
-``Campaign.open(..., use_snapshot=False)`` replays from the start instead, and
+recorded either way round, a plate recorded in parts, one combined file).  Outcomes of plates
+still in the lab when the stopping rule fired are kept in the file; the answer then takes them
+in if the rule still holds with them (the same answer whatever the order), else stays as it was
+(they are cancelled in the policy): a finished campaign never starts again.  (When the rule holds
+on part of the outcomes and not on all of them, the answer given first stays: that one case
+depends on the order.)  Snapshots of the policy's ``state_dict`` after the latest step and after
+the latest plate are stored, with their SHA-256, in the same transaction as the step, as caches
+of that replay; ``Campaign.open(..., use_snapshot=False)`` replays from the start instead, and
 ``Campaign.repair`` rebuilds them from the log.
 
 ``create`` builds the file under a temporary name in the same folder and renames it into place
@@ -508,20 +511,35 @@ class Campaign:
     def _after_record(self, policy, base_step: int, base: str | dict | None, told: bool, step: int):
         """The policy after the results file recorded at ``step`` (see ``_replay_now``); ``policy`` is the one
         before it, ``base`` the state right after the last plate (step ``base_step``), ``told`` whether
-        ``policy`` has taken outcomes since."""
-        if policy.done:
-            _cancel(policy, np.asarray([a for a, _ in self._outcomes(step - 1, step)], dtype=np.int64))
+        ``policy`` has taken outcomes since.
+
+        The state after the last plate told every outcome recorded since, in plate order: the same
+        whatever order the files came in.  Once the stopping rule has fired, it is kept only if the
+        rule still holds with the new outcomes (its confidence bounds hold at every time, so the answer
+        with more outcomes is as sound); otherwise the answer given stays, the file's wells are cancelled.
+        """
+        since = self._outcomes(base_step, step)
+        if not policy.done:
+            if told:
+                policy = self._loaded(base)
+            self._apply_record(policy, since)
             return policy
-        if told:
-            policy = self._loaded(base)
-        self._apply_record(policy, self._outcomes(base_step, step))
+        again = self._loaded(base)
+        self._apply_record(again, since)
+        if again.done:
+            return again
+        _cancel(policy, np.asarray([a for a, _ in self._outcomes(step - 1, step)], dtype=np.int64))
         return policy
 
     @staticmethod
     def _apply_record(policy, rows) -> None:
         """Tell outcomes (in the given order), cancel the failed wells, then run the stopping rule on
         every recorded outcome whatever is still in the lab (``Policy.recheck``), so that ``done`` and
-        the leader follow every recorded file."""
+        the leader follow every recorded file.  A finished policy's answer no longer changes: it
+        cancels them all (plates in the lab when the rule fired)."""
+        if policy.done:
+            _cancel(policy, np.asarray([a for a, _ in rows], dtype=np.int64))
+            return
         ok = [(a, v) for a, v in rows if v is not None]
         failed = np.asarray([a for a, v in rows if v is None], dtype=np.int64)
         _tell(policy, np.asarray([a for a, _ in ok], dtype=np.int64), np.asarray([v for _, v in ok], dtype=float))
@@ -687,14 +705,11 @@ class Campaign:
             "INSERT INTO outcomes (record_id, plate_id, well, arm, value) VALUES (?, ?, ?, ?, ?)",
             ((record_id, o.plate_id, o.well, o.arm, o.value) for o in outcomes),
         )
-        if told and not policy.done:
-            base = store.get_snapshot(self._con, "plate")
-            if base is None:  # a file without the snapshot after its last plate: replay it all
-                policy, _ = self._replay_now(False, None)
-            else:
-                policy = self._after_record(policy, base[0], base[1], True, step)
+        base = store.get_snapshot(self._con, "plate")
+        if base is None:  # no snapshot after the last plate (cannot happen after a plate): replay it all
+            policy, _ = self._replay_now(False, None)
         else:
-            policy = self._after_record(policy, self._policy_step, None, False, step)
+            policy = self._after_record(policy, base[0], base[1], told, step)
         self._policy = policy
         self._save_history(step, policy)
         self._save_snapshot(step)
