@@ -4,13 +4,16 @@ written into the file (issue 18)."""
 from __future__ import annotations
 
 import hashlib
+import os
 import random
 import shutil
+import signal
 
 import pytest
-from campaign_util import Assay, new_campaign, write_results
+from campaign_util import Assay, new_campaign, synthetic_library, write_results
 
 from screenbai.campaign import Campaign, store
+from screenbai.campaign import campaign as C
 
 
 def _digest(camp: Campaign) -> str:
@@ -95,3 +98,88 @@ def test_the_same_outcomes_in_any_order_give_the_same_state(tmp_path, seed, roun
         with Campaign.open(folder / "c.campaign") as c:
             c.record(_write(folder / "r.csv", plate_rows))
             assert c.policy.done == fires
+
+
+# ------------------------------------------------------------------------------------ a killed init
+def _killed_create(path, lib, point: tuple[str, int]) -> int:
+    """Run Campaign.create in a forked process that kills itself (SIGKILL) at ``point``: before the
+    n-th SQL statement, or at a step of putting the file in place; the child's wait status."""
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            kind, n = point
+            count = [0]
+
+            def die(*_args, **_kwargs):
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            if kind == "sql":
+                connect = store.connect
+
+                def traced(*args, **kwargs):
+                    con = connect(*args, **kwargs)
+
+                    def trace(_statement):
+                        count[0] += 1
+                        if count[0] == n:
+                            die()
+
+                    con.set_trace_callback(trace)
+                    return con
+
+                store.connect = traced
+            elif kind == "fsync":
+                C._fsync = die
+            elif kind == "link":
+                C.os.link = die
+            elif kind == "unlink":  # the file is in place, its temporary name not yet removed
+                C.os.unlink = die
+            Campaign.create(path, lib, "glgape", {"epsilon": 0.1}, seed=1).close()
+        finally:
+            os._exit(0)
+    return os.waitpid(pid, 0)[1]
+
+
+def _statements_of_create(tmp_path, lib) -> int:
+    count = [0]
+    connect = store.connect
+
+    def traced(*args, **kwargs):
+        con = connect(*args, **kwargs)
+        con.set_trace_callback(lambda _s: count.__setitem__(0, count[0] + 1))
+        return con
+
+    store.connect = traced
+    try:
+        Campaign.create(tmp_path / "count.campaign", lib, "glgape", {"epsilon": 0.1}, seed=1).close()
+    finally:
+        store.connect = connect
+    return count[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="kills forked processes")
+def test_init_killed_at_any_instant_leaves_no_file_or_a_whole_campaign(tmp_path):
+    lib = synthetic_library(K=30, d=3)
+    n = _statements_of_create(tmp_path, lib)
+    assert n > 20  # schema, settings, compounds, arrays, the init event, then opening the file made
+    # every third statement (each kill and re-run takes 0.15 s), the last one, and putting the file in place
+    points = [("sql", k) for k in (*range(1, n, 3), n)] + [("fsync", 0), ("link", 0), ("unlink", 0)]
+    path = tmp_path / "c.campaign"
+    complete = []
+    for point in points:
+        status = _killed_create(path, lib, point)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, point
+        if path.exists():  # only once the file is complete
+            complete.append(point)
+            with Campaign.open(path) as camp:
+                assert camp.K == 30 and [e[2] for e in camp.events()] == ["init"], point
+                assert camp.features.shape == lib.features.shape
+            path.unlink()
+        # a re-run works (and removes what the killed one left)
+        Campaign.create(path, lib, "glgape", {"epsilon": 0.1}, seed=1).close()
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".c.campaign")) == [], point
+        path.unlink()
+    # a file exists only when killed once it was in place: before its temporary name was removed, or
+    # while the campaign made was being opened (the last statements)
+    assert ("unlink", 0) in complete and ("fsync", 0) not in complete and ("link", 0) not in complete
+    assert all(k > n - 8 for kind, k in complete if kind == "sql"), complete
