@@ -3,17 +3,21 @@ written into the file (issue 18)."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import random
 import shutil
 import signal
+import sqlite3
 
+import numpy as np
 import pytest
 from campaign_util import Assay, new_campaign, synthetic_library, write_results
 
 from screenbai.campaign import Campaign, store
 from screenbai.campaign import campaign as C
+from screenbai.cli import main
 
 
 def _digest(camp: Campaign) -> str:
@@ -183,3 +187,86 @@ def test_init_killed_at_any_instant_leaves_no_file_or_a_whole_campaign(tmp_path)
     # while the campaign made was being opened (the last statements)
     assert ("unlink", 0) in complete and ("fsync", 0) not in complete and ("link", 0) not in complete
     assert all(k > n - 8 for kind, k in complete if kind == "sql"), complete
+
+
+# ------------------------------------------------------------------------------------ silent damage
+def _library_with_arrays():
+    lib = synthetic_library(K=30, d=3)
+    rng = np.random.default_rng(7)
+    return dataclasses.replace(lib, arrays={"pca_components": rng.normal(size=(3, 64)), "pca_mean": rng.random(64)})
+
+
+@pytest.fixture()
+def screen(tmp_path):
+    """A campaign with a plate recorded and a plate part-recorded (the two snapshots differ),
+    VACUUMed so that each stored value is in the file once."""
+    path = tmp_path / "screen.campaign"
+    lib = _library_with_arrays()
+    camp = Campaign.create(path, lib, "glgape", {"epsilon": 0.1, "delta": 0.05}, seed=3)
+    assay = Assay(camp.features)
+    p1 = camp.next_plate(10)
+    camp.record(write_results(tmp_path / "r1.csv", p1, assay(p1.arms)))
+    p2 = camp.next_plate(10)
+    camp.record(_write(tmp_path / "r2.csv", _rows(p2, assay(p2.arms[:4]), range(4))))
+    digest = _digest(camp)
+    camp.close()
+    con = sqlite3.connect(path)
+    con.execute("VACUUM")
+    con.close()
+    return path, lib, digest
+
+
+def _junk_into(path, stored: bytes) -> None:
+    """Overwrite 32 bytes of ``stored`` (a value kept in the file) where they sit in the file, leaving
+    SQLite's page structure intact."""
+    data = path.read_bytes()
+    for start in range(0, len(stored) - 32, 8):
+        needle = stored[start : start + 32]
+        if data.count(needle) == 1:
+            at = data.index(needle)
+            junk = np.full(4, 1e300).tobytes()
+            path.write_bytes(data[:at] + junk + data[at + 32 :])
+            return
+    raise AssertionError("the stored value was not found in the file")
+
+
+def _stored(path, part: str) -> bytes:
+    kind, name = part.split()
+    con = sqlite3.connect(path)
+    try:
+        if kind == "array":
+            return con.execute("SELECT data FROM arrays WHERE name = ?", (name,)).fetchone()[0]
+        return con.execute("SELECT state FROM snapshots WHERE name = ?", (name,)).fetchone()[0].encode()
+    finally:
+        con.close()
+
+
+PARTS = ["array features", "array pca_components", "array pca_mean", "snapshot latest", "snapshot plate"]
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_junk_in_any_stored_array_or_snapshot_is_named_on_open(screen, part, capsys):
+    path, lib, digest = screen
+    _junk_into(path, _stored(path, part))
+    con = sqlite3.connect(path)
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"  # SQLite sees nothing wrong
+    con.close()
+    with pytest.raises(store.CampaignDamaged) as err:
+        Campaign.open(path)
+    assert err.value.parts == [part]
+    assert str(path) in str(err.value) and part in str(err.value)
+    assert main(["campaign", "status", str(path)]) == 2
+    out = capsys.readouterr().err
+    assert part in out and "SHA-256" in out
+    if part.startswith("snapshot"):  # a cache of the log: the command that rebuilds it is named, and works
+        assert f"screenbai campaign repair {path}" in out
+        assert main(["campaign", "repair", str(path)]) == 0
+        capsys.readouterr()
+        with Campaign.open(path) as camp:
+            assert _digest(camp) == digest
+            assert camp.status().tests == 14
+        assert main(["campaign", "status", str(path)]) == 0
+    else:  # the library's arrays are not in the log: a backup is the way back, and repair says so
+        assert "backup" in out
+        assert main(["campaign", "repair", str(path)]) == 2
+        assert part in capsys.readouterr().err

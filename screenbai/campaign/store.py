@@ -303,9 +303,11 @@ def get_snapshot(con, name: str) -> tuple[int, str] | None:
 
 
 _WHAT = {
-    "features": "the feature matrix (one row per compound)",
-    "snapshot latest": "the policy snapshot after the last step",
-    "snapshot plate": "the policy snapshot after the last plate",
+    "array features": "the feature matrix, one row per compound",
+    "array pca_components": "the PCA loadings of the fingerprints",
+    "array pca_mean": "the mean fingerprint the PCA centres on",
+    "snapshot latest": "the policy's state after the last step",
+    "snapshot plate": "the policy's state after the last plate",
 }
 
 
@@ -320,7 +322,8 @@ def damaged_parts(con) -> list[str]:
             np.frombuffer(data, dtype=np.dtype(dtype)).reshape(json.loads(shape))
         except (TypeError, ValueError):
             bad.append(f"array {name}")
-    for name, state, sha in con.execute("SELECT name, state, sha256 FROM snapshots"):
+    # as bytes: junk in the text may not even be UTF-8
+    for name, state, sha in con.execute("SELECT name, CAST(state AS BLOB), sha256 FROM snapshots"):
         if _digest(state) != sha:
             bad.append(f"snapshot {name}")
     return bad
@@ -331,23 +334,22 @@ def check_damage(con, path: str | Path) -> None:
     bad = damaged_parts(con)
     if not bad:
         return
-    names = "; ".join(f"{p} ({_WHAT.get(p, 'a stored array of the library, e.g. the PCA loadings')})" for p in bad)
+    names = "; ".join(f"{p} ({_WHAT.get(p, 'an array stored with the library')})" for p in bad)
     arrays = [p for p in bad if p.startswith("array ")]
     if arrays:
         remedy = (
-            "the library's arrays are not in the log: restore the campaign file from a backup copy (or start a new "
-            "campaign with `screenbai campaign init` from the same library and record the same results files)"
+            "the library's arrays cannot be rebuilt from the campaign's log: restore the campaign file from a "
+            "backup copy"
         )
-        if len(arrays) < len(bad):
-            remedy += f"; the snapshots are then rebuilt from the log with `screenbai campaign repair {path}`"
     else:
         remedy = (
-            f"the snapshots are caches of the event log, which is intact: rebuild them with "
+            "the snapshots are caches, rebuilt from the event log (the plates and results recorded) with "
             f"`screenbai campaign repair {path}`"
         )
     raise CampaignDamaged(
-        f"{path}: damaged: {names} do(es) not match the checksum stored with it (junk written into the file; "
-        f"SQLite's own integrity check does not see it). Nothing was changed. To recover: {remedy}",
+        f"{path}: damaged: {names}: {'does' if len(bad) == 1 else 'do'} not match the SHA-256 stored with "
+        f"{'it' if len(bad) == 1 else 'them'} (junk written into the file, which SQLite's own integrity check does "
+        f"not see). Nothing was changed. To recover: {remedy}",
         bad,
     )
 
