@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import os
 import random
 import shutil
 import signal
 import sqlite3
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 from campaign_util import Assay, new_campaign, synthetic_library, write_results
 
-from screenbai.campaign import Campaign, store
+from screenbai.campaign import Campaign, ResultsError, store
 from screenbai.campaign import campaign as C
 from screenbai.cli import main
 
@@ -270,3 +274,158 @@ def test_junk_in_any_stored_array_or_snapshot_is_named_on_open(screen, part, cap
         assert "backup" in out
         assert main(["campaign", "repair", str(path)]) == 2
         assert part in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------ rough edges
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture()
+def small(tmp_path):
+    camp = new_campaign(tmp_path / "c.campaign")
+    plate = camp.next_plate(4)
+    camp.close()
+    return tmp_path / "c.campaign", plate
+
+
+def test_a_results_file_cut_after_an_empty_last_outcome_is_refused(small, tmp_path):
+    path, plate = small
+    whole = write_results(tmp_path / "whole.csv", plate, [1, 0, 1, 1]).read_text()
+    cut = tmp_path / "cut.csv"
+    cut.write_text(whole.rstrip("\n")[:-1])  # "P001,A04," : the copy stopped before the last outcome
+    with Campaign.open(path) as camp:
+        with pytest.raises(ResultsError) as err:
+            camp.record(cut)
+        assert camp.open_wells() == {"P001": 4}  # nothing recorded
+    msg = str(err.value)
+    assert str(cut) in msg and "line 5" in msg and "cut short" in msg and "'failed'" in msg
+    # the same row ended by a line break is a failed well, as before
+    cut.write_text(whole.rstrip("\n")[:-1] + "\n")
+    with Campaign.open(path) as camp:
+        assert camp.record(cut).n_failed == 1
+
+
+def test_the_campaign_file_given_as_results_says_what_it_is(small, capsys):
+    path, _ = small
+    assert main(["campaign", "record", str(path), str(path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}: this is an SQLite database" in err and "screenbai campaign record CAMPAIGN RESULTS.csv" in err
+    assert "UTF-8" not in err  # not advice about text encodings
+
+
+def test_plates_beyond_the_library_or_a_plate_format_need_force(tmp_path, capsys):
+    path = tmp_path / "c.campaign"
+    new_campaign(path, K=30).close()
+    for size, why in [(100_000, "library of 30 compounds"), (31, "library of 30 compounds")]:
+        assert main(["campaign", "next", str(path), "--plate-size", str(size)]) == 2
+        err = capsys.readouterr().err
+        assert str(path) in err and f"{size:,} wells" in err and why in err and "--force" in err
+    with Campaign.open(path) as camp:
+        assert camp.open_wells() == {}  # nothing committed
+    big = tmp_path / "big.campaign"
+    new_campaign(big, K=2000, d=2).close()
+    assert main(["campaign", "next", str(big), "--plate-size", "1600"]) == 2
+    assert "largest plate format (1,536 wells)" in capsys.readouterr().err
+    assert main(["campaign", "next", str(path), "--plate-size", "40", "--force"]) == 0
+    with Campaign.open(path) as camp:
+        assert [e[3]["requested"] for e in camp.events() if e[2] == "plate"] == [40]
+
+
+def test_a_repeated_param_is_refused_naming_it(tmp_path):
+    argv = ["campaign", "init", str(tmp_path / "c.campaign"), "--library", str(tmp_path / "lib.csv")]
+    with pytest.raises(SystemExit) as err:
+        main([*argv, "--param", "epsilon=0.1", "--param", "delta=0.05", "--param", "epsilon=0.2"])
+    assert "--param epsilon is given twice" in str(err.value.code)
+    assert not (tmp_path / "c.campaign").exists()
+
+
+def test_disk_full_names_the_file_and_changes_nothing(tmp_path, monkeypatch, capsys):
+    """SQLite's own 'disk full' (its max_page_count reached) inside the transaction of `next`."""
+    path = tmp_path / "c.campaign"
+    new_campaign(path).close()
+    con = sqlite3.connect(path)
+    con.execute("VACUUM")  # no free pages left for the new plate to fill
+    con.close()
+    before = path.read_bytes()
+    connect = store.connect
+
+    def full(*args, **kwargs):
+        con = connect(*args, **kwargs)
+        pages = con.execute("PRAGMA page_count").fetchone()[0]
+        con.execute(f"PRAGMA max_page_count = {pages}")
+        return con
+
+    monkeypatch.setattr(store, "connect", full)
+    assert main(["campaign", "next", str(path), "--plate-size", "4"]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "disk is full" in err and "nothing was changed" in err and "Free space" in err
+    monkeypatch.setattr(store, "connect", connect)
+    assert path.read_bytes() == before and not (tmp_path / "P001.csv").exists()
+    assert main(["campaign", "next", str(path), "--plate-size", "4"]) == 0  # with room again, it goes on
+    assert (tmp_path / "P001.csv").exists()
+
+
+def test_damaged_pages_name_the_file_and_the_remedy(small, capsys):
+    path, _ = small
+    con = sqlite3.connect(path)
+    page_size = con.execute("PRAGMA page_size").fetchone()[0]
+    root = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'compounds'").fetchone()[0]
+    con.close()
+    data = bytearray(path.read_bytes())
+    data[(root - 1) * page_size] = 0x7F  # not a b-tree page type
+    path.write_bytes(bytes(data))
+    assert main(["campaign", "status", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert str(path) in err and "damaged" in err and "backup" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_a_read_only_campaign_shows_its_status_and_refuses_changes_naming_why(tmp_path, what, monkeypatch, capsys):
+    path = tmp_path / "c.campaign"
+    camp = new_campaign(path)
+    plate = camp.next_plate(4)
+    camp.record(write_results(tmp_path / "r1.csv", plate, [1, 0, 1, 1]))
+    plate = camp.next_plate(4)
+    camp.close()
+    results = write_results(tmp_path / "r2.csv", plate, [1, 1, 1, 1])
+    (path if what == "file" else tmp_path).chmod(0o555)
+    if os.geteuid() == 0:  # root may write anything: see the permission bits as another user would
+        monkeypatch.setattr(
+            store, "writable", lambda p: all(q.stat().st_mode & 0o200 for q in (Path(p), Path(p).parent))
+        )
+    before = path.read_bytes()
+    try:
+        assert main(["campaign", "status", str(path), "--json"]) == 0
+        status = json.loads(capsys.readouterr().out)
+        assert status["tests"] == 4 and status["open_wells"] == {"P002": 4}
+        for argv in (["record", str(path), str(results)], ["next", str(path), "--plate-size", "4"]):
+            assert main(["campaign", *argv]) == 2
+            err = capsys.readouterr().err
+            assert str(path) in err and "read-only" in err and "chmod" in err and "nothing was changed" in err, err
+        assert path.read_bytes() == before
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["c.campaign", "r1.csv", "r2.csv"]  # no journal left
+    finally:
+        (path if what == "file" else tmp_path).chmod(0o755)
+
+
+def test_a_closed_pipe_after_the_change_is_committed_exits_0(small):
+    """`screenbai campaign next ... | head -1`: the reader is gone before the command prints."""
+    path, _ = small
+    read, write = os.pipe()
+    os.close(read)  # the reader has gone: any write to the pipe fails (EPIPE)
+    try:
+        r = subprocess.run(
+            [sys.executable, "-m", "screenbai.cli", "campaign", "next", str(path), "--plate-size", "4"],
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert r.returncode == 0, r.stderr
+    assert "Broken pipe" not in r.stderr and "Traceback" not in r.stderr
+    with Campaign.open(path) as camp:
+        assert list(camp.open_wells()) == ["P001", "P002"]  # the plate was committed
