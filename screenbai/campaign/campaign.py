@@ -556,8 +556,7 @@ class Campaign:
         in-memory policy is dropped (rebuilt from the file); SQLite's errors (read-only, disk full,
         damaged pages) become a CampaignFileError naming the file, the cause and the remedy.
         """
-        if self.readonly:
-            raise store.readonly_error(self.path, doing)
+        self.check_writable(doing)
         try:
             with store.transaction(self._con):
                 if self._policy is not None and self._policy_step != self._last_step():
@@ -569,6 +568,11 @@ class Campaign:
         except BaseException:
             self._policy = None
             raise
+
+    def check_writable(self, doing: str = "writing a step") -> None:
+        """Raise a CampaignFileError naming the file, why it cannot be changed and what to do, if it cannot."""
+        if self.readonly:
+            raise store.readonly_error(self.path, doing)
 
     def _save_snapshot(self, step: int, *, plate: bool = False) -> None:
         """The policy's state after ``step`` (also as the state after the last plate, for a plate)."""
@@ -595,13 +599,14 @@ class Campaign:
         if not force and size > self.K:
             raise ValueError(
                 f"{self.path}: a plate of {size:,} wells for a library of {self.K:,} compounds (each compound "
-                f"{size / self.K:.1f} times on one plate on average); give a plate size of at most {self.K:,}, or "
-                "force it (--force) if the repeats are meant"
+                f"{size / self.K:.1f} times on one plate on average); give a plate size (--plate-size) of at most "
+                f"{self.K:,}, or force it (--force) if the repeats are meant"
             )
         if not force and size > largest:
             raise ValueError(
                 f"{self.path}: a plate of {size:,} wells is larger than the largest plate format ({largest:,} "
-                f"wells); give a plate size of at most {largest:,} (one plate per `next`), or force it (--force)"
+                f"wells); give a plate size (--plate-size) of at most {largest:,} (one plate per `next`), or force it "
+                "(--force)"
             )
         if path is not None:
             check_plate_path(path)  # before the plate is committed: a plate without its file would be in the lab

@@ -227,6 +227,7 @@ def _next(args) -> int:
         return Path(args.out) if args.out else Path(args.campaign).with_name(f"{plate_id}.csv")
 
     with Campaign.open(args.campaign) as camp:
+        camp.check_writable("recording a new plate")  # before the plate file's folder is checked
         n_plates = camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
         check_plate_path(out(f"P{n_plates + 1:03d}"))  # before the plate is committed
         # the plate id is known once the plate is committed (another `next` may run at the same time)

@@ -109,23 +109,23 @@ def file_error(exc: BaseException, path: str | Path, doing: str = "") -> Campaig
         return readonly_error(path, doing, text)
     if "disk is full" in low or "disk full" in low or getattr(exc, "errno", None) == errno.ENOSPC:
         return CampaignFileError(
-            f"{path}: the disk is full{what} ({text}); the step was rolled back and nothing was changed. Free "
+            f"{path}: the disk is full ({text}{what}); the step was rolled back and nothing was changed. Free "
             f"space on the disk holding {path.parent} (`df -h {path.parent}`), then run the command again"
         )
     if "malformed" in low or "not a database" in low or "corrupt" in low:
         return CampaignFileError(
-            f"{path}: the campaign file is damaged{what} (SQLite: {text}); its pages cannot be read. Restore it "
+            f"{path}: the campaign file is damaged (SQLite{what}: {text}); its pages cannot be read. Restore it "
             "from a backup copy; `sqlite3 FILE .recover` may save what is readable, and `screenbai campaign repair` "
             "then rebuilds the policy from the log"
         )
     if "locked" in low or "busy" in low:
         return CampaignFileError(
-            f"{path}: the campaign file is locked by another process{what} ({text}); wait for the other "
+            f"{path}: the campaign file is locked by another process ({text}{what}); wait for the other "
             "`screenbai campaign` command (or program holding the file) to finish, then run the command again"
         )
     if "unable to open" in low:
         return CampaignFileError(
-            f"{path}: SQLite cannot open the campaign file{what} ({text}); check that the file and its folder "
+            f"{path}: SQLite cannot open the campaign file ({text}{what}); check that the file and its folder "
             f"{path.parent} exist and are readable (and writable, to change the campaign)"
         )
     return CampaignFileError(f"{path}: {type(exc).__name__}{what}: {text}")
