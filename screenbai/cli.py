@@ -32,7 +32,7 @@ def _value(text: str):
 
 
 def _params(pairs: list[str]) -> dict:
-    params = {}
+    params: dict[str, object] = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
         if not eq or not key:
