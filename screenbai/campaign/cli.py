@@ -18,7 +18,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
-from ..streams import say
+from ..streams import results, say
 
 
 def add_parser(sub) -> None:
@@ -148,12 +148,17 @@ def run(args) -> int:
         # machine's cores made a 10 000 x 21 SVD 20 times slower
         with threadpool_limits(limits=1, user_api="blas"):
             code = _COMMANDS[args.campaign_command](args)
-            sys.stdout.flush()  # a closed pipe shows here, not at exit
+            results().flush()  # a closed pipe shows here, not at exit
             return code
     except BrokenPipeError:
         # the reader went away (`... | head -1`): every command prints after its change is committed,
-        # so the change stands; not an error.  Further writes to the closed pipe go nowhere.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # so the change stands; not an error.  What is still buffered for the closed pipe goes nowhere.
+        try:
+            fd = results().fileno()
+        except (AttributeError, OSError, ValueError):  # not a file (pytest's capsys)
+            fd = None
+        if fd is not None and fd != sys.stderr.fileno():
+            os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
         return 0
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
