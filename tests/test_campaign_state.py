@@ -88,8 +88,9 @@ def test_the_same_outcomes_in_any_order_give_the_same_state(tmp_path, seed, roun
             status = c.status().to_dict()
             status.pop("path")
             got = (_digest(c), c.policy.result().recommendation, c.policy.done, status)
-        with Campaign.open(folder / "c.campaign", use_snapshot=False) as c:  # the replay agrees
-            assert _digest(c) == got[0], name
+        if name == "four parts":  # replaying the whole log gives the same (a full replay takes a while)
+            with Campaign.open(folder / "c.campaign", use_snapshot=False) as c:
+                assert _digest(c) == got[0], name
         seen[name] = got
     first = seen["A then B"]
     for name, got in seen.items():
@@ -432,3 +433,35 @@ def test_a_closed_pipe_after_the_change_is_committed_exits_0(small):
     assert "Broken pipe" not in r.stderr and "Traceback" not in r.stderr
     with Campaign.open(path) as camp:
         assert list(camp.open_wells()) == ["P001", "P002"]  # the plate was committed
+
+
+def test_a_campaign_of_schema_1_is_upgraded_by_repair(tmp_path, capsys):
+    """Files made before the checksums: open names the upgrade, repair does it (the same state)."""
+    path = tmp_path / "old.campaign"
+    camp = new_campaign(path)
+    assay = Assay(camp.features)
+    plate = camp.next_plate(6)
+    camp.record(write_results(tmp_path / "r1.csv", plate, assay(plate.arms)))
+    nxt = camp.next_plate(6)
+    digest = _digest(camp)
+    camp.close()
+    con = sqlite3.connect(path, isolation_level=None)
+    con.executescript(
+        """
+        ALTER TABLE arrays DROP COLUMN sha256;
+        CREATE TABLE snapshot (id INTEGER PRIMARY KEY CHECK (id = 1), step INTEGER NOT NULL, state TEXT NOT NULL);
+        INSERT INTO snapshot SELECT 1, step, state FROM snapshots WHERE name = 'latest';
+        DROP TABLE snapshots;
+        DROP INDEX outcomes_of_record;
+        UPDATE meta SET value = '1' WHERE key = 'schema_version';
+        """
+    )
+    con.close()
+    with pytest.raises(store.CampaignFileError, match=f"campaign schema 1.*screenbai campaign repair {path}"):
+        Campaign.open(path)
+    assert main(["campaign", "repair", str(path)]) == 0
+    assert "upgraded to campaign schema 2" in capsys.readouterr().out
+    with Campaign.open(path) as camp:
+        assert _digest(camp) == digest
+        camp.record(write_results(tmp_path / "r2.csv", nxt, assay(nxt.arms)))  # and it goes on
+        assert camp.open_wells() == {}

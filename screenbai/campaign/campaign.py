@@ -337,18 +337,13 @@ class Campaign:
         reproduce the stored plates changes nothing.  Stored arrays cannot be rebuilt from the log: a
         damaged one is refused.  Returns what was done, in words."""
         path = Path(path)
-        con = store.connect(path, schema=False)
+        camp = cls(path, store.connect(path, schema=False), use_snapshot=False, verify=False)
+        con = camp._con
         try:
-            bad = [p for p in store.damaged_parts(con) if p.startswith("array ")]
-            if bad:
-                store.check_damage(con, path)  # names them, and says a backup is the way back
-        except BaseException:
-            con.close()
-            raise
-        camp = cls(path, con, use_snapshot=False, verify=False)
-        try:
-            with camp._step():
+            with camp._step("repairing it"):
                 upgraded = store.upgrade_schema(con)
+                if any(p.startswith("array ") for p in store.damaged_parts(con)):
+                    store.check_damage(con, path)  # names them, and says a backup is the way back
                 plate_state: list = []
                 history: list = []
 

@@ -291,7 +291,7 @@ def _status(args) -> int:
 def _repair(args) -> int:
     from .campaign import Campaign
 
-    print(f"{args.campaign}: {Campaign.repair(args.campaign)}")
+    say(f"{args.campaign}: {Campaign.repair(args.campaign)}")
     return 0
 
 
