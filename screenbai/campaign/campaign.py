@@ -124,6 +124,8 @@ def _publish(tmp: Path, path: Path) -> None:
 
 def _remove_stale_builds(path: Path) -> None:
     """Remove the temporary files of earlier ``create`` runs for ``path`` that were killed."""
+    if os.name != "posix":  # os.kill(pid, 0) asks whether a process lives only on POSIX (Windows ends it)
+        return
     for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.init*"):
         pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
         if not pid.isdigit():
