@@ -465,3 +465,28 @@ def test_a_campaign_of_schema_1_is_upgraded_by_repair(tmp_path, capsys):
         assert _digest(camp) == digest
         camp.record(write_results(tmp_path / "r2.csv", nxt, assay(nxt.arms)))  # and it goes on
         assert camp.open_wells() == {}
+
+
+def test_recheck_runs_the_stopping_rule_while_the_rest_of_a_batch_waits():
+    """``tell`` leaves the rule to the end of a chosen batch (so that propose(1) + tell gives the
+    sequential choices); ``recheck`` runs it now, as a campaign does after each results file."""
+    from screenbai.bandits.policy import Policy
+
+    class Batches(Policy):
+        def _select(self):
+            return np.arange(3)  # a batch of three arms
+
+        def _update(self, arms, rewards):
+            pass
+
+        def _stops_now(self):
+            return self.n_samples >= 1
+
+    policy = Batches(np.eye(4))
+    assert policy.propose(1).tolist() == [0]  # arms 1 and 2 wait in the queue
+    policy.tell([0], [1.0])
+    assert not policy.done  # the rest of the batch is still to come
+    policy.recheck()
+    assert policy.done and policy.result().stopped
+    with pytest.raises(RuntimeError, match="finished"):
+        policy.propose(1)
