@@ -370,7 +370,7 @@ class Campaign:
             camp.close()
         return (
             (f"upgraded to campaign schema {store.SCHEMA_VERSION}; " if upgraded else "")
-            + f"replayed {last and len(history)} results file(s) from the log; the policy snapshots and the leader "
+            + f"replayed {len(history)} results file(s) from the log; the policy snapshots and the leader "
             "history are rebuilt, with fresh checksums"
         )
 
@@ -460,9 +460,9 @@ class Campaign:
         from the snapshot after the last plate, else (or ``use_snapshot=False``) from the start.
 
         After a results file: the policy right after the last plate (``base``), told every outcome
-        recorded since that plate in plate order; when the policy had already finished, the file's
-        outcomes are cancelled instead.  ``on_record(step, policy)`` / ``on_plate(step, policy)`` are
-        called after each replayed results file / plate."""
+        recorded since that plate in plate order (see ``_after_record``, also for a policy that had
+        already finished).  ``on_record(step, policy)`` / ``on_plate(step, policy)`` are called after
+        each replayed results file / plate."""
         base_step, base = 0, None  # the last plate's step and state (None: the fresh policy, before any plate)
         if use_snapshot:
             latest = store.get_snapshot(self._con, "latest")
