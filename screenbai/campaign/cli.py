@@ -243,8 +243,9 @@ def _next(args) -> int:
             plate = camp.write_plate(plate.plate_id, out(plate.plate_id))
         except (OSError, ValueError) as exc:
             raise CampaignError(
-                f"plate {plate.plate_id} is recorded as in the lab but its file could not be written ({exc}); "
-                f"write it with `screenbai campaign plate {args.campaign} {plate.plate_id} --out FILE`"
+                f"plate {plate.plate_id} is recorded as in the lab but its file {out(plate.plate_id)} could not be "
+                f"written ({exc}); free space or choose another folder, then write it with "
+                f"`screenbai campaign plate {args.campaign} {plate.plate_id} --out FILE`"
             ) from exc
     say(f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds) written to {plate.path}")
     say(
