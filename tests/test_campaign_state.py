@@ -4,6 +4,7 @@ written into the file (issue 18)."""
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import json
 import os
@@ -364,6 +365,15 @@ def test_disk_full_names_the_file_and_changes_nothing(tmp_path, monkeypatch, cap
     assert path.read_bytes() == before and not (tmp_path / "P001.csv").exists()
     assert main(["campaign", "next", str(path), "--plate-size", "4"]) == 0  # with room again, it goes on
     assert (tmp_path / "P001.csv").exists()
+
+    def no_space(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(C, "write_plate_file", no_space)  # the plate is committed, its file cannot be written
+    assert main(["campaign", "next", str(path), "--plate-size", "4"]) == 2
+    err = capsys.readouterr().err
+    assert f"file {tmp_path / 'P002.csv'} could not be written" in err and "No space left" in err
+    assert f"screenbai campaign plate {path} P002 --out FILE" in err
 
 
 def test_damaged_pages_name_the_file_and_the_remedy(small, capsys):
