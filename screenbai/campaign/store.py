@@ -180,13 +180,14 @@ def connect(
                 "`screenbai campaign init`"
             )
     readonly = not create and not writable(path)
+    wal = Path(str(path) + "-wal")
     try:
         if readonly:
-            wal = Path(str(path) + "-wal")
             # every committed step is in the file itself unless a writer left a WAL: then SQLite must
             # read it (and needs to create the shared-memory file beside it)
             uri = _uri(path, mode="ro") if wal.exists() and wal.stat().st_size else _uri(path, immutable="1")
             con = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
+            con.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
         else:
             con = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
             con.execute("PRAGMA journal_mode=WAL")
@@ -194,6 +195,13 @@ def connect(
             con.execute("PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=OFF")
         con.execute("PRAGMA foreign_keys=ON")
     except sqlite3.Error as exc:
+        if readonly and wal.exists():
+            raise CampaignFileError(
+                f"{path}: the campaign is read-only for this user and its last changes are still in {wal}, which "
+                f"SQLite cannot read without writing beside it ({exc}); let a user who can write the file and its "
+                "folder run `screenbai campaign status` on it once (that folds the changes into the file), or copy "
+                "the campaign file with its -wal file to a writable folder"
+            ) from None
         raise file_error(exc, path, "opening it") from None
     if not create:
         try:
