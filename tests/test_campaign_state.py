@@ -86,8 +86,9 @@ def test_the_same_outcomes_in_any_order_give_the_same_state(tmp_path, seed, roun
         with Campaign.open(folder / "c.campaign") as c:
             for k, rows in enumerate(files):
                 c.record(_write(folder / f"r{k}.csv", rows))
-            status = c.status().to_dict()
-            status.pop("path")
+            status = c.status()
+            text = status.text().replace(str(folder / "c.campaign"), "CAMPAIGN")
+            status = {**status.to_dict(), "path": None, "text": text}
             got = (_digest(c), c.policy.result().recommendation, c.policy.done, status)
         if name == "four parts":  # replaying the whole log gives the same (a full replay takes a while)
             with Campaign.open(folder / "c.campaign", use_snapshot=False) as c:
