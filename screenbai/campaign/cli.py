@@ -5,6 +5,7 @@ screenbai campaign next cdk2.campaign --plate-size 96          # writes P001.csv
 screenbai campaign record cdk2.campaign P001.csv                # the same file, outcomes filled in
 screenbai campaign status cdk2.campaign
 screenbai campaign report cdk2.campaign --out cdk2_report/
+screenbai campaign repair cdk2.campaign                         # rebuild the policy snapshots from the log
 screenbai campaign backtest --library export.csv.gz --activity-column standard_value ...
 """
 
@@ -12,9 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import sys
 from pathlib import Path
+
+from ..streams import results, say
 
 
 def add_parser(sub) -> None:
@@ -78,6 +82,11 @@ def add_parser(sub) -> None:
     p = cs.add_parser("next", help="propose the next plate, record it as pending and write its file")
     file_arg(p)
     p.add_argument("--plate-size", type=int, default=96, help="wells to propose")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="accept a plate larger than the library or than the largest plate format (1536 wells)",
+    )
     p.add_argument("--out", help="plate file to write (default: <plate id>.csv next to the campaign file)")
 
     p = cs.add_parser("plate", help="write the file of an existing plate again")
@@ -96,6 +105,13 @@ def add_parser(sub) -> None:
     p = cs.add_parser("report", help="write an HTML report with figures")
     file_arg(p)
     p.add_argument("--out", help="output directory (default: <campaign>_report)")
+
+    p = cs.add_parser(
+        "repair",
+        help="rebuild the policy snapshots and leader history from the event log (a damaged snapshot, an "
+        "older campaign file)",
+    )
+    file_arg(p)
 
     p = cs.add_parser("backtest", help="run a whole campaign against known outcomes, plate by plate")
     library_args(p)
@@ -125,15 +141,31 @@ def run(args) -> int:
 
     from .campaign import CampaignError, ReplayMismatch
     from .results import ResultsError
-    from .store import CampaignFileError
+    from .store import CampaignFileError, file_error
 
     try:
         # one BLAS thread: the matrices are small (d x d, K x d), and threads fighting over a busy
         # machine's cores made a 10 000 x 21 SVD 20 times slower
         with threadpool_limits(limits=1, user_api="blas"):
-            return _COMMANDS[args.campaign_command](args)
+            code = _COMMANDS[args.campaign_command](args)
+            results().flush()  # a closed pipe shows here, not at exit
+            return code
+    except BrokenPipeError:
+        # the reader went away (`... | head -1`): every command prints after its change is committed,
+        # so the change stands; not an error.  What is still buffered for the closed pipe goes nowhere.
+        try:
+            fd = results().fileno()
+        except (AttributeError, OSError, ValueError):  # not a file (pytest's capsys)
+            fd = None
+        if fd is not None and fd != sys.stderr.fileno():
+            os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+        return 0
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as exc:  # not caught where the file is known: name it here
+        where = getattr(args, "campaign", None) or getattr(args, "campaign_out", None) or "the campaign file"
+        print(f"error: {file_error(exc, where)}", file=sys.stderr)
         return 2
     except (
         CampaignError,
@@ -143,7 +175,6 @@ def run(args) -> int:
         KeyError,
         TypeError,
         OSError,  # a path that cannot be read or written: its message names it
-        sqlite3.Error,
     ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -171,26 +202,26 @@ def _init(args) -> int:
     camp = Campaign.create(
         args.campaign, lib, args.algorithm, _params(args.param), seed=args.seed, outcome=args.outcome
     )
-    print(
+    say(
         f"created {args.campaign}: {camp.K:,} compounds, {camp.features.shape[1]} features "
         f"({lib.featurizer['method']}), {camp.algorithm} with {camp.meta['params'] or 'default parameters'}"
     )
     twins = lib.n_sharing_features()
     if twins:
-        print(
+        say(
             f"{twins:,} compounds share their features with another one (stereoisomers or isotopologues, which the "
             "fingerprint does not see, or bit collisions); the model cannot tell them apart, and status names them "
             "beside a recommendation"
         )
     if len(lib.rejected):
-        print(f"{len(lib.rejected):,} input rows not used:")
+        say(f"{len(lib.rejected):,} input rows not used:")
         for reason, count in lib.rejected_counts().items():
-            print(f"  {reason:28s} {count:6,d}")
+            say(f"  {reason:28s} {count:6,d}")
         if args.rejected_out:
             lib.rejected.to_csv(args.rejected_out, index=False)
-            print(f"rejected rows written to {args.rejected_out}")
+            say(f"rejected rows written to {args.rejected_out}")
         else:
-            print("  (list them with --rejected-out FILE, or in the report)")
+            say("  (list them with --rejected-out FILE, or in the report)")
     camp.close()
     return 0
 
@@ -203,19 +234,21 @@ def _next(args) -> int:
         return Path(args.out) if args.out else Path(args.campaign).with_name(f"{plate_id}.csv")
 
     with Campaign.open(args.campaign) as camp:
+        camp.check_writable("recording a new plate")  # before the plate file's folder is checked
         n_plates = camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
         check_plate_path(out(f"P{n_plates + 1:03d}"))  # before the plate is committed
         # the plate id is known once the plate is committed (another `next` may run at the same time)
-        plate = camp.next_plate(args.plate_size)
+        plate = camp.next_plate(args.plate_size, force=args.force)
         try:
             plate = camp.write_plate(plate.plate_id, out(plate.plate_id))
         except (OSError, ValueError) as exc:
             raise CampaignError(
-                f"plate {plate.plate_id} is recorded as in the lab but its file could not be written ({exc}); "
-                f"write it with `screenbai campaign plate {args.campaign} {plate.plate_id} --out FILE`"
+                f"plate {plate.plate_id} is recorded as in the lab but its file {out(plate.plate_id)} could not be "
+                f"written ({exc}); free space or choose another folder, then write it with "
+                f"`screenbai campaign plate {args.campaign} {plate.plate_id} --out FILE`"
             ) from exc
-    print(f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds) written to {plate.path}")
-    print(
+    say(f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds) written to {plate.path}")
+    say(
         f"fill in its 'outcome' column (0/1, or empty / 'failed' for a failed well) and run "
         f"`screenbai campaign record {args.campaign} {plate.path}`"
     )
@@ -227,7 +260,7 @@ def _plate(args) -> int:
 
     with Campaign.open(args.campaign) as camp:
         plate = camp.write_plate(args.plate_id, args.out or Path(args.campaign).with_name(f"{args.plate_id}.csv"))
-    print(f"plate {plate.plate_id}: {len(plate)} wells written to {plate.path}")
+    say(f"plate {plate.plate_id}: {len(plate)} wells written to {plate.path}")
     return 0
 
 
@@ -237,13 +270,13 @@ def _record(args) -> int:
     with Campaign.open(args.campaign) as camp:
         rec = camp.record(args.results)
         left = camp.open_wells()
-    print(
+    say(
         f"recorded {rec.n_outcomes} outcome(s)"
         + (f" and {rec.n_failed} failed well(s) (back in the queue)" if rec.n_failed else "")
         + f" from {rec.file} on plate(s) {', '.join(rec.plates)}"
     )
     if left:
-        print("still awaiting results: " + ", ".join(f"{p} ({n} wells)" for p, n in left.items()))
+        say("still awaiting results: " + ", ".join(f"{p} ({n} wells)" for p, n in left.items()))
     return 0
 
 
@@ -252,7 +285,14 @@ def _status(args) -> int:
 
     with Campaign.open(args.campaign) as camp:
         status = camp.status()
-    print(json.dumps(status.to_dict(), indent=2) if args.json else status.text())
+    say(json.dumps(status.to_dict(), indent=2) if args.json else status.text())
+    return 0
+
+
+def _repair(args) -> int:
+    from .campaign import Campaign
+
+    say(f"{args.campaign}: {Campaign.repair(args.campaign)}")
     return 0
 
 
@@ -263,7 +303,7 @@ def _report(args) -> int:
     out = Path(args.out or f"{Path(args.campaign).with_suffix('')}_report")
     with Campaign.open(args.campaign) as camp:
         page = write_report(camp, out)
-    print(f"report written to {page}")
+    say(f"report written to {page}")
     return 0
 
 
@@ -280,5 +320,6 @@ _COMMANDS = {
     "record": _record,
     "status": _status,
     "report": _report,
+    "repair": _repair,
     "backtest": _backtest,
 }
