@@ -316,3 +316,18 @@ def test_summarize_counts_certificate_misses():
     assert row["certificate_misses"] == int((df["true_gap"] > df["certified_epsilon"]).sum()) == 0
     df.loc[0, "certified_epsilon"] = -1.0  # a certificate below the true gap counts as a miss
     assert summarize(df).iloc[0]["certificate_misses"] == 1
+
+
+@pytest.mark.parametrize("name, params", [("glgape", {}), ("m-glgape", {"m": 2})])
+def test_likelihood_ratio_certificate_is_tight_at_the_stop_without_the_tests_verdict(name, params):
+    """At the stop the stopping test proved every pair within epsilon; the certificate's own pair
+    bounds (range ends and refined rivals) get there too, without taking the test's verdict."""
+    inst = logistic10()
+    policy = policy_for_instance(name, inst, rng=0, epsilon=0.1, **params)
+    run(policy, inst.environment(np.random.default_rng(0)))
+    assert policy._lr_certified[0] == policy.n_samples
+    with_verdict = policy.certificate().worst
+    policy._lr_certified = ()
+    policy.__dict__.pop("_certificate_cache")
+    alone = policy.certificate().worst
+    assert with_verdict <= 0.1 and with_verdict <= alone <= 0.1 + 1e-3
