@@ -104,6 +104,8 @@ def test_certificate_changes_nothing():
     ("lucb", fan(0.3), {"epsilon": 0.1}),
     ("ugape", fan(0.3), {"epsilon": 0.1, "m": 2}),
     ("xy-static", instances.soare(d=2, omega=0.5, sigma=0.3), {}),
+    ("g-allocation", instances.soare(d=2, omega=0.5, sigma=0.3), {}),
+    ("xy-adaptive", instances.soare(d=2, omega=0.5, sigma=0.3), {}),
     ("xy-fully-adaptive", instances.soare(d=2, omega=0.5, sigma=0.3), {}),
     ("glgape", logistic10(), {"epsilon": 0.1}),
     ("m-glgape", logistic10(), {"epsilon": 0.1, "m": 2}),
