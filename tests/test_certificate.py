@@ -11,7 +11,13 @@ from scipy.special import expit
 
 import screenbai.bandits.gifa as gifa
 from screenbai.bandits import instances
-from screenbai.bandits.certainty.certificate import Certificate, certainty_summary, certified_from_bounds, certify
+from screenbai.bandits.certainty.certificate import (
+    Certificate,
+    certainty_summary,
+    certified_from_bounds,
+    certify,
+    norm_bound_refuted,
+)
 from screenbai.bandits.instance import Instance
 from screenbai.bandits.lr_set import LikelihoodRatioSet, nll
 from screenbai.bandits.registry import policy_for_instance
@@ -98,7 +104,7 @@ def test_certificate_changes_nothing():
 
 # ---------------------------------------------------------------------- at the stop
 @pytest.mark.parametrize("name, inst, params", [
-    ("lingape", instances.soare(d=2, omega=0.3, sigma=0.5), {"delta": 0.1}),
+    ("lingape", instances.soare(d=2, omega=0.3, sigma=0.5), {"delta": 0.1, "S": "oracle"}),
     ("m-lingape", fan(0.3), {"m": 2, "epsilon": 0.05}),
     ("lingifa", fan(0.3), {"epsilon": 0.05}),  # UGapE-type stopping
     ("lucb", fan(0.3), {"epsilon": 0.1}),
@@ -333,3 +339,15 @@ def test_likelihood_ratio_certificate_is_tight_at_the_stop_without_the_tests_ver
     policy.__dict__.pop("_certificate_cache")
     alone = policy.certificate().worst
     assert with_verdict <= 0.1 and with_verdict <= alone <= 0.1 + 1e-3
+
+
+def test_a_norm_bound_the_outcomes_refute_voids_the_guarantee():
+    """LinGapE's default S = 1 on Soare's instance (||theta*|| = 2): the data refute it."""
+    inst = instances.soare(d=2, omega=0.1, sigma=0.5)
+    for S, refuted in ((1.0, True), (2.5, False)):
+        policy = drive(policy_for_instance("lingape", inst, rng=0, S=S, max_samples=3000), inst, 3000)
+        cert = policy.certificate()
+        assert cert.guaranteed is not refuted
+        assert any("refute ||theta|| <= S" in c for c in cert.caveats) is refuted
+    assert norm_bound_refuted(np.array([3.0, 0.0]), np.eye(2) * 0.25, 2.0, 1.5) == pytest.approx(2.0)
+    assert norm_bound_refuted(np.array([3.0, 0.0]), np.eye(2) * 0.25, 2.0, 2.0) is None

@@ -51,6 +51,17 @@ def certified_from_bounds(U: np.ndarray, m: int) -> np.ndarray:
     return np.maximum(top, 0.0)
 
 
+def norm_bound_refuted(theta_hat: np.ndarray, P: np.ndarray, radius: float, S: float) -> float | None:
+    """Whether the outcomes refute an assumed bound ||theta*|| <= S at the confidence set's level.
+
+    The set {theta : ||theta - theta_hat||_{P^-1} <= radius} (P = V^-1) holds theta* with probability
+    1 - delta when ||theta*|| <= S; its smallest norm is at least ||theta_hat|| - radius sqrt(lambda_max(P)).
+    When that exceeds S, either the bound is false or the rare event happened: the lower bound is
+    returned (else None). O(d^3)."""
+    low = float(np.linalg.norm(theta_hat)) - radius * math.sqrt(max(float(np.linalg.eigvalsh(P)[-1]), 0.0))
+    return low if low > S else None
+
+
 def _ordinal(k: int) -> str:
     suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
     return f"{k}{suffix}"
