@@ -349,5 +349,10 @@ def test_a_norm_bound_the_outcomes_refute_voids_the_guarantee():
         cert = policy.certificate()
         assert cert.guaranteed is not refuted
         assert any("refute ||theta|| <= S" in c for c in cert.caveats) is refuted
+    for S, refuted in ((0.5, True), (2.0, False)):  # [SLM14] Prop. 2's set assumes S too
+        inst = instances.soare(d=2, omega=0.3, sigma=0.3)
+        policy = policy_for_instance("xy-fully-adaptive", inst, rng=0, S=S)
+        run(policy, inst.environment(np.random.default_rng(1)))
+        assert policy.certificate().guaranteed is not refuted
     assert norm_bound_refuted(np.array([3.0, 0.0]), np.eye(2) * 0.25, 2.0, 1.5) == pytest.approx(2.0)
     assert norm_bound_refuted(np.array([3.0, 0.0]), np.eye(2) * 0.25, 2.0, 2.0) is None

@@ -37,7 +37,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from .cache import LRUCache, digest
-from .certainty.certificate import certified_from_bounds
+from .certainty.certificate import certified_from_bounds, norm_bound_refuted
 from .estimators import RidgeState
 from .linalg import check_ridge_scale, gram_pull, project_if_deficient, refuse_quadratic, spanning_arms
 from .params import (
@@ -1087,6 +1087,12 @@ class XYFullyAdaptive(_SLMBase):
 
     def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
         model, caveats = super()._certificate_model()
+        V = self.lambda_reg * np.eye(self.d_eff) + (self.Z.T * self.n) @ self.Z
+        P = np.linalg.inv(V)  # once per certificate, O(K d^2 + d^3)
+        low = norm_bound_refuted(P @ (self.Z.T @ self.sums), P, float(self._width_scale(self.n_samples)), self.S)
+        if low is not None:
+            caveats = caveats + (f"the outcomes refute ||theta|| <= S = {self.S:g} (every theta of the confidence "
+                                 f"set has norm >= {low:.3g}): pass a larger S",)
         return f"{model}, ||theta|| <= S = {self.S:g}", caveats
 
 
