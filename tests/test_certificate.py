@@ -273,6 +273,7 @@ def test_certainty_summary_for_the_campaign():
     out = certainty_summary(policy, names)
     cert = policy.certificate()
     assert out["certified_epsilon"]["epsilon"] == {names[cert.arms[0]]: cert.epsilon[0]}
+    assert "hit rate" in certainty_summary(policy, names, quantity="hit rate")["certified_epsilon"]["sentences"][0]
     assert out["model_check"]["n_tests"] == policy.n_samples
     lucb = drive(policy_for_instance("lucb", inst, rng=0), inst, 40)
     assert certainty_summary(lucb)["model_check"] is None

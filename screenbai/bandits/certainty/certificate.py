@@ -127,9 +127,9 @@ class Certificate:
                 out.append(f"{name}: within {eps:.2g} of {best}, {tail}")
         return out
 
-    def to_dict(self, names=None) -> dict:
+    def to_dict(self, names=None, quantity: str | None = None) -> dict:
         """Plain JSON data: per compound (``names``) or arm its epsilon (None for inf), the level,
-        whether guaranteed, the model, caveats and the sentences."""
+        whether guaranteed, the model, caveats and the sentences (about ``quantity``, see ``sentence``)."""
         keys = [str(a) if names is None else str(names[a]) for a in self.arms]
         return {
             "epsilon": {k: (float(e) if math.isfinite(e) else None) for k, e in zip(keys, self.epsilon)},
@@ -141,7 +141,7 @@ class Certificate:
             "caveats": list(self.caveats),
             "m": int(self.m),
             "n_samples": int(self.n_samples),
-            "sentences": self.sentence(names),
+            "sentences": self.sentence(names, quantity),
         }
 
 
@@ -151,14 +151,15 @@ def certify(policy) -> Certificate | None:
     return policy.certificate()
 
 
-def certificate_json(policy, names=None) -> dict | None:
-    """``certify(policy).to_dict(names)``, or None: the value of the status JSON key
+def certificate_json(policy, names=None, quantity: str | None = None) -> dict | None:
+    """``certify(policy).to_dict(names, quantity)``, or None: the value of the status JSON key
     ``certified_epsilon``."""
     cert = certify(policy)
-    return None if cert is None else cert.to_dict(names)
+    return None if cert is None else cert.to_dict(names, quantity)
 
 
-def certainty_summary(policy, names=None, observations=None, level: float = 0.05) -> dict:
+def certainty_summary(policy, names=None, observations=None, level: float = 0.05,
+                      quantity: str | None = None) -> dict:
     """What the campaign's ``status`` and ``report`` show next to the answer, as plain JSON data:
 
     * ``certified_epsilon``: ``certificate_json(policy, names)`` (None without a valid confidence set);
@@ -168,6 +169,7 @@ def certainty_summary(policy, names=None, observations=None, level: float = 0.05
 
     ``observations``: (per-arm tests, sums, sums of squared outcomes) of every outcome collected, e.g.
     ``camp.observations()[:3]``; default the policy's recorded counts and sums (enough for 0/1 outcomes).
+    ``quantity``: what the sentences call the means (default "cure rate" / "mean outcome").
     """
     from .model_check import check_linear, check_logistic
 
@@ -179,4 +181,4 @@ def certainty_summary(policy, names=None, observations=None, level: float = 0.05
         elif sums_sq is not None:
             sigma = float(getattr(policy, "sigma", 1.0))
             check = check_linear(policy.X, n, sums, sums_sq, sigma, level=level).to_dict(names)
-    return {"certified_epsilon": certificate_json(policy, names), "model_check": check}
+    return {"certified_epsilon": certificate_json(policy, names, quantity), "model_check": check}
