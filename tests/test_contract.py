@@ -79,7 +79,7 @@ CASES = {
 VARIANTS = {
     "m-lingape/optimized": ("m-lingape", _LIN, {"selection": "optimized", "delta": 0.1, "max_samples": 300}),
     "m-lingape/both": ("m-lingape", _LIN2, {"m": 2, "selection": "both", "delta": 0.1, "max_samples": 300}),
-    "glgape/greedy": ("glgape", _LOGIT, {"epsilon": 0.1, "rule": "greedy", "max_samples": 400}),
+    "glgape/greedy": ("glgape", _LOGIT, {"epsilon": 0.1, "selection": "greedy", "max_samples": 400}),
     "xy-static/restricted": ("xy-static", _SOARE, {"restrict_y": True, "max_samples": 300}),
 }
 ALL = {**{name: (name, *case) for name, case in CASES.items()}, **VARIANTS}
