@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .. import ScreenbaiWarning
 from .instance import Instance
 from .linalg import shared_rows
 from .policy import DEFAULT_MAX_SAMPLES, Result
@@ -182,7 +183,7 @@ def check_rewards(instance: Instance, algorithm: str) -> None:
     )
 
 
-class TieWarning(UserWarning):
+class TieWarning(ScreenbaiWarning, UserWarning):
     """The best arms tie and epsilon = 0: fixed-confidence runs cannot stop."""
 
 
@@ -209,7 +210,7 @@ def warn_if_tied(instance: Instance, algorithm: str, params: dict) -> None:
         )
 
 
-class UnrealizableWarning(UserWarning):
+class UnrealizableWarning(ScreenbaiWarning, UserWarning):
     """Arms with identical features have different true means: no model of the features fits them."""
 
 
