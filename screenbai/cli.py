@@ -99,7 +99,17 @@ def _instance_from_file(args):
             raise SystemExit("error: a .npy feature file needs --means FILE.npy with one true mean per arm")
         means = np.load(args.means)
     else:
-        table = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+        try:
+            table = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+        except (ValueError, OSError, UnicodeDecodeError) as exc:  # empty, not a table, not text
+            kind = "Parquet" if path.suffix == ".parquet" else "CSV"
+            raise SystemExit(
+                f"error: features file {path} could not be read as a {kind} table ({exc}); "
+                "give a table with one row per arm, the features in columns x0, x1, ... "
+                f"(or --feature-columns) and the true means in column {args.means_column!r}"
+            ) from None
+        if table.empty:
+            raise SystemExit(f"error: features file {path} has no rows (one row per arm is needed)")
         if args.means_column not in table.columns:
             raise SystemExit(
                 f"error: column {args.means_column!r} (the arms' true means) is not in {path}; "
