@@ -182,3 +182,13 @@ def test_a_killed_backtest_leaves_no_temporary_folder(tmp_path):
     assert proc.returncode == 128 + signal.SIGTERM
     assert _folders(tmp) == []
     assert tempfile.gettempdir() != str(tmp)  # the test's TMPDIR stayed the child's
+
+
+def test_ci_run_removes_its_temporary_folder_whatever_happens(tmp_path):
+    """Issue 17 section 1: `.ci/run` makes its venvs in a temporary folder and removes it, here after a failure."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHON": "false"}  # `false -m venv` fails at once
+    done = subprocess.run(["bash", str(REPO / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert list(tmp.iterdir()) == []
