@@ -57,21 +57,25 @@ def stage_costs(config: dict, repeats: int) -> tuple[pd.DataFrame, dict]:
     rows.append(("curate (RDKit standardisation, merge)", len(raw), "rows", t))
     n = len(library)
     fz = config["featurize"]
-    t, fps = _best(lambda: morgan_fingerprints(library["smiles"].tolist(), radius=fz["radius"], n_bits=fz["n_bits"]), repeats)
+    smiles = library["smiles"].tolist()
+    t, fps = _best(lambda: morgan_fingerprints(smiles, radius=fz["radius"], n_bits=fz["n_bits"]), repeats)
     rows.append((f"Morgan fingerprints r={fz['radius']}, {fz['n_bits']} bits", n, "molecules", t))
     feats = {}
     for d in (20, 40):
-        t, (f, _) = _best(lambda: reduce_pca(fps, d, random_state=0), repeats)
+        t, (f, _) = _best(lambda d=d: reduce_pca(fps, d, random_state=0), repeats)
         feats[d] = f
         rows.append((f"PCA to d = {d}", n, "molecules", t))
     table = pd.DataFrame(feats[20], columns=[f"pc{i + 1}" for i in range(20)])
     table.insert(0, "compound_id", library["compound_id"].to_numpy())
     gt = config["ground_truth"]
-    t, (arms, fit) = _best(lambda: ground_truth_arms(library, table, threshold_nM=gt["threshold_nM"], C=gt["C"]), repeats)
+    t, (arms, fit) = _best(
+        lambda: ground_truth_arms(library, table, threshold_nM=gt["threshold_nM"], C=gt["C"]), repeats
+    )
     rows.append(("logistic ground truth, d = 20", n, "molecules", t))
     sub = draw_subset(library, 400, config["screen"]["subset_seed"])
     for entry in config["algorithms"]:
-        t, rec = _best(lambda: run_chunk(arms, sub, fit["theta_full"], entry, d=20, K=400, seed=1, start=0, n_reps=1,
+        t, rec = _best(lambda entry=entry: run_chunk(arms, sub, fit["theta_full"], entry, d=20, K=400, seed=1, start=0,
+                                                     n_reps=1,
                                          max_samples=config["screen"]["max_samples"]), 1)
         rows.append((f"one run of {entry['label']}, d = 20, K = 400 ({int(rec['samples'].iat[0])} tests)", 1, "run", t))
     df = pd.DataFrame(rows, columns=["stage", "n", "unit", "seconds"])
@@ -182,8 +186,9 @@ def main(argv=None):
 
     validate(config, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
     stages, facts = stage_costs(config, 2 if args.quick else 5)
+    command = f"python benchmarks/bench_workflow.py{' --quick' if args.quick else ''}"
     lines = ["# Workflow stage costs (CDK2 ChEMBL export)", "", *study,
-             f"Machine: {_machine()}; command `python benchmarks/bench_workflow.py{' --quick' if args.quick else ''}`; "
+             f"Machine: {_machine()}; command `{command}`; "
              f"{facts['n_rows']} export rows, {facts['n_compounds']} curated compounds. Best of repeats, "
              f"wall-clock seconds; load average {os.getloadavg()[0]:.1f} at the end.", "",
              "| stage | n | seconds | seconds per 1 000 molecules |", "|---|---|---|---|"]
