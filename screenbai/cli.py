@@ -250,8 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     from .streams import results_stdout
 
     # the results go to a stream only we write: a dependency printing on stdout (Python or C) lands on stderr
-    with _terminate_unwinds(), results_stdout():
-        return _run(args)
+    try:
+        with _terminate_unwinds(), results_stdout():
+            return _run(args)
+    except BrokenPipeError:  # the reader went away (`screenbai ... | head`): stop without a traceback
+        return 128 + 13
 
 
 @contextlib.contextmanager
