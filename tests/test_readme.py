@@ -145,5 +145,6 @@ def test_the_readme_has_the_blocks_this_test_runs():
     commands = [c for k, b, _ in BLOCKS if k == "bash" for c in _commands(b)]
     assert "snakemake --cores 8 -n" in commands  # the main job, as a dry run
     assert any(c.startswith("screenbai campaign record") for c in commands)
+    assert not [b for _, b, _ in BLOCKS if "../shared" in b]  # the examples use the data shipped in data/
     for said, _instead, _ in SUBSTITUTIONS:  # a substitution that no longer matches would hide a change
         assert said in README, said
