@@ -285,6 +285,26 @@ def summarize(records: pd.DataFrame) -> pd.DataFrame:
             "mean_time_s": float(grp["wall_time_s"].mean()),
             "noise_scale": _noise_scale(grp),
         })
-    import pandas as pd
+    return _summary_class()(rows)
 
-    return pd.DataFrame(rows)
+
+def _summary_class():
+    """The table :func:`summarize` returns: a DataFrame printed whole (``print(summarize(records))`` elides no
+    column or row, whatever pandas' display options).  Made on first use: pandas is imported lazily."""
+    cls = globals().get("Summary")
+    if cls is None:
+        import pandas as pd
+
+        class Summary(pd.DataFrame):
+            @property
+            def _constructor(self):
+                return Summary
+
+            def __repr__(self) -> str:
+                return self.to_string()
+
+            __str__ = __repr__
+
+        Summary.__module__, Summary.__qualname__ = __name__, "Summary"  # picklable as screenbai.bandits.runner.Summary
+        globals()["Summary"] = cls = Summary
+    return cls

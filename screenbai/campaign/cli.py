@@ -11,7 +11,6 @@ screenbai campaign backtest --library export.csv.gz --activity-column standard_v
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sqlite3
@@ -122,12 +121,17 @@ def add_parser(sub) -> None:
     p.add_argument("--threshold", type=float, default=1000.0, help="a compound is a hit when activity < threshold")
     p.add_argument("--rate-column", help="instead: the cure rate of each compound (e.g. the workflow's arms 'mean')")
     p.add_argument("--plate-size", type=int, default=96, help="wells per simulated plate")
-    p.add_argument("--max-tests", type=int, default=20000, help="stop the backtest after this many tests")
+    p.add_argument(
+        "--max-tests", type=int, default=20000,
+        help="stop the backtest after this many tests, even if the algorithm has not stopped (the output says which)",
+    )
     p.add_argument("--top-k", type=int, default=10, help="hit recovery: share of the top-k compounds tested")
     p.add_argument("--campaign-out", help="keep the backtest's campaign file here (default: a temporary file)")
     p.add_argument("--out", default="backtest", help="output directory for the table and figure")
-    for parser in (camp, *cs.choices.values()):  # show every option's default in --help
-        parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
+    from ..cli import HelpFormatter
+
+    for parser in (camp, *cs.choices.values()):  # every option's default in --help, once
+        parser.formatter_class = HelpFormatter
 
 
 def _params(pairs):
