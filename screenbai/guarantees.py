@@ -97,8 +97,7 @@ class Guarantee:
         if self.kind == "guaranteed":
             return f"guaranteed: error at most delta = {self.delta:g}"
         if self.kind == "none":
-            return (f"NO ERROR GUARANTEE ({', '.join(self.voided_by)}: the stopping rule is a heuristic, "
-                    "its error can exceed delta)")
+            return f"NO ERROR GUARANTEE: {', '.join(self.voided_by)} voids it, the error can exceed delta"
         return "fixed budget: no error bound at a chosen delta (the error falls as the budget grows)"
 
     def measured_rate(self) -> str:

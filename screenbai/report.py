@@ -88,7 +88,26 @@ def _concentration_axis(axis) -> None:
 
 def _legend_below(ax, ncol: int = 1, fontsize: float = 7) -> None:
     """The legend under the axes (below the x label), where it cannot cover a curve."""
-    ax.legend(fontsize=fontsize, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False)
+    from matplotlib.transforms import ScaledTranslation, blended_transform_factory
+
+    # 0.45 inch under the axes, whatever their height: clear of the tick labels and the x label
+    at = blended_transform_factory(ax.transAxes, ax.transAxes) + ScaledTranslation(0, -0.45, ax.figure.dpi_scale_trans)
+    ax.legend(fontsize=fontsize, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=at, ncol=ncol,
+              frameon=False)
+
+
+def _count_axis(axis) -> None:
+    """A log axis of counts whose ticks read 20, 50, 100, 1000, 20 000 (not 2 x 10^1)."""
+    def plain(v, _pos=None):
+        return f"{v:,.0f}".replace(",", " ") if v >= 1 else f"{v:g}"
+
+    def minor(v, _pos=None):
+        lo, hi = axis.get_view_interval()
+        lead = round(v / 10 ** np.floor(np.log10(v))) if v > 0 else 0
+        return plain(v) if lead in (2, 5) and hi / max(lo, 1e-12) < 300 else ""
+
+    axis.set_major_formatter(FuncFormatter(plain))
+    axis.set_minor_formatter(FuncFormatter(minor))
 
 
 def _name(label: str, names: Mapping[str, str] | None) -> str:
@@ -300,6 +319,7 @@ def plot_samples(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=Non
     ax.set_xlabel(_xlabel(x))
     ax.set_ylabel("tests until the algorithm stops\n(median; bars: 25-75 % of stopped runs)")
     ax.set_yscale("log")
+    _count_axis(ax.yaxis)
     ax.set_title("tests to stop, " + ", ".join(f"{k} = {v}" for k, v in fixed.items()), fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     _legend_below(ax)
@@ -381,6 +401,8 @@ def plot_pulls_per_arm(records: pd.DataFrame, means: np.ndarray, ax=None, *, nam
     ax.set_xlabel("compound rank by true cure rate (1 = best)")
     ax.set_ylabel("mean tests per compound")
     ax.set_yscale("symlog", linthresh=1)
+    _count_axis(ax.yaxis)
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.grid(True, alpha=0.3)
     _legend_below(ax, ncol=2, fontsize=8)
     return fig
@@ -388,7 +410,7 @@ def plot_pulls_per_arm(records: pd.DataFrame, means: np.ndarray, ax=None, *, nam
 
 def plot_declared_potency(declared: pd.DataFrame, arms: pd.DataFrame | None = None, ax=None, *,
                           activity: str = "IC50", threshold_nM: float | None = None,
-                          names: Mapping[str, str] | None = None):
+                          names: Mapping[str, str] | None = None, title: str | None = None):
     """Each declared compound's estimated cure rate (the ground truth's logistic fit, bars: its 95 %
     interval) beside its measured potency, one colour per algorithm, the marker's size growing with
     how often it was declared; the other compounds of the sample in grey (``arms``: compound_id,
@@ -399,7 +421,7 @@ def plot_declared_potency(declared: pd.DataFrame, arms: pd.DataFrame | None = No
     """
     fig, ax = _axes(ax)
     if arms is not None and len(arms):
-        ax.plot(arms["activity_nM"], arms["mean"], ls="none", marker=".", ms=3, color="0.75",
+        ax.plot(arms["activity_nM"], arms["mean"], ls="none", marker=".", ms=5, color="0.7",
                 label="the other compounds of the sample", zorder=1)
     labels = list(dict.fromkeys(declared["label"]))
     shift = {lab: 10 ** (0.04 * (i - (len(labels) - 1) / 2)) for i, lab in enumerate(labels)}  # side by side
@@ -428,8 +450,9 @@ def plot_declared_potency(declared: pd.DataFrame, arms: pd.DataFrame | None = No
     ax.set_xlabel(f"measured {quantity} (more potent to the right)")
     ax.set_ylabel("estimated cure rate (ground truth's logistic fit;\nbars: 95 % interval)")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("declared compounds: estimated cure rate and measured potency\n"
-                 "(marker size: share of runs that declared it)", fontsize=10)
+    ax.set_title(("\n".join(textwrap.fill(line, 80) for line in title.split("\n")) + "\n" if title else "")
+                 + "declared compounds: estimated cure rate and measured potency\n"
+                 "(marker size: share of runs that declared it)", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     _legend_below(ax, ncol=2)
     return fig
@@ -648,7 +671,8 @@ def _findings(summary: pd.DataFrame, declared: pd.DataFrame, reference: tuple[in
                     "epsilon-error says little here" if r.eps_good_fraction >= UNINFORMATIVE
                     else f"more than epsilon = {r.epsilon:g} below: {r.eps_error_rate:.2f}")
         g = (guarantees or {}).get(r.label)
-        promise = g.sentence() if g is not None else "guarantee unknown (the algorithm is not registered)"
+        promise = (f"{g.tag.upper() if g.kind == 'none' else g.tag}, measured error rate {g.measured_rate()}"
+                   if g is not None else "guarantee unknown (the algorithm is not registered)")
         certified = (f" Certified epsilon (median over runs): {r.median_certified_epsilon:.3g}."
                      if "median_certified_epsilon" in summary.columns and np.isfinite(r.median_certified_epsilon)
                      else "")
@@ -728,7 +752,7 @@ def write_report(
         d_list = study["d"] if isinstance(study["d"], list) else [study["d"]]
         k_list = study["K"] if isinstance(study["K"], list) else [study["K"]]
         x, fixed = ("d", {"K": int(k_list[0])}) if len(d_list) >= len(k_list) else ("K", {"d": int(d_list[0])})
-        fig = Figure(figsize=(16, 6.4))
+        fig = Figure(figsize=(16, 6.2), layout="constrained")  # room for the legends under the panels
         ax1, ax2, ax3 = fig.subplots(1, 3)
         plot_samples(summary, x, fixed, ax1, names=names)
         plot_error_rate(summary, x, fixed, ax2, delta=delta, names=names)
@@ -747,9 +771,8 @@ def write_report(
         sample = (None if reference_arms is None
                   else reference_arms[~reference_arms["compound_id"].isin(set(dref["compound_id"]))])
         fig = plot_declared_potency(dref, sample, activity=activity, threshold_nM=label.get("threshold_nM"),
-                                    names=names)
+                                    names=names, title=f"{title}\nd = {d_ref}, K = {K_ref}")
         fig.set_size_inches(7, 5.5)
-        fig.suptitle(textwrap.fill(title, 80) + f"\nd = {d_ref}, K = {K_ref}", fontsize=9)
         fig.savefig(outputs["potency"], dpi=110, bbox_inches="tight")
 
     # structures: what each algorithm declared most often at the reference screen, and the best of the K
