@@ -51,8 +51,10 @@ __all__ = [
     "plot_error_rate",
     "plot_pulls_per_arm",
     "plot_samples",
+    "report_tables",
     "structure_grid",
     "summarize_screens",
+    "summary_page",
     "write_report",
 ]
 
@@ -722,19 +724,10 @@ def write_report(
     algorithm's guarantee is quoted with.
     """
     smiles = dict(zip(library["compound_id"], library["smiles"]))
-    summary = summarize_screens(records)
-    declared = declared_compounds(records, smiles)
-    guarantees = algorithm_guarantees(records, algorithms, error_rates)
+    built = report_tables(records, library=library, fits=fits, reference=reference, algorithms=algorithms,
+                          reference_arms=reference_arms, error_rates=error_rates)
+    summary, declared, gt, guarantees = (built[k] for k in ("summary", "declared", "ground_truth", "guarantees"))
     names = {lab: f"{lab} ({_tag(g)})" for lab, g in guarantees.items()}
-    summary.insert(1, "guarantee", summary["label"].map(lambda lab: _tag(guarantees.get(lab))))
-    summary.insert(2, "measured_error_rate", summary["label"].map(
-        lambda lab: guarantees[lab].measured_rate() if guarantees.get(lab) is not None else "not measured"))
-    if reference_arms is not None and {"mean_lo95", "mean_hi95"} <= set(reference_arms.columns):
-        interval = reference_arms.set_index("compound_id")[["mean_lo95", "mean_hi95"]]
-        at_ref = declared["d"] == reference[0]
-        for col, src in (("cure_rate_lo95", "mean_lo95"), ("cure_rate_hi95", "mean_hi95")):
-            declared.loc[at_ref, col] = interval[src].reindex(declared.loc[at_ref, "compound_id"]).to_numpy()
-    gt = ground_truth_table(fits)
     tables = {"summary": _typed(summary.drop(columns=["algorithm"]), activity),
               "declared": _typed(declared.drop(columns=["algorithm"]), activity), "ground_truth": gt}
     for key, df in tables.items():
@@ -743,10 +736,7 @@ def write_report(
             Path(outputs[f"{key}_html"]).write_text(_CSS + "\n" + html_table(df), encoding="utf-8")
     deltas = [(a.get("params") or {}).get("delta") for a in algorithms]
     delta = next((v for v in deltas if v is not None), None)
-    title = title or "Screening report"
-    src = curation.get("source", {})
-    if src.get("used") == "offline_fallback":  # the title names the requested target: say what was used
-        title += f" [data: {Path(str(src.get('settings', {}).get('path', '?'))).name}, offline fallback]"
+    raw_title, title = title, _title(title, curation)
 
     for name, study in studies.items():
         d_list = study["d"] if isinstance(study["d"], list) else [study["d"]]
@@ -792,6 +782,60 @@ def write_report(
     img = structure_grid(grid, legend=list(grid["legend"]), mols_per_row=mols_per_row)
     img.save(outputs["structures"])
 
+    page = summary_page(built, curation=curation, label=label, reference=reference, activity=activity,
+                        title=raw_title)
+    Path(outputs["markdown"]).write_text(page.markdown(), encoding="utf-8")
+    if "page" in outputs:
+        Path(outputs["page"]).write_text(page.html(), encoding="utf-8")
+    return {"summary": summary, "declared": declared, "ground_truth": gt}
+
+
+def _title(title: str, curation: Mapping[str, Any]) -> str:
+    title = title or "Screening report"
+    src = curation.get("source", {})
+    if src.get("used") == "offline_fallback":  # the title names the requested target: say what was used
+        title += f" [data: {Path(str(src.get('settings', {}).get('path', '?'))).name}, offline fallback]"
+    return title
+
+
+def report_tables(
+    records: pd.DataFrame,
+    *,
+    library: pd.DataFrame,
+    fits: Sequence[Mapping[str, Any]],
+    reference: tuple[int, int],
+    algorithms: Sequence[Mapping[str, Any]] = (),
+    reference_arms: pd.DataFrame | None = None,
+    error_rates: pd.DataFrame | None = None,
+) -> dict[str, Any]:
+    """The report's tables (``summary``, ``declared``, ``ground_truth``) and each label's
+    ``guarantees``; the summary says each algorithm's guarantee and measured error rate, the declared
+    compounds of the reference screen their cure rate's interval (from ``reference_arms``)."""
+    smiles = dict(zip(library["compound_id"], library["smiles"]))
+    summary = summarize_screens(records)
+    declared = declared_compounds(records, smiles)
+    guarantees = algorithm_guarantees(records, algorithms, error_rates)
+    summary.insert(1, "guarantee", summary["label"].map(lambda lab: _tag(guarantees.get(lab))))
+    summary.insert(2, "measured_error_rate", summary["label"].map(
+        lambda lab: guarantees[lab].measured_rate() if guarantees.get(lab) is not None else "not measured"))
+    if reference_arms is not None and {"mean_lo95", "mean_hi95"} <= set(reference_arms.columns):
+        interval = reference_arms.set_index("compound_id")[["mean_lo95", "mean_hi95"]]
+        at_ref = declared["d"] == reference[0]
+        for col, src in (("cure_rate_lo95", "mean_lo95"), ("cure_rate_hi95", "mean_hi95")):
+            declared.loc[at_ref, col] = interval[src].reindex(declared.loc[at_ref, "compound_id"]).to_numpy()
+    gt = ground_truth_table(fits)
+    return {"summary": summary, "declared": declared, "ground_truth": gt, "guarantees": guarantees}
+
+
+def summary_page(tables: Mapping[str, Any], *, curation: Mapping[str, Any], label: Mapping[str, Any],
+                 reference: tuple[int, int], activity: str = "IC50", title: str = "") -> _Page:
+    """The summary page (markdown and HTML) from :func:`report_tables`: warnings first (offline
+    fallback, a label that cannot tell good compounds from bad, a clipped K), the data, what each
+    algorithm's setting guarantees, what the screens found and every table."""
+    summary, declared, gt, guarantees = (tables[k] for k in ("summary", "declared", "ground_truth", "guarantees"))
+    d_ref, K_ref = reference
+    dref = declared[(declared["d"] == d_ref) & (declared["K"] == K_ref)]
+    title = _title(title, curation)
     page = _Page()
     page.heading(title, 1)
     _provenance(page, curation, label, activity)
@@ -824,8 +868,5 @@ def write_report(
               "fitted on, which flatters it; the cross-validated ones score each compound with a model fitted "
               "without it (stratified k-fold, k = CV folds).")
     page.table(gt)
-    Path(outputs["markdown"]).write_text(page.markdown(), encoding="utf-8")
-    if "page" in outputs:
-        Path(outputs["page"]).write_text(page.html(), encoding="utf-8")
-    return {"summary": summary, "declared": declared, "ground_truth": gt}
+    return page
 
