@@ -195,6 +195,10 @@ def _tag(guarantee: Guarantee | None) -> str:
     return guarantee.tag if guarantee is not None else "guarantee unknown"
 
 
+def _measured_rate(guarantees: Mapping[str, Guarantee | None]) -> dict[str, str]:
+    return {lab: g.measured_rate() if g is not None else "not measured" for lab, g in guarantees.items()}
+
+
 def consensus(declared: pd.DataFrame, m: int = 1) -> tuple[bool, pd.DataFrame]:
     """Whether the runs agree on the m compounds declared most often (``declared``: the rows of one
     algorithm and screen of :func:`declared_compounds`), and those compounds: every compound
@@ -816,8 +820,7 @@ def report_tables(
     declared = declared_compounds(records, smiles)
     guarantees = algorithm_guarantees(records, algorithms, error_rates)
     summary.insert(1, "guarantee", summary["label"].map(lambda lab: _tag(guarantees.get(lab))))
-    summary.insert(2, "measured_error_rate", summary["label"].map(
-        lambda lab: guarantees[lab].measured_rate() if guarantees.get(lab) is not None else "not measured"))
+    summary.insert(2, "measured_error_rate", summary["label"].map(_measured_rate(guarantees)))
     if reference_arms is not None and {"mean_lo95", "mean_hi95"} <= set(reference_arms.columns):
         interval = reference_arms.set_index("compound_id")[["mean_lo95", "mean_hi95"]]
         at_ref = declared["d"] == reference[0]
