@@ -771,9 +771,12 @@ def write_report(
 
     # structures: what each algorithm declared most often at the reference screen, and the best of the K
     per_alg = max(1, min(4, int(summary["m"].max()) if len(summary) else 1))
+    m_of = summary.drop_duplicates("label").set_index("label")["m"]
+    tied = {lab for lab, g in dref.groupby("label", sort=False) if not consensus(g, int(m_of.get(lab, 1)))[0]}
     grid_rows = [
         {"smiles": r.smiles,
-         "legend": f"{r.label}: {r.times_declared} of {r.runs} runs\n{r.compound_id}\n"
+         "legend": f"{names.get(r.label, r.label)}\n{r.times_declared} of {r.runs} runs"
+                   f"{' (tied: no consensus)' if r.label in tied else ''}, {r.compound_id}\n"
                    f"{_format_activity(r.activity_nM, activity)}, rank {r.activity_rank}/{K_ref}"}
         for _, g in dref.groupby("label", sort=False) for r in g.head(per_alg).itertuples()
     ]
