@@ -116,6 +116,11 @@ def _name(label: str, names: Mapping[str, str] | None) -> str:
     return (names or {}).get(label, label)
 
 
+def _style(df: pd.DataFrame) -> dict[str, tuple[str, str, int]]:
+    """Each algorithm label's colour, marker and index, the same in every figure (labels in sorted order)."""
+    return {lab: (f"C{i % 10}", "osD^v"[i % 5], i) for i, lab in enumerate(sorted(set(df["label"])))}
+
+
 # ---------------------------------------------------------------------------------- tables
 def _q(s: np.ndarray, q: float) -> float:
     return float(np.quantile(s, q)) if s.size else np.nan
@@ -289,7 +294,7 @@ def _varied(summary: pd.DataFrame, x: str, fixed: Mapping[str, int]):
     sel = summary
     for k, v in fixed.items():
         sel = sel[sel[k] == v]
-    return sel.sort_values(x)
+    return sel.sort_values(x, kind="stable")
 
 
 def _xlabel(x: str) -> str:
@@ -307,11 +312,13 @@ def plot_samples(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=Non
     """
     fig, ax = _axes(ax)
     sel = _varied(summary, x, fixed)
+    style = _style(summary)
     for label, g in sel.groupby("label", sort=False):
         y = g["median_samples"].to_numpy(float)
         lo = y - g["q25_samples"].to_numpy(float)
         hi = g["q75_samples"].to_numpy(float) - y
-        line = ax.errorbar(g[x], y, yerr=[lo, hi], marker="o", capsize=3, label=_name(label, names))
+        line = ax.errorbar(g[x], y, yerr=[lo, hi], marker=style[label][1], color=style[label][0], capsize=3,
+                           label=_name(label, names))
         capped = g[g["not_stopped"] > 0]
         if len(capped):  # runs that hit max_samples: shown apart, at the median of all runs (capped ones at the cap)
             ax.plot(capped[x], capped["median_samples_all"], ls="none", marker="x", ms=8,
@@ -342,13 +349,15 @@ def plot_error_rate(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=
     fig, ax = _axes(ax)
     sel = _varied(summary, x, fixed)
     hidden = []
-    for i, (label, g) in enumerate(sel.groupby("label", sort=False)):
+    style = _style(summary)
+    for label, g in sel.groupby("label", sort=False):
         name = _name(label, names)
-        line, = ax.plot(g[x], g["exact_error_rate"], marker="osD^v"[i % 5], ms=max(9 - 2 * i, 4),
+        color, marker, i = style[label]
+        line, = ax.plot(g[x], g["exact_error_rate"], marker=marker, ms=max(9 - 2 * i, 4), color=color,
                         fillstyle="none", mew=1.5, label=f"{name}: not the exact best")
         informative = g["eps_good_fraction"] < UNINFORMATIVE
         if informative.any():
-            ax.plot(g.loc[informative, x], g.loc[informative, "eps_error_rate"], ls="--", marker="osD^v"[i % 5],
+            ax.plot(g.loc[informative, x], g.loc[informative, "eps_error_rate"], ls="--", marker=marker,
                     ms=4, color=line.get_color(), label=f"{name}: more than epsilon below")
         if (~informative).any():
             hidden.append((label, float(g["epsilon"].iloc[0]), float(g["eps_good_fraction"].max())))
@@ -376,8 +385,10 @@ def plot_declared_rank(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], 
     """Median rank of the declared compounds by measured activity, as % of the sample (lower = more potent)."""
     fig, ax = _axes(ax)
     sel = _varied(summary, x, fixed)
-    for i, (label, g) in enumerate(sel.groupby("label", sort=False)):
-        ax.plot(g[x], g["median_declared_rank_pct"], marker="osD^v"[i % 5], label=_name(label, names))
+    style = _style(summary)
+    for label, g in sel.groupby("label", sort=False):
+        ax.plot(g[x], g["median_declared_rank_pct"], marker=style[label][1], color=style[label][0],
+                label=_name(label, names))
     ax.axhline(10, color="k", ls="--", lw=1, label="top 10 % of the sample")
     ax.axhline(50, color="0.5", ls=":", lw=1, label="a random compound (median)")
     ax.set_xlabel(_xlabel(x))
@@ -400,10 +411,11 @@ def plot_pulls_per_arm(records: pd.DataFrame, means: np.ndarray, ax=None, *, nam
         width = max(30, int(ax.get_position().width * fig.get_figwidth() * 72 / 9 * 1.6))  # characters at 9 pt
         ax.set_title("\n".join(textwrap.fill(line, width) for line in title.split("\n")), fontsize=9)
     order = np.argsort(-np.asarray(means), kind="stable")
+    style = _style(records)
     for label, g in records.groupby("label", sort=False):
         pulls = np.mean(np.stack([np.asarray(p, dtype=float) for p in g["pulls"]]), axis=0)
         ax.plot(np.arange(1, len(order) + 1), pulls[order], ls="none", marker=".", ms=4, alpha=0.7,
-                label=_name(label, names))
+                color=style[label][0], label=_name(label, names))
     ax.set_xlabel("compound rank by true cure rate (1 = best)")
     ax.set_ylabel("mean tests per compound")
     ax.set_yscale("symlog", linthresh=1)
@@ -429,9 +441,10 @@ def plot_declared_potency(declared: pd.DataFrame, arms: pd.DataFrame | None = No
     if arms is not None and len(arms):
         ax.plot(arms["activity_nM"], arms["mean"], ls="none", marker=".", ms=5, color="0.7",
                 label="the other compounds of the sample", zorder=1)
-    labels = list(dict.fromkeys(declared["label"]))
+    labels = sorted(set(declared["label"]))
+    style = _style(declared)
     shift = {lab: 10 ** (0.04 * (i - (len(labels) - 1) / 2)) for i, lab in enumerate(labels)}  # side by side
-    for i, label in enumerate(labels):
+    for label in labels:
         g = declared[declared["label"] == label]
         x = g["activity_nM"].to_numpy(float) * shift[label]
         y = g["cure_rate"].to_numpy(float)
@@ -439,10 +452,10 @@ def plot_declared_potency(declared: pd.DataFrame, arms: pd.DataFrame | None = No
             err = [y - g["cure_rate_lo95"].to_numpy(float), g["cure_rate_hi95"].to_numpy(float) - y]
         else:
             err = None
-        color = f"C{i}"
+        color, marker, _ = style[label]
         ax.errorbar(x, y, yerr=err, ls="none", color=color, elinewidth=1, capsize=2, zorder=2)
         size = 12 + 60 * g["times_declared"].to_numpy(float) / g["runs"].to_numpy(float)
-        ax.scatter(x, y, s=size, marker="osD^v"[i % 5], color=color, edgecolor="k", lw=0.5, zorder=3,
+        ax.scatter(x, y, s=size, marker=marker, color=color, edgecolor="k", lw=0.5, zorder=3,
                    label=_name(label, names))
     from screenbai.screening import format_concentration
 
