@@ -74,7 +74,10 @@ class L1Design:
         """The HiGHS model of the LP, built on first use."""
         import highspy
 
-        h = highspy.Highs()
+        from ..streams import quiet_native_output
+
+        with quiet_native_output():  # highspy >= 1.16 prints a banner on fd 1 when constructed
+            h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("presolve", "off")  # dense 2K x d problem, few pivots: presolve only costs
         K, d = self.K, self.d

@@ -16,6 +16,8 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from ..streams import say
+
 
 def add_parser(sub) -> None:
     """Register ``campaign`` and its subcommands on the main command's subparsers."""
@@ -171,26 +173,26 @@ def _init(args) -> int:
     camp = Campaign.create(
         args.campaign, lib, args.algorithm, _params(args.param), seed=args.seed, outcome=args.outcome
     )
-    print(
+    say(
         f"created {args.campaign}: {camp.K:,} compounds, {camp.features.shape[1]} features "
         f"({lib.featurizer['method']}), {camp.algorithm} with {camp.meta['params'] or 'default parameters'}"
     )
     twins = lib.n_sharing_features()
     if twins:
-        print(
+        say(
             f"{twins:,} compounds share their features with another one (stereoisomers or isotopologues, which the "
             "fingerprint does not see, or bit collisions); the model cannot tell them apart, and status names them "
             "beside a recommendation"
         )
     if len(lib.rejected):
-        print(f"{len(lib.rejected):,} input rows not used:")
+        say(f"{len(lib.rejected):,} input rows not used:")
         for reason, count in lib.rejected_counts().items():
-            print(f"  {reason:28s} {count:6,d}")
+            say(f"  {reason:28s} {count:6,d}")
         if args.rejected_out:
             lib.rejected.to_csv(args.rejected_out, index=False)
-            print(f"rejected rows written to {args.rejected_out}")
+            say(f"rejected rows written to {args.rejected_out}")
         else:
-            print("  (list them with --rejected-out FILE, or in the report)")
+            say("  (list them with --rejected-out FILE, or in the report)")
     camp.close()
     return 0
 
@@ -214,8 +216,8 @@ def _next(args) -> int:
                 f"plate {plate.plate_id} is recorded as in the lab but its file could not be written ({exc}); "
                 f"write it with `screenbai campaign plate {args.campaign} {plate.plate_id} --out FILE`"
             ) from exc
-    print(f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds) written to {plate.path}")
-    print(
+    say(f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds) written to {plate.path}")
+    say(
         f"fill in its 'outcome' column (0/1, or empty / 'failed' for a failed well) and run "
         f"`screenbai campaign record {args.campaign} {plate.path}`"
     )
@@ -227,7 +229,7 @@ def _plate(args) -> int:
 
     with Campaign.open(args.campaign) as camp:
         plate = camp.write_plate(args.plate_id, args.out or Path(args.campaign).with_name(f"{args.plate_id}.csv"))
-    print(f"plate {plate.plate_id}: {len(plate)} wells written to {plate.path}")
+    say(f"plate {plate.plate_id}: {len(plate)} wells written to {plate.path}")
     return 0
 
 
@@ -237,13 +239,13 @@ def _record(args) -> int:
     with Campaign.open(args.campaign) as camp:
         rec = camp.record(args.results)
         left = camp.open_wells()
-    print(
+    say(
         f"recorded {rec.n_outcomes} outcome(s)"
         + (f" and {rec.n_failed} failed well(s) (back in the queue)" if rec.n_failed else "")
         + f" from {rec.file} on plate(s) {', '.join(rec.plates)}"
     )
     if left:
-        print("still awaiting results: " + ", ".join(f"{p} ({n} wells)" for p, n in left.items()))
+        say("still awaiting results: " + ", ".join(f"{p} ({n} wells)" for p, n in left.items()))
     return 0
 
 
@@ -252,7 +254,7 @@ def _status(args) -> int:
 
     with Campaign.open(args.campaign) as camp:
         status = camp.status()
-    print(json.dumps(status.to_dict(), indent=2) if args.json else status.text())
+    say(json.dumps(status.to_dict(), indent=2) if args.json else status.text())
     return 0
 
 
@@ -263,7 +265,7 @@ def _report(args) -> int:
     out = Path(args.out or f"{Path(args.campaign).with_suffix('')}_report")
     with Campaign.open(args.campaign) as camp:
         page = write_report(camp, out)
-    print(f"report written to {page}")
+    say(f"report written to {page}")
     return 0
 
 
