@@ -170,6 +170,8 @@ def summarize_screens(records: pd.DataFrame) -> pd.DataFrame:
                 # the anytime certificate of the runs, when the records carry it
                 **({"median_certified_epsilon": float(np.nanmedian(g["certified_epsilon"].to_numpy(dtype=float)))}
                    if "certified_epsilon" in g.columns and g["certified_epsilon"].notna().any() else {}),
+                **({"certified_guaranteed": bool(g["certified_guaranteed"].astype(bool).all())}
+                   if "certified_guaranteed" in g.columns else {}),
             }
         )
     return pd.DataFrame(rows)
@@ -692,9 +694,11 @@ def _findings(summary: pd.DataFrame, declared: pd.DataFrame, reference: tuple[in
         g = (guarantees or {}).get(r.label)
         promise = (f"{g.tag.upper() if g.kind == 'none' else g.tag}, measured error rate {g.measured_rate()}"
                    if g is not None else "guarantee unknown (the algorithm is not registered)")
-        certified = (f" Certified epsilon (median over runs): {r.median_certified_epsilon:.3g}."
-                     if "median_certified_epsilon" in summary.columns and np.isfinite(r.median_certified_epsilon)
-                     else "")
+        certified = ""
+        if "median_certified_epsilon" in summary.columns and np.isfinite(r.median_certified_epsilon):
+            unproven = "certified_guaranteed" in summary.columns and not bool(r.certified_guaranteed)
+            certified = (f" Certified epsilon (median over runs): {r.median_certified_epsilon:.3g}"
+                         + (" (not a guarantee under this setting)." if unproven else "."))
         out.append(
             f"{r.label} (d = {d_ref}, K = {K_ref}, names {names}; {promise}): {tests}"
             + (f", {r.not_stopped} of {r.runs} runs hit the cap" if r.not_stopped else "")

@@ -383,3 +383,5 @@ def test_a_certified_epsilon_column_is_shown_when_the_records_have_it():
     md, _, tables = _page(rec)
     assert (tables["summary"]["median_certified_epsilon"] == 0.025).all()
     assert "certified epsilon (median)" in md and "Certified epsilon (median over runs): 0.025." in md
+    md, _, _ = _page(rec.assign(certified_guaranteed=False))  # as the runner records it for a heuristic setting
+    assert "Certified epsilon (median over runs): 0.025 (not a guarantee under this setting)." in md
