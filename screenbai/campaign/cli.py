@@ -5,6 +5,7 @@ screenbai campaign next cdk2.campaign --plate-size 96          # writes P001.csv
 screenbai campaign record cdk2.campaign P001.csv                # the same file, outcomes filled in
 screenbai campaign status cdk2.campaign
 screenbai campaign report cdk2.campaign --out cdk2_report/
+screenbai campaign repair cdk2.campaign                         # rebuild the policy snapshots from the log
 screenbai campaign backtest --library export.csv.gz --activity-column standard_value ...
 """
 
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import sys
 from pathlib import Path
 
-from ..streams import say
+from ..streams import results, say
 
 
 def add_parser(sub) -> None:
@@ -80,6 +82,11 @@ def add_parser(sub) -> None:
     p = cs.add_parser("next", help="propose the next plate, record it as pending and write its file")
     file_arg(p)
     p.add_argument("--plate-size", type=int, default=96, help="wells to propose")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="accept a plate larger than the library or than the largest plate format (1536 wells)",
+    )
     p.add_argument("--out", help="plate file to write (default: <plate id>.csv next to the campaign file)")
 
     p = cs.add_parser("plate", help="write the file of an existing plate again")
@@ -98,6 +105,13 @@ def add_parser(sub) -> None:
     p = cs.add_parser("report", help="write an HTML report with figures")
     file_arg(p)
     p.add_argument("--out", help="output directory (default: <campaign>_report)")
+
+    p = cs.add_parser(
+        "repair",
+        help="rebuild the policy snapshots and leader history from the event log (a damaged snapshot, an "
+        "older campaign file)",
+    )
+    file_arg(p)
 
     p = cs.add_parser("backtest", help="run a whole campaign against known outcomes, plate by plate")
     library_args(p)
@@ -127,15 +141,31 @@ def run(args) -> int:
 
     from .campaign import CampaignError, ReplayMismatch
     from .results import ResultsError
-    from .store import CampaignFileError
+    from .store import CampaignFileError, file_error
 
     try:
         # one BLAS thread: the matrices are small (d x d, K x d), and threads fighting over a busy
         # machine's cores made a 10 000 x 21 SVD 20 times slower
         with threadpool_limits(limits=1, user_api="blas"):
-            return _COMMANDS[args.campaign_command](args)
+            code = _COMMANDS[args.campaign_command](args)
+            results().flush()  # a closed pipe shows here, not at exit
+            return code
+    except BrokenPipeError:
+        # the reader went away (`... | head -1`): every command prints after its change is committed,
+        # so the change stands; not an error.  What is still buffered for the closed pipe goes nowhere.
+        try:
+            fd = results().fileno()
+        except (AttributeError, OSError, ValueError):  # not a file (pytest's capsys)
+            fd = None
+        if fd is not None and fd != sys.stderr.fileno():
+            os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+        return 0
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as exc:  # not caught where the file is known: name it here
+        where = getattr(args, "campaign", None) or getattr(args, "campaign_out", None) or "the campaign file"
+        print(f"error: {file_error(exc, where)}", file=sys.stderr)
         return 2
     except (
         CampaignError,
@@ -145,7 +175,6 @@ def run(args) -> int:
         KeyError,
         TypeError,
         OSError,  # a path that cannot be read or written: its message names it
-        sqlite3.Error,
     ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -205,16 +234,18 @@ def _next(args) -> int:
         return Path(args.out) if args.out else Path(args.campaign).with_name(f"{plate_id}.csv")
 
     with Campaign.open(args.campaign) as camp:
+        camp.check_writable("recording a new plate")  # before the plate file's folder is checked
         n_plates = camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
         check_plate_path(out(f"P{n_plates + 1:03d}"))  # before the plate is committed
         # the plate id is known once the plate is committed (another `next` may run at the same time)
-        plate = camp.next_plate(args.plate_size)
+        plate = camp.next_plate(args.plate_size, force=args.force)
         try:
             plate = camp.write_plate(plate.plate_id, out(plate.plate_id))
         except (OSError, ValueError) as exc:
             raise CampaignError(
-                f"plate {plate.plate_id} is recorded as in the lab but its file could not be written ({exc}); "
-                f"write it with `screenbai campaign plate {args.campaign} {plate.plate_id} --out FILE`"
+                f"plate {plate.plate_id} is recorded as in the lab but its file {out(plate.plate_id)} could not be "
+                f"written ({exc}); free space or choose another folder, then write it with "
+                f"`screenbai campaign plate {args.campaign} {plate.plate_id} --out FILE`"
             ) from exc
     say(f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds) written to {plate.path}")
     say(
@@ -258,6 +289,13 @@ def _status(args) -> int:
     return 0
 
 
+def _repair(args) -> int:
+    from .campaign import Campaign
+
+    say(f"{args.campaign}: {Campaign.repair(args.campaign)}")
+    return 0
+
+
 def _report(args) -> int:
     from .campaign import Campaign
     from .report import write_report
@@ -282,5 +320,6 @@ _COMMANDS = {
     "record": _record,
     "status": _status,
     "report": _report,
+    "repair": _repair,
     "backtest": _backtest,
 }
