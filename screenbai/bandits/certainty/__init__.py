@@ -1,0 +1,6 @@
+"""The cost of certainty: the instance's lower bound and optimal allocation, the forecast of a run's
+length (../shared/spec/LOWER_BOUND.md; docs/lower_bound.md)."""
+
+from .complexity import Complexity, allocation_time, characteristic_time, lower_bound
+
+__all__ = ["Complexity", "allocation_time", "characteristic_time", "lower_bound"]
