@@ -346,7 +346,11 @@ def characteristic_time(
         raise ValueError(f"tol (the relative duality gap to reach) must be > 0; got {tol!r}")
     mu = _means(X, theta, model)
     if exact:
-        raise NotImplementedError("the exact logistic bound comes in the next commit")
+        if model != "logistic":
+            raise ValueError("exact=True is for the logistic model (the linear-Gaussian bound is exact already)")
+        from .exact_logistic import exact_characteristic_time
+
+        return exact_characteristic_time(X, theta, epsilon=epsilon, m=m, tol=tol, answer=answer)
     best: Complexity | None = None
     for a in _answers(mu, epsilon, m, answer):
         pairs = _Pairs(X, theta, model, sigma, epsilon, a)
