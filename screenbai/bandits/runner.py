@@ -46,6 +46,7 @@ def run_one(instance: Instance, algorithm: str, params: dict, seed_seq: np.rando
     m = len(result.recommendation)
     # judge with the tolerance the policy actually used (its default when the caller gave none)
     eps = float(getattr(policy, "epsilon", 0.0) or 0.0)
+    cert = policy.certificate()
     return {
         "algorithm": algorithm,
         "params": json.dumps(params, sort_keys=True, default=str),
@@ -55,6 +56,12 @@ def run_one(instance: Instance, algorithm: str, params: dict, seed_seq: np.rando
         "recommendation": list(result.recommendation),
         "epsilon": eps,
         "correct": instance.is_correct(result.recommendation, epsilon=eps, m=m),
+        # the anytime certificate at the end of the run (certainty/certificate.py): the largest epsilon
+        # over the answer (NaN without a valid confidence set), whether the setting is guaranteed, and
+        # the true gap it bounds, mu_(m) - min of the answer's means (the certificate's coverage)
+        "certified_epsilon": float(cert.worst) if cert is not None else np.nan,
+        "certified_guaranteed": bool(cert.guaranteed) if cert is not None else False,
+        "true_gap": true_gap(instance.means, result.recommendation),
         "max_samples": int(policy.max_samples),
         "hit_cap": (not result.stopped) and result.n_samples >= policy.max_samples,
         "noise_scale": float(getattr(policy, "sigma", np.nan)) if noise_parameter(policy) else np.nan,
@@ -62,6 +69,14 @@ def run_one(instance: Instance, algorithm: str, params: dict, seed_seq: np.rando
         "wall_time_s": wall,
         **{f"diag_{k}": v for k, v in result.diagnostics.items() if np.isscalar(v)},
     }
+
+
+def true_gap(means: np.ndarray, answer) -> float:
+    """mu_(m) - min over the answer of mu_i, at least 0 (m = the answer's size): the smallest epsilon
+    for which every arm of the answer is epsilon-good."""
+    answer = np.asarray(list(answer), dtype=np.int64)
+    top = np.partition(means, means.size - answer.size)[means.size - answer.size]
+    return float(max(0.0, top - means[answer].min()))
 
 
 def _run_chunk(args) -> list[dict]:

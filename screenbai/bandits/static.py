@@ -37,6 +37,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from .cache import LRUCache, digest
+from .certainty.certificate import certified_from_bounds
 from .estimators import RidgeState
 from .linalg import check_ridge_scale, gram_pull, project_if_deficient, refuse_quadratic, spanning_arms
 from .params import (
@@ -493,6 +494,32 @@ class _SLMBase(Policy):
             return Policy._recommend(self, rng)
         return np.array([argmax_random(mu, rng)])
 
+    def _ols_certificate(self, counts, sums, n: int) -> np.ndarray:
+        """eq. (1) of certainty/certificate.py with [SLM14] Prop. 1's confidence set on the OLS
+        estimate from ``counts``, ``sums`` (n observations, a design fixed before the outcomes):
+        |(x - x')^T (theta_hat - theta*)| <= c ||x - x'||_{A^-1} sqrt(log_n(K^2/delta)) for all pairs
+        and all n at once, c = 2 sqrt(2) sigma: the widths of the eq. 11 stopping rule. inf while
+        the tested arms do not span. O(K d^2)."""
+        A = self._current_answer()
+        mu, chol = _ols_mu(self.Z, np.asarray(counts, dtype=float), np.asarray(sums, dtype=float))
+        if mu is None or n < 1:
+            return np.full(A.size, np.inf)
+        W = cho_solve(chol, self.Z.T)  # A^-1 Z^T
+        diag = np.einsum("kd,dk->k", self.Z, W)
+        rows = self.Z[A] @ W  # rows of Z A^-1 Z^T for the answer
+        width2 = np.maximum(diag[A][:, None] + diag[None, :] - 2.0 * rows, 0.0)
+        width = self.width_constant * np.sqrt(width2 * float(log_term(n, self.K_log, self.delta)))
+        U = mu[None, :] - mu[A][:, None] + width
+        U[np.arange(A.size), A] = -np.inf
+        return certified_from_bounds(U, 1)
+
+    def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
+        model, _ = super()._certificate_model()
+        if isinstance(self, XYStatic) and self.restrict_y:
+            return model, ("the directions follow the estimated best arm (restrict_y), so the design depends on "
+                           "the outcomes while [SLM14] Prop. 1 assumes a fixed design",)
+        return model, ()
+
     @staticmethod
     def _check_restrict(restrict_y, K: int) -> bool:
         if restrict_y is None:
@@ -597,6 +624,10 @@ class _StaticAllocation(_SLMBase):
         if self._final is not None and self._final.get("best") is not None:
             return np.array([self._final["best"]])
         return self._ols_best(self.n.astype(float), self.sums, rng)
+
+    def _certified_epsilon(self) -> np.ndarray:
+        """[SLM14] Prop. 1 on all outcomes (the stopping rule eq. 11's set; see ``_ols_certificate``)."""
+        return self._ols_certificate(self.n, self.sums, self.n_samples)
 
     # -- vectorised path
     def run(self, env):
@@ -895,6 +926,11 @@ class XYAdaptive(_SLMBase):
             return np.array([self._final["best"]])
         return self._ols_best(self.phase_counts, self.phase_sums, rng)
 
+    def _certified_epsilon(self) -> np.ndarray:
+        """[SLM14] Prop. 1 on the current phase's outcomes, as the phase's eq. 11 test (each phase's
+        design is fixed when it starts; inf until the phase's tests span)."""
+        return self._ols_certificate(self.phase_counts, self.phase_sums, self.t_phase)
+
     def run(self, env):
         """Phase by phase: the phase sequence is fixed, so pull it as one block (same reward stream)."""
         if not self._fast_path_applies(env):
@@ -1027,5 +1063,23 @@ class XYFullyAdaptive(_SLMBase):
             return np.array([self._final["best"]])
         mu = self.state.M[: self.K] @ self.sums
         return np.array([argmax_random(np.where(self.active, mu, -np.inf), rng)])
+
+    def _certified_epsilon(self) -> np.ndarray:
+        """eq. (1) of certainty/certificate.py with [SLM14] Prop. 2's set (the elimination's widths):
+        U(i, j) = mu_j - mu_i + ||x_i - x_j||_{(A^lambda)^-1} (sigma sqrt(d log((1 + n L^2 / lambda) /
+        delta)) + sqrt(lambda) S) at the ridge estimate, valid for adaptive designs given S. O(K)."""
+        A = self._current_answer()
+        G = self.state.M[A]
+        mu = self.state.M[: self.K] @ self.sums
+        dg = self.state.diag
+        rows = np.arange(A.size)
+        width = np.sqrt(np.maximum(dg[A][:, None] + dg[None, :] - 2.0 * G[:, : self.K], 0.0))
+        U = mu[None, :] - mu[A][:, None] + width * self._width_scale(self.n_samples)
+        U[rows, A] = -np.inf
+        return certified_from_bounds(U, 1)
+
+    def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
+        model, caveats = super()._certificate_model()
+        return f"{model}, ||theta|| <= S = {self.S:g}", caveats
 
 
