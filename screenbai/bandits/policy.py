@@ -415,6 +415,15 @@ class Policy(metaclass=_PolicyMeta):
                 break
         return np.concatenate(parts) if parts else NO_ARMS.copy()
 
+    def recheck(self) -> None:
+        """Run the stopping rule on the recorded outcomes now, even while the rest of a chosen batch
+        waits in the queue (``tell`` runs it when the queue is empty or holds only cancelled arms, so
+        that ``propose(1)`` + ``tell`` gives the sequential choices).  A campaign calls it after each
+        results file: ``done`` and the leader then follow every recorded outcome, whatever plates are
+        still in the lab."""
+        if not self._finished and self._queue.size and self._stops_now():
+            self._finish(True)
+
     def cancel(self, arms) -> None:
         """Take arms in flight back without an outcome (failed wells); they are proposed again first."""
         if self._asked is not None:

@@ -206,7 +206,7 @@ def run_backtest(
         try:
             while len(tested_order) < max_tests and not camp.policy.done:
                 try:
-                    plate = camp.next_plate(min(plate_size, max_tests - len(tested_order)))
+                    plate = camp.next_plate(min(plate_size, max_tests - len(tested_order)), force=True)
                 except CampaignError:
                     break
                 arms = np.asarray(plate.arms)

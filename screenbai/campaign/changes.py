@@ -133,7 +133,7 @@ def add_compounds(camp, ids, smiles, *, features=None, input_smiles=None, source
             )
             camp._load_compounds()
             camp._policy = camp._restart_at(step)
-            camp._save_snapshot(step)
+            camp._save_snapshot(step, plate=True)
         except BaseException:
             camp._load_compounds()  # the transaction is rolled back: the file's compounds again
             raise
@@ -171,7 +171,7 @@ def withdraw(camp, compound_id: str, reason: str = "") -> int:
             },
         )
         camp._policy = camp._restart_at(step)
-        camp._save_snapshot(step)
+        camp._save_snapshot(step, plate=True)
     return arm
 
 
