@@ -685,7 +685,7 @@ class Campaign:
         if size is None:
             if layout is None:
                 raise ValueError("give a plate size (this campaign has no plate format; see `campaign format`)")
-            size = layout.compounds_per_plate
+            size = min(layout.compounds_per_plate, self.K)  # a full plate (a small library: each compound once)
         size = int(size)
         if size < 1:
             raise ValueError(f"plate size must be at least 1; got {size}")
