@@ -553,7 +553,8 @@ class Campaign:
         recorded since that plate in plate order; when the policy had already finished, the file's
         outcomes are cancelled instead.  ``on_record(step, policy)`` / ``on_plate(step, policy)`` are
         called after each replayed results file / plate."""
-        base_step, base = 0, None  # the last plate's step and state (None: the fresh policy, before any plate)
+        base: str | dict | None = None  # the state after the last plate (None: the fresh policy, before any plate)
+        base_step = 0  # and its step
         if use_snapshot:
             latest = store.get_snapshot(self._con, "latest")
             if latest is not None and latest[0] == self._last_step():

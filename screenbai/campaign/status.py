@@ -366,8 +366,10 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
 def _forecast(camp, policy) -> tuple[float, float] | None:
     """(tests, plates) left until the stopping rule fires, from the forecast of
     screenbai.bandits.certainty.forecast when this version has it (None otherwise)."""
+    import importlib
+
     try:
-        from screenbai.bandits.certainty import forecast as fc
+        fc = importlib.import_module("screenbai.bandits.certainty.forecast")
     except ImportError:
         return None
     fn = getattr(fc, "forecast_tests_left", None)
