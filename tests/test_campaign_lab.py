@@ -266,3 +266,43 @@ def test_plate_format_changes_mid_campaign(tmp_path):
         assert len(second) == 48 and second.wells[0] == "A01" and second.wells[-1] == "F08"
         assert c._con.execute("SELECT COUNT(*) FROM controls WHERE plate_id = 'P002'").fetchone()[0] == 0
         assert "plate format changed to 48-well" in c.status().text()
+
+
+# ------------------------------------------------------------------------------------------ export
+def test_export_writes_csv_xlsx_and_one_html_file(tmp_path, capsys):
+    from screenbai.cli import main
+
+    camp = _ic50_campaign(tmp_path)
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    values = {cid: (50.0 if k % 2 else 900.0) for k, cid in enumerate(sorted(set(plate.compound_ids)))}
+    camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(5.0, 5000.0), noise=20))
+    withdraw(camp, camp.compound_ids[-1])
+    path = camp.path
+    camp.close()
+    out = tmp_path / "export"
+    out.mkdir()
+    assert main(["campaign", "export", str(path), "--out", str(out)]) == 0
+    with open(out / "c.csv", newline="") as fh:
+        rows = {r["compound_id"]: r for r in csv.DictReader(fh)}
+    assert len(rows) == 30
+    for cid, v in values.items():
+        n = plate.compound_ids.count(cid)
+        assert int(rows[cid]["tests"]) == n and int(rows[cid]["hits"]) == (n if v <= 100 else 0)
+        assert float(rows[cid]["mean_readout"]) == v
+        lo, est, hi = (float(rows[cid][k]) for k in ("model_low", "model_estimate", "model_high"))
+        assert lo <= est <= hi
+    assert rows["CPD0029"]["status"] == "withdrawn" and rows["CPD0029"]["in_screen"] == "False"
+    assert sum(r["status"].startswith("recommended") for r in rows.values()) == 1
+    # the workbook: two sheets, the compounds one with a header and 30 rows, numbers stored as numbers
+    ns = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
+    with zipfile.ZipFile(out / "c.xlsx") as z:
+        book = ET.fromstring(z.read("xl/workbook.xml"))
+        assert [s.get("name") for s in book.find("m:sheets", ns)] == ["compounds", "campaign"]
+        sheet = ET.fromstring(z.read("xl/worksheets/sheet1.xml"))
+    xml_rows = sheet.find("m:sheetData", ns).findall("m:row", ns)
+    assert len(xml_rows) == 31
+    first = xml_rows[1].findall("m:c", ns)
+    assert first[3].find("m:v", ns).text == rows["CPD0000"]["tests"] and first[3].get("t") is None
+    page = (out / "c_report.html").read_text()
+    assert "data:image/" in page and 'src="' in page
+    assert not [s for s in page.split('src="')[1:] if not s.startswith("data:")]  # nothing outside the file
