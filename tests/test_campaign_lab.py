@@ -306,3 +306,62 @@ def test_export_writes_csv_xlsx_and_one_html_file(tmp_path, capsys):
     page = (out / "c_report.html").read_text()
     assert "data:image/" in page and 'src="' in page
     assert not [s for s in page.split('src="')[1:] if not s.startswith("data:")]  # nothing outside the file
+
+
+# ---------------------------------------------------------------------------------------- backtest
+def _lab_library(tmp_path, n=30) -> Path:
+    path = tmp_path / "lib.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["name", "smiles"])
+        for k in range(n):
+            w.writerow([f"L{k:02d}", "C" * (k % 10 + 1) + ("O", "N", "Cl")[k // 10]])
+    return path
+
+
+@pytest.mark.slow  # a whole backtest through the CLI (figure included): 9 s on a loaded machine
+def test_backtest_from_a_two_column_csv(tmp_path, capsys):
+    from screenbai.cli import main
+
+    lib = _lab_library(tmp_path)
+    truth = tmp_path / "measured.csv"
+    with open(truth, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["compound", "ic50"])
+        for k in range(28):  # L28, L29 have no measurement; X99 is not in the library
+            w.writerow([f"L{k:02d}", 5.0 if k in (3, 4, 5) else 5000.0])
+        w.writerow(["X99", 1.0])
+    out = tmp_path / "bt"
+    argv = ["campaign", "backtest", "--library", str(lib), "--id-column", "name", "--smiles-column", "smiles"]
+    argv += ["--d", "3", "--truth", str(truth), "--truth-id-column", "compound", "--activity-column", "ic50"]
+    argv += ["--threshold", "100", "--plate-size", "12", "--max-tests", "96", "--seed", "1", "--out", str(out)]
+    assert main(argv + ["--algorithm", "m-lingape", "--param", "epsilon=0.1", "--param", "threshold=heuristic"]) == 0
+    text = capsys.readouterr().out
+    assert "2 library compounds without a value left out" in text and "1 values of compounds not in" in text
+    assert "hit = ic50 < 100 (3 of 28 compounds)" in text and "drawn with noise (sd 0.3)" in text
+    rec = json.loads((out / "backtest.json").read_text())["recommendation"][0]
+    if rec["activity_nM"] == 5.0:  # one of three equal compounds: a tie, shown as one
+        assert rec["potency_rank"] == 1 and rec["potency_rank_tied_to"] == 3 and "tied for ranks 1-3" in text
+    else:
+        assert rec["potency_rank"] == 4 and rec["potency_rank_tied_to"] == 28 and "tied for ranks 4-28" in text
+
+
+def test_backtest_draws_each_test_with_noise_and_honours_the_library(tmp_path):
+    from screenbai.campaign.backtest import hit_probability, outcomes_from_table
+    from screenbai.campaign.library import import_library
+
+    p = hit_probability(np.array([10.0, 100.0, 1000.0]), 100.0, "below", 0.3)
+    assert 0.99 < p[0] < 1 and p[1] == pytest.approx(0.5) and 0 < p[2] < 0.01
+    assert list(hit_probability(np.array([10.0, 1000.0]), 100.0, "below", 0.0)) == [1.0, 0.0]
+    assert hit_probability(np.array([60.0]), 50.0, "above", 10.0)[0] == pytest.approx(0.841, abs=1e-3)
+    lib = import_library(_lab_library(tmp_path), id_column="name", smiles_column="smiles", d=3)
+    truth = tmp_path / "rates.csv"
+    truth.write_text("name,rate\n" + "".join(f"L{k:02d},{k / 40}\n" for k in range(0, 30, 2)))
+    known = outcomes_from_table(lib, truth)  # one numeric column in [0, 1]: hit rates
+    assert list(known.library.compounds["compound_id"]) == [f"L{k:02d}" for k in range(0, 30, 2)]
+    np.testing.assert_allclose(known.library.features, lib.features[::2])  # the library's own features
+    np.testing.assert_allclose(known.rate, np.arange(0, 30, 2) / 40)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("name,rate\nL00,0.5\nL01,high\n")
+    with pytest.raises(ValueError, match=r"line 3: rate = 'high' is not a number"):
+        outcomes_from_table(lib, bad)

@@ -169,11 +169,27 @@ def add_parser(sub) -> None:
     p = cs.add_parser("backtest", help="run a whole campaign against known outcomes, plate by plate")
     library_args(p)
     algorithm_args(p)
-    p.add_argument("--truth", help="table of known outcomes (default: the library file itself)")
+    p.add_argument(
+        "--truth",
+        help="known outcomes (default: the library file itself): a CSV/TSV with the compound id and a measured "
+        "activity (--activity-column, hit at --threshold) or hit rate (--rate-column) for --library's structures",
+    )
     p.add_argument("--truth-id-column", default=None, help="compound id column of --truth (default: --id-column)")
     p.add_argument("--activity-column", help="activity (e.g. IC50 in nM; lower is better) to binarise at --threshold")
     p.add_argument("--threshold", type=float, default=1000.0, help="a compound is a hit when activity < threshold")
     p.add_argument("--rate-column", help="instead: the cure rate of each compound (e.g. the workflow's arms 'mean')")
+    p.add_argument(
+        "--hit-above",
+        action="store_true",
+        help="a hit when the activity is above --threshold (e.g. percent inhibition), not below (IC50)",
+    )
+    p.add_argument(
+        "--noise",
+        type=float,
+        default=0.3,
+        help="sd of each test's measurement: log10 units for a hit below the threshold (0.3: a factor 2), the "
+        "activity's units with --hit-above; 0: every test returns the compound's label",
+    )
     p.add_argument("--plate-size", type=int, default=96, help="wells per simulated plate")
     p.add_argument("--max-tests", type=int, default=20000, help="stop the backtest after this many tests")
     p.add_argument("--top-k", type=int, default=10, help="hit recovery: share of the top-k compounds tested")
