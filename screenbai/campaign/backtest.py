@@ -226,7 +226,8 @@ def outcomes_from_table(
         v if direction == "below" else -v,
         activity=v,
         activity_label=f"{value_column}",
-        description=f"{path.name}: hit = {value_column} {sign} {threshold:g} ({hits} of {v.size} compounds){_noise_words(noise)}"
+        description=f"{path.name}: hit = {value_column} {sign} {threshold:g} ({hits} of {v.size} compounds)"
+        + _noise_words(noise)
         + left,
     )
 
