@@ -292,7 +292,9 @@ class Campaign:
         if path.exists():
             raise store.CampaignFileError(f"{path} already exists; choose another campaign file or delete it first")
         if not path.parent.is_dir():
-            raise store.CampaignFileError(f"cannot create {path}: folder {path.parent} does not exist; create it first")
+            raise store.CampaignFileError(
+                f"cannot create {path}: folder {path.parent} does not exist; create it first"
+            )
         _remove_stale_builds(path)
         # built under a temporary name beside the target and renamed into place once complete: a killed
         # init leaves no campaign file (a re-run then works), never an empty or half-filled one
@@ -575,12 +577,9 @@ class Campaign:
                 d = json.loads(detail)
                 arms = _propose(policy, d["requested"], d.get("replicates", 1))
                 stored = np.asarray(
-                    [
-                        a
-                        for (a,) in self._con.execute(
-                            "SELECT arm FROM wells WHERE plate_id = ? ORDER BY position", (d["plate_id"],)
-                        )
-                    ],
+                    [a for (a,) in self._con.execute(
+                        "SELECT arm FROM wells WHERE plate_id = ? ORDER BY position", (d["plate_id"],)
+                    )],
                     dtype=np.int64,
                 )
                 if arms.shape != stored.shape or (arms != stored).any():

@@ -150,7 +150,9 @@ def _uri(path: Path, **query: str) -> str:
     return "file:" + pathname2url(str(path.resolve())) + "?" + "&".join(f"{k}={v}" for k, v in query.items())
 
 
-def connect(path: str | Path, *, create: bool = False, durable: bool = True, schema: bool = True) -> sqlite3.Connection:
+def connect(
+    path: str | Path, *, create: bool = False, durable: bool = True, schema: bool = True
+) -> sqlite3.Connection:
     """Open (or create) a campaign file.  ``durable=False`` skips the fsync of each commit: still safe
     against a killed process (WAL), not against a power cut; for backtests, which write thousands of steps.
 
