@@ -194,7 +194,11 @@ def add_parser(sub) -> None:
     p.add_argument("--max-tests", type=int, default=20000, help="stop the backtest after this many tests")
     p.add_argument("--top-k", type=int, default=10, help="hit recovery: share of the top-k compounds tested")
     p.add_argument("--campaign-out", help="keep the backtest's campaign file here (default: a temporary file)")
-    p.add_argument("--out", default="backtest", help="output directory for the table and figure")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output folder for the table and figure (named: nothing lands in the current folder by surprise)",
+    )
     for parser in (camp, *cs.choices.values()):  # show every option's default in --help
         parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
 
