@@ -365,3 +365,51 @@ def test_backtest_draws_each_test_with_noise_and_honours_the_library(tmp_path):
     bad.write_text("name,rate\nL00,0.5\nL01,high\n")
     with pytest.raises(ValueError, match=r"line 3: rate = 'high' is not a number"):
         outcomes_from_table(lib, bad)
+
+
+# ---------------------------------------------------------------------------- GSE, init's messages
+def test_gse_stages_fill_whole_plates(tmp_path, capsys):
+    from screenbai.campaign.campaign import CampaignError
+    from screenbai.campaign.labcli import whole_plate_budget
+
+    lib = synthetic_library(K=30, d=3)
+    layout = PlateLayout.build("24")  # 16 compound wells
+    params = whole_plate_budget("gse-log", {"budget": 300}, 30, layout)
+    assert params["budget"] == 320 and "each of gse-log's 5 stages is then 4 whole plate(s)" in capsys.readouterr().out
+    camp = Campaign.create(tmp_path / "g.campaign", lib, "gse-log", params, seed=1, layout=layout)
+    assert all(b % 16 == 0 for b in camp.policy.stage_budgets)
+    assay = Assay(lib.features, seed=2)
+    sizes = []
+    for stage in range(2):
+        stage_plates = []
+        while True:
+            try:
+                stage_plates.append(camp.next_plate(None))
+            except CampaignError:
+                break
+        for k, p in enumerate(stage_plates):
+            camp.record(_results(tmp_path, p, assay(p.arms), f"s{stage}_{k}"))
+        sizes.append([len(p) for p in stage_plates])
+    assert sizes == [[16] * 4, [16] * 4]
+    camp.close()
+
+
+def test_init_prints_the_rejected_rows_and_writes_them_beside_the_campaign(tmp_path, capsys, monkeypatch):
+    from screenbai.cli import main
+
+    lib = _lab_library(tmp_path, n=12)
+    with open(lib, "a") as fh:
+        fh.write("BAD1,C1CC(\n,CCO\n")
+    folder = tmp_path / "screens"
+    folder.mkdir()
+    monkeypatch.chdir(tmp_path)
+    camp = folder / "s.campaign"
+    argv = ["campaign", "init", str(camp), "--library", str(lib), "--id-column", "name", "--smiles-column", "smiles"]
+    assert main(argv + ["--d", "3", "--plate-format", "384", "--empty-edge"]) == 0
+    out = capsys.readouterr().out
+    assert "row 14: BAD1 C1CC(: unparseable SMILES" in out and "row 15: (no id) CCO: missing id" in out
+    assert f"all written to {folder / 's_rejected.csv'}" in out
+    assert "384-well plates (16 rows x 24 columns), 16 positive control wells (A01..P01)" in out
+    with open(folder / "s_rejected.csv", newline="") as fh:
+        assert [r["compound_id"] for r in csv.DictReader(fh)] == ["BAD1", ""]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lib.csv", "screens"]  # nothing in the current folder

@@ -51,13 +51,14 @@ def whole_plate_budget(algorithm: str, params: dict, K: int, layout: PlateLayout
     """GSE's stages in whole plates: with a plate format, a fixed-budget GSE's budget is rounded up
     so that every stage (budget / stages tests) is a whole number of plates (said on the terminal)."""
     from screenbai.bandits.gse import GSE, n_stages
+    from screenbai.bandits.params import declared
     from screenbai.bandits.registry import get
 
     entry = get(algorithm)
     if layout is None or not issubclass(entry.cls, GSE) or "budget" not in params:
         return params
-    kw = {**entry.defaults, **params}
-    s = n_stages(K, float(kw["eta"]))
+    eta = params.get("eta", entry.defaults.get("eta", declared(entry.cls)["eta"].default))
+    s = n_stages(K, float(eta))
     cap = layout.capacity
     budget = int(params["budget"])
     per_stage = max(1, math.ceil(budget / s / cap)) * cap
@@ -82,7 +83,9 @@ def report_rejected(lib, args) -> None:
     shown = lib.rejected.head(SHOWN_REJECTED)
     for row in shown.itertuples(index=False):
         detail = f" ({row.detail})" if isinstance(row.detail, str) and row.detail else ""
-        print(f"  row {row.source_row}: {row.compound_id} {row.smiles}: {row.reason}{detail}")
+        cid = row.compound_id if isinstance(row.compound_id, str) and row.compound_id else "(no id)"
+        smiles = row.smiles if isinstance(row.smiles, str) and row.smiles else "(no SMILES)"
+        print(f"  row {row.source_row}: {cid} {smiles}: {row.reason}{detail}")
     more = len(lib.rejected) - len(shown)
     print(f"  {'... and ' + format(more, ',') + ' more; ' if more > 0 else ''}all written to {out}")
 
