@@ -105,8 +105,8 @@ def add_parser(sub) -> None:
     g.add_argument("--min-z", type=float, default=0.5, help="a plate's controls fail when its Z'-factor is below this")
     p.add_argument(
         "--rejected-out",
-        help="write the rejected input rows (row, id, SMILES, reason) to this CSV "
-        "(default: <campaign>_rejected.csv beside the campaign file; the first 20 are also printed)",
+        help="write the rejected input rows (row, id, SMILES, reason) to this CSV; without it they go to "
+        "<campaign>_rejected.csv beside the campaign file (the first 20 are also printed)",
     )
 
     p = cs.add_parser("next", help="propose the next plate, record it as pending and write its file")
