@@ -223,7 +223,8 @@ def _probe_job(args):
 
 
 def part_probe(reps: int, jobs: int, seed: int, threshold_nM: float, cap: int) -> pd.DataFrame:
-    """GLGapE's default, sequential, on the CDK2/EGFR arms: the tests until it stops (or how far from it after ``cap``)."""
+    """GLGapE's default, sequential, on the CDK2/EGFR arms: the tests until it stops (or how far from it after
+    ``cap``)."""
     insts = {t: study_instance(cfg, threshold_nM=threshold_nM) for t, cfg in TARGETS.items()}
     tasks = [(name, inst, r, seed, cap) for name, inst in insts.items() for r in range(reps)]
     with ProcessPoolExecutor(max_workers=jobs) as pool:

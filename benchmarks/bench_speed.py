@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 from scipy.special import expit
+from threadpoolctl import threadpool_limits
 
 from screenbai.bandits import Instance, make_policy, policy_for_instance
 
@@ -165,7 +165,8 @@ def _run(args) -> int:
                 print(f"{name:16s} K={K:5d} d={d:3d}  {s:8.4f} s/run", flush=True)
     fb = pd.DataFrame(fb_rows)
 
-    lines = ["# Speed benchmark", "", f"Command: `python benchmarks/bench_speed.py{' --quick' if args.quick else ''}`", ""]
+    command = f"python benchmarks/bench_speed.py{' --quick' if args.quick else ''}"
+    lines = ["# Speed benchmark", "", f"Command: `{command}`", ""]
     lines += ["Machine: 2 cores; single process; timings include ask/tell overhead and reward draws.", ""]
     if len(table):
         wide = table.pivot_table(index="algorithm", columns=["K", "d"], values="us_per_round", sort=False)
@@ -186,9 +187,11 @@ def _run(args) -> int:
                 "cost ratio (d)": round(g[(kd, dd[-1])] / g[(kd, dd[0])], 2),
                 "d ratio": dd[-1] / dd[0],
             })
-        lines += ["## Growth (cost ratio vs the K or d ratio)", "", _markdown(pd.DataFrame(growth).set_index("algorithm")), ""]
+        growth_table = _markdown(pd.DataFrame(growth).set_index("algorithm"))
+        lines += ["## Growth (cost ratio vs the K or d ratio)", "", growth_table, ""]
     if len(fb):
-        lines += ["## Fixed budget: seconds per whole run (median of 5)", "", _markdown(fb.set_index("algorithm").round(4)), ""]
+        fb_table = _markdown(fb.set_index("algorithm").round(4))
+        lines += ["## Fixed budget: seconds per whole run (median of 5)", "", fb_table, ""]
     lines += ["## Targets (K = 400, d = 20)", "", "| what | measured | target |", "|---|---|---|"]
     def _at(name):
         row = table[(table.algorithm == name) & (table.K == 400) & (table.d == 20)] if len(table) else table

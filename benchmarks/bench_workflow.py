@@ -51,21 +51,25 @@ def stage_costs(config: dict, repeats: int) -> tuple[pd.DataFrame, dict]:
     rows.append(("curate (RDKit standardisation, merge)", len(raw), "rows", t))
     n = len(library)
     fz = config["featurize"]
-    t, fps = _best(lambda: morgan_fingerprints(library["smiles"].tolist(), radius=fz["radius"], n_bits=fz["n_bits"]), repeats)
+    smiles = library["smiles"].tolist()
+    t, fps = _best(lambda: morgan_fingerprints(smiles, radius=fz["radius"], n_bits=fz["n_bits"]), repeats)
     rows.append((f"Morgan fingerprints r={fz['radius']}, {fz['n_bits']} bits", n, "molecules", t))
     feats = {}
     for d in (20, 40):
-        t, (f, _) = _best(lambda: reduce_pca(fps, d, random_state=0), repeats)
+        t, (f, _) = _best(lambda d=d: reduce_pca(fps, d, random_state=0), repeats)
         feats[d] = f
         rows.append((f"PCA to d = {d}", n, "molecules", t))
     table = pd.DataFrame(feats[20], columns=[f"pc{i + 1}" for i in range(20)])
     table.insert(0, "compound_id", library["compound_id"].to_numpy())
     gt = config["ground_truth"]
-    t, (arms, fit) = _best(lambda: ground_truth_arms(library, table, threshold_nM=gt["threshold_nM"], C=gt["C"]), repeats)
+    t, (arms, fit) = _best(
+        lambda: ground_truth_arms(library, table, threshold_nM=gt["threshold_nM"], C=gt["C"]), repeats
+    )
     rows.append(("logistic ground truth, d = 20", n, "molecules", t))
     sub = draw_subset(library, 400, config["screen"]["subset_seed"])
     for entry in config["algorithms"]:
-        t, rec = _best(lambda: run_chunk(arms, sub, fit["theta_full"], entry, d=20, K=400, seed=1, start=0, n_reps=1,
+        t, rec = _best(lambda entry=entry: run_chunk(arms, sub, fit["theta_full"], entry, d=20, K=400, seed=1, start=0,
+                                                     n_reps=1,
                                          max_samples=config["screen"]["max_samples"]), 1)
         rows.append((f"one run of {entry['label']}, d = 20, K = 400 ({int(rec['samples'].iat[0])} tests)", 1, "run", t))
     df = pd.DataFrame(rows, columns=["stage", "n", "unit", "seconds"])
@@ -108,9 +112,11 @@ def main(argv=None):
 
     validate(config, str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
     stages, facts = stage_costs(config, 2 if args.quick else 5)
+    command = f"python benchmarks/bench_workflow.py{' --quick' if args.quick else ''}"
     lines = ["# Workflow stage costs (CDK2 ChEMBL export)", "",
-             f"Machine: {os.cpu_count()} cores; command `python benchmarks/bench_workflow.py{' --quick' if args.quick else ''}`; "
-             f"{facts['n_rows']} export rows, {facts['n_compounds']} curated compounds. Best of repeats, wall-clock seconds.", "",
+             f"Machine: {os.cpu_count()} cores; command `{command}`; "
+             f"{facts['n_rows']} export rows, {facts['n_compounds']} curated compounds. "
+             "Best of repeats, wall-clock seconds.", "",
              "| stage | n | seconds | seconds per 1 000 molecules |", "|---|---|---|---|"]
     for r in stages.itertuples():
         per = "" if np.isnan(r.per_1000) else f"{r.per_1000:.3f}"
@@ -123,7 +129,8 @@ def main(argv=None):
         lines += [f"| {r.rule} | {r.jobs} | {r.wall_s:.1f} | {r.wall_s / r.jobs:.1f} |" for r in totals.itertuples()]
     if args.study:
         wall = whole_study(2)
-        lines += ["", f"Whole study from scratch (`snakemake --cores 2`, offline fallback): **{wall / 60:.1f} min** wall."]
+        lines += ["", "Whole study from scratch (`snakemake --cores 2`, offline fallback): "
+                  f"**{wall / 60:.1f} min** wall."]
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

@@ -215,6 +215,17 @@ def main(argv: list[str] | None = None) -> int:
     add_campaign_parser(sub)
 
     args = parser.parse_args(argv)
+    from .streams import results_stdout
+
+    # the results go to a stream only we write: a dependency printing on stdout (Python or C) lands on stderr
+    with results_stdout():
+        return _run(args)
+
+
+def _run(args) -> int:
+    """Run the parsed command; its output goes through :func:`screenbai.streams.say`."""
+    from .streams import say
+
     if args.command == "campaign":
         from .campaign.cli import run as run_campaign
 
@@ -226,16 +237,16 @@ def main(argv: list[str] | None = None) -> int:
 
         for name, entry in registry.available().items():
             params = ", ".join(k if v is REQUIRED else f"{k}={v!r}" for k, v in entry.parameters().items())
-            print(f"{name:22s} {entry.description}\n{'':22s} {params}")
+            say(f"{name:22s} {entry.description}\n{'':22s} {params}")
             for key, p in declared(entry.cls).items():  # settings without an error guarantee, said where offered
                 if p.no_guarantee:
-                    print(f"{'':22s} {key}: {p.help}")
+                    say(f"{'':22s} {key}: {p.help}")
         return 0
     if args.command == "instances":
         from .bandits.instances import NAMED
 
         for name, fn in NAMED.items():
-            print(f"{name:14s} {(fn.__doc__ or '').strip().splitlines()[0]}")
+            say(f"{name:14s} {(fn.__doc__ or '').strip().splitlines()[0]}")
         return 0
 
     from .bandits.instances import parse_instance
@@ -260,19 +271,19 @@ def main(argv: list[str] | None = None) -> int:
 
     summary = summarize(records)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
-        print(summary.drop(columns=["params"]).to_string(index=False))
+        say(summary.drop(columns=["params"]).to_string(index=False))
     capped = int(summary["hit_cap"].sum())
     if capped:
-        print(
+        say(
             f"{capped} of {len(records)} run(s) hit the cap of {int(records['max_samples'].max())} tests "
             "(max_samples) without stopping; they are counted in not_stopped and left out of the samples and "
             "error columns; raise the cap with --param max_samples=N, or give epsilon > 0"
         )
-    print("noise_scale: the noise scale the policy assumed (the instance's own unless --param sigma=... is given)")
+    say("noise_scale: the noise scale the policy assumed (the instance's own unless --param sigma=... is given)")
     if args.out:
         out = Path(args.out)
         (records.to_parquet if out.suffix == ".parquet" else records.to_csv)(out, index=False)
-        print(f"records written to {out}")
+        say(f"records written to {out}")
     return 0
 
 

@@ -126,7 +126,8 @@ def test_bad_values_name_the_parameter_and_out_is_checked_first(tmp_path, capsys
         main(["simulate", "lucb", "--instance", "canonical:d=3,gap=1", "--out", str(tmp_path / "missing" / "r.csv")])
     with pytest.raises(SystemExit, match="suffix must be .csv or .parquet"):
         main(["simulate", "lucb", "--instance", "canonical:d=3,gap=1", "--out", str(tmp_path / "r.xlsx")])
-    assert main(["simulate", "gse-lin", "--instance", "canonical:d=16,gap=1", "--param", "budget=20", "--no-progress"]) == 2
+    args = ["simulate", "gse-lin", "--instance", "canonical:d=16,gap=1", "--param", "budget=20", "--no-progress"]
+    assert main(args) == 2
     assert "smallest valid budget is 64" in capsys.readouterr().err
 
 

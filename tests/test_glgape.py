@@ -29,7 +29,8 @@ def test_corner_maximisation_equals_brute_force_grid(seed):
     best, idx = corner_widths(q_ii, q_jj, q_ij, c_lo, c_hi)
     grid = np.linspace(c_lo, c_hi, 301)
     C1, C2 = np.meshgrid(grid, grid, indexing="ij")
-    f = np.einsum("...i,ij,...j->...", C1[..., None] * xi - C2[..., None] * xj, Minv, C1[..., None] * xi - C2[..., None] * xj)
+    diff = C1[..., None] * xi - C2[..., None] * xj
+    f = np.einsum("...i,ij,...j->...", diff, Minv, diff)
     assert best >= f.max() - 1e-12  # never below the grid
     assert best <= f.max() + 1e-12  # the corners are grid points: equal to grid resolution
     c1, c2 = corners(c_lo, c_hi)[int(idx)]
@@ -45,13 +46,15 @@ def test_policy_width_vector_matches_pairwise_corner_max():
     i = 2
     vec = max_corner_sq(G[i, i], np.diag(G), G[i], policy.c_mu, policy.k_mu)
     for j in range(inst.K):
-        assert vec[j] == pytest.approx(corner_widths(G[i, i], G[j, j], G[i, j], policy.c_mu, policy.k_mu)[0], rel=1e-9, abs=1e-14)
+        expected = corner_widths(G[i, i], G[j, j], G[i, j], policy.c_mu, policy.k_mu)[0]
+        assert vec[j] == pytest.approx(expected, rel=1e-9, abs=1e-14)
 
 
 # ---------------------------------------------------------------------- state kept by rank-one updates
 def test_sherman_morrison_inverse_matches_exact():
     inst = kw_synthetic(K=30, d=5, seed=1)
-    policy = policy_for_instance("glgape", inst, c_mu="oracle", epsilon=0.0, max_samples=700, rng=1, refresh_every=10**6)
+    policy = policy_for_instance("glgape", inst, c_mu="oracle", epsilon=0.0, max_samples=700, rng=1,
+                                 refresh_every=10**6)
     res = run(policy, inst.environment(2))
     assert not res.stopped and res.n_samples == 700
     M = (policy.Z.T * policy.n) @ policy.Z

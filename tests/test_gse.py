@@ -83,7 +83,8 @@ def test_budget_too_small_for_stage_one_is_refused(name, budget, smallest):
     assert res.pulls.min() >= 1 and res.n_samples == smallest  # every arm tested in stage 1 (rank 16 = K)
 
 
-@pytest.mark.parametrize("name,alloc", [("gse-lin", "fw"), ("gse-lin", "uniform"), ("gse-lin", "greedy"), ("gse-lin", "wynn")])
+@pytest.mark.parametrize("name,alloc",
+                         [("gse-lin", "fw"), ("gse-lin", "uniform"), ("gse-lin", "greedy"), ("gse-lin", "wynn")])
 def test_gse_lin_accurate_on_easy_instance(name, alloc):
     inst = canonical(d=8, gap=1.0, sigma=1.0)
     correct = [spend(name, inst, seed=s, allocation=alloc, budget=160)[0].best == 0 for s in range(200)]

@@ -37,7 +37,8 @@ def _arms(n=120, d=4, seed=0):
 
 
 GSE = {"label": "gse", "algorithm": "gse-log", "budget_per_arm": 4}
-GLGAPE = {"label": "gl", "algorithm": "glgape", "params": {"epsilon": 0.1, "delta": 0.05, "c_mu": "oracle", "calibration": "reinterpreted"}}
+GLGAPE = {"label": "gl", "algorithm": "glgape",
+          "params": {"epsilon": 0.1, "delta": 0.05, "c_mu": "oracle", "calibration": "reinterpreted"}}
 
 
 # ---------------------------------------------------------------------------------- data paths
@@ -159,7 +160,8 @@ def test_run_chunk_records_declared_compound_and_both_errors():
         expect = sub.iloc[a]
         assert row.declared_ids == [expect["compound_id"]]
         assert row.declared_activity_nM == [expect["activity_nM"]]
-        assert row.declared_activity_rank == [expect["activity_rank"]] and row.declared_rank_median == expect["activity_rank"]
+        assert row.declared_activity_rank == [expect["activity_rank"]]
+        assert row.declared_rank_median == expect["activity_rank"]
         assert row.declared_mean == [pytest.approx(mu[a])]
         assert row.exact_error == (a != int(np.argmax(mu)))
         assert row.eps_error == (mu[a] < mu.max() - 0.1)
@@ -216,7 +218,8 @@ def test_declared_activity_type_is_checked_against_the_data():
 
     raw = _raw(["Ki"] * 5 + ["Kd"], [1, 2, 3, 4, 5, 6])
     assert check_activity_types(raw, ["Ki"]) == {"Ki": 5}
-    with pytest.raises(ValueError, match=r"declares activity type\(s\) \['IC50'\] but x.csv holds Ki \(5 rows\), Kd \(1 rows\)"):
+    message = r"declares activity type\(s\) \['IC50'\] but x.csv holds Ki \(5 rows\), Kd \(1 rows\)"
+    with pytest.raises(ValueError, match=message):
         check_activity_types(raw, ["IC50"], "x.csv")
 
 

@@ -167,7 +167,8 @@ def test_oracle_eq4_stopping_time_is_deterministic_given_the_allocation():
         counts = np.bincount(seq.arms[:t], minlength=inst.K)
         P = np.linalg.inv(X.T @ (counts[:, None] * X))
         return all(
-            8 * (X[0] - X[j]) @ P @ (X[0] - X[j]) * log_term(t, inst.K, 0.05) <= (mu[0] - mu[j]) ** 2 for j in range(1, inst.K)
+            8 * (X[0] - X[j]) @ P @ (X[0] - X[j]) * log_term(t, inst.K, 0.05) <= (mu[0] - mu[j]) ** 2
+            for j in range(1, inst.K)
         )
 
     assert eq4(n) and not eq4(n - 1)
@@ -176,7 +177,8 @@ def test_oracle_eq4_stopping_time_is_deterministic_given_the_allocation():
 def test_oracle_eq11_option_uses_rewards():
     inst = instances.soare(d=2, omega=0.5)
     times = {
-        simulate(policy_for_instance("xy-oracle", inst, stopping="eq11", rng=s), inst.environment(np.random.default_rng(s))).n_samples
+        simulate(policy_for_instance("xy-oracle", inst, stopping="eq11", rng=s),
+                 inst.environment(np.random.default_rng(s))).n_samples
         for s in range(5)
     }
     assert len(times) > 1
@@ -200,9 +202,12 @@ def _ask_tell(policy, env):
 def test_fast_path_equals_round_by_round(name, params):
     inst = instances.soare(d=3, omega=0.4 if name == "xy-adaptive" else 0.25)
     for seed in range(2 if name == "xy-adaptive" else 3):
-        fast = simulate(policy_for_instance(name, inst, rng=seed, **params), inst.environment(np.random.default_rng(seed)))
-        slow = _ask_tell(policy_for_instance(name, inst, rng=seed, **params), inst.environment(np.random.default_rng(seed)))
-        assert fast.n_samples == slow.n_samples > (4096 if name in ("g-allocation", "xy-static") else 1000)  # > one noise buffer
+        fast = simulate(policy_for_instance(name, inst, rng=seed, **params),
+                        inst.environment(np.random.default_rng(seed)))
+        slow = _ask_tell(policy_for_instance(name, inst, rng=seed, **params),
+                         inst.environment(np.random.default_rng(seed)))
+        one_noise_buffer = 4096 if name in ("g-allocation", "xy-static") else 1000
+        assert fast.n_samples == slow.n_samples > one_noise_buffer
         np.testing.assert_array_equal(fast.pulls, slow.pulls)
         assert fast.recommendation == slow.recommendation and fast.stopped == slow.stopped
 
@@ -246,7 +251,8 @@ def test_restrict_y_is_automatic_above_200_arms(caplog):
 
 
 def test_restricted_y_still_finds_best_arm():
-    r = simulate(policy_for_instance("xy-static", EASY, restrict_y=True, rng=0), EASY.environment(np.random.default_rng(0)))
+    r = simulate(policy_for_instance("xy-static", EASY, restrict_y=True, rng=0),
+                 EASY.environment(np.random.default_rng(0)))
     assert r.stopped and r.best == 0 and r.diagnostics["restricted_y"]
 
 
@@ -287,6 +293,7 @@ def test_oracle_does_not_stall_on_shared_best_arm():
 
 def test_confidence_arms_uses_the_smaller_log_term():
     inst = instances.soare(d=3, omega=0.3)
-    n = {c: simulate(policy_for_instance("xy-oracle", inst, confidence=c), inst.environment(np.random.default_rng(0))).n_samples
+    n = {c: simulate(policy_for_instance("xy-oracle", inst, confidence=c),
+                     inst.environment(np.random.default_rng(0))).n_samples
          for c in ("pairs", "arms")}
     assert n["arms"] < n["pairs"]

@@ -358,10 +358,10 @@ class GLGapE(Policy):
         S = self.S
         if S is None:  # plug-in bound on ||theta*||, inflated like c_mu's (only "self-normalized" uses it)
             S = float(np.linalg.norm(self.theta)) + self.gamma * float(np.sqrt(np.trace(self.state.P)))
-        self._corners = corners(self.c_mu, self.k_mu)
+        self._corners = corners(self._c_mu, self.k_mu)
         self.width_scale, calib = calibrate(
             self.calibration, Z=self.Z, P=self.state.P, q=self.state.diag, M=self.state.design_matrix(),
-            s_init=self._s_init, delta=self.delta, c_mu=self.c_mu, k_mu=self.k_mu, R=self.R,
+            s_init=self._s_init, delta=self.delta, c_mu=self._c_mu, k_mu=self.k_mu, R=self.R,
             lambda_reg=self.lambda_reg, S=S,
         )
         self._scale_fields = (type(self.width_scale).__name__, astuple(self.width_scale))
@@ -380,7 +380,7 @@ class GLGapE(Policy):
             return self._stop()
         return self._choose(*pair, self.state, self.n)
 
-    def _pair(self, state: RidgeState, check: bool = True):
+    def _pair(self, state: RidgeState, check: bool = True) -> tuple[int, int, int] | None:
         """(i_t, j_t, corner) from the estimate and the widths of ``state``'s design, or None when
         the stopping rule fires (``check``) or there is a single arm."""
         scale = self.width_scale(self.n_samples + 1)
@@ -405,8 +405,15 @@ class GLGapE(Policy):
             self.diagnostics["stat"] = float(U[j])  # the stopping statistic (fires at <= epsilon), as GIFA's
             if U[j] <= self.epsilon:
                 return None
-        k = int(corner_widths(g[i], state.diag[j], g[j], self.c_mu, self.k_mu)[1])
+        k = int(corner_widths(g[i], state.diag[j], g[j], self._c_mu, self.k_mu)[1])
         return i, j, k
+
+    @property
+    def _c_mu(self) -> float:
+        """c_mu, given or estimated at the end of the initial phase (every width needs it from then on)."""
+        if self.c_mu is None:
+            raise RuntimeError(f"{self.name}: c_mu is estimated at the end of the initial phase; it is not known yet")
+        return self.c_mu
 
     @property
     def _recalibrates(self) -> bool:
@@ -453,7 +460,7 @@ class GLGapE(Policy):
         P, diag = state.P, state.diag
         G = (self.Z @ (P @ self.Z[A].T)).T  # rows of Z M^-1 Z^T for the arms of A: m x K
         rows = np.arange(len(A))
-        nu2 = max_corner_sq(G[rows, A][:, None], diag[None, :], G, self.c_mu, self.k_mu)
+        nu2 = max_corner_sq(G[rows, A][:, None], diag[None, :], G, self._c_mu, self.k_mu)
         B = (mu[None, :] - mu[A][:, None]) + scale * np.sqrt(np.maximum(nu2, 0.0))
         B[rows, A] = -np.inf
         return B, G
@@ -511,7 +518,7 @@ class GLGapE(Policy):
         """The selection rule for y = c1 x_i - c2 x_j: ratio (counts) or greedy (``state``'s design)."""
         c1, c2 = self._corners[k]
         y = c1 * self.Z[i] - c2 * self.Z[j]
-        if self.rule == "ratio":
+        if self.design is not None:  # rule "ratio"
             return self.design.ratio_arm((i, j, k, self._generation), y, counts, self.rng)
         return greedy_arm(state, y, self.rng)
 
@@ -529,7 +536,7 @@ class GLGapE(Policy):
 
     def _max_corner(self, q_ii: float, q_jj: np.ndarray, q_ij: np.ndarray, fewer_ops: bool = False) -> np.ndarray:
         """Squared width max over the 4 corners for all j at once (the corner is found later for j_t only)."""
-        return max_corner_sq(q_ii, q_jj, q_ij, self.c_mu, self.k_mu, fewer_ops)
+        return max_corner_sq(q_ii, q_jj, q_ij, self._c_mu, self.k_mu, fewer_ops)
 
     def _fit_summary(self) -> dict:
         return dict(

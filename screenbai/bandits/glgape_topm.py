@@ -67,7 +67,7 @@ class TopMGLGapE(GLGapE):
             self.diagnostics["stat"] = float(self.K - m)
         self.diagnostics.update(m=m)
 
-    def _pair(self, state, check: bool = True):
+    def _pair(self, state: RidgeState, check: bool = True) -> tuple[int, int, int] | None:
         """(b_t, c_t, corner) from the estimate and the widths of ``state``'s design, or None when
         the stopping rule fires (``check``)."""
         t = self.n_samples + 1
@@ -84,7 +84,7 @@ class TopMGLGapE(GLGapE):
                 return None
         elif check and B[k, c] <= self.epsilon:
             return None
-        return b, int(c), int(corner_widths(G[k, b], state.diag[c], G[k, c], self.c_mu, self.k_mu)[1])
+        return b, int(c), int(corner_widths(G[k, b], state.diag[c], G[k, c], self._c_mu, self.k_mu)[1])
 
     def _recommend(self, rng):
         if self._top is not None:

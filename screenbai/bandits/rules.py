@@ -50,26 +50,6 @@ def largest_variance_arm(variances: np.ndarray, b: int, c: int, rng: np.random.G
     return b if vb > vc else c
 
 
-def _quiet(make):
-    """``make()`` with the process's standard output silenced: HiGHS prints its banner from its
-    constructor, before ``output_flag`` can be set, into stdout (where a command's JSON goes)."""
-    import os
-    import sys
-
-    sys.stdout.flush()
-    try:
-        saved = os.dup(1)
-    except OSError:  # no file descriptor 1 (an embedded interpreter): nothing to silence
-        return make()
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 1)
-            return make()
-    finally:
-        os.dup2(saved, 1)
-        os.close(saved)
-
-
 class L1Design:
     """Optimal proportions p(y) from min ||w||_1 s.t. X^T w = y (HiGHS), cached by a key.
 
@@ -95,7 +75,10 @@ class L1Design:
         """The HiGHS model of the LP, built on first use."""
         import highspy
 
-        h = _quiet(highspy.Highs)
+        from ..streams import quiet_native_output
+
+        with quiet_native_output():  # highspy >= 1.16 prints a banner on fd 1 when constructed
+            h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("presolve", "off")  # dense 2K x d problem, few pivots: presolve only costs
         K, d = self.K, self.d

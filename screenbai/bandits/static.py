@@ -71,8 +71,11 @@ MONOTONE = Param(False, BOOLEAN, "survivors only shrink (False: rebuilt from all
 
 
 # ====================================================================== shared helpers
-def log_term(n, K: int, delta: float):
-    """log_n(K^2/delta) = log(6 n^2 K^2 / (pi^2 delta)) ([SLM14] Prop. 1)."""
+def log_term(n, K: float, delta: float):
+    """log_n(K^2/delta) = log(6 n^2 K^2 / (pi^2 delta)) ([SLM14] Prop. 1).
+
+    K: the number of arms, or sqrt(K) for the per-arm bound log_n(K/delta) (``confidence="arms"``).
+    """
     n = np.asarray(n, dtype=float)
     return np.log(6.0 * n * n * K * K / (np.pi**2 * delta))
 
@@ -400,7 +403,7 @@ def _batch_forward(counts, Z):
     return W
 
 
-def eq11_batch(Z, counts, sums, n, c: float, K: int, delta: float):
+def eq11_batch(Z, counts, sums, n, c: float, K: float, delta: float):
     """Vectorised eq. 11 for B data states at once.
 
     counts, sums: (B, K) cumulative per-arm counts and reward sums; n: (B,) sample counts.
@@ -433,7 +436,7 @@ class _OLSTracker(RidgeState):
 
     add = RidgeState.update
 
-    def eq11(self, n: int, c: float, K: int, delta: float):
+    def eq11(self, n: int, c: float, K: float, delta: float):
         """(ok, best, mu_hat) for the stopping rule eq. 11, O(Kd + d^2)."""
         theta = self.P @ self.b
         mu = self.Z @ theta
@@ -944,7 +947,7 @@ class XYAdaptive(_SLMBase):
             arms = seq.arms[:n_phase].astype(np.int64)
             rewards = env.pull_sequence(arms)
             self.phase_counts = np.bincount(arms, minlength=self.K).astype(float)
-            self.phase_sums = np.bincount(arms, weights=rewards, minlength=self.K)
+            self.phase_sums = np.bincount(arms, weights=rewards, minlength=self.K).astype(float, copy=False)
             np.add.at(self.n, arms, 1)
             np.add.at(self.sums, arms, rewards)
             t += n_phase

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..streams import say
 from .campaign import Campaign, CampaignError
 from .library import (
     DEFAULT_D,
@@ -526,6 +527,6 @@ def backtest_from_args(args, params: dict) -> int:
         c = result.curve
         w.writerows(zip(c["tests"], c["campaign"], c["random"], c["one_shot"]))
     curve_figure(result, out / "hit_recovery.png")
-    print(result.text())
-    print(f"written: {out / 'backtest.json'}, {out / 'hit_recovery.csv'}, {out / 'hit_recovery.png'}")
+    say(result.text())
+    say(f"written: {out / 'backtest.json'}, {out / 'hit_recovery.csv'}, {out / 'hit_recovery.png'}")
     return 0

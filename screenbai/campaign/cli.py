@@ -16,6 +16,8 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from ..streams import say
+
 
 def add_parser(sub) -> None:
     """Register ``campaign`` and its subcommands on the main command's subparsers."""
@@ -263,22 +265,22 @@ def _init(args) -> int:
     camp = Campaign.create(
         args.campaign, lib, args.algorithm, params, seed=args.seed, outcome=args.outcome, layout=layout, readout=readout
     )
-    print(
+    say(
         f"created {args.campaign}: {camp.K:,} compounds, {camp.features.shape[1]} features "
         f"({lib.featurizer['method']}), {camp.algorithm} with {camp.meta['params'] or 'default parameters'}"
     )
     twins = lib.n_sharing_features()
     if twins:
-        print(
+        say(
             f"{twins:,} compounds share their features with another one (stereoisomers or isotopologues, which the "
             "fingerprint does not see, or bit collisions); the model cannot tell them apart, and status names them "
             "beside a recommendation"
         )
     report_rejected(lib, args)
     if layout is not None:
-        print(f"plates: {layout.describe()}")
+        say(f"plates: {layout.describe()}")
     if readout is not None:
-        print(f"readout: {readout.label()}, {readout.rule()}; {readout.model(camp.binary, camp.algorithm)}")
+        say(f"readout: {readout.label()}, {readout.rule()}; {readout.model(camp.binary, camp.algorithm)}")
     camp.close()
     return 0
 
@@ -306,11 +308,11 @@ def _next(args) -> int:
         layout, readout = camp.layout, camp.readout
         what = "0/1" if readout is None and camp.binary else "a number" if readout is None else readout.label()
     controls = f" + {len(layout.positive) + len(layout.negative)} control wells" if layout is not None else ""
-    print(
+    say(
         f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds){controls} "
         f"written to {plate.path}"
     )
-    print(
+    say(
         f"fill in its 'outcome' column ({what}, or empty / 'failed' for a failed well; the 'why' column says which "
         f"rule chose each well) and run `screenbai campaign record {args.campaign} {plate.path}`"
     )
@@ -322,7 +324,7 @@ def _plate(args) -> int:
 
     with Campaign.open(args.campaign) as camp:
         plate = camp.write_plate(args.plate_id, args.out or Path(args.campaign).with_name(f"{args.plate_id}.csv"))
-    print(f"plate {plate.plate_id}: {len(plate)} wells written to {plate.path}")
+    say(f"plate {plate.plate_id}: {len(plate)} wells written to {plate.path}")
     return 0
 
 
@@ -334,14 +336,14 @@ def _record(args) -> int:
         left = camp.open_wells()
     for plate_id, (z, decision) in rec.qc.items():
         zt = "n/a" if z is None else f"{z:.2f}"
-        print(f"plate {plate_id}: controls Z' = {zt} ({decision})")
-    print(
+        say(f"plate {plate_id}: controls Z' = {zt} ({decision})")
+    say(
         f"recorded {rec.n_outcomes} outcome(s)"
         + (f" and {rec.n_failed} failed well(s) (back in the queue)" if rec.n_failed else "")
         + f" from {rec.file} on plate(s) {', '.join(rec.plates)}"
     )
     if left:
-        print("still awaiting results: " + ", ".join(f"{p} ({n} wells)" for p, n in left.items()))
+        say("still awaiting results: " + ", ".join(f"{p} ({n} wells)" for p, n in left.items()))
     return 0
 
 
@@ -350,7 +352,7 @@ def _status(args) -> int:
 
     with Campaign.open(args.campaign) as camp:
         status = camp.status()
-    print(json.dumps(status.to_dict(), indent=2) if args.json else status.text())
+    say(json.dumps(status.to_dict(), indent=2) if args.json else status.text())
     return 0
 
 
@@ -361,7 +363,7 @@ def _report(args) -> int:
     out = Path(args.out or f"{Path(args.campaign).with_suffix('')}_report")
     with Campaign.open(args.campaign) as camp:
         page = write_report(camp, out)
-    print(f"report written to {page}")
+    say(f"report written to {page}")
     return 0
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from ..streams import say
 from .assay import Readout
 from .layout import PlateLayout
 
@@ -63,7 +64,7 @@ def whole_plate_budget(algorithm: str, params: dict, K: int, layout: PlateLayout
     budget = int(params["budget"])
     per_stage = max(1, math.ceil(budget / s / cap)) * cap
     if per_stage * s != budget:
-        print(
+        say(
             f"budget {budget:,} rounded to {per_stage * s:,}: each of {entry.name}'s {s} stages is then "
             f"{per_stage // cap} whole plate(s) of {cap} compound wells, no partial plate"
         )
@@ -75,9 +76,9 @@ def report_rejected(lib, args) -> None:
     campaign file (or to --rejected-out)."""
     if not len(lib.rejected):
         return
-    print(f"{len(lib.rejected):,} input rows not used:")
+    say(f"{len(lib.rejected):,} input rows not used:")
     for reason, count in lib.rejected_counts().items():
-        print(f"  {reason:28s} {count:6,d}")
+        say(f"  {reason:28s} {count:6,d}")
     out = Path(args.rejected_out) if args.rejected_out else _beside(args.campaign, "_rejected.csv")
     lib.rejected.to_csv(out, index=False)
     shown = lib.rejected.head(SHOWN_REJECTED)
@@ -85,9 +86,9 @@ def report_rejected(lib, args) -> None:
         detail = f" ({row.detail})" if isinstance(row.detail, str) and row.detail else ""
         cid = row.compound_id if isinstance(row.compound_id, str) and row.compound_id else "(no id)"
         smiles = row.smiles if isinstance(row.smiles, str) and row.smiles else "(no SMILES)"
-        print(f"  row {row.source_row}: {cid} {smiles}: {row.reason}{detail}")
+        say(f"  row {row.source_row}: {cid} {smiles}: {row.reason}{detail}")
     more = len(lib.rejected) - len(shown)
-    print(f"  {'... and ' + format(more, ',') + ' more; ' if more > 0 else ''}all written to {out}")
+    say(f"  {'... and ' + format(more, ',') + ' more; ' if more > 0 else ''}all written to {out}")
 
 
 def _beside(campaign, suffix: str) -> Path:
@@ -105,7 +106,7 @@ def _add(args) -> int:
             camp, args.library, id_column=args.id_column, smiles_column=args.smiles_column
         )
         for row in rejected.itertuples(index=False):
-            print(f"not added: row {row.source_row}: {row.compound_id} {row.smiles}: {row.reason}")
+            say(f"not added: row {row.source_row}: {row.compound_id} {row.smiles}: {row.reason}")
         if not len(kept):
             raise ValueError(
                 f"{args.library}: no new compound to add ({len(rejected)} row(s) not usable, listed above)"
@@ -117,8 +118,8 @@ def _add(args) -> int:
             input_smiles=list(kept["input_smiles"]),
             source=str(args.library),
         )
-        print(f"added {len(arms)} compound(s) to {args.campaign}: now {len(camp.policy.arm_set):,} in the screen")
-        print(f"guarantee: {guarantee_after_change(camp)}")
+        say(f"added {len(arms)} compound(s) to {args.campaign}: now {len(camp.policy.arm_set):,} in the screen")
+        say(f"guarantee: {guarantee_after_change(camp)}")
     return 0
 
 
@@ -128,11 +129,11 @@ def _withdraw(args) -> int:
 
     with Campaign.open(args.campaign) as camp:
         withdraw(camp, args.compound_id, args.reason)
-        print(
+        say(
             f"withdrew {args.compound_id}: no longer proposed or recommended; {len(camp.policy.arm_set):,} compounds "
             "remain in the screen (wells of it still in the lab are recorded but not counted)"
         )
-        print(f"guarantee: {guarantee_after_change(camp)}")
+        say(f"guarantee: {guarantee_after_change(camp)}")
     return 0
 
 
@@ -144,8 +145,8 @@ def _format(args) -> int:
     assert layout is not None  # format's --plate-format has a default
     with Campaign.open(args.campaign) as camp:
         set_layout(camp, layout)
-    print(f"next plates of {args.campaign}: {layout.describe()}")
-    print("plates already in the lab keep their layout; the error guarantee does not depend on the plate format")
+    say(f"next plates of {args.campaign}: {layout.describe()}")
+    say("plates already in the lab keep their layout; the error guarantee does not depend on the plate format")
     return 0
 
 
@@ -157,7 +158,7 @@ def _export(args) -> int:
         out = Path(args.out) if args.out else Path(args.campaign).parent
         files = export(camp, out)
     for f in files:
-        print(f"written: {f}")
+        say(f"written: {f}")
     return 0
 
 
