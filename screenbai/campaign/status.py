@@ -117,6 +117,8 @@ class Status:
     control_sd: float | None = None
     #: the compound-set changes, in order, each with what it did to the guarantee
     changes: list[str] = field(default_factory=list)
+    #: which rule chooses the wells, in one line (the plate files' 'why' column says it per well)
+    rule: str | None = None
 
     def to_dict(self) -> dict:
         """Plain data for JSON: a value not defined yet (NaN, e.g. the stopping index before the first
@@ -217,6 +219,8 @@ class Status:
             )
         else:
             out.append("forecast of plates left: not available for this algorithm yet")
+        if self.rule:
+            out.append(f"why these wells: {self.rule} (per well: the plate file's 'why' column)")
         if self.layout:
             out.append(f"plate layout: {self.layout}")
         if self.model:
@@ -303,6 +307,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
     layout, readout model, controls, changes (see the field comments)."""
     from .assay import Readout
     from .changes import change_lines
+    from .explain import rule_of
 
     active = getattr(policy, "arm_set", np.arange(camp.K))
     leader = res.recommendation[0] if res.recommendation else None
@@ -360,6 +365,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "plate_qc": [(p, z, d) for p, z, d in qc],
         "control_sd": math.sqrt(ss / dof) if dof else None,
         "changes": change_lines(camp),
+        "rule": rule_of(camp.algorithm),
     }
 
 
