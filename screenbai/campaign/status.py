@@ -204,7 +204,7 @@ class Status:
             )
         if self.certified_epsilon is None:
             out.append("certified: nothing yet (this algorithm gives no certificate, or it is not available yet)")
-        elif self.outcome == "binary" and self.certified_epsilon >= 1:
+        elif self.outcome == "binary" and self.certified_epsilon >= 0.999:
             out.append("certified epsilon: 1, nothing certified yet (a cure rate lies between 0 and 1 anyway)")
         elif math.isfinite(self.certified_epsilon):
             level = "" if self.certificate is None else f" with {100 * (1 - self.certificate['delta']):.4g}% confidence"
