@@ -427,13 +427,24 @@ def part_lab(workdir: Path, library: Path, repeats: int = 3, plates: int = 4) ->
             camp.record(res)
         tests = int(camp.observations()[0].sum())
     timings = {"init (4 866 structures, 384-well plates)": [init_s]}
-    nxt, status = [], []
+    nxt, nxt96, status, record = [], [], [], []
     for i in range(repeats):
         copy = workdir / f"copy{i}.campaign"
         shutil.copy(path, copy)
         nxt.append(run("next", copy, "--out", workdir / f"next{i}.csv"))
         status.append(run("status", copy))
+        filled = pd.read_csv(workdir / f"next{i}.csv")
+        filled["outcome"] = (rng.random(len(filled)) < 0.3).astype(int)
+        filled.loc[filled["role"] == "positive control", "outcome"] = 1  # controls that pass (Z' = 1)
+        filled.loc[filled["role"] == "negative control", "outcome"] = 0
+        filled.to_csv(workdir / f"done{i}.csv", index=False)
+        record.append(run("record", copy, workdir / f"done{i}.csv"))
+        copy96 = workdir / f"copy96_{i}.campaign"
+        shutil.copy(path, copy96)
+        nxt96.append(run("next", copy96, "--plate-size", "96", "--out", workdir / f"n96_{i}.csv"))
     timings["next (an adaptive 384-well plate: 352 compounds)"] = nxt
+    timings["next --plate-size 96 (96 compounds on the 384-well layout)"] = nxt96
+    timings["record (a 384-well plate, controls included)"] = record
     timings["status"] = status
     table = pd.DataFrame(
         [{"command": k, "wall, best (s)": min(v), "wall, median (s)": float(np.median(v))} for k, v in timings.items()]

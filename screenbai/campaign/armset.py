@@ -99,7 +99,9 @@ class ArmSetPolicy:
     def load_state_dict(self, state: dict) -> None:
         self.inner.load_state_dict(state)
 
-    def __getattr__(self, name):  # epsilon, budget, fixed_budget, certificate, ...: the algorithm's
+    def __getattr__(self, name):  # epsilon, budget, fixed_budget, recheck, ...: the algorithm's
+        if name == "inner":  # not set yet (a copy being built): no recursion
+            raise AttributeError(name)
         return getattr(self.inner, name)
 
 
