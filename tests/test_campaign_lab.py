@@ -413,3 +413,31 @@ def test_init_prints_the_rejected_rows_and_writes_them_beside_the_campaign(tmp_p
     with open(folder / "s_rejected.csv", newline="") as fh:
         assert [r["compound_id"] for r in csv.DictReader(fh)] == ["BAD1", ""]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lib.csv", "screens"]  # nothing in the current folder
+
+
+def test_status_forecast_uses_the_algorithms_threshold_when_it_states_one(tmp_path, monkeypatch):
+    import math
+
+    lib = synthetic_library(K=20, d=2)
+    camp = Campaign.create(
+        tmp_path / "c.campaign",
+        lib,
+        "m-lingape",
+        {"epsilon": 0.1, "sigma": 0.5},
+        seed=3,
+        layout=PlateLayout.build("24"),
+    )
+    assay = Assay(lib.features, seed=1)
+    plate = camp.next_plate(None)
+    camp.record(_results(tmp_path, plate, assay(plate.arms), "a"))
+    assert camp.status().forecast_plates is None  # no threshold stated: no forecast, said so
+    assert "forecast of plates left: not available" in camp.status().text()
+    cls = type(camp.policy.inner)
+    monkeypatch.setattr(
+        cls, "stopping_threshold", lambda self, t, delta: math.log((1 + math.log(t)) / delta), raising=False
+    )
+    st = camp.status()
+    assert st.forecast_tests is not None and st.forecast_tests >= 0
+    assert st.forecast_plates == math.ceil(st.forecast_tests / 16)
+    assert "more plates until the stopping rule fires" in st.text()
+    camp.close()

@@ -372,23 +372,53 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
 
 
 def _forecast(camp, policy) -> tuple[float, float] | None:
-    """(tests, plates) left until the stopping rule fires, from the forecast of
-    screenbai.bandits.certainty.forecast when this version has it (None otherwise)."""
+    """(tests, plates) left until the stopping rule fires: lb's forecast (the t solving
+    t = T*(theta_hat) beta(t, delta), LOWER_BOUND.md "Certificate and forecast") with theta_hat the
+    model's estimate from the outcomes so far and beta the algorithm's own threshold
+    (``stopping_threshold(t, delta)``).  None when this version has no forecast, the algorithm states
+    no threshold (or has a fixed budget), or nothing is recorded yet."""
     import importlib
 
     try:
         fc = importlib.import_module("screenbai.bandits.certainty.forecast")
     except ImportError:
         return None
-    fn = getattr(fc, "forecast_tests_left", None)
-    if fn is None:
+    inner = getattr(policy, "inner", policy)
+    beta = getattr(inner, "stopping_threshold", None)
+    if not callable(beta) or getattr(inner, "fixed_budget", False) or policy.done:
         return None
-    tests = fn(getattr(policy, "inner", policy))
-    if tests is None or not math.isfinite(float(tests)):
+    active = np.asarray(getattr(policy, "arm_set", np.arange(camp.K)))
+    n, s, s2, _ = camp.observations()
+    n, s, s2 = n[active], s[active], s2[active]
+    if n.sum() == 0:
         return None
+    X = camp.features[active]
+    if camp.binary:
+        from screenbai.bandits.glm import logistic_mle
+
+        theta, model, sigma = logistic_mle(X, n, s, 1.0).theta, "logistic", 0.5
+    else:
+        V = (X.T * n) @ X + np.eye(X.shape[1])
+        theta = np.linalg.solve(V, X.T @ s)
+        model, sigma = "linear", float(getattr(inner, "sigma", 1.0))
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else _usual_plate(camp)
-    return float(tests), float(math.ceil(float(tests) / max(per_plate, 1)))
+    f = fc.forecast(
+        X,
+        theta,
+        beta,
+        float(getattr(inner, "delta", 0.05)),
+        source="outcomes",
+        plate_size=per_plate,
+        model=model,
+        sigma=sigma,
+        epsilon=float(getattr(inner, "epsilon", 0.0)),
+        m=int(getattr(inner, "m", 1)),
+    )
+    if not math.isfinite(f.tests):
+        return None
+    left = max(f.tests - float(n.sum()), 0.0)
+    return left, float(math.ceil(left / max(per_plate, 1)))
 
 
 def _usual_plate(camp) -> int:
