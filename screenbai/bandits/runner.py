@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .. import ScreenbaiWarning
 from .instance import Instance
 from .linalg import shared_rows
 from .policy import DEFAULT_MAX_SAMPLES, Result
@@ -182,7 +183,7 @@ def check_rewards(instance: Instance, algorithm: str) -> None:
     )
 
 
-class TieWarning(UserWarning):
+class TieWarning(ScreenbaiWarning, UserWarning):
     """The best arms tie and epsilon = 0: fixed-confidence runs cannot stop."""
 
 
@@ -209,7 +210,7 @@ def warn_if_tied(instance: Instance, algorithm: str, params: dict) -> None:
         )
 
 
-class UnrealizableWarning(UserWarning):
+class UnrealizableWarning(ScreenbaiWarning, UserWarning):
     """Arms with identical features have different true means: no model of the features fits them."""
 
 
@@ -296,6 +297,26 @@ def summarize(records: pd.DataFrame) -> pd.DataFrame:
             "noise_scale": _noise_scale(grp),
             **_certificate_summary(grp),
         })
-    import pandas as pd
+    return _summary_class()(rows)
 
-    return pd.DataFrame(rows)
+
+def _summary_class():
+    """The table :func:`summarize` returns: a DataFrame printed whole (``print(summarize(records))`` elides no
+    column or row, whatever pandas' display options).  Made on first use: pandas is imported lazily."""
+    cls = globals().get("Summary")
+    if cls is None:
+        import pandas as pd
+
+        class Summary(pd.DataFrame):
+            @property
+            def _constructor(self):
+                return Summary
+
+            def __repr__(self) -> str:
+                return self.to_string()
+
+            __str__ = __repr__
+
+        Summary.__module__, Summary.__qualname__ = __name__, "Summary"  # picklable as screenbai.bandits.runner.Summary
+        globals()["Summary"] = cls = Summary
+    return cls

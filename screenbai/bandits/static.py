@@ -152,7 +152,7 @@ class _GreedyState:
         self._build_directions()
 
     def _build_directions(self) -> None:
-        G, K = self._G, self.K
+        G = self._G
         pair = self.J >= 0
         Q = G[self.I].copy()
         Q[pair] -= G[self.J[pair]]
@@ -162,10 +162,25 @@ class _GreedyState:
         h[pair] -= Q[rows[pair], self.J[pair]]
         h *= self.scale
         self.M = np.ascontiguousarray(np.vstack([G, Q]))
-        self.Q = self.M[K:]
-        self.diag = np.diagonal(self.M[:K])
         self.h = h[:, None].copy()
+        self._views()
+
+    def _views(self) -> None:
+        """Q and diag(G) are views into M (a rank-one update of M updates them); _T is scratch."""
+        self.Q = self.M[self.K :]
+        self.diag = np.diagonal(self.M[: self.K])
         self._T = np.empty_like(self.Q)
+
+    def __getstate__(self) -> dict:
+        """For pickle and ``copy.deepcopy``, which would copy the views as separate arrays."""
+        state = self.__dict__.copy()
+        for name in ("Q", "diag", "_T"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._views()
 
     def state_dict(self) -> dict:
         return {"counts": self.counts.copy(), "I": self.I.copy(), "J": self.J.copy(), "scale": self.scale.copy(),
@@ -177,10 +192,8 @@ class _GreedyState:
         self.scale = np.array(state["scale"], dtype=float)
         self._since = int(state["since"])
         self.M = np.ascontiguousarray(state["M"], dtype=float).copy()
-        self.Q = self.M[self.K :]
-        self.diag = np.diagonal(self.M[: self.K])
         self.h = np.array(state["h"], dtype=float)
-        self._T = np.empty_like(self.Q)
+        self._views()
 
     def copy(self) -> _GreedyState:
         """An independent copy (a plate's design: the tests in flight are pulled into it)."""
