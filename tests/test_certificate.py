@@ -255,6 +255,7 @@ def test_logistic_certificate_never_exceeds_one():
         arms = policy.propose(1)
         policy.tell(arms, env.pull(arms))
         assert policy.certificate().epsilon == (1.0,)
+        assert "not certified yet" in policy.certificate().sentence()[0]
 
 
 def test_run_records_carry_the_certificate():

@@ -257,7 +257,7 @@ class Policy(metaclass=_PolicyMeta):
                 arms=tuple(int(a) for a in answer), epsilon=tuple(float(e) for e in eps),
                 delta=float(delta), guaranteed=not caveats, model=model, m=int(answer.size),
                 n_samples=int(self.n_samples), quantity="cure rate" if self.binary_rewards else "mean outcome",
-                caveats=caveats,
+                caveats=caveats, vacuous_at=1.0 if self.binary_rewards else math.inf,
             )
         self.__dict__["_certificate_cache"] = (key, cert)
         return cert

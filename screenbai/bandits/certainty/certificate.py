@@ -85,6 +85,7 @@ class Certificate:
     m: size of the answer; the statement is against the m-th best mean.
     n_samples: the outcomes it rests on.
     quantity: what the means are ("cure rate" for 0/1 outcomes, "mean outcome" otherwise).
+    vacuous_at: an epsilon this large says nothing (1 for 0/1 outcomes: no gap exceeds it).
     """
 
     arms: tuple[int, ...]
@@ -96,6 +97,7 @@ class Certificate:
     n_samples: int = 0
     quantity: str = "mean outcome"
     caveats: tuple[str, ...] = field(default=())
+    vacuous_at: float = math.inf
 
     @property
     def worst(self) -> float:
@@ -117,7 +119,7 @@ class Certificate:
         out = []
         for a, eps in zip(self.arms, self.epsilon):
             name = f"arm {a}" if names is None else str(names[a])
-            if not math.isfinite(eps):
+            if not math.isfinite(eps) or eps >= self.vacuous_at:
                 out.append(f"{name}: not certified yet (the outcomes so far leave every ranking possible under "
                            f"{self.model})")
             elif eps == 0.0:
