@@ -358,3 +358,35 @@ def test_a_norm_bound_the_outcomes_refute_voids_the_guarantee():
         assert policy.certificate().guaranteed is not refuted
     assert norm_bound_refuted(np.array([3.0, 0.0]), np.eye(2) * 0.25, 2.0, 1.5) == pytest.approx(2.0)
     assert norm_bound_refuted(np.array([3.0, 0.0]), np.eye(2) * 0.25, 2.0, 2.0) is None
+
+
+def test_the_certificate_holds_at_every_read_of_a_run_at_once():
+    """Anytime: 50 LinGapE runs, each read after 8, 12, 19, ... 120 outcomes; the runs with a read
+    whose answer's true gap exceeds its certificate are at most delta of them (none: measured 0), and
+    a set shrunk tenfold fails at some read in most runs (measured 35 of 50)."""
+    inst, delta, n_runs = fan(), 0.1, 50
+    reads = np.unique(np.geomspace(8, 120, 7).astype(int))
+
+    def runs_with_a_miss(shrink):
+        orig = gifa.GIFA.threshold_factor
+        if shrink is not None:
+            gifa.GIFA.threshold_factor = lambda self, s: shrink * orig(self, s)
+        try:
+            bad = 0
+            for seed in range(n_runs):
+                policy = policy_for_instance("lingape", inst, rng=seed, delta=delta)
+                env = inst.environment(np.random.default_rng(1000 + seed))
+                missed = False
+                for n in reads:
+                    while not policy.done and policy.n_samples < n:
+                        arms = policy.propose(1)
+                        policy.tell(arms, env.pull(arms))
+                    cert = policy.certificate()
+                    missed |= true_gap(inst.means, cert.arms) > cert.worst + 1e-12
+                bad += missed
+            return bad
+        finally:
+            gifa.GIFA.threshold_factor = orig
+
+    assert runs_with_a_miss(None) <= delta * n_runs
+    assert runs_with_a_miss(0.1) > 3 * delta * n_runs
