@@ -152,8 +152,8 @@ def _coverage(inst, name, params, n_runs, budgets, shrink=None):
 
 
 @pytest.mark.parametrize("name, params", [
-    ("lingape", {"delta": 0.1}),
-    ("m-lingape", {"delta": 0.1, "m": 2}),
+    pytest.param("lingape", {"delta": 0.1}, marks=pytest.mark.slow),  # about 7 s each
+    pytest.param("m-lingape", {"delta": 0.1, "m": 2}, marks=pytest.mark.slow),
     ("lucb", {"delta": 0.1}),
 ])
 def test_coverage_over_runs_stopped_early(name, params):
