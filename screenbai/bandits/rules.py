@@ -59,8 +59,8 @@ class L1Design:
     direction only changes the right-hand side and is solved from HiGHS's cold start
     (``clearSolver``), so the answer depends on y alone, never on the LPs solved before: a restored
     design needs no replay of them, and a campaign's ``next`` costs the same in a fresh process after
-    thousands of LPs.  Cold starts measured faster than warm ones here (CPU per LP, 59 random
-    directions, d = 21: 1.3 vs 2.2 ms at K = 400, 22 vs 39 ms at K = 4 866; benchmarks/bench_plates.py).
+    thousands of LPs.  Cold starts measured faster than warm ones here (CPU per LP for random gap
+    directions: ``python benchmarks/bench_plates.py --part lab``, docs/plates.md).
     """
 
     def __init__(self, X: np.ndarray, zero_tol: float = 1e-10):
