@@ -441,3 +441,16 @@ def test_status_forecast_uses_the_algorithms_threshold_when_it_states_one(tmp_pa
     assert st.forecast_plates == math.ceil(st.forecast_tests / 16)
     assert "more plates until the stopping rule fires" in st.text()
     camp.close()
+
+
+def test_a_separate_truth_is_restricted_to_the_library(tmp_path):
+    from screenbai.campaign.backtest import KnownOutcomes, restrict_to_library
+
+    truth_lib = synthetic_library(K=12, d=2, seed=1)  # the truth's own compounds CPD0000..CPD0011
+    known = KnownOutcomes(truth_lib, np.linspace(0, 1, 12), np.arange(12.0), "truth", np.arange(12.0), "nM")
+    lib = synthetic_library(K=16, d=3, seed=2)  # the library: CPD0000..CPD0015, other features
+    out = restrict_to_library(known, lib)
+    assert list(out.library.compounds["compound_id"]) == [f"CPD{k:04d}" for k in range(12)]
+    np.testing.assert_array_equal(out.library.features, lib.features[:12])  # the library's features
+    np.testing.assert_array_equal(out.rate, known.rate)
+    assert "4 library compounds without a value left out" in out.description
