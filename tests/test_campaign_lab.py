@@ -454,3 +454,23 @@ def test_a_separate_truth_is_restricted_to_the_library(tmp_path):
     np.testing.assert_array_equal(out.library.features, lib.features[:12])  # the library's features
     np.testing.assert_array_equal(out.rate, known.rate)
     assert "4 library compounds without a value left out" in out.description
+
+
+def test_repair_after_a_change_keeps_the_new_base(tmp_path):
+    """repair rebuilds the snapshot of the last base: after an added compound, the change, not the plate before."""
+    lib = synthetic_library(K=20, d=2)
+    extra = np.array([[0.3, -0.2, 1.0]])
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=3)
+    assay = Assay(np.vstack([lib.features, extra]), seed=1)
+    plate = camp.next_plate(12)
+    camp.record(_results(tmp_path, plate, assay(plate.arms), "a"))
+    in_lab = camp.next_plate(12)
+    add_compounds(camp, ["NEW1"], ["CCO"], features=extra)
+    path = camp.path
+    camp.close()
+    Campaign.repair(path)
+    with Campaign.open(path) as c:
+        c.record(_results(tmp_path, in_lab, assay(in_lab.arms), "b"))
+        after_repair = _state(c)
+    with Campaign.open(path, use_snapshot=False) as c:
+        assert _state(c) == after_repair and c.policy.arm_set.size == 21

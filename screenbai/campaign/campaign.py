@@ -573,6 +573,8 @@ class Campaign:
                 # the algorithm restarts on the new set of compounds: the new base, as after a plate
                 policy = self._restart_at(step)
                 base_step, base, told = step, policy.state_dict(), False
+                if on_plate is not None:  # a new base, as a plate is (repair stores it as the 'plate' snapshot)
+                    on_plate(step, policy)
             elif kind == "plate":
                 d = json.loads(detail)
                 arms = _propose(policy, d["requested"], d.get("replicates", 1))
