@@ -309,6 +309,9 @@ class Campaign:
                         store.put_meta(con, "layout", layout.to_dict())
                     if readout is not None:
                         store.put_meta(con, "readout", readout.to_dict())
+                    # the L1 ratio rule's LPs from a cold start: a restored policy replays no chain of
+                    # earlier LPs before its next one (screenbai.bandits.rules.L1Design)
+                    store.put_meta(con, "lp_start", "cold")
                     for key, value in {
                         "algorithm": entry.name,
                         "params": params,
@@ -462,6 +465,10 @@ class Campaign:
         # after a change the algorithm restarts with its own stream, drawn from the seed and the change's step
         rng = int(self.meta["seed"]) if change == 0 else np.random.SeedSequence([int(self.meta["seed"]), change])
         inner = make_policy(self.algorithm, self.features[active], rng=rng, **params)
+        if self.meta.get("lp_start") == "cold":  # campaigns made before it keep the warm-start chain
+            from screenbai.bandits.rules import solve_cold
+
+            solve_cold(inner)
         return ArmSetPolicy(inner, active, n_total)
 
     def _active_at(self, step: int) -> tuple[np.ndarray, int, int]:
