@@ -158,6 +158,17 @@ class L1Design:
                 "cache": [[list(key) if isinstance(key, tuple) else key, s, p, rho]
                           for key, (s, p, rho) in self._cache.items()]}
 
+    def __getstate__(self) -> dict:
+        """For pickle and ``copy.deepcopy``: everything but the HiGHS model (no solver object can be
+        pickled); the copy builds its own on first use and, warm-started, solves the chain of right-hand
+        sides again first, as after ``load_state_dict`` (cold, there is none)."""
+        state = self.__dict__.copy()
+        for name in ("_highs", "_rows", "_optimal"):  # built by _model
+            state.pop(name, None)
+        state["_highs"] = None
+        state["_replay"], state["_history"] = self._replay + self._history, []
+        return state
+
     def load_state_dict(self, state: dict) -> None:
         self.n_solved = int(state["n_solved"])
         self._cache = {(tuple(key) if isinstance(key, list) else key): (np.asarray(s), np.asarray(p), float(rho))

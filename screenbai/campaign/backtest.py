@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -330,6 +332,27 @@ class BacktestResult:
         return "\n".join(lines)
 
 
+_FOLDER_PREFIX = "screenbai-backtest-"  # + the pid of the backtest that owns the folder
+
+
+def _remove_orphaned_folders() -> None:
+    """Remove the temporary folders of backtests killed outright (``kill -9``: no cleanup could run).
+
+    A folder is named after its backtest's process id; one whose process no longer exists is an orphan.
+    (``kill`` and Ctrl-C unwind normally: the command turns SIGTERM into an exit, see ``screenbai.cli``.)
+    """
+    for folder in Path(tempfile.gettempdir()).glob(f"{_FOLDER_PREFIX}*-*"):
+        pid = folder.name[len(_FOLDER_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:  # alive, another user's
+            continue
+
+
 def run_backtest(
     known: KnownOutcomes,
     algorithm: str,
@@ -345,7 +368,8 @@ def run_backtest(
     lib = known.library
     K = lib.features.shape[0]
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))  # the assay's own stream
-    with tempfile.TemporaryDirectory(prefix="screenbai-backtest-") as tmp:
+    _remove_orphaned_folders()
+    with tempfile.TemporaryDirectory(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-") as tmp:
         path = Path(campaign_path) if campaign_path else Path(tmp) / "backtest.campaign"
         camp = Campaign.create(
             path, lib, algorithm, params, seed=seed, outcome="binary", note=known.description, durable=False

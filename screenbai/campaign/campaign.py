@@ -136,6 +136,8 @@ def _publish(tmp: Path, path: Path) -> None:
 
 def _remove_stale_builds(path: Path) -> None:
     """Remove the temporary files of earlier ``create`` runs for ``path`` that were killed."""
+    if os.name != "posix":  # os.kill(pid, 0) asks whether a process lives only on POSIX (Windows ends it)
+        return
     for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.init*"):
         pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
         if not pid.isdigit():
@@ -388,18 +390,13 @@ class Campaign:
         reproduce the stored plates changes nothing.  Stored arrays cannot be rebuilt from the log: a
         damaged one is refused.  Returns what was done, in words."""
         path = Path(path)
-        con = store.connect(path, schema=False)
+        camp = cls(path, store.connect(path, schema=False), use_snapshot=False, verify=False)
+        con = camp._con
         try:
-            bad = [p for p in store.damaged_parts(con) if p.startswith("array ")]
-            if bad:
-                store.check_damage(con, path)  # names them, and says a backup is the way back
-        except BaseException:
-            con.close()
-            raise
-        camp = cls(path, con, use_snapshot=False, verify=False)
-        try:
-            with camp._step():
+            with camp._step("repairing it"):
                 upgraded = store.upgrade_schema(con)
+                if any(p.startswith("array ") for p in store.damaged_parts(con)):
+                    store.check_damage(con, path)  # names them, and says a backup is the way back
                 plate_state: list = []
                 history: list = []
 
@@ -424,7 +421,7 @@ class Campaign:
             camp.close()
         return (
             (f"upgraded to campaign schema {store.SCHEMA_VERSION}; " if upgraded else "")
-            + f"replayed {last and len(history)} results file(s) from the log; the policy snapshots and the leader "
+            + f"replayed {len(history)} results file(s) from the log; the policy snapshots and the leader "
             "history are rebuilt, with fresh checksums"
         )
 
@@ -557,9 +554,9 @@ class Campaign:
         from the snapshot after the last plate, else (or ``use_snapshot=False``) from the start.
 
         After a results file: the policy right after the last plate (``base``), told every outcome
-        recorded since that plate in plate order; when the policy had already finished, the file's
-        outcomes are cancelled instead.  ``on_record(step, policy)`` / ``on_plate(step, policy)`` are
-        called after each replayed results file / plate."""
+        recorded since that plate in plate order (see ``_after_record``, also for a policy that had
+        already finished).  ``on_record(step, policy)`` / ``on_plate(step, policy)`` are called after
+        each replayed results file / plate."""
         base: str | dict | None = None  # the state after the last plate (None: the fresh policy, before any plate)
         base_step = 0  # and its step
         if use_snapshot:
@@ -657,8 +654,7 @@ class Campaign:
         in-memory policy is dropped (rebuilt from the file); SQLite's errors (read-only, disk full,
         damaged pages) become a CampaignFileError naming the file, the cause and the remedy.
         """
-        if self.readonly:
-            raise store.readonly_error(self.path, doing)
+        self.check_writable(doing)
         try:
             with store.transaction(self._con):
                 if self._policy is not None and self._policy_step != self._last_step():
@@ -670,6 +666,11 @@ class Campaign:
         except BaseException:
             self._policy = None
             raise
+
+    def check_writable(self, doing: str = "writing a step") -> None:
+        """Raise a CampaignFileError naming the file, why it cannot be changed and what to do, if it cannot."""
+        if self.readonly:
+            raise store.readonly_error(self.path, doing)
 
     def _save_snapshot(self, step: int, *, plate: bool = False) -> None:
         """The policy's state after ``step`` (also as the state after the last plate, for a plate)."""
@@ -703,13 +704,14 @@ class Campaign:
         if not force and size > self.K:
             raise ValueError(
                 f"{self.path}: a plate of {size:,} wells for a library of {self.K:,} compounds (each compound "
-                f"{size / self.K:.1f} times on one plate on average); give a plate size of at most {self.K:,}, or "
-                "force it (--force) if the repeats are meant"
+                f"{size / self.K:.1f} times on one plate on average); give a plate size (--plate-size) of at most "
+                f"{self.K:,}, or force it (--force) if the repeats are meant"
             )
         if not force and size > largest:
             raise ValueError(
                 f"{self.path}: a plate of {size:,} wells is larger than the largest plate format ({largest:,} "
-                f"wells); give a plate size of at most {largest:,} (one plate per `next`), or force it (--force)"
+                f"wells); give a plate size (--plate-size) of at most {largest:,} (one plate per `next`), or force it "
+                "(--force)"
             )
         replicates = 1
         if layout is not None:

@@ -5,18 +5,19 @@ screenbai campaign next cdk2.campaign --plate-size 96          # writes P001.csv
 screenbai campaign record cdk2.campaign P001.csv                # the same file, outcomes filled in
 screenbai campaign status cdk2.campaign
 screenbai campaign report cdk2.campaign --out cdk2_report/
+screenbai campaign repair cdk2.campaign                         # rebuild the policy snapshots from the log
 screenbai campaign backtest --library export.csv.gz --activity-column standard_value ...
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+import os
 import sqlite3
 import sys
 from pathlib import Path
 
-from ..streams import say
+from ..streams import results, say
 
 
 def add_parser(sub) -> None:
@@ -120,6 +121,11 @@ def add_parser(sub) -> None:
         help="wells to propose (with a plate format: at most this many compounds; default: a full plate, "
         "or 96 wells without a format)",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="accept a plate larger than the library or than the largest plate format (1536 wells)",
+    )
     p.add_argument("--out", help="plate file to write (default: <plate id>.csv next to the campaign file)")
 
     p = cs.add_parser("plate", help="write the file of an existing plate again")
@@ -168,6 +174,13 @@ def add_parser(sub) -> None:
     file_arg(p)
     p.add_argument("--out", help="output directory (default: <campaign>_report)")
 
+    p = cs.add_parser(
+        "repair",
+        help="rebuild the policy snapshots and leader history from the event log (a damaged snapshot, an "
+        "older campaign file)",
+    )
+    file_arg(p)
+
     p = cs.add_parser("backtest", help="run a whole campaign against known outcomes, plate by plate")
     library_args(p)
     algorithm_args(p)
@@ -193,7 +206,10 @@ def add_parser(sub) -> None:
         "activity's units with --hit-above; 0: every test returns the compound's label",
     )
     p.add_argument("--plate-size", type=int, default=96, help="wells per simulated plate")
-    p.add_argument("--max-tests", type=int, default=20000, help="stop the backtest after this many tests")
+    p.add_argument(
+        "--max-tests", type=int, default=20000,
+        help="stop the backtest after this many tests, even if the algorithm has not stopped (the output says which)",
+    )
     p.add_argument("--top-k", type=int, default=10, help="hit recovery: share of the top-k compounds tested")
     p.add_argument("--campaign-out", help="keep the backtest's campaign file here (default: a temporary file)")
     p.add_argument(
@@ -201,8 +217,10 @@ def add_parser(sub) -> None:
         required=True,
         help="output folder for the table and figure (named: nothing lands in the current folder by surprise)",
     )
-    for parser in (camp, *cs.choices.values()):  # show every option's default in --help
-        parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
+    from ..cli import HelpFormatter
+
+    for parser in (camp, *cs.choices.values()):  # every option's default in --help, once
+        parser.formatter_class = HelpFormatter
 
 
 def _params(pairs):
@@ -216,15 +234,31 @@ def run(args) -> int:
 
     from .campaign import CampaignError, ReplayMismatch
     from .results import ResultsError
-    from .store import CampaignFileError
+    from .store import CampaignFileError, file_error
 
     try:
         # one BLAS thread: the matrices are small (d x d, K x d), and threads fighting over a busy
         # machine's cores made a 10 000 x 21 SVD 20 times slower
         with threadpool_limits(limits=1, user_api="blas"):
-            return _COMMANDS[args.campaign_command](args)
+            code = _COMMANDS[args.campaign_command](args)
+            results().flush()  # a closed pipe shows here, not at exit
+            return code
+    except BrokenPipeError:
+        # the reader went away (`... | head -1`): every command prints after its change is committed,
+        # so the change stands; not an error.  What is still buffered for the closed pipe goes nowhere.
+        try:
+            fd = results().fileno()
+        except (AttributeError, OSError, ValueError):  # not a file (pytest's capsys)
+            fd = None
+        if fd is not None and fd != sys.stderr.fileno():
+            os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+        return 0
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as exc:  # not caught where the file is known: name it here
+        where = getattr(args, "campaign", None) or getattr(args, "campaign_out", None) or "the campaign file"
+        print(f"error: {file_error(exc, where)}", file=sys.stderr)
         return 2
     except (
         CampaignError,
@@ -234,7 +268,6 @@ def run(args) -> int:
         KeyError,
         TypeError,
         OSError,  # a path that cannot be read or written: its message names it
-        sqlite3.Error,
     ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -293,17 +326,19 @@ def _next(args) -> int:
         return Path(args.out) if args.out else Path(args.campaign).with_name(f"{plate_id}.csv")
 
     with Campaign.open(args.campaign) as camp:
+        camp.check_writable("recording a new plate")  # before the plate file's folder is checked
         n_plates = camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
         check_plate_path(out(f"P{n_plates + 1:03d}"))  # before the plate is committed
         # the plate id is known once the plate is committed (another `next` may run at the same time)
         size = args.plate_size if args.plate_size is not None or camp.layout is not None else 96
-        plate = camp.next_plate(size)
+        plate = camp.next_plate(size, force=args.force)
         try:
             plate = camp.write_plate(plate.plate_id, out(plate.plate_id))
         except (OSError, ValueError) as exc:
             raise CampaignError(
-                f"plate {plate.plate_id} is recorded as in the lab but its file could not be written ({exc}); "
-                f"write it with `screenbai campaign plate {args.campaign} {plate.plate_id} --out FILE`"
+                f"plate {plate.plate_id} is recorded as in the lab but its file {out(plate.plate_id)} could not be "
+                f"written ({exc}); free space or choose another folder, then write it with "
+                f"`screenbai campaign plate {args.campaign} {plate.plate_id} --out FILE`"
             ) from exc
         layout, readout = camp.layout, camp.readout
         what = "0/1" if readout is None and camp.binary else "a number" if readout is None else readout.label()
@@ -356,6 +391,13 @@ def _status(args) -> int:
     return 0
 
 
+def _repair(args) -> int:
+    from .campaign import Campaign
+
+    say(f"{args.campaign}: {Campaign.repair(args.campaign)}")
+    return 0
+
+
 def _report(args) -> int:
     from .campaign import Campaign
     from .report import write_report
@@ -380,6 +422,7 @@ _COMMANDS = {
     "record": _record,
     "status": _status,
     "report": _report,
+    "repair": _repair,
     "backtest": _backtest,
     "add": lambda args: _lab("add", args),
     "withdraw": lambda args: _lab("withdraw", args),
