@@ -474,3 +474,16 @@ def test_repair_after_a_change_keeps_the_new_base(tmp_path):
         after_repair = _state(c)
     with Campaign.open(path, use_snapshot=False) as c:
         assert _state(c) == after_repair and c.policy.arm_set.size == 21
+
+
+def test_new_compounds_are_featurized_as_the_library_was(tmp_path):
+    """The projection on the library's stored principal components gives a library compound its own
+    stored features back: a new compound lands in the same feature space."""
+    from screenbai.campaign.changes import featurize_new
+    from screenbai.campaign.library import import_library
+
+    lib = import_library(_lab_library(tmp_path, n=20), id_column="name", smiles_column="smiles", d=3)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "m-lingape", {"epsilon": 0.1}, seed=1)
+    X = featurize_new(camp, list(camp.smiles[:5]))
+    np.testing.assert_allclose(X, camp.features[:5], atol=1e-9)
+    camp.close()
