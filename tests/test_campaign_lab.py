@@ -487,3 +487,32 @@ def test_new_compounds_are_featurized_as_the_library_was(tmp_path):
     X = featurize_new(camp, list(camp.smiles[:5]))
     np.testing.assert_allclose(X, camp.features[:5], atol=1e-9)
     camp.close()
+
+
+def test_a_file_without_the_lab_tables_is_read_as_one_without_controls(tmp_path):
+    """A campaign made before plate controls and readouts existed: opened read-only, the tables are
+    empty temporary ones of the connection (status works); opened writable, they are added to the file."""
+    import sqlite3
+
+    from screenbai.campaign.assay import ensure_schema
+
+    camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=10, d=2), "glgape", {}, seed=1)
+    camp.close()
+    con = sqlite3.connect(tmp_path / "c.campaign")
+    for table in ("controls", "readouts", "plate_qc", "well_notes"):
+        con.execute(f"DROP TABLE {table}")
+    con.commit()
+    con.close()
+    ro = sqlite3.connect(f"file:{tmp_path / 'c.campaign'}?mode=ro", uri=True)
+    ensure_schema(ro, readonly=True)
+    assert ro.execute("SELECT COUNT(*) FROM readouts").fetchone() == (0,)
+    main_tables = {r[0] for r in ro.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
+    assert "readouts" not in main_tables  # nothing written into the file
+    ro.close()
+    with Campaign.open(tmp_path / "c.campaign") as c:  # writable: added to the file
+        assert c.status().plate_qc == []
+    con = sqlite3.connect(tmp_path / "c.campaign")
+    assert {"controls", "readouts", "plate_qc", "well_notes"} <= {
+        r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
+    con.close()

@@ -233,8 +233,7 @@ class Campaign:
         try:
             if verify:
                 store.check_damage(con, self.path)
-            if not self.readonly:
-                assay.ensure_schema(con)  # files made before plate controls and readouts existed
+            assay.ensure_schema(con, readonly=self.readonly)  # files made before plate controls and readouts existed
             self.meta = store.get_meta(con)
             self._load_compounds()
         except sqlite3.Error as exc:
