@@ -516,3 +516,15 @@ def test_a_file_without_the_lab_tables_is_read_as_one_without_controls(tmp_path)
         r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
     }
     con.close()
+
+
+def test_status_reports_the_spread_of_replicate_wells(tmp_path):
+    camp = _ic50_campaign(tmp_path, PlateLayout.build("24", replicates=2))
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    ids = sorted(set(plate.compound_ids))
+    values = {cid: [100.0 * (k + 1), 100.0 * (k + 1) + 2.0] for k, cid in enumerate(ids)}  # replicates 2 apart
+    camp.record(_fill(plate.path, values, tmp_path / "R.csv", controls=(5.0, 5000.0), noise=20))
+    st = camp.status()
+    assert st.replicate_sd == pytest.approx(np.sqrt(2.0))  # each pair: deviations +-1, one degree of freedom
+    assert "spread of replicate wells" in st.text()
+    camp.close()
