@@ -115,6 +115,8 @@ class Status:
     plate_qc: list = field(default_factory=list)
     #: pooled within-plate sd of the control wells (a continuous readout's noise scale)
     control_sd: float | None = None
+    #: pooled sd of a compound's replicate wells on one plate (the readout's noise on compounds)
+    replicate_sd: float | None = None
     #: the compound-set changes, in order, each with what it did to the guarantee
     changes: list[str] = field(default_factory=list)
     #: which rule chooses the wells, in one line (the plate files' 'why' column says it per well)
@@ -238,6 +240,11 @@ class Status:
             )
         if self.control_sd is not None:
             out.append(f"spread of the control wells (within a plate): sd {self.control_sd:.3g}")
+        if self.replicate_sd is not None:
+            out.append(
+                f"spread of replicate wells (a compound twice or more on one plate): sd {self.replicate_sd:.3g}"
+                + ("" if self.outcome == "binary" else " (the noise a linear model's sigma stands for)")
+            )
         out.extend(self.changes)
         return out
 
@@ -335,11 +342,14 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "SELECT plate_id, kind, COUNT(raw), AVG(raw), AVG(raw * raw) FROM readouts "
         "WHERE kind != 'compound' AND raw IS NOT NULL AND discarded = 0 GROUP BY plate_id, kind"
     ).fetchall()
-    ss, dof = 0.0, 0
-    for _, _, cnt, mean, mean2 in per_plate:
-        if cnt >= 2:
-            ss += max(mean2 - mean * mean, 0.0) * cnt
-            dof += cnt - 1
+    ss, dof = _pooled(per_plate)
+    rep_ss, rep_dof = _pooled(
+        camp._con.execute(
+            "SELECT r.plate_id, w.arm, COUNT(r.raw), AVG(r.raw), AVG(r.raw * r.raw) FROM readouts r "
+            "JOIN wells w USING (plate_id, well) WHERE r.kind = 'compound' AND r.raw IS NOT NULL "
+            "AND r.discarded = 0 GROUP BY r.plate_id, w.arm HAVING COUNT(r.raw) >= 2"
+        ).fetchall()
+    )
     plates_done = camp._con.execute(
         "SELECT COUNT(*) FROM plates p WHERE NOT EXISTS (SELECT 1 FROM wells w LEFT JOIN outcomes o "
         "USING (plate_id, well) WHERE w.plate_id = p.plate_id AND o.id IS NULL)"
@@ -366,9 +376,21 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "model": model,
         "plate_qc": [(p, z, d) for p, z, d in qc],
         "control_sd": math.sqrt(ss / dof) if dof else None,
+        "replicate_sd": math.sqrt(rep_ss / rep_dof) if rep_dof else None,
         "changes": change_lines(camp),
         "rule": rule_of(camp.algorithm),
     }
+
+
+def _pooled(groups) -> tuple[float, int]:
+    """Sum of squared deviations from each group's mean and its degrees of freedom, over groups
+    given as (key, key, count, mean, mean of squares) with at least two values."""
+    ss, dof = 0.0, 0
+    for _, _, cnt, mean, mean2 in groups:
+        if cnt >= 2:
+            ss += max(mean2 - mean * mean, 0.0) * cnt
+            dof += cnt - 1
+    return ss, dof
 
 
 def _forecast(camp, policy) -> tuple[float, float] | None:
