@@ -32,6 +32,7 @@ import platform
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -125,12 +126,15 @@ def worker(args: argparse.Namespace) -> dict:
 
 def run_worker(tree: Path, algorithm: str, K: int, d: int, rounds: int, after: int, params: dict) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--algorithm", algorithm, "--K", str(K),
-           "--d", str(d), "--rounds", str(rounds), "--after", str(after), "--params", json.dumps(params)]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tree)
-    if out.returncode != 0:
-        return {"algorithm": algorithm, "K": K, "d": d, "error": out.stderr.strip().splitlines()[-1]}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "result.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--algorithm", algorithm, "--K", str(K),
+               "--d", str(d), "--rounds", str(rounds), "--after", str(after), "--params", json.dumps(params),
+               "--result", str(result)]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tree)
+        if out.returncode != 0:
+            return {"algorithm": algorithm, "K": K, "d": d, "error": out.stderr.strip().splitlines()[-1]}
+        return json.loads(result.read_text())
 
 
 def main() -> int:
@@ -145,11 +149,12 @@ def main() -> int:
     ap.add_argument("--old", type=Path, default=None, help="a worktree of older code: time it too, alternately")
     ap.add_argument("--old-params", default="{}", help="extra parameters (JSON) for the old code")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--result", help=argparse.SUPPRESS)  # the worker's JSON result file
     ap.add_argument("--algorithm", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         args.K = args.K[0]
-        print(json.dumps(worker(args)))
+        Path(args.result).write_text(json.dumps(worker(args)))  # a file: a dependency may print on stdout
         return 0
     print(f"screenbai scale benchmark: Python {platform.python_version()}, {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f} (other jobs may share the cores); one BLAS thread, CPU time; {args.rounds} rounds "

@@ -166,6 +166,13 @@ class GapIndices:
 
     def columns_of_J(self, mu: np.ndarray, J: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:
         """BJ[k, i] = B[i, J[k]] for every arm i (m x K), with -inf where i is in J."""
+        BJ = self.bounds_against(mu, J, f, n)
+        BJ[:, J] = -np.inf
+        return BJ
+
+    def bounds_against(self, mu: np.ndarray, J: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:
+        """BJ[k, i] = B[i, J[k]] = mu_i - mu_J[k] + W(i, J[k]) for every arm i (m x K), -inf at i = J[k]
+        only: the upper bounds on mu_i - mu_J[k] (the certificate's U, certainty/certificate.py). O(m K d)."""
         if self.index == "paired":
             st = self.ridge()
             self._PZ_J = PZ_J = self.Z[J] @ st.P  # rows P x_j, j in J
@@ -181,7 +188,7 @@ class GapIndices:
         else:
             w = self.individual_widths(f, n)
             BJ = (mu + w) - (mu[J] - w[J])[:, None]
-        BJ[:, J] = -np.inf
+        BJ[np.arange(len(J)), J] = -np.inf
         return BJ
 
     def index_matrix(self, mu: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import thresholds as th
+from .certainty.certificate import certified_from_bounds
 from .estimators import PlateDesign, TrackedRidgeState
 from .gap_indices import GapIndices, max_m_per_column
 from .linalg import project, refuse_quadratic, spanning_arms
@@ -313,6 +314,29 @@ class GIFA(Policy):
                 state.update(int(arms[0]), float(rewards[0]), also=also, on_block=ahead, product=product)
             else:
                 state.update_many(arms, rewards)
+
+    def _certified_epsilon(self) -> np.ndarray:
+        """eq. (1) of certainty/certificate.py with the stopping rule's own gap indices:
+        U(i, j) = B[j, i] = mu_j - mu_i + W(j, i) at the threshold factor f_s of the recorded
+        outcomes (s = n_samples), for the answer's arms against every arm. Classical indices hold
+        nothing about an arm without a test (its width is infinite). O(m K d)."""
+        A = self._current_answer()
+        U = self.gaps.bounds_against(self.means(), A, self.threshold_factor(self.n_samples), self.n)
+        if not self.linear:
+            untested = self.n == 0
+            U[:, untested] = np.inf
+            U[untested[A]] = np.inf
+            U[np.arange(A.size), A] = -np.inf
+        return certified_from_bounds(U, self.m)
+
+    def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
+        noise = f"noise sub-Gaussian with scale sigma = {self.sigma:g}"
+        if not self.linear:
+            if self.threshold == "hoeffding":
+                return "independent arms with outcomes in [0, 1] (no model of the features)", ()
+            return f"independent arms (no model of the features), {noise}", ()
+        constants = f", ||theta|| <= S = {self.S:g}" if self.threshold in ("theoretical", "abbasi-yadkori") else ""
+        return f"the linear-Gaussian model on these features, {noise}{constants}", ()
 
     def _recommend(self, rng):
         if self.m >= self.K:

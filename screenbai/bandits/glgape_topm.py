@@ -34,7 +34,7 @@ import numpy as np
 from scipy.special import expit
 
 from .estimators import RidgeState
-from .glgape import GLGapE, corner_widths, max_corner_sq
+from .glgape import GLGapE, corner_widths
 from .params import M, resolve
 from .registry import register
 from .ties import argmax_random, top_m
@@ -76,12 +76,7 @@ class TopMGLGapE(GLGapE):
         J = top_m(mu, self.m, self.rng)
         self._top = J
         self._best = int(J[0])
-        P, diag = state.P, state.diag
-        G = (self.Z @ (P @ self.Z[J].T)).T  # rows of Z M^-1 Z^T for the arms of J: m x K
-        q_J = G[np.arange(self.m), J]
-        nu2 = max_corner_sq(q_J[:, None], diag[None, :], G, self._c_mu, self.k_mu)
-        scale = self.width_scale(t)
-        B = (mu[None, :] - mu[J][:, None]) + scale * np.sqrt(np.maximum(nu2, 0.0))
+        B, G = self._bounds_against(state, J, mu, self.width_scale(t))
         B[:, J] = -np.inf  # challengers are outside J
         k, c = divmod(argmax_random(B.ravel(), self.rng), self.K)
         b = int(J[k])
@@ -90,7 +85,7 @@ class TopMGLGapE(GLGapE):
                 return None
         elif check and B[k, c] <= self.epsilon:
             return None
-        return b, int(c), int(corner_widths(q_J[k], diag[c], G[k, c], self._c_mu, self.k_mu)[1])
+        return b, int(c), int(corner_widths(G[k, b], state.diag[c], G[k, c], self._c_mu, self.k_mu)[1])
 
     def _recommend(self, rng):
         if self._top is not None:

@@ -37,6 +37,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from .cache import LRUCache, digest
+from .certainty.certificate import certified_from_bounds
 from .estimators import RidgeState
 from .linalg import check_ridge_scale, gram_pull, project_if_deficient, refuse_quadratic, spanning_arms
 from .params import (
@@ -77,6 +78,11 @@ def log_term(n, K: float, delta: float):
     """
     n = np.asarray(n, dtype=float)
     return np.log(6.0 * n * n * K * K / (np.pi**2 * delta))
+
+
+def eq11_width(width2, c: float, n, K: float, delta: float):
+    """[SLM14] Prop. 1's width c ||y||_{A^-1} sqrt(log_n(K^2/delta)) from width2 = ||y||^2_{A^-1}."""
+    return c * np.sqrt(width2 * float(log_term(n, K, delta)))
 
 
 def all_pairs(active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -146,7 +152,7 @@ class _GreedyState:
         self._build_directions()
 
     def _build_directions(self) -> None:
-        G, K = self._G, self.K
+        G = self._G
         pair = self.J >= 0
         Q = G[self.I].copy()
         Q[pair] -= G[self.J[pair]]
@@ -509,6 +515,31 @@ class _SLMBase(Policy):
             return Policy._recommend(self, rng)
         return np.array([argmax_random(mu, rng)])
 
+    def _ols_certificate(self, counts, sums, n: int) -> np.ndarray:
+        """eq. (1) of certainty/certificate.py with [SLM14] Prop. 1's confidence set on the OLS
+        estimate from ``counts``, ``sums`` (n observations, a design fixed before the outcomes):
+        |(x - x')^T (theta_hat - theta*)| <= c ||x - x'||_{A^-1} sqrt(log_n(K^2/delta)) for all pairs
+        and all n at once, c = 2 sqrt(2) sigma: the widths of the eq. 11 stopping rule. inf while
+        the tested arms do not span. O(K d^2)."""
+        A = self._current_answer()
+        mu, chol = _ols_mu(self.Z, np.asarray(counts, dtype=float), np.asarray(sums, dtype=float))
+        if mu is None or n < 1:
+            return np.full(A.size, np.inf)
+        W = cho_solve(chol, self.Z.T)  # A^-1 Z^T
+        diag = np.einsum("kd,dk->k", self.Z, W)
+        rows = self.Z[A] @ W  # rows of Z A^-1 Z^T for the answer
+        width2 = np.maximum(diag[A][:, None] + diag[None, :] - 2.0 * rows, 0.0)
+        U = mu[None, :] - mu[A][:, None] + eq11_width(width2, self.width_constant, n, self.K_log, self.delta)
+        U[np.arange(A.size), A] = -np.inf
+        return certified_from_bounds(U, 1)
+
+    def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
+        model, _ = super()._certificate_model()
+        if isinstance(self, XYStatic) and self.restrict_y:
+            return model, ("the directions follow the estimated best arm (restrict_y), so the design depends on "
+                           "the outcomes while [SLM14] Prop. 1 assumes a fixed design",)
+        return model, ()
+
     @staticmethod
     def _check_restrict(restrict_y, K: int) -> bool:
         if restrict_y is None:
@@ -613,6 +644,10 @@ class _StaticAllocation(_SLMBase):
         if self._final is not None and self._final.get("best") is not None:
             return np.array([self._final["best"]])
         return self._ols_best(self.n.astype(float), self.sums, rng)
+
+    def _certified_epsilon(self) -> np.ndarray:
+        """[SLM14] Prop. 1 on all outcomes (the stopping rule eq. 11's set; see ``_ols_certificate``)."""
+        return self._ols_certificate(self.n, self.sums, self.n_samples)
 
     # -- vectorised path
     def run(self, env):
@@ -861,9 +896,8 @@ class XYAdaptive(_SLMBase):
         mu, chol = _ols_mu(self.Z, self.phase_counts, self.phase_sums)
         G = self.Z @ cho_solve(chol, self.Z.T)
         dg = np.diag(G)
-        width = self.width_constant * np.sqrt(
-            np.maximum(dg[:, None] + dg[None, :] - 2 * G, 0.0) * float(log_term(t, self.K_log, self.delta))
-        )
+        width = eq11_width(np.maximum(dg[:, None] + dg[None, :] - 2 * G, 0.0), self.width_constant, t, self.K_log,
+                           self.delta)
         beaten = ((mu[None, :] - mu[:, None]) > width).any(axis=1)  # x beaten by some x' (eq. 16)
         survivors = ~beaten & (self.active if self.monotone else True)
         best = int(argmax_random(mu, self.rng))
@@ -910,6 +944,11 @@ class XYAdaptive(_SLMBase):
         if self._final is not None:
             return np.array([self._final["best"]])
         return self._ols_best(self.phase_counts, self.phase_sums, rng)
+
+    def _certified_epsilon(self) -> np.ndarray:
+        """[SLM14] Prop. 1 on the current phase's outcomes, as the phase's eq. 11 test (each phase's
+        design is fixed when it starts; inf until the phase's tests span)."""
+        return self._ols_certificate(self.phase_counts, self.phase_sums, self.t_phase)
 
     def run(self, env):
         """Phase by phase: the phase sequence is fixed, so pull it as one block (same reward stream)."""
@@ -1020,11 +1059,9 @@ class XYFullyAdaptive(_SLMBase):
 
     def _survivors(self) -> np.ndarray | None:
         """The surviving arms from recorded outcomes; the estimated means, or None when one is left."""
-        G = self.state.M[: self.K]
-        mu = G @ self.sums  # Z (lambda I + A)^{-1} Z^T sums = Z theta_hat
-        dg = self.state.diag
-        width = np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2.0 * G, 0.0)) * self._width_scale(self.n_samples)
-        survivors = ~((mu[None, :] - mu[:, None]) > width).any(axis=1)
+        mu = self.state.M[: self.K] @ self.sums  # Z (lambda I + A)^{-1} Z^T sums = Z theta_hat
+        width = self._widths(np.arange(self.K))
+        survivors = np.asarray(~((mu[None, :] - mu[:, None]) > width).any(axis=1), dtype=bool)
         self.active = survivors & self.active if self.monotone else survivors
         if self.active.sum() == 1:
             self._final = {"best": int(np.flatnonzero(self.active)[0])}
@@ -1043,5 +1080,26 @@ class XYFullyAdaptive(_SLMBase):
             return np.array([self._final["best"]])
         mu = self.state.M[: self.K] @ self.sums
         return np.array([argmax_random(np.where(self.active, mu, -np.inf), rng)])
+
+    def _certified_epsilon(self) -> np.ndarray:
+        """eq. (1) of certainty/certificate.py with [SLM14] Prop. 2's set (the elimination's widths):
+        U(i, j) = mu_j - mu_i + ||x_i - x_j||_{(A^lambda)^-1} (sigma sqrt(d log((1 + n L^2 / lambda) /
+        delta)) + sqrt(lambda) S) at the ridge estimate, valid for adaptive designs given S. O(K)."""
+        A = self._current_answer()
+        mu = self.state.M[: self.K] @ self.sums
+        U = mu[None, :] - mu[A][:, None] + self._widths(A)
+        U[np.arange(A.size), A] = -np.inf
+        return certified_from_bounds(U, 1)
+
+    def _widths(self, rows: np.ndarray) -> np.ndarray:
+        """Prop. 2's widths ||x_i - x_j||_{(A^lambda)^-1} (...) for the arms i of ``rows`` against every
+        arm j, from recorded outcomes (the elimination and the certificate)."""
+        dg = self.state.diag
+        G = self.state.M[rows][:, : self.K]
+        return np.sqrt(np.maximum(dg[rows][:, None] + dg[None, :] - 2.0 * G, 0.0)) * self._width_scale(self.n_samples)
+
+    def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
+        model, caveats = super()._certificate_model()
+        return f"{model}, ||theta|| <= S = {self.S:g}", caveats
 
 
