@@ -37,6 +37,7 @@ def _sequential_run(rng, X, theta_star, T):
     return np.array(path)
 
 
+@pytest.mark.slow
 def test_the_set_holds_the_truth_at_all_times_with_probability_one_minus_delta():
     """Ville's inequality: P(exists t: L_t(theta*) - P_t >= log 1/delta) <= delta.  A loss of the
     predictions computed after the outcome (not predictable) or a level without log(1/delta) is
@@ -172,6 +173,7 @@ def test_glgape_predicts_each_outcome_before_seeing_it():
     assert policy.n_samples >= 100
 
 
+@pytest.mark.slow
 def test_default_needs_far_fewer_tests_than_the_self_normalized_widths():
     """A guarantee without c_mu or S, and the likelihood-ratio default stops sooner (kw d = 5: 1 023
     against 3 308 tests in docs/error_rates.md)."""
