@@ -36,11 +36,16 @@ def _value(text: str):
 
 
 def _params(pairs: list[str]) -> dict:
-    params = {}
+    params: dict[str, object] = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
         if not eq or not key:
             raise SystemExit(f"error: --param {pair!r} must look like key=value (e.g. --param delta=0.05)")
+        if key.strip() in params:  # silently keeping the last one ran with a value the user may not have meant
+            raise SystemExit(
+                f"error: --param {key.strip()} is given twice ({key.strip()}={params[key.strip()]!r} and {pair!r}); "
+                "give each parameter once"
+            )
         params[key.strip()] = _value(value.strip())
     return params
 

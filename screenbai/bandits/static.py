@@ -80,6 +80,11 @@ def log_term(n, K: float, delta: float):
     return np.log(6.0 * n * n * K * K / (np.pi**2 * delta))
 
 
+def eq11_width(width2, c: float, n, K: float, delta: float):
+    """[SLM14] Prop. 1's width c ||y||_{A^-1} sqrt(log_n(K^2/delta)) from width2 = ||y||^2_{A^-1}."""
+    return c * np.sqrt(width2 * float(log_term(n, K, delta)))
+
+
 def all_pairs(active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Arm indices (I, J) of the unordered pairs of the active arms: y = x_I - x_J."""
     idx = np.flatnonzero(active) if active.dtype == bool else np.asarray(active)
@@ -157,10 +162,25 @@ class _GreedyState:
         h[pair] -= Q[rows[pair], self.J[pair]]
         h *= self.scale
         self.M = np.ascontiguousarray(np.vstack([G, Q]))
-        self.Q = self.M[K:]
-        self.diag = np.diagonal(self.M[:K])
         self.h = h[:, None].copy()
+        self._views()
+
+    def _views(self) -> None:
+        """Q and diag(G) are views into M (a rank-one update of M updates them); _T is scratch."""
+        self.Q = self.M[self.K :]
+        self.diag = np.diagonal(self.M[: self.K])
         self._T = np.empty_like(self.Q)
+
+    def __getstate__(self) -> dict:
+        """For pickle and ``copy.deepcopy``, which would copy the views as separate arrays."""
+        state = self.__dict__.copy()
+        for name in ("Q", "diag", "_T"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._views()
 
     def state_dict(self) -> dict:
         return {"counts": self.counts.copy(), "I": self.I.copy(), "J": self.J.copy(), "scale": self.scale.copy(),
@@ -172,10 +192,8 @@ class _GreedyState:
         self.scale = np.array(state["scale"], dtype=float)
         self._since = int(state["since"])
         self.M = np.ascontiguousarray(state["M"], dtype=float).copy()
-        self.Q = self.M[self.K :]
-        self.diag = np.diagonal(self.M[: self.K])
         self.h = np.array(state["h"], dtype=float)
-        self._T = np.empty_like(self.Q)
+        self._views()
 
     def copy(self) -> _GreedyState:
         """An independent copy (a plate's design: the tests in flight are pulled into it)."""
@@ -511,8 +529,7 @@ class _SLMBase(Policy):
         diag = np.einsum("kd,dk->k", self.Z, W)
         rows = self.Z[A] @ W  # rows of Z A^-1 Z^T for the answer
         width2 = np.maximum(diag[A][:, None] + diag[None, :] - 2.0 * rows, 0.0)
-        width = self.width_constant * np.sqrt(width2 * float(log_term(n, self.K_log, self.delta)))
-        U = mu[None, :] - mu[A][:, None] + width
+        U = mu[None, :] - mu[A][:, None] + eq11_width(width2, self.width_constant, n, self.K_log, self.delta)
         U[np.arange(A.size), A] = -np.inf
         return certified_from_bounds(U, 1)
 
@@ -879,9 +896,8 @@ class XYAdaptive(_SLMBase):
         mu, chol = _ols_mu(self.Z, self.phase_counts, self.phase_sums)
         G = self.Z @ cho_solve(chol, self.Z.T)
         dg = np.diag(G)
-        width = self.width_constant * np.sqrt(
-            np.maximum(dg[:, None] + dg[None, :] - 2 * G, 0.0) * float(log_term(t, self.K_log, self.delta))
-        )
+        width = eq11_width(np.maximum(dg[:, None] + dg[None, :] - 2 * G, 0.0), self.width_constant, t, self.K_log,
+                           self.delta)
         beaten = ((mu[None, :] - mu[:, None]) > width).any(axis=1)  # x beaten by some x' (eq. 16)
         survivors = ~beaten & (self.active if self.monotone else True)
         best = int(argmax_random(mu, self.rng))
@@ -1043,11 +1059,9 @@ class XYFullyAdaptive(_SLMBase):
 
     def _survivors(self) -> np.ndarray | None:
         """The surviving arms from recorded outcomes; the estimated means, or None when one is left."""
-        G = self.state.M[: self.K]
-        mu = G @ self.sums  # Z (lambda I + A)^{-1} Z^T sums = Z theta_hat
-        dg = self.state.diag
-        width = np.sqrt(np.maximum(dg[:, None] + dg[None, :] - 2.0 * G, 0.0)) * self._width_scale(self.n_samples)
-        survivors = ~((mu[None, :] - mu[:, None]) > width).any(axis=1)
+        mu = self.state.M[: self.K] @ self.sums  # Z (lambda I + A)^{-1} Z^T sums = Z theta_hat
+        width = self._widths(np.arange(self.K))
+        survivors = np.asarray(~((mu[None, :] - mu[:, None]) > width).any(axis=1), dtype=bool)
         self.active = survivors & self.active if self.monotone else survivors
         if self.active.sum() == 1:
             self._final = {"best": int(np.flatnonzero(self.active)[0])}
@@ -1072,14 +1086,17 @@ class XYFullyAdaptive(_SLMBase):
         U(i, j) = mu_j - mu_i + ||x_i - x_j||_{(A^lambda)^-1} (sigma sqrt(d log((1 + n L^2 / lambda) /
         delta)) + sqrt(lambda) S) at the ridge estimate, valid for adaptive designs given S. O(K)."""
         A = self._current_answer()
-        G = self.state.M[A]
         mu = self.state.M[: self.K] @ self.sums
-        dg = self.state.diag
-        rows = np.arange(A.size)
-        width = np.sqrt(np.maximum(dg[A][:, None] + dg[None, :] - 2.0 * G[:, : self.K], 0.0))
-        U = mu[None, :] - mu[A][:, None] + width * self._width_scale(self.n_samples)
-        U[rows, A] = -np.inf
+        U = mu[None, :] - mu[A][:, None] + self._widths(A)
+        U[np.arange(A.size), A] = -np.inf
         return certified_from_bounds(U, 1)
+
+    def _widths(self, rows: np.ndarray) -> np.ndarray:
+        """Prop. 2's widths ||x_i - x_j||_{(A^lambda)^-1} (...) for the arms i of ``rows`` against every
+        arm j, from recorded outcomes (the elimination and the certificate)."""
+        dg = self.state.diag
+        G = self.state.M[rows][:, : self.K]
+        return np.sqrt(np.maximum(dg[rows][:, None] + dg[None, :] - 2.0 * G, 0.0)) * self._width_scale(self.n_samples)
 
     def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
         model, caveats = super()._certificate_model()
