@@ -134,13 +134,12 @@ class L1Design:
 
     def __getstate__(self) -> dict:
         """For pickle and ``copy.deepcopy``: everything but the HiGHS model (no solver object can be
-        pickled), whose chain of right-hand sides the copy solves again on first use, as after
-        ``load_state_dict``."""
+        pickled); the copy builds its own on first use (each LP starts cold, so its answers are the
+        same), as after ``load_state_dict``."""
         state = self.__dict__.copy()
         for name in ("_highs", "_rows", "_optimal"):  # built by _model
             state.pop(name, None)
         state["_highs"] = None
-        state["_replay"], state["_history"] = self._replay + self._history, []
         return state
 
     def load_state_dict(self, state: dict) -> None:

@@ -152,7 +152,7 @@ class _GreedyState:
         self._build_directions()
 
     def _build_directions(self) -> None:
-        G, K = self._G, self.K
+        G = self._G
         pair = self.J >= 0
         Q = G[self.I].copy()
         Q[pair] -= G[self.J[pair]]
