@@ -74,11 +74,12 @@ def test_gse_aliases_are_described_by_their_own_allocation_and_all_run():
         assert int(rec["samples"].iat[0]) == 200
 
 
-def test_an_unknown_algorithm_gets_close_matches(capsys):
+def test_an_unknown_algorithm_gets_close_matches(capsys, tmp_path):
     assert main(["simulate", "glgapee", "--instance", "soare:d=2", "--no-progress"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: unknown algorithm 'glgapee'; did you mean glgape")  # not a quoted KeyError
-    assert main(["campaign", "backtest", "--library", "x.csv", "--algorithm", "m-lingap"]) == 2
+    assert main(["campaign", "init", str(tmp_path / "c.campaign"), "--library", "x.csv", "--algorithm",
+                 "m-lingap"]) == 2
     assert "did you mean m-lingape" in capsys.readouterr().err
 
 
