@@ -93,7 +93,7 @@ def _plates(policy, env):
 
 def run_case(name: str, params: dict, inst: Instance, seed: int, mode: str):
     """The result of one case (a ``Result``)."""
-    from screenbai.bandits import static
+    from screenbai.bandits import static_greedy
 
     def fresh():
         return policy_for_instance(name, inst, rng=seed, **params)
@@ -112,7 +112,7 @@ def run_case(name: str, params: dict, inst: Instance, seed: int, mode: str):
         e = env()
         first = _ask_tell(fresh(), e, stop_at=max(1, total // 2))
         state = first.state_dict()
-        static.clear_cache()
+        static_greedy.clear_cache()
         second = fresh()
         second.load_state_dict(state)
         return _ask_tell(second, e).result()

@@ -8,15 +8,10 @@ import pytest
 
 from screenbai.bandits import instances, make_policy, policy_for_instance
 from screenbai.bandits.instance import Instance
+from screenbai.bandits.linalg import spanning_arms
 from screenbai.bandits.runner import run as simulate
-from screenbai.bandits.static import (
-    _GreedyState,
-    all_pairs,
-    allocation_sequence,
-    eq11_batch,
-    log_term,
-    spanning_arms,
-)
+from screenbai.bandits.static_greedy import GreedyState, all_pairs, allocation_sequence
+from screenbai.bandits.static_rules import eq11_batch, log_term
 
 ALL = ["g-allocation", "xy-static", "xy-oracle", "xy-adaptive", "xy-fully-adaptive"]
 
@@ -61,7 +56,7 @@ def test_xy_score_equals_brute_force():
     X = _random_arms(K=6, d=4, seed=2)
     counts = np.array([3, 1, 4, 1, 5, 9])
     I, J = all_pairs(np.ones(6, dtype=bool))
-    state = _GreedyState(X, counts)
+    state = GreedyState(X, counts)
     state.set_directions(I, J)
     for k in (0, 3, 5, 2):  # rank-one updates keep the scores exact
         state.pull(k)
@@ -74,7 +69,7 @@ def test_xy_score_equals_brute_force():
 def test_oracle_score_is_scaled_by_gaps():
     X = _random_arms(K=4, d=3, seed=3)
     gaps = np.array([0.5, 2.0, 1.0])
-    state = _GreedyState(X, np.array([2, 2, 2, 2]))
+    state = GreedyState(X, np.array([2, 2, 2, 2]))
     state.set_directions(np.zeros(3, dtype=int), np.array([1, 2, 3]), 1.0 / gaps)
     P = np.linalg.inv(2 * X.T @ X)
     expected = max((X[0] - X[j]) @ P @ (X[0] - X[j]) / g**2 for j, g in zip([1, 2, 3], gaps))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
-_MODULES = ("gifa", "static", "glgape", "glgape_topm", "gse", "baselines")
+_MODULES = ("gifa", "static", "static_adaptive", "glgape", "glgape_topm", "gse", "baselines")
 _REGISTRY: dict[str, Entry] = {}
 
 
