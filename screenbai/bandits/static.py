@@ -52,9 +52,6 @@ from .static_greedy import (
     GreedyState,
     all_pairs,
     allocation_sequence,
-    clear_cache,
-    load_cache,
-    save_cache,
     star_pairs,
 )
 from .static_rules import (
@@ -67,8 +64,7 @@ from .static_rules import (
 )
 from .ties import argmax_random
 
-__all__ = ["AllocationSequence", "GAllocation", "GreedyState", "XYOracle", "XYStatic", "all_pairs",
-           "allocation_sequence", "clear_cache", "load_cache", "save_cache", "star_pairs"]
+__all__ = ["GAllocation", "SLMBase", "XYOracle", "XYStatic"]
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +126,7 @@ class SLMBase(Policy):
         W = cho_solve(chol, self.Z.T)  # A^-1 Z^T
         diag = np.einsum("kd,dk->k", self.Z, W)
         width2 = pair_width2(diag[A], diag, self.Z[A] @ W)  # rows of Z A^-1 Z^T for the answer
-        U = mu[None, :] - mu[A][:, None] + eq11_width(width2, self.width_constant, n, *self.rule_args[1:])
+        U = mu[None, :] - mu[A][:, None] + eq11_width(width2, n, *self.rule_args)
         U[np.arange(A.size), A] = -np.inf
         return certified_from_bounds(U, 1)
 

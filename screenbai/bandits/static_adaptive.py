@@ -91,7 +91,7 @@ class XYAdaptive(SLMBase):
         G = self.Z @ cho_solve(chol, self.Z.T)
         dg = np.diag(G)
         width2 = pair_width2(dg, dg, G)
-        width = eq11_width(width2, self.width_constant, t, *self.rule_args[1:])
+        width = eq11_width(width2, t, *self.rule_args)
         beaten = ((mu[None, :] - mu[:, None]) > width).any(axis=1)  # x beaten by some x' (eq. 16)
         survivors = ~beaten & (self.active if self.monotone else True)
         best = int(argmax_random(mu, self.rng))

@@ -52,7 +52,7 @@ def pair_width2(diag_i, diag, rows) -> np.ndarray:
     return np.maximum(width2, 0.0, out=width2)
 
 
-def eq11_width(width2, c: float, n, K: int, delta: float, confidence: str = "pairs"):
+def eq11_width(width2, n, c: float, K: int, delta: float, confidence: str = "pairs"):
     """[SLM14] Prop. 1's width c ||y||_{A^-1} sqrt(log_n(K^2/delta)) from width2 = ||y||^2_{A^-1} (n: one count)."""
     return c * np.sqrt(width2 * float(log_term(n, K, delta, confidence)))
 
