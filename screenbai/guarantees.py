@@ -97,8 +97,7 @@ class Guarantee:
         if self.kind == "guaranteed":
             return f"guaranteed: error at most delta = {self.delta:g}"
         if self.kind == "none":
-            return (f"NO ERROR GUARANTEE ({', '.join(self.voided_by)}: the stopping rule is a heuristic, "
-                    "its error can exceed delta)")
+            return f"NO ERROR GUARANTEE: {', '.join(self.voided_by)} voids it, the error can exceed delta"
         return "fixed budget: no error bound at a chosen delta (the error falls as the budget grows)"
 
     def measured_rate(self) -> str:
@@ -143,14 +142,13 @@ def guarantee_of(algorithm: str, params: Mapping[str, Any] | str | None, error_r
     run's delta when that delta was measured, else at every delta measured."""
     from screenbai.bandits.params import declared, without_guarantee
 
-    if isinstance(params, str):
-        params = json.loads(params)
-    params = dict(params or {})
+    params = dict(json.loads(params) if isinstance(params, str) else (params or {}))
     entry, values = _resolved(algorithm, params)
     decl = declared(entry.cls)
     delta = values.get("delta") if "delta" in decl else None
+    voided: tuple[str, ...] = ()
     if "budget" in decl:
-        kind, voided = "fixed budget", ()
+        kind = "fixed budget"
     else:
         voided = tuple(without_guarantee(entry.cls, {**entry.defaults, **params}))
         kind = "none" if voided else "guaranteed"

@@ -51,8 +51,10 @@ __all__ = [
     "plot_error_rate",
     "plot_pulls_per_arm",
     "plot_samples",
+    "report_tables",
     "structure_grid",
     "summarize_screens",
+    "summary_page",
     "write_report",
 ]
 
@@ -88,11 +90,35 @@ def _concentration_axis(axis) -> None:
 
 def _legend_below(ax, ncol: int = 1, fontsize: float = 7) -> None:
     """The legend under the axes (below the x label), where it cannot cover a curve."""
-    ax.legend(fontsize=fontsize, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=ncol, frameon=False)
+    from matplotlib.transforms import ScaledTranslation, blended_transform_factory
+
+    # 0.45 inch under the axes, whatever their height: clear of the tick labels and the x label
+    at = blended_transform_factory(ax.transAxes, ax.transAxes) + ScaledTranslation(0, -0.45, ax.figure.dpi_scale_trans)
+    ax.legend(fontsize=fontsize, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=at, ncol=ncol,
+              frameon=False)
+
+
+def _count_axis(axis) -> None:
+    """A log axis of counts whose ticks read 20, 50, 100, 1000, 20 000 (not 2 x 10^1)."""
+    def plain(v, _pos=None):
+        return f"{v:,.0f}".replace(",", " ") if v >= 1 else f"{v:g}"
+
+    def minor(v, _pos=None):
+        lo, hi = axis.get_view_interval()
+        lead = round(v / 10 ** np.floor(np.log10(v))) if v > 0 else 0
+        return plain(v) if lead in (2, 5) and hi / max(lo, 1e-12) < 300 else ""
+
+    axis.set_major_formatter(FuncFormatter(plain))
+    axis.set_minor_formatter(FuncFormatter(minor))
 
 
 def _name(label: str, names: Mapping[str, str] | None) -> str:
     return (names or {}).get(label, label)
+
+
+def _style(df: pd.DataFrame) -> dict[str, tuple[str, str, int]]:
+    """Each algorithm label's colour, marker and index, the same in every figure (labels in sorted order)."""
+    return {lab: (f"C{i % 10}", "osD^v"[i % 5], i) for i, lab in enumerate(sorted(set(df["label"])))}
 
 
 # ---------------------------------------------------------------------------------- tables
@@ -144,6 +170,8 @@ def summarize_screens(records: pd.DataFrame) -> pd.DataFrame:
                 # the anytime certificate of the runs, when the records carry it
                 **({"median_certified_epsilon": float(np.nanmedian(g["certified_epsilon"].to_numpy(dtype=float)))}
                    if "certified_epsilon" in g.columns and g["certified_epsilon"].notna().any() else {}),
+                **({"certified_guaranteed": bool(g["certified_guaranteed"].astype(bool).all())}
+                   if "certified_guaranteed" in g.columns else {}),
             }
         )
     return pd.DataFrame(rows)
@@ -172,6 +200,10 @@ def algorithm_guarantees(
 
 def _tag(guarantee: Guarantee | None) -> str:
     return guarantee.tag if guarantee is not None else "guarantee unknown"
+
+
+def _measured_rate(guarantees: Mapping[str, Guarantee | None]) -> dict[str, str]:
+    return {lab: g.measured_rate() if g is not None else "not measured" for lab, g in guarantees.items()}
 
 
 def consensus(declared: pd.DataFrame, m: int = 1) -> tuple[bool, pd.DataFrame]:
@@ -264,7 +296,7 @@ def _varied(summary: pd.DataFrame, x: str, fixed: Mapping[str, int]):
     sel = summary
     for k, v in fixed.items():
         sel = sel[sel[k] == v]
-    return sel.sort_values(x)
+    return sel.sort_values(x, kind="stable")
 
 
 def _xlabel(x: str) -> str:
@@ -282,11 +314,13 @@ def plot_samples(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=Non
     """
     fig, ax = _axes(ax)
     sel = _varied(summary, x, fixed)
+    style = _style(summary)
     for label, g in sel.groupby("label", sort=False):
         y = g["median_samples"].to_numpy(float)
         lo = y - g["q25_samples"].to_numpy(float)
         hi = g["q75_samples"].to_numpy(float) - y
-        line = ax.errorbar(g[x], y, yerr=[lo, hi], marker="o", capsize=3, label=_name(label, names))
+        line = ax.errorbar(g[x], y, yerr=[lo, hi], marker=style[label][1], color=style[label][0], capsize=3,
+                           label=_name(label, names))
         capped = g[g["not_stopped"] > 0]
         if len(capped):  # runs that hit max_samples: shown apart, at the median of all runs (capped ones at the cap)
             ax.plot(capped[x], capped["median_samples_all"], ls="none", marker="x", ms=8,
@@ -300,6 +334,7 @@ def plot_samples(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=Non
     ax.set_xlabel(_xlabel(x))
     ax.set_ylabel("tests until the algorithm stops\n(median; bars: 25-75 % of stopped runs)")
     ax.set_yscale("log")
+    _count_axis(ax.yaxis)
     ax.set_title("tests to stop, " + ", ".join(f"{k} = {v}" for k, v in fixed.items()), fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     _legend_below(ax)
@@ -316,13 +351,15 @@ def plot_error_rate(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=
     fig, ax = _axes(ax)
     sel = _varied(summary, x, fixed)
     hidden = []
-    for i, (label, g) in enumerate(sel.groupby("label", sort=False)):
+    style = _style(summary)
+    for label, g in sel.groupby("label", sort=False):
         name = _name(label, names)
-        line, = ax.plot(g[x], g["exact_error_rate"], marker="osD^v"[i % 5], ms=max(9 - 2 * i, 4),
+        color, marker, i = style[label]
+        line, = ax.plot(g[x], g["exact_error_rate"], marker=marker, ms=max(9 - 2 * i, 4), color=color,
                         fillstyle="none", mew=1.5, label=f"{name}: not the exact best")
         informative = g["eps_good_fraction"] < UNINFORMATIVE
         if informative.any():
-            ax.plot(g.loc[informative, x], g.loc[informative, "eps_error_rate"], ls="--", marker="osD^v"[i % 5],
+            ax.plot(g.loc[informative, x], g.loc[informative, "eps_error_rate"], ls="--", marker=marker,
                     ms=4, color=line.get_color(), label=f"{name}: more than epsilon below")
         if (~informative).any():
             hidden.append((label, float(g["epsilon"].iloc[0]), float(g["eps_good_fraction"].max())))
@@ -350,8 +387,10 @@ def plot_declared_rank(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], 
     """Median rank of the declared compounds by measured activity, as % of the sample (lower = more potent)."""
     fig, ax = _axes(ax)
     sel = _varied(summary, x, fixed)
-    for i, (label, g) in enumerate(sel.groupby("label", sort=False)):
-        ax.plot(g[x], g["median_declared_rank_pct"], marker="osD^v"[i % 5], label=_name(label, names))
+    style = _style(summary)
+    for label, g in sel.groupby("label", sort=False):
+        ax.plot(g[x], g["median_declared_rank_pct"], marker=style[label][1], color=style[label][0],
+                label=_name(label, names))
     ax.axhline(10, color="k", ls="--", lw=1, label="top 10 % of the sample")
     ax.axhline(50, color="0.5", ls=":", lw=1, label="a random compound (median)")
     ax.set_xlabel(_xlabel(x))
@@ -374,13 +413,16 @@ def plot_pulls_per_arm(records: pd.DataFrame, means: np.ndarray, ax=None, *, nam
         width = max(30, int(ax.get_position().width * fig.get_figwidth() * 72 / 9 * 1.6))  # characters at 9 pt
         ax.set_title("\n".join(textwrap.fill(line, width) for line in title.split("\n")), fontsize=9)
     order = np.argsort(-np.asarray(means), kind="stable")
+    style = _style(records)
     for label, g in records.groupby("label", sort=False):
         pulls = np.mean(np.stack([np.asarray(p, dtype=float) for p in g["pulls"]]), axis=0)
         ax.plot(np.arange(1, len(order) + 1), pulls[order], ls="none", marker=".", ms=4, alpha=0.7,
-                label=_name(label, names))
+                color=style[label][0], label=_name(label, names))
     ax.set_xlabel("compound rank by true cure rate (1 = best)")
     ax.set_ylabel("mean tests per compound")
     ax.set_yscale("symlog", linthresh=1)
+    _count_axis(ax.yaxis)
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.grid(True, alpha=0.3)
     _legend_below(ax, ncol=2, fontsize=8)
     return fig
@@ -388,7 +430,7 @@ def plot_pulls_per_arm(records: pd.DataFrame, means: np.ndarray, ax=None, *, nam
 
 def plot_declared_potency(declared: pd.DataFrame, arms: pd.DataFrame | None = None, ax=None, *,
                           activity: str = "IC50", threshold_nM: float | None = None,
-                          names: Mapping[str, str] | None = None):
+                          names: Mapping[str, str] | None = None, title: str | None = None):
     """Each declared compound's estimated cure rate (the ground truth's logistic fit, bars: its 95 %
     interval) beside its measured potency, one colour per algorithm, the marker's size growing with
     how often it was declared; the other compounds of the sample in grey (``arms``: compound_id,
@@ -399,11 +441,12 @@ def plot_declared_potency(declared: pd.DataFrame, arms: pd.DataFrame | None = No
     """
     fig, ax = _axes(ax)
     if arms is not None and len(arms):
-        ax.plot(arms["activity_nM"], arms["mean"], ls="none", marker=".", ms=3, color="0.75",
+        ax.plot(arms["activity_nM"], arms["mean"], ls="none", marker=".", ms=5, color="0.7",
                 label="the other compounds of the sample", zorder=1)
-    labels = list(dict.fromkeys(declared["label"]))
+    labels = sorted(set(declared["label"]))
+    style = _style(declared)
     shift = {lab: 10 ** (0.04 * (i - (len(labels) - 1) / 2)) for i, lab in enumerate(labels)}  # side by side
-    for i, label in enumerate(labels):
+    for label in labels:
         g = declared[declared["label"] == label]
         x = g["activity_nM"].to_numpy(float) * shift[label]
         y = g["cure_rate"].to_numpy(float)
@@ -411,10 +454,10 @@ def plot_declared_potency(declared: pd.DataFrame, arms: pd.DataFrame | None = No
             err = [y - g["cure_rate_lo95"].to_numpy(float), g["cure_rate_hi95"].to_numpy(float) - y]
         else:
             err = None
-        color = f"C{i}"
+        color, marker, _ = style[label]
         ax.errorbar(x, y, yerr=err, ls="none", color=color, elinewidth=1, capsize=2, zorder=2)
         size = 12 + 60 * g["times_declared"].to_numpy(float) / g["runs"].to_numpy(float)
-        ax.scatter(x, y, s=size, marker="osD^v"[i % 5], color=color, edgecolor="k", lw=0.5, zorder=3,
+        ax.scatter(x, y, s=size, marker=marker, color=color, edgecolor="k", lw=0.5, zorder=3,
                    label=_name(label, names))
     from screenbai.screening import format_concentration
 
@@ -428,8 +471,9 @@ def plot_declared_potency(declared: pd.DataFrame, arms: pd.DataFrame | None = No
     ax.set_xlabel(f"measured {quantity} (more potent to the right)")
     ax.set_ylabel("estimated cure rate (ground truth's logistic fit;\nbars: 95 % interval)")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title("declared compounds: estimated cure rate and measured potency\n"
-                 "(marker size: share of runs that declared it)", fontsize=10)
+    ax.set_title(("\n".join(textwrap.fill(line, 80) for line in title.split("\n")) + "\n" if title else "")
+                 + "declared compounds: estimated cure rate and measured potency\n"
+                 "(marker size: share of runs that declared it)", fontsize=9)
     ax.grid(True, which="major", alpha=0.3)
     _legend_below(ax, ncol=2)
     return fig
@@ -648,10 +692,13 @@ def _findings(summary: pd.DataFrame, declared: pd.DataFrame, reference: tuple[in
                     "epsilon-error says little here" if r.eps_good_fraction >= UNINFORMATIVE
                     else f"more than epsilon = {r.epsilon:g} below: {r.eps_error_rate:.2f}")
         g = (guarantees or {}).get(r.label)
-        promise = g.sentence() if g is not None else "guarantee unknown (the algorithm is not registered)"
-        certified = (f" Certified epsilon (median over runs): {r.median_certified_epsilon:.3g}."
-                     if "median_certified_epsilon" in summary.columns and np.isfinite(r.median_certified_epsilon)
-                     else "")
+        promise = (f"{g.tag.upper() if g.kind == 'none' else g.tag}, measured error rate {g.measured_rate()}"
+                   if g is not None else "guarantee unknown (the algorithm is not registered)")
+        certified = ""
+        if "median_certified_epsilon" in summary.columns and np.isfinite(r.median_certified_epsilon):
+            unproven = "certified_guaranteed" in summary.columns and not bool(r.certified_guaranteed)
+            certified = (f" Certified epsilon (median over runs): {r.median_certified_epsilon:.3g}"
+                         + (" (not a guarantee under this setting)." if unproven else "."))
         out.append(
             f"{r.label} (d = {d_ref}, K = {K_ref}, names {names}; {promise}): {tests}"
             + (f", {r.not_stopped} of {r.runs} runs hit the cap" if r.not_stopped else "")
@@ -698,19 +745,10 @@ def write_report(
     algorithm's guarantee is quoted with.
     """
     smiles = dict(zip(library["compound_id"], library["smiles"]))
-    summary = summarize_screens(records)
-    declared = declared_compounds(records, smiles)
-    guarantees = algorithm_guarantees(records, algorithms, error_rates)
+    built = report_tables(records, library=library, fits=fits, reference=reference, algorithms=algorithms,
+                          reference_arms=reference_arms, error_rates=error_rates)
+    summary, declared, gt, guarantees = (built[k] for k in ("summary", "declared", "ground_truth", "guarantees"))
     names = {lab: f"{lab} ({_tag(g)})" for lab, g in guarantees.items()}
-    summary.insert(1, "guarantee", summary["label"].map(lambda lab: _tag(guarantees.get(lab))))
-    summary.insert(2, "measured_error_rate", summary["label"].map(
-        lambda lab: guarantees[lab].measured_rate() if guarantees.get(lab) is not None else "not measured"))
-    if reference_arms is not None and {"mean_lo95", "mean_hi95"} <= set(reference_arms.columns):
-        interval = reference_arms.set_index("compound_id")[["mean_lo95", "mean_hi95"]]
-        at_ref = declared["d"] == reference[0]
-        for col, src in (("cure_rate_lo95", "mean_lo95"), ("cure_rate_hi95", "mean_hi95")):
-            declared.loc[at_ref, col] = interval[src].reindex(declared.loc[at_ref, "compound_id"]).to_numpy()
-    gt = ground_truth_table(fits)
     tables = {"summary": _typed(summary.drop(columns=["algorithm"]), activity),
               "declared": _typed(declared.drop(columns=["algorithm"]), activity), "ground_truth": gt}
     for key, df in tables.items():
@@ -719,16 +757,13 @@ def write_report(
             Path(outputs[f"{key}_html"]).write_text(_CSS + "\n" + html_table(df), encoding="utf-8")
     deltas = [(a.get("params") or {}).get("delta") for a in algorithms]
     delta = next((v for v in deltas if v is not None), None)
-    title = title or "Screening report"
-    src = curation.get("source", {})
-    if src.get("used") == "offline_fallback":  # the title names the requested target: say what was used
-        title += f" [data: {Path(str(src.get('settings', {}).get('path', '?'))).name}, offline fallback]"
+    raw_title, title = title, _title(title, curation)
 
     for name, study in studies.items():
         d_list = study["d"] if isinstance(study["d"], list) else [study["d"]]
         k_list = study["K"] if isinstance(study["K"], list) else [study["K"]]
         x, fixed = ("d", {"K": int(k_list[0])}) if len(d_list) >= len(k_list) else ("K", {"d": int(d_list[0])})
-        fig = Figure(figsize=(16, 6.4))
+        fig = Figure(figsize=(16, 6.2), layout="constrained")  # room for the legends under the panels
         ax1, ax2, ax3 = fig.subplots(1, 3)
         plot_samples(summary, x, fixed, ax1, names=names)
         plot_error_rate(summary, x, fixed, ax2, delta=delta, names=names)
@@ -747,16 +782,18 @@ def write_report(
         sample = (None if reference_arms is None
                   else reference_arms[~reference_arms["compound_id"].isin(set(dref["compound_id"]))])
         fig = plot_declared_potency(dref, sample, activity=activity, threshold_nM=label.get("threshold_nM"),
-                                    names=names)
+                                    names=names, title=f"{title}\nd = {d_ref}, K = {K_ref}")
         fig.set_size_inches(7, 5.5)
-        fig.suptitle(textwrap.fill(title, 80) + f"\nd = {d_ref}, K = {K_ref}", fontsize=9)
         fig.savefig(outputs["potency"], dpi=110, bbox_inches="tight")
 
     # structures: what each algorithm declared most often at the reference screen, and the best of the K
     per_alg = max(1, min(4, int(summary["m"].max()) if len(summary) else 1))
+    m_of = summary.drop_duplicates("label").set_index("label")["m"]
+    tied = {lab for lab, g in dref.groupby("label", sort=False) if not consensus(g, int(m_of.get(lab, 1)))[0]}
     grid_rows = [
         {"smiles": r.smiles,
-         "legend": f"{r.label}: {r.times_declared} of {r.runs} runs\n{r.compound_id}\n"
+         "legend": f"{names.get(r.label, r.label)}\n{r.times_declared} of {r.runs} runs"
+                   f"{' (tied: no consensus)' if r.label in tied else ''}, {r.compound_id}\n"
                    f"{_format_activity(r.activity_nM, activity)}, rank {r.activity_rank}/{K_ref}"}
         for _, g in dref.groupby("label", sort=False) for r in g.head(per_alg).itertuples()
     ]
@@ -769,6 +806,59 @@ def write_report(
     img = structure_grid(grid, legend=list(grid["legend"]), mols_per_row=mols_per_row)
     img.save(outputs["structures"])
 
+    page = summary_page(built, curation=curation, label=label, reference=reference, activity=activity,
+                        title=raw_title)
+    Path(outputs["markdown"]).write_text(page.markdown(), encoding="utf-8")
+    if "page" in outputs:
+        Path(outputs["page"]).write_text(page.html(), encoding="utf-8")
+    return {"summary": summary, "declared": declared, "ground_truth": gt}
+
+
+def _title(title: str, curation: Mapping[str, Any]) -> str:
+    title = title or "Screening report"
+    src = curation.get("source", {})
+    if src.get("used") == "offline_fallback":  # the title names the requested target: say what was used
+        title += f" [data: {Path(str(src.get('settings', {}).get('path', '?'))).name}, offline fallback]"
+    return title
+
+
+def report_tables(
+    records: pd.DataFrame,
+    *,
+    library: pd.DataFrame,
+    fits: Sequence[Mapping[str, Any]],
+    reference: tuple[int, int],
+    algorithms: Sequence[Mapping[str, Any]] = (),
+    reference_arms: pd.DataFrame | None = None,
+    error_rates: pd.DataFrame | None = None,
+) -> dict[str, Any]:
+    """The report's tables (``summary``, ``declared``, ``ground_truth``) and each label's
+    ``guarantees``; the summary says each algorithm's guarantee and measured error rate, the declared
+    compounds of the reference screen their cure rate's interval (from ``reference_arms``)."""
+    smiles = dict(zip(library["compound_id"], library["smiles"]))
+    summary = summarize_screens(records)
+    declared = declared_compounds(records, smiles)
+    guarantees = algorithm_guarantees(records, algorithms, error_rates)
+    summary.insert(1, "guarantee", summary["label"].map(lambda lab: _tag(guarantees.get(lab))))
+    summary.insert(2, "measured_error_rate", summary["label"].map(_measured_rate(guarantees)))
+    if reference_arms is not None and {"mean_lo95", "mean_hi95"} <= set(reference_arms.columns):
+        interval = reference_arms.set_index("compound_id")[["mean_lo95", "mean_hi95"]]
+        at_ref = declared["d"] == reference[0]
+        for col, src in (("cure_rate_lo95", "mean_lo95"), ("cure_rate_hi95", "mean_hi95")):
+            declared.loc[at_ref, col] = interval[src].reindex(declared.loc[at_ref, "compound_id"]).to_numpy()
+    gt = ground_truth_table(fits)
+    return {"summary": summary, "declared": declared, "ground_truth": gt, "guarantees": guarantees}
+
+
+def summary_page(tables: Mapping[str, Any], *, curation: Mapping[str, Any], label: Mapping[str, Any],
+                 reference: tuple[int, int], activity: str = "IC50", title: str = "") -> _Page:
+    """The summary page (markdown and HTML) from :func:`report_tables`: warnings first (offline
+    fallback, a label that cannot tell good compounds from bad, a clipped K), the data, what each
+    algorithm's setting guarantees, what the screens found and every table."""
+    summary, declared, gt, guarantees = (tables[k] for k in ("summary", "declared", "ground_truth", "guarantees"))
+    d_ref, K_ref = reference
+    dref = declared[(declared["d"] == d_ref) & (declared["K"] == K_ref)]
+    title = _title(title, curation)
     page = _Page()
     page.heading(title, 1)
     _provenance(page, curation, label, activity)
@@ -801,8 +891,5 @@ def write_report(
               "fitted on, which flatters it; the cross-validated ones score each compound with a model fitted "
               "without it (stratified k-fold, k = CV folds).")
     page.table(gt)
-    Path(outputs["markdown"]).write_text(page.markdown(), encoding="utf-8")
-    if "page" in outputs:
-        Path(outputs["page"]).write_text(page.html(), encoding="utf-8")
-    return {"summary": summary, "declared": declared, "ground_truth": gt}
+    return page
 

@@ -71,9 +71,18 @@ def results_stdout() -> Iterator[TextIO]:
     Everything is restored on exit.
     """
     original = sys.stdout
-    original.flush()
+    try:
+        original.flush()
+        saved = os.dup(1)
+        os.fstat(2)
+    except (AttributeError, OSError):  # stdout or stderr closed (`screenbai ... >&-`): nothing to keep apart
+        _RESULTS.append(original or io.StringIO())
+        try:
+            yield _RESULTS[-1]
+        finally:
+            _RESULTS.pop()
+        return
     _flush_c_stdio()
-    saved = os.dup(1)
     if _fileno(original) == 1:
         stream: TextIO = open(  # closed on exit
             os.dup(saved), "w", encoding=getattr(original, "encoding", None) or "utf-8",
@@ -89,13 +98,15 @@ def results_stdout() -> Iterator[TextIO]:
         yield stream
     finally:
         _RESULTS.pop()
-        stream.flush()
+        with contextlib.suppress(OSError, ValueError):  # a reader gone away (`| head`): nothing more to say
+            stream.flush()
         sys.stdout = original
         _flush_c_stdio()
         os.dup2(saved, 1)
         os.close(saved)
         if private:
-            stream.close()
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()
 
 
 def results() -> TextIO:

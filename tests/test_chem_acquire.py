@@ -301,17 +301,34 @@ def test_read_chembl_export_missing_column(tmp_path):
         read_chembl_export(_write_export(tmp_path / "bad.csv", header, rows))
 
 
-def test_read_derived_snake_case_files(shared_chembl_dir):
-    cdk2 = read_chembl_export(shared_chembl_dir / "cdk2_chembl301_ic50_nM.csv")
+def test_read_derived_snake_case_files(cdk2_export, tmp_path):
+    """The snake_case tables derived from web exports (the CDK2 IC50 table of PROVENANCE.md, made here from
+    the shipped export as it describes; the TeachOpenCADD EGFR table's columns) read back as the export."""
+    raw = pd.read_csv(cdk2_export, sep=";", dtype=str, keep_default_na=False, na_values=[""])
+    ic50 = raw[(raw["Standard Type"] == "IC50") & (raw["Standard Units"] == "nM")]
+    ic50 = ic50[ic50["Smiles"].notna() & pd.to_numeric(ic50["Standard Value"], errors="coerce").notna()]
+    derived = pd.DataFrame({
+        "molecule_chembl_id": ic50["Molecule ChEMBL ID"], "canonical_smiles": ic50["Smiles"],
+        "standard_type": ic50["Standard Type"], "standard_relation": ic50["Standard Relation"].str.strip("'"),
+        "standard_value": ic50["Standard Value"], "standard_units": ic50["Standard Units"],
+        "assay_chembl_id": ic50["Assay ChEMBL ID"], "target_chembl_id": ic50["Target ChEMBL ID"],
+    })
+    derived.to_csv(tmp_path / "cdk2_chembl301_ic50_nM.csv", index=False)
+    cdk2 = read_chembl_export(tmp_path / "cdk2_chembl301_ic50_nM.csv")
     assert len(cdk2) == 2651 and cdk2["molecule_chembl_id"].nunique() == 2208
     assert cdk2["standard_relation"].value_counts(dropna=False).to_dict() == {"=": 1961, ">": 642, "<": 45, None: 3}
-    egfr = read_chembl_export(shared_chembl_dir / "egfr_chembl203_ic50_nM_teachopencadd_chembl27.csv")
-    assert len(egfr) == 5568 and set(egfr["target_chembl_id"]) == {"CHEMBL203"}
+    egfr_columns = "target_chembl_id,molecule_chembl_id,standard_value,standard_type,standard_relation," \
+        "standard_units,canonical_smiles,pIC50"
+    (tmp_path / "egfr.csv").write_text(
+        egfr_columns + "\nCHEMBL203,CHEMBL63786,0.003,IC50,=,nM,Brc1cccc(Nc2ncnc3cc4ccccc4cc23)c1,11.52\n"
+    )
+    egfr = read_chembl_export(tmp_path / "egfr.csv")
+    assert len(egfr) == 1 and set(egfr["target_chembl_id"]) == {"CHEMBL203"}
     assert egfr["assay_chembl_id"].isna().all()  # absent in the file -> NA
 
 
-def test_read_raw_export_matches_provenance(shared_chembl_dir):
-    raw = read_chembl_export(shared_chembl_dir / "cdk2_chembl301_webexport_raw.csv.gz")
+def test_read_raw_export_matches_provenance(cdk2_export):
+    raw = read_chembl_export(cdk2_export)
     assert raw.shape == (7107, 45)
     assert raw["molecule_chembl_id"].nunique() == 4889
     assert int(raw["canonical_smiles"].isna().sum()) == 11

@@ -191,8 +191,8 @@ def test_standardize_smiles_helper():
 
 # ------------------------------------------------------------------ the real CDK2 export
 @pytest.fixture(scope="module")
-def cdk2_raw(shared_chembl_dir):
-    return read_chembl_export(shared_chembl_dir / "cdk2_chembl301_webexport_raw.csv.gz")
+def cdk2_raw(cdk2_export):
+    return read_chembl_export(cdk2_export)
 
 
 def test_cdk2_raw_export_default_curation(cdk2_raw):

@@ -386,7 +386,9 @@ def test_separable_round_equals_the_full_index_matrix(name, params, m):
 
 def test_old_parameter_names_warn_and_act_like_the_new_ones():
     X = soare(2, omega=0.5, sigma=0.5)
-    with pytest.warns(DeprecationWarning, match="'R' is now called 'sigma'"):
+    with (pytest.warns(DeprecationWarning, match="'R' is now called 'sigma'"),
+          pytest.warns(DeprecationWarning, match="'lambda0' is now called 'lambda_reg'"),
+          pytest.warns(DeprecationWarning, match="'rule' is now called 'selection'")):
         old = LinGapE(X.features, R=0.5, lambda0=2.0, rule="ratio", rng=0)
     new = LinGapE(X.features, sigma=0.5, lambda_reg=2.0, selection="ratio", rng=0)
     assert (old.sigma, old.lambda_reg, old.selection) == (new.sigma, new.lambda_reg, new.selection)

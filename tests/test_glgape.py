@@ -108,15 +108,29 @@ def test_estimated_c_mu_and_greedy_rule_work():
 
 @pytest.mark.slow
 def test_empirical_error_below_delta_on_easy_instance():
+    """On an easy instance (best mean 0.93, next 0.65) every calibration is right, so what tells a
+    delta-correct stopping rule from the paper's is the cost of a smaller delta: any delta-correct
+    algorithm needs E[tau] >= T* log(1/(2.4 delta)) tests (Garivier & Kaufmann 2016, Thm. 1; see
+    LOWER_BOUND.md), so tightening delta from 0.05 to 0.001 must cost more tests (here 130 -> 175,
+    median of 40 runs); the paper's calibration divides delta out and stops earlier (87 -> 73): it
+    fails this test."""
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, (8, 3))
     theta = np.array([2.0, -1.0, 0.5])
     inst = Instance(X, expit(X @ theta), "bernoulli", 0.5, theta, link="logistic", name="easy")
-    delta = 0.05
-    df = replicate(inst, "glgape", {"epsilon": 0.1, "delta": delta, "c_mu": "oracle"}, n_reps=40, seed=7, n_jobs=2)
-    assert df.stopped.all()
-    assert 1.0 - df.correct.mean() <= delta
-    assert df.samples.median() > 3 * 3  # it did explore beyond the initial phase
+
+    def passes(calibration: str) -> bool:
+        medians = []
+        for delta in (0.05, 0.001):
+            params = {"epsilon": 0.1, "delta": delta, "c_mu": "oracle", "calibration": calibration}
+            df = replicate(inst, "glgape", params, n_reps=40, seed=7, n_jobs=2)
+            assert df.stopped.all() and (~df.correct).sum() <= delta * len(df)
+            assert df.samples.median() > 3 * 3  # it did explore beyond the initial phase
+            medians.append(df.samples.median())
+        return medians[1] >= 1.2 * medians[0]
+
+    assert passes("likelihood-ratio")  # the default
+    assert not passes("reinterpreted")  # the test tells the unguaranteed calibration apart
 
 
 # ---------------------------------------------------------------------- projection and edge cases
@@ -174,6 +188,7 @@ def test_oracle_c_mu_resolution():
 
 
 # ---------------------------------------------------------------------- the default calibration is delta-correct
+@pytest.mark.slow
 def test_default_calibration_keeps_error_below_delta_where_the_paper_calibration_does_not():
     """kw_synthetic(K=50, d=2, seed=2): the paper's calibration ("reinterpreted", the old default)
     errs in about 9 % of runs at delta = 0.05; the self-normalized default must stay below delta."""

@@ -243,15 +243,23 @@ def test_fast_path_respects_max_samples():
         np.testing.assert_array_equal(fast.pulls, slow.pulls)
 
 
-def test_xy_adaptive_literal_readmits_and_monotone_shrinks():
+@pytest.mark.parametrize("monotone", [False, True])
+def test_xy_adaptive_literal_readmits_and_monotone_shrinks(monotone):
+    """The literal rule rebuilds the survivors from all arms after each phase: on this instance arms
+    1 and 2, discarded after phase 1, come back after phase 2; with monotone=True they stay out."""
     inst = instances.soare(d=3, omega=0.3)
-    p = policy_for_instance("xy-adaptive", inst, monotone=True, rng=0)
+    p = policy_for_instance("xy-adaptive", inst, monotone=monotone, rng=0)
     env = inst.environment(np.random.default_rng(0))
-    sizes = []
+    phases = [np.flatnonzero(p.active).tolist()]  # the survivors of each phase
     while not p.done:
-        sizes.append(int(p.active.sum()))
-        p.tell(p.ask(), env.pull(p.ask()))
-    assert all(a >= b for a, b in zip(sizes, sizes[1:]))
+        if np.flatnonzero(p.active).tolist() != phases[-1]:
+            phases.append(np.flatnonzero(p.active).tolist())
+        arms = p.ask()
+        p.tell(arms, env.pull(arms))
+    readmitted = any(set(later) - set(now) for i, now in enumerate(phases) for later in phases[i + 1:])
+    assert readmitted != monotone
+    assert all(set(b) <= set(a) for a, b in zip(phases, phases[1:])) == monotone
+    assert phases[:2] == [[0, 1, 2, 3], [0, 3]]
     assert p.result().best == 0 and p.diagnostics["phases"] >= 2
 
 

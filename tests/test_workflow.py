@@ -102,11 +102,15 @@ def test_ki_table_runs_end_to_end_and_says_ki_everywhere(toy_run):
     assert list(gt["d"]) == [2, 3] and (gt["n_cured"] + gt["n_not_cured"] == 72).all()
     assert (gt["n_cured"] == label["n_cured"]).all()
 
-    for name in ("study_vary_d.png", "study_vary_K.png", "pulls_per_arm.png", "declared_structures.png"):
+    for name in ("study_vary_d.png", "study_vary_K.png", "pulls_per_arm.png", "declared_structures.png",
+                 "declared_potency.png"):
         png = res / "report" / name
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000, name
     md = (res / "report" / "summary.md").read_text()
-    assert "WARNING" not in md and "| glgape | 3 | 24 |" in md
+    assert "WARNING" not in md and "| glgape | no guarantee | " in md and " | 3 | 24 |" in md
+    # the study runs GLGapE with the paper's calibration: the report says it has no guarantee, with the rate measured
+    assert "- glgape: NO ERROR GUARANTEE: calibration='reinterpreted' voids it" in md
+    assert "(glgape, reinterpreted (paper): docs/error_rates.md)" in md and "AUC cross-validated" in md
     assert "Activity type: Ki" in md and "the most potent 30% of the library (Ki <" in md and "IC50" not in md
     page = (res / "report" / "summary.html").read_text()
     assert "<table" in page and "Ki" in page and "IC50" not in page
@@ -219,6 +223,9 @@ def test_bad_config_fails_before_any_job(tmp_path):
         (lambda c: c["screen"]["studies"]["vary_d"].update(d=[2, 300]), "d = 300 exceeds featurize.n_bits = 256"),
         # the generator is the seed's: this failed with "got multiple values for keyword argument 'rng'"
         (lambda c: c["algorithms"][0]["params"].update(rng=3), "rng cannot be set among the parameters"),
+        # pChEMBL values have no unit: units: nM with them is a contradiction (it was accepted silently)
+        (lambda c: c["source"].update(activity_type="pChEMBL", activity_column="pKi"),
+         "source.units = 'nM' contradicts source.activity_type: pChEMBL"),
     ],
 )
 def test_bad_values_fail_before_any_job(tmp_path, mutate, expected):
@@ -237,8 +244,9 @@ def test_bad_values_fail_before_any_job(tmp_path, mutate, expected):
     [
         # a label that leaves one class is refused by the curate rule, not three rules later
         (lambda c: c["ground_truth"].update(threshold_nM=1e-3, potent_fraction=None), "all 72 compounds do not cure"),
-        # a screen larger than the library, naming its size
-        (lambda c: c["screen"]["studies"]["vary_K"].update(K=[12, 100]), "has 72; lower K"),
+        # a screen larger than the library, naming its size, when clipping is turned off
+        (lambda c: (c["screen"]["studies"]["vary_K"].update(K=[12, 100]), c["screen"].update(clip_K=False)),
+         "has 72; lower K"),
     ],
 )
 def test_refused_at_curation_with_the_message_in_the_rule_log(tmp_path, mutate, expected):
@@ -254,9 +262,12 @@ def test_refused_at_curation_with_the_message_in_the_rule_log(tmp_path, mutate, 
 
 @pytest.mark.slow
 def test_clip_K_screens_the_whole_library_when_K_is_larger(tmp_path):
+    """Clipping is the default (a copied config asking K = 800 of a 794-compound target stopped), with a
+    warning naming the K asked and the K that ran, on the console and at the top of the report."""
     config = small_config(TEST_DATA)
     config["algorithms"] = [a for a in config["algorithms"] if a["label"] == "gse-log"]
-    config["screen"].update(replications=1, chunk_size=1, clip_K=True)
+    config["screen"].update(replications=1, chunk_size=1)
+    assert "clip_K" not in config["screen"]
     config["screen"]["studies"] = {"vary_K": {"d": 2, "K": [12, 100, 500]}}  # the library has 72
     proc = run_snakemake(tmp_path, config, "--cores", "2")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -264,4 +275,8 @@ def test_clip_K_screens_the_whole_library_when_K_is_larger(tmp_path):
     records = pd.read_parquet(res / "records.parquet")
     assert sorted(records["K"]) == [12, 72] and (records["samples"] == 3 * records["K"]).all()
     assert len(pd.read_csv(res / "subsets" / "K72.csv")) == 72
-    assert "| gse-log | 2 | 72 |" in (res / "report" / "summary.md").read_text()
+    warning = "asks for K = 100, 500 compounds but the curated library of"
+    assert warning in proc.stderr and "has 72: K = 72 runs instead" in proc.stderr
+    md = (res / "report" / "summary.md").read_text()
+    assert "| gse-log | fixed budget | not measured | 2 | 72 |" in md
+    assert md.index(warning) < md.index("## Data")

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import thresholds as th
-from .estimators import PlateDesign, TrackedRidgeState
 from .certainty.certificate import certified_from_bounds
+from .estimators import PlateDesign, TrackedRidgeState
 from .gap_indices import GapIndices, max_m_per_column
 from .linalg import project, refuse_quadratic, spanning_arms
 from .params import (

@@ -135,7 +135,7 @@ class GLGapE(Policy):
         "_phase", "_best", "theta", "state", "design", "c_mu", "_s_init", "_scale_fields", "_generation",
         "_next_calibration", "_checked_at", "_eta",
         "_mle_iters", "_mle_rounds", "_mle_over10", "_mle_max", "_mle_not_converged", "_sep_warnings",
-        "_pred_loss", "_lr_next_check", "_theta_mle", "_lr_checks", "_lr_certified_at",
+        "_pred_loss", "_lr_next_check", "_theta_mle", "_lr_checks", "_lr_certified",
     )
 
     parameters = {
@@ -237,7 +237,8 @@ class GLGapE(Policy):
         self._lr_next_check = 0  # ... the sample count of its next stopping test, and the last MLE found
         self._theta_mle: np.ndarray | None = None
         self._lr_checks = 0
-        self._lr_certified_at = -1  # the sample count at which the likelihood-ratio test certified the answer
+        # (sample count, arms...) when the likelihood-ratio test certified these arms on those outcomes
+        self._lr_certified: tuple[int, ...] = ()
         self._plate = PlateDesign()
         self.diagnostics.update(E=self.E, d_eff=self.d_eff, calibration=calibration, rule=rule)
         if calibration == "likelihood-ratio":  # the index: rivals not yet ruled out at the last full test
@@ -448,7 +449,7 @@ class GLGapE(Policy):
             return False
         self.diagnostics["stat"] = float(n_open)
         if n_open == 0:
-            self._lr_certified_at = self.n_samples
+            self._lr_certified = (int(self.n_samples), *(int(a) for a in named))
         return n_open == 0
 
     # ------------------------------------------------------------------ the anytime certificate
@@ -493,7 +494,7 @@ class GLGapE(Policy):
         P, diag = (self.state.P, self.state.diag) if self._phase == "adaptive" else (None, None)
         U = np.stack([cs.gap_bounds(self.Z, int(i), A.size, P, diag) for i in A])  # the m answer arms
         eps = certified_from_bounds(U, A.size)
-        if self._lr_certified_at == self.n_samples:
+        if self._lr_certified == (int(self.n_samples), *(int(a) for a in A)):
             eps = np.minimum(eps, self.epsilon)
         return eps
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
+from .estimators import RidgeState
 from .glgape import GLGapE, corner_widths
 from .params import M, resolve
 from .registry import register

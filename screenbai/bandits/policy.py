@@ -26,6 +26,13 @@ whole state as plain data (arrays, numbers, strings, lists, dicts; no solver obj
 restored policy asks what the uninterrupted one would. ``run(env)`` drives a policy against a
 simulator; an algorithm may override it with a vectorised path that returns the same result, using
 only the environment's public methods (``pull``, ``pull_sequence``).
+
+The certificate. An algorithm whose confidence set is valid at all times at once implements
+``_certified_epsilon`` (per arm of the current answer, the smallest epsilon for which the set
+certifies it epsilon-good at level delta; the set the stopping rule uses) and may describe its
+model in ``_certificate_model``; ``certificate()`` then returns a ``Certificate``
+(certainty/certificate.py) at any moment, and ``result()`` of a finished run carries
+``diagnostics["certified_epsilon"]``. The default (None) means no valid confidence set.
 """
 
 from __future__ import annotations
@@ -240,12 +247,15 @@ class Policy(metaclass=_PolicyMeta):
                 raise RuntimeError(f"{self.name}: _certified_epsilon gave {eps.tolist()}; expected values >= 0")
             if self.binary_rewards:  # means in [0, 1]: no gap exceeds 1
                 eps = np.minimum(eps, 1.0)
+            delta = getattr(self, "delta", None)
+            if delta is None:
+                raise RuntimeError(f"{self.name} certifies an answer but has no confidence level delta")
             model, caveats = self._certificate_model()
             declared = tuple(f"{s} has no proven guarantee" for s in without_guarantee(type(self), self._init_kwargs))
             caveats = declared + tuple(caveats)
             cert = Certificate(
                 arms=tuple(int(a) for a in answer), epsilon=tuple(float(e) for e in eps),
-                delta=float(getattr(self, "delta")), guaranteed=not caveats, model=model, m=int(answer.size),
+                delta=float(delta), guaranteed=not caveats, model=model, m=int(answer.size),
                 n_samples=int(self.n_samples), quantity="cure rate" if self.binary_rewards else "mean outcome",
                 caveats=caveats,
             )

@@ -117,9 +117,21 @@ class GreedyState:
         self.h = h[:, None].copy()
 
     def _views(self) -> None:
+        """Q and diag(G) are views into M (a rank-one update of M updates them); _T is scratch."""
         self.Q = self.M[self.K :]
         self.diag = np.diagonal(self.M[: self.K])
         self._T = np.empty_like(self.Q)
+
+    def __getstate__(self) -> dict:
+        """For pickle and ``copy.deepcopy``, which would copy the views as separate arrays."""
+        state = self.__dict__.copy()
+        for name in ("Q", "diag", "_T"):
+            state.pop(name, None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._views()
 
     def state_dict(self) -> dict:
         return {"counts": self.counts.copy(), "I": self.I.copy(), "J": self.J.copy(), "scale": self.scale.copy(),

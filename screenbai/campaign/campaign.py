@@ -35,16 +35,21 @@ import os
 import sqlite3
 from collections.abc import Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from . import store
+from . import assay, store
+from .armset import ArmSetPolicy, restart
+from .assay import Readout
+from .layout import PlateLayout
 from .plates import FORMATS, check_plate_path, well_names, write_plate_file
 from .results import Outcome, WellInfo, read_results
 
 OUTCOMES = ("binary", "continuous")
+#: the log events that replay follows: plates proposed, results recorded, changes of the compound set
+REPLAYED = "('plate', 'record', 'add', 'withdraw')"
 
 
 class CampaignError(RuntimeError):
@@ -75,11 +80,18 @@ class RecordSummary:
     n_outcomes: int
     n_failed: int
     plates: tuple[str, ...]
+    #: plate id -> (Z'-factor or None, decision: "pass", "accepted", "discarded", "no controls")
+    qc: dict = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------- policy protocol adapters
-def _propose(policy, n: int) -> np.ndarray:
-    return np.asarray(policy.propose(int(n)), dtype=np.int64).reshape(-1)
+def _propose(policy, n: int, replicates: int = 1) -> np.ndarray:
+    """The arms of a plate: ``n`` proposed, each in ``replicates`` wells (all once, then again, ...)."""
+    arms = np.asarray(policy.propose(int(n)), dtype=np.int64).reshape(-1)
+    if replicates > 1 and arms.size:
+        policy.fly(np.tile(arms, replicates - 1))
+        arms = np.tile(arms, replicates)
+    return arms
 
 
 def _tell(policy, arms: np.ndarray, values: np.ndarray) -> None:
@@ -124,6 +136,8 @@ def _publish(tmp: Path, path: Path) -> None:
 
 def _remove_stale_builds(path: Path) -> None:
     """Remove the temporary files of earlier ``create`` runs for ``path`` that were killed."""
+    if os.name != "posix":  # os.kill(pid, 0) asks whether a process lives only on POSIX (Windows ends it)
+        return
     for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.init*"):
         pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
         if not pid.isdigit():
@@ -159,6 +173,16 @@ class _Plates(Mapping):
                     (plate_id,),
                 )
             }
+            for well, kind, file, at in self._camp._con.execute(
+                "SELECT c.well, c.kind, r.file, r.recorded_at FROM controls c "
+                "LEFT JOIN readouts o USING (plate_id, well) LEFT JOIN records r USING (record_id) "
+                "WHERE c.plate_id = ?",
+                (plate_id,),
+            ):
+                arm = assay.POSITIVE if kind == "positive" else assay.NEGATIVE
+                self._cache[plate_id][well] = WellInfo(
+                    arm, assay.CONTROL_IDS[arm], None if file is None else f"{file} at {at}"
+                )
         return self._cache[plate_id]
 
     def __contains__(self, plate_id) -> bool:
@@ -209,20 +233,37 @@ class Campaign:
         try:
             if verify:
                 store.check_damage(con, self.path)
+            if not self.readonly:
+                assay.ensure_schema(con)  # files made before plate controls and readouts existed
             self.meta = store.get_meta(con)
-            rows = con.execute("SELECT arm, compound_id, smiles FROM compounds ORDER BY arm").fetchall()
-            self.features = store.get_array(con, "features")
+            self._load_compounds()
         except sqlite3.Error as exc:
             con.close()
             raise store.file_error(exc, self.path, "reading it") from None
         except BaseException:
             con.close()
             raise
+        self._policy = None
+        self._policy_step = 0  # the last plate/record step the in-memory policy has taken
+
+    def _load_compounds(self) -> None:
+        rows = self._con.execute("SELECT arm, compound_id, smiles FROM compounds ORDER BY arm").fetchall()
         self.compound_ids = [r[1] for r in rows]
         self.smiles = [r[2] for r in rows]
         self._arm_of = {cid: arm for arm, cid, _ in rows}
-        self._policy = None
-        self._policy_step = 0  # the last plate/record step the in-memory policy has taken
+        self.features = store.get_array(self._con, "features")
+
+    @property
+    def layout(self) -> PlateLayout | None:
+        """The plate layout of the next plate (None: plates of --plate-size wells, no controls)."""
+        d = self.meta.get("layout")
+        return None if d is None else PlateLayout.from_dict(d)
+
+    @property
+    def readout(self) -> Readout | None:
+        """The raw readout declared at init (None: the lab writes what the algorithm is told)."""
+        d = self.meta.get("readout")
+        return None if d is None else Readout.from_dict(d)
 
     # ------------------------------------------------------------------ creation / opening
     @classmethod
@@ -237,6 +278,8 @@ class Campaign:
         outcome: str = "binary",
         note: str = "",
         durable: bool = True,
+        layout: PlateLayout | None = None,
+        readout: Readout | None = None,
     ) -> Campaign:
         """Create a campaign file for ``library`` (a :class:`~screenbai.campaign.library.Library`)."""
         import screenbai
@@ -263,6 +306,11 @@ class Campaign:
             try:
                 store.create_schema(con)
                 with store.transaction(con):
+                    assay.ensure_schema(con)
+                    if layout is not None:
+                        store.put_meta(con, "layout", layout.to_dict())
+                    if readout is not None:
+                        store.put_meta(con, "readout", readout.to_dict())
                     for key, value in {
                         "algorithm": entry.name,
                         "params": params,
@@ -311,6 +359,8 @@ class Campaign:
                             "seed": int(seed),
                             "n_compounds": len(c),
                             "n_rejected": len(r),
+                            **({} if layout is None else {"layout": layout.to_dict()}),
+                            **({} if readout is None else {"readout": readout.to_dict()}),
                         },
                     )
             finally:
@@ -337,18 +387,13 @@ class Campaign:
         reproduce the stored plates changes nothing.  Stored arrays cannot be rebuilt from the log: a
         damaged one is refused.  Returns what was done, in words."""
         path = Path(path)
-        con = store.connect(path, schema=False)
+        camp = cls(path, store.connect(path, schema=False), use_snapshot=False, verify=False)
+        con = camp._con
         try:
-            bad = [p for p in store.damaged_parts(con) if p.startswith("array ")]
-            if bad:
-                store.check_damage(con, path)  # names them, and says a backup is the way back
-        except BaseException:
-            con.close()
-            raise
-        camp = cls(path, con, use_snapshot=False, verify=False)
-        try:
-            with camp._step():
+            with camp._step("repairing it"):
                 upgraded = store.upgrade_schema(con)
+                if any(p.startswith("array ") for p in store.damaged_parts(con)):
+                    store.check_damage(con, path)  # names them, and says a backup is the way back
                 plate_state: list = []
                 history: list = []
 
@@ -373,7 +418,7 @@ class Campaign:
             camp.close()
         return (
             (f"upgraded to campaign schema {store.SCHEMA_VERSION}; " if upgraded else "")
-            + f"replayed {last and len(history)} results file(s) from the log; the policy snapshots and the leader "
+            + f"replayed {len(history)} results file(s) from the log; the policy snapshots and the leader "
             "history are rebuilt, with fresh checksums"
         )
 
@@ -399,7 +444,9 @@ class Campaign:
     def binary(self) -> bool:
         return self.meta["outcome"] == "binary"
 
-    def _new_policy(self):
+    def _new_policy(self, step: int = 0) -> ArmSetPolicy:
+        """The algorithm, fresh, on the compounds active after log step ``step`` (all of the
+        library until compounds are added or withdrawn; see :mod:`~screenbai.campaign.armset`)."""
         from screenbai.bandits import make_policy, registry
         from screenbai.bandits.params import keep_saved_defaults
         from screenbai.bandits.policy import decode_state
@@ -408,7 +455,43 @@ class Campaign:
         if "defaults" in self.meta:  # campaigns made before screenbai stored them have none to keep
             cls = registry.get(self.algorithm).cls
             params.update(keep_saved_defaults(cls, decode_state(self.meta["defaults"]), str(self.path)))
-        return make_policy(self.algorithm, self.features, rng=int(self.meta["seed"]), **params)
+        active, n_total, change = self._active_at(step)
+        # after a change the algorithm restarts with its own stream, drawn from the seed and the change's step
+        rng = int(self.meta["seed"]) if change == 0 else np.random.SeedSequence([int(self.meta["seed"]), change])
+        inner = make_policy(self.algorithm, self.features[active], rng=rng, **params)
+        return ArmSetPolicy(inner, active, n_total)
+
+    def _active_at(self, step: int) -> tuple[np.ndarray, int, int]:
+        """(active arms, compounds in the file, step of the last change) after log step ``step``
+        (0: at init; the latest change at or before ``step`` otherwise)."""
+        n_total = int(self._con.execute("SELECT COUNT(*) FROM compounds").fetchone()[0])
+        changes = self._con.execute(
+            "SELECT step, kind, detail FROM events WHERE kind IN ('add', 'withdraw') AND step <= ? ORDER BY step",
+            (step if step else 0,),
+        ).fetchall()
+        if not changes:
+            init = self._con.execute("SELECT detail FROM events WHERE kind = 'init'").fetchone()
+            k0 = int(json.loads(init[0])["n_compounds"]) if init else n_total
+            return np.arange(k0, dtype=np.int64), k0, 0
+        last = changes[-1]
+        d = json.loads(last[2])
+        return np.asarray(d["active"], dtype=np.int64), int(d["n_total"]), int(last[0])
+
+    def _restart_at(self, step: int) -> ArmSetPolicy:
+        """The policy right after the change logged at ``step``: the algorithm on the new active set,
+        told every outcome recorded before it, the wells then in the lab in flight."""
+        recorded = [(a, v) for a, v in self._outcomes(0, step - 1) if v is not None]  # in plate order
+        in_flight = [
+            a
+            for (a,) in self._con.execute(
+                "SELECT w.arm FROM wells w JOIN plates p USING (plate_id) WHERE p.step < ? AND NOT EXISTS "
+                "(SELECT 1 FROM outcomes o JOIN records r USING (record_id) "
+                " WHERE o.plate_id = w.plate_id AND o.well = w.well AND r.step < ?) ORDER BY p.step, w.position",
+                (step, step),
+            )
+        ]
+        fresh = self._new_policy(step)
+        return restart(fresh.inner, fresh.arm_set, fresh.n_arms_total, recorded, in_flight)
 
     @property
     def policy(self):
@@ -438,12 +521,13 @@ class Campaign:
             raise store.file_error(exc, self.path, "reading it") from None
 
     def _last_step(self) -> int:
-        row = self._con.execute("SELECT MAX(step) FROM events WHERE kind IN ('plate', 'record')").fetchone()
+        row = self._con.execute(f"SELECT MAX(step) FROM events WHERE kind IN {REPLAYED}").fetchone()
         return int(row[0] or 0)
 
-    def _loaded(self, state: str | dict | None):
-        """A policy with ``state`` (a ``state_dict``, or a stored snapshot's text; None: the fresh policy)."""
-        policy = self._new_policy()
+    def _loaded(self, state: str | dict | None, step: int = 0):
+        """A policy with ``state`` (a ``state_dict``, or a stored snapshot's text, of log step ``step``;
+        None: the fresh policy)."""
+        policy = self._new_policy(step)
         if state is not None:
             policy.load_state_dict(store.decode_state(state) if isinstance(state, str) else state)
         return policy
@@ -463,27 +547,32 @@ class Campaign:
         from the snapshot after the last plate, else (or ``use_snapshot=False``) from the start.
 
         After a results file: the policy right after the last plate (``base``), told every outcome
-        recorded since that plate in plate order; when the policy had already finished, the file's
-        outcomes are cancelled instead.  ``on_record(step, policy)`` / ``on_plate(step, policy)`` are
-        called after each replayed results file / plate."""
-        base_step, base = 0, None  # the last plate's step and state (None: the fresh policy, before any plate)
+        recorded since that plate in plate order (see ``_after_record``, also for a policy that had
+        already finished).  ``on_record(step, policy)`` / ``on_plate(step, policy)`` are called after
+        each replayed results file / plate."""
+        base: str | dict | None = None  # the state after the last plate (None: the fresh policy, before any plate)
+        base_step = 0  # and its step
         if use_snapshot:
             latest = store.get_snapshot(self._con, "latest")
             if latest is not None and latest[0] == self._last_step():
-                return self._loaded(latest[1]), latest[0]
+                return self._loaded(latest[1], latest[0]), latest[0]
             snap = store.get_snapshot(self._con, "plate")
             if snap is not None:
                 base_step, base = snap
-        policy = self._loaded(base)
+        policy = self._loaded(base, base_step)
         events = self._con.execute(
-            "SELECT step, kind, detail FROM events WHERE kind IN ('plate', 'record') AND step > ? ORDER BY step",
+            f"SELECT step, kind, detail FROM events WHERE kind IN {REPLAYED} AND step > ? ORDER BY step",
             (base_step,),
         ).fetchall()
         told = False  # whether the policy in hand has taken outcomes since the last plate
         for step, kind, detail in events:
-            if kind == "plate":
+            if kind in ("add", "withdraw"):
+                # the algorithm restarts on the new set of compounds: the new base, as after a plate
+                policy = self._restart_at(step)
+                base_step, base, told = step, policy.state_dict(), False
+            elif kind == "plate":
                 d = json.loads(detail)
-                arms = _propose(policy, d["requested"])
+                arms = _propose(policy, d["requested"], d.get("replicates", 1))
                 stored = np.asarray(
                     [a for (a,) in self._con.execute(
                         "SELECT arm FROM wells WHERE plate_id = ? ORDER BY position", (d["plate_id"],)
@@ -521,10 +610,10 @@ class Campaign:
         since = self._outcomes(base_step, step)
         if not policy.done:
             if told:
-                policy = self._loaded(base)
+                policy = self._loaded(base, base_step)
             self._apply_record(policy, since)
             return policy
-        again = self._loaded(base)
+        again = self._loaded(base, base_step)
         self._apply_record(again, since)
         if again.done:
             return again
@@ -556,8 +645,7 @@ class Campaign:
         in-memory policy is dropped (rebuilt from the file); SQLite's errors (read-only, disk full,
         damaged pages) become a CampaignFileError naming the file, the cause and the remedy.
         """
-        if self.readonly:
-            raise store.readonly_error(self.path, doing)
+        self.check_writable(doing)
         try:
             with store.transaction(self._con):
                 if self._policy is not None and self._policy_step != self._last_step():
@@ -570,6 +658,11 @@ class Campaign:
             self._policy = None
             raise
 
+    def check_writable(self, doing: str = "writing a step") -> None:
+        """Raise a CampaignFileError naming the file, why it cannot be changed and what to do, if it cannot."""
+        if self.readonly:
+            raise store.readonly_error(self.path, doing)
+
     def _save_snapshot(self, step: int, *, plate: bool = False) -> None:
         """The policy's state after ``step`` (also as the state after the last plate, for a plate)."""
         assert self._policy is not None  # saved right after the policy took a step
@@ -580,14 +673,21 @@ class Campaign:
         self._policy_step = step
 
     # ------------------------------------------------------------------ plates
-    def next_plate(self, size: int, path=None, *, force: bool = False) -> Plate:
+    def next_plate(self, size: int | None = None, path=None, *, force: bool = False) -> Plate:
         """Propose up to ``size`` wells, record the plate as pending and write its file to ``path``.
 
+        With a plate layout (``init --plate-format``), ``size`` caps the compounds on the plate
+        (None: as many as the layout holds) and the plate also has its control wells.
         The plate is committed first, then the file is written (atomically): after a crash in
         between, ``write_plate`` writes the file of the pending plate again.  A plate larger than the
         library or than the largest plate format is refused unless ``force`` (a typo such as 100 000
         wells for 33 compounds would commit a plate the lab cannot run).
         """
+        layout = self.layout
+        if size is None:
+            if layout is None:
+                raise ValueError("give a plate size (this campaign has no plate format; see `campaign format`)")
+            size = min(layout.compounds_per_plate, self.K)  # a full plate (a small library: each compound once)
         size = int(size)
         if size < 1:
             raise ValueError(f"plate size must be at least 1; got {size}")
@@ -595,14 +695,19 @@ class Campaign:
         if not force and size > self.K:
             raise ValueError(
                 f"{self.path}: a plate of {size:,} wells for a library of {self.K:,} compounds (each compound "
-                f"{size / self.K:.1f} times on one plate on average); give a plate size of at most {self.K:,}, or "
-                "force it (--force) if the repeats are meant"
+                f"{size / self.K:.1f} times on one plate on average); give a plate size (--plate-size) of at most "
+                f"{self.K:,}, or force it (--force) if the repeats are meant"
             )
         if not force and size > largest:
             raise ValueError(
                 f"{self.path}: a plate of {size:,} wells is larger than the largest plate format ({largest:,} "
-                f"wells); give a plate size of at most {largest:,} (one plate per `next`), or force it (--force)"
+                f"wells); give a plate size (--plate-size) of at most {largest:,} (one plate per `next`), or force it "
+                "(--force)"
             )
+        replicates = 1
+        if layout is not None:
+            size = min(size, layout.compounds_per_plate)
+            replicates = layout.replicates
         if path is not None:
             check_plate_path(path)  # before the plate is committed: a plate without its file would be in the lab
         with self._step("recording a new plate"):
@@ -612,7 +717,10 @@ class Campaign:
                     f"{self.algorithm} has finished (the stopping rule fired or the budget is spent); "
                     "see `screenbai campaign status` for the recommendation"
                 )
-            arms = _propose(policy, size)
+            from .explain import why_chosen
+
+            before = why_chosen(self, policy)  # what the policy knew before this plate
+            arms = _propose(policy, size, replicates)
             if arms.size == 0:
                 open_wells = self._con.execute(
                     "SELECT COUNT(*) FROM wells w LEFT JOIN outcomes o USING (plate_id, well) WHERE o.id IS NULL"
@@ -624,17 +732,31 @@ class Campaign:
                 )
             n_plates = self._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
             plate_id = f"P{n_plates + 1:03d}"
-            step = store.add_event(
-                self._con, "plate", {"plate_id": plate_id, "requested": size, "n_wells": int(arms.size)}
-            )
+            detail: dict = {"plate_id": plate_id, "requested": size, "n_wells": int(arms.size)}
+            if layout is not None:
+                detail.update(replicates=replicates, layout=layout.to_dict())
+            step = store.add_event(self._con, "plate", detail)
             self._con.execute(
                 "INSERT INTO plates (plate_id, step, requested, created_at) VALUES (?, ?, ?, ?)",
                 (plate_id, step, size, store.now()),
             )
-            names = well_names(int(arms.size))
+            names = well_names(int(arms.size)) if layout is None else layout.place(int(arms.size) // replicates)
             self._con.executemany(
                 "INSERT INTO wells (plate_id, well, position, arm) VALUES (?, ?, ?, ?)",
                 ((plate_id, w, k, int(a)) for k, (w, a) in enumerate(zip(names, arms))),
+            )
+            if layout is not None:
+                self._con.executemany(
+                    "INSERT INTO controls (plate_id, well, kind) VALUES (?, ?, ?)",
+                    [(plate_id, w, "positive") for w in layout.positive]
+                    + [(plate_id, w, "negative") for w in layout.negative],
+                )
+            self._con.executemany(
+                "INSERT INTO well_notes (plate_id, well, why) VALUES (?, ?, ?)",
+                (
+                    (plate_id, w, before(int(a), k, int(arms.size) // replicates))
+                    for k, (w, a) in enumerate(zip(names, arms))
+                ),
             )
             self._save_snapshot(step, plate=True)
         plate = self.plate(plate_id)
@@ -658,23 +780,56 @@ class Campaign:
         )
 
     def write_plate(self, plate_id: str, path) -> Plate:
-        """(Re)write the plate file of ``plate_id``: plate_id, well, compound_id, smiles, outcome."""
+        """(Re)write the plate file of ``plate_id``: plate_id, well, compound_id, smiles, outcome, and
+        (plates made with this version) role and why: the control wells, and which rule chose each well."""
+        from .explain import plate_rows
+
         p = self.plate(plate_id)
-        write_plate_file(path, plate_id, list(zip(p.wells, p.compound_ids, p.smiles)))
+        rows, extra = plate_rows(self, p)
+        write_plate_file(path, plate_id, rows, extra)
         return Plate(p.plate_id, p.wells, p.arms, p.compound_ids, p.smiles, Path(path))
 
     def _plate_map(self) -> _Plates:
         return _Plates(self)
 
     # ------------------------------------------------------------------ results
-    def record(self, path) -> RecordSummary:
-        """Validate a results file against the plates, then record it in one transaction."""
+    def record(self, path, *, accept: bool = False, discard: bool = False) -> RecordSummary:
+        """Validate a results file against the plates, then record it in one transaction.
+
+        With a declared readout the values are raw readouts (kept as typed; the algorithm is told
+        the hit or the value, see :mod:`~screenbai.campaign.assay`); control wells are checked per
+        plate (Z'), and a plate failing them is refused unless ``accept`` (its outcomes count) or
+        ``discard`` (its compound wells count as failed and are tested again) is given.
+        """
         from .library import file_sha256
 
+        if accept and discard:
+            raise ValueError("give one of --accept and --discard-plate, not both")
         path = Path(path)
-        with self._step(f"recording {path.name}"):  # validated against the file's latest state, under its write lock
-            outcomes = read_results(path, self._plate_map(), binary=self.binary)
-            return self._commit_outcomes(outcomes, path.name, file_sha256(path))
+        readout = self.readout
+        with self._step(f"recording {path.name}"):  # validated against the file's latest state, under its lock
+            outcomes = read_results(path, self._plate_map(), binary=self.binary and readout is None)
+            controls = [o for o in outcomes if o.arm < 0]
+            compounds = [o for o in outcomes if o.arm >= 0]
+            qc = assay.check_controls(path, controls, readout, accept=accept, discard=discard)
+            dropped = {p for p, (_, decision) in qc.items() if decision == "discarded"}
+            told = [
+                Outcome(
+                    o.line,
+                    o.plate_id,
+                    o.well,
+                    o.arm,
+                    None
+                    if o.value is None or o.plate_id in dropped
+                    else (o.value if readout is None else readout.told(o.value, self.binary)),
+                )
+                for o in compounds
+            ]
+            summary = self._commit_outcomes(told, path.name, file_sha256(path))
+            assay.save_readouts(self._con, summary.record_id, controls, compounds, qc)
+            return RecordSummary(
+                summary.record_id, summary.file, summary.n_outcomes, summary.n_failed, summary.plates, qc
+            )
 
     def _commit_outcomes(self, outcomes: list[Outcome], name: str, sha256: str) -> RecordSummary:
         """Write the step and bring the policy up to date; called inside ``_step`` (which drops a

@@ -96,6 +96,29 @@ class Status:
     recommendation: list[CompoundLine] = field(default_factory=list)
     #: the chosen settings that void the algorithm's error guarantee (e.g. "threshold='heuristic'")
     no_guarantee: list[str] = field(default_factory=list)
+    #: plates whose every compound well has a recorded outcome (or a failed well)
+    plates_done: int = 0
+    #: the largest epsilon at which the current answer is certified (None: no valid confidence set)
+    certified_epsilon: float | None = None
+    certificate: dict | None = None
+    #: compounds whose model interval still reaches the leader's (upper bound >= the leader's lower bound)
+    in_contention: int | None = None
+    #: compounds the algorithm chooses among (all, less the withdrawn)
+    active: int = 0
+    #: plates still needed by the forecast (None until a forecast is available)
+    forecast_plates: float | None = None
+    forecast_tests: float | None = None
+    layout: str | None = None
+    readout: str | None = None
+    model: str | None = None
+    #: per plate with control wells: plate id, Z', decision
+    plate_qc: list = field(default_factory=list)
+    #: pooled within-plate sd of the control wells (a continuous readout's noise scale)
+    control_sd: float | None = None
+    #: the compound-set changes, in order, each with what it did to the guarantee
+    changes: list[str] = field(default_factory=list)
+    #: which rule chooses the wells, in one line (the plate files' 'why' column says it per well)
+    rule: str | None = None
 
     def to_dict(self) -> dict:
         """Plain data for JSON: a value not defined yet (NaN, e.g. the stopping index before the first
@@ -144,6 +167,7 @@ class Status:
             lines.append(f"not finished: {self.budget - self.tests:,} tests of the budget left")
         else:
             lines.append("stopping rule: not fired (this algorithm does not report how far it is from firing)")
+        lines.extend(self._progress_lines())
         if self.no_guarantee:
             lines.append(
                 f"NO ERROR GUARANTEE: {', '.join(self.no_guarantee)} makes the stopping rule a heuristic; the "
@@ -165,6 +189,60 @@ class Status:
                     "the fingerprint ignores stereochemistry); compare their observed rates, or test them apart"
                 )
         return "\n".join(lines)
+
+    def _progress_lines(self) -> list[str]:
+        """The numbers a lab plans with, each with a one-line meaning."""
+        out = [
+            f"plates done: {self.plates_done} of {self.plates} (every compound well recorded)",
+            f"compounds in the screen: {self.active:,}"
+            + (f" ({self.n_compounds - self.active:,} withdrawn)" if self.active < self.n_compounds else ""),
+        ]
+        if self.in_contention is not None:
+            out.append(
+                f"still in contention: {self.in_contention:,} compounds (their 95% interval still reaches the "
+                "leader's; this number falls as the screen learns)"
+            )
+        if self.certified_epsilon is None:
+            out.append("certified: nothing yet (this algorithm gives no certificate, or it is not available yet)")
+        elif self.outcome == "binary" and self.certified_epsilon >= 0.999:
+            out.append("certified epsilon: 1, nothing certified yet (a cure rate lies between 0 and 1 anyway)")
+        elif math.isfinite(self.certified_epsilon):
+            level = "" if self.certificate is None else f" with {100 * (1 - self.certificate['delta']):.4g}% confidence"
+            out.append(
+                f"certified epsilon: {self.certified_epsilon:.3g} (the leader's true {self._rate()} is at most this "
+                f"much below the best compound's{level}, whenever you stop)"
+            )
+        else:
+            out.append("certified epsilon: not yet (the outcomes so far still allow any compound to be the best)")
+        if self.forecast_plates is not None:
+            out.append(
+                f"forecast: about {self.forecast_plates:.0f} more plates until the stopping rule fires "
+                "(from the current estimates; it changes as they do)"
+            )
+        else:
+            out.append("forecast of plates left: not available for this algorithm yet")
+        if self.rule:
+            out.append(f"why these wells: {self.rule} (per well: the plate file's 'why' column)")
+        if self.layout:
+            out.append(f"plate layout: {self.layout}")
+        if self.model:
+            out.append(f"model: {self.model}")
+        for plate_id, z, decision in self.plate_qc:
+            if decision not in ("pass", "too few controls"):
+                out.append(f"plate {plate_id}: controls FAILED (Z' = {z:.2f}), {decision} by the lab")
+        passed = [z for _, z, d in self.plate_qc if d == "pass"]
+        if passed:
+            out.append(
+                f"controls: {len(passed)} plate(s) passed, Z' from {min(passed):.2f} to {max(passed):.2f} "
+                "(Z' >= 0.5: the controls separate well)"
+            )
+        if self.control_sd is not None:
+            out.append(f"spread of the control wells (within a plate): sd {self.control_sd:.3g}")
+        out.extend(self.changes)
+        return out
+
+    def _rate(self) -> str:
+        return "cure rate" if self.outcome == "binary" else "mean outcome"
 
 
 def campaign_status(camp) -> Status:
@@ -219,8 +297,133 @@ def campaign_status(camp) -> Status:
         budget=None if budget is None else int(budget),
         tests_at_stop=int(res.n_samples) if done else None,
         recommendation=rec,
-        no_guarantee=without_guarantee(type(policy), {**registered(camp.algorithm).defaults, **params}),
+        no_guarantee=without_guarantee(
+            type(getattr(policy, "inner", policy)), {**registered(camp.algorithm).defaults, **params}
+        ),
+        **progress(camp, policy, res, n, lo, hi),
     )
+
+
+def progress(camp, policy, res, n, lo, hi) -> dict:
+    """The plan-the-week numbers of ``Status``: plates done, contention, certificate, forecast,
+    layout, readout model, controls, changes (see the field comments)."""
+    from .assay import Readout
+    from .changes import change_lines
+    from .explain import rule_of
+
+    active = getattr(policy, "arm_set", np.arange(camp.K))
+    leader = res.recommendation[0] if res.recommendation else None
+    in_contention = None
+    if leader is not None and int(n.sum()) > 0:
+        reach = hi[active] >= lo[leader]
+        in_contention = int(reach.sum())
+    cert = None
+    certificate = getattr(policy, "certificate", None)
+    if callable(certificate):
+        c = certificate()
+        if c is not None:
+            cert = c.to_dict(camp.compound_ids)
+    worst = None if cert is None else cert.get("worst")
+    certified = None if cert is None else (math.inf if worst is None else float(worst))
+    forecast = _forecast(camp, policy)
+    readout = camp.meta.get("readout")
+    layout = camp.layout
+    qc = camp._con.execute(
+        "SELECT q.plate_id, q.z_prime, q.decision FROM plate_qc q JOIN records r USING (record_id) ORDER BY r.step"
+    ).fetchall()
+    per_plate = camp._con.execute(
+        "SELECT plate_id, kind, COUNT(raw), AVG(raw), AVG(raw * raw) FROM readouts "
+        "WHERE kind != 'compound' AND raw IS NOT NULL AND discarded = 0 GROUP BY plate_id, kind"
+    ).fetchall()
+    ss, dof = 0.0, 0
+    for _, _, cnt, mean, mean2 in per_plate:
+        if cnt >= 2:
+            ss += max(mean2 - mean * mean, 0.0) * cnt
+            dof += cnt - 1
+    plates_done = camp._con.execute(
+        "SELECT COUNT(*) FROM plates p WHERE NOT EXISTS (SELECT 1 FROM wells w LEFT JOIN outcomes o "
+        "USING (plate_id, well) WHERE w.plate_id = p.plate_id AND o.id IS NULL)"
+    ).fetchone()[0]
+    model = (
+        Readout.from_dict(readout).model(camp.binary, camp.algorithm)
+        if readout
+        else (
+            f"{camp.algorithm} models the 0/1 outcomes with a logistic model of the features"
+            if camp.binary
+            else f"{camp.algorithm} models the outcomes with a linear-Gaussian model of the features"
+        )
+    )
+    return {
+        "plates_done": int(plates_done),
+        "certified_epsilon": certified,
+        "certificate": cert,
+        "in_contention": in_contention,
+        "active": int(np.size(active)),
+        "forecast_plates": None if forecast is None else forecast[1],
+        "forecast_tests": None if forecast is None else forecast[0],
+        "layout": None if layout is None else layout.describe(),
+        "readout": None if not readout else Readout.from_dict(readout).rule(),
+        "model": model,
+        "plate_qc": [(p, z, d) for p, z, d in qc],
+        "control_sd": math.sqrt(ss / dof) if dof else None,
+        "changes": change_lines(camp),
+        "rule": rule_of(camp.algorithm),
+    }
+
+
+def _forecast(camp, policy) -> tuple[float, float] | None:
+    """(tests, plates) left until the stopping rule fires: lb's forecast (the t solving
+    t = T*(theta_hat) beta(t, delta), LOWER_BOUND.md "Certificate and forecast") with theta_hat the
+    model's estimate from the outcomes so far and beta the algorithm's own threshold
+    (``stopping_threshold(t, delta)``).  None when this version has no forecast, the algorithm states
+    no threshold (or has a fixed budget), or nothing is recorded yet."""
+    import importlib
+
+    try:
+        fc = importlib.import_module("screenbai.bandits.certainty.forecast")
+    except ImportError:
+        return None
+    inner = getattr(policy, "inner", policy)
+    beta = getattr(inner, "stopping_threshold", None)
+    if not callable(beta) or getattr(inner, "fixed_budget", False) or policy.done:
+        return None
+    active = np.asarray(getattr(policy, "arm_set", np.arange(camp.K)))
+    n, s, s2, _ = camp.observations()
+    n, s, s2 = n[active], s[active], s2[active]
+    if n.sum() == 0:
+        return None
+    X = camp.features[active]
+    if camp.binary:
+        from screenbai.bandits.glm import logistic_mle
+
+        theta, model, sigma = logistic_mle(X, n, s, 1.0).theta, "logistic", 0.5
+    else:
+        V = (X.T * n) @ X + np.eye(X.shape[1])
+        theta = np.linalg.solve(V, X.T @ s)
+        model, sigma = "linear", float(getattr(inner, "sigma", 1.0))
+    layout = camp.layout
+    per_plate = layout.capacity if layout is not None else _usual_plate(camp)
+    f = fc.forecast(
+        X,
+        theta,
+        beta,
+        float(getattr(inner, "delta", 0.05)),
+        source="outcomes",
+        plate_size=per_plate,
+        model=model,
+        sigma=sigma,
+        epsilon=float(getattr(inner, "epsilon", 0.0)),
+        m=int(getattr(inner, "m", 1)),
+    )
+    if not math.isfinite(f.tests):
+        return None
+    left = max(f.tests - float(n.sum()), 0.0)
+    return left, float(math.ceil(left / max(per_plate, 1)))
+
+
+def _usual_plate(camp) -> int:
+    row = camp._con.execute("SELECT requested FROM plates ORDER BY step DESC LIMIT 1").fetchone()
+    return int(row[0]) if row else 96
 
 
 def _finite(v):

@@ -109,23 +109,23 @@ def file_error(exc: BaseException, path: str | Path, doing: str = "") -> Campaig
         return readonly_error(path, doing, text)
     if "disk is full" in low or "disk full" in low or getattr(exc, "errno", None) == errno.ENOSPC:
         return CampaignFileError(
-            f"{path}: the disk is full{what} ({text}); the step was rolled back and nothing was changed. Free "
+            f"{path}: the disk is full ({text}{what}); the step was rolled back and nothing was changed. Free "
             f"space on the disk holding {path.parent} (`df -h {path.parent}`), then run the command again"
         )
     if "malformed" in low or "not a database" in low or "corrupt" in low:
         return CampaignFileError(
-            f"{path}: the campaign file is damaged{what} (SQLite: {text}); its pages cannot be read. Restore it "
+            f"{path}: the campaign file is damaged (SQLite{what}: {text}); its pages cannot be read. Restore it "
             "from a backup copy; `sqlite3 FILE .recover` may save what is readable, and `screenbai campaign repair` "
             "then rebuilds the policy from the log"
         )
     if "locked" in low or "busy" in low:
         return CampaignFileError(
-            f"{path}: the campaign file is locked by another process{what} ({text}); wait for the other "
+            f"{path}: the campaign file is locked by another process ({text}{what}); wait for the other "
             "`screenbai campaign` command (or program holding the file) to finish, then run the command again"
         )
     if "unable to open" in low:
         return CampaignFileError(
-            f"{path}: SQLite cannot open the campaign file{what} ({text}); check that the file and its folder "
+            f"{path}: SQLite cannot open the campaign file ({text}{what}); check that the file and its folder "
             f"{path.parent} exist and are readable (and writable, to change the campaign)"
         )
     return CampaignFileError(f"{path}: {type(exc).__name__}{what}: {text}")
@@ -180,13 +180,14 @@ def connect(
                 "`screenbai campaign init`"
             )
     readonly = not create and not writable(path)
+    wal = Path(str(path) + "-wal")
     try:
         if readonly:
-            wal = Path(str(path) + "-wal")
             # every committed step is in the file itself unless a writer left a WAL: then SQLite must
             # read it (and needs to create the shared-memory file beside it)
             uri = _uri(path, mode="ro") if wal.exists() and wal.stat().st_size else _uri(path, immutable="1")
             con = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
+            con.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
         else:
             con = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
             con.execute("PRAGMA journal_mode=WAL")
@@ -194,6 +195,13 @@ def connect(
             con.execute("PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=OFF")
         con.execute("PRAGMA foreign_keys=ON")
     except sqlite3.Error as exc:
+        if readonly and wal.exists():
+            raise CampaignFileError(
+                f"{path}: the campaign is read-only for this user and its last changes are still in {wal}, which "
+                f"SQLite cannot read without writing beside it ({exc}); let a user who can write the file and its "
+                "folder run `screenbai campaign status` on it once (that folds the changes into the file), or copy "
+                "the campaign file with its -wal file to a writable folder"
+            ) from None
         raise file_error(exc, path, "opening it") from None
     if not create:
         try:
@@ -303,9 +311,11 @@ def get_snapshot(con, name: str) -> tuple[int, str] | None:
 
 
 _WHAT = {
-    "features": "the feature matrix (one row per compound)",
-    "snapshot latest": "the policy snapshot after the last step",
-    "snapshot plate": "the policy snapshot after the last plate",
+    "array features": "the feature matrix, one row per compound",
+    "array pca_components": "the PCA loadings of the fingerprints",
+    "array pca_mean": "the mean fingerprint the PCA centres on",
+    "snapshot latest": "the policy's state after the last step",
+    "snapshot plate": "the policy's state after the last plate",
 }
 
 
@@ -320,7 +330,8 @@ def damaged_parts(con) -> list[str]:
             np.frombuffer(data, dtype=np.dtype(dtype)).reshape(json.loads(shape))
         except (TypeError, ValueError):
             bad.append(f"array {name}")
-    for name, state, sha in con.execute("SELECT name, state, sha256 FROM snapshots"):
+    # as bytes: junk in the text may not even be UTF-8
+    for name, state, sha in con.execute("SELECT name, CAST(state AS BLOB), sha256 FROM snapshots"):
         if _digest(state) != sha:
             bad.append(f"snapshot {name}")
     return bad
@@ -331,23 +342,22 @@ def check_damage(con, path: str | Path) -> None:
     bad = damaged_parts(con)
     if not bad:
         return
-    names = "; ".join(f"{p} ({_WHAT.get(p, 'a stored array of the library, e.g. the PCA loadings')})" for p in bad)
+    names = "; ".join(f"{p} ({_WHAT.get(p, 'an array stored with the library')})" for p in bad)
     arrays = [p for p in bad if p.startswith("array ")]
     if arrays:
         remedy = (
-            "the library's arrays are not in the log: restore the campaign file from a backup copy (or start a new "
-            "campaign with `screenbai campaign init` from the same library and record the same results files)"
+            "the library's arrays cannot be rebuilt from the campaign's log: restore the campaign file from a "
+            "backup copy"
         )
-        if len(arrays) < len(bad):
-            remedy += f"; the snapshots are then rebuilt from the log with `screenbai campaign repair {path}`"
     else:
         remedy = (
-            f"the snapshots are caches of the event log, which is intact: rebuild them with "
+            "the snapshots are caches, rebuilt from the event log (the plates and results recorded) with "
             f"`screenbai campaign repair {path}`"
         )
     raise CampaignDamaged(
-        f"{path}: damaged: {names} do(es) not match the checksum stored with it (junk written into the file; "
-        f"SQLite's own integrity check does not see it). Nothing was changed. To recover: {remedy}",
+        f"{path}: damaged: {names}: {'does' if len(bad) == 1 else 'do'} not match the SHA-256 stored with "
+        f"{'it' if len(bad) == 1 else 'them'} (junk written into the file, which SQLite's own integrity check does "
+        f"not see). Nothing was changed. To recover: {remedy}",
         bad,
     )
 

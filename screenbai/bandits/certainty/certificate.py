@@ -145,3 +145,27 @@ def certificate_json(policy, names=None) -> dict | None:
     ``certified_epsilon``."""
     cert = certify(policy)
     return None if cert is None else cert.to_dict(names)
+
+
+def certainty_summary(policy, names=None, observations=None, level: float = 0.05) -> dict:
+    """What the campaign's ``status`` and ``report`` show next to the answer, as plain JSON data:
+
+    * ``certified_epsilon``: ``certificate_json(policy, names)`` (None without a valid confidence set);
+    * ``model_check``: the test of fit of the model the certificate rests on (model_check.py), with
+      its ``warning`` text when the model is rejected at ``level``; None for policies with no model
+      of the features, and for the linear model when no sums of squares are given.
+
+    ``observations``: (per-arm tests, sums, sums of squared outcomes) of every outcome collected, e.g.
+    ``camp.observations()[:3]``; default the policy's recorded counts and sums (enough for 0/1 outcomes).
+    """
+    from .model_check import check_linear, check_logistic
+
+    n, sums, sums_sq = (policy.n, policy.sums, None) if observations is None else observations[:3]
+    check = None
+    if policy.models_features:
+        if policy.binary_rewards:
+            check = check_logistic(policy.X, n, sums, level=level).to_dict(names)
+        elif sums_sq is not None:
+            sigma = float(getattr(policy, "sigma", 1.0))
+            check = check_linear(policy.X, n, sums, sums_sq, sigma, level=level).to_dict(names)
+    return {"certified_epsilon": certificate_json(policy, names), "model_check": check}
