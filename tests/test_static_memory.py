@@ -75,3 +75,23 @@ def test_chunk_size_does_not_change_the_answer(monkeypatch):
     np.add.at(sums, arms, rewards)
     np.testing.assert_array_equal(left_n, counts)
     np.testing.assert_array_equal(left_s, sums)
+
+
+def test_elimination_by_blocks_of_rows(monkeypatch):
+    """eq. 16's elimination taken by blocks of rows (a small cap: blocks of 3 arms) finds the arms the whole
+    K x K comparison finds, and asks the widths only for rows of the block size."""
+    rng = np.random.default_rng(4)
+    K = 50
+    mu = rng.standard_normal(K)
+    W = np.abs(rng.standard_normal((K, K)))
+    whole = ((mu[None, :] - mu[:, None]) > W).any(axis=1)
+    assert 0 < whole.sum() < K
+    sizes = []
+
+    def widths(rows):
+        sizes.append(rows.size)
+        return W[rows]
+
+    monkeypatch.setattr(static_rules, "FAST_PATH_MAX_BYTES", 4 * 8 * K * 3)
+    np.testing.assert_array_equal(static_rules.beaten(mu, widths), whole)
+    assert max(sizes) == 3 and sum(sizes) == K

@@ -18,7 +18,7 @@ from .policy import NO_ARMS
 from .registry import register
 from .static import MONOTONE, PULL_BLOCK, RESTRICT_Y, SLMBase
 from .static_greedy import AllocationSequence, GreedyState, all_pairs, allocation_sequence, star_pairs
-from .static_rules import eq11_holds, eq11_width, ols_mu, pair_width2
+from .static_rules import beaten, eq11_holds, eq11_width, ols_mu, pair_width2
 from .ties import argmax_random
 
 
@@ -90,14 +90,12 @@ class XYAdaptive(SLMBase):
         mu, chol = ols_mu(self.Z, self.phase_counts, self.phase_sums)
         G = self.Z @ cho_solve(chol, self.Z.T)
         dg = np.diag(G)
-        width2 = pair_width2(dg, dg, G)
-        width = eq11_width(width2, t, *self.rule_args)
-        beaten = ((mu[None, :] - mu[:, None]) > width).any(axis=1)  # x beaten by some x' (eq. 16)
-        survivors = ~beaten & (self.active if self.monotone else True)
+        lost = beaten(mu, lambda rows: eq11_width(pair_width2(dg[rows], dg, G[rows]), t, *self.rule_args))
+        survivors = ~lost & (self.active if self.monotone else True)
         best = int(argmax_random(mu, self.rng))
         self.diagnostics["phases"] = self.phase
         self.diagnostics["last_phase_length"] = t
-        if eq11_holds(mu, width2[best], best, t, *self.rule_args):  # eq. 11 for x = Pi(theta_hat)
+        if eq11_holds(mu, pair_width2(dg[best], dg, G[best]), best, t, *self.rule_args):  # eq. 11, x = Pi(theta_hat)
             return best
         if survivors.sum() == 1:
             return int(np.flatnonzero(survivors)[0])
@@ -250,8 +248,7 @@ class XYFullyAdaptive(SLMBase):
     def _survivors(self) -> np.ndarray | None:
         """The surviving arms from recorded outcomes; the estimated means, or None when one is left."""
         mu = self.state.M[: self.K] @ self.sums  # Z (lambda I + A)^{-1} Z^T sums = Z theta_hat
-        width = self._widths(np.arange(self.K))
-        survivors = ~np.any(mu[None, :] - mu[:, None] > width, axis=1)
+        survivors = ~beaten(mu, self._widths)
         self.active = survivors & self.active if self.monotone else survivors
         if self.active.sum() == 1:
             self._final = {"best": int(np.flatnonzero(self.active)[0])}

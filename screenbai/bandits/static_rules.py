@@ -4,6 +4,8 @@
 * ``pair_width2``: ||x_i - x_j||^2_{A^{-1}} = G_ii + G_jj - 2 G_ij from the Gram matrix G = Z A^{-1} Z^T;
 * ``eq11_width``: Prop. 1's width c ||x - x'||_{A^{-1}} sqrt(log_n(K^2/delta));
 * ``eq11_holds``: eq. 11 for the empirical best arm, for one data state or a batch of them;
+* ``beaten``: the elimination of [SLM14] eq. 16 (arms beaten by another by more than their width), by
+  blocks of rows so that no K x K comparison is held whole;
 * ``OLSTracker``: least squares kept by rank one, with eq. 11 in O(K d + d^2) per test (round by round);
 * ``eq11_batch`` / ``first_eq11_stop``: eq. 11 for every data state of a block of pulls at once (the
   vectorised ``run`` of the static allocations), in chunks whose arrays stay under ``FAST_PATH_MAX_BYTES``.
@@ -70,6 +72,22 @@ def eq11_holds(mu, width2, best, n, c: float, K: int, delta: float, confidence: 
     ok = (gap >= 0) & (lhs <= gap * gap)
     np.put_along_axis(ok, idx, True, axis=-1)
     return ok.all(axis=-1)
+
+
+def beaten(mu, widths) -> np.ndarray:
+    """Arms x beaten by some x': mu_x' - mu_x > width(x, x') ([SLM14] eq. 16; strict).
+
+    ``widths(rows)``: the widths of the arms ``rows`` against every arm, shape (len(rows), K). The rows are
+    taken in blocks of at most a quarter of ``FAST_PATH_MAX_BYTES`` per (rows, K) array (width^2, width,
+    difference of means, comparison), so that the K x K comparison never exists whole.
+    """
+    K = mu.size
+    out = np.empty(K, dtype=bool)
+    step = max(1, FAST_PATH_MAX_BYTES // (4 * 8 * K))
+    for s in range(0, K, step):
+        rows = np.arange(s, min(s + step, K))
+        out[rows] = np.any(mu[None, :] - mu[rows, None] > widths(rows), axis=1)
+    return out
 
 
 class OLSTracker(RidgeState):
