@@ -21,9 +21,10 @@ from .estimators import RidgeState
 REFRESH = 10_000  # exact rebuild of the greedy state / OLS inverse every this many pulls (bounds round-off drift)
 CONFIDENCES = ("pairs", "arms")
 
-#: the most memory (bytes) the vectorised eq. 11 test holds at once; a block of pulls is tested in chunks of
-#: ``states_per_chunk`` data states (at K = 16 384, d = 20: 31 states of 4.2 MB each and the products
-#: z_k z_k^T, 183 MB in all, instead of one (4096, d, K) array of 10.7 GB and a K x K identity of 2.1 GB)
+#: the most memory (bytes) the vectorised tests hold at once: eq. 11 over a block of pulls, tested in chunks
+#: of ``states_per_chunk`` data states (at K = 16 384, d = 20: 31 states of 4.2 MB each and the products
+#: z_k z_k^T, 183 MB in all, instead of one (4096, d, K) array of 10.7 GB and a K x K identity of 2.1 GB),
+#: and the elimination ``beaten``, by blocks of rows
 FAST_PATH_MAX_BYTES = 256 * 2**20
 #: (states, K) float64 arrays the chunked test may hold beside W (states, d, K): cumulative counts and sums,
 #: mu, diag, the Gram row of the best arm, width^2, gap, gap^2, two for the left-hand side, and bool masks
