@@ -208,6 +208,13 @@ class Policy(metaclass=_PolicyMeta):
         """
         return None
 
+    def stopping_threshold(self, t: float, delta: float) -> float | None:
+        """beta(t, delta): the evidence (in nats) this stopping rule needs after t tests at level
+        delta, so that a run sampling in proportions w stops near t = T(w) beta(t, delta); what
+        certainty/forecast.py solves for a forecast. None (the default): the algorithm states no
+        threshold (a fixed budget, or a rule without one), and no forecast is made."""
+        return None
+
     def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
         """(the model the certificate holds under, in words with its assumed constants; caveats
         that void the guarantee beyond the parameters declared without one in ``params.py``)."""

@@ -397,17 +397,14 @@ def _forecast(camp, policy) -> tuple[float, float] | None:
     """(tests, plates) left until the stopping rule fires: lb's forecast (the t solving
     t = T*(theta_hat) beta(t, delta), LOWER_BOUND.md "Certificate and forecast") with theta_hat the
     model's estimate from the outcomes so far and beta the algorithm's own threshold
-    (``stopping_threshold(t, delta)``).  None when this version has no forecast, the algorithm states
-    no threshold (or has a fixed budget), or nothing is recorded yet."""
-    import importlib
+    (``Policy.stopping_threshold(t, delta)``).  None when the algorithm states no threshold (or has
+    a fixed budget), or nothing is recorded yet."""
+    from screenbai.bandits.certainty.forecast import forecast
 
-    try:
-        fc = importlib.import_module("screenbai.bandits.certainty.forecast")
-    except ImportError:
-        return None
     inner = getattr(policy, "inner", policy)
-    beta = getattr(inner, "stopping_threshold", None)
-    if not callable(beta) or getattr(inner, "fixed_budget", False) or policy.done:
+    beta = inner.stopping_threshold
+    delta = float(getattr(inner, "delta", 0.05))
+    if policy.done or beta(1.0, delta) is None:
         return None
     active = np.asarray(getattr(policy, "arm_set", np.arange(camp.K)))
     n, s, s2, _ = camp.observations()
@@ -425,11 +422,11 @@ def _forecast(camp, policy) -> tuple[float, float] | None:
         model, sigma = "linear", float(getattr(inner, "sigma", 1.0))
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else _usual_plate(camp)
-    f = fc.forecast(
+    f = forecast(
         X,
         theta,
         beta,
-        float(getattr(inner, "delta", 0.05)),
+        delta,
         source="outcomes",
         plate_size=per_plate,
         model=model,
