@@ -315,6 +315,10 @@ def _init(args) -> int:
         say(f"plates: {layout.describe()}")
     if readout is not None:
         say(f"readout: {readout.label()}, {readout.rule()}; {readout.model(camp.binary, camp.algorithm)}")
+    from .status import prior_cost
+
+    for line in prior_cost(camp):
+        say(line)
     camp.close()
     return 0
 
