@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -488,7 +489,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     epsilon, m = float(getattr(inner, "epsilon", 0.0)), int(getattr(inner, "m", 1))
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else 96
-    kw = {"model": model, "sigma": sigma, "m": m}
+    kw: dict[str, Any] = {"model": model, "sigma": sigma, "m": m}
     f = forecast(X, thetas[0], inner.stopping_threshold, delta, source="prior", thetas=thetas, level=0.8,
                  plate_size=per_plate, epsilon=epsilon, **kw)
     order = np.argsort(f.draws, kind="stable")
