@@ -528,3 +528,28 @@ def test_status_reports_the_spread_of_replicate_wells(tmp_path):
     assert st.replicate_sd == pytest.approx(np.sqrt(2.0))  # each pair: deviations +-1, one degree of freedom
     assert "spread of replicate wells" in st.text()
     camp.close()
+
+
+@pytest.mark.parametrize("misspecified", [False, True])
+def test_status_checks_the_model_the_certificate_rests_on(tmp_path, misspecified):
+    """status carries the model check beside the certificate: outcomes drawn from the logistic model
+    pass; outcomes that ignore the features (every other compound always a hit) are rejected with a
+    warning in the text and the JSON."""
+    from campaign_util import new_campaign, write_results
+
+    camp = new_campaign(tmp_path / "c.campaign", "gse-log", {"budget": 480}, K=20, d=2, seed=1)  # spreads its tests
+    assay = Assay(camp.features, seed=2)
+    told = 0
+    for k in range(40):
+        if camp.policy.done:
+            break
+        plate = camp.next_plate(48, force=True)
+        values = [int(a % 2 == 0) for a in plate.arms] if misspecified else assay(plate.arms)
+        camp.record(write_results(tmp_path / f"p{k}.csv", plate, values))
+        told += len(plate)
+    st = camp.status()
+    check = st.to_dict()["model_check"]
+    assert check is not None and check["n_tests"] == told > 300
+    assert check["rejected"] is misspecified
+    assert ("model check: WARNING" in st.text()) is misspecified
+    camp.close()

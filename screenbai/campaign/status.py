@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..bandits.certainty.certificate import model_check_json
 from ..bandits.params import without_guarantee
 from ..bandits.registry import get as registered
 
@@ -104,6 +105,8 @@ class Status:
     certificate: dict | None = None
     #: compounds whose model interval still reaches the leader's (upper bound >= the leader's lower bound)
     in_contention: int | None = None
+    #: the test of fit of the model the certificate rests on (certainty/model_check.py), None without a model
+    model_check: dict | None = None
     #: compounds the algorithm chooses among (all, less the withdrawn)
     active: int = 0
     #: plates still needed by the forecast (None until a forecast is available)
@@ -217,6 +220,13 @@ class Status:
             )
         else:
             out.append("certified epsilon: not yet (the outcomes so far still allow any compound to be the best)")
+        if self.model_check is not None and self.model_check["n_tests"] > 0:
+            mc = self.model_check
+            out.append(
+                f"model check: {mc['warning']}" if mc["rejected"] else
+                f"model check: the outcomes agree with the model the certificate rests on (p = {mc['p_value']:.2g}; "
+                "a certificate holds only if the model does)"
+            )
         if self.forecast_plates is not None:
             out.append(
                 f"forecast: about {self.forecast_plates:.0f} more plates until the stopping rule fires "
@@ -334,6 +344,10 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
     worst = None if cert is None else cert.get("worst")
     certified = None if cert is None else (math.inf if worst is None else float(worst))
     forecast = _forecast(camp, policy)
+    obs = camp.observations()
+    idx = np.asarray(active)
+    check = model_check_json(getattr(policy, "inner", policy), [camp.compound_ids[a] for a in idx],
+                             tuple(o[idx] for o in obs[:3]))
     readout = camp.meta.get("readout")
     layout = camp.layout
     qc = camp._con.execute(
@@ -369,6 +383,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "certified_epsilon": certified,
         "certificate": cert,
         "in_contention": in_contention,
+        "model_check": check,
         "active": int(np.size(active)),
         "forecast_plates": None if forecast is None else forecast[1],
         "forecast_tests": None if forecast is None else forecast[0],

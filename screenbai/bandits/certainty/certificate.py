@@ -173,14 +173,22 @@ def certainty_summary(policy, names=None, observations=None, level: float = 0.05
     ``camp.observations()[:3]``; default the policy's recorded counts and sums (enough for 0/1 outcomes).
     ``quantity``: what the sentences call the means (default "cure rate" / "mean outcome").
     """
+    return {"certified_epsilon": certificate_json(policy, names, quantity),
+            "model_check": model_check_json(policy, names, observations, level)}
+
+
+def model_check_json(policy, names=None, observations=None, level: float = 0.05) -> dict | None:
+    """The test of fit of the model the certificate rests on (model_check.py) as plain JSON data, with
+    its ``warning`` when rejected at ``level``; None for policies with no model of the features, and
+    for the linear model without sums of squares. ``observations`` as for :func:`certainty_summary`."""
     from .model_check import check_linear, check_logistic
 
     n, sums, sums_sq = (policy.n, policy.sums, None) if observations is None else observations[:3]
-    check = None
-    if policy.models_features:
-        if policy.binary_rewards:
-            check = check_logistic(policy.X, n, sums, level=level).to_dict(names)
-        elif sums_sq is not None:
-            sigma = float(getattr(policy, "sigma", 1.0))
-            check = check_linear(policy.X, n, sums, sums_sq, sigma, level=level).to_dict(names)
-    return {"certified_epsilon": certificate_json(policy, names, quantity), "model_check": check}
+    if not policy.models_features:
+        return None
+    if policy.binary_rewards:
+        return check_logistic(policy.X, n, sums, level=level).to_dict(names)
+    if sums_sq is None:
+        return None
+    sigma = float(getattr(policy, "sigma", 1.0))
+    return check_linear(policy.X, n, sums, sums_sq, sigma, level=level).to_dict(names)
