@@ -1,0 +1,426 @@
+"""The characteristic time T*(theta) of a fixed-confidence identification problem and its optimal
+allocation w*(theta): the lower bound as a tool (../shared/spec/LOWER_BOUND.md, docs/lower_bound.md).
+
+For any delta-correct algorithm (Garivier & Kaufmann 2016, Thm 1; Soare, Lazaric & Munos 2014 for
+linear bandits; Degenne & Koolen 2019 for problems with several correct answers)
+
+    E[tests] >= T*(theta) kl(delta, 1 - delta) >= T*(theta) log(1 / (2.4 delta)),
+    1 / T*(theta) = max_{answer a correct for theta} max_w inf_{lambda in Alt(a)} sum_k w_k KL_k(theta, lambda).
+
+**Alternatives.** An answer is a set S of m arms (m = 1: one arm). Alt(S) = {lambda : some j outside S
+beats some i inside S by more than epsilon} (LOWER_BOUND.md; for m > 1 and epsilon > 0 this set
+contains the parameters under which S is not (epsilon, m)-correct, so the bound it gives is an upper
+estimate of the exact one there; at epsilon = 0 both coincide). It is a union of half-spaces (linear)
+or of their linearisations at theta (the logistic local form), one per pair p = (i, j), and
+
+    inf_{lambda : y_p'(theta - lambda) <= -g_p} (theta - lambda)' A (theta - lambda) / 2 = g_p^2 / (2 ||y_p||^2_{A^-1}),
+
+so that, with c = 2 sigma^2 (linear) or 2 (logistic local),
+
+    T(w) = c max_p ||y_p||^2_{A(w)^-1} / g_p^2,        T* = min_w T(w)   (for one answer).
+
+- linear-Gaussian: KL_k = (x_k'(theta - lambda))^2 / (2 sigma^2); A(w) = sum_k w_k x_k x_k';
+  y_p = x_i - x_j, g_p = theta'(x_i - x_j) + epsilon (LOWER_BOUND.md "Closed forms"; Soare et al. 2014 eq. 3);
+- logistic, local Fisher form (epsilon on the means, GLGapE's convention): KL_k ~ mu'(x_k'theta)
+  (x_k'(theta - lambda))^2 / 2, A(w) = H(w, theta) = sum_k w_k mu'(x_k'theta) x_k x_k'; the constraint
+  mu(x_j'lambda) - mu(x_i'lambda) > epsilon linearised at theta: y_p = mu'_i x_i - mu'_j x_j,
+  g_p = mu_i - mu_j + epsilon;
+- logistic, exact (``exact=True``, small instances): the Bernoulli KL and the constraint itself, the
+  inner infimum by a constrained minimisation (SLSQP) and the outer maximum by Kelley's cutting planes.
+
+**Solver.** min_w max_p rho_p(w), rho_p = ||y_p||^2_{A(w)^-1} / g_p^2 is a convex minimax design (an
+XY-allocation with gaps). The optimum rests on few arms and few pairs, so it is solved by column and
+constraint generation: a primal-dual interior-point method (exact gradients and Hessians, Cholesky
+solves) on a working set of arms and pairs, then a check over all K arms and P pairs, vectorised
+(O((K + P) d^2), no loop over arms, nothing quadratic in K), which adds the violators. The certificate: for any
+weights q on the pairs, min_w max_p rho_p >= min_w sum_p q_p rho_p(w) >= 2 L - max_k s_k, where
+L = sum_p q_p rho_p(w) and s_k = x_k' A^-1 B A^-1 x_k, B = sum_p q_p y_p y_p' / g_p^2 (convexity:
+the linearisation at w, minimised over the simplex; grad_k sum_p q_p rho_p = -s_k and w's = L).
+The solver stops when T(w) exceeds this lower bound by at most ``tol`` (relative), and reports
+T(w) itself, so ``allocation_time(X, theta, c.allocation) == c.T_star``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import cho_factor, cho_solve
+from scipy.special import expit
+from threadpoolctl import threadpool_limits
+
+from ..glm import dmu
+from ..linalg import project_if_deficient, spanning_arms
+from ..policy import check_features
+
+MODELS = ("linear", "logistic")
+#: the largest instance the exact logistic infimum (a constrained minimisation per pair) accepts
+EXACT_MAX_PAIRS = 200
+
+
+@dataclass(frozen=True)
+class Complexity:
+    """The characteristic time of an instance and the allocation that attains it.
+
+    T_star: T*(theta), the characteristic time (tests per unit of log(1/delta)); inf when the answer is
+        not unique at epsilon = 0 (tied best arms).
+    allocation: w*(theta), the optimal fraction of tests per arm (length K, on the simplex).
+    answer: the correct answer the bound uses (the best or epsilon-good arm attaining the maximum over
+        answers, or the top-m set), as sorted arm indices.
+    model: "linear" or "logistic" (the local Fisher form, or the exact Bernoulli KL when ``exact``).
+    lower: a certified lower bound on T*(theta) for this answer (the duality certificate; equals
+        T_star up to ``tol``).
+    n_iter: solver iterations (Frank-Wolfe steps, or cutting planes when exact).
+    exact: whether the logistic bound used the exact Bernoulli KL instead of the local form.
+    """
+
+    T_star: float
+    allocation: np.ndarray
+    answer: tuple[int, ...]
+    model: str
+    lower: float = math.nan
+    n_iter: int = 0
+    exact: bool = False
+
+
+# ---------------------------------------------------------------------------- input checks
+def _check(X, theta, model: str, sigma: float, epsilon: float, m: int):
+    X = check_features(X)
+    K, d = X.shape
+    theta = np.asarray(theta, dtype=float).reshape(-1)
+    if theta.size != d:
+        raise ValueError(f"theta has {theta.size} entries but the features have d = {d} columns; give one per column")
+    if not np.isfinite(theta).all():
+        raise ValueError(f"theta contains NaN/inf: {theta}")
+    if model not in MODELS:
+        raise ValueError(f"model must be one of {MODELS}; got {model!r}")
+    if not (isinstance(sigma, (int, float, np.floating)) and math.isfinite(sigma) and sigma > 0):
+        raise ValueError(f"sigma (the noise scale of the linear-Gaussian model) must be a number > 0; got {sigma}")
+    if not (isinstance(epsilon, (int, float, np.floating)) and math.isfinite(epsilon) and epsilon >= 0):
+        raise ValueError(f"epsilon (the tolerance of the answer) must be a finite number >= 0; got {epsilon!r}")
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not 1 <= int(m) < K:
+        raise ValueError(f"m (the number of arms to name) must be a whole number with 1 <= m < K = {K}; got {m!r}")
+    return X, theta, int(m)
+
+
+def _means(X: np.ndarray, theta: np.ndarray, model: str) -> np.ndarray:
+    eta = X @ theta
+    return eta if model == "linear" else expit(eta)
+
+
+def _answers(mu: np.ndarray, epsilon: float, m: int, answer) -> list[tuple[int, ...]]:
+    """The answers to maximise over: the given one, the top-m set (m > 1), or every epsilon-good arm
+    (m = 1), best first."""
+    K = mu.size
+    if answer is not None:
+        a = np.asarray(answer, dtype=np.int64).reshape(-1)
+        if a.size != m or len(set(a.tolist())) != m or a.min() < 0 or a.max() >= K:
+            raise ValueError(f"answer must be {m} distinct arm indices in 0..{K - 1}; got {answer!r}")
+        return [tuple(sorted(a.tolist()))]
+    order = np.argsort(-mu, kind="stable")
+    if m > 1:
+        return [tuple(sorted(order[:m].tolist()))]
+    good = order[mu[order] >= mu[order[0]] - epsilon]
+    return [(int(i),) for i in good]
+
+
+class _Pairs:
+    """The features and pair directions of one answer in the solver's form: T(w) = scale max_p
+    ||y_p||^2_{A(w)^-1} / g_p^2 with A(w) = sum_k w_k z_k z_k' (coordinates in the span of the arms)."""
+
+    def __init__(self, X: np.ndarray, theta: np.ndarray, model: str, sigma: float, epsilon: float,
+                 answer: tuple[int, ...]):
+        Xp, Q = project_if_deficient(X)
+        K = X.shape[0]
+        inside = np.zeros(K, dtype=bool)
+        inside[list(answer)] = True
+        I = np.asarray(answer, dtype=np.int64)
+        J = np.flatnonzero(~inside)
+        ii, jj = np.repeat(I, J.size), np.tile(J, I.size)
+        eta = X @ theta
+        if model == "linear":
+            self.Z = Xp
+            Y = Xp[ii] - Xp[jj]
+            g = eta[ii] - eta[jj] + epsilon
+            self.scale = 2.0 * sigma**2
+        else:
+            mu, slope = expit(eta), dmu(eta)
+            self.Z = Xp * np.sqrt(slope)[:, None]
+            Y = slope[ii, None] * Xp[ii] - slope[jj, None] * Xp[jj]
+            g = mu[ii] - mu[jj] + epsilon
+            self.scale = 2.0
+        self.answer = answer
+        self.feasible = bool(np.all(g > 0))  # the answer is correct for theta (else Alt holds theta: T = inf)
+        # pairs with y = 0 and a positive gap cannot be overturned (identical arms, epsilon > 0): no constraint
+        norm = np.einsum("ij,ij->i", Y, Y)
+        keep = norm > 1e-24 * max(1.0, float(norm.max()) if norm.size else 1.0)
+        self.Y, self.g2 = Y[keep], (g[keep] ** 2)
+        self.pairs = np.column_stack([ii[keep], jj[keep]])
+
+    def raw(self, w: np.ndarray) -> np.ndarray:
+        """||y_p||^2_{A(w)^-1} for every pair (+inf for a direction A(w) does not cover)."""
+        A = (self.Z.T * w) @ self.Z
+        try:
+            c = cho_factor(A, lower=True)
+            return np.einsum("ij,ji->i", self.Y, cho_solve(c, self.Y.T))
+        except np.linalg.LinAlgError:
+            lam, U = np.linalg.eigh(A)
+            ok = lam > 1e-12 * max(float(lam.max()), 1e-300)
+            C = self.Y @ U
+            out = (C[:, ok] ** 2) @ (1.0 / lam[ok])
+            outside = np.einsum("ij,ij->i", C[:, ~ok], C[:, ~ok])
+            out[outside > 1e-18 * np.einsum("ij,ij->i", self.Y, self.Y)] = np.inf
+            return out
+
+    def time(self, w: np.ndarray) -> float:
+        if not self.feasible:
+            return math.inf
+        if not self.g2.size:
+            return 0.0
+        return self.scale * float(np.max(self.raw(w) / self.g2))
+
+
+# ---------------------------------------------------------------------------- the minimax design
+def _interior(Z: np.ndarray, Yt: np.ndarray, w: np.ndarray, tol: float, budget: int):
+    """min_{w in simplex} max_p yt_p' A(w)^-1 yt_p on a few arms (rows of Z) and pairs (rows of Yt, the
+    directions divided by their gaps), by an infeasible primal-dual interior-point method (Nocedal &
+    Wright 2006, 19.1-19.3; Boyd & Vandenberghe 2004, 11.7) on
+
+        minimise t  s.t.  rho_p(w) - t + s_p = 0 (dual q_p),  s >= 0,  w >= 0 (dual z),  sum_k w_k = 1,
+
+    with the exact derivatives grad_w rho_p = -(Z v_p)^2 and hess_w rho_p = 2 ((Z v_p)(Z v_p)') o (Z A^-1 Z'),
+    v_p = A^-1 yt_p. The slacks s let a step leave rho_p(w) <= t (rho is convex: a step along the
+    linearisation overshoots), so steps are limited only by positivity (fraction to the boundary 0.99).
+    Returns (w, t, q, iterations); q, the pairs' dual weights, sums to 1.
+    """
+    n, a = Z.shape[0], Yt.shape[0]
+    m = n + a
+
+    def evaluate(w):
+        cf = cho_factor((Z.T * w) @ Z, lower=True)
+        V = cho_solve(cf, Yt.T)
+        return np.einsum("ij,ji->i", Yt, V), cf, V
+
+    rho, cf, V = evaluate(w)
+    t = float(rho.max()) * 1.1
+    sl = t - rho
+    q = np.full(a, 1.0 / a)
+    z = float(q @ sl) / a / w
+    nu = float(np.max(((Z @ V) ** 2) @ q))
+    it = 0
+    for it in range(1, budget + 1):
+        U = Z @ V
+        U2 = U * U
+        r_w = -(U2 @ q) - z + nu
+        r_t = 1.0 - float(q.sum())
+        r_e = rho - t + sl
+        r_pri = float(w.sum()) - 1.0
+        gap = float(q @ sl + z @ w)
+        scale = max(abs(t), 1e-300)
+        if (gap <= tol * scale and float(np.max(np.abs(r_e))) <= tol * scale
+                and float(np.max(np.abs(r_w))) <= 1e-6 * max(nu, 1e-300) and abs(r_t) <= 1e-9):
+            break
+        mu = 0.1 * gap / m
+        G = Z @ cho_solve(cf, Z.T)
+        Ds = q / sl
+        c_q = Ds * (mu / q - sl + r_e)
+        H = np.zeros((n + 2, n + 2))
+        H[:n, :n] = 2.0 * ((U * q) @ U.T) * G + (U2 * Ds) @ U2.T
+        H[np.arange(n), np.arange(n)] += z / w
+        H[:n, n] = H[n, :n] = U2 @ Ds
+        H[n, n] = float(Ds.sum())
+        H[:n, n + 1] = H[n + 1, :n] = 1.0
+        rhs = np.concatenate([-r_w + U2 @ c_q + (mu / w - z), [float(c_q.sum()) - r_t, -r_pri]])
+        Dg = np.concatenate([w, [max(scale, 1e-300), 1.0]])  # diagonal scaling: z_k / w_k becomes z_k w_k
+        Hs = H * Dg[:, None] * Dg[None, :]
+        try:
+            sol = Dg * np.linalg.solve(Hs, Dg * rhs)
+        except np.linalg.LinAlgError:
+            sol = Dg * np.linalg.lstsq(Hs, Dg * rhs, rcond=None)[0]
+        dw, dt, dnu = sol[:n], float(sol[n]), float(sol[n + 1])
+        dq = -Ds * (U2.T @ dw + dt) + c_q
+        ds = (mu / q - sl) - (sl / q) * dq
+        dz = (mu / w - z) - (z / w) * dw
+        step = 1.0
+        for v, dv in ((w, dw), (sl, ds), (q, dq), (z, dz)):
+            neg = dv < 0
+            if neg.any():
+                step = min(step, 0.99 * float(np.min(-v[neg] / dv[neg])))
+        while True:
+            try:
+                rho1, cf1, V1 = evaluate(w + step * dw)
+                break
+            except np.linalg.LinAlgError:
+                step *= 0.5
+                if step < 1e-14:
+                    return w, t, q / q.sum(), it
+        w, t, sl, q, z, nu = w + step * dw, t + step * dt, sl + step * ds, q + step * dq, z + step * dz, nu + step * dnu
+        rho, cf, V = rho1, cf1, V1
+    return w, max(t, float(rho.max())), q / q.sum(), it
+
+
+def _minimax(pairs: _Pairs, tol: float, max_iter: int, w0=None) -> tuple[np.ndarray, float, float, int]:
+    """min_w max_p rho_p(w), rho_p = ||y_p||^2_{A(w)^-1} / g_p^2, by column and constraint generation:
+    the interior-point method on a few arms and pairs, then the certificate on all of them (module
+    docstring), adding the arms (largest s_k) and pairs (largest rho_p) that violate it, until the
+    relative gap is at most ``tol``. O((K + P) d^2) per round on the whole instance, vectorised; the
+    restricted problems are small (tens to a few hundred arms and pairs).
+
+    Returns (w, F(w), certified lower bound on the minimum, interior-point iterations).
+    """
+    Z, Y, g2 = pairs.Z, pairs.Y, pairs.g2
+    K, d = Z.shape
+    Yt = Y / np.sqrt(g2)[:, None]
+    batch = max(2 * d, 8)
+
+    def full(w):
+        cf = cho_factor((Z.T * w) @ Z, lower=True)
+        V = cho_solve(cf, Yt.T)
+        return np.einsum("ij,ji->i", Yt, V), V
+
+    w_full = np.full(K, 1.0 / K) if w0 is None else 0.5 * np.asarray(w0, float) / np.sum(w0) + 0.5 / K
+    rho, V = full(w_full)
+    arms = set(spanning_arms(Z).tolist())  # A(w) on the chosen arms is invertible
+    if w0 is not None:
+        arms |= set(np.argsort(-np.asarray(w0, float))[:batch].tolist())
+    act = set(np.argsort(-rho)[:batch].tolist())
+    # the first arms: those the most constraining pairs need most (s_k at the starting design)
+    Va = V[:, sorted(act)]
+    s = np.einsum("ij,ij->i", Z @ (Va @ Va.T), Z)
+    arms |= set(np.argsort(-s)[:batch].tolist())
+    lower, best_F, best_w = -math.inf, math.inf, w_full
+    inner_tol, steps = 0.25 * tol, 0
+    while steps < max_iter and inner_tol > 1e-14:
+        S = np.array(sorted(arms))
+        A_ = np.array(sorted(act))
+        ws = 0.8 * w_full[S] / w_full[S].sum() + 0.2 / S.size if w_full[S].sum() > 0 else np.full(S.size, 1 / S.size)
+        w_arms, _, q, used = _interior(Z[S], Yt[A_], ws, inner_tol, max(max_iter - steps, 1))
+        steps += used
+        w_full = np.zeros(K)
+        w_full[S] = w_arms
+        rho, V = full(w_full)
+        F = float(rho.max())
+        if F < best_F:
+            best_F, best_w = F, w_full.copy()
+        Vq = V[:, A_] * np.sqrt(q)
+        s = np.einsum("ij,ij->i", Z @ (Vq @ Vq.T), Z)
+        L = float(w_full @ s)
+        lower = max(lower, 2.0 * L - float(s.max()))
+        if best_F - lower <= tol * best_F:
+            break
+        new_pairs = [p for p in np.argsort(-rho)[:batch].tolist() if p not in act and rho[p] > L * (1 + 0.1 * tol)]
+        new_arms = [k for k in np.argsort(-s)[:batch].tolist() if k not in arms and s[k] > L * (1 + 0.1 * tol)]
+        act |= set(new_pairs)
+        arms |= set(new_arms)
+        if not new_pairs and not new_arms:
+            inner_tol *= 0.25  # the restricted problem holds what matters: solve it more precisely
+    return best_w, best_F, lower, steps
+
+
+# ---------------------------------------------------------------------------- public API
+def characteristic_time(
+    X,
+    theta,
+    *,
+    model: str = "linear",
+    sigma: float = 1.0,
+    epsilon: float = 0.0,
+    m: int = 1,
+    tol: float = 1e-3,
+    max_iter: int = 2_000,
+    answer=None,
+    w0=None,
+    exact: bool = False,
+) -> Complexity:
+    """T*(theta) and w*(theta) (module docstring; LOWER_BOUND.md "The lower bound").
+
+    1 / T* = max over correct answers a (every epsilon-good arm when m = 1, the top-m set when m > 1,
+    or ``answer``) of max_w inf_{lambda in Alt(a)} sum_k w_k KL_k. ``tol``: relative duality gap at
+    which the solver stops (T_star is within a factor 1 + tol of the optimum). ``w0``: a warm start
+    (e.g. the previous plate's allocation). ``exact`` (logistic only, small instances): the exact
+    Bernoulli-KL bound instead of the local Fisher form.
+    """
+    X, theta, m = _check(X, theta, model, sigma, epsilon, m)
+    if not tol > 0:
+        raise ValueError(f"tol (the relative duality gap to reach) must be > 0; got {tol!r}")
+    mu = _means(X, theta, model)
+    if exact:
+        if model != "logistic":
+            raise ValueError("exact=True is for the logistic model (the linear-Gaussian bound is exact already)")
+        from .exact_logistic import exact_characteristic_time
+
+        return exact_characteristic_time(X, theta, epsilon=epsilon, m=m, tol=tol, answer=answer)
+    best: Complexity | None = None
+    for a in _answers(mu, epsilon, m, answer):
+        pairs = _Pairs(X, theta, model, sigma, epsilon, a)
+        if not pairs.feasible:
+            continue
+        if best is not None and _time_floor(pairs) >= best.T_star:
+            continue  # this answer cannot beat the best one found
+        if not pairs.g2.size:
+            w, F, low, it = np.full(X.shape[0], 1.0 / X.shape[0]), 0.0, 0.0, 0
+        else:
+            with threadpool_limits(limits=1):  # small matrices: threads only add overhead (and oversubscribe)
+                w, F, low, it = _minimax(pairs, tol, max_iter, w0)
+        T = pairs.scale * F
+        if best is None or T < best.T_star:
+            best = Complexity(T, w, a, model, lower=pairs.scale * max(low, 0.0), n_iter=it)
+    if best is None:  # no answer is correct at epsilon = 0: the best arms tie
+        K = X.shape[0]
+        return Complexity(math.inf, np.full(K, 1.0 / K), _answers(mu, epsilon, m, answer)[0], model, math.inf)
+    return best
+
+
+def _time_floor(pairs: _Pairs) -> float:
+    """A lower bound on min_w T(w) for an answer, from a few pairs: ||y||^2_{A^-1} >= ||y||^4 / y'Ay and
+    y'A(w)y <= max_k (z_k'y)^2 for every w on the simplex."""
+    if not pairs.g2.size:
+        return 0.0
+    pick = np.argsort(pairs.g2)[:8]
+    Y = pairs.Y[pick]
+    top = np.max((pairs.Z @ Y.T) ** 2, axis=0)
+    norm2 = np.einsum("ij,ij->i", Y, Y)
+    return pairs.scale * float(np.max(norm2**2 / (top * pairs.g2[pick])))
+
+
+def allocation_time(
+    X,
+    theta,
+    w,
+    *,
+    model: str = "linear",
+    sigma: float = 1.0,
+    epsilon: float = 0.0,
+    m: int = 1,
+    answer=None,
+) -> float:
+    """T(w) = 1 / inf_{lambda in Alt} sum_k w_k KL_k(theta, lambda) for an allocation w (any nonnegative
+    weights, normalised here): the time an algorithm sampling in proportions w needs per unit of
+    log(1/delta). With ``answer=None``, the smallest over the correct answers (the sampling factor's
+    T(w_hat) in LOWER_BOUND.md); min_w T(w) = T*. inf when A(w) misses a direction the answer needs."""
+    X, theta, m = _check(X, theta, model, sigma, epsilon, m)
+    w = np.asarray(w, dtype=float).reshape(-1)
+    if w.size != X.shape[0] or not np.isfinite(w).all() or w.min() < 0 or w.sum() <= 0:
+        raise ValueError(f"w must hold {X.shape[0]} finite nonnegative weights, not all zero; got shape {w.shape}")
+    w = w / w.sum()
+    mu = _means(X, theta, model)
+    return min(
+        (_Pairs(X, theta, model, sigma, epsilon, a).time(w) for a in _answers(mu, epsilon, m, answer)),
+        default=math.inf,
+    )
+
+
+def log_factor(delta: float) -> float:
+    """log(1 / (2.4 delta)), the lower bound's factor (Garivier & Kaufmann 2016, Thm 1 and Remark); 0 for
+    delta >= 1 / 2.4, where the bound says nothing."""
+    if not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
+        raise ValueError(f"delta (the error probability) must lie in (0, 1); got {delta!r}")
+    return max(0.0, math.log(1.0 / (2.4 * delta)))
+
+
+def lower_bound(X, theta, delta: float, **kwargs) -> float:
+    """LB = T*(theta) log(1 / (2.4 delta)): no delta-correct algorithm needs fewer tests in expectation.
+    ``kwargs`` as for :func:`characteristic_time`."""
+    factor = log_factor(delta)
+    return characteristic_time(X, theta, **kwargs).T_star * factor

@@ -1,0 +1,211 @@
+"""How many tests (and plates) a fixed-confidence run will need: plug an estimate into the lower bound
+and the algorithm's stopping threshold (LOWER_BOUND.md, "Certificate and forecast").
+
+A run that samples in proportions w stops roughly when the evidence t / T(w) reaches its threshold
+beta(t, delta) (the GLR statistic grows like t / T(w); Garivier & Kaufmann 2016, Sec. 3-4), so the
+forecast is the smallest t >= 1 with
+
+    t = factor * T*(theta_hat) * beta(t, delta),
+
+``factor`` the algorithm's measured sampling factor T(w_hat) / T* (1 for an algorithm that tracks w*;
+benchmarks/lower_bound.py measures it) and beta the algorithm's own threshold, a callable. The band
+comes from draws of theta (a Gaussian N(theta_hat, cov) the caller gives, e.g. the estimate's
+covariance, or explicit draws such as a bootstrap), each solved the same way. ``source`` says what
+theta_hat rests on: "prior" (a guess before any outcome, e.g. at ``campaign init``) or "outcomes" (an
+estimate from the tests so far); the forecast is only as good as that.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .complexity import characteristic_time
+
+SOURCES = ("prior", "outcomes")
+#: a forecast beyond this many tests is reported as inf (the threshold outgrows t)
+T_MAX = 1e15
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """Tests (and plates) until a fixed-confidence run stops, with a band.
+
+    tests: the point forecast (from theta_hat); low, high: the band's ends (quantiles of the draws'
+    forecasts at ``level``; equal to ``tests`` without draws); plates, plates_low, plates_high: the same
+    in whole plates of ``plate_size`` (None without a plate size); T_star: T*(theta_hat); source:
+    "prior" or "outcomes" (module docstring); draws: the forecast of every draw of theta.
+    """
+
+    tests: float
+    low: float
+    high: float
+    T_star: float
+    factor: float
+    delta: float
+    epsilon: float
+    source: str
+    level: float
+    plate_size: int | None = None
+    draws: tuple[float, ...] = ()
+
+    def _plates(self, tests: float) -> float | None:
+        if self.plate_size is None:
+            return None
+        return math.inf if not math.isfinite(tests) else float(math.ceil(tests / self.plate_size))
+
+    @property
+    def plates(self) -> float | None:
+        return self._plates(self.tests)
+
+    @property
+    def plates_low(self) -> float | None:
+        return self._plates(self.low)
+
+    @property
+    def plates_high(self) -> float | None:
+        return self._plates(self.high)
+
+    def as_dict(self) -> dict:
+        """Plain numbers for JSON (inf as None)."""
+
+        def num(x):
+            return None if x is None or not math.isfinite(x) else float(x)
+
+        return {
+            "tests": num(self.tests), "tests_low": num(self.low), "tests_high": num(self.high),
+            "plates": num(self.plates), "plates_low": num(self.plates_low), "plates_high": num(self.plates_high),
+            "plate_size": self.plate_size, "T_star": num(self.T_star), "factor": self.factor, "delta": self.delta,
+            "epsilon": self.epsilon, "source": self.source, "level": self.level,
+        }
+
+
+def stopping_time(T: float, beta: Callable[[float, float], float], delta: float, factor: float = 1.0) -> float:
+    """The smallest t >= 1 with t >= factor * T * beta(t, delta) (the crossing, by doubling then bisection).
+
+    inf when T is inf or the threshold outgrows t up to ``T_MAX``.
+    """
+    if not math.isfinite(T):
+        return math.inf
+    c = factor * T
+
+    def gap(t: float) -> float:
+        return t - c * float(beta(t, delta))
+
+    if gap(1.0) >= 0:
+        return 1.0
+    lo, hi = 1.0, 2.0
+    while gap(hi) < 0:
+        lo, hi = hi, hi * 2.0
+        if hi > T_MAX:
+            return math.inf
+    for _ in range(200):  # bisection to a relative 1e-10
+        mid = 0.5 * (lo + hi)
+        if gap(mid) >= 0:
+            hi = mid
+        else:
+            lo = mid
+        if hi - lo <= 1e-10 * hi:
+            break
+    return hi
+
+
+def _check_common(beta, delta: float, factor: float, source: str, level: float, plate_size) -> None:
+    if not callable(beta):
+        raise ValueError(f"beta must be a function beta(t, delta) (the algorithm's stopping threshold); got {beta!r}")
+    if not (isinstance(delta, (int, float, np.floating)) and 0 < delta < 1):
+        raise ValueError(f"delta (the error probability) must lie in (0, 1); got {delta!r}")
+    if not (isinstance(factor, (int, float, np.floating)) and math.isfinite(factor) and factor > 0):
+        raise ValueError(f"factor (the algorithm's sampling factor T(w_hat) / T*) must be a number > 0; got {factor!r}")
+    if source not in SOURCES:
+        raise ValueError(
+            f"source must be one of {SOURCES}: 'prior' when theta_hat is a guess made before any outcome, "
+            f"'outcomes' when it is estimated from the tests so far; got {source!r}"
+        )
+    if not 0 < level < 1:
+        raise ValueError(f"level (the band's coverage) must lie in (0, 1); got {level!r}")
+    if plate_size is not None and (isinstance(plate_size, bool) or not isinstance(plate_size, (int, np.integer))
+                                   or plate_size < 1):
+        raise ValueError(f"plate_size must be a whole number >= 1 (tests per plate) or None; got {plate_size!r}")
+
+
+def forecast(
+    X,
+    theta_hat,
+    beta: Callable[[float, float], float],
+    delta: float,
+    *,
+    source: str,
+    factor: float = 1.0,
+    cov=None,
+    thetas: Sequence | np.ndarray | None = None,
+    n_draws: int = 20,
+    level: float = 0.8,
+    plate_size: int | None = None,
+    rng=None,
+    **complexity,
+) -> Forecast:
+    """Tests until the stop, from T*(theta_hat) and the threshold beta (module docstring).
+
+    cov: covariance of theta_hat: ``n_draws`` draws from N(theta_hat, cov) give the band; or ``thetas``,
+    explicit draws (a bootstrap). ``complexity``: model, sigma, epsilon, m, answer... as for
+    :func:`characteristic_time`.
+    """
+    _check_common(beta, delta, factor, source, level, plate_size)
+    theta_hat = np.asarray(theta_hat, dtype=float).reshape(-1)
+    point = characteristic_time(X, theta_hat, **complexity)
+    tests = stopping_time(point.T_star, beta, delta, factor)
+    if thetas is None and cov is not None:
+        cov = np.asarray(cov, dtype=float)
+        if cov.shape != (theta_hat.size, theta_hat.size):
+            raise ValueError(f"cov must be a {theta_hat.size} x {theta_hat.size} matrix; got shape {cov.shape}")
+        gen = np.random.default_rng(rng)
+        thetas = gen.multivariate_normal(theta_hat, cov, size=int(n_draws), method="eigh")
+    values: list[float] = []
+    if thetas is not None:
+        w0 = complexity.pop("w0", None)
+        w0 = point.allocation if math.isfinite(point.T_star) else w0
+        for th in np.asarray(thetas, dtype=float):
+            T = characteristic_time(X, th, w0=w0, **complexity).T_star
+            values.append(stopping_time(T, beta, delta, factor))
+    if values:
+        low, high = (float(np.quantile(values, q, method="lower" if q < 0.5 else "higher"))
+                     for q in ((1 - level) / 2, (1 + level) / 2))
+    else:
+        low = high = tests
+    return Forecast(
+        tests=tests, low=low, high=high, T_star=point.T_star, factor=float(factor), delta=float(delta),
+        epsilon=float(complexity.get("epsilon", 0.0)), source=source, level=float(level),
+        plate_size=None if plate_size is None else int(plate_size), draws=tuple(values),
+    )
+
+
+def cost_table(
+    X,
+    theta_hat,
+    beta: Callable[[float, float], float],
+    *,
+    epsilons: Sequence[float],
+    deltas: Sequence[float],
+    source: str,
+    factor: float = 1.0,
+    plate_size: int | None = None,
+    **complexity,
+) -> list[dict]:
+    """What other (epsilon, delta) would cost: one row per pair, point forecasts (tests, plates, T*),
+    so that a chemist can choose before starting. ``beta(t, delta)`` as in :func:`forecast`."""
+    complexity.pop("epsilon", None)  # the table's own epsilons
+    rows = []
+    for eps in epsilons:
+        T = characteristic_time(X, theta_hat, epsilon=float(eps), **complexity).T_star
+        for delta in deltas:
+            _check_common(beta, delta, factor, source, 0.5, plate_size)
+            tests = stopping_time(T, beta, float(delta), factor)
+            plates = None if plate_size is None else (math.inf if not math.isfinite(tests) else
+                                                      float(math.ceil(tests / plate_size)))
+            rows.append({"epsilon": float(eps), "delta": float(delta), "T_star": T, "tests": tests,
+                         "plates": plates, "source": source})
+    return rows
