@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 
-_MODULES = ("gifa", "static", "glgape", "glgape_topm", "gse", "baselines")
+_MODULES = ("gifa", "static", "glgape", "glgape_topm", "gse", "baselines", "tracking.linear", "tracking.logistic")
 _REGISTRY: dict[str, Entry] = {}
 
 

@@ -9,28 +9,31 @@ range of A_b, y'theta_b - y'theta = y'A_b^+ sum_s x_s noise_s, a weighted sum of
 with fixed weights: it is sub-Gaussian with variance proxy v_b(y) = sigma^2 y'A_b^+ y given
 everything before the block (the fixed-design argument of RAGE, Fiez et al. 2019, Sec. 3).
 
-The e-process. For a direction y and a value c, with bets lambda_b(y) >= 0 fixed before block b
-(here from the pooled least-squares estimate of the blocks before b, ``prior``),
+The e-process of a direction y. Write e_b = y'theta_b - y'theta, v_b = v_b(y) and, from a start
+block tau on, M_n(c) = sum_{tau <= b <= n} (y'theta_b - c) / v_b and V_n = sum_{tau <= b <= n} 1 / v_b
+(blocks whose design does not have y in its range are skipped). For each lam >= 0,
+exp(lam M_n(y'theta) - lam^2 V_n / 2) is a non-negative supermartingale over blocks (the factor of
+block b has conditional mean at most 1 by the sub-Gaussian bound at s = lam / v_b). Mixing lam over
+a half-normal prior of precision rho (the N(0, 1/rho) density doubled on lam >= 0) gives
 
-    E_n(y, c) = prod_{b <= n} exp( lambda_b (y'theta_b - c) / v_b - lambda_b^2 / (2 v_b) )
+    E_n(c) = 2 sqrt(rho / (V_n + rho)) exp(M_n(c)^2 / (2 (V_n + rho))) Phi(M_n(c) / sqrt(V_n + rho))
 
-(a factor 1 when y is not in the range of A_b or lambda_b = 0). At c = y'theta each factor has
-conditional mean at most 1 (sub-Gaussian moment bound at s = lambda_b / v_b), so E_n(y, y'theta) is
-a non-negative supermartingale over blocks with E_0 = 1 and Ville's inequality gives
-P(exists n: E_n(y, y'theta) >= 1/delta') <= delta'. E_n(y, c) >= 1/delta' exactly when
-c <= LCB_n(y) with
+(Robbins' normal mixture, one-sided; Abbasi-Yadkori et al. 2011, Thm 1, with d = 1; Howard et al.
+2021, Prop. 6), still a supermartingale with E = 1 before tau. The start tau and rho may depend on
+everything before block tau (and on block tau's design, fixed before its outcomes): conditionally
+on that past the mixture starts at 1. So by Ville's inequality, with probability >= 1 - delta',
+E_n(y'theta) < 1/delta' at every block at once. E_n(c) decreases in c, so this is a one-sided
+confidence sequence: y'theta > LCB_n(y) = (S_n - M*_n) / V_n for all n, with S_n = sum y'theta_b / v_b
+and M*_n the root of log E = log(1/delta') in M (``mixture_boundary``). The boundary is
+M*^2 ~ 2 (V + rho) (log(1/delta') + (1/2) log((V + rho)/rho) - log 2 Phi): no d log t term.
 
-    LCB_n(y) = [ sum_b lambda_b y'theta_b / v_b - sum_b lambda_b^2 / (2 v_b) - log(1/delta') ] / sum_b lambda_b / v_b,
-
-so P(exists n: y'theta < LCB_n(y)) ... precisely P(exists n: y'theta <= LCB_n(y)) <= delta': a
-one-sided confidence sequence for y'theta, valid at every block at once, whatever the stopping time.
-The bets are the predictable plug-in of Waudby-Smith & Ramdas (2024, Sec. 3.3): lambda_b = the
-estimated margin y'theta_hat + epsilon, the likelihood ratio of the Gaussian alternative at the
-estimate against the boundary -epsilon (Neyman-Pearson), so that once the estimate is right the
-e-value grows like margin^2 V / 2 with V = sum_b 1/v_b: the fixed-sample (oracle SPRT) rate, with no
-log V or d log t term. A bet of the wrong size only slows the test (a relative error eta in lambda
-keeps a fraction 1 - eta^2 of the evidence); it never makes it invalid. The first block, with no
-estimate before it, gets lambda = 0 (it only informs the later bets and the design).
+Tuning (any choice is valid; these make it cheap): a direction's test starts at the first block b
+whose earlier pooled estimate puts its margin y'theta_hat + epsilon at least one standard deviation
+above zero, or whose own design alone brings a tenth of the information the test is expected to
+need, 2 (log(1/delta') + 3/2) / margin^2 (margin floored at its standard deviation); rho is a fifth
+of that expected need, near the optimum of the mixture's price (1 + u)(log(1/delta') +
+(1/2) log(1 + 1/u)) with u = rho / V at the stop. Starting later wastes the blocks before; starting
+with rho far from the need pays (1/2) log(V / rho) (or the factor 1 + u).
 
 Combining directions. A wrong answer needs one of finitely many FIXED directions to fail: for best-
 arm identification with answer i and the true best arm i*, "i is not epsilon-good" means
@@ -42,7 +45,7 @@ delta' = delta / (m (K - m)). The same event gives the anytime certificate: on i
 mu_j - mu_i <= -LCB(x_i - x_j) for every direction of the union, so the answer's arm i is
 epsilon_i-good with epsilon_i = max(0, max_{j outside the answer} -LCB(x_i - x_j)).
 
-Statistics are kept per closed block (A_b, s_b and the estimate the bets use), a few d x d matrices:
+Statistics are kept per closed block (A_b, s_b and the pooled estimate before it), a few d x d matrices:
 the evidence in the directions from a leader i to every arm is summed on demand in O(B K d) and
 then kept up to date in O(K d) per block while i stays a leader (a cache, never part of the state).
 """
@@ -60,6 +63,8 @@ _EIG_RTOL = 1e-9
 _RANGE_RTOL = 1e-7
 #: a direction's test starts at the first block whose earlier estimate of its margin has this z-score
 START_Z = 1.0
+#: ... or at the first block that alone brings this share of the information the test is expected to need
+START_SHARE = 0.1
 #: the mixture's precision rho: this fraction of the information the test is expected to need
 RHO_FRACTION = 0.2
 
@@ -210,23 +215,26 @@ class BlockEvidence:
         X = self.X
         for b in range(done, self.n_blocks):
             c = self._block(b)
-            if c.Pbar is not None:
-                margin = c.prior_pred[i] - c.prior_pred + self.epsilon
-                sd2 = self.sigma2 * np.maximum(c.prior_diag[i] - 2.0 * (X @ (c.Pbar @ X[i])) + c.prior_diag, 0.0)
-                new = ~started & (margin > 0) & (margin * margin >= START_Z**2 * sd2)
-                new[i] = False
-                if new.any():
-                    rho = rho.copy()
-                    rho[new] = RHO_FRACTION * 2.0 * (self.log_level + 1.5) / margin[new] ** 2
-                    started = started | new
-            if not started.any():
-                continue
             v = self.sigma2 * np.maximum(c.diag[i] - 2.0 * (X @ (c.P @ X[i])) + c.diag, 0.0)
-            ok = started & (v > 0)
+            ok = v > 0
             if c.XN is not None:
                 out = c.XN[i] - c.XN
                 norm = np.einsum("ij,ij->i", X[i] - X, X[i] - X)
                 ok &= np.einsum("ij,ij->i", out, out) <= _RANGE_RTOL**2 * norm
+            if c.Pbar is not None and c.prior_pred is not None and c.prior_diag is not None and not started.all():
+                margin = c.prior_pred[i] - c.prior_pred + self.epsilon
+                sd2 = self.sigma2 * np.maximum(c.prior_diag[i] - 2.0 * (X @ (c.Pbar @ X[i])) + c.prior_diag, 0.0)
+                need = 2.0 * (self.log_level + 1.5) / np.maximum(np.maximum(np.maximum(margin, 0.0) ** 2, sd2), 1e-300)
+                share = np.where(ok, 1.0 / np.where(ok, v, 1.0), 0.0) >= START_SHARE * need
+                new = ~started & (((margin > 0) & (margin * margin >= START_Z**2 * sd2)) | share)
+                new[i] = False
+                if new.any():
+                    rho = rho.copy()
+                    rho[new] = RHO_FRACTION * need[new]
+                    started = started | new
+            if not started.any():
+                continue
+            ok &= started
             inv = np.where(ok, 1.0 / np.where(ok, v, 1.0), 0.0)
             S = S + (c.pred[i] - c.pred) * inv
             V = V + inv
