@@ -270,3 +270,16 @@ def test_logistic_local_form_against_the_exact_bound_d2(seed):
     assert exact.T_star == pytest.approx(local.T_star, rel=0.02)
     with pytest.raises(ValueError, match="exact=True is for the logistic model"):
         characteristic_time(inst.features, inst.theta, exact=True)
+
+
+def test_random_linear_instance_is_named_and_reproducible():
+    from screenbai.bandits.instances import parse_instance, random_linear
+
+    a = parse_instance("random_linear:K=30,d=4,sigma=0.5,seed=3")
+    b = random_linear(K=30, d=4, sigma=0.5, seed=3)
+    np.testing.assert_array_equal(a.features, b.features)
+    np.testing.assert_array_equal(a.theta, b.theta)
+    assert a.features.shape == (30, 4) and a.sigma == 0.5 and a.reward == "gaussian"
+    assert np.abs(a.features).max() <= 1.0
+    np.testing.assert_allclose(a.means, a.features @ a.theta)
+    assert not np.array_equal(random_linear(K=30, d=4, seed=4).theta, a.theta)

@@ -100,6 +100,17 @@ def kw_synthetic(K: int = 50, d: int = 10, seed: int = 0) -> Instance:
 
 
 @_checked
+def random_linear(K: int = 400, d: int = 20, sigma: float = 0.5, seed: int = 0) -> Instance:
+    """A random linear-Gaussian instance (LOWER_BOUND.md's benchmark): features U[-1, 1]^d, then theta ~ N(0, I_d)
+    from the same generator, N(0, sigma^2) noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1.0, 1.0, size=(int(K), int(d)))
+    theta = rng.standard_normal(int(d))
+    name = f"random_linear(K={K},d={d},sigma={sigma},seed={seed})"
+    return Instance(X, X @ theta, "gaussian", sigma, theta, name=name)
+
+
+@_checked
 def akg_logistic(K: int = 8, d: int = 5, seed: int = 0) -> Instance:
     """[AKG22] 8.4: features U[-0.5, 0.5]^d, theta ~ N(0, 3/d I), Bernoulli rewards."""
     rng = np.random.default_rng(seed)
@@ -140,6 +151,7 @@ NAMED: dict[str, Callable[..., Instance]] = {
     "reda_classic": reda_classic,
     "canonical": canonical,
     "kw_synthetic": kw_synthetic,
+    "random_linear": random_linear,
     "akg_logistic": akg_logistic,
     "akg_adaptive": akg_adaptive,
     "akg_sphere": akg_sphere,

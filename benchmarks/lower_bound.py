@@ -1,0 +1,223 @@
+"""How far every fixed-confidence algorithm is from the lower bound (../shared/spec/LOWER_BOUND.md).
+
+For each instance, every registered fixed-confidence algorithm that applies to it (linear algorithms
+on the linear-Gaussian instances, those modelling 0/1 outcomes on the logistic ones, top-m ones on
+Réda's m = 2 instance, algorithms that ignore the features (LUCB, UGapE) only there, as in
+benchmarks/error_rates.py: on Soare's instance they need about 10^6 tests per arm) and
+each of its settings (the thresholds / calibrations of benchmarks/error_rates.py's SETTINGS; for an
+algorithm not listed there, its default and every option of a declared ``threshold``, ``calibration``
+or ``stopping`` parameter, so algorithms registered later are picked up), at each delta:
+
+- runs, errors among the runs that stopped, their one-sided 95 % Clopper-Pearson upper bound, runs
+  that hit the cap (counted as not stopped, not as errors);
+- median tests over all runs (capped runs at their cap: a lower end when ``capped`` > 0);
+- LB = T*(theta) log(1 / (2.4 delta)) (screenbai.bandits.certainty; linear-Gaussian with the
+  instance's sigma, or the logistic local Fisher form with epsilon on the means), ratio = median / LB;
+- sampling factor = median over runs of T(w_hat) / T*, w_hat the run's fraction of tests per arm,
+  and stopping factor = median tests / (median T(w_hat) log(1 / (2.4 delta))): they multiply to the
+  ratio (LOWER_BOUND.md, "Splitting the excess").
+
+Instances: Soare et al.'s (d = 2, omega = 0.1, sigma = 1), Réda et al.'s (K = 4, m = 2, sigma = 0.5), a
+random linear one (K = 400, d = 20, X uniform in [-1, 1], theta standard normal, sigma = 0.5; the CLI's
+``random_linear``), Kazerouni & Wein's synthetic logistic ones (K = 50, d = 2, 5, 10, seeds 0-2,
+epsilon = 0.1) and the CDK2 and EGFR potency arms (K = 400 compounds of the workflow's subset, d = 20
+PCA components + intercept, logistic ground truth fitted at IC50 < 100 nM the way the workflow does it,
+epsilon = 0.1; built once and cached under data/cache/).
+
+    python benchmarks/lower_bound.py --instances soare reda --reps 100 --out table.csv
+    python benchmarks/lower_bound.py --instances kw_d2_s0 --algorithms glgape --reps 50 --deltas 0.05 0.01
+    python benchmarks/lower_bound.py --list            # instance names and the algorithm cells
+
+One CSV row per (instance, algorithm, setting, delta), appended as each cell finishes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from error_rates import SETTINGS, upper_bound  # noqa: E402  (the settings and bound of the error-rate study)
+
+from screenbai.bandits import replicate  # noqa: E402
+from screenbai.bandits.certainty import allocation_time, characteristic_time  # noqa: E402
+from screenbai.bandits.certainty.complexity import log_factor  # noqa: E402
+from screenbai.bandits.params import Options, declared, without_guarantee  # noqa: E402
+from screenbai.bandits.registry import available  # noqa: E402
+
+CACHE = ROOT / "data" / "cache"
+#: parameters whose options are an algorithm's stopping rules (one setting each)
+SETTING_PARAMS = ("threshold", "calibration", "stopping")
+
+
+@dataclass(frozen=True)
+class Spec:
+    """An instance of the benchmark: how to build it, its model for the bound, epsilon and m."""
+
+    build: object
+    model: str
+    epsilon: float
+    m: int = 1
+    unstructured: bool = False  # algorithms that ignore the features (LUCB, UGapE) run here
+
+
+def _potency(target: str, K: int = 400, d: int = 20, threshold_nM: float = 100.0):
+    """The workflow's arms for the target (bench_plates.study_instance: curate, Morgan + PCA, the logistic
+    ground truth of screenbai.screening.ground_truth_arms, the study's subset), cached as .npz."""
+    from screenbai.bandits import Instance
+
+    path = CACHE / f"lower_bound_{target}_K{K}_d{d}_{threshold_nM:g}nM.npz"
+    if not path.exists():
+        from bench_plates import study_instance
+
+        config = {"cdk2": ROOT / "config" / "cdk2_potency.yaml", "egfr": ROOT / "config" / "egfr.yaml"}[target]
+        inst = study_instance(config, d=d, K=K, threshold_nM=threshold_nM)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(path, X=inst.features, means=inst.means, theta=inst.theta)
+    z = np.load(path)
+    return Instance(z["X"], z["means"], "bernoulli", 0.5, z["theta"], link="logistic",
+                    name=f"{target}_potency(K={K},d={d},IC50<{threshold_nM:g}nM)")
+
+
+def _specs() -> dict[str, Spec]:
+    from screenbai.bandits.instances import kw_synthetic, random_linear, reda_classic, soare
+
+    out = {
+        "soare": Spec(lambda: soare(d=2, omega=0.1), "linear", 0.0),
+        "reda": Spec(lambda: reda_classic(K=4, m=2), "linear", 0.0, m=2, unstructured=True),
+        "random_linear": Spec(lambda: random_linear(K=400, d=20, sigma=0.5, seed=0), "linear", 0.0),
+    }
+    for d in (2, 5, 10):
+        for seed in (0, 1, 2):
+            out[f"kw_d{d}_s{seed}"] = Spec(lambda d=d, seed=seed: kw_synthetic(K=50, d=d, seed=seed), "logistic", 0.1)
+    out["cdk2_potency"] = Spec(lambda: _potency("cdk2"), "logistic", 0.1)
+    out["egfr_potency"] = Spec(lambda: _potency("egfr"), "logistic", 0.1)
+    return out
+
+
+def settings_of(name: str) -> list[tuple[str, dict]]:
+    """The settings of an algorithm: error_rates.SETTINGS's when listed there, else its default and every
+    option of its declared stopping-rule parameters."""
+    listed = [(label, dict(params)) for alg, label, params in SETTINGS if alg == name]
+    if listed:
+        return listed
+    entry = available()[name]
+    params = declared(entry.cls)
+    out = [("default", {})]
+    for key in SETTING_PARAMS:
+        p = params.get(key)
+        if p is None or key in entry.defaults or not isinstance(p.constraint, Options):
+            continue
+        out += [(f"{key}={v}", {key: v}) for v in p.constraint.values if v != p.default]
+    return out
+
+
+def applies(name: str, spec: Spec) -> bool:
+    cls = available()[name].cls
+    if getattr(cls, "fixed_budget", False):
+        return False
+    if getattr(cls, "binary_rewards", False) != (spec.model == "logistic"):
+        return False
+    if not getattr(cls, "models_features", True) and not spec.unstructured:
+        return False
+    return spec.m == 1 or "m" in available()[name].parameters()
+
+
+def run_cell(inst, spec: Spec, cx, name: str, label: str, base: dict, delta: float, args) -> dict:
+    entry = available()[name]
+    params = {**base, "delta": delta}
+    keys = entry.parameters()
+    if "m" in keys:
+        params["m"] = spec.m
+    if "epsilon" in keys:
+        params["epsilon"] = spec.epsilon
+    if args.max_samples:
+        params["max_samples"] = args.max_samples
+    guaranteed = not without_guarantee(entry.cls, params)
+    t0 = time.perf_counter()
+    rec = replicate(inst, name, params, n_reps=args.reps, seed=args.seed, n_jobs=args.jobs)
+    stopped = rec["stopped"].astype(bool)
+    errors = int((~rec.loc[stopped, "correct"].astype(bool)).sum())
+    n_stopped = int(stopped.sum())
+    factor = log_factor(delta)
+    LB = cx.T_star * factor
+    kw = {"model": spec.model, "sigma": float(inst.sigma), "epsilon": spec.epsilon, "m": spec.m}
+    T_hat = np.array([allocation_time(inst.features, inst.theta, np.asarray(p, float), **kw) for p in rec["pulls"]])
+    median_tests = float(rec["samples"].median())
+    T_med = float(np.median(T_hat))
+    return {
+        "instance": inst.name, "algorithm": name, "setting": label, "delta": delta,
+        "guaranteed": guaranteed, "runs": len(rec), "stopped": n_stopped, "errors": errors,
+        "error_upper": upper_bound(errors, max(n_stopped, 1)), "capped": int(rec["hit_cap"].sum()),
+        "median_tests": median_tests, "T_star": cx.T_star, "lower_bound": LB,
+        "ratio": median_tests / LB if LB > 0 else math.inf,
+        "sampling_factor": T_med / cx.T_star, "stopping_factor": median_tests / (T_med * factor),
+        "epsilon": spec.epsilon, "m": spec.m, "model": spec.model, "seconds": time.perf_counter() - t0,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    specs = _specs()
+    ap.add_argument("--instances", nargs="*", default=["soare", "reda", "kw_d2_s0"],
+                    help=f"instance names (default: the cheap ones); all: {', '.join(specs)}")
+    ap.add_argument("--algorithms", nargs="*", help="algorithm names (default: every fixed-confidence one)")
+    ap.add_argument("--settings", nargs="*", help="setting labels to run, by prefix (default: all)")
+    ap.add_argument("--reps", type=int, default=100)
+    ap.add_argument("--deltas", nargs="*", type=float, default=[0.05])
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--max-samples", type=int, help="cap on tests per run (default: each algorithm's)")
+    ap.add_argument("--out", default="lower_bound.csv")
+    ap.add_argument("--list", action="store_true", help="print the instances and the cells, run nothing")
+    args = ap.parse_args()
+    unknown = [n for n in args.instances if n not in specs]
+    if unknown:
+        raise SystemExit(f"unknown instance(s) {unknown}; available: {', '.join(specs)}")
+    names = args.algorithms or [n for n, e in available().items() if not getattr(e.cls, "fixed_budget", False)]
+    bad = [n for n in names if n not in available()]
+    if bad:
+        raise SystemExit(f"unknown algorithm(s) {bad}; available: {', '.join(available())}")
+    out = Path(args.out)
+    for inst_name in args.instances:
+        spec = specs[inst_name]
+        inst = spec.build()
+        todo = [(n, lab, p) for n in names if applies(n, spec) for lab, p in settings_of(n)
+                if not args.settings or any(lab.startswith(s) for s in args.settings)]
+        if args.list:
+            print(inst_name, inst.name, [f"{n}/{lab}" for n, lab, _ in todo])
+            continue
+        t0 = time.perf_counter()
+        cx = characteristic_time(inst.features, inst.theta, model=spec.model, sigma=float(inst.sigma),
+                                 epsilon=spec.epsilon, m=spec.m)
+        print(f"{inst.name}: T* = {cx.T_star:.4g} (answer {cx.answer}, {time.perf_counter() - t0:.2f} s)", flush=True)
+        for name, label, base in todo:
+            for delta in args.deltas:
+                try:
+                    row = run_cell(inst, spec, cx, name, label, base, delta, args)
+                except Exception as exc:  # one failing cell (memory, a refused size) must not end the study
+                    print(f"  {name:18s} {label:28s} delta={delta:g}: FAILED ({type(exc).__name__}: {exc})", flush=True)
+                    continue
+                row["instance"] = inst_name
+                pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False)
+                print(
+                    f"  {name:18s} {label:28s} delta={delta:<5g} runs={row['runs']} errors={row['errors']} "
+                    f"(up95 {row['error_upper']:.3f}) capped={row['capped']} median={row['median_tests']:.0f} "
+                    f"LB={row['lower_bound']:.4g} ratio={row['ratio']:.3g} = {row['sampling_factor']:.3g} x "
+                    f"{row['stopping_factor']:.3g} ({row['seconds']:.0f} s)",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
