@@ -11,7 +11,7 @@ standard deviation); the block is built test by test (``greedy_block``: each tes
 most lowers max_y need_y sigma^2 y'A^-1 y, the min-max form of the optimal allocation of
 Soare et al. 2014 / Degenne & Koolen 2019, weighted by what each direction still lacks, like
 Track-and-Stop's tracking of the cumulative allocation) until it would end the run if theta_hat
-were right, with at least a tenth of the tests so far and at most ``growth`` times them, then
+were right, with at least ``MIN_BLOCK`` (5 %) of the tests so far and at most ``growth`` times them, then
 completed to span the arms (every block gives evidence in every direction: the forced exploration
 of Track-and-Stop). Where that construction would cost too much (K |Y| d n_b above
 ``_GREEDY_WORK``), the block is the lower bound's optimal allocation w*(theta_hat)
@@ -56,13 +56,15 @@ from ..registry import noise_scale, register
 from ..ties import top_m
 from .blocks import BlockEvidence, pinv_psd, union_level
 
+#: smallest block, as a fraction of the tests so far (bounds the number of blocks by O(log t))
+MIN_BLOCK = 0.05
 #: directions the greedy block design balances (those that need the most information)
 _GREEDY_DIRECTIONS = 64
 #: the greedy block design is used while K |directions| d n_max stays below this (else the rounded plug-in allocation)
 _GREEDY_WORK = 5e7
 
 GROWTH = Param(
-    0.25,
+    0.1,
     Interval(0.0, None, open=("low",)),
     "largest block, as a fraction of the tests so far (the forecast sets the size below it)",
 )
@@ -102,18 +104,29 @@ def greedy_block(Z: np.ndarray, Y: np.ndarray, c: np.ndarray, n_min: int, n_max:
     than the block has tests wastes most of its information); O(|Y| K d) per test."""
     K, d = Z.shape
     ridge = 1e-8 * float(np.mean(np.einsum("ij,ij->i", Z, Z)))
-    P = np.eye(d) / ridge
+    # B = Y A^-1 Z', h = diag(Y A^-1 Y'), q = diag(Z A^-1 Z'), kept by rank one (O(|Y| K + K d) per test)
+    B = (Y @ Z.T) / ridge
+    h = np.einsum("ij,ij->i", Y, Y) / ridge
+    q = np.einsum("ij,ij->i", Z, Z) / ridge
+    ZZ = (Z @ Z.T) / ridge if K <= 4 * d else None
+    P = None if ZZ is not None else np.eye(d) / ridge
     counts = np.zeros(K, dtype=np.int64)
     for step in range(int(n_max)):
-        YP = Y @ P
-        h = np.einsum("ij,ij->i", YP, Y)
-        B = YP @ Z.T
-        q = np.einsum("ij,ij->i", Z @ P, Z)
         after = (c[:, None] * (h[:, None] - B * B / (1.0 + q)[None, :])).max(axis=0)
         k = int(np.argmin(after))
         counts[k] += 1
-        u = P @ Z[k]
-        P -= np.outer(u, u) / (1.0 + float(Z[k] @ u))
+        f = 1.0 / (1.0 + q[k])
+        yb = B[:, k].copy()
+        if ZZ is not None:  # few arms: Z A^-1 z_k from the Gram matrix's column
+            zb = ZZ[:, k].copy()
+            ZZ -= f * np.outer(zb, zb)
+        else:
+            u = P @ Z[k]
+            zb = Z @ u
+            P -= f * np.outer(u, u)
+        B -= f * np.outer(yb, zb)
+        h -= f * yb * yb
+        q -= f * zb * zb
         if step + 1 >= n_min and after[k] <= 1.0:
             break
     return counts
@@ -191,7 +204,7 @@ class LinearTrackAndStop(Policy):
         counts_f = self.n.astype(float)
         theta = self._estimate(counts_f, self.sums)
         done = int(self.n_samples + self.n_in_flight)
-        floor = max(1, math.ceil(0.1 * done))
+        floor = max(1, math.ceil(MIN_BLOCK * done))
         cap = max(floor, math.ceil(self.growth * done), 3 * self.d_eff)
         cap = min(cap, self.max_samples - done)
         floor = min(floor, cap)

@@ -40,7 +40,7 @@ import numpy as np
 from scipy.special import expit
 
 from ..glm import SeparableDataError, logistic_mle
-from ..lr_set import LikelihoodRatioSet, prediction_loss
+from ..lr_set import LikelihoodRatioSet, pair_stands, prediction_loss
 from ..params import DELTA, EPSILON, LAMBDA_REG, M, Param
 from ..registry import register
 from .blocks import pinv_psd
@@ -87,6 +87,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         self._theta_pred = np.zeros(self.d_eff)
         self._theta_mle: np.ndarray | None = None
         self._n_closed = 0
+        self.diagnostics.pop("threshold", None)  # the set's level is P_t + log(1/delta), not a constant
         self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0)
 
     @classmethod
@@ -153,6 +154,19 @@ class LogisticTrackAndStop(LinearTrackAndStop):
 
     def _check_stop(self) -> np.ndarray | None:
         answer = self._leaders(self._theta_pred, np.random.default_rng(self._n_closed))
+        # a cheap witness first (GLGapE's): a point of the set where the closest rival wins
+        pulled = np.flatnonzero(self.n)
+        eta = self.Z @ self._theta_pred
+        outside = np.ones(self.K, dtype=bool)
+        outside[answer] = False
+        j = int(np.flatnonzero(outside)[np.argmax(eta[outside])])
+        i = int(answer[np.argmin(eta[answer])])
+        Zp = self.Z[pulled]
+        P = pinv_psd((Zp.T * self.n[pulled]) @ Zp)[0]
+        level = self._pred_loss + math.log(1.0 / self.delta)
+        if pair_stands(Zp, self.n[pulled], self.sums[pulled], level, self._theta_pred, P, self.Z[i], self.Z[j],
+                       self.epsilon):
+            return None
         try:
             cs = self._lr_set()
         except SeparableDataError:
