@@ -81,6 +81,26 @@ def test_block_evidence_lcb_matches_the_stopping_statistic():
     assert b.lcb(0)[1] == pytest.approx(lcb)  # the bound does not depend on the epsilon tested
 
 
+def test_union_weights_come_from_the_first_block_and_sum_to_at_most_one():
+    """Many rivals: the levels of the directions from arm i are log(m / (delta w_i)) with w from the
+    first block only; for any true top-m set the weights of the other arms sum to at most 1."""
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-1, 1, (60, 5))
+    theta = rng.standard_normal(5)
+    m = 2
+    ev = BlockEvidence(X, sigma=0.5, epsilon=0.0, log_level=union_level(0.05, 60, m), m=m)
+    first = np.zeros(60)
+    first[:5] = 1
+    ev.close(first, first * (X @ theta) + 0.5 * rng.standard_normal(60) * first)
+    w = np.exp(-ev.shift) / (60 - m)
+    assert np.sort(w)[m:].sum() <= 1.0 + 1e-12  # the K - m largest: any set of non-top-m arms
+    assert w.max() > 1.2 / (60 - m) > 1.2 * w.min()  # not uniform: the first block informs them
+    assert ev.level(int(np.argmax(w))) < ev.log_level < ev.level(int(np.argmin(w)))
+    shift = ev.shift.copy()
+    ev.close(np.full(60, 2.0), 2.0 * (X @ theta))
+    assert np.array_equal(ev.shift, shift)  # fixed before any direction's test starts
+
+
 def test_union_level():
     assert union_level(0.05, 10, 1) == pytest.approx(np.log(9 / 0.05))
     assert union_level(0.05, 4, 2) == pytest.approx(np.log(4 / 0.05))

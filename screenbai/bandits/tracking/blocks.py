@@ -65,6 +65,8 @@ _RANGE_RTOL = 1e-7
 START_Z = 1.0
 #: ... or at the first block that alone brings this share of the information the test is expected to need
 START_SHARE = 0.1
+#: the union bound's weights come from the first block when more rivals than this (else uniform)
+WEIGHTS_MIN_RIVALS = 8
 #: the mixture's precision rho: this fraction of the information the test is expected to need
 RHO_FRACTION = 0.2
 
@@ -137,12 +139,15 @@ class BlockEvidence:
     State (plain data): ``A``, ``s``, ``prior`` (lists of per-block arrays).
     """
 
-    def __init__(self, X: np.ndarray, sigma: float, epsilon: float, log_level: float):
+    def __init__(self, X: np.ndarray, sigma: float, epsilon: float, log_level: float, m: int = 1):
         self.X = X
         self.K, self.d = X.shape
+        self.m = int(m)
         self.sigma2 = float(sigma) ** 2
         self.epsilon = float(epsilon)
         self.log_level = float(log_level)
+        #: log(1 / ((K - m) w_i)) added to the level of the directions from arm i (0: uniform weights)
+        self.shift = np.zeros(self.K)
         self.A: list[np.ndarray] = []
         self.s: list[np.ndarray] = []
         self.prior: list[np.ndarray] = []
@@ -157,12 +162,13 @@ class BlockEvidence:
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
         return {"A": [a.copy() for a in self.A], "s": [v.copy() for v in self.s],
-                "prior": [v.copy() for v in self.prior]}
+                "prior": [v.copy() for v in self.prior], "shift": self.shift.copy()}
 
     def load_state_dict(self, state: dict) -> None:
         self.A = [np.array(a, dtype=float) for a in state["A"]]
         self.s = [np.array(v, dtype=float) for v in state["s"]]
         self.prior = [np.array(v, dtype=float) for v in state["prior"]]
+        self.shift = np.array(state["shift"], dtype=float)
         self._sumA = sum(self.A, np.zeros((self.d, self.d)))
         self._sums = sum(self.s, np.zeros(self.d))
         self._reset_cache()
@@ -186,6 +192,28 @@ class BlockEvidence:
         self.prior.append(prior)
         self._sumA = self._sumA + A
         self._sums = self._sums + s
+        if len(self.A) == 1 and self.K - self.m > WEIGHTS_MIN_RIVALS:
+            self._set_weights()
+
+    def _set_weights(self) -> None:
+        """Weights w_i of the union bound from the first block alone (before any direction starts):
+        w_i = 1/2 / (K - m) + 1/2 pi_i, pi proportional to exp(-z_i^2 / 2), z_i the first block's
+        estimate of how far arm i falls below the m-th best in standard deviations. The directions
+        from arm i are tested at level delta w_i / m. Valid: for every true top-m set T*,
+        sum_{i not in T*} m * (delta w_i / m) <= delta (1/2 + 1/2); w is fixed before the tests start,
+        so the union bound holds in expectation over it."""
+        P = pinv_psd(self.A[0])[0]
+        pred = self.X @ (P @ self.s[0])
+        var = self.sigma2 * np.einsum("ij,ij->i", self.X @ P, self.X)
+        top = int(np.argsort(-pred, kind="stable")[self.m - 1])
+        z = np.maximum(pred[top] - pred, 0.0) / np.sqrt(np.maximum(var[top] + var, 1e-300))
+        pi = np.exp(-0.5 * z * z)
+        w = 0.5 / (self.K - self.m) + 0.5 * pi / pi.sum()
+        self.shift = np.log(1.0 / ((self.K - self.m) * w))
+
+    def level(self, i: int) -> float:
+        """log(1/delta') of the directions from arm i."""
+        return self.log_level + float(self.shift[i])
 
     def pooled(self) -> np.ndarray:
         """The least-squares estimate (minimum norm) from all closed blocks together."""
@@ -224,7 +252,7 @@ class BlockEvidence:
             if c.Pbar is not None and c.prior_pred is not None and c.prior_diag is not None and not started.all():
                 margin = c.prior_pred[i] - c.prior_pred + self.epsilon
                 sd2 = self.sigma2 * np.maximum(c.prior_diag[i] - 2.0 * (X @ (c.Pbar @ X[i])) + c.prior_diag, 0.0)
-                need = 2.0 * (self.log_level + 1.5) / np.maximum(np.maximum(np.maximum(margin, 0.0) ** 2, sd2), 1e-300)
+                need = 2.0 * (self.level(i) + 1.5) / np.maximum(np.maximum(np.maximum(margin, 0.0) ** 2, sd2), 1e-300)
                 share = np.where(ok, 1.0 / np.where(ok, v, 1.0), 0.0) >= START_SHARE * need
                 new = ~started & (((margin > 0) & (margin * margin >= START_Z**2 * sd2)) | share)
                 new[i] = False
@@ -255,7 +283,7 @@ class BlockEvidence:
         """The one-sided confidence bound LCB(x_i - x_j) on (x_i - x_j)'theta for every j
         (-inf where the direction has no evidence yet; entry i is +inf)."""
         _, started, rho, S, V = self._stats(i)
-        M = mixture_boundary(V, rho, self.log_level)
+        M = mixture_boundary(V, rho, self.level(i))
         with np.errstate(divide="ignore", invalid="ignore"):
             out = np.where(started & (V > 0), (S - M) / np.where(V > 0, V, 1.0), -np.inf)
         out[i] = np.inf
@@ -266,7 +294,7 @@ class BlockEvidence:
         outside = np.ones(self.K, dtype=bool)
         outside[answer] = False
         for i in answer:
-            if not (self.log_evalue(int(i))[outside] > self.log_level).all():
+            if not (self.log_evalue(int(i))[outside] > self.level(int(i))).all():
                 return False
         return True
 

@@ -164,7 +164,7 @@ class LinearTrackAndStop(Policy):
         self.Z = np.ascontiguousarray(project_if_deficient(self.X)[0])
         self.d_eff = self.Z.shape[1]
         self.log_level = union_level(self.delta, self.K, self.m)
-        self.evidence = BlockEvidence(self.Z, self.sigma, self.epsilon, self.log_level)
+        self.evidence = BlockEvidence(self.Z, self.sigma, self.epsilon, self.log_level, self.m)
         self._spanner = spanning_arms(self.Z, pivot_order=True)
         # open blocks (handed out, not all outcomes in): planned and recorded counts, outcome sums per arm
         self._open: list[dict[str, np.ndarray]] = []
@@ -255,7 +255,7 @@ class LinearTrackAndStop(Policy):
             sd = self.sigma * np.sqrt(np.maximum(np.einsum("ij,ij->i", Y @ P, Y), 0.0))
             margin = np.maximum(pred[i] - pred[outside] + self.epsilon, np.maximum(sd, 1e-12))
             have = self.evidence.log_evalue(i)[outside] if self.evidence.n_blocks else np.zeros(Y.shape[0])
-            need = 2.0 * np.maximum(self.log_level + 1.5 - have, 0.25) / margin**2
+            need = 2.0 * np.maximum(self.evidence.level(i) + 1.5 - have, 0.25) / margin**2
             Ys.append(Y)
             cs.append(self.sigma**2 * need)
         return np.vstack(Ys), np.concatenate(cs)
@@ -275,7 +275,7 @@ class LinearTrackAndStop(Policy):
             h = np.einsum("ij,ij->i", Y @ P, Y)
             margin = np.maximum(pred[i] - pred[outside] + self.epsilon, 0.0)
             rate = margin**2 / (2.0 * self.sigma**2 * np.maximum(h, 1e-300))
-            gap = self.log_level - (self.evidence.log_evalue(i)[outside] if self.evidence.n_blocks else 0.0)
+            gap = self.evidence.level(i) - (self.evidence.log_evalue(i)[outside] if self.evidence.n_blocks else 0.0)
             gap = np.maximum(gap, 0.0)
             with np.errstate(divide="ignore"):
                 n = np.where(gap > 0, gap / np.where(rate > 0, rate, 1e-300), 0.0)
