@@ -221,10 +221,13 @@ def test_log_tas_stops_with_an_epsilon_good_arm_and_certifies_it():
     gaps = inst.means.max() - inst.means
     for seed in range(3):
         p = policy_for_instance("log-tas", inst, rng=seed, epsilon=0.1, delta=0.1)
-        first = p.ask()
-        assert first.size == 2  # a spanning set of d tests, not one per arm
-        p.tell(first, Environment(inst, rng=np.random.default_rng(50 + seed)).pull(first))
-        r = _run(p, inst, seed)
+        env = Environment(inst, rng=np.random.default_rng(50 + seed))
+        first = [int(p.ask()[0])]  # one test at a time (each outcome predicted with all before it)
+        p.tell(first, env.pull(first))
+        first.append(int(p.ask()[0]))
+        p.tell(first[1:], env.pull(first[1:]))
+        assert np.linalg.matrix_rank(inst.features[first]) == 2  # a spanning set of d tests, not one per arm
+        r = p.run(env)
         assert r.stopped and gaps[r.recommendation[0]] <= 0.1
         eps = p._certified_epsilon()
         assert eps is not None and eps[0] <= 0.1

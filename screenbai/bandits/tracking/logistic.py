@@ -39,6 +39,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit
 
+from ..glgape import LR_CHECK_GROWTH
 from ..glm import SeparableDataError, logistic_mle
 from ..lr_set import LikelihoodRatioSet, pair_stands, prediction_loss
 from ..params import DELTA, EPSILON, LAMBDA_REG, M, Param
@@ -77,7 +78,8 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     fixed: ClassVar[dict] = {"sigma": 0.5}
     #: small blocks: each block's outcomes are predicted with the estimate from before it (P_t)
     defaults: ClassVar[dict] = {"growth": 0.1}
-    _state_attrs: ClassVar[tuple[str, ...]] = ("_pred_loss", "_theta_pred", "_theta_mle", "_n_closed")
+    _state_attrs: ClassVar[tuple[str, ...]] = ("_pred_loss", "_theta_pred", "_theta_mle", "_n_closed", "_plan",
+                                                "_next_check")
 
     def __init__(self, features, **params):
         lam = params.pop("lambda_reg", LAMBDA_REG.default)
@@ -87,6 +89,8 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         self._theta_pred = np.zeros(self.d_eff)
         self._theta_mle: np.ndarray | None = None
         self._n_closed = 0
+        self._plan = np.empty(0, dtype=np.int64)
+        self._next_check = 0  # the rest of the current block, handed out one test at a time
         self.diagnostics.pop("threshold", None)  # the set's level is P_t + log(1/delta), not a constant
         self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0)
 
@@ -133,6 +137,17 @@ class LogisticTrackAndStop(LinearTrackAndStop):
             cs.append(2.0 * level / margin**2)
         return np.vstack(Ys), np.concatenate(cs)
 
+    def _select(self):
+        """One test at a time from the current block's plan (a new block when it is spent), so that
+        each outcome is predicted with the estimate of every outcome before it (a smaller P_t)."""
+        if not self._plan.size:
+            arms = super()._select()
+            if arms is None:
+                return None
+            self._plan = np.asarray(arms, dtype=np.int64)
+        arm, self._plan = int(self._plan[0]), self._plan[1:]
+        return arm
+
     # ------------------------------------------------------------------ outcomes and the stopping rule
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
         # the outcomes are predicted with the estimate fixed before them (lr_set's P_t)
@@ -141,6 +156,13 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         if theta is not None:
             self._theta_pred = theta
         super()._update(arms, rewards)
+        if not self._finished and theta is not None and self.n_samples >= self._next_check:
+            # the set is valid at every outcome: test it between block ends too, as GLGapE does
+            self._next_check = self.n_samples + max(self.d_eff, int(LR_CHECK_GROWTH * self.n_samples))
+            answer = self._check_stop()
+            if answer is not None:
+                self._answer = answer
+                self._finish(True)
 
     def _close_block(self, counts: np.ndarray, sums: np.ndarray) -> None:
         self._n_closed += 1
