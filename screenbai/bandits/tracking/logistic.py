@@ -219,9 +219,14 @@ class LogisticTrackAndStop(LinearTrackAndStop):
             return np.full(len(answer), np.inf)
         if cs.open_arms(self.Z, answer, 1.0 - 1e-9) != 0:
             return np.full(len(answer), np.inf)
-        lo, hi = 0.0, 1.0
         if cs.open_arms(self.Z, answer, 0.0) == 0:
             return np.zeros(len(answer))
+        lo, hi = 0.0, 1.0
+        if 0.0 < self.epsilon < 1.0:  # the run's own epsilon first: a stopped run certifies it exactly
+            if cs.open_arms(self.Z, answer, self.epsilon) == 0:
+                hi = self.epsilon
+            else:
+                lo = self.epsilon
         for _ in range(_CERT_STEPS):
             mid = 0.5 * (lo + hi)
             if cs.open_arms(self.Z, answer, mid) == 0:
