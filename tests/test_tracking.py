@@ -238,3 +238,15 @@ def test_log_tas_refuses_non_binary_outcomes():
     arms = p.ask()
     with pytest.raises(ValueError, match="0 or 1"):
         p.tell(arms, np.full(arms.size, 0.5))
+
+
+def test_arms_with_identical_features_do_not_block_the_stop():
+    """Two arms with the same features are tied under the model: their direction is zero, never below
+    -epsilon, so the run stops (epsilon = 0) and certifies epsilon 0."""
+    X = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    theta = np.array([1.0, 0.0])
+    inst = Instance(X, X @ theta, "gaussian", 1.0, theta)
+    p = policy_for_instance("lin-tas", inst, rng=0, max_samples=3000)
+    r = _run(p, inst, 1)
+    assert r.stopped and r.recommendation[0] in (0, 1)
+    assert p._certified_epsilon()[0] == 0.0

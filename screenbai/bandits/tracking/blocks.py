@@ -277,7 +277,14 @@ class BlockEvidence:
         arm j by more than -epsilon (0 for directions not started; entry i is 0)."""
         _, started, rho, S, V = self._stats(i)
         out = mixture_log_evalue(S + self.epsilon * V, V, rho)
-        return np.where(started, out, 0.0)
+        # identical features: (x_i - x_j)'theta = 0 exactly, never below -epsilon
+        return np.where(self._same(i), np.inf, np.where(started, out, 0.0))
+
+    def _same(self, i: int) -> np.ndarray:
+        """Arms whose features equal arm i's (the direction is zero; entry i excluded)."""
+        same = ~np.any(self.X != self.X[i], axis=1)
+        same[i] = False
+        return same
 
     def lcb(self, i: int) -> np.ndarray:
         """The one-sided confidence bound LCB(x_i - x_j) on (x_i - x_j)'theta for every j
@@ -286,6 +293,7 @@ class BlockEvidence:
         M = mixture_boundary(V, rho, self.level(i))
         with np.errstate(divide="ignore", invalid="ignore"):
             out = np.where(started & (V > 0), (S - M) / np.where(V > 0, V, 1.0), -np.inf)
+        out[self._same(i)] = 0.0
         out[i] = np.inf
         return out
 
