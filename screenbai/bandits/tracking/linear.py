@@ -54,7 +54,7 @@ from ..params import DELTA, EPSILON, SIGMA, Interval, M, Param, resolve
 from ..policy import Policy
 from ..registry import noise_scale, register
 from ..ties import top_m
-from .blocks import BlockEvidence, pinv_psd, union_level
+from .blocks import RHO_FRACTION, BlockEvidence, pinv_psd, union_level
 
 #: smallest block, as a fraction of the tests so far (bounds the number of blocks by O(log t))
 MIN_BLOCK = 0.05
@@ -349,8 +349,14 @@ class LinearTrackAndStop(Policy):
         return self.evidence.certified_epsilon(np.asarray(answer))
 
     def _stopping_threshold(self, t: int) -> float:
-        """The level every direction's log e-value must pass: log(m (K - m) / delta), for any t."""
-        return self.log_level
+        """The evidence margin^2 V / 2 a direction needs at the stop, the same for every t: with
+        rho = RHO_FRACTION V (the design's aim), the mixture crosses its level L (log(m (K - m) / delta),
+        weighted for the current leader) at (1 + u)(L + (1/2) log(1 + 1/u) - log 2), u = RHO_FRACTION
+        (the Gaussian tail's log 2 Phi ~ log 2). A forecast's t = T*(theta_hat) times this."""
+        leader = int(np.asarray(self._recommend(np.random.default_rng(0)))[0])
+        u = RHO_FRACTION
+        level = self.evidence.level(leader) if self.evidence.n_blocks else self.log_level
+        return (1.0 + u) * (level + 0.5 * math.log(1.0 + 1.0 / u) - math.log(2.0))
 
     def _diagnostics(self) -> dict[str, Any]:
         out = dict(self.diagnostics)
