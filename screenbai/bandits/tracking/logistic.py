@@ -39,14 +39,18 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit
 
-from ..glgape import LR_CHECK_GROWTH
 from ..glm import SeparableDataError, logistic_mle
-from ..lr_set import LikelihoodRatioSet, pair_stands, prediction_loss
+from ..lr_set import LikelihoodRatioSet, nll, pair_stands, prediction_loss
 from ..params import DELTA, EPSILON, LAMBDA_REG, M, Param
 from ..registry import register
 from .blocks import pinv_psd
 from .linear import GROWTH, LinearTrackAndStop
 
+#: the likelihood-ratio test runs after every this fraction more tests (GLGapE: 1 %)
+CHECK_GROWTH = 0.01
+#: the test is skipped while a rival beats the answer by more than epsilon at this fraction of the
+#: set's quadratic radius around theta_hat (it would fail; skipping only delays the stop)
+SKIP_RADIUS = 0.5
 #: bisection steps of the certified epsilon
 _CERT_STEPS = 12
 
@@ -156,9 +160,8 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         if theta is not None:
             self._theta_pred = theta
         super()._update(arms, rewards)
-        if not self._finished and theta is not None and self.n_samples >= self._next_check:
-            # the set is valid at every outcome: test it between block ends too, as GLGapE does
-            self._next_check = self.n_samples + max(self.d_eff, int(LR_CHECK_GROWTH * self.n_samples))
+        if not self._finished and theta is not None:
+            # the set is valid at every outcome: tested between block ends too (_check_stop's schedule)
             answer = self._check_stop()
             if answer is not None:
                 self._answer = answer
@@ -175,6 +178,11 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         return LikelihoodRatioSet(self.Z[pulled], self.n[pulled], self.sums[pulled], level, start)
 
     def _check_stop(self) -> np.ndarray | None:
+        """The likelihood-ratio test, once the tests have grown by CHECK_GROWTH (at least d) since its
+        last run (each run costs O(K d^2) and up to a few hundred Newton solves)."""
+        if self.n_samples < self._next_check:
+            return None
+        self._next_check = self.n_samples + max(self.d_eff, int(CHECK_GROWTH * self.n_samples))
         answer = self._leaders(self._theta_pred, np.random.default_rng(self._n_closed))
         # a cheap witness first (GLGapE's): a point of the set where the closest rival wins
         pulled = np.flatnonzero(self.n)
@@ -184,8 +192,21 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         j = int(np.flatnonzero(outside)[np.argmax(eta[outside])])
         i = int(answer[np.argmin(eta[answer])])
         Zp = self.Z[pulled]
-        P = pinv_psd((Zp.T * self.n[pulled]) @ Zp)[0]
         level = self._pred_loss + math.log(1.0 / self.delta)
+        # skip a test that will surely fail (skipping only stops later): in the quadratic model of
+        # the set around theta_hat, some rival still beats the answer by more than epsilon at
+        # SKIP_RADIUS of the set's radius
+        mu = expit(eta)
+        slope = mu * (1.0 - mu)
+        H = (Zp.T * (self.n[pulled] * slope[pulled])) @ Zp
+        Hinv = pinv_psd(H)[0]
+        radius = math.sqrt(2.0 * max(level - nll(Zp, self.n[pulled], self.sums[pulled], self._theta_pred), 0.0))
+        for a in answer:
+            G = slope[outside, None] * self.Z[outside] - slope[a] * self.Z[a]
+            sd = np.sqrt(np.maximum(np.einsum("ij,ij->i", G @ Hinv, G), 0.0))
+            if np.any(mu[outside] - mu[a] + SKIP_RADIUS * radius * sd > self.epsilon):
+                return None
+        P = pinv_psd((Zp.T * self.n[pulled]) @ Zp)[0]
         if pair_stands(Zp, self.n[pulled], self.sums[pulled], level, self._theta_pred, P, self.Z[i], self.Z[j],
                        self.epsilon):
             return None
