@@ -264,3 +264,24 @@ def test_stopping_threshold_forecasts_the_median_stop_within_a_factor_of_two():
     forecast = characteristic_time(inst.features, inst.theta, sigma=inst.sigma).T_star * p._stopping_threshold(0)
     assert p._stopping_threshold(0) > p.log_level
     assert 0.5 < forecast / np.median(stops) < 2.0
+
+
+@pytest.mark.slow
+def test_error_rate_in_plates_told_out_of_order():
+    """The same two-arm instance at delta = 0.2, run in plates of 6 whose outcomes come back half at a
+    time, newest first (blocks overlap; outcomes go to blocks first in, first out): at most 10 errors
+    in 150 runs, as in the sequential test."""
+    inst = _two_arms(0.3)
+    errors = 0
+    for seed in range(150):
+        p = policy_for_instance("lin-tas", inst, rng=seed, delta=0.2)
+        env = Environment(inst, rng=np.random.default_rng(20_000 + seed))
+        pending: list[int] = []
+        while not p.done:
+            plate = p.propose(6)
+            pending.extend(plate.tolist())
+            half = max(1, len(pending) // 2)
+            told, pending = pending[:half][::-1], pending[half:]
+            p.tell(told, env.pull(told))
+        errors += p.result().recommendation[0] != 0
+    assert errors <= 10
