@@ -76,6 +76,8 @@ CASES = {
     "fb-lingape": (_SPHERE, {"budget": 200, "S": "oracle"}),
     "linucb": (_SPHERE, {"budget": 200}),
     "ucb-glm": (_AKG, {"budget": 200}),
+    "lin-tas": (_LIN2, {"m": 2, "delta": 0.1, "max_samples": 300}),
+    "log-tas": (_LOGIT, {"epsilon": 0.1, "max_samples": 400}),
 }
 # variants whose code paths differ: the LP ratio rule, paired tests (two arms per round), restricted Y
 VARIANTS = {
@@ -83,6 +85,7 @@ VARIANTS = {
     "m-lingape/both": ("m-lingape", _LIN2, {"m": 2, "selection": "both", "delta": 0.1, "max_samples": 300}),
     "glgape/greedy": ("glgape", _LOGIT, {"epsilon": 0.1, "selection": "greedy", "max_samples": 400}),
     "xy-static/restricted": ("xy-static", _SOARE, {"restrict_y": True, "max_samples": 300}),
+    "lin-tas/soare": ("lin-tas", _SOARE, {"epsilon": 0.05, "max_samples": 300}),
 }
 ALL = {**{name: (name, *case) for name, case in CASES.items()}, **VARIANTS}
 
@@ -385,6 +388,8 @@ _QUICK = {  # instances on which the rule fires within a few hundred tests
     "glgape": ("glgape", _LOGIT, {"epsilon": 0.1}),
     "g-allocation": ("g-allocation", soare(d=2, omega=1.0), {}),
     "lucb": ("lucb", reda_classic(K=5, m=1, omega=1.0), {"delta": 0.1, "sigma": 0.3}),
+    "lin-tas": ("lin-tas", reda_classic(K=5, m=1, omega=1.0), {"delta": 0.1}),
+    "log-tas": ("log-tas", _LOGIT, {"epsilon": 0.1}),
 }
 
 

@@ -13,7 +13,8 @@ import importlib
 import re
 from dataclasses import dataclass, field
 
-_MODULES = ("gifa", "static", "static_adaptive", "glgape", "glgape_topm", "gse", "baselines")
+_MODULES = ("gifa", "static", "static_adaptive", "glgape", "glgape_topm", "gse", "baselines", "tracking.linear",
+            "tracking.logistic")
 _REGISTRY: dict[str, Entry] = {}
 
 

@@ -1,0 +1,367 @@
+"""Block Track-and-Stop for the linear model: tests near the lower bound, delta-correct for any
+sampling, a certificate at every block.
+
+Sampling (Track-and-Stop, Garivier & Kaufmann 2016, in blocks). Block 1 is one test of each arm of
+a spanning set (d tests, pivoted QR): the model is identified without a test per compound. Block
+b >= 2 is fixed before any of its outcomes, from the least-squares estimate theta_hat of every
+outcome recorded so far. Its target is the lower bound's: each direction y = x_i - x_j of the
+stopping rule (i in the answer at theta_hat, j outside) needs information
+2 (log(1/delta') + 3/2 - evidence so far) / margin^2 (margin y'theta_hat + epsilon floored at its
+standard deviation); the block is built test by test (``greedy_block``: each test to the arm that
+most lowers max_y need_y sigma^2 y'A^-1 y, the min-max form of the optimal allocation of
+Soare et al. 2014 / Degenne & Koolen 2019, weighted by what each direction still lacks, like
+Track-and-Stop's tracking of the cumulative allocation) until it would end the run if theta_hat
+were right, with at least ``MIN_BLOCK`` (5 %) of the tests so far and at most ``growth`` times them, then
+completed to span the arms (every block gives evidence in every direction: the forced exploration
+of Track-and-Stop). Where that construction would cost too much (K |Y| d n_b above
+``_GREEDY_WORK``), the block is the lower bound's optimal allocation w*(theta_hat)
+(``certainty.complexity.characteristic_time``) mixed with 1/(b+1) of the spanning set, rounded
+(Pukelsheim's efficient rounding after dropping arms that would get less than half a test) to the
+forecast of the tests still needed. In a lab a block is handed out over as many plates as it
+takes; a new block starts as soon as the last one is handed out, its design from the outcomes
+recorded by then.
+
+Stopping and guarantee (``blocks.BlockEvidence``). Each block's own least-squares estimate, combined
+over blocks per direction x_i - x_j in a one-sided normal-mixture e-process, gives an anytime-valid one-sided test
+per direction at level delta' = delta / (m (K - m)) (delta / (K - 1) for the best arm) with no
+d log t term and no bound S on ||theta||. After each block closes, the answer (the m largest
+least-squares predictions) is returned when every arm of it beats every arm outside it by more than
+-epsilon at that level. On the event (probability >= 1 - delta) that none of the m (K - m) fixed
+directions from a non-top-m arm to a top-m arm fails, the answer is correct: an arm i of the
+answer with mu_i < mu_(m) - epsilon would leave a true top-m arm j outside, with
+(x_i - x_j)'theta < -epsilon certified above -epsilon. So P(wrong answer) <= delta, whatever the
+sampling rule, the block sizes or the plate schedule.
+
+Assumptions (the guarantee's): outcomes r = x'theta + noise, the noise of each test sigma-sub-Gaussian
+and independent of the earlier outcomes, sigma known (the parameter ``sigma``; 1/2 covers any 0/1
+outcome); with plates, the order in which outcomes come back does not depend on their values.
+Outcomes are assigned to blocks first-in first-out per arm: the k-th recorded outcome of an arm
+goes to the oldest block still missing a test of that arm, so a block's outcomes are never seen
+before its design is fixed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..certainty.complexity import characteristic_time
+from ..design import round_design
+from ..linalg import project_if_deficient, spanning_arms
+from ..params import DELTA, EPSILON, SIGMA, Interval, M, Param, resolve
+from ..policy import Policy
+from ..registry import noise_scale, register
+from ..ties import top_m
+from .blocks import RHO_FRACTION, BlockEvidence, pinv_psd, union_level
+
+#: smallest block, as a fraction of the tests so far (bounds the number of blocks by O(log t))
+MIN_BLOCK = 0.05
+#: directions the greedy block design balances (those that need the most information)
+_GREEDY_DIRECTIONS = 64
+#: the greedy block design is used while K |directions| d n_max stays below this (else the rounded plug-in allocation)
+_GREEDY_WORK = 5e7
+
+GROWTH = Param(
+    0.1,
+    Interval(0.0, None, open=("low",)),
+    "largest block, as a fraction of the tests so far (the forecast sets the size below it)",
+)
+
+
+def span_completion(Z: np.ndarray, support: np.ndarray, rtol: float = 1e-9) -> np.ndarray:
+    """Arms to add to ``support`` so that the arms together span the rows of Z (greedy: the arm
+    farthest from the span so far, one at a time; O(K d) per arm added).
+
+    Every block's design spans the arms, so that every direction x_i - x_j is in its range and
+    gets evidence from the block (a block that does not span gives none in the missing directions)."""
+    if support.size:
+        U, sv, _ = np.linalg.svd(Z[support].T, full_matrices=False)
+        U = U[:, sv > rtol * sv[0]] if sv.size and sv[0] > 0 else U[:, :0]
+    else:
+        U = np.zeros((Z.shape[1], 0))
+    R = Z - (Z @ U) @ U.T
+    scale = float(np.max(np.einsum("ij,ij->i", Z, Z)))
+    added: list[int] = []
+    for _ in range(Z.shape[1] - U.shape[1]):
+        norms = np.einsum("ij,ij->i", R, R)
+        k = int(np.argmax(norms))
+        if norms[k] <= rtol * scale:
+            break
+        u = R[k] / math.sqrt(norms[k])
+        R -= np.outer(R @ u, u)
+        added.append(k)
+    return np.asarray(added, dtype=np.int64)
+
+
+def greedy_block(Z: np.ndarray, Y: np.ndarray, c: np.ndarray, n_min: int, n_max: int) -> np.ndarray:
+    """Per-arm counts of a block built one test at a time: each test goes to the arm that most lowers
+    max_y c_y y'A^-1 y (A the block's design so far, from a negligible ridge), until that maximum
+    is at most 1 (the block would finish the run) and n_min tests are placed, or n_max tests.
+
+    The integer design a small block needs (a rounded continuous allocation spread over more arms
+    than the block has tests wastes most of its information); O(|Y| K d) per test."""
+    K, d = Z.shape
+    ridge = 1e-8 * float(np.mean(np.einsum("ij,ij->i", Z, Z)))
+    # B = Y A^-1 Z', h = diag(Y A^-1 Y'), q = diag(Z A^-1 Z'), kept by rank one (O(|Y| K + K d) per test)
+    B = (Y @ Z.T) / ridge
+    h = np.einsum("ij,ij->i", Y, Y) / ridge
+    q = np.einsum("ij,ij->i", Z, Z) / ridge
+    ZZ = (Z @ Z.T) / ridge if K <= 4 * d else None
+    P = None if ZZ is not None else np.eye(d) / ridge
+    counts = np.zeros(K, dtype=np.int64)
+    for step in range(int(n_max)):
+        after = (c[:, None] * (h[:, None] - B * B / (1.0 + q)[None, :])).max(axis=0)
+        k = int(np.argmin(after))
+        counts[k] += 1
+        f = 1.0 / (1.0 + q[k])
+        yb = B[:, k].copy()
+        if ZZ is not None:  # few arms: Z A^-1 z_k from the Gram matrix's column
+            zb = ZZ[:, k].copy()
+            ZZ -= f * np.outer(zb, zb)
+        else:
+            u = P @ Z[k]
+            zb = Z @ u
+            P -= f * np.outer(u, u)
+        B -= f * np.outer(yb, zb)
+        h -= f * yb * yb
+        q -= f * zb * zb
+        if step + 1 >= n_min and after[k] <= 1.0:
+            break
+    return counts
+
+
+@register(
+    "lin-tas",
+    description="Block Track-and-Stop, linear model: tracks the lower bound's optimal allocation in blocks of fixed "
+    "designs; delta-correct (best arm, top-m, epsilon-good) for sigma-sub-Gaussian noise of known sigma, "
+    "no bound on ||theta|| needed",
+)
+class LinearTrackAndStop(Policy):
+    """Block Track-and-Stop (linear model); see the module docstring.
+
+    Parameters: m, delta, epsilon (an arm within epsilon of the m-th best counts as correct), sigma
+    (sub-Gaussian noise scale, assumed known; "oracle" in simulations), growth (largest block as a
+    fraction of the tests so far).
+    """
+
+    name = "lin-tas"
+    model = "linear"
+    parameters: ClassVar[dict[str, Param]] = {
+        "m": M,
+        "delta": DELTA,
+        "epsilon": EPSILON,
+        "sigma": SIGMA,
+        "growth": GROWTH,
+    }
+    _state_attrs: ClassVar[tuple[str, ...]] = ("evidence", "_open", "_n_opened", "_last_size", "_answer")
+
+    def __init__(self, features, **params):
+        p = resolve(type(self), params)
+        super().__init__(features, m=p.m, rng=p.rng, max_samples=p.max_samples)
+        self.delta, self.epsilon, self.sigma, self.growth = p.delta, p.epsilon, p.sigma, p.growth
+        self.Z = np.ascontiguousarray(project_if_deficient(self.X)[0])
+        self.d_eff = self.Z.shape[1]
+        self.log_level = union_level(self.delta, self.K, self.m)
+        self.evidence = BlockEvidence(self.Z, self.sigma, self.epsilon, self.log_level, self.m)
+        self._spanner = spanning_arms(self.Z, pivot_order=True)
+        # open blocks (handed out, not all outcomes in): planned and recorded counts, outcome sums per arm
+        self._open: list[dict[str, np.ndarray]] = []
+        self._n_opened = 0
+        self._last_size = 0
+        self._answer: np.ndarray | None = None
+        self.diagnostics.update(blocks=0, threshold=self.log_level)
+
+    @classmethod
+    def resolve_oracle(cls, key: str, instance):
+        if key == "sigma":
+            return noise_scale(instance)
+        raise ValueError(f"{cls.__name__} has no oracle value for parameter {key!r}")
+
+    # ------------------------------------------------------------------ estimates
+    def _estimate(self, counts: np.ndarray, sums: np.ndarray) -> np.ndarray | None:
+        """Least-squares estimate from per-arm counts and sums, None while they do not span."""
+        A = (self.Z.T * counts) @ self.Z
+        P, null = pinv_psd(A)
+        if null is not None:
+            return None
+        return P @ (self.Z.T @ sums)
+
+    def _leaders(self, theta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return top_m(self.Z @ theta, self.m, rng)
+
+    # ------------------------------------------------------------------ sampling
+    def _design(self, b: int) -> np.ndarray:
+        """Per-arm counts of block b (fixed before its outcomes)."""
+        K = self.K
+        counts = np.zeros(K, dtype=np.int64)
+        if b == 1:
+            counts[self._spanner] = 1
+            return counts
+        explore = np.zeros(K)
+        explore[self._spanner] = 1.0 / self._spanner.size
+        counts_f = self.n.astype(float)
+        theta = self._estimate(counts_f, self.sums)
+        done = int(self.n_samples + self.n_in_flight)
+        floor = max(1, math.ceil(MIN_BLOCK * done))
+        cap = max(floor, math.ceil(self.growth * done), 3 * self.d_eff)
+        cap = min(cap, self.max_samples - done)
+        floor = min(floor, cap)
+        if theta is None:  # the spanning block not back yet (plates): explore
+            return round_design(min(self._spanner.size, cap), explore, rng=self.rng)
+        Y, c = self._needs(theta, counts_f)
+        Zd = self._design_features(theta)
+        P = pinv_psd((Zd.T * counts_f) @ Zd)[0]
+        J = np.argsort(-c * np.einsum("ij,ij->i", Y @ P, Y))[:_GREEDY_DIRECTIONS]
+        if self.K * J.size * self.d_eff * cap <= _GREEDY_WORK:
+            counts = greedy_block(Zd, Y[J], c[J], floor, cap)
+        else:
+            lead = tuple(int(a) for a in self._leaders(theta, np.random.default_rng(0)))
+            cx = characteristic_time(self.Z, theta, model=self.model, sigma=self.sigma, epsilon=self.epsilon,
+                                     m=self.m, answer=lead)
+            wstar = np.asarray(cx.allocation, dtype=float)
+            gamma = 1.0 / (b + 1.0)
+            w = (1.0 - gamma) * wstar + gamma * explore if np.isfinite(cx.T_star) else explore
+            n_b = int(min(max(math.ceil(self._forecast(theta, w)), floor), cap))
+            keep = w >= 0.5 / n_b
+            if not keep.any():
+                keep = w >= w.max()
+            w = np.where(keep, w, 0.0)
+            n_b = min(max(n_b, int(keep.sum())), self.max_samples - done)
+            counts = round_design(n_b, w / w.sum(), rng=self.rng)
+        extra = span_completion(self.Z, np.flatnonzero(counts))
+        counts[extra] += 1
+        return counts
+
+    def _design_features(self, theta: np.ndarray) -> np.ndarray:
+        """Rows whose outer products make a test's information (linear: the features)."""
+        return self.Z
+
+    def _needs(self, theta: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The stopping rule's directions y = x_i - x_j (i in the answer at theta, j outside) and
+        c_y = sigma^2 (information y still needs): 2 (level + 3/2 - evidence so far) / margin^2, the
+        margin y'theta + epsilon floored at its standard deviation. A block whose design A has
+        c_y y'A^-1 y <= 1 for every y would end the run if theta were right."""
+        answer = self._leaders(theta, np.random.default_rng(0))
+        outside = np.ones(self.K, dtype=bool)
+        outside[answer] = False
+        P = pinv_psd((self.Z.T * counts) @ self.Z)[0]
+        pred = self.Z @ theta
+        Ys, cs = [], []
+        for i in answer:
+            i = int(i)
+            Y = self.Z[i] - self.Z[outside]
+            sd = self.sigma * np.sqrt(np.maximum(np.einsum("ij,ij->i", Y @ P, Y), 0.0))
+            margin = np.maximum(pred[i] - pred[outside] + self.epsilon, np.maximum(sd, 1e-12))
+            have = self.evidence.log_evalue(i)[outside] if self.evidence.n_blocks else np.zeros(Y.shape[0])
+            need = 2.0 * np.maximum(self.evidence.level(i) + 1.5 - have, 0.25) / margin**2
+            Ys.append(Y)
+            cs.append(self.sigma**2 * need)
+        return np.vstack(Ys), np.concatenate(cs)
+
+    def _forecast(self, theta: np.ndarray, w: np.ndarray) -> float:
+        """Tests still needed under allocation w if theta were the truth: for each direction of the
+        stopping rule, (level - evidence so far) / (margin^2 / (2 sigma^2 ||y||^2_{A(w)^-1}))."""
+        answer = self._leaders(theta, np.random.default_rng(0))
+        outside = np.ones(self.K, dtype=bool)
+        outside[answer] = False
+        P, null = pinv_psd((self.Z.T * w) @ self.Z)
+        pred = self.Z @ theta
+        need = 0.0
+        for i in answer:
+            i = int(i)
+            Y = self.Z[i] - self.Z[outside]
+            h = np.einsum("ij,ij->i", Y @ P, Y)
+            margin = np.maximum(pred[i] - pred[outside] + self.epsilon, 0.0)
+            rate = margin**2 / (2.0 * self.sigma**2 * np.maximum(h, 1e-300))
+            gap = self.evidence.level(i) - (self.evidence.log_evalue(i)[outside] if self.evidence.n_blocks else 0.0)
+            gap = np.maximum(gap, 0.0)
+            with np.errstate(divide="ignore"):
+                n = np.where(gap > 0, gap / np.where(rate > 0, rate, 1e-300), 0.0)
+            need = max(need, float(n.max()))
+        return need if math.isfinite(need) else 1e18
+
+    def _select(self):
+        if self._answer is not None:
+            return None
+        b = self._n_opened + 1
+        counts = self._design(b)
+        if counts.sum() == 0:
+            return None
+        self._n_opened = b
+        self._last_size = int(counts.sum())
+        self._open.append({"planned": counts, "got": np.zeros(self.K, dtype=np.int64), "sums": np.zeros(self.K)})
+        return np.repeat(np.arange(self.K), counts)
+
+    # ------------------------------------------------------------------ outcomes
+    def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        if len(self._open) == 1:
+            blk = self._open[0]
+            np.add.at(blk["got"], arms, 1)
+            np.add.at(blk["sums"], arms, rewards)
+            if (blk["got"] > blk["planned"]).any():
+                raise RuntimeError("an outcome beyond the block's plan: the arms told were not the arms proposed")
+        else:
+            for a, r in zip(arms.tolist(), rewards.tolist()):
+                for blk in self._open:  # first in, first out per arm
+                    if blk["got"][a] < blk["planned"][a]:
+                        blk["got"][a] += 1
+                        blk["sums"][a] += r
+                        break
+                else:
+                    raise RuntimeError(f"an outcome of arm {a} that no block planned")
+        closed = False
+        while self._open and (self._open[0]["got"] == self._open[0]["planned"]).all():
+            blk = self._open.pop(0)
+            self._close_block(blk["planned"], blk["sums"])
+            closed = True
+        if closed:
+            answer = self._check_stop()
+            if answer is not None:
+                self._answer = answer
+                self._finish(True)
+
+    def _close_block(self, counts: np.ndarray, sums: np.ndarray) -> None:
+        self.evidence.close(counts, sums)
+
+    def _check_stop(self) -> np.ndarray | None:
+        """The answer when the stopping rule fires after a block closed, else None."""
+        theta = self.evidence.pooled()
+        answer = self._leaders(theta, np.random.default_rng(self.evidence.n_blocks))
+        return answer if self.evidence.stops(answer) else None
+
+    # ------------------------------------------------------------------ answers
+    def _recommend(self, rng: np.random.Generator):
+        if self._answer is not None:
+            return self._answer.copy()
+        theta = self._estimate(self.n.astype(float), self.sums)
+        if theta is None:
+            return super()._recommend(rng)
+        return self._leaders(theta, rng)
+
+    def _certified_epsilon(self) -> np.ndarray | None:
+        """Per recommended arm, the smallest epsilon for which it is certified epsilon-good at delta
+        under the linear model (inf before any block carries evidence); valid at any time."""
+        if self.evidence.n_blocks == 0:
+            return None
+        answer = self._recommend(np.random.default_rng(0))
+        return self.evidence.certified_epsilon(np.asarray(answer))
+
+    def _stopping_threshold(self, t: int) -> float:
+        """The evidence margin^2 V / 2 a direction needs at the stop, the same for every t: with
+        rho = RHO_FRACTION V (the design's aim), the mixture crosses its level L (log(m (K - m) / delta),
+        weighted for the current leader) at (1 + u)(L + (1/2) log(1 + 1/u) - log 2), u = RHO_FRACTION
+        (the Gaussian tail's log 2 Phi ~ log 2). A forecast's t = T*(theta_hat) times this."""
+        leader = int(np.asarray(self._recommend(np.random.default_rng(0)))[0])
+        u = RHO_FRACTION
+        level = self.evidence.level(leader) if self.evidence.n_blocks else self.log_level
+        return (1.0 + u) * (level + 0.5 * math.log(1.0 + 1.0 / u) - math.log(2.0))
+
+    def _diagnostics(self) -> dict[str, Any]:
+        out = dict(self.diagnostics)
+        out["blocks"] = self.evidence.n_blocks
+        return out
+
+    def _after_load(self) -> None:
+        self.evidence._reset_cache()

@@ -1,0 +1,264 @@
+"""Block Track-and-Stop for the logistic model, stopped by the likelihood-ratio confidence set.
+
+Sampling: the blocks of ``linear.LinearTrackAndStop`` (a spanning first block of d tests, then
+blocks fixed before their outcomes, built test by test to cover the directions x_i - x_j that
+still need the most information), with the local Fisher information of the logistic model: a test
+of arm k at the penalised MLE theta_hat brings mu'(x_k'theta_hat) x_k x_k', and the pair (i, j)
+needs information in the direction mu'_i x_i - mu'_j x_j with margin mu_i - mu_j + epsilon (the
+lower bound's local form, ``certainty.complexity``).
+
+Stopping and guarantee: the likelihood-ratio confidence set of ``lr_set`` (GLGapE's default
+calibration),
+
+    C_t = {theta : L_t(theta) <= P_t + log(1/delta)},
+
+L_t the negative log-likelihood of the outcomes so far and P_t the loss of the predictions made
+before each outcome (each batch of outcomes told together is predicted with the estimate from
+before it). exp(L_t(theta*) - P_t) is a non-negative martingale with mean 1 whatever the sampling
+rule, so theta* stays in C_t at all times with probability >= 1 - delta (Ville's inequality;
+Wasserman, Ramdas & Balakrishnan 2020; Emmenegger et al. 2023). After each block closes the
+answer (the m largest fitted means) is returned when, for every theta in C_t, each arm of it is
+within epsilon of every other arm's mean (``LikelihoodRatioSet.open_arms`` == 0): then the answer
+is epsilon-correct with probability >= 1 - delta. Nothing else is assumed: outcomes 0/1 from the
+logistic model on these features; no bound S on ||theta*||, no lower bound c_mu on mu'.
+
+The certificate: the smallest epsilon for which C_t certifies the current answer (bisection on
+epsilon with the same test), valid at any time for the same reason.
+
+What is not done here: a per-direction fixed-design bound for the logistic model (RAGE-GLM, Jun et
+al. 2021) would remove the regret of the running predictions from the threshold (it grows like
+(d/2) log t); its conditions (a burn-in depending on the unknown kappa) are not met by an
+algorithm that assumes no constant.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import ClassVar
+
+import numpy as np
+from scipy.special import expit
+
+from ..glm import SeparableDataError, logistic_mle
+from ..lr_set import LikelihoodRatioSet, nll, pair_stands, prediction_loss
+from ..params import DELTA, EPSILON, LAMBDA_REG, M, Param
+from ..registry import register
+from .blocks import pinv_psd
+from .linear import GROWTH, LinearTrackAndStop
+
+#: the likelihood-ratio test runs after every this fraction more tests (GLGapE: 1 %)
+CHECK_GROWTH = 0.01
+#: the test is skipped while a rival beats the answer by more than epsilon at this fraction of the
+#: set's quadratic radius around theta_hat (it would fail; skipping only delays the stop)
+SKIP_RADIUS = 0.5
+#: bisection steps of the certified epsilon
+_CERT_STEPS = 12
+
+
+@register(
+    "log-tas",
+    description="Block Track-and-Stop, logistic model: tracks the local optimal allocation in blocks, stopped by "
+    "the likelihood-ratio confidence set; delta-correct (best arm, top-m, epsilon on the means) for 0/1 outcomes "
+    "of a logistic model, with no bound S or c_mu",
+)
+class LogisticTrackAndStop(LinearTrackAndStop):
+    """Block Track-and-Stop (logistic model); see the module docstring.
+
+    Parameters: m, delta, epsilon (on the means), growth (largest block as a fraction of the tests
+    so far), lambda_reg (ridge penalty of the MLE that guides the design and the predictions; it
+    does not enter the guarantee).
+    """
+
+    name = "log-tas"
+    model = "logistic"
+    binary_rewards = True
+    parameters: ClassVar[dict[str, Param]] = {
+        "m": M,
+        "delta": DELTA,
+        "epsilon": EPSILON,
+        "growth": GROWTH,
+        "lambda_reg": LAMBDA_REG,
+    }
+    fixed: ClassVar[dict] = {"sigma": 0.5}
+    #: small blocks: each block's outcomes are predicted with the estimate from before it (P_t)
+    defaults: ClassVar[dict] = {"growth": 0.1}
+    _state_attrs: ClassVar[tuple[str, ...]] = ("_pred_loss", "_theta_pred", "_theta_mle", "_n_closed", "_plan",
+                                                "_next_check")
+
+    def __init__(self, features, **params):
+        lam = params.pop("lambda_reg", LAMBDA_REG.default)
+        super().__init__(features, **params)
+        self.lambda_reg = LAMBDA_REG.validate(type(self).__name__, "lambda_reg", lam)
+        self._pred_loss = 0.0
+        self._theta_pred = np.zeros(self.d_eff)
+        self._theta_mle: np.ndarray | None = None
+        self._n_closed = 0
+        self._plan = np.empty(0, dtype=np.int64)
+        self._next_check = 0  # the rest of the current block, handed out one test at a time
+        self.diagnostics.pop("threshold", None)  # the set's level is P_t + log(1/delta), not a constant
+        self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0)
+
+    @classmethod
+    def resolve_oracle(cls, key: str, instance):
+        raise ValueError(f"{cls.__name__} has no oracle value for parameter {key!r}")
+
+    # ------------------------------------------------------------------ estimates
+    def _estimate(self, counts: np.ndarray, sums: np.ndarray) -> np.ndarray | None:
+        pulled = np.flatnonzero(counts)
+        if pulled.size < self.d_eff or np.linalg.matrix_rank(self.Z[pulled]) < self.d_eff:
+            return None
+        fit = logistic_mle(self.Z[pulled], counts[pulled], sums[pulled], self.lambda_reg, theta0=self._theta_pred)
+        return fit.theta
+
+    def _design_features(self, theta: np.ndarray) -> np.ndarray:
+        eta = self.Z @ theta
+        slope = expit(eta) * expit(-eta)
+        return self.Z * np.sqrt(slope)[:, None]
+
+    def _needs(self, theta: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Directions and the Fisher information each still needs, in the lower bound's local form
+        (certainty.complexity): y = mu'_i x_i - mu'_j x_j (the constraint mu_j - mu_i > epsilon
+        linearised at theta_hat), margin g = mu_i - mu_j + epsilon floored at its standard deviation,
+        need 2 (log(1/delta) + (d/2) log(1 + t/d) + 3/2) / g^2 (the likelihood-ratio set's level
+        grows with the regret of the running predictions, about (d/2) log t)."""
+        eta = self.Z @ theta
+        mu = expit(eta)
+        slope = mu * (1.0 - mu)
+        answer = self._leaders(theta, np.random.default_rng(0))
+        outside = np.ones(self.K, dtype=bool)
+        outside[answer] = False
+        Zd = self._design_features(theta)
+        P = pinv_psd((Zd.T * counts) @ Zd)[0]
+        t = float(counts.sum())
+        level = math.log(1.0 / self.delta) + 0.5 * self.d_eff * math.log(1.0 + t / self.d_eff) + 1.5
+        Ys, cs = [], []
+        for i in answer:
+            i = int(i)
+            Y = slope[i] * self.Z[i] - slope[outside, None] * self.Z[outside]
+            sd = np.sqrt(np.maximum(np.einsum("ij,ij->i", Y @ P, Y), 0.0))
+            margin = np.maximum(mu[i] - mu[outside] + self.epsilon, np.maximum(sd, 1e-12))
+            Ys.append(Y)
+            cs.append(2.0 * level / margin**2)
+        return np.vstack(Ys), np.concatenate(cs)
+
+    def _select(self):
+        """One test at a time from the current block's plan (a new block when it is spent), so that
+        each outcome is predicted with the estimate of every outcome before it (a smaller P_t)."""
+        if not self._plan.size:
+            arms = super()._select()
+            if arms is None:
+                return None
+            self._plan = np.asarray(arms, dtype=np.int64)
+        arm, self._plan = int(self._plan[0]), self._plan[1:]
+        return arm
+
+    # ------------------------------------------------------------------ outcomes and the stopping rule
+    def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        # the outcomes are predicted with the estimate fixed before them (lr_set's P_t)
+        self._pred_loss += prediction_loss(self.Z[arms] @ self._theta_pred, rewards, self.n_samples - arms.size)
+        theta = self._estimate(self.n.astype(float), self.sums)
+        if theta is not None:
+            self._theta_pred = theta
+        super()._update(arms, rewards)
+        if not self._finished and theta is not None:
+            # the set is valid at every outcome: tested between block ends too (_check_stop's schedule)
+            answer = self._check_stop()
+            if answer is not None:
+                self._answer = answer
+                self._finish(True)
+
+    def _close_block(self, counts: np.ndarray, sums: np.ndarray) -> None:
+        self._n_closed += 1
+        self.diagnostics["blocks"] = self._n_closed
+
+    def _lr_set(self) -> LikelihoodRatioSet:
+        pulled = np.flatnonzero(self.n)
+        level = self._pred_loss + math.log(1.0 / self.delta)
+        start = self._theta_pred if self._theta_mle is None else self._theta_mle
+        return LikelihoodRatioSet(self.Z[pulled], self.n[pulled], self.sums[pulled], level, start)
+
+    def _check_stop(self) -> np.ndarray | None:
+        """The likelihood-ratio test, once the tests have grown by CHECK_GROWTH (at least d) since its
+        last run (each run costs O(K d^2) and up to a few hundred Newton solves)."""
+        if self.n_samples < self._next_check:
+            return None
+        self._next_check = self.n_samples + max(self.d_eff, int(CHECK_GROWTH * self.n_samples))
+        answer = self._leaders(self._theta_pred, np.random.default_rng(self._n_closed))
+        # a cheap witness first (GLGapE's): a point of the set where the closest rival wins
+        pulled = np.flatnonzero(self.n)
+        eta = self.Z @ self._theta_pred
+        outside = np.ones(self.K, dtype=bool)
+        outside[answer] = False
+        j = int(np.flatnonzero(outside)[np.argmax(eta[outside])])
+        i = int(answer[np.argmin(eta[answer])])
+        Zp = self.Z[pulled]
+        level = self._pred_loss + math.log(1.0 / self.delta)
+        # skip a test that will surely fail (skipping only stops later): in the quadratic model of
+        # the set around theta_hat, some rival still beats the answer by more than epsilon at
+        # SKIP_RADIUS of the set's radius
+        mu = expit(eta)
+        slope = mu * (1.0 - mu)
+        H = (Zp.T * (self.n[pulled] * slope[pulled])) @ Zp
+        Hinv = pinv_psd(H)[0]
+        radius = math.sqrt(2.0 * max(level - nll(Zp, self.n[pulled], self.sums[pulled], self._theta_pred), 0.0))
+        for a in answer:
+            G = slope[outside, None] * self.Z[outside] - slope[a] * self.Z[a]
+            sd = np.sqrt(np.maximum(np.einsum("ij,ij->i", G @ Hinv, G), 0.0))
+            if np.any(mu[outside] - mu[a] + SKIP_RADIUS * radius * sd > self.epsilon):
+                return None
+        P = pinv_psd((Zp.T * self.n[pulled]) @ Zp)[0]
+        if pair_stands(Zp, self.n[pulled], self.sums[pulled], level, self._theta_pred, P, self.Z[i], self.Z[j],
+                       self.epsilon):
+            return None
+        try:
+            cs = self._lr_set()
+        except SeparableDataError:
+            return None
+        if cs.bounded:
+            self._theta_mle = cs.theta
+        n_open = cs.open_arms(self.Z, answer, self.epsilon)
+        self.diagnostics["stat"] = float(n_open if n_open is not None else self.K - self.m)
+        return answer if n_open == 0 else None
+
+    # ------------------------------------------------------------------ answers
+    def _recommend(self, rng: np.random.Generator):
+        if self._answer is not None:
+            return self._answer.copy()
+        if not self.n_samples or self._estimate(self.n.astype(float), self.sums) is None:
+            return super(LinearTrackAndStop, self)._recommend(rng)
+        return self._leaders(self._theta_pred, rng)
+
+    def _certified_epsilon(self) -> np.ndarray | None:
+        """The smallest epsilon (on the means) for which the likelihood-ratio set certifies the current
+        answer now (the same value for each arm of a top-m answer; inf while nothing is certified)."""
+        if self._estimate(self.n.astype(float), self.sums) is None:
+            return None
+        answer = np.asarray(self._recommend(np.random.default_rng(0)))
+        try:
+            cs = self._lr_set()
+        except SeparableDataError:
+            return np.full(len(answer), np.inf)
+        if cs.open_arms(self.Z, answer, 1.0 - 1e-9) != 0:
+            return np.full(len(answer), np.inf)
+        if cs.open_arms(self.Z, answer, 0.0) == 0:
+            return np.zeros(len(answer))
+        lo, hi = 0.0, 1.0
+        if 0.0 < self.epsilon < 1.0:  # the run's own epsilon first: a stopped run certifies it exactly
+            if cs.open_arms(self.Z, answer, self.epsilon) == 0:
+                hi = self.epsilon
+            else:
+                lo = self.epsilon
+        for _ in range(_CERT_STEPS):
+            mid = 0.5 * (lo + hi)
+            if cs.open_arms(self.Z, answer, mid) == 0:
+                hi = mid
+            else:
+                lo = mid
+        return np.full(len(answer), hi)
+
+    def _stopping_threshold(self, t: int) -> float:
+        """Not a fixed level: the set's level is P_t + log(1/delta), P_t known only from the outcomes."""
+        return math.nan
+
+    def _diagnostics(self) -> dict:
+        return dict(self.diagnostics, blocks=self._n_closed)
