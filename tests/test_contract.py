@@ -72,6 +72,8 @@ CASES = {
     "gse-log": (_AKG, {"budget": 240}),
     "gse-log-fwg": (_AKG, {"budget": 240}),
     "gse-log-uniform": (_AKG, {"budget": 240}),
+    "gse-log-wynn": (_AKG, {"budget": 240}),
+    "gse-log-greedy": (_AKG, {"budget": 240}),
     "uniform": (_SPHERE, {"budget": 200}),
     "fb-lingape": (_SPHERE, {"budget": 200, "S": "oracle"}),
     "linucb": (_SPHERE, {"budget": 200}),

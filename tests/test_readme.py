@@ -43,8 +43,6 @@ SUBSTITUTIONS = [
      "the test suite cannot run inside one of its tests: collected only"),
     ("--seed 1 --out cdk2_backtest", "--seed 1 --out cdk2_backtest --max-tests 480",
      "the backtest spends up to its default cap of 20 000 tests (minutes): stopped after 5 plates"),
-    ("--threshold 1000 --out my_backtest", "--threshold 1000 --out my_backtest --max-tests 480",
-     "the backtest spends up to its default cap of 20 000 tests (minutes): stopped after 5 plates"),
     ("n_reps=100", "n_reps=4", "100 GLGapE runs take minutes: 4"),
     ("--reps 100 --jobs 2", "--reps 10 --jobs 2", "10 runs are enough to see it work"),
     ("--reps 50 --out runs.parquet", "--reps 5 --out runs.parquet", "5 runs are enough to see it work"),

@@ -254,15 +254,16 @@ def test_arms_with_identical_features_do_not_block_the_stop():
 
 @pytest.mark.slow
 def test_stopping_threshold_forecasts_the_median_stop_within_a_factor_of_two():
-    """T*(theta) times ``_stopping_threshold`` against the median stop of 30 runs (Soare's instance at
+    """T*(theta) times ``stopping_threshold`` against the median stop of 30 runs (Soare's instance at
     omega = 0.3; measured 0.77 of it at omega = 0.1 over 100 runs): within a factor of two."""
     from screenbai.bandits.certainty.complexity import characteristic_time
 
     inst = soare(d=2, omega=0.3)
     stops = [_run(policy_for_instance("lin-tas", inst, rng=s), inst, 100 + s).n_samples for s in range(30)]
     p = policy_for_instance("lin-tas", inst, rng=0)
-    forecast = characteristic_time(inst.features, inst.theta, sigma=inst.sigma).T_star * p._stopping_threshold(0)
-    assert p._stopping_threshold(0) > p.log_level
+    T_star = characteristic_time(inst.features, inst.theta, sigma=inst.sigma).T_star
+    forecast = T_star * p.stopping_threshold(0, p.delta)
+    assert p.stopping_threshold(0, p.delta) > p.log_level
     assert 0.5 < forecast / np.median(stops) < 2.0
 
 

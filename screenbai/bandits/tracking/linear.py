@@ -348,14 +348,16 @@ class LinearTrackAndStop(Policy):
         answer = self._recommend(np.random.default_rng(0))
         return self.evidence.certified_epsilon(np.asarray(answer))
 
-    def _stopping_threshold(self, t: int) -> float:
-        """The evidence margin^2 V / 2 a direction needs at the stop, the same for every t: with
-        rho = RHO_FRACTION V (the design's aim), the mixture crosses its level L (log(m (K - m) / delta),
-        weighted for the current leader) at (1 + u)(L + (1/2) log(1 + 1/u) - log 2), u = RHO_FRACTION
-        (the Gaussian tail's log 2 Phi ~ log 2). A forecast's t = T*(theta_hat) times this."""
+    def stopping_threshold(self, t: float, delta: float) -> float:
+        """The evidence margin^2 V / 2 a direction needs at the stop at level delta, the same for every
+        t: with rho = RHO_FRACTION V (the design's aim), the mixture crosses its level L
+        (log(m (K - m) / delta), weighted for the current leader) at
+        (1 + u)(L + (1/2) log(1 + 1/u) - log 2), u = RHO_FRACTION (the Gaussian tail's log 2 Phi ~ log 2).
+        A forecast's t = T*(theta_hat) times this."""
         leader = int(np.asarray(self._recommend(np.random.default_rng(0)))[0])
         u = RHO_FRACTION
         level = self.evidence.level(leader) if self.evidence.n_blocks else self.log_level
+        level += math.log(self.delta / delta)  # the level at this policy's delta, moved to the one asked
         return (1.0 + u) * (level + 0.5 * math.log(1.0 + 1.0 / u) - math.log(2.0))
 
     def _diagnostics(self) -> dict[str, Any]:

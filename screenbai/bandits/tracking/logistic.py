@@ -40,7 +40,7 @@ import numpy as np
 from scipy.special import expit
 
 from ..glm import SeparableDataError, logistic_mle
-from ..lr_set import LikelihoodRatioSet, nll, pair_stands, prediction_loss
+from ..lr_set import LikelihoodRatioSet, forecast_level, nll, pair_stands, prediction_loss
 from ..params import DELTA, EPSILON, LAMBDA_REG, M, Param
 from ..registry import register
 from .blocks import pinv_psd
@@ -130,7 +130,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         Zd = self._design_features(theta)
         P = pinv_psd((Zd.T * counts) @ Zd)[0]
         t = float(counts.sum())
-        level = math.log(1.0 / self.delta) + 0.5 * self.d_eff * math.log(1.0 + t / self.d_eff) + 1.5
+        level = forecast_level(t, self.d_eff, self.delta) + 1.5
         Ys, cs = [], []
         for i in answer:
             i = int(i)
@@ -256,9 +256,10 @@ class LogisticTrackAndStop(LinearTrackAndStop):
                 lo = mid
         return np.full(len(answer), hi)
 
-    def _stopping_threshold(self, t: int) -> float:
-        """Not a fixed level: the set's level is P_t + log(1/delta), P_t known only from the outcomes."""
-        return math.nan
+    def stopping_threshold(self, t: float, delta: float) -> float:
+        """The likelihood-ratio set's level, approximately (lr_set.forecast_level): the set's own level
+        log(1/delta) + P_t is known only from the outcomes."""
+        return forecast_level(t, self.d_eff, delta)
 
     def _diagnostics(self) -> dict:
         return dict(self.diagnostics, blocks=self._n_closed)
