@@ -191,3 +191,22 @@ def test_likeliest_first_is_the_head_of_the_stable_sort():
     for n, k in [(50, 5), (50, 50), (50, 80), (1000, 256), (7, 0)]:
         score = rng.integers(0, 6, n).astype(float)  # many ties: the order among them is by position
         np.testing.assert_array_equal(_likeliest_first(score, k), np.argsort(-score, kind="stable")[:k])
+
+
+def test_forecast_level_and_glgapes_stated_threshold():
+    """The forecast's threshold for the likelihood-ratio set: log(1/delta) at t = 0, growing like
+    (d/2) log t; GLGapE states it only for its likelihood-ratio calibration."""
+    import math
+
+    from screenbai.bandits import make_policy
+    from screenbai.bandits.lr_set import forecast_level
+
+    assert forecast_level(0, 5, 0.05) == pytest.approx(math.log(20))
+    assert forecast_level(1000, 5, 0.05) > forecast_level(100, 5, 0.05) > forecast_level(100, 2, 0.05)
+    slope = forecast_level(1e8, 4, 0.1) - forecast_level(1e7, 4, 0.1)
+    assert slope == pytest.approx(2 * math.log(10), rel=1e-3)
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    lr = make_policy("glgape", X, epsilon=0.1, delta=0.05, rng=0)
+    assert lr.stopping_threshold(50, 0.05) == pytest.approx(forecast_level(50, lr.d_eff, 0.05))
+    paper = make_policy("glgape", X, epsilon=0.1, delta=0.05, calibration="reinterpreted", rng=0)
+    assert paper.stopping_threshold(50, 0.05) is None
