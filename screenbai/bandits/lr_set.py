@@ -174,6 +174,8 @@ def pair_stands(Zp, n, s, level: float, theta: np.ndarray, P: np.ndarray, zi: np
     if nll(Zp, n, s, theta) > level:
         return False
     v = zj - zi
+    if not v.any():  # identical features: the same mean for every theta, j never beats i
+        return False
     Pv = P @ v
     u = Pv / float(v @ Pv)  # v^T u = 1: one unit of s raises the gap x_j^T theta - x_i^T theta by 1
     a0, da, b0, db = float(zi @ theta), float(zi @ u), float(zj @ theta), float(zj @ u)
@@ -411,4 +413,6 @@ class LikelihoodRatioSet:
         """No theta of C_t has v^T theta >= g (exact: Newton on the hyperplane)."""
         if v @ self.theta >= g:
             return False
+        if not v.any():  # two arms with identical features: v^T theta = 0 < g everywhere
+            return True
         return self._beyond_is_empty(v, cho_solve(self.chol, v), g)
