@@ -184,6 +184,15 @@ def test_default_needs_far_fewer_tests_than_the_self_normalized_widths():
     assert lr["samples"].median() < 0.6 * sn["samples"].median()
 
 
+def test_likeliest_first_is_the_head_of_the_stable_sort():
+    from screenbai.bandits.lr_set import _likeliest_first
+
+    rng = np.random.default_rng(3)
+    for n, k in [(50, 5), (50, 50), (50, 80), (1000, 256), (7, 0)]:
+        score = rng.integers(0, 6, n).astype(float)  # many ties: the order among them is by position
+        np.testing.assert_array_equal(_likeliest_first(score, k), np.argsort(-score, kind="stable")[:k])
+
+
 def test_forecast_level_and_glgapes_stated_threshold():
     """The forecast's threshold for the likelihood-ratio set: log(1/delta) at t = 0, growing like
     (d/2) log t; GLGapE states it only for its likelihood-ratio calibration."""
@@ -201,3 +210,20 @@ def test_forecast_level_and_glgapes_stated_threshold():
     assert lr.stopping_threshold(50, 0.05) == pytest.approx(forecast_level(50, lr.d_eff, 0.05))
     paper = make_policy("glgape", X, epsilon=0.1, delta=0.05, calibration="reinterpreted", rng=0)
     assert paper.stopping_threshold(50, 0.05) is None
+
+
+def test_a_rival_with_the_same_features_is_ruled_out_without_dividing_by_zero():
+    """Arms sharing their features (stereoisomers under a 2-D fingerprint): the pair's gap is 0 for
+    every theta. The witness divided by v^T P v = 0 (a RuntimeWarning, an error in the tests) and the
+    exact test of the pair failed on NaN."""
+    rng = np.random.default_rng(0)
+    Z = rng.uniform(-1, 1, (6, 2))
+    Z[1] = Z[0]
+    n = np.full(6, 20.0)
+    s = np.round(n * expit(Z @ np.array([2.0, -1.0])))
+    cs = LikelihoodRatioSet(Z, n, s, np.log(20), np.zeros(2))
+    P = np.linalg.inv((Z.T * n) @ Z)
+    assert not pair_stands(Z, n, s, np.log(20), cs.theta, P, Z[0], Z[1], 0.1)
+    assert cs._rules_out(Z[1] - Z[0], 0.5)  # v = 0: v^T theta = 0 < 0.5 for every theta
+    assert not cs._rules_out(Z[1] - Z[0], 0.0)
+    cs.open_arms(Z, np.array([0]), 0.1, (0, 1))  # tests the pair (0, 1) first: raised on NaN

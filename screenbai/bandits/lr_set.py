@@ -174,6 +174,8 @@ def pair_stands(Zp, n, s, level: float, theta: np.ndarray, P: np.ndarray, zi: np
     if nll(Zp, n, s, theta) > level:
         return False
     v = zj - zi
+    if not v.any():  # identical features: the same mean for every theta, j never beats i
+        return False
     Pv = P @ v
     u = Pv / float(v @ Pv)  # v^T u = 1: one unit of s raises the gap x_j^T theta - x_i^T theta by 1
     a0, da, b0, db = float(zi @ theta), float(zi @ u), float(zj @ theta), float(zj @ u)
@@ -190,6 +192,18 @@ def pair_stands(Zp, n, s, level: float, theta: np.ndarray, P: np.ndarray, zi: np
         mid = 0.5 * (lo + hi)
         lo, hi = (lo, mid) if beaten(mid) else (mid, hi)
     return nll(Zp, n, s, theta + hi * u) <= level
+
+
+def _likeliest_first(score: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` largest scores, largest first, ties by position: the first ``k`` of
+    ``np.argsort(-score, kind="stable")`` without sorting all of them (O(n) + O(k log k))."""
+    if k <= 0:
+        return np.empty(0, dtype=np.int64)
+    if score.size <= k:
+        return np.argsort(-score, kind="stable")
+    kth = np.partition(score, score.size - k)[score.size - k]  # the k-th largest
+    top = np.flatnonzero(score >= kth)  # ascending positions: a stable sort keeps ties in this order
+    return top[np.argsort(-score[top], kind="stable")][:k]
 
 
 class LikelihoodRatioSet:
@@ -297,12 +311,17 @@ class LikelihoodRatioSet:
                 V = Z[alive_all] - zi
                 keep = V @ self.theta + self._box_bound(V) > g
                 alive_all, score_all = alive_all[keep], score_all[keep]
-            for rank, k in enumerate(alive_all[np.argsort(-score_all, kind="stable")]):
-                # at most MAX_EXACT_TESTS exact tests: beyond, the arm counts as open (the round stays O(K d))
-                if not n_open and rank < MAX_EXACT_TESTS and self._rules_out(Z[k] - zi, g):
-                    continue
-                n_open += not is_open[k]
-                is_open[k] = True
+            # exact tests, likeliest first, until one stands (at most MAX_EXACT_TESTS: the round stays
+            # O(K d)); from there on every candidate counts as open, without a test
+            skip = np.zeros(alive_all.size, dtype=bool)  # ruled out by an exact test
+            if not n_open:
+                for pos in _likeliest_first(score_all, MAX_EXACT_TESTS):
+                    if not self._rules_out(Z[alive_all[pos]] - zi, g):
+                        break
+                    skip[pos] = True
+            counted = alive_all[~skip]
+            n_open += int(np.count_nonzero(~is_open[counted]))
+            is_open[counted] = True
         return n_open
 
     def _norm_blocks(self, Z: np.ndarray, i: int, P: np.ndarray | None, diag: np.ndarray | None):
@@ -394,4 +413,6 @@ class LikelihoodRatioSet:
         """No theta of C_t has v^T theta >= g (exact: Newton on the hyperplane)."""
         if v @ self.theta >= g:
             return False
+        if not v.any():  # two arms with identical features: v^T theta = 0 < g everywhere
+            return True
         return self._beyond_is_empty(v, cho_solve(self.chol, v), g)
