@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from screenbai.bandits import instances, replicate, static
+from screenbai.bandits import instances, replicate, static_greedy
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "soare"
@@ -162,11 +162,11 @@ def table1(static_runs, oracle_runs, lingape_runs, n_jobs, fresh, only=None):
         cache_file = CACHE / f"soare_d5_{label}.npz"
         if algo != "lingape":
             if cache_file.exists():
-                static.load_cache(cache_file)
+                static_greedy.load_cache(cache_file)
             first = replicate(inst, algo, {"max_samples": 10**8, **params}, n_reps=1, seed=5, n_jobs=1)
             if algo == "xy-static":
                 _prefetch_static(inst, algo, 1.05 * first["samples"].iloc[0])
-            static.save_cache(cache_file)
+            static_greedy.save_cache(cache_file)
             parts = [first]
             if n > 1:
                 parts.append(replicate(inst, algo, {"max_samples": 10**8, **params}, n_reps=n - 1, seed=5, start=1,

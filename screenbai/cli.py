@@ -339,6 +339,10 @@ def _run(args) -> int:
             "error columns; raise the cap with --param max_samples=N, or give epsilon > 0"
         )
     say("noise_scale: the noise scale the policy assumed (the instance's own unless --param sigma=... is given)")
+    if summary["median_certified_epsilon"].notna().any():
+        say("median_certified_epsilon: the epsilon each run's answer is certified epsilon-good at, at its end (at "
+            "confidence 1 - delta, whenever read); certificate_misses: runs whose answer's true gap exceeds it "
+            "(at most about delta of them when the setting is guaranteed)")
     if args.out:
         out = Path(args.out)
         (records.to_parquet if out.suffix == ".parquet" else records.to_csv)(out, index=False)

@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import ScreenbaiWarning
+
 logger = logging.getLogger("screenbai.screening")
 
 #: Where relative data paths are looked up after the repository root.
@@ -324,6 +326,10 @@ def format_activity(value_nM: float, label: str) -> str:
     return f"{label} {format_concentration(value_nM)}"
 
 
+class ClippedScreenWarning(ScreenbaiWarning, UserWarning):
+    """A screen asked for more compounds than the library holds and runs on the whole library."""
+
+
 def check_library_size(
     n_compounds: int, sizes: Sequence[int], where: str = "the curated library", *, clip: bool = False
 ) -> dict[str, Any] | None:
@@ -343,7 +349,7 @@ def check_library_size(
         )
     message = (f"screen.studies asks for K = {asked} compounds but {where} has {n_compounds}: K = {n_compounds} "
                "runs instead (screen.clip_K: true, the default; set it to false to refuse such a K)")
-    warnings.warn(message, UserWarning, stacklevel=2)
+    warnings.warn(message, ClippedScreenWarning, stacklevel=2)
     return {"asked": too_big, "ran": int(n_compounds), "message": message}
 
 

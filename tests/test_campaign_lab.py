@@ -441,3 +441,115 @@ def test_status_forecast_uses_the_algorithms_threshold_when_it_states_one(tmp_pa
     assert st.forecast_plates == math.ceil(st.forecast_tests / 16)
     assert "more plates until the stopping rule fires" in st.text()
     camp.close()
+
+
+def test_a_separate_truth_is_restricted_to_the_library(tmp_path):
+    from screenbai.campaign.backtest import KnownOutcomes, restrict_to_library
+
+    truth_lib = synthetic_library(K=12, d=2, seed=1)  # the truth's own compounds CPD0000..CPD0011
+    known = KnownOutcomes(truth_lib, np.linspace(0, 1, 12), np.arange(12.0), "truth", np.arange(12.0), "nM")
+    lib = synthetic_library(K=16, d=3, seed=2)  # the library: CPD0000..CPD0015, other features
+    out = restrict_to_library(known, lib)
+    assert list(out.library.compounds["compound_id"]) == [f"CPD{k:04d}" for k in range(12)]
+    np.testing.assert_array_equal(out.library.features, lib.features[:12])  # the library's features
+    np.testing.assert_array_equal(out.rate, known.rate)
+    assert "4 library compounds without a value left out" in out.description
+
+
+def test_repair_after_a_change_keeps_the_new_base(tmp_path):
+    """repair rebuilds the snapshot of the last base: after an added compound, the change, not the plate before."""
+    lib = synthetic_library(K=20, d=2)
+    extra = np.array([[0.3, -0.2, 1.0]])
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=3)
+    assay = Assay(np.vstack([lib.features, extra]), seed=1)
+    plate = camp.next_plate(12)
+    camp.record(_results(tmp_path, plate, assay(plate.arms), "a"))
+    in_lab = camp.next_plate(12)
+    add_compounds(camp, ["NEW1"], ["CCO"], features=extra)
+    path = camp.path
+    camp.close()
+    Campaign.repair(path)
+    with Campaign.open(path) as c:
+        c.record(_results(tmp_path, in_lab, assay(in_lab.arms), "b"))
+        after_repair = _state(c)
+    with Campaign.open(path, use_snapshot=False) as c:
+        assert _state(c) == after_repair and c.policy.arm_set.size == 21
+
+
+def test_new_compounds_are_featurized_as_the_library_was(tmp_path):
+    """The projection on the library's stored principal components gives a library compound its own
+    stored features back: a new compound lands in the same feature space."""
+    from screenbai.campaign.changes import featurize_new
+    from screenbai.campaign.library import import_library
+
+    lib = import_library(_lab_library(tmp_path, n=20), id_column="name", smiles_column="smiles", d=3)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "m-lingape", {"epsilon": 0.1}, seed=1)
+    X = featurize_new(camp, list(camp.smiles[:5]))
+    np.testing.assert_allclose(X, camp.features[:5], atol=1e-9)
+    camp.close()
+
+
+def test_a_file_without_the_lab_tables_is_read_as_one_without_controls(tmp_path):
+    """A campaign made before plate controls and readouts existed: opened read-only, the tables are
+    empty temporary ones of the connection (status works); opened writable, they are added to the file."""
+    import sqlite3
+
+    from screenbai.campaign.assay import ensure_schema
+
+    camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=10, d=2), "glgape", {}, seed=1)
+    camp.close()
+    con = sqlite3.connect(tmp_path / "c.campaign")
+    for table in ("controls", "readouts", "plate_qc", "well_notes"):
+        con.execute(f"DROP TABLE {table}")
+    con.commit()
+    con.close()
+    ro = sqlite3.connect(f"file:{tmp_path / 'c.campaign'}?mode=ro", uri=True)
+    ensure_schema(ro, readonly=True)
+    assert ro.execute("SELECT COUNT(*) FROM readouts").fetchone() == (0,)
+    main_tables = {r[0] for r in ro.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
+    assert "readouts" not in main_tables  # nothing written into the file
+    ro.close()
+    with Campaign.open(tmp_path / "c.campaign") as c:  # writable: added to the file
+        assert c.status().plate_qc == []
+    con = sqlite3.connect(tmp_path / "c.campaign")
+    assert {"controls", "readouts", "plate_qc", "well_notes"} <= {
+        r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
+    con.close()
+
+
+def test_status_reports_the_spread_of_replicate_wells(tmp_path):
+    camp = _ic50_campaign(tmp_path, PlateLayout.build("24", replicates=2))
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    ids = sorted(set(plate.compound_ids))
+    values = {cid: [100.0 * (k + 1), 100.0 * (k + 1) + 2.0] for k, cid in enumerate(ids)}  # replicates 2 apart
+    camp.record(_fill(plate.path, values, tmp_path / "R.csv", controls=(5.0, 5000.0), noise=20))
+    st = camp.status()
+    assert st.replicate_sd == pytest.approx(np.sqrt(2.0))  # each pair: deviations +-1, one degree of freedom
+    assert "spread of replicate wells" in st.text()
+    camp.close()
+
+
+@pytest.mark.parametrize("misspecified", [False, True])
+def test_status_checks_the_model_the_certificate_rests_on(tmp_path, misspecified):
+    """status carries the model check beside the certificate: outcomes drawn from the logistic model
+    pass; outcomes that ignore the features (every other compound always a hit) are rejected with a
+    warning in the text and the JSON."""
+    from campaign_util import new_campaign, write_results
+
+    camp = new_campaign(tmp_path / "c.campaign", "gse-log", {"budget": 480}, K=20, d=2, seed=1)  # spreads its tests
+    assay = Assay(camp.features, seed=2)
+    told = 0
+    for k in range(40):
+        if camp.policy.done:
+            break
+        plate = camp.next_plate(48, force=True)
+        values = [int(a % 2 == 0) for a in plate.arms] if misspecified else assay(plate.arms)
+        camp.record(write_results(tmp_path / f"p{k}.csv", plate, values))
+        told += len(plate)
+    st = camp.status()
+    check = st.to_dict()["model_check"]
+    assert check is not None and check["n_tests"] == told > 300
+    assert check["rejected"] is misspecified
+    assert ("model check: WARNING" in st.text()) is misspecified
+    camp.close()

@@ -11,7 +11,13 @@ from scipy.special import expit
 
 import screenbai.bandits.gifa as gifa
 from screenbai.bandits import instances
-from screenbai.bandits.certainty.certificate import Certificate, certainty_summary, certified_from_bounds, certify
+from screenbai.bandits.certainty.certificate import (
+    Certificate,
+    certainty_summary,
+    certified_from_bounds,
+    certify,
+    norm_bound_refuted,
+)
 from screenbai.bandits.instance import Instance
 from screenbai.bandits.lr_set import LikelihoodRatioSet, nll
 from screenbai.bandits.registry import policy_for_instance
@@ -64,7 +70,7 @@ def test_certified_from_bounds_is_the_mth_largest_clipped_at_zero():
     ("m-lingape", fan(0.5), {"m": 2}),
     ("lucb", fan(0.5), {}),
     ("xy-static", fan(0.5), {}),
-    ("glgape", logistic_arc(), {"epsilon": 0.005}),
+    ("glgape", logistic_arc(), {"epsilon": 0.02}),
 ])
 def test_certificate_is_nonnegative_and_shrinks_with_data(name, inst, params):
     policy = policy_for_instance(name, inst, rng=1, max_samples=10**5, **params)
@@ -98,7 +104,7 @@ def test_certificate_changes_nothing():
 
 # ---------------------------------------------------------------------- at the stop
 @pytest.mark.parametrize("name, inst, params", [
-    ("lingape", instances.soare(d=2, omega=0.3, sigma=0.5), {"delta": 0.1}),
+    ("lingape", instances.soare(d=2, omega=0.3, sigma=0.5), {"delta": 0.1, "S": "oracle"}),
     ("m-lingape", fan(0.3), {"m": 2, "epsilon": 0.05}),
     ("lingifa", fan(0.3), {"epsilon": 0.05}),  # UGapE-type stopping
     ("lucb", fan(0.3), {"epsilon": 0.1}),
@@ -146,8 +152,8 @@ def _coverage(inst, name, params, n_runs, budgets, shrink=None):
 
 
 @pytest.mark.parametrize("name, params", [
-    ("lingape", {"delta": 0.1}),
-    ("m-lingape", {"delta": 0.1, "m": 2}),
+    pytest.param("lingape", {"delta": 0.1}, marks=pytest.mark.slow),  # about 7 s each
+    pytest.param("m-lingape", {"delta": 0.1, "m": 2}, marks=pytest.mark.slow),
     ("lucb", {"delta": 0.1}),
 ])
 def test_coverage_over_runs_stopped_early(name, params):
@@ -249,6 +255,7 @@ def test_logistic_certificate_never_exceeds_one():
         arms = policy.propose(1)
         policy.tell(arms, env.pull(arms))
         assert policy.certificate().epsilon == (1.0,)
+        assert "not certified yet" in policy.certificate().sentence()[0]
 
 
 def test_run_records_carry_the_certificate():
@@ -267,6 +274,7 @@ def test_certainty_summary_for_the_campaign():
     out = certainty_summary(policy, names)
     cert = policy.certificate()
     assert out["certified_epsilon"]["epsilon"] == {names[cert.arms[0]]: cert.epsilon[0]}
+    assert "hit rate" in certainty_summary(policy, names, quantity="hit rate")["certified_epsilon"]["sentences"][0]
     assert out["model_check"]["n_tests"] == policy.n_samples
     lucb = drive(policy_for_instance("lucb", inst, rng=0), inst, 40)
     assert certainty_summary(lucb)["model_check"] is None
@@ -333,3 +341,52 @@ def test_likelihood_ratio_certificate_is_tight_at_the_stop_without_the_tests_ver
     policy.__dict__.pop("_certificate_cache")
     alone = policy.certificate().worst
     assert with_verdict <= 0.1 and with_verdict <= alone <= 0.1 + 1e-3
+
+
+def test_a_norm_bound_the_outcomes_refute_voids_the_guarantee():
+    """LinGapE's default S = 1 on Soare's instance (||theta*|| = 2): the data refute it."""
+    inst = instances.soare(d=2, omega=0.1, sigma=0.5)
+    for S, refuted in ((1.0, True), (2.5, False)):
+        policy = drive(policy_for_instance("lingape", inst, rng=0, S=S, max_samples=3000), inst, 3000)
+        cert = policy.certificate()
+        assert cert.guaranteed is not refuted
+        assert any("refute ||theta|| <= S" in c for c in cert.caveats) is refuted
+    for S, refuted in ((0.5, True), (2.0, False)):  # [SLM14] Prop. 2's set assumes S too
+        inst = instances.soare(d=2, omega=0.3, sigma=0.3)
+        policy = policy_for_instance("xy-fully-adaptive", inst, rng=0, S=S)
+        run(policy, inst.environment(np.random.default_rng(1)))
+        assert policy.certificate().guaranteed is not refuted
+    assert norm_bound_refuted(np.array([3.0, 0.0]), np.eye(2) * 0.25, 2.0, 1.5) == pytest.approx(2.0)
+    assert norm_bound_refuted(np.array([3.0, 0.0]), np.eye(2) * 0.25, 2.0, 2.0) is None
+
+
+def test_the_certificate_holds_at_every_read_of_a_run_at_once():
+    """Anytime: 50 LinGapE runs, each read after 8, 12, 19, ... 120 outcomes; the runs with a read
+    whose answer's true gap exceeds its certificate are at most delta of them (none: measured 0), and
+    a set shrunk tenfold fails at some read in most runs (measured 35 of 50)."""
+    inst, delta, n_runs = fan(), 0.1, 50
+    reads = np.unique(np.geomspace(8, 120, 7).astype(int))
+
+    def runs_with_a_miss(shrink):
+        orig = gifa.GIFA.threshold_factor
+        if shrink is not None:
+            gifa.GIFA.threshold_factor = lambda self, s: shrink * orig(self, s)
+        try:
+            bad = 0
+            for seed in range(n_runs):
+                policy = policy_for_instance("lingape", inst, rng=seed, delta=delta)
+                env = inst.environment(np.random.default_rng(1000 + seed))
+                missed = False
+                for n in reads:
+                    while not policy.done and policy.n_samples < n:
+                        arms = policy.propose(1)
+                        policy.tell(arms, env.pull(arms))
+                    cert = policy.certificate()
+                    missed |= true_gap(inst.means, cert.arms) > cert.worst + 1e-12
+                bad += missed
+            return bad
+        finally:
+            gifa.GIFA.threshold_factor = orig
+
+    assert runs_with_a_miss(None) <= delta * n_runs
+    assert runs_with_a_miss(0.1) > 3 * delta * n_runs

@@ -174,6 +174,7 @@ def test_run_chunk_records_declared_compound_and_both_errors():
     assert rec["stopped"].all() and rec["eps_error"].mean() <= 1 / 3
 
 
+@pytest.mark.slow
 def test_top_m_runs_are_judged_against_the_m_th_best():
     arms, library, theta = _arms()
     sub = draw_subset(library, 20, 3)

@@ -291,6 +291,7 @@ def test_every_warning_of_screenbai_derives_from_screenbai_warning():
     warning is attributed to (a renamed parameter's warning points at the caller): so every
     warnings.warn of the package must raise a subclass of it."""
     import ast
+    import builtins
     import importlib
     from pathlib import Path
 
@@ -305,7 +306,7 @@ def test_every_warning_of_screenbai_derives_from_screenbai_warning():
                 category = node.args[1] if len(node.args) > 1 else next(
                     (k.value for k in node.keywords if k.arg == "category"), None)
                 assert isinstance(category, ast.Name), f"{path}:{node.lineno}: warn() without a named category"
-                cls = getattr(importlib.import_module(module), category.id)
+                cls = getattr(importlib.import_module(module), category.id, None) or getattr(builtins, category.id)
                 assert issubclass(cls, screenbai.ScreenbaiWarning), f"{path}:{node.lineno}: {cls.__name__}"
                 calls.append(cls.__name__)
     assert len(calls) >= 6  # the scan found them (params, runner, design)

@@ -8,15 +8,10 @@ import pytest
 
 from screenbai.bandits import instances, make_policy, policy_for_instance
 from screenbai.bandits.instance import Instance
+from screenbai.bandits.linalg import spanning_arms
 from screenbai.bandits.runner import run as simulate
-from screenbai.bandits.static import (
-    _GreedyState,
-    all_pairs,
-    allocation_sequence,
-    eq11_batch,
-    log_term,
-    spanning_arms,
-)
+from screenbai.bandits.static_greedy import GreedyState, all_pairs, allocation_sequence
+from screenbai.bandits.static_rules import OLSTracker, eq11_batch, log_term
 
 ALL = ["g-allocation", "xy-static", "xy-oracle", "xy-adaptive", "xy-fully-adaptive"]
 
@@ -61,7 +56,7 @@ def test_xy_score_equals_brute_force():
     X = _random_arms(K=6, d=4, seed=2)
     counts = np.array([3, 1, 4, 1, 5, 9])
     I, J = all_pairs(np.ones(6, dtype=bool))
-    state = _GreedyState(X, counts)
+    state = GreedyState(X, counts)
     state.set_directions(I, J)
     for k in (0, 3, 5, 2):  # rank-one updates keep the scores exact
         state.pull(k)
@@ -74,7 +69,7 @@ def test_xy_score_equals_brute_force():
 def test_oracle_score_is_scaled_by_gaps():
     X = _random_arms(K=4, d=3, seed=3)
     gaps = np.array([0.5, 2.0, 1.0])
-    state = _GreedyState(X, np.array([2, 2, 2, 2]))
+    state = GreedyState(X, np.array([2, 2, 2, 2]))
     state.set_directions(np.zeros(3, dtype=int), np.array([1, 2, 3]), 1.0 / gaps)
     P = np.linalg.inv(2 * X.T @ X)
     expected = max((X[0] - X[j]) @ P @ (X[0] - X[j]) / g**2 for j, g in zip([1, 2, 3], gaps))
@@ -113,6 +108,33 @@ def test_eq11_batch_matches_direct_formula():
         ]
         assert best[b] == i and ok[b] == all(conds)
     assert 0 < ok.sum() < 50  # the case mix exercises both answers
+
+
+def test_eq11_one_state_agrees_with_the_batch_and_the_tracker():
+    """The round-by-round rule (OLS kept by rank one) and the batch rule decide eq. 11 alike, and
+    confidence="arms" is log(6 n^2 K / (pi^2 delta)) exactly."""
+    X = _random_arms(K=6, d=3, seed=6)
+    theta = np.array([0.8, -0.3, 0.5])
+    rng = np.random.default_rng(1)
+    tracker = OLSTracker(X)
+    arms = np.concatenate([spanning_arms(X), rng.integers(6, size=3000)])
+    counts, sums, seen = np.zeros(6), np.zeros(6), []
+    for t, a in enumerate(arms, 1):
+        r = X[a] @ theta + rng.standard_normal()
+        tracker.add(int(a), float(r))
+        counts[a] += 1
+        sums[a] += r
+        if t >= 3 and t % 50 == 0:
+            assert tracker.refresh() or tracker.P is not None
+            for conf in ("pairs", "arms"):
+                ok, best, _ = tracker.eq11(t, 2 * np.sqrt(2), 6, 0.05, conf)
+                ok_b, best_b = eq11_batch(X, counts[None], sums[None], np.array([t]), 2 * np.sqrt(2), 6, 0.05, conf)
+                assert (ok, best) == (bool(ok_b[0]), int(best_b[0]))
+                seen.append(ok)
+    assert 0 < sum(seen) < len(seen)
+    assert log_term(10, 7, 0.1, "arms") == pytest.approx(np.log(6 * 100 * 7 / (np.pi**2 * 0.1)), rel=1e-15)
+    with pytest.raises(ValueError, match="confidence"):
+        log_term(10, 7, 0.1, "both")
 
 
 EASY = instances.soare(d=2, omega=0.5)  # gaps 0.245 and 2: stops after ~1e3 pulls

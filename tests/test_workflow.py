@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import fcntl
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -44,15 +47,34 @@ def run_snakemake(workdir: Path, config: dict, *args: str) -> subprocess.Complet
     return subprocess.run(cmd, capture_output=True, text=True, timeout=600)
 
 
-@pytest.fixture(scope="module")
+@contextlib.contextmanager
+def exclusive(folder: Path):
+    """Hold the lock of ``folder`` (one xdist worker at a time runs Snakemake there)."""
+    with open(folder.parent / f"{folder.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        yield
+
+
+@pytest.fixture(scope="session")
 def toy_run(tmp_path_factory):
-    """The .test config as committed (its data path relative to the repository root), run elsewhere."""
-    work = tmp_path_factory.mktemp("toy")
+    """The .test config as committed (its data path relative to the repository root), run elsewhere:
+    once per test run, however many xdist workers ask for it (the first runs it under a file lock in
+    the run's shared temporary folder; the others wait and read its outcome)."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent  # this run's folder, shared by its workers (each has its own below it)
+    work = root / "toy_run"
     config = yaml.safe_load(TEST_CONFIG.read_text())
     truth = pd.read_csv(TEST_DATA, dtype=str, keep_default_na=False)
     truth = truth[truth["name"].str.startswith("MOL")].reset_index(drop=True)
-    proc = run_snakemake(work, config, "--cores", "2")
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    outcome = root / "toy_run.json"
+    with exclusive(work):
+        if not outcome.exists():
+            work.mkdir(exist_ok=True)
+            proc = run_snakemake(work, config, "--cores", "2")
+            outcome.write_text(json.dumps({"returncode": proc.returncode, "stderr": proc.stderr[-4000:]}))
+    done = json.loads(outcome.read_text())
+    assert done["returncode"] == 0, done["stderr"]
     return work / "results" / "ki_toy", config, truth, work
 
 
@@ -119,11 +141,12 @@ def test_ki_table_runs_end_to_end_and_says_ki_everywhere(toy_run):
 @pytest.mark.slow
 def test_rerun_is_a_no_op_and_results_do_not_depend_on_cores(toy_run, tmp_path):
     res, config, _, work = toy_run
-    proc = run_snakemake(work, config, "--cores", "2", "-n")
-    assert proc.returncode == 0 and "Nothing to be done" in proc.stdout + proc.stderr
-    # re-run the GSE-Log screens on one core with other chunks: identical records
     copy_dir = tmp_path / "copy"
-    shutil.copytree(work, copy_dir, ignore=shutil.ignore_patterns("runs", "records.parquet", ".snakemake"))
+    with exclusive(work):
+        proc = run_snakemake(work, config, "--cores", "2", "-n")
+        shutil.copytree(work, copy_dir, ignore=shutil.ignore_patterns("runs", "records.parquet", ".snakemake"))
+    assert proc.returncode == 0 and "Nothing to be done" in proc.stdout + proc.stderr
+    # re-run the GSE-Log screens on one core with other chunks (copied above): identical records
     one = copy.deepcopy(config)
     one["algorithms"] = [a for a in one["algorithms"] if a["label"] == "gse-log"]
     one["screen"]["chunk_size"] = 3
@@ -140,7 +163,8 @@ def test_rerun_is_a_no_op_and_results_do_not_depend_on_cores(toy_run, tmp_path):
 @pytest.mark.slow
 def test_html_report_shows_the_summary_and_tables(toy_run):
     _, config, _, work = toy_run
-    proc = run_snakemake(work, config, "--report", str(work / "report.html"))
+    with exclusive(work):
+        proc = run_snakemake(work, config, "--report", str(work / "report.html"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     page = (work / "report.html").read_text()
     # the landing page holds the rendered summary (provenance, label, findings) and the tables are HTML

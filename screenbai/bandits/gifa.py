@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import thresholds as th
-from .certainty.certificate import certified_from_bounds
+from .certainty.certificate import certified_from_bounds, norm_bound_refuted
 from .estimators import PlateDesign, TrackedRidgeState
 from .gap_indices import GapIndices, max_m_per_column
 from .linalg import project, refuse_quadratic, spanning_arms
@@ -335,8 +335,15 @@ class GIFA(Policy):
             if self.threshold == "hoeffding":
                 return "independent arms with outcomes in [0, 1] (no model of the features)", ()
             return f"independent arms (no model of the features), {noise}", ()
-        constants = f", ||theta|| <= S = {self.S:g}" if self.threshold in ("theoretical", "abbasi-yadkori") else ""
-        return f"the linear-Gaussian model on these features, {noise}{constants}", ()
+        model = f"the linear-Gaussian model on these features, {noise}"
+        if self.threshold not in ("theoretical", "abbasi-yadkori"):
+            return model, ()
+        st = self._ridge()
+        low = norm_bound_refuted(st.theta, st.P, self.threshold_factor(self.n_samples), self.S)
+        caveats = () if low is None else (
+            f"the outcomes refute ||theta|| <= S = {self.S:g} (every theta of the confidence set has norm >= "
+            f"{low:.3g}): pass a larger S",)
+        return f"{model}, ||theta|| <= S = {self.S:g}", caveats
 
     def _recommend(self, rng):
         if self.m >= self.K:

@@ -71,7 +71,7 @@ from .glgape_width import (
 )
 from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_into, logistic_mle
 from .linalg import block_bounds, project_if_deficient
-from .lr_set import LikelihoodRatioSet, pair_stands, prediction_loss
+from .lr_set import LikelihoodRatioSet, forecast_level, pair_stands, prediction_loss
 from .params import (
     DELTA,
     LAMBDA_REG,
@@ -465,6 +465,11 @@ class GLGapE(Policy):
         B = (mu[None, :] - mu[A][:, None]) + scale * np.sqrt(np.maximum(nu2, 0.0))
         B[rows, A] = -np.inf
         return B, G
+
+    def stopping_threshold(self, t: float, delta: float) -> float | None:
+        """The likelihood-ratio calibration's level, approximately (lr_set.forecast_level); None for
+        the width calibrations, whose stop is not a threshold on the evidence."""
+        return forecast_level(t, self.d_eff, delta) if self.calibration == "likelihood-ratio" else None
 
     def _certified_epsilon(self) -> np.ndarray:
         """eq. (1) of certainty/certificate.py on the stopping rule's confidence set.

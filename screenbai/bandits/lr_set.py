@@ -47,6 +47,14 @@ _CERT_STEPS = 14  # bisections of the certificate's range ends (the stopping tes
 _DECREMENT_TOL = 1e-10  # Newton decrement (squared) at which a hyperplane minimum is taken as reached
 
 
+def forecast_level(t: float, d: int, delta: float) -> float:
+    """An approximation, for forecasts only, of the evidence (nats) the likelihood-ratio set needs
+    to rule a rival out after t tests: log(1/delta) plus the regret of the running predictions
+    against the maximum-likelihood fit, which for a d-parameter logistic model grows like
+    (d/2) log(1 + t/d). The stopping test itself uses the measured regret, never this."""
+    return math.log(1.0 / delta) + 0.5 * d * math.log1p(max(t, 0.0) / d)
+
+
 def prediction_loss(eta: np.ndarray, rewards: np.ndarray, n_before: int) -> float:
     """sum of -log q(y) for outcomes ``rewards`` (0/1) predicted from linear predictors ``eta``,
     the s-th of them (counting from ``n_before``) with mixing weight 1 / (s + 2)."""

@@ -208,6 +208,13 @@ class Policy(metaclass=_PolicyMeta):
         """
         return None
 
+    def stopping_threshold(self, t: float, delta: float) -> float | None:
+        """beta(t, delta): the evidence (in nats) this stopping rule needs after t tests at level
+        delta, so that a run sampling in proportions w stops near t = T(w) beta(t, delta); what
+        certainty/forecast.py solves for a forecast. None (the default): the algorithm states no
+        threshold (a fixed budget, or a rule without one), and no forecast is made."""
+        return None
+
     def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
         """(the model the certificate holds under, in words with its assumed constants; caveats
         that void the guarantee beyond the parameters declared without one in ``params.py``)."""
@@ -257,7 +264,7 @@ class Policy(metaclass=_PolicyMeta):
                 arms=tuple(int(a) for a in answer), epsilon=tuple(float(e) for e in eps),
                 delta=float(delta), guaranteed=not caveats, model=model, m=int(answer.size),
                 n_samples=int(self.n_samples), quantity="cure rate" if self.binary_rewards else "mean outcome",
-                caveats=caveats,
+                caveats=caveats, vacuous_at=1.0 if self.binary_rewards else math.inf,
             )
         self.__dict__["_certificate_cache"] = (key, cert)
         return cert

@@ -13,7 +13,7 @@ import importlib
 import re
 from dataclasses import dataclass, field
 
-_MODULES = ("gifa", "static", "glgape", "glgape_topm", "gse", "baselines")
+_MODULES = ("gifa", "static", "static_adaptive", "glgape", "glgape_topm", "gse", "baselines")
 _REGISTRY: dict[str, Entry] = {}
 
 

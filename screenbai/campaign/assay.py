@@ -49,11 +49,18 @@ CREATE TABLE IF NOT EXISTS well_notes (plate_id TEXT NOT NULL, well TEXT NOT NUL
 """
 
 
-def ensure_schema(con: sqlite3.Connection) -> None:
-    """The tables of plate controls and raw readouts (added to files made before they existed)."""
+def ensure_schema(con: sqlite3.Connection, *, readonly: bool = False) -> None:
+    """The tables of plate controls and raw readouts, added to files made before they existed; in a
+    file this user cannot change, as empty temporary tables of the connection (so that ``status`` and
+    ``report`` read such a file as one without controls or readouts)."""
+    have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     for statement in _SCHEMA.split(";"):
-        if statement.strip():
-            con.execute(statement)
+        if not statement.strip():
+            continue
+        name = statement.split("EXISTS", 1)[1].split("(", 1)[0].strip()
+        if name in have:
+            continue
+        con.execute(statement.replace("CREATE TABLE", "CREATE TEMP TABLE") if readonly else statement)
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from .library import (
     DEFAULT_N_BITS,
     DEFAULT_RADIUS,
     Library,
+    _detect_kind,
     build_library,
     file_sha256,
     import_library,
@@ -78,7 +79,6 @@ def outcomes_from_activities(
     from screenbai.chem.curate import curate_activities
 
     path = Path(path)
-    from .library import _detect_kind
 
     if _detect_kind(path) == "chembl-export" and activity_column is None:
         raw = read_chembl_export(path)
@@ -249,6 +249,36 @@ def outcomes_from_rates(path, *, rate_column: str, library_file: str | None = No
         raise ValueError(f"{path}: {rate_column} must hold rates in [0, 1]")
     potency = table.loc[ids, "activity_nM"].to_numpy(float) if "activity_nM" in table.columns else None
     return KnownOutcomes(lib, rate, potency, f"{Path(path).name}: Bernoulli tests with rate = {rate_column}")
+
+
+def restrict_to_library(known: KnownOutcomes, library: Library) -> KnownOutcomes:
+    """``known`` for the compounds of ``library`` (matched by compound id), with the library's own
+    structures and features: the truth's compounds outside the library are dropped, and said."""
+    truth_ids = [str(c) for c in known.library.compounds["compound_id"]]
+    at = {c: k for k, c in enumerate(truth_ids)}
+    lib_ids = [str(c) for c in library.compounds["compound_id"]]
+    keep = np.asarray([c in at for c in lib_ids])
+    if keep.sum() < 2:
+        raise ValueError(
+            f"only {int(keep.sum())} compound(s) of the library have a known outcome in the truth; check that "
+            "both name compounds by the same id (e.g. ChEMBL ids)"
+        )
+    rows = np.asarray([at[c] for c, k in zip(lib_ids, keep) if k])
+    sub = library.compounds[keep].reset_index(drop=True)
+    lib = Library(
+        sub, library.features[keep], library.rejected, library.featurizer, dict(library.provenance), library.arrays
+    )
+    left = f"; {int((~keep).sum())} library compounds without a value left out" if (~keep).any() else ""
+    dropped = len(truth_ids) - len(rows)
+    left += f"; {dropped} values of compounds not in the library ignored" if dropped else ""
+    return KnownOutcomes(
+        lib,
+        known.rate[rows],
+        None if known.potency_nM is None else known.potency_nM[rows],
+        known.description + left,
+        None if known.activity is None else known.activity[rows],
+        known.activity_label,
+    )
 
 
 def farthest_point_order(X: np.ndarray, n: int) -> np.ndarray:
@@ -478,7 +508,9 @@ def backtest_from_args(args, params: dict) -> int:
     if args.campaign_out and Path(args.campaign_out).exists():
         raise ValueError(f"--campaign-out {args.campaign_out} already exists; choose another file or delete it first")
     truth = args.truth or args.library
-    if args.truth and Path(args.truth).suffix.lower() in (".csv", ".tsv", ".txt", ".tab"):
+    separate = args.truth is not None and Path(args.truth).resolve() != Path(args.library).resolve()
+    truth_kind = _detect_kind(Path(truth)) if separate else None
+    if separate and truth_kind == "table":
         # what a lab has: compound id and a measured value, for the structures of --library
         lib = import_library(
             args.library,
@@ -514,6 +546,20 @@ def backtest_from_args(args, params: dict) -> int:
             d=args.d,
             noise_log10=noise,
         )
+        if separate:  # a ChEMBL export as the truth: its curated activities, for the structures of --library
+            known = restrict_to_library(
+                known,
+                import_library(
+                    args.library,
+                    kind=args.kind,
+                    id_column=args.id_column,
+                    smiles_column=args.smiles_column,
+                    radius=args.radius,
+                    n_bits=args.bits,
+                    d=args.d,
+                    library_file=args.library_file,
+                ),
+            )
     result = run_backtest(
         known,
         args.algorithm,

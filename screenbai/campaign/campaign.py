@@ -233,8 +233,7 @@ class Campaign:
         try:
             if verify:
                 store.check_damage(con, self.path)
-            if not self.readonly:
-                assay.ensure_schema(con)  # files made before plate controls and readouts existed
+            assay.ensure_schema(con, readonly=self.readonly)  # files made before plate controls and readouts existed
             self.meta = store.get_meta(con)
             self._load_compounds()
         except sqlite3.Error as exc:
@@ -311,6 +310,9 @@ class Campaign:
                         store.put_meta(con, "layout", layout.to_dict())
                     if readout is not None:
                         store.put_meta(con, "readout", readout.to_dict())
+                    # the L1 ratio rule's LPs from a cold start: a restored policy replays no chain of
+                    # earlier LPs before its next one (screenbai.bandits.rules.L1Design)
+                    store.put_meta(con, "lp_start", "cold")
                     for key, value in {
                         "algorithm": entry.name,
                         "params": params,
@@ -459,6 +461,10 @@ class Campaign:
         # after a change the algorithm restarts with its own stream, drawn from the seed and the change's step
         rng = int(self.meta["seed"]) if change == 0 else np.random.SeedSequence([int(self.meta["seed"]), change])
         inner = make_policy(self.algorithm, self.features[active], rng=rng, **params)
+        if self.meta.get("lp_start") == "cold":  # campaigns made before it keep the warm-start chain
+            from screenbai.bandits.rules import solve_cold
+
+            solve_cold(inner)
         return ArmSetPolicy(inner, active, n_total)
 
     def _active_at(self, step: int) -> tuple[np.ndarray, int, int]:
@@ -570,6 +576,8 @@ class Campaign:
                 # the algorithm restarts on the new set of compounds: the new base, as after a plate
                 policy = self._restart_at(step)
                 base_step, base, told = step, policy.state_dict(), False
+                if on_plate is not None:  # a new base, as a plate is (repair stores it as the 'plate' snapshot)
+                    on_plate(step, policy)
             elif kind == "plate":
                 d = json.loads(detail)
                 arms = _propose(policy, d["requested"], d.get("replicates", 1))

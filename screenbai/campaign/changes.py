@@ -220,18 +220,20 @@ def change_lines(camp) -> list[str]:
             out.append(
                 f"{when}: {len(d['compounds'])} compound(s) added ({', '.join(d['compounds'][:3])}"
                 f"{' ...' if len(d['compounds']) > 3 else ''}); {camp.algorithm} restarted on {len(d['active']):,} "
-                f"compounds with the {d['tests_before']:,} outcomes recorded before: {promise}"
+                f"compounds with the {d['tests_before']:,} outcomes recorded before"
             )
         elif kind == "withdraw":
             why = f" ({d['reason']})" if d.get("reason") else ""
             out.append(
                 f"{when}: {d['compounds'][0]} withdrawn{why}: it is no longer proposed or recommended, its "
                 f"{d['tests_of_it']} outcome(s) no longer count in the model; the answer is now the best of the "
-                f"{len(d['active']):,} remaining compounds, and {promise}"
+                f"{len(d['active']):,} remaining compounds"
             )
         else:
             out.append(
                 f"{when}: plate format changed to {PlateLayout.from_dict(d['layout']).describe()} (plates proposed "
                 "from then on; the error guarantee does not depend on the plate format)"
             )
+    if any(kind != "layout" for _, kind, _ in rows):
+        out.append(f"guarantee after these changes: {promise}")
     return out

@@ -7,6 +7,7 @@ screenbai campaign status cdk2.campaign
 screenbai campaign report cdk2.campaign --out cdk2_report/
 screenbai campaign repair cdk2.campaign                         # rebuild the policy snapshots from the log
 screenbai campaign backtest --library export.csv.gz --activity-column standard_value ...
+screenbai campaign add / withdraw / format / export ...          # labcli.py: the lab's side
 """
 
 from __future__ import annotations
@@ -314,6 +315,10 @@ def _init(args) -> int:
         say(f"plates: {layout.describe()}")
     if readout is not None:
         say(f"readout: {readout.label()}, {readout.rule()}; {readout.model(camp.binary, camp.algorithm)}")
+    from .status import prior_cost
+
+    for line in prior_cost(camp):
+        say(line)
     camp.close()
     return 0
 

@@ -1,4 +1,5 @@
-"""Plate layouts and plate files (CSV: plate_id, well, compound_id, smiles, outcome)."""
+"""Plate files (CSV: plate_id, well, compound_id, smiles, then role and why when known, then outcome) and
+the well names of plates without a layout (see layout.py for plate formats, controls and replicates)."""
 
 from __future__ import annotations
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
+from ..bandits.certainty.certificate import model_check_json
 from ..bandits.params import without_guarantee
 from ..bandits.registry import get as registered
 
@@ -103,6 +105,8 @@ class Status:
     certificate: dict | None = None
     #: compounds whose model interval still reaches the leader's (upper bound >= the leader's lower bound)
     in_contention: int | None = None
+    #: the test of fit of the model the certificate rests on (certainty/model_check.py), None without a model
+    model_check: dict | None = None
     #: compounds the algorithm chooses among (all, less the withdrawn)
     active: int = 0
     #: plates still needed by the forecast (None until a forecast is available)
@@ -115,6 +119,8 @@ class Status:
     plate_qc: list = field(default_factory=list)
     #: pooled within-plate sd of the control wells (a continuous readout's noise scale)
     control_sd: float | None = None
+    #: pooled sd of a compound's replicate wells on one plate (the readout's noise on compounds)
+    replicate_sd: float | None = None
     #: the compound-set changes, in order, each with what it did to the guarantee
     changes: list[str] = field(default_factory=list)
     #: which rule chooses the wells, in one line (the plate files' 'why' column says it per well)
@@ -214,6 +220,13 @@ class Status:
             )
         else:
             out.append("certified epsilon: not yet (the outcomes so far still allow any compound to be the best)")
+        if self.model_check is not None and self.model_check["n_tests"] > 0:
+            mc = self.model_check
+            out.append(
+                f"model check: {mc['warning']}" if mc["rejected"] else
+                f"model check: the outcomes agree with the model the certificate rests on (p = {mc['p_value']:.2g}; "
+                "a certificate holds only if the model does)"
+            )
         if self.forecast_plates is not None:
             out.append(
                 f"forecast: about {self.forecast_plates:.0f} more plates until the stopping rule fires "
@@ -238,6 +251,11 @@ class Status:
             )
         if self.control_sd is not None:
             out.append(f"spread of the control wells (within a plate): sd {self.control_sd:.3g}")
+        if self.replicate_sd is not None:
+            out.append(
+                f"spread of replicate wells (a compound twice or more on one plate): sd {self.replicate_sd:.3g}"
+                + ("" if self.outcome == "binary" else " (the noise a linear model's sigma stands for)")
+            )
         out.extend(self.changes)
         return out
 
@@ -326,6 +344,10 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
     worst = None if cert is None else cert.get("worst")
     certified = None if cert is None else (math.inf if worst is None else float(worst))
     forecast = _forecast(camp, policy)
+    obs = camp.observations()
+    idx = np.asarray(active)
+    check = model_check_json(getattr(policy, "inner", policy), [camp.compound_ids[a] for a in idx],
+                             tuple(o[idx] for o in obs[:3]))
     readout = camp.meta.get("readout")
     layout = camp.layout
     qc = camp._con.execute(
@@ -335,11 +357,14 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "SELECT plate_id, kind, COUNT(raw), AVG(raw), AVG(raw * raw) FROM readouts "
         "WHERE kind != 'compound' AND raw IS NOT NULL AND discarded = 0 GROUP BY plate_id, kind"
     ).fetchall()
-    ss, dof = 0.0, 0
-    for _, _, cnt, mean, mean2 in per_plate:
-        if cnt >= 2:
-            ss += max(mean2 - mean * mean, 0.0) * cnt
-            dof += cnt - 1
+    ss, dof = _pooled(per_plate)
+    rep_ss, rep_dof = _pooled(
+        camp._con.execute(
+            "SELECT r.plate_id, w.arm, COUNT(r.raw), AVG(r.raw), AVG(r.raw * r.raw) FROM readouts r "
+            "JOIN wells w USING (plate_id, well) WHERE r.kind = 'compound' AND r.raw IS NOT NULL "
+            "AND r.discarded = 0 GROUP BY r.plate_id, w.arm HAVING COUNT(r.raw) >= 2"
+        ).fetchall()
+    )
     plates_done = camp._con.execute(
         "SELECT COUNT(*) FROM plates p WHERE NOT EXISTS (SELECT 1 FROM wells w LEFT JOIN outcomes o "
         "USING (plate_id, well) WHERE w.plate_id = p.plate_id AND o.id IS NULL)"
@@ -358,6 +383,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "certified_epsilon": certified,
         "certificate": cert,
         "in_contention": in_contention,
+        "model_check": check,
         "active": int(np.size(active)),
         "forecast_plates": None if forecast is None else forecast[1],
         "forecast_tests": None if forecast is None else forecast[0],
@@ -366,26 +392,35 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "model": model,
         "plate_qc": [(p, z, d) for p, z, d in qc],
         "control_sd": math.sqrt(ss / dof) if dof else None,
+        "replicate_sd": math.sqrt(rep_ss / rep_dof) if rep_dof else None,
         "changes": change_lines(camp),
         "rule": rule_of(camp.algorithm),
     }
+
+
+def _pooled(groups) -> tuple[float, int]:
+    """Sum of squared deviations from each group's mean and its degrees of freedom, over groups
+    given as (key, key, count, mean, mean of squares) with at least two values."""
+    ss, dof = 0.0, 0
+    for _, _, cnt, mean, mean2 in groups:
+        if cnt >= 2:
+            ss += max(mean2 - mean * mean, 0.0) * cnt
+            dof += cnt - 1
+    return ss, dof
 
 
 def _forecast(camp, policy) -> tuple[float, float] | None:
     """(tests, plates) left until the stopping rule fires: lb's forecast (the t solving
     t = T*(theta_hat) beta(t, delta), LOWER_BOUND.md "Certificate and forecast") with theta_hat the
     model's estimate from the outcomes so far and beta the algorithm's own threshold
-    (``stopping_threshold(t, delta)``).  None when this version has no forecast, the algorithm states
-    no threshold (or has a fixed budget), or nothing is recorded yet."""
-    import importlib
+    (``Policy.stopping_threshold(t, delta)``).  None when the algorithm states no threshold (or has
+    a fixed budget), or nothing is recorded yet."""
+    from screenbai.bandits.certainty.forecast import forecast
 
-    try:
-        fc = importlib.import_module("screenbai.bandits.certainty.forecast")
-    except ImportError:
-        return None
     inner = getattr(policy, "inner", policy)
-    beta = getattr(inner, "stopping_threshold", None)
-    if not callable(beta) or getattr(inner, "fixed_budget", False) or policy.done:
+    beta = inner.stopping_threshold
+    delta = float(getattr(inner, "delta", 0.05))
+    if policy.done or beta(1.0, delta) is None:
         return None
     active = np.asarray(getattr(policy, "arm_set", np.arange(camp.K)))
     n, s, s2, _ = camp.observations()
@@ -403,11 +438,11 @@ def _forecast(camp, policy) -> tuple[float, float] | None:
         model, sigma = "linear", float(getattr(inner, "sigma", 1.0))
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else _usual_plate(camp)
-    f = fc.forecast(
+    f = forecast(
         X,
         theta,
         beta,
-        float(getattr(inner, "delta", 0.05)),
+        delta,
         source="outcomes",
         plate_size=per_plate,
         model=model,
@@ -438,3 +473,53 @@ def _finite(v):
 
 def _float(v):
     return None if v is None else float(v)
+
+
+#: the prior of the cost forecast at ``init``: hit-rate logits x'theta spread with this standard
+#: deviation over the library (hit rates between about 0.12 and 0.88 for 95 % of the compounds)
+PRIOR_LOGIT_SD = 1.0
+PRIOR_DRAWS = 5
+
+
+def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
+    """What the screen will cost, said at ``init`` before any outcome: the forecast of tests and plates
+    until the stopping rule fires (certainty/forecast.py) for theta drawn from a prior, theta ~ N(0, s^2 I)
+    with s set so that x'theta has standard deviation PRIOR_LOGIT_SD over the library, and what other
+    (epsilon, delta) would cost at the median draw. A guess, labelled so: ``status`` replaces it by the
+    forecast from outcomes after the first plate. Empty when the algorithm states no threshold."""
+    from screenbai.bandits.certainty.forecast import cost_table, forecast
+
+    policy = camp.policy
+    inner = getattr(policy, "inner", policy)
+    delta = float(getattr(inner, "delta", 0.05))
+    if inner.stopping_threshold(1.0, delta) is None:
+        return [f"cost forecast: {camp.algorithm} states no stopping threshold (a fixed budget, or a rule "
+                "without one); status gives what it certifies as the plates come back"]
+    X = camp.features
+    scale = PRIOR_LOGIT_SD / max(float(np.sqrt(np.mean(np.sum(X * X, axis=1)))), 1e-12)
+    rng = np.random.default_rng(seed)
+    thetas = rng.normal(0.0, scale, size=(draws, X.shape[1]))
+    model = "logistic" if camp.binary else "linear"
+    sigma = 0.5 if camp.binary else float(getattr(inner, "sigma", 1.0))
+    epsilon, m = float(getattr(inner, "epsilon", 0.0)), int(getattr(inner, "m", 1))
+    layout = camp.layout
+    per_plate = layout.capacity if layout is not None else 96
+    kw: dict[str, Any] = {"model": model, "sigma": sigma, "m": m}
+    f = forecast(X, thetas[0], inner.stopping_threshold, delta, source="prior", thetas=thetas, level=0.8,
+                 plate_size=per_plate, epsilon=epsilon, **kw)
+    order = np.argsort(f.draws, kind="stable")
+    mid = int(order[len(order) // 2])  # the median draw: its forecast is the point, and its table
+    tests = f.draws[mid]
+    plates = lambda t: "unbounded" if not math.isfinite(t) else f"{math.ceil(t / per_plate):,}"  # noqa: E731
+    lines = [
+        f"cost forecast from a prior (a guess before any outcome: hit-rate logits spread with sd {PRIOR_LOGIT_SD:g} "
+        f"over the library; `status` forecasts from the outcomes once a plate is recorded): {camp.algorithm} "
+        f"(epsilon = {epsilon:g}, delta = {delta:g}) stops after about {tests:,.0f} tests ({plates(tests)} plates of "
+        f"{per_plate}); 80 % band {f.low:,.0f} to {f.high:,.0f} tests. It assumes tests spread as the optimal "
+        f"allocation would; docs/lower_bound.md gives each algorithm's measured excess",
+    ]
+    rows = cost_table(X, thetas[mid], inner.stopping_threshold, epsilons=sorted({epsilon, max(epsilon, 0.05) * 2}),
+                      deltas=sorted({delta, 0.1, 0.01}), source="prior", plate_size=per_plate, **kw)
+    lines.append("other settings: " + "; ".join(
+        f"epsilon {r['epsilon']:g} and delta {r['delta']:g}: {r['tests']:,.0f} tests" for r in rows))
+    return lines

@@ -51,6 +51,17 @@ def certified_from_bounds(U: np.ndarray, m: int) -> np.ndarray:
     return np.maximum(top, 0.0)
 
 
+def norm_bound_refuted(theta_hat: np.ndarray, P: np.ndarray, radius: float, S: float) -> float | None:
+    """Whether the outcomes refute an assumed bound ||theta*|| <= S at the confidence set's level.
+
+    The set {theta : ||theta - theta_hat||_{P^-1} <= radius} (P = V^-1) holds theta* with probability
+    1 - delta when ||theta*|| <= S; its smallest norm is at least ||theta_hat|| - radius sqrt(lambda_max(P)).
+    When that exceeds S, either the bound is false or the rare event happened: the lower bound is
+    returned (else None). O(d^3)."""
+    low = float(np.linalg.norm(theta_hat)) - radius * math.sqrt(max(float(np.linalg.eigvalsh(P)[-1]), 0.0))
+    return low if low > S else None
+
+
 def _ordinal(k: int) -> str:
     suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
     return f"{k}{suffix}"
@@ -74,6 +85,7 @@ class Certificate:
     m: size of the answer; the statement is against the m-th best mean.
     n_samples: the outcomes it rests on.
     quantity: what the means are ("cure rate" for 0/1 outcomes, "mean outcome" otherwise).
+    vacuous_at: an epsilon this large says nothing (1 for 0/1 outcomes: no gap exceeds it).
     """
 
     arms: tuple[int, ...]
@@ -85,6 +97,7 @@ class Certificate:
     n_samples: int = 0
     quantity: str = "mean outcome"
     caveats: tuple[str, ...] = field(default=())
+    vacuous_at: float = math.inf
 
     @property
     def worst(self) -> float:
@@ -106,7 +119,7 @@ class Certificate:
         out = []
         for a, eps in zip(self.arms, self.epsilon):
             name = f"arm {a}" if names is None else str(names[a])
-            if not math.isfinite(eps):
+            if not math.isfinite(eps) or eps >= self.vacuous_at:
                 out.append(f"{name}: not certified yet (the outcomes so far leave every ranking possible under "
                            f"{self.model})")
             elif eps == 0.0:
@@ -116,9 +129,9 @@ class Certificate:
                 out.append(f"{name}: within {eps:.2g} of {best}, {tail}")
         return out
 
-    def to_dict(self, names=None) -> dict:
+    def to_dict(self, names=None, quantity: str | None = None) -> dict:
         """Plain JSON data: per compound (``names``) or arm its epsilon (None for inf), the level,
-        whether guaranteed, the model, caveats and the sentences."""
+        whether guaranteed, the model, caveats and the sentences (about ``quantity``, see ``sentence``)."""
         keys = [str(a) if names is None else str(names[a]) for a in self.arms]
         return {
             "epsilon": {k: (float(e) if math.isfinite(e) else None) for k, e in zip(keys, self.epsilon)},
@@ -130,7 +143,7 @@ class Certificate:
             "caveats": list(self.caveats),
             "m": int(self.m),
             "n_samples": int(self.n_samples),
-            "sentences": self.sentence(names),
+            "sentences": self.sentence(names, quantity),
         }
 
 
@@ -140,14 +153,15 @@ def certify(policy) -> Certificate | None:
     return policy.certificate()
 
 
-def certificate_json(policy, names=None) -> dict | None:
-    """``certify(policy).to_dict(names)``, or None: the value of the status JSON key
+def certificate_json(policy, names=None, quantity: str | None = None) -> dict | None:
+    """``certify(policy).to_dict(names, quantity)``, or None: the value of the status JSON key
     ``certified_epsilon``."""
     cert = certify(policy)
-    return None if cert is None else cert.to_dict(names)
+    return None if cert is None else cert.to_dict(names, quantity)
 
 
-def certainty_summary(policy, names=None, observations=None, level: float = 0.05) -> dict:
+def certainty_summary(policy, names=None, observations=None, level: float = 0.05,
+                      quantity: str | None = None) -> dict:
     """What the campaign's ``status`` and ``report`` show next to the answer, as plain JSON data:
 
     * ``certified_epsilon``: ``certificate_json(policy, names)`` (None without a valid confidence set);
@@ -157,15 +171,24 @@ def certainty_summary(policy, names=None, observations=None, level: float = 0.05
 
     ``observations``: (per-arm tests, sums, sums of squared outcomes) of every outcome collected, e.g.
     ``camp.observations()[:3]``; default the policy's recorded counts and sums (enough for 0/1 outcomes).
+    ``quantity``: what the sentences call the means (default "cure rate" / "mean outcome").
     """
+    return {"certified_epsilon": certificate_json(policy, names, quantity),
+            "model_check": model_check_json(policy, names, observations, level)}
+
+
+def model_check_json(policy, names=None, observations=None, level: float = 0.05) -> dict | None:
+    """The test of fit of the model the certificate rests on (model_check.py) as plain JSON data, with
+    its ``warning`` when rejected at ``level``; None for policies with no model of the features, and
+    for the linear model without sums of squares. ``observations`` as for :func:`certainty_summary`."""
     from .model_check import check_linear, check_logistic
 
     n, sums, sums_sq = (policy.n, policy.sums, None) if observations is None else observations[:3]
-    check = None
-    if policy.models_features:
-        if policy.binary_rewards:
-            check = check_logistic(policy.X, n, sums, level=level).to_dict(names)
-        elif sums_sq is not None:
-            sigma = float(getattr(policy, "sigma", 1.0))
-            check = check_linear(policy.X, n, sums, sums_sq, sigma, level=level).to_dict(names)
-    return {"certified_epsilon": certificate_json(policy, names), "model_check": check}
+    if not policy.models_features:
+        return None
+    if policy.binary_rewards:
+        return check_logistic(policy.X, n, sums, level=level).to_dict(names)
+    if sums_sq is None:
+        return None
+    sigma = float(getattr(policy, "sigma", 1.0))
+    return check_linear(policy.X, n, sums, sums_sq, sigma, level=level).to_dict(names)
