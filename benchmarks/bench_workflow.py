@@ -135,11 +135,12 @@ def whole_study(cores: int, offline: bool) -> dict:
     fallback = "the ChEMBL export shipped in data/ (offline fallback)" if provenance["used"] == "offline_fallback" \
         else "a ChEMBL download"
     return {"wall": wall, "loads": loads, "data": fallback, "commit": commit, "cores": cores,
-            "jobs": proc.stderr.count("Finished job")}
+            "jobs": proc.stderr.count("Finished job"), "nice": os.nice(0)}
 
 
 def study_section(r: dict) -> list[str]:
     m, s = divmod(round(r["wall"]), 60)
+    niceness = f", at niceness {r['nice']}" if r.get("nice") else ""
     return [
         STUDY_START,
         "## The main job: how long it takes",
@@ -147,7 +148,8 @@ def study_section(r: dict) -> list[str]:
         f"**{m} min {s:02d} s** wall for the main job (`snakemake --cores {r['cores']}`, config/config.yaml, "
         f"{r['jobs']} jobs, from {r['data']}), run by `python benchmarks/bench_workflow.py --study-only"
         f"{' --offline' if 'offline' in r['data'] else ''}` on commit {r['commit']} in a fresh clone, with the "
-        f"environment already installed. Machine: {_machine()}. Load: other jobs shared the cores; the 1-minute "
+        f"environment already installed{niceness}. "
+        f"Machine: {_machine()}. Load: other jobs shared the cores; the 1-minute "
         f"load average was {r['loads'][0]:.1f} at the start and {np.mean(r['loads']):.1f} on average during the run "
         f"(max {max(r['loads']):.1f}; {os.cpu_count()} would mean the cores fully busy). On a busier machine it "
         "takes longer: this is the one figure for the main job's run time; the README and the configs point here.",
