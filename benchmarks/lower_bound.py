@@ -188,6 +188,22 @@ def bounds(instances, deltas) -> None:
               f"{exact} | {ratio} | {lbs} |", flush=True)
 
 
+def markdown(df: pd.DataFrame) -> str:
+    """The records as a Markdown table (one line per row)."""
+    lines = [
+        "| instance | algorithm | setting | guaranteed | delta | runs | errors (95 % upper) | capped | median tests | "
+        "LB | ratio | sampling x stopping |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in df.itertuples():
+        lines.append(
+            f"| {r.instance} | {r.algorithm} | {r.setting} | {'yes' if r.guaranteed else 'no'} | {r.delta:g} | "
+            f"{r.runs} | {r.errors} ({r.error_upper:.3f}) | {r.capped} | {r.median_tests:.0f} | {r.lower_bound:.4g} | "
+            f"{r.ratio:.3g} | {r.sampling_factor:.3g} x {r.stopping_factor:.3g} |"
+        )
+    return "\n".join(lines)
+
+
 def timing(K: int = 5000, d: int = 20, repeats: int = 3) -> None:
     """Seconds per T* at K = 5000, d = 20 on random_linear (linear, sigma = 0.5) and on the same features with
     a logistic model (theta / 2, epsilon = 0.1 on the means, the answer fixed to the best arm: the maximum over
@@ -229,6 +245,7 @@ def main() -> None:
     ap.add_argument("--max-samples", type=int, help="cap on tests per run (default: each algorithm's)")
     ap.add_argument("--out", default="lower_bound.csv")
     ap.add_argument("--list", action="store_true", help="print the instances and the cells, run nothing")
+    ap.add_argument("--markdown", help="print a records CSV written by this script as a Markdown table, run nothing")
     ap.add_argument("--timing", action="store_true",
                     help="time T* at K = 5000, d = 20 (what a campaign would pay after every plate), run nothing else")
     ap.add_argument("--bounds", action="store_true",
@@ -242,6 +259,9 @@ def main() -> None:
     bad = [n for n in names if n not in available()]
     if bad:
         raise SystemExit(f"unknown algorithm(s) {bad}; available: {', '.join(available())}")
+    if args.markdown:
+        print(markdown(pd.read_csv(args.markdown)))
+        return
     if args.bounds:
         bounds(args.instances, args.deltas)
         return
