@@ -246,6 +246,7 @@ def main() -> None:
     ap.add_argument("--out", default="lower_bound.csv")
     ap.add_argument("--list", action="store_true", help="print the instances and the cells, run nothing")
     ap.add_argument("--markdown", help="print a records CSV written by this script as a Markdown table, run nothing")
+    ap.add_argument("--docs", action="store_true", help="with --markdown: write the table into docs/lower_bound.md")
     ap.add_argument("--timing", action="store_true",
                     help="time T* at K = 5000, d = 20 (what a campaign would pay after every plate), run nothing else")
     ap.add_argument("--bounds", action="store_true",
@@ -260,7 +261,12 @@ def main() -> None:
     if bad:
         raise SystemExit(f"unknown algorithm(s) {bad}; available: {', '.join(available())}")
     if args.markdown:
-        print(markdown(pd.read_csv(args.markdown)))
+        table = markdown(pd.read_csv(args.markdown))
+        print(table)
+        if args.docs:
+            from screenbai.report import write_generated_block
+
+            write_generated_block(ROOT / "docs" / "lower_bound.md", "lower_bound:table", table)
         return
     if args.bounds:
         bounds(args.instances, args.deltas)
