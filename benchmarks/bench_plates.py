@@ -223,7 +223,8 @@ def _probe_job(args):
 
 
 def part_probe(reps: int, jobs: int, seed: int, threshold_nM: float, cap: int) -> pd.DataFrame:
-    """GLGapE's default, sequential, on the CDK2/EGFR arms: the tests until it stops (or how far from it after ``cap``)."""
+    """GLGapE's default, sequential, on the CDK2/EGFR arms: the tests until it stops (or how far from it after
+    ``cap``)."""
     insts = {t: study_instance(cfg, threshold_nM=threshold_nM) for t, cfg in TARGETS.items()}
     tasks = [(name, inst, r, seed, cap) for name, inst in insts.items() for r in range(reps)]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -372,9 +373,130 @@ def part_commands(workdir: Path, repeats: int = 3) -> tuple[pd.DataFrame, dict]:
     return table, facts
 
 
+# ------------------------------------------------------------------------------- part 3
+CDK2_EXPORT = "data/chembl/cdk2_chembl301_webexport_raw.csv.gz"
+
+
+def _shared(name: str) -> Path:
+    for base in (ROOT.parent / "shared", ROOT.parents[1] / "shared", Path("/work/shared")):
+        if (base / name).is_file():
+            return base / name
+    raise FileNotFoundError(f"{name} not found under ../shared; give --library")
+
+
+def lp_cold_vs_warm(K: int, d: int = 20, n: int = 60, seed: int = 0) -> tuple[float, float]:
+    """CPU ms per LP of GLGapE's L1 ratio rule (rules.L1Design) for random gap directions x_i - x_j,
+    solved from HiGHS's cold start (what L1Design does) and warm, from the previous optimal basis."""
+    from screenbai.bandits.rules import L1Design
+
+    rng = np.random.default_rng(seed)
+    X = np.hstack([rng.normal(size=(K, d)) / np.sqrt(d), np.ones((K, 1))])
+    ys = [X[rng.integers(K)] * 1.2 - X[rng.integers(K)] for _ in range(n)]
+    out = []
+    for cold in (True, False):
+        design = L1Design(X)
+        design.solve(ys[0])
+        h = design._highs
+        t = time.process_time()
+        for y in ys[1:]:
+            if cold:
+                h.clearSolver()
+            h.changeRowsBounds(design.d, design._rows, y, y)
+            h.run()
+        out.append(1000 * (time.process_time() - t) / (n - 1))
+    return out[0], out[1]
+
+
+def part_lab(workdir: Path, library: Path, repeats: int = 3, plates: int = 4) -> tuple[pd.DataFrame, dict]:
+    """A lab's week at K ~ 5 000, d = 20: ``init`` on the CDK2 export (4 866 structures standardized,
+    Morgan radius 4 / 1024 bits, PCA d = 20) with 384-well plates and edge controls, GLGapE's first
+    plate and ``plates`` adaptive plates recorded (outcomes drawn from a logistic model of the
+    features), then ``next`` (an adaptive plate of 352 compounds) and ``status`` timed in fresh
+    processes on copies of the file (wall clock, interpreter start and imports included)."""
+    from screenbai.campaign import Campaign
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    path = workdir / "cdk2.campaign"
+    cpu: dict[float, float] = {}  # wall time of a run -> its CPU time (user + system, the child's)
+
+    def run(*argv):
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        c = ru.ru_utime + ru.ru_stime
+        t = time.perf_counter()
+        r = subprocess.run(
+            [sys.executable, "-m", "screenbai.cli", "campaign", *map(str, argv)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if r.returncode != 0:
+            raise RuntimeError(f"{argv}: {r.stderr}")
+        wall = time.perf_counter() - t
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu[wall] = ru.ru_utime + ru.ru_stime - c
+        return wall
+
+    init_s = run(
+        "init", path, "--library", library, "--algorithm", "glgape", "--param", "epsilon=0.1",
+        "--seed", "1", "--plate-format", "384",
+    )
+    rng = np.random.default_rng(0)
+    with Campaign.open(path) as camp:
+        K, d = camp.features.shape
+        theta = rng.normal(size=d) * 1.5
+        theta[-1] = -2.0
+        means = 1.0 / (1.0 + np.exp(-camp.features @ theta))
+        for k in range(plates + 1):
+            p = camp.next_plate(None)
+            values = (rng.random(len(p)) < means[list(p.arms)]).astype(int)
+            res = workdir / f"r{k}.csv"
+            rows = "".join(f"{p.plate_id},{w},{v}\n" for w, v in zip(p.wells, values))
+            res.write_text("plate_id,well,outcome\n" + rows)
+            camp.record(res)
+        tests = int(camp.observations()[0].sum())
+    timings = {"init (4 866 structures, 384-well plates)": [init_s]}
+    nxt, nxt96, status, record = [], [], [], []
+    for i in range(repeats):
+        copy = workdir / f"copy{i}.campaign"
+        shutil.copy(path, copy)
+        nxt.append(run("next", copy, "--out", workdir / f"next{i}.csv"))
+        status.append(run("status", copy))
+        filled = pd.read_csv(workdir / f"next{i}.csv")
+        filled["outcome"] = (rng.random(len(filled)) < 0.3).astype(int)
+        filled.loc[filled["role"] == "positive control", "outcome"] = 1  # controls that pass (Z' = 1)
+        filled.loc[filled["role"] == "negative control", "outcome"] = 0
+        filled.to_csv(workdir / f"done{i}.csv", index=False)
+        record.append(run("record", copy, workdir / f"done{i}.csv"))
+        copy96 = workdir / f"copy96_{i}.campaign"
+        shutil.copy(path, copy96)
+        nxt96.append(run("next", copy96, "--plate-size", "96", "--out", workdir / f"n96_{i}.csv"))
+    timings["next (an adaptive 384-well plate: 352 compounds)"] = nxt
+    timings["next --plate-size 96 (96 compounds on the 384-well layout)"] = nxt96
+    timings["record (a 384-well plate, controls included)"] = record
+    timings["status"] = status
+    table = pd.DataFrame(
+        [
+            {
+                "command": k,
+                "wall, best (s)": min(v),
+                "wall, median (s)": float(np.median(v)),
+                "CPU, best (s)": min(cpu[w] for w in v),
+            }
+            for k, v in timings.items()
+        ]
+    )
+    facts = {"K": K, "d": d - 1, "recorded outcomes before next": tests, "plates recorded": plates + 1}
+    for k in (400, K):
+        cold, warm = lp_cold_vs_warm(k)
+        facts[f"L1 ratio-rule LP at K = {k}, CPU ms per LP, cold / warm start"] = f"{cold:.3g} / {warm:.3g}"
+    return table, facts
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--part", choices=["plates", "probe", "commands", "both"], default="both")
+    ap.add_argument("--part", choices=["plates", "probe", "commands", "lab", "both"], default="both")
+    ap.add_argument("--library", help="--part lab: the CDK2 ChEMBL export (default: ../shared/" + CDK2_EXPORT + ")")
     ap.add_argument("--probe-cap", type=int, default=50_000, help="--part probe: tests per run")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--jobs", type=int, default=2)
@@ -408,6 +530,22 @@ def main() -> None:
             + markdown_table(table, ".3g")
             + "\n\n"
             + "\n".join(f"- {k}: {v:.3g}" if isinstance(v, float) else f"- {k}: {v}" for k, v in facts.items()),
+        )
+    if args.part == "lab":
+        load = os.getloadavg()[0]
+        library = Path(args.library) if args.library else _shared(CDK2_EXPORT)
+        with tempfile.TemporaryDirectory(prefix="bench-lab-") as tmp:
+            table, facts = part_lab(Path(tmp), library)
+        facts["load average (1 min) before / after"] = f"{load:.2f} / {os.getloadavg()[0]:.2f}"
+        print(table.to_string(index=False))
+        print(facts)
+        write_generated_block(
+            out,
+            "bench_plates:lab",
+            f"Written by `{command}`.\n\n"
+            + markdown_table(table, ".3g")
+            + "\n\n"
+            + "\n".join(f"- {k}: {v}" for k, v in facts.items()),
         )
     print(f"written {out} (only its generated blocks; the prose around them is kept)")
 

@@ -6,10 +6,14 @@
 
 Every measurement runs in its own process (``--worker``), so each reports its own peak memory
 (ru_maxrss). In the same process it times one pass over the feature matrix (``X @ v``, the
-median of 7) and then ``--rounds`` rounds of ask / pull / tell after the initial phase (which is
-not timed), each followed by one more pass; the round's cost is the median over the rounds, and
-"round/pass" the median over the rounds of the round's time over the pass timed right after it
-(so that both see the same load on a shared machine), with its quartiles over the rounds. Each
+median of 7) and then ``--rounds`` rounds of ask / pull / tell once ``--after`` tests are recorded
+(the initial phase and the rounds up to there are not timed), each followed by one more pass.
+Times are CPU time of the process (one BLAS thread: less inflated than wall-clock time by other jobs
+on a shared machine). "round/pass" is the median over the rounds of the round's time over the
+pass timed right after it, with its quartiles; "mean" is the mean round over the mean pass: the
+amortised cost, which the median hides when work comes in bursts (GLGapE's likelihood-ratio
+stopping test runs after every 1 % more tests; both estimators rebuild P exactly every
+``refresh_every`` tests). Each
 configuration is measured ``--repeats`` times (with ``--old``, alternating the two trees), and the
 summary gives the median and range over these measurements. For m-LinGapE each measurement also
 gives the share of the timed rounds in which the update, or the greedy rule, read no X (its two
@@ -28,6 +32,7 @@ import platform
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -65,10 +70,11 @@ def worker(args: argparse.Namespace) -> dict:
         v = rng.standard_normal(args.d)
         times = []
         for _ in range(7):
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             X @ v
-            times.append(time.perf_counter() - t0)
+            times.append(time.process_time() - t0)
         matvec = float(np.median(times))
+        clock = time.process_time
 
         def pull(arms: np.ndarray) -> np.ndarray:
             z = X[arms] @ theta
@@ -89,37 +95,46 @@ def worker(args: argparse.Namespace) -> dict:
             if arms.size == 1 and init_pulls > 2 * args.d + 2:
                 break
         init = time.perf_counter() - t0
+        while policy.n_samples < args.after:  # untimed, up to the sample count the rounds are timed at
+            arms = np.atleast_1d(policy.ask())
+            policy.tell(arms, pull(arms))
+        timed_from = int(policy.n_samples)
         rounds, passes = [], []
         gaps = getattr(policy, "gaps", None)  # m-LinGapE: rounds whose update or greedy rule read no X
         gaps = gaps if hasattr(gaps, "guesses_right") else None  # (older code: not counted)
         counts = ("products_reused", "guesses_right")
         before = [getattr(gaps, c) for c in counts] if gaps is not None else None
         for _ in range(args.rounds):
-            t0 = time.perf_counter()
+            t0 = clock()
             arms = np.atleast_1d(policy.ask())
             policy.tell(arms, pull(arms))
-            t1 = time.perf_counter()
+            t1 = clock()
             X @ v  # a pass right after each round: the ratio sees the same load as the round
             rounds.append(t1 - t0)
-            passes.append(time.perf_counter() - t1)
+            passes.append(clock() - t1)
     ratios = np.array(rounds) / np.array(passes)
     once = None if before is None else [getattr(gaps, c) - b for c, b in zip(counts, before)]
     return {"algorithm": args.algorithm, "K": args.K, "d": args.d, "matvec_s": matvec,
             "round_s": float(np.median(rounds)), "ratio": float(np.median(ratios)),
+            "mean_round_s": float(np.mean(rounds)), "mean_ratio": float(np.mean(rounds) / np.mean(passes)),
+            "timed_from": timed_from,
             "ratio_q25": float(np.quantile(ratios, 0.25)), "ratio_q75": float(np.quantile(ratios, 0.75)),
             "build_s": build, "init_s": init, "init_pulls": init_pulls,
             "read_once": None if once is None else [n / args.rounds for n in once],
             "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
 
 
-def run_worker(tree: Path, algorithm: str, K: int, d: int, rounds: int, params: dict) -> dict:
+def run_worker(tree: Path, algorithm: str, K: int, d: int, rounds: int, after: int, params: dict) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--algorithm", algorithm, "--K", str(K),
-           "--d", str(d), "--rounds", str(rounds), "--params", json.dumps(params)]
-    out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tree)
-    if out.returncode != 0:
-        return {"algorithm": algorithm, "K": K, "d": d, "error": out.stderr.strip().splitlines()[-1]}
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "result.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--algorithm", algorithm, "--K", str(K),
+               "--d", str(d), "--rounds", str(rounds), "--after", str(after), "--params", json.dumps(params),
+               "--result", str(result)]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tree)
+        if out.returncode != 0:
+            return {"algorithm": algorithm, "K": K, "d": d, "error": out.stderr.strip().splitlines()[-1]}
+        return json.loads(result.read_text())
 
 
 def main() -> int:
@@ -127,23 +142,25 @@ def main() -> int:
     ap.add_argument("--K", type=int, nargs="+", default=[10_000, 100_000, 1_000_000], help="numbers of arms")
     ap.add_argument("--d", type=int, default=20, help="feature dimension")
     ap.add_argument("--rounds", type=int, default=30, help="timed rounds per measurement")
+    ap.add_argument("--after", type=int, default=2000, help="tests recorded before the timed rounds")
     ap.add_argument("--repeats", type=int, default=3, help="measurements (processes) per algorithm, K and tree")
     ap.add_argument("--algorithms", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS))
     ap.add_argument("--params", default="{}", help="extra parameters (JSON) for every algorithm")
     ap.add_argument("--old", type=Path, default=None, help="a worktree of older code: time it too, alternately")
     ap.add_argument("--old-params", default="{}", help="extra parameters (JSON) for the old code")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--result", help=argparse.SUPPRESS)  # the worker's JSON result file
     ap.add_argument("--algorithm", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         args.K = args.K[0]
-        print(json.dumps(worker(args)))
+        Path(args.result).write_text(json.dumps(worker(args)))  # a file: a dependency may print on stdout
         return 0
     print(f"screenbai scale benchmark: Python {platform.python_version()}, {os.cpu_count()} CPUs, load average "
-          f"{os.getloadavg()[0]:.1f} (other jobs may share the cores); one BLAS thread; median of {args.rounds} rounds "
-          f"per measurement, {args.repeats} measurements (processes) each")
+          f"{os.getloadavg()[0]:.1f} (other jobs may share the cores); one BLAS thread, CPU time; {args.rounds} rounds "
+          f"after {args.after} tests per measurement, {args.repeats} measurements (processes) each")
     head = f"{'tree':5s} {'algorithm':10s} {'K':>9s} {'pass X@v':>10s} {'round':>10s} {'round/pass':>10s} " \
-           f"{'(q25-q75)':>11s} {'init pulls':>10s} {'init':>8s} {'peak RSS':>9s}"
+           f"{'(q25-q75)':>11s} {'mean':>6s} {'init pulls':>10s} {'init':>8s} {'peak RSS':>9s}"
     print(head)
     rows = []
 
@@ -159,14 +176,15 @@ def main() -> int:
         for K in args.K:
             for _ in range(args.repeats):
                 for label, tree, params in trees:  # alternating: both trees see the same load
-                    r = run_worker(tree, algorithm, K, args.d, args.rounds, params)
+                    r = run_worker(tree, algorithm, K, args.d, args.rounds, args.after, params)
                     r["tree"] = label
                     rows.append(r)
                     if "error" in r:
                         print(f"{label:5s} {algorithm:10s} {K:9d}  error: {r['error']}")
                         continue
                     print(f"{label:5s} {algorithm:10s} {K:9d} {1e3 * r['matvec_s']:8.3f}ms {1e3 * r['round_s']:8.3f}ms "
-                          f"{r['ratio']:10.2f} {r['ratio_q25']:5.2f}-{r['ratio_q75']:<5.2f} {r['init_pulls']:10d} "
+                          f"{r['ratio']:10.2f} {r['ratio_q25']:5.2f}-{r['ratio_q75']:<5.2f} {r['mean_ratio']:6.2f} "
+                          f"{r['init_pulls']:10d} "
                           f"{r['init_s']:7.2f}s {r['peak_rss_gib']:7.2f}GiB{hit_rate(r)}", flush=True)
     print("\nacross measurements: median (min-max)")
     ok = [r for r in rows if "error" not in r]
@@ -179,7 +197,8 @@ def main() -> int:
             for label, _, _ in trees:
                 sel = [r for r in ok if (r["algorithm"], r["K"], r["tree"]) == (algorithm, K, label)]
                 if sel:
-                    print(f"{label:5s} {algorithm:10s} K = {K:>9,}: round/pass {spread([r['ratio'] for r in sel])}, "
+                    print(f"{label:5s} {algorithm:10s} K = {K:>9,}: round/pass median "
+                          f"{spread([r['ratio'] for r in sel])}, mean {spread([r['mean_ratio'] for r in sel])}, "
                           f"round {spread([1e3 * r['round_s'] for r in sel])} ms, "
                           f"peak RSS {max(r['peak_rss_gib'] for r in sel):.2f} GiB")
             new = [r for r in ok if (r["algorithm"], r["K"], r["tree"]) == (algorithm, K, "new")]

@@ -1,7 +1,12 @@
 """Per-round cost of each algorithm (microseconds per round), and how it grows with K and d.
 
-    python benchmarks/bench_speed.py            # full grid, writes docs/speed.md
+    python benchmarks/bench_speed.py            # full grid, writes its block of docs/speed.md
     python benchmarks/bench_speed.py --quick    # a smaller grid
+
+The tables go between the ``bench_speed`` markers of docs/speed.md (``write_generated_block``): the
+prose around them is a person's and stays as it is; the figures cannot go stale without a rerun.
+Times are CPU seconds of this process (one BLAS thread), so that other jobs on a shared machine
+inflate them less than wall-clock time would.
 
 Each fixed-confidence algorithm runs on a random instance for a fixed number of rounds (its
 stopping rule cannot fire: two arms share the best mean and epsilon = 0), ask/tell overhead and
@@ -14,15 +19,17 @@ grew faster than K*d would show a growth above that ratio.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from threadpoolctl import threadpool_limits
 from scipy.special import expit
+from threadpoolctl import threadpool_limits
 
 from screenbai.bandits import Instance, make_policy, policy_for_instance
+from screenbai.report import write_generated_block
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,18 +49,6 @@ FIXED_CONFIDENCE = {
     "xy-oracle": ({"theta": "oracle"}, "linear"),
     "xy-adaptive": ({}, "linear"),
 }
-NOTES = """## Notes
-
-- LinGIFA is quadratic in K by construction: its UGapE-type J(t) needs the m-th largest index of
-  every column of the K x K matrix B (spec 2.3, O(K^2) per round, the Gram matrix kept by rank one).
-  UGapE and LUCB with individual indices avoid it: B[i, j] = U_i - L_j, so every column maximum
-  follows from the top m + 1 values of U (O(K log K)).
-- XY-static keeps the |Y| x K matrix of spec 2.1.2; above K = 200 Y is restricted to the pairs
-  with the empirical best (labelled approximation), hence the jump at K = 400. XY-oracle, XY-static
-  and XY-adaptive are timed up to K = 400, 400 and 100 (MAX_K in the script).
-- GLGapE's cost grows with d through the logistic Newton steps (O(K_+ d^2 + d^3)) and the L1
-  programs (one per new (i, j, corner), warm-started HiGHS), not with K.
-"""
 
 # O(K^2)-per-round or O(K |Y|)-memory algorithms: timed up to this K only
 TWIN_GAP = {"xy-oracle": 1e-4}
@@ -102,9 +97,9 @@ def per_round_us(name: str, params: dict, model: str, K: int, d: int, rounds: in
     policy = policy_for_instance(algo, inst, rng=np.random.default_rng(1), max_samples=10**7, **params)
     env = inst.environment(np.random.default_rng(2))
     _drive(policy, env, K + 3 * d)  # initialisation and warm-up, not timed
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     done = _drive(policy, env, rounds)
-    elapsed = time.perf_counter() - t0
+    elapsed = time.process_time() - t0
     if done == 0:
         return float("nan")
     return 1e6 * elapsed / done
@@ -114,11 +109,11 @@ def whole_run_s(name: str, params: dict, model: str, K: int, d: int, reps: int =
     inst = random_instance(K, d, model)
     times = []
     for r in range(reps):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         policy = make_policy(name, inst.features, rng=np.random.default_rng(r), **params)
         env = inst.environment(np.random.default_rng(100 + r))
         _drive(policy, env, 10**9)
-        times.append(time.perf_counter() - t0)
+        times.append(time.process_time() - t0)
     return float(np.median(times))
 
 
@@ -137,6 +132,7 @@ def _run(args) -> int:
     Ks = [10, 100, 400] if args.quick else [10, 100, 400, 1000]
     ds = [5, 20] if args.quick else [5, 20, 50]
     rounds = args.rounds or (300 if args.quick else 1000)
+    load_before = os.getloadavg()[0]
 
     from screenbai.bandits.registry import available
 
@@ -165,8 +161,10 @@ def _run(args) -> int:
                 print(f"{name:16s} K={K:5d} d={d:3d}  {s:8.4f} s/run", flush=True)
     fb = pd.DataFrame(fb_rows)
 
-    lines = ["# Speed benchmark", "", f"Command: `python benchmarks/bench_speed.py{' --quick' if args.quick else ''}`", ""]
-    lines += ["Machine: 2 cores; single process; timings include ask/tell overhead and reward draws.", ""]
+    command = "python benchmarks/bench_speed.py" + (" --quick" if args.quick else "")
+    lines = [f"Written by `{command}` ({rounds} rounds per cell). Machine: {os.cpu_count()} cores, load average "
+             f"{load_before:.1f} at the start and {os.getloadavg()[0]:.1f} at the end (other jobs share the cores); "
+             "CPU time of one process with one BLAS thread; ask/tell overhead and reward draws included.", ""]
     if len(table):
         wide = table.pivot_table(index="algorithm", columns=["K", "d"], values="us_per_round", sort=False)
         lines += ["## Fixed confidence: microseconds per round", "", _markdown(wide.round(1)), ""]
@@ -186,9 +184,11 @@ def _run(args) -> int:
                 "cost ratio (d)": round(g[(kd, dd[-1])] / g[(kd, dd[0])], 2),
                 "d ratio": dd[-1] / dd[0],
             })
-        lines += ["## Growth (cost ratio vs the K or d ratio)", "", _markdown(pd.DataFrame(growth).set_index("algorithm")), ""]
+        growth_table = _markdown(pd.DataFrame(growth).set_index("algorithm"))
+        lines += ["## Growth (cost ratio vs the K or d ratio)", "", growth_table, ""]
     if len(fb):
-        lines += ["## Fixed budget: seconds per whole run (median of 5)", "", _markdown(fb.set_index("algorithm").round(4)), ""]
+        fb_table = _markdown(fb.set_index("algorithm").round(4))
+        lines += ["## Fixed budget: seconds per whole run (median of 5)", "", fb_table, ""]
     lines += ["## Targets (K = 400, d = 20)", "", "| what | measured | target |", "|---|---|---|"]
     def _at(name):
         row = table[(table.algorithm == name) & (table.K == 400) & (table.d == 20)] if len(table) else table
@@ -199,11 +199,8 @@ def _run(args) -> int:
         gse = fb[(fb.algorithm == "gse-log") & (fb.K == 400) & (fb.d == 20)]
         if len(gse):
             lines.append(f"| GSE-Log whole run, budget 4000 | {float(gse.seconds_per_run.iloc[0]):.3f} s | < 0.2 s |")
-    lines.append("")
-    lines.append(NOTES)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text("\n".join(lines))
-    print(f"written {args.out}")
+    write_generated_block(args.out, "bench_speed", "\n".join(lines))
+    print(f"written the bench_speed block of {args.out}")
     return 0
 
 

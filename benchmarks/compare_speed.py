@@ -25,7 +25,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# one measurement pass, run by a child process with the commit's tree first on sys.path
+# one measurement pass, run by a child process with the commit's tree first on sys.path; it writes its
+# rows to the file named by its second argument, never to stdout (a dependency may print there: highspy 1.16
+# prints a banner when a solver is built)
 _PASS = r"""
 import json, sys, time, types
 sys.path[:0] = [sys.argv[1], sys.argv[1] + "/benchmarks"]
@@ -42,7 +44,8 @@ with threadpool_limits(limits=1):
             rows.append([name, K, d, min(b.per_round_us(name, params, model, K, d, rounds) for _ in range(3))])
     for name, (params, model) in b.FIXED_BUDGET.items():
         rows.append([name, 100, 10, 1e6 * b.whole_run_s(name, params, model, 100, 10, reps=3)])
-print(json.dumps(rows))
+with open(sys.argv[2], "w") as fh:
+    json.dump(rows, fh)
 """
 
 
@@ -64,9 +67,10 @@ def main(argv=None) -> int:
         trees = {rev: _extract(rev, Path(tmp) / f"tree{i}") for i, rev in enumerate((args.before, args.after))}
         for rep in range(args.reps):
             for rev, tree in trees.items():
-                out = subprocess.run([sys.executable, "-c", _PASS, str(tree)], check=True, capture_output=True,
-                                     text=True, env={**os.environ, "PYTHONPATH": str(tree)}).stdout
-                for name, K, d, us in json.loads(out):
+                rows = Path(tmp) / "rows.json"
+                subprocess.run([sys.executable, "-c", _PASS, str(tree), str(rows)], check=True, capture_output=True,
+                               text=True, env={**os.environ, "PYTHONPATH": str(tree)})
+                for name, K, d, us in json.loads(rows.read_text()):
                     key = (name, K, d)
                     best[rev][key] = min(us, best[rev].get(key, np.inf))
                 print(f"pass {rep + 1}/{args.reps} of {rev} done", file=sys.stderr, flush=True)

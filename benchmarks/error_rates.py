@@ -37,6 +37,7 @@ from screenbai.bandits import replicate
 from screenbai.bandits.instances import kw_synthetic, reda_classic, soare
 from screenbai.bandits.params import without_guarantee
 from screenbai.bandits.registry import get
+from screenbai.guarantees import SETTINGS
 from screenbai.report import write_generated_block
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -55,32 +56,8 @@ INSTANCES = {
 LINEAR = ("soare(d=2,omega=0.1)", "reda_classic(K=4,m=2)")
 LOGISTIC = tuple(k for k in INSTANCES if k.startswith("kw_"))
 
-# (algorithm, setting label, params) -- m is set per instance (2 on Réda's, else 1); whether a setting
-# has a guarantee comes from the parameters' declarations (Param.no_guarantee)
-SETTINGS = [
-    ("lingape", "Abbasi-Yadkori", {}),
-    ("m-lingape", "theoretical", {"threshold": "theoretical"}),
-    ("m-lingape", "heuristic", {"threshold": "heuristic"}),
-    ("lingifa", "theoretical", {"threshold": "theoretical"}),
-    ("lingifa", "heuristic", {"threshold": "heuristic"}),
-    ("lucb", "lucb1", {"threshold": "lucb1"}),
-    ("lucb", "heuristic", {"threshold": "heuristic"}),
-    ("ugape", "lucb1", {"threshold": "lucb1"}),
-    ("ugape", "heuristic", {"threshold": "heuristic"}),
-    ("xy-static", "eq. 11", {}),
-    ("g-allocation", "eq. 11", {}),
-    # a quarter of XY-adaptive's runs on Soare's instance need ~3.2 million tests (a phase restarted
-    # from scratch after forgetting arms), beyond the default cap of 10^6
-    ("xy-adaptive", "eq. 11", {"max_samples": 10**7}),
-    ("xy-oracle", "eq. 4", {}),
-    ("xy-fully-adaptive", "Prop. 2 (S oracle)", {"S": "oracle"}),
-    ("glgape", "likelihood-ratio (default)", {"calibration": "likelihood-ratio"}),
-    ("glgape", "self-normalized", {"calibration": "self-normalized"}),
-    ("glgape", "reinterpreted (paper)", {"calibration": "reinterpreted"}),
-    ("m-glgape", "likelihood-ratio (default)", {"calibration": "likelihood-ratio"}),
-    ("m-glgape", "self-normalized", {"calibration": "self-normalized"}),
-    ("m-glgape", "reinterpreted (paper)", {"calibration": "reinterpreted"}),
-]
+# SETTINGS: (algorithm, setting label, params), one home with the report's look-up (screenbai.guarantees);
+# m is set per instance (2 on Réda's, else 1)
 TOP_M = ("m-lingape", "lingifa", "lucb", "ugape", "m-glgape")  # name the top m; the others name one arm
 # LUCB and UGapE ignore the features: on Soare's instance (a gap of 0.01 at sigma = 1) they need
 # about 10^6 tests per arm, beyond the default cap, so they run on Réda's instance (their paper's) only.

@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -63,23 +64,27 @@ def main() -> int:
     ap.add_argument("--store", type=Path, default=Path("/tmp/screenbai_moses_store"), help="fingerprint store")
     ap.add_argument("--features", type=Path, default=Path("/tmp/screenbai_moses_d20.npy"), help="PCA scores cache")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--result", help=argparse.SUPPRESS)  # the worker's JSON result file
     ap.add_argument("--tree", type=Path, default=REPO, help=argparse.SUPPRESS)
     ap.add_argument("--run", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args)))
+        Path(args.result).write_text(json.dumps(worker(args)))  # a file: a dependency may print on stdout
         return 0
     print(f"m-LinGapE on MOSES, K = {args.K:,}; load average {os.getloadavg()[0]:.1f} (other jobs may share the cores)")
     trees = [("new", REPO)] + ([("old", args.old)] if args.old is not None else [])
     for run in range(args.runs):
         for label, tree in trees:
-            cmd = [sys.executable, __file__, "--worker", "--tree", str(tree), "--run", str(run), "--K", str(args.K),
-                   "--store", str(args.store), "--features", str(args.features)]
-            out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tree)})
-            if out.returncode != 0:
-                print(f"{label} run {run}: error: {out.stderr.strip().splitlines()[-1]}")
-                continue
-            r = json.loads(out.stdout.strip().splitlines()[-1])
+            with tempfile.TemporaryDirectory() as tmp:
+                result = Path(tmp) / "result.json"
+                cmd = [sys.executable, __file__, "--worker", "--tree", str(tree), "--run", str(run), "--K",
+                       str(args.K), "--store", str(args.store), "--features", str(args.features),
+                       "--result", str(result)]
+                out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(tree)})
+                if out.returncode != 0:
+                    print(f"{label} run {run}: error: {out.stderr.strip().splitlines()[-1]}")
+                    continue
+                r = json.loads(result.read_text())
             once = "" if r["read_once"] is None else f", X read once in {100 * r['read_once']:.0f}% of rounds"
             print(f"{label} run {run}: {r['tests']} tests, answer {r['answer']}, "
                   f"median round {r['round_ms']:.1f} ms{once}", flush=True)

@@ -97,7 +97,8 @@ def build_jobs(args) -> list:
     for d in (5, 7, 10, 12):
         for bk in (10, 25, 50, 100, 200):
             for label, (alg, params) in LOG_ALGOS.items():
-                add("logistic", "logistic", d, 8 * bk, label, alg, params, args.reps_ucb if alg == "ucb-glm" else args.reps_log)
+                reps = args.reps_ucb if alg == "ucb-glm" else args.reps_log
+                add("logistic", "logistic", d, 8 * bk, label, alg, params, reps)
     adaptive = [("adaptive", 10.0, B) for B in args.adaptive_budgets]
     adaptive += [("adaptive-var1", 1.0, B) for B in args.adaptive_var1_budgets]
     for study, noise_var, B in adaptive:
@@ -105,12 +106,14 @@ def build_jobs(args) -> list:
             for label, (alg, params) in LIN_ALGOS.items():
                 add(study, f"adaptive:{noise_var}", K, B, label, alg, params, args.reps_adaptive)
             for delta in args.adaptive_delta_grid:
-                add(study, f"adaptive:{noise_var}", K, B, "FB-LinGapE", "fb-lingape", {"delta": delta, "S": "oracle", "sigma": "oracle"}, args.reps_adaptive)
+                add(study, f"adaptive:{noise_var}", K, B, "FB-LinGapE", "fb-lingape",
+                    {"delta": delta, "S": "oracle", "sigma": "oracle"}, args.reps_adaptive)
     for gap in STATIC_GAPS:
         for label, (alg, params) in LIN_ALGOS.items():
             add("static", "static", gap, 320, label, alg, params, args.reps_static)
         for delta in args.static_delta_grid:
-            add("static", "static", gap, 320, "FB-LinGapE", "fb-lingape", {"delta": delta, "S": "oracle", "sigma": "oracle"}, args.reps_static)
+            add("static", "static", gap, 320, "FB-LinGapE", "fb-lingape",
+                {"delta": delta, "S": "oracle", "sigma": "oracle"}, args.reps_static)
     return jobs
 
 
@@ -129,7 +132,8 @@ def md_table(tab: pd.DataFrame, index: str) -> str:
     se = tab.pivot(index=index, columns="label", values="se").sort_index()
     reps = tab.groupby("label")["n"].min()
     cols = list(piv.columns)
-    lines = ["| " + index + " | " + " | ".join(f"{c} (n={reps[c]})" for c in cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    lines = ["| " + index + " | " + " | ".join(f"{c} (n={reps[c]})" for c in cols) + " |",
+             "|---" * (len(cols) + 1) + "|"]
     for idx in piv.index:
         lines.append(f"| {idx} | " + " | ".join(f"{piv.at[idx, c]:.3f} ± {se.at[idx, c]:.3f}" for c in cols) + " |")
     return "\n".join(lines)
@@ -213,7 +217,8 @@ def speed_check(n_runs: int = 7) -> dict:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="50 replications (20 for UCB-GLM), short delta grid, small budgets")
+    ap.add_argument("--quick", action="store_true",
+                    help="50 replications (20 for UCB-GLM), short delta grid, small budgets")
     ap.add_argument("--reps-log", type=int, default=None, help="replications (random instances) for 8.4, GSE methods")
     ap.add_argument("--reps-ucb", type=int, default=None, help="replications for 8.4 UCB-GLM (slow: one MLE per round)")
     ap.add_argument("--reps-lin", type=int, default=None, help="default for --reps-adaptive and --reps-static")
@@ -242,7 +247,8 @@ def main(argv=None):
     OUT.mkdir(parents=True, exist_ok=True)
     jobs = build_jobs(args)
     # expensive jobs first so that the two workers finish together
-    jobs.sort(key=lambda j: -(j[3] * len(j[7]) * (30 if j[5] in ("ucb-glm", "fb-lingape", "gse-lin-greedy", "linucb") else 1)))
+    slow = ("ucb-glm", "fb-lingape", "gse-lin-greedy", "linucb")
+    jobs.sort(key=lambda j: -(j[3] * len(j[7]) * (30 if j[5] in slow else 1)))
     from tqdm.auto import tqdm
 
     rows = []
@@ -281,7 +287,7 @@ def write_markdown(df, best, args, elapsed):
         f"{args.adaptive_delta_grid} (8.1) / {args.static_delta_grid} (8.2), chosen on the same runs, hence "
         "slightly optimistic.",
         "",
-        f"## 8.4 logistic bandit (K = 8, a fresh `akg_logistic` instance per replication)",
+        "## 8.4 logistic bandit (K = 8, a fresh `akg_logistic` instance per replication)",
         "",
         "![logistic](azizi_logistic.png)",
         "",
@@ -296,19 +302,22 @@ def write_markdown(df, best, args, elapsed):
     for study, noise_var, B in sections:
         sub = best[(best.study == study) & (best.budget == B)].rename(columns={"x": "K"})
         sub["K"] = sub.K.astype(int)
-        parts += [f"**noise variance {noise_var:g} (sd {np.sqrt(noise_var):.2f}), B = {B}**", "", md_table(sub, "K"), ""]
+        parts += [f"**noise variance {noise_var:g} (sd {np.sqrt(noise_var):.2f}), B = {B}**", "",
+                  md_table(sub, "K"), ""]
         lg = sub[sub.label == "FB-LinGapE"].sort_values("K")
         parts += ["FB-LinGapE delta chosen: " + ", ".join(f"K={r.K}: {r.params}" for _, r in lg.iterrows()), ""]
     sub = best[best.study == "static"].rename(columns={"x": "Delta"})
-    parts += ["## 8.2 static instance (`canonical`, K = d = 16, B = 320, sigma = 1)", "", "![static](azizi_static.png)", "",
-              md_table(sub, "Delta"), ""]
+    parts += ["## 8.2 static instance (`canonical`, K = d = 16, B = 320, sigma = 1)", "",
+              "![static](azizi_static.png)", "", md_table(sub, "Delta"), ""]
     lg = sub[sub.label == "FB-LinGapE"].sort_values("Delta")
     parts += ["FB-LinGapE delta chosen: " + ", ".join(f"{r.Delta}: {r.params}" for _, r in lg.iterrows()), ""]
     parts += ["## Speed target (K = 400, d = 20, B = 4000, cold design cache, 1 BLAS thread)", ""]
     parts += [f"- `{k}`: median {v[0]:.3f} s, max {v[1]:.3f} s per whole run" for k, v in args.speed.items()] + [""]
     t = df.groupby(["study", "label"]).wall.mean().unstack(0)
-    parts += ["## Time per run (mean, s)", "", "| method | " + " | ".join(t.columns) + " |", "|---" * (len(t.columns) + 1) + "|"]
-    parts += [f"| {k} | " + " | ".join("" if np.isnan(v) else f"{v:.4f}" for v in row.values) + " |" for k, row in t.iterrows()]
+    parts += ["## Time per run (mean, s)", "", "| method | " + " | ".join(t.columns) + " |",
+              "|---" * (len(t.columns) + 1) + "|"]
+    parts += [f"| {k} | " + " | ".join("" if np.isnan(v) else f"{v:.4f}" for v in row.values) + " |"
+              for k, row in t.iterrows()]
     parts += ["", "## How close, and why it differs", "", "COMMENTARY", ""]
     (OUT / "azizi.md").write_text("\n".join(parts))
 

@@ -57,7 +57,8 @@ def build_tasks(quick: bool) -> list[tuple]:
     n_gape = 3 if quick else 10
     for s in range(n_gape):
         tasks.append(("gape", "GLGapE", 50, 10, s, "glgape", BASE))
-        tasks.append(("gape", "UGapE-hoeffding", 50, 10, s, "ugape", {"epsilon": 0.1, "delta": 0.05, "threshold": "hoeffding"}))
+        ugape = {"epsilon": 0.1, "delta": 0.05, "threshold": "hoeffding"}
+        tasks.append(("gape", "UGapE-hoeffding", 50, 10, s, "ugape", ugape))
     # longest first, so that the two workers finish together
     weight = {"ugape": 100}
     return sorted(tasks, key=lambda t: -weight.get(t[5], 1) * t[2] * t[3] / (t[6].get("epsilon", 0.1) / 0.1) ** 2)
@@ -212,7 +213,7 @@ def write_report(df: pd.DataFrame, quick: bool, elapsed: float) -> None:
         f"Command: `python benchmarks/reproduce_kw_synthetic.py{' --quick' if quick else ''}` "
         f"({n_inst} random instances per point, one run each; {len(df)} runs"
         + (f", {elapsed / 60:.1f} min on 2 workers). " if elapsed == elapsed else "). ")
-        + 
+        +
         "Per-run records: `kw_synthetic_runs.csv`.",
         "",
         "Setting: `kw_synthetic(K, d, seed)` (theta* ~ N(0, I_d), features U[-1, 1]^d, logistic Bernoulli rewards), "
@@ -229,12 +230,15 @@ def write_report(df: pd.DataFrame, quick: bool, elapsed: float) -> None:
         "|---|---|---|---|",
         "| paper (one instance) | 436 | - | > 95% (all experiments) |",
         "| spec Appendix A.1 (20 instances, seeds 0-19) | 649 | 115 - 1855 | 20/20 |",
-        f"| this package, oracle c_mu ({len(k50)} instances) | {k50.samples.mean():.0f} | {k50.samples.min()} - {k50.samples.max()} | {int(k50.correct.sum())}/{len(k50)} |",
-        f"| this package, estimated c_mu ({len(k50e)} instances) | {k50e.samples.mean():.0f} | {k50e.samples.min()} - {k50e.samples.max()} | {int(k50e.correct.sum())}/{len(k50e)} |",
+        f"| this package, oracle c_mu ({len(k50)} instances) | {k50.samples.mean():.0f} | "
+        f"{k50.samples.min()} - {k50.samples.max()} | {int(k50.correct.sum())}/{len(k50)} |",
+        f"| this package, estimated c_mu ({len(k50e)} instances) | {k50e.samples.mean():.0f} | "
+        f"{k50e.samples.min()} - {k50e.samples.max()} | {int(k50e.correct.sum())}/{len(k50e)} |",
         "",
         "## GapE comparison (K = 50, d = 10, epsilon = 0.1)",
         "",
-        "The paper reports GapE (independent Bernoulli arms) at about 60 000 pulls against 436 for GLGapE on one instance. "
+        "The paper reports GapE (independent Bernoulli arms) at about 60 000 pulls against 436 for GLGapE on one "
+        "instance. "
         "GapE's configuration is not given; we use UGapE-c with Hoeffding widths sqrt(log(4Kt^3/delta)/(2T_k)) "
         "(`ugape`, `threshold=\"hoeffding\"`, spec 3.4 [D]), on the first instances of the study.",
         "",
@@ -245,25 +249,32 @@ def write_report(df: pd.DataFrame, quick: bool, elapsed: float) -> None:
     ]
     for name, sub in (("UGapE-Hoeffding (this package)", ug), ("GLGapE (this package)", gl)):
         if len(sub):
-            lines.append(f"| {name} | {len(sub)} | {sub.samples.mean():.0f} | {sub.samples.min()} - {sub.samples.max()} | {int(sub.correct.sum())}/{len(sub)} |")
+            lines.append(f"| {name} | {len(sub)} | {sub.samples.mean():.0f} | "
+                         f"{sub.samples.min()} - {sub.samples.max()} | {int(sub.correct.sum())}/{len(sub)} |")
     if len(ug) and len(gl):
         ratio = (ug.set_index("instance_seed").samples / gl.set_index("instance_seed").samples).dropna()
-        lines += ["", f"Per instance, UGapE-Hoeffding needed {ratio.min():.0f}x to {ratio.max():.0f}x more samples than GLGapE (paper: ~140x)."]
+        lines += ["", f"Per instance, UGapE-Hoeffding needed {ratio.min():.0f}x to {ratio.max():.0f}x more samples "
+                  "than GLGapE (paper: ~140x)."]
     lines += ["", "## tau vs K (d = 10, epsilon = 0.1), oracle c_mu", "", _fmt(summarise(df, "K")), ""]
-    lines += ["## tau vs K (d = 10, epsilon = 0.1), estimated c_mu (P9.3, frozen)", "", _fmt(summarise(df, "K_estimated_cmu")), ""]
+    lines += ["## tau vs K (d = 10, epsilon = 0.1), estimated c_mu (P9.3, frozen)", "",
+              _fmt(summarise(df, "K_estimated_cmu")), ""]
     lines += ["## tau vs d (K = 100, epsilon = 0.1)", "", _fmt(summarise(df, "d")), ""]
     lines += ["## tau vs epsilon (K = 100, d = 10)", "", _fmt(summarise(df, "eps")), ""]
     lines += [
         "## Diagnostics",
         "",
-        f"* GLGapE runs: {len(glg)}; not stopped within {MAX_SAMPLES} samples: {int((~glg.stopped.astype(bool)).sum())}.",
-        f"* Rounds whose warm-started Newton fit needed more than 10 iterations (near separation, spec 1.4), summed over all runs: {newton_over}.",
+        f"* GLGapE runs: {len(glg)}; not stopped within {MAX_SAMPLES} samples: "
+        f"{int((~glg.stopped.astype(bool)).sum())}.",
+        "* Rounds whose warm-started Newton fit needed more than 10 iterations (near separation, spec 1.4), "
+        f"summed over all runs: {newton_over}.",
         f"* Mean number of LPs solved per run: {glg.diag_n_lps.mean():.0f} (cached by (i, j, corner)).",
-        f"* Mean oracle c_mu over the K = 50 instances: {k50.diag_c_mu.mean():.4f}; mean estimated c_mu: {k50e.diag_c_mu.mean():.4f}.",
+        f"* Mean oracle c_mu over the K = 50 instances: {k50.diag_c_mu.mean():.4f}; "
+        f"mean estimated c_mu: {k50e.diag_c_mu.mean():.4f}.",
         "",
         "## Speed: GLGapE rounds at K = 400, d = 20 (target about 300 us per round on average over a run)",
         "",
-        "Mean over 3 instances (`kw_synthetic(400, 20, seed)`, oracle c_mu, eps = 0.1), whole runs, ask/tell and reward "
+        "Mean over 3 instances (`kw_synthetic(400, 20, seed)`, oracle c_mu, eps = 0.1), whole runs, ask/tell and "
+        "reward "
         "draws included; LP time measured separately (HiGHS through `scipy.optimize.linprog`, `rules.L1Design`). "
         "Timings taken while other jobs shared the 2 cores, so they are upper bounds.",
         "",

@@ -41,7 +41,8 @@ ALGORITHMS = [
     ("m-LinGapE (optimized)", "m-lingape", {"selection": "optimized"}, ("1a",), {"1a": 0.0}),
     ("LinGIFA (largest var.)", "lingifa", {"selection": "largest-variance"}, ("1a",), {"1a": 0.0}),
     ("LinGIFA (greedy)", "lingifa", {"selection": "greedy"}, ("1a", "1b"), {"1a": 0.0, "1b": 0.0}),
-    ("LinGIFA (tau^LUCB, largest var.)", "lingifa", {"selection": "largest-variance", "stopping": "lucb"}, ("1a",), {"1a": 0.0}),
+    ("LinGIFA (tau^LUCB, largest var.)", "lingifa", {"selection": "largest-variance", "stopping": "lucb"}, ("1a",),
+     {"1a": 0.0}),
     ("LinGIFA (tau^LUCB, greedy)", "lingifa", {"selection": "greedy", "stopping": "lucb"}, ("1a",), {"1a": 0.0}),
     ("LinGIFA (individual indices)", "lingifa", {"selection": "greedy", "index": "individual"}, ("1a",), {"1a": 0.0}),
 ]
@@ -54,7 +55,8 @@ def run_all(n_runs: int, threshold: str, seed: int, n_jobs: int, max_samples: in
         for label, name, extra, where, _ in ALGORITHMS:
             if key not in where:
                 continue
-            params = {"m": setting["m"], "epsilon": 0.0, "delta": 0.05, "sigma": 0.5, "max_samples": max_samples, **extra}
+            params = {"m": setting["m"], "epsilon": 0.0, "delta": 0.05, "sigma": 0.5, "max_samples": max_samples,
+                      **extra}
             if name in ("lucb", "ugape"):
                 params["threshold"] = "heuristic" if threshold == "heuristic" else "lucb1"
             else:
@@ -132,15 +134,19 @@ def write_report(records: pd.DataFrame, meta: dict, path: Path, notes: str, theo
         f"Command: `{meta['command']}`. Runs per algorithm and setting: {meta['runs']}; seed {meta['seed']}; "
         f"threshold: **{meta['threshold']}** "
         + ("(sqrt(2 ln((ln t + 1)/delta)) for every algorithm, as the paper did whenever the empirical error stayed "
-           "below delta)." if meta["threshold"] == "heuristic" else "(eq. (2) for linear algorithms, LUCB1 rate for classical ones).")
+           "below delta)." if meta["threshold"] == "heuristic"
+           else "(eq. (2) for linear algorithms, LUCB1 rate for classical ones).")
         + f" Wall time {meta['wall_s']:.0f} s on 2 workers.",
         "",
-        "Settings (spec 3.3): sigma = 1/2, epsilon = 0, delta = 0.05, Gaussian rewards; S = ||theta*|| = 1, L = max ||x_a||. "
+        "Settings (spec 3.3): sigma = 1/2, epsilon = 0, delta = 0.05, Gaussian rewards; S = ||theta*|| = 1, "
+        "L = max ||x_a||. "
         "m-LinGapE: V_0 = I and one pull per arm first; LinGIFA: V_0 = (sigma/20) I, no initialisation (spec 2.3 [D]); "
-        "LUCB/UGapE: classical empirical means, one pull per arm first. LinGame (Degenne et al. 2020) is not implemented, "
+        "LUCB/UGapE: classical empirical means, one pull per arm first. LinGame (Degenne et al. 2020) is not "
+        "implemented, "
         "so its row of Fig. 1(b) is missing.",
         "",
-        f"Sample complexity and empirical error over the runs that stopped (runs cut at max_samples = {meta.get('max_samples', '?')} "
+        "Sample complexity and empirical error over the runs that stopped (runs cut at max_samples = "
+        f"{meta.get('max_samples', '?')} "
         "are counted in 'not stopped', spec P13); the paper's Table 3 error beside it. The paper's "
         "sample-complexity distributions are only in its figure (no numbers in the text).",
         "",

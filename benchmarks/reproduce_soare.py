@@ -18,8 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from screenbai.bandits import instances, replicate
-from screenbai.bandits import static
+from screenbai.bandits import instances, replicate, static_greedy
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "soare"
@@ -84,7 +83,8 @@ def fig4(d_list, omega, runs, runs_fa, n_jobs, fresh):
             df = pd.concat(parts, ignore_index=True)
             df["d"], df["omega"], df["algorithm"] = d, omega, label
             frames.append(df)
-            print(f"d={d} {algo}: mean samples {df['samples'].mean():.4g}, errors {int((~df['correct']).sum())}/{len(df)}, "
+            print(f"d={d} {algo}: mean samples {df['samples'].mean():.4g}, "
+                  f"errors {int((~df['correct']).sum())}/{len(df)}, "
                   f"{time.perf_counter() - t0:.0f}s", flush=True)
             _save(name, pd.concat(frames, ignore_index=True))
     return pd.concat(frames, ignore_index=True)
@@ -162,11 +162,11 @@ def table1(static_runs, oracle_runs, lingape_runs, n_jobs, fresh, only=None):
         cache_file = CACHE / f"soare_d5_{label}.npz"
         if algo != "lingape":
             if cache_file.exists():
-                static.load_cache(cache_file)
+                static_greedy.load_cache(cache_file)
             first = replicate(inst, algo, {"max_samples": 10**8, **params}, n_reps=1, seed=5, n_jobs=1)
             if algo == "xy-static":
                 _prefetch_static(inst, algo, 1.05 * first["samples"].iloc[0])
-            static.save_cache(cache_file)
+            static_greedy.save_cache(cache_file)
             parts = [first]
             if n > 1:
                 parts.append(replicate(inst, algo, {"max_samples": 10**8, **params}, n_reps=n - 1, seed=5, start=1,
@@ -175,7 +175,8 @@ def table1(static_runs, oracle_runs, lingape_runs, n_jobs, fresh, only=None):
         else:
             df = replicate(inst, algo, {**params, "S": 2.0, "max_samples": 2 * 10**7}, n_reps=n, seed=5, n_jobs=n_jobs,
                            progress=True)
-        print(f"table1 {label}: {len(df)} runs, mean samples {df['samples'].mean():.4g}, {time.perf_counter() - t0:.0f}s",
+        print(f"table1 {label}: {len(df)} runs, mean samples {df['samples'].mean():.4g}, "
+              f"{time.perf_counter() - t0:.0f}s",
               flush=True)
         _save(name, df)
         frames[label] = df
@@ -225,7 +226,8 @@ def write_report(fig_df, omega, frames, args, elapsed):
         tab = fig_df.groupby(["d", "algorithm"]).agg(mean=("samples", "mean"), sd=("samples", "std"),
                                                      errors=("correct", lambda c: int((~c.astype(bool)).sum())),
                                                      runs=("samples", "size")).reset_index()
-        piv = tab.pivot(index="d", columns="algorithm", values="mean")[[a for a in FIG4_ALGOS if a in tab["algorithm"].unique()]]
+        shown = [a for a in FIG4_ALGOS if a in tab["algorithm"].unique()]
+        piv = tab.pivot(index="d", columns="algorithm", values="mean")[shown]
         md.append("Mean samples to stop (errors / runs in brackets):")
         md.append("")
         md.append("| d | " + " | ".join(piv.columns) + " |")
@@ -262,7 +264,8 @@ NOTES = """### How close, and why it differs
 gives (log(6 n^2 K^2 / (pi^2 delta)) = 35.8 at n = 2.8e6, K = 6, against 34.0 with K). With
 `confidence="arms"` (log_n(K/delta), the per-arm bound of Prop. 1) the same allocation stops at
 2,742,463 pulls, 13,645 / 2,728,611 / 69 / 69 / 69 / 0 (row `xy-oracle-arms`): the paper's 2,742,457
-to within 6 pulls. So the paper's oracle used log_n(K/delta); the default keeps the spec's K^2. The one pull of x6 in the paper is presumably its initialisation
+to within 6 pulls. So the paper's oracle used log_n(K/delta); the default keeps the spec's K^2. The one
+pull of x6 in the paper is presumably its initialisation
 (we initialise with one pull per arm of a pivoted-QR spanning set: e1..e5). Getting this shape required
 a deviation [D]: the literal one-step minimax greedy on Y* stalls, because every direction x* - x
 contains x*, so pulling x* always lowers all tied maxima by a vanishing amount and e3..e5 are never
@@ -273,7 +276,8 @@ is the literal rule).
 
 **LinGapE (Table 1).** Same pattern as the paper (> 99 % of the pulls on e2, a few thousand on e1,
 tens on the others, always correct), with a mean total of about 0.74M over 10 seeds against the
-paper's 0.43M for (apparently) one run. The run-to-run spread is large (sd 0.29M, range 0.38M-1.46M, median 0.72M; > 99.4 % on e2 in every run),
+paper's 0.43M for (apparently) one run. The run-to-run spread is large (sd 0.29M, range 0.38M-1.46M,
+median 0.72M; > 99.4 % on e2 in every run),
 and the spec author's own check (Appendix A.3) gave 0.48M-0.91M, so the paper's number is within the
 spread but on its low side; the lost constants (lambda, S, the delta/K^2 convention, A-X1/A-X2) can
 move it further. The qualitative claim "LinGapE beats even XY-oracle" holds by a factor ~4.
@@ -286,7 +290,8 @@ we cannot tell how many runs the paper's number averages. Cost: the 1.4e7-step g
 generated once (about 7 min on this shared, heavily loaded 2-core machine, ~30 us per greedy step)
 and cached; a run with the cached sequence then takes about 25 s (the eq. 11 test vectorised over
 blocks of 4096 rounds: batched Cholesky in d = 5 from cumulative counts and sums), e.g. the second
-run above (14.2M pulls) took 25.6 s; the third had to extend the sequence by 6M steps (190 s). The paper splits the e1 pulls between e1 and x6 (1.30M + 1.27M ~ one
+run above (14.2M pulls) took 25.6 s; the third had to extend the sequence by 6M steps (190 s). The paper
+splits the e1 pulls between e1 and x6 (1.30M + 1.27M ~ one
 e2 count); our greedy sends them all to e1 (x6 ~ e1, and our secondary tie-break prefers the arm that
 most reduces the directions at the maximum, which is e1). The total is what the static allocation
 is about, and the stopping rule is the same eq. 11.
@@ -309,13 +314,16 @@ No run of any static or phased allocation returned a wrong arm (delta = 0.05).""
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="small version (omega 0.3, d in 2..4, 5 runs, no omega=0.01 XY-static runs)")
-    ap.add_argument("--only", choices=["fig4", "table1", "lingape", "xy-static", "xy-oracle", "xy-oracle-arms", "report"],
+    ap.add_argument("--quick", action="store_true",
+                    help="small version (omega 0.3, d in 2..4, 5 runs, no omega=0.01 XY-static runs)")
+    ap.add_argument("--only",
+                    choices=["fig4", "table1", "lingape", "xy-static", "xy-oracle", "xy-oracle-arms", "report"],
                     default=None)
     ap.add_argument("--omega", type=float, default=None, help="omega for part (a) (default 0.2; quick 0.3)")
     ap.add_argument("--d", type=str, default=None, help="comma-separated d for part (a) (default 2,3,4,6,8)")
     ap.add_argument("--runs", type=int, default=None, help="runs per point in part (a) (default 10; quick 5)")
-    ap.add_argument("--runs-fa", type=int, default=None, help="runs per point for xy-fully-adaptive (default 5; quick 3)")
+    ap.add_argument("--runs-fa", type=int, default=None,
+                    help="runs per point for xy-fully-adaptive (default 5; quick 3)")
     ap.add_argument("--static-runs", type=int, default=None, help="XY-static runs in Table 1 (default 3; quick 0)")
     ap.add_argument("--oracle-runs", type=int, default=None, help="XY-oracle runs in Table 1 (default 10; quick 3)")
     ap.add_argument("--lingape-runs", type=int, default=None, help="LinGapE runs in Table 1 (default 10; quick 2)")

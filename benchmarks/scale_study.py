@@ -119,7 +119,8 @@ def main() -> int:
                            declared_mean=float(inst.means[rec["recommendation"][0]]))
                 rows.append(rec)
                 print(f"K = {K:>9,}  {name:10s} rep {r}: {rec['samples']:>7,} tests, stopped {rec['stopped']}, "
-                      f"correct {rec['correct']}, declared mean {rec['declared_mean']:.3f} (best {rec['best_mean']:.3f}), "
+                      f"correct {rec['correct']}, declared mean {rec['declared_mean']:.3f} "
+                      f"(best {rec['best_mean']:.3f}), "
                       f"{time.perf_counter() - t0:.0f} s", flush=True)
                 pd.DataFrame(rows).to_csv(args.out / "records.csv", index=False)
     plot(pd.DataFrame(rows), args.out / "tests_vs_K.png", args.max_samples)

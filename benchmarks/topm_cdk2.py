@@ -56,7 +56,8 @@ def main(argv=None):
     mu = np.sort(inst.means)[::-1]
     print(f"{len(library)} compounds, {fit['n_cured']} cure (IC50 < {args.threshold_nM:g} nM); "
           f"K = {args.K}, d = {args.d}; top cure rates {np.round(mu[:args.m + 2], 3).tolist()}; "
-          f"{int(np.sum(inst.means >= mu[args.m - 1] - args.epsilon))} compounds within epsilon of the {args.m}-th best")
+          f"{int(np.sum(inst.means >= mu[args.m - 1] - args.epsilon))} compounds within epsilon of the "
+          f"{args.m}-th best")
     rows = []
     for entry in entries:
         t0 = time.perf_counter()

@@ -11,8 +11,12 @@ Examples
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import signal
 import sys
+import textwrap
+import threading
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,11 +36,16 @@ def _value(text: str):
 
 
 def _params(pairs: list[str]) -> dict:
-    params = {}
+    params: dict[str, object] = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
         if not eq or not key:
             raise SystemExit(f"error: --param {pair!r} must look like key=value (e.g. --param delta=0.05)")
+        if key.strip() in params:  # silently keeping the last one ran with a value the user may not have meant
+            raise SystemExit(
+                f"error: --param {key.strip()} is given twice ({key.strip()}={params[key.strip()]!r} and {pair!r}); "
+                "give each parameter once"
+            )
         params[key.strip()] = _value(value.strip())
     return params
 
@@ -95,7 +104,17 @@ def _instance_from_file(args):
             raise SystemExit("error: a .npy feature file needs --means FILE.npy with one true mean per arm")
         means = np.load(args.means)
     else:
-        table = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+        try:
+            table = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+        except (ValueError, OSError, UnicodeDecodeError) as exc:  # empty, not a table, not text
+            kind = "Parquet" if path.suffix == ".parquet" else "CSV"
+            raise SystemExit(
+                f"error: features file {path} could not be read as a {kind} table ({exc}); "
+                "give a table with one row per arm, the features in columns x0, x1, ... "
+                f"(or --feature-columns) and the true means in column {args.means_column!r}"
+            ) from None
+        if table.empty:
+            raise SystemExit(f"error: features file {path} has no rows (one row per arm is needed)")
         if args.means_column not in table.columns:
             raise SystemExit(
                 f"error: column {args.means_column!r} (the arms' true means) is not in {path}; "
@@ -170,22 +189,40 @@ def _check_out(out: str | None) -> None:
         raise SystemExit(f"error: --out {out}: folder {path.parent} does not exist; create it first")
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """Each option's default said once: appended unless the help already says it, or there is none to say."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        nothing = action.default is None or action.default is False or action.default == [] \
+            or action.default == argparse.SUPPRESS
+        if "default" in text or not action.option_strings or nothing:
+            return text
+        return text + " (default: %(default)s)"
+
+
 def main(argv: list[str] | None = None) -> int:
     from . import __version__
 
     parser = argparse.ArgumentParser(
-        prog="screenbai", description=__doc__.split("\n")[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+        prog="screenbai",
+        description="Best-arm identification for compound screening: simulate an algorithm on a named instance or "
+        "on features from a file, or run a real screen (campaign).",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    sub.add_parser("algorithms", help="list the registered algorithms and their parameters with defaults")
-    sub.add_parser("instances", help="list the named synthetic instances")
+    sub.add_parser("algorithms", help="list the registered algorithms and their parameters with defaults",
+                   formatter_class=HelpFormatter)
+    sub.add_parser("instances", help="list the named synthetic instances", formatter_class=HelpFormatter)
 
     sim = sub.add_parser(
         "simulate",
         help="replicate an algorithm on an instance and print a summary",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Replicate an algorithm on an instance and print a summary: tests to stop (median, mean), "
+        "error rate, time per run.",
+        formatter_class=HelpFormatter,
     )
     sim.add_argument("algorithm", help="a registered name (see `screenbai algorithms`)")
     src = sim.add_mutually_exclusive_group(required=True)
@@ -215,6 +252,38 @@ def main(argv: list[str] | None = None) -> int:
     add_campaign_parser(sub)
 
     args = parser.parse_args(argv)
+    from .streams import results_stdout
+
+    # the results go to a stream only we write: a dependency printing on stdout (Python or C) lands on stderr
+    try:
+        with _terminate_unwinds(), results_stdout():
+            return _run(args)
+    except BrokenPipeError:  # the reader went away (`screenbai ... | head`): stop without a traceback
+        return 128 + 13
+
+
+@contextlib.contextmanager
+def _terminate_unwinds():
+    """Inside the block a ``kill`` (SIGTERM) ends the command as Ctrl-C does: cleanup code runs (a
+    backtest's temporary folder is removed, the campaign file closed) instead of the process vanishing."""
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _run(args) -> int:
+    """Run the parsed command; its output goes through :func:`screenbai.streams.say`."""
+    from .streams import say
+
     if args.command == "campaign":
         from .campaign.cli import run as run_campaign
 
@@ -226,16 +295,17 @@ def main(argv: list[str] | None = None) -> int:
 
         for name, entry in registry.available().items():
             params = ", ".join(k if v is REQUIRED else f"{k}={v!r}" for k, v in entry.parameters().items())
-            print(f"{name:22s} {entry.description}\n{'':22s} {params}")
+            say(textwrap.fill(entry.description, 118, initial_indent=f"{name:22s} ", subsequent_indent=" " * 23))
+            say(f"{'':22s} {params}")
             for key, p in declared(entry.cls).items():  # settings without an error guarantee, said where offered
                 if p.no_guarantee:
-                    print(f"{'':22s} {key}: {p.help}")
+                    say(f"{'':22s} {key}: {p.help}")
         return 0
     if args.command == "instances":
         from .bandits.instances import NAMED
 
         for name, fn in NAMED.items():
-            print(f"{name:14s} {(fn.__doc__ or '').strip().splitlines()[0]}")
+            say(f"{name:14s} {(fn.__doc__ or '').strip().splitlines()[0]}")
         return 0
 
     from .bandits.instances import parse_instance
@@ -260,19 +330,23 @@ def main(argv: list[str] | None = None) -> int:
 
     summary = summarize(records)
     with pd.option_context("display.width", 160, "display.max_columns", 20):
-        print(summary.drop(columns=["params"]).to_string(index=False))
+        say(summary.drop(columns=["params"]).to_string(index=False))
     capped = int(summary["hit_cap"].sum())
     if capped:
-        print(
+        say(
             f"{capped} of {len(records)} run(s) hit the cap of {int(records['max_samples'].max())} tests "
             "(max_samples) without stopping; they are counted in not_stopped and left out of the samples and "
             "error columns; raise the cap with --param max_samples=N, or give epsilon > 0"
         )
-    print("noise_scale: the noise scale the policy assumed (the instance's own unless --param sigma=... is given)")
+    say("noise_scale: the noise scale the policy assumed (the instance's own unless --param sigma=... is given)")
+    if summary["median_certified_epsilon"].notna().any():
+        say("median_certified_epsilon: the epsilon each run's answer is certified epsilon-good at, at its end (at "
+            "confidence 1 - delta, whenever read); certificate_misses: runs whose answer's true gap exceeds it "
+            "(at most about delta of them when the setting is guaranteed)")
     if args.out:
         out = Path(args.out)
         (records.to_parquet if out.suffix == ".parquet" else records.to_csv)(out, index=False)
-        print(f"records written to {out}")
+        say(f"records written to {out}")
     return 0
 
 

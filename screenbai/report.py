@@ -15,12 +15,18 @@ Every number has one definition, used by the tables and the figures alike (the r
   (1 = most potent), its median over runs, and how often each compound was declared.
 
 Runs that hit the safety cap (not stopped) are counted apart: they have no sample complexity.
+The tests to stop are quoted and drawn as medians, their spread as the interquartile range.
+
+Every algorithm's paragraph, table row and figure legend says whether its setting guarantees an
+error of at most delta (from the parameters' declarations, :mod:`screenbai.guarantees`) and the
+error rate docs/error_rates.md measured for that setting ("not measured" when it has none).
 """
 
 from __future__ import annotations
 
 import html
 import os
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,18 +34,27 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+from screenbai.guarantees import Guarantee, guarantee_of, read_error_rates
 
 __all__ = [
+    "IMBALANCED",
     "UNINFORMATIVE",
+    "algorithm_guarantees",
+    "consensus",
     "declared_compounds",
     "ground_truth_table",
     "markdown_table",
+    "plot_declared_potency",
     "plot_declared_rank",
     "plot_error_rate",
     "plot_pulls_per_arm",
     "plot_samples",
+    "report_tables",
     "structure_grid",
     "summarize_screens",
+    "summary_page",
     "write_report",
 ]
 
@@ -47,6 +62,9 @@ _KEYS = ["label", "algorithm", "d", "K"]
 
 #: Share of the sample within epsilon of the best above which the epsilon-error says little.
 UNINFORMATIVE = 0.5
+#: Share of the compounds in one class of the cure label above which the label cannot tell good
+#: compounds from bad (the summary says so at its top).
+IMBALANCED = 0.9
 
 
 def _axes(ax):
@@ -59,6 +77,48 @@ def _format_activity(value_nM: float, activity: str) -> str:
     from screenbai.screening import format_activity
 
     return format_activity(value_nM, activity)
+
+
+def _concentration_axis(axis) -> None:
+    """A log axis of concentrations in nM whose ticks read 100 nM, 1 uM, 10 uM (not 1e+02)."""
+    from screenbai.screening import format_concentration
+
+    axis.set_major_locator(LogLocator(base=10))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: format_concentration(v) if v > 0 else ""))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _legend_below(ax, ncol: int = 1, fontsize: float = 7) -> None:
+    """The legend under the axes (below the x label), where it cannot cover a curve."""
+    from matplotlib.transforms import ScaledTranslation, blended_transform_factory
+
+    # 0.45 inch under the axes, whatever their height: clear of the tick labels and the x label
+    at = blended_transform_factory(ax.transAxes, ax.transAxes) + ScaledTranslation(0, -0.45, ax.figure.dpi_scale_trans)
+    ax.legend(fontsize=fontsize, loc="upper center", bbox_to_anchor=(0.5, 0.0), bbox_transform=at, ncol=ncol,
+              frameon=False)
+
+
+def _count_axis(axis) -> None:
+    """A log axis of counts whose ticks read 20, 50, 100, 1000, 20 000 (not 2 x 10^1)."""
+    def plain(v, _pos=None):
+        return f"{v:,.0f}".replace(",", " ") if v >= 1 else f"{v:g}"
+
+    def minor(v, _pos=None):
+        lo, hi = axis.get_view_interval()
+        lead = round(v / 10 ** np.floor(np.log10(v))) if v > 0 else 0
+        return plain(v) if lead in (2, 5) and hi / max(lo, 1e-12) < 300 else ""
+
+    axis.set_major_formatter(FuncFormatter(plain))
+    axis.set_minor_formatter(FuncFormatter(minor))
+
+
+def _name(label: str, names: Mapping[str, str] | None) -> str:
+    return (names or {}).get(label, label)
+
+
+def _style(df: pd.DataFrame) -> dict[str, tuple[str, str, int]]:
+    """Each algorithm label's colour, marker and index, the same in every figure (labels in sorted order)."""
+    return {lab: (f"C{i % 10}", "osD^v"[i % 5], i) for i, lab in enumerate(sorted(set(df["label"])))}
 
 
 # ---------------------------------------------------------------------------------- tables
@@ -92,6 +152,8 @@ def summarize_screens(records: pd.DataFrame) -> pd.DataFrame:
                 "sd_samples": float(s.std(ddof=1)) if s.size > 1 else np.nan,
                 "median_samples": float(np.median(s)) if s.size else np.nan,
                 "q10_samples": _q(s, 0.1),
+                "q25_samples": _q(s, 0.25),
+                "q75_samples": _q(s, 0.75),
                 "q90_samples": _q(s, 0.9),
                 "samples_per_compound": float(s.mean() / K) if s.size else np.nan,
                 "exact_error_rate": float(stopped["exact_error"].astype(bool).mean()) if len(stopped) else np.nan,
@@ -103,10 +165,57 @@ def summarize_screens(records: pd.DataFrame) -> pd.DataFrame:
                 "best_activity_nM": float(g["best_activity_nM"].iloc[0]),
                 "distinct_declared": len({c for ids in g["declared_ids"] for c in ids}),
                 "mean_samples_all": float(g["samples"].mean()),
+                "median_samples_all": float(g["samples"].median()),
                 "mean_wall_time_s": float(g["wall_time_s"].mean()),
+                # the anytime certificate of the runs, when the records carry it
+                **({"median_certified_epsilon": float(np.nanmedian(g["certified_epsilon"].to_numpy(dtype=float)))}
+                   if "certified_epsilon" in g.columns and g["certified_epsilon"].notna().any() else {}),
+                **({"certified_guaranteed": bool(g["certified_guaranteed"].astype(bool).all())}
+                   if "certified_guaranteed" in g.columns else {}),
             }
         )
     return pd.DataFrame(rows)
+
+
+def algorithm_guarantees(
+    records: pd.DataFrame, algorithms: Sequence[Mapping[str, Any]] = (), error_rates: pd.DataFrame | None = None
+) -> dict[str, Guarantee | None]:
+    """Each algorithm label's :class:`~screenbai.guarantees.Guarantee`: from the parameters the runs
+    used (the records' ``params``), else from the config entry of that label (``algorithms``);
+    None for an algorithm that is not registered.  ``error_rates``: the error-rate records
+    (default: docs/error_rates_records.csv)."""
+    from screenbai.bandits.registry import available
+
+    table = read_error_rates() if error_rates is None else error_rates
+    entries = {a["label"]: a for a in algorithms}
+    out: dict[str, Guarantee | None] = {}
+    for label, g in records.groupby("label", sort=False):
+        first = g.iloc[0]
+        entry = entries.get(label, {})
+        algorithm = str(first["algorithm"]) if "algorithm" in g.columns else entry.get("algorithm", "")
+        params = first["params"] if "params" in g.columns else (entry.get("params") or {})
+        out[label] = guarantee_of(algorithm, params, table) if algorithm.lower() in available() else None
+    return out
+
+
+def _tag(guarantee: Guarantee | None) -> str:
+    return guarantee.tag if guarantee is not None else "guarantee unknown"
+
+
+def _measured_rate(guarantees: Mapping[str, Guarantee | None]) -> dict[str, str]:
+    return {lab: g.measured_rate() if g is not None else "not measured" for lab, g in guarantees.items()}
+
+
+def consensus(declared: pd.DataFrame, m: int = 1) -> tuple[bool, pd.DataFrame]:
+    """Whether the runs agree on the m compounds declared most often (``declared``: the rows of one
+    algorithm and screen of :func:`declared_compounds`), and those compounds: every compound
+    declared at least as often as the m-th most often declared one.  More than m of them (a tie
+    at the m-th place) means no consensus: the report lists them all instead of picking one."""
+    if not len(declared):
+        return False, declared
+    counts = np.sort(declared["times_declared"].to_numpy())[::-1]
+    top = declared[declared["times_declared"] >= counts[min(m, len(counts)) - 1]]
+    return len(top) == m, top
 
 
 def declared_compounds(records: pd.DataFrame, smiles: Mapping[str, str] | None = None) -> pd.DataFrame:
@@ -143,13 +252,29 @@ def declared_compounds(records: pd.DataFrame, smiles: Mapping[str, str] | None =
     return pd.DataFrame(rows)
 
 
+#: the ground truth's fit metrics, named for what they measure: on the compounds the logistic model
+#: was fitted on (in-sample, optimistic) or cross-validated (each compound predicted without it)
+_FIT_METRICS = {
+    "accuracy": "accuracy on the fitted compounds (in-sample)",
+    "roc_auc": "AUC on the fitted compounds (in-sample)",
+    "log_loss": "log-loss on the fitted compounds (in-sample)",
+    "brier": "Brier on the fitted compounds (in-sample)",
+    "cv_folds": "CV folds",
+    "cv_roc_auc": "AUC cross-validated",
+    "cv_log_loss": "log-loss cross-validated",
+    "cv_brier": "Brier cross-validated",
+}
+
+
 def ground_truth_table(fits: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """Class balance and logistic-fit quality per PCA dimension d."""
+    """Class balance and logistic-fit quality per PCA dimension d; the fit metrics say whether they
+    are on the fitted compounds (in-sample) or cross-validated."""
     rows = []
     for f in fits:
         row = {k: f[k] for k in ("d", "threshold_nM", "n_compounds", "n_cured", "n_not_cured",
                                  "mean_min", "mean_median", "mean_max") if k in f}
-        row.update({k: v for k, v in (f.get("metrics") or {}).items() if np.isscalar(v) or v is None})
+        row.update({_FIT_METRICS.get(k, k): v for k, v in (f.get("metrics") or {}).items()
+                    if (np.isscalar(v) or v is None) and k not in row})
         rows.append(row)
     return pd.DataFrame(rows).sort_values("d").reset_index(drop=True)
 
@@ -171,30 +296,35 @@ def _varied(summary: pd.DataFrame, x: str, fixed: Mapping[str, int]):
     sel = summary
     for k, v in fixed.items():
         sel = sel[sel[k] == v]
-    return sel.sort_values(x)
+    return sel.sort_values(x, kind="stable")
 
 
 def _xlabel(x: str) -> str:
     return "PCA dimension d" if x == "d" else "number of compounds K"
 
 
-def plot_samples(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=None, *, show_K: bool = True):
-    """Mean tests to stop (error bars: 10%-90% quantiles) against ``x`` ("d" or "K").
+def plot_samples(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=None, *, show_K: bool = True,
+                 names: Mapping[str, str] | None = None):
+    """Median tests to stop (bars: interquartile range of the stopped runs) against ``x`` ("d" or "K"):
+    the statistic the text quotes.
 
     ``fixed`` selects the screens (e.g. ``{"K": 400}``).  A dashed line marks K tests (one test
-    per compound), the reference of the paper's "tau < K" statements.
+    per compound), the reference of the paper's "tau < K" statements.  ``names``: the legend's
+    name of each label (e.g. with its guarantee).
     """
     fig, ax = _axes(ax)
     sel = _varied(summary, x, fixed)
+    style = _style(summary)
     for label, g in sel.groupby("label", sort=False):
-        y = g["mean_samples"].to_numpy(float)
-        lo = y - g["q10_samples"].to_numpy(float)
-        hi = g["q90_samples"].to_numpy(float) - y
-        line = ax.errorbar(g[x], y, yerr=[lo, hi], marker="o", capsize=3, label=label)
+        y = g["median_samples"].to_numpy(float)
+        lo = y - g["q25_samples"].to_numpy(float)
+        hi = g["q75_samples"].to_numpy(float) - y
+        line = ax.errorbar(g[x], y, yerr=[lo, hi], marker=style[label][1], color=style[label][0], capsize=3,
+                           label=_name(label, names))
         capped = g[g["not_stopped"] > 0]
-        if len(capped):  # runs that hit max_samples: shown apart, at their (capped) mean
-            ax.plot(capped[x], capped["mean_samples_all"], ls="none", marker="x", ms=8,
-                    color=line[0].get_color(), label=f"{label}: hit the cap (not stopped)")
+        if len(capped):  # runs that hit max_samples: shown apart, at the median of all runs (capped ones at the cap)
+            ax.plot(capped[x], capped["median_samples_all"], ls="none", marker="x", ms=8,
+                    color=line[0].get_color(), label=f"{_name(label, names)}: hit the cap (not stopped)")
     if show_K:
         if x == "K":
             ks = np.sort(sel["K"].unique())
@@ -202,57 +332,65 @@ def plot_samples(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=Non
         elif "K" in fixed:
             ax.axhline(fixed["K"], color="k", ls="--", lw=1, label=f"K = {fixed['K']} (one test per compound)")
     ax.set_xlabel(_xlabel(x))
-    ax.set_ylabel("tests until the algorithm stops\n(mean; bars: 10-90 % of runs)")
+    ax.set_ylabel("tests until the algorithm stops\n(median; bars: 25-75 % of stopped runs)")
     ax.set_yscale("log")
+    _count_axis(ax.yaxis)
     ax.set_title("tests to stop, " + ", ".join(f"{k} = {v}" for k, v in fixed.items()), fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    _legend_below(ax)
     return fig
 
 
-def plot_error_rate(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=None, *, delta: float | None = None):
+def plot_error_rate(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=None, *, delta: float | None = None,
+                    names: Mapping[str, str] | None = None):
     """Exact-best error (solid) and epsilon-error (dashed) of the stopped runs against ``x``.
 
     Where epsilon makes at least :data:`UNINFORMATIVE` of the sample correct, the epsilon-error
-    is not drawn (a flat line at 0 would say nothing) and the panel says so.
+    is not drawn (a flat line at 0 would say nothing) and a note under the panel says so.
     """
     fig, ax = _axes(ax)
     sel = _varied(summary, x, fixed)
     hidden = []
-    for i, (label, g) in enumerate(sel.groupby("label", sort=False)):
-        line, = ax.plot(g[x], g["exact_error_rate"], marker="osD^v"[i % 5], ms=max(9 - 2 * i, 4),
-                        fillstyle="none", mew=1.5, label=f"{label}: not the exact best")
+    style = _style(summary)
+    for label, g in sel.groupby("label", sort=False):
+        name = _name(label, names)
+        color, marker, i = style[label]
+        line, = ax.plot(g[x], g["exact_error_rate"], marker=marker, ms=max(9 - 2 * i, 4), color=color,
+                        fillstyle="none", mew=1.5, label=f"{name}: not the exact best")
         informative = g["eps_good_fraction"] < UNINFORMATIVE
         if informative.any():
-            ax.plot(g.loc[informative, x], g.loc[informative, "eps_error_rate"], ls="--", marker="osD^v"[i % 5],
-                    ms=4, color=line.get_color(), label=f"{label}: more than epsilon below")
+            ax.plot(g.loc[informative, x], g.loc[informative, "eps_error_rate"], ls="--", marker=marker,
+                    ms=4, color=line.get_color(), label=f"{name}: more than epsilon below")
         if (~informative).any():
             hidden.append((label, float(g["epsilon"].iloc[0]), float(g["eps_good_fraction"].max())))
     if delta is not None:
         ax.axhline(delta, color="k", ls=":", lw=1, label=f"delta = {delta:g}")
-    if hidden:
+    if hidden:  # in the legend's place under the panel, never over the curves
         groups: dict[tuple[float, float], list[str]] = {}
         for lab, e, f in hidden:
             groups.setdefault((e, round(f, 2)), []).append(lab)
-        text = "\n".join(f"epsilon = {e:g} counts up to {f:.0%} of the sample as correct\n"
-                         f"({', '.join(labs)}): epsilon-error not drawn" for (e, f), labs in groups.items())
-        ax.text(0.02, 0.97, text, transform=ax.transAxes, va="top", fontsize=7,
-                bbox={"facecolor": "white", "alpha": 0.85, "edgecolor": "0.7"})
+        text = "\n".join(textwrap.fill(f"epsilon = {e:g} counts up to {f:.0%} of the sample as correct "
+                                        f"({', '.join(labs)}): epsilon-error not drawn", 60)
+                          for (e, f), labs in groups.items())
+        ax.plot([], [], ls="none", label=text)
     ax.set_xlabel(_xlabel(x))
     ax.set_ylabel("error rate (stopped runs)")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title("errors, " + ", ".join(f"{k} = {v}" for k, v in fixed.items()), fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="center right")
+    _legend_below(ax)
     return fig
 
 
-def plot_declared_rank(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=None, *, activity: str = "IC50"):
+def plot_declared_rank(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=None, *, activity: str = "IC50",
+                       names: Mapping[str, str] | None = None):
     """Median rank of the declared compounds by measured activity, as % of the sample (lower = more potent)."""
     fig, ax = _axes(ax)
     sel = _varied(summary, x, fixed)
-    for i, (label, g) in enumerate(sel.groupby("label", sort=False)):
-        ax.plot(g[x], g["median_declared_rank_pct"], marker="osD^v"[i % 5], label=label)
+    style = _style(summary)
+    for label, g in sel.groupby("label", sort=False):
+        ax.plot(g[x], g["median_declared_rank_pct"], marker=style[label][1], color=style[label][0],
+                label=_name(label, names))
     ax.axhline(10, color="k", ls="--", lw=1, label="top 10 % of the sample")
     ax.axhline(50, color="0.5", ls=":", lw=1, label="a random compound (median)")
     ax.set_xlabel(_xlabel(x))
@@ -261,22 +399,83 @@ def plot_declared_rank(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], 
     ax.invert_yaxis()
     ax.set_title("potency of the declared compounds", fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    _legend_below(ax)
     return fig
 
 
-def plot_pulls_per_arm(records: pd.DataFrame, means: np.ndarray, ax=None):
-    """Mean tests per compound against the compound's rank by true cure rate (one series per algorithm)."""
+def plot_pulls_per_arm(records: pd.DataFrame, means: np.ndarray, ax=None, *, names: Mapping[str, str] | None = None,
+                       title: str | None = None):
+    """Mean tests per compound against the compound's rank by true cure rate (one series per algorithm).
+
+    ``title`` is wrapped to the axes' width (a long study title was cut at both sides)."""
     fig, ax = _axes(ax)
+    if title:
+        width = max(30, int(ax.get_position().width * fig.get_figwidth() * 72 / 9 * 1.6))  # characters at 9 pt
+        ax.set_title("\n".join(textwrap.fill(line, width) for line in title.split("\n")), fontsize=9)
     order = np.argsort(-np.asarray(means), kind="stable")
+    style = _style(records)
     for label, g in records.groupby("label", sort=False):
         pulls = np.mean(np.stack([np.asarray(p, dtype=float) for p in g["pulls"]]), axis=0)
-        ax.plot(np.arange(1, len(order) + 1), pulls[order], ls="none", marker=".", ms=4, alpha=0.7, label=label)
+        ax.plot(np.arange(1, len(order) + 1), pulls[order], ls="none", marker=".", ms=4, alpha=0.7,
+                color=style[label][0], label=_name(label, names))
     ax.set_xlabel("compound rank by true cure rate (1 = best)")
     ax.set_ylabel("mean tests per compound")
     ax.set_yscale("symlog", linthresh=1)
+    _count_axis(ax.yaxis)
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
+    _legend_below(ax, ncol=2, fontsize=8)
+    return fig
+
+
+def plot_declared_potency(declared: pd.DataFrame, arms: pd.DataFrame | None = None, ax=None, *,
+                          activity: str = "IC50", threshold_nM: float | None = None,
+                          names: Mapping[str, str] | None = None, title: str | None = None):
+    """Each declared compound's estimated cure rate (the ground truth's logistic fit, bars: its 95 %
+    interval) beside its measured potency, one colour per algorithm, the marker's size growing with
+    how often it was declared; the other compounds of the sample in grey (``arms``: compound_id,
+    activity_nM, mean), and the cure label's threshold.
+
+    ``declared``: the rows of one screen of :func:`declared_compounds`, with ``cure_rate_lo95``
+    and ``cure_rate_hi95`` when the interval is known.
+    """
+    fig, ax = _axes(ax)
+    if arms is not None and len(arms):
+        ax.plot(arms["activity_nM"], arms["mean"], ls="none", marker=".", ms=5, color="0.7",
+                label="the other compounds of the sample", zorder=1)
+    labels = sorted(set(declared["label"]))
+    style = _style(declared)
+    shift = {lab: 10 ** (0.04 * (i - (len(labels) - 1) / 2)) for i, lab in enumerate(labels)}  # side by side
+    for label in labels:
+        g = declared[declared["label"] == label]
+        x = g["activity_nM"].to_numpy(float) * shift[label]
+        y = g["cure_rate"].to_numpy(float)
+        if {"cure_rate_lo95", "cure_rate_hi95"} <= set(g.columns):
+            err = [y - g["cure_rate_lo95"].to_numpy(float), g["cure_rate_hi95"].to_numpy(float) - y]
+        else:
+            err = None
+        color, marker, _ = style[label]
+        ax.errorbar(x, y, yerr=err, ls="none", color=color, elinewidth=1, capsize=2, zorder=2)
+        size = 12 + 60 * g["times_declared"].to_numpy(float) / g["runs"].to_numpy(float)
+        ax.scatter(x, y, s=size, marker=marker, color=color, edgecolor="k", lw=0.5, zorder=3,
+                   label=_name(label, names))
+    from screenbai.screening import format_concentration
+
+    quantity = "activity (from pChEMBL values)" if activity == "pChEMBL" else activity
+    if threshold_nM is not None:
+        ax.axvline(threshold_nM, color="k", ls="--", lw=1,
+                   label=f"cure label: {quantity} < {format_concentration(threshold_nM)}")
+    ax.set_xscale("log")
+    _concentration_axis(ax.xaxis)
+    ax.invert_xaxis()  # more potent to the right
+    ax.set_xlabel(f"measured {quantity} (more potent to the right)")
+    ax.set_ylabel("estimated cure rate (ground truth's logistic fit;\nbars: 95 % interval)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_title(("\n".join(textwrap.fill(line, 80) for line in title.split("\n")) + "\n" if title else "")
+                 + "declared compounds: estimated cure rate and measured potency\n"
+                 "(marker size: share of runs that declared it)", fontsize=9)
+    ax.grid(True, which="major", alpha=0.3)
+    _legend_below(ax, ncol=2)
     return fig
 
 
@@ -405,24 +604,48 @@ class _Page:
         return "\n".join(out)
 
 
+def label_warning(label: Mapping[str, Any]) -> str | None:
+    """The warning a cure label earns when more than :data:`IMBALANCED` of the compounds fall in one
+    class: it cannot tell good compounds from bad (an algorithm declaring a weak compound is still
+    "correct"); None otherwise."""
+    n = int(label.get("n_compounds") or 0)
+    cured = int(label.get("n_cured") or 0)
+    if n <= 0:
+        return None
+    share, side = max((cured / n, "cure"), ((n - cured) / n, "do not cure"))
+    if share <= IMBALANCED:
+        return None
+    return (f"the cure label {label.get('description')} cannot tell good compounds from bad: {share:.1%} of the "
+            f"{n} compounds {side} (more than {IMBALANCED:.0%} in one class), so nearly every compound's cure rate "
+            "is close to the best and an algorithm can declare a weak compound and still be counted correct. "
+            "Judge the answers by their measured potency below, or choose a threshold near the potency you want "
+            "(ground_truth.threshold_nM) or ground_truth.potent_fraction")
+
+
 def _provenance(page: _Page, curation: Mapping[str, Any], label: Mapping[str, Any], activity: str):
     src = curation.get("source", {})
     settings = src.get("settings", {})
     if src.get("used") == "offline_fallback":
         page.warning(str(src.get("warning")))
+    for text in (label_warning(label), (label.get("K_clipped") or {}).get("message")):
+        if text:
+            page.warning(text)
     where = (f"ChEMBL target {settings.get('target_chembl_id')}" if settings.get("target_chembl_id")
              else f"file {settings.get('path')} ({settings.get('kind')})")
     used = "the offline fallback" if src.get("used") == "offline_fallback" else "the configured source"
+    declared_as = (f"{activity} (given as pChEMBL values, -log10 molar, converted to nM"
+                   if label.get("pchembl_of") else f"{activity} (as declared")
+    p_name = activity if activity == "pChEMBL" else f"p{activity}"
     page.heading("Data")
     page.items([
         f"Activities: {where}, {used}; {src.get('n_rows', '?')} rows.",
-        f"Activity type: {activity} (as declared; rows per declared type in the data: "
+        f"Activity type: {declared_as}; rows per declared type in the data: "
         + ", ".join(f"{k} {v}" for k, v in (label.get("rows_per_type") or {}).items()) + ").",
         (f"Curation: {curation.get('n_input')} rows in, {curation.get('n_output_rows')} measurements kept, "
          f"{curation.get('n_compounds')} compounds."),
         (f"Cure label: {label.get('description')}: {label.get('n_cured')} of {label.get('n_compounds')} compounds "
          f"cure ({100.0 * label.get('n_cured', 0) / max(label.get('n_compounds', 1), 1):.1f} %); threshold "
-         f"{label.get('threshold_nM', float('nan')):.4g} nM = p{activity} "
+         f"{label.get('threshold_nM', float('nan')):.4g} nM = {p_name} "
          f"{label.get('threshold_pActivity', float('nan')):.2f}."),
     ])
     dropped = curation.get("dropped") or {}
@@ -430,22 +653,35 @@ def _provenance(page: _Page, curation: Mapping[str, Any], label: Mapping[str, An
         page.table(pd.DataFrame({"dropped because": list(dropped), "rows": list(dropped.values())}))
 
 
-def _findings(summary: pd.DataFrame, declared: pd.DataFrame, reference: tuple[int, int], activity: str) -> list[str]:
-    """One sentence per algorithm at the reference screen: what a chemist would want to know."""
+def _declared_words(rows: pd.DataFrame, activity: str, K: int) -> str:
+    return "; ".join(f"{r.compound_id} ({_format_activity(r.activity_nM, activity)}, rank {r.activity_rank} of {K})"
+                     for r in rows.itertuples())
+
+
+def _findings(summary: pd.DataFrame, declared: pd.DataFrame, reference: tuple[int, int], activity: str,
+              guarantees: Mapping[str, Guarantee | None] | None = None) -> list[str]:
+    """One paragraph per algorithm at the reference screen: what a chemist would want to know, first
+    whether its setting guarantees its error and what was measured for it."""
     d_ref, K_ref = reference
     out = []
     for r in summary[(summary["d"] == d_ref) & (summary["K"] == K_ref)].itertuples():
         names = "1 compound" if r.m == 1 else f"{r.m} compounds"
         whose = "declared compound's" if r.m == 1 else f"{r.m} declared compounds'"
         distinct = f"{r.distinct_declared} different compound{'s' if r.distinct_declared > 1 else ''}"
-        top = declared[(declared["label"] == r.label) & (declared["d"] == d_ref) & (declared["K"] == K_ref)].head(1)
-        most = (
-            f" Most often declared: {top['compound_id'].iat[0]} "
-            f"({top['times_declared'].iat[0]} of {top['runs'].iat[0]} runs, "
-            f"{_format_activity(top['activity_nM'].iat[0], activity)}, rank {top['activity_rank'].iat[0]} of {K_ref})."
-            if len(top)
-            else ""
-        )
+        rows = declared[(declared["label"] == r.label) & (declared["d"] == d_ref) & (declared["K"] == K_ref)]
+        agreed, top = consensus(rows, int(r.m))
+        if not len(top):
+            most = ""
+        elif agreed:
+            what = "Most often declared" if r.m == 1 else f"The {r.m} most often declared"
+            counts = sorted(set(top["times_declared"]), reverse=True)
+            most = (f" {what}: {_declared_words(top, activity, K_ref)}, "
+                    f"{'/'.join(map(str, counts))} of {r.runs} runs.")
+        else:
+            most = (f" No consensus: {len(top)} compounds tie as most often declared "
+                    f"({int(top['times_declared'].min())} of {r.runs} runs each"
+                    + (f", where {r.m} are named per run" if r.m > 1 else "")
+                    + f"): {_declared_words(top, activity, K_ref)}.")
         tests = (
             f"stopped after {r.median_samples:.0f} tests (median; {'fewer' if r.median_samples < K_ref else 'more'} "
             f"than the {K_ref} compounds)"
@@ -455,14 +691,23 @@ def _findings(summary: pd.DataFrame, declared: pd.DataFrame, reference: tuple[in
         eps_note = (f"epsilon = {r.epsilon:g} counts {r.eps_good_fraction:.0%} of the sample as correct, so the "
                     "epsilon-error says little here" if r.eps_good_fraction >= UNINFORMATIVE
                     else f"more than epsilon = {r.epsilon:g} below: {r.eps_error_rate:.2f}")
+        g = (guarantees or {}).get(r.label)
+        promise = (f"{g.tag.upper() if g.kind == 'none' else g.tag}, measured error rate {g.measured_rate()}"
+                   if g is not None else "guarantee unknown (the algorithm is not registered)")
+        certified = ""
+        if "median_certified_epsilon" in summary.columns and np.isfinite(r.median_certified_epsilon):
+            unproven = "certified_guaranteed" in summary.columns and not bool(r.certified_guaranteed)
+            certified = (f" Certified epsilon (median over runs): {r.median_certified_epsilon:.3g}"
+                         + (" (not a guarantee under this setting)." if unproven else "."))
         out.append(
-            f"{r.label} (d = {d_ref}, K = {K_ref}, names {names}): {tests}"
+            f"{r.label} (d = {d_ref}, K = {K_ref}, names {names}; {promise}): {tests}"
             + (f", {r.not_stopped} of {r.runs} runs hit the cap" if r.not_stopped else "")
             + f". The {whose} median rank by measured {activity} is {r.median_declared_rank:.0f} of {K_ref} "
             f"(top {r.median_declared_rank_pct:.1f} %; "
             f"median {_format_activity(r.median_declared_activity_nM, activity)}, "
             f"best of the sample {_format_activity(r.best_activity_nM, activity)}); {distinct} "
-            f"declared in {r.runs} runs. Error: not the exact best {r.exact_error_rate:.2f}; {eps_note}." + most
+            f"declared in {r.runs} runs. Error: not the exact best {r.exact_error_rate:.2f}; {eps_note}."
+            + certified + most
         )
     return out
 
@@ -483,19 +728,27 @@ def write_report(
     title: str = "",
     activity: str = "IC50",
     mols_per_row: int = 4,
+    reference_arms: pd.DataFrame | None = None,
+    error_rates: pd.DataFrame | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Write every table and figure of the report (paths in ``outputs``), as CSV, markdown and HTML.
 
     ``outputs`` keys: ``summary``, ``declared``, ``ground_truth`` (csv, and the same with
-    ``_html``), ``structures``, ``pulls`` (png), ``markdown`` (md), ``page`` (the HTML summary)
-    and ``study_<name>`` (png) per study.  ``label`` is the cure label of the curate rule;
-    ``activity`` names the measured quantity (IC50, Ki, ...) in every table and figure.
-    ``reference`` is the (d, K) screen of the pulls and structures figures.
+    ``_html``), ``structures``, ``pulls`` (png), ``markdown`` (md), ``page`` (the HTML summary),
+    ``study_<name>`` (png) per study and, optionally, ``potency`` (png: the declared compounds'
+    estimated cure rate beside their measured potency).  ``label`` is the cure label of the curate
+    rule; ``activity`` names the measured quantity (IC50, Ki, ...) in every table and figure.
+    ``reference`` is the (d, K) screen of the pulls, potency and structures figures;
+    ``reference_arms`` the ground truth's arms of its K compounds at its d (``compound_id``,
+    ``activity_nM``, ``mean`` and, when known, the interval ``mean_lo95``, ``mean_hi95``).
+    ``error_rates``: the measured error rates (default: docs/error_rates_records.csv) each
+    algorithm's guarantee is quoted with.
     """
     smiles = dict(zip(library["compound_id"], library["smiles"]))
-    summary = summarize_screens(records)
-    declared = declared_compounds(records, smiles)
-    gt = ground_truth_table(fits)
+    built = report_tables(records, library=library, fits=fits, reference=reference, algorithms=algorithms,
+                          reference_arms=reference_arms, error_rates=error_rates)
+    summary, declared, gt, guarantees = (built[k] for k in ("summary", "declared", "ground_truth", "guarantees"))
+    names = {lab: f"{lab} ({_tag(g)})" for lab, g in guarantees.items()}
     tables = {"summary": _typed(summary.drop(columns=["algorithm"]), activity),
               "declared": _typed(declared.drop(columns=["algorithm"]), activity), "ground_truth": gt}
     for key, df in tables.items():
@@ -504,37 +757,43 @@ def write_report(
             Path(outputs[f"{key}_html"]).write_text(_CSS + "\n" + html_table(df), encoding="utf-8")
     deltas = [(a.get("params") or {}).get("delta") for a in algorithms]
     delta = next((v for v in deltas if v is not None), None)
-    title = title or "Screening report"
-    src = curation.get("source", {})
-    if src.get("used") == "offline_fallback":  # the title names the requested target: say what was used
-        title += f" [data: {Path(str(src.get('settings', {}).get('path', '?'))).name}, offline fallback]"
+    raw_title, title = title, _title(title, curation)
 
     for name, study in studies.items():
         d_list = study["d"] if isinstance(study["d"], list) else [study["d"]]
         k_list = study["K"] if isinstance(study["K"], list) else [study["K"]]
         x, fixed = ("d", {"K": int(k_list[0])}) if len(d_list) >= len(k_list) else ("K", {"d": int(d_list[0])})
-        fig = Figure(figsize=(16, 4.6))
+        fig = Figure(figsize=(16, 6.2), layout="constrained")  # room for the legends under the panels
         ax1, ax2, ax3 = fig.subplots(1, 3)
-        plot_samples(summary, x, fixed, ax1)
-        plot_error_rate(summary, x, fixed, ax2, delta=delta)
-        plot_declared_rank(summary, x, fixed, ax3, activity=activity)
-        fig.suptitle(f"{title}: tests, errors and potency versus {x}", fontsize=11)
-        fig.tight_layout()
-        fig.savefig(outputs[f"study_{name}"], dpi=100)
+        plot_samples(summary, x, fixed, ax1, names=names)
+        plot_error_rate(summary, x, fixed, ax2, delta=delta, names=names)
+        plot_declared_rank(summary, x, fixed, ax3, activity=activity, names=names)
+        fig.suptitle(textwrap.fill(f"{title}: tests, errors and potency versus {x}", 150), fontsize=11)
+        fig.savefig(outputs[f"study_{name}"], dpi=100, bbox_inches="tight")
 
     d_ref, K_ref = reference
     ref = records[(records["d"] == d_ref) & (records["K"] == K_ref)]
-    fig = plot_pulls_per_arm(ref, reference_means)
-    fig.axes[0].set_title(f"{title}\ntests per compound, d = {d_ref}, K = {K_ref}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(outputs["pulls"], dpi=110)
+    fig = plot_pulls_per_arm(ref, reference_means, names=names,
+                             title=f"{title}\ntests per compound, d = {d_ref}, K = {K_ref}")
+    fig.savefig(outputs["pulls"], dpi=110, bbox_inches="tight")
+
+    dref = declared[(declared["d"] == d_ref) & (declared["K"] == K_ref)]
+    if "potency" in outputs:
+        sample = (None if reference_arms is None
+                  else reference_arms[~reference_arms["compound_id"].isin(set(dref["compound_id"]))])
+        fig = plot_declared_potency(dref, sample, activity=activity, threshold_nM=label.get("threshold_nM"),
+                                    names=names, title=f"{title}\nd = {d_ref}, K = {K_ref}")
+        fig.set_size_inches(7, 5.5)
+        fig.savefig(outputs["potency"], dpi=110, bbox_inches="tight")
 
     # structures: what each algorithm declared most often at the reference screen, and the best of the K
-    dref = declared[(declared["d"] == d_ref) & (declared["K"] == K_ref)]
     per_alg = max(1, min(4, int(summary["m"].max()) if len(summary) else 1))
+    m_of = summary.drop_duplicates("label").set_index("label")["m"]
+    tied = {lab for lab, g in dref.groupby("label", sort=False) if not consensus(g, int(m_of.get(lab, 1)))[0]}
     grid_rows = [
         {"smiles": r.smiles,
-         "legend": f"{r.label}: {r.times_declared} of {r.runs} runs\n{r.compound_id}\n"
+         "legend": f"{names.get(r.label, r.label)}\n{r.times_declared} of {r.runs} runs"
+                   f"{' (tied: no consensus)' if r.label in tied else ''}, {r.compound_id}\n"
                    f"{_format_activity(r.activity_nM, activity)}, rank {r.activity_rank}/{K_ref}"}
         for _, g in dref.groupby("label", sort=False) for r in g.head(per_alg).itertuples()
     ]
@@ -547,27 +806,90 @@ def write_report(
     img = structure_grid(grid, legend=list(grid["legend"]), mols_per_row=mols_per_row)
     img.save(outputs["structures"])
 
-    page = _Page()
-    page.heading(title, 1)
-    _provenance(page, curation, label, activity)
-    page.heading(f"What the screens found (d = {d_ref}, K = {K_ref})")
-    page.items(_findings(summary, declared, reference, activity))
-    page.para("Errors are over the runs that stopped. Not the exact best: a declared compound is not among the m "
-              "best cure rates of the sample. More than epsilon below: a declared compound's cure rate is more than "
-              "the algorithm's epsilon below the m-th best (fixed-budget algorithms: the report's epsilon).")
-    page.heading("Tests and errors, every screen")
-    short = {"label": "algorithm", "d": "d", "K": "K", "m": "m", "runs": "runs", "not_stopped": "not stopped",
-             "median_samples": "tests (median)", "exact_error_rate": "not exact best", "epsilon": "epsilon",
-             "eps_error_rate": "> epsilon below", "eps_good_fraction": "share within epsilon",
-             "median_declared_rank_pct": "declared rank (% of K)", "distinct_declared": "different declared"}
-    page.table(summary[list(short)].rename(columns=short))
-    page.para("Full table, with the spread of the tests and the declared potency: summary.csv (summary_table.html).")
-    page.heading(f"Declared compounds (d = {d_ref}, K = {K_ref}; most often declared first)")
-    page.table(_typed(dref.drop(columns=["algorithm", "smiles", "d", "K", "runs"]).groupby("label", sort=False).head(5),
-                      activity))
-    page.heading("Ground truth per PCA dimension d (the bandit sees d + 1 features)")
-    page.table(gt)
+    page = summary_page(built, curation=curation, label=label, reference=reference, activity=activity,
+                        title=raw_title)
     Path(outputs["markdown"]).write_text(page.markdown(), encoding="utf-8")
     if "page" in outputs:
         Path(outputs["page"]).write_text(page.html(), encoding="utf-8")
     return {"summary": summary, "declared": declared, "ground_truth": gt}
+
+
+def _title(title: str, curation: Mapping[str, Any]) -> str:
+    title = title or "Screening report"
+    src = curation.get("source", {})
+    if src.get("used") == "offline_fallback":  # the title names the requested target: say what was used
+        title += f" [data: {Path(str(src.get('settings', {}).get('path', '?'))).name}, offline fallback]"
+    return title
+
+
+def report_tables(
+    records: pd.DataFrame,
+    *,
+    library: pd.DataFrame,
+    fits: Sequence[Mapping[str, Any]],
+    reference: tuple[int, int],
+    algorithms: Sequence[Mapping[str, Any]] = (),
+    reference_arms: pd.DataFrame | None = None,
+    error_rates: pd.DataFrame | None = None,
+) -> dict[str, Any]:
+    """The report's tables (``summary``, ``declared``, ``ground_truth``) and each label's
+    ``guarantees``; the summary says each algorithm's guarantee and measured error rate, the declared
+    compounds of the reference screen their cure rate's interval (from ``reference_arms``)."""
+    smiles = dict(zip(library["compound_id"], library["smiles"]))
+    summary = summarize_screens(records)
+    declared = declared_compounds(records, smiles)
+    guarantees = algorithm_guarantees(records, algorithms, error_rates)
+    summary.insert(1, "guarantee", summary["label"].map(lambda lab: _tag(guarantees.get(lab))))
+    summary.insert(2, "measured_error_rate", summary["label"].map(_measured_rate(guarantees)))
+    if reference_arms is not None and {"mean_lo95", "mean_hi95"} <= set(reference_arms.columns):
+        interval = reference_arms.set_index("compound_id")[["mean_lo95", "mean_hi95"]]
+        at_ref = declared["d"] == reference[0]
+        for col, src in (("cure_rate_lo95", "mean_lo95"), ("cure_rate_hi95", "mean_hi95")):
+            declared.loc[at_ref, col] = interval[src].reindex(declared.loc[at_ref, "compound_id"]).to_numpy()
+    gt = ground_truth_table(fits)
+    return {"summary": summary, "declared": declared, "ground_truth": gt, "guarantees": guarantees}
+
+
+def summary_page(tables: Mapping[str, Any], *, curation: Mapping[str, Any], label: Mapping[str, Any],
+                 reference: tuple[int, int], activity: str = "IC50", title: str = "") -> _Page:
+    """The summary page (markdown and HTML) from :func:`report_tables`: warnings first (offline
+    fallback, a label that cannot tell good compounds from bad, a clipped K), the data, what each
+    algorithm's setting guarantees, what the screens found and every table."""
+    summary, declared, gt, guarantees = (tables[k] for k in ("summary", "declared", "ground_truth", "guarantees"))
+    d_ref, K_ref = reference
+    dref = declared[(declared["d"] == d_ref) & (declared["K"] == K_ref)]
+    title = _title(title, curation)
+    page = _Page()
+    page.heading(title, 1)
+    _provenance(page, curation, label, activity)
+    page.heading("What each algorithm's setting guarantees")
+    page.items([f"{lab}: {g.sentence() if g is not None else 'guarantee unknown (not a registered algorithm)'}."
+                for lab, g in guarantees.items()])
+    page.heading(f"What the screens found (d = {d_ref}, K = {K_ref})")
+    page.items(_findings(summary, declared, reference, activity, guarantees))
+    page.para("Errors are over the runs that stopped. Not the exact best: a declared compound is not among the m "
+              "best cure rates of the sample. More than epsilon below: a declared compound's cure rate is more than "
+              "the algorithm's epsilon below the m-th best (fixed-budget algorithms: the report's epsilon).")
+    page.heading("Tests and errors, every screen")
+    short = {"label": "algorithm", "guarantee": "guarantee", "measured_error_rate": "measured error rate",
+             "d": "d", "K": "K", "m": "m", "runs": "runs", "not_stopped": "not stopped",
+             "median_samples": "tests (median)", "exact_error_rate": "not exact best", "epsilon": "epsilon",
+             "eps_error_rate": "> epsilon below", "eps_good_fraction": "share within epsilon",
+             "median_declared_rank_pct": "declared rank (% of K)", "distinct_declared": "different declared"}
+    if "median_certified_epsilon" in summary.columns:
+        short["median_certified_epsilon"] = "certified epsilon (median)"
+    page.table(summary[list(short)].rename(columns=short))
+    page.para("guarantee: whether the algorithm's setting keeps its error at most delta (error <= delta), does not "
+              "(no guarantee) or has no delta (fixed budget); measured error rate: docs/error_rates.md, on the "
+              "papers' instances, for the same algorithm and setting. Full table, with the spread of the tests and "
+              "the declared potency: summary.csv (summary_table.html).")
+    page.heading(f"Declared compounds (d = {d_ref}, K = {K_ref}; most often declared first)")
+    page.table(_typed(dref.drop(columns=["algorithm", "smiles", "d", "K", "runs"]).groupby("label", sort=False).head(5),
+                      activity))
+    page.heading("Ground truth per PCA dimension d (the bandit sees d + 1 features)")
+    page.para("The fit metrics 'on the fitted compounds (in-sample)' score the logistic model on the compounds it was "
+              "fitted on, which flatters it; the cross-validated ones score each compound with a model fitted "
+              "without it (stratified k-fold, k = CV folds).")
+    page.table(gt)
+    return page
+

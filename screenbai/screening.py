@@ -19,12 +19,15 @@ import logging
 import math
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from . import ScreenbaiWarning
 
 logger = logging.getLogger("screenbai.screening")
 
@@ -35,6 +38,7 @@ DEFAULT_SHARED_DATA = "../shared/data/chembl"
 __all__ = [
     "ACTIVITY_TYPES",
     "acquire_activities",
+    "activity_label_of",
     "activity_types_of",
     "arm_columns",
     "build_instance",
@@ -44,8 +48,10 @@ __all__ = [
     "clip_studies",
     "draw_subset",
     "format_activity",
+    "format_concentration",
     "ground_truth_arms",
     "merge_records",
+    "pchembl_of",
     "prepare_activities",
     "reference_point",
     "replication_chunks",
@@ -183,7 +189,65 @@ def activity_types_of(config: Mapping[str, Any]) -> list[str]:
             "activity type pChEMBL is read from tables (kind: table, activity_type: pChEMBL); for ChEMBL "
             "downloads and exports choose the measured type(s), e.g. [IC50] or [Ki]"
         )
+    if kind == "table":
+        pchembl_of(source)  # its checks: units and pchembl_of agree with activity_type
     return types
+
+
+def pchembl_of(source: Mapping[str, Any]) -> str | None:
+    """The activity a table of pChEMBL values measures (``Ki`` for pKi values), or None when the
+    source does not say.
+
+    Said by ``source.pchembl_of`` (e.g. ``Ki``) or by the activity column's name (``pKi``,
+    ``pIC50``, ``log_kd``).  Refused, naming the key: ``units`` with ``activity_type: pChEMBL``
+    (pChEMBL values have no unit: a column in nM is a concentration, not a pChEMBL value),
+    ``pchembl_of`` without ``activity_type: pChEMBL``, and a ``pchembl_of`` the column's name contradicts.
+    """
+    from screenbai.chem.acquire import _LOG_SCALE_NAME
+
+    declared_type = _canonical(source.get("activity_type", "IC50"))
+    given = source.get("pchembl_of")
+    if declared_type != "pChEMBL":
+        if given is not None:
+            raise ValueError(
+                f"source.pchembl_of = {given!r} is set but source.activity_type is {declared_type!r}: pchembl_of names "
+                "the activity behind pChEMBL values; use it with activity_type: pChEMBL, or remove it"
+            )
+        return None
+    if source.get("units") is not None:
+        raise ValueError(
+            f"source.units = {source['units']!r} contradicts source.activity_type: pChEMBL: pChEMBL values are "
+            "-log10(molar) and have no unit. Remove source.units for pChEMBL values, or, if the column holds "
+            f"concentrations in {source['units']}, declare their type instead (e.g. activity_type: Ki)"
+        )
+    column = str(source.get("activity_column") or "")
+    named = {
+        _canonical(m.group(2)) if _canonical(m.group(2)) != m.group(2) else m.group(2).upper()
+        for w in re.split(r"[^a-z0-9]+", column.lower()) if w
+        for m in [_LOG_SCALE_NAME.match(w)] if m and m.group(2)
+    }
+    if given is not None:
+        given = _canonical(str(given))
+        if given == "pChEMBL":
+            raise ValueError("source.pchembl_of = 'pChEMBL': name the measured activity, e.g. pchembl_of: Ki")
+        if named and given not in named:
+            raise ValueError(
+                f"source.pchembl_of = {given!r} but source.activity_column {column!r} names "
+                f"{'/'.join(sorted(named))} values; make them agree"
+            )
+        return given
+    return next(iter(named)) if len(named) == 1 else None
+
+
+def activity_label_of(config: Mapping[str, Any]) -> str:
+    """The activity every label, table and figure names: the declared type(s) (``IC50``, ``Ki/Kd``),
+    or, for pChEMBL values whose source says what they measure (:func:`pchembl_of`), that activity
+    (``Ki``: the values are converted to nM, so "Ki < 100 nM" is what the label means)."""
+    types = activity_types_of(config)
+    source = config["source"]
+    if types == ["pChEMBL"] and source.get("kind") == "table":
+        return pchembl_of(source) or "pChEMBL"
+    return "/".join(types)
 
 
 def check_activity_types(raw: pd.DataFrame, types: Sequence[str], where: str = "the data") -> dict[str, int]:
@@ -242,21 +306,51 @@ def prepare_activities(raw: pd.DataFrame, types: Sequence[str], where: str = "th
     return out
 
 
+def format_concentration(value_nM: float) -> str:
+    """A concentration in the unit a chemist reads: ``0.3 nM``, ``100 nM``, ``1 uM``, ``62 uM``, ``1 mM``
+    (pM below 0.1 nM, M from 1 M; three significant digits)."""
+    v = float(value_nM)
+    if not math.isfinite(v) or v <= 0:
+        return f"{v:g} nM"
+    for scale, unit in ((1e9, "M"), (1e6, "mM"), (1e3, "uM"), (0.1, "nM")):
+        if v >= scale * (1 - 5e-4):  # 999.9 nM reads 1 uM, not 1e+03 nM
+            factor = 1.0 if unit == "nM" else scale
+            return f"{float(f'{v / factor:.3g}'):g} {unit}"
+    return f"{float(f'{v * 1e3:.3g}'):g} pM"
+
+
 def format_activity(value_nM: float, label: str) -> str:
-    """``IC50 12 nM`` / ``Ki 0.15 nM``; pChEMBL as ``pChEMBL 7.92``."""
+    """``IC50 12 nM`` / ``Ki 0.15 nM`` / ``IC50 62 uM``; pChEMBL as ``pChEMBL 7.92``."""
     if label == "pChEMBL":
         return f"pChEMBL {9.0 - math.log10(value_nM):.2f}"
-    return f"{label} {value_nM:.3g} nM"
+    return f"{label} {format_concentration(value_nM)}"
 
 
-def check_library_size(n_compounds: int, sizes: Sequence[int], where: str = "the curated library") -> None:
-    """Refuse screens of more compounds than the library holds, naming its size."""
-    too_big = sorted(K for K in sizes if K > n_compounds)
-    if too_big:
+class ClippedScreenWarning(ScreenbaiWarning, UserWarning):
+    """A screen asked for more compounds than the library holds and runs on the whole library."""
+
+
+def check_library_size(
+    n_compounds: int, sizes: Sequence[int], where: str = "the curated library", *, clip: bool = False
+) -> dict[str, Any] | None:
+    """Screens of more compounds than the library holds: refused, naming its size (``clip`` False),
+    or clipped to the library's size (``clip`` True, the config's ``screen.clip_K``, the default)
+    with a warning naming the K asked and the K that runs.  Returns, when clipped,
+    ``{"asked": [K, ...], "ran": n_compounds, "message": ...}`` (the report repeats the message),
+    else None."""
+    too_big = sorted(int(K) for K in sizes if K > n_compounds)
+    if not too_big:
+        return None
+    asked = ", ".join(map(str, too_big))
+    if not clip:
         raise ValueError(
-            f"screen.studies asks for K = {', '.join(map(str, too_big))} compounds but {where} has "
-            f"{n_compounds}; lower K to at most {n_compounds} in screen.studies"
+            f"screen.studies asks for K = {asked} compounds but {where} has {n_compounds}; lower K to at most "
+            f"{n_compounds} in screen.studies, or set screen.clip_K: true to screen the whole library instead"
         )
+    message = (f"screen.studies asks for K = {asked} compounds but {where} has {n_compounds}: K = {n_compounds} "
+               "runs instead (screen.clip_K: true, the default; set it to false to refuse such a K)")
+    warnings.warn(message, ClippedScreenWarning, stacklevel=2)
+    return {"asked": too_big, "ran": int(n_compounds), "message": message}
 
 
 # ---------------------------------------------------------------------------------- study plan
@@ -473,8 +567,9 @@ def ground_truth_arms(
     """Arms of dimension d for the whole library and the fit that defines their true means.
 
     A compound is "cured" when ``activity_nM < threshold_nM`` (as in [KW]); a logistic
-    regression on the PCA features gives every compound its cure rate ``mean``.  The arms
-    table has ``compound_id, activity_nM, cured, mean, x0 .. x{d}`` (``x{d}`` = intercept);
+    regression on the PCA features gives every compound its cure rate ``mean``, with the 95 %
+    Wald interval of that estimate (``mean_lo95``, ``mean_hi95``).  The arms table has
+    ``compound_id, activity_nM, cured, mean, mean_lo95, mean_hi95, x0 .. x{d}`` (``x{d}`` = intercept);
     the fit dict has ``theta_full`` (d + 1 entries) and the class counts and fit quality.
     """
     if list(features["compound_id"]) != list(library["compound_id"]):
@@ -498,6 +593,9 @@ def ground_truth_arms(
     arms.insert(1, "activity_nM", library["activity_nM"].to_numpy(dtype=float))
     arms.insert(2, "cured", cured.astype(bool))
     arms.insert(3, "mean", np.asarray(gt.means, dtype=float))
+    lo, hi = gt.cure_rate_interval(X, level=0.95)
+    arms.insert(4, "mean_lo95", lo)
+    arms.insert(5, "mean_hi95", hi)
     fit = {
         "d": int(X.shape[1]),
         "threshold_nM": float(threshold_nM),

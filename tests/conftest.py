@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,9 +10,8 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
-def shared_chembl_dir() -> Path:
-    """Directory of the staged ChEMBL files (env ``SCREENBAI_SHARED_DATA`` or ``<repo>/../shared/data/chembl``)."""
-    path = Path(os.environ.get("SCREENBAI_SHARED_DATA", REPO_ROOT.parent / "shared" / "data" / "chembl"))
-    if not path.is_dir():
-        pytest.skip(f"shared ChEMBL data not found at {path}; set SCREENBAI_SHARED_DATA to the directory")
+def cdk2_export() -> Path:
+    """The ChEMBL web export shipped with screenbai (data/README.md): no test skips for want of data."""
+    path = REPO_ROOT / "data" / "cdk2_chembl301_webexport_raw.csv.gz"
+    assert path.is_file(), f"{path} is part of the repository; restore it with git checkout"
     return path

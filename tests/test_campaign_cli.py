@@ -313,3 +313,27 @@ def test_status_json_is_strict_json_before_the_first_tests(tmp_path, library_csv
 
     status = json.loads(capsys.readouterr().out, parse_constant=refuse)
     assert status["stop_index"] is None and status["tests"] == 0
+
+
+def test_init_says_what_the_screen_will_cost_from_a_prior(tmp_path, library_csv, capsys):
+    """Cost up front: init prints a forecast of tests and plates with its band, says it comes from a
+    prior, and what other (epsilon, delta) would cost; the band holds the point and a smaller delta
+    never costs less."""
+    import re
+
+    from screenbai.campaign.status import prior_cost
+
+    assert init(tmp_path / "c.campaign", library_csv, "--param", "epsilon=0.1") == 0
+    out = capsys.readouterr().out
+    line = next(s for s in out.splitlines() if s.startswith("cost forecast from a prior"))
+    tests, low, high = (float(v.replace(",", "")) for v in re.search(
+        r"stops after about ([\d,]+) tests .*band ([\d,]+) to ([\d,]+) tests", line).groups())
+    assert low <= tests <= high
+    table = dict(((float(e), float(d)), float(t.replace(",", ""))) for e, d, t in re.findall(
+        r"epsilon ([\d.]+) and delta ([\d.]+): ([\d,]+) tests", out))
+    assert table[(0.1, 0.01)] >= table[(0.1, 0.05)] >= table[(0.1, 0.1)]
+    assert table[(0.2, 0.05)] <= table[(0.1, 0.05)]  # a looser epsilon is cheaper
+    with Campaign.open(tmp_path / "c.campaign") as camp:  # same seed, same guess
+        assert prior_cost(camp)[0] == line
+    assert init(tmp_path / "g.campaign", library_csv, "--algorithm", "gse-log", "--param", "budget=40") == 0
+    assert "states no stopping threshold" in capsys.readouterr().out

@@ -33,7 +33,7 @@ pytest.importorskip("chembl_webresource_client")
 
 # ------------------------------------------------------------------ recorded-response server
 class _Handler(BaseHTTPRequestHandler):
-    server: "_RecordedServer"
+    server: _RecordedServer
 
     def log_message(self, *args):  # keep test output clean
         pass
@@ -68,7 +68,8 @@ class _Handler(BaseHTTPRequestHandler):
             if srv.mode == "error500":
                 self._send(500, {"error_message": "Internal server error", "traceback": "recorded"})
                 return
-            name = f"activity_{params.get('target_chembl_id')}_{params.get('standard_type')}_offset{params.get('offset')}.json"
+            name = (f"activity_{params.get('target_chembl_id')}_{params.get('standard_type')}"
+                    f"_offset{params.get('offset')}.json")
             file = HTTP_DIR / name
             if file.is_file() and srv.mode == "trickle":
                 self._trickle(json.dumps(json.loads(file.read_text())).encode())
@@ -242,7 +243,8 @@ def test_empty_answer_for_unknown_target_is_an_error_and_not_cached(serve, tmp_p
 def test_settings_are_restored(serve, tmp_path):
     from chembl_webresource_client.settings import Settings
 
-    before = {k: getattr(Settings.Instance(), k) for k in ("NEW_CLIENT_TIMEOUT", "MAX_LIMIT", "CACHING", "TOTAL_RETRIES")}
+    keys = ("NEW_CLIENT_TIMEOUT", "MAX_LIMIT", "CACHING", "TOTAL_RETRIES")
+    before = {k: getattr(Settings.Instance(), k) for k in keys}
     serve("ok")
     fetch_chembl_activities("CHEMBL301", cache_dir=tmp_path, timeout=5, retries=0)
     after = {k: getattr(Settings.Instance(), k) for k in before}
@@ -262,8 +264,10 @@ EXPORT_HEADER = [
     "Assay Type", "Target ChEMBL ID", "Document ChEMBL ID",
 ]
 EXPORT_ROWS = [
-    ["CHEMBL1", "", "CCO", "IC50", "'='", "12.5", "nM", "", "False", "CHEMBL9", "Inhibition of CDK2/cyclin A", "B", "CHEMBL301", "CHEMBL7"],
-    ["CHEMBL2", "", "c1ccccc1O", "IC50", "'>'", "10000", "nM", "Outside typical range", "True", "CHEMBL9", "x; y", "B", "CHEMBL301", "CHEMBL7"],
+    ["CHEMBL1", "", "CCO", "IC50", "'='", "12.5", "nM", "", "False", "CHEMBL9", "Inhibition of CDK2/cyclin A", "B",
+     "CHEMBL301", "CHEMBL7"],
+    ["CHEMBL2", "", "c1ccccc1O", "IC50", "'>'", "10000", "nM", "Outside typical range", "True", "CHEMBL9", "x; y", "B",
+     "CHEMBL301", "CHEMBL7"],
     ["CHEMBL3", "", "", "Ki", "", "", "", "", "False", "CHEMBL8", "None", "B", "CHEMBL301", "CHEMBL7"],
 ]
 
@@ -297,17 +301,34 @@ def test_read_chembl_export_missing_column(tmp_path):
         read_chembl_export(_write_export(tmp_path / "bad.csv", header, rows))
 
 
-def test_read_derived_snake_case_files(shared_chembl_dir):
-    cdk2 = read_chembl_export(shared_chembl_dir / "cdk2_chembl301_ic50_nM.csv")
+def test_read_derived_snake_case_files(cdk2_export, tmp_path):
+    """The snake_case tables derived from web exports (the CDK2 IC50 table of PROVENANCE.md, made here from
+    the shipped export as it describes; the TeachOpenCADD EGFR table's columns) read back as the export."""
+    raw = pd.read_csv(cdk2_export, sep=";", dtype=str, keep_default_na=False, na_values=[""])
+    ic50 = raw[(raw["Standard Type"] == "IC50") & (raw["Standard Units"] == "nM")]
+    ic50 = ic50[ic50["Smiles"].notna() & pd.to_numeric(ic50["Standard Value"], errors="coerce").notna()]
+    derived = pd.DataFrame({
+        "molecule_chembl_id": ic50["Molecule ChEMBL ID"], "canonical_smiles": ic50["Smiles"],
+        "standard_type": ic50["Standard Type"], "standard_relation": ic50["Standard Relation"].str.strip("'"),
+        "standard_value": ic50["Standard Value"], "standard_units": ic50["Standard Units"],
+        "assay_chembl_id": ic50["Assay ChEMBL ID"], "target_chembl_id": ic50["Target ChEMBL ID"],
+    })
+    derived.to_csv(tmp_path / "cdk2_chembl301_ic50_nM.csv", index=False)
+    cdk2 = read_chembl_export(tmp_path / "cdk2_chembl301_ic50_nM.csv")
     assert len(cdk2) == 2651 and cdk2["molecule_chembl_id"].nunique() == 2208
     assert cdk2["standard_relation"].value_counts(dropna=False).to_dict() == {"=": 1961, ">": 642, "<": 45, None: 3}
-    egfr = read_chembl_export(shared_chembl_dir / "egfr_chembl203_ic50_nM_teachopencadd_chembl27.csv")
-    assert len(egfr) == 5568 and set(egfr["target_chembl_id"]) == {"CHEMBL203"}
+    egfr_columns = "target_chembl_id,molecule_chembl_id,standard_value,standard_type,standard_relation," \
+        "standard_units,canonical_smiles,pIC50"
+    (tmp_path / "egfr.csv").write_text(
+        egfr_columns + "\nCHEMBL203,CHEMBL63786,0.003,IC50,=,nM,Brc1cccc(Nc2ncnc3cc4ccccc4cc23)c1,11.52\n"
+    )
+    egfr = read_chembl_export(tmp_path / "egfr.csv")
+    assert len(egfr) == 1 and set(egfr["target_chembl_id"]) == {"CHEMBL203"}
     assert egfr["assay_chembl_id"].isna().all()  # absent in the file -> NA
 
 
-def test_read_raw_export_matches_provenance(shared_chembl_dir):
-    raw = read_chembl_export(shared_chembl_dir / "cdk2_chembl301_webexport_raw.csv.gz")
+def test_read_raw_export_matches_provenance(cdk2_export):
+    raw = read_chembl_export(cdk2_export)
     assert raw.shape == (7107, 45)
     assert raw["molecule_chembl_id"].nunique() == 4889
     assert int(raw["canonical_smiles"].isna().sum()) == 11
@@ -361,7 +382,8 @@ def test_read_structure_table_csv(tmp_path):
         read_structure_table(path, id_column="name", smiles_column="smiles")
     with pytest.raises(ValueError, match=r"library.tsv.gz: the id column 'id'"):
         read_structure_table(path, id_column="id", smiles_column="smi")
-    with pytest.raises(ValueError, match=r"library.tsv.gz: name the id and SMILES columns.*\['name', 'smi', 'vendor'\]"):
+    message = r"library.tsv.gz: name the id and SMILES columns.*\['name', 'smi', 'vendor'\]"
+    with pytest.raises(ValueError, match=message):
         read_structure_table(path, smiles_column="smi")
     bad = tmp_path / "bad.csv"
     bad.write_text("name,smi\nA,CCO\nB,CCN,extra\n")
@@ -416,7 +438,8 @@ def test_load_activities_dispatch(tmp_path):
     assert len(load_activities({"kind": "export", "path": str(export)}, tmp_path)) == 3
     table = tmp_path / "t.csv"
     table.write_text("smiles,val\nCCO,5\n")
-    df = load_activities({"kind": "table", "path": str(table), "smiles_column": "smiles", "activity_column": "val"}, tmp_path)
+    cfg = {"kind": "table", "path": str(table), "smiles_column": "smiles", "activity_column": "val"}
+    df = load_activities(cfg, tmp_path)
     assert df["standard_value"].tolist() == ["5"] and df["molecule_chembl_id"].tolist() == ["t_1"]
     with pytest.raises(ValueError, match="needs 'kind'"):
         load_activities({"kind": "ftp"}, tmp_path)
@@ -428,7 +451,8 @@ def test_load_activities_dispatch(tmp_path):
 
 def test_load_activities_chembl_kind_uses_client_and_cache(serve, tmp_path):
     srv = serve("ok")
-    cfg = {"kind": "chembl", "target_chembl_id": "CHEMBL301", "activity_types": ["IC50"], "timeout": 5, "deadline": 60, "retries": 0}
+    cfg = {"kind": "chembl", "target_chembl_id": "CHEMBL301", "activity_types": ["IC50"],
+           "timeout": 5, "deadline": 60, "retries": 0}
     df = load_activities(cfg, cache_dir=tmp_path / "cache")
     assert len(df) == 5 and (tmp_path / "cache" / "chembl_CHEMBL301_IC50.csv.gz").is_file()
     n_requests = len(srv.requests)

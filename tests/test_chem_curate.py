@@ -53,7 +53,8 @@ BAD_ROWS = [
     dict(molecule_chembl_id="LE", canonical_smiles="CCBr", standard_value="1", standard_relation="<="),
     dict(molecule_chembl_id="APPROX", canonical_smiles="CCI", standard_value="7", standard_relation="~"),
     dict(molecule_chembl_id="NO_REL", canonical_smiles="CCCO", standard_value="7", standard_relation=None),
-    dict(molecule_chembl_id="FLAG1", canonical_smiles="CCCN", standard_value="7", data_validity_comment="Outside typical range"),
+    dict(molecule_chembl_id="FLAG1", canonical_smiles="CCCN", standard_value="7",
+         data_validity_comment="Outside typical range"),
     dict(molecule_chembl_id="FLAG2", canonical_smiles="CCCN", standard_value="9", potential_duplicate=True),
     dict(molecule_chembl_id="KI", canonical_smiles="CCCC", standard_value="9", standard_type="Ki"),
 ]
@@ -121,7 +122,9 @@ def test_salt_forms_merge_with_median_in_log_space():
     assert ethylamine["activity_nM"] == pytest.approx(math.sqrt(5000 * 0.5))  # 5 uM and 500 pM
     assert by_id.loc["CHEMBL7", "smiles"] == "CCCC(=O)O"
     assert by_id.loc["CHEMBL7", "activity_nM"] == pytest.approx(2000.0)  # 2e-6 M
-    assert list(lib.columns) == ["compound_id", "smiles", "inchikey", "activity_nM", "pActivity", "n_measurements", "source_ids"]
+    assert list(lib.columns) == [
+        "compound_id", "smiles", "inchikey", "activity_nM", "pActivity", "n_measurements", "source_ids"
+    ]
 
 
 def test_mass_units_use_molecular_weight():
@@ -137,11 +140,14 @@ def test_mass_units_use_molecular_weight():
 
 def test_assay_regex_and_types_and_determinism():
     rows = [
-        dict(molecule_chembl_id="C1", canonical_smiles="CCO", standard_value="5", assay_description="Inhibition of CDK2/cyclin A"),
-        dict(molecule_chembl_id="C2", canonical_smiles="CCN", standard_value="6", assay_description="CDK2-CycA kinase assay"),
+        dict(molecule_chembl_id="C1", canonical_smiles="CCO", standard_value="5",
+             assay_description="Inhibition of CDK2/cyclin A"),
+        dict(molecule_chembl_id="C2", canonical_smiles="CCN", standard_value="6",
+             assay_description="CDK2-CycA kinase assay"),
         dict(molecule_chembl_id="C3", canonical_smiles="CCC", standard_value="7", assay_description="CDK2/cyclin E"),
         dict(molecule_chembl_id="C4", canonical_smiles="CCS", standard_value="8", assay_description=None),
-        dict(molecule_chembl_id="C5", canonical_smiles="CCCl", standard_value="9", standard_type="Ki", assay_description="cyclin A"),
+        dict(molecule_chembl_id="C5", canonical_smiles="CCCl", standard_value="9", standard_type="Ki",
+             assay_description="cyclin A"),
     ]
     lib, rep = curate_activities(_raw(rows), assay_description_regex=CYCLIN_A)
     assert lib["compound_id"].tolist() == ["C1", "C2"]
@@ -185,8 +191,8 @@ def test_standardize_smiles_helper():
 
 # ------------------------------------------------------------------ the real CDK2 export
 @pytest.fixture(scope="module")
-def cdk2_raw(shared_chembl_dir):
-    return read_chembl_export(shared_chembl_dir / "cdk2_chembl301_webexport_raw.csv.gz")
+def cdk2_raw(cdk2_export):
+    return read_chembl_export(cdk2_export)
 
 
 def test_cdk2_raw_export_default_curation(cdk2_raw):
@@ -217,7 +223,8 @@ def test_cdk2_raw_export_default_curation(cdk2_raw):
 def test_cdk2_raw_export_study_settings(cdk2_raw):
     # keep censored bounds and curator flags, cyclin A assays only: the 10 compounds with
     # IC50 >= 1e6 nM (all flagged 'Outside typical range') are kept
-    lib, rep = curate_activities(cdk2_raw, censored="keep_as_value", drop_flagged=False, assay_description_regex=CYCLIN_A)
+    lib, rep = curate_activities(cdk2_raw, censored="keep_as_value", drop_flagged=False,
+                                 assay_description_regex=CYCLIN_A)
     _check_invariant(rep)
     assert rep.dropped == {
         "activity type not selected": 4361,
@@ -233,7 +240,8 @@ def test_cdk2_raw_export_study_settings(cdk2_raw):
 def test_metal_complexes_are_dropped_never_reduced_or_merged(caplog):
     rows = [
         dict(molecule_chembl_id="CISPLATIN_A", canonical_smiles="N[Pt](N)(Cl)Cl", standard_value="5"),
-        dict(molecule_chembl_id="CISPLATIN_B", canonical_smiles="N.N.Cl[Pt]Cl", standard_value="50", standard_units="uM"),
+        dict(molecule_chembl_id="CISPLATIN_B", canonical_smiles="N.N.Cl[Pt]Cl", standard_value="50",
+             standard_units="uM"),
         dict(molecule_chembl_id="FERROCENE", canonical_smiles="[cH-]1cccc1.[cH-]1cccc1.[Fe+2]", standard_value="7"),
         dict(molecule_chembl_id="ZNCL2", canonical_smiles="[Cl-].[Cl-].[Zn+2]", standard_value="7"),
         dict(molecule_chembl_id="CP", canonical_smiles="C1=CCC=C1", standard_value="9"),  # cyclopentadiene itself
@@ -262,16 +270,20 @@ def test_giant_structure_is_counted_not_fatal():
     code = (
         "import pandas as pd\n"
         "from screenbai.chem.curate import curate_activities\n"
+        "from screenbai.streams import results_stdout\n"
         "raw = pd.DataFrame({'molecule_chembl_id': ['HUGE', 'OK'], 'canonical_smiles': ['C' * 20000, 'CCO'],\n"
         "    'standard_type': 'IC50', 'standard_relation': '=', 'standard_value': '5', 'standard_units': 'nM'})\n"
-        "lib, rep = curate_activities(raw)\n"
-        "cid, why, smiles = rep.structures_dropped[0]\n"
-        "print(rep.dropped, lib['compound_id'].tolist(), cid, why, smiles[195:])\n"
+        "with results_stdout() as out:  # the answer on a stream only this script writes (RDKit may print)\n"
+        "    lib, rep = curate_activities(raw)\n"
+        "    cid, why, smiles = rep.structures_dropped[0]\n"
+        "    print(rep.dropped, lib['compound_id'].tolist(), cid, why, smiles[195:], file=out)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.strip() == "{'structure too large': 1} ['OK'] HUGE structure too large CCCCC... (20,000 characters)"
+    assert done.stdout.strip() == (
+        "{'structure too large': 1} ['OK'] HUGE structure too large CCCCC... (20,000 characters)"
+    )
 
 
 def test_heavy_atoms_counted_on_the_text():
@@ -283,12 +295,14 @@ def test_heavy_atoms_counted_on_the_text():
 
 # ------------------------------------------------------------------ nothing kept: say why
 def test_nothing_kept_says_why():
-    ki_rows = [dict(molecule_chembl_id=f"K{i}", canonical_smiles="CCO", standard_value="5", standard_type="Ki") for i in range(5)]
+    ki_rows = [dict(molecule_chembl_id=f"K{i}", canonical_smiles="CCO", standard_value="5", standard_type="Ki")
+               for i in range(5)]
     with pytest.raises(ValueError, match=r"0 of 6 rows have activity type IC50; the data holds Ki \(5\), Kd \(1\)"):
         curate_activities(_raw(ki_rows + [dict(canonical_smiles="CCN", standard_value="1", standard_type="Kd")]))
     censored = [dict(canonical_smiles="CCO", standard_value="5", standard_relation=">"),
                 dict(canonical_smiles="CCO", standard_value="5", standard_units="%")]
-    with pytest.raises(ValueError, match=r"units found: % \(1\).*1 rows dropped as 'censored relation' \(censored: keep_as_value"):
+    message = r"units found: % \(1\).*1 rows dropped as 'censored relation' \(censored: keep_as_value"
+    with pytest.raises(ValueError, match=message):
         curate_activities(_raw(censored))
     with pytest.raises(ValueError, match="do not match assay_description_regex 'cyclin'"):
         curate_activities(_raw(ki_rows), activity_types=["Ki"], assay_description_regex="cyclin")

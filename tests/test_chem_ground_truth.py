@@ -117,3 +117,45 @@ def test_potent_fraction_with_tied_activities_cuts_between_different_values():
     assert lab["n_cured"] == 10 and 5.0 < lab["threshold_nM"] < 7.0
     lab = cure_threshold(np.arange(1.0, 11.0), potent_fraction=0.3)  # no tie: as before
     assert lab["n_cured"] == 3 and lab["description"] == "the most potent 30% of the library (activity < 3.46 nM)"
+
+
+# ---------------------------------------------------------------------- in-sample and cross-validated
+def test_cross_validated_metrics_expose_an_overfitted_ground_truth():
+    """Random labels on 40 features of 80 compounds: in-sample the fit looks excellent (AUC near 1),
+    cross-validated it is a coin (AUC near 0.5, log-loss above log 2)."""
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(80, 40))
+    y = rng.random(80) < 0.5
+    gt = fit_ground_truth(X, y, C=100.0)
+    assert gt.roc_auc > 0.95  # on the fitted compounds
+    assert gt.cv_folds == 5 and 0.3 < gt.cv_roc_auc < 0.7 and gt.cv_log_loss > np.log(2)
+    assert gt.cv_brier > gt.brier + 0.1
+    s = gt.summary()
+    assert s["cv_roc_auc"] == gt.cv_roc_auc and s["roc_auc"] == gt.roc_auc
+
+
+def test_cross_validation_with_a_tiny_minority_class_and_when_off(synthetic):
+    X, y, *_ = synthetic
+    gt = fit_ground_truth(X, y)  # a learnable model: CV close to in-sample
+    assert gt.cv_folds == 5 and abs(gt.cv_roc_auc - gt.roc_auc) < 0.02
+    y3 = np.zeros(len(y), dtype=bool)
+    y3[:3] = True  # 3 cures: 3 folds at most
+    assert fit_ground_truth(X, y3).cv_folds == 3
+    y1 = np.zeros(len(y), dtype=bool)
+    y1[0] = True
+    one = fit_ground_truth(X, y1)
+    assert one.cv_folds == 0 and np.isnan(one.cv_roc_auc)
+    assert fit_ground_truth(X, y, cv_folds=0).cv_folds == 0
+
+
+def test_cure_rate_interval_covers_the_true_rate(synthetic):
+    X, y, theta, b, p = synthetic
+    gt = fit_ground_truth(X, y, C=1e4)
+    lo, hi = gt.cure_rate_interval(X, level=0.95)
+    assert np.all((lo <= gt.means) & (gt.means <= hi)) and np.all((lo > 0) & (hi < 1))
+    cover = np.mean((lo <= p) & (p <= hi))
+    assert 0.85 < cover <= 1.0  # a Wald interval of a well-specified model: about 95 %
+    lo50, hi50 = gt.cure_rate_interval(X, level=0.5)
+    assert np.all(hi50 - lo50 <= hi - lo + 1e-12) and np.mean((lo50 <= p) & (p <= hi50)) < 0.75
+    with pytest.raises(ValueError, match="level"):
+        gt.cure_rate_interval(X, level=95)

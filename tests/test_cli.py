@@ -111,8 +111,19 @@ def test_feature_columns_are_chosen_explicitly_and_the_rest_reported(tmp_path, c
         main(["simulate", "gse-lin", "--features", str(path), "--param", "budget=60", "--no-progress"])
     with pytest.raises(SystemExit, match="'fz', which is not a column"):
         main(["simulate", "gse-lin", "--features", str(path), "--feature-columns", "fa,fz", "--no-progress"])
+    capsys.readouterr()
     assert main(["simulate", "gse-lin", "--features", str(path), "--feature-columns", "fa,fb", "--param", "budget=60",
-                 "--reps", "1", "--no-progress"]) == 0
+                 "--reps", "2", "--no-progress", "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "features: 2 column(s)" in captured.err and "fa, fb" in captured.err
+    assert "not used: compound_id, activity_nM, cured" in captured.err
+    records = pd.read_csv(out)
+    assert records["samples"].tolist() == [60, 60] and [sum(eval(p)) for p in records["pulls"]] == [60, 60]
+    # the printed summary row is the one of the written records: runs, samples, error rate
+    header, row = (l.split() for l in captured.out.splitlines()[:2])
+    summary = dict(zip(header, row))
+    assert (summary["algorithm"], summary["runs"], summary["median_samples"]) == ("gse-lin", "2", "60.0")
+    assert float(summary["error_rate"]) == 1.0 - records["correct"].mean()
 
 
 def test_bad_values_name_the_parameter_and_out_is_checked_first(tmp_path, capsys):
@@ -126,7 +137,8 @@ def test_bad_values_name_the_parameter_and_out_is_checked_first(tmp_path, capsys
         main(["simulate", "lucb", "--instance", "canonical:d=3,gap=1", "--out", str(tmp_path / "missing" / "r.csv")])
     with pytest.raises(SystemExit, match="suffix must be .csv or .parquet"):
         main(["simulate", "lucb", "--instance", "canonical:d=3,gap=1", "--out", str(tmp_path / "r.xlsx")])
-    assert main(["simulate", "gse-lin", "--instance", "canonical:d=16,gap=1", "--param", "budget=20", "--no-progress"]) == 2
+    args = ["simulate", "gse-lin", "--instance", "canonical:d=16,gap=1", "--param", "budget=20", "--no-progress"]
+    assert main(args) == 2
     assert "smallest valid budget is 64" in capsys.readouterr().err
 
 

@@ -101,10 +101,11 @@ def brute_force_greedy_step(Z, A):
 def test_greedy_matches_brute_force():
     Z = np.random.default_rng(7).standard_normal((15, 4))
     d = 4
+    prev = None
     for n in range(d, d + 6):
         counts = greedy_g_allocation(Z, n, rng=0)
         assert counts.sum() == n
-        if n > d:
+        if prev is not None:
             A = (Z.T * prev) @ Z
             k = brute_force_greedy_step(Z, A)
             assert np.array_equal(counts - prev, np.eye(15, dtype=int)[k])

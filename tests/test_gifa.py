@@ -42,7 +42,8 @@ def test_reda_thresholds_values():
     want = math.sqrt(2 * math.log(20) + 3 * math.log(1 + 10 / (0.025 * 3))) + math.sqrt(0.025) / 0.5
     assert got == pytest.approx(want)
     literal = th.reda_theoretical(9, 0.05, 3, 1.0, 1.0, 0.5, 0.025, paper_literal=True)
-    assert literal == pytest.approx(math.sqrt(2 * math.log(20) + 3 * math.log(1 + 10 / (0.025**2 * 3))) + math.sqrt(0.025) / 0.5)
+    expected = math.sqrt(2 * math.log(20) + 3 * math.log(1 + 10 / (0.025**2 * 3))) + math.sqrt(0.025) / 0.5
+    assert literal == pytest.approx(expected)
     assert th.reda_heuristic(1, 0.05) == pytest.approx(math.sqrt(2 * math.log(20)))
     assert th.reda_heuristic(0, 0.05) == th.reda_heuristic(1, 0.05)
     assert th.reda_heuristic(100, 0.05) == pytest.approx(math.sqrt(2 * math.log((math.log(100) + 1) / 0.05)))
@@ -178,7 +179,8 @@ def test_compute_jt_bt_ct_on_a_hand_made_matrix():
     # col2: {0.9, 0.8, 0.6} -> 0.8; col3: {1.2, 1.1, 0.7} -> 1.1
     assert max_m_per_column(B, 2).tolist() == [0.1, 0.2, 0.8, 1.1]
     mu = np.array([1.0, 0.9, 0.2, 0.0])
-    pol = GIFA(np.eye(4), m=2, index="paired", compute_jt="ugape", compute_bt="gifa", stopping="ugape", init=False, rng=0)
+    pol = GIFA(np.eye(4), m=2, index="paired", compute_jt="ugape", compute_bt="gifa", stopping="ugape", init=False,
+               rng=0)
     pol.gaps.index_matrix = lambda mu_, f, n: B.copy()
     pol.means = lambda: mu
     J, b, c, stat = pol.gifa_round()
@@ -269,7 +271,8 @@ def test_max_samples_cap_and_fixed_budget_use():
     res = run(LinGapE(inst.features, max_samples=2, rng=0), inst.environment(0))
     assert res.n_samples == 2 and not res.stopped
     # LUCB sampling both arms never overshoots the cap
-    res = run(make_policy("lucb", np.eye(4), m=2, selection="both", max_samples=9, rng=0), reda_classic(4, 2).environment(0))
+    pol = make_policy("lucb", np.eye(4), m=2, selection="both", max_samples=9, rng=0)
+    res = run(pol, reda_classic(4, 2).environment(0))
     assert res.n_samples == 9
 
 
@@ -347,7 +350,8 @@ def test_oracle_string_outside_simulation_is_explained():
 
 def test_ratio_rule_counts_lp_solves():
     inst = reda_classic(4, 2, omega=np.pi / 3)
-    res = run(policy_for_instance("m-lingape", inst, m=2, S="oracle", selection="optimized", rng=0), inst.environment(0))
+    pol = policy_for_instance("m-lingape", inst, m=2, S="oracle", selection="optimized", rng=0)
+    res = run(pol, inst.environment(0))
     assert 1 <= res.diagnostics["lp_solved"] <= 12  # cached by (b_t, c_t): at most K (K - 1) LPs
 
 
@@ -382,10 +386,13 @@ def test_separable_round_equals_the_full_index_matrix(name, params, m):
 
 def test_old_parameter_names_warn_and_act_like_the_new_ones():
     X = soare(2, omega=0.5, sigma=0.5)
-    with pytest.warns(DeprecationWarning, match="'R' is now called 'sigma'"):
+    with (pytest.warns(DeprecationWarning, match="'R' is now called 'sigma'"),
+          pytest.warns(DeprecationWarning, match="'lambda0' is now called 'lambda_reg'"),
+          pytest.warns(DeprecationWarning, match="'rule' is now called 'selection'")):
         old = LinGapE(X.features, R=0.5, lambda0=2.0, rule="ratio", rng=0)
     new = LinGapE(X.features, sigma=0.5, lambda_reg=2.0, selection="ratio", rng=0)
-    assert (old.sigma, old.lambda_reg, old.selection) == (new.sigma, new.lambda_reg, new.selection) == (0.5, 2.0, "optimized")
+    assert (old.sigma, old.lambda_reg, old.selection) == (new.sigma, new.lambda_reg, new.selection)
+    assert (new.sigma, new.lambda_reg, new.selection) == (0.5, 2.0, "optimized")
     with pytest.raises(TypeError, match="both 'R' and its new name 'sigma'"):
         LinGapE(X.features, R=0.5, sigma=0.5)
 

@@ -29,7 +29,8 @@ def test_corner_maximisation_equals_brute_force_grid(seed):
     best, idx = corner_widths(q_ii, q_jj, q_ij, c_lo, c_hi)
     grid = np.linspace(c_lo, c_hi, 301)
     C1, C2 = np.meshgrid(grid, grid, indexing="ij")
-    f = np.einsum("...i,ij,...j->...", C1[..., None] * xi - C2[..., None] * xj, Minv, C1[..., None] * xi - C2[..., None] * xj)
+    diff = C1[..., None] * xi - C2[..., None] * xj
+    f = np.einsum("...i,ij,...j->...", diff, Minv, diff)
     assert best >= f.max() - 1e-12  # never below the grid
     assert best <= f.max() + 1e-12  # the corners are grid points: equal to grid resolution
     c1, c2 = corners(c_lo, c_hi)[int(idx)]
@@ -45,13 +46,15 @@ def test_policy_width_vector_matches_pairwise_corner_max():
     i = 2
     vec = max_corner_sq(G[i, i], np.diag(G), G[i], policy.c_mu, policy.k_mu)
     for j in range(inst.K):
-        assert vec[j] == pytest.approx(corner_widths(G[i, i], G[j, j], G[i, j], policy.c_mu, policy.k_mu)[0], rel=1e-9, abs=1e-14)
+        expected = corner_widths(G[i, i], G[j, j], G[i, j], policy.c_mu, policy.k_mu)[0]
+        assert vec[j] == pytest.approx(expected, rel=1e-9, abs=1e-14)
 
 
 # ---------------------------------------------------------------------- state kept by rank-one updates
 def test_sherman_morrison_inverse_matches_exact():
     inst = kw_synthetic(K=30, d=5, seed=1)
-    policy = policy_for_instance("glgape", inst, c_mu="oracle", epsilon=0.0, max_samples=700, rng=1, refresh_every=10**6)
+    policy = policy_for_instance("glgape", inst, c_mu="oracle", epsilon=0.0, max_samples=700, rng=1,
+                                 refresh_every=10**6)
     res = run(policy, inst.environment(2))
     assert not res.stopped and res.n_samples == 700
     M = (policy.Z.T * policy.n) @ policy.Z
@@ -105,15 +108,29 @@ def test_estimated_c_mu_and_greedy_rule_work():
 
 @pytest.mark.slow
 def test_empirical_error_below_delta_on_easy_instance():
+    """On an easy instance (best mean 0.93, next 0.65) every calibration is right, so what tells a
+    delta-correct stopping rule from the paper's is the cost of a smaller delta: any delta-correct
+    algorithm needs E[tau] >= T* log(1/(2.4 delta)) tests (Garivier & Kaufmann 2016, Thm. 1; see
+    LOWER_BOUND.md), so tightening delta from 0.05 to 0.001 must cost more tests (here 130 -> 175,
+    median of 40 runs); the paper's calibration divides delta out and stops earlier (87 -> 73): it
+    fails this test."""
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, (8, 3))
     theta = np.array([2.0, -1.0, 0.5])
     inst = Instance(X, expit(X @ theta), "bernoulli", 0.5, theta, link="logistic", name="easy")
-    delta = 0.05
-    df = replicate(inst, "glgape", {"epsilon": 0.1, "delta": delta, "c_mu": "oracle"}, n_reps=40, seed=7, n_jobs=2)
-    assert df.stopped.all()
-    assert 1.0 - df.correct.mean() <= delta
-    assert df.samples.median() > 3 * 3  # it did explore beyond the initial phase
+
+    def passes(calibration: str) -> bool:
+        medians = []
+        for delta in (0.05, 0.001):
+            params = {"epsilon": 0.1, "delta": delta, "c_mu": "oracle", "calibration": calibration}
+            df = replicate(inst, "glgape", params, n_reps=40, seed=7, n_jobs=2)
+            assert df.stopped.all() and (~df.correct).sum() <= delta * len(df)
+            assert df.samples.median() > 3 * 3  # it did explore beyond the initial phase
+            medians.append(df.samples.median())
+        return medians[1] >= 1.2 * medians[0]
+
+    assert passes("likelihood-ratio")  # the default
+    assert not passes("reinterpreted")  # the test tells the unguaranteed calibration apart
 
 
 # ---------------------------------------------------------------------- projection and edge cases
@@ -171,6 +188,7 @@ def test_oracle_c_mu_resolution():
 
 
 # ---------------------------------------------------------------------- the default calibration is delta-correct
+@pytest.mark.slow
 def test_default_calibration_keeps_error_below_delta_where_the_paper_calibration_does_not():
     """kw_synthetic(K=50, d=2, seed=2): the paper's calibration ("reinterpreted", the old default)
     errs in about 9 % of runs at delta = 0.05; the self-normalized default must stay below delta."""

@@ -55,7 +55,8 @@ def test_names_m_epsilon_good_arms_and_stops_only_when_every_gap_index_is_below_
         lo, hi = policy.c_mu, policy.k_mu
         for j in J:
             for i in set(range(inst.K)) - set(J):
-                w = max(np.sqrt((c1 * Z[i] - c2 * Z[j]) @ P @ (c1 * Z[i] - c2 * Z[j])) for c1 in (lo, hi) for c2 in (lo, hi))
+                w = max(np.sqrt((c1 * Z[i] - c2 * Z[j]) @ P @ (c1 * Z[i] - c2 * Z[j]))
+                        for c1 in (lo, hi) for c2 in (lo, hi))
                 assert mu_hat[i] - mu_hat[j] + scale * w <= eps + 1e-9
     assert errors <= 1  # delta = 0.05 over 12 instances; a random m-subset would be wrong far more often
 

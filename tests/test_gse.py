@@ -83,7 +83,8 @@ def test_budget_too_small_for_stage_one_is_refused(name, budget, smallest):
     assert res.pulls.min() >= 1 and res.n_samples == smallest  # every arm tested in stage 1 (rank 16 = K)
 
 
-@pytest.mark.parametrize("name,alloc", [("gse-lin", "fw"), ("gse-lin", "uniform"), ("gse-lin", "greedy"), ("gse-lin", "wynn")])
+@pytest.mark.parametrize("name,alloc",
+                         [("gse-lin", "fw"), ("gse-lin", "uniform"), ("gse-lin", "greedy"), ("gse-lin", "wynn")])
 def test_gse_lin_accurate_on_easy_instance(name, alloc):
     inst = canonical(d=8, gap=1.0, sigma=1.0)
     correct = [spend(name, inst, seed=s, allocation=alloc, budget=160)[0].best == 0 for s in range(200)]
@@ -131,9 +132,20 @@ def test_parameter_errors():
         make_policy("gse-lin", X)  # budget is required
 
 
-def test_reuse_data_option_runs_and_aliases_registered():
-    inst = canonical(d=8, gap=1.0)
-    res, *_ = spend("gse-lin", inst, budget=96, reuse_data=True)
-    assert res.n_samples == 96
+@pytest.mark.parametrize("reuse_data,best", [(False, 1), (True, 0)])
+def test_reuse_data_decides_on_all_the_data_of_the_survivors(reuse_data, best):
+    """4 arms, 2 stages of 8 uniform tests: stage 1 gives arms 0 and 1 means 1.0 and 0.7 (2 tests
+    each), stage 2 gives them 0.5 and 0.6 (4 tests each). On stage 2 alone arm 1 wins; on all the
+    data arm 0 does (2/3 against 19/30)."""
+    outcome = [{0: 1.0, 1: 0.7, 2: 0.0, 3: 0.0}, {0: 0.5, 1: 0.6}]
+    p = make_policy("gse-lin", np.eye(4), budget=16, allocation="uniform", reuse_data=reuse_data, rng=0)
+    while not p.done:
+        arms = p.ask()
+        p.tell(arms, [outcome[p.stage][int(a)] for a in arms])
+    assert p.n.tolist() == [6, 6, 2, 2]
+    assert list(p.result().recommendation) == [best]
+
+
+def test_aliases_registered():
     for alias in ("gse-lin-fwg", "gse-lin-uniform", "gse-lin-wynn", "gse-lin-greedy", "gse-log-uniform", "gse-log-fwg"):
         assert isinstance(make_policy(alias, np.eye(4), budget=20), GSELin.__mro__[1])

@@ -37,6 +37,7 @@ def _sequential_run(rng, X, theta_star, T):
     return np.array(path)
 
 
+@pytest.mark.slow
 def test_the_set_holds_the_truth_at_all_times_with_probability_one_minus_delta():
     """Ville's inequality: P(exists t: L_t(theta*) - P_t >= log 1/delta) <= delta.  A loss of the
     predictions computed after the outcome (not predictable) or a level without log(1/delta) is
@@ -172,6 +173,7 @@ def test_glgape_predicts_each_outcome_before_seeing_it():
     assert policy.n_samples >= 100
 
 
+@pytest.mark.slow
 def test_default_needs_far_fewer_tests_than_the_self_normalized_widths():
     """A guarantee without c_mu or S, and the likelihood-ratio default stops sooner (kw d = 5: 1 023
     against 3 308 tests in docs/error_rates.md)."""
@@ -180,3 +182,22 @@ def test_default_needs_far_fewer_tests_than_the_self_normalized_widths():
     sn = replicate(inst, "glgape", {"calibration": "self-normalized"}, n_reps=4, seed=3)
     assert lr["stopped"].all() and lr["correct"].all()
     assert lr["samples"].median() < 0.6 * sn["samples"].median()
+
+
+def test_forecast_level_and_glgapes_stated_threshold():
+    """The forecast's threshold for the likelihood-ratio set: log(1/delta) at t = 0, growing like
+    (d/2) log t; GLGapE states it only for its likelihood-ratio calibration."""
+    import math
+
+    from screenbai.bandits import make_policy
+    from screenbai.bandits.lr_set import forecast_level
+
+    assert forecast_level(0, 5, 0.05) == pytest.approx(math.log(20))
+    assert forecast_level(1000, 5, 0.05) > forecast_level(100, 5, 0.05) > forecast_level(100, 2, 0.05)
+    slope = forecast_level(1e8, 4, 0.1) - forecast_level(1e7, 4, 0.1)
+    assert slope == pytest.approx(2 * math.log(10), rel=1e-3)
+    X = np.random.default_rng(0).normal(size=(10, 3))
+    lr = make_policy("glgape", X, epsilon=0.1, delta=0.05, rng=0)
+    assert lr.stopping_threshold(50, 0.05) == pytest.approx(forecast_level(50, lr.d_eff, 0.05))
+    paper = make_policy("glgape", X, epsilon=0.1, delta=0.05, calibration="reinterpreted", rng=0)
+    assert paper.stopping_threshold(50, 0.05) is None

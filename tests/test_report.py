@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 
 import numpy as np
 import pandas as pd
@@ -9,15 +10,21 @@ import pytest
 from matplotlib.figure import Figure
 
 from screenbai.report import (
+    algorithm_guarantees,
+    consensus,
     declared_compounds,
     ground_truth_table,
+    label_warning,
     markdown_table,
+    plot_declared_potency,
     plot_declared_rank,
     plot_error_rate,
     plot_pulls_per_arm,
     plot_samples,
+    report_tables,
     structure_grid,
     summarize_screens,
+    summary_page,
     write_generated_block,
     write_report,
 )
@@ -82,7 +89,8 @@ def test_ground_truth_table():
     fits = [{"d": 5, "n_compounds": 10, "n_cured": 9, "n_not_cured": 1, "metrics": {"roc_auc": 0.8, "arr": [1, 2]}},
             {"d": 2, "n_compounds": 10, "n_cured": 9, "n_not_cured": 1, "metrics": {"roc_auc": 0.7}}]
     t = ground_truth_table(fits)
-    assert list(t["d"]) == [2, 5] and list(t["roc_auc"]) == [0.7, 0.8] and "arr" not in t
+    assert list(t["d"]) == [2, 5] and list(t["AUC on the fitted compounds (in-sample)"]) == [0.7, 0.8]
+    assert "arr" not in t
 
 
 def test_plots_return_figures_with_data():
@@ -97,7 +105,7 @@ def test_plots_return_figures_with_data():
     np.testing.assert_allclose(lines["alg2: not the exact best"], [1 / 3, 1 / 3])
     # epsilon = 0.25 counts 2 of 3 compounds as correct: the epsilon-error is not drawn, and the panel says why
     assert not any("epsilon below" in k for k in lines)
-    assert any("epsilon-error not drawn" in t.get_text() for t in fig.axes[0].texts)
+    assert any("epsilon-error not drawn" in t.get_text() for t in fig.axes[0].get_legend().get_texts())
     s2 = s.assign(eps_good_fraction=0.1)
     lines = {ln.get_label(): ln.get_ydata() for ln in plot_error_rate(s2, "d", {"K": 3}).axes[0].get_lines()}
     np.testing.assert_allclose(lines["alg2: more than epsilon below"], [0, 0])
@@ -118,11 +126,12 @@ def test_structure_grid_and_markdown():
 
 
 def test_write_report_files(tmp_path):
-    library = pd.DataFrame({"compound_id": list(SMILES), "smiles": list(SMILES.values()), "activity_nM": [12.0, 300.0, 0.4]})
+    library = pd.DataFrame({"compound_id": list(SMILES), "smiles": list(SMILES.values()),
+                            "activity_nM": [12.0, 300.0, 0.4]})
     outputs = {k: tmp_path / f"{k}.{ext}" for k, ext in
                [("summary", "csv"), ("declared", "csv"), ("ground_truth", "csv"), ("summary_html", "html"),
                 ("declared_html", "html"), ("ground_truth_html", "html"), ("structures", "png"),
-                ("pulls", "png"), ("markdown", "md"), ("page", "html"), ("study_vary_d", "png")]}
+                ("pulls", "png"), ("potency", "png"), ("markdown", "md"), ("page", "html"), ("study_vary_d", "png")]}
     curation = {"n_input": 9, "n_output_rows": 3, "n_compounds": 3, "dropped": {"censored relation": 6},
                 "source": {"used": "offline_fallback", "warning": "OFFLINE FALLBACK: used x.csv",
                            "settings": {"kind": "export", "path": "x.csv"}, "n_rows": 9}}
@@ -132,16 +141,20 @@ def test_write_report_files(tmp_path):
     write_report(_records(), library=library, curation=curation, label=label, fits=fits,
                  studies={"vary_d": {"K": 3, "d": [2, 4]}}, reference=(4, 3),
                  reference_means=np.array([0.9, 0.7, 0.5]), outputs=outputs,
-                 algorithms=[{"label": "alg1", "params": {"delta": 0.05}}], title="t", activity="Ki")
-    for key in ("structures", "pulls", "study_vary_d"):
+                 algorithms=[{"label": "alg1", "params": {"delta": 0.05}}], title="t", activity="Ki",
+                 reference_arms=library.assign(mean=[0.9, 0.7, 0.5], mean_lo95=0.1, mean_hi95=0.95),
+                 error_rates=ERROR_RATES)
+    for key in ("structures", "pulls", "study_vary_d", "potency"):
         assert outputs[key].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and outputs[key].stat().st_size > 2000
     declared = pd.read_csv(outputs["declared"])
-    assert {"Ki_nM", "Ki_rank", "best_Ki_nM"} <= set(declared.columns) and set(declared["smiles"]) == {"CCO", "c1ccccc1O"}
+    assert {"Ki_nM", "Ki_rank", "best_Ki_nM"} <= set(declared.columns)
+    assert set(declared["smiles"]) == {"CCO", "c1ccccc1O"}
     md = outputs["markdown"].read_text()
     assert md.index("WARNING: OFFLINE FALLBACK") < md.index("## Data")  # the fallback comes first
     assert md.startswith("# t [data: x.csv, offline fallback]")
     assert "| censored relation | 6 |" in md and "Cure label: Ki < 100 nM: 2 of 3 compounds cure (66.7 %)" in md
-    assert "alg2 (d = 4, K = 3, names 1 compound)" in md and "2 different compounds declared in 4 runs" in md
+    assert "alg2 (d = 4, K = 3, names 1 compound; guarantee unknown" in md
+    assert "2 different compounds declared in 4 runs" in md
     assert "epsilon = 0.25 counts 67% of the sample as correct" in md
     page = outputs["page"].read_text()
     assert 'class="warning"' in page and page.count("<table") == 4 and "IC50" not in page
@@ -167,3 +180,208 @@ def test_generated_block_replaces_only_its_own_text(tmp_path):
     with pytest.raises(ValueError, match=r"doc.md.*'bench'.*begin on lines \[4\], end on lines \[\]"):
         write_generated_block(doc, "bench", "table 3")
     assert doc.read_text() == broken
+
+
+# ---------------------------------------------------------------------------------- issue 17, section 4
+ERROR_RATES = pd.DataFrame([
+    # instance, algorithm, setting, delta, runs, not_stopped, errors, error_rate
+    ("a", "glgape", "reinterpreted (paper)", 0.05, 500, 0, 35, 0.07),
+    ("b", "glgape", "reinterpreted (paper)", 0.05, 500, 0, 9, 0.018),
+    ("a", "glgape", "reinterpreted (paper)", 0.1, 500, 0, 40, 0.08),
+    ("a", "glgape", "likelihood-ratio (default)", 0.05, 500, 0, 0, 0.0),
+    ("a", "m-lingape", "heuristic", 0.1, 500, 0, 2, 0.004),
+], columns=["instance", "algorithm", "setting", "delta", "runs", "not_stopped", "errors", "error_rate"])
+
+RUNS = {  # label -> (registered algorithm, the params the runs used)
+    "alg1": ("glgape", {"epsilon": 0.1, "delta": 0.05, "calibration": "reinterpreted"}),
+    "alg2": ("gse-log", {"budget": 15}),
+    "safe": ("glgape", {"epsilon": 0.1, "delta": 0.05}),
+    "heur": ("m-lingape", {"m": 1, "delta": 0.05, "threshold": "heuristic"}),
+}
+
+
+def _registered_records():
+    """_records() with registered algorithms and the params of each run (as the runner records them)."""
+    base = _records()
+    parts = [base[base["label"] == "alg1"].assign(label=lab) for lab in ("safe", "heur")]
+    rec = pd.concat([base, *parts], ignore_index=True)
+    rec["algorithm"] = rec["label"].map(lambda lab: RUNS[lab][0])
+    rec["params"] = rec["label"].map(lambda lab: json.dumps(RUNS[lab][1]))
+    return rec
+
+
+def _page(records, label=None, fits=None, **kw):
+    """The summary page's markdown and the tables, without drawing a figure (fast)."""
+    library = pd.DataFrame({"compound_id": list(SMILES), "smiles": list(SMILES.values()),
+                            "activity_nM": [12.0, 300.0, 0.4]})
+    label = label or {"description": "Ki < 100 nM", "threshold_nM": 100.0, "threshold_pActivity": 7.0,
+                      "n_cured": 2, "n_compounds": 3, "rows_per_type": {"Ki": 9}}
+    fits = fits or [{"d": d, "n_compounds": 3, "n_cured": 2, "n_not_cured": 1, "metrics": {}} for d in (2, 4)]
+    tables = report_tables(records, library=library, fits=fits, reference=(4, 3), error_rates=ERROR_RATES, **kw)
+    page = summary_page(tables, curation={"source": {"used": "source"}}, label=label, reference=(4, 3),
+                        activity="Ki", title="t")
+    return page.markdown(), page.html(), tables
+
+
+def test_every_algorithm_says_whether_its_setting_is_guaranteed_with_the_measured_rate():
+    md, _, tables = _page(_registered_records())
+    s = tables["summary"].drop_duplicates("label").set_index("label")
+    assert s.loc["alg1", "guarantee"] == "no guarantee" and s.loc["safe", "guarantee"] == "error <= delta"
+    assert s.loc["alg2", "guarantee"] == "fixed budget" and s.loc["heur", "guarantee"] == "no guarantee"
+    # measured at the run's delta (0.05: two instances), never mixed with delta = 0.1
+    assert s.loc["alg1", "measured_error_rate"] == "0.018-0.070 (44 errors in 1000 runs)"
+    assert s.loc["safe", "measured_error_rate"] == "0.000 (0 errors in 500 runs)"
+    assert s.loc["alg2", "measured_error_rate"] == "not measured"
+    assert s.loc["heur", "measured_error_rate"] == "0.004 (2 errors in 500 runs)"  # only delta 0.1 was measured
+    assert ("- alg1: NO ERROR GUARANTEE: calibration='reinterpreted' voids it, the error can exceed delta; measured "
+            "error rate 0.018-0.070 (44 errors in 1000 runs) on 2 instances at delta = 0.05") in md
+    assert "- safe: guaranteed: error at most delta = 0.05; measured error rate 0.000" in md
+    assert "- heur: NO ERROR GUARANTEE: threshold='heuristic' voids it" in md and "at delta = 0.1" in md
+    assert "- alg2: fixed budget: no error bound at a chosen delta" in md and "error rate not measured" in md
+    # the paragraph of each algorithm, and its table rows
+    assert "alg1 (d = 4, K = 3, names 1 compound; NO GUARANTEE, measured error rate 0.018-0.070" in md
+    assert "safe (d = 4, K = 3, names 1 compound; error <= delta, measured error rate 0.000" in md
+    assert "| alg1 | no guarantee | 0.018-0.070 (44 errors in 1000 runs) | 2 | 3 |" in md
+    assert "| alg2 | fixed budget | not measured | 2 | 3 |" in md
+
+
+def test_legends_name_the_guarantee():
+    rec = _registered_records()
+    names = {lab: f"{lab} ({g.tag})" for lab, g in algorithm_guarantees(rec, error_rates=ERROR_RATES).items()}
+    s = summarize_screens(rec)
+    for fig in (plot_samples(s, "d", {"K": 3}, names=names), plot_declared_rank(s, "d", {"K": 3}, names=names),
+                plot_pulls_per_arm(rec, np.array([0.9, 0.7, 0.5]), names=names)):
+        texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+        assert {"alg1 (no guarantee)", "alg2 (fixed budget)", "safe (error <= delta)"} <= set(texts), texts
+    texts = [t.get_text() for t in plot_error_rate(s, "d", {"K": 3}, names=names).axes[0].get_legend().get_texts()]
+    assert "heur (no guarantee): not the exact best" in texts
+
+
+def test_the_guarantee_comes_from_the_parameters_declarations():
+    """Every value a parameter declares as voiding the guarantee is reported as such, for every algorithm."""
+    from screenbai.bandits.params import declared
+    from screenbai.bandits.registry import available
+    from screenbai.guarantees import guarantee_of
+
+    seen = 0
+    for name, entry in available().items():
+        params = declared(entry.cls)
+        if "budget" in params:
+            assert guarantee_of(name, {}, ERROR_RATES).kind == "fixed budget", name
+            continue
+        assert guarantee_of(name, {}, ERROR_RATES).kind == "guaranteed", name  # the defaults keep the guarantee
+        for key, p in params.items():
+            for value in p.no_guarantee:
+                g = guarantee_of(name, {key: value}, ERROR_RATES)
+                assert g.kind == "none" and g.voided_by == (f"{key}={value!r}",), (name, key, value)
+                seen += 1
+    assert seen >= 8  # glgape, m-glgape (2 each), m-lingape, lingifa, lucb, ugape
+
+
+def test_no_consensus_when_compounds_tie_as_most_often_declared():
+    md, _, _ = _page(_registered_records())
+    # alg2 declared A in 2 runs and B in 2: no compound is the most often declared
+    assert ("No consensus: 2 compounds tie as most often declared (2 of 4 runs each): A (Ki 12 nM, rank 2 of 3); "
+            "B (Ki 300 nM, rank 3 of 3).") in md
+    assert "Most often declared: A (Ki 12 nM, rank 2 of 3), 4 of 4 runs." in md  # alg1: every run
+    rows = declared_compounds(_records())
+    rows = rows[(rows["label"] == "alg2") & (rows["d"] == 2)]
+    assert consensus(rows)[0] is False and len(consensus(rows)[1]) == 2
+    assert consensus(rows, m=2)[0] is True  # a top-2 algorithm naming A and B in every run agrees
+
+
+def _drawn(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def test_figures_show_the_quoted_medians_with_their_spread_and_legends_off_the_curves():
+    rec = _records()
+    s = summarize_screens(rec)
+    fig = plot_samples(s, "d", {"K": 3})
+    ax = fig.axes[0]
+    stopped = rec[(rec["label"] == "alg2") & rec["stopped"]].groupby("d")["samples"]
+    bars = [c for c in ax.containers if c.get_label() == "alg2"][0]
+    np.testing.assert_allclose(bars.lines[0].get_ydata(), stopped.median())  # the statistic the text quotes
+    spans = [sorted((seg[0][1], seg[1][1])) for seg in bars.lines[2][0].get_segments()]
+    np.testing.assert_allclose(spans, np.c_[stopped.quantile(0.25), stopped.quantile(0.75)])  # its spread: the IQR
+    renderer = _drawn(fig)
+    assert ax.get_legend().get_window_extent(renderer).y1 < ax.get_window_extent(renderer).y0  # under the axes
+    fig = plot_error_rate(s.assign(eps_good_fraction=0.9), "d", {"K": 3}, delta=0.05)
+    renderer = _drawn(fig)
+    ax = fig.axes[0]
+    assert not ax.texts  # the note is in the legend, and the legend is under the axes
+    assert ax.get_legend().get_window_extent(renderer).y1 < ax.get_window_extent(renderer).y0
+    assert any("epsilon-error not drawn" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_the_pulls_title_fits_the_figure():
+    title = ("cdk2_cyclinA (CHEMBL2094128, IC50): which compounds to test, and how many tests it took "
+             "[data: cdk2_chembl301_webexport_raw.csv.gz, offline fallback]\ntests per compound, d = 20, K = 400")
+    fig = plot_pulls_per_arm(_records(), np.array([0.9, 0.7, 0.5]), title=title)
+    renderer = _drawn(fig)
+    box = fig.axes[0].title.get_window_extent(renderer)
+    assert 0 <= box.x0 and box.x1 <= fig.bbox.width  # not cut at either side
+    assert fig.axes[0].title.get_text().replace("\n", " ").split() == title.replace("\n", " ").split()
+
+
+def test_declared_compounds_cure_rate_interval_beside_their_potency_in_readable_units():
+    d = declared_compounds(_records())
+    d = d[(d["d"] == 4)].assign(cure_rate_lo95=lambda t: t["cure_rate"] - 0.2,
+                                cure_rate_hi95=lambda t: t["cure_rate"] + 0.05)
+    sample = pd.DataFrame({"compound_id": ["C", "X"], "activity_nM": [0.4, 2e4], "mean": [0.5, 0.1]})
+    fig = plot_declared_potency(d, sample, activity="Ki", threshold_nM=100.0)
+    ax = fig.axes[0]
+    _drawn(fig)
+    ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert {"1 nM", "100 nM", "1 uM", "10 uM"} <= set(ticks) and not any("e+" in t or "^" in t for t in ticks)
+    a1 = d[d["label"] == "alg1"]
+    pts = [c for c in ax.collections if c.get_label() == "alg1"][0].get_offsets()
+    np.testing.assert_allclose(np.asarray(pts)[:, 1], a1["cure_rate"])  # its estimated cure rate ...
+    bars = ax.containers[0]  # alg1's error bars (drawn first)
+    spans = [sorted((seg[0][1], seg[1][1])) for seg in bars.lines[2][0].get_segments()]
+    np.testing.assert_allclose(spans, np.c_[a1["cure_rate"] - 0.2, a1["cure_rate"] + 0.05])  # ... with its interval
+    assert "cure label: Ki < 100 nM" in [t.get_text() for t in ax.get_legend().get_texts()]
+    # the report takes the interval from the arms of the reference screen
+    arms = pd.DataFrame({"compound_id": list(SMILES), "activity_nM": [12.0, 300.0, 0.4], "mean": [0.9, 0.7, 0.5],
+                         "mean_lo95": [0.8, 0.5, 0.3], "mean_hi95": [0.95, 0.8, 0.7]})
+    _, _, tables = _page(_records(), reference_arms=arms)
+    ref = tables["declared"][tables["declared"]["d"] == 4].set_index("compound_id")
+    assert ref.loc["A", "cure_rate_lo95"].tolist() == [0.8, 0.8] and ref.loc["B", "cure_rate_hi95"] == 0.8
+
+
+def test_ground_truth_metrics_say_in_sample_and_cross_validated():
+    metrics = {"roc_auc": 0.99, "brier": 0.01, "cv_folds": 5, "cv_roc_auc": 0.71, "cv_brier": 0.2}
+    fits = [{"d": d, "n_compounds": 3, "n_cured": 2, "n_not_cured": 1, "metrics": metrics} for d in (2, 4)]
+    md, _, tables = _page(_records(), fits=fits)
+    gt = tables["ground_truth"]
+    assert list(gt["AUC on the fitted compounds (in-sample)"]) == [0.99, 0.99]
+    assert list(gt["AUC cross-validated"]) == [0.71, 0.71] and list(gt["CV folds"]) == [5, 5]
+    assert "| AUC on the fitted compounds (in-sample) |" in md and "| AUC cross-validated |" in md
+    assert "roc_auc" not in md
+
+
+def test_a_label_with_nearly_one_class_is_flagged_at_the_top():
+    lopsided = {"description": "IC50 < 1e+06 nM", "threshold_nM": 1e6, "threshold_pActivity": 3.0, "n_cured": 1590,
+                "n_compounds": 1600, "rows_per_type": {"IC50": 2000}}
+    text = label_warning(lopsided)
+    assert text and "99.4% of the 1600 compounds cure" in text and "cannot tell good compounds from bad" in text
+    assert label_warning({**lopsided, "n_cured": 10}).count("do not cure") == 1  # the other side too
+    assert label_warning({**lopsided, "n_cured": 599}) is None and label_warning({**lopsided, "n_cured": 1440}) is None
+    md, page, _ = _page(_records(), label=lopsided)
+    assert md.index("cannot tell good compounds from bad") < md.index("## Data")
+    assert "cannot tell good" in page
+
+
+def test_a_certified_epsilon_column_is_shown_when_the_records_have_it():
+    md, _, tables = _page(_records())
+    assert "median_certified_epsilon" not in tables["summary"] and "certified" not in md
+    rec = _records().assign(certified_epsilon=lambda t: 0.01 * (t["replication"] + 1))
+    md, _, tables = _page(rec)
+    assert (tables["summary"]["median_certified_epsilon"] == 0.025).all()
+    assert "certified epsilon (median)" in md and "Certified epsilon (median over runs): 0.025." in md
+    md, _, _ = _page(rec.assign(certified_guaranteed=False))  # as the runner records it for a heuristic setting
+    assert "Certified epsilon (median over runs): 0.025 (not a guarantee under this setting)." in md

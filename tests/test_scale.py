@@ -242,6 +242,7 @@ def test_glgape_at_large_K_continues_exactly_after_save_and_load(tmp_path):
     np.testing.assert_array_equal(restored.theta, policy.theta)
 
 
+@pytest.mark.slow
 def test_m_lingape_plates_at_large_K_choose_as_the_plain_round(monkeypatch):
     """Plates of 4 tests (chosen on a copy of the design holding the tests in flight, outcomes told
     one by one) at large K choose the same wells as the plain round; the guesses made for the
@@ -268,6 +269,7 @@ def test_m_lingape_plates_at_large_K_choose_as_the_plain_round(monkeypatch):
     assert run(K) == run(10**12)
 
 
+@pytest.mark.slow
 def test_m_lingape_at_large_K_continues_exactly_after_save_and_load(tmp_path):
     """A restored m-LinGapE has none of the values guessed ahead (the greedy rule's product, the
     update's scores for the last pair, the next upper bounds): it recomputes them, with the same bits."""
@@ -339,6 +341,7 @@ def test_logistic_into_matches_expit_and_saturates_without_warnings():
 
 
 
+@pytest.mark.slow
 def test_m_lingape_rounds_reading_X_once_equal_rounds_reading_it_twice(monkeypatch):
     """At large K the greedy rule's pass computes X P x_c with X P (x_b - x_c), and the update after
     pulling c takes X P x_c from there instead of reading X again; an update that reads X computes

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -37,7 +39,8 @@ def _arms(n=120, d=4, seed=0):
 
 
 GSE = {"label": "gse", "algorithm": "gse-log", "budget_per_arm": 4}
-GLGAPE = {"label": "gl", "algorithm": "glgape", "params": {"epsilon": 0.1, "delta": 0.05, "c_mu": "oracle", "calibration": "reinterpreted"}}
+GLGAPE = {"label": "gl", "algorithm": "glgape",
+          "params": {"epsilon": 0.1, "delta": 0.05, "c_mu": "oracle", "calibration": "reinterpreted"}}
 
 
 # ---------------------------------------------------------------------------------- data paths
@@ -159,7 +162,8 @@ def test_run_chunk_records_declared_compound_and_both_errors():
         expect = sub.iloc[a]
         assert row.declared_ids == [expect["compound_id"]]
         assert row.declared_activity_nM == [expect["activity_nM"]]
-        assert row.declared_activity_rank == [expect["activity_rank"]] and row.declared_rank_median == expect["activity_rank"]
+        assert row.declared_activity_rank == [expect["activity_rank"]]
+        assert row.declared_rank_median == expect["activity_rank"]
         assert row.declared_mean == [pytest.approx(mu[a])]
         assert row.exact_error == (a != int(np.argmax(mu)))
         assert row.eps_error == (mu[a] < mu.max() - 0.1)
@@ -170,6 +174,7 @@ def test_run_chunk_records_declared_compound_and_both_errors():
     assert rec["stopped"].all() and rec["eps_error"].mean() <= 1 / 3
 
 
+@pytest.mark.slow
 def test_top_m_runs_are_judged_against_the_m_th_best():
     arms, library, theta = _arms()
     sub = draw_subset(library, 20, 3)
@@ -216,7 +221,8 @@ def test_declared_activity_type_is_checked_against_the_data():
 
     raw = _raw(["Ki"] * 5 + ["Kd"], [1, 2, 3, 4, 5, 6])
     assert check_activity_types(raw, ["Ki"]) == {"Ki": 5}
-    with pytest.raises(ValueError, match=r"declares activity type\(s\) \['IC50'\] but x.csv holds Ki \(5 rows\), Kd \(1 rows\)"):
+    message = r"declares activity type\(s\) \['IC50'\] but x.csv holds Ki \(5 rows\), Kd \(1 rows\)"
+    with pytest.raises(ValueError, match=message):
         check_activity_types(raw, ["IC50"], "x.csv")
 
 
@@ -285,3 +291,50 @@ def test_check_algorithms_accepts_oracle_and_old_names():
 def test_check_algorithms_refuses_a_negative_budget_per_arm():
     with pytest.raises(ValueError, match=r"budget_per_arm=-2 is not allowed.*a number > 0"):
         check_algorithms([{"label": "a", "algorithm": "gse-lin", "budget_per_arm": -2}])
+
+
+# ---------------------------------------------------------------------------------- issue 17, section 5
+def test_a_K_larger_than_the_library_is_clipped_by_default_with_a_warning():
+    import yaml
+
+    from screenbai.screening import check_library_size
+
+    schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "workflow/schemas/config.schema.yaml").read_text())
+    assert schema["properties"]["screen"]["properties"]["clip_K"]["default"] is True
+    with pytest.warns(UserWarning, match=r"asks for K = 800 compounds but lib has 794: K = 794 runs instead"):
+        clipped = check_library_size(794, [100, 400, 800], "lib", clip=True)
+    assert clipped["asked"] == [800] and clipped["ran"] == 794 and "screen.clip_K" in clipped["message"]
+    assert check_library_size(794, [100, 794], "lib", clip=True) is None
+    with pytest.raises(ValueError, match="or set screen.clip_K: true"):  # refused only when asked to
+        check_library_size(794, [800], "lib", clip=False)
+
+
+def test_pchembl_values_are_labelled_with_the_activity_they_measure():
+    from screenbai.chem.ground_truth import cure_threshold
+    from screenbai.screening import activity_label_of, pchembl_of
+
+    table = {"kind": "table", "path": "x.csv", "activity_column": "value", "activity_type": "pChEMBL"}
+    assert activity_label_of({"source": {**table, "pchembl_of": "ki"}}) == "Ki"  # declared
+    assert activity_label_of({"source": {**table, "activity_column": "pKi"}}) == "Ki"  # said by the column
+    assert activity_label_of({"source": {**table, "activity_column": "pIC50"}}) == "IC50"
+    assert activity_label_of({"source": table}) == "pChEMBL" and pchembl_of(table) is None  # not said
+    words = cure_threshold([1.0, 1e3, 1e5], threshold_nM=100.0, activity_label="Ki")["description"]
+    assert words == "Ki < 100 nM"
+    # when the source does not say which activity: never "pChEMBL < 100 nM"
+    words = cure_threshold([1.0, 1e3, 1e5], threshold_nM=100.0, activity_label="pChEMBL")["description"]
+    assert words == "pChEMBL > 7 (activity < 100 nM)"
+    words = cure_threshold([1.0, 1e3, 1e5], threshold_pActivity=7.0, activity_label="pChEMBL")["description"]
+    assert words == "pChEMBL > 7 (activity < 100 nM)"
+    with pytest.raises(ValueError, match=r"source.pchembl_of = 'IC50' but source.activity_column 'pKi' names Ki"):
+        pchembl_of({**table, "activity_column": "pKi", "pchembl_of": "IC50"})
+    with pytest.raises(ValueError, match=r"source.pchembl_of = 'Ki' is set but source.activity_type is 'Ki'"):
+        activity_label_of({"source": {**table, "activity_type": "Ki", "activity_column": "ki_nM", "pchembl_of": "Ki"}})
+
+
+def test_units_with_pchembl_values_are_refused_naming_the_key():
+    from screenbai.screening import activity_types_of
+
+    table = {"kind": "table", "path": "x.csv", "activity_column": "pKi", "activity_type": "pChEMBL", "units": "nM"}
+    with pytest.raises(ValueError, match=r"source.units = 'nM' contradicts source.activity_type: pChEMBL"):
+        activity_types_of({"source": table})
+    assert activity_types_of({"source": {k: v for k, v in table.items() if k != "units"}}) == ["pChEMBL"]

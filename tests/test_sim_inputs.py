@@ -119,7 +119,8 @@ def test_a_saved_policy_keeps_a_default_that_a_later_release_changed(tmp_path):
     assert restored.epsilon == 0.2  # named parameters as saved
 
     _rewrite_document(path, lambda doc: doc["defaults"].update(retired_option=3))
-    with pytest.warns(UserWarning, match="no longer has the parameter 'retired_option'"):
+    with (pytest.warns(UserWarning, match="no longer has the parameter 'retired_option'"),
+          pytest.warns(UserWarning, match="keeps 'self-normalized'")):  # still said
         load_policy(path, X)
 
 
@@ -282,3 +283,50 @@ def test_identical_features_with_different_means_are_reported():
         replicate(inst, "lucb", {"max_samples": 2000}, n_reps=1)  # arm by arm: nothing to report
         same = Instance(X, [0.1, 0.2, 0.2, 0.3], "gaussian", 1.0, name="same")
         replicate(same, "lingape", {"max_samples": 20000}, n_reps=1)  # identical arms, identical means
+
+
+# ---------------------------------------------------------------------- screenbai's warnings fail the tests
+def test_every_warning_of_screenbai_derives_from_screenbai_warning():
+    """pyproject's filterwarnings turns ScreenbaiWarning into an error in the tests, whatever frame a
+    warning is attributed to (a renamed parameter's warning points at the caller): so every
+    warnings.warn of the package must raise a subclass of it."""
+    import ast
+    import builtins
+    import importlib
+    from pathlib import Path
+
+    import screenbai
+
+    root = Path(screenbai.__file__).parent
+    calls = []
+    for path in sorted(root.rglob("*.py")):
+        module = ".".join(path.relative_to(root.parent).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in ("warnings.warn", "warn"):
+                category = node.args[1] if len(node.args) > 1 else next(
+                    (k.value for k in node.keywords if k.arg == "category"), None)
+                assert isinstance(category, ast.Name), f"{path}:{node.lineno}: warn() without a named category"
+                cls = getattr(importlib.import_module(module), category.id, None) or getattr(builtins, category.id)
+                assert issubclass(cls, screenbai.ScreenbaiWarning), f"{path}:{node.lineno}: {cls.__name__}"
+                calls.append(cls.__name__)
+    assert len(calls) >= 6  # the scan found them (params, runner, design)
+
+
+def test_an_unexpected_warning_of_screenbai_fails_the_test():
+    from screenbai.bandits.params import RenamedParameterWarning
+
+    with pytest.raises(RenamedParameterWarning, match="'R' is now called 'sigma'"):
+        make_policy("lingape", np.eye(3), R=0.5)
+    with pytest.warns(DeprecationWarning, match="'R' is now called 'sigma'"):  # expected: a warning
+        make_policy("lingape", np.eye(3), R=0.5)
+
+
+def test_a_warning_of_another_library_stays_a_warning():
+    import types
+    import warnings
+
+    other = types.ModuleType("otherlib")
+    exec("import warnings\ndef old():\n    warnings.warn('old() is deprecated', DeprecationWarning)\n", vars(other))
+    with warnings.catch_warnings(record=True) as seen:  # the test run's filters, recorded
+        other.old()
+    assert [str(w.message) for w in seen] == ["old() is deprecated"]

@@ -8,15 +8,10 @@ import pytest
 
 from screenbai.bandits import instances, make_policy, policy_for_instance
 from screenbai.bandits.instance import Instance
+from screenbai.bandits.linalg import spanning_arms
 from screenbai.bandits.runner import run as simulate
-from screenbai.bandits.static import (
-    _GreedyState,
-    all_pairs,
-    allocation_sequence,
-    eq11_batch,
-    log_term,
-    spanning_arms,
-)
+from screenbai.bandits.static_greedy import GreedyState, all_pairs, allocation_sequence
+from screenbai.bandits.static_rules import OLSTracker, eq11_batch, log_term
 
 ALL = ["g-allocation", "xy-static", "xy-oracle", "xy-adaptive", "xy-fully-adaptive"]
 
@@ -61,7 +56,7 @@ def test_xy_score_equals_brute_force():
     X = _random_arms(K=6, d=4, seed=2)
     counts = np.array([3, 1, 4, 1, 5, 9])
     I, J = all_pairs(np.ones(6, dtype=bool))
-    state = _GreedyState(X, counts)
+    state = GreedyState(X, counts)
     state.set_directions(I, J)
     for k in (0, 3, 5, 2):  # rank-one updates keep the scores exact
         state.pull(k)
@@ -74,7 +69,7 @@ def test_xy_score_equals_brute_force():
 def test_oracle_score_is_scaled_by_gaps():
     X = _random_arms(K=4, d=3, seed=3)
     gaps = np.array([0.5, 2.0, 1.0])
-    state = _GreedyState(X, np.array([2, 2, 2, 2]))
+    state = GreedyState(X, np.array([2, 2, 2, 2]))
     state.set_directions(np.zeros(3, dtype=int), np.array([1, 2, 3]), 1.0 / gaps)
     P = np.linalg.inv(2 * X.T @ X)
     expected = max((X[0] - X[j]) @ P @ (X[0] - X[j]) / g**2 for j, g in zip([1, 2, 3], gaps))
@@ -113,6 +108,33 @@ def test_eq11_batch_matches_direct_formula():
         ]
         assert best[b] == i and ok[b] == all(conds)
     assert 0 < ok.sum() < 50  # the case mix exercises both answers
+
+
+def test_eq11_one_state_agrees_with_the_batch_and_the_tracker():
+    """The round-by-round rule (OLS kept by rank one) and the batch rule decide eq. 11 alike, and
+    confidence="arms" is log(6 n^2 K / (pi^2 delta)) exactly."""
+    X = _random_arms(K=6, d=3, seed=6)
+    theta = np.array([0.8, -0.3, 0.5])
+    rng = np.random.default_rng(1)
+    tracker = OLSTracker(X)
+    arms = np.concatenate([spanning_arms(X), rng.integers(6, size=3000)])
+    counts, sums, seen = np.zeros(6), np.zeros(6), []
+    for t, a in enumerate(arms, 1):
+        r = X[a] @ theta + rng.standard_normal()
+        tracker.add(int(a), float(r))
+        counts[a] += 1
+        sums[a] += r
+        if t >= 3 and t % 50 == 0:
+            assert tracker.refresh() or tracker.P is not None
+            for conf in ("pairs", "arms"):
+                ok, best, _ = tracker.eq11(t, 2 * np.sqrt(2), 6, 0.05, conf)
+                ok_b, best_b = eq11_batch(X, counts[None], sums[None], np.array([t]), 2 * np.sqrt(2), 6, 0.05, conf)
+                assert (ok, best) == (bool(ok_b[0]), int(best_b[0]))
+                seen.append(ok)
+    assert 0 < sum(seen) < len(seen)
+    assert log_term(10, 7, 0.1, "arms") == pytest.approx(np.log(6 * 100 * 7 / (np.pi**2 * 0.1)), rel=1e-15)
+    with pytest.raises(ValueError, match="confidence"):
+        log_term(10, 7, 0.1, "both")
 
 
 EASY = instances.soare(d=2, omega=0.5)  # gaps 0.245 and 2: stops after ~1e3 pulls
@@ -167,7 +189,8 @@ def test_oracle_eq4_stopping_time_is_deterministic_given_the_allocation():
         counts = np.bincount(seq.arms[:t], minlength=inst.K)
         P = np.linalg.inv(X.T @ (counts[:, None] * X))
         return all(
-            8 * (X[0] - X[j]) @ P @ (X[0] - X[j]) * log_term(t, inst.K, 0.05) <= (mu[0] - mu[j]) ** 2 for j in range(1, inst.K)
+            8 * (X[0] - X[j]) @ P @ (X[0] - X[j]) * log_term(t, inst.K, 0.05) <= (mu[0] - mu[j]) ** 2
+            for j in range(1, inst.K)
         )
 
     assert eq4(n) and not eq4(n - 1)
@@ -176,7 +199,8 @@ def test_oracle_eq4_stopping_time_is_deterministic_given_the_allocation():
 def test_oracle_eq11_option_uses_rewards():
     inst = instances.soare(d=2, omega=0.5)
     times = {
-        simulate(policy_for_instance("xy-oracle", inst, stopping="eq11", rng=s), inst.environment(np.random.default_rng(s))).n_samples
+        simulate(policy_for_instance("xy-oracle", inst, stopping="eq11", rng=s),
+                 inst.environment(np.random.default_rng(s))).n_samples
         for s in range(5)
     }
     assert len(times) > 1
@@ -200,9 +224,12 @@ def _ask_tell(policy, env):
 def test_fast_path_equals_round_by_round(name, params):
     inst = instances.soare(d=3, omega=0.4 if name == "xy-adaptive" else 0.25)
     for seed in range(2 if name == "xy-adaptive" else 3):
-        fast = simulate(policy_for_instance(name, inst, rng=seed, **params), inst.environment(np.random.default_rng(seed)))
-        slow = _ask_tell(policy_for_instance(name, inst, rng=seed, **params), inst.environment(np.random.default_rng(seed)))
-        assert fast.n_samples == slow.n_samples > (4096 if name in ("g-allocation", "xy-static") else 1000)  # > one noise buffer
+        fast = simulate(policy_for_instance(name, inst, rng=seed, **params),
+                        inst.environment(np.random.default_rng(seed)))
+        slow = _ask_tell(policy_for_instance(name, inst, rng=seed, **params),
+                         inst.environment(np.random.default_rng(seed)))
+        one_noise_buffer = 4096 if name in ("g-allocation", "xy-static") else 1000
+        assert fast.n_samples == slow.n_samples > one_noise_buffer
         np.testing.assert_array_equal(fast.pulls, slow.pulls)
         assert fast.recommendation == slow.recommendation and fast.stopped == slow.stopped
 
@@ -216,15 +243,23 @@ def test_fast_path_respects_max_samples():
         np.testing.assert_array_equal(fast.pulls, slow.pulls)
 
 
-def test_xy_adaptive_literal_readmits_and_monotone_shrinks():
+@pytest.mark.parametrize("monotone", [False, True])
+def test_xy_adaptive_literal_readmits_and_monotone_shrinks(monotone):
+    """The literal rule rebuilds the survivors from all arms after each phase: on this instance arms
+    1 and 2, discarded after phase 1, come back after phase 2; with monotone=True they stay out."""
     inst = instances.soare(d=3, omega=0.3)
-    p = policy_for_instance("xy-adaptive", inst, monotone=True, rng=0)
+    p = policy_for_instance("xy-adaptive", inst, monotone=monotone, rng=0)
     env = inst.environment(np.random.default_rng(0))
-    sizes = []
+    phases = [np.flatnonzero(p.active).tolist()]  # the survivors of each phase
     while not p.done:
-        sizes.append(int(p.active.sum()))
-        p.tell(p.ask(), env.pull(p.ask()))
-    assert all(a >= b for a, b in zip(sizes, sizes[1:]))
+        if np.flatnonzero(p.active).tolist() != phases[-1]:
+            phases.append(np.flatnonzero(p.active).tolist())
+        arms = p.ask()
+        p.tell(arms, env.pull(arms))
+    readmitted = any(set(later) - set(now) for i, now in enumerate(phases) for later in phases[i + 1:])
+    assert readmitted != monotone
+    assert all(set(b) <= set(a) for a, b in zip(phases, phases[1:])) == monotone
+    assert phases[:2] == [[0, 1, 2, 3], [0, 3]]
     assert p.result().best == 0 and p.diagnostics["phases"] >= 2
 
 
@@ -246,7 +281,8 @@ def test_restrict_y_is_automatic_above_200_arms(caplog):
 
 
 def test_restricted_y_still_finds_best_arm():
-    r = simulate(policy_for_instance("xy-static", EASY, restrict_y=True, rng=0), EASY.environment(np.random.default_rng(0)))
+    r = simulate(policy_for_instance("xy-static", EASY, restrict_y=True, rng=0),
+                 EASY.environment(np.random.default_rng(0)))
     assert r.stopped and r.best == 0 and r.diagnostics["restricted_y"]
 
 
@@ -287,6 +323,7 @@ def test_oracle_does_not_stall_on_shared_best_arm():
 
 def test_confidence_arms_uses_the_smaller_log_term():
     inst = instances.soare(d=3, omega=0.3)
-    n = {c: simulate(policy_for_instance("xy-oracle", inst, confidence=c), inst.environment(np.random.default_rng(0))).n_samples
+    n = {c: simulate(policy_for_instance("xy-oracle", inst, confidence=c),
+                     inst.environment(np.random.default_rng(0))).n_samples
          for c in ("pairs", "arms")}
     assert n["arms"] < n["pairs"]

@@ -182,7 +182,7 @@ class UCBGLM(Policy):
             # grow an orthonormal basis of the tested arms' span (a cancelled arm is proposed again)
             z = self.Z[a]
             r = z - self._basis @ (self._basis.T @ z)
-            if np.linalg.norm(r) > 1e-8 * max(np.linalg.norm(z), 1e-300):
+            if np.linalg.norm(r) > 1e-8 * max(float(np.linalg.norm(z)), 1e-300):
                 self._basis = np.column_stack([self._basis, r / np.linalg.norm(r)])
             return a
         fit = logistic_mle(self.Z, self.n, self.sums, lambda_reg=self.lambda_reg, theta0=self.theta)

@@ -23,6 +23,7 @@ import warnings
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
+from .. import ScreenbaiWarning
 from .linalg import gram_pull, project_if_deficient, spanning_arms, weighted_sherman_morrison
 from .policy import as_generator
 from .ties import argmax_random, argmin_random
@@ -31,7 +32,7 @@ FW_MODES = ("D-exact", "G-linesearch", "D-gradient")
 ROUNDING_METHODS = ("efficient", "multinomial")
 
 
-class DesignStallWarning(RuntimeWarning):
+class DesignStallWarning(ScreenbaiWarning, RuntimeWarning):
     """The literal FWG line search made no progress (the subgradient step on the nonsmooth max can stall)."""
 
 

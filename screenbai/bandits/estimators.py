@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
+from typing import Self, TypeVar
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
@@ -188,7 +189,7 @@ class RidgeState:
             g, gs = shrunk
             G -= np.multiply.outer(g, gs)
 
-    def design_copy(self, held: np.ndarray) -> RidgeState:
+    def design_copy(self, held: np.ndarray) -> Self:
         """A copy whose design also holds the tests in flight (``held``: per-arm counts)."""
         view = copy.copy(self)
         for name in ("P", "diag", "G", "_row"):
@@ -290,11 +291,14 @@ class TrackedRidgeState(RidgeState):
         return ok
 
 
+StateT = TypeVar("StateT", bound=RidgeState)
+
+
 class PlateDesign:
     """The design of a ``RidgeState`` plus the tests in flight, for choosing the wells of a plate.
 
-    The copy is rebuilt when outcomes were recorded since (``n_samples`` changed) or tests left the
-    flight; otherwise only the newly proposed tests are added, one rank-one update each.
+    The copy (of the state's own class) is rebuilt when outcomes were recorded since (``n_samples``
+    changed) or tests left the flight; otherwise only the newly proposed tests are added, one rank-one update each.
     """
 
     def __init__(self):
@@ -302,13 +306,14 @@ class PlateDesign:
         self.at = -1
         self.held: np.ndarray | None = None
 
-    def of(self, state: RidgeState, n_samples: int, in_flight: np.ndarray) -> RidgeState:
+    def of(self, state: StateT, n_samples: int, in_flight: np.ndarray) -> StateT:
         view = self.view
-        if view is None or self.held is None or self.at != n_samples or (in_flight < self.held).any():
+        held = self.held
+        if not isinstance(view, type(state)) or held is None or self.at != n_samples or (in_flight < held).any():
             view = state.design_copy(in_flight)
         else:
-            for a in np.flatnonzero(in_flight > self.held):
-                for _ in range(int(in_flight[a] - self.held[a])):
+            for a in np.flatnonzero(in_flight > held):
+                for _ in range(int(in_flight[a] - held[a])):
                     view.hold(int(a))
         self.view, self.at, self.held = view, n_samples, in_flight
         return view

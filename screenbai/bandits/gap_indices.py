@@ -67,19 +67,19 @@ class GapIndices:
         self._last_pair: tuple[int, int] | None = None  # (b, c) of the last greedy rule
         self.products_reused = self.products_missed = self.guesses_right = self.guesses_wrong = 0
 
-    def _ridge(self) -> TrackedRidgeState:
+    def ridge(self) -> TrackedRidgeState:
         assert self.state is not None, "linear (paired or individual) indices need the ridge estimator"
         return self.state
 
     def individual_widths(self, f: float, n: np.ndarray) -> np.ndarray:
         """Widths of the individual (f ||x_a||_P) or classical (f / sqrt(N_a)) indices."""
         if self.index == "individual":
-            return f * np.sqrt(self._ridge().diag)
+            return f * np.sqrt(self.ridge().diag)
         return f / np.sqrt(np.maximum(n, 1))
 
     def single_paired_round(self, mu: np.ndarray, f: float, rng: np.random.Generator):
         """m = 1, paired indices, tau^LUCB (LinGapE / m-LinGapE): one Gram row, O(Kd + d^2)."""
-        st = self._ridge()
+        st = self.ridge()
         if not st.keep_row:  # small K: one block, nothing computed ahead
             i = argmax_random(mu, rng)
             self.Pxb = (i, st.P @ self.Z[i])
@@ -106,7 +106,7 @@ class GapIndices:
         """The greedy rule for y = x_b - x_c at large K (m = 1, paired indices): one pass over X for
         X P y and X P x_c (kept for the update after the pull: the greedy rule mostly pulls c), the
         scores block by block, each block's argmax while it is in cache."""
-        st = self._ridge()
+        st = self.ridge()
         self._last_pair = (b, c)
         ahead = st.ahead
         if isinstance(ahead, UcbSweep) and ahead.st is st and ahead.guess is not None:
@@ -132,7 +132,7 @@ class GapIndices:
 
     def direction(self, b: int, c: int, Pc: np.ndarray | None = None) -> np.ndarray:
         """P (x_b - x_c), computed as P x_b - P x_c (one way, whoever asks)."""
-        st = self._ridge()
+        st = self.ridge()
         return st.P @ self.Z[b] - (st.P @ self.Z[c] if Pc is None else Pc)
 
     def product_for(self, a: int) -> np.ndarray | None:
@@ -157,7 +157,7 @@ class GapIndices:
         empirical best. ``factor()`` gives the next round's threshold factor once P is updated. With
         ``guess`` (the update reads X anyway), also() = P (x_b - x_c) for the last pair (b, c), once P
         is updated: the update's product gives X P (x_b - x_c) and the sweep the greedy scores."""
-        st = self._ridge()
+        st = self.ridge()
         if not (self.single_paired and st.keep_row and st._row is not None):
             return None, None
         pair = self._last_pair if guess else None
@@ -166,8 +166,15 @@ class GapIndices:
 
     def columns_of_J(self, mu: np.ndarray, J: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:
         """BJ[k, i] = B[i, J[k]] for every arm i (m x K), with -inf where i is in J."""
+        BJ = self.bounds_against(mu, J, f, n)
+        BJ[:, J] = -np.inf
+        return BJ
+
+    def bounds_against(self, mu: np.ndarray, J: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:
+        """BJ[k, i] = B[i, J[k]] = mu_i - mu_J[k] + W(i, J[k]) for every arm i (m x K), -inf at i = J[k]
+        only: the upper bounds on mu_i - mu_J[k] (the certificate's U, certainty/certificate.py). O(m K d)."""
         if self.index == "paired":
-            st = self._ridge()
+            st = self.ridge()
             self._PZ_J = PZ_J = self.Z[J] @ st.P  # rows P x_j, j in J
             W2 = PZ_J @ self._ZT  # Gram rows of J
             W2 *= -2.0
@@ -181,13 +188,13 @@ class GapIndices:
         else:
             w = self.individual_widths(f, n)
             BJ = (mu + w) - (mu[J] - w[J])[:, None]
-        BJ[:, J] = -np.inf
+        BJ[np.arange(len(J)), J] = -np.inf
         return BJ
 
     def index_matrix(self, mu: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:
         """The full K x K matrix B[i, j] (diagonal -inf): O(K^2)."""
         if self.index == "paired":
-            st = self._ridge()
+            st = self.ridge()
             assert st.G is not None, "the full index matrix needs the Gram matrix (gram=True)"
             B = st.G * -2.0  # in place from here on: K x K temporaries dominate the cost
             B += st.diag[:, None]

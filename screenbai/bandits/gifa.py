@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from . import thresholds as th
+from .certainty.certificate import certified_from_bounds, norm_bound_refuted
 from .estimators import PlateDesign, TrackedRidgeState
 from .gap_indices import GapIndices, max_m_per_column
 from .linalg import project, refuse_quadratic, spanning_arms
@@ -197,15 +198,20 @@ class GIFA(Policy):
         if name == "heuristic":
             return self.sigma * th.reda_heuristic(s, self.delta)
         if name == "abbasi-yadkori":
-            return th.abbasi_yadkori(self.state.logdet, self.d_eff, self.lambda_reg, self.sigma, self.S, self.delta_eff)
+            logdet = self._ridge().logdet
+            return th.abbasi_yadkori(logdet, self.d_eff, self.lambda_reg, self.sigma, self.S, self.delta_eff)
         if name == "lucb1":
             return th.lucb1_factor(s, self.delta, self.K, self.sigma)
         return th.hoeffding_factor(s, self.delta, self.K)
 
+    def _ridge(self) -> TrackedRidgeState:
+        """The ridge estimator: linear indices only (the classical ones keep per-arm means)."""
+        return self.gaps.ridge()
+
     def means(self) -> np.ndarray:
         """Estimated means: ridge x_a^T theta_hat (linear) or empirical means (classical)."""
         if self.linear:
-            return self.state.mu
+            return self._ridge().mu
         return self.sums / np.maximum(self.n, 1)
 
     def index_matrix(self, mu: np.ndarray, f: float) -> np.ndarray:
@@ -227,7 +233,7 @@ class GIFA(Policy):
         """The selection rule applied to (b_t, c_t)."""
         rule = self.selection
         if rule == "greedy":
-            st = self.state
+            st = self._ridge()
             if st.keep_row and self.gaps.single_paired:  # large K: one pass, reused by the update
                 return self.gaps.greedy_pair_arm(b, c, self.rng)
             known, self.gaps.Pxb = self.gaps.Pxb, None
@@ -236,14 +242,14 @@ class GIFA(Policy):
             else:
                 Py = st.P @ (self.Z[b] - self.Z[c])
             return greedy_arm(st, None, self.rng, Py=Py)
-        if rule == "optimized":
+        if self._design is not None:  # rule "optimized"
             arm = self._design.ratio_arm((b, c), self.Z[b] - self.Z[c], self._design_counts(), self.rng)
             self.diagnostics["lp_solved"] = self._design.n_solved
             return arm
         if rule == "both":
             return np.array([b, c]) if self.max_samples - self.n_samples >= 2 else b
         # classical indices: the less-sampled arm has the larger width
-        variances = self.state.diag if self.linear else -self._design_counts()
+        variances = self._ridge().diag if self.linear else -self._design_counts()
         return largest_variance_arm(variances, b, c, self.rng)
 
     def _select(self):
@@ -283,7 +289,7 @@ class GIFA(Policy):
         flight = self.in_flight
         self._plate_n = self.n + flight
         if self.linear:
-            self.state = self.gaps.state = self._plate.of(recorded, self.n_samples, flight)
+            self.state = self.gaps.state = self._plate.of(self._ridge(), self.n_samples, flight)
         try:
             _, b, c, _ = self.gifa_round()
             return self.select_arm(b, c)
@@ -299,14 +305,45 @@ class GIFA(Policy):
             raise ValueError(f"threshold 'hoeffding' assumes rewards in [0, 1]; got {rewards.tolist()}")
         if self.linear:
             product = self.gaps.product_for(int(arms[0]) if arms.size == 1 else -1)
+            state = self._ridge()
             if arms.size == 1:
                 also = ahead = None
-                if self.state.keep_row:  # large K
+                if state.keep_row:  # large K
                     also, ahead = self.gaps.sweep_ahead(lambda: self.threshold_factor(self.n_samples),
                                                         guess=product is None and self.selection == "greedy")
-                self.state.update(int(arms[0]), float(rewards[0]), also=also, on_block=ahead, product=product)
+                state.update(int(arms[0]), float(rewards[0]), also=also, on_block=ahead, product=product)
             else:
-                self.state.update_many(arms, rewards)
+                state.update_many(arms, rewards)
+
+    def _certified_epsilon(self) -> np.ndarray:
+        """eq. (1) of certainty/certificate.py with the stopping rule's own gap indices:
+        U(i, j) = B[j, i] = mu_j - mu_i + W(j, i) at the threshold factor f_s of the recorded
+        outcomes (s = n_samples), for the answer's arms against every arm. Classical indices hold
+        nothing about an arm without a test (its width is infinite). O(m K d)."""
+        A = self._current_answer()
+        U = self.gaps.bounds_against(self.means(), A, self.threshold_factor(self.n_samples), self.n)
+        if not self.linear:
+            untested = self.n == 0
+            U[:, untested] = np.inf
+            U[untested[A]] = np.inf
+            U[np.arange(A.size), A] = -np.inf
+        return certified_from_bounds(U, self.m)
+
+    def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
+        noise = f"noise sub-Gaussian with scale sigma = {self.sigma:g}"
+        if not self.linear:
+            if self.threshold == "hoeffding":
+                return "independent arms with outcomes in [0, 1] (no model of the features)", ()
+            return f"independent arms (no model of the features), {noise}", ()
+        model = f"the linear-Gaussian model on these features, {noise}"
+        if self.threshold not in ("theoretical", "abbasi-yadkori"):
+            return model, ()
+        st = self._ridge()
+        low = norm_bound_refuted(st.theta, st.P, self.threshold_factor(self.n_samples), self.S)
+        caveats = () if low is None else (
+            f"the outcomes refute ||theta|| <= S = {self.S:g} (every theta of the confidence set has norm >= "
+            f"{low:.3g}): pass a larger S",)
+        return f"{model}, ||theta|| <= S = {self.S:g}", caveats
 
     def _recommend(self, rng):
         if self.m >= self.K:

@@ -56,6 +56,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit
 
+from .certainty.certificate import certified_from_bounds
 from .estimators import PlateDesign, RidgeState
 from .glgape_width import (
     CALIBRATIONS,
@@ -70,7 +71,7 @@ from .glgape_width import (
 )
 from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_into, logistic_mle
 from .linalg import block_bounds, project_if_deficient
-from .lr_set import LikelihoodRatioSet, pair_stands, prediction_loss
+from .lr_set import LikelihoodRatioSet, forecast_level, pair_stands, prediction_loss
 from .params import (
     DELTA,
     LAMBDA_REG,
@@ -134,7 +135,7 @@ class GLGapE(Policy):
         "_phase", "_best", "theta", "state", "design", "c_mu", "_s_init", "_scale_fields", "_generation",
         "_next_calibration", "_checked_at", "_eta",
         "_mle_iters", "_mle_rounds", "_mle_over10", "_mle_max", "_mle_not_converged", "_sep_warnings",
-        "_pred_loss", "_lr_next_check", "_theta_mle", "_lr_checks",
+        "_pred_loss", "_lr_next_check", "_theta_mle", "_lr_checks", "_lr_certified",
     )
 
     parameters = {
@@ -236,6 +237,8 @@ class GLGapE(Policy):
         self._lr_next_check = 0  # ... the sample count of its next stopping test, and the last MLE found
         self._theta_mle: np.ndarray | None = None
         self._lr_checks = 0
+        # (sample count, arms...) when the likelihood-ratio test certified these arms on those outcomes
+        self._lr_certified: tuple[int, ...] = ()
         self._plate = PlateDesign()
         self.diagnostics.update(E=self.E, d_eff=self.d_eff, calibration=calibration, rule=rule)
         if calibration == "likelihood-ratio":  # the index: rivals not yet ruled out at the last full test
@@ -356,10 +359,10 @@ class GLGapE(Policy):
         S = self.S
         if S is None:  # plug-in bound on ||theta*||, inflated like c_mu's (only "self-normalized" uses it)
             S = float(np.linalg.norm(self.theta)) + self.gamma * float(np.sqrt(np.trace(self.state.P)))
-        self._corners = corners(self.c_mu, self.k_mu)
+        self._corners = corners(self._c_mu, self.k_mu)
         self.width_scale, calib = calibrate(
             self.calibration, Z=self.Z, P=self.state.P, q=self.state.diag, M=self.state.design_matrix(),
-            s_init=self._s_init, delta=self.delta, c_mu=self.c_mu, k_mu=self.k_mu, R=self.R,
+            s_init=self._s_init, delta=self.delta, c_mu=self._c_mu, k_mu=self.k_mu, R=self.R,
             lambda_reg=self.lambda_reg, S=S,
         )
         self._scale_fields = (type(self.width_scale).__name__, astuple(self.width_scale))
@@ -378,7 +381,7 @@ class GLGapE(Policy):
             return self._stop()
         return self._choose(*pair, self.state, self.n)
 
-    def _pair(self, state: RidgeState, check: bool = True):
+    def _pair(self, state: RidgeState, check: bool = True) -> tuple[int, int, int] | None:
         """(i_t, j_t, corner) from the estimate and the widths of ``state``'s design, or None when
         the stopping rule fires (``check``) or there is a single arm."""
         scale = self.width_scale(self.n_samples + 1)
@@ -403,8 +406,15 @@ class GLGapE(Policy):
             self.diagnostics["stat"] = float(U[j])  # the stopping statistic (fires at <= epsilon), as GIFA's
             if U[j] <= self.epsilon:
                 return None
-        k = int(corner_widths(g[i], state.diag[j], g[j], self.c_mu, self.k_mu)[1])
+        k = int(corner_widths(g[i], state.diag[j], g[j], self._c_mu, self.k_mu)[1])
         return i, j, k
+
+    @property
+    def _c_mu(self) -> float:
+        """c_mu, given or estimated at the end of the initial phase (every width needs it from then on)."""
+        if self.c_mu is None:
+            raise RuntimeError(f"{self.name}: c_mu is estimated at the end of the initial phase; it is not known yet")
+        return self.c_mu
 
     @property
     def _recalibrates(self) -> bool:
@@ -438,13 +448,83 @@ class GLGapE(Policy):
         if n_open is None:  # the sampled rival stands: not counted further
             return False
         self.diagnostics["stat"] = float(n_open)
+        if n_open == 0:
+            self._lr_certified = (int(self.n_samples), *(int(a) for a in named))
         return n_open == 0
+
+    # ------------------------------------------------------------------ the anytime certificate
+    def _bounds_against(self, state: RidgeState, A: np.ndarray, mu: np.ndarray,
+                        scale: float) -> tuple[np.ndarray, np.ndarray]:
+        """B[k, j] = mu_j - mu_A[k] + scale nu_t(A[k], j) for every arm j (m x K), -inf at j = A[k]:
+        the width calibrations' upper bounds on mu_j - mu_A[k] ([KW] eq. 9), and the rows of
+        Z M^-1 Z^T of the arms of A they come from. O(m (K d + d^2))."""
+        P, diag = state.P, state.diag
+        G = (self.Z @ (P @ self.Z[A].T)).T  # rows of Z M^-1 Z^T for the arms of A: m x K
+        rows = np.arange(len(A))
+        nu2 = max_corner_sq(G[rows, A][:, None], diag[None, :], G, self._c_mu, self.k_mu)
+        B = (mu[None, :] - mu[A][:, None]) + scale * np.sqrt(np.maximum(nu2, 0.0))
+        B[rows, A] = -np.inf
+        return B, G
+
+    def stopping_threshold(self, t: float, delta: float) -> float | None:
+        """The likelihood-ratio calibration's level, approximately (lr_set.forecast_level); None for
+        the width calibrations, whose stop is not a threshold on the evidence."""
+        return forecast_level(t, self.d_eff, delta) if self.calibration == "likelihood-ratio" else None
+
+    def _certified_epsilon(self) -> np.ndarray:
+        """eq. (1) of certainty/certificate.py on the stopping rule's confidence set.
+
+        "likelihood-ratio": the set C_t of lr_set.py at the level the stopping test uses, its pair
+        bounds ``gap_bounds`` for each arm of the answer (and epsilon itself once the test has
+        certified the answer on these outcomes: it proved every pair within epsilon). The width
+        calibrations: mu_j - mu_i + scale(t) nu_t(i, j) at the estimate, as the stopping rule.
+        Before the design spans (widths undefined) nothing is certified for those (inf).
+        """
+        A = self._current_answer()
+        if self.calibration == "likelihood-ratio":
+            return self._lr_certificate(A)
+        if self._phase != "adaptive":
+            return np.full(A.size, np.inf)
+        mu = expit(self.Z @ self.theta)
+        U = self._bounds_against(self.state, A, mu, self.width_scale(self.n_samples + 1))[0]
+        return certified_from_bounds(U, A.size)
+
+    def _lr_certificate(self, A: np.ndarray) -> np.ndarray:
+        pulled = np.flatnonzero(self.n)
+        if pulled.size == 0:
+            return np.full(A.size, np.inf)
+        level = self._pred_loss + np.log(1.0 / self.delta)
+        start = self.theta if self._theta_mle is None else self._theta_mle
+        cs = LikelihoodRatioSet(self.Z[pulled], self.n[pulled], self.sums[pulled], level, start)
+        P, diag = (self.state.P, self.state.diag) if self._phase == "adaptive" else (None, None)
+        U = np.stack([cs.gap_bounds(self.Z, int(i), A.size, P, diag) for i in A])  # the m answer arms
+        eps = certified_from_bounds(U, A.size)
+        if self._lr_certified == (int(self.n_samples), *(int(a) for a in A)):
+            eps = np.minimum(eps, self.epsilon)
+        return eps
+
+    def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
+        model = "the logistic model on these features"
+        if self.calibration == "likelihood-ratio":
+            return model, ()
+        if self.calibration in ("reinterpreted", "literal34"):
+            return model, ()  # declared without guarantee in the parameters
+        c_mu = f"c_mu = {self.c_mu:.3g}" if self.c_mu is not None else "c_mu"
+        if self.calibration == "theory":
+            caveats = () if self.c_mu_source == "given" else (f"{c_mu} is a plug-in estimate, not a known bound",)
+            return f"{model}, mu' >= {c_mu} on the arms", caveats
+        S = self.diagnostics.get("S", self.S)
+        S_text = "S" if S is None else f"S = {float(S):.3g}"
+        estimated = [name for name, given in (("c_mu", self.c_mu_source == "given"), ("S", self.S is not None))
+                     if not given]
+        caveats = (f"{' and '.join(estimated)} estimated (plug-ins, not known bounds)",) if estimated else ()
+        return f"{model}, mu' >= {c_mu} on the arms and ||theta|| <= {S_text}", caveats
 
     def _choose(self, i: int, j: int, k: int, state: RidgeState, counts: np.ndarray) -> int:
         """The selection rule for y = c1 x_i - c2 x_j: ratio (counts) or greedy (``state``'s design)."""
         c1, c2 = self._corners[k]
         y = c1 * self.Z[i] - c2 * self.Z[j]
-        if self.rule == "ratio":
+        if self.design is not None:  # rule "ratio"
             return self.design.ratio_arm((i, j, k, self._generation), y, counts, self.rng)
         return greedy_arm(state, y, self.rng)
 
@@ -462,7 +542,7 @@ class GLGapE(Policy):
 
     def _max_corner(self, q_ii: float, q_jj: np.ndarray, q_ij: np.ndarray, fewer_ops: bool = False) -> np.ndarray:
         """Squared width max over the 4 corners for all j at once (the corner is found later for j_t only)."""
-        return max_corner_sq(q_ii, q_jj, q_ij, self.c_mu, self.k_mu, fewer_ops)
+        return max_corner_sq(q_ii, q_jj, q_ij, self._c_mu, self.k_mu, fewer_ops)
 
     def _fit_summary(self) -> dict:
         return dict(

@@ -33,7 +33,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .glgape import GLGapE, corner_widths, max_corner_sq
+from .estimators import RidgeState
+from .glgape import GLGapE, corner_widths
 from .params import M, resolve
 from .registry import register
 from .ties import argmax_random, top_m
@@ -67,7 +68,7 @@ class TopMGLGapE(GLGapE):
             self.diagnostics["stat"] = float(self.K - m)
         self.diagnostics.update(m=m)
 
-    def _pair(self, state, check: bool = True):
+    def _pair(self, state: RidgeState, check: bool = True) -> tuple[int, int, int] | None:
         """(b_t, c_t, corner) from the estimate and the widths of ``state``'s design, or None when
         the stopping rule fires (``check``)."""
         t = self.n_samples + 1
@@ -75,12 +76,7 @@ class TopMGLGapE(GLGapE):
         J = top_m(mu, self.m, self.rng)
         self._top = J
         self._best = int(J[0])
-        P, diag = state.P, state.diag
-        G = (self.Z @ (P @ self.Z[J].T)).T  # rows of Z M^-1 Z^T for the arms of J: m x K
-        q_J = G[np.arange(self.m), J]
-        nu2 = max_corner_sq(q_J[:, None], diag[None, :], G, self.c_mu, self.k_mu)
-        scale = self.width_scale(t)
-        B = (mu[None, :] - mu[J][:, None]) + scale * np.sqrt(np.maximum(nu2, 0.0))
+        B, G = self._bounds_against(state, J, mu, self.width_scale(t))
         B[:, J] = -np.inf  # challengers are outside J
         k, c = divmod(argmax_random(B.ravel(), self.rng), self.K)
         b = int(J[k])
@@ -89,7 +85,7 @@ class TopMGLGapE(GLGapE):
                 return None
         elif check and B[k, c] <= self.epsilon:
             return None
-        return b, int(c), int(corner_widths(q_J[k], diag[c], G[k, c], self.c_mu, self.k_mu)[1])
+        return b, int(c), int(corner_widths(G[k, b], state.diag[c], G[k, c], self._c_mu, self.k_mu)[1])
 
     def _recommend(self, rng):
         if self._top is not None:

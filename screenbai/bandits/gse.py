@@ -15,7 +15,7 @@ Registered names (every parameter can still be overridden):
   steps: the paper's FWG can stall), our choice;
   note that the paper's unsuffixed "GSE-Lin" is the uniform allocation.
 * aliases fixing the allocation: ``gse-lin-uniform``, ``gse-lin-fwg``, ``gse-lin-wynn``,
-  ``gse-lin-greedy``, ``gse-log-uniform``, ``gse-log-fwg``.
+  ``gse-lin-greedy``, ``gse-log-uniform``, ``gse-log-fwg``, ``gse-log-wynn``, ``gse-log-greedy``.
 
 Package choices (the paper leaves them open): leftover budget B - s n goes to the last stage by default
 (``leftover="last"``, so the whole budget is spent; ``"unused"`` is the paper's description,
@@ -249,11 +249,24 @@ class GSE(Policy):
         return self.active[top_m(means, 1, rng)]
 
 
+_ALLOCATION_NAMES = {
+    "fw": "Frank-Wolfe G-optimal design (the paper's FWG)",
+    "uniform": "uniform allocation over the surviving arms",
+    "wynn": "Wynn's G-optimal design algorithm",
+    "greedy": "greedy G-allocation",
+}
+
+
+def _alias(model: str, allocation: str) -> str:
+    """The description of a GSE name that fixes the allocation."""
+    return f"GSE-{model} with the stage allocation fixed to {_ALLOCATION_NAMES[allocation]}."
+
+
 @register("gse-lin")
-@register("gse-lin-fwg", allocation="fw")
-@register("gse-lin-uniform", allocation="uniform")
-@register("gse-lin-wynn", allocation="wynn")
-@register("gse-lin-greedy", allocation="greedy")
+@register("gse-lin-fwg", _alias("Lin", "fw"), allocation="fw")
+@register("gse-lin-uniform", _alias("Lin", "uniform"), allocation="uniform")
+@register("gse-lin-wynn", _alias("Lin", "wynn"), allocation="wynn")
+@register("gse-lin-greedy", _alias("Lin", "greedy"), allocation="greedy")
 class GSELin(GSE):
     """GSE-Lin: stage OLS on projected features; default allocation Frank-Wolfe (D-exact)."""
 
@@ -262,8 +275,10 @@ class GSELin(GSE):
 
 
 @register("gse-log")
-@register("gse-log-fwg", allocation="fw")
-@register("gse-log-uniform", allocation="uniform")
+@register("gse-log-fwg", _alias("Log", "fw"), allocation="fw")
+@register("gse-log-uniform", _alias("Log", "uniform"), allocation="uniform")
+@register("gse-log-wynn", _alias("Log", "wynn"), allocation="wynn")
+@register("gse-log-greedy", _alias("Log", "greedy"), allocation="greedy")
 class GSELog(GSE):
     """GSE-Log: stage penalised logistic MLE (lambda_reg = 1), Bernoulli (0/1) rewards."""
 

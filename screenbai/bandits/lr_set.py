@@ -42,7 +42,17 @@ _BLOCK = 65536  # rows of Z per block of the outer-bound pass
 MAX_EXACT_TESTS = 256  # per named arm and test: arms the bounds leave beyond this count as not ruled out
 BOX_MIN_ALIVE = 64  # more arms than this left by the outer radius: the box bound (2 d range ends) prunes them
 EXACT_NORMS_MAX_K = 20_000  # the outer bound's H^-1 norms: exact (O(K d^2)) up to this K, from M^-1 above
+MAX_CERT_TESTS = 32  # the certificate's exact range ends per answer arm (beyond, outer bounds)
+_CERT_STEPS = 14  # bisections of the certificate's range ends (the stopping test's own use 8)
 _DECREMENT_TOL = 1e-10  # Newton decrement (squared) at which a hyperplane minimum is taken as reached
+
+
+def forecast_level(t: float, d: int, delta: float) -> float:
+    """An approximation, for forecasts only, of the evidence (nats) the likelihood-ratio set needs
+    to rule a rival out after t tests: log(1/delta) plus the regret of the running predictions
+    against the maximum-likelihood fit, which for a d-parameter logistic model grows like
+    (d/2) log(1 + t/d). The stopping test itself uses the measured regret, never this."""
+    return math.log(1.0 / delta) + 0.5 * d * math.log1p(max(t, 0.0) / d)
 
 
 def prediction_loss(eta: np.ndarray, rewards: np.ndarray, n_before: int) -> float:
@@ -134,6 +144,17 @@ def _outer_radius(gap: float, kappa: float) -> float:
     return hi
 
 
+def _pair_gap_bound(v_lo: float, v_hi: float, G: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """max over v in [v_lo, v_hi] of mu(min(v + G, W)) - mu(v), elementwise (an upper bound on
+    mu(w) - mu(v) when w - v <= G and w <= W).  With G >= 0 (G is raised to 0: that can only raise
+    a bound that is then <= 0 anyway) the function of v rises up to v* = min(-G/2, W - G) and falls
+    after (mu(v + G) - mu(v) peaks at -G/2; beyond W - G it is mu(W) - mu(v)), so the maximum is at
+    v* clipped to the range."""
+    G = np.maximum(G, 0.0)
+    v = np.clip(np.minimum(-0.5 * G, W - G), v_lo, v_hi)
+    return expit(np.minimum(v + G, W)) - expit(v)
+
+
 def epsilon_margin(b: float, epsilon: float) -> float:
     """logit(mu(b) + epsilon) - b: how much x_j^T theta may exceed x_i^T theta = b before mu_j - mu_i > epsilon."""
     target = expit(b) + epsilon
@@ -194,9 +215,9 @@ class LikelihoodRatioSet:
         self._box: tuple | None = None  # (eigenvectors of H, the box's sides), computed when needed
         self.rho = 0.0 if self.empty else _outer_radius(self.level - f, kappa)
 
-    def _range_end(self, u: np.ndarray, lower: bool) -> float:
+    def _range_end(self, u: np.ndarray, lower: bool, steps: int = 8) -> float:
         """A safe bound on min (``lower``) or max of u^T theta over C_t: a value c with no point of
-        C_t beyond it, from the outer radius, tightened by bisection with exact hyperplane tests."""
+        C_t beyond it, from the outer radius, tightened by ``steps`` bisections with exact hyperplane tests."""
         sign = -1.0 if lower else 1.0
         w = sign * u
         Hinv_w = cho_solve(self.chol, w)
@@ -212,7 +233,7 @@ class LikelihoodRatioSet:
                 outside = quad
             else:
                 inside = quad
-        for _ in range(8):
+        for _ in range(steps):
             mid = 0.5 * (inside + outside)
             if self._beyond_is_empty(w, Hinv_w, mid):
                 outside = mid
@@ -246,18 +267,12 @@ class LikelihoodRatioSet:
         is_named = np.zeros(Z.shape[0], dtype=bool)
         is_named[named] = True
         r_quad = math.sqrt(2.0 * (self.level - self.f_min))
-        exact_norms = Z.shape[0] <= EXACT_NORMS_MAX_K or P is None or diag is None
-        q = np.empty(0) if diag is None else diag
-        if not exact_norms:
-            eta_p = self.Zp @ self.theta
-            c_min = float((expit(eta_p) * expit(-eta_p)).min())
         is_open = np.zeros(Z.shape[0], dtype=bool)
         n_open = 0
         b0 = float(logit((1.0 - epsilon) / 2.0)) if epsilon < 1.0 else -math.inf  # where the margin is smallest
         for i in named:
             zi = Z[int(i)]
             centre = float(zi @ self.theta)
-            Hinv_zi = cho_solve(self.chol, zi)
             # use the end of the range of x_i^T theta nearest b0
             if n_open:  # already not stopping: count with the smallest margin, no range needed
                 b = b0
@@ -271,15 +286,7 @@ class LikelihoodRatioSet:
             if rival is not None and rival[0] == i and not self._rules_out(Z[rival[1]] - zi, g):
                 return None
             alive, score = [], []
-            if not exact_norms:
-                cross = Z @ (np.asarray(P) @ zi)
-            for lo in range(0, Z.shape[0], _BLOCK):  # blocks: O(block d) memory at any K
-                Zb = Z[lo:lo + _BLOCK]
-                if exact_norms:
-                    Lb = cho_solve(self.chol, Zb.T)  # H^-1 x_j
-                    sd2 = np.einsum("ij,ji->i", Zb, Lb) - 2.0 * (Zb @ Hinv_zi) + zi @ Hinv_zi
-                else:
-                    sd2 = (q[lo:lo + _BLOCK] - 2.0 * cross[lo:lo + _BLOCK] + q[i]) / c_min
+            for lo, Zb, sd2, _ in self._norm_blocks(Z, int(i), P, diag):
                 sd = np.sqrt(np.maximum(sd2, 0.0))
                 gap_hat = Zb @ self.theta - centre
                 keep = np.flatnonzero((gap_hat + self.rho * sd > g) & ~is_named[lo:lo + _BLOCK])
@@ -297,6 +304,72 @@ class LikelihoodRatioSet:
                 n_open += not is_open[k]
                 is_open[k] = True
         return n_open
+
+    def _norm_blocks(self, Z: np.ndarray, i: int, P: np.ndarray | None, diag: np.ndarray | None):
+        """For blocks of arms j: (first index, Z block, ||z_j - z_i||^2_{H^-1}, ||z_j||^2_{H^-1}), H the
+        Hessian of L_t at its minimiser: exact (O(K d^2)) up to EXACT_NORMS_MAX_K arms, above upper
+        bounds from ``P`` = M^-1 and ``diag`` = diag(Z P Z^T) of the same outcomes (O(K d): H >= c M
+        with c the smallest weight mu' of a pulled arm)."""
+        zi = Z[i]
+        if Z.shape[0] <= EXACT_NORMS_MAX_K or P is None or diag is None:
+            Hinv_zi = cho_solve(self.chol, zi)
+            zz = float(zi @ Hinv_zi)
+            for lo in range(0, Z.shape[0], _BLOCK):  # blocks: O(block d) memory at any K
+                Zb = Z[lo:lo + _BLOCK]
+                own = np.einsum("ij,ji->i", Zb, cho_solve(self.chol, Zb.T))  # ||z_j||^2_{H^-1}
+                yield lo, Zb, own - 2.0 * (Zb @ Hinv_zi) + zz, own
+            return
+        eta_p = self.Zp @ self.theta
+        c_min = float((expit(eta_p) * expit(-eta_p)).min())
+        cross = Z @ (np.asarray(P) @ zi)
+        for lo in range(0, Z.shape[0], _BLOCK):
+            q = diag[lo:lo + _BLOCK]
+            yield lo, Z[lo:lo + _BLOCK], (q - 2.0 * cross[lo:lo + _BLOCK] + diag[i]) / c_min, q / c_min
+
+    def gap_bounds(self, Z: np.ndarray, i: int, m: int = 1, P: np.ndarray | None = None,
+                   diag: np.ndarray | None = None, n_exact: int = MAX_CERT_TESTS) -> np.ndarray:
+        """U[j] >= sup over C_t of mu(z_j^T theta) - mu(z_i^T theta) for every arm j (-inf at j = i):
+        the pair bounds of the anytime certificate (certainty/certificate.py, eq. (1)).
+
+        With v = z_i^T theta in its range [v_lo, v_hi] (exact range ends), the gap
+        g = (z_j - z_i)^T theta at most G_j and w = z_j^T theta at most W_j:
+        sup mu(w) - mu(v) <= max over v in [v_lo, v_hi] of mu(min(v + G_j, W_j)) - mu(v)
+        (``_pair_gap_bound``, closed form). G_j and W_j come from the outer radius of C_t for every
+        arm at once (O(K d^2), O(K d) above EXACT_NORMS_MAX_K arms with ``P``, ``diag``); then the
+        bounds at the top (the m largest, which decide eq. (1)) get the exact range end of
+        (z_j - z_i)^T theta, until the m largest are exact or ``n_exact`` arms were refined.
+        A set without a minimiser (separable outcomes) is unbounded: every bound is 1 (means in [0, 1]).
+        """
+        K = Z.shape[0]
+        if not self.bounded or self.empty:  # empty: nothing is possible (probability <= delta)
+            U = np.full(K, 1.0 if not self.bounded else 0.0)
+            U[i] = -np.inf
+            return U
+        zi = Z[i]
+        v_lo = self._range_end(zi, lower=True, steps=_CERT_STEPS)
+        v_hi = self._range_end(zi, lower=False, steps=_CERT_STEPS)
+        G, W = np.empty(K), np.empty(K)
+        centre = float(zi @ self.theta)
+        for lo, Zb, sd2, own in self._norm_blocks(Z, i, P, diag):
+            eta = Zb @ self.theta
+            G[lo:lo + Zb.shape[0]] = eta - centre + self.rho * np.sqrt(np.maximum(sd2, 0.0))
+            W[lo:lo + Zb.shape[0]] = eta + self.rho * np.sqrt(np.maximum(own, 0.0))
+        U = _pair_gap_bound(v_lo, v_hi, G, W)
+        U[i] = -np.inf
+        exact = np.zeros(K, dtype=bool)
+        exact[i] = True
+        n_done = 0
+        while n_done < n_exact:
+            top = np.argpartition(-U, m - 1)[:m]
+            todo = top[~exact[top]][: n_exact - n_done]
+            if not todo.size:
+                break
+            for j in todo:  # at most m arms per pass, n_exact in all
+                g = min(G[j], self._range_end(Z[j] - zi, lower=False, steps=_CERT_STEPS))
+                U[j] = _pair_gap_bound(v_lo, v_hi, np.array([g]), W[j:j + 1])[0]
+                exact[j] = True
+            n_done += todo.size
+        return U
 
     def _box_bound(self, V: np.ndarray) -> np.ndarray:
         """An upper bound on max over C_t of v^T (theta - theta_m) for each row v of V, O(d) each.

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from types import FrameType, SimpleNamespace
 from typing import Any
 
+from .. import ScreenbaiWarning
 from .policy import DEFAULT_MAX_SAMPLES
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -210,6 +211,14 @@ def declared(cls: type) -> dict[str, Param]:
     return hit
 
 
+class RenamedParameterWarning(ScreenbaiWarning, DeprecationWarning):
+    """A parameter was given under its old name (it keeps working for one release)."""
+
+
+class SavedDefaultWarning(ScreenbaiWarning, UserWarning):
+    """A saved policy keeps a default that a later release changed, or lost a parameter."""
+
+
 def renamed(cls: type) -> dict[str, str]:
     """Deprecated parameter names of ``cls`` -> their current names."""
     return _merged(cls, "renamed")
@@ -231,14 +240,14 @@ def _rename(cls: type, params: dict) -> dict:
     for key, value in params.items():
         new = old_names.get(key)
         if new is not None:
+            if new in params:
+                raise TypeError(f"{cls.__name__}: got both {key!r} and its new name {new!r}; keep {new!r}")
             warnings.warn(
                 f"{cls.__name__}: parameter {key!r} is now called {new!r}; "
                 "the old name will be removed in the next release",
-                DeprecationWarning,
+                RenamedParameterWarning,
                 stacklevel=_outside_stacklevel(),
             )
-            if new in params:
-                raise TypeError(f"{cls.__name__}: got both {key!r} and its new name {new!r}; keep {new!r}")
             key = new
         out[key] = value
     return out
@@ -312,14 +321,14 @@ def keep_saved_defaults(cls: type, saved: dict, where: str) -> dict:
             warnings.warn(
                 f"{where}: {cls.__name__} no longer has the parameter {key!r} (saved at its default {value!r}); "
                 "the policy goes on without it",
-                UserWarning,
+                SavedDefaultWarning,
                 stacklevel=_outside_stacklevel(),
             )
         elif current[key].default != value:
             warnings.warn(
                 f"{where}: {cls.__name__}'s default {key}={current[key].default!r} differs from the "
                 f"{key}={value!r} this policy was saved with; it keeps {value!r}",
-                UserWarning,
+                SavedDefaultWarning,
                 stacklevel=_outside_stacklevel(),
             )
             keep[key] = value
@@ -331,7 +340,7 @@ def check(cls: type, given: dict, label: str = "") -> None:
     accepted where declared.  Raises ValueError / TypeError naming the parameter."""
     params = declared(cls)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", RenamedParameterWarning)
         given = _rename(cls, given)
     prefix = f"{label}: " if label else ""
     for key, value in given.items():

@@ -26,6 +26,13 @@ whole state as plain data (arrays, numbers, strings, lists, dicts; no solver obj
 restored policy asks what the uninterrupted one would. ``run(env)`` drives a policy against a
 simulator; an algorithm may override it with a vectorised path that returns the same result, using
 only the environment's public methods (``pull``, ``pull_sequence``).
+
+The certificate. An algorithm whose confidence set is valid at all times at once implements
+``_certified_epsilon`` (per arm of the current answer, the smallest epsilon for which the set
+certifies it epsilon-good at level delta; the set the stopping rule uses) and may describe its
+model in ``_certificate_model``; ``certificate()`` then returns a ``Certificate``
+(certainty/certificate.py) at any moment, and ``result()`` of a finished run carries
+``diagnostics["certified_epsilon"]``. The default (None) means no valid confidence set.
 """
 
 from __future__ import annotations
@@ -191,6 +198,77 @@ class Policy(metaclass=_PolicyMeta):
         """The diagnostics reported by ``result()`` (a copy; override to add derived values)."""
         return dict(self.diagnostics)
 
+    def _certified_epsilon(self) -> np.ndarray | None:
+        """Per arm of the current answer (``_current_answer()``, in its order), the smallest
+        epsilon >= 0 for which it is certified epsilon-good at level ``delta`` by the policy's
+        confidence set, from recorded outcomes only (certainty/certificate.py, eq. (1)); inf where
+        nothing is certified yet. None (the default): the policy has no valid confidence set
+        (fixed-budget algorithms). The set must be the one the stopping rule uses, and valid at all
+        times at once, so the certificate can be read after any outcome.
+        """
+        return None
+
+    def stopping_threshold(self, t: float, delta: float) -> float | None:
+        """beta(t, delta): the evidence (in nats) this stopping rule needs after t tests at level
+        delta, so that a run sampling in proportions w stops near t = T(w) beta(t, delta); what
+        certainty/forecast.py solves for a forecast. None (the default): the algorithm states no
+        threshold (a fixed budget, or a rule without one), and no forecast is made."""
+        return None
+
+    def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
+        """(the model the certificate holds under, in words with its assumed constants; caveats
+        that void the guarantee beyond the parameters declared without one in ``params.py``)."""
+        if not self.models_features:
+            return ("independent arms (no model of the features)" if not self.binary_rewards
+                    else "independent arms with 0/1 outcomes (no model of the features)"), ()
+        if self.binary_rewards:
+            return "the logistic model on these features", ()
+        sigma = getattr(self, "sigma", None)
+        noise = "" if sigma is None else f", noise sub-Gaussian with scale sigma = {float(sigma):g}"
+        return f"the linear-Gaussian model on these features{noise}", ()
+
+    def _current_answer(self) -> np.ndarray:
+        """The answer ``result()`` recommends now (its ties broken by a copy of the generator)."""
+        return np.atleast_1d(np.asarray(self._recommend(copy.deepcopy(self.rng)))).astype(np.int64)
+
+    def certificate(self):
+        """The anytime certificate of the current answer (a ``Certificate``, see
+        screenbai/bandits/certainty/certificate.py), or None without a valid confidence set.
+        Changes nothing in the policy (the value is cached until the next outcome)."""
+        from .certainty.certificate import Certificate
+        from .params import without_guarantee
+
+        answer = self._current_answer()
+        key = (int(self.n_samples), bool(self._finished), tuple(answer.tolist()))
+        cached = self.__dict__.get("_certificate_cache")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        eps = self._certified_epsilon()
+        cert = None
+        if eps is not None:
+            eps = np.asarray(eps, dtype=float).reshape(-1)
+            if eps.shape != answer.shape:
+                raise RuntimeError(f"{self.name}: _certified_epsilon gave {eps.size} value(s) for an answer of "
+                                   f"{answer.size} arm(s)")
+            if np.isnan(eps).any() or (eps < 0).any():
+                raise RuntimeError(f"{self.name}: _certified_epsilon gave {eps.tolist()}; expected values >= 0")
+            if self.binary_rewards:  # means in [0, 1]: no gap exceeds 1
+                eps = np.minimum(eps, 1.0)
+            delta = getattr(self, "delta", None)
+            if delta is None:
+                raise RuntimeError(f"{self.name} certifies an answer but has no confidence level delta")
+            model, caveats = self._certificate_model()
+            declared = tuple(f"{s} has no proven guarantee" for s in without_guarantee(type(self), self._init_kwargs))
+            caveats = declared + tuple(caveats)
+            cert = Certificate(
+                arms=tuple(int(a) for a in answer), epsilon=tuple(float(e) for e in eps),
+                delta=float(delta), guaranteed=not caveats, model=model, m=int(answer.size),
+                n_samples=int(self.n_samples), quantity="cure rate" if self.binary_rewards else "mean outcome",
+                caveats=caveats, vacuous_at=1.0 if self.binary_rewards else math.inf,
+            )
+        self.__dict__["_certificate_cache"] = (key, cert)
+        return cert
+
     # ------------------------------------------------------------------ sequential protocol
     @property
     def done(self) -> bool:
@@ -274,13 +352,25 @@ class Policy(metaclass=_PolicyMeta):
         )
 
     def result(self) -> Result:
-        """The current recommendation and cost; changes nothing in the policy."""
+        """The current recommendation and cost; changes nothing in the policy.
+
+        Once the run has finished (stopped, budget spent or capped), ``diagnostics`` holds
+        ``certified_epsilon``: per arm of the recommendation, the epsilon it is certified to be
+        epsilon-good at (``certificate()``; absent for policies without a valid confidence set).
+        While the run goes on, call ``certificate()`` (the likelihood-ratio set makes it cost some
+        Newton solves, not wanted at every ``result()``).
+        """
+        diagnostics = self._diagnostics()
+        if self._finished:
+            cert = self.certificate()
+            if cert is not None:
+                diagnostics["certified_epsilon"] = list(cert.epsilon)
         return Result(
-            recommendation=tuple(int(a) for a in np.atleast_1d(self._recommend(copy.deepcopy(self.rng)))),
+            recommendation=tuple(int(a) for a in self._current_answer()),
             n_samples=int(self.n_samples),
             pulls=self.n.copy(),
             stopped=bool(self._stopped),
-            diagnostics=self._diagnostics(),
+            diagnostics=diagnostics,
         )
 
     def run(self, env) -> Result:
@@ -341,6 +431,15 @@ class Policy(metaclass=_PolicyMeta):
             if n is None:
                 break
         return np.concatenate(parts) if parts else NO_ARMS.copy()
+
+    def recheck(self) -> None:
+        """Run the stopping rule on the recorded outcomes now, even while the rest of a chosen batch
+        waits in the queue (``tell`` runs it when the queue is empty or holds only cancelled arms, so
+        that ``propose(1)`` + ``tell`` gives the sequential choices).  A campaign calls it after each
+        results file: ``done`` and the leader then follow every recorded outcome, whatever plates are
+        still in the lab."""
+        if not self._finished and self._queue.size and self._stops_now():
+            self._finish(True)
 
     def cancel(self, arms) -> None:
         """Take arms in flight back without an outcome (failed wells); they are proposed again first."""

@@ -8,10 +8,12 @@ true instance, for simulation studies.
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import re
 from dataclasses import dataclass, field
 
-_MODULES = ("gifa", "static", "glgape", "glgape_topm", "gse", "baselines")
+_MODULES = ("gifa", "static", "static_adaptive", "glgape", "glgape_topm", "gse", "baselines")
 _REGISTRY: dict[str, Entry] = {}
 
 
@@ -31,12 +33,29 @@ class Entry:
         return {**{k: p.default for k, p in declared(self.cls).items()}, **self.defaults}
 
 
+class UnknownAlgorithm(KeyError):
+    """A name that is not registered; the message gives the close matches (a KeyError, printed unquoted)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def summary(doc: str | None) -> str:
+    """The first sentence of a docstring's first paragraph, on one line (a description never cut mid-sentence)."""
+    paragraph = " ".join((doc or "").strip().split("\n\n")[0].split())
+    paragraph = re.sub(r"``([^`]*)``", r"\1", paragraph)  # reST literals read as plain text
+    # a full stop that ends a sentence: before a capital or the end, not after an abbreviation (e.g., Fig., Prop.)
+    not_after = "(?<!e\\.g)(?<!i\\.e)(?<!et al)(?<!cf)(?<!Fig)(?<!Eq)(?<!Prop)(?<!Sec)"
+    match = re.search(not_after + r"\.(?=\s+[A-Z(\[]|$)", paragraph)
+    return paragraph[: match.start() + 1] if match else paragraph
+
+
 def register(name: str, description: str = "", **defaults):
     def deco(cls):
         key = name.lower()
         if key in _REGISTRY and _REGISTRY[key].cls is not cls:
             raise ValueError(f"algorithm name {name!r} is registered twice")
-        _REGISTRY[key] = Entry(key, cls, dict(defaults), description or (cls.__doc__ or "").strip().split("\n")[0])
+        _REGISTRY[key] = Entry(key, cls, dict(defaults), description or summary(cls.__doc__))
         return cls
 
     return deco
@@ -56,7 +75,11 @@ def get(name: str) -> Entry:
     entries = available()
     key = str(name).lower()
     if key not in entries:
-        raise KeyError(f"unknown algorithm {name!r}; available: {', '.join(entries)}")
+        close = difflib.get_close_matches(key, list(entries), n=4, cutoff=0.6)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise UnknownAlgorithm(
+            f"unknown algorithm {name!r}; {hint}`screenbai algorithms` lists the {len(entries)} registered names"
+        )
     return entries[key]
 
 

@@ -50,14 +50,33 @@ def largest_variance_arm(variances: np.ndarray, b: int, c: int, rng: np.random.G
     return b if vb > vc else c
 
 
+def solve_cold(policy) -> None:
+    """Switch the L1 designs of ``policy`` (GLGapE's ratio rule, GIFA's optimized selection) to cold-start
+    LPs from now on (see :class:`L1Design`); a campaign does this right after building each policy (the
+    LPs solved while it was built, the same in every process, are forgotten: none is replayed)."""
+    for value in vars(policy).values():
+        if isinstance(value, L1Design):
+            value.cold = True
+            value._history, value._replay = [], []
+
+
 class L1Design:
     """Optimal proportions p(y) from min ||w||_1 s.t. X^T w = y (HiGHS), cached by a key.
 
     The ratio rule then pulls argmin_{a: p_a > 0} T_a / p_a ([XHS18] eq. 13).
 
-    The LP (w = u - v, u, v >= 0, standard form) is built once in a HiGHS model;
-    each new direction only changes the right-hand side, so the dual simplex restarts from the
-    previous optimal basis (about 3x faster than a cold ``scipy.optimize.linprog`` at K = 400).
+    The LP (w = u - v, u, v >= 0, standard form) is built once in a HiGHS model; each new
+    direction only changes the right-hand side, so by default the dual simplex restarts from the
+    previous optimal basis.  HiGHS's answer (last bits, or a vertex of a degenerate LP) then depends
+    on that chain of earlier LPs, which a restored design solves again before its next new LP.
+
+    ``cold = True`` (set by :func:`solve_cold`; campaigns do) solves every LP from HiGHS's cold start
+    (``clearSolver``) instead: the answer depends on y alone, a restored design replays nothing, and a
+    campaign's ``next`` costs the same in a fresh process after thousands of LPs (before: every LP of
+    the campaign again).  Cold starts also measured faster per LP here (CPU for random gap directions:
+    ``python benchmarks/bench_plates.py --part lab``, docs/plates.md).  The two modes choose the same
+    arms up to those last bits and degenerate vertices, not bit for bit; the warm chain stays the
+    default so that the documented simulation studies reproduce exactly.
     """
 
     def __init__(self, X: np.ndarray, zero_tol: float = 1e-10):
@@ -67,6 +86,7 @@ class L1Design:
         self._highs: Any = None  # highspy.Highs, built on first use
         self._cache: dict = {}
         self.n_solved = 0
+        self.cold = False  # True: every LP from HiGHS's cold start (see the class doc)
         self._history: list[np.ndarray] = []  # right-hand sides solved, in order (the warm-start chain)
         self._replay: list[np.ndarray] = []  # of a restored state: solved again before the next new LP
 
@@ -74,7 +94,10 @@ class L1Design:
         """The HiGHS model of the LP, built on first use."""
         import highspy
 
-        h = highspy.Highs()
+        from ..streams import quiet_native_output
+
+        with quiet_native_output():  # highspy >= 1.16 prints a banner on fd 1 when constructed
+            h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         h.setOptionValue("presolve", "off")  # dense 2K x d problem, few pivots: presolve only costs
         K, d = self.K, self.d
@@ -94,8 +117,10 @@ class L1Design:
         return h
 
     def _run(self, y: np.ndarray) -> np.ndarray:
-        """Solve the LP for y from the previous optimal basis; the minimiser w."""
+        """Solve the LP for y from the previous optimal basis (or cold, see the class doc); the minimiser w."""
         h = self._highs
+        if self.cold:
+            h.clearSolver()
         h.changeRowsBounds(self.d, self._rows, y, y)
         h.run()
         if h.getModelStatus() == self._optimal:
@@ -109,12 +134,14 @@ class L1Design:
         """Return (support indices, proportions on the support, rho = ||w*||_1)."""
         if self._highs is None:
             self._highs = self._model()
-            for old in self._replay:  # HiGHS's answer depends on its warm start: rebuild the chain
-                self._run(old)
-            self._history, self._replay = self._replay + self._history, []
+            if not self.cold:
+                for old in self._replay:  # HiGHS's answer depends on its warm start: rebuild the chain
+                    self._run(old)
+                self._history, self._replay = self._replay + self._history, []
         y = np.asarray(y, dtype=float)
         w = self._run(y)
-        self._history.append(y.copy())
+        if not self.cold:
+            self._history.append(y.copy())
         self.n_solved += 1
         rho = float(np.abs(w).sum())
         if rho == 0.0:
@@ -124,20 +151,30 @@ class L1Design:
         return support, p, rho
 
     def state_dict(self) -> dict:
-        """The solved proportions and the right-hand sides solved so far, in order. HiGHS restarts
-        from the previous optimal basis, and its answer (last bits, or a vertex of a degenerate LP)
-        depends on that chain, so a restored design solves the chain again before its next new LP."""
+        """The solved proportions and the right-hand sides solved so far, in order (the warm-start
+        chain a restored design solves again; empty in cold mode, which needs none)."""
         history = np.array(self._replay + self._history).reshape(-1, self.d)
         return {"n_solved": self.n_solved, "history": history,
                 "cache": [[list(key) if isinstance(key, tuple) else key, s, p, rho]
                           for key, (s, p, rho) in self._cache.items()]}
+
+    def __getstate__(self) -> dict:
+        """For pickle and ``copy.deepcopy``: everything but the HiGHS model (no solver object can be
+        pickled); the copy builds its own on first use and, warm-started, solves the chain of right-hand
+        sides again first, as after ``load_state_dict`` (cold, there is none)."""
+        state = self.__dict__.copy()
+        for name in ("_highs", "_rows", "_optimal"):  # built by _model
+            state.pop(name, None)
+        state["_highs"] = None
+        state["_replay"], state["_history"] = self._replay + self._history, []
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         self.n_solved = int(state["n_solved"])
         self._cache = {(tuple(key) if isinstance(key, list) else key): (np.asarray(s), np.asarray(p), float(rho))
                        for key, s, p, rho in state["cache"]}
         self._highs = None
-        self._replay = [np.asarray(y, dtype=float) for y in state["history"]]
+        self._replay = [] if self.cold else [np.asarray(y, dtype=float) for y in state["history"]]
         self._history = []
 
     def proportions(self, key, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from .. import ScreenbaiWarning
 from .instance import Instance
 from .linalg import shared_rows
 from .policy import DEFAULT_MAX_SAMPLES, Result
@@ -46,6 +47,7 @@ def run_one(instance: Instance, algorithm: str, params: dict, seed_seq: np.rando
     m = len(result.recommendation)
     # judge with the tolerance the policy actually used (its default when the caller gave none)
     eps = float(getattr(policy, "epsilon", 0.0) or 0.0)
+    cert = policy.certificate()
     return {
         "algorithm": algorithm,
         "params": json.dumps(params, sort_keys=True, default=str),
@@ -55,6 +57,12 @@ def run_one(instance: Instance, algorithm: str, params: dict, seed_seq: np.rando
         "recommendation": list(result.recommendation),
         "epsilon": eps,
         "correct": instance.is_correct(result.recommendation, epsilon=eps, m=m),
+        # the anytime certificate at the end of the run (certainty/certificate.py): the largest epsilon
+        # over the answer (NaN without a valid confidence set), whether the setting is guaranteed, and
+        # the true gap it bounds, mu_(m) - min of the answer's means (the certificate's coverage)
+        "certified_epsilon": float(cert.worst) if cert is not None else np.nan,
+        "certified_guaranteed": bool(cert.guaranteed) if cert is not None else False,
+        "true_gap": true_gap(instance.means, result.recommendation),
         "max_samples": int(policy.max_samples),
         "hit_cap": (not result.stopped) and result.n_samples >= policy.max_samples,
         "noise_scale": float(getattr(policy, "sigma", np.nan)) if noise_parameter(policy) else np.nan,
@@ -62,6 +70,14 @@ def run_one(instance: Instance, algorithm: str, params: dict, seed_seq: np.rando
         "wall_time_s": wall,
         **{f"diag_{k}": v for k, v in result.diagnostics.items() if np.isscalar(v)},
     }
+
+
+def true_gap(means: np.ndarray, answer) -> float:
+    """mu_(m) - min over the answer of mu_i, at least 0 (m = the answer's size): the smallest epsilon
+    for which every arm of the answer is epsilon-good."""
+    answer = np.asarray(list(answer), dtype=np.int64)
+    top = np.partition(means, means.size - answer.size)[means.size - answer.size]
+    return float(max(0.0, top - means[answer].min()))
 
 
 def _run_chunk(args) -> list[dict]:
@@ -167,7 +183,7 @@ def check_rewards(instance: Instance, algorithm: str) -> None:
     )
 
 
-class TieWarning(UserWarning):
+class TieWarning(ScreenbaiWarning, UserWarning):
     """The best arms tie and epsilon = 0: fixed-confidence runs cannot stop."""
 
 
@@ -194,7 +210,7 @@ def warn_if_tied(instance: Instance, algorithm: str, params: dict) -> None:
         )
 
 
-class UnrealizableWarning(UserWarning):
+class UnrealizableWarning(ScreenbaiWarning, UserWarning):
     """Arms with identical features have different true means: no model of the features fits them."""
 
 
@@ -249,10 +265,21 @@ def _progress(total: int, desc: str, enabled: bool):
     return tqdm(total=total, desc=desc, unit="run", disable=not enabled)
 
 
+def _certificate_summary(grp: pd.DataFrame) -> dict:
+    """Median certified epsilon over all runs (capped ones included: the certificate holds whenever
+    it is read) and the runs whose answer's true gap exceeds it (at most about delta of them)."""
+    if "certified_epsilon" not in grp or grp["certified_epsilon"].isna().all():
+        return {"median_certified_epsilon": np.nan, "certificate_misses": np.nan}
+    cert = grp["certified_epsilon"].astype(float)
+    misses = int((grp["true_gap"].astype(float) > cert + 1e-12).sum()) if "true_gap" in grp else np.nan
+    return {"median_certified_epsilon": float(cert.median()), "certificate_misses": misses}
+
+
 def summarize(records: pd.DataFrame) -> pd.DataFrame:
     """Per algorithm: runs, non-terminated runs (and how many of them hit max_samples), median/mean
     samples and error rate of the runs that stopped (non-terminated runs are counted apart, never
-    averaged in), mean time, and the noise scale the policy assumed."""
+    averaged in), mean time, the noise scale the policy assumed, and the anytime certificate's
+    median certified epsilon and misses (runs whose answer's true gap exceeds it)."""
     rows = []
     for (inst, alg, params), grp in records.groupby(["instance", "algorithm", "params"], sort=False):
         done = grp[grp["stopped"].astype(bool)]
@@ -268,7 +295,28 @@ def summarize(records: pd.DataFrame) -> pd.DataFrame:
             "error_rate": 1.0 - float(done["correct"].mean()) if len(done) else np.nan,
             "mean_time_s": float(grp["wall_time_s"].mean()),
             "noise_scale": _noise_scale(grp),
+            **_certificate_summary(grp),
         })
-    import pandas as pd
+    return _summary_class()(rows)
 
-    return pd.DataFrame(rows)
+
+def _summary_class():
+    """The table :func:`summarize` returns: a DataFrame printed whole (``print(summarize(records))`` elides no
+    column or row, whatever pandas' display options).  Made on first use: pandas is imported lazily."""
+    cls = globals().get("Summary")
+    if cls is None:
+        import pandas as pd
+
+        class Summary(pd.DataFrame):
+            @property
+            def _constructor(self):
+                return Summary
+
+            def __repr__(self) -> str:
+                return self.to_string()
+
+            __str__ = __repr__
+
+        Summary.__module__, Summary.__qualname__ = __name__, "Summary"  # picklable as screenbai.bandits.runner.Summary
+        globals()["Summary"] = cls = Summary
+    return cls

@@ -18,18 +18,22 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from ..streams import say
 from .campaign import Campaign, CampaignError
 from .library import (
     DEFAULT_D,
     DEFAULT_N_BITS,
     DEFAULT_RADIUS,
     Library,
+    _detect_kind,
     build_library,
     file_sha256,
     import_library,
@@ -42,8 +46,12 @@ class KnownOutcomes:
 
     library: Library
     rate: np.ndarray
+    #: the measured activity as a ranking (lower is better: an IC50 in nM, or minus a percent inhibition)
     potency_nM: np.ndarray | None
     description: str
+    #: how to print a compound's measured activity: the raw values, their name and unit
+    activity: np.ndarray | None = None
+    activity_label: str = "nM"
 
 
 def outcomes_from_activities(
@@ -56,8 +64,11 @@ def outcomes_from_activities(
     radius: int = DEFAULT_RADIUS,
     n_bits: int = DEFAULT_N_BITS,
     d: int = DEFAULT_D,
+    noise_log10: float = 0.0,
 ) -> KnownOutcomes:
-    """ChEMBL export (or an activity table) -> curated library, label = activity < threshold (nM).
+    """ChEMBL export (or an activity table) -> curated library, a hit when the measured activity
+    is below the threshold (nM); with ``noise_log10`` > 0 each test measures it with noise (see
+    :func:`hit_probability`).
 
     Curation is the workflow's (IC50 rows, units to nM, censored values dropped, duplicates merged
     by InChIKey with the median in log space; flagged rows kept as in the CDK2 study).
@@ -68,7 +79,6 @@ def outcomes_from_activities(
     from screenbai.chem.curate import curate_activities
 
     path = Path(path)
-    from .library import _detect_kind
 
     if _detect_kind(path) == "chembl-export" and activity_column is None:
         raw = read_chembl_export(path)
@@ -95,8 +105,8 @@ def outcomes_from_activities(
     }
     lib = build_library(frame, provenance, radius=radius, n_bits=n_bits, d=d)
     potency = curated.set_index("compound_id").loc[lib.compounds["compound_id"], "activity_nM"].to_numpy(float)
-    rate = (potency < float(threshold_nM)).astype(float)
-    if rate.min() == rate.max():
+    rate = hit_probability(potency, float(threshold_nM), "below", noise_log10)
+    if potency.min() >= float(threshold_nM) or potency.max() < float(threshold_nM):
         raise ValueError(
             f"every compound is {'a hit' if rate[0] else 'inactive'} at threshold {threshold_nM:g} nM; "
             f"choose a threshold inside {potency.min():.3g}-{potency.max():.3g} nM"
@@ -105,7 +115,123 @@ def outcomes_from_activities(
         lib,
         rate,
         potency,
-        f"{path.name}: hit = IC50 < {threshold_nM:g} nM ({int(rate.sum())} of {rate.size} compounds)",
+        f"{path.name}: hit = IC50 < {threshold_nM:g} nM ({int((potency < threshold_nM).sum())} of {rate.size} "
+        f"compounds){_noise_words(noise_log10)}",
+    )
+
+
+def hit_probability(activity: np.ndarray, threshold: float, direction: str, noise_log10: float) -> np.ndarray:
+    """P(a test is a hit) when each test measures log10(activity) with Gaussian noise of sd
+    ``noise_log10`` (an assay's replicate spread; 0: every test returns the compound's label):
+    Phi((log10 threshold - log10 activity) / sd) for a hit below the threshold (IC50), the mirror
+    image above it (percent inhibition is then compared on its own scale, not in log10)."""
+    from scipy.special import ndtr
+
+    a = np.asarray(activity, dtype=float)
+    below = direction == "below"
+    if noise_log10 <= 0:
+        return ((a < threshold) if below else (a > threshold)).astype(float)
+    if below:
+        if (a <= 0).any() or threshold <= 0:
+            raise ValueError("a hit below a threshold in log10 units needs activities and threshold > 0 (e.g. nM)")
+        z = (np.log10(threshold) - np.log10(a)) / noise_log10
+    else:
+        z = (a - threshold) / noise_log10
+    return ndtr(z)
+
+
+def _noise_words(noise: float) -> str:
+    return f", each test drawn with noise (sd {noise:g})" if noise > 0 else ", each test returns the label"
+
+
+def outcomes_from_table(
+    library: Library,
+    path,
+    *,
+    id_column: str | None = None,
+    rate_column: str | None = None,
+    activity_column: str | None = None,
+    threshold: float | None = None,
+    direction: str = "below",
+    noise: float = 0.3,
+) -> KnownOutcomes:
+    """What a lab has: a CSV/TSV with a compound id and a measured activity or a hit rate, for the
+    structures of ``library`` (featurized as a campaign's).  The compounds of the library without a
+    value are left out (they cannot be tested); values without a compound are reported.
+
+    A hit rate (in [0, 1]) is each test's probability; an activity is turned into one by
+    :func:`hit_probability` (``noise``: sd of each test's measurement, in log10 units below a
+    threshold, in the activity's units above one)."""
+    import pandas as pd
+
+    path = Path(path)
+    sep = "\t" if path.suffix.lower() in (".tsv", ".tab") else None
+    table = pd.read_csv(path, sep=sep, engine="python", dtype={id_column: str} if id_column else None)
+    cols = list(table.columns)
+    if id_column is None:  # a known name, else the first column that is not a number (a two-column file)
+        id_column = next((c for c in cols if c.lower() in ("compound_id", "id", "molecule_chembl_id")), None) or next(
+            (c for c in cols if not pd.api.types.is_numeric_dtype(table[c])), None
+        )
+    if id_column is None or id_column not in cols:
+        raise ValueError(f"{path}: name the compound id column with --truth-id-column; columns are {cols}")
+    value_column = rate_column or activity_column
+    if value_column is None:
+        others = [c for c in cols if c != id_column]
+        numeric = others if len(others) == 1 else [c for c in others if pd.api.types.is_numeric_dtype(table[c])]
+        if len(numeric) != 1:
+            raise ValueError(
+                f"{path}: name the value column with --rate-column (hit rates) or --activity-column; columns are {cols}"
+            )
+        value_column = numeric[0]
+        if not pd.to_numeric(table[value_column], errors="coerce").between(0, 1).all():
+            activity_column = value_column
+        else:
+            rate_column = value_column
+    if value_column not in cols:
+        raise ValueError(f"{path}: no column {value_column!r}; columns are {cols}")
+    values = pd.to_numeric(table[value_column], errors="coerce")
+    bad = values.isna() & table[value_column].notna()
+    if bad.any():
+        k = int(np.flatnonzero(bad.to_numpy())[0])
+        raise ValueError(f"{path}: line {k + 2}: {value_column} = {table[value_column].iloc[k]!r} is not a number")
+    ids = table[id_column].astype(str).str.strip()
+    dup = ids[ids.duplicated()]
+    if len(dup):
+        raise ValueError(f"{path}: compound {dup.iloc[0]!r} appears on more than one row; give one value per compound")
+    truth = dict(zip(ids, values))
+    lib_ids = [str(c) for c in library.compounds["compound_id"]]
+    keep = np.asarray([c in truth and not np.isnan(truth[c]) for c in lib_ids])
+    if keep.sum() < 2:
+        raise ValueError(
+            f"{path}: only {int(keep.sum())} compound(s) of the library have a value in {value_column!r}; "
+            "check that --truth-id-column names the same ids as the library's id column"
+        )
+    unknown = len(set(truth) - set(lib_ids))
+    sub = library.compounds[keep].reset_index(drop=True)
+    lib = Library(
+        sub, library.features[keep], library.rejected, library.featurizer, dict(library.provenance), library.arrays
+    )
+    v = np.asarray([truth[c] for c in sub["compound_id"].astype(str)], dtype=float)
+    left = f"; {int((~keep).sum())} library compounds without a value left out" if (~keep).any() else ""
+    left += f"; {unknown} values of compounds not in the library ignored" if unknown else ""
+    if rate_column:
+        if not ((v >= 0) & (v <= 1)).all():
+            raise ValueError(f"{path}: {rate_column} must hold hit rates in [0, 1] (or give --activity-column)")
+        return KnownOutcomes(lib, v, None, f"{path.name}: Bernoulli tests with rate = {rate_column}{left}")
+    if threshold is None:
+        raise ValueError("an activity needs the hit threshold: --threshold VALUE (and --hit-above if larger is a hit)")
+    rate = hit_probability(v, float(threshold), direction, noise)
+    sign = "<" if direction == "below" else ">"
+    hits = int(((v < threshold) if direction == "below" else (v > threshold)).sum())
+    return KnownOutcomes(
+        lib,
+        rate,
+        v if direction == "below" else -v,
+        activity=v,
+        activity_label=f"{value_column}",
+        description=f"{path.name}: hit = {value_column} {sign} {threshold:g} ({hits} of {v.size} compounds)"
+        + _noise_words(noise)
+        + left,
     )
 
 
@@ -123,6 +249,36 @@ def outcomes_from_rates(path, *, rate_column: str, library_file: str | None = No
         raise ValueError(f"{path}: {rate_column} must hold rates in [0, 1]")
     potency = table.loc[ids, "activity_nM"].to_numpy(float) if "activity_nM" in table.columns else None
     return KnownOutcomes(lib, rate, potency, f"{Path(path).name}: Bernoulli tests with rate = {rate_column}")
+
+
+def restrict_to_library(known: KnownOutcomes, library: Library) -> KnownOutcomes:
+    """``known`` for the compounds of ``library`` (matched by compound id), with the library's own
+    structures and features: the truth's compounds outside the library are dropped, and said."""
+    truth_ids = [str(c) for c in known.library.compounds["compound_id"]]
+    at = {c: k for k, c in enumerate(truth_ids)}
+    lib_ids = [str(c) for c in library.compounds["compound_id"]]
+    keep = np.asarray([c in at for c in lib_ids])
+    if keep.sum() < 2:
+        raise ValueError(
+            f"only {int(keep.sum())} compound(s) of the library have a known outcome in the truth; check that "
+            "both name compounds by the same id (e.g. ChEMBL ids)"
+        )
+    rows = np.asarray([at[c] for c, k in zip(lib_ids, keep) if k])
+    sub = library.compounds[keep].reset_index(drop=True)
+    lib = Library(
+        sub, library.features[keep], library.rejected, library.featurizer, dict(library.provenance), library.arrays
+    )
+    left = f"; {int((~keep).sum())} library compounds without a value left out" if (~keep).any() else ""
+    dropped = len(truth_ids) - len(rows)
+    left += f"; {dropped} values of compounds not in the library ignored" if dropped else ""
+    return KnownOutcomes(
+        lib,
+        known.rate[rows],
+        None if known.potency_nM is None else known.potency_nM[rows],
+        known.description + left,
+        None if known.activity is None else known.activity[rows],
+        known.activity_label,
+    )
 
 
 def farthest_point_order(X: np.ndarray, n: int) -> np.ndarray:
@@ -161,12 +317,12 @@ class BacktestResult:
             pot = (
                 ""
                 if r["activity_nM"] is None
-                else f", measured {r['activity_nM']:.3g} nM (rank {r['potency_rank']} of {r['K']})"
+                else f", measured {_measured(r)} ({_rank(r['potency_rank'], r['potency_rank_tied_to'], r['K'])})"
             )
             if self.labels:
                 what = "a hit" if r["rate"] == 1 else "not a hit"
             else:
-                what = f"cure rate {r['rate']:.3g} (rank {r['rate_rank']} of {r['K']})"
+                what = f"cure rate {r['rate']:.3g} ({_rank(r['rate_rank'], r['rate_rank_tied_to'], r['K'])})"
             lines.append(f"recommended {r['compound_id']}: {what}{pot}")
         c = self.curve
         lines.append(
@@ -174,6 +330,27 @@ class BacktestResult:
             f"random {c['random'][-1]:.2f} (expected), one-shot {c['one_shot'][-1]:.2f}"
         )
         return "\n".join(lines)
+
+
+_FOLDER_PREFIX = "screenbai-backtest-"  # + the pid of the backtest that owns the folder
+
+
+def _remove_orphaned_folders() -> None:
+    """Remove the temporary folders of backtests killed outright (``kill -9``: no cleanup could run).
+
+    A folder is named after its backtest's process id; one whose process no longer exists is an orphan.
+    (``kill`` and Ctrl-C unwind normally: the command turns SIGTERM into an exit, see ``screenbai.cli``.)
+    """
+    for folder in Path(tempfile.gettempdir()).glob(f"{_FOLDER_PREFIX}*-*"):
+        pid = folder.name[len(_FOLDER_PREFIX):].split("-", 1)[0]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(folder, ignore_errors=True)
+        except OSError:  # alive, another user's
+            continue
 
 
 def run_backtest(
@@ -191,7 +368,8 @@ def run_backtest(
     lib = known.library
     K = lib.features.shape[0]
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))  # the assay's own stream
-    with tempfile.TemporaryDirectory(prefix="screenbai-backtest-") as tmp:
+    _remove_orphaned_folders()
+    with tempfile.TemporaryDirectory(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-") as tmp:
         path = Path(campaign_path) if campaign_path else Path(tmp) / "backtest.campaign"
         camp = Campaign.create(
             path, lib, algorithm, params, seed=seed, outcome="binary", note=known.description, durable=False
@@ -206,7 +384,7 @@ def run_backtest(
         try:
             while len(tested_order) < max_tests and not camp.policy.done:
                 try:
-                    plate = camp.next_plate(min(plate_size, max_tests - len(tested_order)))
+                    plate = camp.next_plate(min(plate_size, max_tests - len(tested_order)), force=True)
                 except CampaignError:
                     break
                 arms = np.asarray(plate.arms)
@@ -233,26 +411,45 @@ def run_backtest(
     curve = hit_recovery(
         np.asarray(tested_order, dtype=np.int64), top, K, farthest_point_order(lib.features, len(tested_order))
     )
-    rate_rank = 1 + np.argsort(np.argsort(-known.rate, kind="stable"), kind="stable")
-    pot_rank = (
-        None if known.potency_nM is None else 1 + np.argsort(np.argsort(known.potency_nM, kind="stable"), kind="stable")
-    )
-    rec = [
-        {
-            "compound_id": str(lib.compounds["compound_id"][a]),
-            "smiles": str(lib.compounds["smiles"][a]),
-            "rate": float(known.rate[a]),
-            "rate_rank": int(rate_rank[a]),
-            "K": K,
-            "activity_nM": None if known.potency_nM is None else float(known.potency_nM[a]),
-            "potency_rank": None if pot_rank is None else int(pot_rank[a]),
-        }
-        for a in res.recommendation
-    ]
+    rec = []
+    for a in res.recommendation:
+        r_lo, r_hi = tied_ranks(known.rate, a)
+        p_lo, p_hi = (None, None) if known.potency_nM is None else tied_ranks(-known.potency_nM, a)
+        shown = known.activity if known.activity is not None else known.potency_nM
+        rec.append(
+            {
+                "compound_id": str(lib.compounds["compound_id"][a]),
+                "smiles": str(lib.compounds["smiles"][a]),
+                "rate": float(known.rate[a]),
+                "rate_rank": r_lo,
+                "rate_rank_tied_to": r_hi,
+                "K": K,
+                "activity_nM": None if shown is None else float(shown[a]),
+                "activity_label": known.activity_label,
+                "potency_rank": p_lo,
+                "potency_rank_tied_to": p_hi,
+            }
+        )
     labels = bool(np.isin(known.rate, (0.0, 1.0)).all())
     return BacktestResult(
         len(tested_order), plates, bool(res.stopped), finished, rec, curve, top_k, known.description, labels
     )
+
+
+def tied_ranks(score: np.ndarray, a: int) -> tuple[int, int]:
+    """The ranks (1 = the highest score) that compound ``a`` shares with the compounds of equal score:
+    (best, worst); equal when it has no tie."""
+    x = score[a]
+    return int((score > x).sum()) + 1, int((score >= x).sum())
+
+
+def _rank(lo: int, hi: int, K: int) -> str:
+    return f"rank {lo} of {K:,}" if lo == hi else f"tied for ranks {lo}-{hi} of {K:,}: {hi - lo + 1} compounds equal"
+
+
+def _measured(r: dict) -> str:
+    label = r.get("activity_label", "nM")
+    return f"{r['activity_nM']:.3g} nM" if label == "nM" else f"{label} {r['activity_nM']:.3g}"
 
 
 def hit_recovery(tested: np.ndarray, top: np.ndarray, K: int, one_shot: np.ndarray) -> dict:
@@ -301,13 +498,41 @@ def backtest_from_args(args, params: dict) -> int:
     for name, value in (("--plate-size", args.plate_size), ("--max-tests", args.max_tests), ("--top-k", args.top_k)):
         if value < 1:
             raise ValueError(f"{name} must be at least 1; got {value}")
-    if not args.rate_column and not args.threshold > 0:
+    hit_above = bool(getattr(args, "hit_above", False))
+    noise = float(getattr(args, "noise", 0.0))
+    if not args.rate_column and not hit_above and not args.threshold > 0:
         raise ValueError(f"--threshold is an activity in nM and must be > 0; got {args.threshold:g}")
+    if not noise >= 0:
+        raise ValueError(f"--noise must be >= 0; got {noise:g}")
     check_settings(args.algorithm, params, args.seed, "binary")
     if args.campaign_out and Path(args.campaign_out).exists():
         raise ValueError(f"--campaign-out {args.campaign_out} already exists; choose another file or delete it first")
     truth = args.truth or args.library
-    if args.rate_column:
+    separate = args.truth is not None and Path(args.truth).resolve() != Path(args.library).resolve()
+    truth_kind = _detect_kind(Path(truth)) if separate else None
+    if separate and truth_kind == "table":
+        # what a lab has: compound id and a measured value, for the structures of --library
+        lib = import_library(
+            args.library,
+            kind=args.kind,
+            id_column=args.id_column,
+            smiles_column=args.smiles_column,
+            radius=args.radius,
+            n_bits=args.bits,
+            d=args.d,
+            library_file=args.library_file,
+        )
+        known = outcomes_from_table(
+            lib,
+            args.truth,
+            id_column=args.truth_id_column,
+            rate_column=args.rate_column,
+            activity_column=args.activity_column,
+            threshold=args.threshold,
+            direction="above" if hit_above else "below",
+            noise=noise,
+        )
+    elif args.rate_column:
         known = outcomes_from_rates(truth, rate_column=args.rate_column, library_file=args.library_file)
     else:
         known = outcomes_from_activities(
@@ -319,7 +544,22 @@ def backtest_from_args(args, params: dict) -> int:
             radius=args.radius,
             n_bits=args.bits,
             d=args.d,
+            noise_log10=noise,
         )
+        if separate:  # a ChEMBL export as the truth: its curated activities, for the structures of --library
+            known = restrict_to_library(
+                known,
+                import_library(
+                    args.library,
+                    kind=args.kind,
+                    id_column=args.id_column,
+                    smiles_column=args.smiles_column,
+                    radius=args.radius,
+                    n_bits=args.bits,
+                    d=args.d,
+                    library_file=args.library_file,
+                ),
+            )
     result = run_backtest(
         known,
         args.algorithm,
@@ -357,6 +597,6 @@ def backtest_from_args(args, params: dict) -> int:
         c = result.curve
         w.writerows(zip(c["tests"], c["campaign"], c["random"], c["one_shot"]))
     curve_figure(result, out / "hit_recovery.png")
-    print(result.text())
-    print(f"written: {out / 'backtest.json'}, {out / 'hit_recovery.csv'}, {out / 'hit_recovery.png'}")
+    say(result.text())
+    say(f"written: {out / 'backtest.json'}, {out / 'hit_recovery.csv'}, {out / 'hit_recovery.png'}")
     return 0

@@ -5,16 +5,20 @@ screenbai campaign next cdk2.campaign --plate-size 96          # writes P001.csv
 screenbai campaign record cdk2.campaign P001.csv                # the same file, outcomes filled in
 screenbai campaign status cdk2.campaign
 screenbai campaign report cdk2.campaign --out cdk2_report/
+screenbai campaign repair cdk2.campaign                         # rebuild the policy snapshots from the log
 screenbai campaign backtest --library export.csv.gz --activity-column standard_value ...
+screenbai campaign add / withdraw / format / export ...          # labcli.py: the lab's side
 """
 
 from __future__ import annotations
 
-import argparse
 import json
+import os
 import sqlite3
 import sys
 from pathlib import Path
+
+from ..streams import results, say
 
 
 def add_parser(sub) -> None:
@@ -69,15 +73,60 @@ def add_parser(sub) -> None:
             help="binary (0/1, e.g. cured or not) or continuous outcomes (linear algorithms only)",
         )
 
+    def layout_args(p, default_format):
+        g = p.add_argument_group("plates (see `screenbai campaign format --help`)")
+        g.add_argument(
+            "--plate-format",
+            default=default_format,
+            help="96, 384, 1536 (or 6..48) wells, or ROWSxCOLS such as 8x12; wells are named A01..H12, A01..P24"
+            + ("" if default_format else "; without it, plates of --plate-size wells and no controls"),
+        )
+        g.add_argument(
+            "--controls",
+            default="edge",
+            choices=["edge", "none"],
+            help="edge: positive controls in the first column, negative in the last",
+        )
+        g.add_argument("--positive-controls", help="positive control wells instead, e.g. A01,B01 or A01:H01")
+        g.add_argument("--negative-controls", help="negative control wells instead, e.g. A12:H12")
+        g.add_argument("--empty-edge", action="store_true", help="leave the other wells of the outer ring empty")
+        g.add_argument("--replicates", type=int, default=1, help="wells per compound on a plate")
+
     p = cs.add_parser("init", help="create a campaign file from a library of structures")
     file_arg(p)
     library_args(p)
     algorithm_args(p)
-    p.add_argument("--rejected-out", help="also write the rejected structures (row, id, SMILES, reason) to this CSV")
+    layout_args(p, None)
+    g = p.add_argument_group("readout (what the lab writes in the outcome column)")
+    g.add_argument(
+        "--readout",
+        help="the assay's raw readout, e.g. 'percent inhibition', fluorescence, IC50 (without it: 0/1, or the "
+        "value the algorithm models with --outcome continuous)",
+    )
+    g.add_argument("--unit", default="", help="its unit, e.g. %%, RFU, nM")
+    g.add_argument("--hit-above", type=float, help="a hit when the readout is at or above this value")
+    g.add_argument("--hit-below", type=float, help="a hit when the readout is at or below this value (e.g. IC50)")
+    g.add_argument("--min-z", type=float, default=0.5, help="a plate's controls fail when its Z'-factor is below this")
+    p.add_argument(
+        "--rejected-out",
+        help="write the rejected input rows (row, id, SMILES, reason) to this CSV; without it they go to "
+        "<campaign>_rejected.csv beside the campaign file (the first 20 are also printed)",
+    )
 
     p = cs.add_parser("next", help="propose the next plate, record it as pending and write its file")
     file_arg(p)
-    p.add_argument("--plate-size", type=int, default=96, help="wells to propose")
+    p.add_argument(
+        "--plate-size",
+        type=int,
+        default=None,
+        help="wells to propose (with a plate format: at most this many compounds; default: a full plate, "
+        "or 96 wells without a format)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="accept a plate larger than the library or than the largest plate format (1536 wells)",
+    )
     p.add_argument("--out", help="plate file to write (default: <plate id>.csv next to the campaign file)")
 
     p = cs.add_parser("plate", help="write the file of an existing plate again")
@@ -88,6 +137,35 @@ def add_parser(sub) -> None:
     p = cs.add_parser("record", help="validate a results file and record it (all or nothing)")
     file_arg(p)
     p.add_argument("results", help="CSV/TSV with plate_id, well (or compound_id), outcome")
+    p.add_argument("--accept", action="store_true", help="a plate failing its controls: keep its outcomes")
+    p.add_argument(
+        "--discard-plate",
+        action="store_true",
+        help="a plate failing its controls: count its compound wells as failed (tested again); raw values kept",
+    )
+
+    p = cs.add_parser("add", help="add compounds (newly synthesised) to a running campaign")
+    file_arg(p)
+    p.add_argument("library", help="CSV/TSV/SDF of the new structures (id and SMILES)")
+    p.add_argument("--id-column", help="compound id column of a CSV/TSV")
+    p.add_argument("--smiles-column", help="SMILES column of a CSV/TSV")
+
+    p = cs.add_parser("withdraw", help="withdraw a compound (e.g. out of stock): no longer proposed or recommended")
+    file_arg(p)
+    p.add_argument("compound_id")
+    p.add_argument("--reason", default="", help="why, for the log (e.g. 'out of stock')")
+
+    p = cs.add_parser("format", help="change the plate format for the next plates")
+    file_arg(p)
+    layout_args(p, "96")
+
+    p = cs.add_parser("export", help="per compound: tests, hits, estimate with interval, certified status")
+    file_arg(p)
+    p.add_argument(
+        "--out",
+        help="folder for <campaign>.csv, <campaign>.xlsx and <campaign>_report.html "
+        "(default: beside the campaign file)",
+    )
 
     p = cs.add_parser("status", help="tests used, plates in the lab, recommendation, stopping rule")
     file_arg(p)
@@ -97,21 +175,53 @@ def add_parser(sub) -> None:
     file_arg(p)
     p.add_argument("--out", help="output directory (default: <campaign>_report)")
 
+    p = cs.add_parser(
+        "repair",
+        help="rebuild the policy snapshots and leader history from the event log (a damaged snapshot, an "
+        "older campaign file)",
+    )
+    file_arg(p)
+
     p = cs.add_parser("backtest", help="run a whole campaign against known outcomes, plate by plate")
     library_args(p)
     algorithm_args(p)
-    p.add_argument("--truth", help="table of known outcomes (default: the library file itself)")
+    p.add_argument(
+        "--truth",
+        help="known outcomes (default: the library file itself): a CSV/TSV with the compound id and a measured "
+        "activity (--activity-column, hit at --threshold) or hit rate (--rate-column) for --library's structures",
+    )
     p.add_argument("--truth-id-column", default=None, help="compound id column of --truth (default: --id-column)")
     p.add_argument("--activity-column", help="activity (e.g. IC50 in nM; lower is better) to binarise at --threshold")
     p.add_argument("--threshold", type=float, default=1000.0, help="a compound is a hit when activity < threshold")
     p.add_argument("--rate-column", help="instead: the cure rate of each compound (e.g. the workflow's arms 'mean')")
+    p.add_argument(
+        "--hit-above",
+        action="store_true",
+        help="a hit when the activity is above --threshold (e.g. percent inhibition), not below (IC50)",
+    )
+    p.add_argument(
+        "--noise",
+        type=float,
+        default=0.3,
+        help="sd of each test's measurement: log10 units for a hit below the threshold (0.3: a factor 2), the "
+        "activity's units with --hit-above; 0: every test returns the compound's label",
+    )
     p.add_argument("--plate-size", type=int, default=96, help="wells per simulated plate")
-    p.add_argument("--max-tests", type=int, default=20000, help="stop the backtest after this many tests")
+    p.add_argument(
+        "--max-tests", type=int, default=20000,
+        help="stop the backtest after this many tests, even if the algorithm has not stopped (the output says which)",
+    )
     p.add_argument("--top-k", type=int, default=10, help="hit recovery: share of the top-k compounds tested")
     p.add_argument("--campaign-out", help="keep the backtest's campaign file here (default: a temporary file)")
-    p.add_argument("--out", default="backtest", help="output directory for the table and figure")
-    for parser in (camp, *cs.choices.values()):  # show every option's default in --help
-        parser.formatter_class = argparse.ArgumentDefaultsHelpFormatter
+    p.add_argument(
+        "--out",
+        required=True,
+        help="output folder for the table and figure (named: nothing lands in the current folder by surprise)",
+    )
+    from ..cli import HelpFormatter
+
+    for parser in (camp, *cs.choices.values()):  # every option's default in --help, once
+        parser.formatter_class = HelpFormatter
 
 
 def _params(pairs):
@@ -125,15 +235,31 @@ def run(args) -> int:
 
     from .campaign import CampaignError, ReplayMismatch
     from .results import ResultsError
-    from .store import CampaignFileError
+    from .store import CampaignFileError, file_error
 
     try:
         # one BLAS thread: the matrices are small (d x d, K x d), and threads fighting over a busy
         # machine's cores made a 10 000 x 21 SVD 20 times slower
         with threadpool_limits(limits=1, user_api="blas"):
-            return _COMMANDS[args.campaign_command](args)
+            code = _COMMANDS[args.campaign_command](args)
+            results().flush()  # a closed pipe shows here, not at exit
+            return code
+    except BrokenPipeError:
+        # the reader went away (`... | head -1`): every command prints after its change is committed,
+        # so the change stands; not an error.  What is still buffered for the closed pipe goes nowhere.
+        try:
+            fd = results().fileno()
+        except (AttributeError, OSError, ValueError):  # not a file (pytest's capsys)
+            fd = None
+        if fd is not None and fd != sys.stderr.fileno():
+            os.dup2(os.open(os.devnull, os.O_WRONLY), fd)
+        return 0
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except sqlite3.Error as exc:  # not caught where the file is known: name it here
+        where = getattr(args, "campaign", None) or getattr(args, "campaign_out", None) or "the campaign file"
+        print(f"error: {file_error(exc, where)}", file=sys.stderr)
         return 2
     except (
         CampaignError,
@@ -143,7 +269,6 @@ def run(args) -> int:
         KeyError,
         TypeError,
         OSError,  # a path that cannot be read or written: its message names it
-        sqlite3.Error,
     ) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -151,9 +276,11 @@ def run(args) -> int:
 
 def _init(args) -> int:
     from .campaign import Campaign, check_settings
+    from .labcli import lab_settings, report_rejected, whole_plate_budget
     from .library import import_library
 
     check_settings(args.algorithm, _params(args.param), args.seed, args.outcome)  # before featurizing
+    layout, readout = lab_settings(args)  # before featurizing too
     if Path(args.campaign).exists():
         raise ValueError(f"{args.campaign} already exists; choose another campaign file or delete it first")
     if args.rejected_out and not Path(args.rejected_out).parent.is_dir():
@@ -168,29 +295,30 @@ def _init(args) -> int:
         d=args.d,
         library_file=args.library_file,
     )
+    params = whole_plate_budget(args.algorithm, _params(args.param), lib.features.shape[0], layout)
     camp = Campaign.create(
-        args.campaign, lib, args.algorithm, _params(args.param), seed=args.seed, outcome=args.outcome
+        args.campaign, lib, args.algorithm, params, seed=args.seed, outcome=args.outcome, layout=layout, readout=readout
     )
-    print(
+    say(
         f"created {args.campaign}: {camp.K:,} compounds, {camp.features.shape[1]} features "
         f"({lib.featurizer['method']}), {camp.algorithm} with {camp.meta['params'] or 'default parameters'}"
     )
     twins = lib.n_sharing_features()
     if twins:
-        print(
+        say(
             f"{twins:,} compounds share their features with another one (stereoisomers or isotopologues, which the "
             "fingerprint does not see, or bit collisions); the model cannot tell them apart, and status names them "
             "beside a recommendation"
         )
-    if len(lib.rejected):
-        print(f"{len(lib.rejected):,} input rows not used:")
-        for reason, count in lib.rejected_counts().items():
-            print(f"  {reason:28s} {count:6,d}")
-        if args.rejected_out:
-            lib.rejected.to_csv(args.rejected_out, index=False)
-            print(f"rejected rows written to {args.rejected_out}")
-        else:
-            print("  (list them with --rejected-out FILE, or in the report)")
+    report_rejected(lib, args)
+    if layout is not None:
+        say(f"plates: {layout.describe()}")
+    if readout is not None:
+        say(f"readout: {readout.label()}, {readout.rule()}; {readout.model(camp.binary, camp.algorithm)}")
+    from .status import prior_cost
+
+    for line in prior_cost(camp):
+        say(line)
     camp.close()
     return 0
 
@@ -203,21 +331,30 @@ def _next(args) -> int:
         return Path(args.out) if args.out else Path(args.campaign).with_name(f"{plate_id}.csv")
 
     with Campaign.open(args.campaign) as camp:
+        camp.check_writable("recording a new plate")  # before the plate file's folder is checked
         n_plates = camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
         check_plate_path(out(f"P{n_plates + 1:03d}"))  # before the plate is committed
         # the plate id is known once the plate is committed (another `next` may run at the same time)
-        plate = camp.next_plate(args.plate_size)
+        size = args.plate_size if args.plate_size is not None or camp.layout is not None else 96
+        plate = camp.next_plate(size, force=args.force)
         try:
             plate = camp.write_plate(plate.plate_id, out(plate.plate_id))
         except (OSError, ValueError) as exc:
             raise CampaignError(
-                f"plate {plate.plate_id} is recorded as in the lab but its file could not be written ({exc}); "
-                f"write it with `screenbai campaign plate {args.campaign} {plate.plate_id} --out FILE`"
+                f"plate {plate.plate_id} is recorded as in the lab but its file {out(plate.plate_id)} could not be "
+                f"written ({exc}); free space or choose another folder, then write it with "
+                f"`screenbai campaign plate {args.campaign} {plate.plate_id} --out FILE`"
             ) from exc
-    print(f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds) written to {plate.path}")
-    print(
-        f"fill in its 'outcome' column (0/1, or empty / 'failed' for a failed well) and run "
-        f"`screenbai campaign record {args.campaign} {plate.path}`"
+        layout, readout = camp.layout, camp.readout
+        what = "0/1" if readout is None and camp.binary else "a number" if readout is None else readout.label()
+    controls = f" + {len(layout.positive) + len(layout.negative)} control wells" if layout is not None else ""
+    say(
+        f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds){controls} "
+        f"written to {plate.path}"
+    )
+    say(
+        f"fill in its 'outcome' column ({what}, or empty / 'failed' for a failed well; the 'why' column says which "
+        f"rule chose each well) and run `screenbai campaign record {args.campaign} {plate.path}`"
     )
     return 0
 
@@ -227,7 +364,7 @@ def _plate(args) -> int:
 
     with Campaign.open(args.campaign) as camp:
         plate = camp.write_plate(args.plate_id, args.out or Path(args.campaign).with_name(f"{args.plate_id}.csv"))
-    print(f"plate {plate.plate_id}: {len(plate)} wells written to {plate.path}")
+    say(f"plate {plate.plate_id}: {len(plate)} wells written to {plate.path}")
     return 0
 
 
@@ -235,15 +372,18 @@ def _record(args) -> int:
     from .campaign import Campaign
 
     with Campaign.open(args.campaign) as camp:
-        rec = camp.record(args.results)
+        rec = camp.record(args.results, accept=args.accept, discard=args.discard_plate)
         left = camp.open_wells()
-    print(
+    for plate_id, (z, decision) in rec.qc.items():
+        zt = "n/a" if z is None else f"{z:.2f}"
+        say(f"plate {plate_id}: controls Z' = {zt} ({decision})")
+    say(
         f"recorded {rec.n_outcomes} outcome(s)"
         + (f" and {rec.n_failed} failed well(s) (back in the queue)" if rec.n_failed else "")
         + f" from {rec.file} on plate(s) {', '.join(rec.plates)}"
     )
     if left:
-        print("still awaiting results: " + ", ".join(f"{p} ({n} wells)" for p, n in left.items()))
+        say("still awaiting results: " + ", ".join(f"{p} ({n} wells)" for p, n in left.items()))
     return 0
 
 
@@ -252,7 +392,14 @@ def _status(args) -> int:
 
     with Campaign.open(args.campaign) as camp:
         status = camp.status()
-    print(json.dumps(status.to_dict(), indent=2) if args.json else status.text())
+    say(json.dumps(status.to_dict(), indent=2) if args.json else status.text())
+    return 0
+
+
+def _repair(args) -> int:
+    from .campaign import Campaign
+
+    say(f"{args.campaign}: {Campaign.repair(args.campaign)}")
     return 0
 
 
@@ -263,7 +410,7 @@ def _report(args) -> int:
     out = Path(args.out or f"{Path(args.campaign).with_suffix('')}_report")
     with Campaign.open(args.campaign) as camp:
         page = write_report(camp, out)
-    print(f"report written to {page}")
+    say(f"report written to {page}")
     return 0
 
 
@@ -280,5 +427,16 @@ _COMMANDS = {
     "record": _record,
     "status": _status,
     "report": _report,
+    "repair": _repair,
     "backtest": _backtest,
+    "add": lambda args: _lab("add", args),
+    "withdraw": lambda args: _lab("withdraw", args),
+    "format": lambda args: _lab("format", args),
+    "export": lambda args: _lab("export", args),
 }
+
+
+def _lab(command: str, args) -> int:
+    from . import labcli
+
+    return labcli.COMMANDS[command](args)

@@ -1,4 +1,5 @@
-"""Plate layouts and plate files (CSV: plate_id, well, compound_id, smiles, outcome)."""
+"""Plate files (CSV: plate_id, well, compound_id, smiles, then role and why when known, then outcome) and
+the well names of plates without a layout (see layout.py for plate formats, controls and replicates)."""
 
 from __future__ import annotations
 
@@ -50,8 +51,11 @@ def check_plate_path(path: str | Path) -> None:
         )
 
 
-def write_plate_file(path: str | Path, plate_id: str, wells: list[tuple[str, str, str]]) -> Path:
-    """Write (well, compound_id, smiles) rows with an empty outcome column for the lab to fill.
+def write_plate_file(
+    path: str | Path, plate_id: str, wells: list[tuple[str, str, str]], extra: dict[str, list[str]] | None = None
+) -> Path:
+    """Write (well, compound_id, smiles) rows, the ``extra`` columns (name -> one value per well: the
+    well's role, why it was chosen) and last an empty outcome column for the lab to fill.
 
     Written to a temporary file and renamed, so a crash never leaves half a plate file.  An
     existing file is never replaced: it may be the same plate with the lab's outcomes typed in.
@@ -61,9 +65,10 @@ def write_plate_file(path: str | Path, plate_id: str, wells: list[tuple[str, str
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(PLATE_COLUMNS)
-        for well, compound_id, smiles in wells:
-            writer.writerow((plate_id, well, compound_id, smiles, ""))
+        extra = {k: v for k, v in (extra or {}).items() if any(v)}
+        writer.writerow((*PLATE_COLUMNS[:-1], *extra, PLATE_COLUMNS[-1]))  # the lab fills in the last column
+        for k, (well, compound_id, smiles) in enumerate(wells):
+            writer.writerow((plate_id, well, compound_id, smiles, *(v[k] for v in extra.values()), ""))
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)

@@ -63,14 +63,29 @@ class WellInfo:
     recorded_by: str | None  # the file that recorded it, None while open
 
 
-def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool]:
+    """(header, data rows with their line numbers, whether the text ends with a line break)."""
     try:
-        with open_text(path) as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            magic = fh.read(16)
     except FileNotFoundError:
         raise ResultsError(path, [f"{path}: file does not exist"]) from None
     except IsADirectoryError:
         raise ResultsError(path, [f"{path}: is a folder; give the results file (CSV or TSV)"]) from None
+    except OSError as exc:
+        raise ResultsError(path, [f"{path}: cannot be read ({exc.strerror}); check its permissions"]) from None
+    if magic == b"SQLite format 3\x00":
+        raise ResultsError(
+            path,
+            [
+                f"{path}: this is an SQLite database (a screenbai campaign file?), not a results table; give the "
+                "lab's results file (CSV or TSV: plate_id, well, outcome), e.g. the plate file written by `next` with "
+                "its outcome column filled in: `screenbai campaign record CAMPAIGN RESULTS.csv`"
+            ],
+        )
+    try:
+        with open_text(path) as fh:
+            text = fh.read()
     except UnicodeDecodeError as exc:
         raise ResultsError(path, [str(not_utf8(path, exc))]) from None
     lines = text.splitlines()
@@ -89,7 +104,7 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
             continue
         rows.append((reader.line_num, fields))
     assert head is not None  # the first line is a non-empty header
-    return head, rows
+    return head, rows, text.endswith(("\n", "\r"))
 
 
 def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: bool) -> list[Outcome]:
@@ -99,7 +114,7 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
     it, if any); only the plates the file names are looked up.  Returns the outcomes in file order.
     """
     path = Path(path)
-    header, rows = _read(path)
+    header, rows, ends_with_newline = _read(path)
     errors: list[str] = []
     col: dict[str, int] = {}
     for key, names in ALIASES.items():
@@ -202,6 +217,13 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
         q = open_queue(plate_id, info.compound_id)
         if q and well in q:
             q.remove(well)
+        if not raw and not ends_with_newline and line == rows[-1][0] and col["outcome"] == len(header) - 1:
+            errors.append(
+                f"{where}: the file ends right after an empty outcome, without a line break, for well "
+                f"{plate_id}/{well}: it looks cut short (a copy or save that did not finish). Check the file "
+                "against the lab's record; if that well failed, write 'failed' in its outcome column"
+            )
+            continue
         value = _parse_outcome(raw, binary)
         if isinstance(value, str):
             errors.append(f"{where}: outcome {raw!r} for well {plate_id}/{well}: {value}")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -96,6 +97,31 @@ class Status:
     recommendation: list[CompoundLine] = field(default_factory=list)
     #: the chosen settings that void the algorithm's error guarantee (e.g. "threshold='heuristic'")
     no_guarantee: list[str] = field(default_factory=list)
+    #: plates whose every compound well has a recorded outcome (or a failed well)
+    plates_done: int = 0
+    #: the largest epsilon at which the current answer is certified (None: no valid confidence set)
+    certified_epsilon: float | None = None
+    certificate: dict | None = None
+    #: compounds whose model interval still reaches the leader's (upper bound >= the leader's lower bound)
+    in_contention: int | None = None
+    #: compounds the algorithm chooses among (all, less the withdrawn)
+    active: int = 0
+    #: plates still needed by the forecast (None until a forecast is available)
+    forecast_plates: float | None = None
+    forecast_tests: float | None = None
+    layout: str | None = None
+    readout: str | None = None
+    model: str | None = None
+    #: per plate with control wells: plate id, Z', decision
+    plate_qc: list = field(default_factory=list)
+    #: pooled within-plate sd of the control wells (a continuous readout's noise scale)
+    control_sd: float | None = None
+    #: pooled sd of a compound's replicate wells on one plate (the readout's noise on compounds)
+    replicate_sd: float | None = None
+    #: the compound-set changes, in order, each with what it did to the guarantee
+    changes: list[str] = field(default_factory=list)
+    #: which rule chooses the wells, in one line (the plate files' 'why' column says it per well)
+    rule: str | None = None
 
     def to_dict(self) -> dict:
         """Plain data for JSON: a value not defined yet (NaN, e.g. the stopping index before the first
@@ -144,6 +170,7 @@ class Status:
             lines.append(f"not finished: {self.budget - self.tests:,} tests of the budget left")
         else:
             lines.append("stopping rule: not fired (this algorithm does not report how far it is from firing)")
+        lines.extend(self._progress_lines())
         if self.no_guarantee:
             lines.append(
                 f"NO ERROR GUARANTEE: {', '.join(self.no_guarantee)} makes the stopping rule a heuristic; the "
@@ -165,6 +192,65 @@ class Status:
                     "the fingerprint ignores stereochemistry); compare their observed rates, or test them apart"
                 )
         return "\n".join(lines)
+
+    def _progress_lines(self) -> list[str]:
+        """The numbers a lab plans with, each with a one-line meaning."""
+        out = [
+            f"plates done: {self.plates_done} of {self.plates} (every compound well recorded)",
+            f"compounds in the screen: {self.active:,}"
+            + (f" ({self.n_compounds - self.active:,} withdrawn)" if self.active < self.n_compounds else ""),
+        ]
+        if self.in_contention is not None:
+            out.append(
+                f"still in contention: {self.in_contention:,} compounds (their 95% interval still reaches the "
+                "leader's; this number falls as the screen learns)"
+            )
+        if self.certified_epsilon is None:
+            out.append("certified: nothing yet (this algorithm gives no certificate, or it is not available yet)")
+        elif self.outcome == "binary" and self.certified_epsilon >= 0.999:
+            out.append("certified epsilon: 1, nothing certified yet (a cure rate lies between 0 and 1 anyway)")
+        elif math.isfinite(self.certified_epsilon):
+            level = "" if self.certificate is None else f" with {100 * (1 - self.certificate['delta']):.4g}% confidence"
+            out.append(
+                f"certified epsilon: {self.certified_epsilon:.3g} (the leader's true {self._rate()} is at most this "
+                f"much below the best compound's{level}, whenever you stop)"
+            )
+        else:
+            out.append("certified epsilon: not yet (the outcomes so far still allow any compound to be the best)")
+        if self.forecast_plates is not None:
+            out.append(
+                f"forecast: about {self.forecast_plates:.0f} more plates until the stopping rule fires "
+                "(from the current estimates; it changes as they do)"
+            )
+        else:
+            out.append("forecast of plates left: not available for this algorithm yet")
+        if self.rule:
+            out.append(f"why these wells: {self.rule} (per well: the plate file's 'why' column)")
+        if self.layout:
+            out.append(f"plate layout: {self.layout}")
+        if self.model:
+            out.append(f"model: {self.model}")
+        for plate_id, z, decision in self.plate_qc:
+            if decision not in ("pass", "too few controls"):
+                out.append(f"plate {plate_id}: controls FAILED (Z' = {z:.2f}), {decision} by the lab")
+        passed = [z for _, z, d in self.plate_qc if d == "pass"]
+        if passed:
+            out.append(
+                f"controls: {len(passed)} plate(s) passed, Z' from {min(passed):.2f} to {max(passed):.2f} "
+                "(Z' >= 0.5: the controls separate well)"
+            )
+        if self.control_sd is not None:
+            out.append(f"spread of the control wells (within a plate): sd {self.control_sd:.3g}")
+        if self.replicate_sd is not None:
+            out.append(
+                f"spread of replicate wells (a compound twice or more on one plate): sd {self.replicate_sd:.3g}"
+                + ("" if self.outcome == "binary" else " (the noise a linear model's sigma stands for)")
+            )
+        out.extend(self.changes)
+        return out
+
+    def _rate(self) -> str:
+        return "cure rate" if self.outcome == "binary" else "mean outcome"
 
 
 def campaign_status(camp) -> Status:
@@ -219,8 +305,145 @@ def campaign_status(camp) -> Status:
         budget=None if budget is None else int(budget),
         tests_at_stop=int(res.n_samples) if done else None,
         recommendation=rec,
-        no_guarantee=without_guarantee(type(policy), {**registered(camp.algorithm).defaults, **params}),
+        no_guarantee=without_guarantee(
+            type(getattr(policy, "inner", policy)), {**registered(camp.algorithm).defaults, **params}
+        ),
+        **progress(camp, policy, res, n, lo, hi),
     )
+
+
+def progress(camp, policy, res, n, lo, hi) -> dict:
+    """The plan-the-week numbers of ``Status``: plates done, contention, certificate, forecast,
+    layout, readout model, controls, changes (see the field comments)."""
+    from .assay import Readout
+    from .changes import change_lines
+    from .explain import rule_of
+
+    active = getattr(policy, "arm_set", np.arange(camp.K))
+    leader = res.recommendation[0] if res.recommendation else None
+    in_contention = None
+    if leader is not None and int(n.sum()) > 0:
+        reach = hi[active] >= lo[leader]
+        in_contention = int(reach.sum())
+    cert = None
+    certificate = getattr(policy, "certificate", None)
+    if callable(certificate):
+        c = certificate()
+        if c is not None:
+            cert = c.to_dict(camp.compound_ids)
+    worst = None if cert is None else cert.get("worst")
+    certified = None if cert is None else (math.inf if worst is None else float(worst))
+    forecast = _forecast(camp, policy)
+    readout = camp.meta.get("readout")
+    layout = camp.layout
+    qc = camp._con.execute(
+        "SELECT q.plate_id, q.z_prime, q.decision FROM plate_qc q JOIN records r USING (record_id) ORDER BY r.step"
+    ).fetchall()
+    per_plate = camp._con.execute(
+        "SELECT plate_id, kind, COUNT(raw), AVG(raw), AVG(raw * raw) FROM readouts "
+        "WHERE kind != 'compound' AND raw IS NOT NULL AND discarded = 0 GROUP BY plate_id, kind"
+    ).fetchall()
+    ss, dof = _pooled(per_plate)
+    rep_ss, rep_dof = _pooled(
+        camp._con.execute(
+            "SELECT r.plate_id, w.arm, COUNT(r.raw), AVG(r.raw), AVG(r.raw * r.raw) FROM readouts r "
+            "JOIN wells w USING (plate_id, well) WHERE r.kind = 'compound' AND r.raw IS NOT NULL "
+            "AND r.discarded = 0 GROUP BY r.plate_id, w.arm HAVING COUNT(r.raw) >= 2"
+        ).fetchall()
+    )
+    plates_done = camp._con.execute(
+        "SELECT COUNT(*) FROM plates p WHERE NOT EXISTS (SELECT 1 FROM wells w LEFT JOIN outcomes o "
+        "USING (plate_id, well) WHERE w.plate_id = p.plate_id AND o.id IS NULL)"
+    ).fetchone()[0]
+    model = (
+        Readout.from_dict(readout).model(camp.binary, camp.algorithm)
+        if readout
+        else (
+            f"{camp.algorithm} models the 0/1 outcomes with a logistic model of the features"
+            if camp.binary
+            else f"{camp.algorithm} models the outcomes with a linear-Gaussian model of the features"
+        )
+    )
+    return {
+        "plates_done": int(plates_done),
+        "certified_epsilon": certified,
+        "certificate": cert,
+        "in_contention": in_contention,
+        "active": int(np.size(active)),
+        "forecast_plates": None if forecast is None else forecast[1],
+        "forecast_tests": None if forecast is None else forecast[0],
+        "layout": None if layout is None else layout.describe(),
+        "readout": None if not readout else Readout.from_dict(readout).rule(),
+        "model": model,
+        "plate_qc": [(p, z, d) for p, z, d in qc],
+        "control_sd": math.sqrt(ss / dof) if dof else None,
+        "replicate_sd": math.sqrt(rep_ss / rep_dof) if rep_dof else None,
+        "changes": change_lines(camp),
+        "rule": rule_of(camp.algorithm),
+    }
+
+
+def _pooled(groups) -> tuple[float, int]:
+    """Sum of squared deviations from each group's mean and its degrees of freedom, over groups
+    given as (key, key, count, mean, mean of squares) with at least two values."""
+    ss, dof = 0.0, 0
+    for _, _, cnt, mean, mean2 in groups:
+        if cnt >= 2:
+            ss += max(mean2 - mean * mean, 0.0) * cnt
+            dof += cnt - 1
+    return ss, dof
+
+
+def _forecast(camp, policy) -> tuple[float, float] | None:
+    """(tests, plates) left until the stopping rule fires: lb's forecast (the t solving
+    t = T*(theta_hat) beta(t, delta), LOWER_BOUND.md "Certificate and forecast") with theta_hat the
+    model's estimate from the outcomes so far and beta the algorithm's own threshold
+    (``Policy.stopping_threshold(t, delta)``).  None when the algorithm states no threshold (or has
+    a fixed budget), or nothing is recorded yet."""
+    from screenbai.bandits.certainty.forecast import forecast
+
+    inner = getattr(policy, "inner", policy)
+    beta = inner.stopping_threshold
+    delta = float(getattr(inner, "delta", 0.05))
+    if policy.done or beta(1.0, delta) is None:
+        return None
+    active = np.asarray(getattr(policy, "arm_set", np.arange(camp.K)))
+    n, s, s2, _ = camp.observations()
+    n, s, s2 = n[active], s[active], s2[active]
+    if n.sum() == 0:
+        return None
+    X = camp.features[active]
+    if camp.binary:
+        from screenbai.bandits.glm import logistic_mle
+
+        theta, model, sigma = logistic_mle(X, n, s, 1.0).theta, "logistic", 0.5
+    else:
+        V = (X.T * n) @ X + np.eye(X.shape[1])
+        theta = np.linalg.solve(V, X.T @ s)
+        model, sigma = "linear", float(getattr(inner, "sigma", 1.0))
+    layout = camp.layout
+    per_plate = layout.capacity if layout is not None else _usual_plate(camp)
+    f = forecast(
+        X,
+        theta,
+        beta,
+        delta,
+        source="outcomes",
+        plate_size=per_plate,
+        model=model,
+        sigma=sigma,
+        epsilon=float(getattr(inner, "epsilon", 0.0)),
+        m=int(getattr(inner, "m", 1)),
+    )
+    if not math.isfinite(f.tests):
+        return None
+    left = max(f.tests - float(n.sum()), 0.0)
+    return left, float(math.ceil(left / max(per_plate, 1)))
+
+
+def _usual_plate(camp) -> int:
+    row = camp._con.execute("SELECT requested FROM plates ORDER BY step DESC LIMIT 1").fetchone()
+    return int(row[0]) if row else 96
 
 
 def _finite(v):
@@ -235,3 +458,53 @@ def _finite(v):
 
 def _float(v):
     return None if v is None else float(v)
+
+
+#: the prior of the cost forecast at ``init``: hit-rate logits x'theta spread with this standard
+#: deviation over the library (hit rates between about 0.12 and 0.88 for 95 % of the compounds)
+PRIOR_LOGIT_SD = 1.0
+PRIOR_DRAWS = 5
+
+
+def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
+    """What the screen will cost, said at ``init`` before any outcome: the forecast of tests and plates
+    until the stopping rule fires (certainty/forecast.py) for theta drawn from a prior, theta ~ N(0, s^2 I)
+    with s set so that x'theta has standard deviation PRIOR_LOGIT_SD over the library, and what other
+    (epsilon, delta) would cost at the median draw. A guess, labelled so: ``status`` replaces it by the
+    forecast from outcomes after the first plate. Empty when the algorithm states no threshold."""
+    from screenbai.bandits.certainty.forecast import cost_table, forecast
+
+    policy = camp.policy
+    inner = getattr(policy, "inner", policy)
+    delta = float(getattr(inner, "delta", 0.05))
+    if inner.stopping_threshold(1.0, delta) is None:
+        return [f"cost forecast: {camp.algorithm} states no stopping threshold (a fixed budget, or a rule "
+                "without one); status gives what it certifies as the plates come back"]
+    X = camp.features
+    scale = PRIOR_LOGIT_SD / max(float(np.sqrt(np.mean(np.sum(X * X, axis=1)))), 1e-12)
+    rng = np.random.default_rng(seed)
+    thetas = rng.normal(0.0, scale, size=(draws, X.shape[1]))
+    model = "logistic" if camp.binary else "linear"
+    sigma = 0.5 if camp.binary else float(getattr(inner, "sigma", 1.0))
+    epsilon, m = float(getattr(inner, "epsilon", 0.0)), int(getattr(inner, "m", 1))
+    layout = camp.layout
+    per_plate = layout.capacity if layout is not None else 96
+    kw: dict[str, Any] = {"model": model, "sigma": sigma, "m": m}
+    f = forecast(X, thetas[0], inner.stopping_threshold, delta, source="prior", thetas=thetas, level=0.8,
+                 plate_size=per_plate, epsilon=epsilon, **kw)
+    order = np.argsort(f.draws, kind="stable")
+    mid = int(order[len(order) // 2])  # the median draw: its forecast is the point, and its table
+    tests = f.draws[mid]
+    plates = lambda t: "unbounded" if not math.isfinite(t) else f"{math.ceil(t / per_plate):,}"  # noqa: E731
+    lines = [
+        f"cost forecast from a prior (a guess before any outcome: hit-rate logits spread with sd {PRIOR_LOGIT_SD:g} "
+        f"over the library; `status` forecasts from the outcomes once a plate is recorded): {camp.algorithm} "
+        f"(epsilon = {epsilon:g}, delta = {delta:g}) stops after about {tests:,.0f} tests ({plates(tests)} plates of "
+        f"{per_plate}); 80 % band {f.low:,.0f} to {f.high:,.0f} tests. It assumes tests spread as the optimal "
+        f"allocation would; docs/lower_bound.md gives each algorithm's measured excess",
+    ]
+    rows = cost_table(X, thetas[mid], inner.stopping_threshold, epsilons=sorted({epsilon, max(epsilon, 0.05) * 2}),
+                      deltas=sorted({delta, 0.1, 0.01}), source="prior", plate_size=per_plate, **kw)
+    lines.append("other settings: " + "; ".join(
+        f"epsilon {r['epsilon']:g} and delta {r['delta']:g}: {r['tests']:,.0f} tests" for r in rows))
+    return lines

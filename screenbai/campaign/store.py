@@ -5,38 +5,50 @@ Tables
 meta       key -> JSON value: algorithm, parameters, seed, outcome kind, featurizer settings,
            library provenance, schema version.
 compounds  arm (0..K-1), compound id, standardized SMILES, the input SMILES and source row.
-arrays     named numpy arrays (the feature matrix, the PCA loadings) as raw bytes.
+arrays     named numpy arrays (the feature matrix, the PCA loadings) as raw bytes, with the SHA-256
+           of their dtype, shape and bytes (checked on open: junk written into a page passes SQLite's
+           own integrity check).
 rejected   every input structure that was not used, with its reason.
 plates     plate id, the log step that created it, the plate size asked for.
 wells      plate id, well name, position on the plate, arm.
 records    one row per results file recorded (file name, SHA-256, log step).
 outcomes   one row per recorded well: value (NULL when the well failed).
 events     the timestamped log; ``plate`` and ``record`` events are what replay follows.
-snapshot   an optional cache of the policy state after a log step (replay gives the same).
+snapshot   caches of the policy state (replay gives the same), each with its SHA-256: ``latest``
+           after the last step, ``plate`` right after the last plate was proposed (each ``record``
+           starts again from it, so that the order in which results files arrive does not matter).
 history    the leader after every record (derived, written in the record's transaction).
 
 The policy is never stored as such: it is rebuilt by replaying the ``plate`` and ``record``
 events in step order (see :mod:`screenbai.campaign.campaign`).
+
+Errors of the file itself (missing, not a campaign, damaged, read-only, disk full) raise
+a :class:`CampaignFileError` whose message names the file, the cause and what to do.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
+import os
 import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
+from urllib.request import pathname2url
 
 import numpy as np
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: checksums of the arrays and snapshots, the 'plate' snapshot
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE compounds (
     arm INTEGER PRIMARY KEY, compound_id TEXT NOT NULL UNIQUE, smiles TEXT NOT NULL,
     input_smiles TEXT, source_row INTEGER);
-CREATE TABLE arrays (name TEXT PRIMARY KEY, dtype TEXT NOT NULL, shape TEXT NOT NULL, data BLOB NOT NULL);
+CREATE TABLE arrays (name TEXT PRIMARY KEY, dtype TEXT NOT NULL, shape TEXT NOT NULL, data BLOB NOT NULL,
+    sha256 TEXT NOT NULL);
 CREATE TABLE rejected (source_row INTEGER, compound_id TEXT, smiles TEXT, reason TEXT NOT NULL, detail TEXT);
 CREATE TABLE events (step INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, kind TEXT NOT NULL,
     detail TEXT NOT NULL);
@@ -50,23 +62,103 @@ CREATE TABLE records (record_id INTEGER PRIMARY KEY, step INTEGER NOT NULL UNIQU
 CREATE TABLE outcomes (id INTEGER PRIMARY KEY, record_id INTEGER NOT NULL REFERENCES records(record_id),
     plate_id TEXT NOT NULL, well TEXT NOT NULL, arm INTEGER NOT NULL, value REAL,
     UNIQUE (plate_id, well), FOREIGN KEY (plate_id, well) REFERENCES wells(plate_id, well));
-CREATE TABLE snapshot (id INTEGER PRIMARY KEY CHECK (id = 1), step INTEGER NOT NULL, state TEXT NOT NULL);
+CREATE INDEX outcomes_of_record ON outcomes (record_id);
+CREATE TABLE snapshots (name TEXT PRIMARY KEY CHECK (name IN ('latest', 'plate')), step INTEGER NOT NULL,
+    state TEXT NOT NULL, sha256 TEXT NOT NULL);
 CREATE TABLE history (step INTEGER PRIMARY KEY, n_tests INTEGER NOT NULL, leader TEXT NOT NULL,
     done INTEGER NOT NULL);
 """
 
 
 class CampaignFileError(RuntimeError):
-    """The campaign file is missing, not a campaign, or of another schema version."""
+    """The campaign file is missing, not a campaign, of another schema version, damaged, read-only
+    or on a full disk; the message names the file, the cause and what to do."""
+
+
+class CampaignDamaged(CampaignFileError):
+    """A stored part of the campaign does not match its checksum (``parts`` names them)."""
+
+    def __init__(self, message: str, parts: list[str]):
+        super().__init__(message)
+        self.parts = list(parts)
+
+
+MAGIC = b"SQLite format 3\x00"
 
 
 def now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + f".{int(time.time() * 1e6) % 10**6:06d}Z"
 
 
-def connect(path: str | Path, *, create: bool = False, durable: bool = True) -> sqlite3.Connection:
+def writable(path: Path) -> bool:
+    """Whether this process may change the campaign file: the file and its folder (SQLite writes its
+    journal beside the file) are writable."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+
+
+def file_error(exc: BaseException, path: str | Path, doing: str = "") -> CampaignFileError:
+    """An SQLite or OS error on the campaign file as a CampaignFileError naming the file, the cause
+    and the remedy (read-only, disk full, damaged pages, locked)."""
+    path = Path(path)
+    text = str(exc)
+    low = text.lower()
+    what = f" while {doing}" if doing else ""
+    if isinstance(exc, CampaignFileError):
+        return exc
+    if "readonly" in low or "read-only" in low or getattr(exc, "errno", None) in (errno.EROFS, errno.EACCES):
+        return readonly_error(path, doing, text)
+    if "disk is full" in low or "disk full" in low or getattr(exc, "errno", None) == errno.ENOSPC:
+        return CampaignFileError(
+            f"{path}: the disk is full ({text}{what}); the step was rolled back and nothing was changed. Free "
+            f"space on the disk holding {path.parent} (`df -h {path.parent}`), then run the command again"
+        )
+    if "malformed" in low or "not a database" in low or "corrupt" in low:
+        return CampaignFileError(
+            f"{path}: the campaign file is damaged (SQLite{what}: {text}); its pages cannot be read. Restore it "
+            "from a backup copy; `sqlite3 FILE .recover` may save what is readable, and `screenbai campaign repair` "
+            "then rebuilds the policy from the log"
+        )
+    if "locked" in low or "busy" in low:
+        return CampaignFileError(
+            f"{path}: the campaign file is locked by another process ({text}{what}); wait for the other "
+            "`screenbai campaign` command (or program holding the file) to finish, then run the command again"
+        )
+    if "unable to open" in low:
+        return CampaignFileError(
+            f"{path}: SQLite cannot open the campaign file ({text}{what}); check that the file and its folder "
+            f"{path.parent} exist and are readable (and writable, to change the campaign)"
+        )
+    return CampaignFileError(f"{path}: {type(exc).__name__}{what}: {text}")
+
+
+def readonly_error(path: str | Path, doing: str = "", detail: str = "") -> CampaignFileError:
+    path = Path(path)
+    cause = (
+        f"the campaign file or its folder {path.parent} is read-only for this user"
+        if not writable(path)
+        else "the campaign file could not be written"
+    )
+    what = f" (while {doing}{': ' + detail if detail else ''})" if doing or detail else ""
+    return CampaignFileError(
+        f"{path}: {cause}{what}; nothing was changed. Make both writable (e.g. `chmod u+w {path} {path.parent}`), "
+        "or copy the campaign file to a writable folder and use the copy; `screenbai campaign status` works on a "
+        "read-only campaign"
+    )
+
+
+def _uri(path: Path, **query: str) -> str:
+    return "file:" + pathname2url(str(path.resolve())) + "?" + "&".join(f"{k}={v}" for k, v in query.items())
+
+
+def connect(
+    path: str | Path, *, create: bool = False, durable: bool = True, schema: bool = True
+) -> sqlite3.Connection:
     """Open (or create) a campaign file.  ``durable=False`` skips the fsync of each commit: still safe
-    against a killed process (WAL), not against a power cut; for backtests, which write thousands of steps."""
+    against a killed process (WAL), not against a power cut; for backtests, which write thousands of steps.
+
+    A file this user cannot write (or whose folder it cannot write) is opened read-only: reading
+    works (``status``, ``report``), any change raises a CampaignFileError saying why.
+    ``schema=False`` accepts an older schema version (``repair`` upgrades it)."""
     path = Path(path)
     if create:
         if path.exists():
@@ -75,27 +167,60 @@ def connect(path: str | Path, *, create: bool = False, durable: bool = True) -> 
         raise CampaignFileError(f"campaign file {path} does not exist; create it with `screenbai campaign init`")
     else:
         # checked before SQLite opens it: SQLite would turn an empty file into a database
-        with open(path, "rb") as fh:
-            if fh.read(16) != b"SQLite format 3\x00":
-                raise CampaignFileError(
-                    f"{path} is not a screenbai campaign file (not an SQLite database); give the file made by "
-                    "`screenbai campaign init`"
-                )
-    con = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
-    con.execute("PRAGMA journal_mode=WAL")
-    # FULL: a committed step survives a power cut, not only kill -9
-    con.execute("PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=OFF")
-    con.execute("PRAGMA foreign_keys=ON")
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(16)
+        except OSError as exc:
+            raise CampaignFileError(
+                f"{path}: the campaign file cannot be read ({exc.strerror}); check its permissions"
+            ) from None
+        if head != MAGIC:
+            raise CampaignFileError(
+                f"{path} is not a screenbai campaign file (not an SQLite database); give the file made by "
+                "`screenbai campaign init`"
+            )
+    readonly = not create and not writable(path)
+    wal = Path(str(path) + "-wal")
+    try:
+        if readonly:
+            # every committed step is in the file itself unless a writer left a WAL: then SQLite must
+            # read it (and needs to create the shared-memory file beside it)
+            uri = _uri(path, mode="ro") if wal.exists() and wal.stat().st_size else _uri(path, immutable="1")
+            con = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30.0)
+            con.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        else:
+            con = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
+            con.execute("PRAGMA journal_mode=WAL")
+            # FULL: a committed step survives a power cut, not only kill -9
+            con.execute("PRAGMA synchronous=FULL" if durable else "PRAGMA synchronous=OFF")
+        con.execute("PRAGMA foreign_keys=ON")
+    except sqlite3.Error as exc:
+        if readonly and wal.exists():
+            raise CampaignFileError(
+                f"{path}: the campaign is read-only for this user and its last changes are still in {wal}, which "
+                f"SQLite cannot read without writing beside it ({exc}); let a user who can write the file and its "
+                "folder run `screenbai campaign status` on it once (that folds the changes into the file), or copy "
+                "the campaign file with its -wal file to a writable folder"
+            ) from None
+        raise file_error(exc, path, "opening it") from None
     if not create:
         try:
             row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         except sqlite3.DatabaseError as exc:
             con.close()
-            raise CampaignFileError(f"{path} is not a screenbai campaign file ({exc})") from None
-        if row is None or json.loads(row[0]) != SCHEMA_VERSION:
+            if "no such table" in str(exc):
+                raise CampaignFileError(f"{path} is not a screenbai campaign file ({exc})") from None
+            raise file_error(exc, path, "opening it") from None
+        version = None if row is None else json.loads(row[0])
+        if version != SCHEMA_VERSION and not (version == 1 and not schema):
             con.close()
+            if version == 1:
+                raise CampaignFileError(
+                    f"{path} was made by an earlier screenbai (campaign schema 1, without checksums); upgrade it "
+                    f"with `screenbai campaign repair {path}` (it replays the log and adds the checksums)"
+                )
             raise CampaignFileError(
-                f"{path} has campaign schema {row and row[0]}, this screenbai reads schema {SCHEMA_VERSION}"
+                f"{path} has campaign schema {version}, this screenbai reads schema {SCHEMA_VERSION}"
             )
     return con
 
@@ -108,6 +233,24 @@ def create_schema(con: sqlite3.Connection) -> None:
         put_meta(con, "schema_version", SCHEMA_VERSION)
 
 
+def upgrade_schema(con: sqlite3.Connection) -> bool:
+    """Bring a schema-1 file (no checksums, one snapshot) to the current schema, inside the caller's
+    transaction; the arrays' checksums are taken of their bytes as they are.  True if it upgraded."""
+    version = json.loads(con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+    if version == SCHEMA_VERSION:
+        return False
+    assert version == 1, version
+    con.execute("ALTER TABLE arrays ADD COLUMN sha256 TEXT NOT NULL DEFAULT ''")
+    for name, dtype, shape, data in con.execute("SELECT name, dtype, shape, data FROM arrays").fetchall():
+        con.execute("UPDATE arrays SET sha256 = ? WHERE name = ?", (_digest(dtype, shape, data), name))
+    con.execute("DROP TABLE snapshot")  # a cache: rebuilt from the log by the caller
+    for statement in _SCHEMA.split(";"):
+        if "snapshots" in statement or "outcomes_of_record" in statement:
+            con.execute(statement)
+    put_meta(con, "schema_version", SCHEMA_VERSION)
+    return True
+
+
 @contextmanager
 def transaction(con: sqlite3.Connection):
     """One write transaction: everything inside commits together or not at all."""
@@ -115,7 +258,8 @@ def transaction(con: sqlite3.Connection):
     try:
         yield con
     except BaseException:
-        con.execute("ROLLBACK")
+        if con.in_transaction:  # SQLite itself rolls back after some errors (disk full)
+            con.execute("ROLLBACK")
         raise
     con.execute("COMMIT")
 
@@ -129,11 +273,20 @@ def get_meta(con) -> dict:
     return {k: json.loads(v) for k, v in con.execute("SELECT key, value FROM meta")}
 
 
+def _digest(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode() if isinstance(part, str) else part)
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
 def put_array(con, name: str, array: np.ndarray) -> None:
     a = np.ascontiguousarray(array)
+    dtype, shape, data = a.dtype.str, json.dumps(list(a.shape)), a.tobytes()
     con.execute(
-        "INSERT OR REPLACE INTO arrays (name, dtype, shape, data) VALUES (?, ?, ?, ?)",
-        (name, a.dtype.str, json.dumps(list(a.shape)), a.tobytes()),
+        "INSERT OR REPLACE INTO arrays (name, dtype, shape, data, sha256) VALUES (?, ?, ?, ?, ?)",
+        (name, dtype, shape, data, _digest(dtype, shape, data)),
     )
 
 
@@ -142,6 +295,71 @@ def get_array(con, name: str) -> np.ndarray:
     if row is None:
         raise CampaignFileError(f"the campaign file has no array {name!r}")
     return np.frombuffer(row[2], dtype=np.dtype(row[0])).reshape(json.loads(row[1])).copy()
+
+
+def put_snapshot(con, name: str, step: int, state: str) -> None:
+    con.execute(
+        "INSERT OR REPLACE INTO snapshots (name, step, state, sha256) VALUES (?, ?, ?, ?)",
+        (name, int(step), state, _digest(state)),
+    )
+
+
+def get_snapshot(con, name: str) -> tuple[int, str] | None:
+    """(step, state text) of snapshot ``name`` ('latest' or 'plate'), None when there is none."""
+    row = con.execute("SELECT step, state FROM snapshots WHERE name = ?", (name,)).fetchone()
+    return None if row is None else (int(row[0]), row[1])
+
+
+_WHAT = {
+    "array features": "the feature matrix, one row per compound",
+    "array pca_components": "the PCA loadings of the fingerprints",
+    "array pca_mean": "the mean fingerprint the PCA centres on",
+    "snapshot latest": "the policy's state after the last step",
+    "snapshot plate": "the policy's state after the last plate",
+}
+
+
+def damaged_parts(con) -> list[str]:
+    """The stored arrays and policy snapshots whose bytes do not match their SHA-256."""
+    bad = []
+    for name, dtype, shape, data, sha in con.execute("SELECT name, dtype, shape, data, sha256 FROM arrays"):
+        if _digest(dtype, shape, data) != sha:
+            bad.append(f"array {name}")
+            continue
+        try:
+            np.frombuffer(data, dtype=np.dtype(dtype)).reshape(json.loads(shape))
+        except (TypeError, ValueError):
+            bad.append(f"array {name}")
+    # as bytes: junk in the text may not even be UTF-8
+    for name, state, sha in con.execute("SELECT name, CAST(state AS BLOB), sha256 FROM snapshots"):
+        if _digest(state) != sha:
+            bad.append(f"snapshot {name}")
+    return bad
+
+
+def check_damage(con, path: str | Path) -> None:
+    """Raise CampaignDamaged naming every damaged part, and how to recover, if there is one."""
+    bad = damaged_parts(con)
+    if not bad:
+        return
+    names = "; ".join(f"{p} ({_WHAT.get(p, 'an array stored with the library')})" for p in bad)
+    arrays = [p for p in bad if p.startswith("array ")]
+    if arrays:
+        remedy = (
+            "the library's arrays cannot be rebuilt from the campaign's log: restore the campaign file from a "
+            "backup copy"
+        )
+    else:
+        remedy = (
+            "the snapshots are caches, rebuilt from the event log (the plates and results recorded) with "
+            f"`screenbai campaign repair {path}`"
+        )
+    raise CampaignDamaged(
+        f"{path}: damaged: {names}: {'does' if len(bad) == 1 else 'do'} not match the SHA-256 stored with "
+        f"{'it' if len(bad) == 1 else 'them'} (junk written into the file, which SQLite's own integrity check does "
+        f"not see). Nothing was changed. To recover: {remedy}",
+        bad,
+    )
 
 
 def add_event(con, kind: str, detail: dict) -> int:

@@ -829,5 +829,6 @@ def load_activities(source_config: Mapping[str, Any], cache_dir: str | Path = "d
     activity_column = need("activity_column")
     smiles_column = cfg.pop("smiles_column", None)
     table_kwargs = {k: cfg.pop(k) for k in ("id_column", "units", "activity_type", "relation_column") if k in cfg}
+    cfg.pop("pchembl_of", None)  # names the activity behind pChEMBL values in labels (screening.pchembl_of)
     reject_unknown()
     return read_activity_table(path, smiles_column=smiles_column, activity_column=activity_column, **table_kwargs)

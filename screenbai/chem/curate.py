@@ -264,7 +264,7 @@ class _Standardizer:
         return out_smiles, key, mw
 
 
-def standardize_smiles(smiles: Sequence[str], *, canonical_tautomer: bool = False) -> pd.DataFrame:
+def standardize_smiles(smiles: Sequence[str | None], *, canonical_tautomer: bool = False) -> pd.DataFrame:
     """Standardize SMILES (cleanup, largest fragment, neutralise[, canonical tautomer]).
 
     Returns a frame with ``input_smiles, smiles, inchikey, error`` (``error`` is ``None``

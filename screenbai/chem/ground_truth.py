@@ -69,15 +69,22 @@ def cure_threshold(
         raise ValueError("activities must be positive finite numbers (nM), at least one")
     (rule, value), = given.items()
     value = float(value)
+    # pChEMBL values of an unnamed measure: the label is "pChEMBL > 7 (activity < 100 nM)", never
+    # "pChEMBL < 100 nM" (the workflow names the measure, e.g. Ki, when the source says which)
+    p_label = "pChEMBL" if activity_label == "pChEMBL" else f"p{activity_label}"
+    if activity_label == "pChEMBL":
+        activity_label = "activity"
     if rule == "threshold_nM":
         if not (np.isfinite(value) and value > 0):
             raise ValueError(f"threshold_nM = {value!r} must be a positive number of nM")
         thr, words = value, f"{activity_label} < {value:g} nM"
+        if p_label == "pChEMBL":
+            words = f"pChEMBL > {9.0 - np.log10(value):.3g} ({words})"
     elif rule == "threshold_pActivity":
         if not np.isfinite(value):
             raise ValueError(f"threshold_pActivity = {value!r} must be a number (pActivity 7 = 100 nM)")
         thr = 10.0 ** (9.0 - value)
-        words = f"p{activity_label} > {value:g} ({activity_label} < {thr:.3g} nM)"
+        words = f"{p_label} > {value:g} ({activity_label} < {thr:.3g} nM)"
     else:
         if not 0.0 < value < 1.0:
             raise ValueError(
@@ -131,9 +138,19 @@ class GroundTruth:
     n_cured, n_not_cured : int
         Label counts.
     accuracy, roc_auc, log_loss, brier : float
-        In-sample fit quality (``roc_auc`` is NaN if a class is absent).
+        Fit quality **on the fitted compounds (in-sample)**: optimistic, the model has seen them.
     C : float
         Inverse regularisation strength used.
+    cv_folds : int
+        Folds of the cross-validation (stratified, shuffled); 0 when it was not run (fewer than
+        two compounds in the smaller class, or ``cv_folds=0`` asked).
+    cv_roc_auc, cv_log_loss, cv_brier : float
+        The same metrics cross-validated: each compound is predicted by a model fitted without
+        it (NaN when ``cv_folds`` is 0).
+    covariance : ndarray (d + 1, d + 1) or None
+        Approximate covariance of ``theta_full`` (inverse Hessian of the penalised negative
+        log-likelihood at the fit, the Laplace / Wald approximation); gives
+        :meth:`cure_rate_interval`.
 
     Notes
     -----
@@ -152,6 +169,11 @@ class GroundTruth:
     log_loss: float
     brier: float
     C: float = 1.0
+    cv_folds: int = 0
+    cv_roc_auc: float = float("nan")
+    cv_log_loss: float = float("nan")
+    cv_brier: float = float("nan")
+    covariance: np.ndarray | None = None
 
     @property
     def theta_full(self) -> np.ndarray:
@@ -169,8 +191,25 @@ class GroundTruth:
         """Cure rates for (new) feature rows."""
         return expit(self.arm_features(features) @ self.theta_full)
 
+    def cure_rate_interval(self, features: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+        """Wald interval of each row's cure rate: ``sigmoid(a^T theta +- z sqrt(a^T Sigma a))``,
+        ``a`` the row with its intercept 1, ``Sigma`` :attr:`covariance`, ``z`` the normal quantile
+        of ``(1 + level) / 2``.  The interval of the logit is symmetric; mapped through the sigmoid
+        it stays inside (0, 1)."""
+        from scipy.stats import norm
+
+        if self.covariance is None:
+            raise ValueError("this ground truth has no covariance (fitted without it): no interval")
+        if not 0.0 < level < 1.0:
+            raise ValueError(f"level = {level!r} must lie strictly between 0 and 1 (0.95 = a 95 % interval)")
+        A = self.arm_features(features)
+        eta = A @ self.theta_full
+        half = norm.ppf(0.5 + level / 2.0) * np.sqrt(np.einsum("ij,jk,ik->i", A, self.covariance, A))
+        return expit(eta - half), expit(eta + half)
+
     def summary(self) -> dict[str, Any]:
-        """Scalars for logs and reports."""
+        """Scalars for logs and reports: the fit quality on the fitted compounds (``accuracy``,
+        ``roc_auc``, ``log_loss``, ``brier``: in-sample) and cross-validated (``cv_*``)."""
         return {
             "d": int(self.theta.shape[0]),
             "n": int(self.means.shape[0]),
@@ -181,13 +220,52 @@ class GroundTruth:
             "roc_auc": self.roc_auc,
             "log_loss": self.log_loss,
             "brier": self.brier,
+            "cv_folds": self.cv_folds,
+            "cv_roc_auc": self.cv_roc_auc,
+            "cv_log_loss": self.cv_log_loss,
+            "cv_brier": self.cv_brier,
             "mean_min": float(self.means.min()),
             "mean_max": float(self.means.max()),
             "C": self.C,
         }
 
 
-def fit_ground_truth(features: np.ndarray, cured: Any, *, C: float = 1.0, random_state: int = 0) -> GroundTruth:
+def _cross_validated(X: np.ndarray, y: np.ndarray, C: float, folds: int, random_state: int) -> dict[str, Any]:
+    """Stratified ``folds``-fold cross-validation of the L2 logistic regression: out-of-fold cure
+    rates of every compound, scored by AUC, log-loss and Brier score.  Fewer folds when the smaller
+    class has fewer compounds than ``folds``; none (NaN) below two."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import brier_score_loss, log_loss, roc_auc_score
+    from sklearn.model_selection import StratifiedKFold
+
+    k = min(int(folds), int(y.sum()), int(y.size - y.sum()))
+    if k < 2:
+        return {"cv_folds": 0, "cv_roc_auc": float("nan"), "cv_log_loss": float("nan"), "cv_brier": float("nan")}
+    oof = np.empty(y.size)
+    for train, test in StratifiedKFold(n_splits=k, shuffle=True, random_state=random_state).split(X, y):
+        model = LogisticRegression(C=C, solver="lbfgs", max_iter=10_000, random_state=random_state)
+        oof[test] = model.fit(X[train], y[train]).predict_proba(X[test])[:, 1]
+    return {
+        "cv_folds": k,
+        "cv_roc_auc": float(roc_auc_score(y, oof)),
+        "cv_log_loss": float(log_loss(y, oof, labels=[False, True])),
+        "cv_brier": float(brier_score_loss(y, oof)),
+    }
+
+
+def _covariance(X: np.ndarray, means: np.ndarray, C: float) -> np.ndarray:
+    """Inverse Hessian of sum_i logloss_i + ||theta||^2 / (2 C) (scikit-learn's objective divided by C;
+    the intercept is not penalised) at the fit: the Laplace approximation of the coefficients' covariance."""
+    A = np.hstack([X, np.ones((X.shape[0], 1))])
+    w = means * (1.0 - means)
+    H = (A * w[:, None]).T @ A
+    H[np.arange(X.shape[1]), np.arange(X.shape[1])] += 1.0 / C
+    return np.linalg.pinv(H, hermitian=True)
+
+
+def fit_ground_truth(
+    features: np.ndarray, cured: Any, *, C: float = 1.0, random_state: int = 0, cv_folds: int = 5
+) -> GroundTruth:
     """Fit ``P(cure | x) = sigmoid(x @ theta + intercept)`` by L2 logistic regression.
 
     Parameters
@@ -199,7 +277,9 @@ def fit_ground_truth(features: np.ndarray, cured: Any, *, C: float = 1.0, random
     C : float
         Inverse L2 regularisation strength (scikit-learn convention, default 1).
     random_state : int
-        Passed to scikit-learn.
+        Passed to scikit-learn (and the cross-validation's shuffle).
+    cv_folds : int
+        Folds of the cross-validated metrics (0: none); the in-sample metrics are always computed.
 
     Returns
     -------
@@ -232,7 +312,8 @@ def fit_ground_truth(features: np.ndarray, cured: Any, *, C: float = 1.0, random
     model.fit(X, y)
     means = model.predict_proba(X)[:, 1].astype(np.float64)
     theta = model.coef_[0].astype(np.float64).copy()
-    for arr in (means, theta):
+    covariance = _covariance(X, means, float(C))
+    for arr in (means, theta, covariance):
         arr.setflags(write=False)  # the ground truth is frozen, arrays included
     gt = GroundTruth(
         theta=theta,
@@ -245,6 +326,8 @@ def fit_ground_truth(features: np.ndarray, cured: Any, *, C: float = 1.0, random
         log_loss=float(log_loss(y, means, labels=[False, True])),
         brier=float(brier_score_loss(y, means)),
         C=float(C),
+        covariance=covariance,
+        **(_cross_validated(X, y, float(C), cv_folds, random_state) if cv_folds else {}),
     )
     logger.info("ground truth: %s", gt.summary())
     return gt

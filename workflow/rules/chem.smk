@@ -22,7 +22,10 @@ checkpoint curate:
         curation=CURATION,
         activity_types=ACTIVITY_TYPES,
         label=LABEL,
-        sizes=[] if SCREEN["clip_K"] else SIZES,
+        sizes=SIZES,
+        clip_K=SCREEN["clip_K"],
+        activity_label=ACTIVITY,
+        pchembl_of=PCHEMBL_OF,
     script:
         "../scripts/curate.py"
 

@@ -5,11 +5,13 @@ from pathlib import Path
 
 from screenbai.chem.ground_truth import LABEL_RULES
 from screenbai.screening import (
+    activity_label_of,
     activity_types_of,
     check_algorithms,
     check_dimensions,
     check_regex,
     clip_studies,
+    pchembl_of,
     replication_chunks,
     reference_point,
     study_points,
@@ -29,7 +31,9 @@ MODULES = config.get("algorithm_modules", [])
 # dimension larger than the fingerprints.
 check_algorithms(config["algorithms"], MODULES, SIZES, SCREEN["max_samples"])
 ACTIVITY_TYPES = activity_types_of(config)
-ACTIVITY = "/".join(ACTIVITY_TYPES)
+# what labels, tables and figures name: the declared type(s), or the activity behind pChEMBL values
+ACTIVITY = activity_label_of(config)
+PCHEMBL_OF = pchembl_of(config["source"]) if config["source"].get("kind") == "table" else None
 check_regex(config["curation"].get("assay_description_regex"), "curation.assay_description_regex")
 check_dimensions(DIMS, config["featurize"]["n_bits"])
 CURATION = {k: v for k, v in config["curation"].items() if k != "activity_types"}

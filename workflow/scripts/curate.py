@@ -1,13 +1,16 @@
 """Rule curate: raw activities -> compound library, curation report (every dropped row), cure label.
 
 Refused here, before any fingerprint is computed: a declared activity type the data do not
-hold, a screen larger than the library, and a cure label that leaves a single class.
+hold, a cure label that leaves a single class, and a screen larger than the library unless
+screen.clip_K (the default) clips it to the library's size, with a warning on the console, in
+the log and in the report.
 """
 from rule_setup import start
 
 logger = start(snakemake)  # first: this repository's screenbai, the rule log
 
 import json
+import sys
 
 import pandas as pd
 
@@ -28,9 +31,13 @@ library, report = curate_activities(prepare_activities(raw, types, where), activ
                                     **snakemake.params.curation)
 if len(library) == 0:
     raise ValueError(f"curation of {where} kept 0 of {len(raw)} rows; dropped: {report.dropped}")
-check_library_size(len(library), snakemake.params.sizes, f"the curated library of {where}")
-label = cure_threshold(library["activity_nM"], activity_label=activity, **snakemake.params.label)
-label.update(activity_type=activity, activity_types=types, rows_per_type=rows_per_type)
+clipped = check_library_size(len(library), snakemake.params.sizes, f"the curated library of {where}",
+                             clip=snakemake.params.clip_K)
+if clipped:  # on the console too, not only in this rule's log
+    print(f"WARNING: {clipped['message']}", file=sys.stderr)
+label = cure_threshold(library["activity_nM"], activity_label=snakemake.params.activity_label, **snakemake.params.label)
+label.update(activity_type=activity, activity_types=types, rows_per_type=rows_per_type,
+             activity_label=snakemake.params.activity_label, pchembl_of=snakemake.params.pchembl_of, K_clipped=clipped)
 logger.info("cure label: %s: %d of %d compounds cure", label["description"], label["n_cured"], label["n_compounds"])
 
 library.to_parquet(snakemake.output.library, index=False)

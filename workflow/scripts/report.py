@@ -18,7 +18,8 @@ def load(path):
 subset = pd.read_csv(snakemake.input.reference_subset)
 arms = pd.read_parquet(snakemake.input.reference_arms).set_index("compound_id")
 outputs = {k: snakemake.output[k] for k in ("summary", "declared", "ground_truth", "summary_html", "declared_html",
-                                             "ground_truth_html", "structures", "pulls", "markdown", "page")}
+                                             "ground_truth_html", "structures", "pulls", "potency", "markdown",
+                                             "page")}
 outputs.update({f"study_{name}": path for name, path in zip(snakemake.params.studies, snakemake.output.studies)})
 write_report(
     pd.read_parquet(snakemake.input.records),
@@ -29,6 +30,8 @@ write_report(
     studies=snakemake.params.studies,
     reference=tuple(snakemake.params.reference),
     reference_means=arms.loc[subset["compound_id"], "mean"].to_numpy(),
+    reference_arms=arms.loc[subset["compound_id"]].reset_index(),
+    error_rates=pd.read_csv(snakemake.input.error_rates),
     outputs=outputs,
     algorithms=snakemake.params.algorithms,
     title=snakemake.params.title,

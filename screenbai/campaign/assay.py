@@ -1,0 +1,202 @@
+"""Readouts as the assay gives them: raw values, a hit cutoff, control wells and the Z'-factor.
+
+Declared at ``init`` (``--readout "percent inhibition" --hit-above 50``, or ``--readout IC50
+--unit nM --hit-below 1000``).  Every value the lab writes in the outcome column is kept as it
+was typed (table ``readouts``), and what the algorithm is told is derived from it:
+
+* binary campaigns (logistic model, GLGapE / GSE-Log): 1 when the value is a hit (at or above the
+  cutoff with ``--hit-above``, at or below it with ``--hit-below``), else 0;
+* continuous campaigns (linear-Gaussian model, m-LinGapE and the other linear algorithms): the value
+  itself, negated with ``--hit-below`` so that larger is better for the algorithm, which looks for
+  the compound with the largest mean.
+
+Control wells (see :mod:`~screenbai.campaign.layout`) are read from the same results file.  Per
+plate, once it has at least two positive and two negative control values, the Z'-factor
+(Zhang, Chung & Oldenburg 1999, J. Biomol. Screen. 4:67, eq. 1)
+
+    Z' = 1 - 3 (sd_pos + sd_neg) / |mean_pos - mean_neg|
+
+is computed (sample standard deviations).  A plate with Z' below ``min_z`` (default 0.5, the
+paper's "excellent assay" bound) fails its controls: ``record`` refuses the file until the lab
+decides, ``--accept`` (its outcomes count) or ``--discard-plate`` (its compound wells count as
+failed and go back into the queue; their raw values stay in the file, marked discarded).
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+DIRECTIONS = ("above", "below")
+#: pseudo-arms of control wells in a plate map (never a compound's arm, which is >= 0)
+POSITIVE, NEGATIVE = -1, -2
+CONTROL_IDS = {POSITIVE: "POSITIVE_CONTROL", NEGATIVE: "NEGATIVE_CONTROL"}
+KIND_OF = {POSITIVE: "positive", NEGATIVE: "negative"}
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS controls (plate_id TEXT NOT NULL, well TEXT NOT NULL, kind TEXT NOT NULL,
+    PRIMARY KEY (plate_id, well));
+CREATE TABLE IF NOT EXISTS readouts (record_id INTEGER NOT NULL, plate_id TEXT NOT NULL, well TEXT NOT NULL,
+    kind TEXT NOT NULL, raw REAL, discarded INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (plate_id, well));
+CREATE TABLE IF NOT EXISTS plate_qc (plate_id TEXT NOT NULL, record_id INTEGER NOT NULL, z_prime REAL,
+    n_positive INTEGER NOT NULL, n_negative INTEGER NOT NULL, decision TEXT NOT NULL,
+    PRIMARY KEY (plate_id, record_id));
+CREATE TABLE IF NOT EXISTS well_notes (plate_id TEXT NOT NULL, well TEXT NOT NULL, why TEXT NOT NULL,
+    PRIMARY KEY (plate_id, well));
+"""
+
+
+def ensure_schema(con: sqlite3.Connection, *, readonly: bool = False) -> None:
+    """The tables of plate controls and raw readouts, added to files made before they existed; in a
+    file this user cannot change, as empty temporary tables of the connection (so that ``status`` and
+    ``report`` read such a file as one without controls or readouts)."""
+    have = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for statement in _SCHEMA.split(";"):
+        if not statement.strip():
+            continue
+        name = statement.split("EXISTS", 1)[1].split("(", 1)[0].strip()
+        if name in have:
+            continue
+        con.execute(statement.replace("CREATE TABLE", "CREATE TEMP TABLE") if readonly else statement)
+
+
+@dataclass(frozen=True)
+class Readout:
+    name: str = "outcome"
+    unit: str = ""
+    cutoff: float | None = None
+    direction: str = "above"
+    min_z: float = 0.5
+
+    @classmethod
+    def build(cls, name: str, *, unit: str = "", hit_above=None, hit_below=None, min_z: float = 0.5) -> Readout:
+        if hit_above is not None and hit_below is not None:
+            raise ValueError("give one of --hit-above and --hit-below, not both")
+        cutoff = hit_above if hit_above is not None else hit_below
+        if cutoff is not None and not math.isfinite(float(cutoff)):
+            raise ValueError(f"the hit cutoff must be a finite number; got {cutoff}")
+        if not math.isfinite(float(min_z)) or float(min_z) >= 1:
+            raise ValueError(f"--min-z must be a number below 1 (Z' is at most 1); got {min_z}")
+        return cls(
+            str(name),
+            str(unit or ""),
+            None if cutoff is None else float(cutoff),
+            "below" if hit_below is not None else "above",
+            float(min_z),
+        )
+
+    @classmethod
+    def from_dict(cls, d: dict) -> Readout:
+        return cls(**d)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    def label(self) -> str:
+        return f"{self.name} ({self.unit})" if self.unit else self.name
+
+    def rule(self) -> str:
+        if self.cutoff is None:
+            return "no hit cutoff declared"
+        sign = ">=" if self.direction == "above" else "<="
+        return f"a hit when {self.name} {sign} {self.cutoff:g}{(' ' + self.unit) if self.unit else ''}"
+
+    def is_hit(self, raw: np.ndarray) -> np.ndarray:
+        raw = np.asarray(raw, dtype=float)
+        if self.cutoff is None:
+            raise ValueError("no hit cutoff was declared for this campaign's readout")
+        return raw >= self.cutoff if self.direction == "above" else raw <= self.cutoff
+
+    def told(self, raw: float, binary: bool) -> float:
+        """What the algorithm is told for a raw value (see module doc)."""
+        if binary:
+            return float(self.is_hit(np.asarray([raw]))[0])
+        return float(raw) if self.direction == "above" else -float(raw)
+
+    def model(self, binary: bool, algorithm: str) -> str:
+        """The algorithm's model of this readout, in one sentence."""
+        if binary:
+            return (
+                f"{algorithm} models hits with a logistic model of the features ({self.rule()}; "
+                f"the raw {self.name} is kept in the file)"
+            )
+        flip = " (negated: lower is better)" if self.direction == "below" else ""
+        return (
+            f"{algorithm} models the {self.label()} itself{flip} with a linear-Gaussian model of the features; "
+            "its noise scale is the declared sigma (compare it with the control wells' spread in status)"
+        )
+
+
+def z_prime(pos, neg) -> float | None:
+    """Z' = 1 - 3 (sd_p + sd_n) / |mu_p - mu_n| (sample sd); None below two values of each."""
+    pos, neg = np.asarray(pos, dtype=float), np.asarray(neg, dtype=float)
+    if pos.size < 2 or neg.size < 2:
+        return None
+    gap = abs(pos.mean() - neg.mean())
+    spread = 3.0 * (pos.std(ddof=1) + neg.std(ddof=1))
+    if gap == 0:
+        return -math.inf
+    return float(1.0 - spread / gap)
+
+
+class ControlsFailed(ValueError):
+    """A results file holds a plate whose controls fail (Z' below the bound); nothing was recorded."""
+
+
+def check_controls(path, controls, readout: Readout | None, *, accept: bool, discard: bool) -> dict:
+    """Plate id -> (Z', decision) for the plates whose control wells ``controls`` (outcomes with a
+    control pseudo-arm) a results file holds; raises :class:`ControlsFailed` when a plate fails and the
+    lab has not decided (``accept`` / ``discard``)."""
+    min_z = 0.5 if readout is None else readout.min_z
+    by_plate: dict[str, dict[int, list[float]]] = {}
+    for o in controls:
+        slot = by_plate.setdefault(o.plate_id, {POSITIVE: [], NEGATIVE: []})
+        if o.value is not None:
+            slot[o.arm].append(float(o.value))
+    qc: dict[str, tuple[float | None, str]] = {}
+    failing = []
+    for plate_id, values in by_plate.items():
+        z = z_prime(values[POSITIVE], values[NEGATIVE])
+        if z is None:
+            qc[plate_id] = (None, "too few controls")
+        elif z >= min_z:
+            qc[plate_id] = (z, "pass")
+        else:
+            pos, neg = np.asarray(values[POSITIVE]), np.asarray(values[NEGATIVE])
+            failing.append(
+                f"plate {plate_id}: Z' = {z:.2f} < {min_z:g} "
+                f"(positive controls {pos.mean():.3g} +- {pos.std(ddof=1):.2g}, "
+                f"negative {neg.mean():.3g} +- {neg.std(ddof=1):.2g}, n = {pos.size} + {neg.size})"
+            )
+            qc[plate_id] = (z, "accepted" if accept else "discarded" if discard else "failed")
+    if failing and not (accept or discard):
+        raise ControlsFailed(
+            f"{path}: the controls of {len(failing)} plate(s) fail; nothing was recorded:\n  "
+            + "\n  ".join(failing)
+            + "\nthe lab decides: record the file again with --accept (the plate's outcomes count) or "
+            "--discard-plate (its compound wells count as failed wells and are proposed again)"
+        )
+    return qc
+
+
+def save_readouts(con, record_id: int, controls, compounds, qc: dict) -> None:
+    """Keep every raw value of a recorded file (compound and control wells) and the plates' Z'."""
+    dropped = {p for p, (_, decision) in qc.items() if decision == "discarded"}
+    con.executemany(
+        "INSERT INTO readouts (record_id, plate_id, well, kind, raw, discarded) VALUES (?, ?, ?, ?, ?, ?)",
+        [
+            (record_id, o.plate_id, o.well, KIND_OF.get(o.arm, "compound"), o.value, int(o.plate_id in dropped))
+            for o in (*compounds, *controls)
+        ],
+    )
+    for plate_id, (z, decision) in qc.items():
+        n_pos = sum(o.plate_id == plate_id and o.arm == POSITIVE and o.value is not None for o in controls)
+        n_neg = sum(o.plate_id == plate_id and o.arm == NEGATIVE and o.value is not None for o in controls)
+        con.execute(
+            "INSERT INTO plate_qc (plate_id, record_id, z_prime, n_positive, n_negative, decision) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (plate_id, record_id, None if z is None or not math.isfinite(z) else z, n_pos, n_neg, decision),
+        )

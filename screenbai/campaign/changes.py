@@ -1,0 +1,239 @@
+"""Changes mid-campaign: compounds added (newly synthesised), one withdrawn (out of stock), the plate
+format changed.  Each is one logged step (``add``, ``withdraw``, ``layout`` events), replayed on
+resumption, and said in ``status`` with what it did to the error guarantee.
+
+Adding or withdrawing restarts the algorithm on the new set of compounds with every outcome recorded
+so far (:mod:`~screenbai.campaign.armset`, which says why the guarantee survives for the
+fixed-confidence algorithms).  A new compound is featurized exactly as the library was: its Morgan
+fingerprint projected on the library's stored principal components (the PCA is not refitted, so the
+features of the compounds already screened do not move).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from . import store
+from .layout import PlateLayout
+
+
+def _guard(camp) -> None:
+    policy = camp.policy
+    if getattr(policy, "fixed_budget", False):
+        raise ValueError(
+            f"{camp.algorithm} is a fixed-budget algorithm: its stages are planned for the compounds it started "
+            "with, so compounds cannot be added or withdrawn mid-campaign; export the results and start a new "
+            "campaign with the new library"
+        )
+
+
+def featurize_new(camp, smiles: list[str]) -> np.ndarray:
+    """Features of new structures as the campaign's library was featurized (stored PCA, intercept)."""
+    f = camp.meta["featurizer"]
+    if f.get("method") != "morgan+pca":
+        raise ValueError(
+            f"{camp.path}: its features came from {f.get('method')!r}, not from structures screenbai featurized; "
+            "new compounds need their features from the same source "
+            "(give them with screenbai.campaign.changes.add_compounds(camp, ids, smiles, features=...))"
+        )
+    from screenbai.chem.featurize import morgan_fingerprints
+
+    fp = morgan_fingerprints(list(smiles), radius=int(f["radius"]), n_bits=int(f["n_bits"]))
+    comps = store.get_array(camp._con, "pca_components")
+    mean = store.get_array(camp._con, "pca_mean")
+    scores = (np.asarray(fp, dtype=float) - mean) @ comps.T
+    return np.hstack([scores, np.ones((scores.shape[0], 1))])
+
+
+def read_new_compounds(camp, path, *, id_column=None, smiles_column=None, kind="auto"):
+    """Read and standardize a file of new structures as ``init`` reads a library; returns (kept
+    frame: compound_id, smiles, input_smiles, source_row; rejected frame), with the ids and structures
+    already in the campaign rejected too."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from .library import _detect_kind, _read_rows, curate_structures
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"file of new compounds {path} does not exist")
+    kind = _detect_kind(path) if kind == "auto" else kind
+    if kind == "featurized":
+        raise ValueError(f"{path}: give the new structures as CSV/TSV/SDF (id and SMILES), not features")
+    frame, _ = _read_rows(path, kind, id_column, smiles_column)
+    kept, rejected = curate_structures(frame)
+    known_ids = set(camp.compound_ids)
+    known_smiles = {s: c for c, s in zip(camp.compound_ids, camp.smiles)}
+    extra = []
+    keep = []
+    for row in kept.itertuples(index=False):
+        if row.compound_id in known_ids:
+            extra.append((row.source_row, row.compound_id, row.input_smiles, "id already in the campaign", ""))
+        elif row.smiles in known_smiles:
+            extra.append(
+                (
+                    row.source_row,
+                    row.compound_id,
+                    row.input_smiles,
+                    "structure already in the campaign",
+                    f"same standardized structure as {known_smiles[row.smiles]}",
+                )
+            )
+        else:
+            keep.append(row)
+    kept = pd.DataFrame(keep, columns=kept.columns) if keep else kept.iloc[0:0]
+    if extra:
+        more = pd.DataFrame(extra, columns=["source_row", "compound_id", "smiles", "reason", "detail"])
+        rejected = pd.concat([rejected, more], ignore_index=True) if len(rejected) else more
+    return kept.reset_index(drop=True), rejected
+
+
+def add_compounds(camp, ids, smiles, *, features=None, input_smiles=None, source: str = "") -> list[int]:
+    """Add compounds (ids, standardized SMILES; features computed as the library's unless given) as
+    one logged step; the algorithm restarts on the enlarged set.  Returns the new arms."""
+    ids, smiles = [str(i) for i in ids], [str(s) for s in smiles]
+    if not ids:
+        raise ValueError("no new compound to add")
+    if len(set(ids)) != len(ids):
+        raise ValueError("the new compounds repeat an id")
+    clash = sorted(set(ids) & set(camp.compound_ids))
+    if clash:
+        raise ValueError(f"compound id(s) {', '.join(clash[:5])} are already in the campaign")
+    X_new = featurize_new(camp, smiles) if features is None else np.asarray(features, dtype=float)
+    if X_new.shape != (len(ids), camp.features.shape[1]):
+        raise ValueError(
+            f"the new compounds' features have shape {X_new.shape}; expected ({len(ids)}, {camp.features.shape[1]})"
+        )
+    _guard(camp)
+    with camp._step():
+        try:
+            policy = camp.policy
+            n_before = camp.K
+            arms = list(range(n_before, n_before + len(ids)))
+            camp._con.executemany(
+                "INSERT INTO compounds (arm, compound_id, smiles, input_smiles, source_row) VALUES (?, ?, ?, ?, ?)",
+                zip(arms, ids, smiles, input_smiles or smiles, (None for _ in ids)),
+            )
+            store.put_array(camp._con, "features", np.vstack([camp.features, X_new]))
+            active = sorted({*map(int, policy.arm_set), *arms})
+            step = store.add_event(
+                camp._con,
+                "add",
+                {
+                    "compounds": ids,
+                    "arms": arms,
+                    "active": active,
+                    "n_total": n_before + len(ids),
+                    "source": str(source),
+                    "tests_before": int(policy.result().n_samples),
+                },
+            )
+            camp._load_compounds()
+            camp._policy = camp._restart_at(step)
+            camp._save_snapshot(step, plate=True)
+        except BaseException:
+            camp._load_compounds()  # the transaction is rolled back: the file's compounds again
+            raise
+    return arms
+
+
+def withdraw(camp, compound_id: str, reason: str = "") -> int:
+    """Withdraw a compound (out of stock): it is proposed and recommended no more; one logged step."""
+    if compound_id not in camp._arm_of:
+        raise ValueError(f"compound {compound_id!r} is not in the campaign {camp.path}")
+    arm = camp._arm_of[compound_id]
+    _guard(camp)
+    with camp._step():
+        policy = camp.policy
+        active = [int(a) for a in policy.arm_set if int(a) != arm]
+        if len(active) == len(policy.arm_set):
+            raise ValueError(f"compound {compound_id} was already withdrawn")
+        m = int(getattr(policy, "m", 1))
+        if len(active) <= m:
+            raise ValueError(
+                f"withdrawing {compound_id} would leave {len(active)} compound(s); the screen needs {m + 1}"
+            )
+        n, _, _, _ = camp.observations()
+        step = store.add_event(
+            camp._con,
+            "withdraw",
+            {
+                "compounds": [compound_id],
+                "arms": [arm],
+                "active": active,
+                "n_total": camp.K,
+                "reason": reason,
+                "tests_of_it": int(n[arm]),
+                "tests_before": int(policy.result().n_samples),
+            },
+        )
+        camp._policy = camp._restart_at(step)
+        camp._save_snapshot(step, plate=True)
+    return arm
+
+
+def set_layout(camp, layout: PlateLayout) -> None:
+    """Change the plate format for the plates proposed from now on (one logged step)."""
+    previous = camp.layout
+    with store.transaction(camp._con):
+        store.put_meta(camp._con, "layout", layout.to_dict())
+        store.add_event(
+            camp._con,
+            "layout",
+            {"layout": layout.to_dict(), "previous": None if previous is None else previous.to_dict()},
+        )
+    camp.meta["layout"] = layout.to_dict()
+
+
+def guarantee_after_change(camp) -> str:
+    """What a change does to the error guarantee, in one sentence."""
+    from screenbai.bandits.params import without_guarantee
+    from screenbai.bandits.registry import get
+
+    entry = get(camp.algorithm)
+    voided = without_guarantee(entry.cls, {**entry.defaults, **camp.meta["params"]})
+    if voided:
+        return f"there was no error guarantee before ({', '.join(voided)}) and there is none after"
+    return (
+        "the error guarantee still holds for the new set of compounds (its confidence bounds are valid for any "
+        "order of tests, so the outcomes recorded before count in full; its union bound now counts the new number "
+        "of compounds); the first plate after the change may repeat the algorithm's initial design"
+    )
+
+
+def change_lines(camp) -> list[str]:
+    """The changes of the compound set and of the plate format, each in one line."""
+    out: list[str] = []
+    rows = camp._con.execute(
+        "SELECT at, kind, detail FROM events WHERE kind IN ('add', 'withdraw', 'layout') ORDER BY step"
+    ).fetchall()
+    if not rows:
+        return out
+    promise = guarantee_after_change(camp)
+    for at, kind, detail in rows:
+        d = json.loads(detail)
+        when = at[:16].replace("T", " ")
+        if kind == "add":
+            out.append(
+                f"{when}: {len(d['compounds'])} compound(s) added ({', '.join(d['compounds'][:3])}"
+                f"{' ...' if len(d['compounds']) > 3 else ''}); {camp.algorithm} restarted on {len(d['active']):,} "
+                f"compounds with the {d['tests_before']:,} outcomes recorded before"
+            )
+        elif kind == "withdraw":
+            why = f" ({d['reason']})" if d.get("reason") else ""
+            out.append(
+                f"{when}: {d['compounds'][0]} withdrawn{why}: it is no longer proposed or recommended, its "
+                f"{d['tests_of_it']} outcome(s) no longer count in the model; the answer is now the best of the "
+                f"{len(d['active']):,} remaining compounds"
+            )
+        else:
+            out.append(
+                f"{when}: plate format changed to {PlateLayout.from_dict(d['layout']).describe()} (plates proposed "
+                "from then on; the error guarantee does not depend on the plate format)"
+            )
+    if any(kind != "layout" for _, kind, _ in rows):
+        out.append(f"guarantee after these changes: {promise}")
+    return out

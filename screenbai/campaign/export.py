@@ -1,0 +1,264 @@
+"""``screenbai campaign export``: the campaign per compound, as CSV and an Excel workbook, and the
+report as one self-contained HTML file.
+
+Per compound: id, SMILES, whether it is in the screen (or withdrawn), tests (recorded outcomes),
+failed wells, hits (0/1 outcomes, or raw readouts past the cutoff declared at init), the mean raw
+readout, the observed rate with its 95 % Wilson interval, the model's estimate with its 95 %
+interval (the shared model of the features, as in ``status``), and its status: recommended (with
+the certified epsilon when the algorithm gives one), in contention (its model interval reaches the
+leader's), behind (its upper bound is below the leader's lower bound), withdrawn.
+
+The workbook is written with the standard library (Office Open XML, one sheet per table, numbers
+as numbers); it opens in Excel, LibreOffice and pandas.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import math
+import re
+import tempfile
+import zipfile
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+import numpy as np
+
+COLUMNS = (
+    "compound_id",
+    "smiles",
+    "in_screen",
+    "tests",
+    "failed_wells",
+    "hits",
+    "mean_readout",
+    "observed_rate",
+    "observed_low",
+    "observed_high",
+    "model_estimate",
+    "model_low",
+    "model_high",
+    "status",
+    "certified_epsilon",
+)
+
+
+def compound_table(camp) -> list[dict]:
+    """One row per compound (see the module doc), in the campaign's compound order."""
+    from .status import model_estimates, wilson_interval
+
+    policy = camp.policy
+    res = policy.result()
+    n, s, s2, _ = camp.observations()
+    failed = np.zeros(camp.K, dtype=np.int64)
+    for arm, cnt in camp._con.execute("SELECT arm, COUNT(*) FROM outcomes WHERE value IS NULL GROUP BY arm"):
+        failed[arm] = cnt
+    est, lo, hi = model_estimates(camp.features, n, s, s2, binary=camp.binary)
+    readout = camp.readout
+    hits = np.full(camp.K, np.nan)
+    mean_raw = np.full(camp.K, np.nan)
+    raw_rows = camp._con.execute(
+        "SELECT w.arm, r.raw FROM readouts r JOIN wells w USING (plate_id, well) "
+        "WHERE r.kind = 'compound' AND r.raw IS NOT NULL AND r.discarded = 0"
+    ).fetchall()
+    if readout is not None and raw_rows:
+        arms = np.asarray([a for a, _ in raw_rows], dtype=np.int64)
+        raw = np.asarray([v for _, v in raw_rows], dtype=float)
+        cnt = np.bincount(arms, minlength=camp.K)
+        mean_raw = np.where(cnt > 0, np.bincount(arms, weights=raw, minlength=camp.K) / np.maximum(cnt, 1), np.nan)
+        if readout.cutoff is not None:
+            hits = np.bincount(arms, weights=readout.is_hit(raw).astype(float), minlength=camp.K)
+    elif camp.binary:
+        hits = s.copy()
+    active = np.zeros(camp.K, dtype=bool)
+    active[getattr(policy, "arm_set", np.arange(camp.K))] = True
+    cert = policy.certificate() if callable(getattr(policy, "certificate", None)) else None
+    certified = {} if cert is None else cert.per_arm()
+    leader = res.recommendation[0] if res.recommendation else None
+    recommended = set(res.recommendation)
+    rows = []
+    for a in range(camp.K):
+        if not active[a]:
+            status = "withdrawn"
+        elif a in recommended:
+            status = "recommended" + (" (final)" if policy.done else " (current leader)")
+        elif leader is not None and n.sum() > 0 and hi[a] < lo[leader]:
+            status = "behind the leader"
+        else:
+            status = "in contention"
+        obs = obs_lo = obs_hi = None
+        if n[a] > 0 and camp.binary:
+            obs = float(s[a] / n[a])
+            obs_lo, obs_hi = wilson_interval(float(s[a]), int(n[a]))
+        elif n[a] > 0:
+            obs = float(s[a] / n[a])
+        eps = certified.get(a)
+        rows.append(
+            {
+                "compound_id": camp.compound_ids[a],
+                "smiles": camp.smiles[a],
+                "in_screen": bool(active[a]),
+                "tests": int(n[a]),
+                "failed_wells": int(failed[a]),
+                "hits": None if math.isnan(hits[a]) else int(round(hits[a])),
+                "mean_readout": None if math.isnan(mean_raw[a]) else float(mean_raw[a]),
+                "observed_rate": obs,
+                "observed_low": obs_lo,
+                "observed_high": obs_hi,
+                "model_estimate": float(est[a]),
+                "model_low": float(lo[a]),
+                "model_high": float(hi[a]),
+                "status": status,
+                "certified_epsilon": None if eps is None or not math.isfinite(eps) else float(eps),
+            }
+        )
+    return rows
+
+
+def write_csv(rows: list[dict], path: Path) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=COLUMNS)
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: "" if v is None else v for k, v in r.items()})
+    return path
+
+
+# ------------------------------------------------------------------------------------------- xlsx
+def _col(k: int) -> str:
+    letters = ""
+    k += 1
+    while k:
+        k, r = divmod(k - 1, 26)
+        letters = chr(65 + r) + letters
+    return letters
+
+
+def _cell(ref: str, value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return f'<c r="{ref}" t="b"><v>{int(value)}</v></c>'
+    if isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(float(value)):
+        return f'<c r="{ref}"><v>{value!r}</v></c>' if isinstance(value, float) else f'<c r="{ref}"><v>{value}</v></c>'
+    text = escape(str(value))
+    return f'<c r="{ref}" t="inlineStr"><is><t xml:space="preserve">{text}</t></is></c>'
+
+
+def _sheet(rows: list[list]) -> str:
+    body = []
+    for i, row in enumerate(rows, start=1):
+        cells = "".join(_cell(f"{_col(j)}{i}", v) for j, v in enumerate(row))
+        body.append(f'<row r="{i}">{cells}</row>')
+    return (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+        '<sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" state="frozen"/>'
+        "</sheetView></sheetViews>"
+        f"<sheetData>{''.join(body)}</sheetData></worksheet>"
+    )
+
+
+def write_xlsx(sheets: dict[str, list[list]], path: Path) -> Path:
+    """A workbook with one sheet per entry (name -> rows, the first the header)."""
+    names = list(sheets)
+    ct = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+        '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+        '<Default Extension="xml" ContentType="application/xml"/>'
+        '<Override PartName="/xl/workbook.xml" '
+        'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+        + "".join(
+            f'<Override PartName="/xl/worksheets/sheet{k}.xml" '
+            'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
+            for k in range(1, len(names) + 1)
+        )
+        + "</Types>"
+    )
+    rels = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        '<Relationship Id="rId1" '
+        'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" '
+        'Target="xl/workbook.xml"/></Relationships>'
+    )
+    workbook = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        '<workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
+        'xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"><sheets>'
+        + "".join(f'<sheet name="{escape(n[:31])}" sheetId="{k}" r:id="rId{k}"/>' for k, n in enumerate(names, start=1))
+        + "</sheets></workbook>"
+    )
+    wb_rels = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+        '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        + "".join(
+            f'<Relationship Id="rId{k}" '
+            'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet" '
+            f'Target="worksheets/sheet{k}.xml"/>'
+            for k in range(1, len(names) + 1)
+        )
+        + "</Relationships>"
+    )
+    tmp = path.with_name(path.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", ct)
+        z.writestr("_rels/.rels", rels)
+        z.writestr("xl/workbook.xml", workbook)
+        z.writestr("xl/_rels/workbook.xml.rels", wb_rels)
+        for k, n in enumerate(names, start=1):
+            z.writestr(f"xl/worksheets/sheet{k}.xml", _sheet(sheets[n]))
+    tmp.replace(path)
+    return path
+
+
+# ------------------------------------------------------------------------------------------- html
+def self_contained_report(camp, path: Path) -> Path:
+    """The campaign report (``screenbai campaign report``) as one HTML file, its images inlined."""
+    from .report import write_report
+
+    with tempfile.TemporaryDirectory(prefix="screenbai-report-") as tmp:
+        page = Path(write_report(camp, Path(tmp) / "report"))
+        text = page.read_text(encoding="utf-8")
+
+        def inline(m: re.Match) -> str:
+            f = page.parent / m.group(2)
+            if not f.is_file():
+                return m.group(0)
+            mime = "image/png" if f.suffix.lower() == ".png" else "image/svg+xml"
+            return f'{m.group(1)}="data:{mime};base64,{base64.b64encode(f.read_bytes()).decode()}"'
+
+        text = re.sub(r'(src|href)="([^":/]+\.(?:png|svg))"', inline, text)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def export(camp, out_dir: Path) -> list[Path]:
+    """Write <stem>.csv, <stem>.xlsx and <stem>_report.html into ``out_dir`` (stem: the campaign file's)."""
+    out_dir = Path(out_dir)
+    if not out_dir.is_dir():
+        raise ValueError(f"export folder {out_dir} does not exist; create it or choose --out")
+    stem = camp.path.stem
+    rows = compound_table(camp)
+    status = camp.status()
+    summary = [
+        ["item", "value"],
+        ["campaign", str(camp.path)],
+        ["algorithm", f"{camp.algorithm} {camp.meta['params']}"],
+        ["plates done", status.plates_done],
+        ["tests", status.tests],
+        ["recommendation", ", ".join(c.compound_id for c in status.recommendation)],
+        ["finished", status.done],
+        ["certified epsilon", status.certified_epsilon if status.certified_epsilon not in (None, math.inf) else None],
+        ["compounds in contention", status.in_contention],
+        ["model", status.model],
+    ]
+    csv_path = write_csv(rows, out_dir / f"{stem}.csv")
+    xlsx_path = write_xlsx(
+        {"compounds": [list(COLUMNS)] + [[r[c] for c in COLUMNS] for r in rows], "campaign": summary},
+        out_dir / f"{stem}.xlsx",
+    )
+    html_path = self_contained_report(camp, out_dir / f"{stem}_report.html")
+    return [csv_path, xlsx_path, html_path]

@@ -1,0 +1,165 @@
+"""The lab's side of ``screenbai campaign``: plate formats and readouts at ``init``, the rejected
+rows, GSE's stages in whole plates, and the ``add``, ``withdraw``, ``format`` and ``export``
+commands (see :mod:`screenbai.campaign.cli` for the others)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from ..streams import say
+from .assay import Readout
+from .layout import PlateLayout
+
+#: rejected input rows printed by ``init`` (all are written to the CSV)
+SHOWN_REJECTED = 20
+
+
+def layout_from_args(args) -> PlateLayout | None:
+    if args.plate_format is None:
+        if args.positive_controls or args.negative_controls or args.empty_edge or args.replicates != 1:
+            raise ValueError("plate controls, --empty-edge and --replicates need a --plate-format (e.g. 96 or 384)")
+        return None
+    return PlateLayout.build(
+        args.plate_format,
+        controls=args.controls,
+        positive=args.positive_controls,
+        negative=args.negative_controls,
+        empty_edge=args.empty_edge,
+        replicates=args.replicates,
+    )
+
+
+def lab_settings(args) -> tuple[PlateLayout | None, Readout | None]:
+    """The plate layout and readout of ``init``'s arguments, checked before the library is read."""
+    layout = layout_from_args(args)
+    readout = None
+    if args.readout is not None:
+        readout = Readout.build(
+            args.readout, unit=args.unit, hit_above=args.hit_above, hit_below=args.hit_below, min_z=args.min_z
+        )
+        if args.outcome == "binary" and readout.cutoff is None:
+            raise ValueError(
+                f"--readout {args.readout!r} with binary outcomes needs the hit cutoff: --hit-above VALUE or "
+                "--hit-below VALUE (or --outcome continuous to model the readout itself)"
+            )
+    elif args.hit_above is not None or args.hit_below is not None:
+        raise ValueError("--hit-above / --hit-below need --readout NAME (what the lab measures)")
+    return layout, readout
+
+
+def whole_plate_budget(algorithm: str, params: dict, K: int, layout: PlateLayout | None) -> dict:
+    """GSE's stages in whole plates: with a plate format, a fixed-budget GSE's budget is rounded up
+    so that every stage (budget / stages tests) is a whole number of plates (said on the terminal)."""
+    from screenbai.bandits.gse import GSE, n_stages
+    from screenbai.bandits.params import declared
+    from screenbai.bandits.registry import get
+
+    entry = get(algorithm)
+    if layout is None or not issubclass(entry.cls, GSE) or "budget" not in params:
+        return params
+    eta = params.get("eta", entry.defaults.get("eta", declared(entry.cls)["eta"].default))
+    s = n_stages(K, float(eta))
+    cap = layout.capacity
+    budget = int(params["budget"])
+    per_stage = max(1, math.ceil(budget / s / cap)) * cap
+    if per_stage * s != budget:
+        say(
+            f"budget {budget:,} rounded to {per_stage * s:,}: each of {entry.name}'s {s} stages is then "
+            f"{per_stage // cap} whole plate(s) of {cap} compound wells, no partial plate"
+        )
+    return {**params, "budget": per_stage * s}
+
+
+def report_rejected(lib, args) -> None:
+    """Print the rejected input rows (the first ``SHOWN_REJECTED``) and write them all beside the
+    campaign file (or to --rejected-out)."""
+    if not len(lib.rejected):
+        return
+    say(f"{len(lib.rejected):,} input rows not used:")
+    for reason, count in lib.rejected_counts().items():
+        say(f"  {reason:28s} {count:6,d}")
+    out = Path(args.rejected_out) if args.rejected_out else _beside(args.campaign, "_rejected.csv")
+    lib.rejected.to_csv(out, index=False)
+    shown = lib.rejected.head(SHOWN_REJECTED)
+    for row in shown.itertuples(index=False):
+        detail = f" ({row.detail})" if isinstance(row.detail, str) and row.detail else ""
+        cid = row.compound_id if isinstance(row.compound_id, str) and row.compound_id else "(no id)"
+        smiles = row.smiles if isinstance(row.smiles, str) and row.smiles else "(no SMILES)"
+        say(f"  row {row.source_row}: {cid} {smiles}: {row.reason}{detail}")
+    more = len(lib.rejected) - len(shown)
+    say(f"  {'... and ' + format(more, ',') + ' more; ' if more > 0 else ''}all written to {out}")
+
+
+def _beside(campaign, suffix: str) -> Path:
+    path = Path(campaign)
+    return path.with_name(path.stem + suffix)
+
+
+# ------------------------------------------------------------------------------------ commands
+def _add(args) -> int:
+    from .campaign import Campaign
+    from .changes import add_compounds, guarantee_after_change, read_new_compounds
+
+    with Campaign.open(args.campaign) as camp:
+        kept, rejected = read_new_compounds(
+            camp, args.library, id_column=args.id_column, smiles_column=args.smiles_column
+        )
+        for row in rejected.itertuples(index=False):
+            say(f"not added: row {row.source_row}: {row.compound_id} {row.smiles}: {row.reason}")
+        if not len(kept):
+            raise ValueError(
+                f"{args.library}: no new compound to add ({len(rejected)} row(s) not usable, listed above)"
+            )
+        arms = add_compounds(
+            camp,
+            list(kept["compound_id"]),
+            list(kept["smiles"]),
+            input_smiles=list(kept["input_smiles"]),
+            source=str(args.library),
+        )
+        say(f"added {len(arms)} compound(s) to {args.campaign}: now {len(camp.policy.arm_set):,} in the screen")
+        say(f"guarantee: {guarantee_after_change(camp)}")
+    return 0
+
+
+def _withdraw(args) -> int:
+    from .campaign import Campaign
+    from .changes import guarantee_after_change, withdraw
+
+    with Campaign.open(args.campaign) as camp:
+        withdraw(camp, args.compound_id, args.reason)
+        say(
+            f"withdrew {args.compound_id}: no longer proposed or recommended; {len(camp.policy.arm_set):,} compounds "
+            "remain in the screen (wells of it still in the lab are recorded but not counted)"
+        )
+        say(f"guarantee: {guarantee_after_change(camp)}")
+    return 0
+
+
+def _format(args) -> int:
+    from .campaign import Campaign
+    from .changes import set_layout
+
+    layout = layout_from_args(args)
+    assert layout is not None  # format's --plate-format has a default
+    with Campaign.open(args.campaign) as camp:
+        set_layout(camp, layout)
+    say(f"next plates of {args.campaign}: {layout.describe()}")
+    say("plates already in the lab keep their layout; the error guarantee does not depend on the plate format")
+    return 0
+
+
+def _export(args) -> int:
+    from .campaign import Campaign
+    from .export import export
+
+    with Campaign.open(args.campaign) as camp:
+        out = Path(args.out) if args.out else Path(args.campaign).parent
+        files = export(camp, out)
+    for f in files:
+        say(f"written: {f}")
+    return 0
+
+
+COMMANDS = {"add": _add, "withdraw": _withdraw, "format": _format, "export": _export}

@@ -1,0 +1,530 @@
+"""A campaign as a lab runs it (issue 20): plate formats and controls, raw readouts with a cutoff
+and the Z'-factor, readable status, compounds added / withdrawn and the plate format changed
+mid-campaign (replayed from the log), export."""
+
+from __future__ import annotations
+
+import csv
+import json
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from campaign_util import Assay, synthetic_library
+
+from screenbai.campaign import Campaign
+from screenbai.campaign.assay import ControlsFailed, Readout, z_prime
+from screenbai.campaign.changes import add_compounds, set_layout, withdraw
+from screenbai.campaign.layout import PlateLayout, parse_format
+
+
+# ------------------------------------------------------------------------------------- layouts
+def test_formats_and_well_names():
+    assert parse_format("96") == (8, 12) and parse_format("384") == (16, 24) and parse_format("3x5") == (3, 5)
+    with pytest.raises(ValueError, match="100"):
+        parse_format("100")
+    lay = PlateLayout.build("384", controls="none")
+    wells = lay.all_wells()
+    assert wells[0] == "A01" and wells[23] == "A24" and wells[-1] == "P24" and len(set(wells)) == 384
+    assert PlateLayout.build("96", controls="none").all_wells()[-1] == "H12"
+    assert PlateLayout.build("1536", controls="none").all_wells()[-1] == "AF48"
+
+
+def test_controls_on_the_edge_columns_empty_edge_and_replicates():
+    lay = PlateLayout.build("384")
+    assert lay.positive == tuple(f"{r}01" for r in "ABCDEFGHIJKLMNOP")
+    assert lay.negative == tuple(f"{r}24" for r in "ABCDEFGHIJKLMNOP")
+    assert lay.capacity == 384 - 32
+    edge = PlateLayout.build("384", empty_edge=True)
+    # rows A and P lose their 22 non-control wells each
+    assert len(edge.empty_wells()) == 44 and edge.capacity == 384 - 32 - 44
+    assert "A02" in edge.empty_wells() and "B02" not in edge.empty_wells()
+    rep = PlateLayout.build("96", replicates=3)
+    assert rep.compounds_per_plate == 80 // 3
+    wells = rep.place(4)
+    assert wells[:4] == ["A02", "A03", "A04", "A05"] and wells[4:8] == ["A06", "A07", "A08", "A09"]
+    chosen = PlateLayout.build("96", positive="A01:D01", negative="E12,F12")
+    assert chosen.positive == ("A01", "B01", "C01", "D01") and chosen.negative == ("E12", "F12")
+    with pytest.raises(ValueError, match="Z99|not on a 8x12"):
+        PlateLayout.build("96", positive="Z99")
+    with pytest.raises(ValueError, match="both positive and negative"):
+        PlateLayout.build("96", positive="A01", negative="A01")
+
+
+def test_z_prime_matches_its_definition():
+    pos, neg = [100, 96, 104, 100], [0, 2, -2, 0]
+    sp, sn = np.std(pos, ddof=1), np.std(neg, ddof=1)
+    assert z_prime(pos, neg) == pytest.approx(1 - 3 * (sp + sn) / 100)
+    assert z_prime([1], [0, 0]) is None
+
+
+# ------------------------------------------------------------------------------ plates and readouts
+def _fill(plate_file: Path, values: dict, out: Path, controls=(100.0, 0.0), noise=2.0, seed=0) -> Path:
+    """The plate file with its outcome column filled: compound wells from ``values`` (compound id ->
+    value or a list of values used in turn), control wells around ``controls`` with ``noise``."""
+    rng = np.random.default_rng(seed)
+    with open(plate_file, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    used: dict[str, int] = {}
+    for r in rows:
+        if r["role"] == "positive control":
+            r["outcome"] = f"{controls[0] + noise * rng.normal():.3f}"
+        elif r["role"] == "negative control":
+            r["outcome"] = f"{controls[1] + noise * rng.normal():.3f}"
+        else:
+            v = values[r["compound_id"]]
+            if isinstance(v, list):
+                k = used.get(r["compound_id"], 0)
+                used[r["compound_id"]] = k + 1
+                v = v[k]
+            r["outcome"] = str(v)
+    with open(out, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return out
+
+
+def _ic50_campaign(tmp_path, layout=None):
+    lib = synthetic_library(K=30, d=3)
+    readout = Readout.build("IC50", unit="nM", hit_below=100.0)
+    layout = layout or PlateLayout.build("24")  # 4 + 4 controls, 16 compound wells
+    return Campaign.create(
+        tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=2, layout=layout, readout=readout
+    )
+
+
+def test_plate_file_names_wells_controls_and_why(tmp_path):
+    camp = _ic50_campaign(tmp_path, PlateLayout.build("24", replicates=2))
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    with open(plate.path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert list(rows[0]) == ["plate_id", "well", "compound_id", "smiles", "role", "why", "outcome"]
+    roles = [r["role"] for r in rows]
+    assert roles.count("positive control") == 4 and roles.count("negative control") == 4
+    comp = [r for r in rows if r["role"] == "compound"]
+    assert len(comp) == 16 and len({r["compound_id"] for r in comp}) == 8  # 8 compounds, 2 wells each
+    assert all(r["smiles"] for r in comp) and [r["well"] for r in rows][:2] == ["A01", "A02"]
+    assert sum("replicate 2" in r["why"] for r in comp) == 8
+    assert all("initial design" in r["why"] for r in comp if "replicate" not in r["why"])
+    camp.close()
+
+
+def test_raw_readouts_are_kept_and_turned_into_hits_by_the_cutoff(tmp_path):
+    camp = _ic50_campaign(tmp_path)
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    values = {cid: (50.0 if k % 3 == 0 else 2500.0) for k, cid in enumerate(sorted(set(plate.compound_ids)))}
+    rec = camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(5.0, 5000.0), noise=20))
+    assert rec.qc["P001"][1] == "pass" and rec.n_outcomes == len(plate)
+    told = dict(camp._con.execute("SELECT well, value FROM outcomes"))
+    raw = dict(camp._con.execute("SELECT well, raw FROM readouts WHERE kind = 'compound'"))
+    for well, cid in zip(plate.wells, plate.compound_ids):
+        assert raw[well] == values[cid]  # the value as typed
+        assert told[well] == (1.0 if values[cid] <= 100.0 else 0.0)  # a hit: IC50 <= 100 nM
+    assert camp._con.execute("SELECT COUNT(*) FROM readouts WHERE kind != 'compound'").fetchone()[0] == 8
+    camp.close()
+
+
+def test_a_plate_failing_its_controls_waits_for_the_lab_decision(tmp_path):
+    camp = _ic50_campaign(tmp_path)
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    values = {cid: 40.0 for cid in plate.compound_ids}
+    bad = _fill(plate.path, values, tmp_path / "R001.csv", controls=(5.0, 60.0), noise=20)
+    with pytest.raises(ControlsFailed, match=r"(?s)P001: Z' = .* < 0.5.*--accept.*--discard-plate"):
+        camp.record(bad)
+    assert camp.open_wells() == {"P001": len(plate)}  # nothing recorded
+    rec = camp.record(bad, discard=True)
+    assert rec.qc["P001"][1] == "discarded" and rec.n_failed == len(plate) and rec.n_outcomes == 0
+    kept = camp._con.execute("SELECT COUNT(*) FROM readouts WHERE discarded = 1").fetchone()[0]
+    assert kept == len(plate) + 8  # raw values kept, marked discarded
+    again = camp.next_plate(None)  # the discarded wells come back first
+    assert sorted(again.arms[: len(plate)]) == sorted(plate.arms)
+    status = camp.status()
+    assert any(p == "P001" and d == "discarded" for p, _, d in status.plate_qc)
+    assert "controls FAILED" in status.text()
+    camp.close()
+
+
+def test_accepting_a_failing_plate_counts_its_outcomes(tmp_path):
+    camp = _ic50_campaign(tmp_path)
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    bad = _fill(plate.path, {c: 40.0 for c in plate.compound_ids}, tmp_path / "R.csv", controls=(5.0, 60.0), noise=20)
+    rec = camp.record(bad, accept=True)
+    assert rec.qc["P001"][1] == "accepted" and rec.n_outcomes == len(plate)
+    assert camp.status().tests == len(plate)
+    camp.close()
+
+
+# ------------------------------------------------------------------------------------------ status
+def test_status_json_keys_and_contention_falls_as_the_screen_learns(tmp_path):
+    lib = synthetic_library(K=30, d=3)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=3)
+    assay = Assay(lib.features, seed=1)
+    seen, tests = [], 0
+    for k in range(12):
+        plate = camp.next_plate(24)
+        tests += len(plate)
+        path = tmp_path / f"r{k}.csv"
+        with open(path, "w", newline="") as fh:
+            w = csv.writer(fh)
+            w.writerow(["plate_id", "well", "outcome"])
+            w.writerows([plate.plate_id, well, v] for well, v in zip(plate.wells, assay(plate.arms)))
+        camp.record(path)
+        if k in (1, 11) or camp.policy.done:
+            seen.append(camp.status().to_dict())
+        if camp.policy.done:
+            break
+    d = json.loads(json.dumps(seen[-1]))  # plain JSON
+    for key in ("plates_done", "tests", "recommendation", "certified_epsilon", "in_contention", "forecast_plates"):
+        assert key in d
+    assert d["plates_done"] == k + 1 and d["tests"] == tests
+    contention = [s["in_contention"] for s in seen]
+    print(contention, d["certified_epsilon"])
+    assert contention[0] > 3 * contention[-1] and contention[-1] >= 1, contention
+    text = camp.status().text()
+    assert "still in contention" in text and "plates done" in text
+    camp.close()
+
+
+# ------------------------------------------------------------------------------- mid-campaign changes
+def _results(tmp_path, plate, values, tag):
+    path = tmp_path / f"{tag}.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["plate_id", "well", "outcome"])
+        w.writerows([plate.plate_id, well, v] for well, v in zip(plate.wells, values))
+    return path
+
+
+def _state(camp):
+    n, s, _, failed = camp.observations()
+    return n.tolist(), s.tolist(), failed, camp.open_wells(), camp.policy.result().recommendation
+
+
+def test_added_and_withdrawn_compounds_are_replayed_from_the_log(tmp_path):
+    lib = synthetic_library(K=30, d=3)
+    rng = np.random.default_rng(7)
+    extra_X = np.hstack([rng.normal(size=(3, 3)), np.ones((3, 1))])
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=3)
+    assay = Assay(np.vstack([lib.features, extra_X]), seed=1)
+    for k in range(3):
+        plate = camp.next_plate(24)
+        camp.record(_results(tmp_path, plate, assay(plate.arms), f"a{k}"))
+    in_lab = camp.next_plate(24)  # still in the lab during the changes
+    arms = add_compounds(camp, ["NEW1", "NEW2", "NEW3"], ["CCO", "CCN", "CCC"], features=extra_X)
+    assert arms == [30, 31, 32] and camp.K == 33
+    withdraw(camp, "CPD0005", "out of stock")
+    camp.record(_results(tmp_path, in_lab, assay(in_lab.arms), "lab"))  # its results still come back
+    later = []
+    for k in range(3):
+        plate = camp.next_plate(24)
+        later.extend(plate.arms)
+        camp.record(_results(tmp_path, plate, assay(plate.arms), f"b{k}"))
+    assert 5 not in later and {30, 31, 32} & set(later)  # withdrawn never again; new ones tested
+    live = _state(camp)
+    path = camp.path
+    camp.close()
+    with Campaign.open(path, use_snapshot=False) as again:  # replayed from the log alone
+        assert _state(again) == live
+        nxt = again.next_plate(24).arms
+    with Campaign.open(path) as snap:
+        pass
+    assert nxt and 5 not in nxt
+    with Campaign.open(path) as c:
+        text = c.status().text()
+        assert "3 compound(s) added" in text and "CPD0005 withdrawn (out of stock)" in text
+        assert "error guarantee still holds" in text and c.status().active == 32
+    del snap
+
+
+def test_fixed_budget_algorithms_refuse_a_change(tmp_path):
+    lib = synthetic_library(K=12, d=2)
+    camp = Campaign.create(tmp_path / "g.campaign", lib, "gse-log", {"budget": 120}, seed=1)
+    with pytest.raises(ValueError, match="fixed-budget"):
+        withdraw(camp, "CPD0001")
+    camp.close()
+
+
+def test_plate_format_changes_mid_campaign(tmp_path):
+    lib = synthetic_library(K=60, d=3)
+    camp = Campaign.create(
+        tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=3, layout=PlateLayout.build("24")
+    )
+    assay = Assay(lib.features, seed=1)
+    first = camp.next_plate(None)  # GLGapE's initial design: 12 compounds on the 24-well layout
+    assert first.wells[0] == "A02" and camp._con.execute("SELECT COUNT(*) FROM controls").fetchone()[0] == 8
+    camp.record(_results(tmp_path, first, assay(first.arms), "a"))
+    set_layout(camp, PlateLayout.build("48", controls="none"))
+    path = camp.path
+    camp.close()
+    with Campaign.open(path) as c:  # the new format is kept on resumption
+        assert c.layout == PlateLayout.build("48", controls="none")
+        assert any(e[2] == "layout" for e in c.events())
+        second = c.next_plate(None)
+        assert len(second) == 48 and second.wells[0] == "A01" and second.wells[-1] == "F08"
+        assert c._con.execute("SELECT COUNT(*) FROM controls WHERE plate_id = 'P002'").fetchone()[0] == 0
+        assert "plate format changed to 48-well" in c.status().text()
+
+
+# ------------------------------------------------------------------------------------------ export
+def test_export_writes_csv_xlsx_and_one_html_file(tmp_path, capsys):
+    from screenbai.cli import main
+
+    camp = _ic50_campaign(tmp_path)
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    values = {cid: (50.0 if k % 2 else 900.0) for k, cid in enumerate(sorted(set(plate.compound_ids)))}
+    camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(5.0, 5000.0), noise=20))
+    withdraw(camp, camp.compound_ids[-1])
+    path = camp.path
+    camp.close()
+    out = tmp_path / "export"
+    out.mkdir()
+    assert main(["campaign", "export", str(path), "--out", str(out)]) == 0
+    with open(out / "c.csv", newline="") as fh:
+        rows = {r["compound_id"]: r for r in csv.DictReader(fh)}
+    assert len(rows) == 30
+    for cid, v in values.items():
+        n = plate.compound_ids.count(cid)
+        assert int(rows[cid]["tests"]) == n and int(rows[cid]["hits"]) == (n if v <= 100 else 0)
+        assert float(rows[cid]["mean_readout"]) == v
+        lo, est, hi = (float(rows[cid][k]) for k in ("model_low", "model_estimate", "model_high"))
+        assert lo <= est <= hi
+    assert rows["CPD0029"]["status"] == "withdrawn" and rows["CPD0029"]["in_screen"] == "False"
+    assert sum(r["status"].startswith("recommended") for r in rows.values()) == 1
+    # the workbook: two sheets, the compounds one with a header and 30 rows, numbers stored as numbers
+    ns = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
+    with zipfile.ZipFile(out / "c.xlsx") as z:
+        book = ET.fromstring(z.read("xl/workbook.xml"))
+        assert [s.get("name") for s in book.find("m:sheets", ns)] == ["compounds", "campaign"]
+        sheet = ET.fromstring(z.read("xl/worksheets/sheet1.xml"))
+    xml_rows = sheet.find("m:sheetData", ns).findall("m:row", ns)
+    assert len(xml_rows) == 31
+    first = xml_rows[1].findall("m:c", ns)
+    assert first[3].find("m:v", ns).text == rows["CPD0000"]["tests"] and first[3].get("t") is None
+    page = (out / "c_report.html").read_text()
+    assert "data:image/" in page and 'src="' in page
+    assert not [s for s in page.split('src="')[1:] if not s.startswith("data:")]  # nothing outside the file
+
+
+# ---------------------------------------------------------------------------------------- backtest
+def _lab_library(tmp_path, n=30) -> Path:
+    path = tmp_path / "lib.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["name", "smiles"])
+        for k in range(n):
+            w.writerow([f"L{k:02d}", "C" * (k % 10 + 1) + ("O", "N", "Cl")[k // 10]])
+    return path
+
+
+@pytest.mark.slow  # a whole backtest through the CLI (figure included): 9 s on a loaded machine
+def test_backtest_from_a_two_column_csv(tmp_path, capsys):
+    from screenbai.cli import main
+
+    lib = _lab_library(tmp_path)
+    truth = tmp_path / "measured.csv"
+    with open(truth, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["compound", "ic50"])
+        for k in range(28):  # L28, L29 have no measurement; X99 is not in the library
+            w.writerow([f"L{k:02d}", 5.0 if k in (3, 4, 5) else 5000.0])
+        w.writerow(["X99", 1.0])
+    out = tmp_path / "bt"
+    argv = ["campaign", "backtest", "--library", str(lib), "--id-column", "name", "--smiles-column", "smiles"]
+    argv += ["--d", "3", "--truth", str(truth), "--truth-id-column", "compound", "--activity-column", "ic50"]
+    argv += ["--threshold", "100", "--plate-size", "12", "--max-tests", "96", "--seed", "1", "--out", str(out)]
+    assert main(argv + ["--algorithm", "m-lingape", "--param", "epsilon=0.1", "--param", "threshold=heuristic"]) == 0
+    text = capsys.readouterr().out
+    assert "2 library compounds without a value left out" in text and "1 values of compounds not in" in text
+    assert "hit = ic50 < 100 (3 of 28 compounds)" in text and "drawn with noise (sd 0.3)" in text
+    rec = json.loads((out / "backtest.json").read_text())["recommendation"][0]
+    if rec["activity_nM"] == 5.0:  # one of three equal compounds: a tie, shown as one
+        assert rec["potency_rank"] == 1 and rec["potency_rank_tied_to"] == 3 and "tied for ranks 1-3" in text
+    else:
+        assert rec["potency_rank"] == 4 and rec["potency_rank_tied_to"] == 28 and "tied for ranks 4-28" in text
+
+
+def test_backtest_draws_each_test_with_noise_and_honours_the_library(tmp_path):
+    from screenbai.campaign.backtest import hit_probability, outcomes_from_table
+    from screenbai.campaign.library import import_library
+
+    p = hit_probability(np.array([10.0, 100.0, 1000.0]), 100.0, "below", 0.3)
+    assert 0.99 < p[0] < 1 and p[1] == pytest.approx(0.5) and 0 < p[2] < 0.01
+    assert list(hit_probability(np.array([10.0, 1000.0]), 100.0, "below", 0.0)) == [1.0, 0.0]
+    assert hit_probability(np.array([60.0]), 50.0, "above", 10.0)[0] == pytest.approx(0.841, abs=1e-3)
+    lib = import_library(_lab_library(tmp_path), id_column="name", smiles_column="smiles", d=3)
+    truth = tmp_path / "rates.csv"
+    truth.write_text("name,rate\n" + "".join(f"L{k:02d},{k / 40}\n" for k in range(0, 30, 2)))
+    known = outcomes_from_table(lib, truth)  # one numeric column in [0, 1]: hit rates
+    assert list(known.library.compounds["compound_id"]) == [f"L{k:02d}" for k in range(0, 30, 2)]
+    np.testing.assert_allclose(known.library.features, lib.features[::2])  # the library's own features
+    np.testing.assert_allclose(known.rate, np.arange(0, 30, 2) / 40)
+    bad = tmp_path / "bad.csv"
+    bad.write_text("name,rate\nL00,0.5\nL01,high\n")
+    with pytest.raises(ValueError, match=r"line 3: rate = 'high' is not a number"):
+        outcomes_from_table(lib, bad)
+
+
+# ---------------------------------------------------------------------------- GSE, init's messages
+def test_gse_stages_fill_whole_plates(tmp_path, capsys):
+    from screenbai.campaign.campaign import CampaignError
+    from screenbai.campaign.labcli import whole_plate_budget
+
+    lib = synthetic_library(K=30, d=3)
+    layout = PlateLayout.build("24")  # 16 compound wells
+    params = whole_plate_budget("gse-log", {"budget": 300}, 30, layout)
+    assert params["budget"] == 320 and "each of gse-log's 5 stages is then 4 whole plate(s)" in capsys.readouterr().out
+    camp = Campaign.create(tmp_path / "g.campaign", lib, "gse-log", params, seed=1, layout=layout)
+    assert all(b % 16 == 0 for b in camp.policy.stage_budgets)
+    assay = Assay(lib.features, seed=2)
+    sizes = []
+    for stage in range(2):
+        stage_plates = []
+        while True:
+            try:
+                stage_plates.append(camp.next_plate(None))
+            except CampaignError:
+                break
+        for k, p in enumerate(stage_plates):
+            camp.record(_results(tmp_path, p, assay(p.arms), f"s{stage}_{k}"))
+        sizes.append([len(p) for p in stage_plates])
+    assert sizes == [[16] * 4, [16] * 4]
+    camp.close()
+
+
+def test_init_prints_the_rejected_rows_and_writes_them_beside_the_campaign(tmp_path, capsys, monkeypatch):
+    from screenbai.cli import main
+
+    lib = _lab_library(tmp_path, n=12)
+    with open(lib, "a") as fh:
+        fh.write("BAD1,C1CC(\n,CCO\n")
+    folder = tmp_path / "screens"
+    folder.mkdir()
+    monkeypatch.chdir(tmp_path)
+    camp = folder / "s.campaign"
+    argv = ["campaign", "init", str(camp), "--library", str(lib), "--id-column", "name", "--smiles-column", "smiles"]
+    assert main(argv + ["--d", "3", "--plate-format", "384", "--empty-edge"]) == 0
+    out = capsys.readouterr().out
+    assert "row 14: BAD1 C1CC(: unparseable SMILES" in out and "row 15: (no id) CCO: missing id" in out
+    assert f"all written to {folder / 's_rejected.csv'}" in out
+    assert "384-well plates (16 rows x 24 columns), 16 positive control wells (A01..P01)" in out
+    with open(folder / "s_rejected.csv", newline="") as fh:
+        assert [r["compound_id"] for r in csv.DictReader(fh)] == ["BAD1", ""]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lib.csv", "screens"]  # nothing in the current folder
+
+
+def test_status_forecast_uses_the_algorithms_threshold_when_it_states_one(tmp_path, monkeypatch):
+    import math
+
+    lib = synthetic_library(K=20, d=2)
+    camp = Campaign.create(
+        tmp_path / "c.campaign",
+        lib,
+        "m-lingape",
+        {"epsilon": 0.1, "sigma": 0.5},
+        seed=3,
+        layout=PlateLayout.build("24"),
+    )
+    assay = Assay(lib.features, seed=1)
+    plate = camp.next_plate(None)
+    camp.record(_results(tmp_path, plate, assay(plate.arms), "a"))
+    assert camp.status().forecast_plates is None  # no threshold stated: no forecast, said so
+    assert "forecast of plates left: not available" in camp.status().text()
+    cls = type(camp.policy.inner)
+    monkeypatch.setattr(
+        cls, "stopping_threshold", lambda self, t, delta: math.log((1 + math.log(t)) / delta), raising=False
+    )
+    st = camp.status()
+    assert st.forecast_tests is not None and st.forecast_tests >= 0
+    assert st.forecast_plates == math.ceil(st.forecast_tests / 16)
+    assert "more plates until the stopping rule fires" in st.text()
+    camp.close()
+
+
+def test_a_separate_truth_is_restricted_to_the_library(tmp_path):
+    from screenbai.campaign.backtest import KnownOutcomes, restrict_to_library
+
+    truth_lib = synthetic_library(K=12, d=2, seed=1)  # the truth's own compounds CPD0000..CPD0011
+    known = KnownOutcomes(truth_lib, np.linspace(0, 1, 12), np.arange(12.0), "truth", np.arange(12.0), "nM")
+    lib = synthetic_library(K=16, d=3, seed=2)  # the library: CPD0000..CPD0015, other features
+    out = restrict_to_library(known, lib)
+    assert list(out.library.compounds["compound_id"]) == [f"CPD{k:04d}" for k in range(12)]
+    np.testing.assert_array_equal(out.library.features, lib.features[:12])  # the library's features
+    np.testing.assert_array_equal(out.rate, known.rate)
+    assert "4 library compounds without a value left out" in out.description
+
+
+def test_repair_after_a_change_keeps_the_new_base(tmp_path):
+    """repair rebuilds the snapshot of the last base: after an added compound, the change, not the plate before."""
+    lib = synthetic_library(K=20, d=2)
+    extra = np.array([[0.3, -0.2, 1.0]])
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=3)
+    assay = Assay(np.vstack([lib.features, extra]), seed=1)
+    plate = camp.next_plate(12)
+    camp.record(_results(tmp_path, plate, assay(plate.arms), "a"))
+    in_lab = camp.next_plate(12)
+    add_compounds(camp, ["NEW1"], ["CCO"], features=extra)
+    path = camp.path
+    camp.close()
+    Campaign.repair(path)
+    with Campaign.open(path) as c:
+        c.record(_results(tmp_path, in_lab, assay(in_lab.arms), "b"))
+        after_repair = _state(c)
+    with Campaign.open(path, use_snapshot=False) as c:
+        assert _state(c) == after_repair and c.policy.arm_set.size == 21
+
+
+def test_new_compounds_are_featurized_as_the_library_was(tmp_path):
+    """The projection on the library's stored principal components gives a library compound its own
+    stored features back: a new compound lands in the same feature space."""
+    from screenbai.campaign.changes import featurize_new
+    from screenbai.campaign.library import import_library
+
+    lib = import_library(_lab_library(tmp_path, n=20), id_column="name", smiles_column="smiles", d=3)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "m-lingape", {"epsilon": 0.1}, seed=1)
+    X = featurize_new(camp, list(camp.smiles[:5]))
+    np.testing.assert_allclose(X, camp.features[:5], atol=1e-9)
+    camp.close()
+
+
+def test_a_file_without_the_lab_tables_is_read_as_one_without_controls(tmp_path):
+    """A campaign made before plate controls and readouts existed: opened read-only, the tables are
+    empty temporary ones of the connection (status works); opened writable, they are added to the file."""
+    import sqlite3
+
+    from screenbai.campaign.assay import ensure_schema
+
+    camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=10, d=2), "glgape", {}, seed=1)
+    camp.close()
+    con = sqlite3.connect(tmp_path / "c.campaign")
+    for table in ("controls", "readouts", "plate_qc", "well_notes"):
+        con.execute(f"DROP TABLE {table}")
+    con.commit()
+    con.close()
+    ro = sqlite3.connect(f"file:{tmp_path / 'c.campaign'}?mode=ro", uri=True)
+    ensure_schema(ro, readonly=True)
+    assert ro.execute("SELECT COUNT(*) FROM readouts").fetchone() == (0,)
+    main_tables = {r[0] for r in ro.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
+    assert "readouts" not in main_tables  # nothing written into the file
+    ro.close()
+    with Campaign.open(tmp_path / "c.campaign") as c:  # writable: added to the file
+        assert c.status().plate_qc == []
+    con = sqlite3.connect(tmp_path / "c.campaign")
+    assert {"controls", "readouts", "plate_qc", "well_notes"} <= {
+        r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+    }
+    con.close()
+
+
+def test_status_reports_the_spread_of_replicate_wells(tmp_path):
+    camp = _ic50_campaign(tmp_path, PlateLayout.build("24", replicates=2))
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    ids = sorted(set(plate.compound_ids))
+    values = {cid: [100.0 * (k + 1), 100.0 * (k + 1) + 2.0] for k, cid in enumerate(ids)}  # replicates 2 apart
+    camp.record(_fill(plate.path, values, tmp_path / "R.csv", controls=(5.0, 5000.0), noise=20))
+    st = camp.status()
+    assert st.replicate_sd == pytest.approx(np.sqrt(2.0))  # each pair: deviations +-1, one degree of freedom
+    assert "spread of replicate wells" in st.text()
+    camp.close()

@@ -1,0 +1,100 @@
+"""The model check (screenbai/bandits/certainty/model_check.py): accepts data drawn from the model,
+rejects clearly misspecified data, and says so in a warning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from screenbai.bandits import instances
+from screenbai.bandits.certainty.model_check import check_linear, check_logistic, check_policy
+from screenbai.bandits.registry import policy_for_instance
+from screenbai.bandits.runner import run
+
+K, D, SEEDS = 60, 3, range(20)
+
+
+def _design(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-1, 1, (K, D))
+    theta = 1.5 * rng.standard_normal(D)
+    n = rng.integers(10, 50, K)
+    return rng, X, theta, n
+
+
+def _logistic_rejections(means_of):
+    out = 0
+    for seed in SEEDS:
+        rng, X, theta, n = _design(seed)
+        s = rng.binomial(n, means_of(rng, X, theta))
+        out += check_logistic(X, n, s).rejected
+    return out
+
+
+def test_logistic_accepts_data_from_the_model():
+    assert _logistic_rejections(lambda rng, X, th: expit(X @ th)) <= 3  # level 0.05: about 1 in 20 expected
+
+
+@pytest.mark.parametrize("means_of", [
+    lambda rng, X, th: expit(np.einsum("kd,kd->k", X, 1.5 * rng.standard_normal((K, D)))),  # a theta per arm
+    lambda rng, X, th: expit(2.0 - 3.0 * (X @ th) ** 2),  # a non-monotone link
+], ids=["theta-per-arm", "non-monotone"])
+def test_logistic_rejects_misspecified_data(means_of):
+    assert _logistic_rejections(means_of) >= 18
+
+
+def test_logistic_names_the_deviating_compound_in_its_warning():
+    rng, X, theta, n = _design(0)
+    n = np.full(K, 40)
+    p = expit(X @ theta)
+    p[7] = 1.0 - p[7] if abs(p[7] - 0.5) > 0.3 else 0.98 if p[7] < 0.5 else 0.02  # one arm off the model
+    s = rng.binomial(n, p)
+    check = check_logistic(X, n, s)
+    assert check.rejected and check.arms[0][0] == 7
+    names = [f"CPD-{a}" for a in range(K)]
+    text = check.warning(names)
+    assert "CPD-7" in text and "does not fit" in text
+    d = check.to_dict(names)
+    assert d["rejected"] and d["deviating"][0]["compound"] == "CPD-7" and len(d["bins"]) >= 3
+    assert check_logistic(X, n, rng.binomial(n, expit(X @ theta))).warning() is None
+
+
+def _linear_rejections(sigma_true, means_of, sigma=0.5):
+    out = 0
+    for seed in SEEDS:
+        rng, X, theta, n = _design(seed)
+        mu = means_of(rng, X, theta)
+        y = [mu[a] + sigma_true * rng.standard_normal(n[a]) for a in range(K)]
+        s, s2 = np.array([v.sum() for v in y]), np.array([(v * v).sum() for v in y])
+        out += check_linear(X, n, s, s2, sigma).rejected
+    return out
+
+
+def test_linear_accepts_data_from_the_model():
+    assert _linear_rejections(0.5, lambda rng, X, th: X @ th) <= 3
+
+
+def test_linear_rejects_misspecified_means_and_excess_noise():
+    assert _linear_rejections(0.5, lambda rng, X, th: X @ th + 0.5 * rng.standard_normal(K)) >= 18
+    assert _linear_rejections(0.8, lambda rng, X, th: X @ th) >= 18  # noise above the assumed sigma
+
+
+def test_check_policy_on_a_run():
+    inst = instances.kw_synthetic(K=30, d=2, seed=0)
+    policy = policy_for_instance("glgape", inst, rng=0, max_samples=2000)
+    run(policy, inst.environment(np.random.default_rng(0)))
+    check = check_policy(policy)
+    assert check is not None and check.n_tests == policy.n_samples and not check.rejected
+    lucb = policy_for_instance("lucb", inst, rng=0, max_samples=100)
+    assert check_policy(lucb) is None
+    lin = policy_for_instance("lingape", instances.soare(), rng=0)
+    with pytest.raises(ValueError, match="sums of squared"):
+        check_policy(lin)
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="hits must lie"):
+        check_logistic(np.eye(2), [1, 1], [2, 0])
+    with pytest.raises(ValueError, match="sigma"):
+        check_linear(np.eye(2), [1, 1], [0, 0], [0, 0], 0.0)

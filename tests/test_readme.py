@@ -1,0 +1,200 @@
+"""Every shell block and Python snippet of the README runs (issue 17, section 3), so it cannot drift.
+
+The blocks run in a folder laid out like the repository root (links to its files), with ChEMBL
+unreachable: the shell blocks after the first one in the README's order in one folder (a campaign
+builds on its earlier commands), each Python snippet in a folder of its own.  What is not run
+exactly as written, and why, is listed in SUBSTITUTIONS: the long runs are shortened (the main job
+becomes a dry run, ``snakemake -n``), installs are left to ``.ci/run`` (which installs both ways),
+and the test suite is not run from inside itself.  Where the README hands over to the lab (a plate
+file whose outcome column the lab fills in), the test fills it in, and the files a block names that
+a user would bring (new compounds, a library and its measured activities, the main job's arms
+table) are made by the test.  The shipped ChEMBL export the campaign examples read is cut to every
+8th row (see ``root``): the commands and the code are the README's, the counts they print are not
+checked here.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+BLOCKS = [(m.group(1), m.group(2), README[: m.start()].count("\n") + 1)
+          for m in re.finditer(r"^```(bash|python)\n(.*?)^```", README, re.S | re.M)]
+
+# (what the README says, what the test runs instead or None to skip it, why)
+SUBSTITUTIONS = [
+    ("pip install -e '.[test]' -c constraints.txt", None, "an install: .ci/run installs with the lock and without"),
+    ("pip install -e '.[test]'", None, "an install: .ci/run installs with the lock and without"),
+    ("pip install -e .", None, "an install: .ci/run installs with the lock and without"),
+    ("snakemake --cores 8", "snakemake --cores 8 -n",
+     "the main job takes many minutes (docs/reproduction/bench_workflow.md): a dry run"),
+    ("python -m pytest -q -n 2", "python -m pytest -q --collect-only tests/test_readme.py",
+     "the test suite cannot run inside one of its tests: collected only"),
+    ("--seed 1 --out cdk2_backtest", "--seed 1 --out cdk2_backtest --max-tests 480",
+     "the backtest spends up to its default cap of 20 000 tests (minutes): stopped after 5 plates"),
+    ("--threshold 1000 --out my_backtest", "--threshold 1000 --out my_backtest --max-tests 480",
+     "the backtest spends up to its default cap of 20 000 tests (minutes): stopped after 5 plates"),
+    ("n_reps=100", "n_reps=4", "100 GLGapE runs take minutes: 4"),
+    ("--reps 100 --jobs 2", "--reps 10 --jobs 2", "10 runs are enough to see it work"),
+    ("--reps 50 --out runs.parquet", "--reps 5 --out runs.parquet", "5 runs are enough to see it work"),
+]
+EXPORT = REPO / "data" / "cdk2_chembl301_webexport_raw.csv.gz"
+OFFLINE = {"HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
+
+
+def _substitute(text: str) -> str:
+    for said, instead, _why in SUBSTITUTIONS:
+        if instead is not None:
+            text = text.replace(said, instead)
+    return text
+
+
+def _commands(block: str) -> list[str]:
+    """The block's commands: continuation lines joined, comments dropped, `a && b` split, substitutions made."""
+    joined = re.sub(r"\\\n\s*", " ", block)
+    commands = []
+    for line in joined.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", line).strip()
+        for part in line.split("&&"):
+            part = part.strip()
+            if not part or any(instead is None and part.startswith(said) for said, instead, _ in SUBSTITUTIONS):
+                continue
+            commands.append(_substitute(part))
+    return commands
+
+
+def _lab_fills_in(plate: Path) -> None:
+    """The lab's part: a value in every well of the plate file.  With control wells (a readout such as
+    percent inhibition), positive controls near 95, negative ones near 5 and compounds 0-100; without, 0/1."""
+    with open(plate, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    rng = np.random.default_rng(len(rows))
+    for k, row in enumerate(rows):
+        role = row.get("role", "")
+        if "role" not in row:
+            row["outcome"] = "1" if k % 3 == 0 else "0"
+        elif role.startswith("positive"):
+            row["outcome"] = f"{95 + rng.normal(0, 2):.1f}"
+        elif role.startswith("negative"):
+            row["outcome"] = f"{5 + rng.normal(0, 2):.1f}"
+        else:
+            row["outcome"] = f"{rng.uniform(0, 100):.1f}"
+    with open(plate, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+@pytest.fixture()
+def root(tmp_path) -> Path:
+    """A folder that looks like the repository root (links), plus the main job's arms table."""
+    work = tmp_path / "repo"
+    work.mkdir()
+    for item in REPO.iterdir():
+        if item.name not in {".git", "results", ".snakemake", "data"}:
+            (work / item.name).symlink_to(item)
+    (work / "data").mkdir()  # data/cache is written by runs: a folder of its own
+    (work / "data" / "README.md").symlink_to(REPO / "data" / "README.md")
+    # the shipped export, every 8th row (889 of 7 107, same format): featurizing all 4 866 structures, twice,
+    # and curating them for the backtest took minutes on a shared machine
+    export = pd.read_csv(EXPORT, sep=";", dtype=str, keep_default_na=False)
+    export.iloc[::8].to_csv(work / "data" / EXPORT.name, sep=";", index=False, quoting=csv.QUOTE_ALL)
+    # the user's own files the examples name: new compounds (one of them the id the example withdraws),
+    # a library of structures and the lab's measured activities
+    smiles = ["CCOc1ccccc1", "CC(=O)Nc1ccc(O)cc1", "c1ccc2ncccc2c1", "CCN(CC)CCOC(=O)c1ccccc1", "OC1CCCCC1"]
+    pd.DataFrame({"name": ["CHEMBL12345", *[f"NEW{i}" for i in range(4)]], "smiles": smiles}).to_csv(
+        work / "new_compounds.csv", index=False)
+    lib = pd.read_csv(work / "data" / EXPORT.name, sep=";", dtype=str, keep_default_na=False)
+    lib = lib[lib["Smiles"] != ""].drop_duplicates("Molecule ChEMBL ID").head(120)
+    pd.DataFrame({"name": lib["Molecule ChEMBL ID"], "smiles": lib["Smiles"]}).to_csv(work / "my_compounds.csv",
+                                                                                       index=False)
+    pd.DataFrame({"name": lib["Molecule ChEMBL ID"], "ic50_nM": 10 ** rng_values(len(lib))}).to_csv(
+        work / "measured.csv", index=False)
+    arms = work / "results" / "cdk2_cyclinA" / "ground_truth" / "arms_d20.parquet"
+    arms.parent.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(rng.normal(size=(30, 20)), columns=[f"x{i}" for i in range(20)])
+    table.insert(0, "compound_id", [f"CHEMBL{i}" for i in range(30)])
+    table["mean"] = 1 / (1 + np.exp(-table["x0"] - 0.5 * table["x1"]))
+    table.to_parquet(arms, index=False)
+    return work
+
+
+def rng_values(n: int) -> np.ndarray:
+    """log10 IC50 (nM) of n compounds: 0-5, fixed."""
+    return np.random.default_rng(1).uniform(0, 5, n)
+
+
+def _env() -> dict:
+    path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"  # this Python's `screenbai` and `snakemake`
+    return {**os.environ, **OFFLINE, "PYTHONPATH": str(REPO), "PATH": path}
+
+
+def _run_bash(block: str, line: int, root: Path) -> None:
+    for command in _commands(block):
+        record = re.search(r"campaign record \S+ (\S+)", command)
+        if record:
+            _lab_fills_in(root / record.group(1))
+        done = subprocess.run(["bash", "-c", command], cwd=root, env=_env(), capture_output=True, text=True,
+                              timeout=900)
+        assert done.returncode == 0, f"README line {line}: `{command}` failed:\n{done.stdout[-2000:]}\n" \
+                                     f"{done.stderr[-3000:]}"
+
+
+FIRST, *REST = [(b, n) for k, b, n in BLOCKS if k == "bash"]
+
+
+@pytest.mark.slow
+def test_readme_two_commands(root):
+    """The README's first block: the main job (as a dry run) and the tests (collected)."""
+    _run_bash(*FIRST, root)
+
+
+@pytest.mark.slow
+def test_readme_shell_blocks_in_order(root):
+    """Every other shell block, in the README's order, in one folder: a week of a campaign builds on its
+    earlier commands (init, next, record, status, add, ...), as a reader running them one after another."""
+    for block, line in REST:
+        _run_bash(block, line, root)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block,line", [(b, n) for k, b, n in BLOCKS if k == "python"],
+                         ids=[f"line{n}" for k, _, n in BLOCKS if k == "python"])
+def test_readme_python_snippet_runs(block, line, root):
+    code = _substitute(block)
+    statements = ast.parse(code).body
+    script = ["import os, sys", f"os.chdir({str(root)!r})"]
+    for stmt in statements:
+        source = ast.get_source_segment(code, stmt)
+        record = re.search(r"\.record\(\"([^\"]+)\"\)", source or "")
+        if record:  # the lab fills the plate in before it is recorded
+            script.append(f"_lab_fills_in(__import__('pathlib').Path({record.group(1)!r}))")
+        script.append(source)
+    program = "\n".join(["import sys", f"sys.path[:0] = [{str(REPO)!r}, {str(Path(__file__).parent)!r}]",
+                         "from test_readme import _lab_fills_in", *script])
+    done = subprocess.run([sys.executable, "-c", program], cwd=root, env=_env(), capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, f"README line {line}: the snippet failed:\n{done.stderr[-3000:]}"
+
+
+def test_the_readme_has_the_blocks_this_test_runs():
+    kinds = [k for k, _, _ in BLOCKS]
+    assert kinds.count("bash") >= 5 and kinds.count("python") >= 3
+    commands = [c for k, b, _ in BLOCKS if k == "bash" for c in _commands(b)]
+    assert "snakemake --cores 8 -n" in commands  # the main job, as a dry run
+    assert any(c.startswith("screenbai campaign record") for c in commands)
+    assert not [b for _, b, _ in BLOCKS if "../shared" in b]  # the examples use the data shipped in data/
+    for said, _instead, _ in SUBSTITUTIONS:  # a substitution that no longer matches would hide a change
+        assert said in README, said
