@@ -51,7 +51,7 @@ from error_rates import SETTINGS, upper_bound  # noqa: E402  (the settings and b
 
 from screenbai.bandits import replicate  # noqa: E402
 from screenbai.bandits.certainty import allocation_time, characteristic_time  # noqa: E402
-from screenbai.bandits.certainty.complexity import log_factor  # noqa: E402
+from screenbai.bandits.certainty.complexity import EXACT_MAX_PAIRS, log_factor  # noqa: E402
 from screenbai.bandits.params import Options, declared, without_guarantee  # noqa: E402
 from screenbai.bandits.registry import available  # noqa: E402
 
@@ -166,6 +166,71 @@ def run_cell(inst, spec: Spec, cx, name: str, label: str, base: dict, delta: flo
     }
 
 
+def bounds(instances, deltas) -> None:
+    """T* and LB of each instance; for the logistic ones also the exact Bernoulli-KL bound (tol 1 %)."""
+    specs = _specs()
+    print("| instance | model | epsilon | m | T* (local form) | T* exact [lower end] | exact / local | LB at delta |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in instances:
+        spec = specs[name]
+        inst = spec.build()
+        kw = {"model": spec.model, "sigma": float(inst.sigma), "epsilon": spec.epsilon, "m": spec.m}
+        t0 = time.perf_counter()
+        cx = characteristic_time(inst.features, inst.theta, **kw)
+        seconds = time.perf_counter() - t0
+        exact = "-"
+        ratio = "-"
+        if spec.model == "logistic" and inst.K - spec.m <= EXACT_MAX_PAIRS // spec.m:
+            ex = characteristic_time(inst.features, inst.theta, exact=True, tol=1e-2, **kw)
+            exact, ratio = f"{ex.T_star:.4g} [{ex.lower:.4g}]", f"{ex.T_star / cx.T_star:.3f}"
+        lbs = ", ".join(f"{cx.T_star * log_factor(d):.4g} ({d:g})" for d in deltas)
+        print(f"| {inst.name} | {spec.model} | {spec.epsilon:g} | {spec.m} | {cx.T_star:.4g} ({seconds:.2f} s) | "
+              f"{exact} | {ratio} | {lbs} |", flush=True)
+
+
+def markdown(df: pd.DataFrame) -> str:
+    """The records as a Markdown table (one line per row)."""
+    lines = [
+        "| instance | algorithm | setting | guaranteed | delta | runs | errors (95 % upper) | capped | median tests | "
+        "LB | ratio | sampling x stopping |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in df.itertuples():
+        lines.append(
+            f"| {r.instance} | {r.algorithm} | {r.setting} | {'yes' if r.guaranteed else 'no'} | {r.delta:g} | "
+            f"{r.runs} | {r.errors} ({r.error_upper:.3f}) | {r.capped} | {r.median_tests:.0f} | {r.lower_bound:.4g} | "
+            f"{r.ratio:.3g} | {r.sampling_factor:.3g} x {r.stopping_factor:.3g} |"
+        )
+    return "\n".join(lines)
+
+
+def timing(K: int = 5000, d: int = 20, repeats: int = 3) -> None:
+    """Seconds per T* at K = 5000, d = 20 on random_linear (linear, sigma = 0.5) and on the same features with
+    a logistic model (theta / 2, epsilon = 0.1 on the means, the answer fixed to the best arm: the maximum over
+    all 345 epsilon-good answers solves one problem per answer the floor cannot exclude, about a minute
+    here): cold, and warm-started from a nearby theta's allocation (the previous plate's)."""
+    from screenbai.bandits.instances import random_linear
+
+    inst = random_linear(K=K, d=d, sigma=0.5, seed=0)
+    rng = np.random.default_rng(1)
+    best = [int(np.argmax(inst.features @ inst.theta))]
+    for model, theta, kw in (("linear", inst.theta, {"sigma": 0.5}),
+                             ("logistic", inst.theta / 2, {"epsilon": 0.1, "answer": best})):
+        cold, warm, cpu = [], [], []
+        for _ in range(repeats):
+            t0, c0 = time.perf_counter(), time.process_time()
+            cx = characteristic_time(inst.features, theta, model=model, **kw)
+            cold.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)
+            nearby = theta + 0.02 * rng.standard_normal(d)
+            t0 = time.perf_counter()
+            characteristic_time(inst.features, nearby, model=model, w0=cx.allocation, **kw)
+            warm.append(time.perf_counter() - t0)
+        print(f"K = {K}, d = {d}, {model}: T* = {cx.T_star:.4g} (certified within {cx.T_star / cx.lower - 1:.1e}); "
+              f"cold {np.median(cold):.2f} s ({np.median(cpu):.2f} s CPU), warm-started {np.median(warm):.2f} s "
+              f"(medians of {repeats}; wall time depends on the machine's load)", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     specs = _specs()
@@ -180,6 +245,13 @@ def main() -> None:
     ap.add_argument("--max-samples", type=int, help="cap on tests per run (default: each algorithm's)")
     ap.add_argument("--out", default="lower_bound.csv")
     ap.add_argument("--list", action="store_true", help="print the instances and the cells, run nothing")
+    ap.add_argument("--markdown", help="print a records CSV written by this script as a Markdown table, run nothing")
+    ap.add_argument("--docs", action="store_true", help="with --markdown: write the table into docs/lower_bound.md")
+    ap.add_argument("--timing", action="store_true",
+                    help="time T* at K = 5000, d = 20 (what a campaign would pay after every plate), run nothing else")
+    ap.add_argument("--bounds", action="store_true",
+                    help="print T* and LB of the instances (logistic: the local form and the exact Bernoulli-KL "
+                         "bound), run no algorithm")
     args = ap.parse_args()
     unknown = [n for n in args.instances if n not in specs]
     if unknown:
@@ -188,6 +260,20 @@ def main() -> None:
     bad = [n for n in names if n not in available()]
     if bad:
         raise SystemExit(f"unknown algorithm(s) {bad}; available: {', '.join(available())}")
+    if args.markdown:
+        table = markdown(pd.read_csv(args.markdown))
+        print(table)
+        if args.docs:
+            from screenbai.report import write_generated_block
+
+            write_generated_block(ROOT / "docs" / "lower_bound.md", "lower_bound:table", table)
+        return
+    if args.bounds:
+        bounds(args.instances, args.deltas)
+        return
+    if args.timing:
+        timing()
+        return
     out = Path(args.out)
     for inst_name in args.instances:
         spec = specs[inst_name]

@@ -125,31 +125,45 @@ def _answers(mu: np.ndarray, epsilon: float, m: int, answer) -> list[tuple[int, 
     return [(int(i),) for i in good]
 
 
-class _Pairs:
-    """The features and pair directions of one answer in the solver's form: T(w) = scale max_p
-    ||y_p||^2_{A(w)^-1} / g_p^2 with A(w) = sum_k w_k z_k z_k' (coordinates in the span of the arms)."""
+class _Model:
+    """The arms in the solver's form, once per (X, theta): coordinates Xp in the span of the arms,
+    the rows z_k of A(w) = sum_k w_k z_k z_k', the values the gaps are taken on (x_k'theta, or the means
+    mu_k) and the scale c of T(w) = c max_p ||y_p||^2_{A(w)^-1} / g_p^2 (module docstring)."""
 
-    def __init__(self, X: np.ndarray, theta: np.ndarray, model: str, sigma: float, epsilon: float,
-                 answer: tuple[int, ...]):
-        Xp, Q = project_if_deficient(X)
-        K = X.shape[0]
+    def __init__(self, X: np.ndarray, theta: np.ndarray, model: str, sigma: float):
+        self.Xp = project_if_deficient(X)[0]
+        eta = X @ theta
+        if model == "linear":
+            self.Z, self.value, self.slope = self.Xp, eta, None
+            self.scale = 2.0 * sigma**2
+        else:
+            self.slope = dmu(eta)
+            self.Z = self.Xp * np.sqrt(self.slope)[:, None]
+            self.value = expit(eta)
+            self.scale = 2.0
+
+    def directions(self, ii: np.ndarray, jj: np.ndarray, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+        """y_p and g_p of the pairs (i, j): x_i - x_j and theta'(x_i - x_j) + epsilon (linear), or
+        mu'_i x_i - mu'_j x_j and mu_i - mu_j + epsilon (logistic, the constraint linearised at theta)."""
+        if self.slope is None:
+            Y = self.Xp[ii] - self.Xp[jj]
+        else:
+            Y = self.slope[ii, None] * self.Xp[ii] - self.slope[jj, None] * self.Xp[jj]
+        return Y, self.value[ii] - self.value[jj] + epsilon
+
+
+class _Pairs:
+    """The pairs of one answer in the solver's form: T(w) = scale max_p ||y_p||^2_{A(w)^-1} / g_p^2."""
+
+    def __init__(self, model: _Model, epsilon: float, answer: tuple[int, ...]):
+        K = model.Z.shape[0]
         inside = np.zeros(K, dtype=bool)
         inside[list(answer)] = True
         I = np.asarray(answer, dtype=np.int64)
         J = np.flatnonzero(~inside)
         ii, jj = np.repeat(I, J.size), np.tile(J, I.size)
-        eta = X @ theta
-        if model == "linear":
-            self.Z = Xp
-            Y = Xp[ii] - Xp[jj]
-            g = eta[ii] - eta[jj] + epsilon
-            self.scale = 2.0 * sigma**2
-        else:
-            mu, slope = expit(eta), dmu(eta)
-            self.Z = Xp * np.sqrt(slope)[:, None]
-            Y = slope[ii, None] * Xp[ii] - slope[jj, None] * Xp[jj]
-            g = mu[ii] - mu[jj] + epsilon
-            self.scale = 2.0
+        Y, g = model.directions(ii, jj, epsilon)
+        self.Z, self.scale = model.Z, model.scale
         self.answer = answer
         self.feasible = bool(np.all(g > 0))  # the answer is correct for theta (else Alt holds theta: T = inf)
         # pairs with y = 0 and a positive gap cannot be overturned (identical arms, epsilon > 0): no constraint
@@ -351,13 +365,20 @@ def characteristic_time(
         from .exact_logistic import exact_characteristic_time
 
         return exact_characteristic_time(X, theta, epsilon=epsilon, m=m, tol=tol, answer=answer)
+    mdl = _Model(X, theta, model, sigma)
+    answers = _answers(mu, epsilon, m, answer)
     best: Complexity | None = None
-    for a in _answers(mu, epsilon, m, answer):
-        pairs = _Pairs(X, theta, model, sigma, epsilon, a)
+    floors = np.zeros(len(answers))
+    for idx in range(len(answers)):
+        if best is not None and idx == 1:
+            # the other epsilon-good answers: solve only those whose lower bound beats the best answer's T*
+            floors[1:] = _floors(mdl, np.array([a[0] for a in answers[1:]]), epsilon, best.allocation)
+        if best is not None and floors[idx] >= best.T_star:
+            continue
+        a = answers[idx]
+        pairs = _Pairs(mdl, epsilon, a)
         if not pairs.feasible:
             continue
-        if best is not None and _time_floor(pairs) >= best.T_star:
-            continue  # this answer cannot beat the best one found
         if not pairs.g2.size:
             w, F, low, it = np.full(X.shape[0], 1.0 / X.shape[0]), 0.0, 0.0, 0
         else:
@@ -368,20 +389,29 @@ def characteristic_time(
             best = Complexity(T, w, a, model, lower=pairs.scale * max(low, 0.0), n_iter=it)
     if best is None:  # no answer is correct at epsilon = 0: the best arms tie
         K = X.shape[0]
-        return Complexity(math.inf, np.full(K, 1.0 / K), _answers(mu, epsilon, m, answer)[0], model, math.inf)
+        return Complexity(math.inf, np.full(K, 1.0 / K), answers[0], model, math.inf)
     return best
 
 
-def _time_floor(pairs: _Pairs) -> float:
-    """A lower bound on min_w T(w) for an answer, from a few pairs: ||y||^2_{A^-1} >= ||y||^4 / y'Ay and
-    y'A(w)y <= max_k (z_k'y)^2 for every w on the simplex."""
-    if not pairs.g2.size:
-        return 0.0
-    pick = np.argsort(pairs.g2)[:8]
-    Y = pairs.Y[pick]
-    top = np.max((pairs.Z @ Y.T) ** 2, axis=0)
-    norm2 = np.einsum("ij,ij->i", Y, Y)
-    return pairs.scale * float(np.max(norm2**2 / (top * pairs.g2[pick])))
+def _floors(mdl: _Model, arms: np.ndarray, epsilon: float, w: np.ndarray, n_rivals: int = 8) -> np.ndarray:
+    """Lower bounds on T* of the answers {i} for the arms i (m = 1), from their pairs with the n_rivals
+    best arms: for any v, ||y||^2_{A(w)^-1} >= (v'y)^2 / v'A(w)v >= (v'y)^2 / max_k (z_k'v)^2 on the whole
+    simplex (Cauchy-Schwarz), taken at v = A(w)^-1 y for the given allocation w (the best answer's)."""
+    rivals = np.argsort(-mdl.value, kind="stable")[: n_rivals + 1]
+    cf = cho_factor((mdl.Z.T * w) @ mdl.Z + 1e-12 * np.eye(mdl.Z.shape[1]), lower=True)
+    out = np.zeros(arms.size)
+    for start in range(0, arms.size, 64):  # blocks: K x (64 n_rivals) numbers at a time
+        block = arms[start : start + 64]
+        ii = np.repeat(block, rivals.size)
+        jj = np.tile(rivals, block.size)
+        Y, g = mdl.directions(ii, jj, epsilon)
+        V = cho_solve(cf, Y.T)
+        num = np.einsum("ij,ji->i", Y, V) ** 2
+        den = np.max((mdl.Z @ V) ** 2, axis=0) * g**2
+        with np.errstate(divide="ignore", invalid="ignore"):
+            bound = np.where((ii != jj) & (den > 0), mdl.scale * num / den, 0.0)
+        out[start : start + 64] = bound.reshape(block.size, rivals.size).max(axis=1)
+    return out
 
 
 def allocation_time(
@@ -405,10 +435,8 @@ def allocation_time(
         raise ValueError(f"w must hold {X.shape[0]} finite nonnegative weights, not all zero; got shape {w.shape}")
     w = w / w.sum()
     mu = _means(X, theta, model)
-    return min(
-        (_Pairs(X, theta, model, sigma, epsilon, a).time(w) for a in _answers(mu, epsilon, m, answer)),
-        default=math.inf,
-    )
+    mdl = _Model(X, theta, model, sigma)
+    return min((_Pairs(mdl, epsilon, a).time(w) for a in _answers(mu, epsilon, m, answer)), default=math.inf)
 
 
 def log_factor(delta: float) -> float:

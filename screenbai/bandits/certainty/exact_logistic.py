@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import expit
 
 from ..glm import dmu
-from .complexity import EXACT_MAX_PAIRS, Complexity, _answers, _Pairs, characteristic_time
+from .complexity import EXACT_MAX_PAIRS, Complexity, _answers, _Model, _Pairs, characteristic_time
 
 
 def _kl_terms(eta_star: np.ndarray, eta: np.ndarray) -> np.ndarray:
@@ -92,7 +92,7 @@ def exact_characteristic_time(X, theta, *, epsilon: float = 0.0, m: int = 1, tol
     mu = expit(X @ theta)
     best: Complexity | None = None
     for a in _answers(mu, epsilon, m, answer):
-        local = _Pairs(X, theta, "logistic", 1.0, epsilon, a)
+        local = _Pairs(_Model(X, theta, "logistic", 1.0), epsilon, a)
         if not local.feasible:
             continue
         if local.pairs.shape[0] > EXACT_MAX_PAIRS:
