@@ -37,6 +37,7 @@ from .library import (
     build_library,
     file_sha256,
     import_library,
+    library_from_args,
 )
 
 
@@ -512,16 +513,7 @@ def backtest_from_args(args, params: dict) -> int:
     truth_kind = _detect_kind(Path(truth)) if separate else None
     if separate and truth_kind == "table":
         # what a lab has: compound id and a measured value, for the structures of --library
-        lib = import_library(
-            args.library,
-            kind=args.kind,
-            id_column=args.id_column,
-            smiles_column=args.smiles_column,
-            radius=args.radius,
-            n_bits=args.bits,
-            d=args.d,
-            library_file=args.library_file,
-        )
+        lib = library_from_args(args)
         known = outcomes_from_table(
             lib,
             args.truth,
@@ -549,16 +541,7 @@ def backtest_from_args(args, params: dict) -> int:
         if separate:  # a ChEMBL export as the truth: its curated activities, for the structures of --library
             known = restrict_to_library(
                 known,
-                import_library(
-                    args.library,
-                    kind=args.kind,
-                    id_column=args.id_column,
-                    smiles_column=args.smiles_column,
-                    radius=args.radius,
-                    n_bits=args.bits,
-                    d=args.d,
-                    library_file=args.library_file,
-                ),
+                library_from_args(args),
             )
     result = run_backtest(
         known,

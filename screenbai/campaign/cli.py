@@ -277,7 +277,7 @@ def run(args) -> int:
 def _init(args) -> int:
     from .campaign import Campaign, check_settings
     from .labcli import lab_settings, report_rejected, whole_plate_budget
-    from .library import import_library
+    from .library import library_from_args
 
     check_settings(args.algorithm, _params(args.param), args.seed, args.outcome)  # before featurizing
     layout, readout = lab_settings(args)  # before featurizing too
@@ -285,16 +285,7 @@ def _init(args) -> int:
         raise ValueError(f"{args.campaign} already exists; choose another campaign file or delete it first")
     if args.rejected_out and not Path(args.rejected_out).parent.is_dir():
         raise ValueError(f"--rejected-out {args.rejected_out}: folder {Path(args.rejected_out).parent} does not exist")
-    lib = import_library(
-        args.library,
-        kind=args.kind,
-        id_column=args.id_column,
-        smiles_column=args.smiles_column,
-        radius=args.radius,
-        n_bits=args.bits,
-        d=args.d,
-        library_file=args.library_file,
-    )
+    lib = library_from_args(args)
     params = whole_plate_budget(args.algorithm, _params(args.param), lib.features.shape[0], layout)
     camp = Campaign.create(
         args.campaign, lib, args.algorithm, params, seed=args.seed, outcome=args.outcome, layout=layout, readout=readout

@@ -323,3 +323,17 @@ def _finish(compounds, X, rejected, settings, provenance, arrays) -> Library:
     return Library(
         compounds.reset_index(drop=True), np.ascontiguousarray(X, dtype=float), rejected, settings, provenance, arrays
     )
+
+
+def library_from_args(args) -> Library:
+    """``import_library`` with the library options that ``init`` and ``backtest`` share."""
+    return import_library(
+        args.library,
+        kind=args.kind,
+        id_column=args.id_column,
+        smiles_column=args.smiles_column,
+        radius=args.radius,
+        n_bits=args.bits,
+        d=args.d,
+        library_file=args.library_file,
+    )
