@@ -136,7 +136,7 @@ def greedy_block(Z: np.ndarray, Y: np.ndarray, c: np.ndarray, n_min: int, n_max:
     "lin-tas",
     description="Block Track-and-Stop, linear model: tracks the lower bound's optimal allocation in blocks of fixed "
     "designs; delta-correct (best arm, top-m, epsilon-good) for sigma-sub-Gaussian noise of known sigma, "
-    "no bound on ||theta|| needed",
+    "no bound on ||theta|| needed.",
 )
 class LinearTrackAndStop(Policy):
     """Block Track-and-Stop (linear model); see the module docstring.

@@ -59,7 +59,7 @@ _CERT_STEPS = 12
     "log-tas",
     description="Block Track-and-Stop, logistic model: tracks the local optimal allocation in blocks, stopped by "
     "the likelihood-ratio confidence set; delta-correct (best arm, top-m, epsilon on the means) for 0/1 outcomes "
-    "of a logistic model, with no bound S or c_mu",
+    "of a logistic model, with no bound S or c_mu.",
 )
 class LogisticTrackAndStop(LinearTrackAndStop):
     """Block Track-and-Stop (logistic model); see the module docstring.
