@@ -161,7 +161,7 @@ SETTINGS = [
 
 
 def instances(threshold_nM: float) -> dict:
-    from screenbai.bandits.instances import kw_synthetic
+    from screenbai.bandits.sim.instances import kw_synthetic
 
     out = {}
     for target, cfg in TARGETS.items():
@@ -341,7 +341,7 @@ def part_commands(workdir: Path, repeats: int = 3) -> tuple[pd.DataFrame, dict]:
     timings["report"] = timed("report", "{campaign}", "--out", str(workdir / "rep"))
     start, c = time.perf_counter(), cpu_children()
     subprocess.run(
-        [sys.executable, "-c", "import screenbai.campaign.cli, screenbai.bandits.registry as r; r.available()"],
+        [sys.executable, "-c", "import screenbai.campaign.cli, screenbai.bandits.core.registry as r; r.available()"],
         env=env,
         check=True,
     )
@@ -387,7 +387,7 @@ def _shared(name: str) -> Path:
 def lp_cold_vs_warm(K: int, d: int = 20, n: int = 60, seed: int = 0) -> tuple[float, float]:
     """CPU ms per LP of GLGapE's L1 ratio rule (rules.L1Design) for random gap directions x_i - x_j,
     solved from HiGHS's cold start (what L1Design does) and warm, from the previous optimal basis."""
-    from screenbai.bandits.rules import L1Design
+    from screenbai.bandits.numerics.rules import L1Design
 
     rng = np.random.default_rng(seed)
     X = np.hstack([rng.normal(size=(K, d)) / np.sqrt(d), np.ones((K, 1))])

@@ -134,7 +134,7 @@ def _run(args) -> int:
     rounds = args.rounds or (300 if args.quick else 1000)
     load_before = os.getloadavg()[0]
 
-    from screenbai.bandits.registry import available
+    from screenbai.bandits.core.registry import available
 
     registered = available()
     rows = []

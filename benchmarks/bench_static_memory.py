@@ -17,8 +17,8 @@ import tracemalloc
 import numpy as np
 
 from screenbai.bandits import make_policy
-from screenbai.bandits.instance import Instance
-from screenbai.bandits.linalg import MAX_K_QUADRATIC
+from screenbai.bandits.numerics.linalg import MAX_K_QUADRATIC
+from screenbai.bandits.sim.instance import Instance
 
 
 def main() -> None:
@@ -43,7 +43,7 @@ def main() -> None:
     print(f"g-allocation K = {args.K}, d = {args.d}, {result.n_samples} pulls (stopped: {result.stopped}): "
           f"peak {peak / 2**20:.1f} MiB, {elapsed:.2f} s")
     try:
-        from screenbai.bandits.static_rules import FAST_PATH_MAX_BYTES, fast_path_bytes, states_per_chunk
+        from screenbai.bandits.linear.static_rules import FAST_PATH_MAX_BYTES, fast_path_bytes, states_per_chunk
     except ImportError:  # before the chunked test
         return
     for d in sorted({args.d, 20}):

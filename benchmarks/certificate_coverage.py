@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from screenbai.bandits.instances import parse_instance
-from screenbai.bandits.runner import run_one
+from screenbai.bandits.core.runner import run_one
+from screenbai.bandits.sim.instances import parse_instance
 
 
 def _value(text: str):

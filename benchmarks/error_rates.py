@@ -34,9 +34,9 @@ import pandas as pd
 from scipy.stats import beta
 
 from screenbai.bandits import replicate
-from screenbai.bandits.instances import kw_synthetic, reda_classic, soare
-from screenbai.bandits.params import without_guarantee
-from screenbai.bandits.registry import get
+from screenbai.bandits.core.params import without_guarantee
+from screenbai.bandits.core.registry import get
+from screenbai.bandits.sim.instances import kw_synthetic, reda_classic, soare
 from screenbai.guarantees import SETTINGS
 from screenbai.report import write_generated_block
 

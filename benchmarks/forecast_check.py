@@ -12,8 +12,8 @@ import numpy as np
 
 from screenbai.bandits.certainty.complexity import characteristic_time
 from screenbai.bandits.certainty.forecast import stopping_time
-from screenbai.bandits.instances import kw_synthetic
-from screenbai.bandits.lr_set import forecast_level
+from screenbai.bandits.numerics.lr_set import forecast_level
+from screenbai.bandits.sim.instances import kw_synthetic
 
 # median tests at delta = 0.05 (docs/lower_bound.md): log-tas (20 runs), GLGapE's default
 MEASURED = {2: (626, 708), 5: (1028, 1199), 10: (2806, 2320)}

@@ -23,10 +23,10 @@ import argparse
 
 import numpy as np
 
-from screenbai.bandits.glgape import GLGapE
-from screenbai.bandits.glm import c_mu_oracle
-from screenbai.bandits.instances import kw_synthetic
-from screenbai.bandits.runner import run
+from screenbai.bandits.core.runner import run
+from screenbai.bandits.logistic.glgape import GLGapE
+from screenbai.bandits.numerics.glm import c_mu_oracle
+from screenbai.bandits.sim.instances import kw_synthetic
 
 
 class PluginProbe(GLGapE):

@@ -52,8 +52,8 @@ from error_rates import SETTINGS, upper_bound  # noqa: E402  (the settings and b
 from screenbai.bandits import replicate  # noqa: E402
 from screenbai.bandits.certainty import allocation_time, characteristic_time  # noqa: E402
 from screenbai.bandits.certainty.complexity import EXACT_MAX_PAIRS, log_factor  # noqa: E402
-from screenbai.bandits.params import Options, declared, without_guarantee  # noqa: E402
-from screenbai.bandits.registry import available  # noqa: E402
+from screenbai.bandits.core.params import Options, declared, without_guarantee  # noqa: E402
+from screenbai.bandits.core.registry import available  # noqa: E402
 
 CACHE = ROOT / "data" / "cache"
 #: parameters whose options are an algorithm's stopping rules (one setting each)
@@ -90,7 +90,7 @@ def _potency(target: str, K: int = 400, d: int = 20, threshold_nM: float = 100.0
 
 
 def _specs() -> dict[str, Spec]:
-    from screenbai.bandits.instances import kw_synthetic, random_linear, reda_classic, soare
+    from screenbai.bandits.sim.instances import kw_synthetic, random_linear, reda_classic, soare
 
     out = {
         "soare": Spec(lambda: soare(d=2, omega=0.1), "linear", 0.0),
@@ -209,7 +209,7 @@ def timing(K: int = 5000, d: int = 20, repeats: int = 3) -> None:
     a logistic model (theta / 2, epsilon = 0.1 on the means, the answer fixed to the best arm: the maximum over
     all 345 epsilon-good answers solves one problem per answer the floor cannot exclude, about a minute
     here): cold, and warm-started from a nearby theta's allocation (the previous plate's)."""
-    from screenbai.bandits.instances import random_linear
+    from screenbai.bandits.sim.instances import random_linear
 
     inst = random_linear(K=K, d=d, sigma=0.5, seed=0)
     rng = np.random.default_rng(1)

@@ -35,9 +35,9 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from screenbai.bandits.instances import akg_adaptive, akg_logistic, canonical  # noqa: E402
-from screenbai.bandits.registry import policy_for_instance  # noqa: E402
-from screenbai.bandits.runner import run  # noqa: E402
+from screenbai.bandits.core.registry import policy_for_instance  # noqa: E402
+from screenbai.bandits.core.runner import run  # noqa: E402
+from screenbai.bandits.sim.instances import akg_adaptive, akg_logistic, canonical  # noqa: E402
 
 OUT = ROOT / "docs" / "reproduction"
 LOG_ALGOS = {
@@ -196,8 +196,8 @@ def speed_check(n_runs: int = 7) -> dict:
     """Wall time of whole GSE runs at K = 400, d = 20, B = 4000 with cold design caches (target < 0.2 s)."""
     from scipy.special import expit
 
-    import screenbai.bandits.gse as gse
-    from screenbai.bandits.instance import Instance
+    import screenbai.bandits.budget.gse as gse
+    from screenbai.bandits.sim.instance import Instance
 
     rng = np.random.default_rng(0)
     X = rng.uniform(-0.5, 0.5, (400, 20))

@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from screenbai.bandits.instances import kw_synthetic
-from screenbai.bandits.runner import run_one
+from screenbai.bandits.core.runner import run_one
+from screenbai.bandits.sim.instances import kw_synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "reproduction"
@@ -125,7 +125,7 @@ def plot(df: pd.DataFrame, path: Path) -> None:
 def speed(n_runs: int = 3, K: int = 400, d: int = 20) -> pd.DataFrame:
     """Mean cost of a GLGapE round at K = 400, d = 20 over whole runs (target ~300 us), LP time apart."""
     from screenbai.bandits import policy_for_instance, run
-    from screenbai.bandits.rules import L1Design
+    from screenbai.bandits.numerics.rules import L1Design
 
     original = L1Design.solve
     lp_seconds = [0.0]

@@ -18,7 +18,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from screenbai.bandits import instances, replicate, static_greedy
+from screenbai.bandits import replicate
+from screenbai.bandits.linear import static_greedy
+from screenbai.bandits.sim import instances
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "soare"

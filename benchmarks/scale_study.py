@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from screenbai.bandits import Instance  # noqa: E402
-from screenbai.bandits.runner import run_one  # noqa: E402
+from screenbai.bandits.core.runner import run_one  # noqa: E402
 from screenbai.chem.store import featurize_library  # noqa: E402
 
 SHARED = Path(os.environ.get("SCREENBAI_SHARED_DATA", REPO.parent / "shared" / "data"))

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from screenbai.bandits.runner import replicate
+from screenbai.bandits.core.runner import replicate
 from screenbai.report import markdown_table
 from screenbai.screening import build_instance, ground_truth_arms, replication_seed, score_runs
 

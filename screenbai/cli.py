@@ -93,7 +93,7 @@ def _feature_columns(table: pd.DataFrame, spec: str | None, path: Path) -> list[
 def _instance_from_file(args):
     import pandas as pd
 
-    from .bandits.instance import Instance
+    from .bandits.sim.instance import Instance
 
     path = Path(args.features)
     if not path.exists():
@@ -288,10 +288,10 @@ def _run(args) -> int:
         from .campaign.cli import run as run_campaign
 
         return run_campaign(args)
-    from .bandits import registry
+    from .bandits.core import registry
 
     if args.command == "algorithms":
-        from .bandits.params import REQUIRED, declared
+        from .bandits.core.params import REQUIRED, declared
 
         for name, entry in registry.available().items():
             params = ", ".join(k if v is REQUIRED else f"{k}={v!r}" for k, v in entry.parameters().items())
@@ -302,14 +302,14 @@ def _run(args) -> int:
                     say(f"{'':22s} {key}: {p.help}")
         return 0
     if args.command == "instances":
-        from .bandits.instances import NAMED
+        from .bandits.sim.instances import NAMED
 
         for name, fn in NAMED.items():
             say(f"{name:14s} {(fn.__doc__ or '').strip().splitlines()[0]}")
         return 0
 
-    from .bandits.instances import parse_instance
-    from .bandits.runner import replicate, summarize
+    from .bandits.core.runner import replicate, summarize
+    from .bandits.sim.instances import parse_instance
 
     _check_out(args.out)
     _check_file_options(args)

@@ -1,7 +1,7 @@
 """What an algorithm's setting guarantees (error at most delta, or not) and what was measured.
 
 The guarantee comes from the parameters' declarations: a value listed in ``Param.no_guarantee``
-(:func:`screenbai.bandits.params.without_guarantee`) voids it, and an algorithm with a ``budget``
+(:func:`screenbai.bandits.core.params.without_guarantee`) voids it, and an algorithm with a ``budget``
 (fixed budget) has no delta to keep.  The measured error rates are the records of
 ``benchmarks/error_rates.py`` (docs/error_rates_records.csv, the table of docs/error_rates.md),
 looked up by algorithm and setting; :data:`SETTINGS` names each measured setting by its
@@ -52,8 +52,8 @@ _NOT_A_SETTING = ("max_samples", "rng")
 
 
 def _resolved(algorithm: str, params: Mapping[str, Any]) -> tuple[Any, dict]:
-    from screenbai.bandits.params import REQUIRED, declared
-    from screenbai.bandits.registry import get
+    from screenbai.bandits.core.params import REQUIRED, declared
+    from screenbai.bandits.core.registry import get
 
     entry = get(algorithm)
     defaults = {k: p.default for k, p in declared(entry.cls).items() if p.default is not REQUIRED}
@@ -140,7 +140,7 @@ def guarantee_of(algorithm: str, params: Mapping[str, Any] | str | None, error_r
     record's ``params``), its measured error rate looked up in ``error_rates`` (a DataFrame of the
     benchmark's records; default: docs/error_rates_records.csv) by algorithm and setting, at the
     run's delta when that delta was measured, else at every delta measured."""
-    from screenbai.bandits.params import declared, without_guarantee
+    from screenbai.bandits.core.params import declared, without_guarantee
 
     params = dict(json.loads(params) if isinstance(params, str) else (params or {}))
     entry, values = _resolved(algorithm, params)

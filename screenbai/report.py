@@ -184,7 +184,7 @@ def algorithm_guarantees(
     used (the records' ``params``), else from the config entry of that label (``algorithms``);
     None for an algorithm that is not registered.  ``error_rates``: the error-rate records
     (default: docs/error_rates_records.csv)."""
-    from screenbai.bandits.registry import available
+    from screenbai.bandits.core.registry import available
 
     table = read_error_rates() if error_rates is None else error_rates
     entries = {a["label"]: a for a in algorithms}

@@ -432,13 +432,13 @@ def check_algorithms(
     """Fail early (before any job) on an unknown algorithm, a duplicate label or a bad parameter.
 
     Keys and values (delta, epsilon, m, c_mu, ...) are checked against each algorithm's declared
-    parameters (:mod:`screenbai.bandits.params`); what depends on the screen (m < K, a budget
+    parameters (:mod:`screenbai.bandits.core.params`); what depends on the screen (m < K, a budget
     for K arms) by building every algorithm, with the parameters of each run, on a stand-in
     logistic instance of each screen size K in ``sizes`` ("oracle" values resolved from it), so
     every error a constructor raises surfaces here, naming the algorithm's label and K.
     """
-    from screenbai.bandits.params import POSITIVE, check, declared
-    from screenbai.bandits.registry import available, get
+    from screenbai.bandits.core.params import POSITIVE, check, declared
+    from screenbai.bandits.core.registry import available, get
 
     load_algorithm_modules(modules)
     labels = [a["label"] for a in algorithms]
@@ -480,7 +480,7 @@ def _check_values(entry: Mapping[str, Any], K: int, max_samples: int) -> None:
     from scipy.special import expit
 
     from screenbai.bandits import Instance
-    from screenbai.bandits.registry import policy_for_instance
+    from screenbai.bandits.core.registry import policy_for_instance
 
     rng = np.random.default_rng(0)
     X = np.hstack([rng.uniform(-1.0, 1.0, (K, 3)), np.ones((K, 1))])
@@ -665,7 +665,7 @@ def run_chunk(
     One tidy row per replication: the runner's record (samples, stopped, pulls, ...) plus
     ``label, d, K`` and the declared compounds and errors of :func:`score_runs`.
     """
-    from screenbai.bandits.runner import replicate
+    from screenbai.bandits.core.runner import replicate
 
     load_algorithm_modules(modules)
     if len(subset) != K:
@@ -683,8 +683,8 @@ def judging_epsilon(entry: Mapping[str, Any], default: float = 0.1) -> float:
     Fixed-budget algorithms have none; they are judged with ``default`` (the config's
     ``report.epsilon``), the same yardstick for every algorithm without one.
     """
-    from screenbai.bandits.params import declared
-    from screenbai.bandits.registry import get
+    from screenbai.bandits.core.params import declared
+    from screenbai.bandits.core.registry import get
 
     params = entry.get("params") or {}
     if params.get("epsilon") is not None:

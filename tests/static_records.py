@@ -21,9 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from screenbai.bandits import instances, policy_for_instance
-from screenbai.bandits.instance import Instance
-from screenbai.bandits.runner import run as simulate
+from screenbai.bandits import policy_for_instance
+from screenbai.bandits.core.runner import run as simulate
+from screenbai.bandits.sim import instances
+from screenbai.bandits.sim.instance import Instance
 
 PATH = Path(__file__).parent / "data" / "static_records.json"
 MODES = ("fast", "sequential", "plates", "restore")
@@ -93,7 +94,7 @@ def _plates(policy, env):
 
 def run_case(name: str, params: dict, inst: Instance, seed: int, mode: str):
     """The result of one case (a ``Result``)."""
-    from screenbai.bandits import static_greedy
+    from screenbai.bandits.linear import static_greedy
 
     def fresh():
         return policy_for_instance(name, inst, rng=seed, **params)

@@ -17,7 +17,7 @@ import pytest
 from campaign_util import Assay, new_campaign, synthetic_library, write_results
 
 from screenbai.bandits import make_policy
-from screenbai.bandits.rules import solve_cold
+from screenbai.bandits.numerics.rules import solve_cold
 from screenbai.campaign import Campaign, ReplayMismatch
 
 REPO = Path(__file__).resolve().parents[1]
@@ -137,7 +137,7 @@ def test_a_changed_log_is_detected_on_replay(tmp_path):
 
 
 def test_every_registered_algorithm_fills_and_records_plates(tmp_path):
-    from screenbai.bandits import registry
+    from screenbai.bandits.core import registry
 
     lib = synthetic_library(K=12, d=2)
     for name, entry in registry.available().items():
@@ -191,7 +191,7 @@ def test_plates_in_the_lab_when_the_rule_fires_are_still_recorded(tmp_path):
 
 
 def test_a_gse_stage_spans_plates_and_waits_for_its_outcomes(tmp_path):
-    from screenbai.bandits.gse import stage_sizes
+    from screenbai.bandits.budget.gse import stage_sizes
     from screenbai.campaign import CampaignError
 
     lib = synthetic_library(K=12, d=2)
@@ -251,8 +251,8 @@ def test_status_says_how_far_the_stopping_rule_is_from_firing(tmp_path, algorith
     ("xy-static", {}, []),
 ])
 def test_settings_without_guarantee_are_named(name, given, expected):
-    from screenbai.bandits.params import without_guarantee
-    from screenbai.bandits.registry import get
+    from screenbai.bandits.core.params import without_guarantee
+    from screenbai.bandits.core.registry import get
 
     assert without_guarantee(get(name).cls, given) == expected
 

@@ -488,7 +488,7 @@ def test_a_campaign_of_schema_1_is_upgraded_by_repair(tmp_path, capsys):
 def test_recheck_runs_the_stopping_rule_while_the_rest_of_a_batch_waits():
     """``tell`` leaves the rule to the end of a chosen batch (so that propose(1) + tell gives the
     sequential choices); ``recheck`` runs it now, as a campaign does after each results file."""
-    from screenbai.bandits.policy import Policy
+    from screenbai.bandits.core.policy import Policy
 
     class Batches(Policy):
         def _select(self):

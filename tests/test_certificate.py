@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-import screenbai.bandits.gifa as gifa
-from screenbai.bandits import instances
+import screenbai.bandits.linear.gifa as gifa
 from screenbai.bandits.certainty.certificate import (
     Certificate,
     certainty_summary,
@@ -18,10 +17,11 @@ from screenbai.bandits.certainty.certificate import (
     certify,
     norm_bound_refuted,
 )
-from screenbai.bandits.instance import Instance
-from screenbai.bandits.lr_set import LikelihoodRatioSet, nll
-from screenbai.bandits.registry import policy_for_instance
-from screenbai.bandits.runner import run, run_one, true_gap
+from screenbai.bandits.core.registry import policy_for_instance
+from screenbai.bandits.core.runner import run, run_one, true_gap
+from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, nll
+from screenbai.bandits.sim import instances
+from screenbai.bandits.sim.instance import Instance
 
 
 def fan(sigma: float = 1.0) -> Instance:
@@ -183,7 +183,7 @@ def test_likelihood_ratio_pair_bounds_hold_for_every_theta_in_the_set():
     s = rng.binomial(n.astype(int), inst.means).astype(float)
     Z = inst.features
     theta0 = np.zeros(2)
-    from screenbai.bandits.glm import logistic_mle
+    from screenbai.bandits.numerics.glm import logistic_mle
 
     mle = logistic_mle(Z, n, s, 0.0, theta0=theta0).theta
     level = nll(Z, n, s, mle) + np.log(1 / 0.05)
@@ -317,7 +317,7 @@ def test_certainty_summary_on_a_campaign(tmp_path):
 
 
 def test_summarize_counts_certificate_misses():
-    from screenbai.bandits.runner import replicate, summarize
+    from screenbai.bandits.core.runner import replicate, summarize
 
     inst = fan(0.5)
     df = replicate(inst, "lingape", {"max_samples": 30, "delta": 0.1}, n_reps=6, seed=2)

@@ -75,8 +75,8 @@ def test_version_flag(capsys):
 
 
 def test_algorithms_lists_each_declared_parameter_with_its_default(capsys):
-    from screenbai.bandits.params import REQUIRED, declared
-    from screenbai.bandits.registry import available
+    from screenbai.bandits.core.params import REQUIRED, declared
+    from screenbai.bandits.core.registry import available
     from screenbai.cli import main
 
     assert main(["algorithms"]) == 0

@@ -1,4 +1,4 @@
-"""The policy contract (screenbai.bandits.policy): state, save/load, plates, side-effect-free reads.
+"""The policy contract (screenbai.bandits.core.policy): state, save/load, plates, side-effect-free reads.
 
 Every registered algorithm is driven against ``Streams``: arm a's k-th test always returns the same
 outcome, whatever the order of the tests, so a sequential run, a run in plates and a restored run
@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from screenbai.bandits import available, load_policy, policy_for_instance, save_policy
-from screenbai.bandits.instances import akg_logistic, akg_sphere, kw_synthetic, reda_classic, soare
+from screenbai.bandits.sim.instances import akg_logistic, akg_sphere, kw_synthetic, reda_classic, soare
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from screenbai.bandits.design import (
+from screenbai.bandits.numerics.design import (
     DesignStallWarning,
     frank_wolfe,
     g_value,

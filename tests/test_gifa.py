@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from screenbai.bandits import Instance, make_policy, policy_for_instance, replicate, run
-from screenbai.bandits import thresholds as th
-from screenbai.bandits.estimators import TrackedRidgeState
-from screenbai.bandits.gap_indices import lucb_statistic, max_m_per_column, ugape_statistic
-from screenbai.bandits.gifa import GIFA, LinGapE, LinGIFA, MLinGapE
-from screenbai.bandits.instances import reda_classic, soare
+from screenbai.bandits.linear.gap_indices import lucb_statistic, max_m_per_column, ugape_statistic
+from screenbai.bandits.linear.gifa import GIFA, LinGapE, LinGIFA, MLinGapE
+from screenbai.bandits.numerics import thresholds as th
+from screenbai.bandits.numerics.estimators import TrackedRidgeState
+from screenbai.bandits.sim.instances import reda_classic, soare
 
 
 # ---------------------------------------------------------------------- thresholds (spec 1.5)

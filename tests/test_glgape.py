@@ -5,10 +5,10 @@ import pytest
 from scipy.special import expit
 
 from screenbai.bandits import Instance, make_policy, policy_for_instance, replicate, run
-from screenbai.bandits.glgape import GLGapE, corner_widths, corners
-from screenbai.bandits.glgape_width import max_corner_sq
-from screenbai.bandits.glm import c_mu_oracle
-from screenbai.bandits.instances import kw_synthetic
+from screenbai.bandits.logistic.glgape import GLGapE, corner_widths, corners
+from screenbai.bandits.logistic.glgape_width import max_corner_sq
+from screenbai.bandits.numerics.glm import c_mu_oracle
+from screenbai.bandits.sim.instances import kw_synthetic
 
 
 def _run(instance, seed=0, **params):
@@ -75,7 +75,7 @@ def test_reinterpreted_width_scale_is_one_at_end_of_initial_phase():
     inst = kw_synthetic(K=50, d=10, seed=0)
     policy, _ = _run(inst, 0, c_mu="oracle", calibration="reinterpreted")
     d = policy.diagnostics
-    from screenbai.bandits.glgape import log_root
+    from screenbai.bandits.logistic.glgape import log_root
 
     assert d["a_eff"] * log_root(d["s_init"], d["d_eff"], 0.05) * d["nu_max_init"] == pytest.approx(1.0)
     theory = policy_for_instance("glgape", inst, c_mu="oracle", calibration="theory", max_samples=31, rng=0)
@@ -215,7 +215,7 @@ def test_larger_delta_never_costs_more_tests():
 
 
 def test_self_normalized_scale_matches_its_formula():
-    from screenbai.bandits.glgape_width import SelfNormalizedScale
+    from screenbai.bandits.logistic.glgape_width import SelfNormalizedScale
 
     scale = SelfNormalizedScale(R=1.0, d=3, delta=0.05, L=2.0, c_mu=0.2, lambda_reg=1.0, S=1.5)
     t = 400

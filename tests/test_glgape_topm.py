@@ -5,8 +5,8 @@ import pytest
 from scipy.special import expit
 
 from screenbai.bandits import available, make_policy, policy_for_instance
-from screenbai.bandits.glgape_topm import TopMGLGapE
-from screenbai.bandits.instances import kw_synthetic
+from screenbai.bandits.logistic.glgape_topm import TopMGLGapE
+from screenbai.bandits.sim.instances import kw_synthetic
 
 
 def _trace(name, instance, seed, **params):
@@ -88,7 +88,7 @@ def test_default_names_m_arms_that_every_theta_of_the_likelihood_ratio_set_agree
     """The default stops when the likelihood-ratio set rules out every (named, other) pair: checked at
     the stop by sampling the set (thousands of theta with L(theta) <= level) and looking for one
     under which an arm outside the answer beats a named arm by more than epsilon."""
-    from screenbai.bandits.lr_set import LikelihoodRatioSet, nll
+    from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, nll
 
     eps, errors, sampled = 0.1, 0, 0
     for seed in range(6):

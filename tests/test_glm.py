@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from screenbai.bandits.glm import (
+from screenbai.bandits.numerics.glm import (
     LogisticFit,
     SeparableDataError,
     c_mu_oracle,

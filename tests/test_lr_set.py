@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from screenbai.bandits import lr_set
-from screenbai.bandits.glm import logistic_mle
-from screenbai.bandits.instances import kw_synthetic
-from screenbai.bandits.lr_set import LikelihoodRatioSet, nll, pair_stands, prediction_loss
-from screenbai.bandits.registry import policy_for_instance
-from screenbai.bandits.runner import replicate
+from screenbai.bandits.core.registry import policy_for_instance
+from screenbai.bandits.core.runner import replicate
+from screenbai.bandits.numerics import lr_set
+from screenbai.bandits.numerics.glm import logistic_mle
+from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, nll, pair_stands, prediction_loss
+from screenbai.bandits.sim.instances import kw_synthetic
 
 
 def test_prediction_loss_mixes_in_a_fair_coin():
@@ -185,7 +185,7 @@ def test_default_needs_far_fewer_tests_than_the_self_normalized_widths():
 
 
 def test_likeliest_first_is_the_head_of_the_stable_sort():
-    from screenbai.bandits.lr_set import _likeliest_first
+    from screenbai.bandits.numerics.lr_set import _likeliest_first
 
     rng = np.random.default_rng(3)
     for n, k in [(50, 5), (50, 50), (50, 80), (1000, 256), (7, 0)]:
@@ -199,7 +199,7 @@ def test_forecast_level_and_glgapes_stated_threshold():
     import math
 
     from screenbai.bandits import make_policy
-    from screenbai.bandits.lr_set import forecast_level
+    from screenbai.bandits.numerics.lr_set import forecast_level
 
     assert forecast_level(0, 5, 0.05) == pytest.approx(math.log(20))
     assert forecast_level(1000, 5, 0.05) > forecast_level(100, 5, 0.05) > forecast_level(100, 2, 0.05)

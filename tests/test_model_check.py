@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from screenbai.bandits import instances
 from screenbai.bandits.certainty.model_check import check_linear, check_logistic, check_policy
-from screenbai.bandits.registry import policy_for_instance
-from screenbai.bandits.runner import run
+from screenbai.bandits.core.registry import policy_for_instance
+from screenbai.bandits.core.runner import run
+from screenbai.bandits.sim import instances
 
 K, D, SEEDS = 60, 3, range(20)
 

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from screenbai.bandits import registry, replicate, summarize
-from screenbai.bandits.instances import kw_synthetic
+from screenbai.bandits import replicate, summarize
+from screenbai.bandits.core import registry
+from screenbai.bandits.sim.instances import kw_synthetic
 from screenbai.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -104,8 +105,8 @@ def test_simulate_names_the_features_file_it_cannot_read(tmp_path, capsys):
 
 
 def test_config_comments_name_glgapes_default_calibration():
-    from screenbai.bandits.glgape import GLGapE
-    from screenbai.bandits.params import declared
+    from screenbai.bandits.core.params import declared
+    from screenbai.bandits.logistic.glgape import GLGapE
 
     default = declared(GLGapE)["calibration"].default
     for path in [REPO / ".test" / "config" / "config.yaml", *sorted((REPO / "config").glob("*.yaml"))]:

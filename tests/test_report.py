@@ -259,8 +259,8 @@ def test_legends_name_the_guarantee():
 
 def test_the_guarantee_comes_from_the_parameters_declarations():
     """Every value a parameter declares as voiding the guarantee is reported as such, for every algorithm."""
-    from screenbai.bandits.params import declared
-    from screenbai.bandits.registry import available
+    from screenbai.bandits.core.params import declared
+    from screenbai.bandits.core.registry import available
     from screenbai.guarantees import guarantee_of
 
     seen = 0

@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 
 from screenbai.bandits import policy_for_instance, replicate
-from screenbai.bandits.instances import canonical, kw_synthetic, soare
-from screenbai.bandits.policy import DEFAULT_MAX_SAMPLES
-from screenbai.bandits.runner import TieWarning, summarize
+from screenbai.bandits.core.policy import DEFAULT_MAX_SAMPLES
+from screenbai.bandits.core.runner import TieWarning, summarize
+from screenbai.bandits.sim.instances import canonical, kw_synthetic, soare
 
 
 def test_records_judge_with_the_epsilon_the_policy_used():

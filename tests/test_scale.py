@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from screenbai.bandits import make_policy
-from screenbai.bandits.estimators import BATCH_REBUILD, RidgeState, TrackedRidgeState
-from screenbai.bandits.gifa import INIT_ALL_MAX_K
+from screenbai.bandits.linear.gifa import INIT_ALL_MAX_K
+from screenbai.bandits.numerics.estimators import BATCH_REBUILD, RidgeState, TrackedRidgeState
 
 
 def _sequential(state_cls, X, arms, rewards, **kw):
@@ -83,8 +83,8 @@ def test_spanning_start_on_rank_deficient_features_uses_their_span():
     ("xy-adaptive", {}, "m-LinGapE or LinGapE"),
 ])
 def test_quadratic_algorithms_refuse_a_large_K_and_name_the_alternative(name, params, instead):
-    from screenbai.bandits.gifa import GIFA
-    from screenbai.bandits.linalg import MAX_K_QUADRATIC
+    from screenbai.bandits.linear.gifa import GIFA
+    from screenbai.bandits.numerics.linalg import MAX_K_QUADRATIC
 
     X = np.random.default_rng(4).standard_normal((MAX_K_QUADRATIC + 1, 3))
     with pytest.raises(ValueError, match=rf"K x K matrix: K = 16,385 arms would need 2 GiB.*Use {instead}"):
@@ -98,7 +98,7 @@ def test_quadratic_algorithms_refuse_a_large_K_and_name_the_alternative(name, pa
 
 
 def test_calibration_width_from_rows_bounds_the_exact_one_from_below_within_a_factor_two():
-    from screenbai.bandits import glgape
+    from screenbai.bandits.logistic import glgape
 
     rng = np.random.default_rng(5)
     K, d = glgape.EXACT_WIDTH_MAX_K + 500, 4
@@ -120,7 +120,7 @@ def test_calibration_width_from_rows_bounds_the_exact_one_from_below_within_a_fa
 
 def test_glgape_selection_auto_follows_K():
     rng = np.random.default_rng(6)
-    from screenbai.bandits.glgape import RATIO_MAX_K
+    from screenbai.bandits.logistic.glgape import RATIO_MAX_K
 
     X = rng.standard_normal((RATIO_MAX_K + 1, 3))
     assert make_policy("glgape", X, c_mu=0.1).rule == "greedy"
@@ -129,7 +129,7 @@ def test_glgape_selection_auto_follows_K():
 
 
 def test_the_kept_gram_row_follows_the_updates():
-    from screenbai.bandits.estimators import KEEP_ROW_MIN_K
+    from screenbai.bandits.numerics.estimators import KEEP_ROW_MIN_K
 
     rng = np.random.default_rng(7)
     X = rng.standard_normal((KEEP_ROW_MIN_K, 4))
@@ -147,7 +147,7 @@ def test_the_kept_gram_row_follows_the_updates():
 
 
 def test_block_argmax_matches_argmax_random_with_ties_across_blocks():
-    from screenbai.bandits.ties import BlockArgmax, argmax_random
+    from screenbai.bandits.core.ties import BlockArgmax, argmax_random
 
     rng = np.random.default_rng(8)
     for values in (rng.standard_normal(1000), np.repeat(rng.integers(0, 5, size=50).astype(float), 20)):
@@ -163,7 +163,7 @@ def test_block_argmax_matches_argmax_random_with_ties_across_blocks():
 def test_the_blockwise_update_at_large_K_equals_the_plain_one(monkeypatch):
     """From KEEP_ROW_MIN_K on, the rank-one update runs block by block (and can give X v in the same
     pass): the same P, diag, means and kept row as the plain update, up to round-off."""
-    from screenbai.bandits import estimators
+    from screenbai.bandits.numerics import estimators
 
     rng = np.random.default_rng(9)
     X = rng.standard_normal((estimators.KEEP_ROW_MIN_K + 123, 4))
@@ -190,7 +190,7 @@ def test_the_blockwise_update_at_large_K_equals_the_plain_one(monkeypatch):
 def test_large_K_passes_make_the_same_choices_as_the_plain_round(monkeypatch, name, params, model):
     """The large-K round (kept Gram row, blockwise update, GLGapE's means from the update's pass, the
     pulled arms kept sorted) chooses the same arms as the plain round on the same data."""
-    from screenbai.bandits import estimators, linalg
+    from screenbai.bandits.numerics import estimators, linalg
 
     monkeypatch.setattr(linalg, "BLOCK", 4096)  # many blocks: the sweep's order matters
     rng = np.random.default_rng(10)
@@ -220,8 +220,8 @@ def test_large_K_passes_make_the_same_choices_as_the_plain_round(monkeypatch, na
 
 
 def test_glgape_at_large_K_continues_exactly_after_save_and_load(tmp_path):
-    from screenbai.bandits.estimators import KEEP_ROW_MIN_K
-    from screenbai.bandits.policy import load_policy, save_policy
+    from screenbai.bandits.core.policy import load_policy, save_policy
+    from screenbai.bandits.numerics.estimators import KEEP_ROW_MIN_K
 
     rng = np.random.default_rng(11)
     X = rng.standard_normal((KEEP_ROW_MIN_K, 4)) / 2
@@ -247,7 +247,7 @@ def test_m_lingape_plates_at_large_K_choose_as_the_plain_round(monkeypatch):
     """Plates of 4 tests (chosen on a copy of the design holding the tests in flight, outcomes told
     one by one) at large K choose the same wells as the plain round; the guesses made for the
     recorded design are never used for the copy's."""
-    from screenbai.bandits import estimators
+    from screenbai.bandits.numerics import estimators
 
     rng = np.random.default_rng(14)
     K, d = estimators.KEEP_ROW_MIN_K, 20
@@ -273,8 +273,8 @@ def test_m_lingape_plates_at_large_K_choose_as_the_plain_round(monkeypatch):
 def test_m_lingape_at_large_K_continues_exactly_after_save_and_load(tmp_path):
     """A restored m-LinGapE has none of the values guessed ahead (the greedy rule's product, the
     update's scores for the last pair, the next upper bounds): it recomputes them, with the same bits."""
-    from screenbai.bandits.estimators import KEEP_ROW_MIN_K
-    from screenbai.bandits.policy import load_policy, save_policy
+    from screenbai.bandits.core.policy import load_policy, save_policy
+    from screenbai.bandits.numerics.estimators import KEEP_ROW_MIN_K
 
     rng = np.random.default_rng(13)
     d = 20
@@ -310,7 +310,7 @@ def test_m_lingape_at_large_K_continues_exactly_after_save_and_load(tmp_path):
 
 
 def test_the_corner_maximum_in_fewer_operations_equals_the_four_corners():
-    from screenbai.bandits.glgape_width import max_corner_sq
+    from screenbai.bandits.logistic.glgape_width import max_corner_sq
 
     rng = np.random.default_rng(12)
     Z = rng.standard_normal((2000, 3))
@@ -330,7 +330,7 @@ def test_logistic_into_matches_expit_and_saturates_without_warnings():
 
     from scipy.special import expit
 
-    from screenbai.bandits.glm import logistic_into
+    from screenbai.bandits.numerics.glm import logistic_into
 
     eta = np.concatenate([np.linspace(-40, 40, 1001), [-800.0, 800.0, 0.0]])
     with warnings.catch_warnings():
@@ -348,9 +348,9 @@ def test_m_lingape_rounds_reading_X_once_equal_rounds_reading_it_twice(monkeypat
     the greedy scores for the last pair (b, c), which the next round takes if its pair is the same.
     A run that never uses either makes the same choices with the same bits and the same draws, and
     the kept columns equal, bit for bit, the update's own product."""
-    from screenbai.bandits import estimators, linalg
-    from screenbai.bandits.gap_indices import GapIndices
-    from screenbai.bandits.rules import greedy_scores
+    from screenbai.bandits.linear.gap_indices import GapIndices
+    from screenbai.bandits.numerics import estimators, linalg
+    from screenbai.bandits.numerics.rules import greedy_scores
 
     monkeypatch.setattr(linalg, "BLOCK", 4096)  # many blocks, visited out of order by the update
     rng = np.random.default_rng(12)

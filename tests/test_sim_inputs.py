@@ -158,7 +158,7 @@ def test_sigma_with_bernoulli_rewards_is_refused(tmp_path):
 
 def test_a_warning_is_printed_before_the_runs(monkeypatch, capsys):
     # tied best arms: the warning that every run goes to its cap came only after all runs had ended
-    from screenbai.bandits import runner
+    from screenbai.bandits.core import runner
     from screenbai.cli import main
 
     def no_run(*args, **kwargs):
@@ -183,14 +183,14 @@ def test_a_warning_is_printed_before_the_runs(monkeypatch, capsys):
     ],
 )
 def test_named_instances_name_a_bad_argument(spec, message):
-    from screenbai.bandits.instances import parse_instance
+    from screenbai.bandits.sim.instances import parse_instance
 
     with pytest.raises(ValueError, match=message):
         parse_instance(spec)
 
 
 def test_instance_builders_check_their_arguments_from_python_too():
-    from screenbai.bandits.instances import akg_sphere, kw_synthetic
+    from screenbai.bandits.sim.instances import akg_sphere, kw_synthetic
 
     with pytest.raises(ValueError, match="instance 'akg_sphere': K must be a whole number >= 2; got 1"):
         akg_sphere(K=1)
@@ -216,7 +216,7 @@ def test_replicate_leaves_bad_values_to_the_policy_that_names_them(name, key, va
 
 
 def _logistic_instance() -> Instance:
-    from screenbai.bandits.instances import kw_synthetic
+    from screenbai.bandits.sim.instances import kw_synthetic
 
     return kw_synthetic(K=8, d=3, seed=1)
 
@@ -270,7 +270,7 @@ def test_saving_into_a_missing_folder_names_the_folder(tmp_path):
 # ---------------------------------------------------------------------- instances no model of the features fits
 def test_identical_features_with_different_means_are_reported():
     # e.g. two stereoisomers with one 2-D fingerprint and different measured cure rates: ran without a word
-    from screenbai.bandits.runner import UnrealizableWarning
+    from screenbai.bandits.core.runner import UnrealizableWarning
 
     X = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, 1.0], [0.5, 0.5]])
     inst = Instance(X, [0.1, 0.2, 0.9, 0.3], "gaussian", 1.0, name="stereo")
@@ -313,7 +313,7 @@ def test_every_warning_of_screenbai_derives_from_screenbai_warning():
 
 
 def test_an_unexpected_warning_of_screenbai_fails_the_test():
-    from screenbai.bandits.params import RenamedParameterWarning
+    from screenbai.bandits.core.params import RenamedParameterWarning
 
     with pytest.raises(RenamedParameterWarning, match="'R' is now called 'sigma'"):
         make_policy("lingape", np.eye(3), R=0.5)

@@ -6,12 +6,13 @@ import logging
 import numpy as np
 import pytest
 
-from screenbai.bandits import instances, make_policy, policy_for_instance
-from screenbai.bandits.instance import Instance
-from screenbai.bandits.linalg import spanning_arms
-from screenbai.bandits.runner import run as simulate
-from screenbai.bandits.static_greedy import GreedyState, all_pairs, allocation_sequence
-from screenbai.bandits.static_rules import OLSTracker, eq11_batch, log_term
+from screenbai.bandits import make_policy, policy_for_instance
+from screenbai.bandits.core.runner import run as simulate
+from screenbai.bandits.linear.static_greedy import GreedyState, all_pairs, allocation_sequence
+from screenbai.bandits.linear.static_rules import OLSTracker, eq11_batch, log_term
+from screenbai.bandits.numerics.linalg import spanning_arms
+from screenbai.bandits.sim import instances
+from screenbai.bandits.sim.instance import Instance
 
 ALL = ["g-allocation", "xy-static", "xy-oracle", "xy-adaptive", "xy-fully-adaptive"]
 

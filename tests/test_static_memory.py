@@ -6,14 +6,14 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from screenbai.bandits import static_rules
-from screenbai.bandits.linalg import MAX_K_QUADRATIC
-from screenbai.bandits.static_rules import (
+from screenbai.bandits.linear import static_rules
+from screenbai.bandits.linear.static_rules import (
     FAST_PATH_MAX_BYTES,
     fast_path_bytes,
     first_eq11_stop,
     states_per_chunk,
 )
+from screenbai.bandits.numerics.linalg import MAX_K_QUADRATIC
 
 
 def test_largest_k_stays_under_the_cap():

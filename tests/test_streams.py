@@ -42,7 +42,7 @@ def test_the_ratio_rules_solver_is_built_without_a_word():
     code = """
 import numpy as np
 import highspy
-from screenbai.bandits.rules import L1Design
+from screenbai.bandits.numerics.rules import L1Design
 X = np.random.default_rng(0).normal(size=(12, 3))
 L1Design(X).solve(np.ones(3))            # the installed highspy
 class Talking(highspy.Highs):
@@ -82,7 +82,7 @@ raise SystemExit(main(sys.argv[1:]))
 
 def test_simulate_prints_only_its_table(tmp_path):
     code = """
-import screenbai.bandits.runner as runner
+import screenbai.bandits.core.runner as runner
 replicate = runner.replicate
 def talking_replicate(*a, **k):
     noise("replicate")

@@ -25,7 +25,7 @@ import dataclasses
 
 import numpy as np
 
-from screenbai.bandits.policy import Result
+from screenbai.bandits.core.policy import Result
 
 
 class ArmSetPolicy:

@@ -198,8 +198,8 @@ class _Plates(Mapping):
 def check_settings(algorithm: str, params: dict, seed: int, outcome: str):
     """Check a campaign's algorithm, parameter values, seed and outcome kind without the library
     (so that ``init`` refuses a typo before featurizing); returns the registry entry."""
-    from screenbai.bandits import registry
-    from screenbai.bandits.params import check
+    from screenbai.bandits.core import registry
+    from screenbai.bandits.core.params import check
 
     try:
         entry = registry.get(algorithm)
@@ -282,9 +282,9 @@ class Campaign:
     ) -> Campaign:
         """Create a campaign file for ``library`` (a :class:`~screenbai.campaign.library.Library`)."""
         import screenbai
-        from screenbai.bandits import registry
-        from screenbai.bandits.params import unnamed_defaults
-        from screenbai.bandits.policy import encode_state
+        from screenbai.bandits.core import registry
+        from screenbai.bandits.core.params import unnamed_defaults
+        from screenbai.bandits.core.policy import encode_state
 
         params = dict(params or {})
         entry = check_settings(algorithm, params, seed, outcome)
@@ -311,7 +311,7 @@ class Campaign:
                     if readout is not None:
                         store.put_meta(con, "readout", readout.to_dict())
                     # the L1 ratio rule's LPs from a cold start: a restored policy replays no chain of
-                    # earlier LPs before its next one (screenbai.bandits.rules.L1Design)
+                    # earlier LPs before its next one (screenbai.bandits.numerics.rules.L1Design)
                     store.put_meta(con, "lp_start", "cold")
                     for key, value in {
                         "algorithm": entry.name,
@@ -449,9 +449,10 @@ class Campaign:
     def _new_policy(self, step: int = 0) -> ArmSetPolicy:
         """The algorithm, fresh, on the compounds active after log step ``step`` (all of the
         library until compounds are added or withdrawn; see :mod:`~screenbai.campaign.armset`)."""
-        from screenbai.bandits import make_policy, registry
-        from screenbai.bandits.params import keep_saved_defaults
-        from screenbai.bandits.policy import decode_state
+        from screenbai.bandits import make_policy
+        from screenbai.bandits.core import registry
+        from screenbai.bandits.core.params import keep_saved_defaults
+        from screenbai.bandits.core.policy import decode_state
 
         params = dict(self.meta["params"])
         if "defaults" in self.meta:  # campaigns made before screenbai stored them have none to keep
@@ -462,7 +463,7 @@ class Campaign:
         rng = int(self.meta["seed"]) if change == 0 else np.random.SeedSequence([int(self.meta["seed"]), change])
         inner = make_policy(self.algorithm, self.features[active], rng=rng, **params)
         if self.meta.get("lp_start") == "cold":  # campaigns made before it keep the warm-start chain
-            from screenbai.bandits.rules import solve_cold
+            from screenbai.bandits.numerics.rules import solve_cold
 
             solve_cold(inner)
         return ArmSetPolicy(inner, active, n_total)

@@ -190,8 +190,8 @@ def set_layout(camp, layout: PlateLayout) -> None:
 
 def guarantee_after_change(camp) -> str:
     """What a change does to the error guarantee, in one sentence."""
-    from screenbai.bandits.params import without_guarantee
-    from screenbai.bandits.registry import get
+    from screenbai.bandits.core.params import without_guarantee
+    from screenbai.bandits.core.registry import get
 
     entry = get(camp.algorithm)
     voided = without_guarantee(entry.cls, {**entry.defaults, **camp.meta["params"]})

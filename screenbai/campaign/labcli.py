@@ -51,9 +51,9 @@ def lab_settings(args) -> tuple[PlateLayout | None, Readout | None]:
 def whole_plate_budget(algorithm: str, params: dict, K: int, layout: PlateLayout | None) -> dict:
     """GSE's stages in whole plates: with a plate format, a fixed-budget GSE's budget is rounded up
     so that every stage (budget / stages tests) is a whole number of plates (said on the terminal)."""
-    from screenbai.bandits.gse import GSE, n_stages
-    from screenbai.bandits.params import declared
-    from screenbai.bandits.registry import get
+    from screenbai.bandits.budget.gse import GSE, n_stages
+    from screenbai.bandits.core.params import declared
+    from screenbai.bandits.core.registry import get
 
     entry = get(algorithm)
     if layout is None or not issubclass(entry.cls, GSE) or "budget" not in params:

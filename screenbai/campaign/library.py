@@ -52,7 +52,7 @@ class Library:
     def n_sharing_features(self) -> int:
         """How many compounds have the same feature vector as another one (stereoisomers, E/Z
         isomers, isotopologues: the Morgan fingerprint ignores them), so the screen cannot tell them apart."""
-        from screenbai.bandits.linalg import shared_rows
+        from screenbai.bandits.numerics.linalg import shared_rows
 
         return int(shared_rows(self.features)[0].size)
 

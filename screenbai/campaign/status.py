@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..bandits.certainty.certificate import model_check_json
-from ..bandits.params import without_guarantee
-from ..bandits.registry import get as registered
+from ..bandits.core.params import without_guarantee
+from ..bandits.core.registry import get as registered
 
 Z95 = 1.959963984540054
 
@@ -41,7 +41,7 @@ def model_estimates(
 
     d = X.shape[1]
     if binary:
-        from screenbai.bandits.glm import logistic_mle
+        from screenbai.bandits.numerics.glm import logistic_mle
 
         theta = logistic_mle(X, n, s, lambda_reg).theta
         eta = X @ theta
@@ -429,7 +429,7 @@ def _forecast(camp, policy) -> tuple[float, float] | None:
         return None
     X = camp.features[active]
     if camp.binary:
-        from screenbai.bandits.glm import logistic_mle
+        from screenbai.bandits.numerics.glm import logistic_mle
 
         theta, model, sigma = logistic_mle(X, n, s, 1.0).theta, "logistic", 0.5
     else:

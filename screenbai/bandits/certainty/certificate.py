@@ -181,7 +181,7 @@ def model_check_json(policy, names=None, observations=None, level: float = 0.05)
     """The test of fit of the model the certificate rests on (model_check.py) as plain JSON data, with
     its ``warning`` when rejected at ``level``; None for policies with no model of the features, and
     for the linear model without sums of squares. ``observations`` as for :func:`certainty_summary`."""
-    from .model_check import check_linear, check_logistic
+    from screenbai.bandits.certainty.model_check import check_linear, check_logistic
 
     n, sums, sums_sq = (policy.n, policy.sums, None) if observations is None else observations[:3]
     if not policy.models_features:

@@ -50,9 +50,9 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
-from ..glm import dmu
-from ..linalg import project_if_deficient, spanning_arms
-from ..policy import check_features
+from screenbai.bandits.core.policy import check_features
+from screenbai.bandits.numerics.glm import dmu
+from screenbai.bandits.numerics.linalg import project_if_deficient, spanning_arms
 
 MODELS = ("linear", "logistic")
 #: the largest instance the exact logistic infimum (a constrained minimisation per pair) accepts
@@ -362,7 +362,7 @@ def characteristic_time(
     if exact:
         if model != "logistic":
             raise ValueError("exact=True is for the logistic model (the linear-Gaussian bound is exact already)")
-        from .exact_logistic import exact_characteristic_time
+        from screenbai.bandits.certainty.exact_logistic import exact_characteristic_time
 
         return exact_characteristic_time(X, theta, epsilon=epsilon, m=m, tol=tol, answer=answer)
     mdl = _Model(X, theta, model, sigma)

@@ -23,8 +23,15 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from ..glm import dmu
-from .complexity import EXACT_MAX_PAIRS, Complexity, _answers, _Model, _Pairs, characteristic_time
+from screenbai.bandits.certainty.complexity import (
+    EXACT_MAX_PAIRS,
+    Complexity,
+    _answers,
+    _Model,
+    _Pairs,
+    characteristic_time,
+)
+from screenbai.bandits.numerics.glm import dmu
 
 
 def _kl_terms(eta_star: np.ndarray, eta: np.ndarray) -> np.ndarray:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .complexity import characteristic_time
+from screenbai.bandits.certainty.complexity import characteristic_time
 
 SOURCES = ("prior", "outcomes")
 #: a forecast beyond this many tests is reported as inf (the threshold outgrows t)

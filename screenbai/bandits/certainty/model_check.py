@@ -38,7 +38,7 @@ import numpy as np
 from scipy import stats
 from scipy.special import expit
 
-from ..glm import SeparableDataError, logistic_mle
+from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
 
 LOGISTIC = "the logistic model on these features"
 LINEAR = "the linear-Gaussian model on these features"

@@ -47,14 +47,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..certainty.complexity import characteristic_time
-from ..design import round_design
-from ..linalg import project_if_deficient, spanning_arms
-from ..params import DELTA, EPSILON, SIGMA, Interval, M, Param, resolve
-from ..policy import Policy
-from ..registry import noise_scale, register
-from ..ties import top_m
-from .blocks import RHO_FRACTION, BlockEvidence, pinv_psd, union_level
+from screenbai.bandits.certainty.complexity import characteristic_time
+from screenbai.bandits.core.params import DELTA, EPSILON, SIGMA, Interval, M, Param, resolve
+from screenbai.bandits.core.policy import Policy
+from screenbai.bandits.core.registry import noise_scale, register
+from screenbai.bandits.core.ties import top_m
+from screenbai.bandits.numerics.design import round_design
+from screenbai.bandits.numerics.linalg import project_if_deficient, spanning_arms
+from screenbai.bandits.tracking.blocks import RHO_FRACTION, BlockEvidence, pinv_psd, union_level
 
 #: smallest block, as a fraction of the tests so far (bounds the number of blocks by O(log t))
 MIN_BLOCK = 0.05

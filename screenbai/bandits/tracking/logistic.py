@@ -39,12 +39,12 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit
 
-from ..glm import SeparableDataError, logistic_mle
-from ..lr_set import LikelihoodRatioSet, forecast_level, nll, pair_stands, prediction_loss
-from ..params import DELTA, EPSILON, LAMBDA_REG, M, Param
-from ..registry import register
-from .blocks import pinv_psd
-from .linear import GROWTH, LinearTrackAndStop
+from screenbai.bandits.core.params import DELTA, EPSILON, LAMBDA_REG, M, Param
+from screenbai.bandits.core.registry import register
+from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
+from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, forecast_level, nll, pair_stands, prediction_loss
+from screenbai.bandits.tracking.blocks import pinv_psd
+from screenbai.bandits.tracking.linear import GROWTH, LinearTrackAndStop
 
 #: the likelihood-ratio test runs after every this fraction more tests (GLGapE: 1 %)
 CHECK_GROWTH = 0.01

@@ -15,12 +15,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from . import thresholds as th
-from .certainty.certificate import certified_from_bounds, norm_bound_refuted
-from .estimators import PlateDesign, TrackedRidgeState
-from .gap_indices import GapIndices, max_m_per_column
-from .linalg import project, refuse_quadratic, spanning_arms
-from .params import (
+from screenbai.bandits.certainty.certificate import certified_from_bounds, norm_bound_refuted
+from screenbai.bandits.core.params import (
     BOOLEAN,
     DELTA,
     EPSILON,
@@ -34,10 +30,14 @@ from .params import (
     Param,
     resolve,
 )
-from .policy import Policy
-from .registry import register
-from .rules import L1Design, greedy_arm, largest_variance_arm
-from .ties import top_m
+from screenbai.bandits.core.policy import Policy
+from screenbai.bandits.core.registry import register
+from screenbai.bandits.core.ties import top_m
+from screenbai.bandits.linear.gap_indices import GapIndices, max_m_per_column
+from screenbai.bandits.numerics import thresholds as th
+from screenbai.bandits.numerics.estimators import PlateDesign, TrackedRidgeState
+from screenbai.bandits.numerics.linalg import project, refuse_quadratic, spanning_arms
+from screenbai.bandits.numerics.rules import L1Design, greedy_arm, largest_variance_arm
 
 COMPUTE_JT = ("empirical", "ugape")
 COMPUTE_BT = ("lucb", "gifa")

@@ -35,7 +35,7 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.special import expit, logit
 
-from .glm import SeparableDataError, logistic_mle
+from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
 
 _MAX_NEWTON = 60
 _BLOCK = 65536  # rows of Z per block of the outer-bound pass

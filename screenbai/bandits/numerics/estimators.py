@@ -14,8 +14,15 @@ from typing import Self, TypeVar
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from .linalg import block_bounds, check_ridge_scale, in_blocks, pair_product, project, sherman_morrison
-from .ties import BlockArgmax
+from screenbai.bandits.core.ties import BlockArgmax
+from screenbai.bandits.numerics.linalg import (
+    block_bounds,
+    check_ridge_scale,
+    in_blocks,
+    pair_product,
+    project,
+    sherman_morrison,
+)
 
 __all__ = ["RidgeState", "TrackedRidgeState", "project"]
 
@@ -202,7 +209,7 @@ class RidgeState:
         return view
 
     def state_dict(self) -> dict:
-        """Plain-data state (see ``screenbai.bandits.policy``)."""
+        """Plain-data state (see ``screenbai.bandits.core.policy``)."""
         return {name: (value.copy() if isinstance(value, np.ndarray) else value)
                 for name, value in vars(self).items() if name not in ("X", "Z", "mu_top", "ahead")}
 

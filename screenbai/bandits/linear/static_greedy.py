@@ -18,10 +18,10 @@ import copy
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from .cache import LRUCache, digest
-from .linalg import check_ridge_scale, gram_pull
-from .policy import decode_state, encode_state, read_document, write_document
-from .static_rules import REFRESH, log_term
+from screenbai.bandits.core.cache import LRUCache, digest
+from screenbai.bandits.core.policy import decode_state, encode_state, read_document, write_document
+from screenbai.bandits.linear.static_rules import REFRESH, log_term
+from screenbai.bandits.numerics.linalg import check_ridge_scale, gram_pull
 
 TIE_RTOL = 1e-10  # greedy scores this close to the minimum count as ties
 _TIE_BAND = 1e-9  # directions this close to the maximum count as at the maximum (``_break_tie``)

@@ -31,9 +31,8 @@ from typing import ClassVar
 import numpy as np
 from scipy.linalg import cho_solve
 
-from .certainty.certificate import certified_from_bounds
-from .linalg import project_if_deficient, refuse_quadratic, spanning_arms
-from .params import (
+from screenbai.bandits.certainty.certificate import certified_from_bounds
+from screenbai.bandits.core.params import (
     ALLOCATION_SEED,
     BOOLEAN,
     DELTA,
@@ -44,9 +43,10 @@ from .params import (
     Param,
     resolve,
 )
-from .policy import NO_ARMS, Policy, Result, decode_state, encode_state
-from .registry import register
-from .static_greedy import (
+from screenbai.bandits.core.policy import NO_ARMS, Policy, Result, decode_state, encode_state
+from screenbai.bandits.core.registry import register
+from screenbai.bandits.core.ties import argmax_random
+from screenbai.bandits.linear.static_greedy import (
     TIE_RTOL,
     AllocationSequence,
     GreedyState,
@@ -54,7 +54,7 @@ from .static_greedy import (
     allocation_sequence,
     star_pairs,
 )
-from .static_rules import (
+from screenbai.bandits.linear.static_rules import (
     CONFIDENCES,
     OLSTracker,
     eq11_width,
@@ -62,7 +62,7 @@ from .static_rules import (
     ols_mu,
     pair_width2,
 )
-from .ties import argmax_random
+from screenbai.bandits.numerics.linalg import project_if_deficient, refuse_quadratic, spanning_arms
 
 __all__ = ["GAllocation", "SLMBase", "XYOracle", "XYStatic"]
 

@@ -33,11 +33,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from .estimators import RidgeState
-from .glgape import GLGapE, corner_widths
-from .params import M, resolve
-from .registry import register
-from .ties import argmax_random, top_m
+from screenbai.bandits.core.params import M, resolve
+from screenbai.bandits.core.registry import register
+from screenbai.bandits.core.ties import argmax_random, top_m
+from screenbai.bandits.logistic.glgape import GLGapE, corner_widths
+from screenbai.bandits.numerics.estimators import RidgeState
 
 
 @register("m-glgape")

@@ -30,14 +30,32 @@ from dataclasses import replace
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from .cache import LRUCache, digest
-from .design import FW_MODES, ROUNDING_METHODS, frank_wolfe, greedy_g_allocation, round_design, uniform_allocation, wynn
-from .glm import logistic_mle
-from .linalg import project
-from .params import BOOLEAN, BUDGET, LAMBDA_REG, NONNEGATIVE, POSITIVE, Interval, Options, Param, resolve
-from .policy import NO_ARMS, Policy
-from .registry import register
-from .ties import top_m
+from screenbai.bandits.core.cache import LRUCache, digest
+from screenbai.bandits.core.params import (
+    BOOLEAN,
+    BUDGET,
+    LAMBDA_REG,
+    NONNEGATIVE,
+    POSITIVE,
+    Interval,
+    Options,
+    Param,
+    resolve,
+)
+from screenbai.bandits.core.policy import NO_ARMS, Policy
+from screenbai.bandits.core.registry import register
+from screenbai.bandits.core.ties import top_m
+from screenbai.bandits.numerics.design import (
+    FW_MODES,
+    ROUNDING_METHODS,
+    frank_wolfe,
+    greedy_g_allocation,
+    round_design,
+    uniform_allocation,
+    wynn,
+)
+from screenbai.bandits.numerics.glm import logistic_mle
+from screenbai.bandits.numerics.linalg import project
 
 ALLOCATIONS = ("uniform", "fw", "wynn", "greedy")
 LEFTOVER = ("last", "spread", "unused")

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy.special import expit
 
-from .instance import Instance
+from screenbai.bandits.sim.instance import Instance
 
 #: the arguments the builders share, by name: (whole number?, smallest value, is the smallest excluded?)
 _ARGUMENTS = {

@@ -56,23 +56,8 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit
 
-from .certainty.certificate import certified_from_bounds
-from .estimators import PlateDesign, RidgeState
-from .glgape_width import (
-    CALIBRATIONS,
-    EXACT_WIDTH_MAX_K,
-    SCALES,
-    calibrate,
-    corner_widths,
-    corners,
-    log_root,
-    max_corner_sq,
-    max_pair_width,
-)
-from .glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_into, logistic_mle
-from .linalg import block_bounds, project_if_deficient
-from .lr_set import LikelihoodRatioSet, forecast_level, pair_stands, prediction_loss
-from .params import (
+from screenbai.bandits.certainty.certificate import certified_from_bounds
+from screenbai.bandits.core.params import (
     DELTA,
     LAMBDA_REG,
     NONNEGATIVE,
@@ -86,10 +71,25 @@ from .params import (
     Param,
     resolve,
 )
-from .policy import DEFAULT_MAX_SAMPLES, NO_ARMS, Policy
-from .registry import register
-from .rules import L1Design, greedy_arm
-from .ties import BlockArgmax
+from screenbai.bandits.core.policy import DEFAULT_MAX_SAMPLES, NO_ARMS, Policy
+from screenbai.bandits.core.registry import register
+from screenbai.bandits.core.ties import BlockArgmax
+from screenbai.bandits.logistic.glgape_width import (
+    CALIBRATIONS,
+    EXACT_WIDTH_MAX_K,
+    SCALES,
+    calibrate,
+    corner_widths,
+    corners,
+    log_root,
+    max_corner_sq,
+    max_pair_width,
+)
+from screenbai.bandits.numerics.estimators import PlateDesign, RidgeState
+from screenbai.bandits.numerics.glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_into, logistic_mle
+from screenbai.bandits.numerics.linalg import block_bounds, project_if_deficient
+from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, forecast_level, pair_stands, prediction_loss
+from screenbai.bandits.numerics.rules import L1Design, greedy_arm
 
 LR_CHECK_GROWTH = 0.01  # "likelihood-ratio": the stopping test runs after every 1 % more tests (at least d)
 RATIO_MAX_K = 5000  # selection "auto": the L1 ratio rule up to this K, the greedy rule above

@@ -22,8 +22,8 @@ from dataclasses import dataclass, replace
 from types import FrameType, SimpleNamespace
 from typing import Any
 
-from .. import ScreenbaiWarning
-from .policy import DEFAULT_MAX_SAMPLES
+from screenbai import ScreenbaiWarning
+from screenbai.bandits.core.policy import DEFAULT_MAX_SAMPLES
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 

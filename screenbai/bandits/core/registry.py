@@ -13,8 +13,8 @@ import importlib
 import re
 from dataclasses import dataclass, field
 
-_MODULES = ("gifa", "static", "static_adaptive", "glgape", "glgape_topm", "gse", "baselines", "tracking.linear",
-            "tracking.logistic")
+_MODULES = ("linear.gifa", "linear.static", "linear.static_adaptive", "logistic.glgape", "logistic.glgape_topm",
+            "budget.gse", "budget.baselines", "tracking.linear", "tracking.logistic")
 _REGISTRY: dict[str, Entry] = {}
 
 
@@ -29,7 +29,7 @@ class Entry:
 
     def parameters(self) -> dict:
         """Every parameter with its default under this name (from the class's declaration)."""
-        from .params import declared
+        from screenbai.bandits.core.params import declared
 
         return {**{k: p.default for k, p in declared(self.cls).items()}, **self.defaults}
 
@@ -64,7 +64,7 @@ def register(name: str, description: str = "", **defaults):
 
 def _load_all() -> None:
     for mod in _MODULES:
-        importlib.import_module(f"{__package__}.{mod}")
+        importlib.import_module(f"screenbai.bandits.{mod}")
 
 
 def available() -> dict[str, Entry]:
@@ -100,7 +100,7 @@ def make_policy(name: str, features, **params):
 
 def policy_for_instance(name: str, instance, **params):
     """Like make_policy, with "oracle" parameter values resolved from the true instance."""
-    from .params import declared
+    from screenbai.bandits.core.params import declared
 
     entry = get(name)
     kwargs = {**entry.defaults, **params}

@@ -5,7 +5,7 @@ FB-LinGapE's own stopping rule fires first) and recommends one arm:
 
 * ``uniform``: floor(B/K) pulls per arm, the remainder to distinct random arms, all in one batch;
   recommends the best empirical mean (unpulled arms last).
-* ``fb-lingape``: LinGapE ([XHS18], ``screenbai.bandits.gifa``) cut at the budget; recommends its
+* ``fb-lingape``: LinGapE ([XHS18], ``screenbai.bandits.linear.gifa``) cut at the budget; recommends its
   current empirical best (ridge estimate).  delta is grid-searched by the benchmark, not here.
 * ``linucb``: LinUCB (ridge lambda = 1, index x^T theta + alpha ||x||_{V^-1}, alpha = 1, our choice);
   recommends the most pulled arm (ties: higher estimate, then random).
@@ -18,15 +18,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from .design import uniform_allocation
-from .estimators import PlateDesign, RidgeState
-from .gifa import LinGapE
-from .glm import logistic_mle
-from .linalg import project
-from .params import ALPHA_UCB, BUDGET, COMMON, LAMBDA_REG, declared, renamed, resolve
-from .policy import NO_ARMS, Policy
-from .registry import register
-from .ties import argmax_random
+from screenbai.bandits.core.params import ALPHA_UCB, BUDGET, COMMON, LAMBDA_REG, declared, renamed, resolve
+from screenbai.bandits.core.policy import NO_ARMS, Policy
+from screenbai.bandits.core.registry import register
+from screenbai.bandits.core.ties import argmax_random
+from screenbai.bandits.linear.gifa import LinGapE
+from screenbai.bandits.numerics.design import uniform_allocation
+from screenbai.bandits.numerics.estimators import PlateDesign, RidgeState
+from screenbai.bandits.numerics.glm import logistic_mle
+from screenbai.bandits.numerics.linalg import project
 
 
 def _most_pulled(n: np.ndarray, estimate: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from .estimators import RidgeState
+from screenbai.bandits.numerics.estimators import RidgeState
 
 REFRESH = 10_000  # exact rebuild of the greedy state / OLS inverse every this many pulls (bounds round-off drift)
 CONFIDENCES = ("pairs", "arms")

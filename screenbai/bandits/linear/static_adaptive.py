@@ -12,14 +12,20 @@ from dataclasses import replace
 import numpy as np
 from scipy.linalg import cho_solve
 
-from .certainty.certificate import certified_from_bounds, norm_bound_refuted
-from .params import ALLOCATION_SEED, LAMBDA_REG, REQUIRED, S_BOUND, Interval, Param
-from .policy import NO_ARMS
-from .registry import register
-from .static import MONOTONE, PULL_BLOCK, RESTRICT_Y, SLMBase
-from .static_greedy import AllocationSequence, GreedyState, all_pairs, allocation_sequence, star_pairs
-from .static_rules import beaten, eq11_holds, eq11_width, ols_mu, pair_width2
-from .ties import argmax_random
+from screenbai.bandits.certainty.certificate import certified_from_bounds, norm_bound_refuted
+from screenbai.bandits.core.params import ALLOCATION_SEED, LAMBDA_REG, REQUIRED, S_BOUND, Interval, Param
+from screenbai.bandits.core.policy import NO_ARMS
+from screenbai.bandits.core.registry import register
+from screenbai.bandits.core.ties import argmax_random
+from screenbai.bandits.linear.static import MONOTONE, PULL_BLOCK, RESTRICT_Y, SLMBase
+from screenbai.bandits.linear.static_greedy import (
+    AllocationSequence,
+    GreedyState,
+    all_pairs,
+    allocation_sequence,
+    star_pairs,
+)
+from screenbai.bandits.linear.static_rules import beaten, eq11_holds, eq11_width, ols_mu, pair_width2
 
 
 # ====================================================================== XY-adaptive (phased)

@@ -49,7 +49,7 @@ from typing import Any, ClassVar, cast
 
 import numpy as np
 
-from .ties import argmax_random, argmin_random, top_m  # noqa: F401 - re-exported for existing imports
+from screenbai.bandits.core.ties import argmax_random, argmin_random, top_m  # noqa: F401 - re-exported for existing imports
 
 # A finite default cap: 10^6 tests is more than any wet-lab screen runs, and a simulated run reaches
 # it in seconds to a minute.  A run that needs more (tied best arms with epsilon = 0, or the Soare
@@ -235,8 +235,8 @@ class Policy(metaclass=_PolicyMeta):
         """The anytime certificate of the current answer (a ``Certificate``, see
         screenbai/bandits/certainty/certificate.py), or None without a valid confidence set.
         Changes nothing in the policy (the value is cached until the next outcome)."""
-        from .certainty.certificate import Certificate
-        from .params import without_guarantee
+        from screenbai.bandits.certainty.certificate import Certificate
+        from screenbai.bandits.core.params import without_guarantee
 
         answer = self._current_answer()
         key = (int(self.n_samples), bool(self._finished), tuple(answer.tolist()))
@@ -659,8 +659,8 @@ def save_policy(policy: Policy, path) -> Path:
     the parameters not given are stored too: ``load_policy`` keeps them (with a warning) if a later
     release changes one, so a screen goes on with the algorithm it started with.
     """
-    from .params import unnamed_defaults
-    from .registry import name_of
+    from screenbai.bandits.core.params import unnamed_defaults
+    from screenbai.bandits.core.registry import name_of
 
     doc = {
         "format": _FORMAT,
@@ -712,7 +712,7 @@ def read_document(path, fmt: str) -> dict:
 
 def load_policy(path, features) -> Policy:
     """Rebuild a policy written by ``save_policy`` for the same feature matrix."""
-    from .registry import get
+    from screenbai.bandits.core.registry import get
 
     doc = read_document(path, _FORMAT)
     X = check_features(features)
@@ -721,7 +721,7 @@ def load_policy(path, features) -> Policy:
             f"{path}: the features differ from those the policy was saved with (shape now {X.shape}); "
             "load it with the same feature matrix"
         )
-    from .params import keep_saved_defaults
+    from screenbai.bandits.core.params import keep_saved_defaults
 
     cls = get(doc["algorithm"]).cls
     params = decode_state(doc["params"])

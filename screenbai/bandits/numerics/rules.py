@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from .estimators import RidgeState
-from .linalg import in_blocks
-from .ties import BlockArgmax, argmax_random, argmin_random
+from screenbai.bandits.core.ties import BlockArgmax, argmax_random, argmin_random
+from screenbai.bandits.numerics.estimators import RidgeState
+from screenbai.bandits.numerics.linalg import in_blocks
 
 
 def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator, Py: np.ndarray | None = None) -> int:
@@ -94,7 +94,7 @@ class L1Design:
         """The HiGHS model of the LP, built on first use."""
         import highspy
 
-        from ..streams import quiet_native_output
+        from screenbai.streams import quiet_native_output
 
         with quiet_native_output():  # highspy >= 1.16 prints a banner on fd 1 when constructed
             h = highspy.Highs()

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from .. import ScreenbaiWarning
-from .instance import Instance
-from .linalg import shared_rows
-from .policy import DEFAULT_MAX_SAMPLES, Result
-from .registry import get, policy_for_instance
+from screenbai import ScreenbaiWarning
+from screenbai.bandits.core.policy import DEFAULT_MAX_SAMPLES, Result
+from screenbai.bandits.core.registry import get, policy_for_instance
+from screenbai.bandits.numerics.linalg import shared_rows
+from screenbai.bandits.sim.instance import Instance
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -247,7 +247,7 @@ def warn_if_unrealizable(instance: Instance, algorithm: str) -> None:
 
 def noise_parameter(policy) -> bool:
     """Whether the policy assumes a sub-Gaussian noise scale (``sigma``) that a simulation sets."""
-    from .params import declared
+    from screenbai.bandits.core.params import declared
 
     sigma = declared(type(policy)).get("sigma")
     return sigma is not None and sigma.oracle
@@ -317,6 +317,6 @@ def _summary_class():
 
             __str__ = __repr__
 
-        Summary.__module__, Summary.__qualname__ = __name__, "Summary"  # picklable as screenbai.bandits.runner.Summary
+        Summary.__module__, Summary.__qualname__ = __name__, "Summary"  # picklable as runner.Summary
         globals()["Summary"] = cls = Summary
     return cls

@@ -1,0 +1,1 @@
+"""Fixed-budget algorithms: GSE (gse.py) and the baselines of Azizi et al. section 8 (baselines.py)."""

@@ -1,0 +1,3 @@
+"""Numerics the algorithms share: linalg.py, design.py (optimal designs and rounding), estimators.py
+(rank-one ridge state), glm.py (penalised logistic MLE), lr_set.py (the likelihood-ratio confidence
+set), thresholds.py, rules.py (selection rules, the L1 design)."""
