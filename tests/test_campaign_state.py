@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 from campaign_util import Assay, new_campaign, synthetic_library, write_results
 
-from screenbai.campaign import Campaign, ResultsError, store
+from screenbai.campaign import Campaign, ResultsError
 from screenbai.campaign import campaign as C
+from screenbai.campaign.state import store
 from screenbai.cli import main
 
 

@@ -24,7 +24,7 @@ of that replay; ``Campaign.open(..., use_snapshot=False)`` replays from the star
 
 ``create`` builds the file under a temporary name in the same folder and renames it into place
 once complete: a killed ``init`` leaves no campaign file, never half of one.  ``open`` checks the
-SHA-256 of every stored array and snapshot (:func:`screenbai.campaign.store.check_damage`).
+SHA-256 of every stored array and snapshot (:func:`screenbai.campaign.state.store.check_damage`).
 """
 
 from __future__ import annotations
@@ -40,12 +40,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import assay, store
-from .armset import ArmSetPolicy, restart
-from .assay import Readout
-from .layout import PlateLayout
-from .plates import FORMATS, check_plate_path, well_names, write_plate_file
-from .results import Outcome, WellInfo, read_results
+from .lab import assay
+from .lab.assay import Readout
+from .lab.layout import PlateLayout
+from .lab.plates import FORMATS, check_plate_path, well_names, write_plate_file
+from .lab.results import Outcome, WellInfo, read_results
+from .state import store
+from .state.armset import ArmSetPolicy, restart
 
 OUTCOMES = ("binary", "continuous")
 #: the log events that replay follows: plates proposed, results recorded, changes of the compound set
@@ -448,7 +449,7 @@ class Campaign:
 
     def _new_policy(self, step: int = 0) -> ArmSetPolicy:
         """The algorithm, fresh, on the compounds active after log step ``step`` (all of the
-        library until compounds are added or withdrawn; see :mod:`~screenbai.campaign.armset`)."""
+        library until compounds are added or withdrawn; see :mod:`~screenbai.campaign.state.armset`)."""
         from screenbai.bandits import make_policy
         from screenbai.bandits.core import registry
         from screenbai.bandits.core.params import keep_saved_defaults
@@ -726,7 +727,7 @@ class Campaign:
                     f"{self.algorithm} has finished (the stopping rule fired or the budget is spent); "
                     "see `screenbai campaign status` for the recommendation"
                 )
-            from .explain import why_chosen
+            from .views.explain import why_chosen
 
             before = why_chosen(self, policy)  # what the policy knew before this plate
             arms = _propose(policy, size, replicates)
@@ -791,7 +792,7 @@ class Campaign:
     def write_plate(self, plate_id: str, path) -> Plate:
         """(Re)write the plate file of ``plate_id``: plate_id, well, compound_id, smiles, outcome, and
         (plates made with this version) role and why: the control wells, and which rule chose each well."""
-        from .explain import plate_rows
+        from .views.explain import plate_rows
 
         p = self.plate(plate_id)
         rows, extra = plate_rows(self, p)
@@ -806,7 +807,7 @@ class Campaign:
         """Validate a results file against the plates, then record it in one transaction.
 
         With a declared readout the values are raw readouts (kept as typed; the algorithm is told
-        the hit or the value, see :mod:`~screenbai.campaign.assay`); control wells are checked per
+        the hit or the value, see :mod:`~screenbai.campaign.lab.assay`); control wells are checked per
         plate (Z'), and a plate failing them is refused unless ``accept`` (its outcomes count) or
         ``discard`` (its compound wells count as failed and are tested again) is given.
         """
@@ -939,6 +940,6 @@ class Campaign:
         ).fetchall()
 
     def status(self):
-        from .status import campaign_status
+        from .views.status import campaign_status
 
         return campaign_status(self)

@@ -234,8 +234,8 @@ def run(args) -> int:
     from threadpoolctl import threadpool_limits
 
     from .campaign import CampaignError, ReplayMismatch
-    from .results import ResultsError
-    from .store import CampaignFileError, file_error
+    from .lab.results import ResultsError
+    from .state.store import CampaignFileError, file_error
 
     try:
         # one BLAS thread: the matrices are small (d x d, K x d), and threads fighting over a busy
@@ -306,7 +306,7 @@ def _init(args) -> int:
         say(f"plates: {layout.describe()}")
     if readout is not None:
         say(f"readout: {readout.label()}, {readout.rule()}; {readout.model(camp.binary, camp.algorithm)}")
-    from .status import prior_cost
+    from .views.status import prior_cost
 
     for line in prior_cost(camp):
         say(line)
@@ -316,7 +316,7 @@ def _init(args) -> int:
 
 def _next(args) -> int:
     from .campaign import Campaign, CampaignError
-    from .plates import check_plate_path
+    from .lab.plates import check_plate_path
 
     def out(plate_id):
         return Path(args.out) if args.out else Path(args.campaign).with_name(f"{plate_id}.csv")
@@ -396,7 +396,7 @@ def _repair(args) -> int:
 
 def _report(args) -> int:
     from .campaign import Campaign
-    from .report import write_report
+    from .views.page import write_report
 
     out = Path(args.out or f"{Path(args.campaign).with_suffix('')}_report")
     with Campaign.open(args.campaign) as camp:

@@ -1,0 +1,3 @@
+"""The campaign file and the policy rebuilt from it: store.py (the SQLite file, its log, checksums
+and errors), armset.py (the algorithm on the active compounds) and changes.py (compounds added or
+withdrawn, the plate format changed)."""
