@@ -369,7 +369,7 @@ def test_backtest_draws_each_test_with_noise_and_honours_the_library(tmp_path):
 
 # ---------------------------------------------------------------------------- GSE, init's messages
 def test_gse_stages_fill_whole_plates(tmp_path, capsys):
-    from screenbai.campaign.campaign import CampaignError
+    from screenbai.campaign import CampaignError
     from screenbai.campaign.labcli import whole_plate_budget
 
     lib = synthetic_library(K=30, d=3)

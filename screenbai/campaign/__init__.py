@@ -8,12 +8,13 @@ backtest.py, and cli.py + labcli.py (``screenbai campaign``).
 See the README section "Run a real screen" and ``screenbai campaign --help``.
 """
 
-from .campaign import Campaign, CampaignError, Plate, RecordSummary, ReplayMismatch
+from .campaign import Campaign, Plate, RecordSummary
 from .lab.assay import Readout
 from .lab.layout import PlateLayout
 from .lab.results import ResultsError
 from .library import Library, import_library
-from .state.store import CampaignDamaged, CampaignFileError
+from .state.replay import ReplayMismatch
+from .state.store import CampaignDamaged, CampaignError, CampaignFileError
 
 __all__ = [
     "Campaign",

@@ -233,9 +233,9 @@ def _params(pairs):
 def run(args) -> int:
     from threadpoolctl import threadpool_limits
 
-    from .campaign import CampaignError, ReplayMismatch
     from .lab.results import ResultsError
-    from .state.store import CampaignFileError, file_error
+    from .state.replay import ReplayMismatch
+    from .state.store import CampaignError, CampaignFileError, file_error
 
     try:
         # one BLAS thread: the matrices are small (d x d, K x d), and threads fighting over a busy
@@ -275,9 +275,10 @@ def run(args) -> int:
 
 
 def _init(args) -> int:
-    from .campaign import Campaign, check_settings
+    from .campaign import Campaign
     from .labcli import lab_settings, report_rejected, whole_plate_budget
     from .library import library_from_args
+    from .state.creation import check_settings
 
     check_settings(args.algorithm, _params(args.param), args.seed, args.outcome)  # before featurizing
     layout, readout = lab_settings(args)  # before featurizing too
@@ -315,8 +316,9 @@ def _init(args) -> int:
 
 
 def _next(args) -> int:
-    from .campaign import Campaign, CampaignError
+    from .campaign import Campaign
     from .lab.plates import check_plate_path
+    from .state.store import CampaignError
 
     def out(plate_id):
         return Path(args.out) if args.out else Path(args.campaign).with_name(f"{plate_id}.csv")
