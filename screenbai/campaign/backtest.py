@@ -77,8 +77,8 @@ def outcomes_from_activities(
     """
     import pandas as pd
 
-    from screenbai.chem.acquire import read_activity_table, read_chembl_export
     from screenbai.chem.curate import curate_activities
+    from screenbai.chem.tables import read_activity_table, read_chembl_export
 
     path = Path(path)
 
