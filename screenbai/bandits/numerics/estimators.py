@@ -14,7 +14,6 @@ from typing import Self, TypeVar
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from screenbai.bandits.core.ties import BlockArgmax
 from screenbai.bandits.numerics.linalg import (
     block_bounds,
     check_ridge_scale,
@@ -23,6 +22,7 @@ from screenbai.bandits.numerics.linalg import (
     project,
     sherman_morrison,
 )
+from screenbai.bandits.numerics.ties import BlockArgmax
 
 __all__ = ["RidgeState", "TrackedRidgeState", "project"]
 

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from screenbai.bandits.core.ties import BlockArgmax, argmax_random, argmin_random
 from screenbai.bandits.numerics.estimators import RidgeState
 from screenbai.bandits.numerics.linalg import in_blocks
+from screenbai.bandits.numerics.ties import BlockArgmax, argmax_random, argmin_random
 
 
 def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator, Py: np.ndarray | None = None) -> int:
