@@ -21,9 +21,9 @@ counts) but never in an estimate, so a stopping rule only ever uses recorded out
 ``propose(1)`` followed by ``tell`` gives exactly the sequential choices, and ``ask()`` is
 ``propose()`` of the natural batch (one arm, an initialisation batch, a GSE stage) with ``tell``
 then expecting exactly those arms. ``state_dict()`` / ``load_state_dict()`` write and restore the
-whole state as plain data (arrays, numbers, strings, lists, dicts; no solver objects, no caches),
-``save_policy`` / ``load_policy`` (persistence.py) as one ``.npz`` file holding arrays and a JSON document, so a
-restored policy asks what the uninterrupted one would. ``run(env)`` drives a policy against a
+whole state as plain data (state.py: arrays, numbers, strings, lists, dicts; no solver objects, no
+caches), ``save_policy`` / ``load_policy`` (persistence.py) as one ``.npz`` file holding arrays and a
+JSON document, so a restored policy asks what the uninterrupted one would. ``run(env)`` drives a policy against a
 simulator; an algorithm may override it with a vectorised path that returns the same result, using
 only the environment's public methods (``pull``, ``pull_sequence``).
 

@@ -209,7 +209,7 @@ class RidgeState:
         return view
 
     def state_dict(self) -> dict:
-        """Plain-data state (see ``screenbai.bandits.core.policy``)."""
+        """Plain-data state (see ``screenbai.bandits.core.state``)."""
         return {name: (value.copy() if isinstance(value, np.ndarray) else value)
                 for name, value in vars(self).items() if name not in ("X", "Z", "mu_top", "ahead")}
 
