@@ -514,8 +514,3 @@ def _split_relations(values: pd.Series) -> tuple[list[Any], list[Any]]:
         rel.append(m.group(1) if m.group(1) else pd.NA)
         val.append(m.group(2))
     return rel, val
-
-
-# ----------------------------------------------------------------------------------------
-# the live ChEMBL web service (chembl-webresource-client)
-# ----------------------------------------------------------------------------------------
