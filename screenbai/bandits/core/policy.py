@@ -45,7 +45,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from screenbai.bandits.certainty.certificate import Certificate
 from screenbai.bandits.core.params import DEFAULT_MAX_SAMPLES, without_guarantee
 from screenbai.bandits.core.state import decode_state, encode_state
 from screenbai.bandits.numerics.checks import as_generator, check_features
@@ -203,6 +202,10 @@ class Policy(metaclass=_PolicyMeta):
         """The anytime certificate of the current answer (a ``Certificate``, see
         screenbai/bandits/certainty/certificate.py), or None without a valid confidence set.
         Changes nothing in the policy (the value is cached until the next outcome)."""
+        # here, not at the top: the certainty package loads complexity.py and scipy.special, which
+        # `import screenbai.bandits` (every command's start) does without
+        from screenbai.bandits.certainty.certificate import Certificate
+
         answer = self._current_answer()
         key = (int(self.n_samples), bool(self._finished), tuple(answer.tolist()))
         cached = self.__dict__.get("_certificate_cache")
