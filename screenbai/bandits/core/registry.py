@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from screenbai.bandits.core.params import declared
 
-_MODULES = ("linear.gifa", "linear.static", "linear.static_adaptive", "logistic.glgape", "logistic.glgape_topm",
-            "budget.gse", "budget.baselines", "tracking.linear", "tracking.logistic")
+_MODULES = ("linear.gifa", "linear.static", "linear.static_adaptive", "linear.rage", "logistic.glgape",
+            "logistic.glgape_topm", "budget.gse", "budget.baselines", "tracking.linear", "tracking.logistic")
 _REGISTRY: dict[str, Entry] = {}
 
 
