@@ -223,3 +223,24 @@ def test_save_and_restore_mid_phase_gives_the_same_run(tmp_path):
     assert q.result().recommendation == ref.result().recommendation
     assert q.result().n_samples == ref.result().n_samples
     assert q.result().diagnostics["certified_epsilon"] == ref.result().diagnostics["certified_epsilon"]
+
+
+# ---------------------------------------------------------------------- the campaign
+def test_a_campaign_runs_rage_to_its_stop_and_certifies_the_answer(tmp_path):
+    """`campaign init --algorithm rage` (0/1 outcomes, sigma = 1/2), plates of 12 recorded as they come:
+    the run stops, the answer is among the best (epsilon = 0.3) and status certifies it within epsilon."""
+    from campaign_util import Assay, new_campaign, write_results
+
+    camp = new_campaign(tmp_path / "r.campaign", "rage", {"sigma": 0.5, "epsilon": 0.3, "width0": 1.0}, K=12, d=2)
+    assay = Assay(camp.features, seed=4)
+    for k in range(300):
+        if camp.status().done:
+            break
+        plate = camp.next_plate(12)
+        camp.record(write_results(tmp_path / f"p{k}.csv", plate, assay(plate.arms)))
+    st = camp.status()
+    assert st.done and st.stopped
+    assert st.certified_epsilon is not None and st.certified_epsilon <= 0.3
+    leader = camp.compound_ids.index(st.recommendation[0].compound_id)
+    assert assay.means.max() - assay.means[leader] <= 0.3
+    camp.close()

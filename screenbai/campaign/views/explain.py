@@ -26,12 +26,16 @@ RULES = {
     "lucb": "LUCB's rule: the leader and its most uncertain rival",
     "ucb": "an upper-confidence-bound rule (optimistic about untested compounds)",
     "g-allocation": "the G-optimal design: the test that most reduces the largest uncertainty",
+    "rage": (
+        "RAGE's phase design: tests spread by the XY-optimal design over the compounds still undecided, fixed "
+        "before the phase (its estimate uses that phase's outcomes only)"
+    ),
 }
 
 
 def rule_of(algorithm: str) -> str:
     name = algorithm.lower()
-    for key in ("glgape", "lingape", "lingifa", "gse", "lucb", "ucb", "g-allocation"):
+    for key in ("glgape", "lingape", "lingifa", "gse", "lucb", "ucb", "g-allocation", "rage"):
         if key in name:
             return RULES.get(key, RULES["lingape"])
     return f"{algorithm}'s selection rule"
