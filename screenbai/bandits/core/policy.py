@@ -42,19 +42,25 @@ import hashlib
 import json
 import math
 import os
-from abc import ABCMeta, abstractmethod
-from dataclasses import dataclass, field
+from abc import ABC, abstractmethod
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, cast, dataclass_transform
 
 import numpy as np
 
+from screenbai.bandits.core.params import (  # DEFAULT_MAX_SAMPLES re-exported for existing imports
+    COMMON,
+    DEFAULT_MAX_SAMPLES,
+    Anything,
+    declare,
+    pinned,
+    rename,
+    required,
+    resolve,
+)
 from screenbai.bandits.core.ties import argmax_random, argmin_random, top_m  # noqa: F401 - re-exported for existing imports
 
-# A finite default cap: 10^6 tests is more than any wet-lab screen runs, and a simulated run reaches
-# it in seconds to a minute.  A run that needs more (tied best arms with epsilon = 0, or the Soare
-# instance at omega = 0.01, which reproduce_soare.py runs with 10^8) is reported as hitting the cap.
-DEFAULT_MAX_SAMPLES = 10**6
 #: what ``_select`` returns to wait for outcomes in flight (and an empty plate)
 NO_ARMS = np.empty(0, dtype=np.int64)
 
@@ -110,19 +116,56 @@ def as_generator(rng) -> np.random.Generator:
         ) from None
 
 
-class _PolicyMeta(ABCMeta):
-    """Records the constructor's keyword arguments and makes the first choice once the whole
-    ``__init__`` chain has run, so that ``done`` is known before the first ``ask``."""
+@dataclass_transform(kw_only_default=True, field_specifiers=(required, pinned))
+class _Declared(ABC):
+    """The constructor every policy shares (see ``Policy``): its parameters are declared fields, as
+    in a dataclass, and type checkers see the signature ``declare`` builds."""
 
-    def __call__(cls, *args, **kwargs):
-        policy = super().__call__(*args, **kwargs)
-        policy._init_kwargs = {k: v for k, v in kwargs.items() if k != "rng"}
-        policy._advance()
-        return policy
+    #: every field (parameters and the positional features), from ``params.declare``
+    __parameters__: ClassVar[dict[str, Any]] = {}
+    #: the frozen dataclass of the parameters (``params.declare``)
+    Params: ClassVar[type]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:  # one constructor pattern
+            raise TypeError(
+                f"{cls.__name__} defines __init__; a policy declares its parameters as fields and sets itself up "
+                "in _setup(features, p) (see Policy)"
+            )
+        declare(cls)
+
+    def __init__(self, features, **given) -> None:
+        # the public signature is ``cls.__signature__`` (explicit keyword-only parameters, built by
+        # ``declare``); ``**given`` only lets deprecated names through ``rename``
+        cls = type(self)
+        given = rename(cls, given)
+        p = resolve(cls, given)
+        self.params: Any = p  # the validated parameters (a frozen ``cls.Params``)
+        for key in cls.__parameters__:
+            if hasattr(p, key):
+                setattr(self, key, getattr(p, key))
+        self._setup(features, p)
+        self._init_kwargs: dict[str, Any] = {k: v for k, v in given.items() if k != "rng"}
+        self._advance()
+
+    def _setup(self, features, p) -> None:  # pragma: no cover - Policy's
+        raise NotImplementedError
+
+    def _advance(self) -> None:  # pragma: no cover - Policy's
+        raise NotImplementedError
 
 
-class Policy(metaclass=_PolicyMeta):
+class Policy(_Declared):
     """Base class: bookkeeping, validation, ask/tell, plates and state (see the module docstring).
+
+    One constructor pattern. A subclass declares its parameters as annotated class attributes
+    (``epsilon: float = param(0.1, NONNEGATIVE, "...")``, see params.py) and sets itself up in
+    ``_setup(features, p)``, ``p`` being its validated parameters (a frozen ``cls.Params``; the
+    same as ``self.params``), starting with ``super()._setup(features, p)``; it defines no
+    ``__init__``. The constructor, the same for every policy, renames deprecated parameters (with a
+    warning), validates them, sets each as an attribute (as a dataclass would), runs ``_setup`` and
+    makes the first choice, so that ``done`` is known before the first ``ask``.
 
     Subclasses implement ``_select()``, ``_update(arms, rewards)`` and ``_recommend(rng)``, and list
     in ``_state_attrs`` the attributes that change during a run (restored by ``load_state_dict``).
@@ -139,22 +182,28 @@ class Policy(metaclass=_PolicyMeta):
     models_features = True
     #: attributes (besides the base bookkeeping) that change during a run: the policy's state
     _state_attrs: ClassVar[tuple[str, ...]] = ()
+    #: deprecated parameter name -> current name (merged along the class hierarchy)
+    renamed: ClassVar[dict[str, str]] = {}
 
-    def __init__(self, features, *, m: int = 1, rng=None, max_samples: int = DEFAULT_MAX_SAMPLES):
+    features: InitVar[Any] = required(Anything("a K x d feature matrix"), "the arms' features", kw_only=False)
+    rng: Any = COMMON["rng"]
+    max_samples: int = COMMON["max_samples"]
+
+    def _setup(self, features, p) -> None:
+        """Validate the features and set up the bookkeeping; ``p.m`` (1 without an ``m`` parameter)
+        arms to identify, ``p.max_samples`` (None: ``DEFAULT_MAX_SAMPLES``) the cap."""
         self.X = check_features(features)
         self.K, self.d = self.X.shape
         if self.K < 2:
             raise ValueError(
                 f"features have {self.K} arm; identifying the best arm needs at least 2 arms to choose between"
             )
-        m = int(m)
+        m = int(getattr(p, "m", 1))
         if not 1 <= m < self.K:
             raise ValueError(f"m (number of arms to identify) must satisfy 1 <= m < K = {self.K}; got m = {m}")
         self.m = m
-        if int(max_samples) < 1:
-            raise ValueError(f"max_samples must be a positive integer; got {max_samples}")
-        self.max_samples = int(max_samples)
-        self.rng = as_generator(rng)
+        self.max_samples = DEFAULT_MAX_SAMPLES if p.max_samples is None else int(p.max_samples)
+        self.rng = as_generator(p.rng)
         self.n = np.zeros(self.K, dtype=np.int64)
         self.sums = np.zeros(self.K)
         self.n_samples = 0
@@ -166,7 +215,6 @@ class Policy(metaclass=_PolicyMeta):
         self._finished = False
         self._stopped = False
         self.diagnostics: dict[str, Any] = {}
-        self._init_kwargs: dict[str, Any] = {}  # the constructor's keyword arguments (set once it has run)
 
     # ------------------------------------------------------------------ hooks
     @abstractmethod
@@ -561,6 +609,8 @@ class Policy(metaclass=_PolicyMeta):
 
     def _after_load(self) -> None:
         """Reset caches derived from the state (they are rebuilt lazily)."""
+
+
 
 
 # ---------------------------------------------------------------------- plain-data state

@@ -40,8 +40,7 @@ from screenbai.bandits.core.params import (
     Anything,
     Interval,
     Options,
-    Param,
-    resolve,
+    param,
 )
 from screenbai.bandits.core.policy import NO_ARMS, Policy, Result, decode_state, encode_state
 from screenbai.bandits.core.registry import register
@@ -70,27 +69,24 @@ log = logging.getLogger(__name__)
 
 PULL_BLOCK = 4096  # rounds pulled at once by the vectorised ``run`` (= the Environment noise buffer)
 AUTO_RESTRICT_K = 200  # above this many arms, Y is restricted to pairs with the empirical best
-RESTRICT_Y = Param(
+RESTRICT_Y = param(
     None, BOOLEAN, f"restrict Y to pairs with the empirical best (None: above {AUTO_RESTRICT_K} arms)", none=True
 )
-MONOTONE = Param(False, BOOLEAN, "survivors only shrink (False: rebuilt from all arms, as in [SLM14])")
+MONOTONE = param(False, BOOLEAN, "survivors only shrink (False: rebuilt from all arms, as in [SLM14])")
 
 
 # ====================================================================== common base
 class SLMBase(Policy):
     """Shared parameters and projection onto the span of the arms."""
 
-    parameters = {
-        "delta": DELTA,
-        "sigma": SIGMA,
-        "confidence": Param(
-            "pairs", Options(CONFIDENCES), "log_n(K^2/delta) (pairs, as in [SLM14]) or log_n(K/delta)"
-        ),
-    }
+    delta: float = DELTA
+    sigma: float = SIGMA
+    confidence: str = param(
+        "pairs", Options(CONFIDENCES), "log_n(K^2/delta) (pairs, as in [SLM14]) or log_n(K/delta)"
+    )
 
-    def __init__(self, features, **params):
-        p = self._params = resolve(type(self), params)
-        super().__init__(features, m=1, rng=p.rng, max_samples=p.max_samples)
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.delta = p.delta
         self.confidence = p.confidence
         self.sigma = p.sigma
@@ -177,11 +173,12 @@ class SLMBase(Policy):
 class _StaticAllocation(SLMBase):
     """Precomputed greedy sequence + the eq. 11 stopping rule tested every round."""
 
-    parameters = {"allocation_seed": ALLOCATION_SEED}
+    #: None: drawn from rng (the attribute holds the seed used)
+    allocation_seed: int | None = ALLOCATION_SEED
 
-    def __init__(self, features, **params):
-        super().__init__(features, **params)
-        seed = self._params.allocation_seed
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
+        seed = p.allocation_seed
         self.allocation_seed = int(self.rng.integers(2**63)) if seed is None else seed
         self._ols = OLSTracker(self.Z)
         self._ols_ready = False
@@ -303,11 +300,12 @@ class XYStatic(_StaticAllocation):
 
     name = "xy-static"
 
-    parameters = {"restrict_y": RESTRICT_Y}
+    #: None: auto (the attribute holds the choice made)
+    restrict_y: bool | None = RESTRICT_Y
 
-    def __init__(self, features, **params):
-        super().__init__(features, **params)
-        self.restrict_y = self._check_restrict(self._params.restrict_y, self.K)
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
+        self.restrict_y = self._check_restrict(p.restrict_y, self.K)
         self._live: GreedyState | None = None
         self._live_best = -1
         self.diagnostics["restricted_y"] = self.restrict_y
@@ -378,17 +376,17 @@ class XYOracle(_StaticAllocation):
 
     name = "xy-oracle"
 
-    parameters = {
-        "theta": Param(None, Anything("a vector of length d"), "the true parameter theta*", none=True, oracle=True),
-        "stopping": Param("eq4", Options(("eq4", "eq11")), "eq4 (true gaps) or eq11 (empirical)"),
-        "tie_rtol": Param(
-            1e-3, Interval(0.0, 1.0, open=("high",)), "relative tolerance for near-ties of the greedy score"
-        ),
-    }
+    theta: np.ndarray | None = param(
+        None, Anything("a vector of length d"), "the true parameter theta*", none=True, oracle=True
+    )
+    stopping: str = param("eq4", Options(("eq4", "eq11")), "eq4 (true gaps) or eq11 (empirical)")
+    tie_rtol: float = param(
+        1e-3, Interval(0.0, 1.0, open=("high",)), "relative tolerance for near-ties of the greedy score"
+    )
 
-    def __init__(self, features, **params):
-        super().__init__(features, **params)
-        theta, stopping, tie_rtol = self._params.theta, self._params.stopping, self._params.tie_rtol
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
+        theta, stopping, tie_rtol = p.theta, p.stopping, p.tie_rtol
         if theta is None or isinstance(theta, str):
             raise ValueError(
                 f"xy-oracle needs the true parameter theta (a length-{self.d} vector); got {theta!r}. "

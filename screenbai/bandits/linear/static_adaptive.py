@@ -7,13 +7,11 @@ arms that survive [SLM14] Prop. 2's elimination.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 from scipy.linalg import cho_solve
 
 from screenbai.bandits.certainty.certificate import certified_from_bounds, norm_bound_refuted
-from screenbai.bandits.core.params import ALLOCATION_SEED, LAMBDA_REG, REQUIRED, S_BOUND, Interval, Param
+from screenbai.bandits.core.params import ALLOCATION_SEED, LAMBDA_REG, S_BOUND, Interval, param, pinned, required
 from screenbai.bandits.core.policy import NO_ARMS
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.core.ties import argmax_random
@@ -42,16 +40,15 @@ class XYAdaptive(SLMBase):
 
     name = "xy-adaptive"
 
-    parameters = {
-        "alpha": Param(0.1, Interval(0.0, 1.0, open=("low", "high")), "phase shrink factor"),
-        "monotone": MONOTONE,
-        "restrict_y": RESTRICT_Y,
-        "allocation_seed": ALLOCATION_SEED,
-    }
+    alpha: float = param(0.1, Interval(0.0, 1.0, open=("low", "high")), "phase shrink factor")
+    monotone: bool = MONOTONE
+    #: None: auto (the attribute holds the choice made)
+    restrict_y: bool | None = RESTRICT_Y
+    #: None: drawn from rng (the attribute holds the seed used)
+    allocation_seed: int | None = ALLOCATION_SEED
 
-    def __init__(self, features, **params):
-        super().__init__(features, **params)
-        p = self._params
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.alpha = p.alpha
         self.monotone = p.monotone
         self.restrict_y = self._check_restrict(p.restrict_y, self.K)
@@ -187,25 +184,23 @@ class XYFullyAdaptive(SLMBase):
 
     name = "xy-fully-adaptive"
 
-    parameters = {
-        "S": replace(S_BOUND, default=REQUIRED),
-        "lambda_reg": LAMBDA_REG,
-        "monotone": MONOTONE,
-        "restrict_y": RESTRICT_Y,
-    }
-    fixed = {"confidence": "pairs"}
+    S: float = required(S_BOUND.constraint, S_BOUND.help, oracle=True)
+    lambda_reg: float = LAMBDA_REG
+    monotone: bool = MONOTONE
+    #: None: auto (the attribute holds the choice made)
+    restrict_y: bool | None = RESTRICT_Y
+    confidence: str = pinned("pairs")
     renamed = {"eta": "lambda_reg"}
 
-    def __init__(self, features, **params):
-        super().__init__(features, **params)
-        p = self._params
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.S, self.lambda_reg = p.S, p.lambda_reg
         self.monotone = p.monotone
         self.restrict_y = self._check_restrict(p.restrict_y, self.K)
         self.L2 = float(np.max(np.einsum("ij,ij->i", self.X, self.X)))
         self.state = GreedyState(self.Z, np.zeros(self.K), prior=self.lambda_reg)
         self.active = np.ones(self.K, dtype=bool)
-        self._dir_key = None
+        self._dir_key: tuple | None = None
         self._plate: tuple | None = None  # (n_samples, tests held, design with them) while a plate is chosen
         self.diagnostics.update(restricted_y=self.restrict_y, monotone=self.monotone)
 

@@ -50,7 +50,7 @@ costs in docs/error_rates.md):
 
 from __future__ import annotations
 
-from dataclasses import astuple, replace
+from dataclasses import astuple
 from typing import ClassVar
 
 import numpy as np
@@ -68,10 +68,10 @@ from screenbai.bandits.core.params import (
     TEST_COUNT,
     AnyOf,
     Options,
-    Param,
-    resolve,
+    like,
+    param,
 )
-from screenbai.bandits.core.policy import DEFAULT_MAX_SAMPLES, NO_ARMS, Policy
+from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.core.ties import BlockArgmax
 from screenbai.bandits.logistic.glgape_width import (
@@ -138,41 +138,41 @@ class GLGapE(Policy):
         "_pred_loss", "_lr_next_check", "_theta_mle", "_lr_checks", "_lr_certified",
     )
 
-    parameters = {
-        "epsilon": Param(0.1, NONNEGATIVE, "tolerance of the answer (0 only with an explicit max_samples)"),
-        "delta": DELTA,
-        "E": Param(None, POSITIVE_INT, "size of the initial phase (None: min(K, 3 d'))", none=True),
-        "c_mu": Param(
-            "estimate", AnyOf((POSITIVE, Options(("estimate",)))),
-            "lower bound on mu' over the arms (the guarantee assumes one; 'estimate' is a plug-in, not a bound)",
-            oracle=True,
-        ),
-        "k_mu": Param(0.25, POSITIVE, "Lipschitz constant of the link"),
-        "calibration": Param(
-            "likelihood-ratio", Options(CALIBRATIONS),
-            "confidence set: 'likelihood-ratio' (error <= delta, no assumption on c_mu or S), 'self-normalized' "
-            "(error <= delta given valid c_mu and S; the default plug-ins are estimates), 'theory' (valid, very "
-            "conservative), the paper's 'reinterpreted' and 'literal34' (no guarantee)",
-            no_guarantee=("reinterpreted", "literal34"),
-        ),
-        "selection": Param("auto", Options(("auto",) + RULES + ("optimized",)),
-                           "arm-selection rule: L1 ratio rule, greedy, or auto (ratio up to K = 5000, greedy above)"),
-        "lambda_reg": replace(LAMBDA_REG, constraint=NONNEGATIVE),
-        "sigma": replace(SIGMA, help="reward bound (1 for Bernoulli), used by 'literal34' and 'theory'", oracle=False),
-        "S": Param(
-            "estimate", AnyOf((NONNEGATIVE, Options(("estimate",)))),
-            "bound on ||theta*|| ('self-normalized' only); 'estimate': plug-in ||theta_hat|| + gamma sqrt(tr M^-1)",
-            oracle=True,
-        ),
-        "gamma": Param(1.0, NONNEGATIVE, "safety factor of the c_mu and S plug-in estimates"),
-        "refresh_every": replace(REFRESH_EVERY, default=1000),
-        "mle_tol": Param(1e-8, POSITIVE, "Newton-decrement tolerance of the per-round MLE"),
-        "max_samples": Param(None, TEST_COUNT, "safety cap on the number of pulls (None: 10^6)", none=True),
-    }
+    epsilon: float = param(0.1, NONNEGATIVE, "tolerance of the answer (0 only with an explicit max_samples)")
+    delta: float = DELTA
+    E: int | None = param(None, POSITIVE_INT, "size of the initial phase (None: min(K, 3 d'))", none=True)
+    #: a number or "estimate" (the default); as an attribute, None until estimated, then the estimate
+    c_mu: float | None = param(
+        "estimate", AnyOf((POSITIVE, Options(("estimate",)))),
+        "lower bound on mu' over the arms (the guarantee assumes one; 'estimate' is a plug-in, not a bound)",
+        oracle=True,
+    )
+    k_mu: float = param(0.25, POSITIVE, "Lipschitz constant of the link")
+    calibration: str = param(
+        "likelihood-ratio", Options(CALIBRATIONS),
+        "confidence set: 'likelihood-ratio' (error <= delta, no assumption on c_mu or S), 'self-normalized' "
+        "(error <= delta given valid c_mu and S; the default plug-ins are estimates), 'theory' (valid, very "
+        "conservative), the paper's 'reinterpreted' and 'literal34' (no guarantee)",
+        no_guarantee=("reinterpreted", "literal34"),
+    )
+    selection: str = param("auto", Options(("auto",) + RULES + ("optimized",)),
+                           "arm-selection rule: L1 ratio rule, greedy, or auto (ratio up to K = 5000, greedy above)")
+    lambda_reg: float = like(LAMBDA_REG, constraint=NONNEGATIVE)
+    sigma: float = like(SIGMA, help="reward bound (1 for Bernoulli), used by 'literal34' and 'theory'", oracle=False)
+    #: a number or "estimate" (the default); as an attribute, None while estimated
+    S: float | None = param(
+        "estimate", AnyOf((NONNEGATIVE, Options(("estimate",)))),
+        "bound on ||theta*|| ('self-normalized' only); 'estimate': plug-in ||theta_hat|| + gamma sqrt(tr M^-1)",
+        oracle=True,
+    )
+    gamma: float = param(1.0, NONNEGATIVE, "safety factor of the c_mu and S plug-in estimates")
+    refresh_every: int = like(REFRESH_EVERY, default=1000)
+    mle_tol: float = param(1e-8, POSITIVE, "Newton-decrement tolerance of the per-round MLE")
+    #: None: 10^6 (an explicit cap is what allows epsilon = 0)
+    max_samples: int = param(None, TEST_COUNT, "safety cap on the number of pulls (None: 10^6)", none=True)
     renamed = {"rule": "selection", "R": "sigma"}
 
-    def __init__(self, features, **params):
-        p = resolve(type(self), params)
+    def _setup(self, features, p) -> None:
         epsilon, max_samples, E, c_mu, calibration = p.epsilon, p.max_samples, p.E, p.c_mu, p.calibration
         rule = "ratio" if p.selection == "optimized" else p.selection
         if rule == "auto":
@@ -183,9 +183,7 @@ class GLGapE(Policy):
                 "the run may never stop (two arms with equal means can never be told apart); "
                 "pass epsilon > 0, or epsilon = 0 together with max_samples"
             )
-        super().__init__(
-            features, m=1, rng=p.rng, max_samples=DEFAULT_MAX_SAMPLES if max_samples is None else max_samples
-        )
+        super()._setup(features, p)
         self.epsilon = epsilon
         self.delta = p.delta
         self.calibration, self.rule = calibration, rule
@@ -216,7 +214,7 @@ class GLGapE(Policy):
 
         self._phase = "start"
         self._generation = 0
-        self._best = None
+        self._best: int | None = None
         self.theta = np.zeros(self.d_eff)
         self._eta: np.ndarray | None = None  # Z theta when computed with the last update (large K)
         self._pulled: np.ndarray | None = None  # the arms with a test, sorted, when kept (large K)

@@ -39,7 +39,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit
 
-from screenbai.bandits.core.params import DELTA, EPSILON, LAMBDA_REG, M, Param
+from screenbai.bandits.core.params import LAMBDA_REG, like, pinned
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, forecast_level, nll, pair_stands, prediction_loss
@@ -72,23 +72,16 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     name = "log-tas"
     model = "logistic"
     binary_rewards = True
-    parameters: ClassVar[dict[str, Param]] = {
-        "m": M,
-        "delta": DELTA,
-        "epsilon": EPSILON,
-        "growth": GROWTH,
-        "lambda_reg": LAMBDA_REG,
-    }
-    fixed: ClassVar[dict] = {"sigma": 0.5}
+    sigma: float = pinned(0.5)
     #: small blocks: each block's outcomes are predicted with the estimate from before it (P_t)
-    defaults: ClassVar[dict] = {"growth": 0.1}
+    growth: float = like(GROWTH, default=0.1)
+    lambda_reg: float = LAMBDA_REG
     _state_attrs: ClassVar[tuple[str, ...]] = ("_pred_loss", "_theta_pred", "_theta_mle", "_n_closed", "_plan",
                                                 "_next_check")
 
-    def __init__(self, features, **params):
-        lam = params.pop("lambda_reg", LAMBDA_REG.default)
-        super().__init__(features, **params)
-        self.lambda_reg = LAMBDA_REG.validate(type(self).__name__, "lambda_reg", lam)
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
+        self.lambda_reg = p.lambda_reg
         self._pred_loss = 0.0
         self._theta_pred = np.zeros(self.d_eff)
         self._theta_mle: np.ndarray | None = None
