@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any, ClassVar, cast, dataclass_transform
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from screenbai.bandits.core.params import (  # DEFAULT_MAX_SAMPLES re-exported for existing imports
     COMMON,
@@ -185,7 +186,7 @@ class Policy(_Declared):
     #: deprecated parameter name -> current name (merged along the class hierarchy)
     renamed: ClassVar[dict[str, str]] = {}
 
-    features: InitVar[Any] = required(Anything("a K x d feature matrix"), "the arms' features", kw_only=False)
+    features: InitVar[ArrayLike] = required(Anything("a K x d feature matrix"), "the arms' features", kw_only=False)
     rng: Any = COMMON["rng"]
     max_samples: int = COMMON["max_samples"]
 
