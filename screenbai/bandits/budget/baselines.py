@@ -20,7 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from screenbai.bandits.core.params import ALPHA_UCB, LAMBDA_REG, TEST_COUNT, declared, like, renamed, required
+from screenbai.bandits.core.params import (
+    ALPHA_UCB,
+    LAMBDA_REG,
+    TEST_COUNT,
+    declared,
+    like,
+    renamed,
+    required,
+    run_state,
+)
 from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.core.ties import argmax_random
@@ -44,9 +53,8 @@ class UniformAllocation(Policy):
     name = "uniform"
     fixed_budget = True
     models_features = False
-    _state_attrs = ("_sent",)
-
     budget: int = required(TEST_COUNT, "total number of pulls")
+    _sent: bool = run_state()
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
@@ -88,7 +96,7 @@ class FBLinGapE(Policy):
     init: str | bool = _LINGAPE["init"]
     refresh_every: int = _LINGAPE["refresh_every"]
     renamed = renamed(LinGapE)
-    _state_attrs = ("inner",)
+    inner: LinGapE = run_state()
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
@@ -124,12 +132,11 @@ class LinUCB(Policy):
 
     name = "linucb"
     fixed_budget = True
-    _state_attrs = ("state",)
-
     budget: int = required(TEST_COUNT, "total number of pulls")
     alpha: float = ALPHA_UCB
     lambda_reg: float = LAMBDA_REG
     renamed = {"alpha_ucb": "alpha"}
+    state: RidgeState = run_state()
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
@@ -163,11 +170,12 @@ class UCBGLM(Policy):
     name = "ucb-glm"
     fixed_budget = True
     binary_rewards = True
-    _state_attrs = ("state", "_basis", "theta")
-
     budget: int = required(TEST_COUNT, "total number of pulls")
     alpha: float = ALPHA_UCB
     lambda_reg: float = LAMBDA_REG
+    state: RidgeState = run_state()
+    _basis: np.ndarray = run_state()
+    theta: np.ndarray = run_state()
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)

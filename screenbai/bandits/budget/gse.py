@@ -40,6 +40,7 @@ from screenbai.bandits.core.params import (
     like,
     param,
     required,
+    run_state,
 )
 from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.core.registry import register
@@ -116,7 +117,6 @@ class GSE(Policy):
     name = "gse"
     fixed_budget = True
     model = "lin"
-    _state_attrs = ("active", "stage", "_Z", "_counts", "_stage_n", "_stage_s")
 
     budget: int = required(TEST_COUNT, "total number of pulls")
     eta: float = param(
@@ -135,6 +135,14 @@ class GSE(Policy):
     reuse_data: bool = param(False, BOOLEAN, "estimate from all data on the survivors (not in the paper)")
     leftover: str = param("last", Options(LEFTOVER), "where the budget remainder goes")
     cache_designs: bool = param(True, BOOLEAN, "share designs of identical stages across runs")
+
+    # the run's state
+    active: np.ndarray = run_state()  # the surviving arms
+    stage: int = run_state()
+    _Z: np.ndarray | None = run_state()  # the stage's projected features and allocation
+    _counts: np.ndarray | None = run_state()
+    _stage_n: np.ndarray | None = run_state()  # outcomes recorded in this stage, per active arm
+    _stage_s: np.ndarray | None = run_state()
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
@@ -168,10 +176,7 @@ class GSE(Policy):
                 self.stage_budgets[t] += 1
         self.active = np.arange(self.K)
         self.stage = 0
-        self._Z: np.ndarray | None = None
-        self._counts: np.ndarray | None = None
-        self._stage_n: np.ndarray | None = None  # outcomes recorded in this stage, per active arm
-        self._stage_s: np.ndarray | None = None
+        self._Z = self._counts = self._stage_n = self._stage_s = None
         self.diagnostics.update(
             stages=s, budget=self.budget, fw_iterations=0, max_design_ratio=0.0, pinv_stages=0,
             newton_iterations_max=0, not_converged_fits=0,

@@ -164,6 +164,9 @@ class Param:
     init: bool = True
     #: the positional ``features`` (validated by the policy itself, not part of ``Params``)
     positional: bool = False
+    #: the attribute (the value the policy resolved it to, e.g. a seed drawn when None is given) is
+    #: part of the run's state, saved by ``state_dict``
+    state: bool = False
 
     def describe(self) -> str:
         parts = [self.constraint.describe()]
@@ -219,6 +222,18 @@ def pinned(default: Any, *, init: Literal[False] = False) -> Any:
     return Param(default, Anything("fixed by the class"), "fixed by the class", init=init)
 
 
+class RunState:
+    """Marks an attribute that changes during a run (``run_state()``): saved by ``state_dict``."""
+
+    __slots__ = ()
+
+
+def run_state(*, init: Literal[False] = False) -> Any:
+    """An attribute of the run's state (set in ``_setup``, changed by the run, saved by ``state_dict``
+    and restored by ``load_state_dict``), declared with its type: ``_rounds: int = run_state()``."""
+    return RunState()
+
+
 def like(p: Any, **changes: Any) -> Any:
     """A declared parameter with some attributes changed (e.g. ``like(SIGMA, default=1.0)``)."""
     return replace(p, **changes)
@@ -230,8 +245,11 @@ _COMMON_LAST = ("rng", "max_samples")  # shown after each algorithm's own parame
 def declare(cls: type) -> None:
     """Collect the parameters of a policy class (its annotated ``Param`` attributes and those of
     its bases) into ``cls.__parameters__``, make the frozen dataclass ``cls.Params`` of them, and
-    the constructor's signature ``cls.__signature__``.  Called once per class (``__init_subclass__``)."""
+    the constructor's signature ``cls.__signature__``; the attributes it declares with ``run_state()``
+    (and parameters declared with ``state=True``) go to ``cls.__state__``.  Called once per class
+    (``__init_subclass__``)."""
     fields: dict[str, Param] = {}
+    own_state: list[str] = []
     for base in reversed(cls.__mro__[1:]):
         fields.update(base.__dict__.get("__parameters__", {}))
     annotations = {}
@@ -239,8 +257,13 @@ def declare(cls: type) -> None:
         annotations.update(base.__dict__.get("__annotations__", {}))
     for name in cls.__dict__.get("__annotations__", {}):
         value = cls.__dict__.get(name)
-        if isinstance(value, Param):
+        if isinstance(value, RunState):
+            own_state.append(name)
+            delattr(cls, name)  # an instance attribute, set by _setup
+        elif isinstance(value, Param):
             fields[name] = value
+            if value.state:
+                own_state.append(name)
             if value.default is REQUIRED or value.positional:
                 delattr(cls, name)
             else:
@@ -251,6 +274,7 @@ def declare(cls: type) -> None:
         if name in fields:
             fields[name] = fields.pop(name)
     cls.__parameters__ = fields  # type: ignore[attr-defined]
+    cls.__state__ = tuple(own_state)  # type: ignore[attr-defined]
     specs = []
     for name, p in fields.items():
         if p.positional:

@@ -59,6 +59,7 @@ from screenbai.bandits.core.params import (  # DEFAULT_MAX_SAMPLES re-exported f
     rename,
     required,
     resolve,
+    run_state,
 )
 from screenbai.bandits.core.ties import argmax_random, argmin_random, top_m  # noqa: F401 - re-exported for existing imports
 
@@ -117,13 +118,15 @@ def as_generator(rng) -> np.random.Generator:
         ) from None
 
 
-@dataclass_transform(kw_only_default=True, field_specifiers=(required, pinned))
+@dataclass_transform(kw_only_default=True, field_specifiers=(required, pinned, run_state))
 class _Declared(ABC):
     """The constructor every policy shares (see ``Policy``): its parameters are declared fields, as
     in a dataclass, and type checkers see the signature ``declare`` builds."""
 
     #: every field (parameters and the positional features), from ``params.declare``
     __parameters__: ClassVar[dict[str, Any]] = {}
+    #: the attributes this class declares with ``run_state()`` (``params.declare``)
+    __state__: ClassVar[tuple[str, ...]] = ()
     #: the frozen dataclass of the parameters (``params.declare``)
     Params: ClassVar[type]
 
@@ -168,8 +171,10 @@ class Policy(_Declared):
     warning), validates them, sets each as an attribute (as a dataclass would), runs ``_setup`` and
     makes the first choice, so that ``done`` is known before the first ``ask``.
 
-    Subclasses implement ``_select()``, ``_update(arms, rewards)`` and ``_recommend(rng)``, and list
-    in ``_state_attrs`` the attributes that change during a run (restored by ``load_state_dict``).
+    Subclasses implement ``_select()``, ``_update(arms, rewards)`` and ``_recommend(rng)``, and
+    declare the attributes that change during a run with their types, ``_rounds: int = run_state()``
+    (saved by ``state_dict``, restored by ``load_state_dict``; ``_state_attrs``, a tuple of names,
+    is the older spelling, still read).
     ``n``/``sums`` (per-arm counts and reward sums of recorded outcomes) and ``n_samples`` are kept
     here; ``in_flight`` / ``n_in_flight`` tell ``_select`` which tests are out without an outcome.
     """
@@ -557,7 +562,7 @@ class Policy(_Declared):
     def _state_names(self) -> list[str]:
         names: list[str] = []
         for klass in reversed(type(self).__mro__):
-            for name in klass.__dict__.get("_state_attrs", ()):
+            for name in (*klass.__dict__.get("__state__", ()), *klass.__dict__.get("_state_attrs", ())):
                 if name not in names:
                     names.append(name)
         return names

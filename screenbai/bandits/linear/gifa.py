@@ -29,6 +29,7 @@ from screenbai.bandits.core.params import (
     like,
     param,
     pinned,
+    run_state,
 )
 from screenbai.bandits.core.policy import Policy
 from screenbai.bandits.core.registry import register
@@ -113,7 +114,15 @@ class GIFA(Policy):
                              "d arms, 'none', or 'auto' (all up to K = 10^4, else span); True/False mean all/none")
     refresh_every: int = REFRESH_EVERY
     renamed = {"lambda0": "lambda_reg", "R": "sigma", "rule": "selection"}
-    _state_attrs = ("state", "_design", "_init_todo", "_init_arms", "_J", "_J_at", "_rounds")
+
+    # the run's state
+    state: TrackedRidgeState | None = run_state()  # None with classical indices
+    _design: L1Design | None = run_state()  # the ratio rule's LP cache
+    _init_todo: bool = run_state()
+    _init_arms: np.ndarray = run_state()  # the first pulls, once chosen
+    _J: np.ndarray | None = run_state()
+    _J_at: int = run_state()
+    _rounds: int = run_state()
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
@@ -163,7 +172,7 @@ class GIFA(Policy):
         self._init_arms = np.empty(0, dtype=np.int64)  # the first pulls, once chosen
         self._plate = PlateDesign()
         self._plate_n: np.ndarray | None = None  # per-arm counts with the tests in flight, while choosing a well
-        self._J: np.ndarray | None = None
+        self._J = None
         self._J_at = -1
         self._rounds = 0
         self._reward_range = (0.0, 1.0) if self.threshold == "hoeffding" else None

@@ -26,7 +26,6 @@ Implementation notes.
 from __future__ import annotations
 
 import logging
-from typing import ClassVar
 
 import numpy as np
 from scipy.linalg import cho_solve
@@ -40,7 +39,9 @@ from screenbai.bandits.core.params import (
     Anything,
     Interval,
     Options,
+    like,
     param,
+    run_state,
 )
 from screenbai.bandits.core.policy import NO_ARMS, Policy, Result, decode_state, encode_state
 from screenbai.bandits.core.registry import register
@@ -84,6 +85,8 @@ class SLMBase(Policy):
     confidence: str = param(
         "pairs", Options(CONFIDENCES), "log_n(K^2/delta) (pairs, as in [SLM14]) or log_n(K/delta)"
     )
+    _final: dict | None = run_state()  # the end of a vectorised run
+    _handed: int = run_state()  # positions of the arm sequence chosen so far (= n_samples without plates)
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
@@ -98,8 +101,8 @@ class SLMBase(Policy):
         self.Z, self.basis = project_if_deficient(self.X)
         self.d_eff = self.Z.shape[1]
         self.init_arms = spanning_arms(self.Z)
-        self._final: dict | None = None
-        self._handed = 0  # positions of the arm sequence chosen so far (= n_samples without plates)
+        self._final = None
+        self._handed = 0
 
     def _ols_best(self, counts, sums, rng) -> np.ndarray:
         """The arm with the best OLS estimate from these counts and sums (empirical best while the
@@ -142,8 +145,6 @@ class SLMBase(Policy):
             return False
         return bool(restrict_y)
 
-    _state_attrs: ClassVar[tuple[str, ...]] = ("_final", "_handed")
-
     def _fast_path_applies(self, env) -> bool:
         """A vectorised ``run`` starts from a fresh policy and needs ``env.pull_sequence``."""
         return self.n_samples == 0 and not self.n_in_flight and hasattr(env, "pull_sequence")
@@ -173,8 +174,10 @@ class SLMBase(Policy):
 class _StaticAllocation(SLMBase):
     """Precomputed greedy sequence + the eq. 11 stopping rule tested every round."""
 
-    #: None: drawn from rng (the attribute holds the seed used)
-    allocation_seed: int | None = ALLOCATION_SEED
+    #: None: drawn from rng (the attribute holds the seed used, saved with the state)
+    allocation_seed: int | None = like(ALLOCATION_SEED, state=True)
+    _ols: OLSTracker = run_state()
+    _ols_ready: bool = run_state()
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
@@ -183,8 +186,6 @@ class _StaticAllocation(SLMBase):
         self._ols = OLSTracker(self.Z)
         self._ols_ready = False
         self._seq: AllocationSequence | None = None
-
-    _state_attrs: ClassVar[tuple[str, ...]] = ("allocation_seed", "_ols", "_ols_ready")
 
     def _after_load(self) -> None:
         self._seq = None  # rebuilt (shared through the cache) on first use
@@ -302,6 +303,7 @@ class XYStatic(_StaticAllocation):
 
     #: None: auto (the attribute holds the choice made)
     restrict_y: bool | None = RESTRICT_Y
+    _live_best: int = run_state()
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
@@ -313,8 +315,6 @@ class XYStatic(_StaticAllocation):
     def _make_sequence(self):
         I, J = all_pairs(np.ones(self.K, dtype=bool))
         return allocation_sequence(self.Z, self.init_arms, I, J, seed=self.allocation_seed)
-
-    _state_attrs = ("_live_best",)
 
     def state_dict(self) -> dict:
         state = super().state_dict()

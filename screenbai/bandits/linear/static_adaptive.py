@@ -11,7 +11,17 @@ import numpy as np
 from scipy.linalg import cho_solve
 
 from screenbai.bandits.certainty.certificate import certified_from_bounds, norm_bound_refuted
-from screenbai.bandits.core.params import ALLOCATION_SEED, LAMBDA_REG, S_BOUND, Interval, param, pinned, required
+from screenbai.bandits.core.params import (
+    ALLOCATION_SEED,
+    LAMBDA_REG,
+    S_BOUND,
+    Interval,
+    like,
+    param,
+    pinned,
+    required,
+    run_state,
+)
 from screenbai.bandits.core.policy import NO_ARMS
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.core.ties import argmax_random
@@ -44,8 +54,18 @@ class XYAdaptive(SLMBase):
     monotone: bool = MONOTONE
     #: None: auto (the attribute holds the choice made)
     restrict_y: bool | None = RESTRICT_Y
-    #: None: drawn from rng (the attribute holds the seed used)
-    allocation_seed: int | None = ALLOCATION_SEED
+    #: None: drawn from rng (the attribute holds the seed used, saved with the state)
+    allocation_seed: int | None = like(ALLOCATION_SEED, state=True)
+
+    # the run's state
+    active: np.ndarray = run_state()  # the surviving arms (a mask)
+    rho_prev: float = run_state()
+    phase: int = run_state()
+    _prev_best: int | None = run_state()
+    t_phase: int = run_state()
+    _t_handed: int = run_state()  # positions of this phase's sequence chosen so far
+    phase_counts: np.ndarray = run_state()
+    phase_sums: np.ndarray = run_state()
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
@@ -57,7 +77,7 @@ class XYAdaptive(SLMBase):
         # rho^0 / n_0: the phase test compares with the previous phase's value (not rho / t twice)
         self.rho_prev = 1.0 / (self.d_eff * (self.d_eff + 1) + 1)
         self.phase = 0
-        self._prev_best: int | None = None
+        self._prev_best = None
         self._t_handed = 0  # positions of this phase's sequence chosen so far
         self._start_phase()
         self.diagnostics.update(phases=0, restricted_y=self.restrict_y, monotone=self.monotone)
@@ -68,9 +88,6 @@ class XYAdaptive(SLMBase):
                 return np.flatnonzero(self.active), None
             return star_pairs(self.active, self._prev_best)
         return all_pairs(self.active)
-
-    _state_attrs = ("allocation_seed", "active", "rho_prev", "phase", "_prev_best", "t_phase", "_t_handed",
-                    "phase_counts", "phase_sums")
 
     def _phase_sequence(self) -> AllocationSequence:
         I, J = self._phase_directions()
@@ -191,6 +208,9 @@ class XYFullyAdaptive(SLMBase):
     restrict_y: bool | None = RESTRICT_Y
     confidence: str = pinned("pairs")
     renamed = {"eta": "lambda_reg"}
+    state: GreedyState = run_state()
+    active: np.ndarray = run_state()  # the surviving arms (a mask)
+    _dir_key: tuple | None = run_state()
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
@@ -200,11 +220,9 @@ class XYFullyAdaptive(SLMBase):
         self.L2 = float(np.max(np.einsum("ij,ij->i", self.X, self.X)))
         self.state = GreedyState(self.Z, np.zeros(self.K), prior=self.lambda_reg)
         self.active = np.ones(self.K, dtype=bool)
-        self._dir_key: tuple | None = None
+        self._dir_key = None
         self._plate: tuple | None = None  # (n_samples, tests held, design with them) while a plate is chosen
         self.diagnostics.update(restricted_y=self.restrict_y, monotone=self.monotone)
-
-    _state_attrs = ("state", "active", "_dir_key")
 
     def _after_load(self) -> None:
         self._plate = None

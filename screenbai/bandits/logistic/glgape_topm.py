@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from screenbai.bandits.core.params import M
+from screenbai.bandits.core.params import M, run_state
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.core.ties import argmax_random, top_m
 from screenbai.bandits.logistic.glgape import GLGapE, corner_widths
@@ -53,14 +53,13 @@ class TopMGLGapE(GLGapE):
     """
 
     name = "m-glgape"
-    _state_attrs = ("_top",)
-
     m: int = M
+    _top: np.ndarray | None = run_state()  # the current answer J(t)
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)  # sets and checks m (1 <= m < K)
         m = self.m
-        self._top: np.ndarray | None = None
+        self._top = None
         if "stat" in self.diagnostics:
             self.diagnostics["stat"] = float(self.K - m)
         self.diagnostics.update(m=m)

@@ -43,12 +43,12 @@ before its design is fixed.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from screenbai.bandits.certainty.complexity import characteristic_time
-from screenbai.bandits.core.params import DELTA, EPSILON, SIGMA, Interval, M, param
+from screenbai.bandits.core.params import DELTA, EPSILON, SIGMA, Interval, M, param, run_state
 from screenbai.bandits.core.policy import Policy
 from screenbai.bandits.core.registry import noise_scale, register
 from screenbai.bandits.core.ties import top_m
@@ -153,7 +153,13 @@ class LinearTrackAndStop(Policy):
     epsilon: float = EPSILON
     sigma: float = SIGMA
     growth: float = GROWTH
-    _state_attrs: ClassVar[tuple[str, ...]] = ("evidence", "_open", "_n_opened", "_last_size", "_answer")
+    # the run's state
+    evidence: BlockEvidence = run_state()
+    #: open blocks (handed out, not all outcomes in): planned and recorded counts, outcome sums per arm
+    _open: list[dict[str, np.ndarray]] = run_state()
+    _n_opened: int = run_state()
+    _last_size: int = run_state()
+    _answer: np.ndarray | None = run_state()
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
@@ -164,10 +170,10 @@ class LinearTrackAndStop(Policy):
         self.evidence = BlockEvidence(self.Z, self.sigma, self.epsilon, self.log_level, self.m)
         self._spanner = spanning_arms(self.Z, pivot_order=True)
         # open blocks (handed out, not all outcomes in): planned and recorded counts, outcome sums per arm
-        self._open: list[dict[str, np.ndarray]] = []
+        self._open = []
         self._n_opened = 0
         self._last_size = 0
-        self._answer: np.ndarray | None = None
+        self._answer = None
         self.diagnostics.update(blocks=0, threshold=self.log_level)
 
     @classmethod
