@@ -37,6 +37,9 @@ def test_every_registered_class_has_an_explicit_signature(cls):
     sig = inspect.signature(cls)
     kinds = [p.kind for p in sig.parameters.values()]
     assert inspect.Parameter.VAR_KEYWORD not in kinds and inspect.Parameter.VAR_POSITIONAL not in kinds
+    init = inspect.signature(cls.__init__)  # what help() shows for the constructor
+    assert list(init.parameters) == ["self", *sig.parameters]
+    assert inspect.Parameter.VAR_KEYWORD not in [p.kind for p in init.parameters.values()]
     first, *rest = sig.parameters.values()
     assert first.name == "features" and first.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in rest)

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import inspect
 import json
 import math
 import os
@@ -139,9 +140,24 @@ class _Declared(ABC):
             )
         declare(cls)
 
+        def __init__(self, features, **given) -> None:
+            _Declared._construct(self, features, given)
+
+        # the public signature: ``self`` then ``cls.__signature__`` (explicit keyword-only parameters,
+        # built by ``declare``); ``**given`` only lets deprecated names through to ``rename``
+        sig = cls.__signature__  # type: ignore[attr-defined]
+        self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        __init__.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=[self_param, *sig.parameters.values()], return_annotation=None)
+        __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+        __init__.__doc__ = f"A {cls.__name__} for these features (its parameters: ``{cls.__name__}.Params``)."
+        setattr(cls, "__init__", __init__)  # noqa: B010 - mypy refuses assigning a method
+
     def __init__(self, features, **given) -> None:
-        # the public signature is ``cls.__signature__`` (explicit keyword-only parameters, built by
-        # ``declare``); ``**given`` only lets deprecated names through ``rename``
+        _Declared._construct(self, features, given)
+
+    def _construct(self, features, given: dict) -> None:
+        """Rename deprecated parameters, validate them, set them as attributes, ``_setup``, first choice."""
         cls = type(self)
         given = rename(cls, given)
         p = resolve(cls, given)
