@@ -18,6 +18,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from ..cliargs import HelpFormatter, parse_params
 from ..streams import results, say
 
 
@@ -218,16 +219,8 @@ def add_parser(sub) -> None:
         required=True,
         help="output folder for the table and figure (named: nothing lands in the current folder by surprise)",
     )
-    from ..cli import HelpFormatter
-
     for parser in (camp, *cs.choices.values()):  # every option's default in --help, once
         parser.formatter_class = HelpFormatter
-
-
-def _params(pairs):
-    from screenbai.cli import _params as parse
-
-    return parse(pairs)
 
 
 def run(args) -> int:
@@ -279,14 +272,14 @@ def _init(args) -> int:
     from .labcli import lab_settings, report_rejected, whole_plate_budget
     from .library import library_from_args
 
-    check_settings(args.algorithm, _params(args.param), args.seed, args.outcome)  # before featurizing
+    check_settings(args.algorithm, parse_params(args.param), args.seed, args.outcome)  # before featurizing
     layout, readout = lab_settings(args)  # before featurizing too
     if Path(args.campaign).exists():
         raise ValueError(f"{args.campaign} already exists; choose another campaign file or delete it first")
     if args.rejected_out and not Path(args.rejected_out).parent.is_dir():
         raise ValueError(f"--rejected-out {args.rejected_out}: folder {Path(args.rejected_out).parent} does not exist")
     lib = library_from_args(args)
-    params = whole_plate_budget(args.algorithm, _params(args.param), lib.features.shape[0], layout)
+    params = whole_plate_budget(args.algorithm, parse_params(args.param), lib.features.shape[0], layout)
     camp = Campaign.create(
         args.campaign, lib, args.algorithm, params, seed=args.seed, outcome=args.outcome, layout=layout, readout=readout
     )
@@ -408,7 +401,7 @@ def _report(args) -> int:
 def _backtest(args) -> int:
     from .backtest import backtest_from_args
 
-    return backtest_from_args(args, _params(args.param))
+    return backtest_from_args(args, parse_params(args.param))
 
 
 _COMMANDS = {

@@ -73,7 +73,6 @@ from screenbai.bandits.core.params import (
 )
 from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import BlockArgmax
 from screenbai.bandits.logistic.glgape_width import (
     CALIBRATIONS,
     EXACT_WIDTH_MAX_K,
@@ -90,6 +89,7 @@ from screenbai.bandits.numerics.glm import SeparableDataError, c_mu_oracle, c_mu
 from screenbai.bandits.numerics.linalg import block_bounds, project_if_deficient
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, forecast_level, pair_stands, prediction_loss
 from screenbai.bandits.numerics.rules import L1Design, greedy_arm
+from screenbai.bandits.numerics.ties import BlockArgmax
 
 LR_CHECK_GROWTH = 0.01  # "likelihood-ratio": the stopping test runs after every 1 % more tests (at least d)
 RATIO_MAX_K = 5000  # selection "auto": the L1 ratio rule up to this K, the greedy rule above
