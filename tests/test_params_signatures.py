@@ -141,3 +141,10 @@ def test_a_subclass_with_its_own_init_is_refused():
         class Custom(Policy):  # noqa: F841 - the definition itself fails
             def __init__(self, features):
                 pass
+
+
+def test_the_workflow_check_names_the_close_matches_too():
+    from screenbai.bandits.core.params import check
+
+    with pytest.raises(ValueError, match="cfg: GLGapE has no parameter 'deltaa'; did you mean 'delta'"):
+        check(GLGapE, {"deltaa": 0.1}, "cfg")

@@ -9,8 +9,9 @@ A policy class declares each parameter as an annotated class attribute, like a d
         m: int = pinned(1)                         # an inherited parameter this class fixes
 
 Fields are inherited and a subclass may redeclare one (a new default: ``like(SIGMA, default=1.0)``;
-pinned: no longer accepted).  ``Policy`` is a ``dataclass_transform``: mypy, IDEs and ``help()``
-see the constructor ``GLGapE(features, *, epsilon: float = 0.1, ...)``, and each class gets a frozen
+pinned: no longer accepted).  ``Policy``'s base is a ``dataclass_transform``: mypy, IDEs and
+``help()`` see the constructor ``GLGapE(features, *, epsilon: float = 0.1, ...)`` (``declare``
+builds it at run time, ``__signature__``), and each class gets a frozen
 dataclass of its parameters, ``GLGapE.Params`` (the validated values: ``policy.params``).  From
 that one declaration come the constructor's validation (``resolve``), the registry's defaults, the
 output of ``screenbai algorithms`` and the workflow's up-front check of a config (``check``).  Old
@@ -343,12 +344,11 @@ def rename(cls: type, params: dict) -> dict:
     return out
 
 
-def _unknown(cls: type, key: str, params: dict[str, Param]) -> TypeError:
+def _unknown(cls: type, key: str, params: dict[str, Param], says: str = "got an unexpected parameter") -> str:
+    """The message for a parameter ``cls`` does not accept: the close matches and the valid names."""
     close = difflib.get_close_matches(key, list(params), n=3, cutoff=0.6)
     hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
-    return TypeError(
-        f"{cls.__name__} got an unexpected parameter {key!r}; {hint}parameters accepted: {', '.join(params)}"
-    )
+    return f"{cls.__name__} {says} {key!r}; {hint}parameters accepted: {', '.join(params)}"
 
 
 def _count(n: int) -> str:
@@ -362,7 +362,7 @@ def resolve(cls: type, given: dict) -> Any:
     params = declared(cls)
     for key in given:
         if key not in params:
-            raise _unknown(cls, key, params)
+            raise TypeError(_unknown(cls, key, params))
     values = {}
     for name, p in params.items():
         if name in given:
@@ -441,9 +441,7 @@ def check(cls: type, given: dict, label: str = "") -> None:
                 "(the workflow's screen.seed, a campaign's --seed); remove it"
             )
         if key not in params:
-            raise ValueError(
-                f"{prefix}{cls.__name__} has no parameter {key!r}; parameters accepted: {', '.join(params)}"
-            )
+            raise ValueError(f"{prefix}{_unknown(cls, key, params, 'has no parameter')}")
         try:
             params[key].validate(cls.__name__, key, value, allow_oracle=True)
         except ValueError as exc:
