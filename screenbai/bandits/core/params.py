@@ -207,9 +207,9 @@ def _merged(cls: type, attribute: str) -> dict:
 # ``delta: float = param(...)`` type-checks; ``required`` and ``pinned`` are the dataclass_transform
 # field specifiers (a parameter without default; one the class fixes, absent from the constructor).
 def param(default: Any, constraint: Constraint, help: str, *, none: bool = False, oracle: bool = False,
-          no_guarantee: tuple = ()) -> Any:
-    """A parameter with a default."""
-    return Param(default, constraint, help, none=none, oracle=oracle, no_guarantee=no_guarantee)
+          no_guarantee: tuple = (), state: bool = False) -> Any:
+    """A parameter with a default (``state``: its attribute, as resolved and updated, is saved with the state)."""
+    return Param(default, constraint, help, none=none, oracle=oracle, no_guarantee=no_guarantee, state=state)
 
 
 def required(constraint: Constraint, help: str, *, none: bool = False, oracle: bool = False,

@@ -51,7 +51,6 @@ costs in docs/error_rates.md):
 from __future__ import annotations
 
 from dataclasses import astuple
-from typing import ClassVar
 
 import numpy as np
 from scipy.special import expit
@@ -70,6 +69,7 @@ from screenbai.bandits.core.params import (
     Options,
     like,
     param,
+    run_state,
 )
 from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.core.registry import register
@@ -131,21 +131,15 @@ class GLGapE(Policy):
 
     name = "glgape"
     binary_rewards = True
-    _state_attrs: ClassVar[tuple[str, ...]] = (
-        "_phase", "_best", "theta", "state", "design", "c_mu", "_s_init", "_scale_fields", "_generation",
-        "_next_calibration", "_checked_at", "_eta",
-        "_mle_iters", "_mle_rounds", "_mle_over10", "_mle_max", "_mle_not_converged", "_sep_warnings",
-        "_pred_loss", "_lr_next_check", "_theta_mle", "_lr_checks", "_lr_certified",
-    )
-
     epsilon: float = param(0.1, NONNEGATIVE, "tolerance of the answer (0 only with an explicit max_samples)")
     delta: float = DELTA
     E: int | None = param(None, POSITIVE_INT, "size of the initial phase (None: min(K, 3 d'))", none=True)
-    #: a number or "estimate" (the default); as an attribute, None until estimated, then the estimate
+    #: a number or "estimate" (the default); as an attribute (saved with the state), None until
+    #: estimated, then the estimate
     c_mu: float | None = param(
         "estimate", AnyOf((POSITIVE, Options(("estimate",)))),
         "lower bound on mu' over the arms (the guarantee assumes one; 'estimate' is a plug-in, not a bound)",
-        oracle=True,
+        oracle=True, state=True,
     )
     k_mu: float = param(0.25, POSITIVE, "Lipschitz constant of the link")
     calibration: str = param(
@@ -171,6 +165,31 @@ class GLGapE(Policy):
     #: None: 10^6 (an explicit cap is what allows epsilon = 0)
     max_samples: int = param(None, TEST_COUNT, "safety cap on the number of pulls (None: 10^6)", none=True)
     renamed = {"rule": "selection", "R": "sigma"}
+
+    # the run's state
+    _phase: str = run_state()  # "start", then "adaptive"
+    _best: int | None = run_state()
+    theta: np.ndarray = run_state()
+    state: RidgeState = run_state()  # M^-1 with diag(Z M^-1 Z^T)
+    design: L1Design | None = run_state()  # the ratio rule's LP cache
+    _s_init: int = run_state()
+    _scale_fields: tuple = run_state()  # (kind, values) of the width scale, plain data
+    _generation: int = run_state()
+    _next_calibration: float = run_state()
+    _checked_at: int = run_state()  # n_samples when the stopping rule was last evaluated
+    _eta: np.ndarray | None = run_state()  # Z theta when computed with the last update (large K)
+    _mle_iters: int = run_state()
+    _mle_rounds: int = run_state()
+    _mle_over10: int = run_state()
+    _mle_max: int = run_state()
+    _mle_not_converged: int = run_state()
+    _sep_warnings: int = run_state()
+    _pred_loss: float = run_state()  # "likelihood-ratio": the loss of the predictions made before each outcome
+    _lr_next_check: int = run_state()
+    _theta_mle: np.ndarray | None = run_state()
+    _lr_checks: int = run_state()
+    #: (sample count, arms...) when the likelihood-ratio test certified these arms on those outcomes
+    _lr_certified: tuple[int, ...] = run_state()
 
     def _setup(self, features, p) -> None:
         epsilon, max_samples, E, c_mu, calibration = p.epsilon, p.max_samples, p.E, p.c_mu, p.calibration
@@ -214,9 +233,9 @@ class GLGapE(Policy):
 
         self._phase = "start"
         self._generation = 0
-        self._best: int | None = None
+        self._best = None
         self.theta = np.zeros(self.d_eff)
-        self._eta: np.ndarray | None = None  # Z theta when computed with the last update (large K)
+        self._eta = None
         self._pulled: np.ndarray | None = None  # the arms with a test, sorted, when kept (large K)
         # M^-1 with diag(Z M^-1 Z^T): no ridge, as in the paper; inverted once the initial phase spans
         self.state = RidgeState(self.Z, lambda0=0.0, refresh_every=self.refresh_every)
@@ -228,15 +247,14 @@ class GLGapE(Policy):
         self._mle_not_converged = 0
         self._sep_warnings = 0
         self._s_init = 0  # both set at the end of the initial phase
-        self._scale_fields: tuple = ()  # (kind, values) of the width scale, plain data for state_dict
+        self._scale_fields = ()
         self._next_calibration = np.inf
         self._checked_at = -1  # n_samples when the stopping rule was last evaluated
         self._pred_loss = 0.0  # "likelihood-ratio": the loss of the predictions made before each outcome
         self._lr_next_check = 0  # ... the sample count of its next stopping test, and the last MLE found
-        self._theta_mle: np.ndarray | None = None
+        self._theta_mle = None
         self._lr_checks = 0
-        # (sample count, arms...) when the likelihood-ratio test certified these arms on those outcomes
-        self._lr_certified: tuple[int, ...] = ()
+        self._lr_certified = ()
         self._plate = PlateDesign()
         self.diagnostics.update(E=self.E, d_eff=self.d_eff, calibration=calibration, rule=rule)
         if calibration == "likelihood-ratio":  # the index: rivals not yet ruled out at the last full test
