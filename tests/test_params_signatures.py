@@ -148,3 +148,14 @@ def test_the_workflow_check_names_the_close_matches_too():
 
     with pytest.raises(ValueError, match="cfg: GLGapE has no parameter 'deltaa'; did you mean 'delta'"):
         check(GLGapE, {"deltaa": 0.1}, "cfg")
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_the_saved_state_is_the_declared_fields(cls):
+    """state_dict saves what the class declares with run_state() (typed), no hand-kept list."""
+    assert not [k.__name__ for k in cls.__mro__ if k is not Policy and "_state_attrs" in k.__dict__]
+    declared_state = {n for k in cls.__mro__ for n in k.__dict__.get("__state__", ())}
+    annotated = {n for k in cls.__mro__ for n in k.__dict__.get("__annotations__", {})}
+    assert declared_state and declared_state <= annotated
+    policy = cls(X, rng=0, **_required(cls))
+    assert set(policy.state_dict()["algorithm_state"]) == declared_state  # each set up by _setup
