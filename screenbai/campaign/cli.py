@@ -226,9 +226,9 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from threadpoolctl import threadpool_limits
 
-    from .campaign import CampaignError, ReplayMismatch
-    from .results import ResultsError
-    from .store import CampaignFileError, file_error
+    from .lab.results import ResultsError
+    from .state.replay import ReplayMismatch
+    from .state.store import CampaignError, CampaignFileError, file_error
 
     try:
         # one BLAS thread: the matrices are small (d x d, K x d), and threads fighting over a busy
@@ -268,9 +268,10 @@ def run(args) -> int:
 
 
 def _init(args) -> int:
-    from .campaign import Campaign, check_settings
+    from .campaign import Campaign
     from .labcli import lab_settings, report_rejected, whole_plate_budget
     from .library import library_from_args
+    from .state.creation import check_settings
 
     check_settings(args.algorithm, parse_params(args.param), args.seed, args.outcome)  # before featurizing
     layout, readout = lab_settings(args)  # before featurizing too
@@ -299,7 +300,7 @@ def _init(args) -> int:
         say(f"plates: {layout.describe()}")
     if readout is not None:
         say(f"readout: {readout.label()}, {readout.rule()}; {readout.model(camp.binary, camp.algorithm)}")
-    from .status import prior_cost
+    from .views.status import prior_cost
 
     for line in prior_cost(camp):
         say(line)
@@ -308,8 +309,9 @@ def _init(args) -> int:
 
 
 def _next(args) -> int:
-    from .campaign import Campaign, CampaignError
-    from .plates import check_plate_path
+    from .campaign import Campaign
+    from .lab.plates import check_plate_path
+    from .state.store import CampaignError
 
     def out(plate_id):
         return Path(args.out) if args.out else Path(args.campaign).with_name(f"{plate_id}.csv")
@@ -389,7 +391,7 @@ def _repair(args) -> int:
 
 def _report(args) -> int:
     from .campaign import Campaign
-    from .report import write_report
+    from .views.page import write_report
 
     out = Path(args.out or f"{Path(args.campaign).with_suffix('')}_report")
     with Campaign.open(args.campaign) as camp:
