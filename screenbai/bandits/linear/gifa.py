@@ -240,7 +240,7 @@ class GIFA(Policy):
         rule = self.selection
         if rule == "greedy":
             st = self._ridge()
-            if st.keep_row and self.gaps.single_paired:  # large K: one pass, reused by the update
+            if st.source.large and self.gaps.single_paired:  # large K: one pass, reused by the update
                 return self.gaps.greedy_pair_arm(b, c, self.rng)
             known, self.gaps.Pxb = self.gaps.Pxb, None
             if known is not None and known[0] == b:  # P x_b is known from this round's Gram row
@@ -314,7 +314,7 @@ class GIFA(Policy):
             state = self._ridge()
             if arms.size == 1:
                 also = ahead = None
-                if state.keep_row:  # large K
+                if state.source.large:  # large K
                     also, ahead = self.gaps.sweep_ahead(lambda: self.threshold_factor(self.n_samples),
                                                         guess=product is None and self.selection == "greedy")
                 state.update(int(arms[0]), float(rewards[0]), also=also, on_block=ahead, product=product)

@@ -86,7 +86,7 @@ from screenbai.bandits.logistic.glgape_width import (
 )
 from screenbai.bandits.numerics.estimators import PlateDesign, RidgeState
 from screenbai.bandits.numerics.glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_into, logistic_mle
-from screenbai.bandits.numerics.linalg import block_bounds, project_if_deficient
+from screenbai.bandits.numerics.linalg import project_if_deficient
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, forecast_level, pair_stands, prediction_loss
 from screenbai.bandits.numerics.rules import L1Design, greedy_arm
 from screenbai.bandits.numerics.ties import BlockArgmax
@@ -295,7 +295,7 @@ class GLGapE(Policy):
         if self.calibration == "likelihood-ratio":  # predicted with the estimate from before these outcomes
             before = self.n_samples - arms.size
             self._pred_loss += prediction_loss(self.Z[arms] @ self.theta, rewards, before)
-        if self._phase == "adaptive" and arms.size == 1 and self.state.keep_row:
+        if self._phase == "adaptive" and arms.size == 1 and self.state.source.large:
             # large K: the fit needs only the counts, so fit first and let the rank-one update's
             # pass over Z also compute the next round's Z theta (one pass instead of two)
             a = int(arms[0])
@@ -599,12 +599,12 @@ class _RoundSweep:
         self.g = np.empty(0)  # row i of Z M^-1 Z^T, once the first block is seen
 
     def run(self) -> _RoundSweep:
-        for s, e in block_bounds(len(self.mu)):
+        for s, e in self.state.source.bounds():
             self(s, e)
         return self
 
     def __call__(self, s: int, e: int, eta_now=None) -> None:
-        large = self.state.keep_row  # faster operations, other round-off
+        large = self.state.source.large  # faster operations, other round-off
         if self.means:
             eta = eta_now if self.eta is True else self.eta
             mu_b = self.mu[s:e]

@@ -8,7 +8,6 @@ import numpy as np
 from scipy import sparse
 
 from screenbai.bandits.numerics.estimators import RidgeState
-from screenbai.bandits.numerics.linalg import in_blocks
 from screenbai.bandits.numerics.ties import BlockArgmax, argmax_random, argmin_random
 from screenbai.streams import quiet_native_output
 
@@ -21,14 +20,15 @@ def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator
     if Py is None:
         assert y is not None, "greedy_arm needs the direction y or P y"
         Py = state.P @ y
-    if not state.keep_row:
-        proj = state.X @ Py
-        for block, diag in in_blocks(proj, state.diag):
+    source = state.source
+    if not source.large:
+        proj = source.X @ Py
+        for block, diag in source.blocks(proj, state.diag):
             greedy_scores(block, diag)
         return argmax_random(proj, rng)
     # large K: the product too block by block, each block used (and its argmax found) while in cache
     proj, best = np.empty(state.K), BlockArgmax()
-    for block, diag, X_b in in_blocks(proj, state.diag, state.X):
+    for block, diag, X_b in source.blocks(proj, state.diag, rows=True):
         np.matmul(X_b, Py, out=block)
         greedy_scores(block, diag)
         best.add(block)
