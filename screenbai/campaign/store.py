@@ -36,7 +36,7 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.request import pathname2url
+from urllib.parse import quote
 
 import numpy as np
 
@@ -147,7 +147,13 @@ def readonly_error(path: str | Path, doing: str = "", detail: str = "") -> Campa
 
 
 def _uri(path: Path, **query: str) -> str:
-    return "file:" + pathname2url(str(path.resolve())) + "?" + "&".join(f"{k}={v}" for k, v in query.items())
+    if os.name == "posix":  # what urllib.request.pathname2url does there, without its 18 ms import
+        url = quote(str(path.resolve()))
+    else:
+        from urllib.request import pathname2url
+
+        url = pathname2url(str(path.resolve()))
+    return "file:" + url + "?" + "&".join(f"{k}={v}" for k, v in query.items())
 
 
 def connect(
