@@ -316,7 +316,7 @@ def _init(args) -> int:
 
 def _next(args) -> int:
     from .campaign import Campaign, CampaignError
-    from .plates import check_plate_path
+    from .plates import DEFAULT_PLATE_SIZE, check_plate_path
 
     def out(plate_id):
         return Path(args.out) if args.out else Path(args.campaign).with_name(f"{plate_id}.csv")
@@ -326,7 +326,7 @@ def _next(args) -> int:
         n_plates = camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
         check_plate_path(out(f"P{n_plates + 1:03d}"))  # before the plate is committed
         # the plate id is known once the plate is committed (another `next` may run at the same time)
-        size = args.plate_size if args.plate_size is not None or camp.layout is not None else 96
+        size = args.plate_size if args.plate_size is not None or camp.layout is not None else DEFAULT_PLATE_SIZE
         plate = camp.next_plate(size, force=args.force)
         try:
             plate = camp.write_plate(plate.plate_id, out(plate.plate_id))
