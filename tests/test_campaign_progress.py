@@ -94,3 +94,14 @@ def test_the_report_draws_one_point_per_results_file_and_the_forecast(tmp_path):
     assert svg.count('r="2.5"') >= 4 + 4  # tests and contention: a point per results file
     if st.forecast_plates is not None:
         assert f"about {st.forecast_plates:.0f} more plate(s)" in svg
+
+
+def test_a_simulation_can_skip_the_points_and_repair_fills_them(tmp_path):
+    path = tmp_path / "sim.campaign"
+    with new_campaign(path) as camp:
+        camp.keep_progress = False  # as backtest does
+        _run(camp, tmp_path, 3)
+        assert [p["in_contention"] for p in camp.progress_history()] == [None] * 3
+    Campaign.repair(path)
+    with Campaign.open(path) as camp:
+        assert all(p["in_contention"] is not None for p in camp.progress_history())

@@ -245,6 +245,11 @@ class Campaign:
             raise
         self._policy = None
         self._policy_step = 0  # the last plate/record step the in-memory policy has taken
+        #: keep the compounds in contention and the certified epsilon of every results file in the
+        #: history (the report's progress plot; the certificate costs 5-50 ms per file). Simulations of
+        #: many plates (backtest, benchmarks/change_study.py) turn it off: their rows hold NULL there,
+        #: which ``repair`` fills in
+        self.keep_progress = True
 
     def _load_compounds(self) -> None:
         rows = self._con.execute("SELECT arm, compound_id, smiles FROM compounds ORDER BY arm").fetchall()
@@ -892,7 +897,7 @@ class Campaign:
 
         res = policy.result()
         return (int(res.n_samples), [self.compound_ids[a] for a in res.recommendation], bool(policy.done),
-                *progress_point(self, policy, res, upto=step))
+                *(progress_point(self, policy, res, upto=step) if self.keep_progress else (None, None)))
 
     def _save_history(self, step: int, policy) -> None:
         n_tests, leaders, done, in_contention, certified = self._history_row(step, policy)
