@@ -38,7 +38,7 @@ from error_rates import DOCS, upper_bound  # noqa: E402  (the Clopper-Pearson bo
 
 from screenbai.bandits.sim.instances import kw_synthetic  # noqa: E402
 from screenbai.campaign import Campaign, Library  # noqa: E402
-from screenbai.campaign.changes import add_compounds, withdraw  # noqa: E402
+from screenbai.campaign.state.changes import add_compounds, withdraw  # noqa: E402
 from screenbai.report import markdown_table, write_generated_block  # noqa: E402
 
 EPSILON, DELTA, PLATE, CAP = 0.1, 0.1, 20, 40_000

@@ -7,9 +7,10 @@ import sqlite3
 
 from campaign_util import Assay, new_campaign, write_results
 
-from screenbai.campaign import Campaign, store
-from screenbai.campaign.report import write_report
-from screenbai.campaign.status import progress_point
+from screenbai.campaign import Campaign
+from screenbai.campaign.state import store
+from screenbai.campaign.views.page import write_report
+from screenbai.campaign.views.status import progress_point
 
 
 def _run(camp: Campaign, tmp_path, plates: int, size: int = 8) -> None:

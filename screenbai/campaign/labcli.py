@@ -8,8 +8,8 @@ import math
 from pathlib import Path
 
 from ..streams import say
-from .assay import Readout
-from .layout import PlateLayout
+from .lab.assay import Readout
+from .lab.layout import PlateLayout
 
 #: rejected input rows printed by ``init`` (all are written to the CSV)
 SHOWN_REJECTED = 20
@@ -57,7 +57,7 @@ def whole_plate_budget(algorithm: str, params: dict, K: int, layout: PlateLayout
     from screenbai.bandits.core.params import declared
     from screenbai.bandits.core.registry import get
 
-    from .plates import DEFAULT_PLATE_SIZE
+    from .lab.plates import DEFAULT_PLATE_SIZE
 
     entry = get(algorithm)
     if not issubclass(entry.cls, GSE) or "budget" not in params or (layout is None and K < DEFAULT_PLATE_SIZE):
@@ -109,7 +109,7 @@ def _beside(campaign, suffix: str) -> Path:
 # ------------------------------------------------------------------------------------ commands
 def _add(args) -> int:
     from .campaign import Campaign
-    from .changes import add_compounds, guarantee_after_change, read_new_compounds
+    from .state.changes import add_compounds, guarantee_after_change, read_new_compounds
 
     with Campaign.open(args.campaign) as camp:
         kept, rejected = read_new_compounds(
@@ -135,7 +135,7 @@ def _add(args) -> int:
 
 def _withdraw(args) -> int:
     from .campaign import Campaign
-    from .changes import guarantee_after_change, withdraw
+    from .state.changes import guarantee_after_change, withdraw
 
     with Campaign.open(args.campaign) as camp:
         withdraw(camp, args.compound_id, args.reason)
@@ -149,7 +149,7 @@ def _withdraw(args) -> int:
 
 def _format(args) -> int:
     from .campaign import Campaign
-    from .changes import set_layout
+    from .state.changes import set_layout
 
     layout = layout_from_args(args)
     assert layout is not None  # format's --plate-format has a default
@@ -162,7 +162,7 @@ def _format(args) -> int:
 
 def _export(args) -> int:
     from .campaign import Campaign
-    from .export import export
+    from .views.export import export
 
     with Campaign.open(args.campaign) as camp:
         out = Path(args.out) if args.out else Path(args.campaign).parent

@@ -69,7 +69,7 @@ def file_sha256(path: Path) -> str:
 
 
 def _detect_kind(path: Path) -> str:
-    from screenbai.chem.acquire import is_chembl_export
+    from screenbai.chem.tables import is_chembl_export
 
     if path.suffix.lower() == ".parquet":
         return "featurized"
@@ -83,7 +83,7 @@ def _read_rows(path: Path, kind: str, id_column: str | None, smiles_column: str 
     """Input rows as a frame: source_row (the line in the file, or the SDF record), compound_id, input_smiles."""
     import pandas as pd
 
-    from screenbai.chem.acquire import read_chembl_export, read_structure_table
+    from screenbai.chem.tables import read_chembl_export, read_structure_table
 
     if kind == "chembl-export":
         raw = read_chembl_export(path)

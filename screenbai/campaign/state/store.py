@@ -22,10 +22,11 @@ history    after every record: tests, leader, finished, compounds still in conte
            made before they were kept, see ``ensure_progress_columns``).
 
 The policy is never stored as such: it is rebuilt by replaying the ``plate`` and ``record``
-events in step order (see :mod:`screenbai.campaign.campaign`).
+events in step order (see :mod:`screenbai.campaign.state.replay`).
 
 Errors of the file itself (missing, not a campaign, damaged, read-only, disk full) raise
-a :class:`CampaignFileError` whose message names the file, the cause and what to do.
+a :class:`CampaignFileError` whose message names the file, the cause and what to do; an action the
+campaign's state does not allow raises a :class:`CampaignError`.
 """
 
 from __future__ import annotations
@@ -73,6 +74,10 @@ CREATE TABLE history (step INTEGER PRIMARY KEY, n_tests INTEGER NOT NULL, leader
 
 #: columns of ``history`` added after schema 2 was fixed (nullable: files made before have no values)
 PROGRESS_COLUMNS = ("in_contention INTEGER", "certified_epsilon REAL")
+
+
+class CampaignError(RuntimeError):
+    """An action that the campaign's state does not allow (nothing to propose, finished, ...)."""
 
 
 class CampaignFileError(RuntimeError):
