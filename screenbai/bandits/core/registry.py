@@ -113,6 +113,9 @@ def name_of(policy) -> str:
 
 
 def make_policy(name: str, features, **params):
+    """The policy registered as ``name`` for these features: its class with the name's defaults and
+    ``params`` (an unknown name gets the close matches; the class's constructor refuses an unknown
+    parameter or a bad value, naming it and the valid ones, and renames old names with a warning)."""
     entry = get(name)
     kwargs = {**entry.defaults, **params}
     return entry.cls(features, **kwargs)
