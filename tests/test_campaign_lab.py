@@ -394,6 +394,35 @@ def test_gse_stages_fill_whole_plates(tmp_path, capsys):
     camp.close()
 
 
+def test_gse_stages_fill_whole_default_plates_without_a_plate_format(tmp_path, capsys):
+    from screenbai.campaign import CampaignError
+    from screenbai.campaign.lab.plates import DEFAULT_PLATE_SIZE
+    from screenbai.campaign.labcli import whole_plate_budget
+
+    K = 200
+    lib = synthetic_library(K=K, d=3)
+    params = whole_plate_budget("gse-log", {"budget": 1000}, K, None)
+    # ceil(log2 200) = 8 stages of 125 tests would leave a partial plate of 29 each: 2 plates of 96 each
+    assert params["budget"] == 8 * 2 * DEFAULT_PLATE_SIZE
+    assert "each of gse-log's 8 stages is then 2 whole plate(s) of 96 wells" in capsys.readouterr().out
+    assert whole_plate_budget("gse-log", {"budget": 1000}, 30, None) == {"budget": 1000}  # no default plate
+    camp = Campaign.create(tmp_path / "g.campaign", lib, "gse-log", params, seed=1)
+    assay = Assay(lib.features, seed=2)
+    sizes = []
+    for stage in range(3):
+        stage_plates = []
+        while True:
+            try:
+                stage_plates.append(camp.next_plate(DEFAULT_PLATE_SIZE))  # what `next` asks without --plate-size
+            except CampaignError:
+                break
+        for k, p in enumerate(stage_plates):
+            camp.record(_results(tmp_path, p, assay(p.arms), f"s{stage}_{k}"))
+        sizes.append([len(p) for p in stage_plates])
+    assert sizes == [[96, 96]] * 3
+    camp.close()
+
+
 def test_init_prints_the_rejected_rows_and_writes_them_beside_the_campaign(tmp_path, capsys, monkeypatch):
     from screenbai.cli import main
 

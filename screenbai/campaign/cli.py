@@ -310,7 +310,7 @@ def _init(args) -> int:
 
 def _next(args) -> int:
     from .campaign import Campaign
-    from .lab.plates import check_plate_path
+    from .lab.plates import DEFAULT_PLATE_SIZE, check_plate_path
     from .state.store import CampaignError
 
     def out(plate_id):
@@ -321,7 +321,7 @@ def _next(args) -> int:
         n_plates = camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
         check_plate_path(out(f"P{n_plates + 1:03d}"))  # before the plate is committed
         # the plate id is known once the plate is committed (another `next` may run at the same time)
-        size = args.plate_size if args.plate_size is not None or camp.layout is not None else 96
+        size = args.plate_size if args.plate_size is not None or camp.layout is not None else DEFAULT_PLATE_SIZE
         plate = camp.next_plate(size, force=args.force)
         try:
             plate = camp.write_plate(plate.plate_id, out(plate.plate_id))

@@ -43,12 +43,12 @@ before its design is fixed.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from screenbai.bandits.certainty.complexity import characteristic_time
-from screenbai.bandits.core.params import DELTA, EPSILON, SIGMA, Interval, M, Param, resolve
+from screenbai.bandits.core.params import DELTA, EPSILON, SIGMA, Interval, M, param, run_state
 from screenbai.bandits.core.policy import Policy
 from screenbai.bandits.core.registry import noise_scale, register
 from screenbai.bandits.numerics.design import round_design
@@ -63,7 +63,7 @@ _GREEDY_DIRECTIONS = 64
 #: the greedy block design is used while K |directions| d n_max stays below this (else the rounded plug-in allocation)
 _GREEDY_WORK = 5e7
 
-GROWTH = Param(
+GROWTH = param(
     0.1,
     Interval(0.0, None, open=("low",)),
     "largest block, as a fraction of the tests so far (the forecast sets the size below it)",
@@ -148,18 +148,21 @@ class LinearTrackAndStop(Policy):
 
     name = "lin-tas"
     model = "linear"
-    parameters: ClassVar[dict[str, Param]] = {
-        "m": M,
-        "delta": DELTA,
-        "epsilon": EPSILON,
-        "sigma": SIGMA,
-        "growth": GROWTH,
-    }
-    _state_attrs: ClassVar[tuple[str, ...]] = ("evidence", "_open", "_n_opened", "_last_size", "_answer")
+    m: int = M
+    delta: float = DELTA
+    epsilon: float = EPSILON
+    sigma: float = SIGMA
+    growth: float = GROWTH
+    # the run's state
+    evidence: BlockEvidence = run_state()
+    #: open blocks (handed out, not all outcomes in): planned and recorded counts, outcome sums per arm
+    _open: list[dict[str, np.ndarray]] = run_state()
+    _n_opened: int = run_state()
+    _last_size: int = run_state()
+    _answer: np.ndarray | None = run_state()
 
-    def __init__(self, features, **params):
-        p = resolve(type(self), params)
-        super().__init__(features, m=p.m, rng=p.rng, max_samples=p.max_samples)
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.delta, self.epsilon, self.sigma, self.growth = p.delta, p.epsilon, p.sigma, p.growth
         self.Z = np.ascontiguousarray(project_if_deficient(self.X)[0])
         self.d_eff = self.Z.shape[1]
@@ -167,10 +170,10 @@ class LinearTrackAndStop(Policy):
         self.evidence = BlockEvidence(self.Z, self.sigma, self.epsilon, self.log_level, self.m)
         self._spanner = spanning_arms(self.Z, pivot_order=True)
         # open blocks (handed out, not all outcomes in): planned and recorded counts, outcome sums per arm
-        self._open: list[dict[str, np.ndarray]] = []
+        self._open = []
         self._n_opened = 0
         self._last_size = 0
-        self._answer: np.ndarray | None = None
+        self._answer = None
         self.diagnostics.update(blocks=0, threshold=self.log_level)
 
     @classmethod

@@ -39,12 +39,11 @@ log(1/delta) + (d - 1)/2 at any d.
 from __future__ import annotations
 
 import math
-from typing import ClassVar
 
 import numpy as np
 from scipy.special import expit
 
-from screenbai.bandits.core.params import DELTA, EPSILON, LAMBDA_REG, M, Param
+from screenbai.bandits.core.params import LAMBDA_REG, like, pinned, run_state
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, forecast_level, nll, pair_stands, prediction_loss
@@ -78,26 +77,26 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     name = "log-tas"
     model = "logistic"
     binary_rewards = True
-    parameters: ClassVar[dict[str, Param]] = {
-        "m": M,
-        "delta": DELTA,
-        "epsilon": EPSILON,
-        "growth": GROWTH,
-        "lambda_reg": LAMBDA_REG,
-    }
-    fixed: ClassVar[dict] = {"sigma": 0.5}
+    sigma: float = pinned(0.5)
     #: small blocks: each block's outcomes are predicted with the estimate from before it (P_t)
-    defaults: ClassVar[dict] = {"growth": 0.1}
-    _state_attrs: ClassVar[tuple[str, ...]] = ("_pred_loss", "_theta_pred", "_theta_mle", "_n_closed", "_plan",
-                                                "_next_check", "_windows")
+    growth: float = like(GROWTH, default=0.1)
+    lambda_reg: float = LAMBDA_REG
 
-    def __init__(self, features, **params):
-        lam = params.pop("lambda_reg", LAMBDA_REG.default)
-        super().__init__(features, **params)
-        self.lambda_reg = LAMBDA_REG.validate(type(self).__name__, "lambda_reg", lam)
+    # the run's state
+    _pred_loss: float = run_state()  # P_t: the loss of the predictions made before each block
+    _theta_pred: np.ndarray = run_state()  # the estimate that predicts the next block's outcomes
+    _theta_mle: np.ndarray | None = run_state()
+    _n_closed: int = run_state()
+    _plan: np.ndarray = run_state()  # the rest of the current block, handed out one test at a time
+    _next_check: int = run_state()  # the sample count of the next likelihood-ratio test
+    _windows: LRWindows = run_state()  # the set restarted late (lr_windows)
+
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
+        self.lambda_reg = p.lambda_reg
         self._pred_loss = 0.0
         self._theta_pred = np.zeros(self.d_eff)
-        self._theta_mle: np.ndarray | None = None
+        self._theta_mle = None
         self._n_closed = 0
         self._plan = np.empty(0, dtype=np.int64)
         self._next_check = 0  # the rest of the current block, handed out one test at a time

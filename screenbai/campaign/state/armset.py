@@ -15,7 +15,8 @@ likelihood-ratio bounds, [KW] eq. 3-4, [RKD21] Prop. 1) hold simultaneously for 
 tests and for any order of tests chosen from past outcomes (the tests form an adapted sequence);
 the outcomes recorded before the change were chosen that way, so the restarted algorithm's
 stopping rule, with its union bound over the new number of compounds, errs with probability at
-most delta.  Fixed-budget algorithms (GSE) plan their stages for a fixed set of arms: a change is
+most delta (measured by benchmarks/change_study.py: docs/error_rates.md, "After a change").
+Fixed-budget algorithms (GSE) plan their stages for a fixed set of arms: a change is
 refused for them.
 """
 

@@ -200,7 +200,9 @@ def guarantee_after_change(camp) -> str:
     return (
         "the error guarantee still holds for the new set of compounds (its confidence bounds are valid for any "
         "order of tests, so the outcomes recorded before count in full; its union bound now counts the new number "
-        "of compounds); the first plate after the change may repeat the algorithm's initial design"
+        "of compounds); measured for GLGapE: no wrong answer in 200 simulated campaigns with a compound added and "
+        "the best one withdrawn at delta 0.1, an error rate of at most 1.5% with 95% confidence (docs/error_rates.md, "
+        "'After a change'); the first plate after the change may repeat the algorithm's initial design"
     )
 
 

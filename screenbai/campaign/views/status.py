@@ -330,19 +330,9 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
     from .explain import rule_of
 
     active = getattr(policy, "arm_set", np.arange(camp.K))
-    leader = res.recommendation[0] if res.recommendation else None
-    in_contention = None
-    if leader is not None and int(n.sum()) > 0:
-        reach = hi[active] >= lo[leader]
-        in_contention = int(reach.sum())
-    cert = None
-    certificate = getattr(policy, "certificate", None)
-    if callable(certificate):
-        c = certificate()
-        if c is not None:
-            cert = c.to_dict(camp.compound_ids)
-    worst = None if cert is None else cert.get("worst")
-    certified = None if cert is None else (math.inf if worst is None else float(worst))
+    in_contention = _in_contention(camp, policy, res, n, lo, hi)
+    cert = _certificate(camp, policy)
+    certified = _certified(cert)
     forecast = _forecast(camp, policy)
     obs = camp.observations()
     idx = np.asarray(active)
@@ -396,6 +386,40 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "changes": change_lines(camp),
         "rule": rule_of(camp.algorithm),
     }
+
+
+def _in_contention(camp, policy, res, n, lo, hi) -> int | None:
+    """Compounds whose model interval [lo, hi] still reaches the leader's (hi >= the leader's lo),
+    among the active ones; None before any test."""
+    if not res.recommendation or int(n.sum()) == 0:
+        return None
+    active = getattr(policy, "arm_set", np.arange(camp.K))
+    return int((hi[active] >= lo[res.recommendation[0]]).sum())
+
+
+def _certificate(camp, policy) -> dict | None:
+    certificate = getattr(policy, "certificate", None)
+    c = certificate() if callable(certificate) else None
+    return None if c is None else c.to_dict(camp.compound_ids)
+
+
+def _certified(cert: dict | None) -> float | None:
+    """The certified epsilon of a certificate (inf: none of the answer certified yet; None: no certificate)."""
+    if cert is None:
+        return None
+    return math.inf if cert.get("worst") is None else float(cert["worst"])
+
+
+def progress_point(camp, policy, res, upto: int | None = None) -> tuple[int | None, float | None]:
+    """(compounds in contention, certified epsilon) from the outcomes of the results files recorded up
+    to log step ``upto`` and ``policy`` after them (``res``: its ``result()``): the two curves of the
+    report's progress plot, kept per results file in the history (as ``status`` computes them)."""
+    n, s, s2, _ = camp.observations(upto)
+    in_contention = None
+    if int(n.sum()) > 0:
+        _, lo, hi = model_estimates(camp.features, n, s, s2, binary=camp.binary)
+        in_contention = _in_contention(camp, policy, res, n, lo, hi)
+    return in_contention, _certified(_certificate(camp, policy))
 
 
 def _pooled(groups) -> tuple[float, int]:
