@@ -65,12 +65,22 @@ pair held). Nothing is computed per test.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import Any
 
 import numpy as np
 
 from screenbai.bandits.certainty.complexity import xy_design
-from screenbai.bandits.core.params import DELTA, EPSILON, NONNEGATIVE, POSITIVE, POSITIVE_INT, SIGMA, M, Param, resolve
+from screenbai.bandits.core.params import (
+    DELTA,
+    EPSILON,
+    NONNEGATIVE,
+    POSITIVE,
+    POSITIVE_INT,
+    SIGMA,
+    M,
+    param,
+    run_state,
+)
 from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.core.registry import noise_scale, register
 from screenbai.bandits.numerics.design import frank_wolfe, round_design
@@ -114,38 +124,42 @@ class RAGE(Policy):
     """
 
     name = "rage"
-    parameters: ClassVar[dict[str, Param]] = {
-        "m": M,
-        "delta": DELTA,
-        "epsilon": EPSILON,
-        "sigma": SIGMA,
-        "eps_round": Param(0.1, NONNEGATIVE,
-                           "rounding slack: a phase has 1 + eps_round times the tests its width needs"),
-        "width0": Param(0.25, POSITIVE, "target width of the first phase (halved each phase; Fiez et al.: 1/4)"),
-        "plate_size": Param(None, POSITIVE_INT,
-                            "round each phase up to whole plates of this many tests (None: no plates)", none=True),
-    }
-    _state_attrs: ClassVar[tuple[str, ...]] = (
-        "phase", "active", "accepted", "planned", "phase_counts", "phase_sums", "_last", "_answer",
-    )
+    m: int = M
+    delta: float = DELTA
+    epsilon: float = EPSILON
+    sigma: float = SIGMA
+    eps_round: float = param(0.1, NONNEGATIVE,
+                             "rounding slack: a phase has 1 + eps_round times the tests its width needs")
+    width0: float = param(0.25, POSITIVE, "target width of the first phase (halved each phase; Fiez et al.: 1/4)")
+    plate_size: int | None = param(None, POSITIVE_INT,
+                                   "round each phase up to whole plates of this many tests (None: no plates)",
+                                   none=True)
+    # the run's state
+    phase: int = run_state()
+    #: S_r, the undecided arms, and Acc, the arms accepted into the answer
+    active: np.ndarray = run_state()
+    accepted: np.ndarray = run_state()
+    #: the open phase's design and its outcomes so far (per-arm counts and sums)
+    planned: np.ndarray = run_state()
+    phase_counts: np.ndarray = run_state()
+    phase_sums: np.ndarray = run_state()
+    #: the last closed phase: {"theta", "P", "level", "phase"} (what the decisions and the certificate use)
+    _last: dict[str, Any] | None = run_state()
+    _answer: np.ndarray | None = run_state()
 
-    def __init__(self, features, **params):
-        p = resolve(type(self), params)
-        super().__init__(features, m=p.m, rng=p.rng, max_samples=p.max_samples)
-        self.delta, self.epsilon, self.sigma = p.delta, p.epsilon, p.sigma
-        self.eps_round, self.width0, self.plate_size = p.eps_round, p.width0, p.plate_size
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.Z = np.ascontiguousarray(project_if_deficient(self.X)[0])
         self.d_eff = self.Z.shape[1]
         self._spanner = spanning_arms(self.Z)
         self.phase = 0
-        self.active = np.arange(self.K, dtype=np.int64)  # S_r: undecided arms
-        self.accepted = np.zeros(0, dtype=np.int64)  # Acc
-        self.planned = np.zeros(self.K, dtype=np.int64)  # the open phase's design (per-arm counts)
+        self.active = np.arange(self.K, dtype=np.int64)
+        self.accepted = np.zeros(0, dtype=np.int64)
+        self.planned = np.zeros(self.K, dtype=np.int64)
         self.phase_counts = np.zeros(self.K, dtype=np.int64)
         self.phase_sums = np.zeros(self.K)
-        # the last closed phase: {"theta", "P", "level", "phase"} (what the decisions and the certificate use)
-        self._last: dict[str, Any] | None = None
-        self._answer: np.ndarray | None = None
+        self._last = None
+        self._answer = None
         self.diagnostics.update(phases=0, phase_sizes=[], rho=[], active_sizes=[])
 
     @classmethod
