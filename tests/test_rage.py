@@ -244,3 +244,26 @@ def test_a_campaign_runs_rage_to_its_stop_and_certifies_the_answer(tmp_path):
     leader = camp.compound_ids.index(st.recommendation[0].compound_id)
     assert assay.means.max() - assay.means[leader] <= 0.3
     camp.close()
+
+
+def test_many_directions_use_the_g_optimal_design_and_blockwise_norms(monkeypatch):
+    """Above MAX_PAIRS directions the design is the G-optimal design of S's arms: its max ||y||^2 is at
+    least the XY design's and at most 4 d (Kiefer-Wolfowitz: each ||z||^2 <= d), computed in row blocks
+    equal to the brute force; the run still stops with the best arm."""
+    import screenbai.bandits.linear.rage as rage_mod
+
+    rng = np.random.default_rng(1)
+    X = rng.uniform(-1, 1, (40, 3))
+    p = make_policy("rage", X, rng=0)
+    S = np.arange(40)
+    _, rho_xy = p.design(S)
+    monkeypatch.setattr(rage_mod, "MAX_PAIRS", 10)
+    monkeypatch.setattr(rage_mod, "_ROWS", 7)
+    w, rho_g = p.design(S)
+    assert rho_xy * (1 - 2e-3) <= rho_g <= 4 * 3 * (1 + 1e-2)
+    P = np.linalg.inv((X.T * w) @ X)
+    D = X[:, None, :] - X[None, :, :]
+    assert rage_mod.max_pair_norm(X, P) == pytest.approx(float(np.einsum("ijk,kl,ijl->ij", D, P, D).max()))
+    inst = _inst(X, [1.0, -0.5, 0.3], sigma=0.5)
+    r = _run(policy_for_instance("rage", inst, rng=0, width0=2.0), inst, 0)
+    assert r.stopped and r.recommendation[0] == int(np.argmax(inst.means))
