@@ -267,3 +267,19 @@ def test_many_directions_use_the_g_optimal_design_and_blockwise_norms(monkeypatc
     inst = _inst(X, [1.0, -0.5, 0.3], sigma=0.5)
     r = _run(policy_for_instance("rage", inst, rng=0, width0=2.0), inst, 0)
     assert r.stopped and r.recommendation[0] == int(np.argmax(inst.means))
+
+
+@pytest.mark.slow
+def test_top_m_epsilon_error_rate_at_most_delta():
+    """Réda's K = 4, m = 2 instance with epsilon = 0.05, delta = 0.1, 200 runs: the answer is
+    (epsilon, m)-correct (every arm of it within epsilon of every arm outside) in all but a fraction whose
+    one-sided 95 % upper bound is at most delta (0 errors measured)."""
+    inst = reda_classic(K=4, m=2)
+    mu = inst.means
+    errs = 0
+    for seed in range(200):
+        p = policy_for_instance("rage", inst, rng=seed, m=2, epsilon=0.05, delta=0.1)
+        ans = list(_run(p, inst, 70_000 + seed).recommendation)
+        out = [k for k in range(4) if k not in ans]
+        errs += bool(max(mu[out]) - min(mu[ans]) > 0.05)
+    assert float(beta_dist.ppf(0.95, errs + 1, 200 - errs)) <= 0.1
