@@ -335,6 +335,14 @@ class RAGE(Policy):
         return (4.0 / 3.0) * (self.level(r, max(self.active.size, 2)) + math.log(self.delta / delta))
 
     def _diagnostics(self) -> dict[str, Any]:
+        """The diagnostics, with the stopping statistic as a campaign's status reads it: ``stat``, the
+        largest certified epsilon of the answer after the last phase (it stops at <= epsilon; nan before
+        the first phase's outcomes are all in)."""
         out = dict(self.diagnostics)
         out["active"] = int(self.active.size)
+        if self._answer is None:
+            eps = self._certified(self._answer_now(np.random.default_rng(self.phase)))
+            out["stat"] = math.nan if eps is None else float(eps.max(initial=0.0))
+            out["stat_fires_at"] = self.epsilon
+            out["stat_name"] = "the certified epsilon of its answer after the last phase is"
         return out
