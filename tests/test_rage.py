@@ -283,3 +283,16 @@ def test_top_m_epsilon_error_rate_at_most_delta():
         out = [k for k in range(4) if k not in ans]
         errs += bool(max(mu[out]) - min(mu[ans]) > 0.05)
     assert float(beta_dist.ppf(0.95, errs + 1, 200 - errs)) <= 0.1
+
+
+def test_the_stopping_statistic_is_reported_between_phases():
+    """Cut after phase 1 of the two-arm case with gap 0.2 (undecided there): diagnostics carry the
+    stopping statistic (the answer's certified epsilon, about the width 0.238 - 0.2) and where it fires."""
+    X = np.eye(2)
+    p = make_policy("rage", X, delta=0.1, rng=0, max_samples=493)
+    assert math.isnan(p.result().diagnostics["stat"])  # before the first phase's outcomes
+    r = _run(p, _noiseless(X, [0.2, 0.0]), 0)
+    assert not r.stopped and r.diagnostics["phases"] == 2
+    width = math.sqrt(2 * _level(1, 2, 0.1) * (1 / r.pulls[0] + 1 / r.pulls[1]))
+    assert r.diagnostics["stat"] == pytest.approx(0.0 - 0.2 + width, abs=0.01)
+    assert r.diagnostics["stat_fires_at"] == 0.0
