@@ -203,11 +203,13 @@ def _state(camp):
     return n.tolist(), s.tolist(), failed, camp.open_wells(), camp.policy.result().recommendation
 
 
-def test_added_and_withdrawn_compounds_are_replayed_from_the_log(tmp_path):
+# glgape, and the defaults of `campaign init` for 0/1 and continuous outcomes
+@pytest.mark.parametrize("algorithm", ["glgape", "log-tas", "lin-tas"])
+def test_added_and_withdrawn_compounds_are_replayed_from_the_log(tmp_path, algorithm):
     lib = synthetic_library(K=30, d=3)
     rng = np.random.default_rng(7)
     extra_X = np.hstack([rng.normal(size=(3, 3)), np.ones((3, 1))])
-    camp = Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=3)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, algorithm, {"epsilon": 0.1}, seed=3)
     assay = Assay(np.vstack([lib.features, extra_X]), seed=1)
     for k in range(3):
         plate = camp.next_plate(24)

@@ -1,6 +1,6 @@
 """The ``Campaign`` object: a real screen, plate by plate, kept in one SQLite file.
 
-    camp = Campaign.create("cdk2.campaign", import_library("export.csv.gz"), "glgape",
+    camp = Campaign.create("cdk2.campaign", import_library("export.csv.gz"), "log-tas",
                            {"epsilon": 0.1, "delta": 0.05}, seed=1)
     plate = camp.next_plate(96, "P001.csv")     # the lab tests these wells
     camp.record("P001_results.csv")             # validated first; all or nothing
@@ -48,6 +48,17 @@ from .plates import FORMATS, check_plate_path, well_names, write_plate_file
 from .results import Outcome, WellInfo, read_results
 
 OUTCOMES = ("binary", "continuous")
+#: the algorithm a campaign runs when none is named, per outcome kind: the delta-correct setting with the
+#: fewest tests measured (docs/lower_bound.md: block Track-and-Stop, logistic for 0/1 outcomes, linear
+#: for a continuous readout, whose guarantee then needs the readout's noise scale --param sigma)
+DEFAULT_ALGORITHM = {"binary": "log-tas", "continuous": "lin-tas"}
+
+
+def default_algorithm(outcome: str) -> str:
+    """The algorithm of :data:`DEFAULT_ALGORITHM` for an outcome kind (binary or continuous)."""
+    if outcome not in DEFAULT_ALGORITHM:
+        raise ValueError(f"outcome must be one of {OUTCOMES}; got {outcome!r}")
+    return DEFAULT_ALGORITHM[outcome]
 #: the log events that replay follows: plates proposed, results recorded, changes of the compound set
 REPLAYED = "('plate', 'record', 'add', 'withdraw')"
 
