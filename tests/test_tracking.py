@@ -299,10 +299,10 @@ def test_log_tas_absorbs_a_campaigns_past_in_chunks_and_goes_on():
     """Outcomes told at once after a change of the compounds count in the likelihood-ratio set, predicted
     chunk by chunk: the set's level grows by a regret of order d log n, not by n log 2 (one prediction for
     all); then the policy designs its own blocks and stops with an epsilon-good arm."""
+    from scipy.special import expit
+
     from screenbai.bandits.numerics.glm import logistic_mle
     from screenbai.bandits.numerics.lr_set import nll, prediction_loss
-
-    from scipy.special import expit
 
     X = np.random.default_rng(3).uniform(-1, 1, size=(40, 3))
     theta = np.array([3.0, -2.0, 1.0])  # cure rates from about 0.01 to 0.99: far from the prior's 1/2
