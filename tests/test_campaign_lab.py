@@ -15,9 +15,9 @@ import pytest
 from campaign_util import Assay, synthetic_library
 
 from screenbai.campaign import Campaign
-from screenbai.campaign.assay import ControlsFailed, Readout, z_prime
-from screenbai.campaign.changes import add_compounds, set_layout, withdraw
-from screenbai.campaign.layout import PlateLayout, parse_format
+from screenbai.campaign.lab.assay import ControlsFailed, Readout, z_prime
+from screenbai.campaign.lab.layout import PlateLayout, parse_format
+from screenbai.campaign.state.changes import add_compounds, set_layout, withdraw
 
 
 # ------------------------------------------------------------------------------------- layouts
@@ -390,7 +390,7 @@ def test_backtest_draws_each_test_with_noise_and_honours_the_library(tmp_path):
 
 # ---------------------------------------------------------------------------- GSE, init's messages
 def test_gse_stages_fill_whole_plates(tmp_path, capsys):
-    from screenbai.campaign.campaign import CampaignError
+    from screenbai.campaign import CampaignError
     from screenbai.campaign.labcli import whole_plate_budget
 
     lib = synthetic_library(K=30, d=3)
@@ -500,8 +500,8 @@ def test_repair_after_a_change_keeps_the_new_base(tmp_path):
 def test_new_compounds_are_featurized_as_the_library_was(tmp_path):
     """The projection on the library's stored principal components gives a library compound its own
     stored features back: a new compound lands in the same feature space."""
-    from screenbai.campaign.changes import featurize_new
     from screenbai.campaign.library import import_library
+    from screenbai.campaign.state.changes import featurize_new
 
     lib = import_library(_lab_library(tmp_path, n=20), id_column="name", smiles_column="smiles", d=3)
     camp = Campaign.create(tmp_path / "c.campaign", lib, "m-lingape", {"epsilon": 0.1}, seed=1)
@@ -515,7 +515,7 @@ def test_a_file_without_the_lab_tables_is_read_as_one_without_controls(tmp_path)
     empty temporary ones of the connection (status works); opened writable, they are added to the file."""
     import sqlite3
 
-    from screenbai.campaign.assay import ensure_schema
+    from screenbai.campaign.lab.assay import ensure_schema
 
     camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=10, d=2), "glgape", {}, seed=1)
     camp.close()

@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 from campaign_util import Assay, new_campaign, synthetic_library, write_results
 
-from screenbai.campaign import Campaign, ResultsError, store
+from screenbai.campaign import Campaign, ResultsError
 from screenbai.campaign import campaign as C
+from screenbai.campaign.state import creation, store
 from screenbai.cli import main
 
 
@@ -147,11 +148,11 @@ def _killed_create(path, lib, point: tuple[str, int]) -> int:
 
                 store.connect = traced
             elif kind == "fsync":
-                C._fsync = die
+                creation._fsync = die
             elif kind == "link":
-                C.os.link = die
+                creation.os.link = die
             elif kind == "unlink":  # the file is in place, its temporary name not yet removed
-                C.os.unlink = die
+                creation.os.unlink = die
             Campaign.create(path, lib, "glgape", {"epsilon": 0.1}, seed=1).close()
         finally:
             os._exit(0)

@@ -147,7 +147,7 @@ def test_the_kept_gram_row_follows_the_updates():
 
 
 def test_block_argmax_matches_argmax_random_with_ties_across_blocks():
-    from screenbai.bandits.core.ties import BlockArgmax, argmax_random
+    from screenbai.bandits.numerics.ties import BlockArgmax, argmax_random
 
     rng = np.random.default_rng(8)
     for values in (rng.standard_normal(1000), np.repeat(rng.integers(0, 5, size=50).astype(float), 20)):
@@ -220,7 +220,7 @@ def test_large_K_passes_make_the_same_choices_as_the_plain_round(monkeypatch, na
 
 
 def test_glgape_at_large_K_continues_exactly_after_save_and_load(tmp_path):
-    from screenbai.bandits.core.policy import load_policy, save_policy
+    from screenbai.bandits.core.persistence import load_policy, save_policy
     from screenbai.bandits.numerics.estimators import KEEP_ROW_MIN_K
 
     rng = np.random.default_rng(11)
@@ -273,7 +273,7 @@ def test_m_lingape_plates_at_large_K_choose_as_the_plain_round(monkeypatch):
 def test_m_lingape_at_large_K_continues_exactly_after_save_and_load(tmp_path):
     """A restored m-LinGapE has none of the values guessed ahead (the greedy rule's product, the
     update's scores for the last pair, the next upper bounds): it recomputes them, with the same bits."""
-    from screenbai.bandits.core.policy import load_policy, save_policy
+    from screenbai.bandits.core.persistence import load_policy, save_policy
     from screenbai.bandits.numerics.estimators import KEEP_ROW_MIN_K
 
     rng = np.random.default_rng(13)

@@ -18,6 +18,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from ..cliargs import HelpFormatter, parse_params
 from ..streams import results, say
 
 
@@ -223,31 +224,23 @@ def add_parser(sub) -> None:
         required=True,
         help="output folder for the table and figure (named: nothing lands in the current folder by surprise)",
     )
-    from ..cli import HelpFormatter
-
     for parser in (camp, *cs.choices.values()):  # every option's default in --help, once
         parser.formatter_class = HelpFormatter
-
-
-def _params(pairs):
-    from screenbai.cli import _params as parse
-
-    return parse(pairs)
 
 
 def run(args) -> int:
     from threadpoolctl import threadpool_limits
 
-    from .campaign import CampaignError, ReplayMismatch
-    from .results import ResultsError
-    from .store import CampaignFileError, file_error
+    from .lab.results import ResultsError
+    from .state.replay import ReplayMismatch
+    from .state.store import CampaignError, CampaignFileError, file_error
 
     try:
         # one BLAS thread: the matrices are small (d x d, K x d), and threads fighting over a busy
         # machine's cores made a 10 000 x 21 SVD 20 times slower
         with threadpool_limits(limits=1, user_api="blas"):
             if getattr(args, "algorithm", "") is None:  # init, backtest without --algorithm
-                from .campaign import default_algorithm
+                from .state.creation import default_algorithm
 
                 binary = args.campaign_command == "backtest" or args.outcome == "binary"
                 args.algorithm = default_algorithm("binary" if binary else "continuous")
@@ -285,18 +278,19 @@ def run(args) -> int:
 
 
 def _init(args) -> int:
-    from .campaign import Campaign, check_settings
+    from .campaign import Campaign
     from .labcli import lab_settings, report_rejected, whole_plate_budget
     from .library import library_from_args
+    from .state.creation import check_settings
 
-    check_settings(args.algorithm, _params(args.param), args.seed, args.outcome)  # before featurizing
+    check_settings(args.algorithm, parse_params(args.param), args.seed, args.outcome)  # before featurizing
     layout, readout = lab_settings(args)  # before featurizing too
     if Path(args.campaign).exists():
         raise ValueError(f"{args.campaign} already exists; choose another campaign file or delete it first")
     if args.rejected_out and not Path(args.rejected_out).parent.is_dir():
         raise ValueError(f"--rejected-out {args.rejected_out}: folder {Path(args.rejected_out).parent} does not exist")
     lib = library_from_args(args)
-    params = whole_plate_budget(args.algorithm, _params(args.param), lib.features.shape[0], layout)
+    params = whole_plate_budget(args.algorithm, parse_params(args.param), lib.features.shape[0], layout)
     camp = Campaign.create(
         args.campaign, lib, args.algorithm, params, seed=args.seed, outcome=args.outcome, layout=layout, readout=readout
     )
@@ -316,7 +310,7 @@ def _init(args) -> int:
         say(f"plates: {layout.describe()}")
     if readout is not None:
         say(f"readout: {readout.label()}, {readout.rule()}; {readout.model(camp.binary, camp.algorithm)}")
-    from .status import prior_cost
+    from .views.status import prior_cost
 
     for line in prior_cost(camp):
         say(line)
@@ -325,8 +319,9 @@ def _init(args) -> int:
 
 
 def _next(args) -> int:
-    from .campaign import Campaign, CampaignError
-    from .plates import check_plate_path
+    from .campaign import Campaign
+    from .lab.plates import check_plate_path
+    from .state.store import CampaignError
 
     def out(plate_id):
         return Path(args.out) if args.out else Path(args.campaign).with_name(f"{plate_id}.csv")
@@ -406,7 +401,7 @@ def _repair(args) -> int:
 
 def _report(args) -> int:
     from .campaign import Campaign
-    from .report import write_report
+    from .views.page import write_report
 
     out = Path(args.out or f"{Path(args.campaign).with_suffix('')}_report")
     with Campaign.open(args.campaign) as camp:
@@ -418,7 +413,7 @@ def _report(args) -> int:
 def _backtest(args) -> int:
     from .backtest import backtest_from_args
 
-    return backtest_from_args(args, _params(args.param))
+    return backtest_from_args(args, parse_params(args.param))
 
 
 _COMMANDS = {

@@ -8,8 +8,8 @@ import math
 from pathlib import Path
 
 from ..streams import say
-from .assay import Readout
-from .layout import PlateLayout
+from .lab.assay import Readout
+from .lab.layout import PlateLayout
 
 #: rejected input rows printed by ``init`` (all are written to the CSV)
 SHOWN_REJECTED = 20
@@ -99,7 +99,7 @@ def _beside(campaign, suffix: str) -> Path:
 # ------------------------------------------------------------------------------------ commands
 def _add(args) -> int:
     from .campaign import Campaign
-    from .changes import add_compounds, guarantee_after_change, read_new_compounds
+    from .state.changes import add_compounds, guarantee_after_change, read_new_compounds
 
     with Campaign.open(args.campaign) as camp:
         kept, rejected = read_new_compounds(
@@ -125,7 +125,7 @@ def _add(args) -> int:
 
 def _withdraw(args) -> int:
     from .campaign import Campaign
-    from .changes import guarantee_after_change, withdraw
+    from .state.changes import guarantee_after_change, withdraw
 
     with Campaign.open(args.campaign) as camp:
         withdraw(camp, args.compound_id, args.reason)
@@ -139,7 +139,7 @@ def _withdraw(args) -> int:
 
 def _format(args) -> int:
     from .campaign import Campaign
-    from .changes import set_layout
+    from .state.changes import set_layout
 
     layout = layout_from_args(args)
     assert layout is not None  # format's --plate-format has a default
@@ -152,7 +152,7 @@ def _format(args) -> int:
 
 def _export(args) -> int:
     from .campaign import Campaign
-    from .export import export
+    from .views.export import export
 
     with Campaign.open(args.campaign) as camp:
         out = Path(args.out) if args.out else Path(args.campaign).parent

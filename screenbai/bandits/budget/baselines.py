@@ -21,12 +21,12 @@ import numpy as np
 from screenbai.bandits.core.params import ALPHA_UCB, BUDGET, COMMON, LAMBDA_REG, declared, renamed, resolve
 from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import argmax_random
 from screenbai.bandits.linear.gifa import LinGapE
 from screenbai.bandits.numerics.design import uniform_allocation
 from screenbai.bandits.numerics.estimators import PlateDesign, RidgeState
 from screenbai.bandits.numerics.glm import logistic_mle
 from screenbai.bandits.numerics.linalg import project
+from screenbai.bandits.numerics.ties import argmax_random
 
 
 def _most_pulled(n: np.ndarray, estimate: np.ndarray, rng: np.random.Generator) -> np.ndarray:

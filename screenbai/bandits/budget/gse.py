@@ -44,7 +44,6 @@ from screenbai.bandits.core.params import (
 )
 from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import top_m
 from screenbai.bandits.numerics.design import (
     FW_MODES,
     ROUNDING_METHODS,
@@ -56,6 +55,7 @@ from screenbai.bandits.numerics.design import (
 )
 from screenbai.bandits.numerics.glm import logistic_mle
 from screenbai.bandits.numerics.linalg import project
+from screenbai.bandits.numerics.ties import top_m
 
 ALLOCATIONS = ("uniform", "fw", "wynn", "greedy")
 LEFTOVER = ("last", "spread", "unused")

@@ -50,7 +50,7 @@ from scipy.linalg import cho_factor, cho_solve
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
-from screenbai.bandits.core.policy import check_features
+from screenbai.bandits.numerics.checks import check_features
 from screenbai.bandits.numerics.glm import dmu
 from screenbai.bandits.numerics.linalg import project_if_deficient, spanning_arms
 

@@ -23,9 +23,13 @@ from types import FrameType, SimpleNamespace
 from typing import Any
 
 from screenbai import ScreenbaiWarning
-from screenbai.bandits.core.policy import DEFAULT_MAX_SAMPLES
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+
+# A finite default cap: 10^6 tests is more than any wet-lab screen runs, and a simulated run reaches
+# it in seconds to a minute.  A run that needs more (tied best arms with epsilon = 0, or the Soare
+# instance at omega = 0.01, which reproduce_soare.py runs with 10^8) is reported as hitting the cap.
+DEFAULT_MAX_SAMPLES = 10**6
 
 REQUIRED = object()  # default of a parameter the caller must give
 

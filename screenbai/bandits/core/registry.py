@@ -13,6 +13,8 @@ import importlib
 import re
 from dataclasses import dataclass, field
 
+from screenbai.bandits.core.params import declared
+
 _MODULES = ("linear.gifa", "linear.static", "linear.static_adaptive", "logistic.glgape", "logistic.glgape_topm",
             "budget.gse", "budget.baselines", "tracking.linear", "tracking.logistic")
 _REGISTRY: dict[str, Entry] = {}
@@ -29,8 +31,6 @@ class Entry:
 
     def parameters(self) -> dict:
         """Every parameter with its default under this name (from the class's declaration)."""
-        from screenbai.bandits.core.params import declared
-
         return {**{k: p.default for k, p in declared(self.cls).items()}, **self.defaults}
 
 
@@ -100,8 +100,6 @@ def make_policy(name: str, features, **params):
 
 def policy_for_instance(name: str, instance, **params):
     """Like make_policy, with "oracle" parameter values resolved from the true instance."""
-    from screenbai.bandits.core.params import declared
-
     entry = get(name)
     kwargs = {**entry.defaults, **params}
     sigma = declared(entry.cls).get("sigma")

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from screenbai.bandits.core.ties import BlockArgmax, argmax_random, top_m
 from screenbai.bandits.numerics.estimators import TrackedRidgeState
 from screenbai.bandits.numerics.linalg import block_bounds, in_blocks, pair_product
 from screenbai.bandits.numerics.rules import greedy_scores
+from screenbai.bandits.numerics.ties import BlockArgmax, argmax_random, top_m
 
 
 def max_m_per_column(B: np.ndarray, m: int) -> np.ndarray:

@@ -32,12 +32,12 @@ from screenbai.bandits.core.params import (
 )
 from screenbai.bandits.core.policy import Policy
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import top_m
 from screenbai.bandits.linear.gap_indices import GapIndices, max_m_per_column
 from screenbai.bandits.numerics import thresholds as th
 from screenbai.bandits.numerics.estimators import PlateDesign, TrackedRidgeState
 from screenbai.bandits.numerics.linalg import project, refuse_quadratic, spanning_arms
 from screenbai.bandits.numerics.rules import L1Design, greedy_arm, largest_variance_arm
+from screenbai.bandits.numerics.ties import top_m
 
 COMPUTE_JT = ("empirical", "ugape")
 COMPUTE_BT = ("lucb", "gifa")

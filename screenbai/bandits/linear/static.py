@@ -43,9 +43,9 @@ from screenbai.bandits.core.params import (
     Param,
     resolve,
 )
-from screenbai.bandits.core.policy import NO_ARMS, Policy, Result, decode_state, encode_state
+from screenbai.bandits.core.policy import NO_ARMS, Policy, Result
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import argmax_random
+from screenbai.bandits.core.state import decode_state, encode_state
 from screenbai.bandits.linear.static_greedy import (
     TIE_RTOL,
     AllocationSequence,
@@ -63,6 +63,7 @@ from screenbai.bandits.linear.static_rules import (
     pair_width2,
 )
 from screenbai.bandits.numerics.linalg import project_if_deficient, refuse_quadratic, spanning_arms
+from screenbai.bandits.numerics.ties import argmax_random
 
 __all__ = ["GAllocation", "SLMBase", "XYOracle", "XYStatic"]
 

@@ -16,7 +16,6 @@ from screenbai.bandits.certainty.certificate import certified_from_bounds, norm_
 from screenbai.bandits.core.params import ALLOCATION_SEED, LAMBDA_REG, REQUIRED, S_BOUND, Interval, Param
 from screenbai.bandits.core.policy import NO_ARMS
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import argmax_random
 from screenbai.bandits.linear.static import MONOTONE, PULL_BLOCK, RESTRICT_Y, SLMBase
 from screenbai.bandits.linear.static_greedy import (
     AllocationSequence,
@@ -26,6 +25,7 @@ from screenbai.bandits.linear.static_greedy import (
     star_pairs,
 )
 from screenbai.bandits.linear.static_rules import beaten, eq11_holds, eq11_width, ols_mu, pair_width2
+from screenbai.bandits.numerics.ties import argmax_random
 
 
 # ====================================================================== XY-adaptive (phased)

@@ -58,6 +58,7 @@ from scipy.special import expit
 
 from screenbai.bandits.certainty.certificate import certified_from_bounds
 from screenbai.bandits.core.params import (
+    DEFAULT_MAX_SAMPLES,
     DELTA,
     LAMBDA_REG,
     NONNEGATIVE,
@@ -71,9 +72,8 @@ from screenbai.bandits.core.params import (
     Param,
     resolve,
 )
-from screenbai.bandits.core.policy import DEFAULT_MAX_SAMPLES, NO_ARMS, Policy
+from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import BlockArgmax
 from screenbai.bandits.logistic.glgape_width import (
     CALIBRATIONS,
     EXACT_WIDTH_MAX_K,
@@ -90,6 +90,7 @@ from screenbai.bandits.numerics.glm import SeparableDataError, c_mu_oracle, c_mu
 from screenbai.bandits.numerics.linalg import block_bounds, project_if_deficient
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, forecast_level, pair_stands, prediction_loss
 from screenbai.bandits.numerics.rules import L1Design, greedy_arm
+from screenbai.bandits.numerics.ties import BlockArgmax
 
 LR_CHECK_GROWTH = 0.01  # "likelihood-ratio": the stopping test runs after every 1 % more tests (at least d)
 RATIO_MAX_K = 5000  # selection "auto": the L1 ratio rule up to this K, the greedy rule above

@@ -35,9 +35,9 @@ from scipy.special import expit
 
 from screenbai.bandits.core.params import M, resolve
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import argmax_random, top_m
 from screenbai.bandits.logistic.glgape import GLGapE, corner_widths
 from screenbai.bandits.numerics.estimators import RidgeState
+from screenbai.bandits.numerics.ties import argmax_random, top_m
 
 
 @register("m-glgape")

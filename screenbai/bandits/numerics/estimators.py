@@ -14,7 +14,6 @@ from typing import Self, TypeVar
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from screenbai.bandits.core.ties import BlockArgmax
 from screenbai.bandits.numerics.linalg import (
     block_bounds,
     check_ridge_scale,
@@ -23,6 +22,7 @@ from screenbai.bandits.numerics.linalg import (
     project,
     sherman_morrison,
 )
+from screenbai.bandits.numerics.ties import BlockArgmax
 
 __all__ = ["RidgeState", "TrackedRidgeState", "project"]
 
@@ -209,7 +209,7 @@ class RidgeState:
         return view
 
     def state_dict(self) -> dict:
-        """Plain-data state (see ``screenbai.bandits.core.policy``)."""
+        """Plain-data state (see ``screenbai.bandits.core.state``)."""
         return {name: (value.copy() if isinstance(value, np.ndarray) else value)
                 for name, value in vars(self).items() if name not in ("X", "Z", "mu_top", "ahead")}
 

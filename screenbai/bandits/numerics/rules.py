@@ -7,9 +7,10 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from screenbai.bandits.core.ties import BlockArgmax, argmax_random, argmin_random
 from screenbai.bandits.numerics.estimators import RidgeState
 from screenbai.bandits.numerics.linalg import in_blocks
+from screenbai.bandits.numerics.ties import BlockArgmax, argmax_random, argmin_random
+from screenbai.streams import quiet_native_output
 
 
 def greedy_arm(state: RidgeState, y: np.ndarray | None, rng: np.random.Generator, Py: np.ndarray | None = None) -> int:
@@ -92,9 +93,7 @@ class L1Design:
 
     def _model(self):
         """The HiGHS model of the LP, built on first use."""
-        import highspy
-
-        from screenbai.streams import quiet_native_output
+        import highspy  # here, where the LP is built: runs without the ratio rule never load HiGHS
 
         with quiet_native_output():  # highspy >= 1.16 prints a banner on fd 1 when constructed
             h = highspy.Highs()

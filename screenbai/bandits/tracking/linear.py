@@ -51,9 +51,9 @@ from screenbai.bandits.certainty.complexity import characteristic_time
 from screenbai.bandits.core.params import DELTA, EPSILON, SIGMA, Interval, M, Param, resolve
 from screenbai.bandits.core.policy import Policy
 from screenbai.bandits.core.registry import noise_scale, register
-from screenbai.bandits.core.ties import top_m
 from screenbai.bandits.numerics.design import round_design
 from screenbai.bandits.numerics.linalg import project_if_deficient, spanning_arms
+from screenbai.bandits.numerics.ties import top_m
 from screenbai.bandits.tracking.blocks import RHO_FRACTION, BlockEvidence, pinv_psd, union_level
 
 #: smallest block, as a fraction of the tests so far (bounds the number of blocks by O(log t))

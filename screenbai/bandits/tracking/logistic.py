@@ -16,19 +16,24 @@ L_t the negative log-likelihood of the outcomes so far and P_t the loss of the p
 before each outcome (each batch of outcomes told together is predicted with the estimate from
 before it). exp(L_t(theta*) - P_t) is a non-negative martingale with mean 1 whatever the sampling
 rule, so theta* stays in C_t at all times with probability >= 1 - delta (Ville's inequality;
-Wasserman, Ramdas & Balakrishnan 2020; Emmenegger et al. 2023). After each block closes the
-answer (the m largest fitted means) is returned when, for every theta in C_t, each arm of it is
-within epsilon of every other arm's mean (``LikelihoodRatioSet.open_arms`` == 0): then the answer
-is epsilon-correct with probability >= 1 - delta. Nothing else is assumed: outcomes 0/1 from the
-logistic model on these features; no bound S on ||theta*||, no lower bound c_mu on mu'.
+Wasserman, Ramdas & Balakrishnan 2020; Emmenegger et al. 2023). The set is also restarted late, on
+a grid of window starts fixed in advance and mixed with fixed weights (``lr_windows``): each
+window's set drops the regret of the predictions before it, and every window's set holds theta* on
+the same event of probability >= 1 - delta. The answer (the m largest fitted means) is returned
+when, for every theta in one window's set, each arm of it is within epsilon of every other arm's
+mean (``LikelihoodRatioSet.open_arms`` == 0): then it is epsilon-correct with probability
+>= 1 - delta. Nothing else is assumed: outcomes 0/1 from the logistic model on these features; no
+bound S on ||theta*||, no lower bound c_mu on mu'.
 
-The certificate: the smallest epsilon for which C_t certifies the current answer (bisection on
-epsilon with the same test), valid at any time for the same reason.
+The certificate: the smallest epsilon for which a window's set certifies the current answer
+(bisection on epsilon with the same test), valid at any time for the same reason.
 
 What is not done here: a per-direction fixed-design bound for the logistic model (RAGE-GLM, Jun et
-al. 2021) would remove the regret of the running predictions from the threshold (it grows like
-(d/2) log t); its conditions (a burn-in depending on the unknown kappa) are not met by an
-algorithm that assumes no constant.
+al. 2021) would remove the rest of the predictions' regret from the threshold; its conditions (a
+burn-in depending on the unknown kappa) are not met by an algorithm that assumes no constant. Each
+window's set still pays about (d - 1)/2 nats for fitting the nuisance directions (its minimum over
+the alternative is a d-parameter fit, the predictions are not), so the stopping level stays above
+log(1/delta) + (d - 1)/2 at any d.
 """
 
 from __future__ import annotations
@@ -43,6 +48,7 @@ from screenbai.bandits.core.params import DELTA, EPSILON, LAMBDA_REG, M, Param
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, forecast_level, nll, pair_stands, prediction_loss
+from screenbai.bandits.numerics.lr_windows import LRWindows
 from screenbai.bandits.tracking.blocks import pinv_psd
 from screenbai.bandits.tracking.linear import GROWTH, LinearTrackAndStop
 
@@ -85,7 +91,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     #: small blocks: each block's outcomes are predicted with the estimate from before it (P_t)
     defaults: ClassVar[dict] = {"growth": 0.1}
     _state_attrs: ClassVar[tuple[str, ...]] = ("_pred_loss", "_theta_pred", "_theta_mle", "_n_closed", "_plan",
-                                                "_next_check")
+                                                "_next_check", "_windows")
 
     def __init__(self, features, **params):
         lam = params.pop("lambda_reg", LAMBDA_REG.default)
@@ -97,6 +103,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         self._n_closed = 0
         self._plan = np.empty(0, dtype=np.int64)
         self._next_check = 0  # the rest of the current block, handed out one test at a time
+        self._windows = LRWindows(self.d_eff, self.K)  # the set restarted late (lr_windows)
         self.diagnostics.pop("threshold", None)  # the set's level is P_t + log(1/delta), not a constant
         self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0)
 
@@ -160,6 +167,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         if self._absorbing:
             self._absorb_predictions(arms, rewards)
         else:
+            self._windows.before_batch(self.n_samples - arms.size, self.n, self.sums, arms, rewards, self._pred_loss)
             self._pred_loss += prediction_loss(self.Z[arms] @ self._theta_pred, rewards, self.n_samples - arms.size)
         theta = self._estimate(self.n.astype(float), self.sums)
         if theta is not None:
@@ -179,19 +187,21 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         Predictable in that fixed order, so the likelihood-ratio set stays valid; one prediction
         for them all would add up to their number times log 2 to its level."""
         t0 = self.n_samples - arms.size
-        n = self.n.astype(float)
+        n = self.n.copy()
         s = self.sums.copy()
-        np.subtract.at(n, arms, 1.0)
+        np.subtract.at(n, arms, 1)
         np.subtract.at(s, arms, rewards)
         lo = 0
         while lo < arms.size:
             hi = min(arms.size, lo + max(self.d_eff, math.ceil(self.growth * (t0 + lo))))
             a, r = arms[lo:hi], rewards[lo:hi]
-            self._pred_loss += prediction_loss(self.Z[a] @ self._theta_pred, r, t0 + lo)
-            np.add.at(n, a, 1.0)
+            np.add.at(n, a, 1)
             np.add.at(s, a, r)
+            # each chunk a batch of the late-started sets too (lr_windows: n and s count the chunk)
+            self._windows.before_batch(t0 + lo, n, s, a, r, self._pred_loss)
+            self._pred_loss += prediction_loss(self.Z[a] @ self._theta_pred, r, t0 + lo)
             if hi < arms.size:  # the last chunk's estimate is _update's
-                theta = self._estimate(n, s)
+                theta = self._estimate(n.astype(float), s)
                 if theta is not None:
                     self._theta_pred = theta
             lo = hi
@@ -200,54 +210,79 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         self._n_closed += 1
         self.diagnostics["blocks"] = self._n_closed
 
-    def _lr_set(self) -> LikelihoodRatioSet:
-        pulled = np.flatnonzero(self.n)
-        level = self._pred_loss + math.log(1.0 / self.delta)
-        start = self._theta_pred if self._theta_mle is None else self._theta_mle
-        return LikelihoodRatioSet(self.Z[pulled], self.n[pulled], self.sums[pulled], level, start)
+    def _window_data(self):
+        """Per window tried (lr_windows: the full one first, then the latest late ones): its start, the
+        features, counts and sums of its pulled arms, its level P^(b) + log(1/pi_b) + log(1/delta), and
+        a starting point for the set's minimisation."""
+        for start, n, s, P, log_inv in self._windows.windows(self.n, self.sums, self._pred_loss, self.n_samples):
+            pulled = np.flatnonzero(n)
+            if pulled.size < self.d_eff:
+                continue
+            theta0 = self._theta_mle if start == 0 and self._theta_mle is not None else self._theta_pred
+            yield start, self.Z[pulled], n[pulled], s[pulled], P + log_inv + math.log(1.0 / self.delta), theta0
+
+    def _lr_sets(self) -> list[LikelihoodRatioSet]:
+        """The bounded likelihood-ratio sets of the windows tried; each holds theta* on the same event."""
+        sets = []
+        for _, Zp, n, s, level, theta0 in self._window_data():
+            try:
+                cs = LikelihoodRatioSet(Zp, n, s, level, theta0)
+            except SeparableDataError:
+                continue
+            if cs.bounded:
+                sets.append(cs)
+        return sets
 
     def _check_stop(self) -> np.ndarray | None:
-        """The likelihood-ratio test, once the tests have grown by CHECK_GROWTH (at least d) since its
-        last run (each run costs O(K d^2) and up to a few hundred Newton solves)."""
+        """The likelihood-ratio test of each window tried, once the tests have grown by CHECK_GROWTH (at
+        least d) since its last run (each run costs O(K d^2) and up to a few hundred Newton solves per
+        window); the answer is returned as soon as one window's set certifies it (lr_windows)."""
         if self.n_samples < self._next_check:
             return None
         self._next_check = self.n_samples + max(self.d_eff, int(CHECK_GROWTH * self.n_samples))
         answer = self._leaders(self._theta_pred, np.random.default_rng(self._n_closed))
-        # a cheap witness first (GLGapE's): a point of the set where the closest rival wins
-        pulled = np.flatnonzero(self.n)
         eta = self.Z @ self._theta_pred
-        outside = np.ones(self.K, dtype=bool)
-        outside[answer] = False
-        j = int(np.flatnonzero(outside)[np.argmax(eta[outside])])
-        i = int(answer[np.argmin(eta[answer])])
-        Zp = self.Z[pulled]
-        level = self._pred_loss + math.log(1.0 / self.delta)
-        # skip a test that will surely fail (skipping only stops later): in the quadratic model of
-        # the set around theta_hat, some rival still beats the answer by more than epsilon at
-        # SKIP_RADIUS of the set's radius
         mu = expit(eta)
         slope = mu * (1.0 - mu)
-        H = (Zp.T * (self.n[pulled] * slope[pulled])) @ Zp
-        Hinv = pinv_psd(H)[0]
-        radius = math.sqrt(2.0 * max(level - nll(Zp, self.n[pulled], self.sums[pulled], self._theta_pred), 0.0))
+        outside = np.ones(self.K, dtype=bool)
+        outside[answer] = False
+        # the closest rival and the weakest arm of the answer: GLGapE's cheap witness
+        j = int(np.flatnonzero(outside)[np.argmax(eta[outside])])
+        i = int(answer[np.argmin(eta[answer])])
+        fewest_open = self.K - self.m
+        for start, Zp, n, s, level, theta0 in self._window_data():
+            if self._surely_fails(Zp, n, s, level, answer, outside, mu, slope, i, j):
+                continue
+            try:
+                cs = LikelihoodRatioSet(Zp, n, s, level, theta0)
+            except SeparableDataError:
+                continue
+            if start == 0 and cs.bounded:
+                self._theta_mle = cs.theta
+            n_open = cs.open_arms(self.Z, answer, self.epsilon)
+            if n_open is not None:
+                fewest_open = min(fewest_open, n_open)
+            if n_open == 0:
+                self.diagnostics.update(stat=0.0, window_start=float(start))
+                return answer
+        self.diagnostics["stat"] = float(fewest_open)
+        return None
+
+    def _surely_fails(self, Zp, n, s, level, answer, outside, mu, slope, i, j) -> bool:
+        """Whether a window's test would fail, by two cheap looks (skipping it only delays the stop): in
+        the quadratic model of its set around theta_hat a rival still beats the answer by more than
+        epsilon at SKIP_RADIUS of the set's radius, or a point of the set has rival j beat arm i."""
+        eta_p = Zp @ self._theta_pred
+        mu_p = expit(eta_p)
+        Hinv = pinv_psd((Zp.T * (n * mu_p * (1.0 - mu_p))) @ Zp)[0]
+        radius = math.sqrt(2.0 * max(level - nll(Zp, n, s, self._theta_pred), 0.0))
         for a in answer:
             G = slope[outside, None] * self.Z[outside] - slope[a] * self.Z[a]
             sd = np.sqrt(np.maximum(np.einsum("ij,ij->i", G @ Hinv, G), 0.0))
             if np.any(mu[outside] - mu[a] + SKIP_RADIUS * radius * sd > self.epsilon):
-                return None
-        P = pinv_psd((Zp.T * self.n[pulled]) @ Zp)[0]
-        if pair_stands(Zp, self.n[pulled], self.sums[pulled], level, self._theta_pred, P, self.Z[i], self.Z[j],
-                       self.epsilon):
-            return None
-        try:
-            cs = self._lr_set()
-        except SeparableDataError:
-            return None
-        if cs.bounded:
-            self._theta_mle = cs.theta
-        n_open = cs.open_arms(self.Z, answer, self.epsilon)
-        self.diagnostics["stat"] = float(n_open if n_open is not None else self.K - self.m)
-        return answer if n_open == 0 else None
+                return True
+        P = pinv_psd((Zp.T * n) @ Zp)[0]
+        return pair_stands(Zp, n, s, level, self._theta_pred, P, self.Z[i], self.Z[j], self.epsilon)
 
     # ------------------------------------------------------------------ answers
     def _recommend(self, rng: np.random.Generator):
@@ -258,28 +293,31 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         return self._leaders(self._theta_pred, rng)
 
     def _certified_epsilon(self) -> np.ndarray | None:
-        """The smallest epsilon (on the means) for which the likelihood-ratio set certifies the current
-        answer now (the same value for each arm of a top-m answer; inf while nothing is certified)."""
+        """The smallest epsilon (on the means) for which a window's likelihood-ratio set certifies the
+        current answer now (the same value for each arm of a top-m answer; inf while nothing is
+        certified). Every window's set holds theta* on the same event (lr_windows), so the smallest
+        epsilon over the windows is certified at delta."""
         if self._estimate(self.n.astype(float), self.sums) is None:
             return None
         answer = np.asarray(self._recommend(np.random.default_rng(0)))
-        try:
-            cs = self._lr_set()
-        except SeparableDataError:
+        sets = self._lr_sets()
+
+        def certified(epsilon: float) -> bool:
+            return any(cs.open_arms(self.Z, answer, epsilon) == 0 for cs in sets)
+
+        if not certified(1.0 - 1e-9):
             return np.full(len(answer), np.inf)
-        if cs.open_arms(self.Z, answer, 1.0 - 1e-9) != 0:
-            return np.full(len(answer), np.inf)
-        if cs.open_arms(self.Z, answer, 0.0) == 0:
+        if certified(0.0):
             return np.zeros(len(answer))
         lo, hi = 0.0, 1.0
         if 0.0 < self.epsilon < 1.0:  # the run's own epsilon first: a stopped run certifies it exactly
-            if cs.open_arms(self.Z, answer, self.epsilon) == 0:
+            if certified(self.epsilon):
                 hi = self.epsilon
             else:
                 lo = self.epsilon
         for _ in range(_CERT_STEPS):
             mid = 0.5 * (lo + hi)
-            if cs.open_arms(self.Z, answer, mid) == 0:
+            if certified(mid):
                 hi = mid
             else:
                 lo = mid

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..bandits.certainty.certificate import model_check_json
-from ..bandits.core.params import without_guarantee
-from ..bandits.core.registry import get as registered
+from screenbai.bandits.certainty.certificate import model_check_json
+from screenbai.bandits.core.params import without_guarantee
+from screenbai.bandits.core.registry import get as registered
 
 Z95 = 1.959963984540054
 
@@ -325,8 +325,8 @@ def campaign_status(camp) -> Status:
 def progress(camp, policy, res, n, lo, hi) -> dict:
     """The plan-the-week numbers of ``Status``: plates done, contention, certificate, forecast,
     layout, readout model, controls, changes (see the field comments)."""
-    from .assay import Readout
-    from .changes import change_lines
+    from ..lab.assay import Readout
+    from ..state.changes import change_lines
     from .explain import rule_of
 
     active = getattr(policy, "arm_set", np.arange(camp.K))

@@ -10,7 +10,7 @@ was typed (table ``readouts``), and what the algorithm is told is derived from i
   itself, negated with ``--hit-below`` so that larger is better for the algorithm, which looks for
   the compound with the largest mean.
 
-Control wells (see :mod:`~screenbai.campaign.layout`) are read from the same results file.  Per
+Control wells (see :mod:`~screenbai.campaign.lab.layout`) are read from the same results file.  Per
 plate, once it has at least two positive and two negative control values, the Z'-factor
 (Zhang, Chung & Oldenburg 1999, J. Biomol. Screen. 4:67, eq. 1)
 

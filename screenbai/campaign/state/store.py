@@ -20,10 +20,11 @@ snapshot   caches of the policy state (replay gives the same), each with its SHA
 history    the leader after every record (derived, written in the record's transaction).
 
 The policy is never stored as such: it is rebuilt by replaying the ``plate`` and ``record``
-events in step order (see :mod:`screenbai.campaign.campaign`).
+events in step order (see :mod:`screenbai.campaign.state.replay`).
 
 Errors of the file itself (missing, not a campaign, damaged, read-only, disk full) raise
-a :class:`CampaignFileError` whose message names the file, the cause and what to do.
+a :class:`CampaignFileError` whose message names the file, the cause and what to do; an action the
+campaign's state does not allow raises a :class:`CampaignError`.
 """
 
 from __future__ import annotations
@@ -68,6 +69,10 @@ CREATE TABLE snapshots (name TEXT PRIMARY KEY CHECK (name IN ('latest', 'plate')
 CREATE TABLE history (step INTEGER PRIMARY KEY, n_tests INTEGER NOT NULL, leader TEXT NOT NULL,
     done INTEGER NOT NULL);
 """
+
+
+class CampaignError(RuntimeError):
+    """An action that the campaign's state does not allow (nothing to propose, finished, ...)."""
 
 
 class CampaignFileError(RuntimeError):

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import assay
+from ..lab import assay
 
 #: what each family's adaptive rule does, in one line
 RULES = {
