@@ -203,11 +203,13 @@ def _state(camp):
     return n.tolist(), s.tolist(), failed, camp.open_wells(), camp.policy.result().recommendation
 
 
-def test_added_and_withdrawn_compounds_are_replayed_from_the_log(tmp_path):
+# glgape, and the defaults of `campaign init` for 0/1 and continuous outcomes
+@pytest.mark.parametrize("algorithm", ["glgape", "log-tas", "lin-tas"])
+def test_added_and_withdrawn_compounds_are_replayed_from_the_log(tmp_path, algorithm):
     lib = synthetic_library(K=30, d=3)
     rng = np.random.default_rng(7)
     extra_X = np.hstack([rng.normal(size=(3, 3)), np.ones((3, 1))])
-    camp = Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=3)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, algorithm, {"epsilon": 0.1}, seed=3)
     assay = Assay(np.vstack([lib.features, extra_X]), seed=1)
     for k in range(3):
         plate = camp.next_plate(24)
@@ -237,6 +239,25 @@ def test_added_and_withdrawn_compounds_are_replayed_from_the_log(tmp_path):
         assert "3 compound(s) added" in text and "CPD0005 withdrawn (out of stock)" in text
         assert "error guarantee still holds" in text and c.status().active == 32
     del snap
+
+
+def test_log_tas_with_replicate_wells_records_and_replays(tmp_path):
+    """campaign init's default with every compound in two wells: the second well is a test no block planned
+    (before: recording it raised); the state replayed from the log equals the live one."""
+    lib = synthetic_library(K=30, d=3)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "log-tas", {"epsilon": 0.1}, seed=3,
+                           layout=PlateLayout.build("24", replicates=2, controls="none"))
+    assay = Assay(lib.features, seed=1)
+    for k in range(4):
+        plate = camp.next_plate(None)
+        assert len(plate) == 24 and all(plate.arms.count(a) % 2 == 0 for a in plate.arms)  # 12 proposed, 2 wells each
+        camp.record(_results(tmp_path, plate, assay(plate.arms), f"r{k}"))
+    live = _state(camp)
+    assert sum(live[0]) == 96 and camp.policy.n_samples == 96
+    path = camp.path
+    camp.close()
+    with Campaign.open(path, use_snapshot=False) as again:
+        assert _state(again) == live
 
 
 def test_fixed_budget_algorithms_refuse_a_change(tmp_path):

@@ -1,6 +1,6 @@
 """The ``Campaign`` object: a real screen, plate by plate, kept in one SQLite file.
 
-    camp = Campaign.create("cdk2.campaign", import_library("export.csv.gz"), "glgape",
+    camp = Campaign.create("cdk2.campaign", import_library("export.csv.gz"), "log-tas",
                            {"epsilon": 0.1, "delta": 0.05}, seed=1)
     plate = camp.next_plate(96, "P001.csv")     # the lab tests these wells
     camp.record("P001_results.csv")             # validated first; all or nothing

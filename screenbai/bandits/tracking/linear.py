@@ -43,7 +43,7 @@ before its design is fixed.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -160,6 +160,11 @@ class LinearTrackAndStop(Policy):
     _n_opened: int = run_state()
     _last_size: int = run_state()
     _answer: np.ndarray | None = run_state()
+    #: per arm, outcomes expected that no block planned (fly_unplanned)
+    _unplanned: np.ndarray = run_state()
+    #: outcomes told by ``absorb`` (a campaign's past at a change) count in the stopping rule: not here
+    #: (they are no block's fixed design), only in the designs
+    absorbed_outcomes_count: ClassVar[bool] = False
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
@@ -174,6 +179,9 @@ class LinearTrackAndStop(Policy):
         self._n_opened = 0
         self._last_size = 0
         self._answer = None
+        # per arm, outcomes expected that no block planned (fly_unplanned); _absorbing while absorb() tells them
+        self._unplanned = np.zeros(self.K, dtype=np.int64)
+        self._absorbing = False
         self.diagnostics.update(blocks=0, threshold=self.log_level)
 
     @classmethod
@@ -298,7 +306,41 @@ class LinearTrackAndStop(Policy):
         return np.repeat(np.arange(self.K), counts)
 
     # ------------------------------------------------------------------ outcomes
+    def fly_unplanned(self, arms: np.ndarray) -> None:
+        """Mark tests in flight that no block planned: a campaign's replicate wells, the wells still in
+        the lab when its compounds change (campaign.armset).  Their outcomes inform the estimates that
+        design later blocks, never a block's evidence (a block's outcomes are those of its own fixed
+        design, so the per-block argument of the module docstring is untouched); an outcome of an arm
+        goes to the unplanned tests first, then to the blocks first-in first-out, an assignment that
+        does not depend on the outcomes' values."""
+        arms = np.asarray(arms, dtype=np.int64).reshape(-1)
+        self._fly(arms)
+        np.add.at(self._unplanned, arms, 1)
+
+    def absorb(self, arms, rewards) -> None:
+        """Outcomes of tests this policy did not choose, told as its first observations: a campaign
+        whose compounds changed restarts its algorithm with every outcome recorded so far
+        (campaign.armset.restart).  They are unplanned tests (``fly_unplanned``): the linear
+        model's stopping rule uses only the blocks that follow (those outcomes were chosen
+        adaptively, so they are no fixed design), its designs use them all."""
+        arms = np.asarray(arms, dtype=np.int64).reshape(-1)
+        self.fly_unplanned(arms)
+        self._absorbing = True
+        try:
+            self.tell(arms, rewards)
+        finally:
+            self._absorbing = False
+
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        if self._unplanned.any():
+            take = np.zeros(arms.size, dtype=bool)
+            for k, a in enumerate(arms.tolist()):  # a loop over the outcomes told, not over the arms
+                if self._unplanned[a]:
+                    self._unplanned[a] -= 1
+                    take[k] = True
+            arms, rewards = arms[~take], rewards[~take]
+            if not arms.size:
+                return
         if len(self._open) == 1:
             blk = self._open[0]
             np.add.at(blk["got"], arms, 1)

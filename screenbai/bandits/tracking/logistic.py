@@ -39,6 +39,7 @@ log(1/delta) + (d - 1)/2 at any d.
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 from scipy.special import expit
@@ -78,6 +79,8 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     model = "logistic"
     binary_rewards = True
     sigma: float = pinned(0.5)
+    #: the likelihood-ratio set is valid for any adapted order of tests: absorbed outcomes count in full
+    absorbed_outcomes_count: ClassVar[bool] = True
     #: small blocks: each block's outcomes are predicted with the estimate from before it (P_t)
     growth: float = like(GROWTH, default=0.1)
     lambda_reg: float = LAMBDA_REG
@@ -161,8 +164,11 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     # ------------------------------------------------------------------ outcomes and the stopping rule
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
         # the outcomes are predicted with the estimate fixed before them (lr_set's P_t)
-        self._windows.before_batch(self.n_samples - arms.size, self.n, self.sums, arms, rewards, self._pred_loss)
-        self._pred_loss += prediction_loss(self.Z[arms] @ self._theta_pred, rewards, self.n_samples - arms.size)
+        if self._absorbing:
+            self._absorb_predictions(arms, rewards)
+        else:
+            self._windows.before_batch(self.n_samples - arms.size, self.n, self.sums, arms, rewards, self._pred_loss)
+            self._pred_loss += prediction_loss(self.Z[arms] @ self._theta_pred, rewards, self.n_samples - arms.size)
         theta = self._estimate(self.n.astype(float), self.sums)
         if theta is not None:
             self._theta_pred = theta
@@ -173,6 +179,32 @@ class LogisticTrackAndStop(LinearTrackAndStop):
             if answer is not None:
                 self._answer = answer
                 self._finish(True)
+
+    def _absorb_predictions(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """The prediction loss of outcomes told all at once by ``absorb`` (a campaign's outcomes from before
+        a change, in the order recorded): predicted in consecutive chunks, each with the estimate of
+        the outcomes before it (a chunk of d, then growing by ``growth``), as if they had come in blocks.
+        Predictable in that fixed order, so the likelihood-ratio set stays valid; one prediction
+        for them all would add up to their number times log 2 to its level."""
+        t0 = self.n_samples - arms.size
+        n = self.n.copy()
+        s = self.sums.copy()
+        np.subtract.at(n, arms, 1)
+        np.subtract.at(s, arms, rewards)
+        lo = 0
+        while lo < arms.size:
+            hi = min(arms.size, lo + max(self.d_eff, math.ceil(self.growth * (t0 + lo))))
+            a, r = arms[lo:hi], rewards[lo:hi]
+            np.add.at(n, a, 1)
+            np.add.at(s, a, r)
+            # each chunk a batch of the late-started sets too (lr_windows: n and s count the chunk)
+            self._windows.before_batch(t0 + lo, n, s, a, r, self._pred_loss)
+            self._pred_loss += prediction_loss(self.Z[a] @ self._theta_pred, r, t0 + lo)
+            if hi < arms.size:  # the last chunk's estimate is _update's
+                theta = self._estimate(n.astype(float), s)
+                if theta is not None:
+                    self._theta_pred = theta
+            lo = hi
 
     def _close_block(self, counts: np.ndarray, sums: np.ndarray) -> None:
         self._n_closed += 1
