@@ -286,3 +286,20 @@ def test_error_rate_in_plates_told_out_of_order():
             p.tell(told, env.pull(told))
         errors += p.result().recommendation[0] != 0
     assert errors <= 10
+
+
+def test_greedy_block_completes_the_information_already_collected():
+    """With ``before`` the block fills what the directions still lack: after many tests of e_1 the
+    block goes to e_2 (the direction that lacks information), and a design already sufficient ends
+    the block at its minimum size."""
+    from screenbai.bandits.tracking.linear import greedy_block
+
+    Z = np.eye(2)
+    Y = np.array([[1.0, 0.0], [0.0, 1.0]])
+    c = np.array([1.0, 1.0])
+    fresh = greedy_block(Z, Y, c, 1, 10)
+    assert fresh[0] >= 1 and fresh[1] >= 1  # alone, both directions
+    lopsided = greedy_block(Z, Y, c, 1, 10, before=np.diag([50.0, 0.0]))
+    assert lopsided[0] == 0 and lopsided[1] >= 1
+    done = greedy_block(Z, Y, c, 2, 10, before=np.diag([50.0, 50.0]))
+    assert done.sum() == 2

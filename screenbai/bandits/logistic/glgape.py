@@ -22,7 +22,7 @@ costs in docs/error_rates.md):
 * "likelihood-ratio" (default): error at most delta with no assumption beyond the logistic model
   (no c_mu, no S).  The policy stops when the anytime-valid likelihood-ratio confidence set
   {theta : L_t(theta) <= P_t + log(1/delta)} (P_t: the loss of the predictions made before each
-  outcome; lr_set.py) puts arm i within epsilon of every other arm for every theta in it.  The test
+  outcome, lr_set.RunningPredictor's; lr_set.py) puts arm i within epsilon of every other arm for every theta in it.  The test
   runs after every 1 % more tests (at least d; so a run stops at most that many tests late), at
   O(d^2 + K_+ d) when a cheap witness shows that the sampled rival still stands, else with exact
   Newton tests on the pulled arms' data, and one O(K d) pass (O(K d^2) up to 20 000 arms) only
@@ -88,7 +88,7 @@ from screenbai.bandits.logistic.glgape_width import (
 from screenbai.bandits.numerics.estimators import PlateDesign, RidgeState
 from screenbai.bandits.numerics.glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_into, logistic_mle
 from screenbai.bandits.numerics.linalg import block_bounds, project_if_deficient
-from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, forecast_level, pair_stands, prediction_loss
+from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, pair_stands
 from screenbai.bandits.numerics.rules import L1Design, greedy_arm
 
 LR_CHECK_GROWTH = 0.01  # "likelihood-ratio": the stopping test runs after every 1 % more tests (at least d)
@@ -135,7 +135,7 @@ class GLGapE(Policy):
         "_phase", "_best", "theta", "state", "design", "c_mu", "_s_init", "_scale_fields", "_generation",
         "_next_calibration", "_checked_at", "_eta",
         "_mle_iters", "_mle_rounds", "_mle_over10", "_mle_max", "_mle_not_converged", "_sep_warnings",
-        "_pred_loss", "_lr_next_check", "_theta_mle", "_lr_checks", "_lr_certified",
+        "_predictor", "_lr_next_check", "_theta_mle", "_lr_checks", "_lr_certified",
     )
 
     parameters = {
@@ -233,7 +233,8 @@ class GLGapE(Policy):
         self._scale_fields: tuple = ()  # (kind, values) of the width scale, plain data for state_dict
         self._next_calibration = np.inf
         self._checked_at = -1  # n_samples when the stopping rule was last evaluated
-        self._pred_loss = 0.0  # "likelihood-ratio": the loss of the predictions made before each outcome
+        # "likelihood-ratio": the predictions made before each outcome, and their loss P_t
+        self._predictor = RunningPredictor(self.d_eff) if calibration == "likelihood-ratio" else None
         self._lr_next_check = 0  # ... the sample count of its next stopping test, and the last MLE found
         self._theta_mle: np.ndarray | None = None
         self._lr_checks = 0
@@ -276,9 +277,10 @@ class GLGapE(Policy):
         return self._adaptive_round()
 
     def _update(self, arms, rewards):
-        if self.calibration == "likelihood-ratio":  # predicted with the estimate from before these outcomes
-            before = self.n_samples - arms.size
-            self._pred_loss += prediction_loss(self.Z[arms] @ self.theta, rewards, before)
+        if self._predictor is not None:  # predicted from the outcomes before these, then refitted
+            self._predictor.observe(self.Z[arms], rewards, self.n_samples - arms.size)
+            pulled = np.flatnonzero(self.n) if self._pulled is None else np.union1d(self._pulled, arms)
+            self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
         if self._phase == "adaptive" and arms.size == 1 and self.state.keep_row:
             # large K: the fit needs only the counts, so fit first and let the rank-one update's
             # pass over Z also compute the next round's Z theta (one pass instead of two)
@@ -421,6 +423,12 @@ class GLGapE(Policy):
         """The plug-in c_mu and S are re-estimated whenever the sample count doubles."""
         return self.calibration in ("self-normalized", "likelihood-ratio")
 
+    def _lr_level(self) -> float:
+        """The likelihood-ratio set's level P_t + log(1/delta) (lr_set.py)."""
+        if self._predictor is None:
+            raise RuntimeError(f"the {self.calibration!r} calibration has no likelihood-ratio set")
+        return self._predictor.loss + float(np.log(1.0 / self.delta))
+
     def _lr_certifies(self, named: np.ndarray, pair: tuple[int, int]) -> bool:
         """The likelihood-ratio stopping test (lr_set.py) for the answer ``named``.
 
@@ -435,7 +443,7 @@ class GLGapE(Policy):
         self._lr_next_check = self.n_samples + max(self.d_eff, int(LR_CHECK_GROWTH * self.n_samples))
         pulled = np.flatnonzero(self.n)
         Zp, n, s = self.Z[pulled], self.n[pulled], self.sums[pulled]
-        level = self._pred_loss + np.log(1.0 / self.delta)
+        level = self._lr_level()
         i, j = pair
         if pair_stands(Zp, n, s, level, self.theta, self.state.P, self.Z[i], self.Z[j], self.epsilon):
             return False
@@ -493,7 +501,7 @@ class GLGapE(Policy):
         pulled = np.flatnonzero(self.n)
         if pulled.size == 0:
             return np.full(A.size, np.inf)
-        level = self._pred_loss + np.log(1.0 / self.delta)
+        level = self._lr_level()
         start = self.theta if self._theta_mle is None else self._theta_mle
         cs = LikelihoodRatioSet(self.Z[pulled], self.n[pulled], self.sums[pulled], level, start)
         P, diag = (self.state.P, self.state.diag) if self._phase == "adaptive" else (None, None)

@@ -13,7 +13,8 @@ calibration),
     C_t = {theta : L_t(theta) <= P_t + log(1/delta)},
 
 L_t the negative log-likelihood of the outcomes so far and P_t the loss of the predictions made
-before each outcome (each batch of outcomes told together is predicted with the estimate from
+before each outcome (``lr_set.RunningPredictor``: a Bayesian average over three Gaussian priors of
+moderated Laplace predictives; each batch of outcomes told together is predicted from the outcomes
 before it). exp(L_t(theta*) - P_t) is a non-negative martingale with mean 1 whatever the sampling
 rule, so theta* stays in C_t at all times with probability >= 1 - delta (Ville's inequality;
 Wasserman, Ramdas & Balakrishnan 2020; Emmenegger et al. 2023). After each block closes the
@@ -42,7 +43,7 @@ from scipy.special import expit
 from screenbai.bandits.core.params import DELTA, EPSILON, LAMBDA_REG, M, Param
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
-from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, forecast_level, nll, pair_stands, prediction_loss
+from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, nll, pair_stands
 from screenbai.bandits.tracking.blocks import pinv_psd
 from screenbai.bandits.tracking.linear import GROWTH, LinearTrackAndStop
 
@@ -51,6 +52,8 @@ CHECK_GROWTH = 0.01
 #: the test is skipped while a rival beats the answer by more than epsilon at this fraction of the
 #: set's quadratic radius around theta_hat (it would fail; skipping only delays the stop)
 SKIP_RADIUS = 0.5
+#: blocks complete the information collected so far (False: each block repeats the whole design)
+TRACK_CUMULATIVE = True
 #: bisection steps of the certified epsilon
 _CERT_STEPS = 12
 
@@ -82,14 +85,14 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     fixed: ClassVar[dict] = {"sigma": 0.5}
     #: small blocks: each block's outcomes are predicted with the estimate from before it (P_t)
     defaults: ClassVar[dict] = {"growth": 0.1}
-    _state_attrs: ClassVar[tuple[str, ...]] = ("_pred_loss", "_theta_pred", "_theta_mle", "_n_closed", "_plan",
+    _state_attrs: ClassVar[tuple[str, ...]] = ("_predictor", "_theta_pred", "_theta_mle", "_n_closed", "_plan",
                                                 "_next_check")
 
     def __init__(self, features, **params):
         lam = params.pop("lambda_reg", LAMBDA_REG.default)
         super().__init__(features, **params)
         self.lambda_reg = LAMBDA_REG.validate(type(self).__name__, "lambda_reg", lam)
-        self._pred_loss = 0.0
+        self._predictor = RunningPredictor(self.d_eff)  # P_t: the loss of the predictions before each outcome
         self._theta_pred = np.zeros(self.d_eff)
         self._theta_mle: np.ndarray | None = None
         self._n_closed = 0
@@ -114,6 +117,12 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         eta = self.Z @ theta
         slope = expit(eta) * expit(-eta)
         return self.Z * np.sqrt(slope)[:, None]
+
+    def _information_before(self, Zd: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+        """The Fisher information of the tests so far at theta_hat: the likelihood-ratio set pools every
+        outcome, so a block completes the information collected (tracking the cumulative allocation,
+        as Track-and-Stop's C-tracking) instead of repeating the whole design."""
+        return (Zd.T * counts) @ Zd if TRACK_CUMULATIVE else None
 
     def _needs(self, theta: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Directions and the Fisher information each still needs, in the lower bound's local form
@@ -154,9 +163,15 @@ class LogisticTrackAndStop(LinearTrackAndStop):
 
     # ------------------------------------------------------------------ outcomes and the stopping rule
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
-        # the outcomes are predicted with the estimate fixed before them (lr_set's P_t)
-        self._pred_loss += prediction_loss(self.Z[arms] @ self._theta_pred, rewards, self.n_samples - arms.size)
-        theta = self._estimate(self.n.astype(float), self.sums)
+        # the outcomes are predicted from the outcomes before them (lr_set's P_t), then the predictor refitted
+        self._predictor.observe(self.Z[arms], rewards, self.n_samples - arms.size)
+        pulled = np.flatnonzero(self.n)
+        self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
+        same = np.flatnonzero(self._predictor.lams == self.lambda_reg)  # the design's own fit, already made
+        if same.size and pulled.size >= self.d_eff and np.linalg.matrix_rank(self.Z[pulled]) == self.d_eff:
+            theta = self._predictor.theta[same[0]].copy()
+        else:
+            theta = self._estimate(self.n.astype(float), self.sums)
         if theta is not None:
             self._theta_pred = theta
         super()._update(arms, rewards)
@@ -173,7 +188,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
 
     def _lr_set(self) -> LikelihoodRatioSet:
         pulled = np.flatnonzero(self.n)
-        level = self._pred_loss + math.log(1.0 / self.delta)
+        level = self._predictor.loss + math.log(1.0 / self.delta)
         start = self._theta_pred if self._theta_mle is None else self._theta_mle
         return LikelihoodRatioSet(self.Z[pulled], self.n[pulled], self.sums[pulled], level, start)
 
@@ -192,7 +207,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         j = int(np.flatnonzero(outside)[np.argmax(eta[outside])])
         i = int(answer[np.argmin(eta[answer])])
         Zp = self.Z[pulled]
-        level = self._pred_loss + math.log(1.0 / self.delta)
+        level = self._predictor.loss + math.log(1.0 / self.delta)
         # skip a test that will surely fail (skipping only stops later): in the quadratic model of
         # the set around theta_hat, some rival still beats the answer by more than epsilon at
         # SKIP_RADIUS of the set's radius
