@@ -252,6 +252,9 @@ def test_status_of_a_hit_screen_reads_plainly(tmp_path):
     tested = int(np.flatnonzero(n)[0])
     why = why_chosen(camp, camp.policy)(tested, 0, 1)
     assert f"tested {int(n[tested])} times, {int(s[tested])} hit(s)" in why and "mean outcome" not in why
+    # a snapshot saved before log-tas named its count: still a count, not "a rival may still beat ... by up to 29"
+    getattr(camp.policy, "inner", camp.policy).diagnostics.pop("stat_name")
+    assert "not fired; rivals not yet ruled out by the stopping test:" in camp.status().text()
     camp.close()
 
 

@@ -16,6 +16,8 @@ Z95 = 1.959963984540054
 #: what a gap index (GIFA's B(t), GLGapE's calibrated index: the upper confidence bound of a rival's lead
 #: over the leader, stop at <= epsilon) means, said before its value in ``status``
 GAP_INDEX = "a rival may still beat the leader by up to"
+#: what a count that fires at 0 means when the policy does not name it (a snapshot saved before it did)
+RIVALS_OPEN = "rivals not yet ruled out by the stopping test:"
 
 
 def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
@@ -318,7 +320,7 @@ def campaign_status(camp) -> Status:
         stopped=bool(res.stopped),
         stop_index=None if done else _float(diag.get("stat")),
         stop_threshold=_float(diag.get("stat_fires_at", getattr(policy, "epsilon", None))) if "stat" in diag else None,
-        stop_name=str(diag.get("stat_name", GAP_INDEX)),
+        stop_name=str(diag.get("stat_name", RIVALS_OPEN if "stat_fires_at" in diag else GAP_INDEX)),
         budget=None if budget is None else int(budget),
         tests_at_stop=int(res.n_samples) if done else None,
         recommendation=rec,
