@@ -239,6 +239,7 @@ def test_status_of_a_hit_screen_reads_plainly(tmp_path):
     from screenbai.campaign.views.explain import why_chosen
 
     camp = new_campaign(tmp_path / "s.campaign", "log-tas", {"epsilon": 0.1, "delta": 0.05})
+    assert "forecast of plates left: once the first outcomes are recorded" in camp.status().text()
     assay = Assay(camp.features)
     for k in range(3):
         plate = camp.next_plate(12)

@@ -243,7 +243,12 @@ class Status:
                 "more: docs/lower_bound.md)"
             )
         else:
-            out.append("forecast of plates left: not available for this algorithm yet")
+            out.append(
+                "forecast of plates left: once the first outcomes are recorded (init printed a guess from a prior)"
+                if self.tests == 0 and not self.done and not self.budget
+                else "forecast of plates left: not available (this algorithm states no stopping threshold, or it "
+                "has finished)"
+            )
         if self.rule:
             out.append(f"why these wells: {self.rule} (per well: the plate file's 'why' column)")
         if self.layout:
