@@ -313,6 +313,14 @@ def _init(args) -> int:
         say(f"plates: {layout.describe()}")
     if readout is not None:
         say(f"readout: {readout.label()}, {readout.rule()}; {readout.model(camp.binary, camp.algorithm)}")
+    sigma = getattr(getattr(camp.policy, "inner", camp.policy), "sigma", None)
+    if not camp.binary and sigma is not None and "sigma" not in camp.meta["params"]:
+        unit = f"{readout.name} ({readout.unit})" if readout is not None and readout.unit else "the readout's"
+        say(
+            f"noise scale: sigma = {sigma:g}, {camp.algorithm}'s default, not declared: the error guarantee holds only "
+            f"if each test's noise is at most sigma, in {unit} units; declare it with --param sigma=... (e.g. the "
+            "spread of replicate wells on a pilot plate; status shows the control wells' spread)"
+        )
     from .views.status import prior_cost
 
     for line in prior_cost(camp):
