@@ -172,9 +172,11 @@ class Status:
         elif self.stop_index is not None and math.isnan(self.stop_index):
             lines.append("stopping rule: not fired; not evaluated yet (its first tests are not all recorded)")
         elif self.stop_index is not None and self.stop_threshold is not None:
+            count = self.stop_name.endswith(":") and self.stop_threshold == 0  # rivals left, fires at none
             lines.append(
-                f"stopping rule: not fired; {self.stop_name} {self.stop_index:.4g}, "
-                f"it fires at <= {self.stop_threshold:.4g}"
+                f"stopping rule: not fired; {self.stop_name} "
+                + (f"{self.stop_index:,.0f}, it fires when none is left" if count
+                   else f"{self.stop_index:.4g}, it fires at <= {self.stop_threshold:.4g}")
             )
         elif self.budget:
             lines.append(f"not finished: {self.budget - self.tests:,} tests of the budget left")
