@@ -160,7 +160,7 @@ def add_parser(sub) -> None:
 
     p = cs.add_parser("withdraw", help="withdraw a compound (e.g. out of stock): no longer proposed or recommended")
     file_arg(p)
-    p.add_argument("compound_id")
+    p.add_argument("compound_id", help="the compound to withdraw: its id in the library (the plate files' compound_id)")
     p.add_argument("--reason", default="", help="why, for the log (e.g. 'out of stock')")
 
     p = cs.add_parser("format", help="change the plate format for the next plates")
