@@ -39,7 +39,7 @@ import math
 import numpy as np
 
 from screenbai.bandits.certainty.exact_logistic import exact_characteristic_time
-from screenbai.bandits.certainty.local_form import (  # noqa: F401 - Complexity and EXACT_MAX_PAIRS re-exported
+from screenbai.bandits.certainty.local_form import (  # noqa: F401 - Complexity, EXACT_MAX_PAIRS, xy_design re-exported
     EXACT_MAX_PAIRS,
     MODELS,
     Complexity,
@@ -49,6 +49,7 @@ from screenbai.bandits.certainty.local_form import (  # noqa: F401 - Complexity 
     _Model,
     _Pairs,
     local_characteristic_time,
+    xy_design,
 )
 
 
@@ -124,3 +125,4 @@ def lower_bound(X, theta, delta: float, **kwargs) -> float:
     ``kwargs`` as for :func:`characteristic_time`."""
     factor = log_factor(delta)
     return characteristic_time(X, theta, **kwargs).T_star * factor
+

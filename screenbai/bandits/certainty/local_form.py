@@ -362,3 +362,27 @@ def local_characteristic_time(X: np.ndarray, theta: np.ndarray, mu: np.ndarray, 
         return Complexity(math.inf, np.full(K, 1.0 / K), answers[0], model, math.inf)
     return best
 
+
+@dataclass(frozen=True)
+class _Directions:
+    """Directions with unit gaps, in the form ``_minimax`` reads (Z, Y, g2)."""
+
+    Z: np.ndarray
+    Y: np.ndarray
+    g2: np.ndarray
+
+
+def xy_design(Z, Y, *, tol: float = 1e-3, max_iter: int = 2_000, w0=None) -> tuple[np.ndarray, float, float]:
+    """The transductive XY-optimal design: min over the simplex of max_y ||y||^2_{A(w)^-1},
+    A(w) = sum_k w_k z_k z_k' (Fiez et al. 2019, Algorithm 1's lambda_r and rho(Y(S_r)); Soare et al.
+    2014's XY-allocation), by the same column and constraint generation as ``characteristic_time``
+    (all gaps 1). Z: (K, d) rows of full column rank (``project_if_deficient``); Y: (P, d) directions in
+    their span, none zero. Returns (w, max_y ||y||^2_{A(w)^-1}, a certified lower end of the minimum),
+    the value within a factor 1 + tol of the minimum. O(P d^2) per round over all directions."""
+    Z = np.ascontiguousarray(Z, dtype=float)
+    Y = np.ascontiguousarray(Y, dtype=float)
+    if Z.ndim != 2 or Y.ndim != 2 or Y.shape[1] != Z.shape[1] or not Y.shape[0]:
+        raise ValueError(f"xy_design needs Z (K, d) and at least one direction Y (P, d); got {Z.shape} and {Y.shape}")
+    with threadpool_limits(limits=1):
+        w, F, low, _ = _minimax(_Directions(Z, Y, np.ones(Y.shape[0])), tol, max_iter, w0)  # type: ignore[arg-type]
+    return w, F, max(low, 0.0)

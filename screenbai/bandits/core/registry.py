@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 from screenbai.bandits.core.params import declared
 
-_MODULES = ("linear.gifa", "linear.static", "linear.static_adaptive", "logistic.glgape", "logistic.glgape_topm",
-            "budget.gse", "budget.baselines", "tracking.linear", "tracking.logistic")
+_MODULES = ("linear.gifa", "linear.static", "linear.static_adaptive", "linear.rage", "logistic.glgape",
+            "logistic.glgape_topm", "budget.gse", "budget.baselines", "tracking.linear", "tracking.logistic")
 _REGISTRY: dict[str, Entry] = {}
 #: the module registering each name, so that ``get`` imports that one only (a campaign command then
-#: imports one algorithm family, not all nine modules: 50 ms of its start); a name missing here is
+#: imports one algorithm family, not all ten modules: 50 ms of its start); a name missing here is
 #: still found, by importing them all (tests/test_registry.py checks that the map is right and whole)
 _HOME = {
     **dict.fromkeys(("fb-lingape", "linucb", "ucb-glm", "uniform"), "budget.baselines"),
@@ -33,6 +33,7 @@ _HOME = {
     "m-glgape": "logistic.glgape_topm",
     "lin-tas": "tracking.linear",
     "log-tas": "tracking.logistic",
+    "rage": "linear.rage",
 }
 
 

@@ -31,12 +31,16 @@ RULES = {
         "between the leader and its rivals would be under the current estimates (the lower bound's allocation), "
         "aimed at the comparisons that still lack the most evidence"
     ),
+    "rage": (
+        "RAGE's phase design: tests spread by the XY-optimal design over the compounds still undecided, fixed "
+        "before the phase (its estimate uses that phase's outcomes only)"
+    ),
 }
 
 
 def rule_of(algorithm: str) -> str:
     name = algorithm.lower()
-    for key in ("glgape", "lingape", "lingifa", "gse", "lucb", "ucb", "g-allocation", "tas"):
+    for key in ("glgape", "lingape", "lingifa", "gse", "lucb", "ucb", "g-allocation", "tas", "rage"):
         if key in name:
             return RULES.get(key, RULES["lingape"])
     return f"{algorithm}'s selection rule"

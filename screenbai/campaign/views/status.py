@@ -11,6 +11,7 @@ import numpy as np
 from screenbai.bandits.certainty.certificate import model_check_json
 from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
+from screenbai.campaign.lab.assay import logistic_on_hits
 
 Z95 = 1.959963984540054
 #: what a gap index (GIFA's B(t), GLGapE's calibrated index: the upper confidence bound of a rival's lead
@@ -379,7 +380,10 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         Readout.from_dict(readout).model(camp.binary, camp.algorithm)
         if readout
         else (
-            f"{camp.algorithm} models the 0/1 outcomes with a logistic model of the features"
+            (f"{camp.algorithm} models the 0/1 outcomes with a logistic model of the features"
+             if logistic_on_hits(camp.algorithm)
+             else f"{camp.algorithm} models the 0/1 outcomes with a linear model of the features, noise "
+             "sub-Gaussian with its declared sigma (1/2 covers any 0/1 outcome)")
             if camp.binary
             else f"{camp.algorithm} models the outcomes with a linear-Gaussian model of the features"
         )
@@ -468,14 +472,14 @@ def _forecast(camp, policy) -> tuple[float, float] | None:
     if n.sum() == 0:
         return None
     X = camp.features[active]
-    if camp.binary:
+    if camp.binary and logistic_on_hits(camp.algorithm):
         from screenbai.bandits.numerics.glm import logistic_mle
 
         theta, model, sigma = logistic_mle(X, n, s, 1.0).theta, "logistic", 0.5
-    else:
+    else:  # the algorithm's own model: linear, also on 0/1 outcomes (LinGapE, lin-tas, RAGE)
         V = (X.T * n) @ X + np.eye(X.shape[1])
         theta = np.linalg.solve(V, X.T @ s)
-        model, sigma = "linear", float(getattr(inner, "sigma", 1.0))
+        model, sigma = "linear", float(getattr(inner, "sigma", 0.5 if camp.binary else 1.0))
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else _usual_plate(camp)
     f = forecast(
@@ -549,8 +553,8 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     scale = PRIOR_LOGIT_SD / max(float(np.sqrt(np.mean(np.sum(X * X, axis=1)))), 1e-12)
     rng = np.random.default_rng(seed)
     thetas = rng.normal(0.0, scale, size=(draws, X.shape[1]))
-    model = "logistic" if camp.binary else "linear"
-    sigma = 0.5 if camp.binary else float(getattr(inner, "sigma", 1.0))
+    model = "logistic" if camp.binary and logistic_on_hits(camp.algorithm) else "linear"
+    sigma = 0.5 if model == "logistic" else float(getattr(inner, "sigma", 0.5 if camp.binary else 1.0))
     epsilon, m = float(getattr(inner, "epsilon", 0.0)), int(getattr(inner, "m", 1))
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else 96
