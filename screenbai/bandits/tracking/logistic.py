@@ -108,7 +108,9 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         self._next_check = 0  # the rest of the current block, handed out one test at a time
         self._windows = LRWindows(self.d_eff, self.K)  # the set restarted late (lr_windows)
         self.diagnostics.pop("threshold", None)  # the set's level is P_t + log(1/delta), not a constant
-        self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0)
+        # the index status shows: rivals the likelihood-ratio test has not ruled out yet (fires at 0)
+        self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0,
+                                stat_name="rivals not yet ruled out by its likelihood-ratio test:")
 
     @classmethod
     def resolve_oracle(cls, key: str, instance):
