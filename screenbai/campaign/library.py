@@ -169,7 +169,7 @@ def curate_structures(frame):
 def featurize_structures(smiles, *, radius: int, n_bits: int, d: int) -> tuple[np.ndarray, dict, dict]:
     """Morgan fingerprints -> PCA(d) -> append the intercept: (features, settings, loadings).
 
-    Above ``CHUNKED_ABOVE`` structures the chunked featurizer of :mod:`screenbai.chem.store` runs
+    Above ``CHUNKED_ABOVE`` structures the chunked featurizer of :mod:`screenbai.chem.fingerprint_store` runs
     (all cores, bounded memory; its fingerprint store is a temporary cache, the campaign file keeps
     the features); below, the in-memory functions (the same scores).
     """
@@ -177,7 +177,7 @@ def featurize_structures(smiles, *, radius: int, n_bits: int, d: int) -> tuple[n
     if len(smiles) > CHUNKED_ABOVE:
         import tempfile
 
-        from screenbai.chem.store import featurize_library
+        from screenbai.chem.fingerprint_store import featurize_library
 
         with tempfile.TemporaryDirectory(prefix="screenbai-fingerprints-") as tmp:
             scores, info = featurize_library(smiles, tmp, int(d), radius=radius, n_bits=n_bits)

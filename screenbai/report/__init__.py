@@ -1,7 +1,7 @@
 """Figures and tables of a screening study, from the workflow's run records.
 
 tables.py (the numbers, each defined once: tests to stop, error rates, declared potency; markdown
-and HTML tables), figures.py (the plots), page.py (the summary page, markdown and HTML), writer.py
+and HTML tables), figures.py (the plots), summary.py (the summary page, markdown and HTML), writer.py
 (:func:`write_report`: all of them into the workflow's files).
 """
 
@@ -13,7 +13,7 @@ from .figures import (
     plot_samples,
     structure_grid,
 )
-from .page import IMBALANCED, label_warning, summary_page
+from .summary import IMBALANCED, label_warning, summary_page
 from .tables import (
     UNINFORMATIVE,
     algorithm_guarantees,

@@ -23,7 +23,7 @@ from .figures import (
     plot_samples,
     structure_grid,
 )
-from .page import PAGE_CSS, report_title, summary_page
+from .summary import PAGE_CSS, report_title, summary_page
 from .tables import consensus, guarantee_tag, html_table, name_activity_columns, report_tables
 
 
