@@ -88,6 +88,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     fixed: ClassVar[dict] = {"sigma": 0.5}
     #: small blocks: each block's outcomes are predicted with the estimate from before it (P_t)
     defaults: ClassVar[dict] = {"growth": 0.1}
+    min_block: ClassVar[float] = 0.05
     _state_attrs: ClassVar[tuple[str, ...]] = ("_pred_loss", "_theta_pred", "_theta_mle", "_n_closed", "_plan",
                                                 "_next_check", "_windows")
 
