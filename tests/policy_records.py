@@ -1,5 +1,5 @@
 """Seeded records of every registered policy that ``static_records.py`` does not cover (the GIFA family,
-GLGapE, the block Track-and-Stop rules, GSE and the baselines), to check that a refactoring changes no result.
+GLGapE, the block Track-and-Stop rules, RAGE, GSE and the baselines), to check that a refactoring changes no result.
 
 ``python tests/policy_records.py`` (re)writes ``tests/data/policy_records.json``; ``test_policy_records.py``
 recomputes them and compares exactly (pulls per arm, recommendation, n_samples, stopped). The runs and modes
@@ -60,6 +60,8 @@ CASES: list[tuple[str, dict, str]] = [
     ("glgape", {"epsilon": 0.1}, "logistic8"),
     ("m-glgape", {"m": 2, "epsilon": 0.1}, "logistic8"),
     ("log-tas", {"epsilon": 0.1}, "logistic8"),
+    ("rage", {}, "soare2"),
+    ("rage", {"m": 2, "epsilon": 0.5}, "random7"),
     ("uniform", {"budget": 300}, "random7"),
     ("linucb", {"budget": 300}, "random7"),
     ("fb-lingape", {"budget": 300}, "random7"),

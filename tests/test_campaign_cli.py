@@ -102,6 +102,19 @@ def test_errors_are_reported_not_raised(tmp_path, library_csv, capsys):
     assert "binary" in capsys.readouterr().err and not camp.exists()
 
 
+@pytest.mark.parametrize("outcome, algorithm", [("binary", "log-tas"), ("continuous", "lin-tas")])
+def test_init_without_algorithm_runs_the_cheapest_guaranteed_one(tmp_path, library_csv, capsys, outcome, algorithm):
+    """issue 19, item 7: without --algorithm, init runs the delta-correct setting with the fewest tests measured
+    (docs/lower_bound.md), log-tas for 0/1 outcomes and lin-tas for a continuous readout, and says so."""
+    camp = tmp_path / "c.campaign"
+    assert init(camp, library_csv, "--outcome", outcome, "--param", "epsilon=0.1") == 0
+    assert f"{algorithm} with {{'epsilon': 0.1}}" in capsys.readouterr().out
+    with Campaign.open(camp) as c:
+        assert c.algorithm == algorithm and c.status().to_dict()["certified_epsilon"] is None
+        plate = c.next_plate(4)
+        assert len(plate) == 4 and not c.policy.done
+
+
 def test_hit_recovery_counts_first_tests_of_top_compounds():
     tested = np.array([3, 3, 0, 5, 0, 1])
     curve = hit_recovery(tested, top=np.array([0, 1, 2, 3]), K=8, one_shot=np.array([2, 7, 0]))
@@ -205,7 +218,7 @@ def test_bad_settings_are_refused_before_the_library_is_read(tmp_path, library_c
         (["--algorithm", "lucb", "--param", "m=1.5"], "m=1.5"),
         (["--seed", "-1"], "seed"),
         (["--algorithm", "nope"], "unknown algorithm 'nope'"),
-        (["--outcome", "continuous"], "binary"),
+        (["--algorithm", "glgape", "--outcome", "continuous"], "binary"),
         (["--rejected-out", str(tmp_path / "no" / "rej.csv")], "does not exist"),
     ]:
         assert init(camp, library_csv, *extra) == 2

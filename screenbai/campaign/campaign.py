@@ -1,6 +1,6 @@
 """The ``Campaign`` object: a real screen, plate by plate, kept in one SQLite file.
 
-    camp = Campaign.create("cdk2.campaign", import_library("export.csv.gz"), "glgape",
+    camp = Campaign.create("cdk2.campaign", import_library("export.csv.gz"), "log-tas",
                            {"epsilon": 0.1, "delta": 0.05}, seed=1)
     plate = camp.next_plate(96, "P001.csv")     # the lab tests these wells
     camp.record("P001_results.csv")             # validated first; all or nothing
@@ -121,6 +121,7 @@ class Campaign(PolicyReplay):
             if verify:
                 store.check_damage(con, self.path)
             assay.ensure_schema(con, readonly=self.readonly)  # files made before plate controls and readouts existed
+            store.ensure_progress_columns(con, readonly=self.readonly)  # and before the progress plot
             self.meta = store.get_meta(con)
             self._load_compounds()
         except sqlite3.Error as exc:
@@ -131,6 +132,11 @@ class Campaign(PolicyReplay):
             raise
         self._policy = None
         self._policy_step = 0  # the last plate/record step the in-memory policy has taken
+        #: keep the compounds in contention and the certified epsilon of every results file in the
+        #: history (the report's progress plot; the certificate costs 5-50 ms per file). Simulations of
+        #: many plates (backtest, benchmarks/change_study.py) turn it off: their rows hold NULL there,
+        #: which ``repair`` fills in
+        self.keep_progress = True
 
     def _load_compounds(self) -> None:
         rows = self._con.execute("SELECT arm, compound_id, smiles FROM compounds ORDER BY arm").fetchall()
@@ -207,7 +213,7 @@ class Campaign(PolicyReplay):
                     plate_state[:] = [step, store.encode_state(pol.state_dict())]
 
                 policy, last = camp._replay_now(
-                    False, lambda step, pol: history.append((step, *camp._leaders(pol))), on_plate=on_plate
+                    False, lambda step, pol: history.append((step, *camp._history_row(step, pol))), on_plate=on_plate
                 )
                 con.execute("DELETE FROM snapshots")
                 con.execute("DELETE FROM history")
@@ -216,8 +222,9 @@ class Campaign(PolicyReplay):
                 if last:
                     store.put_snapshot(con, "latest", last, store.encode_state(policy.state_dict()))
                 con.executemany(
-                    "INSERT INTO history (step, n_tests, leader, done) VALUES (?, ?, ?, ?)",
-                    ((s, n, json.dumps(lead), int(done)) for s, n, lead, done in history),
+                    "INSERT INTO history (step, n_tests, leader, done, in_contention, certified_epsilon) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    ((s, n, json.dumps(lead), int(done), c, e) for s, n, lead, done, c, e in history),
                 )
                 camp._policy, camp._policy_step = policy, last
         finally:
@@ -464,23 +471,36 @@ class Campaign(PolicyReplay):
         self._save_snapshot(step)
         return RecordSummary(record_id, name, len(outcomes) - n_failed, n_failed, plates)
 
+    def _history_row(self, step: int, policy) -> tuple:
+        """(tests, leaders, finished, compounds in contention, certified epsilon) after the results
+        file of log step ``step``, from the outcomes recorded up to it: the same live and in a replay."""
+        from .views.status import progress_point
+
+        res = policy.result()
+        return (int(res.n_samples), [self.compound_ids[a] for a in res.recommendation], bool(policy.done),
+                *(progress_point(self, policy, res, upto=step) if self.keep_progress else (None, None)))
+
     def _save_history(self, step: int, policy) -> None:
-        n_tests, leaders, done = self._leaders(policy)
+        n_tests, leaders, done, in_contention, certified = self._history_row(step, policy)
         self._con.execute(
-            "INSERT INTO history (step, n_tests, leader, done) VALUES (?, ?, ?, ?)",
-            (step, n_tests, json.dumps(leaders), int(done)),
+            "INSERT INTO history (step, n_tests, leader, done, in_contention, certified_epsilon) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (step, n_tests, json.dumps(leaders), int(done), in_contention, certified),
         )
 
     # ------------------------------------------------------------------ read-only views
-    def observations(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """Per-arm (tests, sum of outcomes, sum of squared outcomes) and the number of failed wells."""
+    def observations(self, upto: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Per-arm (tests, sum of outcomes, sum of squared outcomes) and the number of failed wells
+        (of the results files recorded at log steps <= ``upto``; None: all)."""
         n = np.zeros(self.K, dtype=np.int64)
         s = np.zeros(self.K)
         s2 = np.zeros(self.K)
         failed = 0
+        upto_sql = "" if upto is None else "WHERE record_id IN (SELECT record_id FROM records WHERE step <= ?) "
         for arm, cnt, tot, tot2, nf in self._con.execute(
             "SELECT arm, COUNT(value), TOTAL(value), TOTAL(value * value), SUM(value IS NULL) "
-            "FROM outcomes GROUP BY arm"
+            f"FROM outcomes {upto_sql}GROUP BY arm",
+            () if upto is None else (int(upto),),
         ):
             n[arm], s[arm], s2[arm] = cnt, tot, tot2
             failed += int(nf)
@@ -500,6 +520,17 @@ class Campaign(PolicyReplay):
         return [
             (s, n, json.loads(l), bool(d))
             for s, n, l, d in self._con.execute("SELECT step, n_tests, leader, done FROM history ORDER BY step")
+        ]
+
+    def progress_history(self) -> list[dict]:
+        """Per results file, in order: its log step, tests recorded, compounds still in contention and
+        the certified epsilon then (None where not known: a file made before they were kept, until
+        ``repair``, or nothing certified; inf: no answer certified yet)."""
+        have = store.progress_columns(self._con)
+        cols = [c if c in have else f"NULL AS {c}" for c in ("in_contention", "certified_epsilon")]
+        return [
+            {"step": s, "tests": n, "in_contention": c, "certified_epsilon": e}
+            for s, n, c, e in self._con.execute(f"SELECT step, n_tests, {', '.join(cols)} FROM history ORDER BY step")
         ]
 
     def events(self) -> list[tuple[int, str, str, dict]]:

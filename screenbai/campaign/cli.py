@@ -1,6 +1,6 @@
 """``screenbai campaign ...``: a thin shell over :class:`screenbai.campaign.Campaign`.
 
-screenbai campaign init cdk2.campaign --library export.csv.gz --algorithm glgape --param epsilon=0.1
+screenbai campaign init cdk2.campaign --library export.csv.gz --param epsilon=0.1      # log-tas (0/1 outcomes)
 screenbai campaign next cdk2.campaign --plate-size 96          # writes P001.csv
 screenbai campaign record cdk2.campaign P001.csv                # the same file, outcomes filled in
 screenbai campaign status cdk2.campaign
@@ -58,7 +58,12 @@ def add_parser(sub) -> None:
         p.add_argument("--d", type=int, default=20, help="PCA dimensions (CDK2 study reference: 20)")
 
     def algorithm_args(p):
-        p.add_argument("--algorithm", default="glgape", help="a registered name (`screenbai algorithms`)")
+        p.add_argument(
+            "--algorithm",
+            default=None,
+            help="a registered name (`screenbai algorithms`); default: log-tas for binary outcomes, lin-tas for "
+            "continuous ones (delta-correct, the fewest tests measured: docs/lower_bound.md)",
+        )
         p.add_argument(
             "--param",
             action="append",
@@ -234,6 +239,11 @@ def run(args) -> int:
         # one BLAS thread: the matrices are small (d x d, K x d), and threads fighting over a busy
         # machine's cores made a 10 000 x 21 SVD 20 times slower
         with threadpool_limits(limits=1, user_api="blas"):
+            if getattr(args, "algorithm", "") is None:  # init, backtest without --algorithm
+                from .state.creation import default_algorithm
+
+                binary = args.campaign_command == "backtest" or args.outcome == "binary"
+                args.algorithm = default_algorithm("binary" if binary else "continuous")
             code = _COMMANDS[args.campaign_command](args)
             results().flush()  # a closed pipe shows here, not at exit
             return code
@@ -310,7 +320,7 @@ def _init(args) -> int:
 
 def _next(args) -> int:
     from .campaign import Campaign
-    from .lab.plates import check_plate_path
+    from .lab.plates import DEFAULT_PLATE_SIZE, check_plate_path
     from .state.store import CampaignError
 
     def out(plate_id):
@@ -321,7 +331,7 @@ def _next(args) -> int:
         n_plates = camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
         check_plate_path(out(f"P{n_plates + 1:03d}"))  # before the plate is committed
         # the plate id is known once the plate is committed (another `next` may run at the same time)
-        size = args.plate_size if args.plate_size is not None or camp.layout is not None else 96
+        size = args.plate_size if args.plate_size is not None or camp.layout is not None else DEFAULT_PLATE_SIZE
         plate = camp.next_plate(size, force=args.force)
         try:
             plate = camp.write_plate(plate.plate_id, out(plate.plate_id))

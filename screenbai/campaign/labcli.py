@@ -49,24 +49,34 @@ def lab_settings(args) -> tuple[PlateLayout | None, Readout | None]:
 
 
 def whole_plate_budget(algorithm: str, params: dict, K: int, layout: PlateLayout | None) -> dict:
-    """GSE's stages in whole plates: with a plate format, a fixed-budget GSE's budget is rounded up
-    so that every stage (budget / stages tests) is a whole number of plates (said on the terminal)."""
+    """GSE's stages in whole plates: a fixed-budget GSE's budget is rounded up so that every stage
+    (budget / stages tests) is a whole number of plates (said on the terminal): plates of the plate
+    format's compound wells, or without a format of ``next``'s default plate (DEFAULT_PLATE_SIZE
+    wells; a library smaller than that has no default plate, and its budget is kept)."""
     from screenbai.bandits.budget.gse import GSE, n_stages
     from screenbai.bandits.core.params import declared
     from screenbai.bandits.core.registry import get
 
+    from .lab.plates import DEFAULT_PLATE_SIZE
+
     entry = get(algorithm)
-    if layout is None or not issubclass(entry.cls, GSE) or "budget" not in params:
+    if not issubclass(entry.cls, GSE) or "budget" not in params or (layout is None and K < DEFAULT_PLATE_SIZE):
         return params
     eta = params.get("eta", entry.defaults.get("eta", declared(entry.cls)["eta"].default))
     s = n_stages(K, float(eta))
-    cap = layout.capacity
+    cap = DEFAULT_PLATE_SIZE if layout is None else layout.capacity
     budget = int(params["budget"])
     per_stage = max(1, math.ceil(budget / s / cap)) * cap
     if per_stage * s != budget:
+        plates = (
+            f"plate(s) of {cap} compound wells"
+            if layout is not None
+            else f"plate(s) of {cap} wells (`next`'s default plate size, for a campaign without --plate-format: "
+            f"give `next` no --plate-size, or one that divides {per_stage})"
+        )
         say(
             f"budget {budget:,} rounded to {per_stage * s:,}: each of {entry.name}'s {s} stages is then "
-            f"{per_stage // cap} whole plate(s) of {cap} compound wells, no partial plate"
+            f"{per_stage // cap} whole {plates}, no partial plate"
         )
     return {**params, "budget": per_stage * s}
 

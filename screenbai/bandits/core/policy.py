@@ -38,14 +38,27 @@ model in ``_certificate_model``; ``certificate()`` then returns a ``Certificate`
 from __future__ import annotations
 
 import copy
+import inspect
 import math
-from abc import ABCMeta, abstractmethod
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from abc import ABC, abstractmethod
+from dataclasses import InitVar, dataclass, field
+from typing import Any, ClassVar, dataclass_transform
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from screenbai.bandits.core.params import DEFAULT_MAX_SAMPLES, without_guarantee
+from screenbai.bandits.core.params import (  # DEFAULT_MAX_SAMPLES re-exported for existing imports
+    COMMON,
+    DEFAULT_MAX_SAMPLES,
+    Anything,
+    declare,
+    pinned,
+    rename,
+    required,
+    resolve,
+    run_state,
+    without_guarantee,
+)
 from screenbai.bandits.core.state import decode_state, encode_state
 from screenbai.bandits.numerics.checks import as_generator, check_features
 from screenbai.bandits.numerics.ties import top_m
@@ -77,22 +90,78 @@ class Result:
         return self.recommendation[0]
 
 
-class _PolicyMeta(ABCMeta):
-    """Records the constructor's keyword arguments and makes the first choice once the whole
-    ``__init__`` chain has run, so that ``done`` is known before the first ``ask``."""
+@dataclass_transform(kw_only_default=True, field_specifiers=(required, pinned, run_state))
+class _Declared(ABC):
+    """The constructor every policy shares (see ``Policy``): its parameters are declared fields, as
+    in a dataclass, and type checkers see the signature ``declare`` builds."""
 
-    def __call__(cls, *args, **kwargs):
-        policy = super().__call__(*args, **kwargs)
-        policy._init_kwargs = {k: v for k, v in kwargs.items() if k != "rng"}
-        policy._advance()
-        return policy
+    #: every field (parameters and the positional features), from ``params.declare``
+    __parameters__: ClassVar[dict[str, Any]] = {}
+    #: the attributes this class declares with ``run_state()`` (``params.declare``)
+    __state__: ClassVar[tuple[str, ...]] = ()
+    #: the frozen dataclass of the parameters (``params.declare``)
+    Params: ClassVar[type]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:  # one constructor pattern
+            raise TypeError(
+                f"{cls.__name__} defines __init__; a policy declares its parameters as fields and sets itself up "
+                "in _setup(features, p) (see Policy)"
+            )
+        declare(cls)
+
+        def __init__(self, features, **given) -> None:
+            _Declared._construct(self, features, given)
+
+        # the public signature: ``self`` then ``cls.__signature__`` (explicit keyword-only parameters,
+        # built by ``declare``); ``**given`` only lets deprecated names through to ``rename``
+        sig = cls.__signature__  # type: ignore[attr-defined]
+        self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        __init__.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=[self_param, *sig.parameters.values()], return_annotation=None)
+        __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+        __init__.__doc__ = f"A {cls.__name__} for these features (its parameters: ``{cls.__name__}.Params``)."
+        setattr(cls, "__init__", __init__)  # noqa: B010 - mypy refuses assigning a method
+
+    def __init__(self, features, **given) -> None:
+        _Declared._construct(self, features, given)
+
+    def _construct(self, features, given: dict) -> None:
+        """Rename deprecated parameters, validate them, set them as attributes, ``_setup``, first choice."""
+        cls = type(self)
+        given = rename(cls, given)
+        p = resolve(cls, given)
+        self.params: Any = p  # the validated parameters (a frozen ``cls.Params``)
+        for key in cls.__parameters__:
+            if hasattr(p, key):
+                setattr(self, key, getattr(p, key))
+        self._setup(features, p)
+        self._init_kwargs: dict[str, Any] = {k: v for k, v in given.items() if k != "rng"}
+        self._advance()
+
+    def _setup(self, features, p) -> None:  # pragma: no cover - Policy's
+        raise NotImplementedError
+
+    def _advance(self) -> None:  # pragma: no cover - Policy's
+        raise NotImplementedError
 
 
-class Policy(metaclass=_PolicyMeta):
+class Policy(_Declared):
     """Base class: bookkeeping, validation, ask/tell, plates and state (see the module docstring).
 
-    Subclasses implement ``_select()``, ``_update(arms, rewards)`` and ``_recommend(rng)``, and list
-    in ``_state_attrs`` the attributes that change during a run (restored by ``load_state_dict``).
+    One constructor pattern. A subclass declares its parameters as annotated class attributes
+    (``epsilon: float = param(0.1, NONNEGATIVE, "...")``, see params.py) and sets itself up in
+    ``_setup(features, p)``, ``p`` being its validated parameters (a frozen ``cls.Params``; the
+    same as ``self.params``), starting with ``super()._setup(features, p)``; it defines no
+    ``__init__``. The constructor, the same for every policy, renames deprecated parameters (with a
+    warning), validates them, sets each as an attribute (as a dataclass would), runs ``_setup`` and
+    makes the first choice, so that ``done`` is known before the first ``ask``.
+
+    Subclasses implement ``_select()``, ``_update(arms, rewards)`` and ``_recommend(rng)``, and
+    declare the attributes that change during a run with their types, ``_rounds: int = run_state()``
+    (saved by ``state_dict``, restored by ``load_state_dict``; ``_state_attrs``, a tuple of names,
+    is the older spelling, still read).
     ``n``/``sums`` (per-arm counts and reward sums of recorded outcomes) and ``n_samples`` are kept
     here; ``in_flight`` / ``n_in_flight`` tell ``_select`` which tests are out without an outcome.
     """
@@ -106,22 +175,28 @@ class Policy(metaclass=_PolicyMeta):
     models_features = True
     #: attributes (besides the base bookkeeping) that change during a run: the policy's state
     _state_attrs: ClassVar[tuple[str, ...]] = ()
+    #: deprecated parameter name -> current name (merged along the class hierarchy)
+    renamed: ClassVar[dict[str, str]] = {}
 
-    def __init__(self, features, *, m: int = 1, rng=None, max_samples: int = DEFAULT_MAX_SAMPLES):
+    features: InitVar[ArrayLike] = required(Anything("a K x d feature matrix"), "the arms' features", kw_only=False)
+    rng: Any = COMMON["rng"]
+    max_samples: int = COMMON["max_samples"]
+
+    def _setup(self, features, p) -> None:
+        """Validate the features and set up the bookkeeping; ``p.m`` (1 without an ``m`` parameter)
+        arms to identify, ``p.max_samples`` (None: ``DEFAULT_MAX_SAMPLES``) the cap."""
         self.X = check_features(features)
         self.K, self.d = self.X.shape
         if self.K < 2:
             raise ValueError(
                 f"features have {self.K} arm; identifying the best arm needs at least 2 arms to choose between"
             )
-        m = int(m)
+        m = int(getattr(p, "m", 1))
         if not 1 <= m < self.K:
             raise ValueError(f"m (number of arms to identify) must satisfy 1 <= m < K = {self.K}; got m = {m}")
         self.m = m
-        if int(max_samples) < 1:
-            raise ValueError(f"max_samples must be a positive integer; got {max_samples}")
-        self.max_samples = int(max_samples)
-        self.rng = as_generator(rng)
+        self.max_samples = DEFAULT_MAX_SAMPLES if p.max_samples is None else int(p.max_samples)
+        self.rng = as_generator(p.rng)
         self.n = np.zeros(self.K, dtype=np.int64)
         self.sums = np.zeros(self.K)
         self.n_samples = 0
@@ -133,7 +208,6 @@ class Policy(metaclass=_PolicyMeta):
         self._finished = False
         self._stopped = False
         self.diagnostics: dict[str, Any] = {}
-        self._init_kwargs: dict[str, Any] = {}  # the constructor's keyword arguments (set once it has run)
 
     # ------------------------------------------------------------------ hooks
     @abstractmethod
@@ -476,7 +550,7 @@ class Policy(metaclass=_PolicyMeta):
     def _state_names(self) -> list[str]:
         names: list[str] = []
         for klass in reversed(type(self).__mro__):
-            for name in klass.__dict__.get("_state_attrs", ()):
+            for name in (*klass.__dict__.get("__state__", ()), *klass.__dict__.get("_state_attrs", ())):
                 if name not in names:
                     names.append(name)
         return names

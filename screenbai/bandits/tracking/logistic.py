@@ -44,7 +44,7 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit
 
-from screenbai.bandits.core.params import DELTA, EPSILON, LAMBDA_REG, M, Param
+from screenbai.bandits.core.params import LAMBDA_REG, like, pinned, run_state
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, forecast_level, nll, pair_stands, prediction_loss
@@ -78,27 +78,29 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     name = "log-tas"
     model = "logistic"
     binary_rewards = True
-    parameters: ClassVar[dict[str, Param]] = {
-        "m": M,
-        "delta": DELTA,
-        "epsilon": EPSILON,
-        "growth": GROWTH,
-        "lambda_reg": LAMBDA_REG,
-    }
-    fixed: ClassVar[dict] = {"sigma": 0.5}
+    sigma: float = pinned(0.5)
+    #: the likelihood-ratio set is valid for any adapted order of tests: absorbed outcomes count in full
+    absorbed_outcomes_count: ClassVar[bool] = True
     #: small blocks: each block's outcomes are predicted with the estimate from before it (P_t)
-    defaults: ClassVar[dict] = {"growth": 0.1}
+    growth: float = like(GROWTH, default=0.1)
+    lambda_reg: float = LAMBDA_REG
     min_block: ClassVar[float] = 0.05
-    _state_attrs: ClassVar[tuple[str, ...]] = ("_pred_loss", "_theta_pred", "_theta_mle", "_n_closed", "_plan",
-                                                "_next_check", "_windows")
 
-    def __init__(self, features, **params):
-        lam = params.pop("lambda_reg", LAMBDA_REG.default)
-        super().__init__(features, **params)
-        self.lambda_reg = LAMBDA_REG.validate(type(self).__name__, "lambda_reg", lam)
+    # the run's state
+    _pred_loss: float = run_state()  # P_t: the loss of the predictions made before each block
+    _theta_pred: np.ndarray = run_state()  # the estimate that predicts the next block's outcomes
+    _theta_mle: np.ndarray | None = run_state()
+    _n_closed: int = run_state()
+    _plan: np.ndarray = run_state()  # the rest of the current block, handed out one test at a time
+    _next_check: int = run_state()  # the sample count of the next likelihood-ratio test
+    _windows: LRWindows = run_state()  # the set restarted late (lr_windows)
+
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
+        self.lambda_reg = p.lambda_reg
         self._pred_loss = 0.0
         self._theta_pred = np.zeros(self.d_eff)
-        self._theta_mle: np.ndarray | None = None
+        self._theta_mle = None
         self._n_closed = 0
         self._plan = np.empty(0, dtype=np.int64)
         self._next_check = 0  # the rest of the current block, handed out one test at a time
@@ -163,8 +165,11 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     # ------------------------------------------------------------------ outcomes and the stopping rule
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
         # the outcomes are predicted with the estimate fixed before them (lr_set's P_t)
-        self._windows.before_batch(self.n_samples - arms.size, self.n, self.sums, arms, rewards, self._pred_loss)
-        self._pred_loss += prediction_loss(self.Z[arms] @ self._theta_pred, rewards, self.n_samples - arms.size)
+        if self._absorbing:
+            self._absorb_predictions(arms, rewards)
+        else:
+            self._windows.before_batch(self.n_samples - arms.size, self.n, self.sums, arms, rewards, self._pred_loss)
+            self._pred_loss += prediction_loss(self.Z[arms] @ self._theta_pred, rewards, self.n_samples - arms.size)
         theta = self._estimate(self.n.astype(float), self.sums)
         if theta is not None:
             self._theta_pred = theta
@@ -175,6 +180,32 @@ class LogisticTrackAndStop(LinearTrackAndStop):
             if answer is not None:
                 self._answer = answer
                 self._finish(True)
+
+    def _absorb_predictions(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """The prediction loss of outcomes told all at once by ``absorb`` (a campaign's outcomes from before
+        a change, in the order recorded): predicted in consecutive chunks, each with the estimate of
+        the outcomes before it (a chunk of d, then growing by ``growth``), as if they had come in blocks.
+        Predictable in that fixed order, so the likelihood-ratio set stays valid; one prediction
+        for them all would add up to their number times log 2 to its level."""
+        t0 = self.n_samples - arms.size
+        n = self.n.copy()
+        s = self.sums.copy()
+        np.subtract.at(n, arms, 1)
+        np.subtract.at(s, arms, rewards)
+        lo = 0
+        while lo < arms.size:
+            hi = min(arms.size, lo + max(self.d_eff, math.ceil(self.growth * (t0 + lo))))
+            a, r = arms[lo:hi], rewards[lo:hi]
+            np.add.at(n, a, 1)
+            np.add.at(s, a, r)
+            # each chunk a batch of the late-started sets too (lr_windows: n and s count the chunk)
+            self._windows.before_batch(t0 + lo, n, s, a, r, self._pred_loss)
+            self._pred_loss += prediction_loss(self.Z[a] @ self._theta_pred, r, t0 + lo)
+            if hi < arms.size:  # the last chunk's estimate is _update's
+                theta = self._estimate(n.astype(float), s)
+                if theta is not None:
+                    self._theta_pred = theta
+            lo = hi
 
     def _close_block(self, counts: np.ndarray, sums: np.ndarray) -> None:
         self._n_closed += 1

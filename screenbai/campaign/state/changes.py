@@ -197,10 +197,18 @@ def guarantee_after_change(camp) -> str:
     voided = without_guarantee(entry.cls, {**entry.defaults, **camp.meta["params"]})
     if voided:
         return f"there was no error guarantee before ({', '.join(voided)}) and there is none after"
+    if not getattr(entry.cls, "absorbed_outcomes_count", True):
+        return (
+            "the error guarantee still holds for the new set of compounds (the outcomes recorded before guide the "
+            "algorithm's designs; its stopping rule counts only the blocks of tests it designs from now on, and its "
+            "union bound the new number of compounds); the first plate after the change repeats its initial design"
+        )
     return (
         "the error guarantee still holds for the new set of compounds (its confidence bounds are valid for any "
         "order of tests, so the outcomes recorded before count in full; its union bound now counts the new number "
-        "of compounds); the first plate after the change may repeat the algorithm's initial design"
+        "of compounds); measured for GLGapE: no wrong answer in 200 simulated campaigns with a compound added and "
+        "the best one withdrawn at delta 0.1, an error rate of at most 1.5% with 95% confidence (docs/error_rates.md, "
+        "'After a change'); the first plate after the change may repeat the algorithm's initial design"
     )
 
 

@@ -22,6 +22,17 @@ from . import store
 
 #: what the lab writes per well: 0/1 outcomes, or real values (not for the algorithms of 0/1 outcomes)
 OUTCOMES = ("binary", "continuous")
+#: the algorithm a campaign runs when none is named, per outcome kind: the delta-correct setting with the
+#: fewest tests measured (docs/lower_bound.md: block Track-and-Stop, logistic for 0/1 outcomes, linear
+#: for a continuous readout, whose guarantee then needs the readout's noise scale --param sigma)
+DEFAULT_ALGORITHM = {"binary": "log-tas", "continuous": "lin-tas"}
+
+
+def default_algorithm(outcome: str) -> str:
+    """The algorithm of :data:`DEFAULT_ALGORITHM` for an outcome kind (binary or continuous)."""
+    if outcome not in DEFAULT_ALGORITHM:
+        raise ValueError(f"outcome must be one of {OUTCOMES}; got {outcome!r}")
+    return DEFAULT_ALGORITHM[outcome]
 
 
 def check_settings(algorithm: str, params: dict, seed: int, outcome: str):
