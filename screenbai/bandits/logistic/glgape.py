@@ -279,8 +279,10 @@ class GLGapE(Policy):
     def _update(self, arms, rewards):
         if self._predictor is not None:  # predicted from the outcomes before these, then refitted
             self._predictor.observe(self.Z[arms], rewards, self.n_samples - arms.size)
-            pulled = np.flatnonzero(self.n) if self._pulled is None else np.union1d(self._pulled, arms)
-            self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
+            if self._phase == "adaptive":  # the initial phase's outcomes are all predicted by the prior
+                # (the same P_t however they are batched: asked together, or proposed one by one)
+                pulled = np.flatnonzero(self.n) if self._pulled is None else np.union1d(self._pulled, arms)
+                self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
         if self._phase == "adaptive" and arms.size == 1 and self.state.keep_row:
             # large K: the fit needs only the counts, so fit first and let the rank-one update's
             # pass over Z also compute the next round's Z theta (one pass instead of two)
