@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from screenbai.chem.store import build_fingerprint_store, store_pca  # noqa: E402 (after the sys.path line)
+from screenbai.chem.fingerprint_store import build_fingerprint_store, store_pca  # noqa: E402 (after the sys.path line)
 
 SHARED = Path(os.environ.get("SCREENBAI_SHARED_DATA", REPO.parent / "shared" / "data"))
 MOSES = SHARED / "moses" / "moses_train_smiles.csv.gz"

@@ -148,6 +148,8 @@ def main() -> int:
     ap.add_argument("--params", default="{}", help="extra parameters (JSON) for every algorithm")
     ap.add_argument("--old", type=Path, default=None, help="a worktree of older code: time it too, alternately")
     ap.add_argument("--old-params", default="{}", help="extra parameters (JSON) for the old code")
+    ap.add_argument("--write", type=Path, default=None,
+                    help="also write the summary table between the bench_scale markers of this file (docs/speed.md)")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)  # the worker's JSON result file
     ap.add_argument("--algorithm", help=argparse.SUPPRESS)
@@ -156,6 +158,7 @@ def main() -> int:
         args.K = args.K[0]
         Path(args.result).write_text(json.dumps(worker(args)))  # a file: a dependency may print on stdout
         return 0
+    load_before = os.getloadavg()[0]
     print(f"screenbai scale benchmark: Python {platform.python_version()}, {os.cpu_count()} CPUs, load average "
           f"{os.getloadavg()[0]:.1f} (other jobs may share the cores); one BLAS thread, CPU time; {args.rounds} rounds "
           f"after {args.after} tests per measurement, {args.repeats} measurements (processes) each")
@@ -215,7 +218,51 @@ def main() -> int:
             pass_growth = np.median([r["matvec_s"] for r in hi]) / np.median([r["matvec_s"] for r in lo])
             print(f"{algorithm}: K = {Ks[0]:,} -> {Ks[-1]:,} (x{Ks[-1] // Ks[0]}): round cost x{round_growth:.0f}, "
                   f"one pass X@v x{pass_growth:.0f} (medians over the measurements)")
+    if args.write is not None:
+        from screenbai.report.tables import write_generated_block
+
+        write_generated_block(args.write, "bench_scale", summary_table(args, ok, load_before))
+        print(f"wrote the table into {args.write}")
     return 0
+
+
+#: round / pass at K = 10^6 that each algorithm's round must stay within, median and mean (docs/scale.md)
+TARGETS = {"m-lingape": 3.0, "glgape": 6.0}
+LABELS = {"m-lingape": "m-LinGapE (greedy, m = 1)", "glgape": "GLGapE (greedy, auto; likelihood-ratio test)"}
+
+
+def summary_table(args: argparse.Namespace, rows: list[dict], load_before: float) -> str:
+    """The markdown block for docs/speed.md: per algorithm and K, the medians over the measurements
+    (range in brackets) of round / pass over the timed rounds, median and mean, and the target."""
+    command = "python benchmarks/bench_scale.py " + " ".join(
+        f"--{k} {' '.join(map(str, v)) if isinstance(v, list) else v}" for k, v in
+        (("algorithms", args.algorithms), ("K", args.K), ("rounds", args.rounds), ("after", args.after),
+         ("repeats", args.repeats))) + " --write docs/speed.md"
+    lines = [f"Written by `{command}`. Machine: {os.cpu_count()} cores, load average {load_before:.1f} at the start "
+             f"and {os.getloadavg()[0]:.1f} at the end (other jobs share the cores); d = {args.d}; CPU time of one "
+             "process per measurement with one BLAS thread. Round / pass: the round's time over one pass `X @ v` "
+             f"timed right after it, over {args.rounds} rounds after {args.after} tests; **median** over the rounds, "
+             "and "
+             "**mean** (the mean round over the mean pass: the amortised cost, periodic work included); medians over "
+             f"the {args.repeats} measurements, their range in brackets.", "",
+             "| algorithm | K | one pass X@v | round (median) | round / pass, median | round / pass, mean "
+             "| target at K = 10⁶ | peak RSS |", "|---|---|---|---|---|---|---|---|"]
+
+    def spread(values: list[float]) -> str:
+        return f"{np.median(values):.2f} ({min(values):.2f}-{max(values):.2f})"
+
+    for algorithm in args.algorithms:
+        for K in args.K:
+            sel = [r for r in rows if (r["algorithm"], r["K"], r["tree"]) == (algorithm, K, "new")]
+            if not sel:
+                continue
+            target = f"<= {TARGETS[algorithm]:g}" if K == 1_000_000 and algorithm in TARGETS else ""
+            pass_ms, round_ms = (1e3 * np.median([r[key] for r in sel]) for key in ("matvec_s", "round_s"))
+            lines.append(f"| {LABELS.get(algorithm, algorithm)} | {K:,} | {pass_ms:.2f} ms "
+                         f"| {round_ms:.2f} ms | {spread([r['ratio'] for r in sel])} "
+                         f"| {spread([r['mean_ratio'] for r in sel])} | {target} "
+                         f"| {max(r['peak_rss_gib'] for r in sel):.2f} GiB |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

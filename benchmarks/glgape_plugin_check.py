@@ -32,8 +32,8 @@ from screenbai.bandits.sim.instances import kw_synthetic
 class PluginProbe(GLGapE):
     """GLGapE recording (tests, c_mu, S) at each calibration."""
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.seen: list[tuple[int, float, float]] = []
 
     def _calibrate(self):

@@ -44,7 +44,7 @@ sys.path.insert(0, str(REPO))
 
 from screenbai.bandits import Instance  # noqa: E402
 from screenbai.bandits.core.runner import run_one  # noqa: E402
-from screenbai.chem.store import featurize_library  # noqa: E402
+from screenbai.chem.fingerprint_store import featurize_library  # noqa: E402
 
 SHARED = Path(os.environ.get("SCREENBAI_SHARED_DATA", REPO.parent / "shared" / "data"))
 MOSES = SHARED / "moses" / "moses_train_smiles.csv.gz"

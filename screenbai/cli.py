@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import signal
 import sys
 import textwrap
@@ -23,38 +22,26 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from . import __version__
+from .bandits.core import registry
+from .bandits.core.params import REQUIRED, declared
+from .bandits.core.runner import replicate, summarize
+from .bandits.sim.instance import Instance
+from .bandits.sim.instances import NAMED, parse_instance
+from .campaign.cli import add_parser as add_campaign_parser
+from .campaign.cli import run as run_campaign
+from .cliargs import HelpFormatter, parse_params
+from .streams import results_stdout, say
+
 if TYPE_CHECKING:
     import pandas as pd
-
-
-def _value(text: str):
-    """Parse a --param value: JSON when it parses (numbers, true/false, lists), else a string."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
-
-
-def _params(pairs: list[str]) -> dict:
-    params: dict[str, object] = {}
-    for pair in pairs:
-        key, eq, value = pair.partition("=")
-        if not eq or not key:
-            raise SystemExit(f"error: --param {pair!r} must look like key=value (e.g. --param delta=0.05)")
-        if key.strip() in params:  # silently keeping the last one ran with a value the user may not have meant
-            raise SystemExit(
-                f"error: --param {key.strip()} is given twice ({key.strip()}={params[key.strip()]!r} and {pair!r}); "
-                "give each parameter once"
-            )
-        params[key.strip()] = _value(value.strip())
-    return params
 
 
 def _feature_columns(table: pd.DataFrame, spec: str | None, path: Path) -> list[str]:
     """The feature columns: ``spec`` (comma-separated names, or a prefix ending in "*"), else the
     workflow's ``x0, x1, ...`` columns.  Never every numeric column: an id, an activity or a label
     column would silently become a feature."""
-    import pandas as pd
+    import pandas as pd  # here, not at the top: pandas (and screening, which imports it) load in 0.6 s
 
     from .screening import arm_columns
 
@@ -91,9 +78,7 @@ def _feature_columns(table: pd.DataFrame, spec: str | None, path: Path) -> list[
 
 
 def _instance_from_file(args):
-    import pandas as pd
-
-    from .bandits.sim.instance import Instance
+    import pandas as pd  # for start-up speed, as above
 
     path = Path(args.features)
     if not path.exists():
@@ -189,21 +174,7 @@ def _check_out(out: str | None) -> None:
         raise SystemExit(f"error: --out {out}: folder {path.parent} does not exist; create it first")
 
 
-class HelpFormatter(argparse.HelpFormatter):
-    """Each option's default said once: appended unless the help already says it, or there is none to say."""
-
-    def _get_help_string(self, action):
-        text = action.help or ""
-        nothing = action.default is None or action.default is False or action.default == [] \
-            or action.default == argparse.SUPPRESS
-        if "default" in text or not action.option_strings or nothing:
-            return text
-        return text + " (default: %(default)s)"
-
-
 def main(argv: list[str] | None = None) -> int:
-    from . import __version__
-
     parser = argparse.ArgumentParser(
         prog="screenbai",
         description="Best-arm identification for compound screening: simulate an algorithm on a named instance or "
@@ -247,13 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     sim.add_argument("--out", help="write the per-run records here (.csv or .parquet)")
     sim.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
-    from .campaign.cli import add_parser as add_campaign_parser
-
     add_campaign_parser(sub)
 
     args = parser.parse_args(argv)
-    from .streams import results_stdout
-
     # the results go to a stream only we write: a dependency printing on stdout (Python or C) lands on stderr
     try:
         with _terminate_unwinds(), results_stdout():
@@ -282,17 +249,9 @@ def _terminate_unwinds():
 
 def _run(args) -> int:
     """Run the parsed command; its output goes through :func:`screenbai.streams.say`."""
-    from .streams import say
-
     if args.command == "campaign":
-        from .campaign.cli import run as run_campaign
-
         return run_campaign(args)
-    from .bandits.core import registry
-
     if args.command == "algorithms":
-        from .bandits.core.params import REQUIRED, declared
-
         for name, entry in registry.available().items():
             params = ", ".join(k if v is REQUIRED else f"{k}={v!r}" for k, v in entry.parameters().items())
             say(textwrap.fill(entry.description, 118, initial_indent=f"{name:22s} ", subsequent_indent=" " * 23))
@@ -302,14 +261,9 @@ def _run(args) -> int:
                     say(f"{'':22s} {key}: {p.help}")
         return 0
     if args.command == "instances":
-        from .bandits.sim.instances import NAMED
-
         for name, fn in NAMED.items():
             say(f"{name:14s} {(fn.__doc__ or '').strip().splitlines()[0]}")
         return 0
-
-    from .bandits.core.runner import replicate, summarize
-    from .bandits.sim.instances import parse_instance
 
     _check_out(args.out)
     _check_file_options(args)
@@ -320,7 +274,7 @@ def _run(args) -> int:
             # printed when raised, before the runs (a warning about tied arms came after hours of capped runs)
             warnings.showwarning = _print_warning
             records = replicate(
-                instance, args.algorithm, _params(args.param), n_reps=args.reps, seed=args.seed,
+                instance, args.algorithm, parse_params(args.param), n_reps=args.reps, seed=args.seed,
                 n_jobs=args.jobs, progress=not args.no_progress,
             )
     except (ValueError, KeyError, TypeError) as exc:

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from screenbai.bandits.core.params import REQUIRED, declared, without_guarantee
+from screenbai.bandits.core.registry import get
+
 #: docs/error_rates_records.csv of this repository (the benchmark's default output)
 ERROR_RATES_RECORDS = Path(__file__).resolve().parents[1] / "docs" / "error_rates_records.csv"
 
@@ -52,9 +55,6 @@ _NOT_A_SETTING = ("max_samples", "rng")
 
 
 def _resolved(algorithm: str, params: Mapping[str, Any]) -> tuple[Any, dict]:
-    from screenbai.bandits.core.params import REQUIRED, declared
-    from screenbai.bandits.core.registry import get
-
     entry = get(algorithm)
     defaults = {k: p.default for k, p in declared(entry.cls).items() if p.default is not REQUIRED}
     return entry, {**defaults, **entry.defaults, **dict(params)}
@@ -140,8 +140,6 @@ def guarantee_of(algorithm: str, params: Mapping[str, Any] | str | None, error_r
     record's ``params``), its measured error rate looked up in ``error_rates`` (a DataFrame of the
     benchmark's records; default: docs/error_rates_records.csv) by algorithm and setting, at the
     run's delta when that delta was measured, else at every delta measured."""
-    from screenbai.bandits.core.params import declared, without_guarantee
-
     params = dict(json.loads(params) if isinstance(params, str) else (params or {}))
     entry, values = _resolved(algorithm, params)
     decl = declared(entry.cls)

@@ -9,8 +9,9 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import pytest
 
-from screenbai.campaign import Campaign, report
+from screenbai.campaign import Campaign
 from screenbai.campaign.backtest import farthest_point_order, hit_recovery
+from screenbai.campaign.views import page
 from screenbai.cli import main
 
 SMILES = [
@@ -101,6 +102,19 @@ def test_errors_are_reported_not_raised(tmp_path, library_csv, capsys):
     assert "binary" in capsys.readouterr().err and not camp.exists()
 
 
+@pytest.mark.parametrize("outcome, algorithm", [("binary", "log-tas"), ("continuous", "lin-tas")])
+def test_init_without_algorithm_runs_the_cheapest_guaranteed_one(tmp_path, library_csv, capsys, outcome, algorithm):
+    """issue 19, item 7: without --algorithm, init runs the delta-correct setting with the fewest tests measured
+    (docs/lower_bound.md), log-tas for 0/1 outcomes and lin-tas for a continuous readout, and says so."""
+    camp = tmp_path / "c.campaign"
+    assert init(camp, library_csv, "--outcome", outcome, "--param", "epsilon=0.1") == 0
+    assert f"{algorithm} with {{'epsilon': 0.1}}" in capsys.readouterr().out
+    with Campaign.open(camp) as c:
+        assert c.algorithm == algorithm and c.status().to_dict()["certified_epsilon"] is None
+        plate = c.next_plate(4)
+        assert len(plate) == 4 and not c.policy.done
+
+
 def test_hit_recovery_counts_first_tests_of_top_compounds():
     tested = np.array([3, 3, 0, 5, 0, 1])
     curve = hit_recovery(tested, top=np.array([0, 1, 2, 3]), K=8, one_shot=np.array([2, 7, 0]))
@@ -151,7 +165,7 @@ def test_tests_chart_bars_follow_the_counts(tmp_path):
     n = np.array([0, 5, 12, 3, 0, 7], dtype=float)
     s = np.array([0, 1, 6, 3, 0, 0], dtype=float)
     ids = [f"C{i}" for i in range(len(n))]
-    path = report.tests_figure(n, s, ids, {2}, True, tmp_path / "t.svg", top=3)
+    path = page.tests_figure(n, s, ids, {2}, True, tmp_path / "t.svg", top=3)
     root = ET.parse(path).getroot()
     bars = [r for r in root.iter(f"{SVG}rect") if r.get("class") == "tests"]
     dark = [r for r in root.iter(f"{SVG}rect") if r.get("class") == "positive"]
@@ -162,12 +176,12 @@ def test_tests_chart_bars_follow_the_counts(tmp_path):
     assert [r.get("fill") for r in bars] == ["#d62728", "#7f7f7f", "#7f7f7f"]  # red: recommended
     labels = [t.text for t in root.iter(f"{SVG}text")]
     assert labels.index("C2") < labels.index("C5") < labels.index("C1") and "C3" not in labels
-    assert report.tests_figure(np.zeros(3), np.zeros(3), ids[:3], set(), True, tmp_path / "none.svg") is None
+    assert page.tests_figure(np.zeros(3), np.zeros(3), ids[:3], set(), True, tmp_path / "none.svg") is None
 
 
 def test_leader_chart_steps_through_the_history(tmp_path):
     history = [(1, 10, ["A"], False), (2, 20, ["B"], False), (3, 35, ["B"], False), (4, 50, ["A"], True)]
-    root = ET.parse(report.leader_figure(history, tmp_path / "l.svg")).getroot()
+    root = ET.parse(page.leader_figure(history, tmp_path / "l.svg")).getroot()
     (line,) = root.iter(f"{SVG}polyline")
     pts = [tuple(map(float, p.split(","))) for p in line.get("points").split()]
     assert len(pts) == 1 + 2 * 3  # each later file: across at the old leader's row, then to the new one
@@ -175,7 +189,7 @@ def test_leader_chart_steps_through_the_history(tmp_path):
     xs = [float(c.get("cx")) for c in root.iter(f"{SVG}circle")]
     assert (xs[1] - xs[0]) / 10 == pytest.approx((xs[3] - xs[2]) / 15, rel=1e-3)
     assert any("stopped after 50 tests" in (t.text or "") for t in root.iter(f"{SVG}text"))
-    assert report.leader_figure([], tmp_path / "e.svg") is None
+    assert page.leader_figure([], tmp_path / "e.svg") is None
 
 
 def test_a_file_that_is_not_a_campaign_is_refused_and_left_as_it_was(tmp_path, library_csv, capsys):
@@ -204,7 +218,7 @@ def test_bad_settings_are_refused_before_the_library_is_read(tmp_path, library_c
         (["--algorithm", "lucb", "--param", "m=1.5"], "m=1.5"),
         (["--seed", "-1"], "seed"),
         (["--algorithm", "nope"], "unknown algorithm 'nope'"),
-        (["--outcome", "continuous"], "binary"),
+        (["--algorithm", "glgape", "--outcome", "continuous"], "binary"),
         (["--rejected-out", str(tmp_path / "no" / "rej.csv")], "does not exist"),
     ]:
         assert init(camp, library_csv, *extra) == 2
@@ -321,7 +335,7 @@ def test_init_says_what_the_screen_will_cost_from_a_prior(tmp_path, library_csv,
     never costs less."""
     import re
 
-    from screenbai.campaign.status import prior_cost
+    from screenbai.campaign.views.status import prior_cost
 
     assert init(tmp_path / "c.campaign", library_csv, "--param", "epsilon=0.1") == 0
     out = capsys.readouterr().out

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from campaign_util import new_campaign, write_results
 
-from screenbai.campaign import Campaign, ResultsError, store
+from screenbai.campaign import Campaign, ResultsError
+from screenbai.campaign.state import store
 
 PARAMS = {"epsilon": 0.1, "delta": 0.05}
 

@@ -88,6 +88,9 @@ def test_kill_at_every_step_resumes_identically(tmp_path):
     with Campaign.open(crash_path) as c:
         assert _state(c) == _state(ref)
         assert c.history() == [(s, n, lead, done) for s, n, lead, done in ref.history()]
+        # the progress plot's points: kept per results file, none missing after the kills
+        assert c.progress_history() == ref.progress_history()
+        assert all(p["in_contention"] is not None for p in c.progress_history())
         assert c.policy.result().recommendation == ref.policy.result().recommendation
         nxt = c.next_plate(plate_size)
     assert nxt.arms == ref.next_plate(plate_size).arms

@@ -15,9 +15,9 @@ import pytest
 from campaign_util import Assay, synthetic_library
 
 from screenbai.campaign import Campaign
-from screenbai.campaign.assay import ControlsFailed, Readout, z_prime
-from screenbai.campaign.changes import add_compounds, set_layout, withdraw
-from screenbai.campaign.layout import PlateLayout, parse_format
+from screenbai.campaign.lab.assay import ControlsFailed, Readout, z_prime
+from screenbai.campaign.lab.layout import PlateLayout, parse_format
+from screenbai.campaign.state.changes import add_compounds, set_layout, withdraw
 
 
 # ------------------------------------------------------------------------------------- layouts
@@ -203,11 +203,13 @@ def _state(camp):
     return n.tolist(), s.tolist(), failed, camp.open_wells(), camp.policy.result().recommendation
 
 
-def test_added_and_withdrawn_compounds_are_replayed_from_the_log(tmp_path):
+# glgape, and the defaults of `campaign init` for 0/1 and continuous outcomes
+@pytest.mark.parametrize("algorithm", ["glgape", "log-tas", "lin-tas"])
+def test_added_and_withdrawn_compounds_are_replayed_from_the_log(tmp_path, algorithm):
     lib = synthetic_library(K=30, d=3)
     rng = np.random.default_rng(7)
     extra_X = np.hstack([rng.normal(size=(3, 3)), np.ones((3, 1))])
-    camp = Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=3)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, algorithm, {"epsilon": 0.1}, seed=3)
     assay = Assay(np.vstack([lib.features, extra_X]), seed=1)
     for k in range(3):
         plate = camp.next_plate(24)
@@ -237,6 +239,25 @@ def test_added_and_withdrawn_compounds_are_replayed_from_the_log(tmp_path):
         assert "3 compound(s) added" in text and "CPD0005 withdrawn (out of stock)" in text
         assert "error guarantee still holds" in text and c.status().active == 32
     del snap
+
+
+def test_log_tas_with_replicate_wells_records_and_replays(tmp_path):
+    """campaign init's default with every compound in two wells: the second well is a test no block planned
+    (before: recording it raised); the state replayed from the log equals the live one."""
+    lib = synthetic_library(K=30, d=3)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "log-tas", {"epsilon": 0.1}, seed=3,
+                           layout=PlateLayout.build("24", replicates=2, controls="none"))
+    assay = Assay(lib.features, seed=1)
+    for k in range(4):
+        plate = camp.next_plate(None)
+        assert len(plate) == 24 and all(plate.arms.count(a) % 2 == 0 for a in plate.arms)  # 12 proposed, 2 wells each
+        camp.record(_results(tmp_path, plate, assay(plate.arms), f"r{k}"))
+    live = _state(camp)
+    assert sum(live[0]) == 96 and camp.policy.n_samples == 96
+    path = camp.path
+    camp.close()
+    with Campaign.open(path, use_snapshot=False) as again:
+        assert _state(again) == live
 
 
 def test_fixed_budget_algorithms_refuse_a_change(tmp_path):
@@ -369,7 +390,7 @@ def test_backtest_draws_each_test_with_noise_and_honours_the_library(tmp_path):
 
 # ---------------------------------------------------------------------------- GSE, init's messages
 def test_gse_stages_fill_whole_plates(tmp_path, capsys):
-    from screenbai.campaign.campaign import CampaignError
+    from screenbai.campaign import CampaignError
     from screenbai.campaign.labcli import whole_plate_budget
 
     lib = synthetic_library(K=30, d=3)
@@ -391,6 +412,35 @@ def test_gse_stages_fill_whole_plates(tmp_path, capsys):
             camp.record(_results(tmp_path, p, assay(p.arms), f"s{stage}_{k}"))
         sizes.append([len(p) for p in stage_plates])
     assert sizes == [[16] * 4, [16] * 4]
+    camp.close()
+
+
+def test_gse_stages_fill_whole_default_plates_without_a_plate_format(tmp_path, capsys):
+    from screenbai.campaign import CampaignError
+    from screenbai.campaign.lab.plates import DEFAULT_PLATE_SIZE
+    from screenbai.campaign.labcli import whole_plate_budget
+
+    K = 200
+    lib = synthetic_library(K=K, d=3)
+    params = whole_plate_budget("gse-log", {"budget": 1000}, K, None)
+    # ceil(log2 200) = 8 stages of 125 tests would leave a partial plate of 29 each: 2 plates of 96 each
+    assert params["budget"] == 8 * 2 * DEFAULT_PLATE_SIZE
+    assert "each of gse-log's 8 stages is then 2 whole plate(s) of 96 wells" in capsys.readouterr().out
+    assert whole_plate_budget("gse-log", {"budget": 1000}, 30, None) == {"budget": 1000}  # no default plate
+    camp = Campaign.create(tmp_path / "g.campaign", lib, "gse-log", params, seed=1)
+    assay = Assay(lib.features, seed=2)
+    sizes = []
+    for stage in range(3):
+        stage_plates = []
+        while True:
+            try:
+                stage_plates.append(camp.next_plate(DEFAULT_PLATE_SIZE))  # what `next` asks without --plate-size
+            except CampaignError:
+                break
+        for k, p in enumerate(stage_plates):
+            camp.record(_results(tmp_path, p, assay(p.arms), f"s{stage}_{k}"))
+        sizes.append([len(p) for p in stage_plates])
+    assert sizes == [[96, 96]] * 3
     camp.close()
 
 
@@ -479,8 +529,8 @@ def test_repair_after_a_change_keeps_the_new_base(tmp_path):
 def test_new_compounds_are_featurized_as_the_library_was(tmp_path):
     """The projection on the library's stored principal components gives a library compound its own
     stored features back: a new compound lands in the same feature space."""
-    from screenbai.campaign.changes import featurize_new
     from screenbai.campaign.library import import_library
+    from screenbai.campaign.state.changes import featurize_new
 
     lib = import_library(_lab_library(tmp_path, n=20), id_column="name", smiles_column="smiles", d=3)
     camp = Campaign.create(tmp_path / "c.campaign", lib, "m-lingape", {"epsilon": 0.1}, seed=1)
@@ -494,7 +544,7 @@ def test_a_file_without_the_lab_tables_is_read_as_one_without_controls(tmp_path)
     empty temporary ones of the connection (status works); opened writable, they are added to the file."""
     import sqlite3
 
-    from screenbai.campaign.assay import ensure_schema
+    from screenbai.campaign.lab.assay import ensure_schema
 
     camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=10, d=2), "glgape", {}, seed=1)
     camp.close()

@@ -161,6 +161,7 @@ def _campaign(folder: Path, kill_rng: np.random.Generator | None) -> dict:
         raw = c._con.execute("SELECT plate_id, well, kind, raw FROM readouts ORDER BY plate_id, well").fetchall()
         wells = c._con.execute("SELECT plate_id, well, arm FROM wells ORDER BY plate_id, position").fetchall()
         history = [(n_, lead, done) for _, n_, lead, done in c.history()]
+        history += [(p["tests"], p["in_contention"], p["certified_epsilon"]) for p in c.progress_history()]
         nxt = c.next_plate(PLATE).arms
     status.pop("path")
     status["changes"] = [line.split(": ", 1)[1] for line in status["changes"]]  # without the time of day

@@ -140,7 +140,7 @@ def test_featurized_workflow_library(tmp_path):
 
 
 def test_large_libraries_use_the_chunked_featurizer_with_the_same_scores(tmp_path, monkeypatch):
-    import screenbai.chem.store as chem_store
+    import screenbai.chem.fingerprint_store as chem_store
     from screenbai.campaign import library
 
     rows = [(f"C{i}", s) for i, s in enumerate(GOOD)]

@@ -20,8 +20,9 @@ import numpy as np
 import pytest
 from campaign_util import Assay, new_campaign, synthetic_library, write_results
 
-from screenbai.campaign import Campaign, ResultsError, store
+from screenbai.campaign import Campaign, ResultsError
 from screenbai.campaign import campaign as C
+from screenbai.campaign.state import creation, store
 from screenbai.cli import main
 
 
@@ -147,11 +148,11 @@ def _killed_create(path, lib, point: tuple[str, int]) -> int:
 
                 store.connect = traced
             elif kind == "fsync":
-                C._fsync = die
+                creation._fsync = die
             elif kind == "link":
-                C.os.link = die
+                creation.os.link = die
             elif kind == "unlink":  # the file is in place, its temporary name not yet removed
-                C.os.unlink = die
+                creation.os.unlink = die
             Campaign.create(path, lib, "glgape", {"epsilon": 0.1}, seed=1).close()
         finally:
             os._exit(0)
@@ -508,3 +509,22 @@ def test_recheck_runs_the_stopping_rule_while_the_rest_of_a_batch_waits():
     assert policy.done and policy.result().stopped
     with pytest.raises(RuntimeError, match="finished"):
         policy.propose(1)
+
+
+@pytest.mark.parametrize("algorithm, params, says", [
+    ("log-tas", {"epsilon": 0.1}, "logistic model"),
+    ("lin-tas", {"sigma": 0.5}, "linear model"),
+    ("rage", {"sigma": 0.5}, "linear model"),
+])
+def test_status_names_the_algorithms_own_model_of_0_1_outcomes(tmp_path, algorithm, params, says):
+    """A linear algorithm run on 0/1 outcomes certifies under the linear model, not the logistic one."""
+    from campaign_util import new_campaign, write_results
+
+    from screenbai.campaign.views.status import campaign_status, prior_cost
+
+    camp = new_campaign(tmp_path / "c.campaign", algorithm, params)
+    plate = camp.next_plate(12)
+    camp.record(write_results(tmp_path / "r.csv", plate, [i % 2 for i in range(len(plate.arms))]))
+    st = campaign_status(camp)
+    assert says in st.model and ("logistic" in says) == ("logistic" in st.model), st.model
+    assert prior_cost(camp, draws=2)  # the forecast solves T* in the algorithm's model without failing

@@ -15,15 +15,9 @@ from urllib.parse import parse_qsl, urlparse
 import pandas as pd
 import pytest
 
-from screenbai.chem.acquire import (
-    STANDARD_COLUMNS,
-    ChemblUnavailableError,
-    fetch_chembl_activities,
-    load_activities,
-    read_activity_table,
-    read_chembl_export,
-    read_structure_table,
-)
+from screenbai.chem.acquire import load_activities
+from screenbai.chem.chembl_web import ChemblUnavailableError, fetch_chembl_activities
+from screenbai.chem.tables import STANDARD_COLUMNS, read_activity_table, read_chembl_export, read_structure_table
 
 HTTP_DIR = Path(__file__).parent / "data" / "chembl_http"
 PREFIX = "/chembl/api/data"

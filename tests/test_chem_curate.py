@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from screenbai.chem.acquire import STANDARD_COLUMNS, read_chembl_export
 from screenbai.chem.curate import (
     DROP_REASONS,
     MAX_HEAVY_ATOMS,
@@ -22,6 +21,7 @@ from screenbai.chem.curate import (
     curate_activities,
     standardize_smiles,
 )
+from screenbai.chem.tables import STANDARD_COLUMNS, read_chembl_export
 
 CYCLIN_A = r"cyclin[ -/]?A\b|CycA"
 

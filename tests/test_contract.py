@@ -80,6 +80,7 @@ CASES = {
     "ucb-glm": (_AKG, {"budget": 200}),
     "lin-tas": (_LIN2, {"m": 2, "delta": 0.1, "max_samples": 300}),
     "log-tas": (_LOGIT, {"epsilon": 0.1, "max_samples": 400}),
+    "rage": (_LIN2, {"m": 2, "delta": 0.1, "width0": 2.0, "max_samples": 300}),
 }
 # variants whose code paths differ: the LP ratio rule, paired tests (two arms per round), restricted Y
 VARIANTS = {
@@ -88,6 +89,7 @@ VARIANTS = {
     "glgape/greedy": ("glgape", _LOGIT, {"epsilon": 0.1, "selection": "greedy", "max_samples": 400}),
     "xy-static/restricted": ("xy-static", _SOARE, {"restrict_y": True, "max_samples": 300}),
     "lin-tas/soare": ("lin-tas", _SOARE, {"epsilon": 0.05, "max_samples": 300}),
+    "rage/soare": ("rage", _SOARE, {"epsilon": 0.05, "width0": 1.0, "plate_size": 8, "max_samples": 300}),
 }
 ALL = {**{name: (name, *case) for name, case in CASES.items()}, **VARIANTS}
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from scipy.linalg import cho_solve
 from scipy.special import expit, logit
 
 from screenbai.bandits.core.registry import policy_for_instance
@@ -304,3 +305,48 @@ def test_a_rival_with_the_same_features_is_ruled_out_without_dividing_by_zero():
     assert cs._rules_out(Z[1] - Z[0], 0.5)  # v = 0: v^T theta = 0 < 0.5 for every theta
     assert not cs._rules_out(Z[1] - Z[0], 0.0)
     cs.open_arms(Z, np.array([0]), 0.1, (0, 1))  # tests the pair (0, 1) first: raised on NaN
+
+
+def _decision_with_the_box_always(cs, Z, i, eps):
+    """0 or not, as open_arms decided before the box became lazy: the outer radius, then the box
+    bound on every candidate left, then exact tests likeliest first (exact H^-1 norms, one named arm)."""
+    zi = Z[i]
+    centre = float(zi @ cs.theta)
+    b0 = float(logit((1.0 - eps) / 2.0))
+    b = max(b0, cs._range_end(zi, lower=True)) if b0 < centre else min(b0, cs._range_end(zi, lower=False))
+    g = lr_set.epsilon_margin(b, eps)
+    if np.isinf(g):
+        return 0
+    D = Z - zi
+    sd = np.sqrt(np.maximum(np.einsum("ij,ji->i", D, cho_solve(cs.chol, D.T)), 0.0))
+    gap_hat = Z @ cs.theta - centre
+    alive = np.flatnonzero((gap_hat + cs.rho * sd > g) & (np.arange(len(Z)) != i))
+    alive = alive[D[alive] @ cs.theta + cs._box_bound(D[alive]) > g]
+    score = gap_hat[alive] + np.sqrt(2.0 * (cs.level - cs.f_min)) * sd[alive]
+    order = alive[np.argsort(-score, kind="stable")]
+    if order.size > lr_set.MAX_EXACT_TESTS or any(not cs._rules_out(D[j], g) for j in order):
+        return 1
+    return 0
+
+
+def test_the_box_is_computed_only_when_the_likeliest_candidate_is_ruled_out(monkeypatch):
+    """open_arms skips the box bound while the likeliest candidate stands: the same decision as with
+    the box computed every time (on sets and tolerances where both occur), a box never computed on
+    most tests that cannot stop, and computed whenever the test fires with candidates left."""
+    monkeypatch.setattr(lr_set, "BOX_MIN_ALIVE", 0)
+    skipped = computed = fired = 0
+    for seed, pulls in ((seed, pulls) for seed in range(4) for pulls in (2, 4)):
+        Z, n, s = _dataset(seed, K=60, d=3, pulls=pulls)
+        base = nll(Z, n, s, logistic_mle(Z, n, s, 0.0).theta)
+        for extra in (1.0, 4.0):
+            for eps in (0.02, 0.05, 0.1, 0.3):
+                cs = LikelihoodRatioSet(Z, n, s, base + extra, np.zeros(3))
+                i = int(np.argmax(Z @ cs.theta))
+                n_open = cs.open_arms(Z, np.array([i]), eps)
+                fresh = LikelihoodRatioSet(Z, n, s, base + extra, np.zeros(3))
+                eager = _decision_with_the_box_always(fresh, Z, i, eps)
+                assert (n_open == 0) == (eager == 0), (seed, pulls, extra, eps)
+                skipped += cs._box is None and n_open > 0
+                computed += cs._box is not None
+                fired += n_open == 0 and cs._box is not None
+    assert skipped >= 5 and fired >= 2, (skipped, computed, fired)

@@ -98,3 +98,26 @@ def test_bad_input_is_named():
         check_logistic(np.eye(2), [1, 1], [2, 0])
     with pytest.raises(ValueError, match="sigma"):
         check_linear(np.eye(2), [1, 1], [0, 0], [0, 0], 0.0)
+
+
+def test_the_p_values_are_scipy_stats_ones_without_importing_it():
+    """model_check takes scipy.special's functions (scipy.stats costs a command 0.55 s to import): the
+    same p-values as scipy.stats' chi2, norm and binom, and `campaign status` never imports scipy.stats."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from scipy import special, stats
+
+    rng = np.random.default_rng(0)
+    n = rng.integers(1, 300, 500)
+    p = rng.uniform(1e-6, 1 - 1e-6, 500)
+    s = rng.binomial(n, p).astype(float)
+    np.testing.assert_allclose(special.bdtr(s, n, p), stats.binom.cdf(s, n, p), rtol=1e-11, atol=1e-300)
+    np.testing.assert_allclose(special.bdtrc(s - 1, n, p), stats.binom.sf(s - 1, n, p), rtol=1e-11, atol=1e-300)
+    x, k = rng.uniform(0, 60, 100), rng.integers(1, 40, 100)
+    assert (special.chdtrc(k, x) == stats.chi2.sf(x, k)).all() and (special.ndtr(-x / 9) == stats.norm.sf(x / 9)).all()
+    code = "import sys, screenbai.bandits.certainty.model_check; print('scipy.stats' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": str(Path(__file__).resolve().parents[1]), "PATH": ""}).stdout
+    assert out.strip() == "False"

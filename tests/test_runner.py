@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from screenbai.bandits import policy_for_instance, replicate
-from screenbai.bandits.core.policy import DEFAULT_MAX_SAMPLES
+from screenbai.bandits.core.params import DEFAULT_MAX_SAMPLES
 from screenbai.bandits.core.runner import TieWarning, summarize
 from screenbai.bandits.sim.instances import canonical, kw_synthetic, soare
 

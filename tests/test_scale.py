@@ -129,7 +129,7 @@ def test_glgape_selection_auto_follows_K():
 
 
 def test_the_kept_gram_row_follows_the_updates():
-    from screenbai.bandits.numerics.estimators import KEEP_ROW_MIN_K
+    from screenbai.bandits.numerics.features import LARGE_K as KEEP_ROW_MIN_K
 
     rng = np.random.default_rng(7)
     X = rng.standard_normal((KEEP_ROW_MIN_K, 4))
@@ -147,7 +147,7 @@ def test_the_kept_gram_row_follows_the_updates():
 
 
 def test_block_argmax_matches_argmax_random_with_ties_across_blocks():
-    from screenbai.bandits.core.ties import BlockArgmax, argmax_random
+    from screenbai.bandits.numerics.ties import BlockArgmax, argmax_random
 
     rng = np.random.default_rng(8)
     for values in (rng.standard_normal(1000), np.repeat(rng.integers(0, 5, size=50).astype(float), 20)):
@@ -161,17 +161,17 @@ def test_block_argmax_matches_argmax_random_with_ties_across_blocks():
 
 
 def test_the_blockwise_update_at_large_K_equals_the_plain_one(monkeypatch):
-    """From KEEP_ROW_MIN_K on, the rank-one update runs block by block (and can give X v in the same
+    """From LARGE_K on, the rank-one update runs block by block (and can give X v in the same
     pass): the same P, diag, means and kept row as the plain update, up to round-off."""
-    from screenbai.bandits.numerics import estimators
+    from screenbai.bandits.numerics import features
 
     rng = np.random.default_rng(9)
-    X = rng.standard_normal((estimators.KEEP_ROW_MIN_K + 123, 4))
+    X = rng.standard_normal((features.LARGE_K + 123, 4))
     arms, rewards = rng.integers(len(X), size=30), rng.standard_normal(30)
     v = rng.standard_normal(4)
     big = TrackedRidgeState(X, 1.0)
     big.gram_row(5)
-    monkeypatch.setattr(estimators, "KEEP_ROW_MIN_K", 10**12)
+    monkeypatch.setattr(features, "LARGE_K", 10**12)
     plain = TrackedRidgeState(X, 1.0)
     assert big.keep_row and not plain.keep_row
     for a, r in zip(arms, rewards):
@@ -190,17 +190,17 @@ def test_the_blockwise_update_at_large_K_equals_the_plain_one(monkeypatch):
 def test_large_K_passes_make_the_same_choices_as_the_plain_round(monkeypatch, name, params, model):
     """The large-K round (kept Gram row, blockwise update, GLGapE's means from the update's pass, the
     pulled arms kept sorted) chooses the same arms as the plain round on the same data."""
-    from screenbai.bandits.numerics import estimators, linalg
+    from screenbai.bandits.numerics import features
 
-    monkeypatch.setattr(linalg, "BLOCK", 4096)  # many blocks: the sweep's order matters
+    monkeypatch.setattr(features, "BLOCK", 4096)  # many blocks: the sweep's order matters
     rng = np.random.default_rng(10)
-    K, d = estimators.KEEP_ROW_MIN_K, 5
+    K, d = features.LARGE_K, 5
     X = rng.standard_normal((K, d)) / np.sqrt(d)
     theta = rng.standard_normal(d)
     outcomes = rng.random((K, 8))  # outcome k of arm a: a fixed draw, whatever the order of the tests
 
     def run(keep_from):
-        monkeypatch.setattr(estimators, "KEEP_ROW_MIN_K", keep_from)
+        monkeypatch.setattr(features, "LARGE_K", keep_from)
         policy = make_policy(name, X, rng=np.random.default_rng(1), **params)
         assert policy.state.keep_row == (keep_from == K)
         chosen, stats, seen = [], [], np.zeros(K, dtype=int)
@@ -220,8 +220,8 @@ def test_large_K_passes_make_the_same_choices_as_the_plain_round(monkeypatch, na
 
 
 def test_glgape_at_large_K_continues_exactly_after_save_and_load(tmp_path):
-    from screenbai.bandits.core.policy import load_policy, save_policy
-    from screenbai.bandits.numerics.estimators import KEEP_ROW_MIN_K
+    from screenbai.bandits.core.persistence import load_policy, save_policy
+    from screenbai.bandits.numerics.features import LARGE_K as KEEP_ROW_MIN_K
 
     rng = np.random.default_rng(11)
     X = rng.standard_normal((KEEP_ROW_MIN_K, 4)) / 2
@@ -247,15 +247,15 @@ def test_m_lingape_plates_at_large_K_choose_as_the_plain_round(monkeypatch):
     """Plates of 4 tests (chosen on a copy of the design holding the tests in flight, outcomes told
     one by one) at large K choose the same wells as the plain round; the guesses made for the
     recorded design are never used for the copy's."""
-    from screenbai.bandits.numerics import estimators
+    from screenbai.bandits.numerics import features
 
     rng = np.random.default_rng(14)
-    K, d = estimators.KEEP_ROW_MIN_K, 20
+    K, d = features.LARGE_K, 20
     X = rng.standard_normal((K, d)) / np.sqrt(d)
     theta = rng.standard_normal(d)
 
     def run(keep_from):
-        monkeypatch.setattr(estimators, "KEEP_ROW_MIN_K", keep_from)
+        monkeypatch.setattr(features, "LARGE_K", keep_from)
         policy = make_policy("m-lingape", X, rng=np.random.default_rng(1), m=1, epsilon=0.0, max_samples=150)
         noise, plates = np.random.default_rng(5), []
         while not policy.done:
@@ -273,8 +273,8 @@ def test_m_lingape_plates_at_large_K_choose_as_the_plain_round(monkeypatch):
 def test_m_lingape_at_large_K_continues_exactly_after_save_and_load(tmp_path):
     """A restored m-LinGapE has none of the values guessed ahead (the greedy rule's product, the
     update's scores for the last pair, the next upper bounds): it recomputes them, with the same bits."""
-    from screenbai.bandits.core.policy import load_policy, save_policy
-    from screenbai.bandits.numerics.estimators import KEEP_ROW_MIN_K
+    from screenbai.bandits.core.persistence import load_policy, save_policy
+    from screenbai.bandits.numerics.features import LARGE_K as KEEP_ROW_MIN_K
 
     rng = np.random.default_rng(13)
     d = 20
@@ -349,12 +349,12 @@ def test_m_lingape_rounds_reading_X_once_equal_rounds_reading_it_twice(monkeypat
     A run that never uses either makes the same choices with the same bits and the same draws, and
     the kept columns equal, bit for bit, the update's own product."""
     from screenbai.bandits.linear.gap_indices import GapIndices
-    from screenbai.bandits.numerics import estimators, linalg
+    from screenbai.bandits.numerics import features
     from screenbai.bandits.numerics.rules import greedy_scores
 
-    monkeypatch.setattr(linalg, "BLOCK", 4096)  # many blocks, visited out of order by the update
+    monkeypatch.setattr(features, "BLOCK", 4096)  # many blocks, visited out of order by the update
     rng = np.random.default_rng(12)
-    K, d = estimators.KEEP_ROW_MIN_K, 20  # d = 20: early on, the greedy rule mostly pulls c_t
+    K, d = features.LARGE_K, 20  # d = 20: early on, the greedy rule mostly pulls c_t
     X = rng.standard_normal((K, d)) / np.sqrt(d)
     theta = rng.standard_normal(d)
     noise = rng.standard_normal((K, 8)) / 2
@@ -373,8 +373,8 @@ def test_m_lingape_rounds_reading_X_once_equal_rounds_reading_it_twice(monkeypat
                 st, (b, c) = policy.state, policy.state.ahead.guess
                 Pc = st.P @ X[c]
                 V = np.column_stack([policy.gaps.direction(b, c, Pc), Pc])
-                Xy = np.vstack([linalg.pair_product(X[s:e], V, np.empty((e - s, 2)))
-                                for s, e in linalg.block_bounds(K)])[:, 0]  # as the greedy pass computes it
+                Xy = np.vstack([features.pair_product(X[s:e], V, np.empty((e - s, 2)))
+                                for s, e in features.block_bounds(K)])[:, 0]  # as the greedy pass computes it
                 fresh = np.empty(K)
                 greedy_scores(Xy, st.diag, out=fresh)
                 np.testing.assert_array_equal(policy.state.ahead.scores, fresh)
@@ -383,8 +383,8 @@ def test_m_lingape_rounds_reading_X_once_equal_rounds_reading_it_twice(monkeypat
             if arms.size == 1 and pair is not None:
                 st, _, c = pair
                 u = st.P @ X[c]
-                own = np.vstack([linalg.pair_product(X[s:e], np.column_stack([u, u]), np.empty((e - s, 2)))
-                                 for s, e in linalg.block_bounds(K)])[:, 0]  # as the update computes it
+                own = np.vstack([features.pair_product(X[s:e], np.column_stack([u, u]), np.empty((e - s, 2)))
+                                 for s, e in features.block_bounds(K)])[:, 0]  # as the update computes it
                 np.testing.assert_array_equal(policy.gaps._Xc, own)
                 compared += 1
             guessed = policy.gaps.guesses_right
@@ -406,3 +406,48 @@ def test_m_lingape_rounds_reading_X_once_equal_rounds_reading_it_twice(monkeypat
     assert compared > 100 and own.gaps.guesses_right == 0
     # every path exercised: the greedy product reused or not, the greedy scores from the update's guess or not
     assert min(gaps.products_reused, gaps.products_missed, gaps.guesses_right, gaps.guesses_wrong) >= 10, vars(gaps)
+
+
+def test_the_feature_source_walks_the_arms_as_the_plain_forms_and_serves_a_memory_map(tmp_path, monkeypatch):
+    """FeatureSource (the one home of the large-K plumbing): its blocks cover the arms once, in
+    order; its products equal the plain ones (the two-column products bit for bit with X @ V per
+    block, as the estimator and the greedy rule compute them); and an estimator over a read-only
+    memory map of the features (nothing loaded up front) gives the same bits as over the array."""
+    from screenbai.bandits.numerics import features
+    from screenbai.bandits.numerics.features import FeatureSource
+
+    monkeypatch.setattr(features, "BLOCK", 1000)
+    monkeypatch.setattr(features, "UNSPLIT_MAX", 2000)
+    rng = np.random.default_rng(15)
+    X = rng.standard_normal((4567, 6))
+    src = FeatureSource(X)
+    assert FeatureSource.of(src) is src and not src.large
+    bounds = src.bounds()
+    assert bounds[0][0] == 0 and bounds[-1][1] == len(X) and all(a[1] == b[0] for a, b in zip(bounds, bounds[1:]))
+    assert len(bounds) == 5 and len(FeatureSource(X[:2000]).bounds()) == 1
+    v = rng.standard_normal(len(X))
+    pieces = src.blocks(v, rows=True)
+    assert np.array_equal(np.concatenate([p[0] for p in pieces]), v)
+    assert np.array_equal(np.vstack([p[1] for p in pieces]), X)
+    V = rng.standard_normal((6, 2))
+    got = np.vstack([block.copy() for _, _, block in src.pair_products(V)])
+    assert np.array_equal(got, np.vstack([X[s:e] @ V for s, e in bounds]))
+    A = rng.standard_normal((6, 6))
+    P = A @ A.T
+    np.testing.assert_allclose(src.quad_diag(P), np.diag(X @ P @ X.T), rtol=1e-12)
+    np.testing.assert_allclose(src.gram_row(P, X[3]), X @ P @ X[3], rtol=1e-12)
+    w = rng.integers(0, 3, len(X)).astype(float)
+    np.testing.assert_allclose(src.weighted_gram(w), X.T @ np.diag(w) @ X, rtol=1e-12)
+    # a memory-mapped file: the estimator walks it through its source, with the same bits
+    np.save(tmp_path / "X.npy", X)
+    mapped = np.load(tmp_path / "X.npy", mmap_mode="r")
+    monkeypatch.setattr(features, "LARGE_K", 1000)  # the large-K paths on both
+    states = [TrackedRidgeState(FeatureSource(Y), 1.0, refresh_every=7) for Y in (X, mapped)]
+    assert all(st.keep_row and st.source.large for st in states)
+    assert isinstance(states[1].X, np.memmap)
+    for a, r in zip(rng.integers(len(X), size=20), rng.standard_normal(20)):
+        for st in states:
+            st.gram_row(int(a) // 2)
+            st.update(int(a), float(r))
+    for name in ("P", "diag", "mu", "_row"):
+        assert np.array_equal(getattr(states[0], name), getattr(states[1], name)), name

@@ -303,3 +303,55 @@ def test_greedy_block_completes_the_information_already_collected():
     assert lopsided[0] == 0 and lopsided[1] >= 1
     done = greedy_block(Z, Y, c, 2, 10, before=np.diag([50.0, 50.0]))
     assert done.sum() == 2
+
+
+# ---------------------------------------------------------------------- a campaign's past (campaign.armset.restart)
+def _past(inst, n: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    arms = rng.integers(0, inst.K, n)
+    return arms, (rng.random(n) < inst.means[arms]).astype(float)
+
+
+def test_log_tas_absorbs_a_campaigns_past_in_chunks_and_goes_on():
+    """Outcomes told at once after a change of the compounds count in the likelihood-ratio set, predicted
+    chunk by chunk: the set's level grows by a regret of order d log n, not by n log 2 (one prediction for
+    all); then the policy designs its own blocks and stops with an epsilon-good arm."""
+    from scipy.special import expit
+
+    from screenbai.bandits.numerics.glm import logistic_mle
+    from screenbai.bandits.numerics.lr_set import nll, prediction_loss
+
+    X = np.random.default_rng(3).uniform(-1, 1, size=(40, 3))
+    theta = np.array([3.0, -2.0, 1.0])  # cure rates from about 0.01 to 0.99: far from the prior's 1/2
+    inst = Instance(X, expit(X @ theta), "bernoulli", 0.5, theta, link="logistic")
+    arms, r = _past(inst, 600)
+    policy = make_policy("log-tas", inst.features, epsilon=0.1, delta=0.05, rng=0)
+    policy.absorb(arms, r)
+    assert policy.n_samples == 600 and policy.n.sum() == 600 and policy.n_in_flight == 0
+    n = np.bincount(arms, minlength=inst.K).astype(float)
+    s = np.bincount(arms, weights=r, minlength=inst.K)
+    best = nll(policy.Z, n, s, logistic_mle(policy.Z, n, s, 1e-6).theta)
+    regret = policy._predictor.loss - best
+    at_once = prediction_loss(np.full(600, 0.5), r, 0) - best  # every outcome predicted before any of them
+    assert 0 < regret < 3 * policy.d_eff * np.log(600) < at_once / 3, (regret, at_once)
+    res = policy.run(Environment(inst, rng=np.random.default_rng(1)))
+    assert res.stopped and inst.means[res.recommendation[0]] >= inst.means.max() - 0.1
+
+
+def test_lin_tas_uses_a_campaigns_past_for_its_designs_not_its_evidence():
+    """The past was chosen adaptively, so it is no block's fixed design: no evidence from it (the stopping
+    rule starts with the next block) and the first block is the spanning set again; wells marked as unplanned
+    (replicates) take their outcome before any block does."""
+    inst = soare(d=2, omega=0.1)
+    arms, _ = _past(inst, 300)
+    r = inst.means[arms] + np.random.default_rng(2).normal(size=300)
+    policy = make_policy("lin-tas", inst.features, epsilon=0.0, delta=0.05, sigma=1.0, rng=0)
+    policy.absorb(arms, r)
+    assert policy.n_samples == 300 and policy.evidence.n_blocks == 0 and policy._certified_epsilon() is None
+    first = policy.propose(None)
+    assert sorted(first.tolist()) == sorted(policy._spanner.tolist())
+    policy.fly_unplanned(first[:1])  # a replicate well of the first arm
+    policy.tell(first[:1], np.array([0.5]))  # the replicate's outcome: the block still waits for its own
+    assert policy.evidence.n_blocks == 0 and policy._unplanned.sum() == 0
+    policy.tell(first, np.ones(first.size))
+    assert policy.evidence.n_blocks == 1

@@ -92,14 +92,16 @@ def test_ki_table_runs_end_to_end_and_says_ki_everywhere(toy_run):
     assert (ki < label["threshold_nM"]).sum() == label["n_cured"]
 
     records = pd.read_parquet(res / "records.parquet")
-    # 3 algorithms x 3 screens (d, K) x 3 replications (chunks of 2 + 1), every chunk merged once
-    assert len(records) == 3 * 3 * 3
+    # 4 algorithms x 3 screens (d, K) x 3 replications (chunks of 2 + 1), every chunk merged once
+    assert len(records) == 4 * 3 * 3
     assert set(map(tuple, records[["d", "K"]].drop_duplicates().to_numpy())) == {(2, 24), (3, 12), (3, 24)}
     assert all(sorted(g) == [0, 1, 2] for _, g in records.groupby(["label", "d", "K"])["replication"])
     gse = records[records["label"] == "gse-log"]
     assert (gse["samples"] == 3 * gse["K"]).all()
     top2 = records[records["label"] == "m-glgape-top2"]
     assert (top2["m"] == 2).all() and all(len(ids) == 2 for ids in top2["declared_ids"])
+    tas = records[records["label"] == "log-tas"]  # the shipped configs' algorithm runs in the workflow and stops
+    assert len(tas) == 9 and tas["stopped"].all() and (tas["samples"] < config["screen"]["max_samples"]).all()
     assert all(set(ids) <= set(truth["name"]) for ids in records["declared_ids"])
 
     # the declared compounds: measured Ki, rank among the K, how often declared; columns say Ki
@@ -130,6 +132,7 @@ def test_ki_table_runs_end_to_end_and_says_ki_everywhere(toy_run):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000, name
     md = (res / "report" / "summary.md").read_text()
     assert "WARNING" not in md and "| glgape | no guarantee | " in md and " | 3 | 24 |" in md
+    assert "| log-tas | error <= delta | " in md
     # the study runs GLGapE with the paper's calibration: the report says it has no guarantee, with the rate measured
     assert "- glgape: NO ERROR GUARANTEE: calibration='reinterpreted' voids it" in md
     assert "(glgape, reinterpreted (paper): docs/error_rates.md)" in md and "AUC cross-validated" in md
@@ -209,10 +212,28 @@ def test_schema_rejects_and_names_bad_keys_and_values(tmp_path, mutate, expected
 
 
 def test_shipped_configs_are_valid():
-    for name in ("config.yaml", "egfr.yaml", "cdk2_potency.yaml"):
+    """The screens ship the cheapest delta-correct setting (issue 19, item 7: log-tas, every fixed-confidence
+    entry guaranteed); the paper's calibration, without a guarantee, only in the config named as its reproduction."""
+    from screenbai.bandits.core.params import without_guarantee
+    from screenbai.bandits.core.registry import get
+
+    def voided(entry):
+        cls = get(entry["algorithm"]).cls
+        return not getattr(cls, "fixed_budget", False) and without_guarantee(
+            cls, {**get(entry["algorithm"]).defaults, **entry.get("params", {})})
+
+    for name in ("config.yaml", "egfr.yaml", "cdk2_potency.yaml", "paper_reproduction.yaml"):
         config = _validate(yaml.safe_load((REPO / "config" / name).read_text()))
         assert config["featurize"]["radius"] == 4 and config["featurize"]["n_bits"] == 1024
-        assert {a["algorithm"] for a in config["algorithms"]} >= {"glgape", "gse-log", "m-lingape", "m-glgape"}
+        algorithms = {a["algorithm"] for a in config["algorithms"]}
+        if name == "paper_reproduction.yaml":
+            assert algorithms >= {"glgape", "gse-log", "m-lingape", "m-glgape"}
+            assert all(voided(a) for a in config["algorithms"] if a["algorithm"] in ("glgape", "m-glgape"))
+        else:
+            assert config["algorithms"][0]["algorithm"] == "log-tas" and "gse-log" in algorithms
+            assert not any(voided(a) for a in config["algorithms"]), name
+    assert sorted(p.name for p in (REPO / "config").glob("*.yaml")) == [
+        "cdk2_potency.yaml", "config.yaml", "egfr.yaml", "paper_reproduction.yaml"]
     _validate(yaml.safe_load(TEST_CONFIG.read_text()))
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..streams import say
-from .campaign import Campaign, CampaignError
+from .campaign import Campaign
 from .library import (
     DEFAULT_D,
     DEFAULT_N_BITS,
@@ -39,6 +39,7 @@ from .library import (
     import_library,
     library_from_args,
 )
+from .state.store import CampaignError
 
 
 @dataclass
@@ -76,8 +77,8 @@ def outcomes_from_activities(
     """
     import pandas as pd
 
-    from screenbai.chem.acquire import read_activity_table, read_chembl_export
     from screenbai.chem.curate import curate_activities
+    from screenbai.chem.tables import read_activity_table, read_chembl_export
 
     path = Path(path)
 
@@ -375,6 +376,7 @@ def run_backtest(
         camp = Campaign.create(
             path, lib, algorithm, params, seed=seed, outcome="binary", note=known.description, durable=False
         )
+        camp.keep_progress = False  # no progress plot for a simulation: records as fast as before it
         tested_order: list[int] = []
         plates = 0
         bar = None
@@ -493,7 +495,7 @@ def curve_figure(result: BacktestResult, path: Path) -> Path:
 
 
 def backtest_from_args(args, params: dict) -> int:
-    from .campaign import check_settings
+    from .state.creation import check_settings
 
     # before the truth is read and featurized: a bad number must not cost that first
     for name, value in (("--plate-size", args.plate_size), ("--max-tests", args.max_tests), ("--top-k", args.top_k)):

@@ -1,37 +1,26 @@
 """The ``Campaign`` object: a real screen, plate by plate, kept in one SQLite file.
 
-    camp = Campaign.create("cdk2.campaign", import_library("export.csv.gz"), "glgape",
+    camp = Campaign.create("cdk2.campaign", import_library("export.csv.gz"), "log-tas",
                            {"epsilon": 0.1, "delta": 0.05}, seed=1)
     plate = camp.next_plate(96, "P001.csv")     # the lab tests these wells
     camp.record("P001_results.csv")             # validated first; all or nothing
     print(camp.status().text())
 
-The file is the only state.  The policy is rebuilt by replaying the log: every plate is proposed
-again (and must equal the stored one: a determinism guard), and after each results file the
-policy is the one right after the last plate, told every outcome recorded since that plate at
-once, in plate order (plate, then well; failed wells then cancelled), and its stopping rule run.
-So the state, the leader and the stopping decision depend on which outcomes are recorded, not on
-how the lab split them into files nor on the order the files arrive (two plates in the lab
-recorded either way round, a plate recorded in parts, one combined file).  Outcomes of plates
-still in the lab when the stopping rule fired are kept in the file; the answer then takes them
-in if the rule still holds with them (the same answer whatever the order), else stays as it was
-(they are cancelled in the policy): a finished campaign never starts again.  (When the rule holds
-on part of the outcomes and not on all of them, the answer given first stays: that one case
-depends on the order.)  Snapshots of the policy's ``state_dict`` after the latest step and after
-the latest plate are stored, with their SHA-256, in the same transaction as the step, as caches
-of that replay; ``Campaign.open(..., use_snapshot=False)`` replays from the start instead, and
-``Campaign.repair`` rebuilds them from the log.
+The file is the only state: the policy is rebuilt by replaying its log
+(:mod:`~screenbai.campaign.state.replay`, which says why the order in which results files arrive does
+not matter), from snapshots of its state cached in the same transaction as each step;
+``Campaign.open(..., use_snapshot=False)`` replays from the start instead, and ``Campaign.repair``
+rebuilds the snapshots from the log.
 
 ``create`` builds the file under a temporary name in the same folder and renames it into place
-once complete: a killed ``init`` leaves no campaign file, never half of one.  ``open`` checks the
-SHA-256 of every stored array and snapshot (:func:`screenbai.campaign.store.check_damage`).
+once complete (:mod:`~screenbai.campaign.state.creation`): a killed ``init`` leaves no campaign file,
+never half of one.  ``open`` checks the SHA-256 of every stored array and snapshot
+(:func:`screenbai.campaign.state.store.check_damage`).
 """
 
 from __future__ import annotations
 
-import glob
 import json
-import os
 import sqlite3
 from collections.abc import Mapping
 from contextlib import contextmanager
@@ -40,24 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
-from . import assay, store
-from .armset import ArmSetPolicy, restart
-from .assay import Readout
-from .layout import PlateLayout
-from .plates import FORMATS, check_plate_path, well_names, write_plate_file
-from .results import Outcome, WellInfo, read_results
-
-OUTCOMES = ("binary", "continuous")
-#: the log events that replay follows: plates proposed, results recorded, changes of the compound set
-REPLAYED = "('plate', 'record', 'add', 'withdraw')"
-
-
-class CampaignError(RuntimeError):
-    """An action that the campaign's state does not allow (nothing to propose, finished, ...)."""
-
-
-class ReplayMismatch(CampaignError):
-    """Replaying the log does not reproduce a stored plate (the algorithm or its code changed)."""
+from .lab import assay
+from .lab.assay import Readout
+from .lab.layout import PlateLayout
+from .lab.plates import FORMATS, check_plate_path, well_names, write_plate_file
+from .lab.results import Outcome, WellInfo, read_results
+from .state import store
+from .state.creation import create_file
+from .state.replay import PolicyReplay, propose_wells
+from .state.store import CampaignError
 
 
 @dataclass(frozen=True)
@@ -82,73 +62,6 @@ class RecordSummary:
     plates: tuple[str, ...]
     #: plate id -> (Z'-factor or None, decision: "pass", "accepted", "discarded", "no controls")
     qc: dict = field(default_factory=dict)
-
-
-# ------------------------------------------------------------------- policy protocol adapters
-def _propose(policy, n: int, replicates: int = 1) -> np.ndarray:
-    """The arms of a plate: ``n`` proposed, each in ``replicates`` wells (all once, then again, ...)."""
-    arms = np.asarray(policy.propose(int(n)), dtype=np.int64).reshape(-1)
-    if replicates > 1 and arms.size:
-        policy.fly(np.tile(arms, replicates - 1))
-        arms = np.tile(arms, replicates)
-    return arms
-
-
-def _tell(policy, arms: np.ndarray, values: np.ndarray) -> None:
-    if arms.size:
-        policy.tell(arms, values)
-
-
-def _cancel(policy, arms: np.ndarray) -> None:
-    if arms.size:
-        policy.cancel(arms)
-
-
-# ------------------------------------------------------------------- creating the file atomically
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _publish(tmp: Path, path: Path) -> None:
-    """Put the complete file ``tmp`` in place as ``path``, atomically and without replacing a file
-    created meanwhile; then make the rename itself durable (fsync of the folder)."""
-    try:
-        os.link(tmp, path)  # fails if path exists (os.replace would silently replace it)
-    except FileExistsError:
-        raise store.CampaignFileError(
-            f"{path} already exists (created while this init ran); choose another campaign file or delete it first"
-        ) from None
-    except OSError:  # a file system without hard links
-        if path.exists():
-            raise store.CampaignFileError(f"{path} already exists; choose another campaign file") from None
-        os.rename(tmp, path)
-    else:
-        os.unlink(tmp)
-    try:
-        _fsync(path.parent)
-    except OSError:  # folders cannot be opened for fsync on some systems (Windows)
-        pass
-
-
-def _remove_stale_builds(path: Path) -> None:
-    """Remove the temporary files of earlier ``create`` runs for ``path`` that were killed."""
-    if os.name != "posix":  # os.kill(pid, 0) asks whether a process lives only on POSIX (Windows ends it)
-        return
-    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.init*"):
-        pid = tmp.name[len(path.name) + 2 :].split(".", 1)[0]
-        if not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:  # that init is gone: its file is debris
-            tmp.unlink(missing_ok=True)
-        except OSError:  # alive (another user's), or signals not supported: leave it
-            pass
-
 
 class _Plates(Mapping):
     """Plate id -> well -> WellInfo, read from the file only for the plates a results file names."""
@@ -195,33 +108,7 @@ class _Plates(Mapping):
         return len(self._ids)
 
 
-def check_settings(algorithm: str, params: dict, seed: int, outcome: str):
-    """Check a campaign's algorithm, parameter values, seed and outcome kind without the library
-    (so that ``init`` refuses a typo before featurizing); returns the registry entry."""
-    from screenbai.bandits.core import registry
-    from screenbai.bandits.core.params import check
-
-    try:
-        entry = registry.get(algorithm)
-    except KeyError as exc:
-        raise ValueError(exc.args[0]) from None  # its message names the registered algorithms
-    oracle = sorted(k for k, v in {**entry.defaults, **params}.items() if isinstance(v, str) and v == "oracle")
-    if oracle:
-        raise ValueError(
-            f"{entry.name}: parameter(s) {', '.join(oracle)} = 'oracle' need the true cure rates, which a real "
-            "campaign does not know; give a value with --param (see `screenbai algorithms`)"
-        )
-    check(entry.cls, {**entry.defaults, **params})
-    if outcome not in OUTCOMES:
-        raise ValueError(f"outcome must be one of {OUTCOMES}; got {outcome!r}")
-    if outcome == "continuous" and getattr(entry.cls, "binary_rewards", False):
-        raise ValueError(f"{entry.name} models binary (0/1) outcomes; use --outcome binary or a linear algorithm")
-    if int(seed) < 0:
-        raise ValueError(f"the seed must be a whole number >= 0; got {seed}")
-    return entry
-
-
-class Campaign:
+class Campaign(PolicyReplay):
     """One campaign file: library, algorithm, plates, outcomes and the log (see module doc)."""
 
     def __init__(self, path: Path, con: sqlite3.Connection, *, use_snapshot: bool = True, verify: bool = True):
@@ -234,6 +121,7 @@ class Campaign:
             if verify:
                 store.check_damage(con, self.path)
             assay.ensure_schema(con, readonly=self.readonly)  # files made before plate controls and readouts existed
+            store.ensure_progress_columns(con, readonly=self.readonly)  # and before the progress plot
             self.meta = store.get_meta(con)
             self._load_compounds()
         except sqlite3.Error as exc:
@@ -244,6 +132,11 @@ class Campaign:
             raise
         self._policy = None
         self._policy_step = 0  # the last plate/record step the in-memory policy has taken
+        #: keep the compounds in contention and the certified epsilon of every results file in the
+        #: history (the report's progress plot; the certificate costs 5-50 ms per file). Simulations of
+        #: many plates (backtest, benchmarks/change_study.py) turn it off: their rows hold NULL there,
+        #: which ``repair`` fills in
+        self.keep_progress = True
 
     def _load_compounds(self) -> None:
         rows = self._con.execute("SELECT arm, compound_id, smiles FROM compounds ORDER BY arm").fetchall()
@@ -251,6 +144,14 @@ class Campaign:
         self.smiles = [r[2] for r in rows]
         self._arm_of = {cid: arm for arm, cid, _ in rows}
         self.features = store.get_array(self._con, "features")
+
+    @property
+    def K(self) -> int:
+        return len(self.compound_ids)
+
+    @property
+    def binary(self) -> bool:
+        return self.meta["outcome"] == "binary"
 
     @property
     def layout(self) -> PlateLayout | None:
@@ -281,100 +182,9 @@ class Campaign:
         readout: Readout | None = None,
     ) -> Campaign:
         """Create a campaign file for ``library`` (a :class:`~screenbai.campaign.library.Library`)."""
-        import screenbai
-        from screenbai.bandits.core import registry
-        from screenbai.bandits.core.params import unnamed_defaults
-        from screenbai.bandits.core.policy import encode_state
-
-        params = dict(params or {})
-        entry = check_settings(algorithm, params, seed, outcome)
-        registry.make_policy(entry.name, library.features, rng=int(seed), **params)  # what depends on the library
-        path = Path(path)
-        if path.exists():
-            raise store.CampaignFileError(f"{path} already exists; choose another campaign file or delete it first")
-        if not path.parent.is_dir():
-            raise store.CampaignFileError(
-                f"cannot create {path}: folder {path.parent} does not exist; create it first"
-            )
-        _remove_stale_builds(path)
-        # built under a temporary name beside the target and renamed into place once complete: a killed
-        # init leaves no campaign file (a re-run then works), never an empty or half-filled one
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.init")
-        try:
-            con = store.connect(tmp, create=True, durable=False)  # durability comes from the fsync below
-            try:
-                store.create_schema(con)
-                with store.transaction(con):
-                    assay.ensure_schema(con)
-                    if layout is not None:
-                        store.put_meta(con, "layout", layout.to_dict())
-                    if readout is not None:
-                        store.put_meta(con, "readout", readout.to_dict())
-                    # the L1 ratio rule's LPs from a cold start: a restored policy replays no chain of
-                    # earlier LPs before its next one (screenbai.bandits.numerics.rules.L1Design)
-                    store.put_meta(con, "lp_start", "cold")
-                    for key, value in {
-                        "algorithm": entry.name,
-                        "params": params,
-                        # a later release may change a default: a screen goes on with the ones it started with
-                        "defaults": encode_state(unnamed_defaults(entry.cls, params)),
-                        "seed": int(seed),
-                        "outcome": outcome,
-                        "featurizer": library.featurizer,
-                        "provenance": library.provenance,
-                        "note": note,
-                        "screenbai_version": screenbai.__version__,
-                        "created_at": store.now(),
-                    }.items():
-                        store.put_meta(con, key, value)
-                    c = library.compounds
-                    con.executemany(
-                        "INSERT INTO compounds (arm, compound_id, smiles, input_smiles, source_row) "
-                        "VALUES (?, ?, ?, ?, ?)",
-                        zip(
-                            range(len(c)),
-                            c["compound_id"],
-                            c["smiles"],
-                            c["input_smiles"],
-                            (int(r) for r in c["source_row"]),
-                        ),
-                    )
-                    store.put_array(con, "features", library.features)
-                    for name, arr in library.arrays.items():
-                        store.put_array(con, name, np.asarray(arr))
-                    r = library.rejected
-                    con.executemany(
-                        "INSERT INTO rejected (source_row, compound_id, smiles, reason, detail) VALUES (?, ?, ?, ?, ?)",
-                        (
-                            (int(a), b, s, reason, detail)
-                            for a, b, s, reason, detail in zip(
-                                r["source_row"], r["compound_id"], r["smiles"], r["reason"], r["detail"]
-                            )
-                        ),
-                    )
-                    store.add_event(
-                        con,
-                        "init",
-                        {
-                            "algorithm": entry.name,
-                            "params": params,
-                            "seed": int(seed),
-                            "n_compounds": len(c),
-                            "n_rejected": len(r),
-                            **({} if layout is None else {"layout": layout.to_dict()}),
-                            **({} if readout is None else {"readout": readout.to_dict()}),
-                        },
-                    )
-            finally:
-                con.close()  # checkpoints the WAL into the file and removes it
-            _fsync(tmp)
-            _publish(tmp, path)
-        except BaseException as exc:
-            for extra in ("", "-wal", "-shm", "-journal"):
-                Path(str(tmp) + extra).unlink(missing_ok=True)
-            if isinstance(exc, (sqlite3.Error, OSError)):
-                raise store.file_error(exc, path, "creating it") from exc
-            raise
+        path = create_file(
+            path, library, algorithm, params, seed=seed, outcome=outcome, note=note, layout=layout, readout=readout
+        )
         return cls(path, store.connect(path, durable=durable), verify=False)
 
     @classmethod
@@ -403,7 +213,7 @@ class Campaign:
                     plate_state[:] = [step, store.encode_state(pol.state_dict())]
 
                 policy, last = camp._replay_now(
-                    False, lambda step, pol: history.append((step, *camp._leaders(pol))), on_plate=on_plate
+                    False, lambda step, pol: history.append((step, *camp._history_row(step, pol))), on_plate=on_plate
                 )
                 con.execute("DELETE FROM snapshots")
                 con.execute("DELETE FROM history")
@@ -412,8 +222,9 @@ class Campaign:
                 if last:
                     store.put_snapshot(con, "latest", last, store.encode_state(policy.state_dict()))
                 con.executemany(
-                    "INSERT INTO history (step, n_tests, leader, done) VALUES (?, ?, ?, ?)",
-                    ((s, n, json.dumps(lead), int(done)) for s, n, lead, done in history),
+                    "INSERT INTO history (step, n_tests, leader, done, in_contention, certified_epsilon) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    ((s, n, json.dumps(lead), int(done), c, e) for s, n, lead, done, c, e in history),
                 )
                 camp._policy, camp._policy_step = policy, last
         finally:
@@ -433,217 +244,7 @@ class Campaign:
     def __exit__(self, *exc):
         self.close()
 
-    # ------------------------------------------------------------------ the policy, by replay
-    @property
-    def K(self) -> int:
-        return len(self.compound_ids)
-
-    @property
-    def algorithm(self) -> str:
-        return self.meta["algorithm"]
-
-    @property
-    def binary(self) -> bool:
-        return self.meta["outcome"] == "binary"
-
-    def _new_policy(self, step: int = 0) -> ArmSetPolicy:
-        """The algorithm, fresh, on the compounds active after log step ``step`` (all of the
-        library until compounds are added or withdrawn; see :mod:`~screenbai.campaign.armset`)."""
-        from screenbai.bandits import make_policy
-        from screenbai.bandits.core import registry
-        from screenbai.bandits.core.params import keep_saved_defaults
-        from screenbai.bandits.core.policy import decode_state
-
-        params = dict(self.meta["params"])
-        if "defaults" in self.meta:  # campaigns made before screenbai stored them have none to keep
-            cls = registry.get(self.algorithm).cls
-            params.update(keep_saved_defaults(cls, decode_state(self.meta["defaults"]), str(self.path)))
-        active, n_total, change = self._active_at(step)
-        # after a change the algorithm restarts with its own stream, drawn from the seed and the change's step
-        rng = int(self.meta["seed"]) if change == 0 else np.random.SeedSequence([int(self.meta["seed"]), change])
-        inner = make_policy(self.algorithm, self.features[active], rng=rng, **params)
-        if self.meta.get("lp_start") == "cold":  # campaigns made before it keep the warm-start chain
-            from screenbai.bandits.numerics.rules import solve_cold
-
-            solve_cold(inner)
-        return ArmSetPolicy(inner, active, n_total)
-
-    def _active_at(self, step: int) -> tuple[np.ndarray, int, int]:
-        """(active arms, compounds in the file, step of the last change) after log step ``step``
-        (0: at init; the latest change at or before ``step`` otherwise)."""
-        n_total = int(self._con.execute("SELECT COUNT(*) FROM compounds").fetchone()[0])
-        changes = self._con.execute(
-            "SELECT step, kind, detail FROM events WHERE kind IN ('add', 'withdraw') AND step <= ? ORDER BY step",
-            (step if step else 0,),
-        ).fetchall()
-        if not changes:
-            init = self._con.execute("SELECT detail FROM events WHERE kind = 'init'").fetchone()
-            k0 = int(json.loads(init[0])["n_compounds"]) if init else n_total
-            return np.arange(k0, dtype=np.int64), k0, 0
-        last = changes[-1]
-        d = json.loads(last[2])
-        return np.asarray(d["active"], dtype=np.int64), int(d["n_total"]), int(last[0])
-
-    def _restart_at(self, step: int) -> ArmSetPolicy:
-        """The policy right after the change logged at ``step``: the algorithm on the new active set,
-        told every outcome recorded before it, the wells then in the lab in flight."""
-        recorded = [(a, v) for a, v in self._outcomes(0, step - 1) if v is not None]  # in plate order
-        in_flight = [
-            a
-            for (a,) in self._con.execute(
-                "SELECT w.arm FROM wells w JOIN plates p USING (plate_id) WHERE p.step < ? AND NOT EXISTS "
-                "(SELECT 1 FROM outcomes o JOIN records r USING (record_id) "
-                " WHERE o.plate_id = w.plate_id AND o.well = w.well AND r.step < ?) ORDER BY p.step, w.position",
-                (step, step),
-            )
-        ]
-        fresh = self._new_policy(step)
-        return restart(fresh.inner, fresh.arm_set, fresh.n_arms_total, recorded, in_flight)
-
-    @property
-    def policy(self):
-        """The policy after every recorded step (rebuilt lazily from the file)."""
-        if self._policy is None:
-            self._policy, self._policy_step = self._replay(use_snapshot=self.use_snapshot)
-        return self._policy
-
-    def replay(self, *, use_snapshot: bool = True, on_record=None):
-        """Rebuild the policy from the log (from the snapshot when allowed and present).
-
-        ``on_record(step, policy)`` is called after each replayed results file.
-        """
-        return self._replay(use_snapshot=use_snapshot, on_record=on_record)[0]
-
-    def _replay(self, *, use_snapshot: bool, on_record=None):
-        """(policy, last step replayed); read in one transaction, so a concurrent writer is seen whole or not at all."""
-        if self._con.in_transaction:
-            return self._replay_now(use_snapshot, on_record)
-        try:
-            self._con.execute("BEGIN")
-            try:
-                return self._replay_now(use_snapshot, on_record)
-            finally:
-                self._con.execute("COMMIT")
-        except sqlite3.Error as exc:
-            raise store.file_error(exc, self.path, "reading it") from None
-
-    def _last_step(self) -> int:
-        row = self._con.execute(f"SELECT MAX(step) FROM events WHERE kind IN {REPLAYED}").fetchone()
-        return int(row[0] or 0)
-
-    def _loaded(self, state: str | dict | None, step: int = 0):
-        """A policy with ``state`` (a ``state_dict``, or a stored snapshot's text, of log step ``step``;
-        None: the fresh policy)."""
-        policy = self._new_policy(step)
-        if state is not None:
-            policy.load_state_dict(store.decode_state(state) if isinstance(state, str) else state)
-        return policy
-
-    def _outcomes(self, after: int, upto: int) -> list[tuple[int, float | None]]:
-        """(arm, value) of the results files recorded at steps after < step <= upto, in plate order
-        (the plate's step, then the well's position): the same list whatever files brought them."""
-        return self._con.execute(
-            "SELECT o.arm, o.value FROM outcomes o JOIN records r USING (record_id) "
-            "JOIN wells w USING (plate_id, well) JOIN plates p USING (plate_id) "
-            "WHERE r.step > ? AND r.step <= ? ORDER BY p.step, w.position",
-            (after, upto),
-        ).fetchall()
-
-    def _replay_now(self, use_snapshot: bool, on_record, on_plate=None):
-        """Replay the log (see the module doc) from the latest snapshot when it is the last step, else
-        from the snapshot after the last plate, else (or ``use_snapshot=False``) from the start.
-
-        After a results file: the policy right after the last plate (``base``), told every outcome
-        recorded since that plate in plate order (see ``_after_record``, also for a policy that had
-        already finished).  ``on_record(step, policy)`` / ``on_plate(step, policy)`` are called after
-        each replayed results file / plate."""
-        base: str | dict | None = None  # the state after the last plate (None: the fresh policy, before any plate)
-        base_step = 0  # and its step
-        if use_snapshot:
-            latest = store.get_snapshot(self._con, "latest")
-            if latest is not None and latest[0] == self._last_step():
-                return self._loaded(latest[1], latest[0]), latest[0]
-            snap = store.get_snapshot(self._con, "plate")
-            if snap is not None:
-                base_step, base = snap
-        policy = self._loaded(base, base_step)
-        events = self._con.execute(
-            f"SELECT step, kind, detail FROM events WHERE kind IN {REPLAYED} AND step > ? ORDER BY step",
-            (base_step,),
-        ).fetchall()
-        told = False  # whether the policy in hand has taken outcomes since the last plate
-        for step, kind, detail in events:
-            if kind in ("add", "withdraw"):
-                # the algorithm restarts on the new set of compounds: the new base, as after a plate
-                policy = self._restart_at(step)
-                base_step, base, told = step, policy.state_dict(), False
-                if on_plate is not None:  # a new base, as a plate is (repair stores it as the 'plate' snapshot)
-                    on_plate(step, policy)
-            elif kind == "plate":
-                d = json.loads(detail)
-                arms = _propose(policy, d["requested"], d.get("replicates", 1))
-                stored = np.asarray(
-                    [a for (a,) in self._con.execute(
-                        "SELECT arm FROM wells WHERE plate_id = ? ORDER BY position", (d["plate_id"],)
-                    )],
-                    dtype=np.int64,
-                )
-                if arms.shape != stored.shape or (arms != stored).any():
-                    raise ReplayMismatch(
-                        f"{self.path}: replaying the log proposes other compounds for plate {d['plate_id']} than "
-                        f"the stored ones (first arms {arms[:5].tolist()} vs {stored[:5].tolist()}); the algorithm "
-                        f"{self.algorithm} behaves differently in this screenbai version "
-                        f"({self.meta.get('screenbai_version')} made the campaign)"
-                    )
-                base_step, base, told = step, policy.state_dict(), False
-                if on_plate is not None:
-                    on_plate(step, policy)
-            else:
-                policy = self._after_record(policy, base_step, base, told, step)
-                told = True
-                self._leaders(policy)  # as the live record does (a policy's result() may draw tie-breaks)
-                if on_record is not None:
-                    on_record(step, policy)
-        return policy, (int(events[-1][0]) if events else base_step)
-
-    def _after_record(self, policy, base_step: int, base: str | dict | None, told: bool, step: int):
-        """The policy after the results file recorded at ``step`` (see ``_replay_now``); ``policy`` is the one
-        before it, ``base`` the state right after the last plate (step ``base_step``), ``told`` whether
-        ``policy`` has taken outcomes since.
-
-        The state after the last plate told every outcome recorded since, in plate order: the same
-        whatever order the files came in.  Once the stopping rule has fired, it is kept only if the
-        rule still holds with the new outcomes (its confidence bounds hold at every time, so the answer
-        with more outcomes is as sound); otherwise the answer given stays, the file's wells are cancelled.
-        """
-        since = self._outcomes(base_step, step)
-        if not policy.done:
-            if told:
-                policy = self._loaded(base, base_step)
-            self._apply_record(policy, since)
-            return policy
-        again = self._loaded(base, base_step)
-        self._apply_record(again, since)
-        if again.done:
-            return again
-        _cancel(policy, np.asarray([a for a, _ in self._outcomes(step - 1, step)], dtype=np.int64))
-        return policy
-
-    @staticmethod
-    def _apply_record(policy, rows) -> None:
-        """Tell outcomes (in the given order), cancel the failed wells, then run the stopping rule on
-        every recorded outcome whatever is still in the lab (``Policy.recheck``), so that ``done`` and
-        the leader follow every recorded file.  A finished policy's answer no longer changes: it
-        cancels them all (plates in the lab when the rule fired)."""
-        if policy.done:
-            _cancel(policy, np.asarray([a for a, _ in rows], dtype=np.int64))
-            return
-        ok = [(a, v) for a, v in rows if v is not None]
-        failed = np.asarray([a for a, v in rows if v is None], dtype=np.int64)
-        _tell(policy, np.asarray([a for a, _ in ok], dtype=np.int64), np.asarray([v for _, v in ok], dtype=float))
-        _cancel(policy, failed)
-        policy.recheck()
-
+    # ------------------------------------------------------------------ steps (the policy: PolicyReplay)
     @contextmanager
     def _step(self, doing: str = "writing a step"):
         """One logged step: a write transaction, taken before the policy is read.
@@ -671,15 +272,6 @@ class Campaign:
         """Raise a CampaignFileError naming the file, why it cannot be changed and what to do, if it cannot."""
         if self.readonly:
             raise store.readonly_error(self.path, doing)
-
-    def _save_snapshot(self, step: int, *, plate: bool = False) -> None:
-        """The policy's state after ``step`` (also as the state after the last plate, for a plate)."""
-        assert self._policy is not None  # saved right after the policy took a step
-        state = store.encode_state(self._policy.state_dict())
-        store.put_snapshot(self._con, "latest", step, state)
-        if plate:
-            store.put_snapshot(self._con, "plate", step, state)
-        self._policy_step = step
 
     # ------------------------------------------------------------------ plates
     def next_plate(self, size: int | None = None, path=None, *, force: bool = False) -> Plate:
@@ -726,10 +318,10 @@ class Campaign:
                     f"{self.algorithm} has finished (the stopping rule fired or the budget is spent); "
                     "see `screenbai campaign status` for the recommendation"
                 )
-            from .explain import why_chosen
+            from .views.explain import why_chosen
 
             before = why_chosen(self, policy)  # what the policy knew before this plate
-            arms = _propose(policy, size, replicates)
+            arms = propose_wells(policy, size, replicates)
             if arms.size == 0:
                 open_wells = self._con.execute(
                     "SELECT COUNT(*) FROM wells w LEFT JOIN outcomes o USING (plate_id, well) WHERE o.id IS NULL"
@@ -791,7 +383,7 @@ class Campaign:
     def write_plate(self, plate_id: str, path) -> Plate:
         """(Re)write the plate file of ``plate_id``: plate_id, well, compound_id, smiles, outcome, and
         (plates made with this version) role and why: the control wells, and which rule chose each well."""
-        from .explain import plate_rows
+        from .views.explain import plate_rows
 
         p = self.plate(plate_id)
         rows, extra = plate_rows(self, p)
@@ -806,7 +398,7 @@ class Campaign:
         """Validate a results file against the plates, then record it in one transaction.
 
         With a declared readout the values are raw readouts (kept as typed; the algorithm is told
-        the hit or the value, see :mod:`~screenbai.campaign.assay`); control wells are checked per
+        the hit or the value, see :mod:`~screenbai.campaign.lab.assay`); control wells are checked per
         plate (Z'), and a plate failing them is refused unless ``accept`` (its outcomes count) or
         ``discard`` (its compound wells count as failed and are tested again) is given.
         """
@@ -879,27 +471,36 @@ class Campaign:
         self._save_snapshot(step)
         return RecordSummary(record_id, name, len(outcomes) - n_failed, n_failed, plates)
 
-    def _leaders(self, policy) -> tuple[int, list[str], bool]:
+    def _history_row(self, step: int, policy) -> tuple:
+        """(tests, leaders, finished, compounds in contention, certified epsilon) after the results
+        file of log step ``step``, from the outcomes recorded up to it: the same live and in a replay."""
+        from .views.status import progress_point
+
         res = policy.result()
-        return int(res.n_samples), [self.compound_ids[a] for a in res.recommendation], bool(policy.done)
+        return (int(res.n_samples), [self.compound_ids[a] for a in res.recommendation], bool(policy.done),
+                *(progress_point(self, policy, res, upto=step) if self.keep_progress else (None, None)))
 
     def _save_history(self, step: int, policy) -> None:
-        n_tests, leaders, done = self._leaders(policy)
+        n_tests, leaders, done, in_contention, certified = self._history_row(step, policy)
         self._con.execute(
-            "INSERT INTO history (step, n_tests, leader, done) VALUES (?, ?, ?, ?)",
-            (step, n_tests, json.dumps(leaders), int(done)),
+            "INSERT INTO history (step, n_tests, leader, done, in_contention, certified_epsilon) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (step, n_tests, json.dumps(leaders), int(done), in_contention, certified),
         )
 
     # ------------------------------------------------------------------ read-only views
-    def observations(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        """Per-arm (tests, sum of outcomes, sum of squared outcomes) and the number of failed wells."""
+    def observations(self, upto: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Per-arm (tests, sum of outcomes, sum of squared outcomes) and the number of failed wells
+        (of the results files recorded at log steps <= ``upto``; None: all)."""
         n = np.zeros(self.K, dtype=np.int64)
         s = np.zeros(self.K)
         s2 = np.zeros(self.K)
         failed = 0
+        upto_sql = "" if upto is None else "WHERE record_id IN (SELECT record_id FROM records WHERE step <= ?) "
         for arm, cnt, tot, tot2, nf in self._con.execute(
             "SELECT arm, COUNT(value), TOTAL(value), TOTAL(value * value), SUM(value IS NULL) "
-            "FROM outcomes GROUP BY arm"
+            f"FROM outcomes {upto_sql}GROUP BY arm",
+            () if upto is None else (int(upto),),
         ):
             n[arm], s[arm], s2[arm] = cnt, tot, tot2
             failed += int(nf)
@@ -921,6 +522,17 @@ class Campaign:
             for s, n, l, d in self._con.execute("SELECT step, n_tests, leader, done FROM history ORDER BY step")
         ]
 
+    def progress_history(self) -> list[dict]:
+        """Per results file, in order: its log step, tests recorded, compounds still in contention and
+        the certified epsilon then (None where not known: a file made before they were kept, until
+        ``repair``, or nothing certified; inf: no answer certified yet)."""
+        have = store.progress_columns(self._con)
+        cols = [c if c in have else f"NULL AS {c}" for c in ("in_contention", "certified_epsilon")]
+        return [
+            {"step": s, "tests": n, "in_contention": c, "certified_epsilon": e}
+            for s, n, c, e in self._con.execute(f"SELECT step, n_tests, {', '.join(cols)} FROM history ORDER BY step")
+        ]
+
     def events(self) -> list[tuple[int, str, str, dict]]:
         return [
             (s, at, k, json.loads(d))
@@ -939,6 +551,6 @@ class Campaign:
         ).fetchall()
 
     def status(self):
-        from .status import campaign_status
+        from .views.status import campaign_status
 
         return campaign_status(self)

@@ -1,6 +1,6 @@
 """``screenbai campaign ...``: a thin shell over :class:`screenbai.campaign.Campaign`.
 
-screenbai campaign init cdk2.campaign --library export.csv.gz --algorithm glgape --param epsilon=0.1
+screenbai campaign init cdk2.campaign --library export.csv.gz --param epsilon=0.1      # log-tas (0/1 outcomes)
 screenbai campaign next cdk2.campaign --plate-size 96          # writes P001.csv
 screenbai campaign record cdk2.campaign P001.csv                # the same file, outcomes filled in
 screenbai campaign status cdk2.campaign
@@ -18,6 +18,7 @@ import sqlite3
 import sys
 from pathlib import Path
 
+from ..cliargs import HelpFormatter, parse_params
 from ..streams import results, say
 
 
@@ -57,7 +58,12 @@ def add_parser(sub) -> None:
         p.add_argument("--d", type=int, default=20, help="PCA dimensions (CDK2 study reference: 20)")
 
     def algorithm_args(p):
-        p.add_argument("--algorithm", default="glgape", help="a registered name (`screenbai algorithms`)")
+        p.add_argument(
+            "--algorithm",
+            default=None,
+            help="a registered name (`screenbai algorithms`); default: log-tas for binary outcomes, lin-tas for "
+            "continuous ones (delta-correct, the fewest tests measured: docs/lower_bound.md)",
+        )
         p.add_argument(
             "--param",
             action="append",
@@ -218,29 +224,26 @@ def add_parser(sub) -> None:
         required=True,
         help="output folder for the table and figure (named: nothing lands in the current folder by surprise)",
     )
-    from ..cli import HelpFormatter
-
     for parser in (camp, *cs.choices.values()):  # every option's default in --help, once
         parser.formatter_class = HelpFormatter
-
-
-def _params(pairs):
-    from screenbai.cli import _params as parse
-
-    return parse(pairs)
 
 
 def run(args) -> int:
     from threadpoolctl import threadpool_limits
 
-    from .campaign import CampaignError, ReplayMismatch
-    from .results import ResultsError
-    from .store import CampaignFileError, file_error
+    from .lab.results import ResultsError
+    from .state.replay import ReplayMismatch
+    from .state.store import CampaignError, CampaignFileError, file_error
 
     try:
         # one BLAS thread: the matrices are small (d x d, K x d), and threads fighting over a busy
         # machine's cores made a 10 000 x 21 SVD 20 times slower
         with threadpool_limits(limits=1, user_api="blas"):
+            if getattr(args, "algorithm", "") is None:  # init, backtest without --algorithm
+                from .state.creation import default_algorithm
+
+                binary = args.campaign_command == "backtest" or args.outcome == "binary"
+                args.algorithm = default_algorithm("binary" if binary else "continuous")
             code = _COMMANDS[args.campaign_command](args)
             results().flush()  # a closed pipe shows here, not at exit
             return code
@@ -275,18 +278,19 @@ def run(args) -> int:
 
 
 def _init(args) -> int:
-    from .campaign import Campaign, check_settings
+    from .campaign import Campaign
     from .labcli import lab_settings, report_rejected, whole_plate_budget
     from .library import library_from_args
+    from .state.creation import check_settings
 
-    check_settings(args.algorithm, _params(args.param), args.seed, args.outcome)  # before featurizing
+    check_settings(args.algorithm, parse_params(args.param), args.seed, args.outcome)  # before featurizing
     layout, readout = lab_settings(args)  # before featurizing too
     if Path(args.campaign).exists():
         raise ValueError(f"{args.campaign} already exists; choose another campaign file or delete it first")
     if args.rejected_out and not Path(args.rejected_out).parent.is_dir():
         raise ValueError(f"--rejected-out {args.rejected_out}: folder {Path(args.rejected_out).parent} does not exist")
     lib = library_from_args(args)
-    params = whole_plate_budget(args.algorithm, _params(args.param), lib.features.shape[0], layout)
+    params = whole_plate_budget(args.algorithm, parse_params(args.param), lib.features.shape[0], layout)
     camp = Campaign.create(
         args.campaign, lib, args.algorithm, params, seed=args.seed, outcome=args.outcome, layout=layout, readout=readout
     )
@@ -306,7 +310,7 @@ def _init(args) -> int:
         say(f"plates: {layout.describe()}")
     if readout is not None:
         say(f"readout: {readout.label()}, {readout.rule()}; {readout.model(camp.binary, camp.algorithm)}")
-    from .status import prior_cost
+    from .views.status import prior_cost
 
     for line in prior_cost(camp):
         say(line)
@@ -315,8 +319,9 @@ def _init(args) -> int:
 
 
 def _next(args) -> int:
-    from .campaign import Campaign, CampaignError
-    from .plates import check_plate_path
+    from .campaign import Campaign
+    from .lab.plates import DEFAULT_PLATE_SIZE, check_plate_path
+    from .state.store import CampaignError
 
     def out(plate_id):
         return Path(args.out) if args.out else Path(args.campaign).with_name(f"{plate_id}.csv")
@@ -326,7 +331,7 @@ def _next(args) -> int:
         n_plates = camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
         check_plate_path(out(f"P{n_plates + 1:03d}"))  # before the plate is committed
         # the plate id is known once the plate is committed (another `next` may run at the same time)
-        size = args.plate_size if args.plate_size is not None or camp.layout is not None else 96
+        size = args.plate_size if args.plate_size is not None or camp.layout is not None else DEFAULT_PLATE_SIZE
         plate = camp.next_plate(size, force=args.force)
         try:
             plate = camp.write_plate(plate.plate_id, out(plate.plate_id))
@@ -396,7 +401,7 @@ def _repair(args) -> int:
 
 def _report(args) -> int:
     from .campaign import Campaign
-    from .report import write_report
+    from .views.page import write_report
 
     out = Path(args.out or f"{Path(args.campaign).with_suffix('')}_report")
     with Campaign.open(args.campaign) as camp:
@@ -408,7 +413,7 @@ def _report(args) -> int:
 def _backtest(args) -> int:
     from .backtest import backtest_from_args
 
-    return backtest_from_args(args, _params(args.param))
+    return backtest_from_args(args, parse_params(args.param))
 
 
 _COMMANDS = {

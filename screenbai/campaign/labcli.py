@@ -8,8 +8,8 @@ import math
 from pathlib import Path
 
 from ..streams import say
-from .assay import Readout
-from .layout import PlateLayout
+from .lab.assay import Readout
+from .lab.layout import PlateLayout
 
 #: rejected input rows printed by ``init`` (all are written to the CSV)
 SHOWN_REJECTED = 20
@@ -49,24 +49,34 @@ def lab_settings(args) -> tuple[PlateLayout | None, Readout | None]:
 
 
 def whole_plate_budget(algorithm: str, params: dict, K: int, layout: PlateLayout | None) -> dict:
-    """GSE's stages in whole plates: with a plate format, a fixed-budget GSE's budget is rounded up
-    so that every stage (budget / stages tests) is a whole number of plates (said on the terminal)."""
+    """GSE's stages in whole plates: a fixed-budget GSE's budget is rounded up so that every stage
+    (budget / stages tests) is a whole number of plates (said on the terminal): plates of the plate
+    format's compound wells, or without a format of ``next``'s default plate (DEFAULT_PLATE_SIZE
+    wells; a library smaller than that has no default plate, and its budget is kept)."""
     from screenbai.bandits.budget.gse import GSE, n_stages
     from screenbai.bandits.core.params import declared
     from screenbai.bandits.core.registry import get
 
+    from .lab.plates import DEFAULT_PLATE_SIZE
+
     entry = get(algorithm)
-    if layout is None or not issubclass(entry.cls, GSE) or "budget" not in params:
+    if not issubclass(entry.cls, GSE) or "budget" not in params or (layout is None and K < DEFAULT_PLATE_SIZE):
         return params
     eta = params.get("eta", entry.defaults.get("eta", declared(entry.cls)["eta"].default))
     s = n_stages(K, float(eta))
-    cap = layout.capacity
+    cap = DEFAULT_PLATE_SIZE if layout is None else layout.capacity
     budget = int(params["budget"])
     per_stage = max(1, math.ceil(budget / s / cap)) * cap
     if per_stage * s != budget:
+        plates = (
+            f"plate(s) of {cap} compound wells"
+            if layout is not None
+            else f"plate(s) of {cap} wells (`next`'s default plate size, for a campaign without --plate-format: "
+            f"give `next` no --plate-size, or one that divides {per_stage})"
+        )
         say(
             f"budget {budget:,} rounded to {per_stage * s:,}: each of {entry.name}'s {s} stages is then "
-            f"{per_stage // cap} whole plate(s) of {cap} compound wells, no partial plate"
+            f"{per_stage // cap} whole {plates}, no partial plate"
         )
     return {**params, "budget": per_stage * s}
 
@@ -99,7 +109,7 @@ def _beside(campaign, suffix: str) -> Path:
 # ------------------------------------------------------------------------------------ commands
 def _add(args) -> int:
     from .campaign import Campaign
-    from .changes import add_compounds, guarantee_after_change, read_new_compounds
+    from .state.changes import add_compounds, guarantee_after_change, read_new_compounds
 
     with Campaign.open(args.campaign) as camp:
         kept, rejected = read_new_compounds(
@@ -125,7 +135,7 @@ def _add(args) -> int:
 
 def _withdraw(args) -> int:
     from .campaign import Campaign
-    from .changes import guarantee_after_change, withdraw
+    from .state.changes import guarantee_after_change, withdraw
 
     with Campaign.open(args.campaign) as camp:
         withdraw(camp, args.compound_id, args.reason)
@@ -139,7 +149,7 @@ def _withdraw(args) -> int:
 
 def _format(args) -> int:
     from .campaign import Campaign
-    from .changes import set_layout
+    from .state.changes import set_layout
 
     layout = layout_from_args(args)
     assert layout is not None  # format's --plate-format has a default
@@ -152,7 +162,7 @@ def _format(args) -> int:
 
 def _export(args) -> int:
     from .campaign import Campaign
-    from .export import export
+    from .views.export import export
 
     with Campaign.open(args.campaign) as camp:
         out = Path(args.out) if args.out else Path(args.campaign).parent

@@ -69,7 +69,7 @@ def file_sha256(path: Path) -> str:
 
 
 def _detect_kind(path: Path) -> str:
-    from screenbai.chem.acquire import is_chembl_export
+    from screenbai.chem.tables import is_chembl_export
 
     if path.suffix.lower() == ".parquet":
         return "featurized"
@@ -83,7 +83,7 @@ def _read_rows(path: Path, kind: str, id_column: str | None, smiles_column: str 
     """Input rows as a frame: source_row (the line in the file, or the SDF record), compound_id, input_smiles."""
     import pandas as pd
 
-    from screenbai.chem.acquire import read_chembl_export, read_structure_table
+    from screenbai.chem.tables import read_chembl_export, read_structure_table
 
     if kind == "chembl-export":
         raw = read_chembl_export(path)
@@ -169,7 +169,7 @@ def curate_structures(frame):
 def featurize_structures(smiles, *, radius: int, n_bits: int, d: int) -> tuple[np.ndarray, dict, dict]:
     """Morgan fingerprints -> PCA(d) -> append the intercept: (features, settings, loadings).
 
-    Above ``CHUNKED_ABOVE`` structures the chunked featurizer of :mod:`screenbai.chem.store` runs
+    Above ``CHUNKED_ABOVE`` structures the chunked featurizer of :mod:`screenbai.chem.fingerprint_store` runs
     (all cores, bounded memory; its fingerprint store is a temporary cache, the campaign file keeps
     the features); below, the in-memory functions (the same scores).
     """
@@ -177,7 +177,7 @@ def featurize_structures(smiles, *, radius: int, n_bits: int, d: int) -> tuple[n
     if len(smiles) > CHUNKED_ABOVE:
         import tempfile
 
-        from screenbai.chem.store import featurize_library
+        from screenbai.chem.fingerprint_store import featurize_library
 
         with tempfile.TemporaryDirectory(prefix="screenbai-fingerprints-") as tmp:
             scores, info = featurize_library(smiles, tmp, int(d), radius=radius, n_bits=n_bits)

@@ -5,7 +5,7 @@ logger = start(snakemake)  # first: this repository's screenbai, the rule log
 
 import pandas as pd
 
-from screenbai.chem.store import build_fingerprint_store
+from screenbai.chem.fingerprint_store import build_fingerprint_store
 
 library = pd.read_parquet(snakemake.input.library, columns=["smiles"])
 store = build_fingerprint_store(library["smiles"].tolist(), snakemake.output.store, radius=snakemake.params.radius,

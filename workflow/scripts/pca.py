@@ -1,7 +1,7 @@
 """Rule pca: fingerprint store -> d principal components per compound.
 
 Exactly scikit-learn's PCA of all fingerprints up to 50 000 compounds; above, fitted on a seeded
-sample of 50 000 and applied chunk by chunk (screenbai.chem.store.store_pca).
+sample of 50 000 and applied chunk by chunk (screenbai.chem.fingerprint_store.store_pca).
 """
 from rule_setup import start
 
@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from screenbai.chem.store import FingerprintStore, store_pca
+from screenbai.chem.fingerprint_store import FingerprintStore, store_pca
 
 d = int(snakemake.wildcards.d)
 store = FingerprintStore(snakemake.input.store)

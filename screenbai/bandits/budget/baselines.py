@@ -16,17 +16,28 @@ FB-LinGapE's own stopping rule fires first) and recommends one arm:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from screenbai.bandits.core.params import ALPHA_UCB, BUDGET, COMMON, LAMBDA_REG, declared, renamed, resolve
+from screenbai.bandits.core.params import (
+    ALPHA_UCB,
+    LAMBDA_REG,
+    TEST_COUNT,
+    declared,
+    like,
+    renamed,
+    required,
+    run_state,
+)
 from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import argmax_random
 from screenbai.bandits.linear.gifa import LinGapE
 from screenbai.bandits.numerics.design import uniform_allocation
 from screenbai.bandits.numerics.estimators import PlateDesign, RidgeState
 from screenbai.bandits.numerics.glm import logistic_mle
 from screenbai.bandits.numerics.linalg import project
+from screenbai.bandits.numerics.ties import argmax_random
 
 
 def _most_pulled(n: np.ndarray, estimate: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -42,13 +53,11 @@ class UniformAllocation(Policy):
     name = "uniform"
     fixed_budget = True
     models_features = False
-    _state_attrs = ("_sent",)
+    budget: int = required(TEST_COUNT, "total number of pulls")
+    _sent: bool = run_state()
 
-    parameters = {"budget": BUDGET}
-
-    def __init__(self, features, **params):
-        p = resolve(type(self), params)
-        super().__init__(features, m=1, rng=p.rng, max_samples=p.max_samples)
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.budget = p.budget
         self._sent = False
 
@@ -62,6 +71,9 @@ class UniformAllocation(Policy):
         pass
 
 
+_LINGAPE: dict[str, Any] = declared(LinGapE)  # Any: fields below type-check
+
+
 @register("fb-lingape")
 class FBLinGapE(Policy):
     """FB-LinGapE: LinGapE run until the budget is spent or it stops; its empirical best.
@@ -71,17 +83,26 @@ class FBLinGapE(Policy):
 
     name = "fb-lingape"
     fixed_budget = True
-    parameters = {"budget": BUDGET, **{k: v for k, v in declared(LinGapE).items() if k not in COMMON}}
-    defaults = {"delta": 0.1}
+    budget: int = required(TEST_COUNT, "total number of pulls")
+    # LinGapE's parameters (their declarations), delta defaulting to 0.1
+    epsilon: float = _LINGAPE["epsilon"]
+    delta: float = like(_LINGAPE["delta"], default=0.1)
+    sigma: float = _LINGAPE["sigma"]
+    S: float = _LINGAPE["S"]
+    L: float | None = _LINGAPE["L"]
+    lambda_reg: float = _LINGAPE["lambda_reg"]
+    delta_eff: str = _LINGAPE["delta_eff"]
+    selection: str = _LINGAPE["selection"]
+    init: str | bool = _LINGAPE["init"]
+    refresh_every: int = _LINGAPE["refresh_every"]
     renamed = renamed(LinGapE)
-    _state_attrs = ("inner",)
+    inner: LinGapE = run_state()
 
-    def __init__(self, features, **params):
-        p = resolve(type(self), params)
-        super().__init__(features, m=1, rng=p.rng, max_samples=p.max_samples)
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.budget = p.budget
-        inner = {k: v for k, v in vars(p).items() if k not in ("budget", "rng", "max_samples")}
-        self.inner = LinGapE(features, rng=self.rng, max_samples=min(self.budget, self.max_samples), **inner)
+        inner = {k: getattr(p, k) for k in _LINGAPE if k not in ("rng", "max_samples")}
+        self.inner = LinGapE(self.X, rng=self.rng, max_samples=min(self.budget, self.max_samples), **inner)
 
     @classmethod
     def resolve_oracle(cls, key, instance):
@@ -111,14 +132,14 @@ class LinUCB(Policy):
 
     name = "linucb"
     fixed_budget = True
-    _state_attrs = ("state",)
-
-    parameters = {"budget": BUDGET, "alpha": ALPHA_UCB, "lambda_reg": LAMBDA_REG}
+    budget: int = required(TEST_COUNT, "total number of pulls")
+    alpha: float = ALPHA_UCB
+    lambda_reg: float = LAMBDA_REG
     renamed = {"alpha_ucb": "alpha"}
+    state: RidgeState = run_state()
 
-    def __init__(self, features, **params):
-        p = resolve(type(self), params)
-        super().__init__(features, m=1, rng=p.rng, max_samples=p.max_samples)
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.budget = p.budget
         self.alpha = p.alpha
         self.state = RidgeState(self.X, p.lambda_reg)
@@ -149,13 +170,15 @@ class UCBGLM(Policy):
     name = "ucb-glm"
     fixed_budget = True
     binary_rewards = True
-    _state_attrs = ("state", "_basis", "theta")
+    budget: int = required(TEST_COUNT, "total number of pulls")
+    alpha: float = ALPHA_UCB
+    lambda_reg: float = LAMBDA_REG
+    state: RidgeState = run_state()
+    _basis: np.ndarray = run_state()
+    theta: np.ndarray = run_state()
 
-    parameters = {"budget": BUDGET, "alpha": ALPHA_UCB, "lambda_reg": LAMBDA_REG}
-
-    def __init__(self, features, **params):
-        p = resolve(type(self), params)
-        super().__init__(features, m=1, rng=p.rng, max_samples=p.max_samples)
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.budget = p.budget
         self.alpha = p.alpha
         self.lambda_reg = p.lambda_reg

@@ -25,26 +25,25 @@ for the logistic MLE (keeps it finite under separation); no forced exploration; 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from screenbai.bandits.core.cache import LRUCache, digest
 from screenbai.bandits.core.params import (
     BOOLEAN,
-    BUDGET,
     LAMBDA_REG,
     NONNEGATIVE,
     POSITIVE,
+    TEST_COUNT,
     Interval,
     Options,
-    Param,
-    resolve,
+    like,
+    param,
+    required,
+    run_state,
 )
 from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import top_m
 from screenbai.bandits.numerics.design import (
     FW_MODES,
     ROUNDING_METHODS,
@@ -56,6 +55,7 @@ from screenbai.bandits.numerics.design import (
 )
 from screenbai.bandits.numerics.glm import logistic_mle
 from screenbai.bandits.numerics.linalg import project
+from screenbai.bandits.numerics.ties import top_m
 
 ALLOCATIONS = ("uniform", "fw", "wynn", "greedy")
 LEFTOVER = ("last", "spread", "unused")
@@ -117,31 +117,35 @@ class GSE(Policy):
     name = "gse"
     fixed_budget = True
     model = "lin"
-    _state_attrs = ("active", "stage", "_Z", "_counts", "_stage_n", "_stage_s")
 
-    parameters = {
-        "budget": BUDGET,
-        "eta": Param(
-            2.0, Interval(1.0, None, open=("low",)), "elimination factor: each stage keeps ceil(|A| / eta) arms"
-        ),
-        "allocation": Param("fw", Options(ALLOCATIONS), "how each stage's pulls are allocated"),
-        "fw_mode": Param("D-exact", Options(FW_MODES), "Frank-Wolfe variant"),
-        "n_fw": Param(1000, Interval(0, None, integer=True), "Frank-Wolfe iterations"),
-        "fw_tol": Param(1e-3, POSITIVE, "Frank-Wolfe tolerance on the G-criterion"),
-        "fw_init": Param("uniform", Options(("uniform", "kumar-yildirim")), "Frank-Wolfe starting design"),
-        "fw_away": Param(True, BOOLEAN, "D-exact with away steps"),
-        "rounding": Param("efficient", Options(ROUNDING_METHODS), "design rounding"),
-        "lambda_reg": replace(
-            LAMBDA_REG, constraint=NONNEGATIVE, help="ridge penalty of the logistic MLE (gse-log: > 0)"
-        ),
-        "reuse_data": Param(False, BOOLEAN, "estimate from all data on the survivors (not in the paper)"),
-        "leftover": Param("last", Options(LEFTOVER), "where the budget remainder goes"),
-        "cache_designs": Param(True, BOOLEAN, "share designs of identical stages across runs"),
-    }
+    budget: int = required(TEST_COUNT, "total number of pulls")
+    eta: float = param(
+        2.0, Interval(1.0, None, open=("low",)), "elimination factor: each stage keeps ceil(|A| / eta) arms"
+    )
+    allocation: str = param("fw", Options(ALLOCATIONS), "how each stage's pulls are allocated")
+    fw_mode: str = param("D-exact", Options(FW_MODES), "Frank-Wolfe variant")
+    n_fw: int = param(1000, Interval(0, None, integer=True), "Frank-Wolfe iterations")
+    fw_tol: float = param(1e-3, POSITIVE, "Frank-Wolfe tolerance on the G-criterion")
+    fw_init: str = param("uniform", Options(("uniform", "kumar-yildirim")), "Frank-Wolfe starting design")
+    fw_away: bool = param(True, BOOLEAN, "D-exact with away steps")
+    rounding: str = param("efficient", Options(ROUNDING_METHODS), "design rounding")
+    lambda_reg: float = like(
+        LAMBDA_REG, constraint=NONNEGATIVE, help="ridge penalty of the logistic MLE (gse-log: > 0)"
+    )
+    reuse_data: bool = param(False, BOOLEAN, "estimate from all data on the survivors (not in the paper)")
+    leftover: str = param("last", Options(LEFTOVER), "where the budget remainder goes")
+    cache_designs: bool = param(True, BOOLEAN, "share designs of identical stages across runs")
 
-    def __init__(self, features, **params):
-        p = resolve(type(self), params)
-        super().__init__(features, m=1, rng=p.rng, max_samples=p.max_samples)
+    # the run's state
+    active: np.ndarray = run_state()  # the surviving arms
+    stage: int = run_state()
+    _Z: np.ndarray | None = run_state()  # the stage's projected features and allocation
+    _counts: np.ndarray | None = run_state()
+    _stage_n: np.ndarray | None = run_state()  # outcomes recorded in this stage, per active arm
+    _stage_s: np.ndarray | None = run_state()
+
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         lambda_reg, leftover = p.lambda_reg, p.leftover
         if self.model == "log" and not lambda_reg > 0:
             raise ValueError(
@@ -172,10 +176,7 @@ class GSE(Policy):
                 self.stage_budgets[t] += 1
         self.active = np.arange(self.K)
         self.stage = 0
-        self._Z: np.ndarray | None = None
-        self._counts: np.ndarray | None = None
-        self._stage_n: np.ndarray | None = None  # outcomes recorded in this stage, per active arm
-        self._stage_s: np.ndarray | None = None
+        self._Z = self._counts = self._stage_n = self._stage_s = None
         self.diagnostics.update(
             stages=s, budget=self.budget, fw_iterations=0, max_design_ratio=0.0, pinv_stages=0,
             newton_iterations_max=0, not_converged_fits=0,

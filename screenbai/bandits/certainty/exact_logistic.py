@@ -23,13 +23,13 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from screenbai.bandits.certainty.complexity import (
+from screenbai.bandits.certainty.local_form import (
     EXACT_MAX_PAIRS,
     Complexity,
     _answers,
     _Model,
     _Pairs,
-    characteristic_time,
+    local_characteristic_time,
 )
 from screenbai.bandits.numerics.glm import dmu
 
@@ -108,7 +108,8 @@ def exact_characteristic_time(X, theta, *, epsilon: float = 0.0, m: int = 1, tol
                 f"{EXACT_MAX_PAIRS} pairs; this answer has {local.pairs.shape[0]} (K = {K}, m = {m}). Use the "
                 "local form (exact=False) on large instances"
             )
-        start = characteristic_time(X, theta, model="logistic", epsilon=epsilon, m=m, answer=list(a))
+        start = local_characteristic_time(X, theta, mu, model="logistic", sigma=1.0, epsilon=epsilon, m=m, tol=1e-3,
+                                          max_iter=2_000, answer=list(a))
         eta_star = X @ theta
         cuts: list[np.ndarray] = []
         w = start.allocation

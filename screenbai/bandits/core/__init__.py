@@ -1,3 +1,4 @@
 """The policy contract and what drives it: policy.py (ask/tell, plates, state, Result), params.py
-(each algorithm's parameters, declared once), registry.py (name -> class), runner.py (simulation
-loops and replications), ties.py, cache.py."""
+(each algorithm's parameters, declared once), registry.py (name -> class), state.py (a state as
+plain data), persistence.py (a policy in one file), runner.py (simulation loops and replications),
+cache.py."""

@@ -1,31 +1,49 @@
-"""Each algorithm declares its parameters once: default, allowed values and a one-line help.
+"""Each algorithm declares its parameters once: type, default, allowed values and a one-line help.
 
-A policy class lists them in ``parameters`` (merged along the class hierarchy, like
-scikit-learn's ``_parameter_constraints``), may change inherited defaults in ``defaults`` and pin
-inherited parameters in ``fixed`` (they are then no longer accepted).  From that one declaration
-come the constructor's validation (``resolve``), the registry's defaults, the output of
-``screenbai algorithms`` and the workflow's up-front check of a config (``check``).  Old names
-listed in ``renamed`` keep working for one release, with a ``DeprecationWarning`` naming the new one.
+A policy class declares each parameter as an annotated class attribute, like a dataclass field::
+
+    class GLGapE(Policy):
+        epsilon: float = param(0.1, NONNEGATIVE, "tolerance of the answer")
+        delta: float = DELTA                       # the shared vocabulary below
+        budget: int = required(TEST_COUNT, "total number of pulls")
+        m: int = pinned(1)                         # an inherited parameter this class fixes
+
+Fields are inherited and a subclass may redeclare one (a new default: ``like(SIGMA, default=1.0)``;
+pinned: no longer accepted).  ``Policy``'s base is a ``dataclass_transform``: mypy, IDEs and
+``help()`` see the constructor ``GLGapE(features, *, epsilon: float = 0.1, ...)`` (``declare``
+builds it at run time, ``__signature__``), and each class gets a frozen
+dataclass of its parameters, ``GLGapE.Params`` (the validated values: ``policy.params``).  From
+that one declaration come the constructor's validation (``resolve``), the registry's defaults, the
+output of ``screenbai algorithms`` and the workflow's up-front check of a config (``check``).  Old
+names listed in ``renamed`` keep working for one release, with a ``RenamedParameterWarning`` (a
+``DeprecationWarning``) naming the new one.
 
 Constraints that need the features (e.g. m < K) are checked by the constructor itself.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import functools
+import inspect
 import math
 import numbers
 import os
 import sys
 import warnings
 from dataclasses import dataclass, replace
-from types import FrameType, SimpleNamespace
-from typing import Any
+from types import FrameType
+from typing import Any, Literal
 
 from screenbai import ScreenbaiWarning
-from screenbai.bandits.core.policy import DEFAULT_MAX_SAMPLES
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+
+# A finite default cap: 10^6 tests is more than any wet-lab screen runs, and a simulated run reaches
+# it in seconds to a minute.  A run that needs more (tied best arms with epsilon = 0, or the Soare
+# instance at omega = 0.01, which reproduce_soare.py runs with 10^8) is reported as hitting the cap.
+DEFAULT_MAX_SAMPLES = 10**6
 
 REQUIRED = object()  # default of a parameter the caller must give
 
@@ -143,6 +161,13 @@ class Param:
     none: bool = False
     oracle: bool = False
     no_guarantee: tuple = ()
+    #: False: pinned by the class (``pinned``), not a constructor parameter
+    init: bool = True
+    #: the positional ``features`` (validated by the policy itself, not part of ``Params``)
+    positional: bool = False
+    #: the attribute (the value the policy resolved it to, e.g. a seed drawn when None is given) is
+    #: part of the run's state, saved by ``state_dict``
+    state: bool = False
 
     def describe(self) -> str:
         parts = [self.constraint.describe()]
@@ -169,20 +194,6 @@ class Param:
         return self.constraint.convert(value)
 
 
-# parameters every policy takes
-COMMON: dict[str, Param] = {
-    "rng": Param(
-        None,
-        Anything("a numpy Generator, a seed or None"),
-        "random generator for tie-breaking and random choices",
-        none=True,
-    ),
-    "max_samples": Param(
-        DEFAULT_MAX_SAMPLES, TEST_COUNT, "safety cap on the number of pulls (runs reaching it are reported)"
-    ),
-}
-
-
 @functools.cache  # classes do not change after definition: merge once per class
 def _merged(cls: type, attribute: str) -> dict:
     out: dict = {}
@@ -191,24 +202,103 @@ def _merged(cls: type, attribute: str) -> dict:
     return out
 
 
-_DECLARED: dict[type, dict[str, Param]] = {}  # classes do not change after definition
+# ------------------------------------------------------------------------------ field specifiers
+# What a policy class writes in its body.  They return ``Any`` to the type checker, so that
+# ``delta: float = param(...)`` type-checks; ``required`` and ``pinned`` are the dataclass_transform
+# field specifiers (a parameter without default; one the class fixes, absent from the constructor).
+def param(default: Any, constraint: Constraint, help: str, *, none: bool = False, oracle: bool = False,
+          no_guarantee: tuple = (), state: bool = False) -> Any:
+    """A parameter with a default (``state``: its attribute, as resolved and updated, is saved with the state)."""
+    return Param(default, constraint, help, none=none, oracle=oracle, no_guarantee=no_guarantee, state=state)
+
+
+def required(constraint: Constraint, help: str, *, none: bool = False, oracle: bool = False,
+             kw_only: bool = True) -> Any:
+    """A parameter the caller must give (``kw_only=False``: the positional features)."""
+    return Param(REQUIRED, constraint, help, none=none, oracle=oracle, positional=not kw_only)
+
+
+def pinned(default: Any, *, init: Literal[False] = False) -> Any:
+    """An inherited parameter this class fixes to ``default`` (no longer accepted by its constructor)."""
+    return Param(default, Anything("fixed by the class"), "fixed by the class", init=init)
+
+
+class RunState:
+    """Marks an attribute that changes during a run (``run_state()``): saved by ``state_dict``."""
+
+    __slots__ = ()
+
+
+def run_state(*, init: Literal[False] = False) -> Any:
+    """An attribute of the run's state (set in ``_setup``, changed by the run, saved by ``state_dict``
+    and restored by ``load_state_dict``), declared with its type: ``_rounds: int = run_state()``."""
+    return RunState()
+
+
+def like(p: Any, **changes: Any) -> Any:
+    """A declared parameter with some attributes changed (e.g. ``like(SIGMA, default=1.0)``)."""
+    return replace(p, **changes)
+
+
+_COMMON_LAST = ("rng", "max_samples")  # shown after each algorithm's own parameters
+
+
+def declare(cls: type) -> None:
+    """Collect the parameters of a policy class (its annotated ``Param`` attributes and those of
+    its bases) into ``cls.__parameters__``, make the frozen dataclass ``cls.Params`` of them, and
+    the constructor's signature ``cls.__signature__``; the attributes it declares with ``run_state()``
+    (and parameters declared with ``state=True``) go to ``cls.__state__``.  Called once per class
+    (``__init_subclass__``)."""
+    fields: dict[str, Param] = {}
+    own_state: list[str] = []
+    for base in reversed(cls.__mro__[1:]):
+        fields.update(base.__dict__.get("__parameters__", {}))
+    annotations = {}
+    for base in reversed(cls.__mro__):
+        annotations.update(base.__dict__.get("__annotations__", {}))
+    for name in cls.__dict__.get("__annotations__", {}):
+        value = cls.__dict__.get(name)
+        if isinstance(value, RunState):
+            own_state.append(name)
+            delattr(cls, name)  # an instance attribute, set by _setup
+        elif isinstance(value, Param):
+            fields[name] = value
+            if value.state:
+                own_state.append(name)
+            if value.default is REQUIRED or value.positional:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, value.default)  # like a dataclass: the class attribute is the default
+        elif name in fields:
+            raise TypeError(f"{cls.__name__}.{name} redeclares a parameter without param()/pinned()/like()")
+    for name in _COMMON_LAST:  # keep rng and max_samples last, after the algorithm's own parameters
+        if name in fields:
+            fields[name] = fields.pop(name)
+    cls.__parameters__ = fields  # type: ignore[attr-defined]
+    cls.__state__ = tuple(own_state)  # type: ignore[attr-defined]
+    specs = []
+    for name, p in fields.items():
+        if p.positional:
+            continue
+        kind = dataclasses.field(init=p.init, default=p.default) if p.default is not REQUIRED else dataclasses.field()
+        specs.append((name, annotations.get(name, "Any"), kind))
+    params_cls = dataclasses.make_dataclass("Params", specs, frozen=True, kw_only=True)
+    params_cls.__module__ = cls.__module__  # picklable as module.<cls>.Params
+    params_cls.__qualname__ = f"{cls.__qualname__}.Params"
+    params_cls.__doc__ = f"The validated parameters of {cls.__name__} (frozen; ``policy.params``)."
+    cls.Params = params_cls  # type: ignore[attr-defined]
+    sig = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                             annotation=str(annotations.get(n, "Any")).removeprefix("InitVar[").removesuffix("]"))
+           for n, p in fields.items() if p.positional]
+    sig += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=annotations.get(n, "Any"),
+                              default=inspect.Parameter.empty if p.default is REQUIRED else p.default)
+            for n, p in fields.items() if p.init and not p.positional]
+    cls.__signature__ = inspect.Signature(sig)  # type: ignore[attr-defined]
 
 
 def declared(cls: type) -> dict[str, Param]:
-    """The parameters ``cls`` accepts, in declaration order, with its defaults applied."""
-    hit = _DECLARED.get(cls)
-    if hit is None:
-        params = dict(_merged(cls, "parameters"))
-        for name, p in COMMON.items():
-            params.setdefault(name, p)
-        fixed = _merged(cls, "fixed")
-        defaults = _merged(cls, "defaults")
-        hit = _DECLARED[cls] = {
-            name: (replace(p, default=defaults[name]) if name in defaults else p)
-            for name, p in params.items()
-            if name not in fixed
-        }
-    return hit
+    """The parameters ``cls`` accepts, in declaration order (rng and max_samples last), with their defaults."""
+    return {k: p for k, p in cls.__dict__.get("__parameters__", {}).items() if p.init and not p.positional}
 
 
 class RenamedParameterWarning(ScreenbaiWarning, DeprecationWarning):
@@ -234,7 +324,8 @@ def _outside_stacklevel() -> int:
     return level
 
 
-def _rename(cls: type, params: dict) -> dict:
+def rename(cls: type, params: dict) -> dict:
+    """``params`` with deprecated names replaced by the current ones (a ``RenamedParameterWarning`` each)."""
     old_names = renamed(cls)
     out = {}
     for key, value in params.items():
@@ -253,10 +344,11 @@ def _rename(cls: type, params: dict) -> dict:
     return out
 
 
-def _unknown(cls: type, key: str, params: dict[str, Param]) -> TypeError:
-    return TypeError(
-        f"{cls.__name__} got an unexpected parameter {key!r}; parameters accepted: {', '.join(params)}"
-    )
+def _unknown(cls: type, key: str, params: dict[str, Param], says: str = "got an unexpected parameter") -> str:
+    """The message for a parameter ``cls`` does not accept: the close matches and the valid names."""
+    close = difflib.get_close_matches(key, list(params), n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+    return f"{cls.__name__} {says} {key!r}; {hint}parameters accepted: {', '.join(params)}"
 
 
 def _count(n: int) -> str:
@@ -264,13 +356,13 @@ def _count(n: int) -> str:
     return str(n) if n < 10**15 else f"{float(n):.3g}"
 
 
-def resolve(cls: type, given: dict) -> SimpleNamespace:
-    """Validated values of every parameter of ``cls`` (defaults filled in, fixed ones added)."""
+def resolve(cls: type, given: dict) -> Any:
+    """Validated values of every parameter of ``cls`` (defaults filled in, pinned ones added), as its
+    frozen dataclass ``cls.Params``; ``given`` uses the current names (``rename`` first)."""
     params = declared(cls)
-    given = _rename(cls, given)
     for key in given:
         if key not in params:
-            raise _unknown(cls, key, params)
+            raise TypeError(_unknown(cls, key, params))
     values = {}
     for name, p in params.items():
         if name in given:
@@ -279,7 +371,6 @@ def resolve(cls: type, given: dict) -> SimpleNamespace:
             raise TypeError(f"{cls.__name__} needs the parameter {name!r} ({p.help}): {p.describe()}")
         else:
             values[name] = p.default
-    values.update(_merged(cls, "fixed"))
     budget, cap = values.get("budget"), values.get("max_samples")
     if budget is not None and cap is not None and budget > cap:
         raise ValueError(
@@ -287,7 +378,7 @@ def resolve(cls: type, given: dict) -> SimpleNamespace:
             "number of tests (in the workflow, screen.max_samples): the run would stop at the cap with its budget "
             "unspent; lower the budget or raise max_samples"
         )
-    return SimpleNamespace(**values)
+    return cls.Params(**values)  # type: ignore[attr-defined]
 
 
 def without_guarantee(cls: type, given: dict) -> list[str]:
@@ -341,7 +432,7 @@ def check(cls: type, given: dict, label: str = "") -> None:
     params = declared(cls)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RenamedParameterWarning)
-        given = _rename(cls, given)
+        given = rename(cls, given)
     prefix = f"{label}: " if label else ""
     for key, value in given.items():
         if key == "rng":
@@ -350,9 +441,7 @@ def check(cls: type, given: dict, label: str = "") -> None:
                 "(the workflow's screen.seed, a campaign's --seed); remove it"
             )
         if key not in params:
-            raise ValueError(
-                f"{prefix}{cls.__name__} has no parameter {key!r}; parameters accepted: {', '.join(params)}"
-            )
+            raise ValueError(f"{prefix}{_unknown(cls, key, params, 'has no parameter')}")
         try:
             params[key].validate(cls.__name__, key, value, allow_oracle=True)
         except ValueError as exc:
@@ -360,20 +449,34 @@ def check(cls: type, given: dict, label: str = "") -> None:
 
 
 # ---------------------------------------------------------------------------- the shared vocabulary
-# One name per idea across all algorithms; classes pick these and change only the default.
-BUDGET = Param(REQUIRED, TEST_COUNT, "total number of pulls")
-M = Param(1, POSITIVE_INT, "number of best arms to identify (m < K)")
-DELTA = Param(0.05, PROBABILITY, "confidence level: the error probability is at most delta")
-EPSILON = Param(0.0, NONNEGATIVE, "tolerance: an arm within epsilon of the m-th best counts as correct")
-SIGMA = Param(1.0, POSITIVE, "sub-Gaussian scale of the reward noise", oracle=True)
-S_BOUND = Param(1.0, NONNEGATIVE, "bound on the norm of theta*", oracle=True)
-L_BOUND = Param(None, POSITIVE, "bound on the arms' norms (None: the largest ||x_a||)", none=True, oracle=True)
-LAMBDA_REG = Param(1.0, POSITIVE, "ridge penalty lambda (prior precision lambda I)")
-ALPHA_UCB = Param(1.0, NONNEGATIVE, "exploration factor alpha of the UCB index x^T theta + alpha ||x||_{V^-1}")
-REFRESH_EVERY = Param(2000, POSITIVE_INT, "rebuild the inverse exactly after this many rank-one updates")
-ALLOCATION_SEED = Param(
+# One name per idea across all algorithms; classes pick these and change only the default (``like``).
+# Typed ``Any`` (``param``) so that ``delta: float = DELTA`` type-checks; BUDGET is required, so a class
+# writes ``budget: int = required(TEST_COUNT, ...)`` for mypy to see it required (or BUDGET at runtime).
+BUDGET = required(TEST_COUNT, "total number of pulls")
+M = param(1, POSITIVE_INT, "number of best arms to identify (m < K)")
+DELTA = param(0.05, PROBABILITY, "confidence level: the error probability is at most delta")
+EPSILON = param(0.0, NONNEGATIVE, "tolerance: an arm within epsilon of the m-th best counts as correct")
+SIGMA = param(1.0, POSITIVE, "sub-Gaussian scale of the reward noise", oracle=True)
+S_BOUND = param(1.0, NONNEGATIVE, "bound on the norm of theta*", oracle=True)
+L_BOUND = param(None, POSITIVE, "bound on the arms' norms (None: the largest ||x_a||)", none=True, oracle=True)
+LAMBDA_REG = param(1.0, POSITIVE, "ridge penalty lambda (prior precision lambda I)")
+ALPHA_UCB = param(1.0, NONNEGATIVE, "exploration factor alpha of the UCB index x^T theta + alpha ||x||_{V^-1}")
+REFRESH_EVERY = param(2000, POSITIVE_INT, "rebuild the inverse exactly after this many rank-one updates")
+ALLOCATION_SEED = param(
     0,
     Interval(0, None, integer=True),
     "seed of the reward-independent allocation's tie-breaks (None: drawn from rng)",
     none=True,
 )
+# parameters every policy takes (declared by ``Policy``)
+COMMON: dict[str, Any] = {  # Any: ``rng: Any = COMMON['rng']`` type-checks
+    "rng": param(
+        None,
+        Anything("a numpy Generator, a seed or None"),
+        "random generator for tie-breaking and random choices",
+        none=True,
+    ),
+    "max_samples": param(
+        DEFAULT_MAX_SAMPLES, TEST_COUNT, "safety cap on the number of pulls (runs reaching it are reported)"
+    ),
+}

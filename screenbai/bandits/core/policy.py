@@ -21,9 +21,9 @@ counts) but never in an estimate, so a stopping rule only ever uses recorded out
 ``propose(1)`` followed by ``tell`` gives exactly the sequential choices, and ``ask()`` is
 ``propose()`` of the natural batch (one arm, an initialisation batch, a GSE stage) with ``tell``
 then expecting exactly those arms. ``state_dict()`` / ``load_state_dict()`` write and restore the
-whole state as plain data (arrays, numbers, strings, lists, dicts; no solver objects, no caches),
-``save_policy`` / ``load_policy`` as one ``.npz`` file holding arrays and a JSON document, so a
-restored policy asks what the uninterrupted one would. ``run(env)`` drives a policy against a
+whole state as plain data (state.py: arrays, numbers, strings, lists, dicts; no solver objects, no
+caches), ``save_policy`` / ``load_policy`` (persistence.py) as one ``.npz`` file holding arrays and a
+JSON document, so a restored policy asks what the uninterrupted one would. ``run(env)`` drives a policy against a
 simulator; an algorithm may override it with a vectorised path that returns the same result, using
 only the environment's public methods (``pull``, ``pull_sequence``).
 
@@ -38,23 +38,31 @@ model in ``_certificate_model``; ``certificate()`` then returns a ``Certificate`
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
+import inspect
 import math
-import os
-from abc import ABCMeta, abstractmethod
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, ClassVar, cast
+from abc import ABC, abstractmethod
+from dataclasses import InitVar, dataclass, field
+from typing import Any, ClassVar, dataclass_transform
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from screenbai.bandits.core.ties import argmax_random, argmin_random, top_m  # noqa: F401 - re-exported for existing imports
+from screenbai.bandits.core.params import (  # DEFAULT_MAX_SAMPLES re-exported for existing imports
+    COMMON,
+    DEFAULT_MAX_SAMPLES,
+    Anything,
+    declare,
+    pinned,
+    rename,
+    required,
+    resolve,
+    run_state,
+    without_guarantee,
+)
+from screenbai.bandits.core.state import decode_state, encode_state
+from screenbai.bandits.numerics.checks import as_generator, check_features
+from screenbai.bandits.numerics.ties import top_m
 
-# A finite default cap: 10^6 tests is more than any wet-lab screen runs, and a simulated run reaches
-# it in seconds to a minute.  A run that needs more (tied best arms with epsilon = 0, or the Soare
-# instance at omega = 0.01, which reproduce_soare.py runs with 10^8) is reported as hitting the cap.
-DEFAULT_MAX_SAMPLES = 10**6
 #: what ``_select`` returns to wait for outcomes in flight (and an empty plate)
 NO_ARMS = np.empty(0, dtype=np.int64)
 
@@ -82,50 +90,78 @@ class Result:
         return self.recommendation[0]
 
 
-def check_features(features) -> np.ndarray:
-    """Validate a K x d feature matrix and return it as a float64 C-contiguous array."""
-    X = np.asarray(features, dtype=float)
-    if X.ndim != 2:
-        raise ValueError(f"features must be a 2-D array of shape (K arms, d dimensions); got shape {X.shape}")
-    if X.shape[0] < 1 or X.shape[1] < 1:
-        raise ValueError(f"features must have at least one arm and one dimension; got shape {X.shape}")
-    bad = ~np.isfinite(X)
-    if bad.any():
-        rows, cols = np.nonzero(bad)
-        raise ValueError(
-            f"features contain {bad.sum()} NaN/inf value(s), first at arm {rows[0]}, column {cols[0]} "
-            f"(value {X[rows[0], cols[0]]}); remove or impute those arms before screening"
-        )
-    return np.ascontiguousarray(X)
+@dataclass_transform(kw_only_default=True, field_specifiers=(required, pinned, run_state))
+class _Declared(ABC):
+    """The constructor every policy shares (see ``Policy``): its parameters are declared fields, as
+    in a dataclass, and type checkers see the signature ``declare`` builds."""
+
+    #: every field (parameters and the positional features), from ``params.declare``
+    __parameters__: ClassVar[dict[str, Any]] = {}
+    #: the attributes this class declares with ``run_state()`` (``params.declare``)
+    __state__: ClassVar[tuple[str, ...]] = ()
+    #: the frozen dataclass of the parameters (``params.declare``)
+    Params: ClassVar[type]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in cls.__dict__:  # one constructor pattern
+            raise TypeError(
+                f"{cls.__name__} defines __init__; a policy declares its parameters as fields and sets itself up "
+                "in _setup(features, p) (see Policy)"
+            )
+        declare(cls)
+
+        def __init__(self, features, **given) -> None:
+            _Declared._construct(self, features, given)
+
+        # the public signature: ``self`` then ``cls.__signature__`` (explicit keyword-only parameters,
+        # built by ``declare``); ``**given`` only lets deprecated names through to ``rename``
+        sig = cls.__signature__  # type: ignore[attr-defined]
+        self_param = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        __init__.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=[self_param, *sig.parameters.values()], return_annotation=None)
+        __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+        __init__.__doc__ = f"A {cls.__name__} for these features (its parameters: ``{cls.__name__}.Params``)."
+        setattr(cls, "__init__", __init__)  # noqa: B010 - mypy refuses assigning a method
+
+    def __init__(self, features, **given) -> None:
+        _Declared._construct(self, features, given)
+
+    def _construct(self, features, given: dict) -> None:
+        """Rename deprecated parameters, validate them, set them as attributes, ``_setup``, first choice."""
+        cls = type(self)
+        given = rename(cls, given)
+        p = resolve(cls, given)
+        self.params: Any = p  # the validated parameters (a frozen ``cls.Params``)
+        for key in cls.__parameters__:
+            if hasattr(p, key):
+                setattr(self, key, getattr(p, key))
+        self._setup(features, p)
+        self._init_kwargs: dict[str, Any] = {k: v for k, v in given.items() if k != "rng"}
+        self._advance()
+
+    def _setup(self, features, p) -> None:  # pragma: no cover - Policy's
+        raise NotImplementedError
+
+    def _advance(self) -> None:  # pragma: no cover - Policy's
+        raise NotImplementedError
 
 
-def as_generator(rng) -> np.random.Generator:
-    if isinstance(rng, np.random.Generator):
-        return rng
-    try:
-        return np.random.default_rng(rng)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"rng must be a numpy Generator, a seed (a whole number >= 0, or a SeedSequence) or None; got {rng!r}"
-        ) from None
-
-
-class _PolicyMeta(ABCMeta):
-    """Records the constructor's keyword arguments and makes the first choice once the whole
-    ``__init__`` chain has run, so that ``done`` is known before the first ``ask``."""
-
-    def __call__(cls, *args, **kwargs):
-        policy = super().__call__(*args, **kwargs)
-        policy._init_kwargs = {k: v for k, v in kwargs.items() if k != "rng"}
-        policy._advance()
-        return policy
-
-
-class Policy(metaclass=_PolicyMeta):
+class Policy(_Declared):
     """Base class: bookkeeping, validation, ask/tell, plates and state (see the module docstring).
 
-    Subclasses implement ``_select()``, ``_update(arms, rewards)`` and ``_recommend(rng)``, and list
-    in ``_state_attrs`` the attributes that change during a run (restored by ``load_state_dict``).
+    One constructor pattern. A subclass declares its parameters as annotated class attributes
+    (``epsilon: float = param(0.1, NONNEGATIVE, "...")``, see params.py) and sets itself up in
+    ``_setup(features, p)``, ``p`` being its validated parameters (a frozen ``cls.Params``; the
+    same as ``self.params``), starting with ``super()._setup(features, p)``; it defines no
+    ``__init__``. The constructor, the same for every policy, renames deprecated parameters (with a
+    warning), validates them, sets each as an attribute (as a dataclass would), runs ``_setup`` and
+    makes the first choice, so that ``done`` is known before the first ``ask``.
+
+    Subclasses implement ``_select()``, ``_update(arms, rewards)`` and ``_recommend(rng)``, and
+    declare the attributes that change during a run with their types, ``_rounds: int = run_state()``
+    (saved by ``state_dict``, restored by ``load_state_dict``; ``_state_attrs``, a tuple of names,
+    is the older spelling, still read).
     ``n``/``sums`` (per-arm counts and reward sums of recorded outcomes) and ``n_samples`` are kept
     here; ``in_flight`` / ``n_in_flight`` tell ``_select`` which tests are out without an outcome.
     """
@@ -139,22 +175,28 @@ class Policy(metaclass=_PolicyMeta):
     models_features = True
     #: attributes (besides the base bookkeeping) that change during a run: the policy's state
     _state_attrs: ClassVar[tuple[str, ...]] = ()
+    #: deprecated parameter name -> current name (merged along the class hierarchy)
+    renamed: ClassVar[dict[str, str]] = {}
 
-    def __init__(self, features, *, m: int = 1, rng=None, max_samples: int = DEFAULT_MAX_SAMPLES):
+    features: InitVar[ArrayLike] = required(Anything("a K x d feature matrix"), "the arms' features", kw_only=False)
+    rng: Any = COMMON["rng"]
+    max_samples: int = COMMON["max_samples"]
+
+    def _setup(self, features, p) -> None:
+        """Validate the features and set up the bookkeeping; ``p.m`` (1 without an ``m`` parameter)
+        arms to identify, ``p.max_samples`` (None: ``DEFAULT_MAX_SAMPLES``) the cap."""
         self.X = check_features(features)
         self.K, self.d = self.X.shape
         if self.K < 2:
             raise ValueError(
                 f"features have {self.K} arm; identifying the best arm needs at least 2 arms to choose between"
             )
-        m = int(m)
+        m = int(getattr(p, "m", 1))
         if not 1 <= m < self.K:
             raise ValueError(f"m (number of arms to identify) must satisfy 1 <= m < K = {self.K}; got m = {m}")
         self.m = m
-        if int(max_samples) < 1:
-            raise ValueError(f"max_samples must be a positive integer; got {max_samples}")
-        self.max_samples = int(max_samples)
-        self.rng = as_generator(rng)
+        self.max_samples = DEFAULT_MAX_SAMPLES if p.max_samples is None else int(p.max_samples)
+        self.rng = as_generator(p.rng)
         self.n = np.zeros(self.K, dtype=np.int64)
         self.sums = np.zeros(self.K)
         self.n_samples = 0
@@ -166,7 +208,6 @@ class Policy(metaclass=_PolicyMeta):
         self._finished = False
         self._stopped = False
         self.diagnostics: dict[str, Any] = {}
-        self._init_kwargs: dict[str, Any] = {}  # the constructor's keyword arguments (set once it has run)
 
     # ------------------------------------------------------------------ hooks
     @abstractmethod
@@ -235,8 +276,9 @@ class Policy(metaclass=_PolicyMeta):
         """The anytime certificate of the current answer (a ``Certificate``, see
         screenbai/bandits/certainty/certificate.py), or None without a valid confidence set.
         Changes nothing in the policy (the value is cached until the next outcome)."""
+        # here, not at the top: the certainty package loads complexity.py and scipy.special, which
+        # `import screenbai.bandits` (every command's start) does without
         from screenbai.bandits.certainty.certificate import Certificate
-        from screenbai.bandits.core.params import without_guarantee
 
         answer = self._current_answer()
         key = (int(self.n_samples), bool(self._finished), tuple(answer.tolist()))
@@ -508,7 +550,7 @@ class Policy(metaclass=_PolicyMeta):
     def _state_names(self) -> list[str]:
         names: list[str] = []
         for klass in reversed(type(self).__mro__):
-            for name in klass.__dict__.get("_state_attrs", ()):
+            for name in (*klass.__dict__.get("__state__", ()), *klass.__dict__.get("_state_attrs", ())):
                 if name not in names:
                     names.append(name)
         return names
@@ -561,172 +603,3 @@ class Policy(metaclass=_PolicyMeta):
 
     def _after_load(self) -> None:
         """Reset caches derived from the state (they are rebuilt lazily)."""
-
-
-# ---------------------------------------------------------------------- plain-data state
-def encode_state(value):
-    """``value`` as plain data: arrays are copied, tuples, bytes and non-string dict keys are tagged,
-    objects with ``state_dict()`` (estimators, designs, inner policies) give their own state."""
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, np.ndarray):
-        if value.dtype == object:
-            raise TypeError("object arrays cannot be part of a policy state")
-        return value.copy()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, tuple):
-        return {"__tuple__": [encode_state(v) for v in value]}
-    if isinstance(value, list):
-        return [encode_state(v) for v in value]
-    if isinstance(value, bytes):
-        return {"__bytes__": value.hex()}
-    if isinstance(value, dict):
-        if all(isinstance(k, str) and not k.startswith("__") for k in value):
-            return {k: encode_state(v) for k, v in value.items()}
-        return {"__items__": [[encode_state(k), encode_state(v)] for k, v in value.items()]}
-    if hasattr(value, "state_dict"):
-        return {"__object__": encode_state(value.state_dict())}
-    raise TypeError(f"cannot store a {type(value).__name__} in a policy state")
-
-
-def decode_state(value, current=None):
-    """Inverse of ``encode_state``; an ``__object__`` is loaded into ``current`` (the existing object)."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, list):
-        return [decode_state(v) for v in value]
-    if isinstance(value, dict):
-        if "__tuple__" in value:
-            return tuple(decode_state(v) for v in value["__tuple__"])
-        if "__bytes__" in value:
-            return bytes.fromhex(value["__bytes__"])
-        if "__items__" in value:
-            return {_hashable(decode_state(k)): decode_state(v) for k, v in value["__items__"]}
-        if "__object__" in value:
-            if current is None or not hasattr(current, "load_state_dict"):
-                raise ValueError(
-                    "the state holds an object the fresh policy does not have; were the parameters the same?"
-                )
-            current.load_state_dict(decode_state(value["__object__"]))
-            return current
-        return {k: decode_state(v) for k, v in value.items()}
-    return value
-
-
-def _hashable(key):
-    return key.item() if isinstance(key, np.ndarray) and key.ndim == 0 else key
-
-
-_FORMAT = "screenbai-policy"
-
-
-def _split_arrays(value, arrays: dict):
-    """Replace every array in a plain-data state by a reference into ``arrays`` (for JSON)."""
-    if isinstance(value, np.ndarray):
-        key = f"a{len(arrays)}"
-        arrays[key] = value
-        return {"__array__": key}
-    if isinstance(value, dict):
-        return {k: _split_arrays(v, arrays) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_split_arrays(v, arrays) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return {"__float__": repr(value)}
-    return value
-
-
-def _join_arrays(value, arrays):
-    if isinstance(value, dict):
-        if "__array__" in value:
-            return np.asarray(arrays[value["__array__"]])
-        if "__float__" in value:
-            return float(value["__float__"])
-        return {k: _join_arrays(v, arrays) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_join_arrays(v, arrays) for v in value]
-    return value
-
-
-def _features_digest(X: np.ndarray) -> str:
-    return hashlib.sha1(np.ascontiguousarray(X).tobytes() + repr(X.shape).encode()).hexdigest()
-
-
-def save_policy(policy: Policy, path) -> Path:
-    """Write a registered policy (algorithm, parameters, whole state) to one ``.npz`` file.
-
-    The file holds the arrays and a JSON document (no pickle); the write is atomic. The defaults of
-    the parameters not given are stored too: ``load_policy`` keeps them (with a warning) if a later
-    release changes one, so a screen goes on with the algorithm it started with.
-    """
-    from screenbai.bandits.core.params import unnamed_defaults
-    from screenbai.bandits.core.registry import name_of
-
-    doc = {
-        "format": _FORMAT,
-        "version": 1,
-        "algorithm": name_of(policy),
-        "params": encode_state(policy._init_kwargs),
-        # a later release may change a default: the loaded policy keeps these
-        "defaults": encode_state(unnamed_defaults(type(policy), policy._init_kwargs)),
-        "features_sha1": _features_digest(policy.X),
-        "state": policy.state_dict(),
-    }
-    return write_document(path, doc)
-
-
-def write_document(path, doc: dict) -> Path:
-    """Write plain data (``encode_state`` output) as one ``.npz``: its arrays plus a JSON document
-    holding everything else (no pickle). The write is atomic (a temporary file, then a rename)."""
-    arrays: dict[str, np.ndarray] = {}
-    doc = _split_arrays(doc, arrays)
-    path = Path(path)
-    if path.suffix != ".npz":
-        path = path.with_name(path.name + ".npz")
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"cannot write {path}: folder {path.parent} does not exist; create it first")
-    tmp = path.with_name(path.name + ".tmp.npz")
-    with open(tmp, "wb") as fh:
-        np.savez(fh, **cast(dict[str, Any], {"__document__": np.array(json.dumps(doc)), **arrays}))
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    return path
-
-
-def read_document(path, fmt: str) -> dict:
-    """Read a file written by ``write_document`` whose ``format`` is ``fmt``."""
-    path = Path(path)
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {k: npz[k] for k in npz.files}
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"{path}: not a {fmt} file ({exc})") from None
-    if "__document__" not in arrays:
-        raise ValueError(f"{path}: not a {fmt} file (no document inside)")
-    doc = _join_arrays(json.loads(str(arrays.pop("__document__"))), arrays)
-    if not isinstance(doc, dict) or doc.get("format") != fmt:
-        raise ValueError(f"{path}: not a {fmt} file (format {doc.get('format') if isinstance(doc, dict) else None!r})")
-    return doc
-
-
-def load_policy(path, features) -> Policy:
-    """Rebuild a policy written by ``save_policy`` for the same feature matrix."""
-    from screenbai.bandits.core.registry import get
-
-    doc = read_document(path, _FORMAT)
-    X = check_features(features)
-    if _features_digest(X) != doc["features_sha1"]:
-        raise ValueError(
-            f"{path}: the features differ from those the policy was saved with (shape now {X.shape}); "
-            "load it with the same feature matrix"
-        )
-    from screenbai.bandits.core.params import keep_saved_defaults
-
-    cls = get(doc["algorithm"]).cls
-    params = decode_state(doc["params"])
-    params.update(keep_saved_defaults(cls, decode_state(doc.get("defaults", {})), str(path)))
-    policy = cls(X, **params)
-    policy.load_state_dict(doc["state"])
-    return policy
-

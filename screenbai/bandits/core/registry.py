@@ -13,9 +13,28 @@ import importlib
 import re
 from dataclasses import dataclass, field
 
-_MODULES = ("linear.gifa", "linear.static", "linear.static_adaptive", "logistic.glgape", "logistic.glgape_topm",
-            "budget.gse", "budget.baselines", "tracking.linear", "tracking.logistic")
+from screenbai.bandits.core.params import declared
+
+_MODULES = ("linear.gifa", "linear.static", "linear.static_adaptive", "linear.rage", "logistic.glgape",
+            "logistic.glgape_topm", "budget.gse", "budget.baselines", "tracking.linear", "tracking.logistic")
 _REGISTRY: dict[str, Entry] = {}
+#: the module registering each name, so that ``get`` imports that one only (a campaign command then
+#: imports one algorithm family, not all ten modules: 50 ms of its start); a name missing here is
+#: still found, by importing them all (tests/test_registry.py checks that the map is right and whole)
+_HOME = {
+    **dict.fromkeys(("fb-lingape", "linucb", "ucb-glm", "uniform"), "budget.baselines"),
+    **dict.fromkeys(("g-allocation", "xy-oracle", "xy-static"), "linear.static"),
+    **dict.fromkeys(("xy-adaptive", "xy-fully-adaptive"), "linear.static_adaptive"),
+    **dict.fromkeys(("lingape", "lingifa", "lucb", "m-lingape", "ugape"), "linear.gifa"),
+    **dict.fromkeys(
+        [f"gse-{m}{a}" for m in ("lin", "log") for a in ("", "-fwg", "-greedy", "-uniform", "-wynn")], "budget.gse"
+    ),
+    "glgape": "logistic.glgape",
+    "m-glgape": "logistic.glgape_topm",
+    "lin-tas": "tracking.linear",
+    "log-tas": "tracking.logistic",
+    "rage": "linear.rage",
+}
 
 
 @dataclass(frozen=True)
@@ -29,8 +48,6 @@ class Entry:
 
     def parameters(self) -> dict:
         """Every parameter with its default under this name (from the class's declaration)."""
-        from screenbai.bandits.core.params import declared
-
         return {**{k: p.default for k, p in declared(self.cls).items()}, **self.defaults}
 
 
@@ -73,8 +90,12 @@ def available() -> dict[str, Entry]:
 
 
 def get(name: str) -> Entry:
-    entries = available()
     key = str(name).lower()
+    if key in _HOME:
+        importlib.import_module(f"screenbai.bandits.{_HOME[key]}")
+        if key in _REGISTRY:
+            return _REGISTRY[key]
+    entries = available()
     if key not in entries:
         close = difflib.get_close_matches(key, list(entries), n=4, cutoff=0.6)
         hint = f"did you mean {' or '.join(close)}? " if close else ""
@@ -93,6 +114,9 @@ def name_of(policy) -> str:
 
 
 def make_policy(name: str, features, **params):
+    """The policy registered as ``name`` for these features: its class with the name's defaults and
+    ``params`` (an unknown name gets the close matches; the class's constructor refuses an unknown
+    parameter or a bad value, naming it and the valid ones, and renames old names with a warning)."""
     entry = get(name)
     kwargs = {**entry.defaults, **params}
     return entry.cls(features, **kwargs)
@@ -100,8 +124,6 @@ def make_policy(name: str, features, **params):
 
 def policy_for_instance(name: str, instance, **params):
     """Like make_policy, with "oracle" parameter values resolved from the true instance."""
-    from screenbai.bandits.core.params import declared
-
     entry = get(name)
     kwargs = {**entry.defaults, **params}
     sigma = declared(entry.cls).get("sigma")

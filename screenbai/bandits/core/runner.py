@@ -18,7 +18,8 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from screenbai import ScreenbaiWarning
-from screenbai.bandits.core.policy import DEFAULT_MAX_SAMPLES, Result
+from screenbai.bandits.core.params import DEFAULT_MAX_SAMPLES, declared
+from screenbai.bandits.core.policy import Result
 from screenbai.bandits.core.registry import get, policy_for_instance
 from screenbai.bandits.numerics.linalg import shared_rows
 from screenbai.bandits.sim.instance import Instance
@@ -247,8 +248,6 @@ def warn_if_unrealizable(instance: Instance, algorithm: str) -> None:
 
 def noise_parameter(policy) -> bool:
     """Whether the policy assumes a sub-Gaussian noise scale (``sigma``) that a simulation sets."""
-    from screenbai.bandits.core.params import declared
-
     sigma = declared(type(policy)).get("sigma")
     return sigma is not None and sigma.oracle
 

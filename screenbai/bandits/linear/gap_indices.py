@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from screenbai.bandits.core.ties import BlockArgmax, argmax_random, top_m
 from screenbai.bandits.numerics.estimators import TrackedRidgeState
-from screenbai.bandits.numerics.linalg import block_bounds, in_blocks, pair_product
 from screenbai.bandits.numerics.rules import greedy_scores
+from screenbai.bandits.numerics.ties import BlockArgmax, argmax_random, top_m
 
 
 def max_m_per_column(B: np.ndarray, m: int) -> np.ndarray:
@@ -80,11 +79,11 @@ class GapIndices:
     def single_paired_round(self, mu: np.ndarray, f: float, rng: np.random.Generator):
         """m = 1, paired indices, tau^LUCB (LinGapE / m-LinGapE): one Gram row, O(Kd + d^2)."""
         st = self.ridge()
-        if not st.keep_row:  # small K: one block, nothing computed ahead
+        if not st.source.large:  # small K: one block, nothing computed ahead
             i = argmax_random(mu, rng)
             self.Pxb = (i, st.P @ self.Z[i])
             ucb = np.empty(self.K)
-            for block, row, diag, mu_b in in_blocks(ucb, st.gram_row(i), st.diag, mu):
+            for block, row, diag, mu_b in st.source.blocks(ucb, st.gram_row(i), st.diag, mu):
                 upper_bounds(block, row, diag, st.diag[i], f, mu_b)
             ucb[i] = -np.inf
             c = argmax_random(ucb, rng)
@@ -96,7 +95,7 @@ class GapIndices:
             ucb, best = ahead.ucb, ahead.best
         else:
             sweep = UcbSweep(st, i, f, mu)
-            for s, e in block_bounds(self.K):
+            for s, e in st.source.bounds():
                 sweep(s, e)
             ucb, best = sweep.ucb, sweep.best
         c = best.result(ucb, rng)
@@ -119,11 +118,8 @@ class GapIndices:
         V = np.column_stack([self.direction(b, c, Pc), Pc])
         if self._Xc is None:
             self._Xc = np.empty(self.K)
-        bounds = block_bounds(self.K)
         Xc, scores, best = self._Xc, np.empty(self.K), BlockArgmax()
-        prod = np.empty((max(e - s for s, e in bounds), 2))
-        for s, e in bounds:
-            block = pair_product(self.Z[s:e], V, prod[: e - s])
+        for s, e, block in st.source.pair_products(V):
             Xc[s:e] = block[:, 1]
             greedy_scores(block[:, 0], st.diag[s:e], out=scores[s:e])
             best.add(scores[s:e], s)
@@ -158,7 +154,7 @@ class GapIndices:
         ``guess`` (the update reads X anyway), also() = P (x_b - x_c) for the last pair (b, c), once P
         is updated: the update's product gives X P (x_b - x_c) and the sweep the greedy scores."""
         st = self.ridge()
-        if not (self.single_paired and st.keep_row and st._row is not None):
+        if not (self.single_paired and st.source.large and st._row is not None):
             return None, None
         pair = self._last_pair if guess else None
         also = None if pair is None else (lambda: self.direction(*pair))

@@ -11,7 +11,6 @@ in ``gap_indices.py``; this module holds the parameters, the selection rule and 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, ClassVar
 
 import numpy as np
 
@@ -27,17 +26,19 @@ from screenbai.bandits.core.params import (
     SIGMA,
     M,
     Options,
-    Param,
-    resolve,
+    like,
+    param,
+    pinned,
+    run_state,
 )
 from screenbai.bandits.core.policy import Policy
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import top_m
 from screenbai.bandits.linear.gap_indices import GapIndices, max_m_per_column
 from screenbai.bandits.numerics import thresholds as th
 from screenbai.bandits.numerics.estimators import PlateDesign, TrackedRidgeState
 from screenbai.bandits.numerics.linalg import project, refuse_quadratic, spanning_arms
 from screenbai.bandits.numerics.rules import L1Design, greedy_arm, largest_variance_arm
+from screenbai.bandits.numerics.ties import top_m
 
 COMPUTE_JT = ("empirical", "ugape")
 COMPUTE_BT = ("lucb", "gifa")
@@ -84,42 +85,47 @@ class GIFA(Policy):
     """
 
     name = "gifa"
-    fixed: ClassVar[dict[str, Any]] = {}
-    parameters: ClassVar[dict[str, Param]] = {
-        "m": M,
-        "epsilon": EPSILON,
-        "delta": DELTA,
-        "sigma": SIGMA,
-        "S": S_BOUND,
-        "L": L_BOUND,
-        "lambda_reg": LAMBDA_REG,
-        "threshold": Param(
-            "theoretical",
-            Options(LINEAR_THRESHOLDS + CLASSICAL_THRESHOLDS[:1] + CLASSICAL_THRESHOLDS[2:]),
-            "confidence threshold (linear: theoretical, heuristic, abbasi-yadkori; "
-            "classical: lucb1, heuristic, hoeffding); 'heuristic' has no guarantee",
-            no_guarantee=("heuristic",),
-        ),
-        "paper_literal": Param(False, BOOLEAN, "theoretical threshold exactly as printed in [RKD21]"),
-        "delta_eff": Param(
-            "pairs", Options(("pairs", "ellipsoid")), "Abbasi-Yadkori level: delta / K^2 (pairs) or delta"
-        ),
-        "index": Param("paired", Options(INDICES), "gap indices: paired, individual or classical (no features)"),
-        "compute_jt": Param("empirical", Options(COMPUTE_JT), "candidate set J(t)"),
-        "compute_bt": Param("lucb", Options(COMPUTE_BT), "challenger b_t"),
-        "stopping": Param("lucb", Options(STOPPING), "stopping statistic"),
-        "selection": Param("greedy", Options(SELECTIONS), "arm-selection rule for the pair (b_t, c_t)"),
-        "init": Param("auto", Options(INITS), "first pulls: 'all' arms once ([RKD21]), a 'span'ning set of "
-                      "d arms, 'none', or 'auto' (all up to K = 10^4, else span); True/False mean all/none"),
-        "refresh_every": REFRESH_EVERY,
-    }
-    defaults: ClassVar[dict[str, Any]] = {"sigma": 0.5}
+    m: int = M
+    epsilon: float = EPSILON
+    delta: float = DELTA
+    sigma: float = like(SIGMA, default=0.5)
+    S: float = S_BOUND
+    #: None: the largest ||x_a|| (``norm_bound`` holds the bound used)
+    L: float | None = L_BOUND
+    lambda_reg: float = LAMBDA_REG
+    threshold: str = param(
+        "theoretical",
+        Options(LINEAR_THRESHOLDS + CLASSICAL_THRESHOLDS[:1] + CLASSICAL_THRESHOLDS[2:]),
+        "confidence threshold (linear: theoretical, heuristic, abbasi-yadkori; "
+        "classical: lucb1, heuristic, hoeffding); 'heuristic' has no guarantee",
+        no_guarantee=("heuristic",),
+    )
+    paper_literal: bool = param(False, BOOLEAN, "theoretical threshold exactly as printed in [RKD21]")
+    #: "pairs" or "ellipsoid" (``delta_level`` holds the level it gives: delta / K^2 or delta)
+    delta_eff: str = param(
+        "pairs", Options(("pairs", "ellipsoid")), "Abbasi-Yadkori level: delta / K^2 (pairs) or delta"
+    )
+    index: str = param("paired", Options(INDICES), "gap indices: paired, individual or classical (no features)")
+    compute_jt: str = param("empirical", Options(COMPUTE_JT), "candidate set J(t)")
+    compute_bt: str = param("lucb", Options(COMPUTE_BT), "challenger b_t")
+    stopping: str = param("lucb", Options(STOPPING), "stopping statistic")
+    selection: str = param("greedy", Options(SELECTIONS), "arm-selection rule for the pair (b_t, c_t)")
+    init: str | bool = param("auto", Options(INITS), "first pulls: 'all' arms once ([RKD21]), a 'span'ning set of "
+                             "d arms, 'none', or 'auto' (all up to K = 10^4, else span); True/False mean all/none")
+    refresh_every: int = REFRESH_EVERY
     renamed = {"lambda0": "lambda_reg", "R": "sigma", "rule": "selection"}
-    _state_attrs = ("state", "_design", "_init_todo", "_init_arms", "_J", "_J_at", "_rounds")
 
-    def __init__(self, features, **params):
-        p = resolve(type(self), params)
-        super().__init__(features, m=p.m, rng=p.rng, max_samples=p.max_samples)
+    # the run's state
+    state: TrackedRidgeState | None = run_state()  # None with classical indices
+    _design: L1Design | None = run_state()  # the ratio rule's LP cache
+    _init_todo: bool = run_state()
+    _init_arms: np.ndarray = run_state()  # the first pulls, once chosen
+    _J: np.ndarray | None = run_state()
+    _J_at: int = run_state()
+    _rounds: int = run_state()
+
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.epsilon, self.delta, self.sigma, self.S = p.epsilon, p.delta, p.sigma, p.S
         self.index, self.compute_jt, self.compute_bt, self.stopping = p.index, p.compute_jt, p.compute_bt, p.stopping
         self.selection = "optimized" if p.selection == "ratio" else p.selection
@@ -136,10 +142,10 @@ class GIFA(Policy):
                 f"selection {p.selection!r} needs linear indices; classical indices allow 'largest-variance' or 'both'"
             )
         self.paper_literal = p.paper_literal
-        self.delta_eff = th.effective_delta(self.delta, self.K, p.delta_eff)
+        self.delta_level = th.effective_delta(self.delta, self.K, p.delta_eff)  # delta / K^2 or delta
         self.lambda_reg = p.lambda_reg
         norms = np.sqrt(np.einsum("ij,ij->i", self.X, self.X))
-        self.L = float(norms.max()) if p.L is None else p.L
+        self.norm_bound = float(norms.max()) if p.L is None else p.L  # L, or max ||x_a||
 
         # features in an orthonormal basis of their span; classical indices ignore features
         Z, Q = project(self.X) if self.linear else (self.X, None)
@@ -166,7 +172,7 @@ class GIFA(Policy):
         self._init_arms = np.empty(0, dtype=np.int64)  # the first pulls, once chosen
         self._plate = PlateDesign()
         self._plate_n: np.ndarray | None = None  # per-arm counts with the tests in flight, while choosing a well
-        self._J: np.ndarray | None = None
+        self._J = None
         self._J_at = -1
         self._rounds = 0
         self._reward_range = (0.0, 1.0) if self.threshold == "hoeffding" else None
@@ -192,14 +198,14 @@ class GIFA(Policy):
         name = self.threshold
         if name == "theoretical":
             c = th.reda_theoretical(
-                s, self.delta, self.d_eff, self.L, self.S, self.sigma, self.lambda_reg, self.paper_literal
+                s, self.delta, self.d_eff, self.norm_bound, self.S, self.sigma, self.lambda_reg, self.paper_literal
             )
             return self.sigma * c
         if name == "heuristic":
             return self.sigma * th.reda_heuristic(s, self.delta)
         if name == "abbasi-yadkori":
             logdet = self._ridge().logdet
-            return th.abbasi_yadkori(logdet, self.d_eff, self.lambda_reg, self.sigma, self.S, self.delta_eff)
+            return th.abbasi_yadkori(logdet, self.d_eff, self.lambda_reg, self.sigma, self.S, self.delta_level)
         if name == "lucb1":
             return th.lucb1_factor(s, self.delta, self.K, self.sigma)
         return th.hoeffding_factor(s, self.delta, self.K)
@@ -234,7 +240,7 @@ class GIFA(Policy):
         rule = self.selection
         if rule == "greedy":
             st = self._ridge()
-            if st.keep_row and self.gaps.single_paired:  # large K: one pass, reused by the update
+            if st.source.large and self.gaps.single_paired:  # large K: one pass, reused by the update
                 return self.gaps.greedy_pair_arm(b, c, self.rng)
             known, self.gaps.Pxb = self.gaps.Pxb, None
             if known is not None and known[0] == b:  # P x_b is known from this round's Gram row
@@ -308,7 +314,7 @@ class GIFA(Policy):
             state = self._ridge()
             if arms.size == 1:
                 also = ahead = None
-                if state.keep_row:  # large K
+                if state.source.large:  # large K
                     also, ahead = self.gaps.sweep_ahead(lambda: self.threshold_factor(self.n_samples),
                                                         guess=product is None and self.selection == "greedy")
                 state.update(int(arms[0]), float(rewards[0]), also=also, on_block=ahead, product=product)
@@ -371,12 +377,15 @@ class LinGapE(GIFA):
     """
 
     name = "lingape"
-    parameters = {"selection": Param("greedy", Options(_RATIO), "arm-selection rule: greedy or the L1 ratio rule")}
-    defaults = {"sigma": 1.0}
-    fixed = {
-        "m": 1, "threshold": "abbasi-yadkori", "paper_literal": False, "index": "paired",
-        "compute_jt": "empirical", "compute_bt": "lucb", "stopping": "lucb",
-    }
+    m: int = pinned(1)
+    sigma: float = like(SIGMA, default=1.0)
+    threshold: str = pinned("abbasi-yadkori")
+    paper_literal: bool = pinned(False)
+    index: str = pinned("paired")
+    compute_jt: str = pinned("empirical")
+    compute_bt: str = pinned("lucb")
+    stopping: str = pinned("lucb")
+    selection: str = param("greedy", Options(_RATIO), "arm-selection rule: greedy or the L1 ratio rule")
 
 
 @register("m-lingape")
@@ -389,8 +398,10 @@ class MLinGapE(GIFA):
     """
 
     name = "m-lingape"
-    parameters = {"index": Param("paired", Options(("paired", "individual")), "gap indices")}
-    fixed = {"compute_jt": "empirical", "compute_bt": "lucb", "stopping": "lucb"}
+    index: str = param("paired", Options(("paired", "individual")), "gap indices")
+    compute_jt: str = pinned("empirical")
+    compute_bt: str = pinned("lucb")
+    stopping: str = pinned("lucb")
 
 
 @register("lingifa")
@@ -404,18 +415,18 @@ class LinGIFA(GIFA):
     """
 
     name = "lingifa"
-    parameters = {
-        "lambda_reg": replace(LAMBDA_REG, default=None, none=True, help="ridge penalty (None: sigma / 20)"),
-        "index": Param("paired", Options(("paired", "individual")), "gap indices"),
-    }
-    defaults = {"stopping": "ugape", "init": False}
-    fixed = {"compute_jt": "ugape", "compute_bt": "gifa"}
+    #: None (the default): sigma / 20, the penalty the attribute then holds
+    lambda_reg: float = like(LAMBDA_REG, default=None, none=True, help="ridge penalty (None: sigma / 20)")
+    index: str = param("paired", Options(("paired", "individual")), "gap indices")
+    compute_jt: str = pinned("ugape")
+    compute_bt: str = pinned("gifa")
+    stopping: str = like(GIFA.__parameters__["stopping"], default="ugape")
+    init: str | bool = like(GIFA.__parameters__["init"], default=False)
 
-    def __init__(self, features, **params):
-        p = resolve(type(self), params)
+    def _setup(self, features, p) -> None:
         if p.lambda_reg is None:
-            p.lambda_reg = p.sigma / 20.0
-        super().__init__(features, **{k: v for k, v in vars(p).items() if k not in type(self).fixed})
+            p = replace(p, lambda_reg=p.sigma / 20.0)
+        super()._setup(features, p)
 
 
 class _ClassicalGIFA(GIFA):
@@ -423,17 +434,22 @@ class _ClassicalGIFA(GIFA):
 
     models_features = False
 
-    parameters = {
-        "threshold": Param(
-            "lucb1", Options(CLASSICAL_THRESHOLDS), "confidence threshold ('heuristic' has no guarantee)",
-            no_guarantee=("heuristic",),
-        ),
-        "selection": Param("largest-variance", Options(("largest-variance", "both")), "which of b_t, c_t to pull"),
-    }
-    fixed = {
-        "index": "classical", "compute_jt": "empirical", "compute_bt": "lucb", "stopping": "lucb", "init": True,
-        "S": 1.0, "L": None, "lambda_reg": 1.0, "paper_literal": False, "delta_eff": "pairs", "refresh_every": 2000,
-    }
+    threshold: str = param(
+        "lucb1", Options(CLASSICAL_THRESHOLDS), "confidence threshold ('heuristic' has no guarantee)",
+        no_guarantee=("heuristic",),
+    )
+    selection: str = param("largest-variance", Options(("largest-variance", "both")), "which of b_t, c_t to pull")
+    index: str = pinned("classical")
+    compute_jt: str = pinned("empirical")
+    compute_bt: str = pinned("lucb")
+    stopping: str = pinned("lucb")
+    init: str | bool = pinned(True)
+    S: float = pinned(1.0)
+    L: float | None = pinned(None)
+    lambda_reg: float = pinned(1.0)
+    paper_literal: bool = pinned(False)
+    delta_eff: str = pinned("pairs")
+    refresh_every: int = pinned(2000)
 
 
 @register("lucb")
@@ -457,4 +473,5 @@ class UGapE(_ClassicalGIFA):
     """
 
     name = "ugape"
-    fixed = {"compute_jt": "ugape", "stopping": "ugape"}
+    compute_jt: str = pinned("ugape")
+    stopping: str = pinned("ugape")

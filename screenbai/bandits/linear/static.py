@@ -26,7 +26,6 @@ Implementation notes.
 from __future__ import annotations
 
 import logging
-from typing import ClassVar
 
 import numpy as np
 from scipy.linalg import cho_solve
@@ -40,12 +39,13 @@ from screenbai.bandits.core.params import (
     Anything,
     Interval,
     Options,
-    Param,
-    resolve,
+    like,
+    param,
+    run_state,
 )
-from screenbai.bandits.core.policy import NO_ARMS, Policy, Result, decode_state, encode_state
+from screenbai.bandits.core.policy import NO_ARMS, Policy, Result
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import argmax_random
+from screenbai.bandits.core.state import decode_state, encode_state
 from screenbai.bandits.linear.static_greedy import (
     TIE_RTOL,
     AllocationSequence,
@@ -63,6 +63,7 @@ from screenbai.bandits.linear.static_rules import (
     pair_width2,
 )
 from screenbai.bandits.numerics.linalg import project_if_deficient, refuse_quadratic, spanning_arms
+from screenbai.bandits.numerics.ties import argmax_random
 
 __all__ = ["GAllocation", "SLMBase", "XYOracle", "XYStatic"]
 
@@ -70,27 +71,26 @@ log = logging.getLogger(__name__)
 
 PULL_BLOCK = 4096  # rounds pulled at once by the vectorised ``run`` (= the Environment noise buffer)
 AUTO_RESTRICT_K = 200  # above this many arms, Y is restricted to pairs with the empirical best
-RESTRICT_Y = Param(
+RESTRICT_Y = param(
     None, BOOLEAN, f"restrict Y to pairs with the empirical best (None: above {AUTO_RESTRICT_K} arms)", none=True
 )
-MONOTONE = Param(False, BOOLEAN, "survivors only shrink (False: rebuilt from all arms, as in [SLM14])")
+MONOTONE = param(False, BOOLEAN, "survivors only shrink (False: rebuilt from all arms, as in [SLM14])")
 
 
 # ====================================================================== common base
 class SLMBase(Policy):
     """Shared parameters and projection onto the span of the arms."""
 
-    parameters = {
-        "delta": DELTA,
-        "sigma": SIGMA,
-        "confidence": Param(
-            "pairs", Options(CONFIDENCES), "log_n(K^2/delta) (pairs, as in [SLM14]) or log_n(K/delta)"
-        ),
-    }
+    delta: float = DELTA
+    sigma: float = SIGMA
+    confidence: str = param(
+        "pairs", Options(CONFIDENCES), "log_n(K^2/delta) (pairs, as in [SLM14]) or log_n(K/delta)"
+    )
+    _final: dict | None = run_state()  # the end of a vectorised run
+    _handed: int = run_state()  # positions of the arm sequence chosen so far (= n_samples without plates)
 
-    def __init__(self, features, **params):
-        p = self._params = resolve(type(self), params)
-        super().__init__(features, m=1, rng=p.rng, max_samples=p.max_samples)
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.delta = p.delta
         self.confidence = p.confidence
         self.sigma = p.sigma
@@ -102,8 +102,8 @@ class SLMBase(Policy):
         self.Z, self.basis = project_if_deficient(self.X)
         self.d_eff = self.Z.shape[1]
         self.init_arms = spanning_arms(self.Z)
-        self._final: dict | None = None
-        self._handed = 0  # positions of the arm sequence chosen so far (= n_samples without plates)
+        self._final = None
+        self._handed = 0
 
     def _ols_best(self, counts, sums, rng) -> np.ndarray:
         """The arm with the best OLS estimate from these counts and sums (empirical best while the
@@ -146,8 +146,6 @@ class SLMBase(Policy):
             return False
         return bool(restrict_y)
 
-    _state_attrs: ClassVar[tuple[str, ...]] = ("_final", "_handed")
-
     def _fast_path_applies(self, env) -> bool:
         """A vectorised ``run`` starts from a fresh policy and needs ``env.pull_sequence``."""
         return self.n_samples == 0 and not self.n_in_flight and hasattr(env, "pull_sequence")
@@ -177,17 +175,18 @@ class SLMBase(Policy):
 class _StaticAllocation(SLMBase):
     """Precomputed greedy sequence + the eq. 11 stopping rule tested every round."""
 
-    parameters = {"allocation_seed": ALLOCATION_SEED}
+    #: None: drawn from rng (the attribute holds the seed used, saved with the state)
+    allocation_seed: int | None = like(ALLOCATION_SEED, state=True)
+    _ols: OLSTracker = run_state()
+    _ols_ready: bool = run_state()
 
-    def __init__(self, features, **params):
-        super().__init__(features, **params)
-        seed = self._params.allocation_seed
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
+        seed = p.allocation_seed
         self.allocation_seed = int(self.rng.integers(2**63)) if seed is None else seed
         self._ols = OLSTracker(self.Z)
         self._ols_ready = False
         self._seq: AllocationSequence | None = None
-
-    _state_attrs: ClassVar[tuple[str, ...]] = ("allocation_seed", "_ols", "_ols_ready")
 
     def _after_load(self) -> None:
         self._seq = None  # rebuilt (shared through the cache) on first use
@@ -303,11 +302,13 @@ class XYStatic(_StaticAllocation):
 
     name = "xy-static"
 
-    parameters = {"restrict_y": RESTRICT_Y}
+    #: None: auto (the attribute holds the choice made)
+    restrict_y: bool | None = RESTRICT_Y
+    _live_best: int = run_state()
 
-    def __init__(self, features, **params):
-        super().__init__(features, **params)
-        self.restrict_y = self._check_restrict(self._params.restrict_y, self.K)
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
+        self.restrict_y = self._check_restrict(p.restrict_y, self.K)
         self._live: GreedyState | None = None
         self._live_best = -1
         self.diagnostics["restricted_y"] = self.restrict_y
@@ -315,8 +316,6 @@ class XYStatic(_StaticAllocation):
     def _make_sequence(self):
         I, J = all_pairs(np.ones(self.K, dtype=bool))
         return allocation_sequence(self.Z, self.init_arms, I, J, seed=self.allocation_seed)
-
-    _state_attrs = ("_live_best",)
 
     def state_dict(self) -> dict:
         state = super().state_dict()
@@ -378,17 +377,17 @@ class XYOracle(_StaticAllocation):
 
     name = "xy-oracle"
 
-    parameters = {
-        "theta": Param(None, Anything("a vector of length d"), "the true parameter theta*", none=True, oracle=True),
-        "stopping": Param("eq4", Options(("eq4", "eq11")), "eq4 (true gaps) or eq11 (empirical)"),
-        "tie_rtol": Param(
-            1e-3, Interval(0.0, 1.0, open=("high",)), "relative tolerance for near-ties of the greedy score"
-        ),
-    }
+    theta: np.ndarray | None = param(
+        None, Anything("a vector of length d"), "the true parameter theta*", none=True, oracle=True
+    )
+    stopping: str = param("eq4", Options(("eq4", "eq11")), "eq4 (true gaps) or eq11 (empirical)")
+    tie_rtol: float = param(
+        1e-3, Interval(0.0, 1.0, open=("high",)), "relative tolerance for near-ties of the greedy score"
+    )
 
-    def __init__(self, features, **params):
-        super().__init__(features, **params)
-        theta, stopping, tie_rtol = self._params.theta, self._params.stopping, self._params.tie_rtol
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
+        theta, stopping, tie_rtol = p.theta, p.stopping, p.tie_rtol
         if theta is None or isinstance(theta, str):
             raise ValueError(
                 f"xy-oracle needs the true parameter theta (a length-{self.d} vector); got {theta!r}. "

@@ -7,16 +7,23 @@ arms that survive [SLM14] Prop. 2's elimination.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 from scipy.linalg import cho_solve
 
 from screenbai.bandits.certainty.certificate import certified_from_bounds, norm_bound_refuted
-from screenbai.bandits.core.params import ALLOCATION_SEED, LAMBDA_REG, REQUIRED, S_BOUND, Interval, Param
+from screenbai.bandits.core.params import (
+    ALLOCATION_SEED,
+    LAMBDA_REG,
+    S_BOUND,
+    Interval,
+    like,
+    param,
+    pinned,
+    required,
+    run_state,
+)
 from screenbai.bandits.core.policy import NO_ARMS
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import argmax_random
 from screenbai.bandits.linear.static import MONOTONE, PULL_BLOCK, RESTRICT_Y, SLMBase
 from screenbai.bandits.linear.static_greedy import (
     AllocationSequence,
@@ -26,6 +33,7 @@ from screenbai.bandits.linear.static_greedy import (
     star_pairs,
 )
 from screenbai.bandits.linear.static_rules import beaten, eq11_holds, eq11_width, ols_mu, pair_width2
+from screenbai.bandits.numerics.ties import argmax_random
 
 
 # ====================================================================== XY-adaptive (phased)
@@ -42,16 +50,25 @@ class XYAdaptive(SLMBase):
 
     name = "xy-adaptive"
 
-    parameters = {
-        "alpha": Param(0.1, Interval(0.0, 1.0, open=("low", "high")), "phase shrink factor"),
-        "monotone": MONOTONE,
-        "restrict_y": RESTRICT_Y,
-        "allocation_seed": ALLOCATION_SEED,
-    }
+    alpha: float = param(0.1, Interval(0.0, 1.0, open=("low", "high")), "phase shrink factor")
+    monotone: bool = MONOTONE
+    #: None: auto (the attribute holds the choice made)
+    restrict_y: bool | None = RESTRICT_Y
+    #: None: drawn from rng (the attribute holds the seed used, saved with the state)
+    allocation_seed: int | None = like(ALLOCATION_SEED, state=True)
 
-    def __init__(self, features, **params):
-        super().__init__(features, **params)
-        p = self._params
+    # the run's state
+    active: np.ndarray = run_state()  # the surviving arms (a mask)
+    rho_prev: float = run_state()
+    phase: int = run_state()
+    _prev_best: int | None = run_state()
+    t_phase: int = run_state()
+    _t_handed: int = run_state()  # positions of this phase's sequence chosen so far
+    phase_counts: np.ndarray = run_state()
+    phase_sums: np.ndarray = run_state()
+
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.alpha = p.alpha
         self.monotone = p.monotone
         self.restrict_y = self._check_restrict(p.restrict_y, self.K)
@@ -60,7 +77,7 @@ class XYAdaptive(SLMBase):
         # rho^0 / n_0: the phase test compares with the previous phase's value (not rho / t twice)
         self.rho_prev = 1.0 / (self.d_eff * (self.d_eff + 1) + 1)
         self.phase = 0
-        self._prev_best: int | None = None
+        self._prev_best = None
         self._t_handed = 0  # positions of this phase's sequence chosen so far
         self._start_phase()
         self.diagnostics.update(phases=0, restricted_y=self.restrict_y, monotone=self.monotone)
@@ -71,9 +88,6 @@ class XYAdaptive(SLMBase):
                 return np.flatnonzero(self.active), None
             return star_pairs(self.active, self._prev_best)
         return all_pairs(self.active)
-
-    _state_attrs = ("allocation_seed", "active", "rho_prev", "phase", "_prev_best", "t_phase", "_t_handed",
-                    "phase_counts", "phase_sums")
 
     def _phase_sequence(self) -> AllocationSequence:
         I, J = self._phase_directions()
@@ -187,18 +201,19 @@ class XYFullyAdaptive(SLMBase):
 
     name = "xy-fully-adaptive"
 
-    parameters = {
-        "S": replace(S_BOUND, default=REQUIRED),
-        "lambda_reg": LAMBDA_REG,
-        "monotone": MONOTONE,
-        "restrict_y": RESTRICT_Y,
-    }
-    fixed = {"confidence": "pairs"}
+    S: float = required(S_BOUND.constraint, S_BOUND.help, oracle=True)
+    lambda_reg: float = LAMBDA_REG
+    monotone: bool = MONOTONE
+    #: None: auto (the attribute holds the choice made)
+    restrict_y: bool | None = RESTRICT_Y
+    confidence: str = pinned("pairs")
     renamed = {"eta": "lambda_reg"}
+    state: GreedyState = run_state()
+    active: np.ndarray = run_state()  # the surviving arms (a mask)
+    _dir_key: tuple | None = run_state()
 
-    def __init__(self, features, **params):
-        super().__init__(features, **params)
-        p = self._params
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.S, self.lambda_reg = p.S, p.lambda_reg
         self.monotone = p.monotone
         self.restrict_y = self._check_restrict(p.restrict_y, self.K)
@@ -208,8 +223,6 @@ class XYFullyAdaptive(SLMBase):
         self._dir_key = None
         self._plate: tuple | None = None  # (n_samples, tests held, design with them) while a plate is chosen
         self.diagnostics.update(restricted_y=self.restrict_y, monotone=self.monotone)
-
-    _state_attrs = ("state", "active", "_dir_key")
 
     def _after_load(self) -> None:
         self._plate = None

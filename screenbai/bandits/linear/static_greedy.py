@@ -19,7 +19,8 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from screenbai.bandits.core.cache import LRUCache, digest
-from screenbai.bandits.core.policy import decode_state, encode_state, read_document, write_document
+from screenbai.bandits.core.persistence import read_document, write_document
+from screenbai.bandits.core.state import decode_state, encode_state
 from screenbai.bandits.linear.static_rules import REFRESH, log_term
 from screenbai.bandits.numerics.linalg import check_ridge_scale, gram_pull
 

@@ -22,7 +22,8 @@ costs in docs/error_rates.md):
 * "likelihood-ratio" (default): error at most delta with no assumption beyond the logistic model
   (no c_mu, no S).  The policy stops when the anytime-valid likelihood-ratio confidence set
   {theta : L_t(theta) <= P_t + log(1/delta)} (P_t: the loss of the predictions made before each
-  outcome, lr_set.RunningPredictor's; lr_set.py) puts arm i within epsilon of every other arm for every theta in it.  The test
+  outcome, lr_set.RunningPredictor's; lr_set.py) puts arm i within epsilon of every other arm for
+  every theta in it.  The test
   runs after every 1 % more tests (at least d; so a run stops at most that many tests late), at
   O(d^2 + K_+ d) when a cheap witness shows that the sampled rival still stands, else with exact
   Newton tests on the pulled arms' data, and one O(K d) pass (O(K d^2) up to 20 000 arms) only
@@ -50,8 +51,7 @@ costs in docs/error_rates.md):
 
 from __future__ import annotations
 
-from dataclasses import astuple, replace
-from typing import ClassVar
+from dataclasses import astuple
 
 import numpy as np
 from scipy.special import expit
@@ -68,12 +68,12 @@ from screenbai.bandits.core.params import (
     TEST_COUNT,
     AnyOf,
     Options,
-    Param,
-    resolve,
+    like,
+    param,
+    run_state,
 )
-from screenbai.bandits.core.policy import DEFAULT_MAX_SAMPLES, NO_ARMS, Policy
+from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import BlockArgmax
 from screenbai.bandits.logistic.glgape_width import (
     CALIBRATIONS,
     EXACT_WIDTH_MAX_K,
@@ -87,9 +87,10 @@ from screenbai.bandits.logistic.glgape_width import (
 )
 from screenbai.bandits.numerics.estimators import PlateDesign, RidgeState
 from screenbai.bandits.numerics.glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_into, logistic_mle
-from screenbai.bandits.numerics.linalg import block_bounds, project_if_deficient
+from screenbai.bandits.numerics.linalg import project_if_deficient
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, pair_stands
 from screenbai.bandits.numerics.rules import L1Design, greedy_arm
+from screenbai.bandits.numerics.ties import BlockArgmax
 
 LR_CHECK_GROWTH = 0.01  # "likelihood-ratio": the stopping test runs after every 1 % more tests (at least d)
 RATIO_MAX_K = 5000  # selection "auto": the L1 ratio rule up to this K, the greedy rule above
@@ -131,48 +132,68 @@ class GLGapE(Policy):
 
     name = "glgape"
     binary_rewards = True
-    _state_attrs: ClassVar[tuple[str, ...]] = (
-        "_phase", "_best", "theta", "state", "design", "c_mu", "_s_init", "_scale_fields", "_generation",
-        "_next_calibration", "_checked_at", "_eta",
-        "_mle_iters", "_mle_rounds", "_mle_over10", "_mle_max", "_mle_not_converged", "_sep_warnings",
-        "_predictor", "_lr_next_check", "_theta_mle", "_lr_checks", "_lr_certified",
+    epsilon: float = param(0.1, NONNEGATIVE, "tolerance of the answer (0 only with an explicit max_samples)")
+    delta: float = DELTA
+    E: int | None = param(None, POSITIVE_INT, "size of the initial phase (None: min(K, 3 d'))", none=True)
+    #: a number or "estimate" (the default); as an attribute (saved with the state), None until
+    #: estimated, then the estimate
+    c_mu: float | None = param(
+        "estimate", AnyOf((POSITIVE, Options(("estimate",)))),
+        "lower bound on mu' over the arms (the guarantee assumes one; 'estimate' is a plug-in, not a bound)",
+        oracle=True, state=True,
     )
-
-    parameters = {
-        "epsilon": Param(0.1, NONNEGATIVE, "tolerance of the answer (0 only with an explicit max_samples)"),
-        "delta": DELTA,
-        "E": Param(None, POSITIVE_INT, "size of the initial phase (None: min(K, 3 d'))", none=True),
-        "c_mu": Param(
-            "estimate", AnyOf((POSITIVE, Options(("estimate",)))),
-            "lower bound on mu' over the arms (the guarantee assumes one; 'estimate' is a plug-in, not a bound)",
-            oracle=True,
-        ),
-        "k_mu": Param(0.25, POSITIVE, "Lipschitz constant of the link"),
-        "calibration": Param(
-            "likelihood-ratio", Options(CALIBRATIONS),
-            "confidence set: 'likelihood-ratio' (error <= delta, no assumption on c_mu or S), 'self-normalized' "
-            "(error <= delta given valid c_mu and S; the default plug-ins are estimates), 'theory' (valid, very "
-            "conservative), the paper's 'reinterpreted' and 'literal34' (no guarantee)",
-            no_guarantee=("reinterpreted", "literal34"),
-        ),
-        "selection": Param("auto", Options(("auto",) + RULES + ("optimized",)),
-                           "arm-selection rule: L1 ratio rule, greedy, or auto (ratio up to K = 5000, greedy above)"),
-        "lambda_reg": replace(LAMBDA_REG, constraint=NONNEGATIVE),
-        "sigma": replace(SIGMA, help="reward bound (1 for Bernoulli), used by 'literal34' and 'theory'", oracle=False),
-        "S": Param(
-            "estimate", AnyOf((NONNEGATIVE, Options(("estimate",)))),
-            "bound on ||theta*|| ('self-normalized' only); 'estimate': plug-in ||theta_hat|| + gamma sqrt(tr M^-1)",
-            oracle=True,
-        ),
-        "gamma": Param(1.0, NONNEGATIVE, "safety factor of the c_mu and S plug-in estimates"),
-        "refresh_every": replace(REFRESH_EVERY, default=1000),
-        "mle_tol": Param(1e-8, POSITIVE, "Newton-decrement tolerance of the per-round MLE"),
-        "max_samples": Param(None, TEST_COUNT, "safety cap on the number of pulls (None: 10^6)", none=True),
-    }
+    k_mu: float = param(0.25, POSITIVE, "Lipschitz constant of the link")
+    calibration: str = param(
+        "likelihood-ratio", Options(CALIBRATIONS),
+        "confidence set: 'likelihood-ratio' (error <= delta, no assumption on c_mu or S), 'self-normalized' "
+        "(error <= delta given valid c_mu and S; the default plug-ins are estimates), 'theory' (valid, very "
+        "conservative), the paper's 'reinterpreted' and 'literal34' (no guarantee)",
+        no_guarantee=("reinterpreted", "literal34"),
+    )
+    selection: str = param("auto", Options(("auto",) + RULES + ("optimized",)),
+                           "arm-selection rule: L1 ratio rule, greedy, or auto (ratio up to K = 5000, greedy above)")
+    lambda_reg: float = like(LAMBDA_REG, constraint=NONNEGATIVE)
+    sigma: float = like(SIGMA, help="reward bound (1 for Bernoulli), used by 'literal34' and 'theory'", oracle=False)
+    #: a number or "estimate" (the default); as an attribute, None while estimated
+    S: float | None = param(
+        "estimate", AnyOf((NONNEGATIVE, Options(("estimate",)))),
+        "bound on ||theta*|| ('self-normalized' only); 'estimate': plug-in ||theta_hat|| + gamma sqrt(tr M^-1)",
+        oracle=True,
+    )
+    gamma: float = param(1.0, NONNEGATIVE, "safety factor of the c_mu and S plug-in estimates")
+    refresh_every: int = like(REFRESH_EVERY, default=1000)
+    mle_tol: float = param(1e-8, POSITIVE, "Newton-decrement tolerance of the per-round MLE")
+    #: None: 10^6 (an explicit cap is what allows epsilon = 0)
+    max_samples: int = param(None, TEST_COUNT, "safety cap on the number of pulls (None: 10^6)", none=True)
     renamed = {"rule": "selection", "R": "sigma"}
 
-    def __init__(self, features, **params):
-        p = resolve(type(self), params)
+    # the run's state
+    _phase: str = run_state()  # "start", then "adaptive"
+    _best: int | None = run_state()
+    theta: np.ndarray = run_state()
+    state: RidgeState = run_state()  # M^-1 with diag(Z M^-1 Z^T)
+    design: L1Design | None = run_state()  # the ratio rule's LP cache
+    _s_init: int = run_state()
+    _scale_fields: tuple = run_state()  # (kind, values) of the width scale, plain data
+    _generation: int = run_state()
+    _next_calibration: float = run_state()
+    _checked_at: int = run_state()  # n_samples when the stopping rule was last evaluated
+    _eta: np.ndarray | None = run_state()  # Z theta when computed with the last update (large K)
+    _mle_iters: int = run_state()
+    _mle_rounds: int = run_state()
+    _mle_over10: int = run_state()
+    _mle_max: int = run_state()
+    _mle_not_converged: int = run_state()
+    _sep_warnings: int = run_state()
+    #: "likelihood-ratio": the predictions made before each outcome, and their loss P_t
+    _predictor: RunningPredictor | None = run_state()
+    _lr_next_check: int = run_state()
+    _theta_mle: np.ndarray | None = run_state()
+    _lr_checks: int = run_state()
+    #: (sample count, arms...) when the likelihood-ratio test certified these arms on those outcomes
+    _lr_certified: tuple[int, ...] = run_state()
+
+    def _setup(self, features, p) -> None:
         epsilon, max_samples, E, c_mu, calibration = p.epsilon, p.max_samples, p.E, p.c_mu, p.calibration
         rule = "ratio" if p.selection == "optimized" else p.selection
         if rule == "auto":
@@ -183,9 +204,7 @@ class GLGapE(Policy):
                 "the run may never stop (two arms with equal means can never be told apart); "
                 "pass epsilon > 0, or epsilon = 0 together with max_samples"
             )
-        super().__init__(
-            features, m=1, rng=p.rng, max_samples=DEFAULT_MAX_SAMPLES if max_samples is None else max_samples
-        )
+        super()._setup(features, p)
         self.epsilon = epsilon
         self.delta = p.delta
         self.calibration, self.rule = calibration, rule
@@ -218,7 +237,7 @@ class GLGapE(Policy):
         self._generation = 0
         self._best = None
         self.theta = np.zeros(self.d_eff)
-        self._eta: np.ndarray | None = None  # Z theta when computed with the last update (large K)
+        self._eta = None
         self._pulled: np.ndarray | None = None  # the arms with a test, sorted, when kept (large K)
         # M^-1 with diag(Z M^-1 Z^T): no ridge, as in the paper; inverted once the initial phase spans
         self.state = RidgeState(self.Z, lambda0=0.0, refresh_every=self.refresh_every)
@@ -230,16 +249,15 @@ class GLGapE(Policy):
         self._mle_not_converged = 0
         self._sep_warnings = 0
         self._s_init = 0  # both set at the end of the initial phase
-        self._scale_fields: tuple = ()  # (kind, values) of the width scale, plain data for state_dict
+        self._scale_fields = ()
         self._next_calibration = np.inf
         self._checked_at = -1  # n_samples when the stopping rule was last evaluated
         # "likelihood-ratio": the predictions made before each outcome, and their loss P_t
         self._predictor = RunningPredictor(self.d_eff) if calibration == "likelihood-ratio" else None
         self._lr_next_check = 0  # ... the sample count of its next stopping test, and the last MLE found
-        self._theta_mle: np.ndarray | None = None
+        self._theta_mle = None
         self._lr_checks = 0
-        # (sample count, arms...) when the likelihood-ratio test certified these arms on those outcomes
-        self._lr_certified: tuple[int, ...] = ()
+        self._lr_certified = ()
         self._plate = PlateDesign()
         self.diagnostics.update(E=self.E, d_eff=self.d_eff, calibration=calibration, rule=rule)
         if calibration == "likelihood-ratio":  # the index: rivals not yet ruled out at the last full test
@@ -283,7 +301,7 @@ class GLGapE(Policy):
                 # (the same P_t however they are batched: asked together, or proposed one by one)
                 pulled = np.flatnonzero(self.n) if self._pulled is None else np.union1d(self._pulled, arms)
                 self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
-        if self._phase == "adaptive" and arms.size == 1 and self.state.keep_row:
+        if self._phase == "adaptive" and arms.size == 1 and self.state.source.large:
             # large K: the fit needs only the counts, so fit first and let the rank-one update's
             # pass over Z also compute the next round's Z theta (one pass instead of two)
             a = int(arms[0])
@@ -593,12 +611,12 @@ class _RoundSweep:
         self.g = np.empty(0)  # row i of Z M^-1 Z^T, once the first block is seen
 
     def run(self) -> _RoundSweep:
-        for s, e in block_bounds(len(self.mu)):
+        for s, e in self.state.source.bounds():
             self(s, e)
         return self
 
     def __call__(self, s: int, e: int, eta_now=None) -> None:
-        large = self.state.keep_row  # faster operations, other round-off
+        large = self.state.source.large  # faster operations, other round-off
         if self.means:
             eta = eta_now if self.eta is True else self.eta
             mu_b = self.mu[s:e]

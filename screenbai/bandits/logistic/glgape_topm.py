@@ -33,11 +33,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
-from screenbai.bandits.core.params import M, resolve
+from screenbai.bandits.core.params import M, run_state
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.core.ties import argmax_random, top_m
 from screenbai.bandits.logistic.glgape import GLGapE, corner_widths
 from screenbai.bandits.numerics.estimators import RidgeState
+from screenbai.bandits.numerics.ties import argmax_random, top_m
 
 
 @register("m-glgape")
@@ -53,17 +53,13 @@ class TopMGLGapE(GLGapE):
     """
 
     name = "m-glgape"
-    _state_attrs = ("_top",)
+    m: int = M
+    _top: np.ndarray | None = run_state()  # the current answer J(t)
 
-    parameters = {"m": M}
-
-    def __init__(self, features, **params):
-        m = resolve(type(self), params).m
-        super().__init__(features, **{k: v for k, v in params.items() if k != "m"})
-        if not 1 <= m < self.K:
-            raise ValueError(f"m (number of arms to name) must satisfy 1 <= m < K = {self.K}; got m = {m}")
-        self.m = m
-        self._top: np.ndarray | None = None
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)  # sets and checks m (1 <= m < K)
+        m = self.m
+        self._top = None
         if "stat" in self.diagnostics:
             self.diagnostics["stat"] = float(self.K - m)
         self.diagnostics.update(m=m)

@@ -24,9 +24,9 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
 from screenbai import ScreenbaiWarning
-from screenbai.bandits.core.policy import as_generator
-from screenbai.bandits.core.ties import argmax_random, argmin_random
+from screenbai.bandits.numerics.checks import as_generator
 from screenbai.bandits.numerics.linalg import gram_pull, project_if_deficient, spanning_arms, weighted_sherman_morrison
+from screenbai.bandits.numerics.ties import argmax_random, argmin_random
 
 FW_MODES = ("D-exact", "G-linesearch", "D-gradient")
 ROUNDING_METHODS = ("efficient", "multinomial")

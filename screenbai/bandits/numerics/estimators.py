@@ -14,23 +14,12 @@ from typing import Self, TypeVar
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from screenbai.bandits.core.ties import BlockArgmax
-from screenbai.bandits.numerics.linalg import (
-    block_bounds,
-    check_ridge_scale,
-    in_blocks,
-    pair_product,
-    project,
-    sherman_morrison,
-)
+from screenbai.bandits.numerics.features import FeatureSource
+from screenbai.bandits.numerics.linalg import check_ridge_scale, project, sherman_morrison
+from screenbai.bandits.numerics.ties import BlockArgmax
 
 __all__ = ["RidgeState", "TrackedRidgeState", "project"]
 
-#: from this K on, the estimator keeps the last Gram row asked for up to date by rank one (saves a pass
-#: over X per round while the empirical best stays) and computes the rank-one update's product X P x_a
-#: block by block, with the elementwise work on each block while it is in cache; below, every row is
-#: computed afresh and the update is the plain one, bit-identical to earlier releases
-KEEP_ROW_MIN_K = 50_000
 #: batches of at least this many outcomes are absorbed by one exact rebuild (see RidgeState.update_many)
 BATCH_REBUILD = 1024
 
@@ -40,18 +29,20 @@ class RidgeState:
 
     Parameters
     ----------
-    X : (K, d) arm features.
+    X : (K, d) arm features, or a ``FeatureSource`` of them (``source``: how every pass walks them;
+        its ``large`` switches on the large-K paths, ``keep_row``).
     lambda0 : the prior precision, V_0 = lambda0 * I.  With lambda0 = 0 (ordinary least squares,
         as in [SLM14] and GLGapE's design matrix) there is no inverse until the pulled arms span
         R^d: ``update`` only records the data, and ``refresh()`` builds P once it can (True).
     refresh_every : rebuild P exactly from the counts after this many updates.
     """
 
-    def __init__(self, X: np.ndarray, lambda0: float = 1.0, refresh_every: int = 2000):
+    def __init__(self, X: np.ndarray | FeatureSource, lambda0: float = 1.0, refresh_every: int = 2000):
         if not lambda0 >= 0:
             raise ValueError(f"lambda0 (ridge prior precision) must be >= 0; got {lambda0}")
+        self.source = FeatureSource.of(X)
+        X = self.X = self.source.X
         check_ridge_scale(X, lambda0)
-        self.X = X
         self.K, self.d = X.shape
         self.lambda0 = float(lambda0)
         self.refresh_every = int(refresh_every)
@@ -67,7 +58,7 @@ class RidgeState:
             self.diag = np.einsum("ij,ij->i", X, X) / self.lambda0  # ||x_a||^2_P
         self._since_refresh = 0
         # one Gram row X P x_w kept by rank one (large K: the next round's row without a pass over X)
-        self.keep_row = self.K >= KEEP_ROW_MIN_K
+        self.keep_row = self.source.large
         self._row_arm = -1
         self._row: np.ndarray | None = None
         # the argmax of the means found while the last update swept them (large K), until they are rebuilt,
@@ -79,7 +70,7 @@ class RidgeState:
         """Row i of X P X^T (do not modify it): O(K d), or O(1) when it is the row being kept."""
         if i == self._row_arm and self._row is not None:
             return self._row
-        row = self.X @ (self.P @ self.X[i])
+        row = self.source.gram_row(self.P, self.X[i])
         if self.keep_row:
             self._row_arm, self._row = i, row
         return row
@@ -136,7 +127,7 @@ class RidgeState:
             return self._shrink_blockwise(u, denom, row, row_coef, mu, step, also, on_block, product)
         g = self.X @ u  # small K: no kept row, nothing computed ahead
         gs = np.empty_like(g)
-        for g_b, gs_b, diag_b, *mu_b in in_blocks(g, gs, self.diag, *(() if mu is None else (mu,))):
+        for g_b, gs_b, diag_b, *mu_b in self.source.blocks(g, gs, self.diag, *(() if mu is None else (mu,))):
             np.divide(g_b, denom, out=gs_b)
             diag_b -= g_b * gs_b
             if mu_b:
@@ -147,26 +138,23 @@ class RidgeState:
         """``_shrink`` at large K: one block of X at a time, its elementwise work while it is in cache.
 
         X P x_a is always column 0 of a two-column product (``pair_product``), whether computed here
-        or given as ``product``, so that the result does not depend on where it came from."""
+        or given as ``product`` (``FeatureSource.pair_products``), so that the result does not depend on
+        where it came from."""
         assert product is None or also is None, "a given product leaves no pass over X to compute X also"
         if callable(also):  # a vector that depends on the updated P
             also = also()
         V = np.column_stack([u, u if also is None else also])
         out = None if also is None else np.empty(self.K)
         top = BlockArgmax()
-        bounds = block_bounds(self.K)
-        prod = None if product is not None else np.empty((max(e - s for s, e in bounds), 2))
+        bounds = self.source.bounds()
         if row is not None:  # the kept row's arm first: its own entries are final before any other block
             bounds.insert(0, bounds.pop(next(k for k, (s, e) in enumerate(bounds) if s <= self._row_arm < e)))
-        for s, e in bounds:
-            if product is not None:
-                g_b = product[s:e]
-            else:
-                assert prod is not None
-                block = pair_product(self.X[s:e], V, prod[: e - s])
-                g_b = block[:, 0]
-                if out is not None:
-                    out[s:e] = block[:, 1]
+        blocks = ((s, e, product[s:e, None]) for s, e in bounds) if product is not None else \
+            self.source.pair_products(V, bounds)
+        for s, e, block in blocks:
+            g_b = block[:, 0]
+            if out is not None:
+                out[s:e] = block[:, 1]
             gs_b = g_b / denom
             self.diag[s:e] -= g_b * gs_b
             if row is not None:
@@ -209,9 +197,9 @@ class RidgeState:
         return view
 
     def state_dict(self) -> dict:
-        """Plain-data state (see ``screenbai.bandits.core.policy``)."""
+        """Plain-data state (see ``screenbai.bandits.core.state``)."""
         return {name: (value.copy() if isinstance(value, np.ndarray) else value)
-                for name, value in vars(self).items() if name not in ("X", "Z", "mu_top", "ahead")}
+                for name, value in vars(self).items() if name not in ("X", "Z", "source", "mu_top", "ahead")}
 
     def load_state_dict(self, state: dict) -> None:
         self.mu_top = self.ahead = None
@@ -237,7 +225,7 @@ class RidgeState:
         self.refresh()
 
     def design_matrix(self) -> np.ndarray:
-        V = (self.X.T * self.counts) @ self.X
+        V = self.source.weighted_gram(self.counts)
         V[np.diag_indices(self.d)] += self.lambda0
         return V
 
@@ -258,7 +246,7 @@ class RidgeState:
         self.P = cho_solve((c, low), np.eye(self.d))
         self.P = 0.5 * (self.P + self.P.T)
         self.logdet = 2.0 * np.sum(np.log(np.diag(c)))
-        self.diag = np.einsum("ij,jk,ik->i", self.X, self.P, self.X)
+        self.diag = self.source.quad_diag(self.P)
         self._since_refresh = 0
         return True
 
@@ -272,10 +260,11 @@ class TrackedRidgeState(RidgeState):
     G <- G - g g^T / (1 + q).  Both are rebuilt exactly at every refresh of P.
     """
 
-    def __init__(self, X: np.ndarray, lambda0: float = 1.0, refresh_every: int = 2000, gram: bool = False):
+    def __init__(self, X: np.ndarray | FeatureSource, lambda0: float = 1.0, refresh_every: int = 2000,
+                 gram: bool = False):
         super().__init__(X, lambda0, refresh_every)
         self.mu = np.zeros(self.K)
-        self.G = (X @ X.T) / self.lambda0 if gram else None
+        self.G = (self.X @ self.X.T) / self.lambda0 if gram else None
 
     def update(self, a: int, reward: float, also: np.ndarray | None = None, on_block=None,
                product: np.ndarray | None = None) -> np.ndarray | None:

@@ -131,36 +131,3 @@ def refuse_quadratic(algorithm: str, K: int, what: str, instead: str) -> None:
             f"{algorithm} keeps {what}, a K x K matrix: K = {K:,} arms would need {8 * K * K / 2**30:,.0f} GiB "
             f"and O(K^2) work per round (it accepts K <= {MAX_K_QUADRATIC:,}). Use {instead} instead"
         )
-
-
-#: elements per block of the elementwise passes over K-vectors: 128 kB of float64, within a core's
-#: L2 cache, so a chain of numpy operations on one block reads main memory once, not once per call.
-#: Measured at K = 10^6: with 256 kB blocks the chains' temporaries came as fresh memory from the
-#: system (page faults) and GLGapE's round was 15 % slower; 64 kB blocks cost more in numpy calls
-BLOCK = 1 << 14
-#: vectors up to this length are not split (the per-call cost of more numpy calls would outweigh the gain)
-UNSPLIT_MAX = 1 << 15
-
-
-def block_bounds(n: int) -> list[tuple[int, int]]:
-    """[start, end) of the blocks of a length-n vector: one block up to ``UNSPLIT_MAX``."""
-    if n <= UNSPLIT_MAX:
-        return [(0, n)]
-    return [(s, min(s + BLOCK, n)) for s in range(0, n, BLOCK)]
-
-
-def in_blocks(*arrays: np.ndarray) -> list[tuple[np.ndarray, ...]]:
-    """Equal-length arrays in cache-sized pieces: tuples of views (elementwise results do not depend
-    on them), or the arrays themselves when they are short (no slicing overhead at small K)."""
-    n = len(arrays[0])
-    if n <= UNSPLIT_MAX:
-        return [arrays]
-    return [tuple(a[s:e] for a in arrays) for s, e in block_bounds(n)]
-
-
-def pair_product(X_block: np.ndarray, V: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """X_block @ V for a d x 2 matrix V into ``out`` (rows x 2, C-contiguous): the one way large-K code
-    computes X P x for an arm, so that a product computed for one purpose (the greedy rule's) can
-    serve another (the update's) with the same bits. A two-column product reads X once, as a
-    matrix-vector product does, and OpenBLAS's is faster than its matrix-vector product here."""
-    return np.matmul(X_block, V, out=out)

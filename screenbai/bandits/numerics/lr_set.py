@@ -382,6 +382,17 @@ class LikelihoodRatioSet:
         an upper bound, exact at 0).  The outer bound needs ||x_j - x_i||_{H^-1} for every arm: exact
         (O(K d^2)) up to EXACT_NORMS_MAX_K arms, above from ``P`` = M^-1 of the same outcomes and
         ``diag`` = diag(Z P Z^T) (O(K d): H >= c M with c the smallest weight mu' of a pulled arm).
+
+        The box bound (``_box_bound``: 2 d range ends, each a bisection of exact tests, then O(d^2)
+        per candidate) is computed only once the likeliest candidate is ruled out by its exact test.
+        While that candidate stands the answer is not stopping whatever the box removes: the box is
+        an outer bound of C_t, so it never removes an arm whose exact test stands, and the likeliest
+        arm of the pruned set is then that same candidate, tested first with the same result. The
+        decision (0 or not) is the one with the box computed every time; only the count, an upper
+        bound either way, is then the number of candidates left by the outer radius (larger). (The
+        one exception, an exact test that fails to converge on an arm the box removes, can only
+        keep the answer open, that is delay a stop: never a wrong stop.) This keeps the box's cost,
+        about 20 d exact solves and an O(K d^2) pass at large K, out of every test that cannot stop.
         """
         if not self.bounded:
             return Z.shape[0] - len(named)  # no minimiser: C_t is unbounded, nothing is ruled out
@@ -417,16 +428,22 @@ class LikelihoodRatioSet:
                 alive.append(keep + lo)
                 score.append(gap_hat[keep] + r_quad * sd[keep])
             alive_all, score_all = np.concatenate(alive), np.concatenate(score)
+            first, first_out = -1, False  # the likeliest candidate and its exact test, if done
             if not n_open and alive_all.size > BOX_MIN_ALIVE:  # many left: the box bound rules out more
-                V = Z[alive_all] - zi
-                keep = V @ self.theta + self._box_bound(V) > g
-                alive_all, score_all = alive_all[keep], score_all[keep]
+                # ... unless the likeliest candidate stands, which the box cannot change (see the docstring)
+                first = int(alive_all[_likeliest_first(score_all, 1)[0]])
+                first_out = self._rules_out_pair(zi, Z[first], g, epsilon)
+                if first_out:
+                    V = Z[alive_all] - zi
+                    keep = V @ self.theta + self._box_bound(V) > g
+                    alive_all, score_all = alive_all[keep], score_all[keep]
             # exact tests, likeliest first, until one stands (at most MAX_EXACT_TESTS: the round stays
             # O(K d)); from there on every candidate counts as open, without a test
             skip = np.zeros(alive_all.size, dtype=bool)  # ruled out by an exact test
             if not n_open:
                 for pos in _likeliest_first(score_all, MAX_EXACT_TESTS):
-                    if not self._rules_out_pair(zi, Z[alive_all[pos]], g, epsilon):
+                    j = int(alive_all[pos])
+                    if not (first_out if j == first else self._rules_out_pair(zi, Z[j], g, epsilon)):
                         break
                     skip[pos] = True
             counted = alive_all[~skip]

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from screenbai.bandits.core.policy import as_generator, check_features
+from screenbai.bandits.numerics.checks import as_generator, check_features
 
 REWARD_MODELS = ("gaussian", "bernoulli", "replay")
 

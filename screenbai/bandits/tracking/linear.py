@@ -48,12 +48,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from screenbai.bandits.certainty.complexity import characteristic_time
-from screenbai.bandits.core.params import DELTA, EPSILON, SIGMA, Interval, M, Param, resolve
+from screenbai.bandits.core.params import DELTA, EPSILON, SIGMA, Interval, M, param, run_state
 from screenbai.bandits.core.policy import Policy
 from screenbai.bandits.core.registry import noise_scale, register
-from screenbai.bandits.core.ties import top_m
 from screenbai.bandits.numerics.design import round_design
 from screenbai.bandits.numerics.linalg import project_if_deficient, spanning_arms
+from screenbai.bandits.numerics.ties import top_m
 from screenbai.bandits.tracking.blocks import RHO_FRACTION, BlockEvidence, pinv_psd, union_level
 
 #: smallest block, as a fraction of the tests so far (bounds the number of blocks by O(log t))
@@ -63,7 +63,7 @@ _GREEDY_DIRECTIONS = 64
 #: the greedy block design is used while K |directions| d n_max stays below this (else the rounded plug-in allocation)
 _GREEDY_WORK = 5e7
 
-GROWTH = Param(
+GROWTH = param(
     0.1,
     Interval(0.0, None, open=("low",)),
     "largest block, as a fraction of the tests so far (the forecast sets the size below it)",
@@ -114,7 +114,7 @@ def greedy_block(Z: np.ndarray, Y: np.ndarray, c: np.ndarray, n_min: int, n_max:
         ZZ = (Z @ Z.T) / ridge if K <= 4 * d else None
         P = None if ZZ is not None else np.eye(d) / ridge
     else:  # once per block, d x d
-        P0 = np.linalg.inv(before + ridge * np.eye(d))
+        P0 = np.asarray(np.linalg.inv(before + ridge * np.eye(d)), dtype=float)
         B = Y @ P0 @ Z.T
         h = np.einsum("ij,ij->i", Y @ P0, Y)
         q = np.einsum("ij,ij->i", Z @ P0, Z)
@@ -158,18 +158,26 @@ class LinearTrackAndStop(Policy):
 
     name = "lin-tas"
     model = "linear"
-    parameters: ClassVar[dict[str, Param]] = {
-        "m": M,
-        "delta": DELTA,
-        "epsilon": EPSILON,
-        "sigma": SIGMA,
-        "growth": GROWTH,
-    }
-    _state_attrs: ClassVar[tuple[str, ...]] = ("evidence", "_open", "_n_opened", "_last_size", "_answer")
+    m: int = M
+    delta: float = DELTA
+    epsilon: float = EPSILON
+    sigma: float = SIGMA
+    growth: float = GROWTH
+    # the run's state
+    evidence: BlockEvidence = run_state()
+    #: open blocks (handed out, not all outcomes in): planned and recorded counts, outcome sums per arm
+    _open: list[dict[str, np.ndarray]] = run_state()
+    _n_opened: int = run_state()
+    _last_size: int = run_state()
+    _answer: np.ndarray | None = run_state()
+    #: per arm, outcomes expected that no block planned (fly_unplanned)
+    _unplanned: np.ndarray = run_state()
+    #: outcomes told by ``absorb`` (a campaign's past at a change) count in the stopping rule: not here
+    #: (they are no block's fixed design), only in the designs
+    absorbed_outcomes_count: ClassVar[bool] = False
 
-    def __init__(self, features, **params):
-        p = resolve(type(self), params)
-        super().__init__(features, m=p.m, rng=p.rng, max_samples=p.max_samples)
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
         self.delta, self.epsilon, self.sigma, self.growth = p.delta, p.epsilon, p.sigma, p.growth
         self.Z = np.ascontiguousarray(project_if_deficient(self.X)[0])
         self.d_eff = self.Z.shape[1]
@@ -177,10 +185,13 @@ class LinearTrackAndStop(Policy):
         self.evidence = BlockEvidence(self.Z, self.sigma, self.epsilon, self.log_level, self.m)
         self._spanner = spanning_arms(self.Z, pivot_order=True)
         # open blocks (handed out, not all outcomes in): planned and recorded counts, outcome sums per arm
-        self._open: list[dict[str, np.ndarray]] = []
+        self._open = []
         self._n_opened = 0
         self._last_size = 0
-        self._answer: np.ndarray | None = None
+        self._answer = None
+        # per arm, outcomes expected that no block planned (fly_unplanned); _absorbing while absorb() tells them
+        self._unplanned = np.zeros(self.K, dtype=np.int64)
+        self._absorbing = False
         self.diagnostics.update(blocks=0, threshold=self.log_level)
 
     @classmethod
@@ -310,7 +321,41 @@ class LinearTrackAndStop(Policy):
         return np.repeat(np.arange(self.K), counts)
 
     # ------------------------------------------------------------------ outcomes
+    def fly_unplanned(self, arms: np.ndarray) -> None:
+        """Mark tests in flight that no block planned: a campaign's replicate wells, the wells still in
+        the lab when its compounds change (campaign.armset).  Their outcomes inform the estimates that
+        design later blocks, never a block's evidence (a block's outcomes are those of its own fixed
+        design, so the per-block argument of the module docstring is untouched); an outcome of an arm
+        goes to the unplanned tests first, then to the blocks first-in first-out, an assignment that
+        does not depend on the outcomes' values."""
+        arms = np.asarray(arms, dtype=np.int64).reshape(-1)
+        self._fly(arms)
+        np.add.at(self._unplanned, arms, 1)
+
+    def absorb(self, arms, rewards) -> None:
+        """Outcomes of tests this policy did not choose, told as its first observations: a campaign
+        whose compounds changed restarts its algorithm with every outcome recorded so far
+        (campaign.armset.restart).  They are unplanned tests (``fly_unplanned``): the linear
+        model's stopping rule uses only the blocks that follow (those outcomes were chosen
+        adaptively, so they are no fixed design), its designs use them all."""
+        arms = np.asarray(arms, dtype=np.int64).reshape(-1)
+        self.fly_unplanned(arms)
+        self._absorbing = True
+        try:
+            self.tell(arms, rewards)
+        finally:
+            self._absorbing = False
+
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        if self._unplanned.any():
+            take = np.zeros(arms.size, dtype=bool)
+            for k, a in enumerate(arms.tolist()):  # a loop over the outcomes told, not over the arms
+                if self._unplanned[a]:
+                    self._unplanned[a] -= 1
+                    take[k] = True
+            arms, rewards = arms[~take], rewards[~take]
+            if not arms.size:
+                return
         if len(self._open) == 1:
             blk = self._open[0]
             np.add.at(blk["got"], arms, 1)

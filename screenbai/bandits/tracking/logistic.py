@@ -17,19 +17,24 @@ before each outcome (``lr_set.RunningPredictor``: a Bayesian average over three 
 moderated Laplace predictives; each batch of outcomes told together is predicted from the outcomes
 before it). exp(L_t(theta*) - P_t) is a non-negative martingale with mean 1 whatever the sampling
 rule, so theta* stays in C_t at all times with probability >= 1 - delta (Ville's inequality;
-Wasserman, Ramdas & Balakrishnan 2020; Emmenegger et al. 2023). After each block closes the
-answer (the m largest fitted means) is returned when, for every theta in C_t, each arm of it is
-within epsilon of every other arm's mean (``LikelihoodRatioSet.open_arms`` == 0): then the answer
-is epsilon-correct with probability >= 1 - delta. Nothing else is assumed: outcomes 0/1 from the
-logistic model on these features; no bound S on ||theta*||, no lower bound c_mu on mu'.
+Wasserman, Ramdas & Balakrishnan 2020; Emmenegger et al. 2023). The set is also restarted late, on
+a grid of window starts fixed in advance and mixed with fixed weights (``lr_windows``): each
+window's set drops the regret of the predictions before it, and every window's set holds theta* on
+the same event of probability >= 1 - delta. The answer (the m largest fitted means) is returned
+when, for every theta in one window's set, each arm of it is within epsilon of every other arm's
+mean (``LikelihoodRatioSet.open_arms`` == 0): then it is epsilon-correct with probability
+>= 1 - delta. Nothing else is assumed: outcomes 0/1 from the logistic model on these features; no
+bound S on ||theta*||, no lower bound c_mu on mu'.
 
-The certificate: the smallest epsilon for which C_t certifies the current answer (bisection on
-epsilon with the same test), valid at any time for the same reason.
+The certificate: the smallest epsilon for which a window's set certifies the current answer
+(bisection on epsilon with the same test), valid at any time for the same reason.
 
 What is not done here: a per-direction fixed-design bound for the logistic model (RAGE-GLM, Jun et
-al. 2021) would remove the regret of the running predictions from the threshold (it grows like
-(d/2) log t); its conditions (a burn-in depending on the unknown kappa) are not met by an
-algorithm that assumes no constant.
+al. 2021) would remove the rest of the predictions' regret from the threshold; its conditions (a
+burn-in depending on the unknown kappa) are not met by an algorithm that assumes no constant. Each
+window's set still pays about (d - 1)/2 nats for fitting the nuisance directions (its minimum over
+the alternative is a d-parameter fit, the predictions are not), so the stopping level stays above
+log(1/delta) + (d - 1)/2 at any d.
 """
 
 from __future__ import annotations
@@ -40,10 +45,11 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit
 
-from screenbai.bandits.core.params import DELTA, EPSILON, LAMBDA_REG, M, Param
+from screenbai.bandits.core.params import LAMBDA_REG, like, pinned, run_state
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, nll, pair_stands
+from screenbai.bandits.numerics.lr_windows import LRWindows
 from screenbai.bandits.tracking.blocks import pinv_psd
 from screenbai.bandits.tracking.linear import GROWTH, LinearTrackAndStop
 
@@ -75,29 +81,32 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     name = "log-tas"
     model = "logistic"
     binary_rewards = True
-    parameters: ClassVar[dict[str, Param]] = {
-        "m": M,
-        "delta": DELTA,
-        "epsilon": EPSILON,
-        "growth": GROWTH,
-        "lambda_reg": LAMBDA_REG,
-    }
-    fixed: ClassVar[dict] = {"sigma": 0.5}
+    sigma: float = pinned(0.5)
+    #: the likelihood-ratio set is valid for any adapted order of tests: absorbed outcomes count in full
+    absorbed_outcomes_count: ClassVar[bool] = True
     #: small blocks: each block's outcomes are predicted with the estimate from before it (P_t)
-    defaults: ClassVar[dict] = {"growth": 0.1}
-    _state_attrs: ClassVar[tuple[str, ...]] = ("_predictor", "_theta_pred", "_theta_mle", "_n_closed", "_plan",
-                                                "_next_check")
+    growth: float = like(GROWTH, default=0.1)
+    lambda_reg: float = LAMBDA_REG
 
-    def __init__(self, features, **params):
-        lam = params.pop("lambda_reg", LAMBDA_REG.default)
-        super().__init__(features, **params)
-        self.lambda_reg = LAMBDA_REG.validate(type(self).__name__, "lambda_reg", lam)
-        self._predictor = RunningPredictor(self.d_eff)  # P_t: the loss of the predictions before each outcome
+    # the run's state
+    _predictor: RunningPredictor = run_state()  # P_t: the loss of the predictions made before each outcome
+    _theta_pred: np.ndarray = run_state()  # the estimate that predicts the next block's outcomes
+    _theta_mle: np.ndarray | None = run_state()
+    _n_closed: int = run_state()
+    _plan: np.ndarray = run_state()  # the rest of the current block, handed out one test at a time
+    _next_check: int = run_state()  # the sample count of the next likelihood-ratio test
+    _windows: LRWindows = run_state()  # the set restarted late (lr_windows)
+
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
+        self.lambda_reg = p.lambda_reg
+        self._predictor = RunningPredictor(self.d_eff)
         self._theta_pred = np.zeros(self.d_eff)
-        self._theta_mle: np.ndarray | None = None
+        self._theta_mle = None
         self._n_closed = 0
         self._plan = np.empty(0, dtype=np.int64)
         self._next_check = 0  # the rest of the current block, handed out one test at a time
+        self._windows = LRWindows(self.d_eff, self.K)  # the set restarted late (lr_windows)
         self.diagnostics.pop("threshold", None)  # the set's level is P_t + log(1/delta), not a constant
         self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0)
 
@@ -163,8 +172,13 @@ class LogisticTrackAndStop(LinearTrackAndStop):
 
     # ------------------------------------------------------------------ outcomes and the stopping rule
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
-        # the outcomes are predicted from the outcomes before them (lr_set's P_t), then the predictor refitted
-        self._predictor.observe(self.Z[arms], rewards, self.n_samples - arms.size)
+        # the outcomes are predicted with the estimate fixed before them (lr_set's P_t)
+        if self._absorbing:
+            self._absorb_predictions(arms, rewards)
+        else:
+            self._windows.before_batch(self.n_samples - arms.size, self.n, self.sums, arms, rewards,
+                                       self._predictor.loss)
+            self._predictor.observe(self.Z[arms], rewards, self.n_samples - arms.size)
         pulled = np.flatnonzero(self.n)
         self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
         same = np.flatnonzero(self._predictor.lams == self.lambda_reg)  # the design's own fit, already made
@@ -182,58 +196,111 @@ class LogisticTrackAndStop(LinearTrackAndStop):
                 self._answer = answer
                 self._finish(True)
 
+    def _absorb_predictions(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """The prediction loss of outcomes told all at once by ``absorb`` (a campaign's outcomes from before
+        a change, in the order recorded): predicted in consecutive chunks, each with the estimate of
+        the outcomes before it (a chunk of d, then growing by ``growth``), as if they had come in blocks.
+        Predictable in that fixed order, so the likelihood-ratio set stays valid; one prediction
+        for them all would add up to their number times log 2 to its level."""
+        t0 = self.n_samples - arms.size
+        n = self.n.copy()
+        s = self.sums.copy()
+        np.subtract.at(n, arms, 1)
+        np.subtract.at(s, arms, rewards)
+        lo = 0
+        while lo < arms.size:
+            hi = min(arms.size, lo + max(self.d_eff, math.ceil(self.growth * (t0 + lo))))
+            a, r = arms[lo:hi], rewards[lo:hi]
+            np.add.at(n, a, 1)
+            np.add.at(s, a, r)
+            # each chunk a batch of the late-started sets too (lr_windows: n and s count the chunk)
+            self._windows.before_batch(t0 + lo, n, s, a, r, self._predictor.loss)
+            self._predictor.observe(self.Z[a], r, t0 + lo)
+            if hi < arms.size:  # the last chunk's estimate and refit are _update's
+                pulled = np.flatnonzero(n)
+                self._predictor.refit(self.Z[pulled], n[pulled], s[pulled])
+                theta = self._estimate(n.astype(float), s)
+                if theta is not None:
+                    self._theta_pred = theta
+            lo = hi
+
     def _close_block(self, counts: np.ndarray, sums: np.ndarray) -> None:
         self._n_closed += 1
         self.diagnostics["blocks"] = self._n_closed
 
-    def _lr_set(self) -> LikelihoodRatioSet:
-        pulled = np.flatnonzero(self.n)
-        level = self._predictor.loss + math.log(1.0 / self.delta)
-        start = self._theta_pred if self._theta_mle is None else self._theta_mle
-        return LikelihoodRatioSet(self.Z[pulled], self.n[pulled], self.sums[pulled], level, start)
+    def _window_data(self):
+        """Per window tried (lr_windows: the full one first, then the latest late ones): its start, the
+        features, counts and sums of its pulled arms, its level P^(b) + log(1/pi_b) + log(1/delta), and
+        a starting point for the set's minimisation."""
+        for start, n, s, P, log_inv in self._windows.windows(self.n, self.sums, self._predictor.loss, self.n_samples):
+            pulled = np.flatnonzero(n)
+            if pulled.size < self.d_eff:
+                continue
+            theta0 = self._theta_mle if start == 0 and self._theta_mle is not None else self._theta_pred
+            yield start, self.Z[pulled], n[pulled], s[pulled], P + log_inv + math.log(1.0 / self.delta), theta0
+
+    def _lr_sets(self) -> list[LikelihoodRatioSet]:
+        """The bounded likelihood-ratio sets of the windows tried; each holds theta* on the same event."""
+        sets = []
+        for _, Zp, n, s, level, theta0 in self._window_data():
+            try:
+                cs = LikelihoodRatioSet(Zp, n, s, level, theta0)
+            except SeparableDataError:
+                continue
+            if cs.bounded:
+                sets.append(cs)
+        return sets
 
     def _check_stop(self) -> np.ndarray | None:
-        """The likelihood-ratio test, once the tests have grown by CHECK_GROWTH (at least d) since its
-        last run (each run costs O(K d^2) and up to a few hundred Newton solves)."""
+        """The likelihood-ratio test of each window tried, once the tests have grown by CHECK_GROWTH (at
+        least d) since its last run (each run costs O(K d^2) and up to a few hundred Newton solves per
+        window); the answer is returned as soon as one window's set certifies it (lr_windows)."""
         if self.n_samples < self._next_check:
             return None
         self._next_check = self.n_samples + max(self.d_eff, int(CHECK_GROWTH * self.n_samples))
         answer = self._leaders(self._theta_pred, np.random.default_rng(self._n_closed))
-        # a cheap witness first (GLGapE's): a point of the set where the closest rival wins
-        pulled = np.flatnonzero(self.n)
         eta = self.Z @ self._theta_pred
-        outside = np.ones(self.K, dtype=bool)
-        outside[answer] = False
-        j = int(np.flatnonzero(outside)[np.argmax(eta[outside])])
-        i = int(answer[np.argmin(eta[answer])])
-        Zp = self.Z[pulled]
-        level = self._predictor.loss + math.log(1.0 / self.delta)
-        # skip a test that will surely fail (skipping only stops later): in the quadratic model of
-        # the set around theta_hat, some rival still beats the answer by more than epsilon at
-        # SKIP_RADIUS of the set's radius
         mu = expit(eta)
         slope = mu * (1.0 - mu)
-        H = (Zp.T * (self.n[pulled] * slope[pulled])) @ Zp
-        Hinv = pinv_psd(H)[0]
-        radius = math.sqrt(2.0 * max(level - nll(Zp, self.n[pulled], self.sums[pulled], self._theta_pred), 0.0))
+        outside = np.ones(self.K, dtype=bool)
+        outside[answer] = False
+        # the closest rival and the weakest arm of the answer: GLGapE's cheap witness
+        j = int(np.flatnonzero(outside)[np.argmax(eta[outside])])
+        i = int(answer[np.argmin(eta[answer])])
+        fewest_open = self.K - self.m
+        for start, Zp, n, s, level, theta0 in self._window_data():
+            if self._surely_fails(Zp, n, s, level, answer, outside, mu, slope, i, j):
+                continue
+            try:
+                cs = LikelihoodRatioSet(Zp, n, s, level, theta0)
+            except SeparableDataError:
+                continue
+            if start == 0 and cs.bounded:
+                self._theta_mle = cs.theta
+            n_open = cs.open_arms(self.Z, answer, self.epsilon)
+            if n_open is not None:
+                fewest_open = min(fewest_open, n_open)
+            if n_open == 0:
+                self.diagnostics.update(stat=0.0, window_start=float(start))
+                return answer
+        self.diagnostics["stat"] = float(fewest_open)
+        return None
+
+    def _surely_fails(self, Zp, n, s, level, answer, outside, mu, slope, i, j) -> bool:
+        """Whether a window's test would fail, by two cheap looks (skipping it only delays the stop): in
+        the quadratic model of its set around theta_hat a rival still beats the answer by more than
+        epsilon at SKIP_RADIUS of the set's radius, or a point of the set has rival j beat arm i."""
+        eta_p = Zp @ self._theta_pred
+        mu_p = expit(eta_p)
+        Hinv = pinv_psd((Zp.T * (n * mu_p * (1.0 - mu_p))) @ Zp)[0]
+        radius = math.sqrt(2.0 * max(level - nll(Zp, n, s, self._theta_pred), 0.0))
         for a in answer:
             G = slope[outside, None] * self.Z[outside] - slope[a] * self.Z[a]
             sd = np.sqrt(np.maximum(np.einsum("ij,ij->i", G @ Hinv, G), 0.0))
             if np.any(mu[outside] - mu[a] + SKIP_RADIUS * radius * sd > self.epsilon):
-                return None
-        P = pinv_psd((Zp.T * self.n[pulled]) @ Zp)[0]
-        if pair_stands(Zp, self.n[pulled], self.sums[pulled], level, self._theta_pred, P, self.Z[i], self.Z[j],
-                       self.epsilon):
-            return None
-        try:
-            cs = self._lr_set()
-        except SeparableDataError:
-            return None
-        if cs.bounded:
-            self._theta_mle = cs.theta
-        n_open = cs.open_arms(self.Z, answer, self.epsilon)
-        self.diagnostics["stat"] = float(n_open if n_open is not None else self.K - self.m)
-        return answer if n_open == 0 else None
+                return True
+        P = pinv_psd((Zp.T * n) @ Zp)[0]
+        return pair_stands(Zp, n, s, level, self._theta_pred, P, self.Z[i], self.Z[j], self.epsilon)
 
     # ------------------------------------------------------------------ answers
     def _recommend(self, rng: np.random.Generator):
@@ -244,28 +311,31 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         return self._leaders(self._theta_pred, rng)
 
     def _certified_epsilon(self) -> np.ndarray | None:
-        """The smallest epsilon (on the means) for which the likelihood-ratio set certifies the current
-        answer now (the same value for each arm of a top-m answer; inf while nothing is certified)."""
+        """The smallest epsilon (on the means) for which a window's likelihood-ratio set certifies the
+        current answer now (the same value for each arm of a top-m answer; inf while nothing is
+        certified). Every window's set holds theta* on the same event (lr_windows), so the smallest
+        epsilon over the windows is certified at delta."""
         if self._estimate(self.n.astype(float), self.sums) is None:
             return None
         answer = np.asarray(self._recommend(np.random.default_rng(0)))
-        try:
-            cs = self._lr_set()
-        except SeparableDataError:
+        sets = self._lr_sets()
+
+        def certified(epsilon: float) -> bool:
+            return any(cs.open_arms(self.Z, answer, epsilon) == 0 for cs in sets)
+
+        if not certified(1.0 - 1e-9):
             return np.full(len(answer), np.inf)
-        if cs.open_arms(self.Z, answer, 1.0 - 1e-9) != 0:
-            return np.full(len(answer), np.inf)
-        if cs.open_arms(self.Z, answer, 0.0) == 0:
+        if certified(0.0):
             return np.zeros(len(answer))
         lo, hi = 0.0, 1.0
         if 0.0 < self.epsilon < 1.0:  # the run's own epsilon first: a stopped run certifies it exactly
-            if cs.open_arms(self.Z, answer, self.epsilon) == 0:
+            if certified(self.epsilon):
                 hi = self.epsilon
             else:
                 lo = self.epsilon
         for _ in range(_CERT_STEPS):
             mid = 0.5 * (lo + hi)
-            if cs.open_arms(self.Z, answer, mid) == 0:
+            if certified(mid):
                 hi = mid
             else:
                 lo = mid

@@ -15,8 +15,14 @@ likelihood-ratio bounds, [KW] eq. 3-4, [RKD21] Prop. 1) hold simultaneously for 
 tests and for any order of tests chosen from past outcomes (the tests form an adapted sequence);
 the outcomes recorded before the change were chosen that way, so the restarted algorithm's
 stopping rule, with its union bound over the new number of compounds, errs with probability at
-most delta.  Fixed-budget algorithms (GSE) plan their stages for a fixed set of arms: a change is
-refused for them.
+most delta (measured for GLGapE by benchmarks/change_study.py: docs/error_rates.md, "After a change").
+The block Track-and-Stop algorithms take the past through their ``absorb`` (tests no
+block of theirs planned): ``log-tas``'s likelihood-ratio set is valid for any adapted order, so the
+past counts in full (predicted in growing chunks, each from the outcomes before it, so that its
+level does not grow by the past's size); ``lin-tas``'s per-block evidence needs each block's design
+fixed before its outcomes, so the past guides its designs only and its stopping rule counts the
+blocks it designs after the change.  Fixed-budget algorithms (GSE) plan their stages for a fixed
+set of arms: a change is refused for them.
 """
 
 from __future__ import annotations
@@ -61,8 +67,8 @@ class ArmSetPolicy:
 
     def fly(self, arms: np.ndarray) -> None:
         """Mark more tests of ``arms`` in flight (replicate wells of a proposed compound)."""
-        if arms.size:
-            self.inner._fly(self.to_local(arms))
+        if arms.size:  # a block algorithm (lin-tas, log-tas) keeps them apart from its blocks' designs
+            getattr(self.inner, "fly_unplanned", self.inner._fly)(self.to_local(arms))
 
     def tell(self, arms: np.ndarray, values: np.ndarray) -> None:
         """Outcomes of campaign arms; those of compounds no longer active are not the algorithm's."""
@@ -119,8 +125,11 @@ def restart(inner, active: np.ndarray, n_total: int, recorded, in_flight) -> Arm
     keep = policy.is_active(arms) if arms.size else np.zeros(0, dtype=bool)
     if keep.any():
         local = policy.to_local(arms[keep])
-        inner._fly(local)
-        inner.tell(local, values[keep])
+        if hasattr(inner, "absorb"):  # block algorithms: outcomes no block of theirs planned
+            inner.absorb(local, values[keep])
+        else:
+            inner._fly(local)
+            inner.tell(local, values[keep])
     flying = np.asarray(in_flight, dtype=np.int64)
     if flying.size:  # even when the stopping rule fired on the past: their results are cancelled then
         policy.fly(flying[policy.is_active(flying)])

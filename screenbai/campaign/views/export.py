@@ -217,7 +217,7 @@ def write_xlsx(sheets: dict[str, list[list]], path: Path) -> Path:
 # ------------------------------------------------------------------------------------------- html
 def self_contained_report(camp, path: Path) -> Path:
     """The campaign report (``screenbai campaign report``) as one HTML file, its images inlined."""
-    from .report import write_report
+    from .page import write_report
 
     with tempfile.TemporaryDirectory(prefix="screenbai-report-") as tmp:
         page = Path(write_report(camp, Path(tmp) / "report"))

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("rdkit")
 
 from screenbai.chem.featurize import morgan_fingerprints, reduce_pca, smiles_problem
-from screenbai.chem.store import (
+from screenbai.chem.fingerprint_store import (
     FingerprintStore,
     build_fingerprint_store,
     featurize_library,

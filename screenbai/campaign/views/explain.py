@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from . import assay
+from ..lab import assay
 
 #: what each family's adaptive rule does, in one line
 RULES = {
@@ -26,12 +26,20 @@ RULES = {
     "lucb": "LUCB's rule: the leader and its most uncertain rival",
     "ucb": "an upper-confidence-bound rule (optimistic about untested compounds)",
     "g-allocation": "the G-optimal design: the test that most reduces the largest uncertainty",
+    "tas": (
+        "block Track-and-Stop: a block of tests spread as the lower bound's optimal allocation for the current "
+        "estimate, on the comparisons between the leader and its rivals that still lack the most evidence"
+    ),
+    "rage": (
+        "RAGE's phase design: tests spread by the XY-optimal design over the compounds still undecided, fixed "
+        "before the phase (its estimate uses that phase's outcomes only)"
+    ),
 }
 
 
 def rule_of(algorithm: str) -> str:
     name = algorithm.lower()
-    for key in ("glgape", "lingape", "lingifa", "gse", "lucb", "ucb", "g-allocation"):
+    for key in ("glgape", "lingape", "lingifa", "gse", "lucb", "ucb", "g-allocation", "tas", "rage"):
         if key in name:
             return RULES.get(key, RULES["lingape"])
     return f"{algorithm}'s selection rule"

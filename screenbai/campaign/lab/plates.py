@@ -9,6 +9,8 @@ from pathlib import Path
 
 #: standard microplate formats (rows x columns), smallest first
 FORMATS = ((8, 12), (16, 24), (32, 48))
+#: wells of a plate when the campaign has no plate format and ``next`` is given no --plate-size
+DEFAULT_PLATE_SIZE = 96
 PLATE_COLUMNS = ("plate_id", "well", "compound_id", "smiles", "outcome")
 
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from ..bandits.certainty.certificate import model_check_json
-from ..bandits.core.params import without_guarantee
-from ..bandits.core.registry import get as registered
+from screenbai.bandits.certainty.certificate import model_check_json
+from screenbai.bandits.core.params import without_guarantee
+from screenbai.bandits.core.registry import get as registered
+from screenbai.campaign.lab.assay import logistic_on_hits
 
 Z95 = 1.959963984540054
 
@@ -325,24 +326,14 @@ def campaign_status(camp) -> Status:
 def progress(camp, policy, res, n, lo, hi) -> dict:
     """The plan-the-week numbers of ``Status``: plates done, contention, certificate, forecast,
     layout, readout model, controls, changes (see the field comments)."""
-    from .assay import Readout
-    from .changes import change_lines
+    from ..lab.assay import Readout
+    from ..state.changes import change_lines
     from .explain import rule_of
 
     active = getattr(policy, "arm_set", np.arange(camp.K))
-    leader = res.recommendation[0] if res.recommendation else None
-    in_contention = None
-    if leader is not None and int(n.sum()) > 0:
-        reach = hi[active] >= lo[leader]
-        in_contention = int(reach.sum())
-    cert = None
-    certificate = getattr(policy, "certificate", None)
-    if callable(certificate):
-        c = certificate()
-        if c is not None:
-            cert = c.to_dict(camp.compound_ids)
-    worst = None if cert is None else cert.get("worst")
-    certified = None if cert is None else (math.inf if worst is None else float(worst))
+    in_contention = _in_contention(camp, policy, res, n, lo, hi)
+    cert = _certificate(camp, policy)
+    certified = _certified(cert)
     forecast = _forecast(camp, policy)
     obs = camp.observations()
     idx = np.asarray(active)
@@ -373,7 +364,10 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         Readout.from_dict(readout).model(camp.binary, camp.algorithm)
         if readout
         else (
-            f"{camp.algorithm} models the 0/1 outcomes with a logistic model of the features"
+            (f"{camp.algorithm} models the 0/1 outcomes with a logistic model of the features"
+             if logistic_on_hits(camp.algorithm)
+             else f"{camp.algorithm} models the 0/1 outcomes with a linear model of the features, noise "
+             "sub-Gaussian with its declared sigma (1/2 covers any 0/1 outcome)")
             if camp.binary
             else f"{camp.algorithm} models the outcomes with a linear-Gaussian model of the features"
         )
@@ -396,6 +390,40 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "changes": change_lines(camp),
         "rule": rule_of(camp.algorithm),
     }
+
+
+def _in_contention(camp, policy, res, n, lo, hi) -> int | None:
+    """Compounds whose model interval [lo, hi] still reaches the leader's (hi >= the leader's lo),
+    among the active ones; None before any test."""
+    if not res.recommendation or int(n.sum()) == 0:
+        return None
+    active = getattr(policy, "arm_set", np.arange(camp.K))
+    return int((hi[active] >= lo[res.recommendation[0]]).sum())
+
+
+def _certificate(camp, policy) -> dict | None:
+    certificate = getattr(policy, "certificate", None)
+    c = certificate() if callable(certificate) else None
+    return None if c is None else c.to_dict(camp.compound_ids)
+
+
+def _certified(cert: dict | None) -> float | None:
+    """The certified epsilon of a certificate (inf: none of the answer certified yet; None: no certificate)."""
+    if cert is None:
+        return None
+    return math.inf if cert.get("worst") is None else float(cert["worst"])
+
+
+def progress_point(camp, policy, res, upto: int | None = None) -> tuple[int | None, float | None]:
+    """(compounds in contention, certified epsilon) from the outcomes of the results files recorded up
+    to log step ``upto`` and ``policy`` after them (``res``: its ``result()``): the two curves of the
+    report's progress plot, kept per results file in the history (as ``status`` computes them)."""
+    n, s, s2, _ = camp.observations(upto)
+    in_contention = None
+    if int(n.sum()) > 0:
+        _, lo, hi = model_estimates(camp.features, n, s, s2, binary=camp.binary)
+        in_contention = _in_contention(camp, policy, res, n, lo, hi)
+    return in_contention, _certified(_certificate(camp, policy))
 
 
 def _pooled(groups) -> tuple[float, int]:
@@ -428,14 +456,14 @@ def _forecast(camp, policy) -> tuple[float, float] | None:
     if n.sum() == 0:
         return None
     X = camp.features[active]
-    if camp.binary:
+    if camp.binary and logistic_on_hits(camp.algorithm):
         from screenbai.bandits.numerics.glm import logistic_mle
 
         theta, model, sigma = logistic_mle(X, n, s, 1.0).theta, "logistic", 0.5
-    else:
+    else:  # the algorithm's own model: linear, also on 0/1 outcomes (LinGapE, lin-tas, RAGE)
         V = (X.T * n) @ X + np.eye(X.shape[1])
         theta = np.linalg.solve(V, X.T @ s)
-        model, sigma = "linear", float(getattr(inner, "sigma", 1.0))
+        model, sigma = "linear", float(getattr(inner, "sigma", 0.5 if camp.binary else 1.0))
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else _usual_plate(camp)
     f = forecast(
@@ -507,8 +535,8 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     scale = PRIOR_LOGIT_SD / max(float(np.sqrt(np.mean(np.sum(X * X, axis=1)))), 1e-12)
     rng = np.random.default_rng(seed)
     thetas = rng.normal(0.0, scale, size=(draws, X.shape[1]))
-    model = "logistic" if camp.binary else "linear"
-    sigma = 0.5 if camp.binary else float(getattr(inner, "sigma", 1.0))
+    model = "logistic" if camp.binary and logistic_on_hits(camp.algorithm) else "linear"
+    sigma = 0.5 if model == "logistic" else float(getattr(inner, "sigma", 0.5 if camp.binary else 1.0))
     epsilon, m = float(getattr(inner, "epsilon", 0.0)), int(getattr(inner, "m", 1))
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else 96

@@ -17,13 +17,16 @@ events     the timestamped log; ``plate`` and ``record`` events are what replay 
 snapshot   caches of the policy state (replay gives the same), each with its SHA-256: ``latest``
            after the last step, ``plate`` right after the last plate was proposed (each ``record``
            starts again from it, so that the order in which results files arrive does not matter).
-history    the leader after every record (derived, written in the record's transaction).
+history    after every record: tests, leader, finished, compounds still in contention and the certified
+           epsilon (derived, written in the record's transaction; the last two are NULL in rows of files
+           made before they were kept, see ``ensure_progress_columns``).
 
 The policy is never stored as such: it is rebuilt by replaying the ``plate`` and ``record``
-events in step order (see :mod:`screenbai.campaign.campaign`).
+events in step order (see :mod:`screenbai.campaign.state.replay`).
 
 Errors of the file itself (missing, not a campaign, damaged, read-only, disk full) raise
-a :class:`CampaignFileError` whose message names the file, the cause and what to do.
+a :class:`CampaignFileError` whose message names the file, the cause and what to do; an action the
+campaign's state does not allow raises a :class:`CampaignError`.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import sqlite3
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from urllib.request import pathname2url
+from urllib.parse import quote
 
 import numpy as np
 
@@ -66,8 +69,15 @@ CREATE INDEX outcomes_of_record ON outcomes (record_id);
 CREATE TABLE snapshots (name TEXT PRIMARY KEY CHECK (name IN ('latest', 'plate')), step INTEGER NOT NULL,
     state TEXT NOT NULL, sha256 TEXT NOT NULL);
 CREATE TABLE history (step INTEGER PRIMARY KEY, n_tests INTEGER NOT NULL, leader TEXT NOT NULL,
-    done INTEGER NOT NULL);
+    done INTEGER NOT NULL, in_contention INTEGER, certified_epsilon REAL);
 """
+
+#: columns of ``history`` added after schema 2 was fixed (nullable: files made before have no values)
+PROGRESS_COLUMNS = ("in_contention INTEGER", "certified_epsilon REAL")
+
+
+class CampaignError(RuntimeError):
+    """An action that the campaign's state does not allow (nothing to propose, finished, ...)."""
 
 
 class CampaignFileError(RuntimeError):
@@ -147,7 +157,13 @@ def readonly_error(path: str | Path, doing: str = "", detail: str = "") -> Campa
 
 
 def _uri(path: Path, **query: str) -> str:
-    return "file:" + pathname2url(str(path.resolve())) + "?" + "&".join(f"{k}={v}" for k, v in query.items())
+    if os.name == "posix":  # what urllib.request.pathname2url does there, without its 18 ms import
+        url = quote(str(path.resolve()))
+    else:
+        from urllib.request import pathname2url
+
+        url = pathname2url(str(path.resolve()))
+    return "file:" + url + "?" + "&".join(f"{k}={v}" for k, v in query.items())
 
 
 def connect(
@@ -249,6 +265,25 @@ def upgrade_schema(con: sqlite3.Connection) -> bool:
             con.execute(statement)
     put_meta(con, "schema_version", SCHEMA_VERSION)
     return True
+
+
+def ensure_progress_columns(con: sqlite3.Connection, *, readonly: bool = False) -> bool:
+    """Add the ``history`` columns of the progress plot to a file made before them (its earlier rows
+    hold NULL there: the report plots no point for them; ``screenbai campaign repair`` fills them in
+    from the log).  A file this user cannot change is left as it is: ``progress_columns`` tells the
+    reader which columns it has.  True if columns were added."""
+    if readonly or all(c.split()[0] in progress_columns(con) for c in PROGRESS_COLUMNS):
+        return False
+    with transaction(con):  # under the write lock: another process may have added them meanwhile
+        missing = [c for c in PROGRESS_COLUMNS if c.split()[0] not in progress_columns(con)]
+        for column in missing:
+            con.execute(f"ALTER TABLE history ADD COLUMN {column}")
+    return bool(missing)
+
+
+def progress_columns(con: sqlite3.Connection) -> set[str]:
+    """The columns of ``history`` (a file made before the progress columns lacks them)."""
+    return {row[1] for row in con.execute("PRAGMA table_info(history)")}
 
 
 @contextmanager

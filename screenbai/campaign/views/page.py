@@ -141,6 +141,120 @@ def tests_figure(
     return path
 
 
+def _panel(top: float, height: float, title: str, xs: list[float], ys: list[float | None], x_hi: float,
+            width: int = 760, left: float = 70, right: float = 20, y_hi: float | None = None,
+            extra=None) -> list[str]:
+    """One small line chart (points joined, a missing value breaks the line) in a band of an SVG,
+    x from 0 to ``x_hi``, y from 0 to ``y_hi`` (default: the largest value); ``extra(x, y)`` adds marks."""
+    known = [v for v in ys if v is not None]
+    ticks = _nice_ticks(max([y_hi or 0.0, *known, 1e-12]), 3)
+    span = ticks[-1] or 1.0
+    inner_top, inner_h = top + 18, height - 18
+
+    def x(v):
+        return left + (width - left - right) * float(v) / (x_hi or 1.0)
+
+    def y(v):
+        return inner_top + inner_h * (1.0 - float(v) / span)
+
+    out = [_text(left, top + 12, title, 11)]
+    for t in ticks:
+        out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#ddd"/>')
+        out.append(_text(left - 6, y(t) + 4, f"{t:g}", 10, "end"))
+    run: list[str] = []
+    for xv, yv in [*zip(xs, ys), (None, None)]:
+        if yv is None:
+            if len(run) > 1:
+                out.append(f'<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="{" ".join(run)}"/>')
+            run = []
+            continue
+        run.append(f"{x(xv):.1f},{y(yv):.1f}")
+        out.append(f'<circle cx="{x(xv):.1f}" cy="{y(yv):.1f}" r="2.5" fill="#1f77b4"/>')
+    if extra is not None:
+        out.append(extra(x, y))
+    out.append(
+        f'<rect x="{left}" y="{inner_top:.1f}" width="{width - left - right}" height="{inner_h:.1f}" '
+        'fill="none" stroke="#444"/>'
+    )
+    return out
+
+
+def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = None,
+                    forecast_plates: float | None = None, forecast_tests: float | None = None,
+                    binary: bool = True) -> Path | None:
+    """The screen converging, one point per results file (``Campaign.progress_history``): tests
+    recorded (and the forecast of plates left, dashed), compounds still in contention, and the
+    certified epsilon (with the epsilon the stopping rule aims at).  Points a file made before the
+    history kept them lacks are left out (``campaign repair`` fills them in)."""
+    if not points:
+        return None
+    n = len(points)
+    xs = [float(i + 1) for i in range(n)]
+    tests = [float(p["tests"]) for p in points]
+    ahead = forecast_plates if forecast_plates is not None and forecast_tests is not None else None
+    x_hi = n + (ahead or 0.0)
+    contention = [None if p["in_contention"] is None else float(p["in_contention"]) for p in points]
+    # inf (nothing certified yet) and, for cure rates, 1 (the trivial bound) are not drawn
+    cap = 1.0 if binary else math.inf
+    certified = [
+        None if e is None or not math.isfinite(e) or e >= cap else float(e)
+        for e in (p["certified_epsilon"] for p in points)
+    ]
+    width, band, left = 760, 150, 70
+
+    def forecast_marks(x, y):
+        if ahead is None or forecast_tests is None:
+            return ""
+        end_x, end_y = n + ahead, tests[-1] + forecast_tests
+        return (
+            f'<line x1="{x(n):.1f}" y1="{y(tests[-1]):.1f}" x2="{x(end_x):.1f}" y2="{y(end_y):.1f}" '
+            'stroke="#ff7f0e" stroke-width="1.5" stroke-dasharray="5,3"/>'
+            + _text(x(end_x) - 4, y(end_y) - 6, f"forecast: about {ahead:.0f} more plate(s)", 10, "end",
+                    'fill="#ff7f0e"')  # above the line's end, its highest point
+        )
+
+    def target(x, y):
+        if epsilon is None or not epsilon > 0:
+            return ""
+        return (
+            f'<line x1="{x(0):.1f}" x2="{x(x_hi):.1f}" y1="{y(epsilon):.1f}" y2="{y(epsilon):.1f}" '
+            'stroke="#d62728" stroke-dasharray="5,3"/>'
+            + _text(x(x_hi) - 4, y(epsilon) - 4, f"the stopping rule's epsilon = {epsilon:g}", 10, "end",
+                    'fill="#d62728"')
+        )
+
+    not_yet = sum(v is None for v in certified)
+    panels: list[tuple] = [
+        ("tests recorded", tests, forecast_marks, 1.15 * max(tests[-1] + (forecast_tests or 0.0), 1.0)),
+        ("compounds still in contention (their 95% interval reaches the leader's)", contention, None, None),
+        (
+            "certified epsilon (the leader is at most this far below the best)"
+            + (f"; no point: nothing certified yet ({not_yet} file(s))" if not_yet else ""),
+            certified,
+            target,
+            max([epsilon or 0.0, *[v for v in certified if v is not None]]) or None,
+        ),
+    ]
+    height = 20 + band * len(panels) + 40
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}">',
+        '<rect width="100%" height="100%" fill="white"/>',
+    ]
+    for k, (title, ys, extra, y_hi) in enumerate(panels):
+        out += _panel(10 + band * k, band - 30, title, xs, ys, x_hi, width, left, y_hi=y_hi, extra=extra)
+    axis_y = 10 + band * len(panels) - 12
+    x_ticks = _nice_ticks(x_hi, 8)
+    for t in x_ticks:
+        if t <= x_hi:
+            xp = left + (width - left - 20) * t / (x_hi or 1.0)
+            out.append(_text(xp, axis_y + 6, f"{t:g}", 10, "middle"))
+    label = "results files recorded (one per plate, as a lab records them)"
+    out.append(_text((left + width - 20) / 2, axis_y + 24, label, 11, "middle"))
+    out.append("</svg>")
+    path.write_text("\n".join(out), encoding="utf-8")
+    return path
+
+
 def structures_image(smiles: list[str], legends: list[str], path: Path) -> Path | None:
     from rdkit import Chem
     from rdkit.Chem import Draw
@@ -165,7 +279,16 @@ def write_report(camp, out_dir) -> Path:
     policy = camp.policy
     rec = list(policy.result().recommendation)
     history = camp.history()
+    inner = getattr(policy, "inner", policy)
     figs = {
+        "progress": progress_figure(
+            camp.progress_history(),
+            out / "progress.svg",
+            epsilon=getattr(inner, "epsilon", None),
+            forecast_plates=st.forecast_plates,
+            forecast_tests=st.forecast_tests,
+            binary=camp.binary,
+        ),
         "leader": leader_figure(history, out / "leader_over_time.svg"),
         "tests": tests_figure(n, s, camp.compound_ids, set(rec), camp.binary, out / "tests_per_compound.svg"),
         "structures": structures_image(
@@ -252,6 +375,8 @@ def write_report(camp, out_dir) -> Path:
 <h2>Recommendation</h2>
 {recommendation}
 {img("structures", "recommended structures")}
+<h2>Progress</h2>
+{img("progress", "progress per results file")}
 <h2>Leader over time</h2>
 {img("leader", "leader over time")}
 <h2>Tests per compound</h2>

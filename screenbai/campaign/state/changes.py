@@ -3,7 +3,7 @@ format changed.  Each is one logged step (``add``, ``withdraw``, ``layout`` even
 resumption, and said in ``status`` with what it did to the error guarantee.
 
 Adding or withdrawing restarts the algorithm on the new set of compounds with every outcome recorded
-so far (:mod:`~screenbai.campaign.armset`, which says why the guarantee survives for the
+so far (:mod:`~screenbai.campaign.state.armset`, which says why the guarantee survives for the
 fixed-confidence algorithms).  A new compound is featurized exactly as the library was: its Morgan
 fingerprint projected on the library's stored principal components (the PCA is not refitted, so the
 features of the compounds already screened do not move).
@@ -15,8 +15,8 @@ import json
 
 import numpy as np
 
+from ..lab.layout import PlateLayout
 from . import store
-from .layout import PlateLayout
 
 
 def _guard(camp) -> None:
@@ -36,7 +36,7 @@ def featurize_new(camp, smiles: list[str]) -> np.ndarray:
         raise ValueError(
             f"{camp.path}: its features came from {f.get('method')!r}, not from structures screenbai featurized; "
             "new compounds need their features from the same source "
-            "(give them with screenbai.campaign.changes.add_compounds(camp, ids, smiles, features=...))"
+            "(give them with screenbai.campaign.state.changes.add_compounds(camp, ids, smiles, features=...))"
         )
     from screenbai.chem.featurize import morgan_fingerprints
 
@@ -55,7 +55,7 @@ def read_new_compounds(camp, path, *, id_column=None, smiles_column=None, kind="
 
     import pandas as pd
 
-    from .library import _detect_kind, _read_rows, curate_structures
+    from ..library import _detect_kind, _read_rows, curate_structures
 
     path = Path(path)
     if not path.is_file():
@@ -197,10 +197,18 @@ def guarantee_after_change(camp) -> str:
     voided = without_guarantee(entry.cls, {**entry.defaults, **camp.meta["params"]})
     if voided:
         return f"there was no error guarantee before ({', '.join(voided)}) and there is none after"
+    if not getattr(entry.cls, "absorbed_outcomes_count", True):
+        return (
+            "the error guarantee still holds for the new set of compounds (the outcomes recorded before guide the "
+            "algorithm's designs; its stopping rule counts only the blocks of tests it designs from now on, and its "
+            "union bound the new number of compounds); the first plate after the change repeats its initial design"
+        )
     return (
         "the error guarantee still holds for the new set of compounds (its confidence bounds are valid for any "
         "order of tests, so the outcomes recorded before count in full; its union bound now counts the new number "
-        "of compounds); the first plate after the change may repeat the algorithm's initial design"
+        "of compounds); measured for GLGapE: no wrong answer in 200 simulated campaigns with a compound added and "
+        "the best one withdrawn at delta 0.1, an error rate of at most 1.5% with 95% confidence (docs/error_rates.md, "
+        "'After a change'); the first plate after the change may repeat the algorithm's initial design"
     )
 
 

@@ -1,0 +1,60 @@
+"""A policy's state as plain data (arrays, numbers, strings, lists, dicts): what ``Policy.state_dict``
+writes and ``load_state_dict`` restores (policy.py), and what persistence.py saves to a file."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def encode_state(value):
+    """``value`` as plain data: arrays are copied, tuples, bytes and non-string dict keys are tagged,
+    objects with ``state_dict()`` (estimators, designs, inner policies) give their own state."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, np.ndarray):
+        if value.dtype == object:
+            raise TypeError("object arrays cannot be part of a policy state")
+        return value.copy()
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple):
+        return {"__tuple__": [encode_state(v) for v in value]}
+    if isinstance(value, list):
+        return [encode_state(v) for v in value]
+    if isinstance(value, bytes):
+        return {"__bytes__": value.hex()}
+    if isinstance(value, dict):
+        if all(isinstance(k, str) and not k.startswith("__") for k in value):
+            return {k: encode_state(v) for k, v in value.items()}
+        return {"__items__": [[encode_state(k), encode_state(v)] for k, v in value.items()]}
+    if hasattr(value, "state_dict"):
+        return {"__object__": encode_state(value.state_dict())}
+    raise TypeError(f"cannot store a {type(value).__name__} in a policy state")
+
+
+def decode_state(value, current=None):
+    """Inverse of ``encode_state``; an ``__object__`` is loaded into ``current`` (the existing object)."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, list):
+        return [decode_state(v) for v in value]
+    if isinstance(value, dict):
+        if "__tuple__" in value:
+            return tuple(decode_state(v) for v in value["__tuple__"])
+        if "__bytes__" in value:
+            return bytes.fromhex(value["__bytes__"])
+        if "__items__" in value:
+            return {_hashable(decode_state(k)): decode_state(v) for k, v in value["__items__"]}
+        if "__object__" in value:
+            if current is None or not hasattr(current, "load_state_dict"):
+                raise ValueError(
+                    "the state holds an object the fresh policy does not have; were the parameters the same?"
+                )
+            current.load_state_dict(decode_state(value["__object__"]))
+            return current
+        return {k: decode_state(v) for k, v in value.items()}
+    return value
+
+
+def _hashable(key):
+    return key.item() if isinstance(key, np.ndarray) and key.ndim == 0 else key

@@ -1,0 +1,2 @@
+"""What a campaign tells the people running it: status.py (where it stands), explain.py (why these
+wells), page.py (the HTML page), export.py (per compound as CSV and Excel, the page as one file)."""

@@ -1,0 +1,43 @@
+"""Argument parsing shared by both command lines, ``screenbai`` (cli.py) and ``screenbai campaign``
+(campaign/cli.py): the --param KEY=VALUE options and the help formatter."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def parse_value(text: str):
+    """Parse a --param value: JSON when it parses (numbers, true/false, lists), else a string."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_params(pairs: list[str]) -> dict:
+    """The --param KEY=VALUE options as a dict (each key once; values as ``parse_value`` reads them)."""
+    params: dict[str, object] = {}
+    for pair in pairs:
+        key, eq, value = pair.partition("=")
+        if not eq or not key:
+            raise SystemExit(f"error: --param {pair!r} must look like key=value (e.g. --param delta=0.05)")
+        if key.strip() in params:  # silently keeping the last one ran with a value the user may not have meant
+            raise SystemExit(
+                f"error: --param {key.strip()} is given twice ({key.strip()}={params[key.strip()]!r} and {pair!r}); "
+                "give each parameter once"
+            )
+        params[key.strip()] = parse_value(value.strip())
+    return params
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Each option's default said once: appended unless the help already says it, or there is none to say."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        nothing = action.default is None or action.default is False or action.default == [] \
+            or action.default == argparse.SUPPRESS
+        if "default" in text or not action.option_strings or nothing:
+            return text
+        return text + " (default: %(default)s)"

@@ -1,0 +1,283 @@
+"""The study's activities: the data source (with its offline fallback), the declared activity types
+checked against the config and the data, pChEMBL values turned into nM, and potencies in words."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+logger = logging.getLogger("screenbai.screening")
+
+#: Where relative data paths are looked up after the repository root.
+SHARED_DATA_ENV = "SCREENBAI_SHARED_DATA"
+DEFAULT_SHARED_DATA = "../shared/data/chembl"
+
+
+def resolve_data_path(path: str | os.PathLike, repo_root: str | os.PathLike = ".") -> Path:
+    """Find a data file: absolute, under ``repo_root``, or under ``$SCREENBAI_SHARED_DATA``.
+
+    ``$VARS`` and ``~`` are expanded first.  ``$SCREENBAI_SHARED_DATA`` defaults to
+    ``../shared/data/chembl`` relative to ``repo_root``.
+    """
+    raw = os.path.expanduser(os.path.expandvars(str(path)))
+    p = Path(raw)
+    if p.is_absolute():
+        candidates = [p]
+    else:
+        shared = Path(os.path.expanduser(os.environ.get(SHARED_DATA_ENV, DEFAULT_SHARED_DATA)))
+        if not shared.is_absolute():
+            shared = Path(repo_root) / shared
+        candidates = [Path(repo_root) / p, shared / p]
+    for c in candidates:
+        if c.is_file():
+            return c.resolve()
+    raise FileNotFoundError(
+        f"data file {path!r} not found; looked at: {', '.join(str(c) for c in candidates)}. "
+        f"Give an absolute path, a path relative to the repository root, or set "
+        f"{SHARED_DATA_ENV} to the directory that holds it."
+    )
+
+
+def _with_resolved_path(source: Mapping[str, Any], repo_root) -> dict:
+    cfg = {k: v for k, v in dict(source).items() if v is not None}
+    if "path" in cfg:
+        cfg["path"] = str(resolve_data_path(cfg["path"], repo_root))
+    return cfg
+
+
+def acquire_activities(
+    source: Mapping[str, Any],
+    fallback: Mapping[str, Any] | None = None,
+    *,
+    cache_dir: str | os.PathLike = "data/cache",
+    repo_root: str | os.PathLike = ".",
+) -> tuple[pd.DataFrame, dict]:
+    """Load the raw activities of ``source``; fall back to a local file if ChEMBL is unreachable.
+
+    Returns ``(raw, provenance)``; ``provenance`` records the source actually used
+    (``used``: "source" or "offline_fallback"), its settings and, after a fallback, the error
+    and a warning text that the report repeats.  Without a fallback the
+    :class:`~screenbai.chem.chembl_web.ChemblUnavailableError` (whose message says how to point
+    the config at a file) propagates.
+    """
+    from screenbai.chem.acquire import load_activities
+    from screenbai.chem.chembl_web import ChemblUnavailableError
+
+    cfg = _with_resolved_path(source, repo_root)
+    provenance: dict[str, Any] = {"requested": dict(source), "used": "source", "settings": cfg}
+    try:
+        raw = load_activities(cfg, cache_dir=Path(cache_dir))
+    except ChemblUnavailableError as exc:
+        if not fallback:
+            raise
+        fb = _with_resolved_path(fallback, repo_root)
+        warning = (
+            f"OFFLINE FALLBACK: ChEMBL target {source.get('target_chembl_id')} could not be "
+            f"downloaded and no cache exists; using {fb.get('path')} ({fb.get('kind')}) instead. "
+            "These results are NOT from the requested target."
+        )
+        logger.warning("%s Cause: %s", warning, exc)
+        provenance.update(used="offline_fallback", settings=fb, error=str(exc), warning=warning)
+        raw = load_activities(fb, cache_dir=Path(cache_dir))
+    provenance["n_rows"] = len(raw)
+    return raw, provenance
+
+
+#: Activity types known by name (any other ChEMBL ``standard_type`` may be declared too).
+#: pChEMBL values are -log10(molar) of some potency measure; they are converted to nM.
+ACTIVITY_TYPES = ("IC50", "Ki", "Kd", "EC50", "pChEMBL")
+_CANONICAL = {t.lower(): t for t in ACTIVITY_TYPES}
+_FLIP_RELATION = {">": "<", "<": ">", ">=": "<=", "<=": ">=", "=>": "=<", "=<": "=>", "≥": "≤", "≤": "≥"}
+
+
+def _canonical(t: str) -> str:
+    return _CANONICAL.get(str(t).strip().lower(), str(t).strip())
+
+
+def _types_named_in(column: str) -> set[str]:
+    """Known activity types a column name mentions as a word (``ki_nM`` -> {Ki})."""
+    words = {w for w in re.split(r"[^a-z0-9]+", column.lower()) if w}
+    return {t for key, t in _CANONICAL.items() if key in words}
+
+
+def activity_types_of(config: Mapping[str, Any]) -> list[str]:
+    """The activity type(s) a workflow config declares, checked for agreement; fails before any job.
+
+    ``curation.activity_types`` if given, else the source's own declaration (``activity_types``
+    of a ChEMBL download, ``activity_type`` of a table; IC50 by default).  A table whose
+    activity column is named after another type (``ki_nM`` declared as IC50) and a curation
+    that keeps a type the source does not declare are errors naming both.
+    """
+    source = config["source"]
+    kind = source.get("kind")
+    if kind == "table":
+        from screenbai.chem.tables import check_not_log_scale
+
+        check_not_log_scale(source.get("activity_column"), source.get("activity_type"), "source")
+        src_types = [_canonical(source.get("activity_type", "IC50"))]
+        named = _types_named_in(str(source.get("activity_column", "")))
+        if named and not named & set(src_types):
+            raise ValueError(
+                f"source.activity_column {source['activity_column']!r} names {'/'.join(sorted(named))} values "
+                f"but source.activity_type is {src_types[0]!r}"
+                f"{' (the default)' if 'activity_type' not in source else ''}; "
+                f"declare the type the file holds, e.g. activity_type: {min(named)}"
+            )
+    elif kind == "chembl":
+        src_types = [_canonical(t) for t in source.get("activity_types", ["IC50"])]
+    else:
+        src_types = []  # a ChEMBL export holds its types in its standard_type column
+    cur = (config.get("curation") or {}).get("activity_types")
+    types = [_canonical(t) for t in cur] if cur else (src_types or ["IC50"])
+    if src_types and not set(types) & set(src_types):
+        raise ValueError(
+            f"curation.activity_types {types} keeps none of the types the source declares ({src_types}); "
+            "give the same type(s) in both, or drop curation.activity_types to use the source's"
+        )
+    if "pChEMBL" in types and kind != "table":
+        raise ValueError(
+            "activity type pChEMBL is read from tables (kind: table, activity_type: pChEMBL); for ChEMBL "
+            "downloads and exports choose the measured type(s), e.g. [IC50] or [Ki]"
+        )
+    if kind == "table":
+        pchembl_of(source)  # its checks: units and pchembl_of agree with activity_type
+    return types
+
+
+def pchembl_of(source: Mapping[str, Any]) -> str | None:
+    """The activity a table of pChEMBL values measures (``Ki`` for pKi values), or None when the
+    source does not say.
+
+    Said by ``source.pchembl_of`` (e.g. ``Ki``) or by the activity column's name (``pKi``,
+    ``pIC50``, ``log_kd``).  Refused, naming the key: ``units`` with ``activity_type: pChEMBL``
+    (pChEMBL values have no unit: a column in nM is a concentration, not a pChEMBL value),
+    ``pchembl_of`` without ``activity_type: pChEMBL``, and a ``pchembl_of`` the column's name contradicts.
+    """
+    from screenbai.chem.tables import _LOG_SCALE_NAME
+
+    declared_type = _canonical(source.get("activity_type", "IC50"))
+    given = source.get("pchembl_of")
+    if declared_type != "pChEMBL":
+        if given is not None:
+            raise ValueError(
+                f"source.pchembl_of = {given!r} is set but source.activity_type is {declared_type!r}: pchembl_of names "
+                "the activity behind pChEMBL values; use it with activity_type: pChEMBL, or remove it"
+            )
+        return None
+    if source.get("units") is not None:
+        raise ValueError(
+            f"source.units = {source['units']!r} contradicts source.activity_type: pChEMBL: pChEMBL values are "
+            "-log10(molar) and have no unit. Remove source.units for pChEMBL values, or, if the column holds "
+            f"concentrations in {source['units']}, declare their type instead (e.g. activity_type: Ki)"
+        )
+    column = str(source.get("activity_column") or "")
+    named = {
+        _canonical(m.group(2)) if _canonical(m.group(2)) != m.group(2) else m.group(2).upper()
+        for w in re.split(r"[^a-z0-9]+", column.lower()) if w
+        for m in [_LOG_SCALE_NAME.match(w)] if m and m.group(2)
+    }
+    if given is not None:
+        given = _canonical(str(given))
+        if given == "pChEMBL":
+            raise ValueError("source.pchembl_of = 'pChEMBL': name the measured activity, e.g. pchembl_of: Ki")
+        if named and given not in named:
+            raise ValueError(
+                f"source.pchembl_of = {given!r} but source.activity_column {column!r} names "
+                f"{'/'.join(sorted(named))} values; make them agree"
+            )
+        return given
+    return next(iter(named)) if len(named) == 1 else None
+
+
+def activity_label_of(config: Mapping[str, Any]) -> str:
+    """The activity every label, table and figure names: the declared type(s) (``IC50``, ``Ki/Kd``),
+    or, for pChEMBL values whose source says what they measure (:func:`pchembl_of`), that activity
+    (``Ki``: the values are converted to nM, so "Ki < 100 nM" is what the label means)."""
+    types = activity_types_of(config)
+    source = config["source"]
+    if types == ["pChEMBL"] and source.get("kind") == "table":
+        return pchembl_of(source) or "pChEMBL"
+    return "/".join(types)
+
+
+def check_activity_types(raw: pd.DataFrame, types: Sequence[str], where: str = "the data") -> dict[str, int]:
+    """Compare the declared types with the ``standard_type`` values the data hold.
+
+    Returns the row count per declared type found.  Raises ValueError naming both the declared
+    types and what the data hold when none of the declared types is present.
+    """
+    held = (
+        raw["standard_type"].astype("string").str.strip()
+        if "standard_type" in raw.columns
+        else pd.Series(dtype="string")
+    )
+    counts = held.fillna("(none)").value_counts()
+    lower = {str(k).lower(): int(v) for k, v in counts.items()}
+    found = {t: lower.get(t.lower(), 0) for t in types}
+    if not any(found.values()):
+        holds = ", ".join(f"{k} ({v} rows)" for k, v in counts.head(6).items()) or "no activity types"
+        raise ValueError(
+            f"the run declares activity type(s) {list(types)} but {where} holds {holds}: 0 of {len(raw)} rows "
+            "would be kept. Declare the type the data hold (source.activity_type for a table, "
+            "curation.activity_types otherwise)"
+        )
+    return found
+
+
+def prepare_activities(raw: pd.DataFrame, types: Sequence[str], where: str = "the data") -> pd.DataFrame:
+    """Raw rows ready for curation: declared types checked, pChEMBL values turned into nM.
+
+    A pChEMBL value p is -log10(molar): p = 7 is 100 nM, so a "> 7" bound becomes "< 100 nM".
+    Values outside 0-15 are not pChEMBL values (an error naming the first).
+    """
+    check_activity_types(raw, types, where)
+    out = raw.copy()
+    is_p = out["standard_type"].astype("string").str.strip().str.lower().eq("pchembl").fillna(False).to_numpy()
+    if is_p.any():
+        p = pd.to_numeric(out.loc[is_p, "standard_value"], errors="coerce")
+        bad = p[(p < 0) | (p > 15)]
+        if len(bad):
+            raise ValueError(
+                f"{where}: {len(bad)} declared pChEMBL value(s) lie outside 0-15 (first: {bad.iloc[0]!r} in row "
+                f"{bad.index[0]}); pChEMBL is -log10(molar), typically 4-11. If the values are concentrations, "
+                "declare their type (IC50, Ki, ...) and units instead"
+            )
+        nM = (10.0 ** (9.0 - p)).map(lambda v: f"{v:.12g}", na_action="ignore")
+        out["standard_value"] = out["standard_value"].astype("object")
+        out.loc[is_p, "standard_value"] = nM.where(p.notna(), out.loc[is_p, "standard_value"])
+        out["standard_units"] = out["standard_units"].astype("object")
+        out.loc[is_p, "standard_units"] = "nM"
+        if "standard_relation" in out.columns:
+            rel = out.loc[is_p, "standard_relation"].astype("object")
+            out["standard_relation"] = out["standard_relation"].astype("object")
+            out.loc[is_p, "standard_relation"] = rel.map(
+                lambda r: _FLIP_RELATION.get(str(r).strip(), r) if isinstance(r, str) else r
+            )
+    return out
+
+
+def format_concentration(value_nM: float) -> str:
+    """A concentration in the unit a chemist reads: ``0.3 nM``, ``100 nM``, ``1 uM``, ``62 uM``, ``1 mM``
+    (pM below 0.1 nM, M from 1 M; three significant digits)."""
+    v = float(value_nM)
+    if not math.isfinite(v) or v <= 0:
+        return f"{v:g} nM"
+    for scale, unit in ((1e9, "M"), (1e6, "mM"), (1e3, "uM"), (0.1, "nM")):
+        if v >= scale * (1 - 5e-4):  # 999.9 nM reads 1 uM, not 1e+03 nM
+            factor = 1.0 if unit == "nM" else scale
+            return f"{float(f'{v / factor:.3g}'):g} {unit}"
+    return f"{float(f'{v * 1e3:.3g}'):g} pM"
+
+
+def format_activity(value_nM: float, label: str) -> str:
+    """``IC50 12 nM`` / ``Ki 0.15 nM`` / ``IC50 62 uM``; pChEMBL as ``pChEMBL 7.92``."""
+    if label == "pChEMBL":
+        return f"pChEMBL {9.0 - math.log10(value_nM):.2f}"
+    return f"{label} {format_concentration(value_nM)}"

@@ -1,0 +1,108 @@
+"""The progress plot of the campaign report: compounds in contention and the certified epsilon kept
+per results file in the history (live, after a repair, in a file made before they were kept)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from campaign_util import Assay, new_campaign, write_results
+
+from screenbai.campaign import Campaign
+from screenbai.campaign.state import store
+from screenbai.campaign.views.page import write_report
+from screenbai.campaign.views.status import progress_point
+
+
+def _run(camp: Campaign, tmp_path, plates: int, size: int = 8) -> None:
+    assay = Assay(camp.features)
+    for k in range(plates):
+        plate = camp.next_plate(size)
+        camp.record(write_results(tmp_path / f"r{k}.csv", plate, assay(plate.arms)))
+
+
+def test_each_results_file_keeps_its_progress_point_and_repair_rebuilds_it(tmp_path):
+    path = tmp_path / "c.campaign"
+    with new_campaign(path) as camp:
+        _run(camp, tmp_path, 6)
+        live = camp.progress_history()
+        # the last point is what status says now
+        st = camp.status()
+        assert (live[-1]["in_contention"], live[-1]["certified_epsilon"]) == (st.in_contention, st.certified_epsilon)
+        assert [p["tests"] for p in live] == [n for _, n, _, _ in camp.history()]
+    assert len(live) == 6 and all(p["in_contention"] is not None for p in live)
+    assert live[-1]["in_contention"] < live[0]["in_contention"]  # the screen learns
+    Campaign.repair(path)  # replays the log: every point from the outcomes recorded up to its file
+    with Campaign.open(path) as camp:
+        assert camp.progress_history() == live
+
+
+def test_a_point_counts_only_the_outcomes_recorded_up_to_its_file(tmp_path):
+    with new_campaign(tmp_path / "c.campaign") as camp:
+        _run(camp, tmp_path, 3)
+        first = camp.progress_history()[0]
+        n_first = camp.observations(upto=first["step"])[0]
+        assert n_first.sum() == first["tests"] < camp.observations()[0].sum()
+        now = progress_point(camp, camp.policy, camp.policy.result())
+        assert now[0] == camp.progress_history()[-1]["in_contention"]
+
+
+def _drop_progress_columns(path) -> None:
+    """The campaign file as screenbai made it before the history kept the progress columns."""
+    con = sqlite3.connect(path)
+    for column in ("in_contention", "certified_epsilon"):
+        con.execute(f"ALTER TABLE history DROP COLUMN {column}")
+    con.commit()
+    con.close()
+
+
+def test_a_file_made_before_the_progress_columns_is_migrated_and_repair_fills_it(tmp_path, monkeypatch):
+    path = tmp_path / "old.campaign"
+    with new_campaign(path) as camp:
+        _run(camp, tmp_path, 2)
+        before = camp.progress_history()
+    _drop_progress_columns(path)
+    # a reader that cannot change the file (read-only): the points are None, nothing fails
+    monkeypatch.setattr(store, "ensure_progress_columns", lambda con, readonly=False: False)
+    with Campaign.open(path) as camp:
+        assert "in_contention" not in store.progress_columns(camp._con)
+        assert [(p["in_contention"], p["certified_epsilon"]) for p in camp.progress_history()] == [(None, None)] * 2
+    monkeypatch.undo()
+    with Campaign.open(path) as camp:  # migrated on open: the columns are added, the old rows NULL
+        assert {"in_contention", "certified_epsilon"} <= store.progress_columns(camp._con)
+        assert all(p["in_contention"] is None for p in camp.progress_history())
+        assay = Assay(camp.features)
+        assay.count[:] = camp.observations()[0]  # the assay goes on where it was
+        plate = camp.next_plate(8)
+        camp.record(write_results(tmp_path / "r_new.csv", plate, assay(plate.arms)))
+        points = camp.progress_history()
+        assert [p["in_contention"] is None for p in points] == [True, True, False]
+        svg = write_report(camp, tmp_path / "report").parent / "progress.svg"
+        eps = points[-1]["certified_epsilon"]
+        drawn = int(eps is not None and eps < 1)  # a cure rate's trivial bound 1 is not drawn
+        assert svg.read_text().count("<circle") == 3 + 1 + drawn  # tests: every file; the rest: the new one
+    Campaign.repair(path)
+    with Campaign.open(path) as camp:
+        assert camp.progress_history()[:2] == before
+
+
+def test_the_report_draws_one_point_per_results_file_and_the_forecast(tmp_path):
+    with new_campaign(tmp_path / "c.campaign") as camp:
+        _run(camp, tmp_path, 4)
+        page = write_report(camp, tmp_path / "report")
+        st = camp.status()
+    svg = (page.parent / "progress.svg").read_text()
+    assert '<img src="progress.svg"' in page.read_text()
+    assert svg.count('r="2.5"') >= 4 + 4  # tests and contention: a point per results file
+    if st.forecast_plates is not None:
+        assert f"about {st.forecast_plates:.0f} more plate(s)" in svg
+
+
+def test_a_simulation_can_skip_the_points_and_repair_fills_them(tmp_path):
+    path = tmp_path / "sim.campaign"
+    with new_campaign(path) as camp:
+        camp.keep_progress = False  # as backtest does
+        _run(camp, tmp_path, 3)
+        assert [p["in_contention"] for p in camp.progress_history()] == [None] * 3
+    Campaign.repair(path)
+    with Campaign.open(path) as camp:
+        assert all(p["in_contention"] is not None for p in camp.progress_history())
