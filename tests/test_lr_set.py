@@ -309,7 +309,7 @@ def test_a_rival_with_the_same_features_is_ruled_out_without_dividing_by_zero():
 
 def _decision_with_the_box_always(cs, Z, i, eps):
     """0 or not, as open_arms decided before the box became lazy: the outer radius, then the box
-    bound on every candidate left, then exact tests likeliest first (exact H^-1 norms, one named arm)."""
+    bound on every candidate left, then exact pair tests likeliest first (exact H^-1 norms, one named arm)."""
     zi = Z[i]
     centre = float(zi @ cs.theta)
     b0 = float(logit((1.0 - eps) / 2.0))
@@ -324,7 +324,7 @@ def _decision_with_the_box_always(cs, Z, i, eps):
     alive = alive[D[alive] @ cs.theta + cs._box_bound(D[alive]) > g]
     score = gap_hat[alive] + np.sqrt(2.0 * (cs.level - cs.f_min)) * sd[alive]
     order = alive[np.argsort(-score, kind="stable")]
-    if order.size > lr_set.MAX_EXACT_TESTS or any(not cs._rules_out(D[j], g) for j in order):
+    if order.size > lr_set.MAX_EXACT_TESTS or any(not cs._rules_out_pair(zi, Z[j], g, eps) for j in order):
         return 1
     return 0
 
