@@ -288,23 +288,6 @@ def test_error_rate_in_plates_told_out_of_order():
     assert errors <= 10
 
 
-def test_greedy_block_completes_the_information_already_collected():
-    """With ``before`` the block fills what the directions still lack: after many tests of e_1 the
-    block goes to e_2 (the direction that lacks information), and a design already sufficient ends
-    the block at its minimum size."""
-    from screenbai.bandits.tracking.linear import greedy_block
-
-    Z = np.eye(2)
-    Y = np.array([[1.0, 0.0], [0.0, 1.0]])
-    c = np.array([1.0, 1.0])
-    fresh = greedy_block(Z, Y, c, 1, 10)
-    assert fresh[0] >= 1 and fresh[1] >= 1  # alone, both directions
-    lopsided = greedy_block(Z, Y, c, 1, 10, before=np.diag([50.0, 0.0]))
-    assert lopsided[0] == 0 and lopsided[1] >= 1
-    done = greedy_block(Z, Y, c, 2, 10, before=np.diag([50.0, 50.0]))
-    assert done.sum() == 2
-
-
 # ---------------------------------------------------------------------- a campaign's past (campaign.armset.restart)
 def _past(inst, n: int, seed: int = 0):
     rng = np.random.default_rng(seed)
@@ -355,3 +338,20 @@ def test_lin_tas_uses_a_campaigns_past_for_its_designs_not_its_evidence():
     assert policy.evidence.n_blocks == 0 and policy._unplanned.sum() == 0
     policy.tell(first, np.ones(first.size))
     assert policy.evidence.n_blocks == 1
+
+
+def test_greedy_block_completes_the_information_already_collected():
+    """With ``before`` the block fills what the directions still lack: after many tests of e_1 the
+    block goes to e_2 (the direction that lacks information), and a design already sufficient ends
+    the block at its minimum size."""
+    from screenbai.bandits.tracking.linear import greedy_block
+
+    Z = np.eye(2)
+    Y = np.array([[1.0, 0.0], [0.0, 1.0]])
+    c = np.array([1.0, 1.0])
+    fresh = greedy_block(Z, Y, c, 1, 10)
+    assert fresh[0] >= 1 and fresh[1] >= 1  # alone, both directions
+    lopsided = greedy_block(Z, Y, c, 1, 10, before=np.diag([50.0, 0.0]))
+    assert lopsided[0] == 0 and lopsided[1] >= 1
+    done = greedy_block(Z, Y, c, 2, 10, before=np.diag([50.0, 50.0]))
+    assert done.sum() == 2

@@ -22,8 +22,8 @@ costs in docs/error_rates.md):
 * "likelihood-ratio" (default): error at most delta with no assumption beyond the logistic model
   (no c_mu, no S).  The policy stops when the anytime-valid likelihood-ratio confidence set
   {theta : L_t(theta) <= P_t + log(1/delta)} (P_t: the loss of the predictions made before each
-  outcome, lr_set.RunningPredictor's; lr_set.py) puts arm i within epsilon of every other arm for
-  every theta in it.  The test
+  outcome, lr_set.RunningPredictor's; lr_set.py)
+  puts arm i within epsilon of every other arm for every theta in it.  The test
   runs after every 1 % more tests (at least d; so a run stops at most that many tests late), at
   O(d^2 + K_+ d) when a cheap witness shows that the sampled rival still stands, else with exact
   Newton tests on the pulled arms' data, and one O(K d) pass (O(K d^2) up to 20 000 arms) only
@@ -297,8 +297,9 @@ class GLGapE(Policy):
     def _update(self, arms, rewards):
         if self.calibration == "likelihood-ratio":  # predicted from the outcomes before these, then refitted
             self._predictor.observe(self.Z[arms], rewards, self.n_samples - arms.size)
-            if self._phase == "adaptive":  # the initial phase's outcomes are all predicted by the prior
-                # (the same P_t however they are batched: asked together, or proposed one by one)
+            # refitted once the initial phase's E outcomes are in (the phase is one batch of fixed tests:
+            # its predictions then do not depend on how its outcomes are told, one by one or together)
+            if self.E is not None and self.n_samples >= self.E:
                 pulled = np.flatnonzero(self.n) if self._pulled is None else np.union1d(self._pulled, arms)
                 self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
         if self._phase == "adaptive" and arms.size == 1 and self.state.source.large:

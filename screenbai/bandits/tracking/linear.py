@@ -107,6 +107,7 @@ def greedy_block(Z: np.ndarray, Y: np.ndarray, c: np.ndarray, n_min: int, n_max:
     K, d = Z.shape
     ridge = 1e-8 * float(np.mean(np.einsum("ij,ij->i", Z, Z)))
     # B = Y A^-1 Z', h = diag(Y A^-1 Y'), q = diag(Z A^-1 Z'), kept by rank one (O(|Y| K + K d) per test)
+    P: np.ndarray | None
     if before is None:
         B = (Y @ Z.T) / ridge
         h = np.einsum("ij,ij->i", Y, Y) / ridge

@@ -89,7 +89,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     lambda_reg: float = LAMBDA_REG
 
     # the run's state
-    _predictor: RunningPredictor = run_state()  # P_t: the loss of the predictions made before each outcome
+    _predictor: RunningPredictor = run_state()  # the predictions made before each outcome, and their loss P_t
     _theta_pred: np.ndarray = run_state()  # the estimate that predicts the next block's outcomes
     _theta_mle: np.ndarray | None = run_state()
     _n_closed: int = run_state()
@@ -108,7 +108,9 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         self._next_check = 0  # the rest of the current block, handed out one test at a time
         self._windows = LRWindows(self.d_eff, self.K)  # the set restarted late (lr_windows)
         self.diagnostics.pop("threshold", None)  # the set's level is P_t + log(1/delta), not a constant
-        self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0)
+        # the index status shows: rivals the likelihood-ratio test has not ruled out yet (fires at 0)
+        self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0,
+                                stat_name="rivals not yet ruled out by its likelihood-ratio test:")
 
     @classmethod
     def resolve_oracle(cls, key: str, instance):
@@ -172,13 +174,13 @@ class LogisticTrackAndStop(LinearTrackAndStop):
 
     # ------------------------------------------------------------------ outcomes and the stopping rule
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
-        # the outcomes are predicted with the estimate fixed before them (lr_set's P_t)
+        # the outcomes are predicted from the outcomes before them (lr_set's P_t), then the predictor refitted
         if self._absorbing:
             self._absorb_predictions(arms, rewards)
         else:
-            self._windows.before_batch(self.n_samples - arms.size, self.n, self.sums, arms, rewards,
-                                       self._predictor.loss)
-            self._predictor.observe(self.Z[arms], rewards, self.n_samples - arms.size)
+            before = self.n_samples - arms.size
+            self._windows.before_batch(before, self.n, self.sums, arms, rewards, self._predictor.loss)
+            self._predictor.observe(self.Z[arms], rewards, before)
         pulled = np.flatnonzero(self.n)
         self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
         same = np.flatnonzero(self._predictor.lams == self.lambda_reg)  # the design's own fit, already made
@@ -216,12 +218,9 @@ class LogisticTrackAndStop(LinearTrackAndStop):
             # each chunk a batch of the late-started sets too (lr_windows: n and s count the chunk)
             self._windows.before_batch(t0 + lo, n, s, a, r, self._predictor.loss)
             self._predictor.observe(self.Z[a], r, t0 + lo)
-            if hi < arms.size:  # the last chunk's estimate and refit are _update's
+            if hi < arms.size:  # the last chunk's fit is _update's
                 pulled = np.flatnonzero(n)
                 self._predictor.refit(self.Z[pulled], n[pulled], s[pulled])
-                theta = self._estimate(n.astype(float), s)
-                if theta is not None:
-                    self._theta_pred = theta
             lo = hi
 
     def _close_block(self, counts: np.ndarray, sums: np.ndarray) -> None:

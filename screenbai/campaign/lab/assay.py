@@ -132,7 +132,7 @@ class Readout:
         flip = " (negated: lower is better)" if self.direction == "below" else ""
         return (
             f"{algorithm} models the {self.label()} itself{flip} with a linear-Gaussian model of the features; "
-            "its noise scale is the declared sigma (compare it with the control wells' spread in status)"
+            "its noise scale is its parameter sigma (compare it with the control wells' spread in status)"
         )
 
 
