@@ -15,8 +15,9 @@ from screenbai.bandits.certainty.forecast import stopping_time
 from screenbai.bandits.numerics.lr_set import forecast_level
 from screenbai.bandits.sim.instances import kw_synthetic
 
-# median tests at delta = 0.05 (docs/lower_bound.md): log-tas (20 runs), GLGapE's default
-MEASURED = {2: (626, 708), 5: (1028, 1199), 10: (2806, 2320)}
+# median tests at delta = 0.05 (docs/lower_bound.md, "The likelihood-ratio stop"): log-tas (200 / 100 /
+# 20 runs at d = 2 / 5 / 10), GLGapE's default (20 runs), both with lr_set.RunningPredictor
+MEASURED = {2: (529.5, 617), 5: (621, 690), 10: (2210, 1829)}
 
 
 def main() -> None:

@@ -309,7 +309,7 @@ def test_a_rival_with_the_same_features_is_ruled_out_without_dividing_by_zero():
 
 def _decision_with_the_box_always(cs, Z, i, eps):
     """0 or not, as open_arms decided before the box became lazy: the outer radius, then the box
-    bound on every candidate left, then exact tests likeliest first (exact H^-1 norms, one named arm)."""
+    bound on every candidate left, then exact pair tests likeliest first (exact H^-1 norms, one named arm)."""
     zi = Z[i]
     centre = float(zi @ cs.theta)
     b0 = float(logit((1.0 - eps) / 2.0))

@@ -186,7 +186,7 @@ class GLGapE(Policy):
     _mle_not_converged: int = run_state()
     _sep_warnings: int = run_state()
     #: "likelihood-ratio": the predictions made before each outcome, and their loss P_t
-    _predictor: RunningPredictor | None = run_state()
+    _predictor: RunningPredictor = run_state()  # used by that calibration only (the state's shape is fixed)
     _lr_next_check: int = run_state()
     _theta_mle: np.ndarray | None = run_state()
     _lr_checks: int = run_state()
@@ -253,7 +253,7 @@ class GLGapE(Policy):
         self._next_calibration = np.inf
         self._checked_at = -1  # n_samples when the stopping rule was last evaluated
         # "likelihood-ratio": the predictions made before each outcome, and their loss P_t
-        self._predictor = RunningPredictor(self.d_eff) if calibration == "likelihood-ratio" else None
+        self._predictor = RunningPredictor(self.d_eff)
         self._lr_next_check = 0  # ... the sample count of its next stopping test, and the last MLE found
         self._theta_mle = None
         self._lr_checks = 0
@@ -295,7 +295,7 @@ class GLGapE(Policy):
         return self._adaptive_round()
 
     def _update(self, arms, rewards):
-        if self._predictor is not None:  # predicted from the outcomes before these, then refitted
+        if self.calibration == "likelihood-ratio":  # predicted from the outcomes before these, then refitted
             self._predictor.observe(self.Z[arms], rewards, self.n_samples - arms.size)
             # refitted once the initial phase's E outcomes are in (the phase is one batch of fixed tests:
             # its predictions then do not depend on how its outcomes are told, one by one or together)
@@ -446,7 +446,7 @@ class GLGapE(Policy):
 
     def _lr_level(self) -> float:
         """The likelihood-ratio set's level P_t + log(1/delta) (lr_set.py)."""
-        if self._predictor is None:
+        if self.calibration != "likelihood-ratio":
             raise RuntimeError(f"the {self.calibration!r} calibration has no likelihood-ratio set")
         return self._predictor.loss + float(np.log(1.0 / self.delta))
 

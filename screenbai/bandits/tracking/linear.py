@@ -113,7 +113,7 @@ def greedy_block(Z: np.ndarray, Y: np.ndarray, c: np.ndarray, n_min: int, n_max:
         ZZ = (Z @ Z.T) / ridge if K <= 4 * d else None
         P = None if ZZ is not None else np.eye(d) / ridge
     else:  # once per block, d x d
-        P0 = np.linalg.inv(before + ridge * np.eye(d))
+        P0 = np.asarray(np.linalg.inv(before + ridge * np.eye(d)), dtype=float)
         B = Y @ P0 @ Z.T
         h = np.einsum("ij,ij->i", Y @ P0, Y)
         q = np.einsum("ij,ij->i", Z @ P0, Z)
