@@ -3,15 +3,18 @@
     python benchmarks/tracking_ratios.py --instances soare reda random1 --reps 100
     python benchmarks/tracking_ratios.py --instances kw2 kw5 kw10 --reps 50
     python benchmarks/tracking_ratios.py --instances cdk2 --reps 10 --results results/cdk2_potency
+    python benchmarks/tracking_ratios.py --instances kw2 kw5 --reps 50 --algorithm glgape
 
 Instances: soare (soare(d=2, omega=0.1), sigma 1, best arm), reda (reda_classic(K=4, m=2), top 2),
 random0 / random1 (instances.random_linear(K=400, d=20, sigma=0.5, seed): X uniform in [-1, 1],
 theta standard normal; benchmarks/lower_bound.py's random_linear is seed 0),
 kw2 / kw5 / kw10 (kw_synthetic(K=50, d, seed=0), logistic, epsilon 0.1), cdk2 (the CDK2 potency
 arms, IC50 < 100 nM, K = 400, d = 20, logistic,
-epsilon 0.1, from a workflow run of config/cdk2_potency.yaml). LB = T*(theta) log(1/(2.4 delta))
-from certainty.complexity. One CSV row per instance (--out) with runs, errors, capped runs, median
-tests, LB and their ratio.
+epsilon 0.1, from a workflow run of config/cdk2_potency.yaml). ``--algorithm`` runs another registered
+algorithm of the same model on the logistic instances (e.g. glgape, its default calibration).
+LB = T*(theta) log(1/(2.4 delta)) from certainty.complexity. One CSV row per instance (--out) with
+runs, errors (and their one-sided 95 % Clopper-Pearson upper bound), capped runs, median tests, LB
+and their ratio.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import time
 
 import numpy as np
 import pandas as pd
+from scipy.stats import beta
 
 from screenbai.bandits import policy_for_instance
 from screenbai.bandits.certainty.complexity import lower_bound
@@ -63,11 +67,15 @@ def main(argv=None):
     ap.add_argument("--delta", type=float, default=0.05)
     ap.add_argument("--max-samples", type=int, default=10**6)
     ap.add_argument("--results", default="results/cdk2_potency")
+    ap.add_argument("--algorithm", default=None, help="instead of log-tas on the logistic instances")
+    ap.add_argument("--seed", type=int, default=0, help="the runs use seeds seed .. seed + reps - 1")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     rows = []
     for name in args.instances:
         inst, algo, params, model = setting(name, args.results)
+        if args.algorithm and model == "logistic":
+            algo = args.algorithm
         m = params.get("m", 1)
         eps = params.get("epsilon", 0.0)
         sigma = 0.5 if inst.reward == "bernoulli" else inst.sigma
@@ -76,7 +84,7 @@ def main(argv=None):
         kth = inst.means[order[m - 1]]
         tests, errors, capped = [], 0, 0
         t0 = time.perf_counter()
-        for rep in range(args.reps):
+        for rep in range(args.seed, args.seed + args.reps):
             p = policy_for_instance(algo, inst, rng=rep, delta=args.delta, max_samples=args.max_samples, **params)
             r = p.run(Environment(inst, rng=np.random.default_rng(10_000 + rep)))
             capped += not r.stopped
@@ -84,7 +92,8 @@ def main(argv=None):
             tests.append(r.n_samples)
         med = float(np.median(tests))
         rows.append({"instance": inst.name, "algorithm": algo, "delta": args.delta, "runs": args.reps,
-                     "errors": errors, "capped": capped, "median_tests": med, "lower_bound": round(LB, 1),
+                     "errors": errors, "error_upper": round(float(beta.ppf(0.95, errors + 1, args.reps - errors)), 4),
+                     "capped": capped, "median_tests": med, "lower_bound": round(LB, 1),
                      "ratio": round(med / LB, 2), "s_per_run": round((time.perf_counter() - t0) / args.reps, 2)})
         print(rows[-1], flush=True)
     table = pd.DataFrame(rows)

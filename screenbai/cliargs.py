@@ -36,7 +36,7 @@ class HelpFormatter(argparse.HelpFormatter):
 
     def _get_help_string(self, action):
         text = action.help or ""
-        nothing = action.default is None or action.default is False or action.default == [] \
+        nothing = action.default is None or action.default is False or action.default in ([], "") \
             or action.default == argparse.SUPPRESS
         if "default" in text or not action.option_strings or nothing:
             return text

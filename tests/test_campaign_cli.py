@@ -108,7 +108,14 @@ def test_init_without_algorithm_runs_the_cheapest_guaranteed_one(tmp_path, libra
     (docs/lower_bound.md), log-tas for 0/1 outcomes and lin-tas for a continuous readout, and says so."""
     camp = tmp_path / "c.campaign"
     assert init(camp, library_csv, "--outcome", outcome, "--param", "epsilon=0.1") == 0
-    assert f"{algorithm} with {{'epsilon': 0.1}}" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert f"{algorithm} with {{'epsilon': 0.1}}" in out
+    # a continuous readout's guarantee rests on sigma: its default is said, not called "the declared sigma"
+    assert ("noise scale: sigma = 1, lin-tas's default, not declared" in out) == (outcome == "continuous")
+    if outcome == "continuous":
+        declared = tmp_path / "s.campaign"
+        assert init(declared, library_csv, "--outcome", outcome, "--param", "epsilon=0.1", "--param", "sigma=8") == 0
+        assert "noise scale:" not in capsys.readouterr().out
     with Campaign.open(camp) as c:
         assert c.algorithm == algorithm and c.status().to_dict()["certified_epsilon"] is None
         plate = c.next_plate(4)

@@ -218,8 +218,10 @@ def test_a_gse_stage_spans_plates_and_waits_for_its_outcomes(tmp_path):
 @pytest.mark.parametrize("algorithm, params", [
     ("glgape", {"epsilon": 0.1, "delta": 0.05}),
     ("m-lingape", {"m": 1, "epsilon": 0.1, "delta": 0.05, "sigma": 0.5, "threshold": "heuristic"}),
+    ("log-tas", {"epsilon": 0.1, "delta": 0.05}),
 ])
 def test_status_says_how_far_the_stopping_rule_is_from_firing(tmp_path, algorithm, params):
+    """Each index is said with what it means (a chemist read "its index is 4865, it fires at <= 0")."""
     camp = new_campaign(tmp_path / "s.campaign", algorithm, params)
     assay = Assay(camp.features)
     for k in range(3):
@@ -230,10 +232,15 @@ def test_status_says_how_far_the_stopping_rule_is_from_firing(tmp_path, algorith
     if algorithm == "glgape":  # the likelihood-ratio test: a count of pairs, fires at 0
         assert status.stop_threshold == 0 and status.stop_index >= 1
         name, threshold = "rivals not ruled out at the likelihood-ratio test's last full count:", 0
-    else:
+    elif algorithm == "log-tas":  # its likelihood-ratio test: a count of rivals, fires at 0
+        assert status.stop_threshold == 0 and status.stop_index >= 1
+        name, threshold = "rivals not yet ruled out by its likelihood-ratio test:", 0
+    else:  # a gap index: how much a rival may still beat the leader by
         assert status.stop_threshold == 0.1 and status.stop_index > 0.1  # not fired: above the threshold
-        name, threshold = "its index is", 0.1
-    assert f"{name} {status.stop_index:.4g}, it fires at <= {threshold}" in status.text()
+        name, threshold = "a rival may still beat the leader by up to", 0.1
+    assert "its index is" not in status.text()
+    fires = "it fires when none is left" if name.endswith(":") else f"it fires at <= {threshold}"  # a count
+    assert f"{name} {status.stop_index:.4g}, {fires}" in status.text()
     # a setting without an error guarantee is said next to the answer, and only then
     heuristic = params.get("threshold") == "heuristic"
     assert status.no_guarantee == (["threshold='heuristic'"] if heuristic else [])

@@ -509,3 +509,22 @@ def test_recheck_runs_the_stopping_rule_while_the_rest_of_a_batch_waits():
     assert policy.done and policy.result().stopped
     with pytest.raises(RuntimeError, match="finished"):
         policy.propose(1)
+
+
+@pytest.mark.parametrize("algorithm, params, says", [
+    ("log-tas", {"epsilon": 0.1}, "logistic model"),
+    ("lin-tas", {"sigma": 0.5}, "linear model"),
+    ("rage", {"sigma": 0.5}, "linear model"),
+])
+def test_status_names_the_algorithms_own_model_of_0_1_outcomes(tmp_path, algorithm, params, says):
+    """A linear algorithm run on 0/1 outcomes certifies under the linear model, not the logistic one."""
+    from campaign_util import new_campaign, write_results
+
+    from screenbai.campaign.views.status import campaign_status, prior_cost
+
+    camp = new_campaign(tmp_path / "c.campaign", algorithm, params)
+    plate = camp.next_plate(12)
+    camp.record(write_results(tmp_path / "r.csv", plate, [i % 2 for i in range(len(plate.arms))]))
+    st = campaign_status(camp)
+    assert says in st.model and ("logistic" in says) == ("logistic" in st.model), st.model
+    assert prior_cost(camp, draws=2)  # the forecast solves T* in the algorithm's model without failing

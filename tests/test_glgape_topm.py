@@ -99,7 +99,7 @@ def test_default_names_m_arms_that_every_theta_of_the_likelihood_ratio_set_agree
         errors += not inst.is_correct(J, epsilon=eps, m=m)
         pulled = np.flatnonzero(policy.n)
         Zp, n, s = policy.Z[pulled], policy.n[pulled], policy.sums[pulled]
-        level = policy._pred_loss + np.log(1 / policy.delta)
+        level = policy._predictor.loss + np.log(1 / policy.delta)
         cs = LikelihoodRatioSet(Zp, n, s, level, policy.theta)
         H = (Zp.T * (n * expit(Zp @ cs.theta) * expit(-Zp @ cs.theta))) @ Zp
         draws = np.random.default_rng(seed).multivariate_normal(cs.theta, 2 * cs.rho**2 / 3 * np.linalg.inv(H), 4000)

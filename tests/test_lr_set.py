@@ -9,32 +9,79 @@ from screenbai.bandits.core.registry import policy_for_instance
 from screenbai.bandits.core.runner import replicate
 from screenbai.bandits.numerics import lr_set
 from screenbai.bandits.numerics.glm import logistic_mle
-from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, nll, pair_stands, prediction_loss
+from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, nll, pair_stands, prediction_loss
 from screenbai.bandits.sim.instances import kw_synthetic
 
 
 def test_prediction_loss_mixes_in_a_fair_coin():
-    # the first prediction (s = 0) has weight 1/2 on the coin: at eta = 0 the loss is log 2 either way
-    assert prediction_loss(np.zeros(2), np.array([1.0, 0.0]), 0) == pytest.approx(2 * np.log(2))
+    # the first prediction (s = 0) has weight 1/2 on the coin: at p = 1/2 the loss is log 2 either way
+    assert prediction_loss(np.full(2, 0.5), np.array([1.0, 0.0]), 0) == pytest.approx(2 * np.log(2))
     # a confident wrong prediction costs at most log(2 (s + 2)), not infinity
-    assert prediction_loss(np.array([50.0]), np.array([0.0]), 8) == pytest.approx(np.log(2 * 10), rel=1e-9)
-    right = prediction_loss(np.array([3.0]), np.array([1.0]), 98)
+    assert prediction_loss(expit(np.array([50.0])), np.array([0.0]), 8) == pytest.approx(np.log(2 * 10), rel=1e-9)
+    right = prediction_loss(expit(np.array([3.0])), np.array([1.0]), 98)
     assert right == pytest.approx(-np.log(0.99 * expit(3.0) + 0.005))
 
 
+def _feed(predictor, X, arms, ys, refit=True):
+    n, s = np.zeros(X.shape[0]), np.zeros(X.shape[0])
+    for t, (a, y) in enumerate(zip(arms, ys)):
+        predictor.observe(X[[a]], np.array([y]), t)
+        n[a] += 1
+        s[a] += y
+        if refit:
+            predictor.refit(X[n > 0], n[n > 0], s[n > 0])
+    return n, s
+
+
+def test_running_predictor_is_predictable_moderated_and_near_its_best_prior():
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, (10, 3))
+    theta = np.array([0.2, -0.1, 0.1])
+    arms = rng.integers(10, size=300)
+    ys = (rng.random(300) < expit(X[arms] @ theta)).astype(float)
+    # no outcome yet: every prior predicts 1/2, so each of a first batch costs log 2
+    assert RunningPredictor(3).observe(X[arms[:4]], ys[:4], 0) == pytest.approx(4 * np.log(2))
+    # a batch is predicted from the state before it: its loss does not depend on its own outcomes' order
+    p = RunningPredictor(3)
+    _feed(p, X, arms[:50], ys[:50])
+    q = RunningPredictor(3)
+    q.load_state_dict(p.state_dict())
+    batch = slice(50, 60)
+    assert p.observe(X[arms[batch]], ys[batch], 50) == pytest.approx(
+        prediction_loss(q.probability(X[arms[batch]]), ys[batch], 50))
+    # moderation: the predictive is pulled towards 1/2 by the posterior variance (MacKay), |p - 1/2| smaller
+    flat = RunningPredictor(3, precisions=(1.0,))
+    _feed(flat, X, arms[:20], ys[:20])
+    eta = flat.theta[0] @ X.T
+    assert np.all(np.abs(flat.probability(X) - 0.5) < np.abs(expit(eta) - 0.5) + 1e-12)
+    # Bayesian model averaging: within log(#priors) of the best single prior (plus the coin's share)
+    lams = (1.0, 4.0, 16.0)
+    mixed = RunningPredictor(3, precisions=lams)
+    _feed(mixed, X, arms, ys)
+    alone = []
+    for lam in lams:
+        single = RunningPredictor(3, precisions=(lam,))
+        _feed(single, X, arms, ys)
+        alone.append(single.loss)
+    coin = -np.log(1 - 1 / (np.arange(300) + 2.0)).sum()
+    assert mixed.loss <= min(alone) + np.log(3) + coin
+    # with a small true theta the strong priors predict better than lambda = 1 (what the average is for)
+    assert mixed.loss < alone[0]
+
+
 def _sequential_run(rng, X, theta_star, T):
-    """Uniform random arms; predictions from the running ridge MLE; returns the path of L_t(theta*) - P_t."""
+    """Uniform random arms; the running predictor's predictions; returns the path of L_t(theta*) - P_t."""
     K, d = X.shape
     n, s = np.zeros(K), np.zeros(K)
-    theta, pred, path = np.zeros(d), 0.0, []
+    predictor, path = RunningPredictor(d), []
     for t in range(T):
         a = rng.integers(K)
         y = float(rng.random() < expit(X[a] @ theta_star))
-        pred += prediction_loss(np.array([X[a] @ theta]), np.array([y]), t)
+        predictor.observe(X[[a]], np.array([y]), t)
         n[a] += 1
         s[a] += y
-        theta = logistic_mle(X, n, s, 1.0, theta0=theta, decrement_tol=1e-8).theta
-        path.append(nll(X[n > 0], n[n > 0], s[n > 0], theta_star) - pred)
+        predictor.refit(X[n > 0], n[n > 0], s[n > 0])
+        path.append(nll(X[n > 0], n[n > 0], s[n > 0], theta_star) - predictor.loss)
     return np.array(path)
 
 
@@ -109,6 +156,37 @@ def test_open_arms_agrees_with_a_dense_grid_of_the_set(seed, monkeypatch):
     assert exact_needed or seed != 2  # on seed 2 an exact test decides a pair (capping them changes the count)
 
 
+def test_epsilon_curve_is_the_alternative_boundary_and_convex():
+    a = np.linspace(-6.0, 2.0, 401)  # logit(1 - 0.1) = 2.197
+    h, slope = np.array([lr_set.epsilon_curve(v, 0.1) for v in a]).T
+    assert np.allclose(expit(h) - expit(a), 0.1)
+    up, down = (np.array([lr_set.epsilon_curve(v, 0.1)[0] for v in a + sign * 1e-6]) for sign in (1, -1))
+    assert np.allclose(slope, (up - down) / 2e-6, rtol=1e-5)
+    assert np.all(np.diff(slope) > 0)  # convex: the alternative lies beyond each tangent plane
+
+
+def test_pair_test_is_sound_on_a_grid_and_the_tangent_planes_rule_out_more():
+    """d = 2: a pair ruled out never leaves a grid point of C_t where mu_j - mu_i > epsilon; with the
+    margin g taken at the least favourable x_i^T theta (the first plane alone is conservative) the
+    tangent planes still rule out every pair the grid shows clear with room to spare, and more
+    pairs than the first plane alone."""
+    g_worst = lr_set.epsilon_margin(float(logit(0.45)), 0.1)  # the smallest margin over any range
+    gained = 0
+    for seed in range(6):
+        Z, n, s = _dataset(seed)
+        level = nll(Z, n, s, logistic_mle(Z, n, s, 0.0).theta) + np.log(1 / 0.05) + 3.0
+        cs = LikelihoodRatioSet(Z, n, s, level, np.zeros(2))
+        mu = expit(_grid_in_set(cs, Z, n, s) @ Z.T)
+        for i in range(Z.shape[0]):
+            for j in np.delete(np.arange(Z.shape[0]), i):
+                worst = (mu[:, j] - mu[:, i]).max()
+                ruled = cs._rules_out_pair(Z[i], Z[j], g_worst, 0.1)
+                assert not ruled or worst <= 0.1 + 1e-9
+                assert ruled or worst >= 0.1 - 0.01
+                gained += ruled and not cs._rules_out(Z[j] - Z[i], g_worst)
+    assert gained >= 5
+
+
 def test_the_cheap_witness_only_says_stands_when_the_set_holds_a_theta_where_the_rival_wins():
     witnessed = silent = 0
     for seed in range(6):
@@ -157,7 +235,7 @@ def test_separable_outcomes_rule_nothing_out():
 
 
 def test_glgape_predicts_each_outcome_before_seeing_it():
-    """The default's loss P_t is the sum of the losses of the estimate held before each outcome."""
+    """The default's loss P_t is the sum of the losses of the predictions held before each outcome."""
     inst = kw_synthetic(K=20, d=3, seed=4)
     policy = policy_for_instance("glgape", inst, rng=3)
     env = inst.environment(np.random.default_rng(5))
@@ -167,10 +245,9 @@ def test_glgape_predicts_each_outcome_before_seeing_it():
             break
         arms = policy.ask()
         rewards = env.pull(arms)
-        eta = policy.Z[arms] @ policy.theta
-        expected += prediction_loss(eta, rewards, policy.n_samples)
+        expected += prediction_loss(policy._predictor.probability(policy.Z[arms]), rewards, policy.n_samples)
         policy.tell(arms, rewards)
-        assert policy._pred_loss == pytest.approx(expected, rel=1e-12)
+        assert policy._predictor.loss == pytest.approx(expected, rel=1e-12)
     assert policy.n_samples >= 100
 
 
@@ -247,7 +324,7 @@ def _decision_with_the_box_always(cs, Z, i, eps):
     alive = alive[D[alive] @ cs.theta + cs._box_bound(D[alive]) > g]
     score = gap_hat[alive] + np.sqrt(2.0 * (cs.level - cs.f_min)) * sd[alive]
     order = alive[np.argsort(-score, kind="stable")]
-    if order.size > lr_set.MAX_EXACT_TESTS or any(not cs._rules_out(D[j], g) for j in order):
+    if order.size > lr_set.MAX_EXACT_TESTS or any(not cs._rules_out_pair(zi, Z[j], g, eps) for j in order):
         return 1
     return 0
 

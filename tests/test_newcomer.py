@@ -202,3 +202,67 @@ def test_ci_run_removes_its_temporary_folder_whatever_happens(tmp_path):
     done = subprocess.run(["bash", str(REPO / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode != 0
     assert list(tmp.iterdir()) == []
+
+
+# ---------------------------------------------------------------- a chemist's trial of the README recipe (session 6)
+
+
+def test_the_backtest_figure_keeps_its_title_inside(tmp_path):
+    """hit_recovery.png cut its one-line title (the backtest's description, 170 characters) at both sides."""
+    from screenbai.campaign.backtest import BacktestResult, hit_figure
+
+    description = ("measured.csv: hit = ic50_nM < 1000 (1021 of 2203 compounds), each test drawn with noise (sd 0.3); "
+                   "2663 library compounds without a value left out; 8 values of compounds not in the library ignored")
+    curve = {"tests": [1, 2, 3], "campaign": [0.0, 0.1, 0.1], "random": [0.0, 0.0, 0.1], "one_shot": [0.0, 0.1, 0.2]}
+    fig = hit_figure(BacktestResult(3, 1, False, False, [], curve, 10, description))
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)
+    box, page = fig.axes[0].title.get_window_extent(renderer), fig.bbox
+    assert page.x0 <= box.x0 and box.x1 <= page.x1 and box.y1 <= page.y1, (box, page)
+    assert "ignored" in fig.axes[0].get_title()  # wrapped, not shortened
+
+
+def test_init_help_has_no_empty_default_and_names_where_the_plate_size_is(capsys):
+    text = _help(capsys, "campaign", "init")
+    assert "(default: )" not in text and "delta-correct" not in text
+    entry = next(e for e in _entries(text) if e.startswith("--plate-format"))
+    assert "`next`" in entry and "96" in entry  # --plate-size is next's option, not init's
+    withdraw = _help(capsys, "campaign", "withdraw")
+    assert "(default: )" not in withdraw and "the compound to withdraw" in withdraw
+
+
+def test_status_of_a_hit_screen_reads_plainly(tmp_path):
+    """A binary campaign speaks of hit rates (not cure rates), names the model the certificate holds under
+    next to it, and the plate file's 'why' says a compound's hits, not its 'mean outcome'."""
+    import numpy as np
+    from campaign_util import Assay, new_campaign, write_results
+
+    from screenbai.campaign.views.explain import why_chosen
+
+    camp = new_campaign(tmp_path / "s.campaign", "log-tas", {"epsilon": 0.1, "delta": 0.05})
+    assert "forecast of plates left: once the first outcomes are recorded" in camp.status().text()
+    assay = Assay(camp.features)
+    for k in range(3):
+        plate = camp.next_plate(12)
+        camp.record(write_results(tmp_path / f"s{k}.csv", plate, assay(plate.arms)))
+    lines = camp.status().text().splitlines()
+    assert not any("cure" in line for line in lines)
+    assert any(line.startswith("certified") and "hit rate" in line for line in lines)
+    k = next(i for i, line in enumerate(lines) if line.startswith("certified"))
+    assert lines[k + 1].startswith("model (the certificate and the stopping rule's guarantee hold under it): ")
+    n, s, _, _ = camp.observations()
+    tested = int(np.flatnonzero(n)[0])
+    why = why_chosen(camp, camp.policy)(tested, 0, 1)
+    assert f"tested {int(n[tested])} times, {int(s[tested])} hit(s)" in why and "mean outcome" not in why
+    # a snapshot saved before log-tas named its count: still a count, not "a rival may still beat ... by up to 29"
+    getattr(camp.policy, "inner", camp.policy).diagnostics.pop("stat_name")
+    assert "not fired; rivals not yet ruled out by the stopping test:" in camp.status().text()
+    camp.close()
+
+
+def test_init_says_what_its_features_are():
+    from screenbai.campaign.library import features_meaning
+
+    assert features_meaning({"method": "morgan+pca", "d": 20, "intercept": True}) == (
+        "morgan+pca: 20 principal components of the Morgan fingerprints and a constant")
+    assert features_meaning({"method": "synthetic", "d": 3}) == "synthetic: 3 columns"

@@ -314,8 +314,8 @@ def test_log_tas_absorbs_a_campaigns_past_in_chunks_and_goes_on():
     n = np.bincount(arms, minlength=inst.K).astype(float)
     s = np.bincount(arms, weights=r, minlength=inst.K)
     best = nll(policy.Z, n, s, logistic_mle(policy.Z, n, s, 1e-6).theta)
-    regret = policy._pred_loss - best
-    at_once = prediction_loss(np.zeros(600), r, 0) - best  # every outcome predicted before any of them
+    regret = policy._predictor.loss - best
+    at_once = prediction_loss(np.full(600, 0.5), r, 0) - best  # every outcome predicted before any of them
     assert 0 < regret < 3 * policy.d_eff * np.log(600) < at_once / 3, (regret, at_once)
     res = policy.run(Environment(inst, rng=np.random.default_rng(1)))
     assert res.stopped and inst.means[res.recommendation[0]] >= inst.means.max() - 0.1
@@ -338,3 +338,20 @@ def test_lin_tas_uses_a_campaigns_past_for_its_designs_not_its_evidence():
     assert policy.evidence.n_blocks == 0 and policy._unplanned.sum() == 0
     policy.tell(first, np.ones(first.size))
     assert policy.evidence.n_blocks == 1
+
+
+def test_greedy_block_completes_the_information_already_collected():
+    """With ``before`` the block fills what the directions still lack: after many tests of e_1 the
+    block goes to e_2 (the direction that lacks information), and a design already sufficient ends
+    the block at its minimum size."""
+    from screenbai.bandits.tracking.linear import greedy_block
+
+    Z = np.eye(2)
+    Y = np.array([[1.0, 0.0], [0.0, 1.0]])
+    c = np.array([1.0, 1.0])
+    fresh = greedy_block(Z, Y, c, 1, 10)
+    assert fresh[0] >= 1 and fresh[1] >= 1  # alone, both directions
+    lopsided = greedy_block(Z, Y, c, 1, 10, before=np.diag([50.0, 0.0]))
+    assert lopsided[0] == 0 and lopsided[1] >= 1
+    done = greedy_block(Z, Y, c, 2, 10, before=np.diag([50.0, 50.0]))
+    assert done.sum() == 2

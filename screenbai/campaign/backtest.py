@@ -324,7 +324,7 @@ class BacktestResult:
             if self.labels:
                 what = "a hit" if r["rate"] == 1 else "not a hit"
             else:
-                what = f"cure rate {r['rate']:.3g} ({_rank(r['rate_rank'], r['rate_rank_tied_to'], r['K'])})"
+                what = f"true hit rate {r['rate']:.3g} ({_rank(r['rate_rank'], r['rate_rank_tied_to'], r['K'])})"
             lines.append(f"recommended {r['compound_id']}: {what}{pot}")
         c = self.curve
         lines.append(
@@ -473,6 +473,16 @@ def hit_recovery(tested: np.ndarray, top: np.ndarray, K: int, one_shot: np.ndarr
 
 
 def curve_figure(result: BacktestResult, path: Path) -> Path:
+    """``hit_recovery.png``: the figure of ``hit_figure``, saved."""
+    hit_figure(result).savefig(path)
+    return path
+
+
+def hit_figure(result: BacktestResult):
+    """The hit-recovery curves (campaign, random, one-shot) against tests spent; the title (the
+    backtest's description, often over 150 characters) wrapped to the figure's width."""
+    import textwrap
+
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -486,12 +496,11 @@ def curve_figure(result: BacktestResult, path: Path) -> Path:
     ax.set_xlabel("tests spent")
     ax.set_ylabel(f"share of the top-{result.top_k} compounds tested")
     ax.set_ylim(-0.02, 1.02)
-    ax.set_title(f"hit recovery: {result.description}", fontsize=8)
+    ax.set_title(textwrap.fill(f"hit recovery: {result.description}", 90), fontsize=8)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
-    return path
+    return fig
 
 
 def backtest_from_args(args, params: dict) -> int:

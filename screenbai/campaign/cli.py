@@ -62,21 +62,22 @@ def add_parser(sub) -> None:
             "--algorithm",
             default=None,
             help="a registered name (`screenbai algorithms`); default: log-tas for binary outcomes, lin-tas for "
-            "continuous ones (delta-correct, the fewest tests measured: docs/lower_bound.md)",
+            "continuous ones (wrong at most delta of the time, and the fewest tests measured: docs/lower_bound.md)",
         )
         p.add_argument(
             "--param",
             action="append",
             default=[],
             metavar="KEY=VALUE",
-            help="algorithm parameter (repeatable), e.g. --param epsilon=0.1 --param delta=0.05",
+            help="algorithm parameter (repeatable), e.g. --param epsilon=0.1 --param delta=0.05: name a compound "
+            "whose hit rate is within 0.1 of the best one's, wrong at most 5 %% of the time",
         )
         p.add_argument("--seed", type=int, default=0, help="the policy's random seed")
         p.add_argument(
             "--outcome",
             default="binary",
             choices=["binary", "continuous"],
-            help="binary (0/1, e.g. cured or not) or continuous outcomes (linear algorithms only)",
+            help="binary (0/1: a hit or not) or continuous outcomes (the readout itself; linear algorithms only)",
         )
 
     def layout_args(p, default_format):
@@ -85,7 +86,8 @@ def add_parser(sub) -> None:
             "--plate-format",
             default=default_format,
             help="96, 384, 1536 (or 6..48) wells, or ROWSxCOLS such as 8x12; wells are named A01..H12, A01..P24"
-            + ("" if default_format else "; without it, plates of --plate-size wells and no controls"),
+            + ("" if default_format else "; without it, `next` proposes plates of its --plate-size wells (96 by "
+               "default) without controls"),
         )
         g.add_argument(
             "--controls",
@@ -158,7 +160,7 @@ def add_parser(sub) -> None:
 
     p = cs.add_parser("withdraw", help="withdraw a compound (e.g. out of stock): no longer proposed or recommended")
     file_arg(p)
-    p.add_argument("compound_id")
+    p.add_argument("compound_id", help="the compound to withdraw: its id in the library (the plate files' compound_id)")
     p.add_argument("--reason", default="", help="why, for the log (e.g. 'out of stock')")
 
     p = cs.add_parser("format", help="change the plate format for the next plates")
@@ -199,7 +201,8 @@ def add_parser(sub) -> None:
     p.add_argument("--truth-id-column", default=None, help="compound id column of --truth (default: --id-column)")
     p.add_argument("--activity-column", help="activity (e.g. IC50 in nM; lower is better) to binarise at --threshold")
     p.add_argument("--threshold", type=float, default=1000.0, help="a compound is a hit when activity < threshold")
-    p.add_argument("--rate-column", help="instead: the cure rate of each compound (e.g. the workflow's arms 'mean')")
+    p.add_argument("--rate-column", help="instead: the hit rate of each compound, the chance that a test is a hit "
+                   "(e.g. the workflow's arms 'mean')")
     p.add_argument(
         "--hit-above",
         action="store_true",
@@ -280,7 +283,7 @@ def run(args) -> int:
 def _init(args) -> int:
     from .campaign import Campaign
     from .labcli import lab_settings, report_rejected, whole_plate_budget
-    from .library import library_from_args
+    from .library import features_meaning, library_from_args
     from .state.creation import check_settings
 
     check_settings(args.algorithm, parse_params(args.param), args.seed, args.outcome)  # before featurizing
@@ -296,7 +299,7 @@ def _init(args) -> int:
     )
     say(
         f"created {args.campaign}: {camp.K:,} compounds, {camp.features.shape[1]} features "
-        f"({lib.featurizer['method']}), {camp.algorithm} with {camp.meta['params'] or 'default parameters'}"
+        f"({features_meaning(lib.featurizer)}), {camp.algorithm} with {camp.meta['params'] or 'default parameters'}"
     )
     twins = lib.n_sharing_features()
     if twins:
@@ -310,6 +313,14 @@ def _init(args) -> int:
         say(f"plates: {layout.describe()}")
     if readout is not None:
         say(f"readout: {readout.label()}, {readout.rule()}; {readout.model(camp.binary, camp.algorithm)}")
+    sigma = getattr(getattr(camp.policy, "inner", camp.policy), "sigma", None)
+    if not camp.binary and sigma is not None and "sigma" not in camp.meta["params"]:
+        unit = f"{readout.name} ({readout.unit})" if readout is not None and readout.unit else "the readout's"
+        say(
+            f"noise scale: sigma = {sigma:g}, {camp.algorithm}'s default, not declared: the error guarantee holds only "
+            f"if each test's noise is at most sigma, in {unit} units; declare it with --param sigma=... (e.g. the "
+            "spread of replicate wells on a pilot plate; status shows the control wells' spread)"
+        )
     from .views.status import prior_cost
 
     for line in prior_cost(camp):

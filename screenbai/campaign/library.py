@@ -325,6 +325,16 @@ def _finish(compounds, X, rejected, settings, provenance, arrays) -> Library:
     )
 
 
+def features_meaning(featurizer: dict) -> str:
+    """What a library's feature columns are, in words (``init`` prints it beside their number)."""
+    method, d = featurizer.get("method", "?"), featurizer.get("d")
+    if method == "morgan+pca" and d is not None:
+        what = f"{method}: {d} principal components of the Morgan fingerprints"
+    else:
+        what = f"{method}: {d} columns" if d is not None else str(method)
+    return what + (" and a constant" if featurizer.get("intercept") else "")
+
+
 def library_from_args(args) -> Library:
     """``import_library`` with the library options that ``init`` and ``backtest`` share."""
     return import_library(

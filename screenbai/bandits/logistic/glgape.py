@@ -22,7 +22,8 @@ costs in docs/error_rates.md):
 * "likelihood-ratio" (default): error at most delta with no assumption beyond the logistic model
   (no c_mu, no S).  The policy stops when the anytime-valid likelihood-ratio confidence set
   {theta : L_t(theta) <= P_t + log(1/delta)} (P_t: the loss of the predictions made before each
-  outcome; lr_set.py) puts arm i within epsilon of every other arm for every theta in it.  The test
+  outcome, lr_set.RunningPredictor's; lr_set.py)
+  puts arm i within epsilon of every other arm for every theta in it.  The test
   runs after every 1 % more tests (at least d; so a run stops at most that many tests late), at
   O(d^2 + K_+ d) when a cheap witness shows that the sampled rival still stands, else with exact
   Newton tests on the pulled arms' data, and one O(K d) pass (O(K d^2) up to 20 000 arms) only
@@ -87,7 +88,7 @@ from screenbai.bandits.logistic.glgape_width import (
 from screenbai.bandits.numerics.estimators import PlateDesign, RidgeState
 from screenbai.bandits.numerics.glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_into, logistic_mle
 from screenbai.bandits.numerics.linalg import project_if_deficient
-from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, forecast_level, pair_stands, prediction_loss
+from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, pair_stands
 from screenbai.bandits.numerics.rules import L1Design, greedy_arm
 from screenbai.bandits.numerics.ties import BlockArgmax
 
@@ -184,7 +185,8 @@ class GLGapE(Policy):
     _mle_max: int = run_state()
     _mle_not_converged: int = run_state()
     _sep_warnings: int = run_state()
-    _pred_loss: float = run_state()  # "likelihood-ratio": the loss of the predictions made before each outcome
+    #: "likelihood-ratio": the predictions made before each outcome, and their loss P_t
+    _predictor: RunningPredictor | None = run_state()
     _lr_next_check: int = run_state()
     _theta_mle: np.ndarray | None = run_state()
     _lr_checks: int = run_state()
@@ -250,7 +252,8 @@ class GLGapE(Policy):
         self._scale_fields = ()
         self._next_calibration = np.inf
         self._checked_at = -1  # n_samples when the stopping rule was last evaluated
-        self._pred_loss = 0.0  # "likelihood-ratio": the loss of the predictions made before each outcome
+        # "likelihood-ratio": the predictions made before each outcome, and their loss P_t
+        self._predictor = RunningPredictor(self.d_eff) if calibration == "likelihood-ratio" else None
         self._lr_next_check = 0  # ... the sample count of its next stopping test, and the last MLE found
         self._theta_mle = None
         self._lr_checks = 0
@@ -292,9 +295,13 @@ class GLGapE(Policy):
         return self._adaptive_round()
 
     def _update(self, arms, rewards):
-        if self.calibration == "likelihood-ratio":  # predicted with the estimate from before these outcomes
-            before = self.n_samples - arms.size
-            self._pred_loss += prediction_loss(self.Z[arms] @ self.theta, rewards, before)
+        if self._predictor is not None:  # predicted from the outcomes before these, then refitted
+            self._predictor.observe(self.Z[arms], rewards, self.n_samples - arms.size)
+            # refitted once the initial phase's E outcomes are in (the phase is one batch of fixed tests:
+            # its predictions then do not depend on how its outcomes are told, one by one or together)
+            if self.n_samples >= self.E:
+                pulled = np.flatnonzero(self.n) if self._pulled is None else np.union1d(self._pulled, arms)
+                self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
         if self._phase == "adaptive" and arms.size == 1 and self.state.source.large:
             # large K: the fit needs only the counts, so fit first and let the rank-one update's
             # pass over Z also compute the next round's Z theta (one pass instead of two)
@@ -437,6 +444,12 @@ class GLGapE(Policy):
         """The plug-in c_mu and S are re-estimated whenever the sample count doubles."""
         return self.calibration in ("self-normalized", "likelihood-ratio")
 
+    def _lr_level(self) -> float:
+        """The likelihood-ratio set's level P_t + log(1/delta) (lr_set.py)."""
+        if self._predictor is None:
+            raise RuntimeError(f"the {self.calibration!r} calibration has no likelihood-ratio set")
+        return self._predictor.loss + float(np.log(1.0 / self.delta))
+
     def _lr_certifies(self, named: np.ndarray, pair: tuple[int, int]) -> bool:
         """The likelihood-ratio stopping test (lr_set.py) for the answer ``named``.
 
@@ -451,7 +464,7 @@ class GLGapE(Policy):
         self._lr_next_check = self.n_samples + max(self.d_eff, int(LR_CHECK_GROWTH * self.n_samples))
         pulled = np.flatnonzero(self.n)
         Zp, n, s = self.Z[pulled], self.n[pulled], self.sums[pulled]
-        level = self._pred_loss + np.log(1.0 / self.delta)
+        level = self._lr_level()
         i, j = pair
         if pair_stands(Zp, n, s, level, self.theta, self.state.P, self.Z[i], self.Z[j], self.epsilon):
             return False
@@ -509,7 +522,7 @@ class GLGapE(Policy):
         pulled = np.flatnonzero(self.n)
         if pulled.size == 0:
             return np.full(A.size, np.inf)
-        level = self._pred_loss + np.log(1.0 / self.delta)
+        level = self._lr_level()
         start = self.theta if self._theta_mle is None else self._theta_mle
         cs = LikelihoodRatioSet(self.Z[pulled], self.n[pulled], self.sums[pulled], level, start)
         P, diag = (self.state.P, self.state.diag) if self._phase == "adaptive" else (None, None)

@@ -4,8 +4,9 @@
 
 L_t(theta) = sum_s -log p_theta(y_s | x_s) is the unpenalised negative log-likelihood of the
 outcomes so far and P_t = sum_s -log q_s(y_s) the loss of the predictions made *before* each
-outcome was seen, q_s = (1 - w_s) mu(x_s^T theta_{s-1}) + w_s / 2 with w_s = 1 / (s + 2) (any
-estimate from the earlier outcomes; the small mixing weight caps one outcome's loss at log(2 (s + 2))).
+outcome was seen, q_s = (1 - w_s) p_s + w_s / 2 with w_s = 1 / (s + 2) (the small mixing weight caps
+one outcome's loss at log(2 (s + 2))) and p_s any prediction from the earlier outcomes: here
+``RunningPredictor``'s, a Bayesian average over Gaussian priors of moderated Laplace predictives.
 Under the true theta*, exp(L_t(theta*) - P_t) = prod_s q_s(y_s) / p_theta*(y_s) is a non-negative
 martingale with mean 1 (each factor has conditional mean 1 because q_s is fixed before y_s), so
 by Ville's inequality theta* stays in C_t at all times at once with probability at least 1 - delta
@@ -19,7 +20,10 @@ mu(x_j^T theta) - mu(x_i^T theta) <= epsilon for every named i and every other a
 convex (L_t is), so "no theta in C_t has (x_j - x_i)^T theta > g" holds exactly when the
 minimum of L_t on the hyperplane (x_j - x_i)^T theta = g exceeds the level (a point of C_t
 lies on the other side).  The largest safe g follows from the range of x_i^T theta over C_t:
-mu(b + g) - mu(b) <= epsilon for every b in that range.  Arms far from the answer are ruled out
+mu(b + g) - mu(b) <= epsilon for every b in that range; a pair that plane does not settle gets
+tangent planes of the alternative {x_j^T theta > logit(mu(x_i^T theta) + epsilon)}, which is convex
+(``epsilon_curve``), so that the test is not conservative where the range is wide (large d: the
+range ends' margins are far below the margin at the likely theta).  Arms far from the answer are ruled out
 first by an outer bound of C_t (the self-concordance of the logistic loss, Bach 2010, Prop. 1);
 the rest get an exact Newton solve on the hyperplane (at most MAX_EXACT_TESTS of them; the rest
 count as not ruled out), the likeliest violator first, and the test returns at the first arm it
@@ -32,7 +36,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.special import expit, logit
 
 from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
@@ -55,14 +59,101 @@ def forecast_level(t: float, d: int, delta: float) -> float:
     return math.log(1.0 / delta) + 0.5 * d * math.log1p(max(t, 0.0) / d)
 
 
-def prediction_loss(eta: np.ndarray, rewards: np.ndarray, n_before: int) -> float:
-    """sum of -log q(y) for outcomes ``rewards`` (0/1) predicted from linear predictors ``eta``,
-    the s-th of them (counting from ``n_before``) with mixing weight 1 / (s + 2)."""
+def prediction_loss(p1: np.ndarray, rewards: np.ndarray, n_before: int) -> float:
+    """sum of -log q(y) for outcomes ``rewards`` (0/1) predicted with probabilities ``p1`` of a 1,
+    the s-th of them (counting from ``n_before``) mixed with a fair coin at weight w_s = 1 / (s + 2):
+    q = (1 - w_s) p1 + w_s / 2, so one outcome costs at most log(2 (s + 2))."""
     rewards = np.asarray(rewards, dtype=float)
     w = 1.0 / (n_before + 2.0 + np.arange(rewards.size))
-    q1 = (1.0 - w) * expit(eta) + 0.5 * w  # probability of a 1
+    q1 = (1.0 - w) * np.asarray(p1, dtype=float) + 0.5 * w  # probability of a 1
     q = np.where(rewards > 0.5, q1, 1.0 - q1)
     return float(-np.log(q).sum())
+
+
+#: prior precisions lambda_k of the Gaussian priors N(0, I / lambda_k) the running predictor averages
+PRIOR_PRECISIONS = (1.0, 4.0, 16.0)
+
+
+class RunningPredictor:
+    """The predictions q_s of P_t: a Bayesian model average over Gaussian priors, each predictive moderated.
+
+    Component k is the posterior of the logistic model under the prior N(0, I / lambda_k), approximated
+    at its MAP theta_k (the ridge-penalised MLE) with covariance Sigma_k = (lambda_k I + H_k)^-1, H_k the
+    Fisher information sum_s mu'(x_s^T theta_k) x_s x_s^T (Laplace); its predictive probability of a 1
+    at x is MacKay's moderated mu(x^T theta_k / sqrt(1 + pi x^T Sigma_k x / 8)) (MacKay 1992, eq. 99:
+    the probit approximation of the posterior mean of mu). The components are averaged with weights
+    proportional to 1/K_prior times the probability each gave the outcomes so far (Bayesian model
+    averaging: its loss is within log(#priors) nats of the best component's), and the average is mixed
+    with w_s / 2, w_s = 1 / (s + 2), as ``prediction_loss`` (one outcome costs at most log(2 (s + 2))).
+
+    Validity does not depend on any of these choices: every prediction of a batch of outcomes is made
+    from the state fitted to the outcomes before the batch (``observe`` first, ``refit`` after), so
+    exp(L_t(theta*) - P_t) stays a martingale with mean 1 (module docstring). The choices only lower
+    P_t - L_t(MLE), the regret that the set's level carries: against the plug-in ridge MLE (the
+    predictor before this one) measured at the stops of log-tas runs on kw_synthetic (K = 50, seed 0),
+    (benchmarks/lr_regret.py; docs/lower_bound.md).
+
+    ``refit`` costs one warm-started Newton solve, O(K_+ d^2), and one Cholesky factorisation of a d x d
+    matrix per prior; ``observe`` O(b d^2) for a batch of b outcomes.
+    """
+
+    def __init__(self, d: int, precisions: tuple[float, ...] = PRIOR_PRECISIONS):
+        self.lams = np.asarray(precisions, dtype=float)
+        k = self.lams.size
+        self.theta = np.zeros((k, d))
+        self.chol = np.sqrt(self.lams)[:, None, None] * np.eye(d)  # lower Cholesky factors of lambda_k I + H_k
+        self.log_w = np.full(k, -math.log(k))  # log posterior weights of the priors
+        self.loss = 0.0  # P_t
+
+    def state_dict(self) -> dict:
+        return {"theta": self.theta.copy(), "chol": self.chol.copy(), "log_w": self.log_w.copy(), "loss": self.loss}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.theta = np.array(state["theta"], dtype=float)
+        self.chol = np.array(state["chol"], dtype=float)
+        self.log_w = np.array(state["log_w"], dtype=float)
+        self.loss = float(state["loss"])
+
+    def _component_probabilities(self, Zb: np.ndarray) -> np.ndarray:
+        """Each component's moderated probability of a 1 at the rows of Zb (priors x rows)."""
+        eta = self.theta @ Zb.T
+        out = np.empty_like(eta)
+        for k in range(self.lams.size):
+            u = solve_triangular(self.chol[k], Zb.T, lower=True)  # ||u||^2 = x^T Sigma_k x
+            out[k] = expit(eta[k] / np.sqrt(1.0 + (math.pi / 8.0) * np.einsum("ij,ij->j", u, u)))
+        return out
+
+    def probability(self, Zb: np.ndarray) -> np.ndarray:
+        """The averaged predictive probability of a 1 at the rows of Zb (before the w_s mixing)."""
+        w = np.exp(self.log_w - self.log_w.max())
+        return (w / w.sum()) @ self._component_probabilities(np.atleast_2d(Zb))
+
+    def observe(self, Zb: np.ndarray, rewards: np.ndarray, n_before: int) -> float:
+        """Add the loss of outcomes ``rewards`` at the rows of Zb, all predicted from the current state
+        (the s-th of them, counting from ``n_before``, mixed with w_s / 2), to P_t and return it; then
+        reweigh the priors by the probability each component gave them. Call ``refit`` next."""
+        Zb = np.atleast_2d(np.asarray(Zb, dtype=float))
+        y = np.asarray(rewards, dtype=float).reshape(-1) > 0.5
+        pk = self._component_probabilities(Zb)
+        w = np.exp(self.log_w - self.log_w.max())
+        loss = prediction_loss((w / w.sum()) @ pk, y, n_before)
+        self.loss += loss
+        self.log_w = self.log_w + np.log(np.clip(np.where(y[None, :], pk, 1.0 - pk), 1e-300, None)).sum(axis=1)
+        self.log_w -= self.log_w.max()
+        return loss
+
+    def refit(self, Zp: np.ndarray, n: np.ndarray, s: np.ndarray) -> None:
+        """Refit every component to all the outcomes so far (pulled arms' features ``Zp``, counts ``n``,
+        successes ``s``): the MAP under its prior, warm-started, and the Cholesky factor of its precision."""
+        d = self.theta.shape[1]
+        for k, lam in enumerate(self.lams):
+            th = logistic_mle(Zp, n, s, float(lam), theta0=self.theta[k], decrement_tol=1e-10).theta
+            eta = Zp @ th
+            p = expit(eta)
+            H = (Zp.T * (np.asarray(n, dtype=float) * p * (1.0 - p))) @ Zp
+            H[np.diag_indices(d)] += lam
+            self.theta[k] = th
+            self.chol[k] = np.linalg.cholesky(H)
 
 
 def nll(Zp: np.ndarray, n: np.ndarray, s: np.ndarray, theta: np.ndarray) -> float:
@@ -87,23 +178,29 @@ def exceeds_on_plane(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float) -
     False as soon as a point with L <= level is found, and also when the minimisation does not
     converge (the answer must never wrongly be True: True lets the policy stop).
     """
+    return _plane_search(Zp, n, s, v, theta, level)[0]
+
+
+def _plane_search(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float) -> tuple[bool, np.ndarray]:
+    """``exceeds_on_plane`` and the last point of the plane it reached (one with L <= level when False
+    because such a point was found)."""
     d = theta.size
     ridge = 1e-12 * np.eye(d)
     for _ in range(_MAX_NEWTON):
         eta = Zp @ theta
         f = _loss(eta, n, s)
         if f <= level:
-            return False
+            return False, theta
         g, H = _grad_hess(Zp, n, s, eta)
         try:
             c = cho_factor(H + ridge * max(1.0, float(np.abs(H).max())), lower=True)
         except np.linalg.LinAlgError:
-            return False
+            return False, theta
         a, b = cho_solve(c, g), cho_solve(c, v)
         step = -(a - (v @ a) / (v @ b) * b)  # v^T step = 0
         decrement = -float(g @ step)
         if decrement <= _DECREMENT_TOL:
-            return f - max(decrement, 0.0) > level
+            return f - max(decrement, 0.0) > level, theta
         size = 1.0
         while size > 1e-10:
             cand = theta + size * step
@@ -112,9 +209,22 @@ def exceeds_on_plane(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float) -
                 break
             size *= 0.5
         else:
-            return False
+            return False, theta
         theta = cand
-    return False
+    return False, theta
+
+
+#: tangent planes tried per pair before a rival counts as not ruled out (``LikelihoodRatioSet._rules_out_pair``)
+TANGENT_STEPS = 6
+
+
+def epsilon_curve(a: float, epsilon: float) -> tuple[float, float]:
+    """h(a) = logit(mu(a) + epsilon) and h'(a), for a < logit(1 - epsilon): arm j beats arm i by more than
+    epsilon exactly when x_j^T theta > h(x_i^T theta). h is convex: with p = mu(a),
+    h'(a) = p (1 - p) / ((p + epsilon) (1 - p - epsilon)), whose logarithm has p-derivative
+    epsilon / (p (p + epsilon)) + epsilon / ((1 - p) (1 - p - epsilon)) > 0, and p rises with a."""
+    p = float(expit(a))
+    return float(logit(p + epsilon)), p * (1.0 - p) / ((p + epsilon) * (1.0 - p - epsilon))
 
 
 def _onto_plane(theta: np.ndarray, v: np.ndarray, Hinv_v: np.ndarray, g: float) -> np.ndarray:
@@ -308,7 +418,7 @@ class LikelihoodRatioSet:
             g = epsilon_margin(b, epsilon)
             if math.isinf(g):
                 continue
-            if rival is not None and rival[0] == i and not self._rules_out(Z[rival[1]] - zi, g):
+            if rival is not None and rival[0] == i and not self._rules_out_pair(zi, Z[rival[1]], g, epsilon):
                 return None
             alive, score = [], []
             for lo, Zb, sd2, _ in self._norm_blocks(Z, int(i), P, diag):
@@ -322,7 +432,7 @@ class LikelihoodRatioSet:
             if not n_open and alive_all.size > BOX_MIN_ALIVE:  # many left: the box bound rules out more
                 # ... unless the likeliest candidate stands, which the box cannot change (see the docstring)
                 first = int(alive_all[_likeliest_first(score_all, 1)[0]])
-                first_out = self._rules_out(Z[first] - zi, g)
+                first_out = self._rules_out_pair(zi, Z[first], g, epsilon)
                 if first_out:
                     V = Z[alive_all] - zi
                     keep = V @ self.theta + self._box_bound(V) > g
@@ -333,7 +443,7 @@ class LikelihoodRatioSet:
             if not n_open:
                 for pos in _likeliest_first(score_all, MAX_EXACT_TESTS):
                     j = int(alive_all[pos])
-                    if not (first_out if j == first else self._rules_out(Z[j] - zi, g)):
+                    if not (first_out if j == first else self._rules_out_pair(zi, Z[j], g, epsilon)):
                         break
                     skip[pos] = True
             counted = alive_all[~skip]
@@ -405,7 +515,35 @@ class LikelihoodRatioSet:
                 U[j] = _pair_gap_bound(v_lo, v_hi, np.array([g]), W[j:j + 1])[0]
                 exact[j] = True
             n_done += todo.size
+        # then the m largest by the pair test itself (tangent planes of the alternative): bisection on
+        # epsilon, each step a sufficient test, so U[j] stays an upper bound
+        tight = np.zeros(K, dtype=bool)
+        tight[i] = True
+        for _ in range(n_exact):
+            top = np.argpartition(-U, m - 1)[:m]
+            todo = top[~tight[top]]
+            if not todo.size:
+                break
+            j = int(todo[0])
+            U[j] = self._pair_bound(zi, Z[j], v_lo, v_hi, float(U[j]))
+            tight[j] = True
         return U
+
+    def _pair_bound(self, zi: np.ndarray, zj: np.ndarray, v_lo: float, v_hi: float, hi: float) -> float:
+        """The smallest epsilon in [0, hi] (to _CERT_STEPS bisections) for which ``_rules_out_pair``
+        shows no theta of C_t with mu(z_j^T theta) - mu(z_i^T theta) > epsilon (z_i^T theta in [v_lo, v_hi])."""
+        if not 0.0 < hi < 1.0:
+            return hi
+        lo = 0.0
+        for _ in range(_CERT_STEPS):
+            eps = 0.5 * (lo + hi)
+            b0 = float(logit((1.0 - eps) / 2.0))  # where the margin is smallest
+            g = epsilon_margin(min(max(b0, v_lo), v_hi), eps)
+            if math.isinf(g) or self._rules_out_pair(zi, zj, g, eps):
+                hi = eps
+            else:
+                lo = eps
+        return hi
 
     def _box_bound(self, V: np.ndarray) -> np.ndarray:
         """An upper bound on max over C_t of v^T (theta - theta_m) for each row v of V, O(d) each.
@@ -428,8 +566,41 @@ class LikelihoodRatioSet:
 
     def _rules_out(self, v: np.ndarray, g: float) -> bool:
         """No theta of C_t has v^T theta >= g (exact: Newton on the hyperplane)."""
+        return self._plane_test(v, g)[0]
+
+    def _plane_test(self, v: np.ndarray, g: float) -> tuple[bool, np.ndarray]:
+        """``_rules_out`` and, when False, a point of C_t on or beyond the plane v^T theta = g."""
         if v @ self.theta >= g:
-            return False
+            return False, self.theta
         if not v.any():  # two arms with identical features: v^T theta = 0 < g everywhere
-            return True
-        return self._beyond_is_empty(v, cho_solve(self.chol, v), g)
+            return True, self.theta
+        start = _onto_plane(self.theta, v, cho_solve(self.chol, v), g)
+        return _plane_search(self.Zp, self.n, self.s, v, start, self.level)
+
+    def _rules_out_pair(self, zi: np.ndarray, zj: np.ndarray, g: float, epsilon: float) -> bool:
+        """No theta of C_t has mu(z_j^T theta) - mu(z_i^T theta) > epsilon.
+
+        First the plane (z_j - z_i)^T theta = g, g a margin valid over the range of z_i^T theta
+        (``open_arms``). If C_t reaches beyond it, tangent planes of the alternative instead:
+        A = {theta : z_i^T theta < logit(1 - epsilon), z_j^T theta > h(z_i^T theta)} with h convex
+        (``epsilon_curve``), so for any a0 < logit(1 - epsilon) the whole of A lies beyond the plane
+        z_j^T theta - h'(a0) z_i^T theta = h(a0) - h'(a0) a0; if C_t does not reach beyond it, C_t
+        misses A (exact for each plane; the planes are only sufficient, so a False is "not shown").
+        Each next a0 is z_i^T p at the point p of C_t found beyond the last plane (a cutting-plane
+        search for the separating tangent); a p inside A ends the search (the rival stands).
+        """
+        ruled, p = self._plane_test(zj - zi, g)
+        if ruled or epsilon <= 0.0:  # epsilon = 0: h(a) = a, the first plane is A's own boundary
+            return ruled
+        a_max = float(logit(1.0 - epsilon)) if epsilon < 1.0 else math.inf
+        for _ in range(TANGENT_STEPS):
+            a, b = float(zi @ p), float(zj @ p)
+            if a >= a_max:
+                return False  # mu_i >= 1 - epsilon here: no tangent plane to take
+            h, slope = epsilon_curve(a, epsilon)
+            if b > h:
+                return False  # p lies in C_t and in A: the rival stands
+            ruled, p = self._plane_test(zj - slope * zi, h - slope * a)
+            if ruled:
+                return True
+        return False

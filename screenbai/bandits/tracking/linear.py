@@ -95,21 +95,32 @@ def span_completion(Z: np.ndarray, support: np.ndarray, rtol: float = 1e-9) -> n
     return np.asarray(added, dtype=np.int64)
 
 
-def greedy_block(Z: np.ndarray, Y: np.ndarray, c: np.ndarray, n_min: int, n_max: int) -> np.ndarray:
+def greedy_block(Z: np.ndarray, Y: np.ndarray, c: np.ndarray, n_min: int, n_max: int,
+                 before: np.ndarray | None = None) -> np.ndarray:
     """Per-arm counts of a block built one test at a time: each test goes to the arm that most lowers
-    max_y c_y y'A^-1 y (A the block's design so far, from a negligible ridge), until that maximum
-    is at most 1 (the block would finish the run) and n_min tests are placed, or n_max tests.
+    max_y c_y y'A^-1 y (A the block's design so far, from a negligible ridge, plus ``before``, the
+    information already collected when the stopping rule pools it), until that maximum is at most 1
+    (the block would finish the run) and n_min tests are placed, or n_max tests.
 
     The integer design a small block needs (a rounded continuous allocation spread over more arms
     than the block has tests wastes most of its information); O(|Y| K d) per test."""
     K, d = Z.shape
     ridge = 1e-8 * float(np.mean(np.einsum("ij,ij->i", Z, Z)))
     # B = Y A^-1 Z', h = diag(Y A^-1 Y'), q = diag(Z A^-1 Z'), kept by rank one (O(|Y| K + K d) per test)
-    B = (Y @ Z.T) / ridge
-    h = np.einsum("ij,ij->i", Y, Y) / ridge
-    q = np.einsum("ij,ij->i", Z, Z) / ridge
-    ZZ = (Z @ Z.T) / ridge if K <= 4 * d else None
-    P = None if ZZ is not None else np.eye(d) / ridge
+    P: np.ndarray | None
+    if before is None:
+        B = (Y @ Z.T) / ridge
+        h = np.einsum("ij,ij->i", Y, Y) / ridge
+        q = np.einsum("ij,ij->i", Z, Z) / ridge
+        ZZ = (Z @ Z.T) / ridge if K <= 4 * d else None
+        P = None if ZZ is not None else np.eye(d) / ridge
+    else:  # once per block, d x d
+        P0 = np.linalg.inv(before + ridge * np.eye(d))
+        B = Y @ P0 @ Z.T
+        h = np.einsum("ij,ij->i", Y @ P0, Y)
+        q = np.einsum("ij,ij->i", Z @ P0, Z)
+        ZZ = Z @ P0 @ Z.T if K <= 4 * d else None
+        P = None if ZZ is not None else P0
     counts = np.zeros(K, dtype=np.int64)
     for step in range(int(n_max)):
         after = (c[:, None] * (h[:, None] - B * B / (1.0 + q)[None, :])).max(axis=0)
@@ -226,7 +237,7 @@ class LinearTrackAndStop(Policy):
         P = pinv_psd((Zd.T * counts_f) @ Zd)[0]
         J = np.argsort(-c * np.einsum("ij,ij->i", Y @ P, Y))[:_GREEDY_DIRECTIONS]
         if self.K * J.size * self.d_eff * cap <= _GREEDY_WORK:
-            counts = greedy_block(Zd, Y[J], c[J], floor, cap)
+            counts = greedy_block(Zd, Y[J], c[J], floor, cap, self._information_before(Zd, counts_f))
         else:
             lead = tuple(int(a) for a in self._leaders(theta, np.random.default_rng(0)))
             cx = characteristic_time(self.Z, theta, model=self.model, sigma=self.sigma, epsilon=self.epsilon,
@@ -248,6 +259,11 @@ class LinearTrackAndStop(Policy):
     def _design_features(self, theta: np.ndarray) -> np.ndarray:
         """Rows whose outer products make a test's information (linear: the features)."""
         return self.Z
+
+    def _information_before(self, Zd: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+        """The information a new block's design starts from: none here (each block's evidence stands
+        alone, so each block's own design must cover the directions)."""
+        return None
 
     def _needs(self, theta: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The stopping rule's directions y = x_i - x_j (i in the answer at theta, j outside) and

@@ -13,7 +13,8 @@ calibration),
     C_t = {theta : L_t(theta) <= P_t + log(1/delta)},
 
 L_t the negative log-likelihood of the outcomes so far and P_t the loss of the predictions made
-before each outcome (each batch of outcomes told together is predicted with the estimate from
+before each outcome (``lr_set.RunningPredictor``: a Bayesian average over three Gaussian priors of
+moderated Laplace predictives; each batch of outcomes told together is predicted from the outcomes
 before it). exp(L_t(theta*) - P_t) is a non-negative martingale with mean 1 whatever the sampling
 rule, so theta* stays in C_t at all times with probability >= 1 - delta (Ville's inequality;
 Wasserman, Ramdas & Balakrishnan 2020; Emmenegger et al. 2023). The set is also restarted late, on
@@ -47,7 +48,7 @@ from scipy.special import expit
 from screenbai.bandits.core.params import LAMBDA_REG, like, pinned, run_state
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
-from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, forecast_level, nll, pair_stands, prediction_loss
+from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, nll, pair_stands
 from screenbai.bandits.numerics.lr_windows import LRWindows
 from screenbai.bandits.tracking.blocks import pinv_psd
 from screenbai.bandits.tracking.linear import GROWTH, LinearTrackAndStop
@@ -57,6 +58,8 @@ CHECK_GROWTH = 0.01
 #: the test is skipped while a rival beats the answer by more than epsilon at this fraction of the
 #: set's quadratic radius around theta_hat (it would fail; skipping only delays the stop)
 SKIP_RADIUS = 0.5
+#: blocks complete the information collected so far (False: each block repeats the whole design)
+TRACK_CUMULATIVE = True
 #: bisection steps of the certified epsilon
 _CERT_STEPS = 12
 
@@ -86,7 +89,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     lambda_reg: float = LAMBDA_REG
 
     # the run's state
-    _pred_loss: float = run_state()  # P_t: the loss of the predictions made before each block
+    _predictor: RunningPredictor = run_state()  # the predictions made before each outcome, and their loss P_t
     _theta_pred: np.ndarray = run_state()  # the estimate that predicts the next block's outcomes
     _theta_mle: np.ndarray | None = run_state()
     _n_closed: int = run_state()
@@ -97,7 +100,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
         self.lambda_reg = p.lambda_reg
-        self._pred_loss = 0.0
+        self._predictor = RunningPredictor(self.d_eff)
         self._theta_pred = np.zeros(self.d_eff)
         self._theta_mle = None
         self._n_closed = 0
@@ -105,7 +108,9 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         self._next_check = 0  # the rest of the current block, handed out one test at a time
         self._windows = LRWindows(self.d_eff, self.K)  # the set restarted late (lr_windows)
         self.diagnostics.pop("threshold", None)  # the set's level is P_t + log(1/delta), not a constant
-        self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0)
+        # the index status shows: rivals the likelihood-ratio test has not ruled out yet (fires at 0)
+        self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0,
+                                stat_name="rivals not yet ruled out by its likelihood-ratio test:")
 
     @classmethod
     def resolve_oracle(cls, key: str, instance):
@@ -123,6 +128,12 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         eta = self.Z @ theta
         slope = expit(eta) * expit(-eta)
         return self.Z * np.sqrt(slope)[:, None]
+
+    def _information_before(self, Zd: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+        """The Fisher information of the tests so far at theta_hat: the likelihood-ratio set pools every
+        outcome, so a block completes the information collected (tracking the cumulative allocation,
+        as Track-and-Stop's C-tracking) instead of repeating the whole design."""
+        return (Zd.T * counts) @ Zd if TRACK_CUMULATIVE else None
 
     def _needs(self, theta: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Directions and the Fisher information each still needs, in the lower bound's local form
@@ -163,13 +174,20 @@ class LogisticTrackAndStop(LinearTrackAndStop):
 
     # ------------------------------------------------------------------ outcomes and the stopping rule
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
-        # the outcomes are predicted with the estimate fixed before them (lr_set's P_t)
+        # the outcomes are predicted from the outcomes before them (lr_set's P_t), then the predictor refitted
         if self._absorbing:
             self._absorb_predictions(arms, rewards)
         else:
-            self._windows.before_batch(self.n_samples - arms.size, self.n, self.sums, arms, rewards, self._pred_loss)
-            self._pred_loss += prediction_loss(self.Z[arms] @ self._theta_pred, rewards, self.n_samples - arms.size)
-        theta = self._estimate(self.n.astype(float), self.sums)
+            before = self.n_samples - arms.size
+            self._windows.before_batch(before, self.n, self.sums, arms, rewards, self._predictor.loss)
+            self._predictor.observe(self.Z[arms], rewards, before)
+        pulled = np.flatnonzero(self.n)
+        self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
+        same = np.flatnonzero(self._predictor.lams == self.lambda_reg)  # the design's own fit, already made
+        if same.size and pulled.size >= self.d_eff and np.linalg.matrix_rank(self.Z[pulled]) == self.d_eff:
+            theta = self._predictor.theta[same[0]].copy()
+        else:
+            theta = self._estimate(self.n.astype(float), self.sums)
         if theta is not None:
             self._theta_pred = theta
         super()._update(arms, rewards)
@@ -198,12 +216,11 @@ class LogisticTrackAndStop(LinearTrackAndStop):
             np.add.at(n, a, 1)
             np.add.at(s, a, r)
             # each chunk a batch of the late-started sets too (lr_windows: n and s count the chunk)
-            self._windows.before_batch(t0 + lo, n, s, a, r, self._pred_loss)
-            self._pred_loss += prediction_loss(self.Z[a] @ self._theta_pred, r, t0 + lo)
-            if hi < arms.size:  # the last chunk's estimate is _update's
-                theta = self._estimate(n.astype(float), s)
-                if theta is not None:
-                    self._theta_pred = theta
+            self._windows.before_batch(t0 + lo, n, s, a, r, self._predictor.loss)
+            self._predictor.observe(self.Z[a], r, t0 + lo)
+            if hi < arms.size:  # the last chunk's fit is _update's
+                pulled = np.flatnonzero(n)
+                self._predictor.refit(self.Z[pulled], n[pulled], s[pulled])
             lo = hi
 
     def _close_block(self, counts: np.ndarray, sums: np.ndarray) -> None:
@@ -214,7 +231,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         """Per window tried (lr_windows: the full one first, then the latest late ones): its start, the
         features, counts and sums of its pulled arms, its level P^(b) + log(1/pi_b) + log(1/delta), and
         a starting point for the set's minimisation."""
-        for start, n, s, P, log_inv in self._windows.windows(self.n, self.sums, self._pred_loss, self.n_samples):
+        for start, n, s, P, log_inv in self._windows.windows(self.n, self.sums, self._predictor.loss, self.n_samples):
             pulled = np.flatnonzero(n)
             if pulled.size < self.d_eff:
                 continue

@@ -119,6 +119,12 @@ class Readout:
     def model(self, binary: bool, algorithm: str) -> str:
         """The algorithm's model of this readout, in one sentence."""
         if binary:
+            if not logistic_on_hits(algorithm):
+                return (
+                    f"{algorithm} models hits ({self.rule()}; the raw {self.name} is kept in the file) with a "
+                    "linear model of the features, noise sub-Gaussian with its declared sigma (1/2 covers any 0/1 "
+                    "outcome)"
+                )
             return (
                 f"{algorithm} models hits with a logistic model of the features ({self.rule()}; "
                 f"the raw {self.name} is kept in the file)"
@@ -126,8 +132,16 @@ class Readout:
         flip = " (negated: lower is better)" if self.direction == "below" else ""
         return (
             f"{algorithm} models the {self.label()} itself{flip} with a linear-Gaussian model of the features; "
-            "its noise scale is the declared sigma (compare it with the control wells' spread in status)"
+            "its noise scale is its parameter sigma (compare it with the control wells' spread in status)"
         )
+
+
+def logistic_on_hits(algorithm: str) -> bool:
+    """Whether the registered ``algorithm`` models 0/1 outcomes with a logistic model (GLGapE, log-tas,
+    GSE-Log, UCB-GLM) rather than a linear model with sub-Gaussian noise (LinGapE, lin-tas, RAGE, ...)."""
+    from screenbai.bandits.core.registry import get  # here: the plate and results readers need no policy code
+
+    return bool(getattr(get(algorithm).cls, "binary_rewards", False))
 
 
 def z_prime(pos, neg) -> float | None:

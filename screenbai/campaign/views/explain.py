@@ -27,8 +27,9 @@ RULES = {
     "ucb": "an upper-confidence-bound rule (optimistic about untested compounds)",
     "g-allocation": "the G-optimal design: the test that most reduces the largest uncertainty",
     "tas": (
-        "block Track-and-Stop: a block of tests spread as the lower bound's optimal allocation for the current "
-        "estimate, on the comparisons between the leader and its rivals that still lack the most evidence"
+        "block Track-and-Stop: a block of tests spread as the fewest tests that could settle the comparisons "
+        "between the leader and its rivals would be under the current estimates (the lower bound's allocation), "
+        "aimed at the comparisons that still lack the most evidence"
     ),
     "rage": (
         "RAGE's phase design: tests spread by the XY-optimal design over the compounds still undecided, fixed "
@@ -61,7 +62,8 @@ def why_chosen(camp, policy) -> Callable[[int, int, int], str]:
             return f"replicate {k // n_distinct + 1} of this compound on this plate"
         if k < retests:
             return "retest: an earlier well of this compound failed"
-        before = "never tested" if n[arm] == 0 else f"tested {int(n[arm])} times, mean outcome {s[arm] / n[arm]:.3g}"
+        before = "never tested" if n[arm] == 0 else f"tested {int(n[arm])} times, " + (
+            f"{int(round(s[arm]))} hit(s)" if camp.binary else f"mean outcome {s[arm] / n[arm]:.3g}")
         if initial:
             return f"initial design: first tests spread over the feature space to fit the model ({before})"
         return f"{rule}; {before}"

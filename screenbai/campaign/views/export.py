@@ -1,7 +1,8 @@
 """``screenbai campaign export``: the campaign per compound, as CSV and an Excel workbook, and the
 report as one self-contained HTML file.
 
-Per compound: id, SMILES, whether it is in the screen (or withdrawn), tests (recorded outcomes),
+Per compound (the recommendation first, then the compounds in contention, behind and withdrawn, each by
+the model's estimate): id, SMILES, whether it is in the screen (or withdrawn), tests (recorded outcomes),
 failed wells, hits (0/1 outcomes, or raw readouts past the cutoff declared at init), the mean raw
 readout, the observed rate with its 95 % Wilson interval, the model's estimate with its 95 %
 interval (the shared model of the features, as in ``status``), and its status: recommended (with
@@ -114,6 +115,14 @@ def compound_table(camp) -> list[dict]:
             }
         )
     return rows
+
+
+def handover_order(rows: list[dict]) -> list[dict]:
+    """The rows as a colleague reads them: the recommendation first, then the compounds in contention, those
+    behind the leader and the withdrawn ones, each group by the model's estimate (best first), ties in the
+    campaign's compound order."""
+    rank = {"recommended": 0, "in contention": 1, "behind the leader": 2, "withdrawn": 3}
+    return sorted(rows, key=lambda r: (rank.get(r["status"].split(" (")[0], 4), -r["model_estimate"]))
 
 
 def write_csv(rows: list[dict], path: Path) -> Path:
@@ -241,7 +250,7 @@ def export(camp, out_dir: Path) -> list[Path]:
     if not out_dir.is_dir():
         raise ValueError(f"export folder {out_dir} does not exist; create it or choose --out")
     stem = camp.path.stem
-    rows = compound_table(camp)
+    rows = handover_order(compound_table(camp))
     status = camp.status()
     summary = [
         ["item", "value"],

@@ -11,8 +11,14 @@ import numpy as np
 from screenbai.bandits.certainty.certificate import model_check_json
 from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
+from screenbai.campaign.lab.assay import logistic_on_hits
 
 Z95 = 1.959963984540054
+#: what a gap index (GIFA's B(t), GLGapE's calibrated index: the upper confidence bound of a rival's lead
+#: over the leader, stop at <= epsilon) means, said before its value in ``status``
+GAP_INDEX = "a rival may still beat the leader by up to"
+#: what a count that fires at 0 means when the policy does not name it (a snapshot saved before it did)
+RIVALS_OPEN = "rivals not yet ruled out by the stopping test:"
 
 
 def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
@@ -91,7 +97,9 @@ class Status:
     stopped: bool
     stop_index: float | None
     stop_threshold: float | None
-    stop_name: str  # what the index counts: "its index is" or "pairs not yet ruled out by ...:"
+    #: what the index says, before its value: a gap index's "a rival may still beat the leader by up to"
+    #: (the default) or a count's "rivals not yet ruled out by ...:"
+    stop_name: str
     budget: int | None
     #: tests the algorithm had used when it finished (plates in the lab then are recorded after it)
     tests_at_stop: int | None = None
@@ -133,7 +141,7 @@ class Status:
 
     def text(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.params.items()) or "defaults"
-        rate = "cure rate" if self.outcome == "binary" else "mean outcome"
+        rate = self._rate()
         lines = [
             (
                 f"campaign {self.path}: {self.algorithm} ({params}), seed {self.seed}, "
@@ -165,9 +173,11 @@ class Status:
         elif self.stop_index is not None and math.isnan(self.stop_index):
             lines.append("stopping rule: not fired; not evaluated yet (its first tests are not all recorded)")
         elif self.stop_index is not None and self.stop_threshold is not None:
+            count = self.stop_name.endswith(":") and self.stop_threshold == 0  # rivals left, fires at none
             lines.append(
-                f"stopping rule: not fired; {self.stop_name} {self.stop_index:.4g}, "
-                f"it fires at <= {self.stop_threshold:.4g}"
+                f"stopping rule: not fired; {self.stop_name} "
+                + (f"{self.stop_index:,.0f}, it fires when none is left" if count
+                   else f"{self.stop_index:.4g}, it fires at <= {self.stop_threshold:.4g}")
             )
         elif self.budget:
             lines.append(f"not finished: {self.budget - self.tests:,} tests of the budget left")
@@ -211,7 +221,7 @@ class Status:
         if self.certified_epsilon is None:
             out.append("certified: nothing yet (this algorithm gives no certificate, or it is not available yet)")
         elif self.outcome == "binary" and self.certified_epsilon >= 0.999:
-            out.append("certified epsilon: 1, nothing certified yet (a cure rate lies between 0 and 1 anyway)")
+            out.append("certified epsilon: 1, nothing certified yet (a hit rate lies between 0 and 1 anyway)")
         elif math.isfinite(self.certified_epsilon):
             level = "" if self.certificate is None else f" with {100 * (1 - self.certificate['delta']):.4g}% confidence"
             out.append(
@@ -220,6 +230,8 @@ class Status:
             )
         else:
             out.append("certified epsilon: not yet (the outcomes so far still allow any compound to be the best)")
+        if self.model:
+            out.append(f"model (the certificate and the stopping rule's guarantee hold under it): {self.model}")
         if self.model_check is not None and self.model_check["n_tests"] > 0:
             mc = self.model_check
             out.append(
@@ -230,16 +242,20 @@ class Status:
         if self.forecast_plates is not None:
             out.append(
                 f"forecast: about {self.forecast_plates:.0f} more plates until the stopping rule fires "
-                "(from the current estimates; it changes as they do)"
+                "(from the current estimates; it changes as they do, and with many features runs often need "
+                "more: docs/lower_bound.md)"
             )
         else:
-            out.append("forecast of plates left: not available for this algorithm yet")
+            out.append(
+                "forecast of plates left: once the first outcomes are recorded (init printed a guess from a prior)"
+                if self.tests == 0 and not self.done and not self.budget
+                else "forecast of plates left: not available (this algorithm states no stopping threshold, or it "
+                "has finished)"
+            )
         if self.rule:
             out.append(f"why these wells: {self.rule} (per well: the plate file's 'why' column)")
         if self.layout:
             out.append(f"plate layout: {self.layout}")
-        if self.model:
-            out.append(f"model: {self.model}")
         for plate_id, z, decision in self.plate_qc:
             if decision not in ("pass", "too few controls"):
                 out.append(f"plate {plate_id}: controls FAILED (Z' = {z:.2f}), {decision} by the lab")
@@ -260,7 +276,8 @@ class Status:
         return out
 
     def _rate(self) -> str:
-        return "cure rate" if self.outcome == "binary" else "mean outcome"
+        """A binary campaign's outcome is a hit (the readout past its cutoff, or a 0/1 result)."""
+        return "hit rate" if self.outcome == "binary" else "mean outcome"
 
 
 def campaign_status(camp) -> Status:
@@ -311,7 +328,7 @@ def campaign_status(camp) -> Status:
         stopped=bool(res.stopped),
         stop_index=None if done else _float(diag.get("stat")),
         stop_threshold=_float(diag.get("stat_fires_at", getattr(policy, "epsilon", None))) if "stat" in diag else None,
-        stop_name=str(diag.get("stat_name", "its index is")),
+        stop_name=str(diag.get("stat_name", RIVALS_OPEN if "stat_fires_at" in diag else GAP_INDEX)),
         budget=None if budget is None else int(budget),
         tests_at_stop=int(res.n_samples) if done else None,
         recommendation=rec,
@@ -363,7 +380,10 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         Readout.from_dict(readout).model(camp.binary, camp.algorithm)
         if readout
         else (
-            f"{camp.algorithm} models the 0/1 outcomes with a logistic model of the features"
+            (f"{camp.algorithm} models the 0/1 outcomes with a logistic model of the features"
+             if logistic_on_hits(camp.algorithm)
+             else f"{camp.algorithm} models the 0/1 outcomes with a linear model of the features, noise "
+             "sub-Gaussian with its declared sigma (1/2 covers any 0/1 outcome)")
             if camp.binary
             else f"{camp.algorithm} models the outcomes with a linear-Gaussian model of the features"
         )
@@ -452,14 +472,14 @@ def _forecast(camp, policy) -> tuple[float, float] | None:
     if n.sum() == 0:
         return None
     X = camp.features[active]
-    if camp.binary:
+    if camp.binary and logistic_on_hits(camp.algorithm):
         from screenbai.bandits.numerics.glm import logistic_mle
 
         theta, model, sigma = logistic_mle(X, n, s, 1.0).theta, "logistic", 0.5
-    else:
+    else:  # the algorithm's own model: linear, also on 0/1 outcomes (LinGapE, lin-tas, RAGE)
         V = (X.T * n) @ X + np.eye(X.shape[1])
         theta = np.linalg.solve(V, X.T @ s)
-        model, sigma = "linear", float(getattr(inner, "sigma", 1.0))
+        model, sigma = "linear", float(getattr(inner, "sigma", 0.5 if camp.binary else 1.0))
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else _usual_plate(camp)
     f = forecast(
@@ -519,6 +539,8 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     with s set so that x'theta has standard deviation PRIOR_LOGIT_SD over the library, and what other
     (epsilon, delta) would cost at the median draw. A guess, labelled so: ``status`` replaces it by the
     forecast from outcomes after the first plate. Empty when the algorithm states no threshold."""
+    from scipy.special import expit
+
     from screenbai.bandits.certainty.forecast import cost_table, forecast
 
     policy = camp.policy
@@ -531,8 +553,8 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     scale = PRIOR_LOGIT_SD / max(float(np.sqrt(np.mean(np.sum(X * X, axis=1)))), 1e-12)
     rng = np.random.default_rng(seed)
     thetas = rng.normal(0.0, scale, size=(draws, X.shape[1]))
-    model = "logistic" if camp.binary else "linear"
-    sigma = 0.5 if camp.binary else float(getattr(inner, "sigma", 1.0))
+    model = "logistic" if camp.binary and logistic_on_hits(camp.algorithm) else "linear"
+    sigma = 0.5 if model == "logistic" else float(getattr(inner, "sigma", 0.5 if camp.binary else 1.0))
     epsilon, m = float(getattr(inner, "epsilon", 0.0)), int(getattr(inner, "m", 1))
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else 96
@@ -544,12 +566,16 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     tests = runs[mid].tests
     low, high = runs[int(order[0])].tests, runs[int(order[-1])].tests
     plates = lambda t: "unbounded" if not math.isfinite(t) else f"{math.ceil(t / per_plate):,}"  # noqa: E731
+    spread = (
+        f"hit rates between {expit(-Z95 * PRIOR_LOGIT_SD):.2f} and {expit(Z95 * PRIOR_LOGIT_SD):.2f} for 95 % of the "
+        "compounds" if camp.binary else f"mean outcomes spread with sd {PRIOR_LOGIT_SD:g} over the library"
+    )
     lines = [
-        f"cost forecast from a prior (a guess before any outcome: hit-rate logits spread with sd {PRIOR_LOGIT_SD:g} "
-        f"over the library; `status` forecasts from the outcomes once a plate is recorded): {camp.algorithm} "
-        f"(epsilon = {epsilon:g}, delta = {delta:g}) stops after about {tests:,.0f} tests ({plates(tests)} plates of "
-        f"{per_plate}); {len(runs)} draws from {low:,.0f} to {high:,.0f} tests. It assumes tests spread as the optimal "
-        f"allocation would; docs/lower_bound.md gives each algorithm's measured excess",
+        f"cost forecast from a prior (a guess before any outcome, {spread}; `status` forecasts from the outcomes "
+        f"once a plate is recorded): {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) stops after about "
+        f"{tests:,.0f} tests ({plates(tests)} plates of {per_plate}); {len(runs)} draws from {low:,.0f} to "
+        f"{high:,.0f} tests. It assumes the tests are spread as well as they can be: in simulations runs needed 0.8 "
+        "to 2.8 times such a forecast with 2 to 10 features, and more with more (docs/lower_bound.md)",
     ]
     rows = cost_table(X, thetas[mid], inner.stopping_threshold, epsilons=sorted({epsilon, max(epsilon, 0.05) * 2}),
                       deltas=sorted({delta, 0.1, 0.01}), source="prior", plate_size=per_plate,
