@@ -41,21 +41,25 @@ def _write(path, rows):
 
 # ------------------------------------------------------------------------------------ order independence
 @pytest.mark.parametrize(
-    "seed, rounds, fires_alone, failed",
+    "seed, rounds, fires_alone, failed, calibration",
     [
         # neither plate alone fires the rule, both together do (the issue's "not fired" vs "fired");
         # seed 7 since a campaign solves the L1 ratio rule's LPs from a cold start (seed 2 no longer gave it)
-        (7, 3, (False, False), False),
-        # each plate alone fires it, with a different leader; a failed well on each plate
-        (5, 8, (True, True), True),
+        (7, 3, (False, False), False, "likelihood-ratio"),
+        # each plate alone fires it, with a different leader; a failed well on each plate. The paper's
+        # calibration (no guarantee) fires early enough for this on K = 20 (the default's Bayesian
+        # predictions made it rare: no seed of 0-29 gave it); the state's order independence is the same
+        (7, 0, (True, True), True, "reinterpreted"),
     ],
 )
-def test_the_same_outcomes_in_any_order_give_the_same_state(tmp_path, seed, rounds, fires_alone, failed):
+def test_the_same_outcomes_in_any_order_give_the_same_state(tmp_path, seed, rounds, fires_alone, failed,
+                                                            calibration):
     """Two plates in the lab, their outcomes recorded in every order and split (plate by plate
     either way round, one combined file, a plate in two parts around the other): the same policy
     state (state_dict digest), leader, stopping decision and status."""
     base = tmp_path / "base.campaign"
-    camp = new_campaign(base, params={"epsilon": 0.3, "delta": 0.05}, K=20, d=2, seed=seed)
+    camp = new_campaign(base, params={"epsilon": 0.3, "delta": 0.05, "calibration": calibration}, K=20, d=2,
+                        seed=seed)
     assay = Assay(camp.features, seed=seed)
     p0 = camp.next_plate(12)
     camp.record(write_results(tmp_path / "p0.csv", p0, assay(p0.arms)))

@@ -299,7 +299,7 @@ class GLGapE(Policy):
             self._predictor.observe(self.Z[arms], rewards, self.n_samples - arms.size)
             # refitted once the initial phase's E outcomes are in (the phase is one batch of fixed tests:
             # its predictions then do not depend on how its outcomes are told, one by one or together)
-            if self.n_samples >= self.E:
+            if self.n_samples >= (self.E or 0):
                 pulled = np.flatnonzero(self.n) if self._pulled is None else np.union1d(self._pulled, arms)
                 self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
         if self._phase == "adaptive" and arms.size == 1 and self.state.source.large:

@@ -87,6 +87,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     #: small blocks: each block's outcomes are predicted with the estimate from before it (P_t)
     growth: float = like(GROWTH, default=0.1)
     lambda_reg: float = LAMBDA_REG
+    min_block: ClassVar[float] = 0.05
 
     # the run's state
     _predictor: RunningPredictor = run_state()  # the predictions made before each outcome, and their loss P_t

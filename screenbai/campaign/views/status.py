@@ -192,7 +192,7 @@ class Status:
         lines.append(f"recommendation ({'final' if self.done else 'current leader'}), with 95% intervals:")
         for c in self.recommendation:
             obs = (
-                "not tested yet"
+                "not tested yet: the model's figure extrapolates from the compounds tested (see the model check)"
                 if c.observed is None or c.observed_ci is None
                 else f"observed {c.observed:.3g} [{c.observed_ci[0]:.3g}, {c.observed_ci[1]:.3g}] over {c.tests} tests"
             )
