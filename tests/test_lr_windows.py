@@ -102,3 +102,14 @@ def test_log_tas_stops_earlier_with_late_windows(monkeypatch):
     assert all(start == 0 for _, start in full)
     assert all(start > 0 for _, start in windowed)
     assert all(w < f for (w, _), (f, _) in zip(windowed, full, strict=True)), (windowed, full)
+
+
+def test_without_late_windows_the_full_window_has_the_whole_weight():
+    win = LRWindows(2, 12, late=False)
+    n, sums = np.zeros(12, dtype=np.int64), np.zeros(12)
+    for t in range(0, 400, 4):
+        arms = np.arange(4) + t % 8
+        np.add.at(n, arms, 1)
+        win.before_batch(t, n, sums, arms, np.zeros(4), 0.0)
+    windows = list(win.windows(n, sums, 1.0, 400))
+    assert len(windows) == 1 and windows[0][0] == 0 and windows[0][4] == 0.0  # log(1/1): lr_set's own level

@@ -23,7 +23,8 @@ The price is log(1/pi_b) nats of level (0.69 for the full window, 4.1 for a late
 regret of the predictions before the window, (d/2) log(t / start) nats, and it grows with d: measured
 on kw_synthetic(K = 50, d = 10) log-tas stops after 1 901 tests (median of 5 runs) against 2 496 with
 the full window alone, on CDK2's potency arms (d = 20) see docs/lower_bound.md. At d = 2, where the
-regret is small, the full window decides and the half weight costs about 7 % more tests.
+regret is small, the full window decides and the half weight costs about 7 % more tests, so
+``late=False`` keeps the full window alone (log-tas does at d <= 2).
 
 Each window keeps a sparse copy of the counts at its start (the pulled arms only), so the memory is
 O(B min(t, K)), not O(B K).
@@ -51,9 +52,11 @@ class LRWindows:
     """The window starts of one run and the sparse counts at each; ``windows`` gives, for each
     window tried, its counts, sums, prediction loss and extra level log(1/pi_b)."""
 
-    def __init__(self, d: int, K: int):
+    def __init__(self, d: int, K: int, late: bool = True):
+        """``late=False``: the full window alone, at weight 1 (lr_set's set itself)."""
         self.K = int(K)
-        self.starts = [math.ceil(d * RATIO**b) for b in range(1, COUNT)]
+        self.full_weight = FULL_WEIGHT if late else 1.0
+        self.starts = [math.ceil(d * RATIO**b) for b in range(1, COUNT)] if late else []
         self.opened = 0  # planned starts passed so far
         #: per open late window: [tests at start, arm indices, counts, sums, prediction loss, log(1/pi)]
         self.snapshots: list[list] = []
@@ -71,7 +74,7 @@ class LRWindows:
         n0 = n - np.bincount(arms, minlength=self.K)
         s0 = sums - np.bincount(arms, weights=np.asarray(rewards, dtype=float), minlength=self.K)
         idx = np.flatnonzero(n0)
-        weight = k * (1.0 - FULL_WEIGHT) / (COUNT - 1)  # starts passed together: one window, their weights
+        weight = k * (1.0 - self.full_weight) / (COUNT - 1)  # starts passed together: one window, their weights
         self.snapshots.append([int(n_before), idx, n0[idx].astype(np.int64), s0[idx], float(pred_loss),
                                math.log(1.0 / weight)])
 
@@ -79,7 +82,7 @@ class LRWindows:
                 t: int) -> Iterator[tuple[int, np.ndarray, np.ndarray, float, float]]:
         """(start, counts, sums, prediction loss, log(1/pi)) of the full window, then of the most recent
         late windows that opened before LATEST t tests (latest first)."""
-        yield 0, n, sums, pred_loss, math.log(1.0 / FULL_WEIGHT)
+        yield 0, n, sums, pred_loss, math.log(1.0 / self.full_weight)
         late = [w for w in self.snapshots if w[0] <= LATEST * t]
         late = late[max(len(late) - RECENT, 0):]
         for start, idx, n0, s0, p0, log_inv in reversed(late):

@@ -60,6 +60,11 @@ CHECK_GROWTH = 0.01
 SKIP_RADIUS = 0.5
 #: blocks complete the information collected so far (False: each block repeats the whole design)
 TRACK_CUMULATIVE = True
+#: at this many dimensions or fewer the blocks repeat the whole design and the set is not restarted
+#: late: the predictions' regret is small there, so late windows only cost their weight (log 2 nats),
+#: and tracking the cumulative information spent more tests (kw_synthetic d = 2, 20 runs, delta 0.05:
+#: median 686.5 tests with both, 549.5 with neither; at d = 5 tracking saves: 639 against 836)
+SMALL_D = 2
 #: bisection steps of the certified epsilon
 _CERT_STEPS = 12
 
@@ -107,7 +112,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         self._n_closed = 0
         self._plan = np.empty(0, dtype=np.int64)
         self._next_check = 0  # the rest of the current block, handed out one test at a time
-        self._windows = LRWindows(self.d_eff, self.K)  # the set restarted late (lr_windows)
+        self._windows = LRWindows(self.d_eff, self.K, late=self.d_eff > SMALL_D)  # the set restarted late
         self.diagnostics.pop("threshold", None)  # the set's level is P_t + log(1/delta), not a constant
         # the index status shows: rivals the likelihood-ratio test has not ruled out yet (fires at 0)
         self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0,
@@ -134,7 +139,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         """The Fisher information of the tests so far at theta_hat: the likelihood-ratio set pools every
         outcome, so a block completes the information collected (tracking the cumulative allocation,
         as Track-and-Stop's C-tracking) instead of repeating the whole design."""
-        return (Zd.T * counts) @ Zd if TRACK_CUMULATIVE else None
+        return (Zd.T * counts) @ Zd if TRACK_CUMULATIVE and self.d_eff > SMALL_D else None
 
     def _needs(self, theta: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Directions and the Fisher information each still needs, in the lower bound's local form
