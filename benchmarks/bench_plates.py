@@ -161,7 +161,7 @@ SETTINGS = [
 
 
 def instances(threshold_nM: float) -> dict:
-    from screenbai.bandits.sim.instances import kw_synthetic
+    from screenbai.bandits.sim.generators import kw_synthetic
 
     out = {}
     for target, cfg in TARGETS.items():

@@ -24,7 +24,7 @@ import pandas as pd
 from scipy import stats
 
 from screenbai.bandits.core.runner import run_one
-from screenbai.bandits.sim.instances import parse_instance
+from screenbai.bandits.sim.generators import parse_instance
 
 
 def _value(text: str):

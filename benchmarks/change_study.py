@@ -36,7 +36,7 @@ from scipy.special import expit, logit
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from error_rates import DOCS, upper_bound  # noqa: E402  (the Clopper-Pearson bound, one home)
 
-from screenbai.bandits.sim.instances import kw_synthetic  # noqa: E402
+from screenbai.bandits.sim.generators import kw_synthetic  # noqa: E402
 from screenbai.campaign import Campaign, Library  # noqa: E402
 from screenbai.campaign.state.changes import add_compounds, withdraw  # noqa: E402
 from screenbai.report import markdown_table, write_generated_block  # noqa: E402

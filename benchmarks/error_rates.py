@@ -36,7 +36,7 @@ from scipy.stats import beta
 from screenbai.bandits import replicate
 from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get
-from screenbai.bandits.sim.instances import kw_synthetic, reda_classic, soare
+from screenbai.bandits.sim.generators import kw_synthetic, reda_classic, soare
 from screenbai.guarantees import SETTINGS
 from screenbai.report import write_generated_block
 

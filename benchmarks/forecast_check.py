@@ -13,7 +13,7 @@ import numpy as np
 from screenbai.bandits.certainty.complexity import characteristic_time
 from screenbai.bandits.certainty.forecast import stopping_time
 from screenbai.bandits.numerics.lr_set import forecast_level
-from screenbai.bandits.sim.instances import kw_synthetic
+from screenbai.bandits.sim.generators import kw_synthetic
 
 # median tests at delta = 0.05 (docs/lower_bound.md, "The likelihood-ratio stop"): log-tas (200 / 100 /
 # 20 runs at d = 2 / 5 / 10), GLGapE's default (20 runs), both with lr_set.RunningPredictor

@@ -26,7 +26,7 @@ import numpy as np
 from screenbai.bandits.core.runner import run
 from screenbai.bandits.logistic.glgape import GLGapE
 from screenbai.bandits.numerics.glm import c_mu_oracle
-from screenbai.bandits.sim.instances import kw_synthetic
+from screenbai.bandits.sim.generators import kw_synthetic
 
 
 class PluginProbe(GLGapE):

@@ -90,7 +90,7 @@ def _potency(target: str, K: int = 400, d: int = 20, threshold_nM: float = 100.0
 
 
 def _specs() -> dict[str, Spec]:
-    from screenbai.bandits.sim.instances import kw_synthetic, random_linear, reda_classic, soare
+    from screenbai.bandits.sim.generators import kw_synthetic, random_linear, reda_classic, soare
 
     out = {
         "soare": Spec(lambda: soare(d=2, omega=0.1), "linear", 0.0),
@@ -209,7 +209,7 @@ def timing(K: int = 5000, d: int = 20, repeats: int = 3) -> None:
     a logistic model (theta / 2, epsilon = 0.1 on the means, the answer fixed to the best arm: the maximum over
     all 345 epsilon-good answers solves one problem per answer the floor cannot exclude, about a minute
     here): cold, and warm-started from a nearby theta's allocation (the previous plate's)."""
-    from screenbai.bandits.sim.instances import random_linear
+    from screenbai.bandits.sim.generators import random_linear
 
     inst = random_linear(K=K, d=d, sigma=0.5, seed=0)
     rng = np.random.default_rng(1)

@@ -37,8 +37,8 @@ from screenbai.bandits import policy_for_instance
 from screenbai.bandits.certainty.complexity import allocation_time, characteristic_time
 from screenbai.bandits.numerics.glm import logistic_mle
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet
+from screenbai.bandits.sim.generators import kw_synthetic
 from screenbai.bandits.sim.instance import Environment
-from screenbai.bandits.sim.instances import kw_synthetic
 
 
 class _Recorder:

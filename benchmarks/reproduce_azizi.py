@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 
 from screenbai.bandits.core.registry import policy_for_instance  # noqa: E402
 from screenbai.bandits.core.runner import run  # noqa: E402
-from screenbai.bandits.sim.instances import akg_adaptive, akg_logistic, canonical  # noqa: E402
+from screenbai.bandits.sim.generators import akg_adaptive, akg_logistic, canonical  # noqa: E402
 
 OUT = ROOT / "docs" / "reproduction"
 LOG_ALGOS = {

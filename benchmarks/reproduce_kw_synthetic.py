@@ -25,7 +25,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from screenbai.bandits.core.runner import run_one
-from screenbai.bandits.sim.instances import kw_synthetic
+from screenbai.bandits.sim.generators import kw_synthetic
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "reproduction"

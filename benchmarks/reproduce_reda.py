@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from screenbai.bandits import replicate
-from screenbai.bandits.sim.instances import reda_classic
+from screenbai.bandits.sim.generators import reda_classic
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "reproduction"
 

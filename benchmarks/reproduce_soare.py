@@ -20,7 +20,7 @@ import pandas as pd
 
 from screenbai.bandits import replicate
 from screenbai.bandits.linear import static_greedy
-from screenbai.bandits.sim import instances
+from screenbai.bandits.sim import generators as instances
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "soare"

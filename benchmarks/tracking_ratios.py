@@ -28,8 +28,8 @@ from scipy.stats import beta
 
 from screenbai.bandits import policy_for_instance
 from screenbai.bandits.certainty.complexity import lower_bound
+from screenbai.bandits.sim.generators import kw_synthetic, random_linear, reda_classic, soare
 from screenbai.bandits.sim.instance import Environment, Instance
-from screenbai.bandits.sim.instances import kw_synthetic, random_linear, reda_classic, soare
 
 
 def _cdk2(results: str) -> Instance:

@@ -26,8 +26,8 @@ from . import __version__
 from .bandits.core import registry
 from .bandits.core.params import REQUIRED, declared
 from .bandits.core.runner import replicate, summarize
+from .bandits.sim.generators import NAMED, parse_instance
 from .bandits.sim.instance import Instance
-from .bandits.sim.instances import NAMED, parse_instance
 from .campaign.cli import add_parser as add_campaign_parser
 from .campaign.cli import run as run_campaign
 from .cliargs import HelpFormatter, parse_params

@@ -17,7 +17,7 @@ import numpy as np
 from static_records import case_key, run_case
 
 from screenbai.bandits.core.registry import available
-from screenbai.bandits.sim import instances
+from screenbai.bandits.sim import generators as instances
 from screenbai.bandits.sim.instance import Instance
 
 PATH = Path(__file__).parent / "data" / "policy_records.json"

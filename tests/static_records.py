@@ -23,7 +23,7 @@ import numpy as np
 
 from screenbai.bandits import policy_for_instance
 from screenbai.bandits.core.runner import run as simulate
-from screenbai.bandits.sim import instances
+from screenbai.bandits.sim import generators as instances
 from screenbai.bandits.sim.instance import Instance
 
 PATH = Path(__file__).parent / "data" / "static_records.json"

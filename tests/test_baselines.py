@@ -5,7 +5,7 @@ import pytest
 from scipy.special import expit
 
 from screenbai.bandits import Instance, make_policy, policy_for_instance, run
-from screenbai.bandits.sim.instances import canonical
+from screenbai.bandits.sim.generators import canonical
 
 LINEAR = [("uniform", {}), ("linucb", {}), ("fb-lingape", {"S": "oracle", "delta": 0.1})]
 

@@ -20,7 +20,7 @@ from screenbai.bandits.certainty.certificate import (
 from screenbai.bandits.core.registry import policy_for_instance
 from screenbai.bandits.core.runner import run, run_one, true_gap
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, nll
-from screenbai.bandits.sim import instances
+from screenbai.bandits.sim import generators as instances
 from screenbai.bandits.sim.instance import Instance
 
 

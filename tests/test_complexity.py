@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from screenbai.bandits.certainty import allocation_time, characteristic_time, lower_bound
-from screenbai.bandits.sim.instances import reda_classic, soare
+from screenbai.bandits.sim.generators import reda_classic, soare
 
 
 def _brute_T(X, theta, W, sigma=1.0, epsilon=0.0):
@@ -229,7 +229,7 @@ def test_exact_logistic_pair_infimum_against_a_grid():
     from scipy.special import expit
 
     from screenbai.bandits.certainty.exact_logistic import _kl_terms, pair_infimum
-    from screenbai.bandits.sim.instances import kw_synthetic
+    from screenbai.bandits.sim.generators import kw_synthetic
 
     inst = kw_synthetic(K=6, d=2, seed=0)
     X, theta = inst.features, inst.theta
@@ -260,7 +260,7 @@ def test_exact_logistic_pair_infimum_against_a_grid():
 def test_logistic_local_form_against_the_exact_bound_d2(seed):
     # LOWER_BOUND.md: validate the local Fisher form against the exact Bernoulli-KL bound at d = 2
     # (docs/lower_bound.md reports both on kw_synthetic d = 2). Measured: within 1 % on these seeds.
-    from screenbai.bandits.sim.instances import kw_synthetic
+    from screenbai.bandits.sim.generators import kw_synthetic
 
     inst = kw_synthetic(K=6, d=2, seed=seed)
     local = characteristic_time(inst.features, inst.theta, model="logistic", epsilon=0.1)
@@ -273,7 +273,7 @@ def test_logistic_local_form_against_the_exact_bound_d2(seed):
 
 
 def test_random_linear_instance_is_named_and_reproducible():
-    from screenbai.bandits.sim.instances import parse_instance, random_linear
+    from screenbai.bandits.sim.generators import parse_instance, random_linear
 
     a = parse_instance("random_linear:K=30,d=4,sigma=0.5,seed=3")
     b = random_linear(K=30, d=4, sigma=0.5, seed=3)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from screenbai.bandits import available, load_policy, policy_for_instance, save_policy
-from screenbai.bandits.sim.instances import akg_logistic, akg_sphere, kw_synthetic, reda_classic, soare
+from screenbai.bandits.sim.generators import akg_logistic, akg_sphere, kw_synthetic, reda_classic, soare
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -11,7 +11,7 @@ import pytest
 from screenbai.bandits import Instance, make_policy, replicate, run
 from screenbai.bandits.numerics.estimators import RidgeState, project
 from screenbai.bandits.numerics.rules import L1Design, greedy_arm, largest_variance_arm
-from screenbai.bandits.sim.instances import reda_classic, soare
+from screenbai.bandits.sim.generators import reda_classic, soare
 
 
 # ---------------------------------------------------------------------- RidgeState (spec 1.3, P1)

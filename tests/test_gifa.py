@@ -12,7 +12,7 @@ from screenbai.bandits.linear.gap_indices import lucb_statistic, max_m_per_colum
 from screenbai.bandits.linear.gifa import GIFA, LinGapE, LinGIFA, MLinGapE
 from screenbai.bandits.numerics import thresholds as th
 from screenbai.bandits.numerics.estimators import TrackedRidgeState
-from screenbai.bandits.sim.instances import reda_classic, soare
+from screenbai.bandits.sim.generators import reda_classic, soare
 
 
 # ---------------------------------------------------------------------- thresholds (spec 1.5)

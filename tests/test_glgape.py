@@ -8,7 +8,7 @@ from screenbai.bandits import Instance, make_policy, policy_for_instance, replic
 from screenbai.bandits.logistic.glgape import GLGapE, corner_widths, corners
 from screenbai.bandits.logistic.glgape_width import max_corner_sq
 from screenbai.bandits.numerics.glm import c_mu_oracle
-from screenbai.bandits.sim.instances import kw_synthetic
+from screenbai.bandits.sim.generators import kw_synthetic
 
 
 def _run(instance, seed=0, **params):

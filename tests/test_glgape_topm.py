@@ -6,7 +6,7 @@ from scipy.special import expit
 
 from screenbai.bandits import available, make_policy, policy_for_instance
 from screenbai.bandits.logistic.glgape_topm import TopMGLGapE
-from screenbai.bandits.sim.instances import kw_synthetic
+from screenbai.bandits.sim.generators import kw_synthetic
 
 
 def _trace(name, instance, seed, **params):

@@ -5,7 +5,7 @@ import pytest
 
 from screenbai.bandits import Instance, make_policy
 from screenbai.bandits.budget.gse import GSE, GSELin, n_stages, stage_sizes
-from screenbai.bandits.sim.instances import akg_logistic, canonical
+from screenbai.bandits.sim.generators import akg_logistic, canonical
 
 ALLOCS = ["uniform", "fw", "wynn", "greedy"]
 

@@ -10,7 +10,7 @@ from screenbai.bandits.core.runner import replicate
 from screenbai.bandits.numerics import lr_set
 from screenbai.bandits.numerics.glm import logistic_mle
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, nll, pair_stands, prediction_loss
-from screenbai.bandits.sim.instances import kw_synthetic
+from screenbai.bandits.sim.generators import kw_synthetic
 
 
 def test_prediction_loss_mixes_in_a_fair_coin():

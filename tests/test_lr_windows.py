@@ -84,8 +84,8 @@ def test_memory_is_sparse_in_the_arms():
 def test_log_tas_stops_earlier_with_late_windows(monkeypatch):
     """On a d = 8 instance (where the early predictions' regret is large) every run stops earlier with
     the late windows than with the full window alone, and the window that stops it is a late one."""
+    from screenbai.bandits.sim.generators import kw_synthetic
     from screenbai.bandits.sim.instance import Environment
-    from screenbai.bandits.sim.instances import kw_synthetic
     from screenbai.bandits.tracking.logistic import LogisticTrackAndStop
 
     inst = kw_synthetic(K=20, d=8, seed=1)

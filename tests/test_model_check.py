@@ -10,7 +10,7 @@ from scipy.special import expit
 from screenbai.bandits.certainty.model_check import check_linear, check_logistic, check_policy
 from screenbai.bandits.core.registry import policy_for_instance
 from screenbai.bandits.core.runner import run
-from screenbai.bandits.sim import instances
+from screenbai.bandits.sim import generators as instances
 
 K, D, SEEDS = 60, 3, range(20)
 

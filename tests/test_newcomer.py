@@ -16,7 +16,7 @@ import pytest
 
 from screenbai.bandits import replicate, summarize
 from screenbai.bandits.core import registry
-from screenbai.bandits.sim.instances import kw_synthetic
+from screenbai.bandits.sim.generators import kw_synthetic
 from screenbai.cli import main
 
 REPO = Path(__file__).resolve().parents[1]

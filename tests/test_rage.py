@@ -12,8 +12,8 @@ from scipy.stats import beta as beta_dist
 from screenbai.bandits import load_policy, make_policy, policy_for_instance, save_policy
 from screenbai.bandits.certainty.complexity import xy_design
 from screenbai.bandits.linear.rage import RAGE
+from screenbai.bandits.sim.generators import reda_classic, soare
 from screenbai.bandits.sim.instance import Environment, Instance
-from screenbai.bandits.sim.instances import reda_classic, soare
 
 
 def _inst(X, theta, sigma: float = 1.0) -> Instance:

@@ -8,7 +8,7 @@ import pytest
 from screenbai.bandits import policy_for_instance, replicate
 from screenbai.bandits.core.params import DEFAULT_MAX_SAMPLES
 from screenbai.bandits.core.runner import TieWarning, summarize
-from screenbai.bandits.sim.instances import canonical, kw_synthetic, soare
+from screenbai.bandits.sim.generators import canonical, kw_synthetic, soare
 
 
 def test_records_judge_with_the_epsilon_the_policy_used():

@@ -183,14 +183,14 @@ def test_a_warning_is_printed_before_the_runs(monkeypatch, capsys):
     ],
 )
 def test_named_instances_name_a_bad_argument(spec, message):
-    from screenbai.bandits.sim.instances import parse_instance
+    from screenbai.bandits.sim.generators import parse_instance
 
     with pytest.raises(ValueError, match=message):
         parse_instance(spec)
 
 
 def test_instance_builders_check_their_arguments_from_python_too():
-    from screenbai.bandits.sim.instances import akg_sphere, kw_synthetic
+    from screenbai.bandits.sim.generators import akg_sphere, kw_synthetic
 
     with pytest.raises(ValueError, match="instance 'akg_sphere': K must be a whole number >= 2; got 1"):
         akg_sphere(K=1)
@@ -216,7 +216,7 @@ def test_replicate_leaves_bad_values_to_the_policy_that_names_them(name, key, va
 
 
 def _logistic_instance() -> Instance:
-    from screenbai.bandits.sim.instances import kw_synthetic
+    from screenbai.bandits.sim.generators import kw_synthetic
 
     return kw_synthetic(K=8, d=3, seed=1)
 

@@ -11,7 +11,7 @@ from screenbai.bandits.core.runner import run as simulate
 from screenbai.bandits.linear.static_greedy import GreedyState, all_pairs, allocation_sequence
 from screenbai.bandits.linear.static_rules import OLSTracker, eq11_batch, log_term
 from screenbai.bandits.numerics.linalg import spanning_arms
-from screenbai.bandits.sim import instances
+from screenbai.bandits.sim import generators as instances
 from screenbai.bandits.sim.instance import Instance
 
 ALL = ["g-allocation", "xy-static", "xy-oracle", "xy-adaptive", "xy-fully-adaptive"]

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from screenbai.bandits import load_policy, make_policy, policy_for_instance, save_policy
+from screenbai.bandits.sim.generators import kw_synthetic, reda_classic, soare
 from screenbai.bandits.sim.instance import Environment, Instance
-from screenbai.bandits.sim.instances import kw_synthetic, reda_classic, soare
 from screenbai.bandits.tracking.blocks import (
     BlockEvidence,
     mixture_boundary,

@@ -1,2 +1,2 @@
 """Simulation: the problem and the environment that draws rewards (instance.py), the papers'
-instances (instances.py)."""
+instances and a random linear one, generated (generators.py)."""
