@@ -10,6 +10,26 @@ import pandas as pd
 
 from screenbai.campaign import Campaign, Library
 
+#: where a campaign command run by ``KILLED_CHILD`` kills itself (SIGKILL): the Campaign method that dies
+KILL_AT = {
+    "after-next": "write_plate",  # the plate is committed, its file not written yet
+    "before-commit": "_commit_outcomes",  # the results file is validated, nothing written yet
+    "mid-record": "_save_history",  # inside the record's transaction, outcomes (and readouts) written
+    "mid-add": "_restart_at",  # inside the add's transaction, the compound inserted
+}
+
+#: ``python -c KILLED_CHILD METHOD campaign ARGS...``: the screenbai command, killed when it calls
+#: Campaign.METHOD (none: it runs whole)
+KILLED_CHILD = """
+import os, signal, sys
+from screenbai.campaign import campaign as C
+method, argv = sys.argv[1], sys.argv[2:]
+if method:
+    setattr(C.Campaign, method, lambda *args, **kwargs: os.kill(os.getpid(), signal.SIGKILL))
+from screenbai.cli import main
+sys.exit(main(argv))
+"""
+
 SMILES = ["CCO", "CCN", "CCC", "c1ccccc1", "CC(=O)O", "CCOC", "CNC", "CCCl", "OCCO", "C1CCCCC1"]
 
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from static_records import case_key, run_case
+import static_records
 
 from screenbai.bandits.core.registry import available
 from screenbai.bandits.sim import generators as instances
@@ -71,17 +71,8 @@ CASES += [(name, {"budget": 300}, "random7" if name.startswith("gse-lin") else "
           for name in sorted(available()) if name.startswith("gse-")]
 
 
-def records(cases=CASES, modes=MODES, seeds=SEEDS) -> dict[str, dict]:
-    insts = instances_used()
-    out = {}
-    for name, params, inst_name in cases:
-        for seed in seeds:
-            for mode in modes:
-                r = run_case(name, params, insts[inst_name], seed, mode)
-                out[case_key(name, params, inst_name, seed, mode)] = {
-                    "pulls": [int(v) for v in r.pulls], "recommendation": [int(a) for a in r.recommendation],
-                    "n_samples": int(r.n_samples), "stopped": bool(r.stopped)}
-    return out
+def records() -> dict[str, dict]:
+    return static_records.records(CASES, MODES, SEEDS, instances_used())
 
 
 if __name__ == "__main__":

@@ -124,8 +124,9 @@ def case_key(name: str, params: dict, inst_name: str, seed: int, mode: str) -> s
     return f"{name} {json.dumps(params, sort_keys=True)} {inst_name} seed={seed} {mode}"
 
 
-def records(cases=CASES, modes=MODES, seeds=SEEDS) -> dict[str, dict]:
-    insts = instances_used()
+def records(cases=CASES, modes=MODES, seeds=SEEDS, insts: dict[str, Instance] | None = None) -> dict[str, dict]:
+    """The records of ``cases`` (on ``insts``, by default this module's instances), as written to the JSON."""
+    insts = instances_used() if insts is None else insts
     out = {}
     for name, params, inst_name in cases:
         for seed in seeds:

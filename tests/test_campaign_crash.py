@@ -9,35 +9,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from campaign_util import Assay, new_campaign, write_results
+from campaign_util import KILL_AT, KILLED_CHILD, Assay, new_campaign, write_results
 
 from screenbai.campaign import Campaign
 
 REPO = Path(__file__).resolve().parents[1]
 
-CHILD = """
-import os, signal, sys
-from screenbai.campaign import campaign as C
-
-def die(*args, **kwargs):
-    os.kill(os.getpid(), signal.SIGKILL)
-
-point, argv = sys.argv[1], sys.argv[2:]
-if point == "after-next":          # the plate is committed, its file not written yet
-    C.Campaign.write_plate = die
-elif point == "before-commit":     # the results file is validated, nothing written yet
-    C.Campaign._commit_outcomes = die
-elif point == "mid-record":        # inside the record's transaction, outcomes already inserted
-    C.Campaign._save_history = die
-from screenbai.cli import main
-sys.exit(main(argv))
-"""
 
 
 def cli(point: str, *argv) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
-        [sys.executable, "-c", CHILD, point, "campaign", *map(str, argv)],
+        [sys.executable, "-c", KILLED_CHILD, "" if point == "none" else KILL_AT[point], "campaign", *map(str, argv)],
         env=env,
         capture_output=True,
         text=True,

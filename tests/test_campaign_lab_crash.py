@@ -16,28 +16,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from campaign_util import KILL_AT, KILLED_CHILD
 
 from screenbai.campaign import Campaign
 
 REPO = Path(__file__).resolve().parents[1]
 
-CHILD = """
-import os, signal, sys
-from screenbai.campaign import campaign as C
-
-def die(*args, **kwargs):
-    os.kill(os.getpid(), signal.SIGKILL)
-
-point, argv = sys.argv[1], sys.argv[2:]
-if point == "after-next":          # the plate is committed, its file not written yet
-    C.Campaign.write_plate = die
-elif point == "mid-record":        # inside the record's transaction, outcomes and readouts written
-    C.Campaign._save_history = die
-elif point == "mid-add":           # inside the add's transaction, the compound inserted
-    C.Campaign._restart_at = die
-from screenbai.cli import main
-sys.exit(main(argv))
-"""
 
 SMILES = [f"{'C' * (k % 10 + 1)}{('O', 'N', 'Cl', 'Br')[k // 10]}" for k in range(40)]
 PLATE = 24  # compounds per plate (of the 352 compound wells of a 384-well plate with edge controls)
@@ -48,7 +32,7 @@ def _command(point: str, argv: list, kill_after: float | None) -> int | None:
     finish).  Returns its exit code (negative: killed)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-c", CHILD, point, "campaign", *map(str, argv)],
+        [sys.executable, "-c", KILLED_CHILD, "" if point == "none" else KILL_AT[point], "campaign", *map(str, argv)],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
