@@ -22,7 +22,7 @@ costs in docs/error_rates.md):
 * "likelihood-ratio" (default): error at most delta with no assumption beyond the logistic model
   (no c_mu, no S).  The policy stops when the anytime-valid likelihood-ratio confidence set
   {theta : L_t(theta) <= P_t + log(1/delta)} (P_t: the loss of the predictions made before each
-  outcome, lr_set.RunningPredictor's; lr_set.py)
+  outcome, lr_set.RunningPredictor's, its MAP points refitted after every 1 % more tests; lr_set.py)
   puts arm i within epsilon of every other arm for every theta in it.  The test
   runs after every 1 % more tests (at least d; so a run stops at most that many tests late), at
   O(d^2 + K_+ d) when a cheap witness shows that the sampled rival still stands, else with exact
@@ -93,6 +93,9 @@ from screenbai.bandits.numerics.rules import L1Design, greedy_arm
 from screenbai.bandits.numerics.ties import BlockArgmax
 
 LR_CHECK_GROWTH = 0.01  # "likelihood-ratio": the stopping test runs after every 1 % more tests (at least d)
+#: "likelihood-ratio": the running predictor's MAP points are refitted after every 1 % more tests (at
+#: least one; lr_set.RunningPredictor's refit schedule: the set stays valid, the predictions are only staler)
+PREDICTOR_REFIT_GROWTH = 0.01
 RATIO_MAX_K = 5000  # selection "auto": the L1 ratio rule up to this K, the greedy rule above
 RULES = ("ratio", "greedy")
 
@@ -253,7 +256,7 @@ class GLGapE(Policy):
         self._next_calibration = np.inf
         self._checked_at = -1  # n_samples when the stopping rule was last evaluated
         # "likelihood-ratio": the predictions made before each outcome, and their loss P_t
-        self._predictor = RunningPredictor(self.d_eff)
+        self._predictor = RunningPredictor(self.d_eff, refit_growth=PREDICTOR_REFIT_GROWTH)
         self._lr_next_check = 0  # ... the sample count of its next stopping test, and the last MLE found
         self._theta_mle = None
         self._lr_checks = 0
@@ -298,10 +301,11 @@ class GLGapE(Policy):
         if self.calibration == "likelihood-ratio":  # predicted from the outcomes before these, then refitted
             self._predictor.observe(self.Z[arms], rewards, self.n_samples - arms.size)
             # refitted once the initial phase's E outcomes are in (the phase is one batch of fixed tests:
-            # its predictions then do not depend on how its outcomes are told, one by one or together)
-            if self.n_samples >= (self.E or 0):
+            # its predictions then do not depend on how its outcomes are told, one by one or together),
+            # then after every PREDICTOR_REFIT_GROWTH more tests
+            if self.n_samples >= (self.E or 0) and self._predictor.due(self.n_samples):
                 pulled = np.flatnonzero(self.n) if self._pulled is None else np.union1d(self._pulled, arms)
-                self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
+                self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled], self.n_samples)
         if self._phase == "adaptive" and arms.size == 1 and self.state.source.large:
             # large K: the fit needs only the counts, so fit first and let the rank-one update's
             # pass over Z also compute the next round's Z theta (one pass instead of two)

@@ -39,10 +39,10 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.special import expit, logit
 
+from screenbai.bandits.numerics.features import FeatureSource
 from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
 
 _MAX_NEWTON = 60
-_BLOCK = 65536  # rows of Z per block of the outer-bound pass
 MAX_EXACT_TESTS = 256  # per named arm and test: arms the bounds leave beyond this count as not ruled out
 BOX_MIN_ALIVE = 64  # more arms than this left by the outer radius: the box bound (2 d range ends) prunes them
 EXACT_NORMS_MAX_K = 20_000  # the outer bound's H^-1 norms: exact (O(K d^2)) up to this K, from M^-1 above
@@ -93,26 +93,51 @@ class RunningPredictor:
     predictor before this one) measured at the stops of log-tas runs on kw_synthetic (K = 50, seed 0),
     (benchmarks/lr_regret.py; docs/lower_bound.md).
 
+    **Refit schedule** (``refit_growth``). The set stays valid for ANY predictable predictor: all that
+    Ville's inequality needs is that q_s is fixed before y_s is seen, not that it uses every earlier
+    outcome. So the MAP points and their Cholesky factors may be refitted only now and then, predicting
+    with the last fitted ones in between (the prior weights are still updated at every outcome, by
+    ``observe``, from those same fixed predictions). With ``refit_growth`` = g > 0 the caller refits only
+    when ``due(t)``: once the number of outcomes t has grown by g (at least by one outcome) since the
+    last refit, so a run of T outcomes refits about log(T) / g times and the amortised cost per outcome
+    is O(K_+ d^2 / (g t)) instead of O(K_+ d^2). The stale predictions cost a little regret (a larger
+    level), never validity. g = 0 (the default, log-tas's) refits after every outcome.
+
     ``refit`` costs one warm-started Newton solve, O(K_+ d^2), and one Cholesky factorisation of a d x d
     matrix per prior; ``observe`` O(b d^2) for a batch of b outcomes.
     """
 
-    def __init__(self, d: int, precisions: tuple[float, ...] = PRIOR_PRECISIONS):
+    def __init__(self, d: int, precisions: tuple[float, ...] = PRIOR_PRECISIONS, refit_growth: float = 0.0):
+        if not refit_growth >= 0.0:
+            raise ValueError(f"refit_growth must be >= 0 (0: refit after every outcome); got {refit_growth}")
         self.lams = np.asarray(precisions, dtype=float)
         k = self.lams.size
         self.theta = np.zeros((k, d))
         self.chol = np.sqrt(self.lams)[:, None, None] * np.eye(d)  # lower Cholesky factors of lambda_k I + H_k
         self.log_w = np.full(k, -math.log(k))  # log posterior weights of the priors
         self.loss = 0.0  # P_t
+        self.refit_growth = float(refit_growth)
+        self.fitted_at = -1  # the number of outcomes at the last refit (-1: never refitted)
 
     def state_dict(self) -> dict:
-        return {"theta": self.theta.copy(), "chol": self.chol.copy(), "log_w": self.log_w.copy(), "loss": self.loss}
+        state = {"theta": self.theta.copy(), "chol": self.chol.copy(), "log_w": self.log_w.copy(), "loss": self.loss}
+        if self.refit_growth > 0.0:  # the schedule's position (log-tas's state keeps its former shape)
+            state["fitted_at"] = self.fitted_at
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         self.theta = np.array(state["theta"], dtype=float)
         self.chol = np.array(state["chol"], dtype=float)
         self.log_w = np.array(state["log_w"], dtype=float)
         self.loss = float(state["loss"])
+        self.fitted_at = int(state.get("fitted_at", -1))  # a state saved before the schedule: refit next
+
+    def due(self, t: int) -> bool:
+        """Whether to refit after t outcomes: always with ``refit_growth`` 0, else once t has grown by
+        that fraction (at least by one outcome) since the last refit."""
+        if self.refit_growth <= 0.0 or self.fitted_at < 0:
+            return True
+        return t >= self.fitted_at + max(1, int(self.refit_growth * self.fitted_at))
 
     def _component_probabilities(self, Zb: np.ndarray) -> np.ndarray:
         """Each component's moderated probability of a 1 at the rows of Zb (priors x rows)."""
@@ -142,9 +167,11 @@ class RunningPredictor:
         self.log_w -= self.log_w.max()
         return loss
 
-    def refit(self, Zp: np.ndarray, n: np.ndarray, s: np.ndarray) -> None:
+    def refit(self, Zp: np.ndarray, n: np.ndarray, s: np.ndarray, t: int | None = None) -> None:
         """Refit every component to all the outcomes so far (pulled arms' features ``Zp``, counts ``n``,
-        successes ``s``): the MAP under its prior, warm-started, and the Cholesky factor of its precision."""
+        successes ``s``; ``t`` outcomes in all, default n.sum()): the MAP under its prior, warm-started,
+        and the Cholesky factor of its precision."""
+        self.fitted_at = int(np.sum(n)) if t is None else int(t)
         d = self.theta.shape[1]
         for k, lam in enumerate(self.lams):
             th = logistic_mle(Zp, n, s, float(lam), theta0=self.theta[k], decrement_tol=1e-10).theta
@@ -424,7 +451,7 @@ class LikelihoodRatioSet:
             for lo, Zb, sd2, _ in self._norm_blocks(Z, int(i), P, diag):
                 sd = np.sqrt(np.maximum(sd2, 0.0))
                 gap_hat = Zb @ self.theta - centre
-                keep = np.flatnonzero((gap_hat + self.rho * sd > g) & ~is_named[lo:lo + _BLOCK])
+                keep = np.flatnonzero((gap_hat + self.rho * sd > g) & ~is_named[lo:lo + Zb.shape[0]])
                 alive.append(keep + lo)
                 score.append(gap_hat[keep] + r_quad * sd[keep])
             alive_all, score_all = np.concatenate(alive), np.concatenate(score)
@@ -451,26 +478,28 @@ class LikelihoodRatioSet:
             is_open[counted] = True
         return n_open
 
-    def _norm_blocks(self, Z: np.ndarray, i: int, P: np.ndarray | None, diag: np.ndarray | None):
-        """For blocks of arms j: (first index, Z block, ||z_j - z_i||^2_{H^-1}, ||z_j||^2_{H^-1}), H the
-        Hessian of L_t at its minimiser: exact (O(K d^2)) up to EXACT_NORMS_MAX_K arms, above upper
-        bounds from ``P`` = M^-1 and ``diag`` = diag(Z P Z^T) of the same outcomes (O(K d): H >= c M
-        with c the smallest weight mu' of a pulled arm)."""
+    def _norm_blocks(self, Z: np.ndarray | FeatureSource, i: int, P: np.ndarray | None, diag: np.ndarray | None):
+        """For the blocks of arms j of the feature source's passes (features.py): (first index, Z block,
+        ||z_j - z_i||^2_{H^-1}, ||z_j||^2_{H^-1}), H the Hessian of L_t at its minimiser: exact (O(K d^2))
+        up to EXACT_NORMS_MAX_K arms, above upper bounds from ``P`` = M^-1 and ``diag`` = diag(Z P Z^T)
+        of the same outcomes (O(K d): H >= c M with c the smallest weight mu' of a pulled arm)."""
+        source = FeatureSource.of(Z)
+        Z = source.X
         zi = Z[i]
-        if Z.shape[0] <= EXACT_NORMS_MAX_K or P is None or diag is None:
+        if source.K <= EXACT_NORMS_MAX_K or P is None or diag is None:
             Hinv_zi = cho_solve(self.chol, zi)
             zz = float(zi @ Hinv_zi)
-            for lo in range(0, Z.shape[0], _BLOCK):  # blocks: O(block d) memory at any K
-                Zb = Z[lo:lo + _BLOCK]
+            for lo, hi in source.bounds():  # blocks: O(block d) memory at any K
+                Zb = Z[lo:hi]
                 own = np.einsum("ij,ji->i", Zb, cho_solve(self.chol, Zb.T))  # ||z_j||^2_{H^-1}
                 yield lo, Zb, own - 2.0 * (Zb @ Hinv_zi) + zz, own
             return
         eta_p = self.Zp @ self.theta
         c_min = float((expit(eta_p) * expit(-eta_p)).min())
-        cross = Z @ (np.asarray(P) @ zi)
-        for lo in range(0, Z.shape[0], _BLOCK):
-            q = diag[lo:lo + _BLOCK]
-            yield lo, Z[lo:lo + _BLOCK], (q - 2.0 * cross[lo:lo + _BLOCK] + diag[i]) / c_min, q / c_min
+        cross = source.gram_row(np.asarray(P), zi)
+        for lo, hi in source.bounds():
+            q = diag[lo:hi]
+            yield lo, Z[lo:hi], (q - 2.0 * cross[lo:hi] + diag[i]) / c_min, q / c_min
 
     def gap_bounds(self, Z: np.ndarray, i: int, m: int = 1, P: np.ndarray | None = None,
                    diag: np.ndarray | None = None, n_exact: int = MAX_CERT_TESTS) -> np.ndarray:
