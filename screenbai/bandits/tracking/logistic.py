@@ -113,6 +113,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         self._plan = np.empty(0, dtype=np.int64)
         self._next_check = 0  # the rest of the current block, handed out one test at a time
         self._windows = LRWindows(self.d_eff, self.K, late=self.d_eff > SMALL_D)  # the set restarted late
+        self._spanned = False  # whether the tested arms span R^d' (``_spans``; not state: rechecked after a load)
         self.diagnostics.pop("threshold", None)  # the set's level is P_t + log(1/delta), not a constant
         # the index status shows: rivals the likelihood-ratio test has not ruled out yet (fires at 0)
         self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0,
@@ -122,10 +123,22 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     def resolve_oracle(cls, key: str, instance):
         raise ValueError(f"{cls.__name__} has no oracle value for parameter {key!r}")
 
+    def _after_load(self) -> None:
+        super()._after_load()
+        self._spanned = False
+
     # ------------------------------------------------------------------ estimates
+    def _spans(self, pulled: np.ndarray) -> bool:
+        """Whether the features of the tested arms ``pulled`` (this policy's, or a superset) span R^d':
+        their rank is computed (O(K_+ d^2)) only until they do; from then on it is known, as the tested
+        arms only grow (the counts never decrease)."""
+        if not self._spanned:
+            self._spanned = pulled.size >= self.d_eff and int(np.linalg.matrix_rank(self.Z[pulled])) == self.d_eff
+        return self._spanned
+
     def _estimate(self, counts: np.ndarray, sums: np.ndarray) -> np.ndarray | None:
         pulled = np.flatnonzero(counts)
-        if pulled.size < self.d_eff or np.linalg.matrix_rank(self.Z[pulled]) < self.d_eff:
+        if not self._spans(pulled):
             return None
         fit = logistic_mle(self.Z[pulled], counts[pulled], sums[pulled], self.lambda_reg, theta0=self._theta_pred)
         return fit.theta
@@ -190,7 +203,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         pulled = np.flatnonzero(self.n)
         self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
         same = np.flatnonzero(self._predictor.lams == self.lambda_reg)  # the design's own fit, already made
-        if same.size and pulled.size >= self.d_eff and np.linalg.matrix_rank(self.Z[pulled]) == self.d_eff:
+        if same.size and self._spans(pulled):
             theta = self._predictor.theta[same[0]].copy()
         else:
             theta = self._estimate(self.n.astype(float), self.sums)
