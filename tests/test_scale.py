@@ -343,14 +343,14 @@ def test_logistic_into_matches_expit_and_saturates_without_warnings():
 
 @pytest.mark.slow
 def test_m_lingape_rounds_reading_X_once_equal_rounds_reading_it_twice(monkeypatch):
-    """At large K the greedy rule's pass computes X P x_c with X P (x_b - x_c), and the update after
-    pulling c takes X P x_c from there instead of reading X again; an update that reads X computes
-    the greedy scores for the last pair (b, c), which the next round takes if its pair is the same.
+    """At large K the greedy rule's pass computes X P x_c (and X P (x_b - x_c) from the kept Gram row),
+    and the update after pulling c takes X P x_c from there instead of reading X again; an update that
+    reads X computes the greedy scores for the last pair (b, c), which the next round takes if its pair
+    is the same.
     A run that never uses either makes the same choices with the same bits and the same draws, and
     the kept columns equal, bit for bit, the update's own product."""
-    from screenbai.bandits.linear.gap_indices import GapIndices
+    from screenbai.bandits.linear.gap_indices import GapIndices, pair_scores
     from screenbai.bandits.numerics import features
-    from screenbai.bandits.numerics.rules import greedy_scores
 
     monkeypatch.setattr(features, "BLOCK", 4096)  # many blocks, visited out of order by the update
     rng = np.random.default_rng(12)
@@ -372,19 +372,19 @@ def test_m_lingape_rounds_reading_X_once_equal_rounds_reading_it_twice(monkeypat
             if policy.gaps.guesses_right > guessed:  # the greedy scores came from the update's sweep
                 st, (b, c) = policy.state, policy.state.ahead.guess
                 Pc = st.P @ X[c]
-                V = np.column_stack([policy.gaps.direction(b, c, Pc), Pc])
-                Xy = np.vstack([features.pair_product(X[s:e], V, np.empty((e - s, 2)))
-                                for s, e in features.block_bounds(K)])[:, 0]  # as the greedy pass computes it
+                Xc = np.concatenate([features.column_products(X[s:e], Pc[None, :], np.empty((1, e - s)))[0]
+                                     for s, e in features.block_bounds(K)])  # as the greedy pass computes it
+                assert st.keeps_row(b)
                 fresh = np.empty(K)
-                greedy_scores(Xy, st.diag, out=fresh)
+                pair_scores(st.gram_row(b), Xc, st.diag, fresh)
                 np.testing.assert_array_equal(policy.state.ahead.scores, fresh)
                 checked += 1
             pair = policy.gaps._pair
             if arms.size == 1 and pair is not None:
                 st, _, c = pair
                 u = st.P @ X[c]
-                own = np.vstack([features.pair_product(X[s:e], np.column_stack([u, u]), np.empty((e - s, 2)))
-                                 for s, e in features.block_bounds(K)])[:, 0]  # as the update computes it
+                own = np.concatenate([features.column_products(X[s:e], u[None, :], np.empty((1, e - s)))[0]
+                                      for s, e in features.block_bounds(K)])  # as the update computes it
                 np.testing.assert_array_equal(policy.gaps._Xc, own)
                 compared += 1
             guessed = policy.gaps.guesses_right
@@ -410,8 +410,8 @@ def test_m_lingape_rounds_reading_X_once_equal_rounds_reading_it_twice(monkeypat
 
 def test_the_feature_source_walks_the_arms_as_the_plain_forms_and_serves_a_memory_map(tmp_path, monkeypatch):
     """FeatureSource (the one home of the large-K plumbing): its blocks cover the arms once, in
-    order; its products equal the plain ones (the two-column products bit for bit with X @ V per
-    block, as the estimator and the greedy rule compute them); and an estimator over a read-only
+    order; its products equal the plain ones (bit for bit with X @ v per block and column, as the
+    estimator and the greedy rule compute them, whether one column is asked or two); and an estimator over a read-only
     memory map of the features (nothing loaded up front) gives the same bits as over the array."""
     from screenbai.bandits.numerics import features
     from screenbai.bandits.numerics.features import FeatureSource
@@ -430,8 +430,10 @@ def test_the_feature_source_walks_the_arms_as_the_plain_forms_and_serves_a_memor
     assert np.array_equal(np.concatenate([p[0] for p in pieces]), v)
     assert np.array_equal(np.vstack([p[1] for p in pieces]), X)
     V = rng.standard_normal((6, 2))
-    got = np.vstack([block.copy() for _, _, block in src.pair_products(V)])
-    assert np.array_equal(got, np.vstack([X[s:e] @ V for s, e in bounds]))
+    got = np.hstack([block.copy() for _, _, block in src.products(V)])
+    assert np.array_equal(got, np.hstack([np.vstack([X[s:e] @ V[:, 0], X[s:e] @ V[:, 1]]) for s, e in bounds]))
+    one = np.concatenate([block[0].copy() for _, _, block in src.products(V[:, 1:])])
+    assert np.array_equal(one, got[1])  # a column's bits do not depend on the other column
     A = rng.standard_normal((6, 6))
     P = A @ A.T
     np.testing.assert_allclose(src.quad_diag(P), np.diag(X @ P @ X.T), rtol=1e-12)
@@ -445,6 +447,10 @@ def test_the_feature_source_walks_the_arms_as_the_plain_forms_and_serves_a_memor
     states = [TrackedRidgeState(FeatureSource(Y), 1.0, refresh_every=7) for Y in (X, mapped)]
     assert all(st.keep_row and st.source.large for st in states)
     assert isinstance(states[1].X, np.memmap)
+    big = states[1].source  # the large-K exact rebuild's forms: blockwise diag, the design over tested arms only
+    np.testing.assert_allclose(big.quad_diag(P), np.diag(X @ P @ X.T), rtol=1e-12)
+    w[w < 2] = 0.0  # most arms untested
+    np.testing.assert_allclose(big.weighted_gram(w), X.T @ np.diag(w) @ X, rtol=1e-12)
     for a, r in zip(rng.integers(len(X), size=20), rng.standard_normal(20)):
         for st in states:
             st.gram_row(int(a) // 2)

@@ -43,12 +43,13 @@ class GapIndices:
 
     ``Pxb`` keeps (b_t, P x_b) from the last round when it was computed anyway, for the greedy rule.
     At large K (m = 1, paired) a round reads X once when one of two guesses holds, twice otherwise:
-    the greedy rule's pass computes X P x_c with X P (x_b - x_c) (``greedy_pair_arm``), and the
-    update after the pull takes X P x_a from there when a is c (``product_for``); an update that
-    reads X computes X P (x_b - x_c) for the last pair too, and the greedy scores from it, which the
-    next round takes if its pair is the same (``sweep_ahead``). Either way the values are computed
-    the same way, with the same bits. ``products_reused`` / ``products_missed`` and ``guesses_right``
-    / ``guesses_wrong`` count how often each guess held (for benchmarks).
+    the greedy rule's pass computes X P x_c, and X P (x_b - x_c) as the kept Gram row X P x_b (the
+    round's, b = b_t) minus it (``greedy_pair_arm``), and the update after the pull takes X P x_a
+    from there when a is c (``product_for``); an update that reads X computes X P x_c for the last
+    pair (b, c) too, and the greedy scores from it, which the next round takes if its pair is the
+    same (``sweep_ahead``). Either way the values are computed the same way, with the same bits.
+    ``products_reused`` / ``products_missed`` and ``guesses_right`` / ``guesses_wrong`` count how
+    often each guess held (for benchmarks).
     """
 
     def __init__(self, Z: np.ndarray, state: TrackedRidgeState | None, index: str, m: int,
@@ -103,8 +104,9 @@ class GapIndices:
 
     def greedy_pair_arm(self, b: int, c: int, rng: np.random.Generator) -> int:
         """The greedy rule for y = x_b - x_c at large K (m = 1, paired indices): one pass over X for
-        X P y and X P x_c (kept for the update after the pull: the greedy rule mostly pulls c), the
-        scores block by block, each block's argmax while it is in cache."""
+        X P x_c (kept for the update after the pull: the greedy rule mostly pulls c), X P y = X P x_b
+        - X P x_c from the kept Gram row of b (the round's best arm: no pass), the scores block by
+        block, each block's argmax while it is in cache."""
         st = self.ridge()
         self._last_pair = (b, c)
         ahead = st.ahead
@@ -115,21 +117,16 @@ class GapIndices:
                 return ahead.greedy_best.result(ahead.scores, rng)
             self.guesses_wrong += 1
         Pc = st.P @ self.Z[c]
-        V = np.column_stack([self.direction(b, c, Pc), Pc])
+        row = st.gram_row(b)  # kept by the round (O(d))
         if self._Xc is None:
             self._Xc = np.empty(self.K)
         Xc, scores, best = self._Xc, np.empty(self.K), BlockArgmax()
-        for s, e, block in st.source.pair_products(V):
-            Xc[s:e] = block[:, 1]
-            greedy_scores(block[:, 0], st.diag[s:e], out=scores[s:e])
+        for s, e, block in st.source.products(Pc[:, None]):
+            Xc[s:e] = block[0]
+            pair_scores(row[s:e], block[0], st.diag[s:e], scores[s:e])
             best.add(scores[s:e], s)
         self._pair = (st, st.P.copy(), c)
         return best.result(scores, rng)
-
-    def direction(self, b: int, c: int, Pc: np.ndarray | None = None) -> np.ndarray:
-        """P (x_b - x_c), computed as P x_b - P x_c (one way, whoever asks)."""
-        st = self.ridge()
-        return st.P @ self.Z[b] - (st.P @ self.Z[c] if Pc is None else Pc)
 
     def product_for(self, a: int) -> np.ndarray | None:
         """X P x_a from the last greedy pass if a was its c and P has not changed since, else None;
@@ -151,13 +148,16 @@ class GapIndices:
         on_block: the next round's upper bounds against the kept Gram row's arm, computed during the
         update's sweep while each block is in cache; the round uses them if that arm is still the
         empirical best. ``factor()`` gives the next round's threshold factor once P is updated. With
-        ``guess`` (the update reads X anyway), also() = P (x_b - x_c) for the last pair (b, c), once P
-        is updated: the update's product gives X P (x_b - x_c) and the sweep the greedy scores."""
+        ``guess`` (the update reads X anyway), also() = P x_c for the last pair (b, c), once P is
+        updated, when b's Gram row is the kept one: the update's product gives X P x_c and the sweep
+        the greedy scores from the kept row, as ``greedy_pair_arm`` computes them."""
         st = self.ridge()
         if not (self.single_paired and st.source.large and st._row is not None):
             return None, None
         pair = self._last_pair if guess else None
-        also = None if pair is None else (lambda: self.direction(*pair))
+        if pair is not None and not st.keeps_row(pair[0]):  # b's row is not the kept one: no guess
+            pair = None
+        also = None if pair is None else (lambda: st.P @ self.Z[pair[1]])
         return also, UcbSweep(st, st._row_arm, factor, st.mu, pair)
 
     def columns_of_J(self, mu: np.ndarray, J: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:
@@ -268,6 +268,13 @@ class GapIndices:
         return J, b, int(c), stat
 
 
+def pair_scores(row: np.ndarray, Xc: np.ndarray, diag: np.ndarray, out: np.ndarray) -> None:
+    """The greedy rule's scores for y = x_b - x_c into ``out``, from row b of G = X P X^T and X P x_c:
+    X P y = row - X P x_c (the one way, whoever computes them)."""
+    np.subtract(row, Xc, out=out)
+    greedy_scores(out, diag)
+
+
 def upper_bounds(out: np.ndarray, row: np.ndarray, diag: np.ndarray, diag_i: float, f: float,
                  mu: np.ndarray) -> None:
     """B[j, i] + mu_i = mu_j + f ||x_j - x_i||_P into ``out``, from row i of G = X P X^T and its diagonal."""
@@ -283,8 +290,8 @@ def upper_bounds(out: np.ndarray, row: np.ndarray, diag: np.ndarray, diag_i: flo
 class UcbSweep:
     """B[j, i] + mu_i = mu_j + f ||x_j - x_i||_P for every arm j (-inf at i), block by block, with
     their argmax; ``f`` may be a function, called once P is final (before the first block). With a
-    ``guess`` (b, c), also the greedy scores for y = x_b - x_c and their argmax, from the blocks of
-    X P y given to each call (the update's second column)."""
+    ``guess`` (b, c), also the greedy scores for y = x_b - x_c and their argmax, from the kept Gram
+    row (b's) and the blocks of X P x_c given to each call (the update's second column)."""
 
     def __init__(self, st: TrackedRidgeState, i: int, f, mu: np.ndarray, guess: tuple[int, int] | None = None):
         self.st, self.i, self.f, self.mu, self.guess = st, i, f, mu, guess
@@ -294,7 +301,7 @@ class UcbSweep:
         if guess is not None:
             self.scores, self.greedy_best = np.empty(st.K), BlockArgmax()
 
-    def __call__(self, s: int, e: int, Xy: np.ndarray | None = None) -> None:
+    def __call__(self, s: int, e: int, Xc: np.ndarray | None = None) -> None:
         st, i = self.st, self.i
         if callable(self.f):
             self.f = self.f()
@@ -304,6 +311,6 @@ class UcbSweep:
             block[i - s] = -np.inf
         self.best.add(block, s)
         if self.guess is not None:
-            assert Xy is not None, "a guessed pair needs X P y from the update's product"
-            greedy_scores(Xy[s:e], st.diag[s:e], out=self.scores[s:e])
+            assert Xc is not None, "a guessed pair needs X P x_c from the update's product"
+            pair_scores(self.row[s:e], Xc[s:e], st.diag[s:e], self.scores[s:e])
             self.greedy_best.add(self.scores[s:e], s)

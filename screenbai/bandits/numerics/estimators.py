@@ -66,9 +66,16 @@ class RidgeState:
         self.mu_top: BlockArgmax | None = None
         self.ahead = None
 
+    def keeps_row(self, i: int) -> bool:
+        """Whether row i of X P X^T is the one kept: arm i is the kept row's arm, or has the same
+        features (duplicates share their row)."""
+        return self._row is not None and (i == self._row_arm or np.array_equal(self.X[i], self.X[self._row_arm]))
+
     def gram_row(self, i: int) -> np.ndarray:
-        """Row i of X P X^T (do not modify it): O(K d), or O(1) when it is the row being kept."""
-        if i == self._row_arm and self._row is not None:
+        """Row i of X P X^T (do not modify it): O(K d), or O(d) when it is the row being kept
+        (``keeps_row``)."""
+        if self.keeps_row(i):
+            assert self._row is not None
             return self._row
         row = self.source.gram_row(self.P, self.X[i])
         if self.keep_row:
@@ -87,8 +94,8 @@ class RidgeState:
         product with ``also`` or None) is final, the block holding the kept row's arm first; it is
         then kept in ``ahead`` until P changes. ``also`` may be a function giving the vector once P
         is updated. ``product``: X P x_a with the current P, if the caller
-        has it (large K, without ``also``; computed as ``pair_product`` does): the update then reads
-        no X."""
+        has it (large K, without ``also``; computed as ``FeatureSource.products`` does): the update then
+        reads no X."""
         added = self._add(a, reward, None, 0.0, also, on_block, product)
         if self.P is not None and self._since_refresh >= self.refresh_every:
             self.refresh()
@@ -137,24 +144,24 @@ class RidgeState:
     def _shrink_blockwise(self, u, denom, row, row_coef, mu, step, also, on_block, product) -> np.ndarray | None:
         """``_shrink`` at large K: one block of X at a time, its elementwise work while it is in cache.
 
-        X P x_a is always column 0 of a two-column product (``pair_product``), whether computed here
-        or given as ``product`` (``FeatureSource.pair_products``), so that the result does not depend on
-        where it came from."""
+        X P x_a is always a matrix-vector product per block (``FeatureSource.products``), whether
+        computed here (with X ``also`` in the same pass, if asked) or given as ``product``, so that the
+        result does not depend on where it came from."""
         assert product is None or also is None, "a given product leaves no pass over X to compute X also"
         if callable(also):  # a vector that depends on the updated P
             also = also()
-        V = np.column_stack([u, u if also is None else also])
+        V = u[:, None] if also is None else np.column_stack([u, also])
         out = None if also is None else np.empty(self.K)
         top = BlockArgmax()
         bounds = self.source.bounds()
         if row is not None:  # the kept row's arm first: its own entries are final before any other block
             bounds.insert(0, bounds.pop(next(k for k, (s, e) in enumerate(bounds) if s <= self._row_arm < e)))
-        blocks = ((s, e, product[s:e, None]) for s, e in bounds) if product is not None else \
-            self.source.pair_products(V, bounds)
+        blocks = ((s, e, product[None, s:e]) for s, e in bounds) if product is not None else \
+            self.source.products(V, bounds)
         for s, e, block in blocks:
-            g_b = block[:, 0]
+            g_b = block[0]
             if out is not None:
-                out[s:e] = block[:, 1]
+                out[s:e] = block[1]
             gs_b = g_b / denom
             self.diag[s:e] -= g_b * gs_b
             if row is not None:
