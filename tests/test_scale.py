@@ -219,6 +219,69 @@ def test_large_K_passes_make_the_same_choices_as_the_plain_round(monkeypatch, na
     np.testing.assert_allclose(fast_stats, plain_stats, rtol=1e-9)
 
 
+@pytest.mark.parametrize("name, params, model, module", [
+    ("m-lingape", {"m": 1, "epsilon": 0.0, "selection": "greedy"}, "linear", "screenbai.bandits.linear.gap_indices"),
+    ("glgape", {"epsilon": 1e-9, "c_mu": 0.05}, "logistic", "screenbai.bandits.logistic.glgape"),
+])
+def test_a_twin_of_the_best_arm_takes_the_values_computed_ahead_with_the_same_bits(monkeypatch, name, params,
+                                                                                   model, module):
+    """Two arms with the same features tie on their means and the round's best alternates between them
+    at random; the values the update's sweep computed against one serve the other, its two entries
+    swapped (ties.swap_to_twin): the same choices, statistics and draws, bit for bit, as recomputing them."""
+    import importlib
+
+    from screenbai.bandits.numerics import estimators, features
+
+    rng = np.random.default_rng(16)
+    K, d = features.LARGE_K, 5
+    X = rng.standard_normal((K, d)) / np.sqrt(d)
+    theta = rng.standard_normal(d)
+    X[1] = X[int(np.argmax(X @ theta))]  # the best arm's twin (as in benchmarks/bench_scale.py)
+    outcomes = rng.random((K, 8))
+    mod = importlib.import_module(module)
+    swap, is_twin = mod.swap_to_twin, estimators.RidgeState.is_twin
+
+    def fresh(policy, i: int) -> np.ndarray:
+        """The values against arm i, recomputed as a round without the update's sweep does."""
+        st = policy.state
+        if name == "m-lingape":
+            sweep = mod.UcbSweep(st, i, policy.threshold_factor(policy.n_samples), st.mu)
+            for s, e in st.source.bounds():
+                sweep(s, e)
+            return sweep.ucb
+        return mod._RoundSweep(policy, st, policy.width_scale(policy.n_samples + 1), st.ahead.mu, None, i).run().U
+
+    def run(use_twins: bool):
+        swaps, policy = [], None
+
+        def checked_swap(values, w, i):
+            expected = fresh(policy, i)
+            best = swap(values, w, i)
+            np.testing.assert_array_equal(values, expected)
+            swaps.append(best.result(values, np.random.default_rng(0)) == int(np.argmax(expected)))
+            return best
+
+        monkeypatch.setattr(mod, "swap_to_twin", checked_swap)
+        monkeypatch.setattr(estimators.RidgeState, "is_twin", is_twin if use_twins else (lambda *a: False))
+        policy = make_policy(name, X, rng=np.random.default_rng(1), **params)
+        chosen, stats, seen = [], [], np.zeros(K, dtype=int)
+        while policy.n_samples < 150:
+            arms = np.atleast_1d(policy.ask())
+            z = X[arms] @ theta
+            u = outcomes[arms, seen[arms] % 8]
+            seen[arms] += 1
+            policy.tell(arms, z + u - 0.5 if model == "linear" else (u < 1 / (1 + np.exp(-3 * z))).astype(float))
+            chosen.extend(arms.tolist())
+            stats.append(policy.diagnostics["stat"])
+        assert all(swaps)
+        return chosen, np.array(stats, dtype=float), policy.rng.integers(1 << 30), len(swaps)
+
+    (chosen, stats, draw, swaps), (chosen_own, stats_own, draw_own, none) = run(True), run(False)
+    assert swaps >= 5 and none == 0  # (each swap checked against the values recomputed, bit for bit)
+    assert chosen == chosen_own and draw == draw_own
+    np.testing.assert_array_equal(stats, stats_own)
+
+
 def test_glgape_at_large_K_continues_exactly_after_save_and_load(tmp_path):
     from screenbai.bandits.core.persistence import load_policy, save_policy
     from screenbai.bandits.numerics.features import LARGE_K as KEEP_ROW_MIN_K

@@ -14,7 +14,7 @@ import numpy as np
 
 from screenbai.bandits.numerics.estimators import TrackedRidgeState
 from screenbai.bandits.numerics.rules import greedy_scores
-from screenbai.bandits.numerics.ties import BlockArgmax, argmax_random, top_m
+from screenbai.bandits.numerics.ties import BlockArgmax, argmax_random, swap_to_twin, top_m
 
 
 def max_m_per_column(B: np.ndarray, m: int) -> np.ndarray:
@@ -92,6 +92,8 @@ class GapIndices:
         top = st.mu_top if mu is st.mu else None  # found by the last update's sweep (large K)
         i = argmax_random(mu, rng) if top is None else top.result(mu, rng)
         ahead = st.ahead if mu is st.mu else None
+        if isinstance(ahead, UcbSweep) and ahead.i != i and ahead.f == f and st.is_twin(i, ahead.i, mu):
+            ahead.best, ahead.i = swap_to_twin(ahead.ucb, ahead.i, i), i  # the same values against i
         if isinstance(ahead, UcbSweep) and ahead.i == i and ahead.f == f:  # computed by the update's sweep
             ucb, best = ahead.ucb, ahead.best
         else:

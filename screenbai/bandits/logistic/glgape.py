@@ -90,7 +90,7 @@ from screenbai.bandits.numerics.glm import SeparableDataError, c_mu_oracle, c_mu
 from screenbai.bandits.numerics.linalg import project_if_deficient
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, pair_stands
 from screenbai.bandits.numerics.rules import L1Design, greedy_arm
-from screenbai.bandits.numerics.ties import BlockArgmax
+from screenbai.bandits.numerics.ties import BlockArgmax, swap_to_twin
 
 LR_CHECK_GROWTH = 0.01  # "likelihood-ratio": the stopping test runs after every 1 % more tests (at least d)
 #: "likelihood-ratio": the running predictor's MAP points are refitted after every 1 % more tests (at
@@ -423,6 +423,8 @@ class GLGapE(Policy):
         self._best = i
         if self.K == 1:
             return None
+        if ahead is not None and ahead.i != i and state.is_twin(i, ahead.i, mu):
+            ahead.best, ahead.i = swap_to_twin(ahead.U, ahead.i, i), i  # the same values against i
         gaps = ahead if ahead is not None and ahead.i == i else _RoundSweep(self, state, scale, mu, None, i).run()
         g, U = gaps.g, gaps.U
         j = gaps.best.result(U, self.rng)

@@ -71,6 +71,16 @@ class RidgeState:
         features (duplicates share their row)."""
         return self._row is not None and (i == self._row_arm or np.array_equal(self.X[i], self.X[self._row_arm]))
 
+    def is_twin(self, i: int, w: int, *vectors: np.ndarray) -> bool:
+        """Whether arm i is a twin of the kept row's arm w: the same features, and the same bits in the
+        kept row, the diagonal and each of ``vectors`` (e.g. the means). Every elementwise value computed
+        from those against w is then, with the entries of i and w swapped, the value against i
+        (``ties.swap_to_twin``): duplicated compounds tie on their means, and the round's best arm
+        then alternates between them at random."""
+        row = self._row
+        return (row is not None and w == self._row_arm and i != w and np.array_equal(self.X[i], self.X[w])
+                and row[i] == row[w] and self.diag[i] == self.diag[w] and all(v[i] == v[w] for v in vectors))
+
     def gram_row(self, i: int) -> np.ndarray:
         """Row i of X P X^T (do not modify it): O(K d), or O(d) when it is the row being kept
         (``keeps_row``)."""

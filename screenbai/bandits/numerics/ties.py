@@ -74,3 +74,14 @@ class BlockArgmax:
             if np.count_nonzero(values[s:e] == self.best) == 1:
                 return self.index
         return argmax_random(values, rng)
+
+
+def swap_to_twin(values: np.ndarray, w: int, i: int) -> BlockArgmax:
+    """``values`` computed against arm w (-inf at w) turned into the same values against arm i, a twin of w
+    (see ``RidgeState.is_twin``: the same features, with the same bits in every input of the values, so
+    that the value of i against w equals, bit for bit, that of w against i): the two entries swapped,
+    in place, and the argmax found again over the whole vector (one read instead of recomputing it)."""
+    values[w], values[i] = values[i], -np.inf
+    best = BlockArgmax()
+    best.add(values, 0)
+    return best
