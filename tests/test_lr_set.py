@@ -69,31 +69,90 @@ def test_running_predictor_is_predictable_moderated_and_near_its_best_prior():
     assert mixed.loss < alone[0]
 
 
-def _sequential_run(rng, X, theta_star, T):
-    """Uniform random arms; the running predictor's predictions; returns the path of L_t(theta*) - P_t."""
+def _sequential_run(rng, X, theta_star, T, growth=0.0):
+    """Uniform random arms; the running predictor's predictions (refitted on its schedule ``growth``);
+    returns the path of L_t(theta*) - P_t."""
     K, d = X.shape
     n, s = np.zeros(K), np.zeros(K)
-    predictor, path = RunningPredictor(d), []
+    predictor, path = RunningPredictor(d, refit_growth=growth), []
     for t in range(T):
         a = rng.integers(K)
         y = float(rng.random() < expit(X[a] @ theta_star))
         predictor.observe(X[[a]], np.array([y]), t)
         n[a] += 1
         s[a] += y
-        predictor.refit(X[n > 0], n[n > 0], s[n > 0])
+        if predictor.due(t + 1):
+            predictor.refit(X[n > 0], n[n > 0], s[n > 0], t + 1)
         path.append(nll(X[n > 0], n[n > 0], s[n > 0], theta_star) - predictor.loss)
     return np.array(path)
 
 
+def test_the_refit_schedule_keeps_the_predictions_fixed_between_refits():
+    """refit_growth g: refits once the outcomes have grown by g since the last (at least by one), the
+    predictions in between are the last fitted ones (fixed before each outcome: still predictable), the
+    schedule's position is saved, and the default (g = 0, log-tas's) refits after every outcome with the
+    state's former shape."""
+    assert all(RunningPredictor(3).due(t) for t in (0, 1, 5, 1000))
+    assert "fitted_at" not in RunningPredictor(3).state_dict()
+    p = RunningPredictor(2, refit_growth=0.1)
+    assert p.due(0)  # never fitted
+    rng = np.random.default_rng(4)
+    X = rng.uniform(-1, 1, (6, 2))
+    n, s = np.full(6, 20.0), rng.integers(0, 20, 6).astype(float)
+    p.refit(X, n, s)
+    assert p.fitted_at == 120 and not p.due(131) and p.due(132)
+    p.refit(X, n, s, 5)
+    assert not p.due(5) and p.due(6)  # at least one outcome
+    p.refit(X, n, s, 120)
+    q = RunningPredictor(2, refit_growth=0.1)
+    q.load_state_dict(p.state_dict())
+    assert q.fitted_at == 120 and not q.due(131) and q.due(132)
+    old = {k: v for k, v in p.state_dict().items() if k != "fitted_at"}  # a state saved before the schedule
+    r = RunningPredictor(2, refit_growth=0.1)
+    r.load_state_dict(old)
+    assert r.due(121)  # refits at the next outcome
+
+
+def test_glgape_refits_its_predictor_on_the_schedule_and_log_tas_after_every_outcome(monkeypatch):
+    refit = RunningPredictor.refit
+    calls: list[float] = []
+    monkeypatch.setattr(RunningPredictor, "refit",
+                        lambda self, *args: [calls.append(self.refit_growth), refit(self, *args)][1])
+    inst = kw_synthetic(K=20, d=2, seed=1)
+    for name, growth in (("glgape", lr_set_growth()), ("log-tas", 0.0)):
+        calls.clear()
+        policy = policy_for_instance(name, inst, rng=5, max_samples=400, epsilon=0.01)
+        rng = np.random.default_rng(6)
+        while not policy.done:
+            try:
+                arms = np.atleast_1d(policy.ask())
+            except RuntimeError:  # stopped
+                break
+            policy.tell(arms, (rng.random(arms.size) < inst.means[arms]).astype(float))
+        assert set(calls) == {growth}
+        if growth:  # from about 100 tests on, fewer refits than outcomes
+            assert 100 < len(calls) < policy.n_samples - 50, (name, len(calls), policy.n_samples)
+        else:
+            assert len(calls) >= policy.n_samples - 2 * inst.features.shape[1] - 10, (name, len(calls))
+
+
+def lr_set_growth() -> float:
+    from screenbai.bandits.logistic.glgape import PREDICTOR_REFIT_GROWTH
+
+    return PREDICTOR_REFIT_GROWTH
+
+
 @pytest.mark.slow
-def test_the_set_holds_the_truth_at_all_times_with_probability_one_minus_delta():
-    """Ville's inequality: P(exists t: L_t(theta*) - P_t >= log 1/delta) <= delta.  A loss of the
+@pytest.mark.parametrize("growth", [0.0, 0.1])
+def test_the_set_holds_the_truth_at_all_times_with_probability_one_minus_delta(growth):
+    """Ville's inequality: P(exists t: L_t(theta*) - P_t >= log 1/delta) <= delta, for predictions
+    refitted after every outcome or on a schedule (growth 0.1: stale, still predictable).  A loss of the
     predictions computed after the outcome (not predictable) or a level without log(1/delta) is
     caught: without it the truth leaves the set in most runs."""
     rng = np.random.default_rng(11)
     X = rng.uniform(-1, 1, (12, 3))
     theta_star = np.array([1.5, -1.0, 0.8])
-    paths = np.array([_sequential_run(rng, X, theta_star, 150) for _ in range(200)])
+    paths = np.array([_sequential_run(rng, X, theta_star, 150, growth) for _ in range(200)])
     worst = paths.max(axis=1)
     for delta in (0.05, 0.2):
         assert (worst >= np.log(1 / delta)).mean() <= delta
