@@ -458,9 +458,15 @@ def test_m_lingape_rounds_reading_X_once_equal_rounds_reading_it_twice(monkeypat
         assert checked == policy.gaps.guesses_right
         return chosen, np.array(stats), policy, compared
 
+    from screenbai.bandits.linear import gap_indices
+
+    chosen_adaptive, _, adaptive, _ = run(True)  # guesses only while pairs come back often (GUESS_MIN_RATE)
+    monkeypatch.setattr(gap_indices, "GUESS_MIN_RATE", 0.0)  # every update that reads X guesses
     chosen, stats, reused, compared = run(True)
     chosen_own, stats_own, own, _ = run(False)
-    assert chosen == chosen_own
+    assert chosen == chosen_own == chosen_adaptive
+    tries = [p.gaps.guesses_right + p.gaps.guesses_wrong for p in (adaptive, reused)]
+    assert tries[0] < tries[1] / 2, tries  # on these features the pair rarely comes back: few guesses
     np.testing.assert_array_equal(stats, stats_own)
     for name in ("mu", "diag", "P"):
         np.testing.assert_array_equal(getattr(reused.state, name), getattr(own.state, name))
