@@ -212,3 +212,26 @@ def test_no_oracle_constant_and_no_sigma():
         p = make_policy("rage-glm", EASY.features, rng=0)
         arms = p.ask()
         p.tell(arms, np.full(arms.size, 0.5))
+
+
+# ---------------------------------------------------------------------- the campaign
+@pytest.mark.slow
+def test_a_campaign_runs_rage_glm_to_its_stop_and_certifies_the_answer(tmp_path):
+    """`campaign init --algorithm rage-glm`, plates of 480 recorded as they come (about 23 of them: 10 656
+    tests): the run stops, the answer is within epsilon = 0.3 of the best cure rate and status certifies it
+    within epsilon."""
+    from campaign_util import Assay, new_campaign, write_results
+
+    camp = new_campaign(tmp_path / "g.campaign", "rage-glm", {"epsilon": 0.3, "width0": 4.0}, K=12, d=2)
+    assay = Assay(camp.features, seed=4, n_max=20_000)
+    for k in range(100):
+        if camp.status().done:
+            break
+        plate = camp.next_plate(480, force=True)  # a small library: each compound many times per plate
+        camp.record(write_results(tmp_path / f"p{k}.csv", plate, assay(plate.arms)))
+    st = camp.status()
+    assert st.done and st.stopped
+    assert st.certified_epsilon is not None and st.certified_epsilon <= 0.3
+    leader = camp.compound_ids.index(st.recommendation[0].compound_id)
+    assert assay.means.max() - assay.means[leader] <= 0.3
+    camp.close()
