@@ -127,12 +127,18 @@ class RAGEGLM(PhasedElimination):
     _predictor: RunningPredictor = run_state()  # the predictions made before each outcome, and their loss P_t
     #: the open phase's outcomes, arm k's j-th at ``offset_k + j`` (offsets: the cumulated planned counts)
     phase_outcomes: np.ndarray = run_state()
+    #: phases that decided nothing (burn-in unmet on H_low, or separable outcomes)
+    _undecided: int = run_state()
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
         self._predictor = RunningPredictor(self.d_eff)
         self.phase_outcomes = np.zeros(0, dtype=np.int8)
-        self.diagnostics.update(burn_in_failed=0)
+        self._undecided = 0
+        # phases that decided nothing (burn-in unmet on H_low, separable outcomes); per phase the tests its widths
+        # and its burn-in asked for; per closed phase the median over the design's arms of mu'_low / mu' at the
+        # phase's MLE (the information the likelihood-ratio floor keeps)
+        self.diagnostics.update(burn_in_failed=0, size_terms=[], floor_ratio=[])
 
     @classmethod
     def resolve_oracle(cls, key: str, instance):
@@ -165,12 +171,20 @@ class RAGEGLM(PhasedElimination):
     def _design_features(self) -> np.ndarray:
         return self.Z * np.sqrt(dmu(self.Z @ self._plan_theta()))[:, None]
 
+    def target_width(self, r: int) -> float:
+        """beta_r = width0 2^-(r - 1 - u), u the phases before r that decided nothing, at most 2 of them: a phase
+        whose burn-in failed on H_low (typically the first, sized at theta = 0) is repeated at the same width with
+        the estimate it gave, instead of a width half as large (4 times the tests); after two such repeats the
+        widths halve again, so the phases keep growing. Measured on the CDK2 potency arms (seed 0): 247 736 tests
+        against 822 681 when every phase halves."""
+        return self.width0 * 2.0 ** (-(r - 1 - min(self._undecided, 2)))
+
     def phase_size(self, r: int, rho: float, n_active: int, w: np.ndarray | None = None) -> int:
         """n_r = max((1 + eps_round) W^2 rho_r L_r / beta_r^2, (1 + eps_round) gamma xi_r^2, d), at the plug-in
         information, t_eff the design's support (module docstring)."""
         if w is None:
             return super().phase_size(r, rho, n_active)
-        beta = self.width0 * 2.0 ** (-(r - 1))
+        beta = self.target_width(r)
         support = np.flatnonzero(w > 1e-9)
         t_eff = max(int(support.size), 1)
         n = (1.0 + self.eps_round) * THM1_WIDTH**2 * rho * self.level(r, n_active, t_eff) / beta**2
@@ -178,8 +192,9 @@ class RAGEGLM(PhasedElimination):
         A = (Zd.T * w) @ Zd
         Zs = self.Z[support]
         xi2 = float(np.max(np.einsum("ij,ji->i", Zs, np.linalg.lstsq(A, Zs.T, rcond=None)[0])))
-        n = max(n, (1.0 + self.eps_round) * self.gamma(r, n_active, t_eff) * xi2)
-        return max(math.ceil(n), self.d_eff)
+        burn_in = (1.0 + self.eps_round) * self.gamma(r, n_active, t_eff) * xi2
+        self.diagnostics["size_terms"].append([round(n), round(burn_in)])  # (widths, burn-in), for the docs
+        return max(math.ceil(max(n, burn_in)), self.d_eff)
 
     # ------------------------------------------------------------------ outcomes
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
@@ -242,19 +257,24 @@ class RAGEGLM(PhasedElimination):
         try:
             theta = logistic_mle(Zs, self.phase_counts[support], self.phase_sums[support], 0.0).theta
         except SeparableDataError:
-            self.diagnostics["burn_in_failed"] += 1
+            self._undecided_phase()
             return None
         slope = self._slope_floor(support)
         if slope is None:
-            self.diagnostics["burn_in_failed"] += 1
+            self._undecided_phase()
             return None
+        self.diagnostics["floor_ratio"].append(float(np.median(slope / dmu(Zs @ theta))))
         H = (Zs.T * (self.phase_counts[support] * slope)) @ Zs
         P = np.linalg.inv(H)
         xi2 = float(np.max(np.einsum("ij,ji->i", Zs, P @ Zs.T)))
         if xi2 > 1.0 / self.gamma(self.phase, self.active.size, int(support.size)):
-            self.diagnostics["burn_in_failed"] += 1
+            self._undecided_phase()
             return None
         return theta, P
+
+    def _undecided_phase(self) -> None:
+        self._undecided += 1
+        self.diagnostics["burn_in_failed"] = self._undecided
 
     def _width_scale(self, last: dict[str, Any]) -> float:
         """w_r(y) = W sqrt(L_r) ||y||_P (Theorem 1 with H_low)."""

@@ -144,12 +144,17 @@ class PhasedElimination(Policy):
         A = (Zd.T * w) @ Zd
         return w, max_pair_norm(self.Z[S], np.linalg.pinv(A))
 
+    def target_width(self, r: int) -> float:
+        """beta_r = width0 2^-(r-1), the width phase r is sized for (any rule of the past outcomes keeps the
+        guarantee: the design stays fixed before the phase's outcomes)."""
+        return self.width0 * 2.0 ** (-(r - 1))
+
     def phase_size(self, r: int, rho: float, n_active: int, w: np.ndarray | None = None) -> int:
         """n_r = ceil((1 + eps_round) c_r^2 rho_r / beta_r^2), beta_r = width0 2^-(r-1), at least d, with c_r the
         width scale at the phase's level (``_width_scale``: a direction's width is c_r ||y||_{A_r^-1} and
         A_r = n_r A(lambda_r), so every y of Y(S_r) gets at most beta_r); RAGE: 2 (1 + eps_round) sigma^2 rho_r
         L_r / beta_r^2."""
-        beta = self.width0 * 2.0 ** (-(r - 1))
+        beta = self.target_width(r)
         scale = self._width_scale({"level": self.level(r, n_active)})
         n = (1.0 + self.eps_round) * scale**2 * rho / beta**2
         return max(math.ceil(n), self.d_eff)
