@@ -52,5 +52,6 @@ def with_stopping(policy_class: type, rule: Callable[[Any, Any], StoppingRule], 
         return built
 
     _stopping_rule.__doc__ = f"The stopping rule given to with_stopping ({name})."
+    label = f"{getattr(policy_class, 'name', 'policy')}+{name}"  # the name runs and messages show
     return type(name, (policy_class,), {"_stopping_rule": _stopping_rule, "__module__": module,
-                                        "__qualname__": name, "name": f"{policy_class.name}+{name}"})
+                                        "__qualname__": name, "name": label})
