@@ -335,9 +335,9 @@ def test_likelihood_ratio_certificate_is_tight_at_the_stop_without_the_tests_ver
     inst = logistic10()
     policy = policy_for_instance(name, inst, rng=0, epsilon=0.1, **params)
     run(policy, inst.environment(np.random.default_rng(0)))
-    assert policy._lr_certified[0] == policy.n_samples
+    assert policy.likelihood.certified[0] == policy.n_samples
     with_verdict = policy.certificate().worst
-    policy._lr_certified = ()
+    policy.likelihood.certified = ()
     policy.__dict__.pop("_certificate_cache")
     alone = policy.certificate().worst
     assert with_verdict <= 0.1 and with_verdict <= alone <= 0.1 + 1e-3

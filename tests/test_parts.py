@@ -126,3 +126,22 @@ def test_the_default_test_is_the_certificate():
 
     assert Fixed([0.1]).stops(np.array([0])) and not Fixed([0.11]).stops(np.array([0]))
     assert not Fixed([0.05, np.inf]).stops(np.array([0, 1]))
+
+
+def test_every_certificate_and_threshold_comes_from_the_stopping_rule():
+    """The certificate is computed once, in the Policy base, from the stopping rule: no registered class
+    computes its own, and every fixed-confidence policy is built with a rule (fixed budgets without)."""
+    from screenbai.bandits.core.policy import Policy
+    from screenbai.bandits.core.registry import available, policy_for_instance
+
+    linear, logistic = instances.reda_classic(K=5, m=1), instances.kw_synthetic(K=6, d=3)
+    for name, entry in available().items():
+        for klass in entry.cls.__mro__[: entry.cls.__mro__.index(Policy)]:
+            assert "_certified_epsilon" not in vars(klass), (name, klass)
+            assert "stopping_threshold" not in vars(klass), (name, klass)
+        inst = logistic if entry.cls.binary_rewards else linear
+        extra = {"budget": 50} if entry.cls.fixed_budget else {}
+        pol = policy_for_instance(name, inst, rng=0, **extra)
+        assert isinstance(pol.stopping_rule, StoppingRule) != bool(entry.cls.fixed_budget), name
+        if pol.stopping_rule is not None:
+            assert pol.stopping_rule.policy is pol, name

@@ -27,12 +27,15 @@ JSON document, so a restored policy asks what the uninterrupted one would. ``run
 simulator; an algorithm may override it with a vectorised path that returns the same result, using
 only the environment's public methods (``pull``, ``pull_sequence``).
 
-The certificate. An algorithm whose confidence set is valid at all times at once implements
+The stopping rule and the certificate. A fixed-confidence algorithm builds its stopping rule in
+``_setup`` (``stopping_rule``, a ``StoppingRule`` of parts.py: a confidence set valid at all times at
+once and its test, saved with the state). From it this base derives, once for every algorithm,
 ``_certified_epsilon`` (per arm of the current answer, the smallest epsilon for which the set
-certifies it epsilon-good at level delta; the set the stopping rule uses) and may describe its
-model in ``_certificate_model``; ``certificate()`` then returns a ``Certificate``
-(certainty/certificate.py) at any moment, and ``result()`` of a finished run carries
-``diagnostics["certified_epsilon"]``. The default (None) means no valid confidence set.
+certifies it epsilon-good at level delta), the model the certificate holds under
+(``_certificate_model``; an algorithm adds caveats of its sampling there) and ``stopping_threshold``;
+``certificate()`` then returns a ``Certificate`` (certainty/certificate.py) at any moment, and
+``result()`` of a finished run carries ``diagnostics["certified_epsilon"]``. No rule (None, fixed
+budgets): no certificate.
 """
 
 from __future__ import annotations
@@ -159,7 +162,8 @@ class Policy(_Declared):
     warning), validates them, sets each as an attribute (as a dataclass would), runs ``_setup`` and
     makes the first choice, so that ``done`` is known before the first ``ask``.
 
-    Subclasses implement ``_select()``, ``_update(arms, rewards)`` and ``_recommend(rng)``, and
+    Subclasses implement ``_select()``, ``_update(arms, rewards)`` and ``_recommend(rng)``, build
+    their stopping rule in ``_setup`` (``stopping_rule``, parts.py; from ``_stopping_rule(p)``), and
     declare the attributes that change during a run with their types, ``_rounds: int = run_state()``
     (saved by ``state_dict``, restored by ``load_state_dict``; ``_state_attrs``, a tuple of names,
     is the older spelling, still read).
@@ -275,8 +279,11 @@ class Policy(_Declared):
         that void the guarantee beyond the parameters declared without one in ``params.py``): the
         stopping rule's ``model()``, or by default the model the policy's flags describe."""
         described = None if self.stopping_rule is None else self.stopping_rule.model()
-        if described is not None:
-            return described
+        return self._model_description() if described is None else described
+
+    def _model_description(self) -> tuple[str, tuple[str, ...]]:
+        """The model the policy's flags describe (features or not, 0/1 outcomes, ``sigma``), no caveat:
+        the certificate's model unless the stopping rule says more (``StoppingRule.model``)."""
         if not self.models_features:
             return ("independent arms (no model of the features)" if not self.binary_rewards
                     else "independent arms with 0/1 outcomes (no model of the features)"), ()

@@ -5,7 +5,9 @@ rule, the stopping rule and the index type; the registered algorithms are thin s
 fix those choices and their defaults.
 
 The gap indices and the round computed from them (J(t), b_t, c_t, the stopping statistic) live
-in ``gap_indices.py``; this module holds the parameters, the selection rule and the ask/tell loop.
+in ``gap_indices.py``; the confidence set and its threshold, the policy's stopping rule (core/parts.py)
+and the source of its certificate, in ``confidence.py``; this module holds the parameters, the
+selection rule and the ask/tell loop.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ again). No bound S on ||theta|| enters: the design is fixed before the phase's o
 outcomes r = x'theta + noise, the noise independent and sigma-sub-Gaussian with sigma known (1/2 covers
 0/1 outcomes); with plates, the order in which outcomes return does not depend on their values.
 
-The certificate (``_certified_epsilon``) is the stopping rule's bound on the last phase: per arm i of the
+The certificate (``PhaseRule``, the stopping rule) is the stopping rule's bound on the last phase: per arm i of the
 current answer, max(0, max over j of S_{r+1} outside the answer of UCB_r(j - i')) with i' = i for i in
 S_{r+1} and i' ranging over the answer's arms in S_{r+1} for accepted i (the argument above), valid at
 any time on E. Each direction costs log(K^2 r^2 / delta) (the union over the phase's pairs), not d log t.
@@ -81,6 +81,7 @@ from screenbai.bandits.core.params import (
     param,
     run_state,
 )
+from screenbai.bandits.core.parts import StoppingRule
 from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.core.registry import noise_scale, register
 from screenbai.bandits.numerics.design import frank_wolfe, round_design
@@ -108,6 +109,51 @@ def max_pair_norm(Zs: np.ndarray, P: np.ndarray) -> float:
     for s in range(0, Zs.shape[0], _ROWS):
         out = max(out, float(pair_norms(Zs, P, np.arange(s, min(s + _ROWS, Zs.shape[0]))).max()))
     return out
+
+
+class PhaseRule(StoppingRule):
+    """RAGE's stopping rule (core/parts.py): the confidence bounds UCB_r of the last closed phase's
+    least-squares estimate, at its level L_r (module docstring). It reads the policy's last phase
+    (``policy._last``), its undecided arms and sigma; no state of its own."""
+
+    name = "phase bounds"
+
+    def certified_epsilon(self, answer: np.ndarray) -> np.ndarray:
+        """Per arm of ``answer``, the certified epsilon of the last phase (module docstring; inf before
+        the first phase's outcomes are all in)."""
+        pol = self.policy
+        answer = np.asarray(answer)
+        if pol._last is None:
+            return np.full(answer.size, math.inf)
+        S = pol.active
+        theta, P, L = pol._last["theta"], pol._last["P"], pol._last["level"]
+        in_ans = np.isin(S, answer)
+        inside, outside = S[in_ans], S[~in_ans]
+        out = np.zeros(answer.size)
+        if not outside.size or not inside.size:
+            return out
+        Z, sigma = pol.Z, pol.sigma
+        Zo = Z[outside]
+
+        def ucb(i: int) -> float:  # max_j UCB(j - i), j outside the answer in S
+            Y = Zo - Z[i]
+            h = np.maximum(np.einsum("ij,ij->i", Y @ P, Y), 0.0)
+            return float(np.max(Y @ theta + sigma * np.sqrt(2.0 * L * h)))
+
+        per = {int(i): ucb(int(i)) for i in inside}
+        worst = max(per.values())
+        for k, a in enumerate(answer.tolist()):
+            out[k] = max(0.0, per.get(int(a), worst))
+        return out
+
+    def threshold(self, t: float, delta: float) -> float:
+        """About the evidence (in nats) a direction needs at the stop: margin^2 / (2 sigma^2 ||y||^2_{A^-1})
+        must exceed L_r in the last phase alone, which holds about 3/4 of all tests (phase sizes grow
+        four-fold): (4/3) L_r at the current phase and active set, at the level delta asked. Approximate:
+        the overshoot of the phase sizes (up to 4) is left out."""
+        pol = self.policy
+        r = max(pol.phase, 1)
+        return (4.0 / 3.0) * (pol.level(r, max(pol.active.size, 2)) + math.log(self.delta / delta))
 
 
 @register(
@@ -160,6 +206,7 @@ class RAGE(Policy):
         self.phase_sums = np.zeros(self.K)
         self._last = None
         self._answer = None
+        self.stopping_rule = PhaseRule(self.epsilon, self.delta).attach(self)
         self.diagnostics.update(phases=0, phase_sizes=[], rho=[], active_sizes=[])
 
     @classmethod
@@ -277,8 +324,7 @@ class RAGE(Policy):
         self.active = S[~(reject | accept)]
         self.diagnostics["accepted"] = int(self.accepted.size)
         answer = self._answer_now(np.random.default_rng(r))
-        eps = self._certified(answer)
-        if eps is not None and float(eps.max(initial=0.0)) <= self.epsilon:
+        if self.stopping_rule is not None and self.stopping_rule.stops(answer):  # every arm certified epsilon-good
             self._answer = answer
 
     # ------------------------------------------------------------------ answers and certificate
@@ -290,30 +336,6 @@ class RAGE(Policy):
         pred = self.Z[self.active] @ self._last["theta"]
         return np.concatenate([self.accepted, self.active[top_m(pred, m_r, rng)]]).astype(np.int64)
 
-    def _certified(self, answer: np.ndarray) -> np.ndarray | None:
-        """Per arm of ``answer``, the certified epsilon of the last phase (module docstring)."""
-        if self._last is None:
-            return None
-        S = self.active
-        theta, P, L = self._last["theta"], self._last["P"], self._last["level"]
-        in_ans = np.isin(S, answer)
-        inside, outside = S[in_ans], S[~in_ans]
-        out = np.zeros(answer.size)
-        if not outside.size or not inside.size:
-            return out
-        Zo = self.Z[outside]
-
-        def ucb(i: int) -> float:  # max_j UCB(j - i), j outside the answer in S
-            Y = Zo - self.Z[i]
-            h = np.maximum(np.einsum("ij,ij->i", Y @ P, Y), 0.0)
-            return float(np.max(Y @ theta + self.sigma * np.sqrt(2.0 * L * h)))
-
-        per = {int(i): ucb(int(i)) for i in inside}
-        worst = max(per.values())
-        for k, a in enumerate(answer.tolist()):
-            out[k] = max(0.0, per.get(int(a), worst))
-        return out
-
     def _recommend(self, rng: np.random.Generator):
         if self._answer is not None:
             return self._answer.copy()
@@ -321,28 +343,15 @@ class RAGE(Policy):
             return super()._recommend(rng)
         return self._answer_now(rng)
 
-    def _certified_epsilon(self) -> np.ndarray | None:
-        answer = self._current_answer()
-        eps = self._certified(answer)
-        return np.full(answer.size, math.inf) if eps is None else eps
-
-    def stopping_threshold(self, t: float, delta: float) -> float:
-        """About the evidence (in nats) a direction needs at the stop: margin^2 / (2 sigma^2 ||y||^2_{A^-1})
-        must exceed L_r in the last phase alone, which holds about 3/4 of all tests (phase sizes grow
-        four-fold): (4/3) L_r at the current phase and active set, at the level delta asked. Approximate:
-        the overshoot of the phase sizes (up to 4) is left out."""
-        r = max(self.phase, 1)
-        return (4.0 / 3.0) * (self.level(r, max(self.active.size, 2)) + math.log(self.delta / delta))
-
     def _diagnostics(self) -> dict[str, Any]:
         """The diagnostics, with the stopping statistic as a campaign's status reads it: ``stat``, the
         largest certified epsilon of the answer after the last phase (it stops at <= epsilon; nan before
         the first phase's outcomes are all in)."""
         out = dict(self.diagnostics)
         out["active"] = int(self.active.size)
-        if self._answer is None:
-            eps = self._certified(self._answer_now(np.random.default_rng(self.phase)))
-            out["stat"] = math.nan if eps is None else float(eps.max(initial=0.0))
+        if self._answer is None and self.stopping_rule is not None:
+            eps = self.stopping_rule.certified_epsilon(self._answer_now(np.random.default_rng(self.phase)))
+            out["stat"] = math.nan if self._last is None or eps is None else float(eps.max(initial=0.0))
             out["stat_fires_at"] = self.epsilon
             out["stat_name"] = "the certified epsilon of its answer after the last phase is"
         return out

@@ -1,5 +1,6 @@
-"""The likelihood-ratio confidence set of the logistic model, restarted late, as a stopping rule
-(core/parts.py): the stopping rule of log-tas (tracking/logistic.py).
+"""The likelihood-ratio confidence set of the logistic model as a stopping rule (core/parts.py):
+restarted late for log-tas (tracking/logistic.py, ``WindowedLikelihoodRatio``), the full set for
+GLGapE's default calibration (logistic/glgape.py, ``LikelihoodRatioTest``).
 
     C_t = {theta : L_t(theta) <= P_t + log(1/delta)},
 
@@ -24,13 +25,15 @@ import math
 import numpy as np
 from scipy.special import expit
 
+from screenbai.bandits.certainty.certificate import certified_from_bounds
 from screenbai.bandits.core.parts import StoppingRule
 from screenbai.bandits.numerics.glm import SeparableDataError
 from screenbai.bandits.numerics.linalg import pinv_psd
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, nll, pair_stands
 from screenbai.bandits.numerics.lr_windows import LRWindows
 
-#: the likelihood-ratio test runs after every this fraction more tests (GLGapE: 1 %)
+#: the likelihood-ratio test runs after every this fraction more tests (at least d; so a run stops at most that
+#: many tests late)
 CHECK_GROWTH = 0.01
 #: the test is skipped while a rival beats the answer by more than epsilon at this fraction of the
 #: set's quadratic radius around theta_hat (it would fail; skipping only delays the stop)
@@ -220,3 +223,90 @@ class WindowedLikelihoodRatio(StoppingRule):
         """The likelihood-ratio set's level, approximately (lr_set.forecast_level): the set's own level
         log(1/delta) + P_t is known only from the outcomes."""
         return forecast_level(t, self.d, delta)
+
+
+class LikelihoodRatioTest(StoppingRule):
+    """GLGapE's likelihood-ratio stopping rule: the full set C_t only (no late windows), P_t the loss of
+    the policy's running predictor (``policy._predictor``, which the policy tells every outcome), the
+    test run once the tests have grown by CHECK_GROWTH (at least d) since its last run.
+
+    It reads the owner's counts, sums and features, its penalised MLE ``policy.theta``, and the design
+    ``policy.state`` (M^-1 and diag(Z M^-1 Z^T), a cheaper first look at the rivals). State: the sample
+    count of the next test, the last unpenalised MLE, the number of full tests, and the outcomes and arms
+    it last certified.
+    """
+
+    name = "likelihood ratio"
+    state_fields = ("next_check", "theta_mle", "checks", "certified")
+
+    def __init__(self, Z: np.ndarray, epsilon: float, delta: float):
+        super().__init__(epsilon, delta)
+        self.Z = Z
+        self.K, self.d = Z.shape
+        self.next_check = 0  # the sample count of the next stopping test
+        self.theta_mle: np.ndarray | None = None  # the last unpenalised MLE found
+        self.checks = 0  # full tests run
+        #: (sample count, arms...) when the test certified these arms on those outcomes
+        self.certified: tuple[int, ...] = ()
+
+    def level(self) -> float:
+        """The set's level P_t + log(1/delta) (lr_set.py)."""
+        return self.policy._predictor.loss + float(np.log(1.0 / self.delta))
+
+    def certifies(self, named: np.ndarray, pair: tuple[int, int]) -> bool:
+        """The likelihood-ratio stopping test for the answer ``named``, on its schedule.
+
+        It runs once the sample count has grown by CHECK_GROWTH (or by d tests, whichever is more) since
+        its last run, so a run stops at most that many tests late. First the sampled pair (named arm,
+        rival) is tried with a cheap witness; only when it cannot show that the rival stands does the full
+        test run (the unpenalised MLE, the exact test of that pair, and only if it is ruled out a pass over
+        the arms and exact tests of those the pass keeps).
+        """
+        pol = self.policy
+        if pol.n_samples < self.next_check:
+            return False
+        self.next_check = pol.n_samples + max(self.d, int(CHECK_GROWTH * pol.n_samples))
+        pulled = np.flatnonzero(pol.n)
+        Zp, n, s = self.Z[pulled], pol.n[pulled], pol.sums[pulled]
+        level = self.level()
+        i, j = pair
+        if pair_stands(Zp, n, s, level, pol.theta, pol.state.P, self.Z[i], self.Z[j], self.epsilon):
+            return False
+        self.checks += 1
+        start = pol.theta if self.theta_mle is None else self.theta_mle
+        cs = LikelihoodRatioSet(Zp, n, s, level, start)
+        if cs.bounded:
+            self.theta_mle = cs.theta
+        n_open = cs.open_arms(self.Z, named, self.epsilon, pair, pol.state.P, pol.state.diag)
+        if n_open is None:  # the sampled rival stands: not counted further
+            return False
+        pol.diagnostics["stat"] = float(n_open)
+        if n_open == 0:
+            self.certified = (int(pol.n_samples), *(int(a) for a in named))
+        return n_open == 0
+
+    def certified_epsilon(self, answer: np.ndarray) -> np.ndarray:
+        """eq. (1) of certainty/certificate.py on C_t at the level the test uses: its pair bounds
+        ``gap_bounds`` for each arm of the answer (and epsilon itself once the test has certified the
+        answer on these outcomes: it proved every pair within epsilon)."""
+        A = np.asarray(answer)
+        pol = self.policy
+        pulled = np.flatnonzero(pol.n)
+        if pulled.size == 0:
+            return np.full(A.size, np.inf)
+        level = self.level()
+        start = pol.theta if self.theta_mle is None else self.theta_mle
+        cs = LikelihoodRatioSet(self.Z[pulled], pol.n[pulled], pol.sums[pulled], level, start)
+        P, diag = (pol.state.P, pol.state.diag) if pol._phase == "adaptive" else (None, None)
+        U = np.stack([cs.gap_bounds(self.Z, int(i), A.size, P, diag) for i in A])  # the m answer arms
+        eps = certified_from_bounds(U, A.size)
+        if self.certified == (int(pol.n_samples), *(int(a) for a in A)):
+            eps = np.minimum(eps, self.epsilon)
+        return eps
+
+    def threshold(self, t: float, delta: float) -> float:
+        """The set's level, approximately (lr_set.forecast_level)."""
+        return forecast_level(t, self.d, delta)
+
+    def model(self) -> tuple[str, tuple[str, ...]]:
+        return "the logistic model on these features", ()
