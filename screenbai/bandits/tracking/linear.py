@@ -21,7 +21,8 @@ forecast of the tests still needed. In a lab a block is handed out over as many 
 takes; a new block starts as soon as the last one is handed out, its design from the outcomes
 recorded by then.
 
-Stopping and guarantee (``blocks.BlockEvidence``). Each block's own least-squares estimate, combined
+Stopping and guarantee (``blocks.BlockEvidence``, the policy's stopping rule; another valid rule of the
+linear model can replace it, ``rules.compose.with_stopping``). Each block's own least-squares estimate, combined
 over blocks per direction x_i - x_j in a one-sided normal-mixture e-process, gives an anytime-valid one-sided test
 per direction at level delta' = delta / (m (K - m)) (delta / (K - 1) for the best arm) with no
 d log t term and no bound S on ||theta||. After each block closes, the answer (the m largest

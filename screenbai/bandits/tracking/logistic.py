@@ -7,8 +7,8 @@ of arm k at the penalised MLE theta_hat brings mu'(x_k'theta_hat) x_k x_k', and 
 needs information in the direction mu'_i x_i - mu'_j x_j with margin mu_i - mu_j + epsilon (the
 lower bound's local form, ``certainty.complexity``).
 
-Stopping and guarantee: the likelihood-ratio confidence set of ``lr_set`` (GLGapE's default
-calibration),
+Stopping and guarantee: the policy's stopping rule, ``rules.likelihood.WindowedLikelihoodRatio``, the
+likelihood-ratio confidence set of ``lr_set`` (GLGapE's default calibration),
 
     C_t = {theta : L_t(theta) <= P_t + log(1/delta)},
 
