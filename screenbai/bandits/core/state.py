@@ -50,10 +50,21 @@ def decode_state(value, current=None):
                 raise ValueError(
                     "the state holds an object the fresh policy does not have; were the parameters the same?"
                 )
-            current.load_state_dict(decode_state(value["__object__"]))
+            inner = value["__object__"]
+            if isinstance(inner, dict) and all(isinstance(k, str) and not k.startswith("__") for k in inner):
+                # fields of the object: one that is an object itself loads into the existing one
+                inner = {k: decode_state(v, getattr(current, k, None) if _is_object(v) else None)
+                         for k, v in inner.items()}
+            else:
+                inner = decode_state(inner)
+            current.load_state_dict(inner)
             return current
         return {k: decode_state(v) for k, v in value.items()}
     return value
+
+
+def _is_object(value) -> bool:
+    return isinstance(value, dict) and "__object__" in value
 
 
 def _hashable(key):

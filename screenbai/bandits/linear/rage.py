@@ -50,10 +50,11 @@ again). No bound S on ||theta|| enters: the design is fixed before the phase's o
 outcomes r = x'theta + noise, the noise independent and sigma-sub-Gaussian with sigma known (1/2 covers
 0/1 outcomes); with plates, the order in which outcomes return does not depend on their values.
 
-The certificate (``_certified_epsilon``) is the stopping rule's bound on the last phase: per arm i of the
-current answer, max(0, max over j of S_{r+1} outside the answer of UCB_r(j - i')) with i' = i for i in
-S_{r+1} and i' ranging over the answer's arms in S_{r+1} for accepted i (the argument above), valid at
-any time on E. Each direction costs log(K^2 r^2 / delta) (the union over the phase's pairs), not d log t.
+The certificate (``phased.elimination.PhaseRule``, the stopping rule) is the stopping rule's bound on the
+last phase: per arm i of the current answer, max(0, max over j of S_{r+1} outside the answer of
+UCB_r(j - i')) with i' = i for i in S_{r+1} and i' ranging over the answer's arms in S_{r+1} for accepted i
+(the argument above), valid at any time on E. Each direction costs log(K^2 r^2 / delta) (the union over
+the phase's pairs), not d log t.
 
 The phases themselves (design, rounding, plates, decisions, certificate) are ``phased.elimination``'s,
 shared with RAGE-GLM; this module adds the linear model: least squares, sigma's widths and the level.
@@ -101,7 +102,6 @@ class RAGE(PhasedElimination):
             return noise_scale(instance)
         raise ValueError(f"{cls.__name__} has no oracle value for parameter {key!r}")
 
-
     def _fit_phase(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The closed phase's estimate and the matrix P of its widths (width of y: ``_width_scale`` times
         ||y||_P): least squares on the phase's outcomes, P = A_r^-1; None when A_r is singular (a phase cut
@@ -115,11 +115,3 @@ class RAGE(PhasedElimination):
     def _width_scale(self, last: dict[str, Any]) -> float:
         """The width of a direction y of the last phase is this times ||y||_P: sigma sqrt(2 L_r)."""
         return self.sigma * math.sqrt(2.0 * last["level"])
-
-    def stopping_threshold(self, t: float, delta: float) -> float:
-        """About the evidence (in nats) a direction needs at the stop: margin^2 / (2 sigma^2 ||y||^2_{A^-1})
-        must exceed L_r in the last phase alone, which holds about 3/4 of all tests (phase sizes grow
-        four-fold): (4/3) L_r at the current phase and active set, at the level delta asked. Approximate:
-        the overshoot of the phase sizes (up to 4) is left out."""
-        r = max(self.phase, 1)
-        return (4.0 / 3.0) * (self.level(r, max(self.active.size, 2)) + math.log(self.delta / delta))

@@ -64,7 +64,7 @@ O(K_+ d^2), per chunk); nothing is computed per test beyond storing its outcome.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import expit
@@ -121,6 +121,8 @@ class RAGEGLM(PhasedElimination):
 
     name = "rage-glm"
     binary_rewards = True
+    #: the last phase needs margin^2 / (2 ||y||^2_{H^-1}) >= (W^2 / 2) L_r nats (PhaseRule.threshold)
+    evidence_factor: ClassVar[float] = 0.5 * THM1_WIDTH**2
     width0: float = like(PhasedElimination.__parameters__["width0"], default=1.0,
                          help="target width of the first phase on the logit scale (halved each phase)")
     # the run's state, beyond RAGE's
@@ -295,14 +297,5 @@ class RAGEGLM(PhasedElimination):
         lo_i, hi_i = interval(np.array([i]))
         return mean_gap_bound(ucb, float(lo_i[0]), float(hi_i[0]), interval(js)[1])
 
-    def stopping_threshold(self, t: float, delta: float) -> float:
-        """About the evidence (nats) a direction needs at the stop: margin^2 / (2 ||y||^2_{H^-1}) must exceed
-        (W^2 / 2) L_r in the last phase alone (about 3/4 of all tests): (4/3) (W^2 / 2) L_r at the current
-        phase and active set, at the level delta asked. Approximate: the burn-in and the overshoot of
-        the phase sizes are left out."""
-        r = max(self.phase, 1)
-        return (4.0 / 3.0) * 0.5 * THM1_WIDTH**2 * (self.level(r, max(self.active.size, 2))
-                                                    + math.log(self.delta / delta))
-
-    def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
+    def _phase_model(self) -> tuple[str, tuple[str, ...]] | None:
         return "the logistic model on these features (Jun et al. 2021, Theorem 1, constants as read here)", ()

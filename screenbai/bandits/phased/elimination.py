@@ -21,7 +21,7 @@ rho_r and the decisions are computed in row blocks (O(|S_r|^2 d) per phase, no p
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -36,6 +36,7 @@ from screenbai.bandits.core.params import (
     param,
     run_state,
 )
+from screenbai.bandits.core.parts import StoppingRule
 from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.numerics.design import frank_wolfe, round_design
 from screenbai.bandits.numerics.linalg import project_if_deficient, spanning_arms
@@ -64,6 +65,60 @@ def max_pair_norm(Zs: np.ndarray, P: np.ndarray) -> float:
     return out
 
 
+class PhaseRule(StoppingRule):
+    """The stopping rule of phased elimination (core/parts.py): the confidence bounds of the last closed
+    phase, each direction's width ``policy._width_scale(last)`` times ||y||_P, mapped to the means by
+    ``policy._mean_gap_bound`` (the linear predictor's own for RAGE). It reads the policy's last phase
+    (``policy._last``) and its undecided arms; no state of its own. The certificate (``linear.rage``'s
+    docstring): per arm i of the answer, max(0, max over j of S_{r+1} outside the answer of the bound on
+    mu_j - mu_i'), i' = i for i in S_{r+1} and i' ranging over the answer's arms in S_{r+1} for accepted i."""
+
+    name = "phase bounds"
+
+    def certified_epsilon(self, answer: np.ndarray) -> np.ndarray:
+        """Per arm of ``answer``, the certified epsilon of the last phase (inf before the first phase that
+        decided)."""
+        pol = self.policy
+        answer = np.asarray(answer)
+        if pol._last is None:
+            return np.full(answer.size, math.inf)
+        S = pol.active
+        theta, P = pol._last["theta"], pol._last["P"]
+        scale = pol._width_scale(pol._last)
+        in_ans = np.isin(S, answer)
+        inside, outside = S[in_ans], S[~in_ans]
+        out = np.zeros(answer.size)
+        if not outside.size or not inside.size:
+            return out
+        Z = pol.Z
+        Zo = Z[outside]
+
+        def ucb(i: int) -> float:  # max_j of the bound on mu_j - mu_i, j outside the answer in S
+            Y = Zo - Z[i]
+            h = np.maximum(np.einsum("ij,ij->i", Y @ P, Y), 0.0)
+            return float(np.max(pol._mean_gap_bound(i, outside, Y @ theta + scale * np.sqrt(h))))
+
+        per = {int(i): ucb(int(i)) for i in inside}
+        worst = max(per.values())
+        for k, a in enumerate(answer.tolist()):
+            out[k] = max(0.0, per.get(int(a), worst))
+        return out
+
+    def threshold(self, t: float, delta: float) -> float:
+        """About the evidence (in nats) a direction needs at the stop: margin^2 / (2 ||y||^2_{H^-1}) (H the
+        information, A / sigma^2 in the linear model) must exceed ``evidence_factor`` L_r in the last phase
+        alone, which holds about 3/4 of all tests (phase sizes grow four-fold): (4/3) evidence_factor L_r at the
+        current phase and active set, at the level delta asked. Approximate: the overshoot of the phase sizes
+        (up to 4) is left out."""
+        pol = self.policy
+        r = max(pol.phase, 1)
+        return (4.0 / 3.0) * pol.evidence_factor * (pol.level(r, max(pol.active.size, 2))
+                                                   + math.log(self.delta / delta))
+
+    def model(self) -> tuple[str, tuple[str, ...]] | None:
+        return self.policy._phase_model()
+
+
 class PhasedElimination(Policy):
     """The phases of RAGE on fixed designs (module docstring); a model supplies ``_fit_phase``,
     ``_width_scale`` and, for bounds on the means that differ from the linear predictor's, ``_mean_gap_bound``.
@@ -73,6 +128,9 @@ class PhasedElimination(Policy):
     """
 
     name = "phased-elimination"
+    #: nats of evidence per nat of level a direction's width asks for (PhaseRule.threshold): 1 for sigma's
+    #: Gaussian widths sigma sqrt(2 L ||y||^2_{A^-1}); RAGE-GLM's Theorem 1 asks W^2 / 2
+    evidence_factor: ClassVar[float] = 1.0
     m: int = M
     delta: float = DELTA
     epsilon: float = EPSILON
@@ -108,6 +166,7 @@ class PhasedElimination(Policy):
         self.phase_sums = np.zeros(self.K)
         self._last = None
         self._answer = None
+        self.stopping_rule = PhaseRule(self.epsilon, self.delta).attach(self)
         self.diagnostics.update(phases=0, phase_sizes=[], rho=[], active_sizes=[])
 
     # ------------------------------------------------------------------ the phase's design
@@ -244,8 +303,7 @@ class PhasedElimination(Policy):
         self.active = S[~(reject | accept)]
         self.diagnostics["accepted"] = int(self.accepted.size)
         answer = self._answer_now(np.random.default_rng(r))
-        eps = self._certified(answer)
-        if eps is not None and float(eps.max(initial=0.0)) <= self.epsilon:
+        if self.stopping_rule is not None and self.stopping_rule.stops(answer):  # every arm certified epsilon-good
             self._answer = answer
 
     # ------------------------------------------------------------------ answers and certificate
@@ -256,31 +314,6 @@ class PhasedElimination(Policy):
             return self.accepted[: self.m].copy()
         pred = self.Z[self.active] @ self._last["theta"]
         return np.concatenate([self.accepted, self.active[top_m(pred, m_r, rng)]]).astype(np.int64)
-
-    def _certified(self, answer: np.ndarray) -> np.ndarray | None:
-        """Per arm of ``answer``, the certified epsilon of the last phase (module docstring)."""
-        if self._last is None:
-            return None
-        S = self.active
-        theta, P = self._last["theta"], self._last["P"]
-        scale = self._width_scale(self._last)
-        in_ans = np.isin(S, answer)
-        inside, outside = S[in_ans], S[~in_ans]
-        out = np.zeros(answer.size)
-        if not outside.size or not inside.size:
-            return out
-        Zo = self.Z[outside]
-
-        def ucb(i: int) -> float:  # max_j of the bound on mu_j - mu_i, j outside the answer in S
-            Y = Zo - self.Z[i]
-            h = np.maximum(np.einsum("ij,ij->i", Y @ P, Y), 0.0)
-            return float(np.max(self._mean_gap_bound(i, outside, Y @ theta + scale * np.sqrt(h))))
-
-        per = {int(i): ucb(int(i)) for i in inside}
-        worst = max(per.values())
-        for k, a in enumerate(answer.tolist()):
-            out[k] = max(0.0, per.get(int(a), worst))
-        return out
 
     def _mean_gap_bound(self, i: int, js: np.ndarray, ucb: np.ndarray) -> np.ndarray:
         """An upper bound on mu_j - mu_i for the arms ``js`` from ``ucb``, the bound on (z_j - z_i)'theta of
@@ -294,10 +327,9 @@ class PhasedElimination(Policy):
             return super()._recommend(rng)
         return self._answer_now(rng)
 
-    def _certified_epsilon(self) -> np.ndarray | None:
-        answer = self._current_answer()
-        eps = self._certified(answer)
-        return np.full(answer.size, math.inf) if eps is None else eps
+    def _phase_model(self) -> tuple[str, tuple[str, ...]] | None:
+        """The model the certificate holds under (PhaseRule.model); None: the policy's default."""
+        return None
 
     def _diagnostics(self) -> dict[str, Any]:
         """The diagnostics, with the stopping statistic as a campaign's status reads it: ``stat``, the
@@ -305,9 +337,9 @@ class PhasedElimination(Policy):
         the first phase's outcomes are all in)."""
         out = dict(self.diagnostics)
         out["active"] = int(self.active.size)
-        if self._answer is None:
-            eps = self._certified(self._answer_now(np.random.default_rng(self.phase)))
-            out["stat"] = math.nan if eps is None else float(eps.max(initial=0.0))
+        if self._answer is None and self.stopping_rule is not None:
+            eps = self.stopping_rule.certified_epsilon(self._answer_now(np.random.default_rng(self.phase)))
+            out["stat"] = math.nan if self._last is None or eps is None else float(eps.max(initial=0.0))
             out["stat_fires_at"] = self.epsilon
             out["stat_name"] = "the certified epsilon of its answer after the last phase is"
         return out
