@@ -123,7 +123,7 @@ def test_epsilon_good_and_top_m_answers():
 def test_error_rate_is_at_most_delta():
     """kw_synthetic(K = 8, d = 2, seed 2; cure rates 0.63, 0.60, 0.59, 0.50, ...), epsilon = 0.02 on the means,
     delta = 0.2: in 60 seeded runs every run stops and the share of answers more than epsilon below the best
-    is at most delta (about 30 s)."""
+    is at most delta (about 15 s)."""
     inst = kw_synthetic(K=8, d=2, seed=2)
     mu = inst.means
     errors, runs = 0, 60

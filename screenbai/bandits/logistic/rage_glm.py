@@ -68,6 +68,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from scipy.special import expit
+from threadpoolctl import threadpool_limits
 
 from screenbai.bandits.core.params import like, run_state
 from screenbai.bandits.core.registry import register
@@ -250,7 +251,12 @@ class RAGEGLM(PhasedElimination):
 
     def _fit_phase(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The phase's MLE and P = H_low^-1, when the burn-in condition holds on H_low (module docstring);
-        None otherwise (no decision this phase)."""
+        None otherwise (no decision this phase). Small matrices: one BLAS thread (threads only add overhead and,
+        on a loaded machine, made a d = 2 run 4 times slower)."""
+        with threadpool_limits(limits=1):
+            return self._fit_phase_now()
+
+    def _fit_phase_now(self) -> tuple[np.ndarray, np.ndarray] | None:
         self._predict_phase()
         support = np.flatnonzero(self.phase_counts)
         Zs = self.Z[support]
