@@ -145,3 +145,15 @@ def test_every_certificate_and_threshold_comes_from_the_stopping_rule():
         assert isinstance(pol.stopping_rule, StoppingRule) != bool(entry.cls.fixed_budget), name
         if pol.stopping_rule is not None:
             assert pol.stopping_rule.policy is pol, name
+
+
+def test_a_state_of_another_layout_is_refused_with_the_mend():
+    """A state written before the rules were parts (lin-tas kept ``evidence`` itself) is refused, naming the
+    fields and the mend, instead of a policy restored with a fresh rule."""
+    pol = LinearTrackAndStop(INST.features, sigma=1.0, rng=0)
+    arms = pol.ask()
+    pol.tell(arms, np.zeros(arms.size))
+    state = pol.state_dict()
+    state["algorithm_state"]["evidence"] = state["algorithm_state"].pop("stopping_rule")
+    with pytest.raises(ValueError, match=r"another version.*\['evidence'\].*\['stopping_rule'\].*repair"):
+        LinearTrackAndStop(INST.features, sigma=1.0, rng=0).load_state_dict(state)

@@ -611,6 +611,15 @@ class Policy(_Declared):
                 f"{want[0]} with K = {want[1]}, d = {want[2]}, m = {want[3]}: "
                 "build it with the same features and parameters"
             )
+        names = self._state_names()
+        if set(state["algorithm_state"]) != set(names):
+            unknown = sorted(set(state["algorithm_state"]) - set(names))
+            missing = sorted(set(names) - set(state["algorithm_state"]))
+            raise ValueError(
+                f"this state of {want[0]} was written by another version of it (fields this version does not keep: "
+                f"{unknown or 'none'}; fields it lacks: {missing or 'none'}); rebuild it from its outcomes "
+                "(a campaign: `screenbai campaign repair FILE` replays its log)"
+            )
         self.n = np.array(state["n"], dtype=np.int64)
         self.sums = np.array(state["sums"], dtype=float)
         self.n_samples = int(state["n_samples"])
