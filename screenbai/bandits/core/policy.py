@@ -63,7 +63,7 @@ from screenbai.bandits.core.params import (  # DEFAULT_MAX_SAMPLES re-exported f
     without_guarantee,
 )
 from screenbai.bandits.core.parts import StoppingRule
-from screenbai.bandits.core.state import decode_state, encode_state
+from screenbai.bandits.core.state import StateVersionError, decode_state, encode_state
 from screenbai.bandits.numerics.checks import as_generator, check_features
 from screenbai.bandits.numerics.ties import top_m
 
@@ -615,7 +615,7 @@ class Policy(_Declared):
         if set(state["algorithm_state"]) != set(names):
             unknown = sorted(set(state["algorithm_state"]) - set(names))
             missing = sorted(set(names) - set(state["algorithm_state"]))
-            raise ValueError(
+            raise StateVersionError(
                 f"this state of {want[0]} was written by another version of it (fields this version does not keep: "
                 f"{unknown or 'none'}; fields it lacks: {missing or 'none'}); rebuild it from its outcomes "
                 "(a campaign: `screenbai campaign repair FILE` replays its log)"
