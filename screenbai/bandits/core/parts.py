@@ -7,6 +7,11 @@ that the policy builds in ``_setup`` and that is saved with the policy's state. 
 certainty/certificate.py), the model the certificate holds under and the threshold a forecast
 solves for (``stopping_threshold``).
 
+The sampling rule and the recommendation stay the policy's own methods: they share its estimates
+and its bookkeeping of plates, so a policy class is a sampling rule with a recommendation; one whose
+sampling works with any valid stopping rule of its model declares ``foreign_stopping_rules = True`` and
+takes its rule from ``_stopping_rule(p)``.
+
 A stopping rule is a confidence set valid at all times at once and the test on it:
 
 * it reads the owner's recorded outcomes (``policy.n``, ``policy.sums``, ``policy.Z``, or the

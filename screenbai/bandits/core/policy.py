@@ -63,7 +63,7 @@ from screenbai.bandits.core.params import (  # DEFAULT_MAX_SAMPLES re-exported f
     without_guarantee,
 )
 from screenbai.bandits.core.parts import StoppingRule
-from screenbai.bandits.core.state import decode_state, encode_state
+from screenbai.bandits.core.state import StateVersionError, decode_state, encode_state
 from screenbai.bandits.numerics.checks import as_generator, check_features
 from screenbai.bandits.numerics.ties import top_m
 
@@ -610,6 +610,15 @@ class Policy(_Declared):
                 f"this state belongs to {got[0]} with K = {got[1]}, d = {got[2]}, m = {got[3]}; the policy is "
                 f"{want[0]} with K = {want[1]}, d = {want[2]}, m = {want[3]}: "
                 "build it with the same features and parameters"
+            )
+        names = self._state_names()
+        if set(state["algorithm_state"]) != set(names):
+            unknown = sorted(set(state["algorithm_state"]) - set(names))
+            missing = sorted(set(names) - set(state["algorithm_state"]))
+            raise StateVersionError(
+                f"this state of {want[0]} was written by another version of it (fields this version does not keep: "
+                f"{unknown or 'none'}; fields it lacks: {missing or 'none'}); rebuild it from its outcomes "
+                "(a campaign: `screenbai campaign repair FILE` replays its log)"
             )
         self.n = np.array(state["n"], dtype=np.int64)
         self.sums = np.array(state["sums"], dtype=float)

@@ -6,6 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 
+class StateVersionError(ValueError):
+    """A saved state written by another version of the policy (other state fields): rebuild the policy
+    from its outcomes instead (a campaign replays its log)."""
+
+
 def encode_state(value):
     """``value`` as plain data: arrays are copied, tuples, bytes and non-string dict keys are tagged,
     objects with ``state_dict()`` (estimators, designs, inner policies) give their own state."""
