@@ -11,7 +11,7 @@ import pytest
 from scipy.special import expit
 
 from screenbai.bandits import load_policy, make_policy, policy_for_instance, save_policy
-from screenbai.bandits.logistic.rage_glm import RAGEGLM, THM1_WIDTH, mean_gap_bound
+from screenbai.bandits.logistic.rage_glm import LR_SHARE, RAGEGLM, THM1_WIDTH, mean_gap_bound
 from screenbai.bandits.numerics.glm import SeparableDataError, dmu, logistic_mle
 from screenbai.bandits.sim.generators import kw_synthetic
 from screenbai.bandits.sim.instance import Environment, Instance
@@ -49,6 +49,20 @@ def test_mean_gap_bound_is_the_supremum_over_the_intervals():
         a = np.linspace(lo_i, hi_i, 4001)
         relaxed = float(np.max(expit(np.minimum(hi_j, a + u)) - expit(a)))
         assert relaxed - 1e-12 <= got <= relaxed + 1e-3
+
+
+# ---------------------------------------------------------------------- the delta split
+def test_the_levels_spend_delta_as_stated():
+    """delta_r over the phases and each phase's |S|(|S|-1)/2 + |S| directions sums with the likelihood-ratio
+    set's share to delta (module docstring, "Delta split"); L_r and gamma are Theorem 1's logs of it."""
+    p = make_policy("rage-glm", EASY.features, delta=0.05, rng=0)
+    for n_active in (2, 4):
+        dirs = n_active * (n_active - 1) // 2 + n_active
+        spent = sum(dirs * p._delta_dir(r, n_active) for r in range(1, 200_000))
+        assert spent + LR_SHARE * 0.05 == pytest.approx(0.05, rel=1e-5)
+        d_r = p._delta_dir(3, n_active)
+        assert p.level(3, n_active, t_eff=5) == pytest.approx(math.log(2 * (2 + 5) / d_r))
+        assert p.gamma(3, n_active, 5) == pytest.approx(p.d_eff + math.log(6 * (2 + 5) / d_r))
 
 
 # ---------------------------------------------------------------------- Theorem 1's width
@@ -120,19 +134,28 @@ def test_epsilon_good_and_top_m_answers():
 
 
 @pytest.mark.slow
-def test_error_rate_is_at_most_delta():
+def test_error_rate_is_at_most_delta_and_widths_too_narrow_err(monkeypatch):
     """kw_synthetic(K = 8, d = 2, seed 2; cure rates 0.63, 0.60, 0.59, 0.50, ...), epsilon = 0.02 on the means,
     delta = 0.2: in 60 seeded runs every run stops and the share of answers more than epsilon below the best
-    is at most delta (about 15 s)."""
+    is at most delta; the same runs with widths 35 times too narrow (W = 0.1 for 3.5) err in more than delta
+    of them (measured 32 of 60), so the check sees a broken width (about 30 s)."""
+    import screenbai.bandits.logistic.rage_glm as rage_glm
+
     inst = kw_synthetic(K=8, d=2, seed=2)
     mu = inst.means
-    errors, runs = 0, 60
-    for seed in range(runs):
-        p = policy_for_instance("rage-glm", inst, rng=seed, epsilon=0.02, delta=0.2)
-        res = _run(p, inst, 100 + seed)
-        assert res.stopped
-        errors += mu.max() - mu[res.recommendation[0]] > 0.02
-    assert errors / runs <= 0.2
+
+    def errors() -> int:
+        out = 0
+        for seed in range(60):
+            p = policy_for_instance("rage-glm", inst, rng=seed, epsilon=0.02, delta=0.2)
+            res = _run(p, inst, 100 + seed)
+            assert res.stopped
+            out += mu.max() - mu[res.recommendation[0]] > 0.02
+        return out
+
+    assert errors() <= 0.2 * 60
+    monkeypatch.setattr(rage_glm, "THM1_WIDTH", 0.1)
+    assert errors() > 0.2 * 60
 
 
 def test_the_certificate_holds_along_a_run_and_certifies_the_stop():
