@@ -3,6 +3,7 @@
     python benchmarks/bench_scale.py                          # K = 10^4, 10^5, 10^6: m-LinGapE, GLGapE
     python benchmarks/bench_scale.py --K 400 --old /tmp/old   # before/after on the same K, old code in /tmp/old
                                                               # (git worktree add /tmp/old <commit>)
+    python benchmarks/bench_scale.py --rebuild --K 1000000    # the estimators' periodic exact rebuild alone
 
 Every measurement runs in its own process (``--worker``), so each reports its own peak memory
 (ru_maxrss). In the same process it times one pass over the feature matrix (``X @ v``, the
@@ -55,6 +56,32 @@ def instance(K: int, d: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     mu = X @ theta
     X[1] = X[int(np.argmax(mu))]  # a twin of the best arm: the stopping rule cannot fire
     return X, theta
+
+
+def rebuild_worker(args: argparse.Namespace) -> dict:
+    """The periodic exact rebuild of P (``refresh``, every ``refresh_every`` tests) of m-LinGapE's
+    estimator, with counts on ``--after`` random arms, against one pass X @ v timed right after it
+    (3 times; the rounds' table leaves it out when no rebuild falls within the timed rounds)."""
+    from threadpoolctl import threadpool_limits
+
+    from screenbai.bandits.numerics.estimators import TrackedRidgeState
+
+    X, _ = instance(args.K, args.d)
+    rng = np.random.default_rng(2)
+    v = rng.standard_normal(args.d)
+    ratios = []
+    with threadpool_limits(limits=1):
+        state = TrackedRidgeState(X, 1.0)
+        arms = rng.integers(args.K, size=args.after)
+        np.add.at(state.counts, arms, 1.0)
+        state.b += rng.standard_normal(arms.size) @ X[arms]
+        for _ in range(3):
+            t0 = time.process_time()
+            state.refresh()
+            t1 = time.process_time()
+            X @ v
+            ratios.append((t1 - t0) / (time.process_time() - t1))
+    return {"algorithm": "rebuild", "K": args.K, "d": args.d, "rebuild_passes": ratios}
 
 
 def worker(args: argparse.Namespace) -> dict:
@@ -124,13 +151,14 @@ def worker(args: argparse.Namespace) -> dict:
             "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
 
 
-def run_worker(tree: Path, algorithm: str, K: int, d: int, rounds: int, after: int, params: dict) -> dict:
+def run_worker(tree: Path, algorithm: str, K: int, d: int, rounds: int, after: int, params: dict,
+               rebuild: bool = False) -> dict:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     with tempfile.TemporaryDirectory() as tmp:
         result = Path(tmp) / "result.json"
         cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", "--algorithm", algorithm, "--K", str(K),
                "--d", str(d), "--rounds", str(rounds), "--after", str(after), "--params", json.dumps(params),
-               "--result", str(result)]
+               "--result", str(result)] + (["--rebuild"] if rebuild else [])
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tree)
         if out.returncode != 0:
             return {"algorithm": algorithm, "K": K, "d": d, "error": out.stderr.strip().splitlines()[-1]}
@@ -150,13 +178,26 @@ def main() -> int:
     ap.add_argument("--old-params", default="{}", help="extra parameters (JSON) for the old code")
     ap.add_argument("--write", type=Path, default=None,
                     help="also write the summary table between the bench_scale markers of this file (docs/speed.md)")
+    ap.add_argument("--rebuild", action="store_true",
+                    help="time only the estimators' periodic exact rebuild of P, in passes X @ v")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--result", help=argparse.SUPPRESS)  # the worker's JSON result file
     ap.add_argument("--algorithm", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker:
         args.K = args.K[0]
-        Path(args.result).write_text(json.dumps(worker(args)))  # a file: a dependency may print on stdout
+        work = rebuild_worker if args.rebuild else worker
+        Path(args.result).write_text(json.dumps(work(args)))  # a file: a dependency may print on stdout
+        return 0
+    if args.rebuild:
+        trees = [("new", REPO)] + ([("old", args.old)] if args.old is not None else [])
+        print(f"exact rebuild of P after {args.after} tests, d = {args.d}, one BLAS thread, CPU time, load average "
+              f"{os.getloadavg()[0]:.1f}: rebuild / one pass X @ v (3 rebuilds)")
+        for K in args.K:
+            for label, tree in trees:
+                r = run_worker(tree, "rebuild", K, args.d, 0, args.after, {}, rebuild=True)
+                print(f"{label:5s} K = {K:>9,}: " + (r["error"] if "error" in r else
+                                                     " ".join(f"{x:.1f}" for x in r["rebuild_passes"])))
         return 0
     load_before = os.getloadavg()[0]
     print(f"screenbai scale benchmark: Python {platform.python_version()}, {os.cpu_count()} CPUs, load average "
