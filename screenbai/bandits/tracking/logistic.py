@@ -93,6 +93,8 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     growth: float = like(GROWTH, default=0.1)
     lambda_reg: float = LAMBDA_REG
     min_block: ClassVar[float] = 0.05
+    #: block 2 sized by the greedy design like every later block (lin-tas takes it whole)
+    first_design_full: ClassVar[bool] = False
 
     # the run's state
     _predictor: RunningPredictor = run_state()  # the predictions made before each outcome, and their loss P_t
