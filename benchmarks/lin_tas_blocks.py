@@ -19,12 +19,11 @@ import argparse
 from collections import Counter
 
 import numpy as np
+from tracking_ratios import setting
 
 from screenbai.bandits import policy_for_instance
 from screenbai.bandits.sim.instance import Environment
 from screenbai.bandits.tracking import blocks, linear
-
-from tracking_ratios import setting
 
 
 def main(argv=None):
