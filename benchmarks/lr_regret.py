@@ -154,7 +154,8 @@ def main(argv=None):
             n, s = p.n.astype(float), p.sums.astype(float)
             pulled = np.flatnonzero(n)
             L_mle = LikelihoodRatioSet(Z[pulled], n[pulled], s[pulled], 0.0, np.zeros(d)).f_min
-            P_t = p._predictor.loss if hasattr(p, "_predictor") else p._pred_loss
+            predictor = getattr(p.stopping_rule, "predictor", None)  # log-tas: its rule keeps P_t; GLGapE: itself
+            P_t = (p._predictor if predictor is None else predictor).loss
             t = r.n_samples
             T_w = allocation_time(Z, inst.theta, n / n.sum(), model="logistic", sigma=0.5, epsilon=0.1)
             row = {"d": d, "rep": rep, "tests": t, "P_t": P_t, "L_mle": L_mle, "regret": P_t - L_mle,

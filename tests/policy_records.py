@@ -62,6 +62,7 @@ CASES: list[tuple[str, dict, str]] = [
     ("log-tas", {"epsilon": 0.1}, "logistic8"),
     ("rage", {}, "soare2"),
     ("rage", {"m": 2, "epsilon": 0.5}, "random7"),
+    ("rage-glm", {"epsilon": 0.1, "width0": 4.0}, "logistic8"),
     ("uniform", {"budget": 300}, "random7"),
     ("linucb", {"budget": 300}, "random7"),
     ("fb-lingape", {"budget": 300}, "random7"),

@@ -110,6 +110,30 @@ def test_snapshot_equals_replay_from_the_log(tmp_path):
     assert len(open_plate) == 7
 
 
+def test_snapshots_of_another_version_are_passed_over_and_the_log_replayed(tmp_path):
+    """A snapshot whose state fields differ from this version's (an older screenbai) is not loaded:
+    opening the campaign replays its log from the start and gives the policy a replay gives."""
+    from screenbai.campaign.state import store
+
+    path = tmp_path / "a.campaign"
+    camp = new_campaign(path)
+    _run(camp, tmp_path, Assay(camp.features), plates=3, size=7, tag="a")
+    camp.close()
+    con = sqlite3.connect(path)
+    names = [name for (name,) in con.execute("SELECT name FROM snapshots")]
+    assert names, "the campaign keeps snapshots"
+    for name in names:
+        step, text = store.get_snapshot(con, name)
+        state = store.decode_state(text)
+        state["algorithm_state"]["a_field_of_an_older_version"] = 1
+        with con:
+            store.put_snapshot(con, name, step, store.encode_state(state))
+    con.close()
+    with Campaign.open(path) as opened, Campaign.open(path, use_snapshot=False) as replayed:
+        assert "a_field_of_an_older_version" not in opened.policy.state_dict()["algorithm_state"]
+        assert _equal(opened.policy.state_dict(), replayed.policy.state_dict())
+
+
 def _equal(a, b) -> bool:
     if isinstance(a, dict):
         return isinstance(b, dict) and a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-import screenbai.bandits.linear.gifa as gifa
 from screenbai.bandits.certainty.certificate import (
     Certificate,
     certainty_summary,
@@ -19,6 +18,7 @@ from screenbai.bandits.certainty.certificate import (
 )
 from screenbai.bandits.core.registry import policy_for_instance
 from screenbai.bandits.core.runner import run, run_one, true_gap
+from screenbai.bandits.linear.confidence import RidgeRule
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, nll
 from screenbai.bandits.sim import generators as instances
 from screenbai.bandits.sim.instance import Instance
@@ -137,9 +137,9 @@ def _coverage(inst, name, params, n_runs, budgets, shrink=None):
     rng = np.random.default_rng(0)
     seqs = np.random.SeedSequence(11).spawn(n_runs)
     misses = wrong = 0
-    orig = gifa.GIFA.threshold_factor
+    orig = RidgeRule.factor
     if shrink is not None:  # a deliberately invalid set: every width multiplied by ``shrink``
-        gifa.GIFA.threshold_factor = lambda self, s: shrink * orig(self, s)
+        RidgeRule.factor = lambda self, s: shrink * orig(self, s)  # type: ignore[method-assign]
     try:
         for ss in seqs:
             rec = run_one(inst, name, {**params, "max_samples": int(rng.integers(*budgets))}, ss)
@@ -147,7 +147,7 @@ def _coverage(inst, name, params, n_runs, budgets, shrink=None):
             misses += rec["true_gap"] > rec["certified_epsilon"] + 1e-12
             wrong += rec["true_gap"] > 0
     finally:
-        gifa.GIFA.threshold_factor = orig
+        RidgeRule.factor = orig  # type: ignore[method-assign]
     return misses, wrong
 
 
@@ -335,9 +335,9 @@ def test_likelihood_ratio_certificate_is_tight_at_the_stop_without_the_tests_ver
     inst = logistic10()
     policy = policy_for_instance(name, inst, rng=0, epsilon=0.1, **params)
     run(policy, inst.environment(np.random.default_rng(0)))
-    assert policy._lr_certified[0] == policy.n_samples
+    assert policy.likelihood.certified[0] == policy.n_samples
     with_verdict = policy.certificate().worst
-    policy._lr_certified = ()
+    policy.likelihood.certified = ()
     policy.__dict__.pop("_certificate_cache")
     alone = policy.certificate().worst
     assert with_verdict <= 0.1 and with_verdict <= alone <= 0.1 + 1e-3
@@ -368,9 +368,9 @@ def test_the_certificate_holds_at_every_read_of_a_run_at_once():
     reads = np.unique(np.geomspace(8, 120, 7).astype(int))
 
     def runs_with_a_miss(shrink):
-        orig = gifa.GIFA.threshold_factor
+        orig = RidgeRule.factor
         if shrink is not None:
-            gifa.GIFA.threshold_factor = lambda self, s: shrink * orig(self, s)
+            RidgeRule.factor = lambda self, s: shrink * orig(self, s)  # type: ignore[method-assign]
         try:
             bad = 0
             for seed in range(n_runs):
@@ -386,7 +386,7 @@ def test_the_certificate_holds_at_every_read_of_a_run_at_once():
                 bad += missed
             return bad
         finally:
-            gifa.GIFA.threshold_factor = orig
+            RidgeRule.factor = orig  # type: ignore[method-assign]
 
     assert runs_with_a_miss(None) <= delta * n_runs
     assert runs_with_a_miss(0.1) > 3 * delta * n_runs

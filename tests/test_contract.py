@@ -81,6 +81,7 @@ CASES = {
     "lin-tas": (_LIN2, {"m": 2, "delta": 0.1, "max_samples": 300}),
     "log-tas": (_LOGIT, {"epsilon": 0.1, "max_samples": 400}),
     "rage": (_LIN2, {"m": 2, "delta": 0.1, "width0": 2.0, "max_samples": 300}),
+    "rage-glm": (_LOGIT, {"epsilon": 0.1, "width0": 4.0, "max_samples": 400}),
 }
 # variants whose code paths differ: the LP ratio rule, paired tests (two arms per round), restricted Y
 VARIANTS = {
@@ -90,6 +91,7 @@ VARIANTS = {
     "xy-static/restricted": ("xy-static", _SOARE, {"restrict_y": True, "max_samples": 300}),
     "lin-tas/soare": ("lin-tas", _SOARE, {"epsilon": 0.05, "max_samples": 300}),
     "rage/soare": ("rage", _SOARE, {"epsilon": 0.05, "width0": 1.0, "plate_size": 8, "max_samples": 300}),
+    "rage-glm/plates": ("rage-glm", _LOGIT, {"epsilon": 0.1, "width0": 4.0, "plate_size": 8, "max_samples": 3000}),
 }
 ALL = {**{name: (name, *case) for name, case in CASES.items()}, **VARIANTS}
 

@@ -124,7 +124,7 @@ def test_early_stop_rule_would_fail_the_error_test():
     errors = 0
     for seed in range(60):
         pol = policy_for_instance("m-lingape", inst, m=2, S=0.0, threshold="heuristic", delta=0.999999, rng=seed)
-        pol.sigma = 1e-9  # widths ~ 0: stops right after the initial pulls
+        pol.confidence.sigma = 1e-9  # widths ~ 0: stops right after the initial pulls
         errors += not inst.is_correct(run(pol, inst.environment(seed)).recommendation, m=2)
     assert errors / 60 > 0.1
 

@@ -250,7 +250,7 @@ def test_many_directions_use_the_g_optimal_design_and_blockwise_norms(monkeypatc
     """Above MAX_PAIRS directions the design is the G-optimal design of S's arms: its max ||y||^2 is at
     least the XY design's and at most 4 d (Kiefer-Wolfowitz: each ||z||^2 <= d), computed in row blocks
     equal to the brute force; the run still stops with the best arm."""
-    import screenbai.bandits.linear.rage as rage_mod
+    import screenbai.bandits.phased.elimination as rage_mod
 
     rng = np.random.default_rng(1)
     X = rng.uniform(-1, 1, (40, 3))

@@ -348,7 +348,7 @@ def test_log_tas_absorbs_a_campaigns_past_in_chunks_and_goes_on():
     n = np.bincount(arms, minlength=inst.K).astype(float)
     s = np.bincount(arms, weights=r, minlength=inst.K)
     best = nll(policy.Z, n, s, logistic_mle(policy.Z, n, s, 1e-6).theta)
-    regret = policy._predictor.loss - best
+    regret = policy.likelihood.predictor.loss - best
     at_once = prediction_loss(np.full(600, 0.5), r, 0) - best  # every outcome predicted before any of them
     assert 0 < regret < 3 * policy.d_eff * np.log(600) < at_once / 3, (regret, at_once)
     res = policy.run(Environment(inst, rng=np.random.default_rng(1)))

@@ -11,7 +11,8 @@ epsilon_cert(i) = max(0, sup_{theta in C_t} (mu_(m)(theta) - mu_i(theta))). Beca
 at all times at once, the statement "mu_i >= mu_(m) - epsilon_cert(i)" is true with probability
 1 - delta whenever it is read: after any plate, and when the lab stops for budget.
 
-How it is computed. The policies bound each pair from above, U(i, j) >= sup_{C_t} (mu_j - mu_i)
+How it is computed. The policies' stopping rules (core/parts.py; ``Policy.certificate`` asks the
+rule) bound each pair from above, U(i, j) >= sup_{C_t} (mu_j - mu_i)
 (the bounds their stopping rules compare with epsilon), and
 
     epsilon_cert(i) = max(0, m-th largest over j != i of U(i, j))                        (1)

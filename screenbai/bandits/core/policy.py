@@ -27,12 +27,15 @@ JSON document, so a restored policy asks what the uninterrupted one would. ``run
 simulator; an algorithm may override it with a vectorised path that returns the same result, using
 only the environment's public methods (``pull``, ``pull_sequence``).
 
-The certificate. An algorithm whose confidence set is valid at all times at once implements
+The stopping rule and the certificate. A fixed-confidence algorithm builds its stopping rule in
+``_setup`` (``stopping_rule``, a ``StoppingRule`` of parts.py: a confidence set valid at all times at
+once and its test, saved with the state). From it this base derives, once for every algorithm,
 ``_certified_epsilon`` (per arm of the current answer, the smallest epsilon for which the set
-certifies it epsilon-good at level delta; the set the stopping rule uses) and may describe its
-model in ``_certificate_model``; ``certificate()`` then returns a ``Certificate``
-(certainty/certificate.py) at any moment, and ``result()`` of a finished run carries
-``diagnostics["certified_epsilon"]``. The default (None) means no valid confidence set.
+certifies it epsilon-good at level delta), the model the certificate holds under
+(``_certificate_model``; an algorithm adds caveats of its sampling there) and ``stopping_threshold``;
+``certificate()`` then returns a ``Certificate`` (certainty/certificate.py) at any moment, and
+``result()`` of a finished run carries ``diagnostics["certified_epsilon"]``. No rule (None, fixed
+budgets): no certificate.
 """
 
 from __future__ import annotations
@@ -59,7 +62,8 @@ from screenbai.bandits.core.params import (  # DEFAULT_MAX_SAMPLES re-exported f
     run_state,
     without_guarantee,
 )
-from screenbai.bandits.core.state import decode_state, encode_state
+from screenbai.bandits.core.parts import StoppingRule
+from screenbai.bandits.core.state import StateVersionError, decode_state, encode_state
 from screenbai.bandits.numerics.checks import as_generator, check_features
 from screenbai.bandits.numerics.ties import top_m
 
@@ -158,7 +162,8 @@ class Policy(_Declared):
     warning), validates them, sets each as an attribute (as a dataclass would), runs ``_setup`` and
     makes the first choice, so that ``done`` is known before the first ``ask``.
 
-    Subclasses implement ``_select()``, ``_update(arms, rewards)`` and ``_recommend(rng)``, and
+    Subclasses implement ``_select()``, ``_update(arms, rewards)`` and ``_recommend(rng)``, build
+    their stopping rule in ``_setup`` (``stopping_rule``, parts.py; from ``_stopping_rule(p)``), and
     declare the attributes that change during a run with their types, ``_rounds: int = run_state()``
     (saved by ``state_dict``, restored by ``load_state_dict``; ``_state_attrs``, a tuple of names,
     is the older spelling, still read).
@@ -177,10 +182,15 @@ class Policy(_Declared):
     _state_attrs: ClassVar[tuple[str, ...]] = ()
     #: deprecated parameter name -> current name (merged along the class hierarchy)
     renamed: ClassVar[dict[str, str]] = {}
+    #: the sampling rule works with any valid stopping rule of its model: ``_setup`` takes its rule from
+    #: ``_stopping_rule`` (``screenbai.bandits.rules.compose.with_stopping`` replaces it)
+    foreign_stopping_rules: ClassVar[bool] = False
 
     features: InitVar[ArrayLike] = required(Anything("a K x d feature matrix"), "the arms' features", kw_only=False)
     rng: Any = COMMON["rng"]
     max_samples: int = COMMON["max_samples"]
+    #: the stopping rule and its confidence set (parts.py), built by ``_setup``; None: no valid set
+    stopping_rule: StoppingRule | None = run_state()
 
     def _setup(self, features, p) -> None:
         """Validate the features and set up the bookkeeping; ``p.m`` (1 without an ``m`` parameter)
@@ -197,6 +207,7 @@ class Policy(_Declared):
         self.m = m
         self.max_samples = DEFAULT_MAX_SAMPLES if p.max_samples is None else int(p.max_samples)
         self.rng = as_generator(p.rng)
+        self.stopping_rule = None
         self.n = np.zeros(self.K, dtype=np.int64)
         self.sums = np.zeros(self.K)
         self.n_samples = 0
@@ -229,6 +240,11 @@ class Policy(_Declared):
         means = np.where(self.n > 0, self.sums / np.maximum(self.n, 1), -np.inf)
         return top_m(means, self.m, rng)
 
+    def _stopping_rule(self, p) -> StoppingRule | None:
+        """The stopping rule this algorithm declares (parts.py), built from its parameters ``p`` by its
+        ``_setup`` and stored (attached) as ``stopping_rule``. Default: none (fixed budgets)."""
+        return None
+
     def _stops_now(self) -> bool:
         """Whether the stopping rule fires on the recorded outcomes; asked after a ``tell`` while
         chosen arms still wait in the queue (plates), so that ``done`` follows every outcome.
@@ -243,22 +259,31 @@ class Policy(_Declared):
         """Per arm of the current answer (``_current_answer()``, in its order), the smallest
         epsilon >= 0 for which it is certified epsilon-good at level ``delta`` by the policy's
         confidence set, from recorded outcomes only (certainty/certificate.py, eq. (1)); inf where
-        nothing is certified yet. None (the default): the policy has no valid confidence set
-        (fixed-budget algorithms). The set must be the one the stopping rule uses, and valid at all
-        times at once, so the certificate can be read after any outcome.
+        nothing is certified yet. From the stopping rule (``stopping_rule.certified_epsilon``; parts.py),
+        the set it stops on, valid at all times at once, so the certificate can be read after any
+        outcome. None: no stopping rule (fixed-budget algorithms), or the set says nothing yet.
         """
-        return None
+        rule = self.stopping_rule
+        return None if rule is None else rule.certified_epsilon(self._current_answer())
 
     def stopping_threshold(self, t: float, delta: float) -> float | None:
         """beta(t, delta): the evidence (in nats) this stopping rule needs after t tests at level
         delta, so that a run sampling in proportions w stops near t = T(w) beta(t, delta); what
-        certainty/forecast.py solves for a forecast. None (the default): the algorithm states no
-        threshold (a fixed budget, or a rule without one), and no forecast is made."""
-        return None
+        certainty/forecast.py solves for a forecast (``stopping_rule.threshold``). None: the algorithm
+        states no threshold (a fixed budget, or a rule without one), and no forecast is made."""
+        rule = self.stopping_rule
+        return None if rule is None else rule.threshold(t, delta)
 
     def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
         """(the model the certificate holds under, in words with its assumed constants; caveats
-        that void the guarantee beyond the parameters declared without one in ``params.py``)."""
+        that void the guarantee beyond the parameters declared without one in ``params.py``): the
+        stopping rule's ``model()``, or by default the model the policy's flags describe."""
+        described = None if self.stopping_rule is None else self.stopping_rule.model()
+        return self._model_description() if described is None else described
+
+    def _model_description(self) -> tuple[str, tuple[str, ...]]:
+        """The model the policy's flags describe (features or not, 0/1 outcomes, ``sigma``), no caveat:
+        the certificate's model unless the stopping rule says more (``StoppingRule.model``)."""
         if not self.models_features:
             return ("independent arms (no model of the features)" if not self.binary_rewards
                     else "independent arms with 0/1 outcomes (no model of the features)"), ()
@@ -585,6 +610,15 @@ class Policy(_Declared):
                 f"this state belongs to {got[0]} with K = {got[1]}, d = {got[2]}, m = {got[3]}; the policy is "
                 f"{want[0]} with K = {want[1]}, d = {want[2]}, m = {want[3]}: "
                 "build it with the same features and parameters"
+            )
+        names = self._state_names()
+        if set(state["algorithm_state"]) != set(names):
+            unknown = sorted(set(state["algorithm_state"]) - set(names))
+            missing = sorted(set(names) - set(state["algorithm_state"]))
+            raise StateVersionError(
+                f"this state of {want[0]} was written by another version of it (fields this version does not keep: "
+                f"{unknown or 'none'}; fields it lacks: {missing or 'none'}); rebuild it from its outcomes "
+                "(a campaign: `screenbai campaign repair FILE` replays its log)"
             )
         self.n = np.array(state["n"], dtype=np.int64)
         self.sums = np.array(state["sums"], dtype=float)

@@ -6,6 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 
+class StateVersionError(ValueError):
+    """A saved state written by another version of the policy (other state fields): rebuild the policy
+    from its outcomes instead (a campaign replays its log)."""
+
+
 def encode_state(value):
     """``value`` as plain data: arrays are copied, tuples, bytes and non-string dict keys are tagged,
     objects with ``state_dict()`` (estimators, designs, inner policies) give their own state."""
@@ -50,10 +55,21 @@ def decode_state(value, current=None):
                 raise ValueError(
                     "the state holds an object the fresh policy does not have; were the parameters the same?"
                 )
-            current.load_state_dict(decode_state(value["__object__"]))
+            inner = value["__object__"]
+            if isinstance(inner, dict) and all(isinstance(k, str) and not k.startswith("__") for k in inner):
+                # fields of the object: one that is an object itself loads into the existing one
+                inner = {k: decode_state(v, getattr(current, k, None) if _is_object(v) else None)
+                         for k, v in inner.items()}
+            else:
+                inner = decode_state(inner)
+            current.load_state_dict(inner)
             return current
         return {k: decode_state(v) for k, v in value.items()}
     return value
+
+
+def _is_object(value) -> bool:
+    return isinstance(value, dict) and "__object__" in value
 
 
 def _hashable(key):

@@ -5,7 +5,9 @@ rule, the stopping rule and the index type; the registered algorithms are thin s
 fix those choices and their defaults.
 
 The gap indices and the round computed from them (J(t), b_t, c_t, the stopping statistic) live
-in ``gap_indices.py``; this module holds the parameters, the selection rule and the ask/tell loop.
+in ``gap_indices.py``; the confidence set and its threshold, the policy's stopping rule (core/parts.py)
+and the source of its certificate, in ``confidence.py``; this module holds the parameters, the
+selection rule and the ask/tell loop.
 """
 
 from __future__ import annotations
@@ -14,7 +16,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from screenbai.bandits.certainty.certificate import certified_from_bounds, norm_bound_refuted
 from screenbai.bandits.core.params import (
     BOOLEAN,
     DELTA,
@@ -33,8 +34,8 @@ from screenbai.bandits.core.params import (
 )
 from screenbai.bandits.core.policy import Policy
 from screenbai.bandits.core.registry import register
+from screenbai.bandits.linear.confidence import RidgeRule
 from screenbai.bandits.linear.gap_indices import GapIndices, max_m_per_column
-from screenbai.bandits.numerics import thresholds as th
 from screenbai.bandits.numerics.estimators import PlateDesign, TrackedRidgeState
 from screenbai.bandits.numerics.linalg import project, refuse_quadratic, spanning_arms
 from screenbai.bandits.numerics.rules import L1Design, greedy_arm, largest_variance_arm
@@ -101,7 +102,7 @@ class GIFA(Policy):
         no_guarantee=("heuristic",),
     )
     paper_literal: bool = param(False, BOOLEAN, "theoretical threshold exactly as printed in [RKD21]")
-    #: "pairs" or "ellipsoid" (``delta_level`` holds the level it gives: delta / K^2 or delta)
+    #: "pairs" or "ellipsoid" (``confidence.delta_level`` holds the level it gives: delta / K^2 or delta)
     delta_eff: str = param(
         "pairs", Options(("pairs", "ellipsoid")), "Abbasi-Yadkori level: delta / K^2 (pairs) or delta"
     )
@@ -142,7 +143,6 @@ class GIFA(Policy):
                 f"selection {p.selection!r} needs linear indices; classical indices allow 'largest-variance' or 'both'"
             )
         self.paper_literal = p.paper_literal
-        self.delta_level = th.effective_delta(self.delta, self.K, p.delta_eff)  # delta / K^2 or delta
         self.lambda_reg = p.lambda_reg
         norms = np.sqrt(np.einsum("ij,ij->i", self.X, self.X))
         self.norm_bound = float(norms.max()) if p.L is None else p.L  # L, or max ||x_a||
@@ -167,6 +167,13 @@ class GIFA(Policy):
             TrackedRidgeState(self.Z, self.lambda_reg, p.refresh_every, gram=full_gram) if self.linear else None
         )
         self.gaps = GapIndices(self.Z, self.state, self.index, self.m, self.compute_jt, self.compute_bt, self.stopping)
+        # the stopping rule's confidence set (confidence.py), on the same gap indices and estimator
+        self.confidence = RidgeRule(
+            self.threshold, epsilon=self.epsilon, delta=self.delta, sigma=self.sigma, S=self.S,
+            norm_bound=self.norm_bound, lambda_reg=self.lambda_reg, d=self.d_eff, K=self.K, m=self.m,
+            index=self.index, paper_literal=self.paper_literal, delta_eff=p.delta_eff, refresh_every=p.refresh_every,
+        )
+        self.stopping_rule = self.confidence.attach(self)
         self._design = L1Design(self.Z) if self.selection == "optimized" else None
         self._init_todo = self.init != "none"
         self._init_arms = np.empty(0, dtype=np.int64)  # the first pulls, once chosen
@@ -194,21 +201,9 @@ class GIFA(Policy):
 
     # ------------------------------------------------------------------ thresholds and estimates
     def threshold_factor(self, s: int) -> float:
-        """f_s: widths are f_s ||y||_P (linear) or f_s / sqrt(N_a) (classical)."""
-        name = self.threshold
-        if name == "theoretical":
-            c = th.reda_theoretical(
-                s, self.delta, self.d_eff, self.norm_bound, self.S, self.sigma, self.lambda_reg, self.paper_literal
-            )
-            return self.sigma * c
-        if name == "heuristic":
-            return self.sigma * th.reda_heuristic(s, self.delta)
-        if name == "abbasi-yadkori":
-            logdet = self._ridge().logdet
-            return th.abbasi_yadkori(logdet, self.d_eff, self.lambda_reg, self.sigma, self.S, self.delta_level)
-        if name == "lucb1":
-            return th.lucb1_factor(s, self.delta, self.K, self.sigma)
-        return th.hoeffding_factor(s, self.delta, self.K)
+        """f_s of the stopping rule's confidence set (``RidgeRule.factor``): widths are f_s ||y||_P
+        (linear) or f_s / sqrt(N_a) (classical)."""
+        return self.confidence.factor(s)
 
     def _ridge(self) -> TrackedRidgeState:
         """The ridge estimator: linear indices only (the classical ones keep per-arm means)."""
@@ -216,9 +211,7 @@ class GIFA(Policy):
 
     def means(self) -> np.ndarray:
         """Estimated means: ridge x_a^T theta_hat (linear) or empirical means (classical)."""
-        if self.linear:
-            return self._ridge().mu
-        return self.sums / np.maximum(self.n, 1)
+        return self.confidence.means()
 
     def index_matrix(self, mu: np.ndarray, f: float) -> np.ndarray:
         """The full K x K matrix B[i, j] (diagonal -inf): O(K^2)."""
@@ -320,36 +313,6 @@ class GIFA(Policy):
                 state.update(int(arms[0]), float(rewards[0]), also=also, on_block=ahead, product=product)
             else:
                 state.update_many(arms, rewards)
-
-    def _certified_epsilon(self) -> np.ndarray:
-        """eq. (1) of certainty/certificate.py with the stopping rule's own gap indices:
-        U(i, j) = B[j, i] = mu_j - mu_i + W(j, i) at the threshold factor f_s of the recorded
-        outcomes (s = n_samples), for the answer's arms against every arm. Classical indices hold
-        nothing about an arm without a test (its width is infinite). O(m K d)."""
-        A = self._current_answer()
-        U = self.gaps.bounds_against(self.means(), A, self.threshold_factor(self.n_samples), self.n)
-        if not self.linear:
-            untested = self.n == 0
-            U[:, untested] = np.inf
-            U[untested[A]] = np.inf
-            U[np.arange(A.size), A] = -np.inf
-        return certified_from_bounds(U, self.m)
-
-    def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
-        noise = f"noise sub-Gaussian with scale sigma = {self.sigma:g}"
-        if not self.linear:
-            if self.threshold == "hoeffding":
-                return "independent arms with outcomes in [0, 1] (no model of the features)", ()
-            return f"independent arms (no model of the features), {noise}", ()
-        model = f"the linear-Gaussian model on these features, {noise}"
-        if self.threshold not in ("theoretical", "abbasi-yadkori"):
-            return model, ()
-        st = self._ridge()
-        low = norm_bound_refuted(st.theta, st.P, self.threshold_factor(self.n_samples), self.S)
-        caveats = () if low is None else (
-            f"the outcomes refute ||theta|| <= S = {self.S:g} (every theta of the confidence set has norm >= "
-            f"{low:.3g}): pass a larger S",)
-        return f"{model}, ||theta|| <= S = {self.S:g}", caveats
 
     def _recommend(self, rng):
         if self.m >= self.K:

@@ -28,9 +28,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from scipy.linalg import cho_solve
 
-from screenbai.bandits.certainty.certificate import certified_from_bounds
 from screenbai.bandits.core.params import (
     ALLOCATION_SEED,
     BOOLEAN,
@@ -43,6 +41,7 @@ from screenbai.bandits.core.params import (
     param,
     run_state,
 )
+from screenbai.bandits.core.parts import StoppingRule
 from screenbai.bandits.core.policy import NO_ARMS, Policy, Result
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.core.state import decode_state, encode_state
@@ -56,11 +55,10 @@ from screenbai.bandits.linear.static_greedy import (
 )
 from screenbai.bandits.linear.static_rules import (
     CONFIDENCES,
+    OLSRule,
     OLSTracker,
-    eq11_width,
     first_eq11_stop,
     ols_mu,
-    pair_width2,
 )
 from screenbai.bandits.numerics.linalg import project_if_deficient, refuse_quadratic, spanning_arms
 from screenbai.bandits.numerics.ties import argmax_random
@@ -104,6 +102,15 @@ class SLMBase(Policy):
         self.init_arms = spanning_arms(self.Z)
         self._final = None
         self._handed = 0
+        self.stopping_rule = self._stopping_rule(p).attach(self)
+
+    def _stopping_rule(self, p) -> StoppingRule:
+        """[SLM14] Prop. 1's set on the design's outcomes (static_rules.OLSRule), what eq. 11 tests."""
+        return OLSRule(self.Z, self.rule_args)
+
+    def _design_outcomes(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """(per-arm counts, sums, observations) of the fixed design the eq. 11 set rests on: every outcome."""
+        return self.n, self.sums, self.n_samples
 
     def _ols_best(self, counts, sums, rng) -> np.ndarray:
         """The arm with the best OLS estimate from these counts and sums (empirical best while the
@@ -112,27 +119,6 @@ class SLMBase(Policy):
         if mu is None:
             return Policy._recommend(self, rng)
         return np.array([argmax_random(mu, rng)])
-
-    def _ols_certificate(self, counts, sums, n: int) -> np.ndarray:
-        """eq. (1) of certainty/certificate.py with [SLM14] Prop. 1's confidence set on the OLS
-        estimate from ``counts``, ``sums`` (n observations, a design fixed before the outcomes):
-        |(x - x')^T (theta_hat - theta*)| <= c ||x - x'||_{A^-1} sqrt(log_n(K^2/delta)) for all pairs
-        and all n at once, c = 2 sqrt(2) sigma: the widths of the eq. 11 stopping rule. inf while
-        the tested arms do not span. O(K d^2)."""
-        A = self._current_answer()
-        mu, chol = ols_mu(self.Z, np.asarray(counts, dtype=float), np.asarray(sums, dtype=float))
-        if mu is None or n < 1:
-            return np.full(A.size, np.inf)
-        W = cho_solve(chol, self.Z.T)  # A^-1 Z^T
-        diag = np.einsum("kd,dk->k", self.Z, W)
-        width2 = pair_width2(diag[A], diag, self.Z[A] @ W)  # rows of Z A^-1 Z^T for the answer
-        U = mu[None, :] - mu[A][:, None] + eq11_width(width2, n, *self.rule_args)
-        U[np.arange(A.size), A] = -np.inf
-        return certified_from_bounds(U, 1)
-
-    def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
-        model, _ = super()._certificate_model()
-        return model, ()
 
     @staticmethod
     def _check_restrict(restrict_y, K: int) -> bool:
@@ -237,10 +223,6 @@ class _StaticAllocation(SLMBase):
         if self._final is not None and self._final.get("best") is not None:
             return np.array([self._final["best"]])
         return self._ols_best(self.n.astype(float), self.sums, rng)
-
-    def _certified_epsilon(self) -> np.ndarray:
-        """[SLM14] Prop. 1 on all outcomes (the stopping rule eq. 11's set; see ``_ols_certificate``)."""
-        return self._ols_certificate(self.n, self.sums, self.n_samples)
 
     # -- vectorised path
     def run(self, env):

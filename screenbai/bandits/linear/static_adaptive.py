@@ -22,6 +22,7 @@ from screenbai.bandits.core.params import (
     required,
     run_state,
 )
+from screenbai.bandits.core.parts import StoppingRule
 from screenbai.bandits.core.policy import NO_ARMS
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.linear.static import MONOTONE, PULL_BLOCK, RESTRICT_Y, SLMBase
@@ -153,10 +154,10 @@ class XYAdaptive(SLMBase):
             return np.array([self._final["best"]])
         return self._ols_best(self.phase_counts, self.phase_sums, rng)
 
-    def _certified_epsilon(self) -> np.ndarray:
-        """[SLM14] Prop. 1 on the current phase's outcomes, as the phase's eq. 11 test (each phase's
-        design is fixed when it starts; inf until the phase's tests span)."""
-        return self._ols_certificate(self.phase_counts, self.phase_sums, self.t_phase)
+    def _design_outcomes(self) -> tuple[np.ndarray, np.ndarray, int]:
+        """The current phase's outcomes: the certificate is [SLM14] Prop. 1 on them, as the phase's eq. 11
+        test (each phase's design is fixed when it starts; inf until the phase's tests span)."""
+        return self.phase_counts, self.phase_sums, self.t_phase
 
     def run(self, env):
         """Phase by phase: the phase sequence is fixed, so pull it as one block (same reward stream)."""
@@ -224,6 +225,9 @@ class XYFullyAdaptive(SLMBase):
         self._plate: tuple | None = None  # (n_samples, tests held, design with them) while a plate is chosen
         self.diagnostics.update(restricted_y=self.restrict_y, monotone=self.monotone)
 
+    def _stopping_rule(self, p) -> EliminationRule:
+        return EliminationRule(self.delta)
+
     def _after_load(self) -> None:
         self._plate = None
 
@@ -287,16 +291,6 @@ class XYFullyAdaptive(SLMBase):
         mu = self.state.M[: self.K] @ self.sums
         return np.array([argmax_random(np.where(self.active, mu, -np.inf), rng)])
 
-    def _certified_epsilon(self) -> np.ndarray:
-        """eq. (1) of certainty/certificate.py with [SLM14] Prop. 2's set (the elimination's widths):
-        U(i, j) = mu_j - mu_i + ||x_i - x_j||_{(A^lambda)^-1} (sigma sqrt(d log((1 + n L^2 / lambda) /
-        delta)) + sqrt(lambda) S) at the ridge estimate, valid for adaptive designs given S. O(K)."""
-        A = self._current_answer()
-        mu = self.state.M[: self.K] @ self.sums
-        U = mu[None, :] - mu[A][:, None] + self._widths(A)
-        U[np.arange(A.size), A] = -np.inf
-        return certified_from_bounds(U, 1)
-
     def _widths(self, rows: np.ndarray) -> np.ndarray:
         """Prop. 2's widths ||x_i - x_j||_{(A^lambda)^-1} (...) for the arms i of ``rows`` against every
         arm j, from recorded outcomes (the elimination and the certificate)."""
@@ -304,12 +298,35 @@ class XYFullyAdaptive(SLMBase):
         width2 = pair_width2(dg[rows], dg, self.state.M[rows][:, : self.K])
         return np.sqrt(width2) * self._width_scale(self.n_samples)
 
-    def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
-        model, caveats = super()._certificate_model()
-        V = self.lambda_reg * np.eye(self.d_eff) + (self.Z.T * self.n) @ self.Z
+
+class EliminationRule(StoppingRule):
+    """xy-fully-adaptive's stopping rule (core/parts.py): [SLM14] Prop. 2's set, the ridge estimate with the
+    elimination's widths ||x_i - x_j||_{(A^lambda)^-1} (sigma sqrt(d log((1 + n L^2 / lambda) / delta)) +
+    sqrt(lambda) S), valid for adaptive designs given S. It reads the policy's greedy state (ridge inverse),
+    sums and widths (``policy._widths``); the policy eliminates with the same widths and stops when one arm
+    survives. No state of its own."""
+
+    name = "[SLM14] Prop. 2"
+
+    def __init__(self, delta: float):
+        super().__init__(0.0, delta)
+
+    def certified_epsilon(self, answer: np.ndarray) -> np.ndarray:
+        """eq. (1) of certainty/certificate.py: U(i, j) = mu_j - mu_i + width(i, j) at the ridge estimate. O(K)."""
+        pol = self.policy
+        A = np.asarray(answer)
+        mu = pol.state.M[: pol.K] @ pol.sums
+        U = mu[None, :] - mu[A][:, None] + pol._widths(A)
+        U[np.arange(A.size), A] = -np.inf
+        return certified_from_bounds(U, 1)
+
+    def model(self) -> tuple[str, tuple[str, ...]]:
+        pol = self.policy
+        model, caveats = pol._model_description()
+        V = pol.lambda_reg * np.eye(pol.d_eff) + (pol.Z.T * pol.n) @ pol.Z
         P = np.linalg.inv(V)  # once per certificate, O(K d^2 + d^3)
-        low = norm_bound_refuted(P @ (self.Z.T @ self.sums), P, float(self._width_scale(self.n_samples)), self.S)
+        low = norm_bound_refuted(P @ (pol.Z.T @ pol.sums), P, float(pol._width_scale(pol.n_samples)), pol.S)
         if low is not None:
-            caveats = caveats + (f"the outcomes refute ||theta|| <= S = {self.S:g} (every theta of the confidence "
+            caveats = caveats + (f"the outcomes refute ||theta|| <= S = {pol.S:g} (every theta of the confidence "
                                  f"set has norm >= {low:.3g}): pass a larger S",)
-        return f"{model}, ||theta|| <= S = {self.S:g}", caveats
+        return f"{model}, ||theta|| <= S = {pol.S:g}", caveats

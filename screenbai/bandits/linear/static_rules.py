@@ -6,6 +6,7 @@
 * ``eq11_holds``: eq. 11 for the empirical best arm, for one data state or a batch of them;
 * ``beaten``: the elimination of [SLM14] eq. 16 (arms beaten by another by more than their width), by
   blocks of rows so that no K x K comparison is held whole;
+* ``OLSRule``: Prop. 1's confidence set as a stopping rule (core/parts.py), the certificate of eq. 11;
 * ``OLSTracker``: least squares kept by rank one, with eq. 11 in O(K d + d^2) per test (round by round);
 * ``eq11_batch`` / ``first_eq11_stop``: eq. 11 for every data state of a block of pulls at once (the
   vectorised ``run`` of the static allocations), in chunks whose arrays stay under ``FAST_PATH_MAX_BYTES``.
@@ -16,6 +17,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
+from screenbai.bandits.certainty.certificate import certified_from_bounds
+from screenbai.bandits.core.parts import StoppingRule
 from screenbai.bandits.numerics.estimators import RidgeState
 
 REFRESH = 10_000  # exact rebuild of the greedy state / OLS inverse every this many pulls (bounds round-off drift)
@@ -241,3 +244,35 @@ def first_eq11_stop(Z, counts, sums, arms, rewards, n_before: int, lo: int, hi: 
             return int(ns[t0 + first]), int(best[first]), cum_n[t0 + first], cum_s[t0 + first]
         counts[:], sums[:] = cum_n[-1], cum_s[-1]
     return None
+
+
+class OLSRule(StoppingRule):
+    """[SLM14] Prop. 1's confidence set on the OLS estimate of a design fixed before its outcomes, as a
+    stopping rule (core/parts.py): the set eq. 11 tests. The policy names the outcomes it rests on with
+    ``policy._design_outcomes()`` (per-arm counts, sums, number of observations: all outcomes for the static
+    allocations, the current phase's for xy-adaptive); ``rule_args`` = (c, K, delta, confidence) of the widths.
+    The policies test eq. 11 themselves, round by round or in bulk (``OLSTracker.eq11``,
+    ``first_eq11_stop``), on the same set."""
+
+    name = "[SLM14] Prop. 1"
+
+    def __init__(self, Z: np.ndarray, rule_args: tuple, epsilon: float = 0.0):
+        super().__init__(epsilon, rule_args[2])
+        self.Z, self.rule_args = Z, rule_args
+
+    def certified_epsilon(self, answer: np.ndarray) -> np.ndarray:
+        """eq. (1) of certainty/certificate.py with the set on the OLS estimate from the design's counts and
+        sums (n observations): |(x - x')^T (theta_hat - theta*)| <= c ||x - x'||_{A^-1} sqrt(log_n(K^2/delta))
+        for all pairs and all n at once, c = 2 sqrt(2) sigma: the widths of the eq. 11 stopping rule. inf
+        while the tested arms do not span. O(K d^2)."""
+        A = np.asarray(answer)
+        counts, sums, n = self.policy._design_outcomes()
+        mu, chol = ols_mu(self.Z, np.asarray(counts, dtype=float), np.asarray(sums, dtype=float))
+        if mu is None or n < 1:
+            return np.full(A.size, np.inf)
+        W = cho_solve(chol, self.Z.T)  # A^-1 Z^T
+        diag = np.einsum("kd,dk->k", self.Z, W)
+        width2 = pair_width2(diag[A], diag, self.Z[A] @ W)  # rows of Z A^-1 Z^T for the answer
+        U = mu[None, :] - mu[A][:, None] + eq11_width(width2, n, *self.rule_args)
+        U[np.arange(A.size), A] = -np.inf
+        return certified_from_bounds(U, 1)

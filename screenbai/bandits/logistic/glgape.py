@@ -56,7 +56,6 @@ from dataclasses import astuple
 import numpy as np
 from scipy.special import expit
 
-from screenbai.bandits.certainty.certificate import certified_from_bounds
 from screenbai.bandits.core.params import (
     DELTA,
     LAMBDA_REG,
@@ -78,6 +77,7 @@ from screenbai.bandits.logistic.glgape_width import (
     CALIBRATIONS,
     EXACT_WIDTH_MAX_K,
     SCALES,
+    WidthRule,
     calibrate,
     corner_widths,
     corners,
@@ -88,11 +88,11 @@ from screenbai.bandits.logistic.glgape_width import (
 from screenbai.bandits.numerics.estimators import PlateDesign, RidgeState
 from screenbai.bandits.numerics.glm import SeparableDataError, c_mu_oracle, c_mu_plugin, logistic_into, logistic_mle
 from screenbai.bandits.numerics.linalg import project_if_deficient
-from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, pair_stands
+from screenbai.bandits.numerics.lr_set import RunningPredictor
 from screenbai.bandits.numerics.rules import L1Design, greedy_arm
 from screenbai.bandits.numerics.ties import BlockArgmax
+from screenbai.bandits.rules.likelihood import LikelihoodRatioTest
 
-LR_CHECK_GROWTH = 0.01  # "likelihood-ratio": the stopping test runs after every 1 % more tests (at least d)
 RATIO_MAX_K = 5000  # selection "auto": the L1 ratio rule up to this K, the greedy rule above
 RULES = ("ratio", "greedy")
 
@@ -185,13 +185,9 @@ class GLGapE(Policy):
     _mle_max: int = run_state()
     _mle_not_converged: int = run_state()
     _sep_warnings: int = run_state()
-    #: "likelihood-ratio": the predictions made before each outcome, and their loss P_t
+    #: "likelihood-ratio": the predictions made before each outcome, and their loss P_t (the set's
+    #: level, read by its stopping rule, rules/likelihood.py)
     _predictor: RunningPredictor = run_state()  # used by that calibration only (the state's shape is fixed)
-    _lr_next_check: int = run_state()
-    _theta_mle: np.ndarray | None = run_state()
-    _lr_checks: int = run_state()
-    #: (sample count, arms...) when the likelihood-ratio test certified these arms on those outcomes
-    _lr_certified: tuple[int, ...] = run_state()
 
     def _setup(self, features, p) -> None:
         epsilon, max_samples, E, c_mu, calibration = p.epsilon, p.max_samples, p.E, p.c_mu, p.calibration
@@ -254,15 +250,26 @@ class GLGapE(Policy):
         self._checked_at = -1  # n_samples when the stopping rule was last evaluated
         # "likelihood-ratio": the predictions made before each outcome, and their loss P_t
         self._predictor = RunningPredictor(self.d_eff)
-        self._lr_next_check = 0  # ... the sample count of its next stopping test, and the last MLE found
-        self._theta_mle = None
-        self._lr_checks = 0
-        self._lr_certified = ()
+        # the stopping rule: the likelihood-ratio set (rules/likelihood.py) or the calibration's widths
+        self.stopping_rule = self._stopping_rule(p).attach(self)
         self._plate = PlateDesign()
         self.diagnostics.update(E=self.E, d_eff=self.d_eff, calibration=calibration, rule=rule)
         if calibration == "likelihood-ratio":  # the index: rivals not yet ruled out at the last full test
             self.diagnostics.update(stat=float(self.K - 1), stat_fires_at=0.0,
                                     stat_name="rivals not ruled out at the likelihood-ratio test's last full count:")
+
+    def _stopping_rule(self, p) -> LikelihoodRatioTest | WidthRule:
+        if p.calibration == "likelihood-ratio":
+            return LikelihoodRatioTest(self.Z, self.epsilon, self.delta)
+        return WidthRule(p.calibration, self.epsilon, self.delta)
+
+    @property
+    def likelihood(self) -> LikelihoodRatioTest:
+        """The likelihood-ratio stopping rule (the default calibration only)."""
+        rule = self.stopping_rule
+        if not isinstance(rule, LikelihoodRatioTest):
+            raise RuntimeError(f"the {self.calibration!r} calibration has no likelihood-ratio set")
+        return rule
 
     # ------------------------------------------------------------------ oracle constants
     @classmethod
@@ -423,7 +430,7 @@ class GLGapE(Policy):
         g, U = gaps.g, gaps.U
         j = gaps.best.result(U, self.rng)
         if check and self.calibration == "likelihood-ratio":
-            if self._lr_certifies(np.array([i]), (i, j)):
+            if self.likelihood.certifies(np.array([i]), (i, j)):
                 return None
         elif check:
             self.diagnostics["stat"] = float(U[j])  # the stopping statistic (fires at <= epsilon), as GIFA's
@@ -444,43 +451,6 @@ class GLGapE(Policy):
         """The plug-in c_mu and S are re-estimated whenever the sample count doubles."""
         return self.calibration in ("self-normalized", "likelihood-ratio")
 
-    def _lr_level(self) -> float:
-        """The likelihood-ratio set's level P_t + log(1/delta) (lr_set.py)."""
-        if self.calibration != "likelihood-ratio":
-            raise RuntimeError(f"the {self.calibration!r} calibration has no likelihood-ratio set")
-        return self._predictor.loss + float(np.log(1.0 / self.delta))
-
-    def _lr_certifies(self, named: np.ndarray, pair: tuple[int, int]) -> bool:
-        """The likelihood-ratio stopping test (lr_set.py) for the answer ``named``.
-
-        It runs once the sample count has grown by LR_CHECK_GROWTH (or by d tests, whichever is
-        more) since its last run, so a run stops at most that many tests late.  First the sampled
-        pair (named arm, rival) is tried with a cheap witness; only when it cannot show that the
-        rival stands does the full test run (the unpenalised MLE, the exact test of that pair, and
-        only if it is ruled out a pass over the arms and exact tests of those the pass keeps).
-        """
-        if self.n_samples < self._lr_next_check:
-            return False
-        self._lr_next_check = self.n_samples + max(self.d_eff, int(LR_CHECK_GROWTH * self.n_samples))
-        pulled = np.flatnonzero(self.n)
-        Zp, n, s = self.Z[pulled], self.n[pulled], self.sums[pulled]
-        level = self._lr_level()
-        i, j = pair
-        if pair_stands(Zp, n, s, level, self.theta, self.state.P, self.Z[i], self.Z[j], self.epsilon):
-            return False
-        self._lr_checks += 1
-        start = self.theta if self._theta_mle is None else self._theta_mle
-        cs = LikelihoodRatioSet(Zp, n, s, level, start)
-        if cs.bounded:
-            self._theta_mle = cs.theta
-        n_open = cs.open_arms(self.Z, named, self.epsilon, pair, self.state.P, self.state.diag)
-        if n_open is None:  # the sampled rival stands: not counted further
-            return False
-        self.diagnostics["stat"] = float(n_open)
-        if n_open == 0:
-            self._lr_certified = (int(self.n_samples), *(int(a) for a in named))
-        return n_open == 0
-
     # ------------------------------------------------------------------ the anytime certificate
     def _bounds_against(self, state: RidgeState, A: np.ndarray, mu: np.ndarray,
                         scale: float) -> tuple[np.ndarray, np.ndarray]:
@@ -494,60 +464,6 @@ class GLGapE(Policy):
         B = (mu[None, :] - mu[A][:, None]) + scale * np.sqrt(np.maximum(nu2, 0.0))
         B[rows, A] = -np.inf
         return B, G
-
-    def stopping_threshold(self, t: float, delta: float) -> float | None:
-        """The likelihood-ratio calibration's level, approximately (lr_set.forecast_level); None for
-        the width calibrations, whose stop is not a threshold on the evidence."""
-        return forecast_level(t, self.d_eff, delta) if self.calibration == "likelihood-ratio" else None
-
-    def _certified_epsilon(self) -> np.ndarray:
-        """eq. (1) of certainty/certificate.py on the stopping rule's confidence set.
-
-        "likelihood-ratio": the set C_t of lr_set.py at the level the stopping test uses, its pair
-        bounds ``gap_bounds`` for each arm of the answer (and epsilon itself once the test has
-        certified the answer on these outcomes: it proved every pair within epsilon). The width
-        calibrations: mu_j - mu_i + scale(t) nu_t(i, j) at the estimate, as the stopping rule.
-        Before the design spans (widths undefined) nothing is certified for those (inf).
-        """
-        A = self._current_answer()
-        if self.calibration == "likelihood-ratio":
-            return self._lr_certificate(A)
-        if self._phase != "adaptive":
-            return np.full(A.size, np.inf)
-        mu = expit(self.Z @ self.theta)
-        U = self._bounds_against(self.state, A, mu, self.width_scale(self.n_samples + 1))[0]
-        return certified_from_bounds(U, A.size)
-
-    def _lr_certificate(self, A: np.ndarray) -> np.ndarray:
-        pulled = np.flatnonzero(self.n)
-        if pulled.size == 0:
-            return np.full(A.size, np.inf)
-        level = self._lr_level()
-        start = self.theta if self._theta_mle is None else self._theta_mle
-        cs = LikelihoodRatioSet(self.Z[pulled], self.n[pulled], self.sums[pulled], level, start)
-        P, diag = (self.state.P, self.state.diag) if self._phase == "adaptive" else (None, None)
-        U = np.stack([cs.gap_bounds(self.Z, int(i), A.size, P, diag) for i in A])  # the m answer arms
-        eps = certified_from_bounds(U, A.size)
-        if self._lr_certified == (int(self.n_samples), *(int(a) for a in A)):
-            eps = np.minimum(eps, self.epsilon)
-        return eps
-
-    def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
-        model = "the logistic model on these features"
-        if self.calibration == "likelihood-ratio":
-            return model, ()
-        if self.calibration in ("reinterpreted", "literal34"):
-            return model, ()  # declared without guarantee in the parameters
-        c_mu = f"c_mu = {self.c_mu:.3g}" if self.c_mu is not None else "c_mu"
-        if self.calibration == "theory":
-            caveats = () if self.c_mu_source == "given" else (f"{c_mu} is a plug-in estimate, not a known bound",)
-            return f"{model}, mu' >= {c_mu} on the arms", caveats
-        S = self.diagnostics.get("S", self.S)
-        S_text = "S" if S is None else f"S = {float(S):.3g}"
-        estimated = [name for name, given in (("c_mu", self.c_mu_source == "given"), ("S", self.S is not None))
-                     if not given]
-        caveats = (f"{' and '.join(estimated)} estimated (plug-ins, not known bounds)",) if estimated else ()
-        return f"{model}, mu' >= {c_mu} on the arms and ||theta|| <= {S_text}", caveats
 
     def _choose(self, i: int, j: int, k: int, state: RidgeState, counts: np.ndarray) -> int:
         """The selection rule for y = c1 x_i - c2 x_j: ratio (counts) or greedy (``state``'s design)."""
@@ -580,7 +496,7 @@ class GLGapE(Policy):
             newton_iter_mean=self._mle_iters / max(self._mle_rounds, 1),
             newton_iter_max=self._mle_max,
             newton_rounds_over_10=self._mle_over10,
-            lr_checks=self._lr_checks,
+            lr_checks=self.likelihood.checks if self.calibration == "likelihood-ratio" else 0,
             newton_not_converged=self._mle_not_converged,
             separation_warnings=self._sep_warnings,
         )

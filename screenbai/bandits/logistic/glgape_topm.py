@@ -77,7 +77,7 @@ class TopMGLGapE(GLGapE):
         k, c = divmod(argmax_random(B.ravel(), self.rng), self.K)
         b = int(J[k])
         if check and self.calibration == "likelihood-ratio":
-            if self._lr_certifies(J, (b, int(c))):
+            if self.likelihood.certifies(J, (b, int(c))):
                 return None
         elif check and B[k, c] <= self.epsilon:
             return None

@@ -30,6 +30,10 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import expit
+
+from screenbai.bandits.certainty.certificate import certified_from_bounds
+from screenbai.bandits.core.parts import StoppingRule
 
 CALIBRATIONS = ("likelihood-ratio", "self-normalized", "reinterpreted", "literal34", "theory")
 EXACT_WIDTH_MAX_K = 4096  # the calibration's largest pair width: exact up to this K, bounded from rows above
@@ -193,3 +197,43 @@ def calibrate(
         raise ValueError(f"calibration must be one of {CALIBRATIONS}; got {calibration!r}")
     diagnostics.update(a_eff=a_eff, kappa=kappa)
     return PaperScale(a_eff, d, delta), diagnostics
+
+
+class WidthRule(StoppingRule):
+    """The stopping rule of GLGapE's width calibrations (core/parts.py): U(i, j) = mu_j - mu_i +
+    scale(t) nu_t(i, j) at the penalised MLE ([KW] eq. 9) with the calibration's scale, as GLGapE's round
+    compares with epsilon. It reads the owner's estimate, design and scale (``policy.theta``,
+    ``policy.state``, ``policy.width_scale``; the bounds from ``policy._bounds_against``); no state of its
+    own. Before the design spans (widths undefined) nothing is certified (inf)."""
+
+    name = "confidence widths"
+
+    def __init__(self, calibration: str, epsilon: float, delta: float):
+        super().__init__(epsilon, delta)
+        self.calibration = calibration
+
+    def certified_epsilon(self, answer: np.ndarray) -> np.ndarray:
+        """eq. (1) of certainty/certificate.py with the widths at the estimate."""
+        A = np.asarray(answer)
+        pol = self.policy
+        if pol._phase != "adaptive":
+            return np.full(A.size, np.inf)
+        mu = expit(pol.Z @ pol.theta)
+        U = pol._bounds_against(pol.state, A, mu, pol.width_scale(pol.n_samples + 1))[0]
+        return certified_from_bounds(U, A.size)
+
+    def model(self) -> tuple[str, tuple[str, ...]]:
+        pol = self.policy
+        model = "the logistic model on these features"
+        if self.calibration in ("reinterpreted", "literal34"):
+            return model, ()  # declared without guarantee in the parameters
+        c_mu = f"c_mu = {pol.c_mu:.3g}" if pol.c_mu is not None else "c_mu"
+        if self.calibration == "theory":
+            caveats = () if pol.c_mu_source == "given" else (f"{c_mu} is a plug-in estimate, not a known bound",)
+            return f"{model}, mu' >= {c_mu} on the arms", caveats
+        S = pol.diagnostics.get("S", pol.S)
+        S_text = "S" if S is None else f"S = {float(S):.3g}"
+        estimated = [name for name, given in (("c_mu", pol.c_mu_source == "given"), ("S", pol.S is not None))
+                     if not given]
+        caveats = (f"{' and '.join(estimated)} estimated (plug-ins, not known bounds)",) if estimated else ()
+        return f"{model}, mu' >= {c_mu} on the arms and ||theta|| <= {S_text}", caveats

@@ -13,6 +13,8 @@ import numpy as np
 from scipy.linalg import qr
 
 RANK_RTOL = 1e-10  # singular values below this fraction of the largest count as zero
+#: eigenvalues below this fraction of the largest count as zero (``pinv_psd``)
+PSD_RTOL = 1e-9
 
 
 def project(X: np.ndarray, rtol: float = RANK_RTOL) -> tuple[np.ndarray, np.ndarray]:
@@ -131,3 +133,13 @@ def refuse_quadratic(algorithm: str, K: int, what: str, instead: str) -> None:
             f"{algorithm} keeps {what}, a K x K matrix: K = {K:,} arms would need {8 * K * K / 2**30:,.0f} GiB "
             f"and O(K^2) work per round (it accepts K <= {MAX_K_QUADRATIC:,}). Use {instead} instead"
         )
+
+
+def pinv_psd(A: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """(A^+, a basis of A's null space or None when A is invertible) for a symmetric PSD matrix (eigh)."""
+    lam, U = np.linalg.eigh(0.5 * (A + A.T))
+    top = float(lam[-1]) if lam.size else 0.0
+    keep = lam > PSD_RTOL * max(top, 0.0) if top > 0 else np.zeros(lam.size, dtype=bool)
+    P = (U[:, keep] / lam[keep]) @ U[:, keep].T
+    null = U[:, ~keep] if (~keep).any() else None
+    return P, null

@@ -128,13 +128,17 @@ class RunningPredictor:
         w = np.exp(self.log_w - self.log_w.max())
         return (w / w.sum()) @ self._component_probabilities(np.atleast_2d(Zb))
 
-    def observe(self, Zb: np.ndarray, rewards: np.ndarray, n_before: int) -> float:
+    def observe(self, Zb: np.ndarray, rewards: np.ndarray, n_before: int, index: np.ndarray | None = None) -> float:
         """Add the loss of outcomes ``rewards`` at the rows of Zb, all predicted from the current state
         (the s-th of them, counting from ``n_before``, mixed with w_s / 2), to P_t and return it; then
-        reweigh the priors by the probability each component gave them. Call ``refit`` next."""
+        reweigh the priors by the probability each component gave them. Call ``refit`` next.
+        With ``index``, Zb holds distinct rows and outcome s is at row ``index[s]`` (a batch that tests
+        few arms many times: the predictions are computed once per row)."""
         Zb = np.atleast_2d(np.asarray(Zb, dtype=float))
         y = np.asarray(rewards, dtype=float).reshape(-1) > 0.5
         pk = self._component_probabilities(Zb)
+        if index is not None:
+            pk = pk[:, np.asarray(index, dtype=np.int64)]
         w = np.exp(self.log_w - self.log_w.max())
         loss = prediction_loss((w / w.sum()) @ pk, y, n_before)
         self.loss += loss
@@ -154,6 +158,34 @@ class RunningPredictor:
             H[np.diag_indices(d)] += lam
             self.theta[k] = th
             self.chol[k] = np.linalg.cholesky(H)
+
+
+def observe_in_chunks(predictor: RunningPredictor, Z: np.ndarray, n: np.ndarray, s: np.ndarray, arms: np.ndarray,
+                      rewards: np.ndarray, n_before: int, d: int, growth: float) -> None:
+    """Add a batch of outcomes (``arms``, ``rewards``, in the order recorded; ``n`` and ``s`` the per-arm
+    counts and successes with the batch included) to ``predictor``'s P_t in consecutive chunks, each
+    predicted from the outcomes before it (a chunk of d, then growing by ``growth`` times the outcomes
+    before it), the predictor refitted between chunks. The order is fixed before the outcomes are seen,
+    so exp(L_t(theta*) - P_t) stays a martingale (module docstring); one prediction for a whole batch
+    would cost up to log 2 per outcome more. The caller refits after the last chunk."""
+    arms = np.asarray(arms, dtype=np.int64).reshape(-1)
+    rewards = np.asarray(rewards, dtype=float).reshape(-1)
+    n = np.array(n, dtype=float)
+    s = np.array(s, dtype=float)
+    np.subtract.at(n, arms, 1.0)
+    np.subtract.at(s, arms, rewards)
+    lo = 0
+    while lo < arms.size:
+        hi = min(arms.size, lo + max(d, math.ceil(growth * (n_before + lo))))
+        a, r = arms[lo:hi], rewards[lo:hi]
+        rows, index = np.unique(a, return_inverse=True)
+        predictor.observe(Z[rows], r, n_before + lo, index=index)
+        np.add.at(n, a, 1.0)
+        np.add.at(s, a, r)
+        if hi < arms.size:
+            pulled = np.flatnonzero(n)
+            predictor.refit(Z[pulled], n[pulled], s[pulled])
+        lo = hi
 
 
 def nll(Zp: np.ndarray, n: np.ndarray, s: np.ndarray, theta: np.ndarray) -> float:

@@ -69,8 +69,10 @@ import math
 import numpy as np
 from scipy.special import log_ndtr
 
-#: eigenvalues of a block's design below this fraction of the largest count as zero (pseudo-inverse)
-_EIG_RTOL = 1e-9
+from screenbai.bandits.core.parts import StoppingRule
+from screenbai.bandits.numerics.linalg import pinv_psd  # noqa: F401 - imported from here by the tracking family
+from screenbai.bandits.numerics.ties import top_m
+
 #: a direction is in the range of a block's design when its part outside is below this fraction of its norm
 _RANGE_RTOL = 1e-7
 #: a direction's test starts at the first block whose earlier estimate of its margin has this z-score
@@ -97,16 +99,6 @@ POINT_SHARE = 0.9
 #: ... (0.5 instead of 1: Soare's instance needed 7 % more tests, its binding direction then often got the
 #: point part at a margin estimated too large)
 POINT_MIN_SHARE = 1.0
-
-
-def pinv_psd(A: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """(A^+, a basis of A's null space or None when A is invertible) for a symmetric PSD matrix (eigh)."""
-    lam, U = np.linalg.eigh(0.5 * (A + A.T))
-    top = float(lam[-1]) if lam.size else 0.0
-    keep = lam > _EIG_RTOL * max(top, 0.0) if top > 0 else np.zeros(lam.size, dtype=bool)
-    P = (U[:, keep] / lam[keep]) @ U[:, keep].T
-    null = U[:, ~keep] if (~keep).any() else None
-    return P, null
 
 
 def mixture_log_evalue(M: np.ndarray, V: np.ndarray, rho: np.ndarray) -> np.ndarray:
@@ -159,15 +151,22 @@ class _BlockCache:
             self.prior_diag = np.einsum("ij,ij->i", X @ self.Pbar, X)
 
 
-class BlockEvidence:
-    """Closed blocks and the e-values of the directions x_i - x_j (see the module docstring).
+class BlockEvidence(StoppingRule):
+    """Closed blocks and the e-values of the directions x_i - x_j (see the module docstring): the
+    stopping rule of the block Track-and-Stop (core/parts.py), fed by ``block_closed``.
 
     ``X``: the K x d features (full column rank is not needed); ``sigma``: sub-Gaussian scale of the
-    noise; ``epsilon``: the margin aimed at; ``log_level``: log(1/delta') per direction.
-    State (plain data): ``A``, ``s``, ``prior`` (lists of per-block arrays).
+    noise; ``epsilon``: the margin aimed at; ``log_level``: log(1/delta') per direction; ``delta``: the
+    level of the answer (default: the one ``log_level`` is the union bound of, ``union_level``).
+    State (plain data): ``A``, ``s``, ``prior`` (lists of per-block arrays), ``shift``.
     """
 
-    def __init__(self, X: np.ndarray, sigma: float, epsilon: float, log_level: float, m: int = 1):
+    name = "block evidence"
+
+    def __init__(self, X: np.ndarray, sigma: float, epsilon: float, log_level: float, m: int = 1,
+                 delta: float | None = None):
+        K = X.shape[0]
+        super().__init__(epsilon, m * (K - m) * math.exp(-log_level) if delta is None else delta)
         self.X = X
         self.K, self.d = X.shape
         self.m = int(m)
@@ -187,6 +186,9 @@ class BlockEvidence:
         self._blocks: list[_BlockCache] = []
         self._leader: dict[int, list] = {}
 
+    def reset_caches(self) -> None:
+        self._reset_cache()
+
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict:
         return {"A": [a.copy() for a in self.A], "s": [v.copy() for v in self.s],
@@ -204,6 +206,14 @@ class BlockEvidence:
     @property
     def n_blocks(self) -> int:
         return len(self.A)
+
+    def block_closed(self, counts: np.ndarray, sums: np.ndarray) -> None:
+        self.close(counts, sums)
+
+    def candidate(self) -> np.ndarray:
+        """The answer tested after a block closes: the m largest predictions of the pooled estimate
+        (ties broken by a generator seeded with the number of blocks)."""
+        return top_m(self.X @ self.pooled(), self.m, np.random.default_rng(self.n_blocks))
 
     # ------------------------------------------------------------------ blocks
     def close(self, counts: np.ndarray, sums: np.ndarray) -> None:
@@ -355,15 +365,31 @@ class BlockEvidence:
                 return False
         return True
 
-    def certified_epsilon(self, answer: np.ndarray) -> np.ndarray:
+    def certified_epsilon(self, answer: np.ndarray) -> np.ndarray | None:
         """Per arm of the answer, the smallest epsilon for which it is certified epsilon-good now:
-        max(0, max_{j outside} -LCB(x_i - x_j)) (inf while some rival has no evidence)."""
+        max(0, max_{j outside} -LCB(x_i - x_j)) (inf while some rival has no evidence; None before
+        the first block closes)."""
+        if not self.A:
+            return None
         outside = np.ones(self.K, dtype=bool)
         outside[answer] = False
         out = np.empty(len(answer))
         for k, i in enumerate(answer):
             out[k] = max(0.0, float(np.max(-self.lcb(int(i))[outside])))
         return out
+
+
+    def threshold(self, t: float, delta: float) -> float:
+        """The evidence margin^2 V / 2 a direction needs at the stop at level delta, the same for every
+        t: with rho = RHO_FRACTION V (the design's aim), the mixture crosses its level L
+        (log(m (K - m) / delta), weighted for the current leader) at
+        (1 + u)(L + (1/2) log(1 + 1/u) - log 2), u = RHO_FRACTION (the Gaussian tail's log 2 Phi ~ log 2).
+        A forecast's t = T*(theta_hat) times this."""
+        leader = int(np.asarray(self.policy._recommend(np.random.default_rng(0)))[0])
+        u = RHO_FRACTION
+        level = self.level(leader) if self.n_blocks else self.log_level
+        level += math.log(self.delta / delta)  # the level at this rule's delta, moved to the one asked
+        return (1.0 + u) * (level + 0.5 * math.log(1.0 + 1.0 / u) - math.log(2.0))
 
 
 def union_level(delta: float, K: int, m: int) -> float:

@@ -22,7 +22,8 @@ forecast of the tests still needed. In a lab a block is handed out over as many 
 takes; a new block starts as soon as the last one is handed out, its design from the outcomes
 recorded by then.
 
-Stopping and guarantee (``blocks.BlockEvidence``). Each block's own least-squares estimate, combined
+Stopping and guarantee (``blocks.BlockEvidence``, the policy's stopping rule; another valid rule of the
+linear model can replace it, ``rules.compose.with_stopping``). Each block's own least-squares estimate, combined
 over blocks per direction x_i - x_j in a one-sided normal-mixture e-process, gives an anytime-valid one-sided test
 per direction at level delta' = delta / (m (K - m)) (delta / (K - 1) for the best arm) with no
 d log t term and no bound S on ||theta||. After each block closes, the answer (the m largest
@@ -50,12 +51,13 @@ import numpy as np
 
 from screenbai.bandits.certainty.complexity import characteristic_time
 from screenbai.bandits.core.params import DELTA, EPSILON, SIGMA, Interval, M, param, run_state
+from screenbai.bandits.core.parts import StoppingRule
 from screenbai.bandits.core.policy import Policy
 from screenbai.bandits.core.registry import noise_scale, register
 from screenbai.bandits.numerics.design import round_design
 from screenbai.bandits.numerics.linalg import project_if_deficient, spanning_arms
 from screenbai.bandits.numerics.ties import top_m
-from screenbai.bandits.tracking.blocks import RHO_FRACTION, BlockEvidence, pinv_psd, union_level
+from screenbai.bandits.tracking.blocks import BlockEvidence, pinv_psd, union_level
 
 #: directions the greedy block design balances (those that need the most information)
 _GREEDY_DIRECTIONS = 64
@@ -163,8 +165,9 @@ class LinearTrackAndStop(Policy):
     epsilon: float = EPSILON
     sigma: float = SIGMA
     growth: float = GROWTH
-    # the run's state
-    evidence: BlockEvidence = run_state()
+    #: the sampling rule works with any valid stopping rule of the linear model (``rules.compose.with_stopping``)
+    foreign_stopping_rules: ClassVar[bool] = True
+    # the run's state (the stopping rule, ``BlockEvidence`` by default, is the base's ``stopping_rule``)
     #: open blocks (handed out, not all outcomes in): planned and recorded counts, outcome sums per arm
     _open: list[dict[str, np.ndarray]] = run_state()
     _n_opened: int = run_state()
@@ -190,7 +193,9 @@ class LinearTrackAndStop(Policy):
         self.Z = np.ascontiguousarray(project_if_deficient(self.X)[0])
         self.d_eff = self.Z.shape[1]
         self.log_level = union_level(self.delta, self.K, self.m)
-        self.evidence = BlockEvidence(self.Z, self.sigma, self.epsilon, self.log_level, self.m)
+        rule = self._stopping_rule(p)
+        assert rule is not None, f"{self.name} needs a stopping rule"
+        self.stopping_rule = rule.attach(self)
         self._spanner = spanning_arms(self.Z, pivot_order=True)
         # open blocks (handed out, not all outcomes in): planned and recorded counts, outcome sums per arm
         self._open = []
@@ -201,6 +206,26 @@ class LinearTrackAndStop(Policy):
         self._unplanned = np.zeros(self.K, dtype=np.int64)
         self._absorbing = False
         self.diagnostics.update(blocks=0, threshold=self.log_level)
+
+    def _stopping_rule(self, p) -> StoppingRule | None:
+        """The per-block evidence of the module docstring (blocks.BlockEvidence)."""
+        return BlockEvidence(self.Z, self.sigma, self.epsilon, self.log_level, self.m, self.delta)
+
+    @property
+    def evidence(self) -> BlockEvidence | None:
+        """The stopping rule when it is the block evidence (the designs weigh each direction by the
+        evidence it has), else None."""
+        rule = self.stopping_rule
+        return rule if isinstance(rule, BlockEvidence) else None
+
+    def _evidence_so_far(self, i: int, outside: np.ndarray) -> tuple[float, np.ndarray]:
+        """(log(1/delta') of the directions from arm i to the arms ``outside``, the log e-value each
+        has so far): from the block evidence, or (the union level, 0) under another stopping rule."""
+        ev = self.evidence
+        none = np.zeros(int(np.count_nonzero(outside)))
+        if ev is None:
+            return self.log_level, none
+        return ev.level(i), (ev.log_evalue(i)[outside] if ev.n_blocks else none)
 
     @classmethod
     def resolve_oracle(cls, key: str, instance):
@@ -290,8 +315,8 @@ class LinearTrackAndStop(Policy):
             Y = self.Z[i] - self.Z[outside]
             sd = self.sigma * np.sqrt(np.maximum(np.einsum("ij,ij->i", Y @ P, Y), 0.0))
             margin = np.maximum(pred[i] - pred[outside] + self.epsilon, np.maximum(sd, 1e-12))
-            have = self.evidence.log_evalue(i)[outside] if self.evidence.n_blocks else np.zeros(Y.shape[0])
-            need = 2.0 * np.maximum(self.evidence.level(i) + 1.5 - have, 0.25) / margin**2
+            level, have = self._evidence_so_far(i, outside)
+            need = 2.0 * np.maximum(level + 1.5 - have, 0.25) / margin**2
             Ys.append(Y)
             cs.append(self.sigma**2 * need)
         return np.vstack(Ys), np.concatenate(cs)
@@ -311,8 +336,8 @@ class LinearTrackAndStop(Policy):
             h = np.einsum("ij,ij->i", Y @ P, Y)
             margin = np.maximum(pred[i] - pred[outside] + self.epsilon, 0.0)
             rate = margin**2 / (2.0 * self.sigma**2 * np.maximum(h, 1e-300))
-            gap = self.evidence.level(i) - (self.evidence.log_evalue(i)[outside] if self.evidence.n_blocks else 0.0)
-            gap = np.maximum(gap, 0.0)
+            level, have = self._evidence_so_far(i, outside)
+            gap = np.maximum(level - have, 0.0)
             with np.errstate(divide="ignore"):
                 n = np.where(gap > 0, gap / np.where(rate > 0, rate, 1e-300), 0.0)
             need = max(need, float(n.max()))
@@ -357,6 +382,7 @@ class LinearTrackAndStop(Policy):
             self._absorbing = False
 
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        self._feed_rule(arms, rewards)
         if self._unplanned.any():
             take = np.zeros(arms.size, dtype=bool)
             for k, a in enumerate(arms.tolist()):  # a loop over the outcomes told, not over the arms
@@ -392,14 +418,19 @@ class LinearTrackAndStop(Policy):
                 self._answer = answer
                 self._finish(True)
 
+    def _feed_rule(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """Every recorded outcome to the stopping rule (the block evidence takes only closed blocks)."""
+        assert self.stopping_rule is not None
+        self.stopping_rule.observe(arms, rewards)
+
     def _close_block(self, counts: np.ndarray, sums: np.ndarray) -> None:
-        self.evidence.close(counts, sums)
+        assert self.stopping_rule is not None
+        self.stopping_rule.block_closed(counts, sums)
 
     def _check_stop(self) -> np.ndarray | None:
         """The answer when the stopping rule fires after a block closed, else None."""
-        theta = self.evidence.pooled()
-        answer = self._leaders(theta, np.random.default_rng(self.evidence.n_blocks))
-        return answer if self.evidence.stops(answer) else None
+        assert self.stopping_rule is not None
+        return self.stopping_rule.check()
 
     # ------------------------------------------------------------------ answers
     def _recommend(self, rng: np.random.Generator):
@@ -410,30 +441,7 @@ class LinearTrackAndStop(Policy):
             return super()._recommend(rng)
         return self._leaders(theta, rng)
 
-    def _certified_epsilon(self) -> np.ndarray | None:
-        """Per recommended arm, the smallest epsilon for which it is certified epsilon-good at delta
-        under the linear model (inf before any block carries evidence); valid at any time."""
-        if self.evidence.n_blocks == 0:
-            return None
-        answer = self._recommend(np.random.default_rng(0))
-        return self.evidence.certified_epsilon(np.asarray(answer))
-
-    def stopping_threshold(self, t: float, delta: float) -> float:
-        """The evidence margin^2 V / 2 a direction needs at the stop at level delta, the same for every
-        t: with rho = RHO_FRACTION V (the design's aim), the mixture crosses its level L
-        (log(m (K - m) / delta), weighted for the current leader) at
-        (1 + u)(L + (1/2) log(1 + 1/u) - log 2), u = RHO_FRACTION (the Gaussian tail's log 2 Phi ~ log 2).
-        A forecast's t = T*(theta_hat) times this."""
-        leader = int(np.asarray(self._recommend(np.random.default_rng(0)))[0])
-        u = RHO_FRACTION
-        level = self.evidence.level(leader) if self.evidence.n_blocks else self.log_level
-        level += math.log(self.delta / delta)  # the level at this policy's delta, moved to the one asked
-        return (1.0 + u) * (level + 0.5 * math.log(1.0 + 1.0 / u) - math.log(2.0))
-
     def _diagnostics(self) -> dict[str, Any]:
         out = dict(self.diagnostics)
-        out["blocks"] = self.evidence.n_blocks
+        out["blocks"] = self._n_opened - len(self._open)  # the closed blocks
         return out
-
-    def _after_load(self) -> None:
-        self.evidence._reset_cache()

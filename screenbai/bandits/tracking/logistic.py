@@ -7,8 +7,8 @@ of arm k at the penalised MLE theta_hat brings mu'(x_k'theta_hat) x_k x_k', and 
 needs information in the direction mu'_i x_i - mu'_j x_j with margin mu_i - mu_j + epsilon (the
 lower bound's local form, ``certainty.complexity``).
 
-Stopping and guarantee: the likelihood-ratio confidence set of ``lr_set`` (GLGapE's default
-calibration),
+Stopping and guarantee: the policy's stopping rule, ``rules.likelihood.WindowedLikelihoodRatio``, the
+likelihood-ratio confidence set of ``lr_set`` (GLGapE's default calibration),
 
     C_t = {theta : L_t(theta) <= P_t + log(1/delta)},
 
@@ -39,7 +39,6 @@ log(1/delta) + (d - 1)/2 at any d.
 
 from __future__ import annotations
 
-import math
 from typing import ClassVar
 
 import numpy as np
@@ -47,17 +46,12 @@ from scipy.special import expit
 
 from screenbai.bandits.core.params import LAMBDA_REG, like, pinned, run_state
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
-from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, nll, pair_stands
-from screenbai.bandits.numerics.lr_windows import LRWindows
-from screenbai.bandits.tracking.blocks import pinv_psd
+from screenbai.bandits.numerics.glm import logistic_mle
+from screenbai.bandits.numerics.linalg import pinv_psd
+from screenbai.bandits.numerics.lr_set import forecast_level
+from screenbai.bandits.rules.likelihood import WindowedLikelihoodRatio
 from screenbai.bandits.tracking.linear import GROWTH, LinearTrackAndStop
 
-#: the likelihood-ratio test runs after every this fraction more tests (GLGapE: 1 %)
-CHECK_GROWTH = 0.01
-#: the test is skipped while a rival beats the answer by more than epsilon at this fraction of the
-#: set's quadratic radius around theta_hat (it would fail; skipping only delays the stop)
-SKIP_RADIUS = 0.5
 #: blocks complete the information collected so far (False: each block repeats the whole design)
 TRACK_CUMULATIVE = True
 #: at this many dimensions or fewer the blocks repeat the whole design and the set is not restarted
@@ -65,8 +59,6 @@ TRACK_CUMULATIVE = True
 #: and tracking the cumulative information spent more tests (kw_synthetic d = 2, 20 runs, delta 0.05:
 #: median 686.5 tests with both, 549.5 with neither; at d = 5 tracking saves: 639 against 836)
 SMALL_D = 2
-#: bisection steps of the certified epsilon
-_CERT_STEPS = 12
 
 
 @register(
@@ -96,29 +88,40 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     #: block 2 sized by the greedy design like every later block (lin-tas takes it whole)
     first_design_full: ClassVar[bool] = False
 
-    # the run's state
-    _predictor: RunningPredictor = run_state()  # the predictions made before each outcome, and their loss P_t
+    #: the sampling rule is lin-tas's with the logistic model's information; its own stopping rule only
+    foreign_stopping_rules: ClassVar[bool] = False
+
+    # the run's state (the likelihood-ratio set, rules/likelihood.py, is the base's ``stopping_rule``)
     _theta_pred: np.ndarray = run_state()  # the estimate that predicts the next block's outcomes
-    _theta_mle: np.ndarray | None = run_state()
     _n_closed: int = run_state()
     _plan: np.ndarray = run_state()  # the rest of the current block, handed out one test at a time
-    _next_check: int = run_state()  # the sample count of the next likelihood-ratio test
-    _windows: LRWindows = run_state()  # the set restarted late (lr_windows)
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
         self.lambda_reg = p.lambda_reg
-        self._predictor = RunningPredictor(self.d_eff)
         self._theta_pred = np.zeros(self.d_eff)
-        self._theta_mle = None
         self._n_closed = 0
-        self._plan = np.empty(0, dtype=np.int64)
-        self._next_check = 0  # the rest of the current block, handed out one test at a time
-        self._windows = LRWindows(self.d_eff, self.K, late=self.d_eff > SMALL_D)  # the set restarted late
+        self._plan = np.empty(0, dtype=np.int64)  # the rest of the current block, handed out one test at a time
         self.diagnostics.pop("threshold", None)  # the set's level is P_t + log(1/delta), not a constant
         # the index status shows: rivals the likelihood-ratio test has not ruled out yet (fires at 0)
         self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0,
                                 stat_name="rivals not yet ruled out by its likelihood-ratio test:")
+
+    def _stopping_rule(self, p) -> WindowedLikelihoodRatio:
+        """The likelihood-ratio set of the module docstring, restarted late above SMALL_D dimensions."""
+        return WindowedLikelihoodRatio(self.Z, self.m, self.epsilon, self.delta, p.growth, late=self.d_eff > SMALL_D)
+
+    @property
+    def likelihood(self) -> WindowedLikelihoodRatio:
+        """The stopping rule (rules/likelihood.py)."""
+        rule = self.stopping_rule
+        assert isinstance(rule, WindowedLikelihoodRatio)
+        return rule
+
+    @property
+    def theta_hat(self) -> np.ndarray:
+        """The current estimate (the penalised MLE that designs the blocks and predicts the outcomes)."""
+        return self._theta_pred
 
     @classmethod
     def resolve_oracle(cls, key: str, instance):
@@ -183,17 +186,16 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     # ------------------------------------------------------------------ outcomes and the stopping rule
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
         # the outcomes are predicted from the outcomes before them (lr_set's P_t), then the predictor refitted
+        rule = self.likelihood
         if self._absorbing:
-            self._absorb_predictions(arms, rewards)
+            rule.absorb(arms, rewards)
         else:
-            before = self.n_samples - arms.size
-            self._windows.before_batch(before, self.n, self.sums, arms, rewards, self._predictor.loss)
-            self._predictor.observe(self.Z[arms], rewards, before)
+            rule.observe(arms, rewards)
         pulled = np.flatnonzero(self.n)
-        self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
-        same = np.flatnonzero(self._predictor.lams == self.lambda_reg)  # the design's own fit, already made
+        predictor = rule.predictor
+        same = np.flatnonzero(predictor.lams == self.lambda_reg)  # the design's own fit, already made
         if same.size and pulled.size >= self.d_eff and np.linalg.matrix_rank(self.Z[pulled]) == self.d_eff:
-            theta = self._predictor.theta[same[0]].copy()
+            theta = predictor.theta[same[0]].copy()
         else:
             theta = self._estimate(self.n.astype(float), self.sums)
         if theta is not None:
@@ -206,108 +208,17 @@ class LogisticTrackAndStop(LinearTrackAndStop):
                 self._answer = answer
                 self._finish(True)
 
-    def _absorb_predictions(self, arms: np.ndarray, rewards: np.ndarray) -> None:
-        """The prediction loss of outcomes told all at once by ``absorb`` (a campaign's outcomes from before
-        a change, in the order recorded): predicted in consecutive chunks, each with the estimate of
-        the outcomes before it (a chunk of d, then growing by ``growth``), as if they had come in blocks.
-        Predictable in that fixed order, so the likelihood-ratio set stays valid; one prediction
-        for them all would add up to their number times log 2 to its level."""
-        t0 = self.n_samples - arms.size
-        n = self.n.copy()
-        s = self.sums.copy()
-        np.subtract.at(n, arms, 1)
-        np.subtract.at(s, arms, rewards)
-        lo = 0
-        while lo < arms.size:
-            hi = min(arms.size, lo + max(self.d_eff, math.ceil(self.growth * (t0 + lo))))
-            a, r = arms[lo:hi], rewards[lo:hi]
-            np.add.at(n, a, 1)
-            np.add.at(s, a, r)
-            # each chunk a batch of the late-started sets too (lr_windows: n and s count the chunk)
-            self._windows.before_batch(t0 + lo, n, s, a, r, self._predictor.loss)
-            self._predictor.observe(self.Z[a], r, t0 + lo)
-            if hi < arms.size:  # the last chunk's fit is _update's
-                pulled = np.flatnonzero(n)
-                self._predictor.refit(self.Z[pulled], n[pulled], s[pulled])
-            lo = hi
+    def _feed_rule(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """Nothing: ``_update`` has told the likelihood-ratio set already (before the refit)."""
+
+    def _check_stop(self) -> np.ndarray | None:
+        """The likelihood-ratio test (on its schedule, ``WindowedLikelihoodRatio.check``) of the m largest
+        fitted means."""
+        return self.likelihood.check(self._leaders(self._theta_pred, np.random.default_rng(self._n_closed)))
 
     def _close_block(self, counts: np.ndarray, sums: np.ndarray) -> None:
         self._n_closed += 1
         self.diagnostics["blocks"] = self._n_closed
-
-    def _window_data(self):
-        """Per window tried (lr_windows: the full one first, then the latest late ones): its start, the
-        features, counts and sums of its pulled arms, its level P^(b) + log(1/pi_b) + log(1/delta), and
-        a starting point for the set's minimisation."""
-        for start, n, s, P, log_inv in self._windows.windows(self.n, self.sums, self._predictor.loss, self.n_samples):
-            pulled = np.flatnonzero(n)
-            if pulled.size < self.d_eff:
-                continue
-            theta0 = self._theta_mle if start == 0 and self._theta_mle is not None else self._theta_pred
-            yield start, self.Z[pulled], n[pulled], s[pulled], P + log_inv + math.log(1.0 / self.delta), theta0
-
-    def _lr_sets(self) -> list[LikelihoodRatioSet]:
-        """The bounded likelihood-ratio sets of the windows tried; each holds theta* on the same event."""
-        sets = []
-        for _, Zp, n, s, level, theta0 in self._window_data():
-            try:
-                cs = LikelihoodRatioSet(Zp, n, s, level, theta0)
-            except SeparableDataError:
-                continue
-            if cs.bounded:
-                sets.append(cs)
-        return sets
-
-    def _check_stop(self) -> np.ndarray | None:
-        """The likelihood-ratio test of each window tried, once the tests have grown by CHECK_GROWTH (at
-        least d) since its last run (each run costs O(K d^2) and up to a few hundred Newton solves per
-        window); the answer is returned as soon as one window's set certifies it (lr_windows)."""
-        if self.n_samples < self._next_check:
-            return None
-        self._next_check = self.n_samples + max(self.d_eff, int(CHECK_GROWTH * self.n_samples))
-        answer = self._leaders(self._theta_pred, np.random.default_rng(self._n_closed))
-        eta = self.Z @ self._theta_pred
-        mu = expit(eta)
-        slope = mu * (1.0 - mu)
-        outside = np.ones(self.K, dtype=bool)
-        outside[answer] = False
-        # the closest rival and the weakest arm of the answer: GLGapE's cheap witness
-        j = int(np.flatnonzero(outside)[np.argmax(eta[outside])])
-        i = int(answer[np.argmin(eta[answer])])
-        fewest_open = self.K - self.m
-        for start, Zp, n, s, level, theta0 in self._window_data():
-            if self._surely_fails(Zp, n, s, level, answer, outside, mu, slope, i, j):
-                continue
-            try:
-                cs = LikelihoodRatioSet(Zp, n, s, level, theta0)
-            except SeparableDataError:
-                continue
-            if start == 0 and cs.bounded:
-                self._theta_mle = cs.theta
-            n_open = cs.open_arms(self.Z, answer, self.epsilon)
-            if n_open is not None:
-                fewest_open = min(fewest_open, n_open)
-            if n_open == 0:
-                self.diagnostics.update(stat=0.0, window_start=float(start))
-                return answer
-        self.diagnostics["stat"] = float(fewest_open)
-        return None
-
-    def _surely_fails(self, Zp, n, s, level, answer, outside, mu, slope, i, j) -> bool:
-        """Whether a window's test would fail, by two cheap looks (skipping it only delays the stop): in
-        the quadratic model of its set around theta_hat a rival still beats the answer by more than
-        epsilon at SKIP_RADIUS of the set's radius, or a point of the set has rival j beat arm i."""
-        eta_p = Zp @ self._theta_pred
-        mu_p = expit(eta_p)
-        Hinv = pinv_psd((Zp.T * (n * mu_p * (1.0 - mu_p))) @ Zp)[0]
-        radius = math.sqrt(2.0 * max(level - nll(Zp, n, s, self._theta_pred), 0.0))
-        for a in answer:
-            G = slope[outside, None] * self.Z[outside] - slope[a] * self.Z[a]
-            sd = np.sqrt(np.maximum(np.einsum("ij,ij->i", G @ Hinv, G), 0.0))
-            if np.any(mu[outside] - mu[a] + SKIP_RADIUS * radius * sd > self.epsilon):
-                return True
-        P = pinv_psd((Zp.T * n) @ Zp)[0]
-        return pair_stands(Zp, n, s, level, self._theta_pred, P, self.Z[i], self.Z[j], self.epsilon)
 
     # ------------------------------------------------------------------ answers
     def _recommend(self, rng: np.random.Generator):
@@ -316,42 +227,6 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         if not self.n_samples or self._estimate(self.n.astype(float), self.sums) is None:
             return super(LinearTrackAndStop, self)._recommend(rng)
         return self._leaders(self._theta_pred, rng)
-
-    def _certified_epsilon(self) -> np.ndarray | None:
-        """The smallest epsilon (on the means) for which a window's likelihood-ratio set certifies the
-        current answer now (the same value for each arm of a top-m answer; inf while nothing is
-        certified). Every window's set holds theta* on the same event (lr_windows), so the smallest
-        epsilon over the windows is certified at delta."""
-        if self._estimate(self.n.astype(float), self.sums) is None:
-            return None
-        answer = np.asarray(self._recommend(np.random.default_rng(0)))
-        sets = self._lr_sets()
-
-        def certified(epsilon: float) -> bool:
-            return any(cs.open_arms(self.Z, answer, epsilon) == 0 for cs in sets)
-
-        if not certified(1.0 - 1e-9):
-            return np.full(len(answer), np.inf)
-        if certified(0.0):
-            return np.zeros(len(answer))
-        lo, hi = 0.0, 1.0
-        if 0.0 < self.epsilon < 1.0:  # the run's own epsilon first: a stopped run certifies it exactly
-            if certified(self.epsilon):
-                hi = self.epsilon
-            else:
-                lo = self.epsilon
-        for _ in range(_CERT_STEPS):
-            mid = 0.5 * (lo + hi)
-            if certified(mid):
-                hi = mid
-            else:
-                lo = mid
-        return np.full(len(answer), hi)
-
-    def stopping_threshold(self, t: float, delta: float) -> float:
-        """The likelihood-ratio set's level, approximately (lr_set.forecast_level): the set's own level
-        log(1/delta) + P_t is known only from the outcomes."""
-        return forecast_level(t, self.d_eff, delta)
 
     def _diagnostics(self) -> dict:
         return dict(self.diagnostics, blocks=self._n_closed)

@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from screenbai.bandits.core.state import StateVersionError
+
 from . import store
 from .armset import ArmSetPolicy, restart
 
@@ -186,16 +188,29 @@ class PolicyReplay:
         After a results file: the policy right after the last plate (``base``), told every outcome
         recorded since that plate in plate order (see ``_after_record``, also for a policy that had
         already finished).  ``on_record(step, policy)`` / ``on_plate(step, policy)`` are called after
-        each replayed results file / plate."""
+        each replayed results file / plate.  Snapshots written by another screenbai version (other state
+        fields) are passed over: the log is then replayed from the start."""
+        if use_snapshot:
+            try:
+                return self._replay_from_snapshots(on_record, on_plate)
+            except StateVersionError:  # snapshots of an older screenbai: the log replayed from the start
+                return self._replay_from(None, 0, on_record, on_plate)
+        return self._replay_from(None, 0, on_record, on_plate)
+
+    def _replay_from_snapshots(self, on_record, on_plate):
+        """``_replay_now`` from the latest snapshot when it is the last step, else from the plate snapshot."""
         base: str | dict | None = None  # the state after the last plate (None: the fresh policy, before any plate)
         base_step = 0  # and its step
-        if use_snapshot:
-            latest = store.get_snapshot(self._con, "latest")
-            if latest is not None and latest[0] == self._last_step():
-                return self._loaded(latest[1], latest[0]), latest[0]
-            snap = store.get_snapshot(self._con, "plate")
-            if snap is not None:
-                base_step, base = snap
+        latest = store.get_snapshot(self._con, "latest")
+        if latest is not None and latest[0] == self._last_step():
+            return self._loaded(latest[1], latest[0]), latest[0]
+        snap = store.get_snapshot(self._con, "plate")
+        if snap is not None:
+            base_step, base = snap
+        return self._replay_from(base, base_step, on_record, on_plate)
+
+    def _replay_from(self, base: str | dict | None, base_step: int, on_record, on_plate):
+        """The log replayed from ``base`` (a state after the plate at ``base_step``; None: the fresh policy)."""
         policy = self._loaded(base, base_step)
         events = self._con.execute(
             f"SELECT step, kind, detail FROM events WHERE kind IN {REPLAYED} AND step > ? ORDER BY step",

@@ -31,6 +31,11 @@ RULES = {
         "between the leader and its rivals would be under the current estimates (the lower bound's allocation), "
         "aimed at the comparisons that still lack the most evidence"
     ),
+    "rage-glm": (
+        "RAGE-GLM's phase design: tests spread by the XY-optimal design over the compounds still undecided, each "
+        "test weighted by the information it brings at the current estimate (mu'), fixed before the phase (its "
+        "estimate uses that phase's outcomes only)"
+    ),
     "rage": (
         "RAGE's phase design: tests spread by the XY-optimal design over the compounds still undecided, fixed "
         "before the phase (its estimate uses that phase's outcomes only)"
@@ -40,7 +45,7 @@ RULES = {
 
 def rule_of(algorithm: str) -> str:
     name = algorithm.lower()
-    for key in ("glgape", "lingape", "lingifa", "gse", "lucb", "ucb", "g-allocation", "tas", "rage"):
+    for key in ("glgape", "lingape", "lingifa", "gse", "lucb", "ucb", "g-allocation", "tas", "rage-glm", "rage"):
         if key in name:
             return RULES.get(key, RULES["lingape"])
     return f"{algorithm}'s selection rule"

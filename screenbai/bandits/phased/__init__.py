@@ -1,0 +1,1 @@
+"""Phased elimination on fixed designs (RAGE's phases), shared by the linear and logistic families."""

@@ -1,0 +1,312 @@
+"""The likelihood-ratio confidence set of the logistic model as a stopping rule (core/parts.py):
+restarted late for log-tas (tracking/logistic.py, ``WindowedLikelihoodRatio``), the full set for
+GLGapE's default calibration (logistic/glgape.py, ``LikelihoodRatioTest``).
+
+    C_t = {theta : L_t(theta) <= P_t + log(1/delta)},
+
+L_t the negative log-likelihood of the outcomes so far and P_t the loss of the predictions made before
+each outcome (numerics/lr_set.py, ``RunningPredictor``). exp(L_t(theta*) - P_t) is a non-negative
+martingale with mean 1 whatever the sampling rule, so theta* stays in C_t at all times with probability
+>= 1 - delta (Ville's inequality). The set is also restarted late, on a grid of window starts fixed in
+advance and mixed with fixed weights (numerics/lr_windows.py): every window's set holds theta* on the
+same event. An answer is certified epsilon-good when, for every theta in one window's set, each arm of
+it is within epsilon of every other arm's mean (``LikelihoodRatioSet.open_arms`` == 0).
+
+The rule reads the owner's counts, sums and features (``policy.n``, ``policy.sums``, ``policy.Z``) and
+its current estimate ``policy.theta_hat`` (a starting point for the set's minimisation and the cheap
+witnesses; it does not enter the guarantee). The policy tells it every outcome with ``observe`` (or
+``absorb`` for outcomes told all at once), before it refits its own estimate from ``predictor``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy.special import expit
+
+from screenbai.bandits.certainty.certificate import certified_from_bounds
+from screenbai.bandits.core.parts import StoppingRule
+from screenbai.bandits.numerics.glm import SeparableDataError
+from screenbai.bandits.numerics.linalg import pinv_psd
+from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, nll, pair_stands
+from screenbai.bandits.numerics.lr_windows import LRWindows
+
+#: the likelihood-ratio test runs after every this fraction more tests (at least d; so a run stops at most that
+#: many tests late)
+CHECK_GROWTH = 0.01
+#: the test is skipped while a rival beats the answer by more than epsilon at this fraction of the
+#: set's quadratic radius around theta_hat (it would fail; skipping only delays the stop)
+SKIP_RADIUS = 0.5
+#: bisection steps of the certified epsilon
+_CERT_STEPS = 12
+
+
+class WindowedLikelihoodRatio(StoppingRule):
+    """The likelihood-ratio set restarted late (see the module docstring).
+
+    Z: the K x d features the model uses; m: size of the answer; epsilon: slack on the means; delta:
+    level; growth: outcomes told all at once (``absorb``) are predicted in chunks growing by this
+    fraction; late: restart the set late (lr_windows; False: the full window only).
+    State: the running predictor, the late windows, the last unpenalised MLE and the sample count of
+    the next test.
+    """
+
+    name = "likelihood ratio"
+    state_fields = ("predictor", "windows", "theta_mle", "next_check")
+
+    def __init__(self, Z: np.ndarray, m: int, epsilon: float, delta: float, growth: float, late: bool):
+        super().__init__(epsilon, delta)
+        self.Z = Z
+        self.K, self.d = Z.shape
+        self.m, self.growth = int(m), float(growth)
+        self.predictor = RunningPredictor(self.d)  # the predictions made before each outcome, and their loss P_t
+        self.windows = LRWindows(self.d, self.K, late=late)  # the set restarted late
+        self.theta_mle: np.ndarray | None = None
+        self.next_check = 0  # the sample count of the next likelihood-ratio test
+
+    # ------------------------------------------------------------------ outcomes
+    def observe(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """The outcomes predicted from the outcomes before them (P_t), then the predictor refitted."""
+        pol = self.policy
+        before = pol.n_samples - arms.size
+        self.windows.before_batch(before, pol.n, pol.sums, arms, rewards, self.predictor.loss)
+        self.predictor.observe(self.Z[arms], rewards, before)
+        self._refit(pol.n, pol.sums)
+
+    def absorb(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """The prediction loss of outcomes told all at once (a campaign's outcomes from before a change,
+        in the order recorded): predicted in consecutive chunks, each with the estimate of the outcomes
+        before it (a chunk of d, then growing by ``growth``), as if they had come in blocks. Predictable in
+        that fixed order, so the likelihood-ratio set stays valid; one prediction for them all would add
+        up to their number times log 2 to its level."""
+        pol = self.policy
+        t0 = pol.n_samples - arms.size
+        n = pol.n.copy()
+        s = pol.sums.copy()
+        np.subtract.at(n, arms, 1)
+        np.subtract.at(s, arms, rewards)
+        lo = 0
+        while lo < arms.size:
+            hi = min(arms.size, lo + max(self.d, math.ceil(self.growth * (t0 + lo))))
+            a, r = arms[lo:hi], rewards[lo:hi]
+            np.add.at(n, a, 1)
+            np.add.at(s, a, r)
+            # each chunk a batch of the late-started sets too (lr_windows: n and s count the chunk)
+            self.windows.before_batch(t0 + lo, n, s, a, r, self.predictor.loss)
+            self.predictor.observe(self.Z[a], r, t0 + lo)
+            if hi < arms.size:  # the last chunk's fit is the one after all outcomes
+                self._refit(n, s)
+            lo = hi
+        self._refit(pol.n, pol.sums)
+
+    def _refit(self, n: np.ndarray, sums: np.ndarray) -> None:
+        pulled = np.flatnonzero(n)
+        self.predictor.refit(self.Z[pulled], n[pulled], sums[pulled])
+
+    # ------------------------------------------------------------------ the windows' sets
+    def _window_data(self):
+        """Per window tried (lr_windows: the full one first, then the latest late ones): its start, the
+        features, counts and sums of its pulled arms, its level P^(b) + log(1/pi_b) + log(1/delta), and
+        a starting point for the set's minimisation."""
+        pol = self.policy
+        for start, n, s, P, log_inv in self.windows.windows(pol.n, pol.sums, self.predictor.loss, pol.n_samples):
+            pulled = np.flatnonzero(n)
+            if pulled.size < self.d:
+                continue
+            theta0 = self.theta_mle if start == 0 and self.theta_mle is not None else pol.theta_hat
+            yield start, self.Z[pulled], n[pulled], s[pulled], P + log_inv + math.log(1.0 / self.delta), theta0
+
+    def _sets(self) -> list[LikelihoodRatioSet]:
+        """The bounded likelihood-ratio sets of the windows tried; each holds theta* on the same event."""
+        sets = []
+        for _, Zp, n, s, level, theta0 in self._window_data():
+            try:
+                cs = LikelihoodRatioSet(Zp, n, s, level, theta0)
+            except SeparableDataError:
+                continue
+            if cs.bounded:
+                sets.append(cs)
+        return sets
+
+    def check(self, answer: np.ndarray | None = None) -> np.ndarray | None:
+        """The likelihood-ratio test of each window tried, once the tests have grown by CHECK_GROWTH (at
+        least d) since its last run (each run costs O(K d^2) and up to a few hundred Newton solves per
+        window); the answer is returned as soon as one window's set certifies it (lr_windows). The
+        policy's diagnostics get ``stat``, the fewest rivals left open by a window."""
+        pol = self.policy
+        if pol.n_samples < self.next_check:
+            return None
+        self.next_check = pol.n_samples + max(self.d, int(CHECK_GROWTH * pol.n_samples))
+        answer = self.candidate() if answer is None else answer
+        eta = self.Z @ pol.theta_hat
+        mu = expit(eta)
+        slope = mu * (1.0 - mu)
+        outside = np.ones(self.K, dtype=bool)
+        outside[answer] = False
+        # the closest rival and the weakest arm of the answer: GLGapE's cheap witness
+        j = int(np.flatnonzero(outside)[np.argmax(eta[outside])])
+        i = int(answer[np.argmin(eta[answer])])
+        fewest_open = self.K - self.m
+        for start, Zp, n, s, level, theta0 in self._window_data():
+            if self._surely_fails(Zp, n, s, level, answer, outside, mu, slope, i, j):
+                continue
+            try:
+                cs = LikelihoodRatioSet(Zp, n, s, level, theta0)
+            except SeparableDataError:
+                continue
+            if start == 0 and cs.bounded:
+                self.theta_mle = cs.theta
+            n_open = cs.open_arms(self.Z, answer, self.epsilon)
+            if n_open is not None:
+                fewest_open = min(fewest_open, n_open)
+            if n_open == 0:
+                pol.diagnostics.update(stat=0.0, window_start=float(start))
+                return answer
+        pol.diagnostics["stat"] = float(fewest_open)
+        return None
+
+    def _surely_fails(self, Zp, n, s, level, answer, outside, mu, slope, i, j) -> bool:
+        """Whether a window's test would fail, by two cheap looks (skipping it only delays the stop): in
+        the quadratic model of its set around theta_hat a rival still beats the answer by more than
+        epsilon at SKIP_RADIUS of the set's radius, or a point of the set has rival j beat arm i."""
+        theta = self.policy.theta_hat
+        eta_p = Zp @ theta
+        mu_p = expit(eta_p)
+        Hinv = pinv_psd((Zp.T * (n * mu_p * (1.0 - mu_p))) @ Zp)[0]
+        radius = math.sqrt(2.0 * max(level - nll(Zp, n, s, theta), 0.0))
+        for a in answer:
+            G = slope[outside, None] * self.Z[outside] - slope[a] * self.Z[a]
+            sd = np.sqrt(np.maximum(np.einsum("ij,ij->i", G @ Hinv, G), 0.0))
+            if np.any(mu[outside] - mu[a] + SKIP_RADIUS * radius * sd > self.epsilon):
+                return True
+        P = pinv_psd((Zp.T * n) @ Zp)[0]
+        return pair_stands(Zp, n, s, level, theta, P, self.Z[i], self.Z[j], self.epsilon)
+
+    def stops(self, answer: np.ndarray) -> bool:
+        """Whether one window's set certifies ``answer`` now (no schedule, no shortcut)."""
+        return any(cs.open_arms(self.Z, np.asarray(answer), self.epsilon) == 0 for cs in self._sets())
+
+    def certified_epsilon(self, answer: np.ndarray) -> np.ndarray | None:
+        """The smallest epsilon (on the means) for which a window's likelihood-ratio set certifies the
+        answer now (the same value for each arm of a top-m answer; inf while nothing is certified; None
+        while the pulled arms do not span). Every window's set holds theta* on the same event
+        (lr_windows), so the smallest epsilon over the windows is certified at delta."""
+        pulled = np.flatnonzero(self.policy.n)
+        if pulled.size < self.d or np.linalg.matrix_rank(self.Z[pulled]) < self.d:
+            return None
+        answer = np.asarray(answer)
+        sets = self._sets()
+
+        def certified(epsilon: float) -> bool:
+            return any(cs.open_arms(self.Z, answer, epsilon) == 0 for cs in sets)
+
+        if not certified(1.0 - 1e-9):
+            return np.full(len(answer), np.inf)
+        if certified(0.0):
+            return np.zeros(len(answer))
+        lo, hi = 0.0, 1.0
+        if 0.0 < self.epsilon < 1.0:  # the run's own epsilon first: a stopped run certifies it exactly
+            if certified(self.epsilon):
+                hi = self.epsilon
+            else:
+                lo = self.epsilon
+        for _ in range(_CERT_STEPS):
+            mid = 0.5 * (lo + hi)
+            if certified(mid):
+                hi = mid
+            else:
+                lo = mid
+        return np.full(len(answer), hi)
+
+    def threshold(self, t: float, delta: float) -> float:
+        """The likelihood-ratio set's level, approximately (lr_set.forecast_level): the set's own level
+        log(1/delta) + P_t is known only from the outcomes."""
+        return forecast_level(t, self.d, delta)
+
+
+class LikelihoodRatioTest(StoppingRule):
+    """GLGapE's likelihood-ratio stopping rule: the full set C_t only (no late windows), P_t the loss of
+    the policy's running predictor (``policy._predictor``, which the policy tells every outcome), the
+    test run once the tests have grown by CHECK_GROWTH (at least d) since its last run.
+
+    It reads the owner's counts, sums and features, its penalised MLE ``policy.theta``, and the design
+    ``policy.state`` (M^-1 and diag(Z M^-1 Z^T), a cheaper first look at the rivals). State: the sample
+    count of the next test, the last unpenalised MLE, the number of full tests, and the outcomes and arms
+    it last certified.
+    """
+
+    name = "likelihood ratio"
+    state_fields = ("next_check", "theta_mle", "checks", "certified")
+
+    def __init__(self, Z: np.ndarray, epsilon: float, delta: float):
+        super().__init__(epsilon, delta)
+        self.Z = Z
+        self.K, self.d = Z.shape
+        self.next_check = 0  # the sample count of the next stopping test
+        self.theta_mle: np.ndarray | None = None  # the last unpenalised MLE found
+        self.checks = 0  # full tests run
+        #: (sample count, arms...) when the test certified these arms on those outcomes
+        self.certified: tuple[int, ...] = ()
+
+    def level(self) -> float:
+        """The set's level P_t + log(1/delta) (lr_set.py)."""
+        return self.policy._predictor.loss + float(np.log(1.0 / self.delta))
+
+    def certifies(self, named: np.ndarray, pair: tuple[int, int]) -> bool:
+        """The likelihood-ratio stopping test for the answer ``named``, on its schedule.
+
+        It runs once the sample count has grown by CHECK_GROWTH (or by d tests, whichever is more) since
+        its last run, so a run stops at most that many tests late. First the sampled pair (named arm,
+        rival) is tried with a cheap witness; only when it cannot show that the rival stands does the full
+        test run (the unpenalised MLE, the exact test of that pair, and only if it is ruled out a pass over
+        the arms and exact tests of those the pass keeps).
+        """
+        pol = self.policy
+        if pol.n_samples < self.next_check:
+            return False
+        self.next_check = pol.n_samples + max(self.d, int(CHECK_GROWTH * pol.n_samples))
+        pulled = np.flatnonzero(pol.n)
+        Zp, n, s = self.Z[pulled], pol.n[pulled], pol.sums[pulled]
+        level = self.level()
+        i, j = pair
+        if pair_stands(Zp, n, s, level, pol.theta, pol.state.P, self.Z[i], self.Z[j], self.epsilon):
+            return False
+        self.checks += 1
+        start = pol.theta if self.theta_mle is None else self.theta_mle
+        cs = LikelihoodRatioSet(Zp, n, s, level, start)
+        if cs.bounded:
+            self.theta_mle = cs.theta
+        n_open = cs.open_arms(self.Z, named, self.epsilon, pair, pol.state.P, pol.state.diag)
+        if n_open is None:  # the sampled rival stands: not counted further
+            return False
+        pol.diagnostics["stat"] = float(n_open)
+        if n_open == 0:
+            self.certified = (int(pol.n_samples), *(int(a) for a in named))
+        return n_open == 0
+
+    def certified_epsilon(self, answer: np.ndarray) -> np.ndarray:
+        """eq. (1) of certainty/certificate.py on C_t at the level the test uses: its pair bounds
+        ``gap_bounds`` for each arm of the answer (and epsilon itself once the test has certified the
+        answer on these outcomes: it proved every pair within epsilon)."""
+        A = np.asarray(answer)
+        pol = self.policy
+        pulled = np.flatnonzero(pol.n)
+        if pulled.size == 0:
+            return np.full(A.size, np.inf)
+        level = self.level()
+        start = pol.theta if self.theta_mle is None else self.theta_mle
+        cs = LikelihoodRatioSet(self.Z[pulled], pol.n[pulled], pol.sums[pulled], level, start)
+        P, diag = (pol.state.P, pol.state.diag) if pol._phase == "adaptive" else (None, None)
+        U = np.stack([cs.gap_bounds(self.Z, int(i), A.size, P, diag) for i in A])  # the m answer arms
+        eps = certified_from_bounds(U, A.size)
+        if self.certified == (int(pol.n_samples), *(int(a) for a in A)):
+            eps = np.minimum(eps, self.epsilon)
+        return eps
+
+    def threshold(self, t: float, delta: float) -> float:
+        """The set's level, approximately (lr_set.forecast_level)."""
+        return forecast_level(t, self.d, delta)
+
+    def model(self) -> tuple[str, tuple[str, ...]]:
+        return "the logistic model on these features", ()
