@@ -384,7 +384,8 @@ class BlockEvidence(StoppingRule):
         t: with rho = RHO_FRACTION V (the design's aim), the mixture crosses its level L
         (log(m (K - m) / delta), weighted for the current leader) at
         (1 + u)(L + (1/2) log(1 + 1/u) - log 2), u = RHO_FRACTION (the Gaussian tail's log 2 Phi ~ log 2).
-        A forecast's t = T*(theta_hat) times this."""
+        A forecast's t = T*(theta_hat) times this. (A direction settled by its start block alone through
+        the point mass, POINT_SHARE, needs only L + log(1 / POINT_SHARE): the forecast errs long there.)"""
         leader = int(np.asarray(self.policy._recommend(np.random.default_rng(0)))[0])
         u = RHO_FRACTION
         level = self.level(leader) if self.n_blocks else self.log_level
