@@ -97,6 +97,9 @@ def _specs() -> dict[str, Spec]:
         "reda": Spec(lambda: reda_classic(K=4, m=2), "linear", 0.0, m=2, unstructured=True),
         "random_linear": Spec(lambda: random_linear(K=400, d=20, sigma=0.5, seed=0), "linear", 0.0),
     }
+    for seed in (1, 2):  # the same generator, other seeds (issue 19's target 10 holds on each)
+        out[f"random_linear_s{seed}"] = Spec(lambda seed=seed: random_linear(K=400, d=20, sigma=0.5, seed=seed),
+                                             "linear", 0.0)
     for d in (2, 5, 10):
         for seed in (0, 1, 2):
             out[f"kw_d{d}_s{seed}"] = Spec(lambda d=d, seed=seed: kw_synthetic(K=50, d=d, seed=seed), "logistic", 0.1)

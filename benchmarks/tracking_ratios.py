@@ -6,7 +6,7 @@
     python benchmarks/tracking_ratios.py --instances kw2 kw5 --reps 50 --algorithm glgape
 
 Instances: soare (soare(d=2, omega=0.1), sigma 1, best arm), reda (reda_classic(K=4, m=2), top 2),
-random0 / random1 (instances.random_linear(K=400, d=20, sigma=0.5, seed): X uniform in [-1, 1],
+random0 / random1 / random2 ... (instances.random_linear(K=400, d=20, sigma=0.5, seed): X uniform in [-1, 1],
 theta standard normal; benchmarks/lower_bound.py's random_linear is seed 0),
 kw2 / kw5 / kw10 (kw_synthetic(K=50, d, seed=0), logistic, epsilon 0.1), cdk2 (the CDK2 potency
 arms, IC50 < 100 nM, K = 400, d = 20, logistic,

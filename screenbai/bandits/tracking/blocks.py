@@ -19,13 +19,23 @@ a half-normal prior of precision rho (the N(0, 1/rho) density doubled on lam >= 
     E_n(c) = 2 sqrt(rho / (V_n + rho)) exp(M_n(c)^2 / (2 (V_n + rho))) Phi(M_n(c) / sqrt(V_n + rho))
 
 (Robbins' normal mixture, one-sided; Abbasi-Yadkori et al. 2011, Thm 1, with d = 1; Howard et al.
-2021, Prop. 6), still a supermartingale with E = 1 before tau. The start tau and rho may depend on
-everything before block tau (and on block tau's design, fixed before its outcomes): conditionally
-on that past the mixture starts at 1. So by Ville's inequality, with probability >= 1 - delta',
-E_n(y'theta) < 1/delta' at every block at once. E_n(c) decreases in c, so this is a one-sided
-confidence sequence: y'theta > LCB_n(y) = (S_n - M*_n) / V_n for all n, with S_n = sum y'theta_b / v_b
-and M*_n the root of log E = log(1/delta') in M (``mixture_boundary``). The boundary is
-M*^2 ~ 2 (V + rho) (log(1/delta') + (1/2) log((V + rho)/rho) - log 2 Phi): no d log t term.
+2021, Prop. 6), still a supermartingale with E = 1 before tau. A direction whose start block tau is
+designed to settle it alone (its information 1/v_tau at least the expected need, below) mixes in a
+point mass: E_n = q exp(lam* M_n - lam*^2 V_n / 2) + (1 - q) E^mix_n, q = POINT_SHARE, with
+lam* = sqrt(2 (log(1/delta') + log(1/q)) v_tau) (a convex combination of two supermartingales
+that start at 1 is one). At block tau alone the point part crosses 1/delta' when
+M >= sqrt(2 (log(1/delta') + log(1/q)) V_tau), the Chernoff bound of one sub-Gaussian look, where the
+mixture needs about 2 (1 + u)(log(1/delta') + (1/2) log(1 + 1/u)) V_tau: a block that is to end
+the run needs about a fifth less information in its binding directions (q = 0 elsewhere: long runs
+keep the mixture alone). The start tau, rho, q and lam* may depend on everything before block tau
+(and on block tau's design, fixed before its outcomes): conditionally on that past the process
+starts at 1. So by Ville's inequality, with probability >= 1 - delta', E_n(y'theta) < 1/delta' at
+every block at once. E_n(c) decreases in c, so this is a one-sided confidence sequence:
+y'theta > LCB_n(y) = (S_n - M*_n) / V_n for all n, with S_n = sum y'theta_b / v_b and M*_n the root
+of log E = log(1/delta') in M (``mixture_boundary``; with a point part, the smaller of the two
+components' roots at levels log(1/delta') + log(1/q) and log(1/delta') - log(1 - q), a root at
+which E already exceeds 1/delta', so the bound stays valid and is at most slightly wider). The
+boundary is M*^2 ~ 2 (V + rho) (log(1/delta') + (1/2) log((V + rho)/rho) - log 2 Phi): no d log t term.
 
 Tuning (any choice is valid; these make it cheap): a direction's test starts at the first block b
 whose earlier pooled estimate puts its margin y'theta_hat + epsilon at least one standard deviation
@@ -74,8 +84,21 @@ WEIGHTS_MIN_RIVALS = 8
 #: ... a share WEIGHTS_UNIFORM of them uniform, the rest the first block's plausibility (0.5 -> 0.1:
 #: mean tests -2 % on random_linear seed 0, -4 % on seed 1, 100 runs each, benchmarks/tracking_ratios.py)
 WEIGHTS_UNIFORM = 0.1
+#: ... the plausibility exp(-z^2 / (2 T)) at this temperature T (1 -> 0.25: on random_linear(K=400, d=20)
+#: seeds 0 / 1 / 2, 59 % of 400 runs stop after the first designed block against 52 %, median 113.5 against
+#: 119.5 and 560 against 597 tests over 300 runs; 0.1 and 0.35 alike within the noise)
+WEIGHTS_TEMPERATURE = 0.25
 #: the mixture's precision rho: this fraction of the information the test is expected to need
 RHO_FRACTION = 0.3
+#: weight q of the point mass lam* in the e-process of a direction whose start block alone brings
+#: POINT_MIN_SHARE times the information it is expected to need. On random_linear(K=400, d=20) seed 0
+#: (200 runs, with lin-tas's full first designed block) 54 % of the runs stop after that block, 42 %
+#: with the mixture alone, so the median falls from 101.5 to 80 tests; q = 0.8 and 0.97 alike, 0.5
+#: 51 %. Its cost where runs are long: seed 2, median 560 -> 620 tests (docs/lower_bound.md, "Measured")
+POINT_SHARE = 0.9
+#: ... (0.5 instead of 1: Soare's instance needed 7 % more tests, its binding direction then often got the
+#: point part at a margin estimated too large)
+POINT_MIN_SHARE = 1.0
 
 
 def mixture_log_evalue(M: np.ndarray, V: np.ndarray, rho: np.ndarray) -> np.ndarray:
@@ -212,20 +235,22 @@ class BlockEvidence(StoppingRule):
 
     def _set_weights(self) -> None:
         """Weights w_i of the union bound from the first block alone (before any direction starts):
-        w_i = a / (K - m) + (1 - a) pi_i, a = WEIGHTS_UNIFORM, pi proportional to exp(-z_i^2 / 2), z_i
+        w_i = a / (K - m) + (1 - a) pi_i, a = WEIGHTS_UNIFORM, pi proportional to exp(-z_i^2 / (2 T)), z_i
         the first block's estimate of how far arm i falls below the m-th best in standard deviations.
         The directions from arm i are tested at level delta w_i / m. Valid for any a in (0, 1]: no
         direction starts before block 2, so given the first block's outcomes w is fixed and each of
         the m (K - m) directions from a non-top-m arm i fails with probability <= delta w_i / m; for
         every true top-m set T*, sum_{i not in T*} m (delta w_i / m) <= delta (a + (1 - a)) = delta,
         and taking the expectation over the first block keeps the bound. (a only sets the price:
-        an arm the first block finds implausible pays at most log(1 / a) more in its level.)"""
+        an arm the first block finds implausible pays at most log(1 / a) more in its level; any
+        temperature T = WEIGHTS_TEMPERATURE is valid too, a smaller one puts more weight on the arms the
+        first block ranks first.)"""
         P = pinv_psd(self.A[0])[0]
         pred = self.X @ (P @ self.s[0])
         var = self.sigma2 * np.einsum("ij,ij->i", self.X @ P, self.X)
         top = int(np.argsort(-pred, kind="stable")[self.m - 1])
         z = np.maximum(pred[top] - pred, 0.0) / np.sqrt(np.maximum(var[top] + var, 1e-300))
-        pi = np.exp(-0.5 * z * z)
+        pi = np.exp(-0.5 * z * z / WEIGHTS_TEMPERATURE)
         w = WEIGHTS_UNIFORM / (self.K - self.m) + (1.0 - WEIGHTS_UNIFORM) * pi / pi.sum()
         self.shift = np.log(1.0 / ((self.K - self.m) * w))
 
@@ -247,17 +272,18 @@ class BlockEvidence(StoppingRule):
         return self._blocks[b]
 
     def _stats(self, i: int) -> list:
-        """[blocks summed, started, rho, S, V] for the directions y_j = x_i - x_j: a direction starts
+        """[blocks summed, started, rho, S, V, lam, q] for the directions y_j = x_i - x_j: a direction starts
         at the first block b whose pooled estimate before b has z-score margin / sd >= START_Z (all
         from blocks < b); from then on S = sum_b y'theta_b / v_b and V = sum_b 1 / v_b over the
         blocks whose design has y_j in its range, and rho = RHO_FRACTION * 2 (log_level + 3/2) /
         margin^2, the mixture's precision: a fraction of the information the test is expected to
-        need, set at the start from the estimate before it."""
+        need, set at the start from the estimate before it; q = POINT_SHARE and lam* (module
+        docstring) where the start block alone brings POINT_MIN_SHARE times that need, else q = 0."""
         K = self.K
         st = self._leader.get(i)
         if st is None:
-            st = [0, np.zeros(K, dtype=bool), np.ones(K), np.zeros(K), np.zeros(K)]
-        done, started, rho, S, V = st
+            st = [0, np.zeros(K, dtype=bool), np.ones(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)]
+        done, started, rho, S, V, lam, q = st
         X = self.X
         for b in range(done, self.n_blocks):
             c = self._block(b)
@@ -275,8 +301,13 @@ class BlockEvidence(StoppingRule):
                 new = ~started & (((margin > 0) & (margin * margin >= START_Z**2 * sd2)) | share)
                 new[i] = False
                 if new.any():
-                    rho = rho.copy()
+                    rho, lam, q = rho.copy(), lam.copy(), q.copy()
                     rho[new] = RHO_FRACTION * need[new]
+                    info = np.where(ok, 1.0 / np.where(ok, v, 1.0), 0.0)
+                    point = new & ok & (info >= POINT_MIN_SHARE * need)
+                    if POINT_SHARE > 0 and point.any():
+                        q[point] = POINT_SHARE
+                        lam[point] = np.sqrt(2.0 * (self.level(i) - math.log(POINT_SHARE)) / info[point])
                     started = started | new
             if not started.any():
                 continue
@@ -284,7 +315,7 @@ class BlockEvidence(StoppingRule):
             inv = np.where(ok, 1.0 / np.where(ok, v, 1.0), 0.0)
             S = S + (c.pred[i] - c.pred) * inv
             V = V + inv
-        st = [self.n_blocks, started, rho, S, V]
+        st = [self.n_blocks, started, rho, S, V, lam, q]
         self._leader[i] = st
         if len(self._leader) > 64:  # leaders of long ago: forget the oldest
             self._leader.pop(next(iter(self._leader)))
@@ -293,8 +324,14 @@ class BlockEvidence(StoppingRule):
     def log_evalue(self, i: int) -> np.ndarray:
         """log E(x_i - x_j) at the boundary c = -epsilon for every j: the evidence that arm i beats
         arm j by more than -epsilon (0 for directions not started; entry i is 0)."""
-        _, started, rho, S, V = self._stats(i)
-        out = mixture_log_evalue(S + self.epsilon * V, V, rho)
+        _, started, rho, S, V, lam, q = self._stats(i)
+        M = S + self.epsilon * V
+        out = mixture_log_evalue(M, V, rho)
+        point = (q > 0) & (V > 0)
+        if point.any():  # log(q exp(lam M - lam^2 V / 2) + (1 - q) E^mix)
+            qp = q[point]
+            out[point] = np.logaddexp(np.log(qp) + lam[point] * M[point] - 0.5 * lam[point] ** 2 * V[point],
+                                      np.log1p(-qp) + out[point])
         # identical features: (x_i - x_j)'theta = 0 exactly, never below -epsilon
         return np.where(self._same(i), np.inf, np.where(started, out, 0.0))
 
@@ -307,8 +344,12 @@ class BlockEvidence(StoppingRule):
     def lcb(self, i: int) -> np.ndarray:
         """The one-sided confidence bound LCB(x_i - x_j) on (x_i - x_j)'theta for every j
         (-inf where the direction has no evidence yet; entry i is +inf)."""
-        _, started, rho, S, V = self._stats(i)
-        M = mixture_boundary(V, rho, self.level(i))
+        _, started, rho, S, V, lam, q = self._stats(i)
+        M = mixture_boundary(V, rho, self.level(i) - np.log1p(-q))
+        point = q > 0
+        if point.any():  # the point part's root, where it alone brings E to 1/delta'
+            Mp = (self.level(i) - np.log(q[point])) / lam[point] + 0.5 * lam[point] * V[point]
+            M[point] = np.minimum(M[point], Mp)
         with np.errstate(divide="ignore", invalid="ignore"):
             out = np.where(started & (V > 0), (S - M) / np.where(V > 0, V, 1.0), -np.inf)
         out[self._same(i)] = 0.0
@@ -343,7 +384,8 @@ class BlockEvidence(StoppingRule):
         t: with rho = RHO_FRACTION V (the design's aim), the mixture crosses its level L
         (log(m (K - m) / delta), weighted for the current leader) at
         (1 + u)(L + (1/2) log(1 + 1/u) - log 2), u = RHO_FRACTION (the Gaussian tail's log 2 Phi ~ log 2).
-        A forecast's t = T*(theta_hat) times this."""
+        A forecast's t = T*(theta_hat) times this. (A direction settled by its start block alone through
+        the point mass, POINT_SHARE, needs only L + log(1 / POINT_SHARE): the forecast errs long there.)"""
         leader = int(np.asarray(self.policy._recommend(np.random.default_rng(0)))[0])
         u = RHO_FRACTION
         level = self.level(leader) if self.n_blocks else self.log_level

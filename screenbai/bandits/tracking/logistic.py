@@ -85,6 +85,8 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     growth: float = like(GROWTH, default=0.1)
     lambda_reg: float = LAMBDA_REG
     min_block: ClassVar[float] = 0.05
+    #: block 2 sized by the greedy design like every later block (lin-tas takes it whole)
+    first_design_full: ClassVar[bool] = False
 
     #: the sampling rule is lin-tas's with the logistic model's information; its own stopping rule only
     foreign_stopping_rules: ClassVar[bool] = False
