@@ -111,8 +111,19 @@ def test_a_saved_policy_keeps_a_default_that_a_later_release_changed(tmp_path):
     assert load_policy(path, X).calibration == policy.calibration  # same release: nothing to say
 
     # as if the file had been written when the default calibration was 'self-normalized' (it changed
-    # to 'likelihood-ratio'): the policy was silently rebuilt with the new default
-    _rewrite_document(path, lambda doc: doc["defaults"].update(calibration="self-normalized"))
+    # to 'likelihood-ratio'): the policy was silently rebuilt with the new default. The state is one of
+    # a self-normalized run (its stopping rule keeps other fields), the calibration a default, not named.
+    old = make_policy("glgape", X, epsilon=0.2, calibration="self-normalized", rng=0)
+    for _ in range(3):
+        arms = old.ask()
+        old.tell(arms, np.ones(arms.size))
+    path = save_policy(old, tmp_path / "old.npz")
+
+    def as_default(doc):
+        doc["params"].pop("calibration")
+        doc["defaults"].update(calibration="self-normalized")
+
+    _rewrite_document(path, as_default)
     with pytest.warns(UserWarning, match=r"default calibration='likelihood-ratio' differs .* keeps 'self-normalized'"):
         restored = load_policy(path, X)
     assert restored.calibration == "self-normalized"
