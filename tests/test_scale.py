@@ -158,6 +158,14 @@ def test_block_argmax_matches_argmax_random_with_ties_across_blocks():
             r1, r2 = np.random.default_rng(3), np.random.default_rng(3)
             assert best.result(values, r1) == argmax_random(values, r2)
             assert r1.integers(1 << 30) == r2.integers(1 << 30)  # the same draws were used
+            # blocks added in another order, with their offsets (the kept row's block first, as the update does)
+            starts = list(range(0, values.size, size))
+            shuffled = BlockArgmax()
+            for s in rng.permutation(starts):
+                shuffled.add(values[s : s + size], int(s))
+            r1, r2 = np.random.default_rng(4), np.random.default_rng(4)
+            assert shuffled.result(values, r1) == argmax_random(values, r2)
+            assert r1.integers(1 << 30) == r2.integers(1 << 30)
 
 
 def test_the_blockwise_update_at_large_K_equals_the_plain_one(monkeypatch):

@@ -47,7 +47,7 @@ class BlockArgmax:
     ``add`` the blocks (consecutive ones, or any order with their offsets), then ``result(values,
     rng)`` with the whole vector: the same index and the same use of ``rng`` as
     ``argmax_random(values, rng)``. Ties are counted at the end, in the blocks holding the maximum
-    only (usually one), not in every block; the whole vector is read again only when there is a tie.
+    only (usually one), not in every block; with a tie, only the blocks holding the maximum are read again.
     """
 
     def __init__(self):
@@ -73,7 +73,10 @@ class BlockArgmax:
             s, e = self.at[0]
             if np.count_nonzero(values[s:e] == self.best) == 1:
                 return self.index
-        return argmax_random(values, rng)
+        # a tie: every maximum lies in a block of ``at``, so the tied indices are found there, in index
+        # order, and drawn from as argmax_random draws from its (same) list
+        ties = np.concatenate([s + np.flatnonzero(values[s:e] == self.best) for s, e in sorted(self.at)])
+        return int(ties[rng.integers(ties.size)])
 
 
 def swap_to_twin(values: np.ndarray, w: int, i: int) -> BlockArgmax:
