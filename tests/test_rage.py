@@ -12,7 +12,7 @@ from scipy.stats import beta as beta_dist
 from screenbai.bandits import load_policy, make_policy, policy_for_instance, save_policy
 from screenbai.bandits.certainty.complexity import xy_design
 from screenbai.bandits.linear.rage import RAGE
-from screenbai.bandits.sim.generators import reda_classic, soare
+from screenbai.bandits.sim.generators import kw_synthetic, reda_classic, soare
 from screenbai.bandits.sim.instance import Environment, Instance
 
 
@@ -195,30 +195,40 @@ def test_a_phase_waits_for_its_outcomes_and_failed_wells_are_retested():
     assert p.done and p.result().recommendation == (0,)
 
 
-def test_save_and_restore_mid_phase_gives_the_same_run(tmp_path):
-    inst = reda_classic(K=4, m=2)
-    ref = policy_for_instance("rage", inst, rng=1, m=2, delta=0.1)
+@pytest.mark.parametrize(
+    "name, instance, params, plate",
+    [
+        ("rage", lambda: reda_classic(K=4, m=2), dict(rng=1, m=2, delta=0.1), 50),
+        ("rage-glm", lambda: kw_synthetic(K=8, d=2, seed=0), dict(rng=1, epsilon=0.05, delta=0.1), 500),
+    ],
+)
+def test_save_and_restore_mid_phase_gives_the_same_run(tmp_path, name, instance, params, plate):
+    """RAGE and RAGE-GLM (phased/elimination.py): saved and restored in the middle of phase 2, the run
+    goes on with the same plates, stop and certificate as the uninterrupted one."""
+    inst = instance()
+    ref = policy_for_instance(name, inst, **params)
     env = Environment(inst, rng=np.random.default_rng(5))
     log_ref = []
     while not ref.done:
-        plate = ref.propose(50)
-        log_ref.append(plate.tolist())
-        ref.tell(plate, env.pull(plate))
+        plates = ref.propose(plate)
+        log_ref.append(plates.tolist())
+        ref.tell(plates, env.pull(plates))
     assert ref.phase >= 2
-    p = policy_for_instance("rage", inst, rng=1, m=2, delta=0.1)
+    p = policy_for_instance(name, inst, **params)
     env = Environment(inst, rng=np.random.default_rng(5))
     log = []
     first = ref.diagnostics["phase_sizes"][0]
-    while sum(len(x) for x in log) < first + 60:  # into phase 2
-        plate = p.propose(50)
-        log.append(plate.tolist())
-        p.tell(plate, env.pull(plate))
+    while sum(len(x) for x in log) < first + 1.2 * plate:  # into phase 2
+        plates = p.propose(plate)
+        log.append(plates.tolist())
+        p.tell(plates, env.pull(plates))
     assert p.phase == 2 and 0 < int(p.phase_counts.sum()) < int(p.planned.sum())  # mid-phase
     q = load_policy(save_policy(p, tmp_path / "mid"), inst.features)
+    assert type(q) is type(p)
     while not q.done:
-        plate = q.propose(50)
-        log.append(plate.tolist())
-        q.tell(plate, env.pull(plate))
+        plates = q.propose(plate)
+        log.append(plates.tolist())
+        q.tell(plates, env.pull(plates))
     assert log == log_ref
     assert q.result().recommendation == ref.result().recommendation
     assert q.result().n_samples == ref.result().n_samples
@@ -226,18 +236,27 @@ def test_save_and_restore_mid_phase_gives_the_same_run(tmp_path):
 
 
 # ---------------------------------------------------------------------- the campaign
-def test_a_campaign_runs_rage_to_its_stop_and_certifies_the_answer(tmp_path):
-    """`campaign init --algorithm rage` (0/1 outcomes, sigma = 1/2), plates of 12 recorded as they come:
-    the run stops, the answer is among the best (epsilon = 0.3) and status certifies it within epsilon."""
+@pytest.mark.parametrize(
+    "name, params, plate, n_max",
+    [
+        ("rage", {"sigma": 0.5, "epsilon": 0.3, "width0": 1.0}, 12, None),
+        # a small library: each compound many times per plate (about 23 plates, 10 656 tests)
+        pytest.param("rage-glm", {"epsilon": 0.3, "width0": 4.0}, 480, 20_000, marks=pytest.mark.slow),
+    ],
+)
+def test_a_campaign_runs_a_phased_elimination_to_its_stop_and_certifies_the_answer(tmp_path, name, params, plate,
+                                                                                   n_max):
+    """`campaign init --algorithm rage` (0/1 outcomes, sigma = 1/2) or `rage-glm`, plates recorded as they
+    come: the run stops, the answer is among the best (epsilon = 0.3) and status certifies it within epsilon."""
     from campaign_util import Assay, new_campaign, write_results
 
-    camp = new_campaign(tmp_path / "r.campaign", "rage", {"sigma": 0.5, "epsilon": 0.3, "width0": 1.0}, K=12, d=2)
-    assay = Assay(camp.features, seed=4)
+    camp = new_campaign(tmp_path / "r.campaign", name, params, K=12, d=2)
+    assay = Assay(camp.features, seed=4) if n_max is None else Assay(camp.features, seed=4, n_max=n_max)
     for k in range(300):
         if camp.status().done:
             break
-        plate = camp.next_plate(12)
-        camp.record(write_results(tmp_path / f"p{k}.csv", plate, assay(plate.arms)))
+        plates = camp.next_plate(plate, force=plate > 96)  # more wells than a 96-well plate: forced
+        camp.record(write_results(tmp_path / f"p{k}.csv", plates, assay(plates.arms)))
     st = camp.status()
     assert st.done and st.stopped
     assert st.certified_epsilon is not None and st.certified_epsilon <= 0.3

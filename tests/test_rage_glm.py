@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from screenbai.bandits import load_policy, make_policy, policy_for_instance, save_policy
+from screenbai.bandits import make_policy, policy_for_instance
 from screenbai.bandits.logistic.rage_glm import LR_SHARE, RAGEGLM, THM1_WIDTH, mean_gap_bound
 from screenbai.bandits.numerics.glm import SeparableDataError, dmu, logistic_mle
 from screenbai.bandits.sim.generators import kw_synthetic
@@ -194,36 +194,7 @@ def test_phases_fill_whole_plates_and_wait_for_their_outcomes():
     assert all(s % 96 == 0 for s in p.diagnostics["phase_sizes"])
 
 
-def test_save_and_restore_mid_phase_gives_the_same_run(tmp_path):
-    inst = kw_synthetic(K=8, d=2, seed=0)
-    kw = dict(rng=1, epsilon=0.05, delta=0.1)
-    ref = policy_for_instance("rage-glm", inst, **kw)
-    env = Environment(inst, rng=np.random.default_rng(5))
-    log_ref = []
-    while not ref.done:
-        plate = ref.propose(500)
-        log_ref.append(plate.tolist())
-        ref.tell(plate, env.pull(plate))
-    assert ref.phase >= 2
-    p = policy_for_instance("rage-glm", inst, **kw)
-    env = Environment(inst, rng=np.random.default_rng(5))
-    log = []
-    first = ref.diagnostics["phase_sizes"][0]
-    while sum(len(x) for x in log) < first + 600:  # into phase 2
-        plate = p.propose(500)
-        log.append(plate.tolist())
-        p.tell(plate, env.pull(plate))
-    assert p.phase == 2 and 0 < int(p.phase_counts.sum()) < int(p.planned.sum())  # mid-phase
-    q = load_policy(save_policy(p, tmp_path / "mid"), inst.features)
-    assert isinstance(q, RAGEGLM)
-    while not q.done:
-        plate = q.propose(500)
-        log.append(plate.tolist())
-        q.tell(plate, env.pull(plate))
-    assert log == log_ref
-    assert q.result().recommendation == ref.result().recommendation
-    assert q.result().n_samples == ref.result().n_samples
-    assert q.result().diagnostics["certified_epsilon"] == ref.result().diagnostics["certified_epsilon"]
+# save and restore mid-phase: tests/test_rage.py (one test for both phased eliminations)
 
 
 def test_no_oracle_constant_and_no_sigma():
@@ -237,24 +208,4 @@ def test_no_oracle_constant_and_no_sigma():
         p.tell(arms, np.full(arms.size, 0.5))
 
 
-# ---------------------------------------------------------------------- the campaign
-@pytest.mark.slow
-def test_a_campaign_runs_rage_glm_to_its_stop_and_certifies_the_answer(tmp_path):
-    """`campaign init --algorithm rage-glm`, plates of 480 recorded as they come (about 23 of them: 10 656
-    tests): the run stops, the answer is within epsilon = 0.3 of the best cure rate and status certifies it
-    within epsilon."""
-    from campaign_util import Assay, new_campaign, write_results
-
-    camp = new_campaign(tmp_path / "g.campaign", "rage-glm", {"epsilon": 0.3, "width0": 4.0}, K=12, d=2)
-    assay = Assay(camp.features, seed=4, n_max=20_000)
-    for k in range(100):
-        if camp.status().done:
-            break
-        plate = camp.next_plate(480, force=True)  # a small library: each compound many times per plate
-        camp.record(write_results(tmp_path / f"p{k}.csv", plate, assay(plate.arms)))
-    st = camp.status()
-    assert st.done and st.stopped
-    assert st.certified_epsilon is not None and st.certified_epsilon <= 0.3
-    leader = camp.compound_ids.index(st.recommendation[0].compound_id)
-    assert assay.means.max() - assay.means[leader] <= 0.3
-    camp.close()
+# the campaign: tests/test_rage.py (one test for both phased eliminations)

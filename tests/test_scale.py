@@ -146,6 +146,21 @@ def test_the_kept_gram_row_follows_the_updates():
     np.testing.assert_allclose(st.gram_row(5), X @ (st.P @ X[5]), rtol=1e-10, atol=1e-12)
 
 
+def _run_fixed_outcomes(policy, X, theta, outcomes, model: str, n: int):
+    """Run ``policy`` to ``n`` tests; outcome k of arm a is the fixed draw ``outcomes[a, k % 8]`` (the same
+    outcomes whatever the order of the tests): the arms chosen and the stopping statistic of each round."""
+    chosen, stats, seen = [], [], np.zeros(len(X), dtype=int)
+    while policy.n_samples < n:
+        arms = np.atleast_1d(policy.ask())
+        z = X[arms] @ theta
+        u = outcomes[arms, seen[arms] % 8]
+        seen[arms] += 1
+        policy.tell(arms, z + u - 0.5 if model == "linear" else (u < 1 / (1 + np.exp(-3 * z))).astype(float))
+        chosen.extend(arms.tolist())
+        stats.append(policy.diagnostics["stat"])
+    return chosen, np.array(stats, dtype=float)
+
+
 def test_block_argmax_matches_argmax_random_with_ties_across_blocks():
     from screenbai.bandits.numerics.ties import BlockArgmax, argmax_random
 
@@ -211,16 +226,7 @@ def test_large_K_passes_make_the_same_choices_as_the_plain_round(monkeypatch, na
         monkeypatch.setattr(features, "LARGE_K", keep_from)
         policy = make_policy(name, X, rng=np.random.default_rng(1), **params)
         assert policy.state.keep_row == (keep_from == K)
-        chosen, stats, seen = [], [], np.zeros(K, dtype=int)
-        while policy.n_samples < 160:
-            arms = np.atleast_1d(policy.ask())
-            z = X[arms] @ theta
-            u = outcomes[arms, seen[arms] % 8]
-            seen[arms] += 1
-            policy.tell(arms, z + u - 0.5 if model == "linear" else (u < 1 / (1 + np.exp(-3 * z))).astype(float))
-            chosen.extend(arms.tolist())
-            stats.append(policy.diagnostics["stat"])  # the stopping statistic of the round
-        return chosen, np.array(stats, dtype=float)
+        return _run_fixed_outcomes(policy, X, theta, outcomes, model, 160)
 
     (fast, fast_stats), (plain, plain_stats) = run(K), run(10**12)
     assert fast == plain
@@ -272,15 +278,7 @@ def test_a_twin_of_the_best_arm_takes_the_values_computed_ahead_with_the_same_bi
         monkeypatch.setattr(mod, "swap_to_twin", checked_swap)
         monkeypatch.setattr(estimators.RidgeState, "is_twin", is_twin if use_twins else (lambda *a: False))
         policy = make_policy(name, X, rng=np.random.default_rng(1), **params)
-        chosen, stats, seen = [], [], np.zeros(K, dtype=int)
-        while policy.n_samples < 150:
-            arms = np.atleast_1d(policy.ask())
-            z = X[arms] @ theta
-            u = outcomes[arms, seen[arms] % 8]
-            seen[arms] += 1
-            policy.tell(arms, z + u - 0.5 if model == "linear" else (u < 1 / (1 + np.exp(-3 * z))).astype(float))
-            chosen.extend(arms.tolist())
-            stats.append(policy.diagnostics["stat"])
+        chosen, stats = _run_fixed_outcomes(policy, X, theta, outcomes, model, 150)
         assert all(swaps)
         return chosen, np.array(stats, dtype=float), policy.rng.integers(1 << 30), len(swaps)
 
