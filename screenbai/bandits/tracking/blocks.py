@@ -70,7 +70,7 @@ import numpy as np
 from scipy.special import log_ndtr
 
 from screenbai.bandits.core.parts import StoppingRule
-from screenbai.bandits.numerics.linalg import pinv_psd  # noqa: F401 - imported from here by the tracking family
+from screenbai.bandits.numerics.linalg import pinv_psd
 from screenbai.bandits.numerics.ties import top_m
 
 #: a direction is in the range of a block's design when its part outside is below this fraction of its norm

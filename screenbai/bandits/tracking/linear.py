@@ -55,9 +55,9 @@ from screenbai.bandits.core.parts import StoppingRule
 from screenbai.bandits.core.policy import Policy
 from screenbai.bandits.core.registry import noise_scale, register
 from screenbai.bandits.numerics.design import round_design
-from screenbai.bandits.numerics.linalg import project_if_deficient, spanning_arms
+from screenbai.bandits.numerics.linalg import pinv_psd, project_if_deficient, spanning_arms
 from screenbai.bandits.numerics.ties import top_m
-from screenbai.bandits.tracking.blocks import BlockEvidence, pinv_psd, union_level
+from screenbai.bandits.tracking.blocks import BlockEvidence, union_level
 
 #: directions the greedy block design balances (those that need the most information)
 _GREEDY_DIRECTIONS = 64
