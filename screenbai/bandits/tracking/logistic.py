@@ -59,18 +59,20 @@ from screenbai.bandits.tracking.linear import GROWTH, LinearTrackAndStop
 
 #: blocks complete the information collected so far (False: each block repeats the whole design)
 TRACK_CUMULATIVE = True
-#: at this many dimensions or fewer the blocks repeat the whole design and the set is not restarted
-#: late: the predictions' regret is small there, so late windows only cost their weight (log 2 nats),
-#: and tracking the cumulative information spent more tests (kw_synthetic d = 2, 20 runs, delta 0.05:
-#: median 686.5 tests with both, 549.5 with neither; at d = 5 tracking saves: 639 against 836)
+#: at this many dimensions or fewer the greedy blocks (used above PLUGIN_D) repeat the whole design, and
+#: (LATE_D) the set is not restarted late: the predictions' regret is small there, so late windows only
+#: cost their weight (log 2 nats when measured), and tracking the cumulative information spent more tests
+#: (kw_synthetic d = 2, 20 runs, delta 0.05: median 686.5 tests with both, 549.5 with neither; at d = 5
+#: tracking saves: 639 against 836)
 SMALL_D = 2
 #: at this many dimensions or fewer each block is the plug-in optimal allocation w*(theta_hat) of the lower
 #: bound (certainty.complexity, local form) mixed with 1/(b + 1) of the spanning set and rounded, at its
 #: largest size, instead of the greedy min-max block (kw_synthetic d = 2, seed 0, 50 runs, delta 0.05:
-#: median 462 tests against 608 on the same seeds, sampling factor 1.15 against 1.28; docs/lower_bound.md)
+#: median 462 tests against 608 on the same seeds, sampling factor 1.15 against 1.28; over 500 runs 2.98 LB
+#: against 3.26; docs/lower_bound.md, "log-tas at small d")
 PLUGIN_D = 2
 #: above this many dimensions the likelihood-ratio set is also restarted late (lr_windows); at or below,
-#: the full window alone, at weight 1 (the late windows' weight costs the full window log 2 nats)
+#: the full window alone, at weight 1 (with late windows it has weight lr_windows.FULL_WEIGHT)
 LATE_D = SMALL_D
 
 
