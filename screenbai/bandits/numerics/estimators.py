@@ -194,16 +194,20 @@ class RidgeState:
             bounds.insert(0, bounds.pop(next(k for k, (s, e) in enumerate(bounds) if s <= self._row_arm < e)))
         blocks = ((s, e, product[None, s:e]) for s, e in bounds) if product is not None else \
             self.source.products(V, bounds)
+        # two scratch blocks, reused (in cache), for gs and each product: the same operations as
+        # ``g / denom``, ``diag -= g * gs`` ..., without a fresh temporary per operation
+        scratch = np.empty((2, max(e - s for s, e in bounds)))
         for s, e, block in blocks:
             g_b = block[0]
             if out is not None:
                 out[s:e] = block[1]
-            gs_b = g_b / denom
-            self.diag[s:e] -= g_b * gs_b  # g_b is not read after this: it may be a kept row's block
+            gs_b, tmp = scratch[0, : e - s], scratch[1, : e - s]
+            np.divide(g_b, denom, out=gs_b)
+            self.diag[s:e] -= np.multiply(g_b, gs_b, out=tmp)  # g_b is not read after this: it may be a kept row
             for row, coef in rows:
-                row[s:e] -= gs_b * coef
+                row[s:e] -= np.multiply(gs_b, coef, out=tmp)
             if mu is not None:
-                mu[s:e] += gs_b * step
+                mu[s:e] += np.multiply(gs_b, step, out=tmp)
                 top.add(mu[s:e], s)
             if on_block is not None:
                 on_block(s, e, out)
