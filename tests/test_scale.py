@@ -146,6 +146,42 @@ def test_the_kept_gram_row_follows_the_updates():
     np.testing.assert_allclose(st.gram_row(5), X @ (st.P @ X[5]), rtol=1e-10, atol=1e-12)
 
 
+def test_the_second_kept_row_follows_the_updates_and_serves_as_the_update_product(monkeypatch):
+    """The estimator's second kept row (m-LinGapE's greedy rule keeps c_t's there) follows every update by
+    rank one, as the first; an update given a kept row as X P x_a (the row itself, read before it is
+    updated) gives the plain update's P, diagonal and means; a twin shares the row; asking for the second
+    row's arm as the first row swaps the two (no pass)."""
+    from screenbai.bandits.numerics import features
+
+    rng = np.random.default_rng(17)
+    X = rng.standard_normal((features.LARGE_K, 4))
+    X[9] = X[5]  # a twin of the second row's arm
+    st = TrackedRidgeState(X, 1.0)
+    monkeypatch.setattr(features, "LARGE_K", 10**12)
+    plain = TrackedRidgeState(X, 1.0)
+    st.gram_row(3)
+    st.keep_second(5, X @ (st.P @ X[5]))
+    assert st.kept_row(9) is st._second and st.kept_row(3) is st._row and st.kept_row(4) is None
+    plain.keep_second(5, X @ X[5])  # small K keeps nothing
+    assert plain.kept_row(5) is None
+    arms = [5, 3, 9, 7, 5, 5, 3, 11, 9, 2]
+    reused = 0
+    for a, r in zip(arms, rng.standard_normal(len(arms))):
+        product = st.kept_row(a)
+        reused += product is not None
+        st.update(a, float(r), product=product)
+        plain.update(a, float(r))
+        for w, row in ((3, st._row), (5, st._second)):
+            np.testing.assert_allclose(row, X @ (st.P @ X[w]), rtol=1e-10, atol=1e-12)
+    assert reused == 7  # 5, 3 and the twin 9: every pull but those of 7, 11 and 2
+    for name in ("P", "diag", "mu"):
+        np.testing.assert_allclose(getattr(st, name), getattr(plain, name), rtol=1e-10, atol=1e-12)
+    second = st._second
+    assert st.gram_row(5) is second and st._row_arm == 5 and st._second_arm == 3  # swapped, no pass
+    st.refresh()
+    assert st._row is None and st._second is None  # forgotten at the exact rebuild
+
+
 def _run_fixed_outcomes(policy, X, theta, outcomes, model: str, n: int):
     """Run ``policy`` to ``n`` tests; outcome k of arm a is the fixed draw ``outcomes[a, k % 8]`` (the same
     outcomes whatever the order of the tests): the arms chosen and the stopping statistic of each round."""
