@@ -200,7 +200,24 @@ class RAGEGLM(PhasedElimination):
         return max(math.ceil(max(n, burn_in)), self.d_eff)
 
     # ------------------------------------------------------------------ outcomes
-    def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+    def _unplanned_outcomes(self, arms: np.ndarray, rewards: np.ndarray, batch_arms: np.ndarray,
+                            batch_rewards: np.ndarray) -> None:
+        """Outcomes no phase planned (a campaign's past at a change, its replicate wells) join the
+        likelihood-ratio set's P_t (predicted in growing chunks, each from the outcomes before it in P_t: the
+        set stays valid for any adapted order, lr_set) and the plug-in fit the designs use; never a phase's
+        MLE. The open phase's outcomes told so far (and ``batch_*``, those of this tell) are not in P_t yet
+        (they are predicted when the phase closes), so they are left out of the counts here."""
+        open_phase = self.planned.any()  # a closed phase's outcomes are in P_t already
+        n = (self.n - (self.phase_counts if open_phase else 0)).astype(float)
+        s = self.sums - (self.phase_sums if open_phase else 0.0)
+        np.subtract.at(n, batch_arms, 1.0)
+        np.subtract.at(s, batch_arms, batch_rewards)
+        observe_in_chunks(self._predictor, self.Z, n, s, arms, rewards, int(n.sum()) - arms.size, self.d_eff,
+                          _CHUNK_GROWTH)
+        pulled = np.flatnonzero(n)
+        self._predictor.refit(self.Z[pulled], n[pulled], s[pulled])
+
+    def _record(self, arms: np.ndarray, rewards: np.ndarray) -> None:
         """Keep each outcome at its place in the phase (arm k's j-th outcome, in the order told), then RAGE's
         bookkeeping (which closes the phase with its last outcome)."""
         if not self.phase_counts.any():  # the phase's first outcomes
@@ -214,7 +231,7 @@ class RAGEGLM(PhasedElimination):
         place = offset[arms] + self.phase_counts[arms] + rank
         ok = self.phase_counts[arms] + rank < self.planned[arms]  # beyond the design: RAGE's _update refuses it
         self.phase_outcomes[place[ok]] = rewards[ok] > 0.5
-        super()._update(arms, rewards)
+        super()._record(arms, rewards)
 
     def _predict_phase(self) -> None:
         """Add the closed phase's outcomes to the likelihood-ratio set's P_t (lr_set) and refit the predictor.
