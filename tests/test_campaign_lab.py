@@ -5,6 +5,7 @@ mid-campaign (replayed from the log), export."""
 from __future__ import annotations
 
 import csv
+import html
 import json
 import xml.etree.ElementTree as ET
 import zipfile
@@ -499,7 +500,8 @@ def test_status_forecast_uses_the_algorithms_threshold_when_it_states_one(tmp_pa
     st = camp.status()
     assert st.forecast_tests is not None and st.forecast_tests >= 0
     assert st.forecast_plates == math.ceil(st.forecast_tests / 16)
-    assert "more plates until the stopping rule fires" in st.text()
+    assert f"forecast: about {st.forecast_plates:.0f} more plate(s) ({st.forecast_tests:,.0f} more tests) until the " \
+        "stopping rule fires" in st.text()
     camp.close()
 
 
@@ -586,7 +588,41 @@ def test_status_reports_the_spread_of_replicate_wells(tmp_path):
     camp.record(_fill(plate.path, values, tmp_path / "R.csv", controls=(5.0, 5000.0), noise=20))
     st = camp.status()
     assert st.replicate_sd == pytest.approx(np.sqrt(2.0))  # each pair: deviations +-1, one degree of freedom
-    assert "spread of replicate wells" in st.text()
+    assert "spread of replicate wells (a compound twice or more on one plate): sd 1.41, in IC50 (nM)" in st.text()
+    assert "spread of the control wells (within a plate): sd" in st.text() and st.to_dict()["unit"] == "IC50 (nM)"
+    camp.close()
+
+
+def test_status_says_the_certificate_then_its_model_check_then_the_forecast(tmp_path):
+    """What the data certify reads as the certificate's sentence per recommended compound (about the hit rate,
+    with the confidence and the model), the model check right after it and the forecast of plates left after
+    that, all together in status and in the report's page."""
+    from campaign_util import new_campaign, write_results
+
+    from screenbai.campaign.views.page import write_report
+
+    camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.3}, K=20, d=2, seed=1)
+    assay = Assay(camp.features, seed=2)
+    for k in range(4):
+        plate = camp.next_plate(20)
+        camp.record(write_results(tmp_path / f"p{k}.csv", plate, assay(plate.arms)))
+    st = camp.status()
+    text = st.text()
+    sentence = st.certificate["sentences"][0]
+    leader = st.recommendation[0].compound_id
+    assert sentence.startswith(f"{leader}: ")
+    if st.certified_epsilon < 1:
+        assert f"within {st.certified_epsilon:.2g} of the best hit rate, 95 % confidence, under the logistic model " \
+            "on these features" in sentence
+    lines = text.splitlines()
+    at = {key: next(i for i, s in enumerate(lines) if s.startswith(key))
+          for key in ("certificate, true whenever you stop", "model check:", "forecast:")}
+    assert lines[at["certificate, true whenever you stop"] + 1] == f"  {sentence}"
+    assert at["certificate, true whenever you stop"] < at["model check:"] < at["forecast:"]
+    assert "the stopping rule fires once it is at most epsilon = 0.3" in text
+    page = write_report(camp, tmp_path / "report").read_text()
+    block = page[page.index("<h2>What the outcomes certify</h2>"):page.index("<h2>Recommendation</h2>")]
+    assert html.escape(sentence) in block and "model check" in block and "forecast" in block
     camp.close()
 
 

@@ -247,9 +247,10 @@ def test_status_of_a_hit_screen_reads_plainly(tmp_path):
         camp.record(write_results(tmp_path / f"s{k}.csv", plate, assay(plate.arms)))
     lines = camp.status().text().splitlines()
     assert not any("cure" in line for line in lines)
-    assert any(line.startswith("certified") and "hit rate" in line for line in lines)
-    k = next(i for i, line in enumerate(lines) if line.startswith("certified"))
-    assert lines[k + 1].startswith("model (the certificate and the stopping rule's guarantee hold under it): ")
+    assert any(line.startswith("certificate") and "a gap in hit rate" in line for line in lines)
+    k = next(i for i, line in enumerate(lines) if line.startswith("certificate"))
+    assert lines[k + 1].startswith("  ")  # the certificate's sentence, then the model it holds under
+    assert lines[k + 2].startswith("model (the certificate and the stopping rule's guarantee hold under it): ")
     n, s, _, _ = camp.observations()
     tested = int(np.flatnonzero(n)[0])
     why = why_chosen(camp, camp.policy)(tested, 0, 1)

@@ -306,8 +306,12 @@ def test_compounds_added_and_withdrawn_mid_phase_restart_the_phases(tmp_path, na
     assert sum(inner.diagnostics["phase_sizes"][: inner.phase - 1]) + inner.phase_counts.sum() == after > 36
     live = (camp.observations()[0].tolist(), camp.policy.result().recommendation, inner.phase,
             inner.phase_counts.tolist())
-    text = camp.status().text()
+    st = camp.status()
+    text = st.text()
     assert "counts only the tests it designs from now on" in text
+    # issue 19: the forecast of a phased elimination says what it leaves out, where it is printed
+    assert "leaves out the phases' losses" in st.to_dict()["forecast_note"]
+    assert st.forecast_plates is None or "leaves out the phases' losses" in text
     path = camp.path
     camp.close()
     with Campaign.open(path, use_snapshot=False) as again:  # replayed from the log alone

@@ -360,18 +360,29 @@ def write_report(camp, out_dir) -> Path:
         ["step", "time (UTC)", "event", "detail"],
         [(step, esc(at), esc(kind), f"<code>{esc(json.dumps(d))}</code>") for step, at, kind, d in camp.events()[-40:]],
     )
+    certainty = []  # the certificate's sentences, the model check beside them, the forecast (Status.certainty_lines)
+    for line in st.certainty_lines():
+        if line.startswith("  "):
+            certainty.append(f'<p class="sentence">{esc(line.strip())}</p>')
+        elif "WARNING" in line:
+            certainty.append(f'<p class="warning">{esc(line)}</p>')
+        else:
+            certainty.append(f"<p>{esc(line)}</p>")
     style = (
         "body{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em;color:#222}"
         "table{border-collapse:collapse;margin:0.5em 0}"
         "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%;text-align:left}"
         "pre{background:#f5f5f5;padding:0.6em;white-space:pre-wrap}img{max-width:100%}code{font-size:85%}"
+        ".sentence{font-size:115%;font-weight:bold;border-left:4px solid #1f77b4;padding-left:0.5em}"
+        ".warning{color:#b00;font-weight:bold}"
     )
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>screenbai campaign {esc(camp.path.name)}</title>
 <style>{style}</style></head>
 <body>
 <h1>Campaign {esc(camp.path.name)}</h1>
-<pre>{esc(st.text())}</pre>
+<h2>What the outcomes certify</h2>
+{"".join(certainty)}
 <h2>Recommendation</h2>
 {recommendation}
 {img("structures", "recommended structures")}
@@ -381,6 +392,9 @@ def write_report(camp, out_dir) -> Path:
 {img("leader", "leader over time")}
 <h2>Tests per compound</h2>
 {img("tests", "tests per compound")}
+<h2>Status</h2>
+<p>As <code>screenbai campaign status</code> prints it:</p>
+<pre>{esc(st.text())}</pre>
 <h2>Library provenance</h2>
 {provenance}
 <h3>Input rows not used ({len(rejected):,})</h3>

@@ -133,6 +133,11 @@ class Status:
     changes: list[str] = field(default_factory=list)
     #: which rule chooses the wells, in one line (the plate files' 'why' column says it per well)
     rule: str | None = None
+    #: what the algorithm's forecast leaves out (``Policy.forecast_caveat``), said beside the forecast
+    forecast_note: str | None = None
+    #: the raw readout with its unit, e.g. "percent inhibition (%)" (the spreads of control and replicate wells
+    #: are in it), None without a declared readout
+    unit: str | None = None
 
     def to_dict(self) -> dict:
         """Plain data for JSON: a value not defined yet (NaN, e.g. the stopping index before the first
@@ -153,11 +158,12 @@ class Status:
                 + (f" of a budget of {self.budget:,}" if self.budget else "")
             ),
         ]
+        done = f"plates done: {self.plates_done} of {self.plates} proposed (every compound well recorded)"
         if self.open_wells:
             pend = ", ".join(f"{p} ({n} wells)" for p, n in self.open_wells.items())
-            lines.append(f"plates: {self.plates}, {len(self.open_wells)} in the lab awaiting results: {pend}")
+            lines.append(f"{done}; {len(self.open_wells)} in the lab awaiting results: {pend}")
         else:
-            lines.append(f"plates: {self.plates}, none awaiting results")
+            lines.append(f"{done}; none awaiting results")
         if self.done:
             how = "the stopping rule has fired" if self.stopped else "the run was capped before the rule fired"
             if self.budget:
@@ -209,49 +215,15 @@ class Status:
     def _progress_lines(self) -> list[str]:
         """The numbers a lab plans with, each with a one-line meaning."""
         out = [
-            f"plates done: {self.plates_done} of {self.plates} (every compound well recorded)",
             f"compounds in the screen: {self.active:,}"
             + (f" ({self.n_compounds - self.active:,} withdrawn)" if self.active < self.n_compounds else ""),
         ]
         if self.in_contention is not None:
             out.append(
-                f"still in contention: {self.in_contention:,} compounds (their 95% interval still reaches the "
-                "leader's; this number falls as the screen learns)"
+                f"still in contention: {self.in_contention:,} compounds (their 95% interval of the {self._rate()} "
+                "still reaches the leader's; a description of the estimates, not the stopping rule's test)"
             )
-        if self.certified_epsilon is None:
-            out.append("certified: nothing yet (this algorithm gives no certificate, or it is not available yet)")
-        elif self.outcome == "binary" and self.certified_epsilon >= 0.999:
-            out.append("certified epsilon: 1, nothing certified yet (a hit rate lies between 0 and 1 anyway)")
-        elif math.isfinite(self.certified_epsilon):
-            level = "" if self.certificate is None else f" with {100 * (1 - self.certificate['delta']):.4g}% confidence"
-            out.append(
-                f"certified epsilon: {self.certified_epsilon:.3g} (the leader's true {self._rate()} is at most this "
-                f"much below the best compound's{level}, whenever you stop)"
-            )
-        else:
-            out.append("certified epsilon: not yet (the outcomes so far still allow any compound to be the best)")
-        if self.model:
-            out.append(f"model (the certificate and the stopping rule's guarantee hold under it): {self.model}")
-        if self.model_check is not None and self.model_check["n_tests"] > 0:
-            mc = self.model_check
-            out.append(
-                f"model check: {mc['warning']}" if mc["rejected"] else
-                f"model check: the outcomes agree with the model the certificate rests on (p = {mc['p_value']:.2g}; "
-                "a certificate holds only if the model does)"
-            )
-        if self.forecast_plates is not None:
-            out.append(
-                f"forecast: about {self.forecast_plates:.0f} more plates until the stopping rule fires "
-                "(from the current estimates; it changes as they do, and with many features runs often need "
-                "more: docs/lower_bound.md)"
-            )
-        else:
-            out.append(
-                "forecast of plates left: once the first outcomes are recorded (init printed a guess from a prior)"
-                if self.tests == 0 and not self.done and not self.budget
-                else "forecast of plates left: not available (this algorithm states no stopping threshold, or it "
-                "has finished)"
-            )
+        out.extend(self.certainty_lines())
         if self.rule:
             out.append(f"why these wells: {self.rule} (per well: the plate file's 'why' column)")
         if self.layout:
@@ -265,14 +237,63 @@ class Status:
                 f"controls: {len(passed)} plate(s) passed, Z' from {min(passed):.2f} to {max(passed):.2f} "
                 "(Z' >= 0.5: the controls separate well)"
             )
+        unit = f", in {self.unit}" if self.unit else " (the raw readout's units)"
         if self.control_sd is not None:
-            out.append(f"spread of the control wells (within a plate): sd {self.control_sd:.3g}")
+            out.append(f"spread of the control wells (within a plate): sd {self.control_sd:.3g}{unit}")
         if self.replicate_sd is not None:
             out.append(
-                f"spread of replicate wells (a compound twice or more on one plate): sd {self.replicate_sd:.3g}"
+                f"spread of replicate wells (a compound twice or more on one plate): sd {self.replicate_sd:.3g}{unit}"
                 + ("" if self.outcome == "binary" else " (the noise a linear model's sigma stands for)")
             )
         out.extend(self.changes)
+        return out
+
+    def certainty_lines(self) -> list[str]:
+        """What the data certify, the model check it rests on, and what is left to pay, together: the
+        certificate's sentence per recommended compound (certainty/certificate.py), the model and its test
+        of fit (certainty/model_check.py), and the forecast of plates left with what it leaves out."""
+        out = []
+        cert = self.certificate
+        if self.certified_epsilon is None or cert is None:
+            out.append("certificate: none (this algorithm gives no certificate, or it is not available yet)")
+        else:
+            aim = self.params.get("epsilon")
+            fires = "" if aim is None else f"; the stopping rule fires once it is at most epsilon = {aim:g}"
+            value = ("none yet" if not math.isfinite(self.certified_epsilon)
+                     or (self.outcome == "binary" and self.certified_epsilon >= 0.999)
+                     else f"{self.certified_epsilon:.2g}")
+            out.append(f"certificate, true whenever you stop (certified epsilon, a gap in {self._rate()}: "
+                       f"{value}{fires}):")
+            out.extend(f"  {s}" for s in cert.get("sentences", []))
+        if self.model:
+            out.append(f"model (the certificate and the stopping rule's guarantee hold under it): {self.model}")
+        mc = self.model_check
+        if mc is not None and mc["n_tests"] > 0:
+            if mc["rejected"]:
+                out.append(f"model check: {mc['warning']}")
+            elif not mc["tests"]:
+                out.append(f"model check: not possible yet ({mc['note']}); the certificate rests on the model "
+                           "unchecked")
+            else:
+                out.append(
+                    f"model check: no misfit detected in {mc['n_tests']:,} outcomes of {mc['n_arms']:,} compounds "
+                    f"(p = {mc['p_value']:.2g}; few outcomes detect little, and a certificate holds only if the "
+                    "model does)"
+                )
+        if self.forecast_plates is not None and self.forecast_tests is not None:
+            out.append(
+                f"forecast: about {self.forecast_plates:.0f} more plate(s) ({self.forecast_tests:,.0f} more tests) "
+                "until the stopping rule fires, from the model fitted to the outcomes so far (it changes as they do; "
+                "with many features runs often need more: docs/lower_bound.md)"
+                + (f"; {self.forecast_note}" if self.forecast_note else "")
+            )
+        else:
+            out.append(
+                "forecast of plates left: once the first outcomes are recorded (init printed a guess from a prior)"
+                if self.tests == 0 and not self.done and not self.budget
+                else "forecast of plates left: not available (this algorithm states no stopping threshold, or it "
+                "has finished)"
+            )
         return out
 
     def _rate(self) -> str:
@@ -405,6 +426,8 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "replicate_sd": math.sqrt(rep_ss / rep_dof) if rep_dof else None,
         "changes": change_lines(camp),
         "rule": rule_of(camp.algorithm),
+        "forecast_note": getattr(getattr(policy, "inner", policy), "forecast_caveat", "") or None,
+        "unit": Readout.from_dict(readout).label() if readout else None,
     }
 
 
@@ -418,9 +441,23 @@ def _in_contention(camp, policy, res, n, lo, hi) -> int | None:
 
 
 def _certificate(camp, policy) -> dict | None:
+    """The certificate as JSON data, its sentences about the campaign's quantity: the hit rate (0/1 outcomes)
+    or the mean readout with its unit."""
     certificate = getattr(policy, "certificate", None)
     c = certificate() if callable(certificate) else None
-    return None if c is None else c.to_dict(camp.compound_ids)
+    if c is None:
+        return None
+    from ..lab.assay import Readout
+
+    readout = camp.meta.get("readout")
+    if camp.binary:
+        quantity = "hit rate"
+    elif readout:
+        r = Readout.from_dict(readout)
+        quantity = f"mean {r.name}" + (f" (in {r.unit})" if r.unit else "")
+    else:
+        quantity = "mean outcome"
+    return c.to_dict(camp.compound_ids, quantity)
 
 
 def _certified(cert: dict | None) -> float | None:
@@ -573,13 +610,16 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     lines = [
         f"cost forecast from a prior (a guess before any outcome, {spread}; `status` forecasts from the outcomes "
         f"once a plate is recorded): {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) stops after about "
-        f"{tests:,.0f} tests ({plates(tests)} plates of {per_plate}); {len(runs)} draws from {low:,.0f} to "
-        f"{high:,.0f} tests. It assumes the tests are spread as well as they can be: in simulations runs needed 0.8 "
-        "to 2.8 times such a forecast with 2 to 10 features, and more with more (docs/lower_bound.md)",
+        f"{tests:,.0f} tests ({plates(tests)} plates of {per_plate}), between {low:,.0f} and {high:,.0f} tests over "
+        f"{len(runs)} draws of the prior. It assumes the tests are spread as well as they can be: with 2 to 10 "
+        "features simulated runs needed 0.8 to 2.8 times such a forecast, and more with more features (this library "
+        f"has {X.shape[1]}; docs/lower_bound.md)",
     ]
     rows = cost_table(X, thetas[mid], inner.stopping_threshold, epsilons=sorted({epsilon, max(epsilon, 0.05) * 2}),
                       deltas=sorted({delta, 0.1, 0.01}), source="prior", plate_size=per_plate,
                       answer=_top(X, thetas[mid], m), **kw)
+    if getattr(inner, "forecast_caveat", ""):
+        lines.append(f"note: {inner.forecast_caveat}")
     lines.append("other settings: " + "; ".join(
         f"epsilon {r['epsilon']:g} and delta {r['delta']:g}: {r['tests']:,.0f} tests" for r in rows))
     return lines
