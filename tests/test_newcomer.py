@@ -211,7 +211,8 @@ def test_the_backtest_figure_keeps_its_title_inside(tmp_path):
     """hit_recovery.png cut its one-line title (the backtest's description, 170 characters) at both sides."""
     from screenbai.campaign.backtest import BacktestResult, hit_figure
 
-    description = ("measured.csv: hit = ic50_nM < 1000 (1021 of 2203 compounds), each test drawn with noise (sd 0.3); "
+    description = ("measured.csv: hit = ic50_nM < 1000 (1021 of 2203 compounds), each test drawn with noise "
+                   "(sd 0.3 in log10 units, a factor 2); "
                    "2663 library compounds without a value left out; 8 values of compounds not in the library ignored")
     curve = {"tests": [1, 2, 3], "campaign": [0.0, 0.1, 0.1], "random": [0.0, 0.0, 0.1], "one_shot": [0.0, 0.1, 0.2]}
     fig = hit_figure(BacktestResult(3, 1, False, False, [], curve, 10, description))
