@@ -567,6 +567,9 @@ def _float(v):
 #: the prior of the cost forecast at ``init``: hit-rate logits x'theta spread with this standard
 #: deviation over the library (hit rates between about 0.12 and 0.88 for 95 % of the compounds)
 PRIOR_LOGIT_SD = 1.0
+#: ... the same hit rates for an algorithm that models hits linearly (rage, lin-tas on 0/1 outcomes): their
+#: standard deviation under the logistic prior above (about 0.2)
+PRIOR_RATE_SD = 0.2
 PRIOR_DRAWS = 5
 
 
@@ -580,6 +583,8 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
 
     from screenbai.bandits.certainty.forecast import cost_table, forecast
 
+    from ..lab.assay import Readout
+
     policy = camp.policy
     inner = getattr(policy, "inner", policy)
     delta = float(getattr(inner, "delta", 0.05))
@@ -587,11 +592,14 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
         return [f"cost forecast: {camp.algorithm} states no stopping threshold (a fixed budget, or a rule "
                 "without one); status gives what it certifies as the plates come back"]
     X = camp.features
-    scale = PRIOR_LOGIT_SD / max(float(np.sqrt(np.mean(np.sum(X * X, axis=1)))), 1e-12)
-    rng = np.random.default_rng(seed)
-    thetas = rng.normal(0.0, scale, size=(draws, X.shape[1]))
     model = "logistic" if camp.binary and logistic_on_hits(camp.algorithm) else "linear"
     sigma = 0.5 if model == "logistic" else float(getattr(inner, "sigma", 0.5 if camp.binary else 1.0))
+    # the spread of x'theta over the library, on the model's own scale: logits of hit rates, hit rates, or the
+    # readout itself (its units unknown before any outcome: as large as one test's noise, the sigma declared)
+    spread_sd = PRIOR_LOGIT_SD if model == "logistic" else PRIOR_RATE_SD if camp.binary else sigma
+    scale = spread_sd / max(float(np.sqrt(np.mean(np.sum(X * X, axis=1)))), 1e-12)
+    rng = np.random.default_rng(seed)
+    thetas = rng.normal(0.0, scale, size=(draws, X.shape[1]))
     epsilon, m = float(getattr(inner, "epsilon", 0.0)), int(getattr(inner, "m", 1))
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else 96
@@ -603,14 +611,19 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     tests = runs[mid].tests
     low, high = runs[int(order[0])].tests, runs[int(order[-1])].tests
     plates = lambda t: "unbounded" if not math.isfinite(t) else f"{math.ceil(t / per_plate):,}"  # noqa: E731
+    readout = camp.meta.get("readout")
+    unit = f" {Readout.from_dict(readout).unit}" if readout and Readout.from_dict(readout).unit else ""
     spread = (
         f"hit rates between {expit(-Z95 * PRIOR_LOGIT_SD):.2f} and {expit(Z95 * PRIOR_LOGIT_SD):.2f} for 95 % of the "
-        "compounds" if camp.binary else f"mean outcomes spread with sd {PRIOR_LOGIT_SD:g} over the library"
+        "compounds" if model == "logistic"
+        else f"hit rates spread with sd {PRIOR_RATE_SD:g} over the library" if camp.binary
+        else f"mean outcomes spread with sd {spread_sd:g}{unit} over the library, the noise scale sigma declared"
     )
     lines = [
         f"cost forecast from a prior (a guess before any outcome, {spread}; `status` forecasts from the outcomes "
         f"once a plate is recorded): {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) stops after about "
-        f"{tests:,.0f} tests ({plates(tests)} plates of {per_plate}), between {low:,.0f} and {high:,.0f} tests over "
+        f"{tests:,.0f} tests ({plates(tests)} plate{'' if plates(tests) == '1' else 's'} of {per_plate}), "
+        f"between {low:,.0f} and {high:,.0f} tests over "
         f"{len(runs)} draws of the prior. It assumes the tests are spread as well as they can be: with 2 to 10 "
         "features simulated runs needed 0.8 to 2.8 times such a forecast, and more with more features (this library "
         f"has {X.shape[1]}; docs/lower_bound.md)",
