@@ -120,6 +120,9 @@ class Status:
     #: plates still needed by the forecast (None until a forecast is available)
     forecast_plates: float | None = None
     forecast_tests: float | None = None
+    #: plates still needed at the band's ends: the smallest and largest forecast over draws of the estimate
+    #: (inf: a draw under which the rule may never fire; see ``_forecast``)
+    forecast_band_plates: list[float] | None = None
     layout: str | None = None
     readout: str | None = None
     model: str | None = None
@@ -283,8 +286,8 @@ class Status:
         if self.forecast_plates is not None and self.forecast_tests is not None:
             out.append(
                 f"forecast: about {self.forecast_plates:.0f} more plate(s) ({self.forecast_tests:,.0f} more tests) "
-                "until the stopping rule fires, from the model fitted to the outcomes so far (it changes as they do; "
-                "with many features runs often need more: docs/lower_bound.md)"
+                f"until the stopping rule fires{self._band()}, from the model fitted to the outcomes so far (it "
+                "changes as they do; with many features runs often need more: docs/lower_bound.md)"
                 + (f"; {self.forecast_note}" if self.forecast_note else "")
             )
         else:
@@ -295,6 +298,18 @@ class Status:
                 "has finished)"
             )
         return out
+
+    def _band(self) -> str:
+        """The forecast's band in words: ", 4 to 9 plates over 5 draws of the estimate's uncertainty"."""
+        if not self.forecast_band_plates:
+            return ""
+        low, high = self.forecast_band_plates
+        if low is None or high is None or not math.isfinite(high):
+            top = "no end in sight"
+        else:
+            top = f"{high:.0f}"
+        lo = "?" if low is None or not math.isfinite(low) else f"{low:.0f}"
+        return f" ({lo} to {top} plates over {FORECAST_DRAWS} draws of the estimate's uncertainty)"
 
     def _rate(self) -> str:
         """A binary campaign's outcome is a hit (the readout past its cutoff, or a 0/1 result)."""
@@ -418,6 +433,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "active": int(np.size(active)),
         "forecast_plates": None if forecast is None else forecast[1],
         "forecast_tests": None if forecast is None else forecast[0],
+        "forecast_band_plates": None if forecast is None else [forecast[2], forecast[3]],
         "layout": None if layout is None else layout.describe(),
         "readout": None if not readout else Readout.from_dict(readout).rule(),
         "model": model,
@@ -490,11 +506,18 @@ def _pooled(groups) -> tuple[float, int]:
     return ss, dof
 
 
-def _forecast(camp, policy) -> tuple[float, float] | None:
-    """(tests, plates) left until the stopping rule fires: lb's forecast (the t solving
-    t = T*(theta_hat) beta(t, delta), LOWER_BOUND.md "Certificate and forecast") with theta_hat the
-    model's estimate from the outcomes so far and beta the algorithm's own threshold
-    (``Policy.stopping_threshold(t, delta)``).  None when the algorithm states no threshold (or has
+#: draws of theta for the band of the forecast in ``status`` (each a T* solve: about 0.4 s at K = 4 866, d = 21)
+FORECAST_DRAWS = 5
+
+
+def _forecast(camp, policy) -> tuple[float, float, float, float] | None:
+    """(tests, plates, plates at the band's low end, at its high end) left until the stopping rule fires:
+    lb's forecast (the t solving t = T*(theta_hat) beta(t, delta), LOWER_BOUND.md "Certificate and forecast")
+    with theta_hat the model's estimate from the outcomes so far and beta the algorithm's own threshold
+    (``Policy.stopping_threshold(t, delta)``); the band from FORECAST_DRAWS draws of theta from the estimate's
+    normal approximation N(theta_hat, H^-1) (H the information of the outcomes so far: Fisher's for the
+    logistic model, V / sigma^2 for the linear one), the smallest and largest of their forecasts (seeded,
+    so the same outcomes give the same band).  None when the algorithm states no threshold (or has
     a fixed budget), or nothing is recorded yet."""
     from screenbai.bandits.certainty.forecast import forecast
 
@@ -510,13 +533,18 @@ def _forecast(camp, policy) -> tuple[float, float] | None:
         return None
     X = camp.features[active]
     if camp.binary and logistic_on_hits(camp.algorithm):
+        from scipy.special import expit
+
         from screenbai.bandits.numerics.glm import logistic_mle
 
         theta, model, sigma = logistic_mle(X, n, s, 1.0).theta, "logistic", 0.5
+        eta = X @ theta
+        H = (X.T * (n * expit(eta) * expit(-eta))) @ X + np.eye(X.shape[1])
     else:  # the algorithm's own model: linear, also on 0/1 outcomes (LinGapE, lin-tas, RAGE)
         V = (X.T * n) @ X + np.eye(X.shape[1])
         theta = np.linalg.solve(V, X.T @ s)
         model, sigma = "linear", float(getattr(inner, "sigma", 0.5 if camp.binary else 1.0))
+        H = V / sigma**2
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else _usual_plate(camp)
     f = forecast(
@@ -531,11 +559,20 @@ def _forecast(camp, policy) -> tuple[float, float] | None:
         epsilon=float(getattr(inner, "epsilon", 0.0)),
         m=int(getattr(inner, "m", 1)),
         answer=_top(X, theta, int(getattr(inner, "m", 1))),
+        cov=np.linalg.inv(H),
+        n_draws=FORECAST_DRAWS,
+        level=0.999,  # with 5 draws: their smallest and largest
+        rng=np.random.default_rng(0),
     )
     if not math.isfinite(f.tests):
         return None
-    left = max(f.tests - float(n.sum()), 0.0)
-    return left, float(math.ceil(left / max(per_plate, 1)))
+
+    def plates(tests: float) -> float:
+        return math.inf if not math.isfinite(tests) else float(math.ceil(max(tests - done, 0.0) / max(per_plate, 1)))
+
+    done = float(n.sum())
+    left = max(f.tests - done, 0.0)
+    return left, plates(f.tests), plates(f.low), plates(f.high)
 
 
 def _top(X: np.ndarray, theta: np.ndarray, m: int) -> tuple[int, ...]:
