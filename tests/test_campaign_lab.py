@@ -630,6 +630,14 @@ def test_status_says_the_certificate_then_its_model_check_then_the_forecast(tmp_
     camp.close()
 
 
+def test_hit_rates_near_the_ends_are_not_rounded_to_certainty():
+    """status and the report printed a model's extrapolation to an untested compound as "hit rate 1 [1, 1]"."""
+    from screenbai.campaign.views.status import rate_text
+
+    assert [rate_text(p) for p in (0.99999, 0.998, 0.5, 0.0123, 1e-5, 0.0)] == \
+        ["> 0.999", "0.998", "0.5", "0.0123", "< 0.001", "0"]
+
+
 @pytest.mark.parametrize("misspecified", [False, True])
 def test_status_checks_the_model_the_certificate_rests_on(tmp_path, misspecified):
     """status carries the model check beside the certificate: outcomes drawn from the logistic model

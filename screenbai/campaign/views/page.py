@@ -272,6 +272,7 @@ def structures_image(smiles: list[str], legends: list[str], path: Path) -> Path 
 
 def write_report(camp, out_dir) -> Path:
     """Write ``index.html`` and its PNGs into ``out_dir``; return the page's path."""
+    from .status import rate_text
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     st = camp.status()
@@ -307,8 +308,10 @@ def write_report(camp, out_dir) -> Path:
         p = figs[key]
         return f'<img src="{p.name}" alt="{esc(alt)}">' if p else f"<p><em>{esc(alt)}: nothing recorded yet.</em></p>"
 
+    fmt = rate_text if camp.binary else (lambda v: f"{v:.3g}")
+
     def interval(value, ci):
-        return "-" if value is None else f"{value:.3g} [{ci[0]:.3g}, {ci[1]:.3g}]"
+        return "-" if value is None else esc(f"{fmt(value)} [{fmt(ci[0])}, {fmt(ci[1])}]")
 
     def table(header, rows):
         head = "".join(f"<th>{esc(h)}</th>" for h in header)

@@ -32,6 +32,17 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, fl
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def rate_text(p: float) -> str:
+    """A hit rate as read: 3 significant digits, but "> 0.999" / "< 0.001" near the ends, where rounding would
+    print 1 or 0, a certainty no finite number of tests gives (e.g. a model's extrapolation to an untested
+    compound: "model hit rate 1 [1, 1]" read as sure)."""
+    if p > 0.999:
+        return "> 0.999"
+    if p < 0.001:
+        return "< 0.001" if p > 0 else "0"
+    return f"{p:.3g}"
+
+
 def model_estimates(
     X: np.ndarray, n: np.ndarray, s: np.ndarray, s2: np.ndarray, *, binary: bool, lambda_reg: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -206,7 +217,8 @@ class Status:
                 else f"observed {c.observed:.3g} [{c.observed_ci[0]:.3g}, {c.observed_ci[1]:.3g}] over {c.tests} tests"
             )
             lines.append(f"  {c.compound_id}  {c.smiles}")
-            lines.append(f"      model {rate} {c.model:.3g} [{c.model_ci[0]:.3g}, {c.model_ci[1]:.3g}]; {obs}")
+            fmt = rate_text if self.outcome == "binary" else (lambda v: f"{v:.3g}")
+            lines.append(f"      model {rate} {fmt(c.model)} [{fmt(c.model_ci[0])}, {fmt(c.model_ci[1])}]; {obs}")
             if c.same_features:
                 shown = ", ".join(c.same_features[:5]) + (" ..." if len(c.same_features) > 5 else "")
                 lines.append(
