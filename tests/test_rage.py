@@ -320,6 +320,30 @@ def test_compounds_added_and_withdrawn_mid_phase_restart_the_phases(tmp_path, na
                 inner.phase_counts.tolist()) == live
 
 
+@pytest.mark.parametrize("name, params", [("rage", {"sigma": 0.5, "epsilon": 0.3, "width0": 1.0}),
+                                          ("rage-glm", {"epsilon": 0.3, "width0": 4.0})])
+def test_replicate_wells_are_tests_no_phase_planned(tmp_path, name, params):
+    """`--replicates 2` puts every proposed compound in a second well that no phase planned: its outcome is an
+    unplanned test (phased.elimination.fly_unplanned), never in the phase's estimate (before: recording the
+    first plate raised "an outcome beyond the phase's design")."""
+    from campaign_util import Assay, synthetic_library, write_results
+
+    from screenbai.campaign import Campaign, PlateLayout
+
+    lib = synthetic_library(K=12, d=2)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, name, params, seed=3,
+                           layout=PlateLayout.build("24", replicates=2))
+    assay = Assay(lib.features, seed=4, n_max=2000)
+    wells = 0
+    for k in range(4):
+        plate = camp.next_plate(None)
+        wells += len(plate.arms)
+        camp.record(write_results(tmp_path / f"a{k}.csv", plate, assay(plate.arms)))
+    inner = camp.policy.inner
+    planned = sum(inner.diagnostics["phase_sizes"][: inner.phase - 1]) + inner.phase_counts.sum()
+    assert inner.n.sum() == wells and planned == wells // 2 and inner._unplanned.sum() == 0
+
+
 def test_many_directions_use_the_g_optimal_design_and_blockwise_norms(monkeypatch):
     """Above MAX_PAIRS directions the design is the G-optimal design of S's arms: its max ||y||^2 is at
     least the XY design's and at most 4 d (Kiefer-Wolfowitz: each ||z||^2 <= d), computed in row blocks
