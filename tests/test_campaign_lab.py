@@ -372,6 +372,9 @@ def test_backtest_from_a_two_column_csv(tmp_path, capsys):
     assert "2 library compounds without a value left out" in text and "1 values of compounds not in" in text
     assert "hit = ic50 < 100 (3 of 28 compounds)" in text
     assert "drawn with noise (sd 0.3 in log10 units, a factor 2)" in text  # the noise with its unit
+    # what the hit-recovery share is, and why a best-arm campaign's is low (it read as worse than random)
+    assert "share of the top-10 compounds tested at least once by the end: campaign" in text
+    assert "it need not test many top ones" in text
     rec = json.loads((out / "backtest.json").read_text())["recommendation"][0]
     if rec["activity_nM"] == 5.0:  # one of three equal compounds: a tie, shown as one
         assert rec["potency_rank"] == 1 and rec["potency_rank_tied_to"] == 3 and "tied for ranks 1-3" in text

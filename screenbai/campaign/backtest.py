@@ -334,8 +334,9 @@ class BacktestResult:
             lines.append(f"recommended {r['compound_id']}: {what}{pot}")
         c = self.curve
         lines.append(
-            f"top-{self.top_k} compounds tested by the end: campaign {c['campaign'][-1]:.2f}, "
-            f"random {c['random'][-1]:.2f} (expected), one-shot {c['one_shot'][-1]:.2f}"
+            f"share of the top-{self.top_k} compounds tested at least once by the end: campaign "
+            f"{c['campaign'][-1]:.2f}, random {c['random'][-1]:.2f} (expected), one-shot {c['one_shot'][-1]:.2f} "
+            "(a best-arm campaign tests few compounds many times, to certify one: it need not test many top ones)"
         )
         return "\n".join(lines)
 
