@@ -623,7 +623,7 @@ def test_status_says_the_certificate_then_its_model_check_then_the_forecast(tmp_
           for key in ("certificate, true whenever you stop", "model check:", "forecast:")}
     assert lines[at["certificate, true whenever you stop"] + 1] == f"  {sentence}"
     assert at["certificate, true whenever you stop"] < at["model check:"] < at["forecast:"]
-    assert "the stopping rule fires once it is at most epsilon = 0.3" in text
+    assert "the stopping rule fires once it is at most epsilon = 0.3" in text and st.stop_epsilon == 0.3
     low, high = st.to_dict()["forecast_band_plates"]  # the band from draws of the estimate, in status and JSON
     assert low <= high and f"({low:.0f} to {high:.0f} plates over 5 draws of the estimate's uncertainty)" in text
     assert st.to_dict() == camp.status().to_dict()  # seeded: the same outcomes, the same band

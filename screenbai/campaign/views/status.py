@@ -152,6 +152,8 @@ class Status:
     #: the raw readout with its unit, e.g. "percent inhibition (%)" (the spreads of control and replicate wells
     #: are in it), None without a declared readout
     unit: str | None = None
+    #: the epsilon the stopping rule aims at (the algorithm's, the default included), None without a stopping rule
+    stop_epsilon: float | None = None
 
     def to_dict(self) -> dict:
         """Plain data for JSON: a value not defined yet (NaN, e.g. the stopping index before the first
@@ -272,7 +274,7 @@ class Status:
         if self.certified_epsilon is None or cert is None:
             out.append("certificate: none (this algorithm gives no certificate, or it is not available yet)")
         else:
-            aim = self.params.get("epsilon")
+            aim = self.stop_epsilon
             fires = "" if aim is None else f"; the stopping rule fires once it is at most epsilon = {aim:g}"
             value = ("none yet" if not math.isfinite(self.certified_epsilon)
                      or (self.outcome == "binary" and self.certified_epsilon >= 0.999)
@@ -456,7 +458,16 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "rule": rule_of(camp.algorithm),
         "forecast_note": getattr(getattr(policy, "inner", policy), "forecast_caveat", "") or None,
         "unit": Readout.from_dict(readout).label() if readout else None,
+        "stop_epsilon": _stop_epsilon(policy),
     }
+
+
+def _stop_epsilon(policy) -> float | None:
+    """The epsilon the algorithm's stopping rule aims at (its parameter, default included); None for an
+    algorithm without a stopping rule (a fixed budget)."""
+    inner = getattr(policy, "inner", policy)
+    eps = getattr(inner, "epsilon", None)
+    return None if getattr(inner, "stopping_rule", None) is None or eps is None else float(eps)
 
 
 def _in_contention(camp, policy, res, n, lo, hi) -> int | None:
