@@ -633,6 +633,22 @@ def test_status_says_the_certificate_then_its_model_check_then_the_forecast(tmp_
     camp.close()
 
 
+def test_a_final_answer_never_tested_says_so(tmp_path):
+    """A run can stop on the model alone (lin-tas after its first plate, the leader extrapolated): the final
+    recommendation of a compound with no test says to test it before acting on it."""
+    import dataclasses
+
+    from campaign_util import new_campaign
+
+    camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.3}, K=20, d=2, seed=1)
+    st = camp.status()
+    line = dataclasses.replace(st.recommendation[0], tests=0, observed=None, observed_ci=None)
+    final = dataclasses.replace(st, done=True, stopped=True, recommendation=[line], tests_at_stop=0)
+    assert "never tested: the answer rests on the model's extrapolation alone" in final.text()
+    assert "never tested" not in dataclasses.replace(final, done=False).text()
+    camp.close()
+
+
 def test_hit_rates_near_the_ends_are_not_rounded_to_certainty():
     """status and the report printed a model's extrapolation to an untested compound as "hit rate 1 [1, 1]"."""
     from screenbai.campaign.views.status import rate_text

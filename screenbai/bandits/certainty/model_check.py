@@ -233,6 +233,9 @@ def check_linear(features, n, sums, sums_sq, sigma: float, *, level: float = 0.0
         arms = tuple((int(idx[b]), int(nt[many][b]), float(ybar[many][b]), float(mu[many][b]), float(adj[b]))
                      for b in bad)
     note = "" if tests else "too few outcomes to test the fit"
+    if tests and k <= r:  # the means fit exactly: only the noise is tested
+        note = (f"the means' fit cannot be tested yet: {k} compounds tested for {r} model parameters (only the noise "
+                "against sigma is); it can be once more compounds than parameters are tested")
     return _combine(model, level, tests, N, k, arms=arms, note=note, extra={"residual_sd": float(np.std(z))})
 
 

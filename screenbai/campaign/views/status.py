@@ -214,7 +214,9 @@ class Status:
         lines.append(f"recommendation ({'final' if self.done else 'current leader'}), with 95% intervals:")
         for c in self.recommendation:
             obs = (
-                "not tested yet: the model's figure extrapolates from the compounds tested (see the model check)"
+                ("never tested: the answer rests on the model's extrapolation alone (see the model check); test "
+                 "this compound before acting on it" if self.done else
+                 "not tested yet: the model's figure extrapolates from the compounds tested (see the model check)")
                 if c.observed is None or c.observed_ci is None
                 else f"observed {c.observed:.3g} [{c.observed_ci[0]:.3g}, {c.observed_ci[1]:.3g}] over {c.tests} tests"
             )
@@ -295,7 +297,7 @@ class Status:
                 out.append(
                     f"model check: no misfit detected in {mc['n_tests']:,} outcomes of {mc['n_arms']:,} compounds "
                     f"(p = {mc['p_value']:.2g}; few outcomes detect little, and a certificate holds only if the "
-                    "model does)"
+                    "model does)" + (f"; {mc['note']}" if mc.get("note") else "")
                 )
         if self.forecast_plates is not None and self.forecast_tests is not None:
             out.append(
