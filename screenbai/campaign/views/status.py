@@ -281,9 +281,13 @@ class Status:
             value = ("none yet" if not math.isfinite(self.certified_epsilon)
                      or (self.outcome == "binary" and self.certified_epsilon >= 0.999)
                      else f"{self.certified_epsilon:.2g}")
-            out.append(f"certificate, true whenever you stop (certified epsilon, a gap in {self._rate()}: "
-                       f"{value}{fires}):")
+            gap = self._rate() if self.outcome == "binary" or not self.unit else f"mean {self.unit}"
+            out.append(f"certificate, true whenever you stop (certified epsilon, a gap in {gap}: {value}{fires}):")
             out.extend(f"  {s}" for s in cert.get("sentences", []))
+        untested = [c.compound_id for c in self.recommendation if c.tests == 0]
+        if self.done and untested:
+            out.append(f"WARNING: {', '.join(untested)} never tested: the answer rests on the model's extrapolation "
+                       "alone; test it before acting on it (the model check says how far the model is checked)")
         if self.model:
             out.append(f"model (the certificate and the stopping rule's guarantee hold under it): {self.model}")
         mc = self.model_check
@@ -306,10 +310,12 @@ class Status:
                 "changes as they do; with many features runs often need more: docs/lower_bound.md)"
                 + (f"; {self.forecast_note}" if self.forecast_note else "")
             )
+        elif self.done:
+            out.append("forecast of plates left: none, the run has finished")
         else:
             out.append(
                 "forecast of plates left: once the first outcomes are recorded (init printed a guess from a prior)"
-                if self.tests == 0 and not self.done and not self.budget
+                if self.tests == 0 and not self.budget
                 else "forecast of plates left: not available (this algorithm states no stopping threshold, or it "
                 "has finished)"
             )
