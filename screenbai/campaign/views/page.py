@@ -15,13 +15,16 @@ _FONT = 'font-family="sans-serif"'
 _CHAR = 0.6  # average glyph width as a share of the font size, to size the label margin
 
 
-def _nice_ticks(hi: float, n: int = 5) -> list[float]:
-    """Ticks 0, step, 2 step, ... covering [0, hi], the step 1, 2 or 5 times a power of ten."""
+def _nice_ticks(hi: float, n: int = 5, *, whole: bool = False) -> list[float]:
+    """Ticks 0, step, 2 step, ... covering [0, hi], the step 1, 2 or 5 times a power of ten (at least 1 when
+    ``whole``: counts such as results files have no tick at 0.2)."""
     if hi <= 0:
         return [0.0, 1.0]
     raw = hi / n
     mag = 10.0 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    if whole:
+        step = max(step, 1.0)
     return [i * step for i in range(int(math.ceil(hi / step - 1e-9)) + 1)]
 
 
@@ -192,7 +195,7 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
     xs = [float(i + 1) for i in range(n)]
     tests = [float(p["tests"]) for p in points]
     ahead = forecast_plates if forecast_plates is not None and forecast_tests is not None else None
-    x_hi = n + (ahead or 0.0)
+    x_hi = n + max(ahead or 0.0, 0.5)  # room after the last point (it sat on the frame without a forecast)
     contention = [None if p["in_contention"] is None else float(p["in_contention"]) for p in points]
     # inf (nothing certified yet) and, for cure rates, 1 (the trivial bound) are not drawn
     cap = 1.0 if binary else math.inf
@@ -243,7 +246,7 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
     for k, (title, ys, extra, y_hi) in enumerate(panels):
         out += _panel(10 + band * k, band - 30, title, xs, ys, x_hi, width, left, y_hi=y_hi, extra=extra)
     axis_y = 10 + band * len(panels) - 12
-    x_ticks = _nice_ticks(x_hi, 8)
+    x_ticks = _nice_ticks(x_hi, 8, whole=True)
     for t in x_ticks:
         if t <= x_hi:
             xp = left + (width - left - 20) * t / (x_hi or 1.0)
