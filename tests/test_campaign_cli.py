@@ -345,6 +345,7 @@ def test_the_prior_forecast_is_on_the_scale_of_the_model_it_forecasts(tmp_path, 
     assert init(tmp_path / "r.campaign", library_csv, "--algorithm", "rage", "--param", "epsilon=0.1") == 0
     out = capsys.readouterr().out
     assert "hit rates spread with sd 0.2 over the library" in out
+    assert "note: this forecast of a phased elimination leaves out the phases' losses" in out  # issue 19
     argv = ["--outcome", "continuous", "--param", "epsilon=5", "--readout", "percent inhibition", "--unit", "%"]
     tests = {}
     for sigma in (8, 16):
