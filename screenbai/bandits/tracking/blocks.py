@@ -300,8 +300,9 @@ class BlockEvidence(StoppingRule):
         sd2 = self.sigma2 * np.maximum(c.prior_diag[i] - 2.0 * (X @ (c.Pbar @ X[i])) + c.prior_diag, 0.0)
         return c.prior_pred[i] - c.prior_pred, sd2
 
-    def _start_margin(self, i: int) -> float:
-        """The margin on y'theta the start of a direction's test aims at (tuning only): epsilon."""
+    def _start_margin(self, b: int, i: int) -> float:
+        """The margin on y'theta the start of a direction's test at block b aims at (tuning only; from
+        blocks <= b alone, so the e-values do not depend on when they are computed): epsilon."""
         return self.epsilon
 
     def _margin(self, i: int) -> float:
@@ -325,7 +326,7 @@ class BlockEvidence(StoppingRule):
             est, v, ok = self._direction_block(b, i)
             prior = self._direction_prior(b, i) if not started.all() else None
             if prior is not None:
-                margin = prior[0] + self._start_margin(i)
+                margin = prior[0] + self._start_margin(b, i)
                 sd2 = prior[1]
                 need = 2.0 * (self.level(i) + 1.5) / np.maximum(np.maximum(np.maximum(margin, 0.0) ** 2, sd2), 1e-300)
                 share = np.where(ok, 1.0 / np.where(ok, v, 1.0), 0.0) >= START_SHARE * need
