@@ -34,7 +34,10 @@ al. 2021) would remove the rest of the predictions' regret from the threshold; i
 burn-in depending on the unknown kappa) are not met by an algorithm that assumes no constant. Each
 window's set still pays about (d - 1)/2 nats for fitting the nuisance directions (its minimum over
 the alternative is a d-parameter fit, the predictions are not), so the stopping level stays above
-log(1/delta) + (d - 1)/2 at any d.
+log(1/delta) + (d - 1)/2 at any d. ``logistic_blocks.LikelihoodOrBlocks`` adds a per-direction
+e-process over the blocks (each block's one-step estimate, its Taylor bias bounded over this set) at
+half of delta; it is valid but does not pay at d = 5 or 10 (its bias bound inherits the set's width,
+docs/lower_bound.md, "A per-direction logistic block rule"), so BLOCKS_MIN_D leaves it off.
 """
 
 from __future__ import annotations
