@@ -113,6 +113,7 @@ def _steps(pol, env, n):
         pol.tell(arms, env.pull(arms))
 
 
+@pytest.mark.slow
 def test_log_tas_with_block_evidence_saves_restores_and_pickles(monkeypatch, tmp_path):
     """Interrupted after 120 tests and restored (from a file and from a pickle), 120 tests later the run is
     where the uninterrupted one is: the same tests, blocks, block bounds and certificate."""
