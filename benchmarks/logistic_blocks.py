@@ -5,6 +5,7 @@ likelihood-ratio set alone, at delta = 0.05, on benchmarks/lower_bound.py's inst
     python benchmarks/logistic_blocks.py --instances kw_d5_s0 --reps 15 --rule lr
     python benchmarks/logistic_blocks.py --instances kw_d5_s0 --reps 15 --whole-design
     python benchmarks/logistic_blocks.py --instances kw_d10_s0 --reps 1 --blocks
+    python benchmarks/logistic_blocks.py --instances kw_d5_s0 kw_d10_s0 --reps 10 --oracle-d
 
 Per instance and rule (``both``: LikelihoodOrBlocks, the LR set at delta/2 OR the block evidence at delta/2;
 ``lr``: the LR set at delta, today's default): runs, errors (epsilon-good answer or not), median and mean
@@ -73,7 +74,13 @@ def _per_block(pol, inst) -> None:
             r1, r2 = np.median((one / np.sqrt(v))[outside]), np.median((two / np.sqrt(v))[outside])
         blk = ev.blocks[b]
         print(f"  {b}: {int(blk['n'].sum())} {np.median(blk['D']):.2f} {r1:.2f} {r2:.2f} {int(ok[outside].sum())}")
-    V = ev._stats(i)[4]
+    _, started, _, S, V, _, _ = ev._stats(i)
+    raw = np.zeros(ev.K)  # the same blocks' combination without the bias bound subtracted
+    for b in range(ev.n_blocks):
+        c = ev._block(b)
+        _, v, ok = ev._direction_block(b, i)
+        ok &= started
+        raw += np.where(ok, (c.pred[i] - c.pred) / np.where(ok, v, 1.0), 0.0)
     eta = pol.Z @ inst.theta
     H = (pol.Z.T * (pol.n * expit(eta) * expit(-eta))) @ pol.Z
     Hinv = np.linalg.pinv(H)
@@ -81,8 +88,11 @@ def _per_block(pol, inst) -> None:
     for j in np.argsort(np.where(outside, le, np.inf))[:4]:
         y = pol.Z[i] - pol.Z[j]
         sd = V[j] ** -0.5 if V[j] > 0 else float("inf")
+        est = S[j] / V[j] if V[j] > 0 else float("nan")
+        bare = raw[j] / V[j] if V[j] > 0 else float("nan")
         pooled = float(np.sqrt(y @ Hinv @ y))
-        print(f"  rival {j}: log e {le[j]:.2f}, sd of the blocks' estimate {sd:.3f}, pooled {pooled:.3f}")
+        print(f"  rival {j}: log e {le[j]:.2f}; y'theta: truth {y @ inst.theta:.3f}, blocks' estimate {est:.3f} "
+              f"(without the bias bound {bare:.3f}), its sd {sd:.3f}, sd of the pooled Fisher information {pooled:.3f}")
 
 
 def main() -> None:
@@ -97,6 +107,9 @@ def main() -> None:
     ap.add_argument("--whole-design", action="store_true",
                     help="each block repeats the whole design (log-tas's TRACK_CUMULATIVE = False), as lin-tas's do")
     ap.add_argument("--blocks", action="store_true", help="print the per-block detail of the first run (rule both)")
+    ap.add_argument("--oracle-d", action="store_true",
+                    help="a diagnostic, not a valid rule: D_k = |x_k'(theta* - theta_ref)| from the truth (the bias "
+                         "bound a perfect localisation would give)")
     args = ap.parse_args()
     log_tas.TRACK_CUMULATIVE = not args.whole_design
     log_tas.BLOCKS_MIN_D = 1 if args.rule == "both" else None
@@ -105,6 +118,18 @@ def main() -> None:
     for name in args.instances:
         spec = specs[name]
         inst = spec.build()
+        if args.oracle_d:
+            truth = np.asarray(inst.theta, dtype=float)
+
+            def opened(rule, counts, theta=truth, X=inst.features):
+                if rule.Z.shape != X.shape or not np.allclose(rule.Z, X):
+                    raise SystemExit("--oracle-d needs an instance whose features the policy uses unchanged")
+                arms = np.flatnonzero(np.asarray(counts))
+                ref = np.asarray(rule.policy.theta_hat, dtype=float)
+                a, D = rule.Z[arms] @ ref, np.abs(rule.Z[arms] @ (theta - ref))
+                rule.blocks.opened(counts, ref, a - D, a + D)
+
+            lb.LikelihoodOrBlocks.block_opened = opened  # type: ignore[method-assign]
         t0 = time.time()
         tests, errors, by_blocks, stats = [], 0, 0, []
         for run in range(args.reps):
@@ -118,7 +143,7 @@ def main() -> None:
                 stats.append(_at_stop(pol))
                 if args.blocks and run == 0:
                     _per_block(pol, inst)
-        label = args.rule + (" whole-design" if args.whole_design else "")
+        label = args.rule + (" whole-design" if args.whole_design else "") + (" oracle-D" if args.oracle_d else "")
         line = (f"{name} rule={label} runs={args.reps} errors={errors} median={np.median(tests):g} "
                 f"mean={np.mean(tests):.0f} stopped_by_blocks={by_blocks} seconds={time.time() - t0:.0f}")
         if stats:
