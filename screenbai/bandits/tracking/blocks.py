@@ -245,14 +245,17 @@ class BlockEvidence(StoppingRule):
         an arm the first block finds implausible pays at most log(1 / a) more in its level; any
         temperature T = WEIGHTS_TEMPERATURE is valid too, a smaller one puts more weight on the arms the
         first block ranks first.)"""
-        P = pinv_psd(self.A[0])[0]
-        pred = self.X @ (P @ self.s[0])
-        var = self.sigma2 * np.einsum("ij,ij->i", self.X @ P, self.X)
+        pred, var = self._first_estimate()
         top = int(np.argsort(-pred, kind="stable")[self.m - 1])
         z = np.maximum(pred[top] - pred, 0.0) / np.sqrt(np.maximum(var[top] + var, 1e-300))
         pi = np.exp(-0.5 * z * z / WEIGHTS_TEMPERATURE)
         w = WEIGHTS_UNIFORM / (self.K - self.m) + (1.0 - WEIGHTS_UNIFORM) * pi / pi.sum()
         self.shift = np.log(1.0 / ((self.K - self.m) * w))
+
+    def _first_estimate(self) -> tuple[np.ndarray, np.ndarray]:
+        """The first block's predictions of every arm and their variances (the union bound's weights)."""
+        P = pinv_psd(self.A[0])[0]
+        return self.X @ (P @ self.s[0]), self.sigma2 * np.einsum("ij,ij->i", self.X @ P, self.X)
 
     def level(self, i: int) -> float:
         """log(1/delta') of the directions from arm i."""
@@ -271,6 +274,41 @@ class BlockEvidence(StoppingRule):
                 Abar = Abar + self.A[k]
         return self._blocks[b]
 
+    def _direction_block(self, b: int, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Block b's evidence in the directions y_j = x_i - x_j, for every j: (the estimate of y_j'theta,
+        centred so that it is at most y_j'theta plus a noise of variance proxy v_j given the blocks
+        before; v_j; whether y_j is in the range of the block's design). Linear model: y_j'theta_b,
+        sigma^2 y_j'A_b^+ y_j (module docstring); the logistic model's (``logistic_blocks``) subtracts
+        its bias bound."""
+        c = self._block(b)
+        X = self.X
+        v = self.sigma2 * np.maximum(c.diag[i] - 2.0 * (X @ (c.P @ X[i])) + c.diag, 0.0)
+        ok = v > 0
+        if c.XN is not None:
+            out = c.XN[i] - c.XN
+            norm = np.einsum("ij,ij->i", X[i] - X, X[i] - X)
+            ok &= np.einsum("ij,ij->i", out, out) <= _RANGE_RTOL**2 * norm
+        return c.pred[i] - c.pred, v, ok
+
+    def _direction_prior(self, b: int, i: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(estimate of y_j'theta, its variance) from the blocks before block b, for the start of the
+        directions' tests (a tuning choice: any value keeps the guarantee); None before block 2."""
+        c = self._block(b)
+        if c.Pbar is None or c.prior_pred is None or c.prior_diag is None:
+            return None
+        X = self.X
+        sd2 = self.sigma2 * np.maximum(c.prior_diag[i] - 2.0 * (X @ (c.Pbar @ X[i])) + c.prior_diag, 0.0)
+        return c.prior_pred[i] - c.prior_pred, sd2
+
+    def _start_margin(self, b: int, i: int) -> float:
+        """The margin on y'theta the start of a direction's test at block b aims at (tuning only; from
+        blocks <= b alone, so the e-values do not depend on when they are computed): epsilon."""
+        return self.epsilon
+
+    def _margin(self, i: int) -> float:
+        """c such that y_j'theta > -c certifies arm i beats arm j by more than -epsilon: epsilon (linear)."""
+        return self.epsilon
+
     def _stats(self, i: int) -> list:
         """[blocks summed, started, rho, S, V, lam, q] for the directions y_j = x_i - x_j: a direction starts
         at the first block b whose pooled estimate before b has z-score margin / sd >= START_Z (all
@@ -284,18 +322,12 @@ class BlockEvidence(StoppingRule):
         if st is None:
             st = [0, np.zeros(K, dtype=bool), np.ones(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)]
         done, started, rho, S, V, lam, q = st
-        X = self.X
         for b in range(done, self.n_blocks):
-            c = self._block(b)
-            v = self.sigma2 * np.maximum(c.diag[i] - 2.0 * (X @ (c.P @ X[i])) + c.diag, 0.0)
-            ok = v > 0
-            if c.XN is not None:
-                out = c.XN[i] - c.XN
-                norm = np.einsum("ij,ij->i", X[i] - X, X[i] - X)
-                ok &= np.einsum("ij,ij->i", out, out) <= _RANGE_RTOL**2 * norm
-            if c.Pbar is not None and c.prior_pred is not None and c.prior_diag is not None and not started.all():
-                margin = c.prior_pred[i] - c.prior_pred + self.epsilon
-                sd2 = self.sigma2 * np.maximum(c.prior_diag[i] - 2.0 * (X @ (c.Pbar @ X[i])) + c.prior_diag, 0.0)
+            est, v, ok = self._direction_block(b, i)
+            prior = self._direction_prior(b, i) if not started.all() else None
+            if prior is not None:
+                margin = prior[0] + self._start_margin(b, i)
+                sd2 = prior[1]
                 need = 2.0 * (self.level(i) + 1.5) / np.maximum(np.maximum(np.maximum(margin, 0.0) ** 2, sd2), 1e-300)
                 share = np.where(ok, 1.0 / np.where(ok, v, 1.0), 0.0) >= START_SHARE * need
                 new = ~started & (((margin > 0) & (margin * margin >= START_Z**2 * sd2)) | share)
@@ -313,7 +345,7 @@ class BlockEvidence(StoppingRule):
                 continue
             ok &= started
             inv = np.where(ok, 1.0 / np.where(ok, v, 1.0), 0.0)
-            S = S + (c.pred[i] - c.pred) * inv
+            S = S + np.where(ok, est, 0.0) * inv
             V = V + inv
         st = [self.n_blocks, started, rho, S, V, lam, q]
         self._leader[i] = st
@@ -325,7 +357,7 @@ class BlockEvidence(StoppingRule):
         """log E(x_i - x_j) at the boundary c = -epsilon for every j: the evidence that arm i beats
         arm j by more than -epsilon (0 for directions not started; entry i is 0)."""
         _, started, rho, S, V, lam, q = self._stats(i)
-        M = S + self.epsilon * V
+        M = S + self._margin(i) * V
         out = mixture_log_evalue(M, V, rho)
         point = (q > 0) & (V > 0)
         if point.any():  # log(q exp(lam M - lam^2 V / 2) + (1 - q) E^mix)
