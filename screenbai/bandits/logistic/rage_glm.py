@@ -67,12 +67,11 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
 from screenbai.bandits.core.params import like, run_state
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.numerics.glm import SeparableDataError, dmu, logistic_mle
+from screenbai.bandits.numerics.glm import SeparableDataError, dmu, logistic_mle, mean_gap_bound
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, observe_in_chunks
 from screenbai.bandits.phased.elimination import PhasedElimination
 
@@ -84,26 +83,6 @@ LR_SHARE = 0.5
 _RANGE_STEPS = 5
 #: chunks of a told batch grow by this fraction of the outcomes before them (the running predictions)
 _CHUNK_GROWTH = 0.1
-
-
-def mean_gap_bound(u: np.ndarray, lo_i: float, hi_i: float, hi_j: np.ndarray) -> np.ndarray:
-    """The largest mu(a_j) - mu(a_i) over a_i in [lo_i, hi_i], a_j <= hi_j and a_j - a_i <= u (per entry of
-    ``u`` and ``hi_j``): an upper bound on mu_j - mu_i (exact for these constraints; a_j's lower end only
-    removes points). For a given a_i the best a_j is min(hi_j, a_i + u): on a_i <= hi_j - u the value is
-    mu(a_i + u) - mu(a_i), unimodal and symmetric about -u/2 (largest there for u >= 0, at an end for
-    u < 0), and beyond it mu(hi_j) - mu(a_i), falling in a_i."""
-    u = np.asarray(u, dtype=float)
-    hi_j = np.asarray(hi_j, dtype=float)
-
-    def pair(a):
-        return expit(a + u) - expit(a)
-
-    cut = np.minimum(hi_i, hi_j - u)  # the part of [lo_i, hi_i] where a_j = a_i + u
-    first = np.maximum.reduce([pair(np.full_like(u, lo_i)), pair(cut), pair(np.clip(-u / 2.0, lo_i, cut))])
-    first = np.where(cut >= lo_i, first, -np.inf)
-    start = np.maximum(lo_i, hi_j - u)  # the part where a_j = hi_j
-    second = np.where(start <= hi_i, expit(hi_j) - expit(start), -np.inf)
-    return np.maximum(first, second)
 
 
 @register(
