@@ -245,14 +245,17 @@ class BlockEvidence(StoppingRule):
         an arm the first block finds implausible pays at most log(1 / a) more in its level; any
         temperature T = WEIGHTS_TEMPERATURE is valid too, a smaller one puts more weight on the arms the
         first block ranks first.)"""
-        P = pinv_psd(self.A[0])[0]
-        pred = self.X @ (P @ self.s[0])
-        var = self.sigma2 * np.einsum("ij,ij->i", self.X @ P, self.X)
+        pred, var = self._first_estimate()
         top = int(np.argsort(-pred, kind="stable")[self.m - 1])
         z = np.maximum(pred[top] - pred, 0.0) / np.sqrt(np.maximum(var[top] + var, 1e-300))
         pi = np.exp(-0.5 * z * z / WEIGHTS_TEMPERATURE)
         w = WEIGHTS_UNIFORM / (self.K - self.m) + (1.0 - WEIGHTS_UNIFORM) * pi / pi.sum()
         self.shift = np.log(1.0 / ((self.K - self.m) * w))
+
+    def _first_estimate(self) -> tuple[np.ndarray, np.ndarray]:
+        """The first block's predictions of every arm and their variances (the union bound's weights)."""
+        P = pinv_psd(self.A[0])[0]
+        return self.X @ (P @ self.s[0]), self.sigma2 * np.einsum("ij,ij->i", self.X @ P, self.X)
 
     def level(self, i: int) -> float:
         """log(1/delta') of the directions from arm i."""
@@ -271,6 +274,41 @@ class BlockEvidence(StoppingRule):
                 Abar = Abar + self.A[k]
         return self._blocks[b]
 
+    def _direction_block(self, b: int, i: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Block b's evidence in the directions y_j = x_i - x_j, for every j: (the estimate of y_j'theta,
+        centred so that it is at most y_j'theta plus a noise of variance proxy v_j given the blocks
+        before; v_j; whether y_j is in the range of the block's design). Linear model: y_j'theta_b,
+        sigma^2 y_j'A_b^+ y_j (module docstring); the logistic model's (``logistic_blocks``) subtracts
+        its bias bound."""
+        c = self._block(b)
+        X = self.X
+        v = self.sigma2 * np.maximum(c.diag[i] - 2.0 * (X @ (c.P @ X[i])) + c.diag, 0.0)
+        ok = v > 0
+        if c.XN is not None:
+            out = c.XN[i] - c.XN
+            norm = np.einsum("ij,ij->i", X[i] - X, X[i] - X)
+            ok &= np.einsum("ij,ij->i", out, out) <= _RANGE_RTOL**2 * norm
+        return c.pred[i] - c.pred, v, ok
+
+    def _direction_prior(self, b: int, i: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """(estimate of y_j'theta, its variance) from the blocks before block b, for the start of the
+        directions' tests (a tuning choice: any value keeps the guarantee); None before block 2."""
+        c = self._block(b)
+        if c.Pbar is None or c.prior_pred is None or c.prior_diag is None:
+            return None
+        X = self.X
+        sd2 = self.sigma2 * np.maximum(c.prior_diag[i] - 2.0 * (X @ (c.Pbar @ X[i])) + c.prior_diag, 0.0)
+        return c.prior_pred[i] - c.prior_pred, sd2
+
+    def _start_margin(self, b: int, i: int) -> float:
+        """The margin on y'theta the start of a direction's test at block b aims at (tuning only; from
+        blocks <= b alone, so the e-values do not depend on when they are computed): epsilon."""
+        return self.epsilon
+
+    def _margin(self, i: int) -> float:
+        """c such that y_j'theta > -c certifies arm i beats arm j by more than -epsilon: epsilon (linear)."""
+        return self.epsilon
+
     def _stats(self, i: int) -> list:
         """[blocks summed, started, rho, S, V, lam, q] for the directions y_j = x_i - x_j: a direction starts
         at the first block b whose pooled estimate before b has z-score margin / sd >= START_Z (all
@@ -284,18 +322,12 @@ class BlockEvidence(StoppingRule):
         if st is None:
             st = [0, np.zeros(K, dtype=bool), np.ones(K), np.zeros(K), np.zeros(K), np.zeros(K), np.zeros(K)]
         done, started, rho, S, V, lam, q = st
-        X = self.X
         for b in range(done, self.n_blocks):
-            c = self._block(b)
-            v = self.sigma2 * np.maximum(c.diag[i] - 2.0 * (X @ (c.P @ X[i])) + c.diag, 0.0)
-            ok = v > 0
-            if c.XN is not None:
-                out = c.XN[i] - c.XN
-                norm = np.einsum("ij,ij->i", X[i] - X, X[i] - X)
-                ok &= np.einsum("ij,ij->i", out, out) <= _RANGE_RTOL**2 * norm
-            if c.Pbar is not None and c.prior_pred is not None and c.prior_diag is not None and not started.all():
-                margin = c.prior_pred[i] - c.prior_pred + self.epsilon
-                sd2 = self.sigma2 * np.maximum(c.prior_diag[i] - 2.0 * (X @ (c.Pbar @ X[i])) + c.prior_diag, 0.0)
+            est, v, ok = self._direction_block(b, i)
+            prior = self._direction_prior(b, i) if not started.all() else None
+            if prior is not None:
+                margin = prior[0] + self._start_margin(b, i)
+                sd2 = prior[1]
                 need = 2.0 * (self.level(i) + 1.5) / np.maximum(np.maximum(np.maximum(margin, 0.0) ** 2, sd2), 1e-300)
                 share = np.where(ok, 1.0 / np.where(ok, v, 1.0), 0.0) >= START_SHARE * need
                 new = ~started & (((margin > 0) & (margin * margin >= START_Z**2 * sd2)) | share)
@@ -313,7 +345,7 @@ class BlockEvidence(StoppingRule):
                 continue
             ok &= started
             inv = np.where(ok, 1.0 / np.where(ok, v, 1.0), 0.0)
-            S = S + (c.pred[i] - c.pred) * inv
+            S = S + np.where(ok, est, 0.0) * inv
             V = V + inv
         st = [self.n_blocks, started, rho, S, V, lam, q]
         self._leader[i] = st
@@ -325,7 +357,7 @@ class BlockEvidence(StoppingRule):
         """log E(x_i - x_j) at the boundary c = -epsilon for every j: the evidence that arm i beats
         arm j by more than -epsilon (0 for directions not started; entry i is 0)."""
         _, started, rho, S, V, lam, q = self._stats(i)
-        M = S + self.epsilon * V
+        M = S + self._margin(i) * V
         out = mixture_log_evalue(M, V, rho)
         point = (q > 0) & (V > 0)
         if point.any():  # log(q exp(lam M - lam^2 V / 2) + (1 - q) E^mix)
@@ -380,17 +412,58 @@ class BlockEvidence(StoppingRule):
 
 
     def threshold(self, t: float, delta: float) -> float:
-        """The evidence margin^2 V / 2 a direction needs at the stop at level delta, the same for every
-        t: with rho = RHO_FRACTION V (the design's aim), the mixture crosses its level L
-        (log(m (K - m) / delta), weighted for the current leader) at
-        (1 + u)(L + (1/2) log(1 + 1/u) - log 2), u = RHO_FRACTION (the Gaussian tail's log 2 Phi ~ log 2).
-        A forecast's t = T*(theta_hat) times this. (A direction settled by its start block alone through
-        the point mass, POINT_SHARE, needs only L + log(1 / POINT_SHARE): the forecast errs long there.)"""
+        """The evidence margin^2 V / 2 (V counting the tests from lin-tas's first designed block on) a direction
+        needs at a stop after t tests at level delta; a forecast is the t with t = T*(theta_hat) beta(t, delta).
+
+        Later blocks: the mixture of the module docstring, with rho = RHO_FRACTION V (the design's aim), crosses its
+        level L (log(m (K - m) / delta), weighted for the current leader) at
+        beta_mix = (1 + u)(L + (1/2) log(1 + 1/u) - log 2), u = RHO_FRACTION (the Gaussian tail's log 2 Phi ~ log 2).
+        The first designed block (lin-tas's block 2, of n_2 tests after the s tests of the spanning block, which
+        are no direction's evidence): a direction it settles alone carries the point mass, whose single look
+        needs only beta_pt = L + log(1 / POINT_SHARE). So, while block 2 is not designed yet (``_first_block``):
+        no stop before t_2 = s + n_2; at t >= t_2 the run has stopped when block 2 alone suffices,
+        n_2 >= T* beta_pt, or when the blocks from 2 on do, t - s >= T* beta_mix. In the form t >= T* beta(t):
+        beta(t) = min(beta_pt t / n_2, beta_mix t / (t - s)) for t >= t_2 and beta = 1e300 (no stop) below,
+        which keeps t - T* beta(t) negative, then non-negative (one crossing, found by the forecast's bisection).
+        Afterwards (or for another sampling rule, or block 2 sized to end the run) beta_mix alone.
+        Approximations: block 2's span completion (at most d tests) and, in a campaign, the replicate wells of
+        the first plate are left out of s and n_2 (forecast.stopping_time measures the whole; benchmarks/
+        forecast_check.py against actual stops)."""
         leader = int(np.asarray(self.policy._recommend(np.random.default_rng(0)))[0])
         u = RHO_FRACTION
         level = self.level(leader) if self.n_blocks else self.log_level
         level += math.log(self.delta / delta)  # the level at this rule's delta, moved to the one asked
-        return (1.0 + u) * (level + 0.5 * math.log(1.0 + 1.0 / u) - math.log(2.0))
+        mix = (1.0 + u) * (level + 0.5 * math.log(1.0 + 1.0 / u) - math.log(2.0))
+        first = self._first_block() if POINT_SHARE > 0 else None
+        if first is None:
+            return mix
+        s, n2 = first
+        if t < s + n2:
+            return 1e300
+        point = (level - math.log(POINT_SHARE)) * t / n2
+        return min(point, mix * t / (t - s))
+
+    def mixture_threshold(self, t: float, delta: float) -> float:
+        """beta_mix alone (``threshold`` without the first designed block's point mass: the forecast before
+        issue 19's fix, kept for benchmarks/forecast_check.py's comparison)."""
+        leader = int(np.asarray(self.policy._recommend(np.random.default_rng(0)))[0])
+        level = (self.level(leader) if self.n_blocks else self.log_level) + math.log(self.delta / delta)
+        return (1.0 + RHO_FRACTION) * (level + 0.5 * math.log(1.0 + 1.0 / RHO_FRACTION) - math.log(2.0))
+
+    def _first_block(self) -> tuple[float, float] | None:
+        """(s, n_2): the tests before lin-tas's first designed block (its spanning block, or more if already
+        recorded or in flight) and that block's size, max(3 d, growth s) as ``LinearTrackAndStop._design`` gives
+        it at full size; None once it is designed, or when the sampling rule is not lin-tas's full first block."""
+        pol = self.policy
+        if not getattr(pol, "first_design_full", False) or getattr(pol, "_n_opened", 2) >= 2:
+            return None
+        spanner = getattr(pol, "_spanner", None)
+        if spanner is None:
+            return None
+        s = float(max(spanner.size, pol.n_samples + pol.n_in_flight))
+        n2 = float(max(3 * pol.d_eff, math.ceil(pol.growth * s)))
+        n2 = min(n2, float(pol.max_samples) - s)
+        return (s, n2) if n2 >= 1 else None
 
 
 def union_level(delta: float, K: int, m: int) -> float:

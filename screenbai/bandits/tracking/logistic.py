@@ -39,7 +39,10 @@ al. 2021) would remove the rest of the predictions' regret from the threshold; i
 burn-in depending on the unknown kappa) are not met by an algorithm that assumes no constant. Each
 window's set still pays about (d - 1)/2 nats for fitting the nuisance directions (its minimum over
 the alternative is a d-parameter fit, the predictions are not), so the stopping level stays above
-log(1/delta) + (d - 1)/2 at any d.
+log(1/delta) + (d - 1)/2 at any d. ``logistic_blocks.LikelihoodOrBlocks`` adds a per-direction
+e-process over the blocks (each block's one-step estimate, its Taylor bias bounded over this set) at
+half of delta; it is valid but does not pay at d = 5 or 10 (its bias bound inherits the set's width,
+docs/lower_bound.md, "A per-direction logistic block rule"), so BLOCKS_MIN_D leaves it off.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from screenbai.bandits.numerics.linalg import pinv_psd
 from screenbai.bandits.numerics.lr_set import forecast_level
 from screenbai.bandits.rules.likelihood import WindowedLikelihoodRatio
 from screenbai.bandits.tracking.linear import GROWTH, LinearTrackAndStop
+from screenbai.bandits.tracking.logistic_blocks import LikelihoodOrBlocks
 
 #: blocks complete the information collected so far (False: each block repeats the whole design)
 TRACK_CUMULATIVE = True
@@ -74,6 +78,9 @@ PLUGIN_D = 2
 #: above this many dimensions the likelihood-ratio set is also restarted late (lr_windows); at or below,
 #: the full window alone, at weight 1 (with late windows it has weight lr_windows.FULL_WEIGHT)
 LATE_D = SMALL_D
+#: from this many dimensions on, the per-direction block evidence joins the likelihood-ratio set
+#: (logistic_blocks.LikelihoodOrBlocks; None: never; docs/lower_bound.md)
+BLOCKS_MIN_D: int | None = None
 
 
 @register(
@@ -123,14 +130,21 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0,
                                 stat_name="rivals not yet ruled out by its likelihood-ratio test:")
 
-    def _stopping_rule(self, p) -> WindowedLikelihoodRatio:
-        """The likelihood-ratio set of the module docstring, restarted late above LATE_D dimensions."""
-        return WindowedLikelihoodRatio(self.Z, self.m, self.epsilon, self.delta, p.growth, late=self.d_eff > LATE_D)
+    def _stopping_rule(self, p) -> WindowedLikelihoodRatio | LikelihoodOrBlocks:
+        """The likelihood-ratio set of the module docstring, restarted late above LATE_D dimensions; above
+        BLOCKS_MIN_D dimensions at a share of delta, OR the per-direction block evidence at the rest
+        (logistic_blocks.LikelihoodOrBlocks)."""
+        late = self.d_eff > LATE_D
+        if BLOCKS_MIN_D is not None and self.d_eff >= BLOCKS_MIN_D:
+            return LikelihoodOrBlocks(self.Z, self.m, self.epsilon, self.delta, p.growth, late)
+        return WindowedLikelihoodRatio(self.Z, self.m, self.epsilon, self.delta, p.growth, late)
 
     @property
     def likelihood(self) -> WindowedLikelihoodRatio:
-        """The stopping rule (rules/likelihood.py)."""
+        """The likelihood-ratio set (rules/likelihood.py): the stopping rule, or its first part."""
         rule = self.stopping_rule
+        if isinstance(rule, LikelihoodOrBlocks):
+            return rule.lr
         assert isinstance(rule, WindowedLikelihoodRatio)
         return rule
 
@@ -217,6 +231,8 @@ class LogisticTrackAndStop(LinearTrackAndStop):
             if arms is None:
                 return None
             self._plan = np.asarray(arms, dtype=np.int64)
+            if isinstance(self.stopping_rule, LikelihoodOrBlocks):  # the block's design is fixed now
+                self.stopping_rule.block_opened(self._open[-1]["planned"])
         arm, self._plan = int(self._plan[0]), self._plan[1:]
         return arm
 
@@ -251,10 +267,14 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     def _check_stop(self) -> np.ndarray | None:
         """The likelihood-ratio test (on its schedule, ``WindowedLikelihoodRatio.check``) of the m largest
         fitted means."""
-        return self.likelihood.check(self._leaders(self._theta_pred, np.random.default_rng(self._n_closed)))
+        rule = self.stopping_rule
+        assert isinstance(rule, (WindowedLikelihoodRatio, LikelihoodOrBlocks))
+        return rule.check(self._leaders(self._theta_pred, np.random.default_rng(self._n_closed)))
 
     def _close_block(self, counts: np.ndarray, sums: np.ndarray) -> None:
         self._n_closed += 1
+        if isinstance(self.stopping_rule, LikelihoodOrBlocks):
+            self.stopping_rule.block_closed(counts, sums)
         self.diagnostics["blocks"] = self._n_closed
 
     # ------------------------------------------------------------------ answers
