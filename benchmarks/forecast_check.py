@@ -1,26 +1,38 @@
-"""The forecast against actual stops: t solving t = T*(theta) beta(t, delta) with the true theta and
-the likelihood-ratio set's approximate level (lr_set.forecast_level), beside the median stops measured
-in docs/lower_bound.md (log-tas: benchmarks/tracking_ratios.py; GLGapE's default: issue 19's figures
-and benchmarks/lower_bound.py), kw_synthetic(K = 50, seed 0), epsilon = 0.1, delta = 0.05.
+"""The forecast against actual stops.
+
+log-tas / GLGapE (default): t solving t = T*(theta) beta(t, delta) with the true theta and the
+likelihood-ratio set's approximate level (lr_set.forecast_level), beside the median stops measured in
+docs/lower_bound.md (log-tas: benchmarks/tracking_ratios.py; GLGapE's default: issue 19's figures and
+benchmarks/lower_bound.py), kw_synthetic(K = 50, seed 0), epsilon = 0.1, delta = 0.05.
+
+lin-tas (``--lin-tas``): its own threshold (``BlockEvidence.threshold``, with the first designed block's point
+mass) and the mixture's alone (``mixture_threshold``, the forecast before issue 19's fix), each from the true
+theta, against the median of ``--reps`` runs measured here (delta = 0.05, epsilon = 0, the runner's seeds
+0..reps-1), on Soare's instance (d = 2, omega = 0.1), Reda's K = 4, m = 2 and random_linear (K = 400, d = 20)
+seeds 0-2.
 
     python benchmarks/forecast_check.py
+    python benchmarks/forecast_check.py --lin-tas --reps 100 --jobs 2
 """
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 
+from screenbai.bandits import policy_for_instance, replicate
 from screenbai.bandits.certainty.complexity import characteristic_time
 from screenbai.bandits.certainty.forecast import stopping_time
 from screenbai.bandits.numerics.lr_set import forecast_level
-from screenbai.bandits.sim.generators import kw_synthetic
+from screenbai.bandits.sim.generators import kw_synthetic, random_linear, reda_classic, soare
 
 # median tests at delta = 0.05 (docs/lower_bound.md, "The likelihood-ratio stop"): log-tas (200 / 100 /
 # 20 runs at d = 2 / 5 / 10), GLGapE's default (20 runs), both with lr_set.RunningPredictor
 MEASURED = {2: (529.5, 617), 5: (621, 690), 10: (2210, 1829)}
 
 
-def main() -> None:
+def logistic() -> None:
     print("| kw_synthetic d | T* | forecast | log-tas median (x forecast) | GLGapE median (x forecast) |")
     print("|---|---|---|---|---|")
     for d, (tas, glgape) in MEASURED.items():
@@ -30,6 +42,44 @@ def main() -> None:
         T = characteristic_time(X, theta, model="logistic", sigma=0.5, epsilon=0.1, answer=(best,)).T_star
         t = stopping_time(T, lambda t, delta, p=X.shape[1]: forecast_level(t, p, delta), 0.05)
         print(f"| {d} | {T:.1f} | {t:,.0f} | {tas:,} ({tas / t:.2f}) | {glgape:,} ({glgape / t:.2f}) |")
+
+
+LIN_TAS = {
+    "soare(d=2, omega=0.1)": (lambda: soare(d=2, omega=0.1), {}),
+    "reda_classic(K=4, m=2)": (lambda: reda_classic(K=4, m=2), {"m": 2}),
+    **{f"random_linear seed {s}": ((lambda s=s: random_linear(seed=s)), {}) for s in range(3)},
+}
+
+
+def lin_tas(reps: int, jobs: int, delta: float = 0.05) -> None:
+    print(f"| instance | T* | forecast before (mixture only) | forecast now (point mass) | median of {reps} runs | "
+          "median / before | median / now |")
+    print("|---|---|---|---|---|---|---|")
+    for name, (make, params) in LIN_TAS.items():
+        inst = make()
+        X, theta, m = inst.features, inst.theta, int(params.get("m", 1))
+        policy = policy_for_instance("lin-tas", inst, rng=0, delta=delta, **params)
+        answer = tuple(int(a) for a in np.argsort(-(X @ theta), kind="stable")[:m])
+        T = characteristic_time(X, theta, model="linear", sigma=float(policy.sigma), epsilon=0.0, m=m,
+                                answer=answer).T_star
+        before = stopping_time(T, policy.stopping_rule.mixture_threshold, delta)
+        now = stopping_time(T, policy.stopping_threshold, delta)
+        runs = replicate(inst, "lin-tas", {"delta": delta, "sigma": "oracle", **params}, n_reps=reps, seed=0,
+                         n_jobs=jobs)
+        med = float(np.median(runs["samples"]))
+        print(f"| {name} | {T:.2f} | {before:,.0f} | {now:,.0f} | {med:,.1f} | {med / before:.2f} | {med / now:.2f} |")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lin-tas", action="store_true", help="lin-tas's forecast against runs measured here")
+    ap.add_argument("--reps", type=int, default=100, help="runs per instance (--lin-tas)")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (--lin-tas)")
+    args = ap.parse_args()
+    if args.lin_tas:
+        lin_tas(args.reps, args.jobs)
+    else:
+        logistic()
 
 
 if __name__ == "__main__":

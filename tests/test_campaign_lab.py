@@ -5,6 +5,7 @@ mid-campaign (replayed from the log), export."""
 from __future__ import annotations
 
 import csv
+import html
 import json
 import xml.etree.ElementTree as ET
 import zipfile
@@ -369,7 +370,11 @@ def test_backtest_from_a_two_column_csv(tmp_path, capsys):
     assert main(argv + ["--algorithm", "m-lingape", "--param", "epsilon=0.1", "--param", "threshold=heuristic"]) == 0
     text = capsys.readouterr().out
     assert "2 library compounds without a value left out" in text and "1 values of compounds not in" in text
-    assert "hit = ic50 < 100 (3 of 28 compounds)" in text and "drawn with noise (sd 0.3)" in text
+    assert "hit = ic50 < 100 (3 of 28 compounds)" in text
+    assert "drawn with noise (sd 0.3 in log10 units, a factor 2)" in text  # the noise with its unit
+    # what the hit-recovery share is, and why a best-arm campaign's is low (it read as worse than random)
+    assert "share of the top-10 compounds tested at least once by the end: campaign" in text
+    assert "it need not test many top ones" in text
     rec = json.loads((out / "backtest.json").read_text())["recommendation"][0]
     if rec["activity_nM"] == 5.0:  # one of three equal compounds: a tie, shown as one
         assert rec["potency_rank"] == 1 and rec["potency_rank_tied_to"] == 3 and "tied for ranks 1-3" in text
@@ -499,7 +504,8 @@ def test_status_forecast_uses_the_algorithms_threshold_when_it_states_one(tmp_pa
     st = camp.status()
     assert st.forecast_tests is not None and st.forecast_tests >= 0
     assert st.forecast_plates == math.ceil(st.forecast_tests / 16)
-    assert "more plates until the stopping rule fires" in st.text()
+    assert f"forecast: about {st.forecast_plates:.0f} more plate(s) ({st.forecast_tests:,.0f} more tests) until the " \
+        "stopping rule fires" in st.text()
     camp.close()
 
 
@@ -586,8 +592,75 @@ def test_status_reports_the_spread_of_replicate_wells(tmp_path):
     camp.record(_fill(plate.path, values, tmp_path / "R.csv", controls=(5.0, 5000.0), noise=20))
     st = camp.status()
     assert st.replicate_sd == pytest.approx(np.sqrt(2.0))  # each pair: deviations +-1, one degree of freedom
-    assert "spread of replicate wells" in st.text()
+    assert "spread of replicate wells (a compound twice or more on one plate): sd 1.41, in IC50 (nM)" in st.text()
+    assert "spread of the control wells (within a plate): sd" in st.text() and st.to_dict()["unit"] == "IC50 (nM)"
     camp.close()
+
+
+def test_status_says_the_certificate_then_its_model_check_then_the_forecast(tmp_path):
+    """What the data certify reads as the certificate's sentence per recommended compound (about the hit rate,
+    with the confidence and the model), the model check right after it and the forecast of plates left after
+    that, all together in status and in the report's page."""
+    from campaign_util import new_campaign, write_results
+
+    from screenbai.campaign.views.page import write_report
+
+    camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.3}, K=20, d=2, seed=1)
+    assay = Assay(camp.features, seed=2)
+    for k in range(4):
+        plate = camp.next_plate(20)
+        camp.record(write_results(tmp_path / f"p{k}.csv", plate, assay(plate.arms)))
+    st = camp.status()
+    text = st.text()
+    sentence = st.certificate["sentences"][0]
+    leader = st.recommendation[0].compound_id
+    assert sentence.startswith(f"{leader}: ")
+    if st.certified_epsilon < 1:
+        assert f"within {st.certified_epsilon:.2g} of the best hit rate, 95 % confidence, under the logistic model " \
+            "on these features" in sentence
+    lines = text.splitlines()
+    at = {key: next(i for i, s in enumerate(lines) if s.startswith(key))
+          for key in ("certificate, true whenever you stop", "model check:", "forecast:")}
+    assert lines[at["certificate, true whenever you stop"] + 1] == f"  {sentence}"
+    assert at["certificate, true whenever you stop"] < at["model check:"] < at["forecast:"]
+    assert "the stopping rule fires once it is at most epsilon = 0.3" in text and st.stop_epsilon == 0.3
+    low, high = st.to_dict()["forecast_band_plates"]  # the band from draws of the estimate, in status and JSON
+    assert low <= high and f"({low:.0f} to {high:.0f} plates over 5 draws of the estimate's uncertainty)" in text
+    assert st.to_dict() == camp.status().to_dict()  # seeded: the same outcomes, the same band
+    page = write_report(camp, tmp_path / "report").read_text()
+    block = page[page.index("<h2>What the outcomes certify</h2>"):page.index("<h2>Recommendation</h2>")]
+    assert html.escape(sentence) in block and "model check" in block and "forecast" in block
+    camp.close()
+
+
+def test_a_final_answer_never_tested_says_so(tmp_path):
+    """A run can stop on the model alone (lin-tas after its first plate, the leader extrapolated): the final
+    recommendation of a compound with no test says to test it before acting on it."""
+    import dataclasses
+
+    from campaign_util import new_campaign
+
+    camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.3}, K=20, d=2, seed=1)
+    st = camp.status()
+    line = dataclasses.replace(st.recommendation[0], tests=0, observed=None, observed_ci=None)
+    final = dataclasses.replace(st, done=True, stopped=True, recommendation=[line], tests_at_stop=0)
+    assert "never tested: the answer rests on the model's extrapolation alone" in final.text()
+    assert f"WARNING: {line.compound_id} never tested" in "\n".join(final.certainty_lines())  # beside the certificate
+    assert "forecast of plates left: none, the run has finished" in final.text()
+    # a continuous readout's certified epsilon is a gap in its unit
+    cont = dataclasses.replace(final, outcome="continuous", unit="percent inhibition (%)", certified_epsilon=3.3,
+                               certificate={"sentences": []})
+    assert "(certified epsilon, a gap in mean percent inhibition (%): 3.3;" in cont.text()
+    assert "never tested" not in dataclasses.replace(final, done=False).text()
+    camp.close()
+
+
+def test_hit_rates_near_the_ends_are_not_rounded_to_certainty():
+    """status and the report printed a model's extrapolation to an untested compound as "hit rate 1 [1, 1]"."""
+    from screenbai.campaign.views.status import rate_text
+
+    assert [rate_text(p) for p in (0.99999, 0.998, 0.5, 0.0123, 1e-5, 0.0)] == \
+        ["> 0.999", "0.998", "0.5", "0.0123", "< 0.001", "0"]
 
 
 @pytest.mark.parametrize("misspecified", [False, True])

@@ -4,6 +4,8 @@ per results file in the history (live, after a repair, in a file made before the
 from __future__ import annotations
 
 import sqlite3
+import tempfile
+from pathlib import Path
 
 from campaign_util import Assay, new_campaign, write_results
 
@@ -95,6 +97,21 @@ def test_the_report_draws_one_point_per_results_file_and_the_forecast(tmp_path):
     assert svg.count('r="2.5"') >= 4 + 4  # tests and contention: a point per results file
     if st.forecast_plates is not None:
         assert f"about {st.forecast_plates:.0f} more plate(s)" in svg
+
+
+def test_the_progress_axis_counts_whole_files_and_leaves_room_after_the_last():
+    """One results file and no forecast: the x axis had ticks 0, 0.2, ..., 1 and the point on the frame."""
+    import re
+
+    from screenbai.campaign.views.page import progress_figure
+
+    point = {"tests": 352, "in_contention": 40, "certified_epsilon": 0.5}
+    with tempfile.TemporaryDirectory() as tmp:
+        svg = progress_figure([point], Path(tmp) / "p.svg").read_text()
+    labels = re.findall(r'text-anchor="middle"[^>]*>([^<]+)</text>', svg)
+    assert "0.2" not in labels and "1" in labels
+    xs = [float(v) for v in re.findall(r'<circle cx="([\d.]+)"', svg)]
+    assert max(xs) < 760 - 20 - 50  # clear of the frame's right edge
 
 
 def test_a_simulation_can_skip_the_points_and_repair_fills_them(tmp_path):

@@ -128,7 +128,7 @@ def test_feature_columns_are_chosen_explicitly_and_the_rest_reported(tmp_path, c
 
 def test_bad_values_name_the_parameter_and_out_is_checked_first(tmp_path, capsys):
     assert main(["simulate", "m-lingape", "--instance", "soare:d=2", "--param", "delta=abc", "--no-progress"]) == 2
-    assert "delta='abc' is not allowed" in capsys.readouterr().err
+    assert "m-lingape (MLinGapE): delta='abc' is not allowed" in capsys.readouterr().err  # the name typed, first
     assert main(["simulate", "m-lingape", "--instance", "soare:d=abc", "--no-progress"]) == 2
     assert "parameter d must be a whole number (default 2); got 'abc'" in capsys.readouterr().err
     assert main(["simulate", "m-lingape", "--instance", "soare:dim=3", "--no-progress"]) == 2

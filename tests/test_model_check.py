@@ -60,6 +60,38 @@ def test_logistic_names_the_deviating_compound_in_its_warning():
     assert check_logistic(X, n, rng.binomial(n, expit(X @ theta))).warning() is None
 
 
+def test_logistic_says_it_cannot_check_a_fit_with_as_many_parameters_as_compounds():
+    """A spanning design (d compounds for d features, log-tas's first plate) is fitted exactly whatever the
+    outcomes: the check says it cannot test the fit yet instead of reporting p = 1 ("agrees"); misspecified
+    outcomes on one more compound than parameters are tested again."""
+    rng, X, theta, n = _design(0)
+    tested = np.zeros(K)
+    tested[:D] = 40  # D compounds, D features
+    s = np.where(np.arange(K) % 2 == 0, tested, 0)  # every other compound always a hit: no logistic model
+    check = check_logistic(X, tested, s)
+    assert not check.rejected and not check.tests
+    assert "3 compounds tested for 3 model parameters" in check.note and check.to_dict()["note"] == check.note
+    tested[:12] = 40
+    s = np.where(np.arange(K) % 2 == 0, tested, 0)
+    assert check_logistic(X, tested, s).tests  # testable again
+    warning = check_logistic(X, np.full(K, 40), np.where(np.arange(K) % 2 == 0, 40, 0)).warning()
+    assert "(p < 0.001, below the level 0.05;" in warning  # never "p = 0"
+
+
+def test_linear_says_the_means_fit_is_untestable_with_as_many_parameters_as_compounds():
+    """lin-tas's first plate (a spanning set of d compounds, repeated) can end a campaign: the means then fit
+    exactly whatever they are, and only the noise is tested; the check says so."""
+    rng, X, theta, n = _design(0)
+    n = np.zeros(K)
+    n[:D] = 30
+    mu = np.where(np.arange(K) % 2 == 0, 5.0, -5.0)  # means the model cannot follow, on only D compounds
+    y = [mu[a] + 0.5 * rng.standard_normal(int(n[a])) for a in range(K)]
+    s, s2 = np.array([v.sum() for v in y]), np.array([(v * v).sum() for v in y])
+    check = check_linear(X, n, s, s2, 0.5)
+    assert [t.name for t in check.tests] == ["noise: residual variance against sigma^2 = 0.25"]  # no lack-of-fit test
+    assert "the means' fit cannot be tested yet: 3 compounds tested for 3 model parameters" in check.note
+
+
 def _linear_rejections(sigma_true, means_of, sigma=0.5):
     out = 0
     for seed in SEEDS:

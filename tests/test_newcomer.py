@@ -211,7 +211,8 @@ def test_the_backtest_figure_keeps_its_title_inside(tmp_path):
     """hit_recovery.png cut its one-line title (the backtest's description, 170 characters) at both sides."""
     from screenbai.campaign.backtest import BacktestResult, hit_figure
 
-    description = ("measured.csv: hit = ic50_nM < 1000 (1021 of 2203 compounds), each test drawn with noise (sd 0.3); "
+    description = ("measured.csv: hit = ic50_nM < 1000 (1021 of 2203 compounds), each test drawn with noise "
+                   "(sd 0.3 in log10 units, a factor 2); "
                    "2663 library compounds without a value left out; 8 values of compounds not in the library ignored")
     curve = {"tests": [1, 2, 3], "campaign": [0.0, 0.1, 0.1], "random": [0.0, 0.0, 0.1], "one_shot": [0.0, 0.1, 0.2]}
     fig = hit_figure(BacktestResult(3, 1, False, False, [], curve, 10, description))
@@ -247,9 +248,10 @@ def test_status_of_a_hit_screen_reads_plainly(tmp_path):
         camp.record(write_results(tmp_path / f"s{k}.csv", plate, assay(plate.arms)))
     lines = camp.status().text().splitlines()
     assert not any("cure" in line for line in lines)
-    assert any(line.startswith("certified") and "hit rate" in line for line in lines)
-    k = next(i for i, line in enumerate(lines) if line.startswith("certified"))
-    assert lines[k + 1].startswith("model (the certificate and the stopping rule's guarantee hold under it): ")
+    assert any(line.startswith("certificate") and "a gap in hit rate" in line for line in lines)
+    k = next(i for i, line in enumerate(lines) if line.startswith("certificate"))
+    assert lines[k + 1].startswith("  ")  # the certificate's sentence, then the model it holds under
+    assert lines[k + 2].startswith("model (the certificate and the stopping rule's guarantee hold under it): ")
     n, s, _, _ = camp.observations()
     tested = int(np.flatnonzero(n)[0])
     why = why_chosen(camp, camp.policy)(tested, 0, 1)

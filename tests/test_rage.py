@@ -265,6 +265,85 @@ def test_a_campaign_runs_a_phased_elimination_to_its_stop_and_certifies_the_answ
     camp.close()
 
 
+@pytest.mark.parametrize("name, params", [("rage", {"sigma": 0.5, "epsilon": 0.3, "width0": 1.0}),
+                                          ("rage-glm", {"epsilon": 0.3, "width0": 4.0})])
+def test_compounds_added_and_withdrawn_mid_phase_restart_the_phases(tmp_path, name, params):
+    """A campaign's change restarts the algorithm with the past as its first observations (campaign.state.armset):
+    for a phased elimination those outcomes were not planned by any phase of the new run, so they never enter a
+    phase's estimate, the first phase is planned again after them (RAGE-GLM's design and slope floor use them),
+    and the wells in the lab at the change are recorded as unplanned tests (before: the past was counted in the
+    phase built without it, and recording the plate in the lab raised "an outcome beyond the phase's design").
+    The state replayed from the log equals the live one."""
+    from campaign_util import Assay, synthetic_library, write_results
+
+    from screenbai.campaign import Campaign
+    from screenbai.campaign.state.changes import add_compounds, withdraw
+
+    lib = synthetic_library(K=12, d=2)
+    extra_X = np.hstack([np.random.default_rng(7).normal(size=(2, 2)), np.ones((2, 1))])
+    camp = Campaign.create(tmp_path / "c.campaign", lib, name, params, seed=3)
+    assay = Assay(np.vstack([lib.features, extra_X]), seed=4, n_max=2000)
+    for k in range(3):
+        plate = camp.next_plate(12)
+        camp.record(write_results(tmp_path / f"a{k}.csv", plate, assay(plate.arms)))
+    in_lab = camp.next_plate(12)
+    add_compounds(camp, ["NEW1", "NEW2"], ["CCO", "CCN"], features=extra_X)
+    inner = camp.policy.inner
+    assert inner.phase == 1 and inner.phase_counts.sum() == 0  # the past is in no phase
+    assert inner.n.sum() == 36 and inner._unplanned.sum() == 12  # ... but told; the plate in the lab unplanned
+    assert len(inner.diagnostics["phase_sizes"]) == 1
+    withdraw(camp, "CPD0005", "out of stock")
+    camp.record(write_results(tmp_path / "lab.csv", in_lab, assay(in_lab.arms)))
+    inner = camp.policy.inner
+    assert inner._unplanned.sum() == 0 and inner.phase_counts.sum() == 0
+    after = 0
+    for k in range(4):
+        plate = camp.next_plate(12)
+        after += len(plate.arms)
+        camp.record(write_results(tmp_path / f"b{k}.csv", plate, assay(plate.arms)))
+    inner = camp.policy.inner
+    # every well after the change went to a phase of the new run: the closed ones whole, the open one so far
+    assert sum(inner.diagnostics["phase_sizes"][: inner.phase - 1]) + inner.phase_counts.sum() == after > 36
+    live = (camp.observations()[0].tolist(), camp.policy.result().recommendation, inner.phase,
+            inner.phase_counts.tolist())
+    st = camp.status()
+    text = st.text()
+    assert "counts only the tests it designs from now on" in text
+    # issue 19: the forecast of a phased elimination says what it leaves out, where it is printed
+    assert "leaves out the phases' losses" in st.to_dict()["forecast_note"]
+    assert st.forecast_plates is None or "leaves out the phases' losses" in text
+    path = camp.path
+    camp.close()
+    with Campaign.open(path, use_snapshot=False) as again:  # replayed from the log alone
+        inner = again.policy.inner
+        assert (again.observations()[0].tolist(), again.policy.result().recommendation, inner.phase,
+                inner.phase_counts.tolist()) == live
+
+
+@pytest.mark.parametrize("name, params", [("rage", {"sigma": 0.5, "epsilon": 0.3, "width0": 1.0}),
+                                          ("rage-glm", {"epsilon": 0.3, "width0": 4.0})])
+def test_replicate_wells_are_tests_no_phase_planned(tmp_path, name, params):
+    """`--replicates 2` puts every proposed compound in a second well that no phase planned: its outcome is an
+    unplanned test (phased.elimination.fly_unplanned), never in the phase's estimate (before: recording the
+    first plate raised "an outcome beyond the phase's design")."""
+    from campaign_util import Assay, synthetic_library, write_results
+
+    from screenbai.campaign import Campaign, PlateLayout
+
+    lib = synthetic_library(K=12, d=2)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, name, params, seed=3,
+                           layout=PlateLayout.build("24", replicates=2))
+    assay = Assay(lib.features, seed=4, n_max=2000)
+    wells = 0
+    for k in range(4):
+        plate = camp.next_plate(None)
+        wells += len(plate.arms)
+        camp.record(write_results(tmp_path / f"a{k}.csv", plate, assay(plate.arms)))
+    inner = camp.policy.inner
+    planned = sum(inner.diagnostics["phase_sizes"][: inner.phase - 1]) + inner.phase_counts.sum()
+    assert inner.n.sum() == wells and planned == wells // 2 and inner._unplanned.sum() == 0
+
+
 def test_many_directions_use_the_g_optimal_design_and_blockwise_norms(monkeypatch):
     """Above MAX_PAIRS directions the design is the G-optimal design of S's arms: its max ||y||^2 is at
     least the XY design's and at most 4 d (Kiefer-Wolfowitz: each ||z||^2 <= d), computed in row blocks

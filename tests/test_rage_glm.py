@@ -11,8 +11,8 @@ import pytest
 from scipy.special import expit
 
 from screenbai.bandits import make_policy, policy_for_instance
-from screenbai.bandits.logistic.rage_glm import LR_SHARE, RAGEGLM, THM1_WIDTH, mean_gap_bound
-from screenbai.bandits.numerics.glm import SeparableDataError, dmu, logistic_mle
+from screenbai.bandits.logistic.rage_glm import LR_SHARE, RAGEGLM, THM1_WIDTH
+from screenbai.bandits.numerics.glm import SeparableDataError, dmu, logistic_mle, mean_gap_bound
 from screenbai.bandits.sim.generators import kw_synthetic
 from screenbai.bandits.sim.instance import Environment, Instance
 

@@ -100,6 +100,10 @@ def test_plots_return_figures_with_data():
     texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert texts.count("alg1") == texts.count("alg2") == 1 and "K = 3 (one test per compound)" in texts
     assert "alg2: hit the cap (not stopped)" in texts and len(texts) == 4
+    studied = sorted(int(v) for v in s["d"].unique())  # ticks at the dimensions studied, not 2.0, 2.2, ...
+    for f in (fig, plot_declared_rank(s, "d", {"K": 3})):
+        assert list(f.axes[0].get_xticks()) == studied
+        assert [t.get_text() for t in f.axes[0].get_xticklabels()] == [str(v) for v in studied]
     fig = plot_error_rate(s, "d", {"K": 3}, delta=0.05)
     lines = {line.get_label(): line.get_ydata() for line in fig.axes[0].get_lines()}
     np.testing.assert_allclose(lines["alg2: not the exact best"], [1 / 3, 1 / 3])
@@ -382,6 +386,8 @@ def test_a_certified_epsilon_column_is_shown_when_the_records_have_it():
     rec = _records().assign(certified_epsilon=lambda t: 0.01 * (t["replication"] + 1))
     md, _, tables = _page(rec)
     assert (tables["summary"]["median_certified_epsilon"] == 0.025).all()
-    assert "certified epsilon (median)" in md and "Certified epsilon (median over runs): 0.025." in md
+    assert "certified epsilon (median)" in md
+    assert "Certified epsilon (median over runs): 0.025 of cure rate (when a run ends, its declared compounds are " \
+        "certified within this of the best cure rate, with 1 - delta confidence, under the algorithm's model)." in md
     md, _, _ = _page(rec.assign(certified_guaranteed=False))  # as the runner records it for a heuristic setting
-    assert "Certified epsilon (median over runs): 0.025 (not a guarantee under this setting)." in md
+    assert "Certified epsilon (median over runs): 0.025 of cure rate (not a guarantee under this setting)." in md

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from screenbai.bandits import load_policy, make_policy, policy_for_instance, save_policy
+from screenbai.bandits.certainty.forecast import stopping_time
 from screenbai.bandits.sim.generators import kw_synthetic, reda_classic, soare
 from screenbai.bandits.sim.instance import Environment, Instance
 from screenbai.bandits.tracking.blocks import (
@@ -296,9 +297,37 @@ def test_stopping_threshold_forecasts_the_median_stop_within_a_factor_of_two():
     stops = [_run(policy_for_instance("lin-tas", inst, rng=s), inst, 100 + s).n_samples for s in range(30)]
     p = policy_for_instance("lin-tas", inst, rng=0)
     T_star = characteristic_time(inst.features, inst.theta, sigma=inst.sigma).T_star
-    forecast = T_star * p.stopping_threshold(0, p.delta)
-    assert p.stopping_threshold(0, p.delta) > p.log_level
+    forecast = stopping_time(T_star, p.stopping_threshold, p.delta)
+    assert p.stopping_rule.mixture_threshold(0, p.delta) > p.log_level
     assert 0.5 < forecast / np.median(stops) < 2.0
+
+
+def test_the_forecast_counts_the_first_designed_blocks_point_mass():
+    """Issue 19: a direction that lin-tas's first designed block (n_2 = 3 d tests after the d of the spanning
+    block) settles alone needs only L + log(1 / POINT_SHARE) through the point mass, so where T* is small the
+    run stops when that block closes, t = d + 3 d, not at T* times the mixture's threshold. On random_linear
+    (K = 400, d = 20) seed 0 the forecast from the true theta is then 80 tests (the mixture alone said 46) and
+    the median of 30 runs lies within a factor 1.5 of it; a large T* keeps the mixture, from block 2 on."""
+    from screenbai.bandits.certainty.complexity import characteristic_time
+    from screenbai.bandits.sim.generators import random_linear
+
+    inst = random_linear(seed=0)
+    p = policy_for_instance("lin-tas", inst, rng=0, delta=0.05)
+    s, n2 = p.stopping_rule._first_block()
+    assert (s, n2) == (20, 60)
+    L = p.log_level
+    assert p.stopping_threshold(s + n2 - 1, 0.05) >= 1e300  # no stop before block 2 closes
+    assert p.stopping_threshold(s + n2, 0.05) == pytest.approx((L - np.log(POINT_SHARE)) * (s + n2) / n2)
+    # one block settles it: the stop is block 2's close; else s plus the mixture's crossing
+    assert stopping_time(n2 / (L + 0.2), p.stopping_threshold, 0.05) == pytest.approx(s + n2)
+    big = 50.0
+    mix = p.stopping_rule.mixture_threshold(0, 0.05)
+    assert stopping_time(big, p.stopping_threshold, 0.05) == pytest.approx(s + big * mix, rel=1e-6)
+    T = characteristic_time(inst.features, inst.theta, sigma=inst.sigma).T_star
+    forecast = stopping_time(T, p.stopping_threshold, 0.05)
+    assert forecast == pytest.approx(80) and stopping_time(T, p.stopping_rule.mixture_threshold, 0.05) < 50
+    stops = [_run(policy_for_instance("lin-tas", inst, rng=k, delta=0.05), inst, 100 + k).n_samples for k in range(30)]
+    assert 1 / 1.5 < np.median(stops) / forecast < 1.5
 
 
 @pytest.mark.slow

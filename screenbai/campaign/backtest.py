@@ -142,8 +142,14 @@ def hit_probability(activity: np.ndarray, threshold: float, direction: str, nois
     return ndtr(z)
 
 
-def _noise_words(noise: float) -> str:
-    return f", each test drawn with noise (sd {noise:g})" if noise > 0 else ", each test returns the label"
+def _noise_words(noise: float, direction: str = "below") -> str:
+    """How each simulated test is drawn, with the noise's unit (``hit_probability``): log10 units of the activity
+    for a hit below a threshold (sd 0.3: a factor 2), the readout's own scale above one."""
+    if noise <= 0:
+        return ", each test returns the label"
+    if direction == "below":
+        return f", each test drawn with noise (sd {noise:g} in log10 units, a factor {10 ** noise:.2g})"
+    return f", each test drawn with noise (sd {noise:g} in the readout's units)"
 
 
 def outcomes_from_table(
@@ -232,7 +238,7 @@ def outcomes_from_table(
         activity=v,
         activity_label=f"{value_column}",
         description=f"{path.name}: hit = {value_column} {sign} {threshold:g} ({hits} of {v.size} compounds)"
-        + _noise_words(noise)
+        + _noise_words(noise, direction)
         + left,
     )
 
@@ -328,8 +334,9 @@ class BacktestResult:
             lines.append(f"recommended {r['compound_id']}: {what}{pot}")
         c = self.curve
         lines.append(
-            f"top-{self.top_k} compounds tested by the end: campaign {c['campaign'][-1]:.2f}, "
-            f"random {c['random'][-1]:.2f} (expected), one-shot {c['one_shot'][-1]:.2f}"
+            f"share of the top-{self.top_k} compounds tested at least once by the end: campaign "
+            f"{c['campaign'][-1]:.2f}, random {c['random'][-1]:.2f} (expected), one-shot {c['one_shot'][-1]:.2f} "
+            "(a best-arm campaign tests few compounds many times, to certify one: it need not test many top ones)"
         )
         return "\n".join(lines)
 

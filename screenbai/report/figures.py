@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from .tables import UNINFORMATIVE
 
@@ -79,6 +79,17 @@ def _xlabel(x: str) -> str:
     return "PCA dimension d" if x == "d" else "number of compounds K"
 
 
+def _x_axis(ax, sel: pd.DataFrame, x: str) -> None:
+    """The x axis of a study: its label, and ticks at the values studied (whole numbers: d = 2, 3, not the
+    2.0, 2.2, ..., 3.0 matplotlib chose for two values)."""
+    ax.set_xlabel(_xlabel(x))
+    values = sorted({int(v) for v in sel[x]})
+    if 0 < len(values) <= 12:
+        ax.set_xticks(values)
+        ax.set_xticklabels([f"{v:,}" for v in values])
+        ax.xaxis.set_minor_locator(NullLocator())
+
+
 def plot_samples(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=None, *, show_K: bool = True,
                  names: Mapping[str, str] | None = None):
     """Median tests to stop (bars: interquartile range of the stopped runs) against ``x`` ("d" or "K"):
@@ -107,7 +118,7 @@ def plot_samples(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=Non
             ax.plot(ks, ks, "k--", lw=1, label="K (one test per compound)")
         elif "K" in fixed:
             ax.axhline(fixed["K"], color="k", ls="--", lw=1, label=f"K = {fixed['K']} (one test per compound)")
-    ax.set_xlabel(_xlabel(x))
+    _x_axis(ax, sel, x)
     ax.set_ylabel("tests until the algorithm stops\n(median; bars: 25-75 % of stopped runs)")
     ax.set_yscale("log")
     _count_axis(ax.yaxis)
@@ -149,7 +160,7 @@ def plot_error_rate(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], ax=
                                         f"({', '.join(labs)}): epsilon-error not drawn", 60)
                           for (e, f), labs in groups.items())
         ax.plot([], [], ls="none", label=text)
-    ax.set_xlabel(_xlabel(x))
+    _x_axis(ax, sel, x)
     ax.set_ylabel("error rate (stopped runs)")
     ax.set_ylim(-0.02, 1.02)
     ax.set_title("errors, " + ", ".join(f"{k} = {v}" for k, v in fixed.items()), fontsize=10)
@@ -169,7 +180,7 @@ def plot_declared_rank(summary: pd.DataFrame, x: str, fixed: Mapping[str, int], 
                 label=_name(label, names))
     ax.axhline(10, color="k", ls="--", lw=1, label="top 10 % of the sample")
     ax.axhline(50, color="0.5", ls=":", lw=1, label="a random compound (median)")
-    ax.set_xlabel(_xlabel(x))
+    _x_axis(ax, sel, x)
     ax.set_ylabel(f"declared compounds' rank by measured {activity}\n(median over runs, % of K; 0 = most potent)")
     ax.set_ylim(0, 100)
     ax.invert_yaxis()

@@ -83,8 +83,8 @@ class ModelCheck:
         if not self.rejected:
             return None
         worst = min(self.tests, key=lambda t: t.p_value)
-        text = (f"WARNING: {self.model} does not fit the {self.n_tests} outcomes collected "
-                f"(p = {self.p_value:.2g} < {self.level:g}; {worst.name}: p = {worst.p_value:.2g})")
+        text = (f"WARNING: {self.model} does not fit the {self.n_tests:,} outcomes collected "
+                f"(p {_p(self.p_value)}, below the level {self.level:g}; {worst.name}: p {_p(worst.p_value)})")
         if self.arms:
             shown = ", ".join(f"{names[a] if names is not None else f'arm {a}'} (observed {obs:.3g}, "
                               f"predicted {pred:.3g}, {n} tests)" for a, n, obs, pred, _ in self.arms[:5])
@@ -108,6 +108,11 @@ class ModelCheck:
             "note": self.note,
             "warning": self.warning(names),
         }
+
+
+def _p(p: float) -> str:
+    """A p-value as read: "= 0.012", or "< 0.001" (not "= 0", which no test gives)."""
+    return "< 0.001" if p < 1e-3 else f"= {p:.2g}"
 
 
 def _aggregates(features, n, sums):
@@ -145,6 +150,11 @@ def check_logistic(features, n, successes, *, level: float = 0.05, n_bins: int =
             theta = logistic_mle(X[tested], n[tested], s[tested], 1e-3).theta
         except SeparableDataError:
             theta = logistic_mle(X[tested], n[tested], s[tested], 1.0).theta
+    rank = int(np.linalg.matrix_rank(X[tested]))
+    if tested.size <= rank:  # as many parameters as compounds: the fit reproduces any outcomes (e.g. a spanning design)
+        return _combine(LOGISTIC, level, (), N, tested.size,
+                        note=f"{tested.size} compounds tested for {rank} model parameters: the model fits any outcomes "
+                        "of so few compounds exactly; it can be checked once more compounds than parameters are tested")
     p = expit(X[tested] @ np.asarray(theta, dtype=float))
     nt, st = n[tested], s[tested]
     tests = []
@@ -223,6 +233,9 @@ def check_linear(features, n, sums, sums_sq, sigma: float, *, level: float = 0.0
         arms = tuple((int(idx[b]), int(nt[many][b]), float(ybar[many][b]), float(mu[many][b]), float(adj[b]))
                      for b in bad)
     note = "" if tests else "too few outcomes to test the fit"
+    if tests and k <= r:  # the means fit exactly: only the noise is tested
+        note = (f"the means' fit cannot be tested yet: {k} compounds tested for {r} model parameters (only the noise "
+                "against sigma is); it can be once more compounds than parameters are tested")
     return _combine(model, level, tests, N, k, arms=arms, note=note, extra={"residual_sd": float(np.std(z))})
 
 

@@ -356,6 +356,13 @@ def _count(n: int) -> str:
     return str(n) if n < 10**15 else f"{float(n):.3g}"
 
 
+def _owner(cls) -> str:
+    """How an error names an algorithm: the name its users type (``log-tas``), then its class (LogisticTrackAndStop)."""
+    name = getattr(cls, "name", None)
+    known = isinstance(name, str) and name not in ("policy", cls.__name__)
+    return f"{name} ({cls.__name__})" if known else cls.__name__
+
+
 def resolve(cls: type, given: dict) -> Any:
     """Validated values of every parameter of ``cls`` (defaults filled in, pinned ones added), as its
     frozen dataclass ``cls.Params``; ``given`` uses the current names (``rename`` first)."""
@@ -366,7 +373,7 @@ def resolve(cls: type, given: dict) -> Any:
     values = {}
     for name, p in params.items():
         if name in given:
-            values[name] = p.validate(cls.__name__, name, given[name])
+            values[name] = p.validate(_owner(cls), name, given[name])
         elif p.default is REQUIRED:
             raise TypeError(f"{cls.__name__} needs the parameter {name!r} ({p.help}): {p.describe()}")
         else:
@@ -443,7 +450,7 @@ def check(cls: type, given: dict, label: str = "") -> None:
         if key not in params:
             raise ValueError(f"{prefix}{_unknown(cls, key, params, 'has no parameter')}")
         try:
-            params[key].validate(cls.__name__, key, value, allow_oracle=True)
+            params[key].validate(_owner(cls), key, value, allow_oracle=True)
         except ValueError as exc:
             raise ValueError(f"{prefix}{exc}") from None
 

@@ -185,6 +185,9 @@ class Policy(_Declared):
     #: the sampling rule works with any valid stopping rule of its model: ``_setup`` takes its rule from
     #: ``_stopping_rule`` (``screenbai.bandits.rules.compose.with_stopping`` replaces it)
     foreign_stopping_rules: ClassVar[bool] = False
+    #: what the forecast from ``stopping_threshold`` leaves out of this algorithm's cost, said wherever the
+    #: forecast is printed (campaign init and status); "" when nothing known is left out
+    forecast_caveat: ClassVar[str] = ""
 
     features: InitVar[ArrayLike] = required(Anything("a K x d feature matrix"), "the arms' features", kw_only=False)
     rng: Any = COMMON["rng"]

@@ -67,12 +67,11 @@ import math
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
 from screenbai.bandits.core.params import like, run_state
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.numerics.glm import SeparableDataError, dmu, logistic_mle
+from screenbai.bandits.numerics.glm import SeparableDataError, dmu, logistic_mle, mean_gap_bound
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, observe_in_chunks
 from screenbai.bandits.phased.elimination import PhasedElimination
 
@@ -84,26 +83,6 @@ LR_SHARE = 0.5
 _RANGE_STEPS = 5
 #: chunks of a told batch grow by this fraction of the outcomes before them (the running predictions)
 _CHUNK_GROWTH = 0.1
-
-
-def mean_gap_bound(u: np.ndarray, lo_i: float, hi_i: float, hi_j: np.ndarray) -> np.ndarray:
-    """The largest mu(a_j) - mu(a_i) over a_i in [lo_i, hi_i], a_j <= hi_j and a_j - a_i <= u (per entry of
-    ``u`` and ``hi_j``): an upper bound on mu_j - mu_i (exact for these constraints; a_j's lower end only
-    removes points). For a given a_i the best a_j is min(hi_j, a_i + u): on a_i <= hi_j - u the value is
-    mu(a_i + u) - mu(a_i), unimodal and symmetric about -u/2 (largest there for u >= 0, at an end for
-    u < 0), and beyond it mu(hi_j) - mu(a_i), falling in a_i."""
-    u = np.asarray(u, dtype=float)
-    hi_j = np.asarray(hi_j, dtype=float)
-
-    def pair(a):
-        return expit(a + u) - expit(a)
-
-    cut = np.minimum(hi_i, hi_j - u)  # the part of [lo_i, hi_i] where a_j = a_i + u
-    first = np.maximum.reduce([pair(np.full_like(u, lo_i)), pair(cut), pair(np.clip(-u / 2.0, lo_i, cut))])
-    first = np.where(cut >= lo_i, first, -np.inf)
-    start = np.maximum(lo_i, hi_j - u)  # the part where a_j = hi_j
-    second = np.where(start <= hi_i, expit(hi_j) - expit(start), -np.inf)
-    return np.maximum(first, second)
 
 
 @register(
@@ -200,7 +179,24 @@ class RAGEGLM(PhasedElimination):
         return max(math.ceil(max(n, burn_in)), self.d_eff)
 
     # ------------------------------------------------------------------ outcomes
-    def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+    def _unplanned_outcomes(self, arms: np.ndarray, rewards: np.ndarray, batch_arms: np.ndarray,
+                            batch_rewards: np.ndarray) -> None:
+        """Outcomes no phase planned (a campaign's past at a change, its replicate wells) join the
+        likelihood-ratio set's P_t (predicted in growing chunks, each from the outcomes before it in P_t: the
+        set stays valid for any adapted order, lr_set) and the plug-in fit the designs use; never a phase's
+        MLE. The open phase's outcomes told so far (and ``batch_*``, those of this tell) are not in P_t yet
+        (they are predicted when the phase closes), so they are left out of the counts here."""
+        open_phase = self.planned.any()  # a closed phase's outcomes are in P_t already
+        n = (self.n - (self.phase_counts if open_phase else 0)).astype(float)
+        s = self.sums - (self.phase_sums if open_phase else 0.0)
+        np.subtract.at(n, batch_arms, 1.0)
+        np.subtract.at(s, batch_arms, batch_rewards)
+        observe_in_chunks(self._predictor, self.Z, n, s, arms, rewards, int(n.sum()) - arms.size, self.d_eff,
+                          _CHUNK_GROWTH)
+        pulled = np.flatnonzero(n)
+        self._predictor.refit(self.Z[pulled], n[pulled], s[pulled])
+
+    def _record(self, arms: np.ndarray, rewards: np.ndarray) -> None:
         """Keep each outcome at its place in the phase (arm k's j-th outcome, in the order told), then RAGE's
         bookkeeping (which closes the phase with its last outcome)."""
         if not self.phase_counts.any():  # the phase's first outcomes
@@ -214,7 +210,7 @@ class RAGEGLM(PhasedElimination):
         place = offset[arms] + self.phase_counts[arms] + rank
         ok = self.phase_counts[arms] + rank < self.planned[arms]  # beyond the design: RAGE's _update refuses it
         self.phase_outcomes[place[ok]] = rewards[ok] > 0.5
-        super()._update(arms, rewards)
+        super()._record(arms, rewards)
 
     def _predict_phase(self) -> None:
         """Add the closed phase's outcomes to the likelihood-ratio set's P_t (lr_set) and refit the predictor.

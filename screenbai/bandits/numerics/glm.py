@@ -208,3 +208,23 @@ def c_mu_plugin(X, theta_hat, norms_Minv, gamma: float = 1.0) -> float:
     """
     z = np.abs(np.asarray(X, dtype=float) @ np.asarray(theta_hat, dtype=float)) + float(gamma) * np.asarray(norms_Minv)
     return float(dmu(z).min())
+
+
+def mean_gap_bound(u: np.ndarray, lo_i: float, hi_i: float, hi_j: np.ndarray) -> np.ndarray:
+    """The largest mu(a_j) - mu(a_i) over a_i in [lo_i, hi_i], a_j <= hi_j and a_j - a_i <= u (per entry of
+    ``u`` and ``hi_j``): an upper bound on mu_j - mu_i (exact for these constraints; a_j's lower end only
+    removes points). For a given a_i the best a_j is min(hi_j, a_i + u): on a_i <= hi_j - u the value is
+    mu(a_i + u) - mu(a_i), unimodal and symmetric about -u/2 (largest there for u >= 0, at an end for
+    u < 0), and beyond it mu(hi_j) - mu(a_i), falling in a_i."""
+    u = np.asarray(u, dtype=float)
+    hi_j = np.asarray(hi_j, dtype=float)
+
+    def pair(a):
+        return expit(a + u) - expit(a)
+
+    cut = np.minimum(hi_i, hi_j - u)  # the part of [lo_i, hi_i] where a_j = a_i + u
+    first = np.maximum.reduce([pair(np.full_like(u, lo_i)), pair(cut), pair(np.clip(-u / 2.0, lo_i, cut))])
+    first = np.where(cut >= lo_i, first, -np.inf)
+    start = np.maximum(lo_i, hi_j - u)  # the part where a_j = hi_j
+    second = np.where(start <= hi_i, expit(hi_j) - expit(start), -np.inf)
+    return np.maximum(first, second)

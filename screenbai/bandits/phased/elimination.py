@@ -152,6 +152,16 @@ class PhasedElimination(Policy):
     #: the last closed phase: {"theta", "P", "level", "phase"} (what the decisions and the certificate use)
     _last: dict[str, Any] | None = run_state()
     _answer: np.ndarray | None = run_state()
+    #: per arm, outcomes expected that no phase planned (``fly_unplanned``)
+    _unplanned: np.ndarray = run_state()
+    #: outcomes told by ``absorb`` (a campaign's past at a change) never enter a phase's estimate: the stopping
+    #: rule counts only the phases designed after the change (campaign.state.changes words the guarantee so)
+    absorbed_outcomes_count: ClassVar[bool] = False
+    #: PhaseRule.threshold counts the last phase's evidence only (issue 19: say so where the forecast is printed)
+    forecast_caveat: ClassVar[str] = (
+        "this forecast of a phased elimination leaves out the phases' losses: the last phase may hold up to 4 times "
+        "the tests the stop needs (the widths halve), earlier phases' outcomes are not reused, and phases that "
+        "decide nothing (RAGE-GLM's burn-in) are not counted, so runs cost more than it says (docs/lower_bound.md)")
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
@@ -166,6 +176,7 @@ class PhasedElimination(Policy):
         self.phase_sums = np.zeros(self.K)
         self._last = None
         self._answer = None
+        self._unplanned = np.zeros(self.K, dtype=np.int64)
         self.stopping_rule = PhaseRule(self.epsilon, self.delta).attach(self)
         self.diagnostics.update(phases=0, phase_sizes=[], rho=[], active_sizes=[])
 
@@ -258,7 +269,59 @@ class PhasedElimination(Policy):
         self.diagnostics["phases"] = self.phase
         return np.repeat(np.arange(self.K), counts)
 
+    # ------------------------------------------------------------------ outcomes no phase planned
+    def fly_unplanned(self, arms: np.ndarray) -> None:
+        """Mark tests in flight that no phase planned (a campaign's replicate wells, or wells still in the lab
+        when its compounds change, campaign.state.armset): their outcomes never enter a phase's estimate (a
+        phase's outcomes are those of its own fixed design), only what the model uses to plan
+        (``_unplanned_outcomes``). An outcome of an arm goes to its unplanned tests first, then to the phase,
+        an assignment that does not look at the outcomes' values."""
+        arms = np.asarray(arms, dtype=np.int64).reshape(-1)
+        self._fly(arms)
+        np.add.at(self._unplanned, arms, 1)
+
+    def absorb(self, arms, rewards) -> None:
+        """Outcomes of tests this policy did not choose, told as its first observations: a campaign whose
+        compounds changed restarts its algorithm with every outcome recorded so far (campaign.state.armset).
+        Those outcomes were chosen by another design (or adaptively), so no phase's estimate may use them:
+        they are unplanned tests (``fly_unplanned``), used only to plan the phases that follow. The open phase,
+        planned when the policy was built and none of it handed out yet, is planned again after them."""
+        arms = np.asarray(arms, dtype=np.int64).reshape(-1)
+        if (self.planned.sum() and not self.phase_counts.any() and not self._n_flight and self._asked is None
+                and self._queue.size == self.planned.sum()):
+            self.phase -= 1  # the open phase, untouched: forget it, _advance plans it again after the past
+            self.planned = np.zeros(self.K, dtype=np.int64)
+            self._queue, self._batch_rest = NO_ARMS, 0
+            for key in ("rho", "active_sizes", "phase_sizes", "size_terms"):
+                if self.diagnostics.get(key):
+                    self.diagnostics[key].pop()
+            self.diagnostics["phases"] = self.phase
+        self.fly_unplanned(arms)
+        self.tell(arms, rewards)
+
+    def _unplanned_outcomes(self, arms: np.ndarray, rewards: np.ndarray, batch_arms: np.ndarray,
+                            batch_rewards: np.ndarray) -> None:
+        """Outcomes of tests no phase planned (``fly_unplanned``), told with ``batch_*``, the phase's outcomes
+        of the same ``tell``: nothing to do in the linear model (its designs do not use outcomes); RAGE-GLM
+        adds them to the likelihood-ratio set its designs and slope floors use."""
+
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        if self._unplanned.any():  # each arm's first outcomes told are its unplanned tests
+            order = np.argsort(arms, kind="stable")
+            first = np.searchsorted(arms[order], arms[order], side="left")
+            rank = np.empty(arms.size, dtype=np.int64)
+            rank[order] = np.arange(arms.size) - first
+            take = rank < self._unplanned[arms]
+            if take.any():
+                np.subtract.at(self._unplanned, arms[take], 1)
+                self._unplanned_outcomes(arms[take], rewards[take], arms[~take], rewards[~take])
+                arms, rewards = arms[~take], rewards[~take]
+            if not arms.size:
+                return
+        self._record(arms, rewards)
+
+    def _record(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        """Outcomes of the open phase's design; its last one closes the phase."""
         np.add.at(self.phase_counts, arms, 1)
         np.add.at(self.phase_sums, arms, rewards)
         if (self.phase_counts > self.planned).any():

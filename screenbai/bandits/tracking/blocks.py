@@ -412,17 +412,58 @@ class BlockEvidence(StoppingRule):
 
 
     def threshold(self, t: float, delta: float) -> float:
-        """The evidence margin^2 V / 2 a direction needs at the stop at level delta, the same for every
-        t: with rho = RHO_FRACTION V (the design's aim), the mixture crosses its level L
-        (log(m (K - m) / delta), weighted for the current leader) at
-        (1 + u)(L + (1/2) log(1 + 1/u) - log 2), u = RHO_FRACTION (the Gaussian tail's log 2 Phi ~ log 2).
-        A forecast's t = T*(theta_hat) times this. (A direction settled by its start block alone through
-        the point mass, POINT_SHARE, needs only L + log(1 / POINT_SHARE): the forecast errs long there.)"""
+        """The evidence margin^2 V / 2 (V counting the tests from lin-tas's first designed block on) a direction
+        needs at a stop after t tests at level delta; a forecast is the t with t = T*(theta_hat) beta(t, delta).
+
+        Later blocks: the mixture of the module docstring, with rho = RHO_FRACTION V (the design's aim), crosses its
+        level L (log(m (K - m) / delta), weighted for the current leader) at
+        beta_mix = (1 + u)(L + (1/2) log(1 + 1/u) - log 2), u = RHO_FRACTION (the Gaussian tail's log 2 Phi ~ log 2).
+        The first designed block (lin-tas's block 2, of n_2 tests after the s tests of the spanning block, which
+        are no direction's evidence): a direction it settles alone carries the point mass, whose single look
+        needs only beta_pt = L + log(1 / POINT_SHARE). So, while block 2 is not designed yet (``_first_block``):
+        no stop before t_2 = s + n_2; at t >= t_2 the run has stopped when block 2 alone suffices,
+        n_2 >= T* beta_pt, or when the blocks from 2 on do, t - s >= T* beta_mix. In the form t >= T* beta(t):
+        beta(t) = min(beta_pt t / n_2, beta_mix t / (t - s)) for t >= t_2 and beta = 1e300 (no stop) below,
+        which keeps t - T* beta(t) negative, then non-negative (one crossing, found by the forecast's bisection).
+        Afterwards (or for another sampling rule, or block 2 sized to end the run) beta_mix alone.
+        Approximations: block 2's span completion (at most d tests) and, in a campaign, the replicate wells of
+        the first plate are left out of s and n_2 (forecast.stopping_time measures the whole; benchmarks/
+        forecast_check.py against actual stops)."""
         leader = int(np.asarray(self.policy._recommend(np.random.default_rng(0)))[0])
         u = RHO_FRACTION
         level = self.level(leader) if self.n_blocks else self.log_level
         level += math.log(self.delta / delta)  # the level at this rule's delta, moved to the one asked
-        return (1.0 + u) * (level + 0.5 * math.log(1.0 + 1.0 / u) - math.log(2.0))
+        mix = (1.0 + u) * (level + 0.5 * math.log(1.0 + 1.0 / u) - math.log(2.0))
+        first = self._first_block() if POINT_SHARE > 0 else None
+        if first is None:
+            return mix
+        s, n2 = first
+        if t < s + n2:
+            return 1e300
+        point = (level - math.log(POINT_SHARE)) * t / n2
+        return min(point, mix * t / (t - s))
+
+    def mixture_threshold(self, t: float, delta: float) -> float:
+        """beta_mix alone (``threshold`` without the first designed block's point mass: the forecast before
+        issue 19's fix, kept for benchmarks/forecast_check.py's comparison)."""
+        leader = int(np.asarray(self.policy._recommend(np.random.default_rng(0)))[0])
+        level = (self.level(leader) if self.n_blocks else self.log_level) + math.log(self.delta / delta)
+        return (1.0 + RHO_FRACTION) * (level + 0.5 * math.log(1.0 + 1.0 / RHO_FRACTION) - math.log(2.0))
+
+    def _first_block(self) -> tuple[float, float] | None:
+        """(s, n_2): the tests before lin-tas's first designed block (its spanning block, or more if already
+        recorded or in flight) and that block's size, max(3 d, growth s) as ``LinearTrackAndStop._design`` gives
+        it at full size; None once it is designed, or when the sampling rule is not lin-tas's full first block."""
+        pol = self.policy
+        if not getattr(pol, "first_design_full", False) or getattr(pol, "_n_opened", 2) >= 2:
+            return None
+        spanner = getattr(pol, "_spanner", None)
+        if spanner is None:
+            return None
+        s = float(max(spanner.size, pol.n_samples + pol.n_in_flight))
+        n2 = float(max(3 * pol.d_eff, math.ceil(pol.growth * s)))
+        n2 = min(n2, float(pol.max_samples) - s)
+        return (s, n2) if n2 >= 1 else None
 
 
 def union_level(delta: float, K: int, m: int) -> float:

@@ -57,7 +57,7 @@ argument is unchanged; such a block would only pull the evidence down.
 y'theta* > -g with g = min over a in the range of x_i'theta over C_t (at delta_1, the check's time: on E_1 it
 holds theta*) of logit(mu(a) + epsilon) - a (``lr_set.epsilon_margin``, smallest at the a nearest
 logit((1 - epsilon) / 2)). The certificate maps the one-sided bound y'theta* >= LCB(y) to the means with
-``rage_glm.mean_gap_bound`` (mu_j - mu_i over x_i'theta in its range and (x_j - x_i)'theta <= -LCB).
+``numerics.glm.mean_gap_bound`` (mu_j - mu_i over x_i'theta in its range and (x_j - x_i)'theta <= -LCB).
 
 **The combined rule** (``LikelihoodOrBlocks``): stop when the likelihood-ratio set at delta_1 certifies the
 answer OR this evidence does at delta_2; both statements hold on E_1 and E_2 (no e-process crosses), so
@@ -76,8 +76,7 @@ import numpy as np
 from scipy.special import expit, logit
 
 from screenbai.bandits.core.parts import StoppingRule
-from screenbai.bandits.logistic.rage_glm import mean_gap_bound
-from screenbai.bandits.numerics.glm import dmu
+from screenbai.bandits.numerics.glm import dmu, mean_gap_bound
 from screenbai.bandits.numerics.linalg import pinv_psd
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, epsilon_margin
 from screenbai.bandits.rules.likelihood import WindowedLikelihoodRatio

@@ -200,8 +200,9 @@ def guarantee_after_change(camp) -> str:
     if not getattr(entry.cls, "absorbed_outcomes_count", True):
         return (
             "the error guarantee still holds for the new set of compounds (the outcomes recorded before guide the "
-            "algorithm's designs; its stopping rule counts only the blocks of tests it designs from now on, and its "
-            "union bound the new number of compounds); the first plate after the change repeats its initial design"
+            "algorithm's designs; its stopping rule counts only the tests it designs from now on, in lin-tas's blocks "
+            "or a phased elimination's phases, and its union bound the new number of compounds); its designs start "
+            "again from the first (lin-tas's spanning block, RAGE's first phase)"
         )
     return (
         "the error guarantee still holds for the new set of compounds (its confidence bounds are valid for any "

@@ -15,13 +15,16 @@ _FONT = 'font-family="sans-serif"'
 _CHAR = 0.6  # average glyph width as a share of the font size, to size the label margin
 
 
-def _nice_ticks(hi: float, n: int = 5) -> list[float]:
-    """Ticks 0, step, 2 step, ... covering [0, hi], the step 1, 2 or 5 times a power of ten."""
+def _nice_ticks(hi: float, n: int = 5, *, whole: bool = False) -> list[float]:
+    """Ticks 0, step, 2 step, ... covering [0, hi], the step 1, 2 or 5 times a power of ten (at least 1 when
+    ``whole``: counts such as results files have no tick at 0.2)."""
     if hi <= 0:
         return [0.0, 1.0]
     raw = hi / n
     mag = 10.0 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    if whole:
+        step = max(step, 1.0)
     return [i * step for i in range(int(math.ceil(hi / step - 1e-9)) + 1)]
 
 
@@ -192,7 +195,7 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
     xs = [float(i + 1) for i in range(n)]
     tests = [float(p["tests"]) for p in points]
     ahead = forecast_plates if forecast_plates is not None and forecast_tests is not None else None
-    x_hi = n + (ahead or 0.0)
+    x_hi = n + max(ahead or 0.0, 0.5)  # room after the last point (it sat on the frame without a forecast)
     contention = [None if p["in_contention"] is None else float(p["in_contention"]) for p in points]
     # inf (nothing certified yet) and, for cure rates, 1 (the trivial bound) are not drawn
     cap = 1.0 if binary else math.inf
@@ -243,7 +246,7 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
     for k, (title, ys, extra, y_hi) in enumerate(panels):
         out += _panel(10 + band * k, band - 30, title, xs, ys, x_hi, width, left, y_hi=y_hi, extra=extra)
     axis_y = 10 + band * len(panels) - 12
-    x_ticks = _nice_ticks(x_hi, 8)
+    x_ticks = _nice_ticks(x_hi, 8, whole=True)
     for t in x_ticks:
         if t <= x_hi:
             xp = left + (width - left - 20) * t / (x_hi or 1.0)
@@ -272,6 +275,7 @@ def structures_image(smiles: list[str], legends: list[str], path: Path) -> Path 
 
 def write_report(camp, out_dir) -> Path:
     """Write ``index.html`` and its PNGs into ``out_dir``; return the page's path."""
+    from .status import rate_text
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     st = camp.status()
@@ -307,8 +311,10 @@ def write_report(camp, out_dir) -> Path:
         p = figs[key]
         return f'<img src="{p.name}" alt="{esc(alt)}">' if p else f"<p><em>{esc(alt)}: nothing recorded yet.</em></p>"
 
+    fmt = rate_text if camp.binary else (lambda v: f"{v:.3g}")
+
     def interval(value, ci):
-        return "-" if value is None else f"{value:.3g} [{ci[0]:.3g}, {ci[1]:.3g}]"
+        return "-" if value is None else esc(f"{fmt(value)} [{fmt(ci[0])}, {fmt(ci[1])}]")
 
     def table(header, rows):
         head = "".join(f"<th>{esc(h)}</th>" for h in header)
@@ -360,18 +366,29 @@ def write_report(camp, out_dir) -> Path:
         ["step", "time (UTC)", "event", "detail"],
         [(step, esc(at), esc(kind), f"<code>{esc(json.dumps(d))}</code>") for step, at, kind, d in camp.events()[-40:]],
     )
+    certainty = []  # the certificate's sentences, the model check beside them, the forecast (Status.certainty_lines)
+    for line in st.certainty_lines():
+        if line.startswith("  "):
+            certainty.append(f'<p class="sentence">{esc(line.strip())}</p>')
+        elif "WARNING" in line:
+            certainty.append(f'<p class="warning">{esc(line)}</p>')
+        else:
+            certainty.append(f"<p>{esc(line)}</p>")
     style = (
         "body{font-family:sans-serif;max-width:60em;margin:1em auto;padding:0 1em;color:#222}"
         "table{border-collapse:collapse;margin:0.5em 0}"
         "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%;text-align:left}"
         "pre{background:#f5f5f5;padding:0.6em;white-space:pre-wrap}img{max-width:100%}code{font-size:85%}"
+        ".sentence{font-size:115%;font-weight:bold;border-left:4px solid #1f77b4;padding-left:0.5em}"
+        ".warning{color:#b00;font-weight:bold}"
     )
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>screenbai campaign {esc(camp.path.name)}</title>
 <style>{style}</style></head>
 <body>
 <h1>Campaign {esc(camp.path.name)}</h1>
-<pre>{esc(st.text())}</pre>
+<h2>What the outcomes certify</h2>
+{"".join(certainty)}
 <h2>Recommendation</h2>
 {recommendation}
 {img("structures", "recommended structures")}
@@ -381,6 +398,9 @@ def write_report(camp, out_dir) -> Path:
 {img("leader", "leader over time")}
 <h2>Tests per compound</h2>
 {img("tests", "tests per compound")}
+<h2>Status</h2>
+<p>As <code>screenbai campaign status</code> prints it:</p>
+<pre>{esc(st.text())}</pre>
 <h2>Library provenance</h2>
 {provenance}
 <h3>Input rows not used ({len(rejected):,})</h3>

@@ -32,6 +32,17 @@ def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, fl
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
+def rate_text(p: float) -> str:
+    """A hit rate as read: 3 significant digits, but "> 0.999" / "< 0.001" near the ends, where rounding would
+    print 1 or 0, a certainty no finite number of tests gives (e.g. a model's extrapolation to an untested
+    compound: "model hit rate 1 [1, 1]" read as sure)."""
+    if p > 0.999:
+        return "> 0.999"
+    if p < 0.001:
+        return "< 0.001" if p > 0 else "0"
+    return f"{p:.3g}"
+
+
 def model_estimates(
     X: np.ndarray, n: np.ndarray, s: np.ndarray, s2: np.ndarray, *, binary: bool, lambda_reg: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -120,6 +131,9 @@ class Status:
     #: plates still needed by the forecast (None until a forecast is available)
     forecast_plates: float | None = None
     forecast_tests: float | None = None
+    #: plates still needed at the band's ends: the smallest and largest forecast over draws of the estimate
+    #: (inf: a draw under which the rule may never fire; see ``_forecast``)
+    forecast_band_plates: list[float] | None = None
     layout: str | None = None
     readout: str | None = None
     model: str | None = None
@@ -133,6 +147,13 @@ class Status:
     changes: list[str] = field(default_factory=list)
     #: which rule chooses the wells, in one line (the plate files' 'why' column says it per well)
     rule: str | None = None
+    #: what the algorithm's forecast leaves out (``Policy.forecast_caveat``), said beside the forecast
+    forecast_note: str | None = None
+    #: the raw readout with its unit, e.g. "percent inhibition (%)" (the spreads of control and replicate wells
+    #: are in it), None without a declared readout
+    unit: str | None = None
+    #: the epsilon the stopping rule aims at (the algorithm's, the default included), None without a stopping rule
+    stop_epsilon: float | None = None
 
     def to_dict(self) -> dict:
         """Plain data for JSON: a value not defined yet (NaN, e.g. the stopping index before the first
@@ -153,11 +174,12 @@ class Status:
                 + (f" of a budget of {self.budget:,}" if self.budget else "")
             ),
         ]
+        done = f"plates done: {self.plates_done} of {self.plates} proposed (every compound well recorded)"
         if self.open_wells:
             pend = ", ".join(f"{p} ({n} wells)" for p, n in self.open_wells.items())
-            lines.append(f"plates: {self.plates}, {len(self.open_wells)} in the lab awaiting results: {pend}")
+            lines.append(f"{done}; {len(self.open_wells)} in the lab awaiting results: {pend}")
         else:
-            lines.append(f"plates: {self.plates}, none awaiting results")
+            lines.append(f"{done}; none awaiting results")
         if self.done:
             how = "the stopping rule has fired" if self.stopped else "the run was capped before the rule fired"
             if self.budget:
@@ -192,12 +214,15 @@ class Status:
         lines.append(f"recommendation ({'final' if self.done else 'current leader'}), with 95% intervals:")
         for c in self.recommendation:
             obs = (
-                "not tested yet: the model's figure extrapolates from the compounds tested (see the model check)"
+                ("never tested: the answer rests on the model's extrapolation alone (see the model check); test "
+                 "this compound before acting on it" if self.done else
+                 "not tested yet: the model's figure extrapolates from the compounds tested (see the model check)")
                 if c.observed is None or c.observed_ci is None
                 else f"observed {c.observed:.3g} [{c.observed_ci[0]:.3g}, {c.observed_ci[1]:.3g}] over {c.tests} tests"
             )
             lines.append(f"  {c.compound_id}  {c.smiles}")
-            lines.append(f"      model {rate} {c.model:.3g} [{c.model_ci[0]:.3g}, {c.model_ci[1]:.3g}]; {obs}")
+            fmt = rate_text if self.outcome == "binary" else (lambda v: f"{v:.3g}")
+            lines.append(f"      model {rate} {fmt(c.model)} [{fmt(c.model_ci[0])}, {fmt(c.model_ci[1])}]; {obs}")
             if c.same_features:
                 shown = ", ".join(c.same_features[:5]) + (" ..." if len(c.same_features) > 5 else "")
                 lines.append(
@@ -209,49 +234,15 @@ class Status:
     def _progress_lines(self) -> list[str]:
         """The numbers a lab plans with, each with a one-line meaning."""
         out = [
-            f"plates done: {self.plates_done} of {self.plates} (every compound well recorded)",
             f"compounds in the screen: {self.active:,}"
             + (f" ({self.n_compounds - self.active:,} withdrawn)" if self.active < self.n_compounds else ""),
         ]
         if self.in_contention is not None:
             out.append(
-                f"still in contention: {self.in_contention:,} compounds (their 95% interval still reaches the "
-                "leader's; this number falls as the screen learns)"
+                f"still in contention: {self.in_contention:,} compounds (their 95% interval of the {self._rate()} "
+                "still reaches the leader's; a description of the estimates, not the stopping rule's test)"
             )
-        if self.certified_epsilon is None:
-            out.append("certified: nothing yet (this algorithm gives no certificate, or it is not available yet)")
-        elif self.outcome == "binary" and self.certified_epsilon >= 0.999:
-            out.append("certified epsilon: 1, nothing certified yet (a hit rate lies between 0 and 1 anyway)")
-        elif math.isfinite(self.certified_epsilon):
-            level = "" if self.certificate is None else f" with {100 * (1 - self.certificate['delta']):.4g}% confidence"
-            out.append(
-                f"certified epsilon: {self.certified_epsilon:.3g} (the leader's true {self._rate()} is at most this "
-                f"much below the best compound's{level}, whenever you stop)"
-            )
-        else:
-            out.append("certified epsilon: not yet (the outcomes so far still allow any compound to be the best)")
-        if self.model:
-            out.append(f"model (the certificate and the stopping rule's guarantee hold under it): {self.model}")
-        if self.model_check is not None and self.model_check["n_tests"] > 0:
-            mc = self.model_check
-            out.append(
-                f"model check: {mc['warning']}" if mc["rejected"] else
-                f"model check: the outcomes agree with the model the certificate rests on (p = {mc['p_value']:.2g}; "
-                "a certificate holds only if the model does)"
-            )
-        if self.forecast_plates is not None:
-            out.append(
-                f"forecast: about {self.forecast_plates:.0f} more plates until the stopping rule fires "
-                "(from the current estimates; it changes as they do, and with many features runs often need "
-                "more: docs/lower_bound.md)"
-            )
-        else:
-            out.append(
-                "forecast of plates left: once the first outcomes are recorded (init printed a guess from a prior)"
-                if self.tests == 0 and not self.done and not self.budget
-                else "forecast of plates left: not available (this algorithm states no stopping threshold, or it "
-                "has finished)"
-            )
+        out.extend(self.certainty_lines())
         if self.rule:
             out.append(f"why these wells: {self.rule} (per well: the plate file's 'why' column)")
         if self.layout:
@@ -265,15 +256,82 @@ class Status:
                 f"controls: {len(passed)} plate(s) passed, Z' from {min(passed):.2f} to {max(passed):.2f} "
                 "(Z' >= 0.5: the controls separate well)"
             )
+        unit = f", in {self.unit}" if self.unit else " (the raw readout's units)"
         if self.control_sd is not None:
-            out.append(f"spread of the control wells (within a plate): sd {self.control_sd:.3g}")
+            out.append(f"spread of the control wells (within a plate): sd {self.control_sd:.3g}{unit}")
         if self.replicate_sd is not None:
             out.append(
-                f"spread of replicate wells (a compound twice or more on one plate): sd {self.replicate_sd:.3g}"
+                f"spread of replicate wells (a compound twice or more on one plate): sd {self.replicate_sd:.3g}{unit}"
                 + ("" if self.outcome == "binary" else " (the noise a linear model's sigma stands for)")
             )
         out.extend(self.changes)
         return out
+
+    def certainty_lines(self) -> list[str]:
+        """What the data certify, the model check it rests on, and what is left to pay, together: the
+        certificate's sentence per recommended compound (certainty/certificate.py), the model and its test
+        of fit (certainty/model_check.py), and the forecast of plates left with what it leaves out."""
+        out = []
+        cert = self.certificate
+        if self.certified_epsilon is None or cert is None:
+            out.append("certificate: none (this algorithm gives no certificate, or it is not available yet)")
+        else:
+            aim = self.stop_epsilon
+            fires = "" if aim is None else f"; the stopping rule fires once it is at most epsilon = {aim:g}"
+            value = ("none yet" if not math.isfinite(self.certified_epsilon)
+                     or (self.outcome == "binary" and self.certified_epsilon >= 0.999)
+                     else f"{self.certified_epsilon:.2g}")
+            gap = self._rate() if self.outcome == "binary" or not self.unit else f"mean {self.unit}"
+            out.append(f"certificate, true whenever you stop (certified epsilon, a gap in {gap}: {value}{fires}):")
+            out.extend(f"  {s}" for s in cert.get("sentences", []))
+        untested = [c.compound_id for c in self.recommendation if c.tests == 0]
+        if self.done and untested:
+            out.append(f"WARNING: {', '.join(untested)} never tested: the answer rests on the model's extrapolation "
+                       "alone; test it before acting on it (the model check says how far the model is checked)")
+        if self.model:
+            out.append(f"model (the certificate and the stopping rule's guarantee hold under it): {self.model}")
+        mc = self.model_check
+        if mc is not None and mc["n_tests"] > 0:
+            if mc["rejected"]:
+                out.append(f"model check: {mc['warning']}")
+            elif not mc["tests"]:
+                out.append(f"model check: not possible yet ({mc['note']}); the certificate rests on the model "
+                           "unchecked")
+            else:
+                out.append(
+                    f"model check: no misfit detected in {mc['n_tests']:,} outcomes of {mc['n_arms']:,} compounds "
+                    f"(p = {mc['p_value']:.2g}; few outcomes detect little, and a certificate holds only if the "
+                    "model does)" + (f"; {mc['note']}" if mc.get("note") else "")
+                )
+        if self.forecast_plates is not None and self.forecast_tests is not None:
+            out.append(
+                f"forecast: about {self.forecast_plates:.0f} more plate(s) ({self.forecast_tests:,.0f} more tests) "
+                f"until the stopping rule fires{self._band()}, from the model fitted to the outcomes so far (it "
+                "changes as they do; with many features runs often need more: docs/lower_bound.md)"
+                + (f"; {self.forecast_note}" if self.forecast_note else "")
+            )
+        elif self.done:
+            out.append("forecast of plates left: none, the run has finished")
+        else:
+            out.append(
+                "forecast of plates left: once the first outcomes are recorded (init printed a guess from a prior)"
+                if self.tests == 0 and not self.budget
+                else "forecast of plates left: not available (this algorithm states no stopping threshold, or it "
+                "has finished)"
+            )
+        return out
+
+    def _band(self) -> str:
+        """The forecast's band in words: ", 4 to 9 plates over 5 draws of the estimate's uncertainty"."""
+        if not self.forecast_band_plates:
+            return ""
+        low, high = self.forecast_band_plates
+        if low is None or high is None or not math.isfinite(high):
+            top = "no end in sight"
+        else:
+            top = f"{high:.0f}"
+        lo = "?" if low is None or not math.isfinite(low) else f"{low:.0f}"
+        return f" ({lo} to {top} plates over {FORECAST_DRAWS} draws of the estimate's uncertainty)"
 
     def _rate(self) -> str:
         """A binary campaign's outcome is a hit (the readout past its cutoff, or a 0/1 result)."""
@@ -397,6 +455,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "active": int(np.size(active)),
         "forecast_plates": None if forecast is None else forecast[1],
         "forecast_tests": None if forecast is None else forecast[0],
+        "forecast_band_plates": None if forecast is None else [forecast[2], forecast[3]],
         "layout": None if layout is None else layout.describe(),
         "readout": None if not readout else Readout.from_dict(readout).rule(),
         "model": model,
@@ -405,7 +464,18 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "replicate_sd": math.sqrt(rep_ss / rep_dof) if rep_dof else None,
         "changes": change_lines(camp),
         "rule": rule_of(camp.algorithm),
+        "forecast_note": getattr(getattr(policy, "inner", policy), "forecast_caveat", "") or None,
+        "unit": Readout.from_dict(readout).label() if readout else None,
+        "stop_epsilon": _stop_epsilon(policy),
     }
+
+
+def _stop_epsilon(policy) -> float | None:
+    """The epsilon the algorithm's stopping rule aims at (its parameter, default included); None for an
+    algorithm without a stopping rule (a fixed budget)."""
+    inner = getattr(policy, "inner", policy)
+    eps = getattr(inner, "epsilon", None)
+    return None if getattr(inner, "stopping_rule", None) is None or eps is None else float(eps)
 
 
 def _in_contention(camp, policy, res, n, lo, hi) -> int | None:
@@ -418,9 +488,23 @@ def _in_contention(camp, policy, res, n, lo, hi) -> int | None:
 
 
 def _certificate(camp, policy) -> dict | None:
+    """The certificate as JSON data, its sentences about the campaign's quantity: the hit rate (0/1 outcomes)
+    or the mean readout with its unit."""
     certificate = getattr(policy, "certificate", None)
     c = certificate() if callable(certificate) else None
-    return None if c is None else c.to_dict(camp.compound_ids)
+    if c is None:
+        return None
+    from ..lab.assay import Readout
+
+    readout = camp.meta.get("readout")
+    if camp.binary:
+        quantity = "hit rate"
+    elif readout:
+        r = Readout.from_dict(readout)
+        quantity = f"mean {r.name}" + (f" (in {r.unit})" if r.unit else "")
+    else:
+        quantity = "mean outcome"
+    return c.to_dict(camp.compound_ids, quantity)
 
 
 def _certified(cert: dict | None) -> float | None:
@@ -453,11 +537,18 @@ def _pooled(groups) -> tuple[float, int]:
     return ss, dof
 
 
-def _forecast(camp, policy) -> tuple[float, float] | None:
-    """(tests, plates) left until the stopping rule fires: lb's forecast (the t solving
-    t = T*(theta_hat) beta(t, delta), LOWER_BOUND.md "Certificate and forecast") with theta_hat the
-    model's estimate from the outcomes so far and beta the algorithm's own threshold
-    (``Policy.stopping_threshold(t, delta)``).  None when the algorithm states no threshold (or has
+#: draws of theta for the band of the forecast in ``status`` (each a T* solve: about 0.4 s at K = 4 866, d = 21)
+FORECAST_DRAWS = 5
+
+
+def _forecast(camp, policy) -> tuple[float, float, float, float] | None:
+    """(tests, plates, plates at the band's low end, at its high end) left until the stopping rule fires:
+    lb's forecast (the t solving t = T*(theta_hat) beta(t, delta), LOWER_BOUND.md "Certificate and forecast")
+    with theta_hat the model's estimate from the outcomes so far and beta the algorithm's own threshold
+    (``Policy.stopping_threshold(t, delta)``); the band from FORECAST_DRAWS draws of theta from the estimate's
+    normal approximation N(theta_hat, H^-1) (H the information of the outcomes so far: Fisher's for the
+    logistic model, V / sigma^2 for the linear one), the smallest and largest of their forecasts (seeded,
+    so the same outcomes give the same band).  None when the algorithm states no threshold (or has
     a fixed budget), or nothing is recorded yet."""
     from screenbai.bandits.certainty.forecast import forecast
 
@@ -473,13 +564,18 @@ def _forecast(camp, policy) -> tuple[float, float] | None:
         return None
     X = camp.features[active]
     if camp.binary and logistic_on_hits(camp.algorithm):
+        from scipy.special import expit
+
         from screenbai.bandits.numerics.glm import logistic_mle
 
         theta, model, sigma = logistic_mle(X, n, s, 1.0).theta, "logistic", 0.5
+        eta = X @ theta
+        H = (X.T * (n * expit(eta) * expit(-eta))) @ X + np.eye(X.shape[1])
     else:  # the algorithm's own model: linear, also on 0/1 outcomes (LinGapE, lin-tas, RAGE)
         V = (X.T * n) @ X + np.eye(X.shape[1])
         theta = np.linalg.solve(V, X.T @ s)
         model, sigma = "linear", float(getattr(inner, "sigma", 0.5 if camp.binary else 1.0))
+        H = V / sigma**2
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else _usual_plate(camp)
     f = forecast(
@@ -494,11 +590,20 @@ def _forecast(camp, policy) -> tuple[float, float] | None:
         epsilon=float(getattr(inner, "epsilon", 0.0)),
         m=int(getattr(inner, "m", 1)),
         answer=_top(X, theta, int(getattr(inner, "m", 1))),
+        cov=np.linalg.inv(H),
+        n_draws=FORECAST_DRAWS,
+        level=0.999,  # with 5 draws: their smallest and largest
+        rng=np.random.default_rng(0),
     )
     if not math.isfinite(f.tests):
         return None
-    left = max(f.tests - float(n.sum()), 0.0)
-    return left, float(math.ceil(left / max(per_plate, 1)))
+
+    def plates(tests: float) -> float:
+        return math.inf if not math.isfinite(tests) else float(math.ceil(max(tests - done, 0.0) / max(per_plate, 1)))
+
+    done = float(n.sum())
+    left = max(f.tests - done, 0.0)
+    return left, plates(f.tests), plates(f.low), plates(f.high)
 
 
 def _top(X: np.ndarray, theta: np.ndarray, m: int) -> tuple[int, ...]:
@@ -530,6 +635,9 @@ def _float(v):
 #: the prior of the cost forecast at ``init``: hit-rate logits x'theta spread with this standard
 #: deviation over the library (hit rates between about 0.12 and 0.88 for 95 % of the compounds)
 PRIOR_LOGIT_SD = 1.0
+#: ... the same hit rates for an algorithm that models hits linearly (rage, lin-tas on 0/1 outcomes): their
+#: standard deviation under the logistic prior above (about 0.2)
+PRIOR_RATE_SD = 0.2
 PRIOR_DRAWS = 5
 
 
@@ -543,6 +651,8 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
 
     from screenbai.bandits.certainty.forecast import cost_table, forecast
 
+    from ..lab.assay import Readout
+
     policy = camp.policy
     inner = getattr(policy, "inner", policy)
     delta = float(getattr(inner, "delta", 0.05))
@@ -550,11 +660,14 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
         return [f"cost forecast: {camp.algorithm} states no stopping threshold (a fixed budget, or a rule "
                 "without one); status gives what it certifies as the plates come back"]
     X = camp.features
-    scale = PRIOR_LOGIT_SD / max(float(np.sqrt(np.mean(np.sum(X * X, axis=1)))), 1e-12)
-    rng = np.random.default_rng(seed)
-    thetas = rng.normal(0.0, scale, size=(draws, X.shape[1]))
     model = "logistic" if camp.binary and logistic_on_hits(camp.algorithm) else "linear"
     sigma = 0.5 if model == "logistic" else float(getattr(inner, "sigma", 0.5 if camp.binary else 1.0))
+    # the spread of x'theta over the library, on the model's own scale: logits of hit rates, hit rates, or the
+    # readout itself (its units unknown before any outcome: as large as one test's noise, the sigma declared)
+    spread_sd = PRIOR_LOGIT_SD if model == "logistic" else PRIOR_RATE_SD if camp.binary else sigma
+    scale = spread_sd / max(float(np.sqrt(np.mean(np.sum(X * X, axis=1)))), 1e-12)
+    rng = np.random.default_rng(seed)
+    thetas = rng.normal(0.0, scale, size=(draws, X.shape[1]))
     epsilon, m = float(getattr(inner, "epsilon", 0.0)), int(getattr(inner, "m", 1))
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else 96
@@ -566,20 +679,28 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     tests = runs[mid].tests
     low, high = runs[int(order[0])].tests, runs[int(order[-1])].tests
     plates = lambda t: "unbounded" if not math.isfinite(t) else f"{math.ceil(t / per_plate):,}"  # noqa: E731
+    readout = camp.meta.get("readout")
+    unit = f" {Readout.from_dict(readout).unit}" if readout and Readout.from_dict(readout).unit else ""
     spread = (
         f"hit rates between {expit(-Z95 * PRIOR_LOGIT_SD):.2f} and {expit(Z95 * PRIOR_LOGIT_SD):.2f} for 95 % of the "
-        "compounds" if camp.binary else f"mean outcomes spread with sd {PRIOR_LOGIT_SD:g} over the library"
+        "compounds" if model == "logistic"
+        else f"hit rates spread with sd {PRIOR_RATE_SD:g} over the library" if camp.binary
+        else f"mean outcomes spread with sd {spread_sd:g}{unit} over the library, the noise scale sigma declared"
     )
     lines = [
         f"cost forecast from a prior (a guess before any outcome, {spread}; `status` forecasts from the outcomes "
         f"once a plate is recorded): {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) stops after about "
-        f"{tests:,.0f} tests ({plates(tests)} plates of {per_plate}); {len(runs)} draws from {low:,.0f} to "
-        f"{high:,.0f} tests. It assumes the tests are spread as well as they can be: in simulations runs needed 0.8 "
-        "to 2.8 times such a forecast with 2 to 10 features, and more with more (docs/lower_bound.md)",
+        f"{tests:,.0f} tests ({plates(tests)} plate{'' if plates(tests) == '1' else 's'} of {per_plate}), "
+        f"between {low:,.0f} and {high:,.0f} tests over "
+        f"{len(runs)} draws of the prior. It assumes the tests are spread as well as they can be: with 2 to 10 "
+        "features simulated runs needed 0.8 to 2.8 times such a forecast, and more with more features (this library "
+        f"has {X.shape[1]}; docs/lower_bound.md)",
     ]
     rows = cost_table(X, thetas[mid], inner.stopping_threshold, epsilons=sorted({epsilon, max(epsilon, 0.05) * 2}),
                       deltas=sorted({delta, 0.1, 0.01}), source="prior", plate_size=per_plate,
                       answer=_top(X, thetas[mid], m), **kw)
+    if getattr(inner, "forecast_caveat", ""):
+        lines.append(f"note: {inner.forecast_caveat}")
     lines.append("other settings: " + "; ".join(
         f"epsilon {r['epsilon']:g} and delta {r['delta']:g}: {r['tests']:,.0f} tests" for r in rows))
     return lines
