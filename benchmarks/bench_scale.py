@@ -129,7 +129,8 @@ def worker(args: argparse.Namespace) -> dict:
         rounds, passes = [], []
         gaps = getattr(policy, "gaps", None)  # m-LinGapE: rounds whose update or greedy rule read no X
         gaps = gaps if hasattr(gaps, "guesses_right") else None  # (older code: not counted)
-        counts = ("products_reused", "guesses_right")
+        # (code before the greedy rule kept c's row: its greedy rule read no X only on a right guess)
+        counts = ("products_reused", "rows_reused" if hasattr(gaps, "rows_reused") else "guesses_right")
         before = [getattr(gaps, c) for c in counts] if gaps is not None else None
         for _ in range(args.rounds):
             t0 = clock()

@@ -363,7 +363,7 @@ def test_init_says_what_the_screen_will_cost_from_a_prior(tmp_path, library_csv,
     never costs less."""
     import re
 
-    from screenbai.campaign.views.status import prior_cost
+    from screenbai.campaign.views.forecast import prior_cost
 
     assert init(tmp_path / "c.campaign", library_csv, "--param", "epsilon=0.1") == 0
     out = capsys.readouterr().out

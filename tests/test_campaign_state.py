@@ -524,7 +524,8 @@ def test_status_names_the_algorithms_own_model_of_0_1_outcomes(tmp_path, algorit
     """A linear algorithm run on 0/1 outcomes certifies under the linear model, not the logistic one."""
     from campaign_util import new_campaign, write_results
 
-    from screenbai.campaign.views.status import campaign_status, prior_cost
+    from screenbai.campaign.views.forecast import prior_cost
+    from screenbai.campaign.views.status import campaign_status
 
     camp = new_campaign(tmp_path / "c.campaign", algorithm, params)
     plate = camp.next_plate(12)

@@ -110,3 +110,19 @@ def test_an_import_against_the_layers_breaks_its_contract(copy, path, code, cont
     assert status != 0, out
     assert {name for name, verdict in verdicts.items() if verdict == "BROKEN"} == contracts, out
     assert named in out, out
+
+
+#: issue 21's size rules: a module holds one idea, a folder shows one family
+MAX_MODULE_LINES = 700
+MAX_FOLDER_MODULES = 12
+
+
+def test_no_module_too_long_and_no_folder_too_crowded():
+    """No module of screenbai/ over MAX_MODULE_LINES lines, no folder of more than MAX_FOLDER_MODULES
+    modules (``__init__.py`` not counted): split a module or a folder by its ideas when it grows past them."""
+    long = {str(p.relative_to(REPO)): n for p in (REPO / "screenbai").rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"
+    crowded = {str(d.relative_to(REPO)): n for d in (REPO / "screenbai").rglob("*") if d.is_dir()
+               if (n := sum(1 for p in d.glob("*.py") if p.name != "__init__.py")) > MAX_FOLDER_MODULES}
+    assert not crowded, f"folders of more than {MAX_FOLDER_MODULES} modules: {crowded}"

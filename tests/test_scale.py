@@ -146,6 +146,42 @@ def test_the_kept_gram_row_follows_the_updates():
     np.testing.assert_allclose(st.gram_row(5), X @ (st.P @ X[5]), rtol=1e-10, atol=1e-12)
 
 
+def test_the_second_kept_row_follows_the_updates_and_serves_as_the_update_product(monkeypatch):
+    """The estimator's second kept row (m-LinGapE's greedy rule keeps c_t's there) follows every update by
+    rank one, as the first; an update given a kept row as X P x_a (the row itself, read before it is
+    updated) gives the plain update's P, diagonal and means; a twin shares the row; asking for the second
+    row's arm as the first row swaps the two (no pass)."""
+    from screenbai.bandits.numerics import features
+
+    rng = np.random.default_rng(17)
+    X = rng.standard_normal((features.LARGE_K, 4))
+    X[9] = X[5]  # a twin of the second row's arm
+    st = TrackedRidgeState(X, 1.0)
+    monkeypatch.setattr(features, "LARGE_K", 10**12)
+    plain = TrackedRidgeState(X, 1.0)
+    st.gram_row(3)
+    st.keep_second(5, X @ (st.P @ X[5]))
+    assert st.kept_row(9) is st._second and st.kept_row(3) is st._row and st.kept_row(4) is None
+    plain.keep_second(5, X @ X[5])  # small K keeps nothing
+    assert plain.kept_row(5) is None
+    arms = [5, 3, 9, 7, 5, 5, 3, 11, 9, 2]
+    reused = 0
+    for a, r in zip(arms, rng.standard_normal(len(arms))):
+        product = st.kept_row(a)
+        reused += product is not None
+        st.update(a, float(r), product=product)
+        plain.update(a, float(r))
+        for w, row in ((3, st._row), (5, st._second)):
+            np.testing.assert_allclose(row, X @ (st.P @ X[w]), rtol=1e-10, atol=1e-12)
+    assert reused == 7  # 5, 3 and the twin 9: every pull but those of 7, 11 and 2
+    for name in ("P", "diag", "mu"):
+        np.testing.assert_allclose(getattr(st, name), getattr(plain, name), rtol=1e-10, atol=1e-12)
+    second = st._second
+    assert st.gram_row(5) is second and st._row_arm == 5 and st._second_arm == 3  # swapped, no pass
+    st.refresh()
+    assert st._row is None and st._second is None  # forgotten at the exact rebuild
+
+
 def _run_fixed_outcomes(policy, X, theta, outcomes, model: str, n: int):
     """Run ``policy`` to ``n`` tests; outcome k of arm a is the fixed draw ``outcomes[a, k % 8]`` (the same
     outcomes whatever the order of the tests): the arms chosen and the stopping statistic of each round."""
@@ -412,12 +448,15 @@ def test_logistic_into_matches_expit_and_saturates_without_warnings():
 
 @pytest.mark.slow
 def test_m_lingape_rounds_reading_X_once_equal_rounds_reading_it_twice(monkeypatch):
-    """At large K the greedy rule's pass computes X P x_c (and X P (x_b - x_c) from the kept Gram row),
-    and the update after pulling c takes X P x_c from there instead of reading X again; an update that
-    reads X computes the greedy scores for the last pair (b, c), which the next round takes if its pair
-    is the same.
-    A run that never uses either makes the same choices with the same bits and the same draws, and
-    the kept columns equal, bit for bit, the update's own product."""
+    """At large K the greedy rule keeps the Gram row of c_t (X P x_c) as the estimator's second row,
+    updated by rank one with every outcome: when c_t comes back the greedy rule reads no X, and the
+    update after pulling an arm whose row is kept (c, or the round's best) reads none either. An update
+    also computes the greedy scores for the last pair (b, c) from the two kept rows, which the next
+    round takes if its pair is the same. The guessed scores equal, bit for bit, those the greedy rule
+    computes from the same rows (so guessing or not gives the same bits); the kept rows equal the fresh
+    products X P x up to round-off; and a run that keeps no second row and never takes a kept row for the
+    update (reading X twice a round) makes the same choices, with the same statistics up to round-off."""
+    from screenbai.bandits.linear import gap_indices
     from screenbai.bandits.linear.gap_indices import GapIndices, pair_scores
     from screenbai.bandits.numerics import features
 
@@ -427,34 +466,28 @@ def test_m_lingape_rounds_reading_X_once_equal_rounds_reading_it_twice(monkeypat
     X = rng.standard_normal((K, d)) / np.sqrt(d)
     theta = rng.standard_normal(d)
     noise = rng.standard_normal((K, 8)) / 2
-    product_for, sweep_ahead = GapIndices.product_for, GapIndices.sweep_ahead
+    sweep_ahead = GapIndices.sweep_ahead
 
     def run(reuse: bool):
         policy = make_policy("m-lingape", X, rng=np.random.default_rng(1), m=1, epsilon=0.0, refresh_every=50)
         assert policy.state.keep_row
-        if not reuse:  # neither guess is ever used
-            monkeypatch.setattr(policy.gaps, "product_for", lambda a: [product_for(policy.gaps, a), None][1])
+        if not reuse:  # no second row kept, no kept row taken by the update, no guess
+            monkeypatch.setattr(policy.gaps, "product_for", lambda a: None)
             monkeypatch.setattr(policy.gaps, "sweep_ahead", lambda f, guess: sweep_ahead(policy.gaps, f, False))
+            monkeypatch.setattr(policy.state, "keep_second", lambda i, row: None)
         chosen, stats, seen, compared, checked, guessed = [], [], np.zeros(K, dtype=int), 0, 0, 0
         while policy.n_samples < 200:
             arms = np.atleast_1d(policy.ask())  # chosen by the last tell()
+            st = policy.state
             if policy.gaps.guesses_right > guessed:  # the greedy scores came from the update's sweep
-                st, (b, c) = policy.state, policy.state.ahead.guess
-                Pc = st.P @ X[c]
-                Xc = np.concatenate([features.column_products(X[s:e], Pc[None, :], np.empty((1, e - s)))[0]
-                                     for s, e in features.block_bounds(K)])  # as the greedy pass computes it
-                assert st.keeps_row(b)
+                b, c = st.ahead.guess
+                assert st.keeps_row(b) and st.kept_row(c) is st._second
                 fresh = np.empty(K)
-                pair_scores(st.gram_row(b), Xc, st.diag, fresh)
-                np.testing.assert_array_equal(policy.state.ahead.scores, fresh)
+                pair_scores(st.gram_row(b), st._second, st.diag, fresh)
+                np.testing.assert_array_equal(st.ahead.scores, fresh)
                 checked += 1
-            pair = policy.gaps._pair
-            if arms.size == 1 and pair is not None:
-                st, _, c = pair
-                u = st.P @ X[c]
-                own = np.concatenate([features.column_products(X[s:e], u[None, :], np.empty((1, e - s)))[0]
-                                      for s, e in features.block_bounds(K)])  # as the update computes it
-                np.testing.assert_array_equal(policy.gaps._Xc, own)
+            if st._second is not None:  # the kept row of c: X P x_c up to round-off
+                np.testing.assert_allclose(st._second, X @ (st.P @ X[st._second_arm]), rtol=1e-9, atol=1e-12)
                 compared += 1
             guessed = policy.gaps.guesses_right
             policy.tell(arms, X[arms] @ theta + noise[arms, seen[arms] % 8])
@@ -464,23 +497,26 @@ def test_m_lingape_rounds_reading_X_once_equal_rounds_reading_it_twice(monkeypat
         assert checked == policy.gaps.guesses_right
         return chosen, np.array(stats), policy, compared
 
-    from screenbai.bandits.linear import gap_indices
-
-    chosen_adaptive, _, adaptive, _ = run(True)  # guesses only while pairs come back often (GUESS_MIN_RATE)
-    monkeypatch.setattr(gap_indices, "GUESS_MIN_RATE", 0.0)  # every update that reads X guesses
+    chosen_adaptive, stats_adaptive, adaptive, _ = run(True)  # guesses only while pairs come back often
+    monkeypatch.setattr(gap_indices, "GUESS_MIN_RATE", 0.0)  # every update guesses
     chosen, stats, reused, compared = run(True)
     chosen_own, stats_own, own, _ = run(False)
     assert chosen == chosen_own == chosen_adaptive
     tries = [p.gaps.guesses_right + p.gaps.guesses_wrong for p in (adaptive, reused)]
-    assert tries[0] < tries[1] / 2, tries  # on these features the pair rarely comes back: few guesses
-    np.testing.assert_array_equal(stats, stats_own)
+    assert tries[0] < tries[1], tries  # fewer guesses while pairs come back rarely
+    np.testing.assert_array_equal(stats, stats_adaptive)  # a guess changes no bit
     for name in ("mu", "diag", "P"):
-        np.testing.assert_array_equal(getattr(reused.state, name), getattr(own.state, name))
+        np.testing.assert_array_equal(getattr(reused.state, name), getattr(adaptive.state, name))
+    np.testing.assert_allclose(stats, stats_own, rtol=1e-9, atol=1e-12)
+    for name in ("mu", "diag", "P"):
+        np.testing.assert_allclose(getattr(reused.state, name), getattr(own.state, name), rtol=1e-9, atol=1e-12)
     assert reused.rng.integers(1 << 30) == own.rng.integers(1 << 30)
     gaps = reused.gaps
-    assert compared > 100 and own.gaps.guesses_right == 0
-    # every path exercised: the greedy product reused or not, the greedy scores from the update's guess or not
-    assert min(gaps.products_reused, gaps.products_missed, gaps.guesses_right, gaps.guesses_wrong) >= 10, vars(gaps)
+    assert compared > 100 and own.gaps.guesses_right == own.gaps.rows_reused == own.gaps.products_reused == 0
+    # every path exercised: the update's product kept or not, c's row kept or not, the scores guessed or not
+    counts = [gaps.products_reused, gaps.products_missed, gaps.rows_reused, gaps.rows_missed, gaps.guesses_right,
+              gaps.guesses_wrong]
+    assert min(counts) >= 10, vars(gaps)
 
 
 def test_the_feature_source_walks_the_arms_as_the_plain_forms_and_serves_a_memory_map(tmp_path, monkeypatch):

@@ -321,7 +321,7 @@ def _init(args) -> int:
             f"if each test's noise is at most sigma, in {unit} units; declare it with --param sigma=... (e.g. the "
             "spread of replicate wells on a pilot plate; status shows the control wells' spread)"
         )
-    from .views.status import prior_cost
+    from .views.forecast import prior_cost
 
     for line in prior_cost(camp):
         say(line)

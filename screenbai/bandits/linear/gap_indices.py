@@ -16,12 +16,11 @@ from screenbai.bandits.numerics.estimators import TrackedRidgeState
 from screenbai.bandits.numerics.rules import greedy_scores
 from screenbai.bandits.numerics.ties import BlockArgmax, argmax_random, swap_to_twin, top_m
 
-#: the update computes the greedy scores for the last pair ahead (a second vector in its pass over X,
-#: about half a pass, and the scores) only while the greedy rule's pair has come back at least this
-#: often (an exponential average, weight GUESS_DECAY on the past): a guess saves about a pass and a
-#: half when it holds and costs about one when it does not. Measured at K = 10^6 on the benchmark's
-#: features: the pair came back in 10 % of the rounds at 2 000 tests (73 % at K = 10^5); on MOSES in
-#: 40-58 % (docs/scale.md). Either way the results are the same, bit for bit (tests/test_scale.py).
+#: the update computes the greedy scores for the last pair ahead (from the two kept Gram rows, while
+#: they are in cache: no pass over X, an elementwise chain per block) only while the greedy rule's pair
+#: has come back at least this often (an exponential average, weight GUESS_DECAY on the past): a right
+#: guess saves the greedy rule's own sweep over the two rows and the diagonal, a wrong one costs the
+#: scores. Either way the results are the same, bit for bit (tests/test_scale.py).
 GUESS_MIN_RATE = 0.6
 GUESS_DECAY = 0.9
 
@@ -51,14 +50,15 @@ class GapIndices:
     indices) and the choices of index, J(t), b_t and stopping statistic.
 
     ``Pxb`` keeps (b_t, P x_b) from the last round when it was computed anyway, for the greedy rule.
-    At large K (m = 1, paired) a round reads X once when one of two guesses holds, twice otherwise:
-    the greedy rule's pass computes X P x_c, and X P (x_b - x_c) as the kept Gram row X P x_b (the
-    round's, b = b_t) minus it (``greedy_pair_arm``), and the update after the pull takes X P x_a
-    from there when a is c (``product_for``); an update that reads X computes X P x_c for the last
-    pair (b, c) too, and the greedy scores from it, which the next round takes if its pair is the
-    same (``sweep_ahead``). Either way the values are computed the same way, with the same bits.
-    ``products_reused`` / ``products_missed`` and ``guesses_right`` / ``guesses_wrong`` count how
-    often each guess held (for benchmarks).
+    At large K (m = 1, paired) a round reads X at most twice, and not at all when c_t is c_{t-1} and the
+    greedy rule pulls c_t or b_t: the greedy rule takes X P (x_b - x_c) as the kept Gram row of b (the
+    round's best arm) minus that of c, the estimator's second kept row (``greedy_pair_arm``: one pass
+    over X when c_t changed, then kept); the update takes X P x_a from a kept row when a is c or b
+    (``product_for``), else reads X; both rows follow every update by rank one. An update also computes
+    the greedy scores for the last pair (b, c) from the two rows, which the next round takes if its
+    pair is the same (``sweep_ahead``; the same operations on the same rows: the same bits).
+    ``products_reused`` / ``products_missed`` (the update), ``rows_reused`` / ``rows_missed`` (the
+    greedy rule) and ``guesses_right`` / ``guesses_wrong`` count how often each held (for benchmarks).
     """
 
     def __init__(self, Z: np.ndarray, state: TrackedRidgeState | None, index: str, m: int,
@@ -71,11 +71,10 @@ class GapIndices:
         self._PZ_J: np.ndarray | None = None
         self.Pxb: tuple[int, np.ndarray] | None = None
         self.single_paired = self.fast and m == 1 and index == "paired"
-        self._Xc: np.ndarray | None = None  # X P x_c of the last greedy pass
-        self._pair: tuple[TrackedRidgeState, np.ndarray, int] | None = None  # its state, P and c
         self._last_pair: tuple[int, int] | None = None  # (b, c) of the last greedy rule
         self.repeat_rate = 1.0  # how often the greedy rule's pair was the last one (GUESS_DECAY average)
         self.products_reused = self.products_missed = self.guesses_right = self.guesses_wrong = 0
+        self.rows_reused = self.rows_missed = 0
 
     def ridge(self) -> TrackedRidgeState:
         assert self.state is not None, "linear (paired or individual) indices need the ridge estimator"
@@ -115,10 +114,12 @@ class GapIndices:
         return np.array([i]), i, c, float(ucb[c] - mu[i])
 
     def greedy_pair_arm(self, b: int, c: int, rng: np.random.Generator) -> int:
-        """The greedy rule for y = x_b - x_c at large K (m = 1, paired indices): one pass over X for
-        X P x_c (kept for the update after the pull: the greedy rule mostly pulls c), X P y = X P x_b
-        - X P x_c from the kept Gram row of b (the round's best arm: no pass), the scores block by
-        block, each block's argmax while it is in cache."""
+        """The greedy rule for y = x_b - x_c at large K (m = 1, paired indices): X P y = X P x_b - X P x_c
+        from the kept Gram row of b (the round's best arm) and that of c, the estimator's second kept row
+        (``RidgeState.keep_second``; both updated by rank one with every outcome); the scores block by
+        block, each block's argmax while it is in cache. When c's row is not kept (c_t changed), one pass
+        over X computes it, and it is kept: the greedy rule mostly pulls c, whose X P x_c the update then
+        takes, and c_t comes back in about half the rounds (docs/scale.md)."""
         st = self.ridge()
         repeat = float(self._last_pair == (b, c))
         self.repeat_rate = GUESS_DECAY * self.repeat_rate + (1.0 - GUESS_DECAY) * repeat
@@ -127,53 +128,58 @@ class GapIndices:
         if isinstance(ahead, UcbSweep) and ahead.st is st and ahead.guess is not None:
             if ahead.guess == (b, c):  # computed by the update's sweep, the same way
                 self.guesses_right += 1
-                self._pair = None
+                self.rows_reused += 1
                 return ahead.greedy_best.result(ahead.scores, rng)
             self.guesses_wrong += 1
-        Pc = st.P @ self.Z[c]
         row = st.gram_row(b)  # kept by the round (O(d))
-        if self._Xc is None:
-            self._Xc = np.empty(self.K)
-        Xc, scores, best = self._Xc, np.empty(self.K), BlockArgmax()
-        for s, e, block in st.source.products(Pc[:, None]):
+        Xc = st.kept_row(c)
+        scores, best = np.empty(self.K), BlockArgmax()
+        if Xc is not None and Xc is not row:
+            self.rows_reused += 1
+            for s, e in st.source.bounds():
+                pair_scores(row[s:e], Xc[s:e], st.diag[s:e], scores[s:e])
+                best.add(scores[s:e], s)
+            return best.result(scores, rng)
+        self.rows_missed += 1
+        Xc = np.empty(self.K)
+        for s, e, block in st.source.products((st.P @ self.Z[c])[:, None]):
             Xc[s:e] = block[0]
-            pair_scores(row[s:e], block[0], st.diag[s:e], scores[s:e])
+            pair_scores(row[s:e], Xc[s:e], st.diag[s:e], scores[s:e])
             best.add(scores[s:e], s)
-        self._pair = (st, st.P.copy(), c)
+        st.keep_second(c, Xc)
         return best.result(scores, rng)
 
     def product_for(self, a: int) -> np.ndarray | None:
-        """X P x_a from the last greedy pass if a was its c and P has not changed since, else None;
-        forgets it either way (an update is coming)."""
-        pair, self._pair = self._pair, None
-        if pair is None:
+        """X P x_a if the estimator keeps row a (the greedy rule's c, or the round's best arm), else None
+        (the update computes it)."""
+        st = self.state
+        if a < 0 or st is None or not st.keep_row:
             return None
-        st, P, c = pair
-        if st is not self.state or a != c or not np.array_equal(P, st.P):
+        row = st.kept_row(a)
+        if row is None:
             self.products_missed += 1
-            return None
-        self.products_reused += 1
-        assert self._Xc is not None
-        return self._Xc
+        else:
+            self.products_reused += 1
+        return row
 
     def sweep_ahead(self, factor, guess: bool) -> tuple:
-        """(also, on_block) for ``update`` at large K (m = 1, paired, tau^LUCB), or (None, None).
+        """(also, on_block) for ``update`` at large K (m = 1, paired, tau^LUCB), or (None, None); also is
+        always None.
 
         on_block: the next round's upper bounds against the kept Gram row's arm, computed during the
         update's sweep while each block is in cache; the round uses them if that arm is still the
         empirical best. ``factor()`` gives the next round's threshold factor once P is updated. With
-        ``guess`` (the update reads X anyway), also() = P x_c for the last pair (b, c), once P is
-        updated, when b's Gram row is the kept one and pairs have come back often enough
-        (GUESS_MIN_RATE): the update's product gives X P x_c and the sweep the greedy scores from
-        the kept row, as ``greedy_pair_arm`` computes them."""
+        ``guess``, also the greedy scores for the last pair (b, c), from the two kept rows (b's and c's,
+        updated in the same sweep) as ``greedy_pair_arm`` computes them, when both are kept and pairs
+        have come back often enough (GUESS_MIN_RATE)."""
         st = self.ridge()
         if not (self.single_paired and st.source.large and st._row is not None):
             return None, None
         pair = self._last_pair if guess and self.repeat_rate >= GUESS_MIN_RATE else None
-        if pair is not None and not st.keeps_row(pair[0]):  # b's row is not the kept one: no guess
-            pair = None
-        also = None if pair is None else (lambda: st.P @ self.Z[pair[1]])
-        return also, UcbSweep(st, st._row_arm, factor, st.mu, pair)
+        if pair is not None and not (st.keeps_row(pair[0]) and st._second is not None
+                                     and st.kept_row(pair[1]) is st._second):
+            pair = None  # b's row is not the first kept one, or c's not the second: no guess
+        return None, UcbSweep(st, st._row_arm, factor, st.mu, pair)
 
     def columns_of_J(self, mu: np.ndarray, J: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:
         """BJ[k, i] = B[i, J[k]] for every arm i (m x K), with -inf where i is in J."""
@@ -325,7 +331,7 @@ class UcbSweep:
         if s <= i < e:
             block[i - s] = -np.inf
         self.best.add(block, s)
-        if self.guess is not None:
-            assert Xc is not None, "a guessed pair needs X P x_c from the update's product"
-            pair_scores(self.row[s:e], Xc[s:e], st.diag[s:e], self.scores[s:e])
+        if self.guess is not None:  # c's row: the estimator's second kept row, final on this block
+            assert st._second is not None, "a guessed pair needs the kept row of c"
+            pair_scores(self.row[s:e], st._second[s:e], st.diag[s:e], self.scores[s:e])
             self.greedy_best.add(self.scores[s:e], s)

@@ -309,7 +309,7 @@ class GIFA(Policy):
                 also = ahead = None
                 if state.source.large:  # large K
                     also, ahead = self.gaps.sweep_ahead(lambda: self.threshold_factor(self.n_samples),
-                                                        guess=product is None and self.selection == "greedy")
+                                                        guess=self.selection == "greedy")
                 state.update(int(arms[0]), float(rewards[0]), also=also, on_block=ahead, product=product)
             else:
                 state.update_many(arms, rewards)

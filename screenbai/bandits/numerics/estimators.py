@@ -61,6 +61,10 @@ class RidgeState:
         self.keep_row = self.source.large
         self._row_arm = -1
         self._row: np.ndarray | None = None
+        # a second Gram row kept the same way, for a caller that asks for it (``keep_second``: m-LinGapE's
+        # greedy rule keeps the row of c_t, which comes back in about half the rounds at K = 10^6)
+        self._second_arm = -1
+        self._second: np.ndarray | None = None
         # the argmax of the means found while the last update swept them (large K), until they are rebuilt,
         # and the hook that computed something else during that sweep (see ``update``), until P changes
         self.mu_top: BlockArgmax | None = None
@@ -70,6 +74,19 @@ class RidgeState:
         """Whether row i of X P X^T is the one kept: arm i is the kept row's arm, or has the same
         features (duplicates share their row)."""
         return self._row is not None and (i == self._row_arm or np.array_equal(self.X[i], self.X[self._row_arm]))
+
+    def keep_second(self, i: int, row: np.ndarray) -> None:
+        """Keep ``row`` = X P x_i (with the current P) as the second Gram row, updated by rank one as the
+        first (large K only; forgotten at the exact rebuild of P)."""
+        if self.keep_row:
+            self._second_arm, self._second = i, row
+
+    def kept_row(self, i: int) -> np.ndarray | None:
+        """Row i of X P X^T if one of the kept rows is it (the same features: duplicates share it), else None."""
+        for arm, row in ((self._row_arm, self._row), (self._second_arm, self._second)):
+            if row is not None and (i == arm or np.array_equal(self.X[i], self.X[arm])):
+                return row
+        return None
 
     def is_twin(self, i: int, w: int, *vectors: np.ndarray) -> bool:
         """Whether arm i is a twin of the kept row's arm w: the same features, and the same bits in the
@@ -86,6 +103,12 @@ class RidgeState:
         (``keeps_row``)."""
         if self.keeps_row(i):
             assert self._row is not None
+            return self._row
+        if self._second is not None and self.kept_row(i) is self._second:  # the second row's arm: swap the two
+            self._row_arm, self._row, self._second_arm, self._second = (self._second_arm, self._second,
+                                                                        self._row_arm, self._row)
+            if self._second is None:
+                self._second_arm = -1
             return self._row
         row = self.source.gram_row(self.P, self.X[i])
         if self.keep_row:
@@ -139,9 +162,11 @@ class RidgeState:
         self.logdet += math.log1p(q)  # a Python float: math is 20x faster than numpy here
         self._since_refresh += 1
         if self.keep_row:
-            row = self._row
-            row_coef = 0.0 if row is None else float(u @ self.X[self._row_arm])  # X P x_w loses gs (u^T x_w)
-            return self._shrink_blockwise(u, denom, row, row_coef, mu, step, also, on_block, product)
+            # each kept row X P x_w loses gs (u^T x_w)
+            rows = [(row, float(u @ self.X[arm])) for arm, row in ((self._row_arm, self._row),
+                                                                     (self._second_arm, self._second))
+                    if row is not None]
+            return self._shrink_blockwise(u, denom, rows, mu, step, also, on_block, product)
         g = self.X @ u  # small K: no kept row, nothing computed ahead
         gs = np.empty_like(g)
         for g_b, gs_b, diag_b, *mu_b in self.source.blocks(g, gs, self.diag, *(() if mu is None else (mu,))):
@@ -151,12 +176,13 @@ class RidgeState:
                 mu_b[0] += gs_b * step
         return g, gs
 
-    def _shrink_blockwise(self, u, denom, row, row_coef, mu, step, also, on_block, product) -> np.ndarray | None:
+    def _shrink_blockwise(self, u, denom, rows, mu, step, also, on_block, product) -> np.ndarray | None:
         """``_shrink`` at large K: one block of X at a time, its elementwise work while it is in cache.
 
-        X P x_a is always a matrix-vector product per block (``FeatureSource.products``), whether
-        computed here (with X ``also`` in the same pass, if asked) or given as ``product``, so that the
-        result does not depend on where it came from."""
+        X P x_a is a matrix-vector product per block (``FeatureSource.products``), computed here (with
+        X ``also`` in the same pass, if asked), or given as ``product``: the caller's, or one of the kept
+        rows (``kept_row``), which may then be ``product`` itself (it is read before it is updated).
+        ``rows``: the kept rows with their coefficients u^T x_w."""
         assert product is None or also is None, "a given product leaves no pass over X to compute X also"
         if callable(also):  # a vector that depends on the updated P
             also = also()
@@ -164,20 +190,24 @@ class RidgeState:
         out = None if also is None else np.empty(self.K)
         top = BlockArgmax()
         bounds = self.source.bounds()
-        if row is not None:  # the kept row's arm first: its own entries are final before any other block
+        if self._row is not None:  # the kept row's arm first: its own entries are final before any other block
             bounds.insert(0, bounds.pop(next(k for k, (s, e) in enumerate(bounds) if s <= self._row_arm < e)))
         blocks = ((s, e, product[None, s:e]) for s, e in bounds) if product is not None else \
             self.source.products(V, bounds)
+        # two scratch blocks, reused (in cache), for gs and each product: the same operations as
+        # ``g / denom``, ``diag -= g * gs`` ..., without a fresh temporary per operation
+        scratch = np.empty((2, max(e - s for s, e in bounds)))
         for s, e, block in blocks:
             g_b = block[0]
             if out is not None:
                 out[s:e] = block[1]
-            gs_b = g_b / denom
-            self.diag[s:e] -= g_b * gs_b
-            if row is not None:
-                row[s:e] -= gs_b * row_coef
+            gs_b, tmp = scratch[0, : e - s], scratch[1, : e - s]
+            np.divide(g_b, denom, out=gs_b)
+            self.diag[s:e] -= np.multiply(g_b, gs_b, out=tmp)  # g_b is not read after this: it may be a kept row
+            for row, coef in rows:
+                row[s:e] -= np.multiply(gs_b, coef, out=tmp)
             if mu is not None:
-                mu[s:e] += gs_b * step
+                mu[s:e] += np.multiply(gs_b, step, out=tmp)
                 top.add(mu[s:e], s)
             if on_block is not None:
                 on_block(s, e, out)
@@ -204,7 +234,7 @@ class RidgeState:
     def design_copy(self, held: np.ndarray) -> Self:
         """A copy whose design also holds the tests in flight (``held``: per-arm counts)."""
         view = copy.copy(self)
-        for name in ("P", "diag", "G", "_row"):
+        for name in ("P", "diag", "G", "_row", "_second"):
             value = getattr(self, name, None)
             if value is not None:
                 setattr(view, name, value.copy())
@@ -259,7 +289,7 @@ class RidgeState:
                 raise
             self.P, self.diag = None, None  # type: ignore[assignment]
             return False
-        self._row_arm, self._row, self.ahead = -1, None, None
+        self._row_arm, self._row, self._second_arm, self._second, self.ahead = -1, None, -1, None, None
         self.P = cho_solve((c, low), np.eye(self.d))
         self.P = 0.5 * (self.P + self.P.T)
         self.logdet = 2.0 * np.sum(np.log(np.diag(c)))

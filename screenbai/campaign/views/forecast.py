@@ -1,0 +1,167 @@
+"""The cost forecast of a campaign: tests and plates until its stopping rule fires, from the outcomes so far
+(``status``) or from a prior before any outcome (``init``), with what other (epsilon, delta) would cost."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from screenbai.campaign.lab.assay import logistic_on_hits
+
+#: the standard normal's 97.5 % quantile (two-sided 95 % intervals)
+Z95 = 1.959963984540054
+#: draws of theta for the band of the forecast in ``status`` (each a T* solve: about 0.4 s at K = 4 866, d = 21)
+FORECAST_DRAWS = 5
+
+
+def forecast_left(camp, policy) -> tuple[float, float, float, float] | None:
+    """(tests, plates, plates at the band's low end, at its high end) left until the stopping rule fires:
+    lb's forecast (the t solving t = T*(theta_hat) beta(t, delta), LOWER_BOUND.md "Certificate and forecast")
+    with theta_hat the model's estimate from the outcomes so far and beta the algorithm's own threshold
+    (``Policy.stopping_threshold(t, delta)``); the band from FORECAST_DRAWS draws of theta from the estimate's
+    normal approximation N(theta_hat, H^-1) (H the information of the outcomes so far: Fisher's for the
+    logistic model, V / sigma^2 for the linear one), the smallest and largest of their forecasts (seeded,
+    so the same outcomes give the same band).  None when the algorithm states no threshold (or has
+    a fixed budget), or nothing is recorded yet."""
+    from screenbai.bandits.certainty.forecast import forecast
+
+    inner = getattr(policy, "inner", policy)
+    beta = inner.stopping_threshold
+    delta = float(getattr(inner, "delta", 0.05))
+    if policy.done or beta(1.0, delta) is None:
+        return None
+    active = np.asarray(getattr(policy, "arm_set", np.arange(camp.K)))
+    n, s, s2, _ = camp.observations()
+    n, s, s2 = n[active], s[active], s2[active]
+    if n.sum() == 0:
+        return None
+    X = camp.features[active]
+    if camp.binary and logistic_on_hits(camp.algorithm):
+        from scipy.special import expit
+
+        from screenbai.bandits.numerics.glm import logistic_mle
+
+        theta, model, sigma = logistic_mle(X, n, s, 1.0).theta, "logistic", 0.5
+        eta = X @ theta
+        H = (X.T * (n * expit(eta) * expit(-eta))) @ X + np.eye(X.shape[1])
+    else:  # the algorithm's own model: linear, also on 0/1 outcomes (LinGapE, lin-tas, RAGE)
+        V = (X.T * n) @ X + np.eye(X.shape[1])
+        theta = np.linalg.solve(V, X.T @ s)
+        model, sigma = "linear", float(getattr(inner, "sigma", 0.5 if camp.binary else 1.0))
+        H = V / sigma**2
+    layout = camp.layout
+    per_plate = layout.capacity if layout is not None else usual_plate(camp)
+    f = forecast(
+        X,
+        theta,
+        beta,
+        delta,
+        source="outcomes",
+        plate_size=per_plate,
+        model=model,
+        sigma=sigma,
+        epsilon=float(getattr(inner, "epsilon", 0.0)),
+        m=int(getattr(inner, "m", 1)),
+        answer=top_answer(X, theta, int(getattr(inner, "m", 1))),
+        cov=np.linalg.inv(H),
+        n_draws=FORECAST_DRAWS,
+        level=0.999,  # with 5 draws: their smallest and largest
+        rng=np.random.default_rng(0),
+    )
+    if not math.isfinite(f.tests):
+        return None
+
+    def plates(tests: float) -> float:
+        return math.inf if not math.isfinite(tests) else float(math.ceil(max(tests - done, 0.0) / max(per_plate, 1)))
+
+    done = float(n.sum())
+    left = max(f.tests - done, 0.0)
+    return left, plates(f.tests), plates(f.low), plates(f.high)
+
+
+def top_answer(X: np.ndarray, theta: np.ndarray, m: int) -> tuple[int, ...]:
+    """The answer a forecast plans for: the m best compounds under theta. Its T* is the lower bound's
+    for that answer (the bound maximises over every epsilon-good answer, at K = 5 000 some 30 times the
+    cost; for the forecast the leader's is the one that matters)."""
+    return tuple(int(a) for a in np.argsort(-(X @ theta), kind="stable")[:m])
+
+
+def usual_plate(camp) -> int:
+    row = camp._con.execute("SELECT requested FROM plates ORDER BY step DESC LIMIT 1").fetchone()
+    return int(row[0]) if row else 96
+
+
+#: the prior of the cost forecast at ``init``: hit-rate logits x'theta spread with this standard
+#: deviation over the library (hit rates between about 0.12 and 0.88 for 95 % of the compounds)
+PRIOR_LOGIT_SD = 1.0
+#: ... the same hit rates for an algorithm that models hits linearly (rage, lin-tas on 0/1 outcomes): their
+#: standard deviation under the logistic prior above (about 0.2)
+PRIOR_RATE_SD = 0.2
+PRIOR_DRAWS = 5
+
+
+def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
+    """What the screen will cost, said at ``init`` before any outcome: the forecast of tests and plates
+    until the stopping rule fires (certainty/forecast.py) for theta drawn from a prior, theta ~ N(0, s^2 I)
+    with s set so that x'theta has standard deviation PRIOR_LOGIT_SD over the library, and what other
+    (epsilon, delta) would cost at the median draw. A guess, labelled so: ``status`` replaces it by the
+    forecast from outcomes after the first plate. Empty when the algorithm states no threshold."""
+    from scipy.special import expit
+
+    from screenbai.bandits.certainty.forecast import cost_table, forecast
+
+    from ..lab.assay import Readout
+
+    policy = camp.policy
+    inner = getattr(policy, "inner", policy)
+    delta = float(getattr(inner, "delta", 0.05))
+    if inner.stopping_threshold(1.0, delta) is None:
+        return [f"cost forecast: {camp.algorithm} states no stopping threshold (a fixed budget, or a rule "
+                "without one); status gives what it certifies as the plates come back"]
+    X = camp.features
+    model = "logistic" if camp.binary and logistic_on_hits(camp.algorithm) else "linear"
+    sigma = 0.5 if model == "logistic" else float(getattr(inner, "sigma", 0.5 if camp.binary else 1.0))
+    # the spread of x'theta over the library, on the model's own scale: logits of hit rates, hit rates, or the
+    # readout itself (its units unknown before any outcome: as large as one test's noise, the sigma declared)
+    spread_sd = PRIOR_LOGIT_SD if model == "logistic" else PRIOR_RATE_SD if camp.binary else sigma
+    scale = spread_sd / max(float(np.sqrt(np.mean(np.sum(X * X, axis=1)))), 1e-12)
+    rng = np.random.default_rng(seed)
+    thetas = rng.normal(0.0, scale, size=(draws, X.shape[1]))
+    epsilon, m = float(getattr(inner, "epsilon", 0.0)), int(getattr(inner, "m", 1))
+    layout = camp.layout
+    per_plate = layout.capacity if layout is not None else 96
+    kw: dict[str, Any] = {"model": model, "sigma": sigma, "m": m}
+    runs = [forecast(X, th, inner.stopping_threshold, delta, source="prior", plate_size=per_plate,
+                     epsilon=epsilon, answer=top_answer(X, th, m), **kw) for th in thetas]
+    order = np.argsort([f.tests for f in runs], kind="stable")
+    mid = int(order[len(order) // 2])  # the median draw: its forecast is the point, and its table
+    tests = runs[mid].tests
+    low, high = runs[int(order[0])].tests, runs[int(order[-1])].tests
+    plates = lambda t: "unbounded" if not math.isfinite(t) else f"{math.ceil(t / per_plate):,}"  # noqa: E731
+    readout = camp.meta.get("readout")
+    unit = f" {Readout.from_dict(readout).unit}" if readout and Readout.from_dict(readout).unit else ""
+    spread = (
+        f"hit rates between {expit(-Z95 * PRIOR_LOGIT_SD):.2f} and {expit(Z95 * PRIOR_LOGIT_SD):.2f} for 95 % of the "
+        "compounds" if model == "logistic"
+        else f"hit rates spread with sd {PRIOR_RATE_SD:g} over the library" if camp.binary
+        else f"mean outcomes spread with sd {spread_sd:g}{unit} over the library, the noise scale sigma declared"
+    )
+    lines = [
+        f"cost forecast from a prior (a guess before any outcome, {spread}; `status` forecasts from the outcomes "
+        f"once a plate is recorded): {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) stops after about "
+        f"{tests:,.0f} tests ({plates(tests)} plate{'' if plates(tests) == '1' else 's'} of {per_plate}), "
+        f"between {low:,.0f} and {high:,.0f} tests over "
+        f"{len(runs)} draws of the prior. It assumes the tests are spread as well as they can be: with 2 to 10 "
+        "features simulated runs needed 0.8 to 2.8 times such a forecast, and more with more features (this library "
+        f"has {X.shape[1]}; docs/lower_bound.md)",
+    ]
+    rows = cost_table(X, thetas[mid], inner.stopping_threshold, epsilons=sorted({epsilon, max(epsilon, 0.05) * 2}),
+                      deltas=sorted({delta, 0.1, 0.01}), source="prior", plate_size=per_plate,
+                      answer=top_answer(X, thetas[mid], m), **kw)
+    if getattr(inner, "forecast_caveat", ""):
+        lines.append(f"note: {inner.forecast_caveat}")
+    lines.append("other settings: " + "; ".join(
+        f"epsilon {r['epsilon']:g} and delta {r['delta']:g}: {r['tests']:,.0f} tests" for r in rows))
+    return lines
