@@ -435,3 +435,27 @@ def test_first_designed_block_ends_most_runs_at_d20():
         at_80 += r.n_samples == 80 and p.evidence.n_blocks == 2
         errors += int(r.recommendation[0]) != int(np.argmax(inst.means))
     assert at_80 >= 16 and errors == 0
+
+
+def test_log_tas_blocks_at_small_d_are_the_plug_in_allocation():
+    """At d <= PLUGIN_D a log-tas block is w*(theta_hat) of the lower bound (certainty.complexity) rounded at
+    the largest block size (growth times the tests so far): after 200 tests on kw_synthetic d = 2 every test
+    of the next block goes to an arm where w* puts weight (the greedy min-max block put 10-30 % of them
+    elsewhere from the same states, seeds 0-3)."""
+    from screenbai.bandits.certainty import characteristic_time
+    from screenbai.bandits.tracking.logistic import PLUGIN_D
+
+    inst = kw_synthetic(K=50, d=2, seed=0)
+    assert inst.features.shape[1] <= PLUGIN_D
+    for seed in range(2):
+        p = policy_for_instance("log-tas", inst, rng=seed, epsilon=0.1, delta=0.05)
+        env = Environment(inst, rng=np.random.default_rng(seed + 100))
+        while p.n_samples < 200:
+            arms = p.ask()
+            p.tell(arms, env.pull(arms))
+        theta = p._estimate(p.n.astype(float), p.sums)
+        lead = tuple(int(a) for a in p._leaders(theta, np.random.default_rng(0)))
+        w = characteristic_time(p.Z, theta, model="logistic", epsilon=0.1, answer=lead).allocation
+        block = p._design(p._n_opened + 1)
+        assert block.sum() == int(np.ceil(p.growth * p.n_samples))
+        assert block[w > 0.01].sum() == block.sum()

@@ -270,7 +270,7 @@ class LinearTrackAndStop(Policy):
         Zd = self._design_features(theta)
         P = pinv_psd((Zd.T * counts_f) @ Zd)[0]
         J = np.argsort(-c * np.einsum("ij,ij->i", Y @ P, Y))[:_GREEDY_DIRECTIONS]
-        if self.K * J.size * self.d_eff * cap <= _GREEDY_WORK:
+        if self._greedy_design() and self.K * J.size * self.d_eff * cap <= _GREEDY_WORK:
             counts = greedy_block(Zd, Y[J], c[J], floor, cap, self._information_before(Zd, counts_f))
         else:
             lead = tuple(int(a) for a in self._leaders(theta, np.random.default_rng(0)))
@@ -289,6 +289,11 @@ class LinearTrackAndStop(Policy):
         extra = span_completion(self.Z, np.flatnonzero(counts))
         counts[extra] += 1
         return counts
+
+    def _greedy_design(self) -> bool:
+        """Whether blocks are built test by test (``greedy_block``) where that is cheap enough; False: the
+        rounded plug-in allocation w*(theta_hat) mixed with the spanning set at every size."""
+        return True
 
     def _design_features(self, theta: np.ndarray) -> np.ndarray:
         """Rows whose outer products make a test's information (linear: the features)."""

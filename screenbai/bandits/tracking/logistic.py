@@ -5,7 +5,12 @@ blocks fixed before their outcomes, built test by test to cover the directions x
 still need the most information), with the local Fisher information of the logistic model: a test
 of arm k at the penalised MLE theta_hat brings mu'(x_k'theta_hat) x_k x_k', and the pair (i, j)
 needs information in the direction mu'_i x_i - mu'_j x_j with margin mu_i - mu_j + epsilon (the
-lower bound's local form, ``certainty.complexity``).
+lower bound's local form, ``certainty.complexity``). At d <= PLUGIN_D a block is instead the plug-in
+optimal allocation w*(theta_hat) of that local form (``characteristic_time``, the lower bound's w* at the
+estimate) mixed with 1/(b + 1) of the spanning set (forced exploration) and rounded, at the largest block
+size: the counts then follow the sum over blocks of n_b times the plug-in allocation, C-tracking's target
+(Garivier & Kaufmann 2016, Sec. 3.1, which mixes w*(theta_hat) with the uniform allocation likewise).
+On kw_synthetic d = 2 it brought the sampling factor T(w_hat)/T* from 1.28 to 1.15 (docs/lower_bound.md).
 
 Stopping and guarantee: the policy's stopping rule, ``rules.likelihood.WindowedLikelihoodRatio``, the
 likelihood-ratio confidence set of ``lr_set`` (GLGapE's default calibration),
@@ -58,11 +63,21 @@ from screenbai.bandits.tracking.logistic_blocks import LikelihoodOrBlocks
 
 #: blocks complete the information collected so far (False: each block repeats the whole design)
 TRACK_CUMULATIVE = True
-#: at this many dimensions or fewer the blocks repeat the whole design and the set is not restarted
-#: late: the predictions' regret is small there, so late windows only cost their weight (log 2 nats),
-#: and tracking the cumulative information spent more tests (kw_synthetic d = 2, 20 runs, delta 0.05:
-#: median 686.5 tests with both, 549.5 with neither; at d = 5 tracking saves: 639 against 836)
+#: at this many dimensions or fewer the greedy blocks (used above PLUGIN_D) repeat the whole design, and
+#: (LATE_D) the set is not restarted late: the predictions' regret is small there, so late windows only
+#: cost their weight (log 2 nats when measured), and tracking the cumulative information spent more tests
+#: (kw_synthetic d = 2, 20 runs, delta 0.05: median 686.5 tests with both, 549.5 with neither; at d = 5
+#: tracking saves: 639 against 836)
 SMALL_D = 2
+#: at this many dimensions or fewer each block is the plug-in optimal allocation w*(theta_hat) of the lower
+#: bound (certainty.complexity, local form) mixed with 1/(b + 1) of the spanning set and rounded, at its
+#: largest size, instead of the greedy min-max block (kw_synthetic d = 2, seed 0, 50 runs, delta 0.05:
+#: median 462 tests against 608 on the same seeds, sampling factor 1.15 against 1.28; over 500 runs 2.98 LB
+#: against 3.26; docs/lower_bound.md, "log-tas at small d")
+PLUGIN_D = 2
+#: above this many dimensions the likelihood-ratio set is also restarted late (lr_windows); at or below,
+#: the full window alone, at weight 1 (with late windows it has weight lr_windows.FULL_WEIGHT)
+LATE_D = SMALL_D
 #: from this many dimensions on, the per-direction block evidence joins the likelihood-ratio set
 #: (logistic_blocks.LikelihoodOrBlocks; None: never; docs/lower_bound.md)
 BLOCKS_MIN_D: int | None = None
@@ -116,10 +131,10 @@ class LogisticTrackAndStop(LinearTrackAndStop):
                                 stat_name="rivals not yet ruled out by its likelihood-ratio test:")
 
     def _stopping_rule(self, p) -> WindowedLikelihoodRatio | LikelihoodOrBlocks:
-        """The likelihood-ratio set of the module docstring, restarted late above SMALL_D dimensions; above
+        """The likelihood-ratio set of the module docstring, restarted late above LATE_D dimensions; above
         BLOCKS_MIN_D dimensions at a share of delta, OR the per-direction block evidence at the rest
         (logistic_blocks.LikelihoodOrBlocks)."""
-        late = self.d_eff > SMALL_D
+        late = self.d_eff > LATE_D
         if BLOCKS_MIN_D is not None and self.d_eff >= BLOCKS_MIN_D:
             return LikelihoodOrBlocks(self.Z, self.m, self.epsilon, self.delta, p.growth, late)
         return WindowedLikelihoodRatio(self.Z, self.m, self.epsilon, self.delta, p.growth, late)
@@ -166,6 +181,15 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         eta = self.Z @ theta
         slope = expit(eta) * expit(-eta)
         return self.Z * np.sqrt(slope)[:, None]
+
+    def _greedy_design(self) -> bool:
+        """The greedy min-max blocks above PLUGIN_D dimensions, the rounded plug-in allocation at or below."""
+        return self.d_eff > PLUGIN_D
+
+    def _forecast(self, theta: np.ndarray, w: np.ndarray) -> float:
+        """No forecast: the plug-in blocks (``_greedy_design`` False) take their largest size. The stop is
+        tested at every outcome, so a block's size only sets how often the design is renewed."""
+        return 1e18  # as lin-tas's unbounded forecast (math.ceil of it stays finite)
 
     def _information_before(self, Zd: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
         """The Fisher information of the tests so far at theta_hat: the likelihood-ratio set pools every
