@@ -18,6 +18,7 @@ from campaign_util import Assay, new_campaign, synthetic_library, write_results
 
 from screenbai.bandits import make_policy
 from screenbai.bandits.numerics.rules import solve_cold
+from screenbai.bandits.tracking.logistic import RIVALS_NAME
 from screenbai.campaign import Campaign, ReplayMismatch
 
 REPO = Path(__file__).resolve().parents[1]
@@ -258,7 +259,9 @@ def test_status_says_how_far_the_stopping_rule_is_from_firing(tmp_path, algorith
         name, threshold = "rivals not ruled out at the likelihood-ratio test's last full count:", 0
     elif algorithm == "log-tas":  # its likelihood-ratio test: a count of rivals, fires at 0
         assert status.stop_threshold == 0 and status.stop_index >= 1
-        name, threshold = "rivals not yet ruled out by its likelihood-ratio test:", 0
+        name, threshold = RIVALS_NAME, 0
+        # the count is an upper bound that falls only near the stop (issue 19: it read 4 865 for 60 plates): said
+        assert "the count falls only near the stop: watch the certified epsilon" in status.text()
     else:  # a gap index: how much a rival may still beat the leader by
         assert status.stop_threshold == 0.1 and status.stop_index > 0.1  # not fired: above the threshold
         name, threshold = "a rival may still beat the leader by up to", 0.1

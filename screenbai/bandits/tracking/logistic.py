@@ -83,6 +83,14 @@ LATE_D = SMALL_D
 BLOCKS_MIN_D: int | None = None
 
 
+#: the index status shows: rivals the likelihood-ratio test has not ruled out yet (fires at 0); an upper
+#: bound (``LikelihoodRatioSet.open_arms`` stops counting at the first rival that stands), so it says so
+RIVALS_NAME = (
+    "rivals not yet ruled out by its likelihood-ratio test (counted up to the first one it cannot rule out, so the "
+    "count falls only near the stop: watch the certified epsilon):"
+)
+
+
 @register(
     "log-tas",
     description="Block Track-and-Stop, logistic model: tracks the local optimal allocation in blocks, stopped by "
@@ -126,9 +134,8 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         self._plan = np.empty(0, dtype=np.int64)  # the rest of the current block, handed out one test at a time
         self._spanned = False  # whether the tested arms span R^d' (``_spans``; not state: rechecked after a load)
         self.diagnostics.pop("threshold", None)  # the set's level is P_t + log(1/delta), not a constant
-        # the index status shows: rivals the likelihood-ratio test has not ruled out yet (fires at 0)
         self.diagnostics.update(stat=float(self.K - self.m), stat_fires_at=0.0,
-                                stat_name="rivals not yet ruled out by its likelihood-ratio test:")
+                                stat_name=RIVALS_NAME)
 
     def _stopping_rule(self, p) -> WindowedLikelihoodRatio | LikelihoodOrBlocks:
         """The likelihood-ratio set of the module docstring, restarted late above LATE_D dimensions; above
