@@ -194,8 +194,11 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         return self.d_eff > PLUGIN_D
 
     def _forecast(self, theta: np.ndarray, w: np.ndarray) -> float:
-        """No forecast: the plug-in blocks (``_greedy_design`` False) take their largest size. The stop is
-        tested at every outcome, so a block's size only sets how often the design is renewed."""
+        """At d <= PLUGIN_D no forecast: the plug-in blocks take their largest size (the stop is tested at
+        every outcome, so a block's size only sets how often the design is renewed). Above it, where the
+        plug-in path serves only problems too large for the greedy block, lin-tas's forecast as before."""
+        if self.d_eff > PLUGIN_D:
+            return super()._forecast(theta, w)
         return 1e18  # as lin-tas's unbounded forecast (math.ceil of it stays finite)
 
     def _information_before(self, Zd: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
