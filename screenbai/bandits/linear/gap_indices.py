@@ -162,11 +162,10 @@ class GapIndices:
             self.products_reused += 1
         return row
 
-    def sweep_ahead(self, factor, guess: bool) -> tuple:
-        """(also, on_block) for ``update`` at large K (m = 1, paired, tau^LUCB), or (None, None); also is
-        always None.
+    def sweep_ahead(self, factor, guess: bool) -> UcbSweep | None:
+        """``on_block`` for ``update`` at large K (m = 1, paired, tau^LUCB), or None.
 
-        on_block: the next round's upper bounds against the kept Gram row's arm, computed during the
+        The next round's upper bounds against the kept Gram row's arm, computed during the
         update's sweep while each block is in cache; the round uses them if that arm is still the
         empirical best. ``factor()`` gives the next round's threshold factor once P is updated. With
         ``guess``, also the greedy scores for the last pair (b, c), from the two kept rows (b's and c's,
@@ -174,12 +173,12 @@ class GapIndices:
         have come back often enough (GUESS_MIN_RATE)."""
         st = self.ridge()
         if not (self.single_paired and st.source.large and st._row is not None):
-            return None, None
+            return None
         pair = self._last_pair if guess and self.repeat_rate >= GUESS_MIN_RATE else None
         if pair is not None and not (st.keeps_row(pair[0]) and st._second is not None
                                      and st.kept_row(pair[1]) is st._second):
             pair = None  # b's row is not the first kept one, or c's not the second: no guess
-        return None, UcbSweep(st, st._row_arm, factor, st.mu, pair)
+        return UcbSweep(st, st._row_arm, factor, st.mu, pair)
 
     def columns_of_J(self, mu: np.ndarray, J: np.ndarray, f: float, n: np.ndarray) -> np.ndarray:
         """BJ[k, i] = B[i, J[k]] for every arm i (m x K), with -inf where i is in J."""

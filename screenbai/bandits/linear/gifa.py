@@ -306,11 +306,11 @@ class GIFA(Policy):
             product = self.gaps.product_for(int(arms[0]) if arms.size == 1 else -1)
             state = self._ridge()
             if arms.size == 1:
-                also = ahead = None
+                ahead = None
                 if state.source.large:  # large K
-                    also, ahead = self.gaps.sweep_ahead(lambda: self.threshold_factor(self.n_samples),
-                                                        guess=self.selection == "greedy")
-                state.update(int(arms[0]), float(rewards[0]), also=also, on_block=ahead, product=product)
+                    ahead = self.gaps.sweep_ahead(lambda: self.threshold_factor(self.n_samples),
+                                                  guess=self.selection == "greedy")
+                state.update(int(arms[0]), float(rewards[0]), on_block=ahead, product=product)
             else:
                 state.update_many(arms, rewards)
 

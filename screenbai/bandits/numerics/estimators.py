@@ -125,8 +125,7 @@ class RidgeState:
         d-vector) is computed in the same pass over X and returned (otherwise None), and
         ``on_block(s, e, Xv)`` is called after each block [s, e) of the K-vectors (and of Xv, the
         product with ``also`` or None) is final, the block holding the kept row's arm first; it is
-        then kept in ``ahead`` until P changes. ``also`` may be a function giving the vector once P
-        is updated. ``product``: X P x_a with the current P, if the caller
+        then kept in ``ahead`` until P changes. ``product``: X P x_a with the current P, if the caller
         has it (large K, without ``also``; computed as ``FeatureSource.products`` does): the update then
         reads no X."""
         added = self._add(a, reward, None, 0.0, also, on_block, product)
@@ -184,8 +183,6 @@ class RidgeState:
         rows (``kept_row``), which may then be ``product`` itself (it is read before it is updated).
         ``rows``: the kept rows with their coefficients u^T x_w."""
         assert product is None or also is None, "a given product leaves no pass over X to compute X also"
-        if callable(also):  # a vector that depends on the updated P
-            also = also()
         V = u[:, None] if also is None else np.column_stack([u, also])
         out = None if also is None else np.empty(self.K)
         top = BlockArgmax()
