@@ -429,26 +429,27 @@ class BlockEvidence(StoppingRule):
         Approximations: block 2's span completion (at most d tests) and, in a campaign, the replicate wells of
         the first plate are left out of s and n_2 (forecast.stopping_time measures the whole; benchmarks/
         forecast_check.py against actual stops)."""
-        leader = int(np.asarray(self.policy._recommend(np.random.default_rng(0)))[0])
-        u = RHO_FRACTION
-        level = self.level(leader) if self.n_blocks else self.log_level
-        level += math.log(self.delta / delta)  # the level at this rule's delta, moved to the one asked
-        mix = (1.0 + u) * (level + 0.5 * math.log(1.0 + 1.0 / u) - math.log(2.0))
+        mix = self.mixture_threshold(t, delta)
         first = self._first_block() if POINT_SHARE > 0 else None
         if first is None:
             return mix
         s, n2 = first
         if t < s + n2:
             return 1e300
-        point = (level - math.log(POINT_SHARE)) * t / n2
+        point = (self._leader_level(delta) - math.log(POINT_SHARE)) * t / n2
         return min(point, mix * t / (t - s))
 
     def mixture_threshold(self, t: float, delta: float) -> float:
-        """beta_mix alone (``threshold`` without the first designed block's point mass: the forecast before
-        issue 19's fix, kept for benchmarks/forecast_check.py's comparison)."""
+        """beta_mix alone (``threshold`` without the first designed block's point mass: also the forecast before
+        issue 19's fix, for benchmarks/forecast_check.py's comparison)."""
+        u = RHO_FRACTION
+        return (1.0 + u) * (self._leader_level(delta) + 0.5 * math.log(1.0 + 1.0 / u) - math.log(2.0))
+
+    def _leader_level(self, delta: float) -> float:
+        """L: log(1/delta') of the current leader's directions, moved from this rule's delta to ``delta``."""
         leader = int(np.asarray(self.policy._recommend(np.random.default_rng(0)))[0])
-        level = (self.level(leader) if self.n_blocks else self.log_level) + math.log(self.delta / delta)
-        return (1.0 + RHO_FRACTION) * (level + 0.5 * math.log(1.0 + 1.0 / RHO_FRACTION) - math.log(2.0))
+        level = self.level(leader) if self.n_blocks else self.log_level
+        return level + math.log(self.delta / delta)
 
     def _first_block(self) -> tuple[float, float] | None:
         """(s, n_2): the tests before lin-tas's first designed block (its spanning block, or more if already
