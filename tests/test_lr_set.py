@@ -409,3 +409,33 @@ def test_the_box_is_computed_only_when_the_likeliest_candidate_is_ruled_out(monk
                 computed += cs._box is not None
                 fired += n_open == 0 and cs._box is not None
     assert skipped >= 5 and fired >= 2, (skipped, computed, fired)
+
+
+def test_pair_test_rules_out_rivals_of_an_arm_whose_mean_may_exceed_one_minus_epsilon():
+    """An arm i whose set reaches mu_i >= 1 - epsilon (as for the best compounds of the potency arms,
+    mu 0.96 to 0.99): there no rival can beat it by epsilon, so the separating tangent touches h below
+    logit(1 - epsilon). Sound and tight against a dense grid as above, and such pairs do occur and are
+    ruled out (the search used to give up at the first point of C_t beyond logit(1 - epsilon))."""
+    a_max = float(logit(0.9))
+    reaching = 0
+    for seed in range(8):
+        rng = np.random.default_rng(100 + seed)
+        Z = rng.uniform(-1, 1, (6, 2))
+        theta = rng.normal(0, 1.0, 2)
+        theta *= 3.5 / np.abs(Z @ theta).max()  # the likeliest arm near mu = 0.97
+        n = np.full(6, 60.0)
+        s = rng.binomial(60, expit(Z @ theta)).astype(float)
+        level = nll(Z, n, s, logistic_mle(Z, n, s, 0.0).theta) + np.log(1 / 0.05) + 3.0
+        cs = LikelihoodRatioSet(Z, n, s, level, np.zeros(2))
+        eta = _grid_in_set(cs, Z, n, s, half=12.0, points=1201) @ Z.T
+        mu = expit(eta)
+        for i in range(6):
+            if not (eta[:, i].max() >= a_max and eta[:, i].min() < a_max):
+                continue  # the set lies on one side of logit(1 - epsilon) for this arm
+            for j in np.delete(np.arange(6), i):
+                worst = (mu[:, j] - mu[:, i]).max()
+                ruled = cs._rules_out_pair(Z[i], Z[j], lr_set.epsilon_margin(float(logit(0.45)), 0.1), 0.1)
+                assert not ruled or worst <= 0.1 + 1e-9
+                assert ruled or worst >= 0.1 - 0.01
+                reaching += worst < 0.1 - 0.01
+    assert reaching >= 5

@@ -654,14 +654,18 @@ class LikelihoodRatioSet:
         if ruled or epsilon <= 0.0:  # epsilon = 0: h(a) = a, the first plane is A's own boundary
             return ruled
         a_max = float(logit(1.0 - epsilon)) if epsilon < 1.0 else math.inf
+        touch = float(logit((1.0 - epsilon) / 2.0))  # where the first plane's slope, 1, is h's
         for _ in range(TANGENT_STEPS):
             a, b = float(zi @ p), float(zj @ p)
-            if a >= a_max:
-                return False  # mu_i >= 1 - epsilon here: no tangent plane to take
-            h, slope = epsilon_curve(a, epsilon)
-            if b > h:
-                return False  # p lies in C_t and in A: the rival stands
-            ruled, p = self._plane_test(zj - slope * zi, h - slope * a)
+            if a < a_max:
+                h, slope = epsilon_curve(a, epsilon)
+                if b > h:
+                    return False  # p lies in C_t and in A: the rival stands
+                touch = a
+            else:  # mu_i >= 1 - epsilon at p, so p is not in A: the separating tangent, if any, touches
+                touch += 0.5 * (a_max - touch)  # h to the right of the last one, below a_max
+            h, slope = epsilon_curve(touch, epsilon)
+            ruled, p = self._plane_test(zj - slope * zi, h - slope * touch)
             if ruled:
                 return True
         return False
