@@ -68,11 +68,11 @@ def test_good_file_by_well_and_by_compound(camp, tmp_path):
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("plate_id,well,outcome\nP009,A01,1\n", ["line 2", "'P009'", "not a plate"]),
+        ("plate_id,well,outcome\nP009,A01,1\n", ["line 2", "'P009'", "not a plate", "correct the plate_id"]),
         ("plate_id,well,outcome\nP001,Z77,1\n", ["line 2", "'Z77'", "not on plate P001"]),
         (
             "plate_id,well,outcome\nP001,A01,1\nP001,A02,0\nP001,A01,0\n",
-            ["line 4", "P001/A01", "appears twice", "line 2"],
+            ["line 4", "P001/A01", "appears twice", "line 2, outcome '1'; here '0'", "delete the other"],
         ),
         ("plate_id,well,outcome\nP001,A01,2\n", ["line 2", "'2'", "binary"]),
         ("plate_id,well,outcome\nP001,A01,0.5\n", ["line 2", "'0.5'"]),
@@ -162,7 +162,7 @@ def test_wells_written_a1_or_lowercase_and_plate_ids_in_any_case_are_the_plate_m
     _refused(
         camp,
         _rows(tmp_path, "plate_id,well,outcome\nP001,A1,1\nP001,A01,0\n", "twice.csv"),
-        "line 3: well P001/A01 appears twice (first on line 2)",
+        "line 3: well P001/A01 appears twice (first on line 2, outcome '1'; here '0')",
     )
     rec = camp.record(_rows(tmp_path, "plate_id,well,outcome\np001,A1,1\nP001,a02,0\nP001,A003,failed\n"))
     assert (rec.n_outcomes, rec.n_failed) == (2, 1)
@@ -192,3 +192,28 @@ def test_the_unfilled_plate_file_is_refused_not_recorded_as_all_failed(camp, tmp
     all_failed = write_results(tmp_path / "failed.csv", plate, ["failed"] * len(plate))
     rec = camp.record(all_failed)  # said explicitly: recorded
     assert (rec.n_outcomes, rec.n_failed) == (0, len(plate))
+
+
+def test_a_file_missing_a_row_names_the_well_it_left_open(tmp_path, capsys):
+    """A plate may be recorded in parts, so a results file without one of the plate's rows is recorded; but
+    `record` named neither the well left open nor what to do about it (a lost row is the usual cause)."""
+    import csv
+
+    from screenbai.cli import main
+
+    c = new_campaign(tmp_path / "c.campaign")
+    plate = c.next_plate(8)
+    lost = 3
+    keep = [k for k in range(len(plate)) if k != lost]
+    with open(tmp_path / "r.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["plate_id", "well", "outcome"])
+        w.writerows([plate.plate_id, plate.wells[k], k % 2] for k in keep)
+    c.close()
+    assert main(["campaign", "record", str(tmp_path / "c.campaign"), str(tmp_path / "r.csv")]) == 0
+    out = capsys.readouterr().out
+    assert f"recorded {len(keep)} outcome(s)" in out
+    assert f"plate P001: 1 well(s) not in r.csv, still open: {plate.wells[lost]} ({plate.compound_ids[lost]})" in out
+    assert "If a row was lost, record a file with it" in out and "'failed'" in out
+    with Campaign.open(tmp_path / "c.campaign") as again:
+        assert again.open_wells() == {"P001": 1}

@@ -516,6 +516,17 @@ class Campaign(PolicyReplay):
             )
         }
 
+    def open_well_names(self, plate_id: str) -> list[tuple[str, str]]:
+        """(well, compound id) of every well of ``plate_id`` without a recorded outcome, in well order."""
+        return [
+            (w, "control" if a < 0 else self.compound_ids[a])
+            for w, a in self._con.execute(
+                "SELECT w.well, w.arm FROM wells w LEFT JOIN outcomes o USING (plate_id, well) "
+                "WHERE w.plate_id = ? AND o.id IS NULL ORDER BY w.position",
+                (plate_id,),
+            )
+        ]
+
     def history(self) -> list[tuple[int, int, list[str], bool]]:
         return [
             (s, n, json.loads(l), bool(d))

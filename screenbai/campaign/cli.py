@@ -381,6 +381,7 @@ def _record(args) -> int:
     with Campaign.open(args.campaign) as camp:
         rec = camp.record(args.results, accept=args.accept, discard=args.discard_plate)
         left = camp.open_wells()
+        left_here = {p: camp.open_well_names(p) for p in rec.plates if p in left}
     for plate_id, (z, decision) in rec.qc.items():
         zt = "n/a" if z is None else f"{z:.2f}"
         say(f"plate {plate_id}: controls Z' = {zt} ({decision})")
@@ -389,9 +390,23 @@ def _record(args) -> int:
         + (f" and {rec.n_failed} failed well(s) (back in the queue)" if rec.n_failed else "")
         + f" from {rec.file} on plate(s) {', '.join(rec.plates)}"
     )
+    for plate_id, wells in left_here.items():
+        say(open_wells_text(plate_id, wells, rec.file))
     if left:
         say("still awaiting results: " + ", ".join(f"{p} ({n} wells)" for p, n in left.items()))
     return 0
+
+
+def open_wells_text(plate_id: str, wells: list[tuple[str, str]], file: str, shown: int = 10) -> str:
+    """What a results file that covers part of a plate left open, and what to do: a lost row is the usual
+    cause (a plate recorded in parts is allowed, so this is said, not refused)."""
+    named = ", ".join(f"{w} ({c})" for w, c in wells[:shown]) + (f" ... and {len(wells) - shown} more"
+                                                                 if len(wells) > shown else "")
+    return (
+        f"plate {plate_id}: {len(wells)} well(s) not in {file}, still open: {named}. If a row was lost, record "
+        "a file with it; if the well failed, record it with outcome 'failed' (its compound comes back on a "
+        "later plate); if the rest of the plate comes later, record that file then"
+    )
 
 
 def _status(args) -> int:

@@ -139,7 +139,7 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
         return fields[i].strip() if i is not None and i < len(fields) else None
 
     out: list[Outcome] = []
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str], tuple[int, str | None]] = {}
     # wells still open per (plate, compound), in well order, for rows that give only the compound
     open_wells: dict[tuple[str, str], list[str]] = {}
     loaded: set[str] = set()
@@ -172,7 +172,10 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
         if plate_id not in plates:
             ids = sorted(plates)
             known = (", ".join(ids) if len(ids) <= 6 else f"{ids[0]} .. {ids[-1]}") or "none yet"
-            errors.append(f"{where}: plate {plate_id!r} is not a plate of this campaign (plates: {known})")
+            errors.append(
+                f"{where}: plate {plate_id!r} is not a plate of this campaign (plates: {known}); correct the "
+                "plate_id to the one on the plate file `next` wrote (a typo, or a row of another campaign's plate?)"
+            )
             continue
         wells = plates[plate_id]
         if well:
@@ -205,9 +208,13 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
             well = queue.pop(0)
         slot = (plate_id, well)
         if slot in seen:
-            errors.append(f"{where}: well {plate_id}/{well} appears twice (first on line {seen[slot]})")
+            first, first_raw = seen[slot]
+            errors.append(
+                f"{where}: well {plate_id}/{well} appears twice (first on line {first}, outcome {first_raw!r}; "
+                f"here {raw!r}); keep the row with the lab's reading of that well and delete the other"
+            )
             continue
-        seen[slot] = line
+        seen[slot] = (line, raw)
         info = wells[well]
         if info.recorded_by is not None:
             already.setdefault(plate_id, {})[well] = (
