@@ -208,9 +208,9 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
             well = queue.pop(0)
         slot = (plate_id, well)
         if slot in seen:
-            first, first_raw = seen[slot]
+            first_line, first_raw = seen[slot]
             errors.append(
-                f"{where}: well {plate_id}/{well} appears twice (first on line {first}, outcome {first_raw!r}; "
+                f"{where}: well {plate_id}/{well} appears twice (first on line {first_line}, outcome {first_raw!r}; "
                 f"here {raw!r}); keep the row with the lab's reading of that well and delete the other"
             )
             continue

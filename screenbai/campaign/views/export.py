@@ -4,10 +4,11 @@ report as one self-contained HTML file.
 Per compound (the recommendation first, then the compounds in contention, behind and withdrawn, each by
 the model's estimate): id, SMILES, whether it is in the screen (or withdrawn), tests (recorded outcomes),
 failed wells, hits (0/1 outcomes, or raw readouts past the cutoff declared at init), the mean raw
-readout, the observed rate with its 95 % Wilson interval, the model's estimate with its 95 %
-interval (the shared model of the features, as in ``status``), and its status: recommended (with
-the certified epsilon when the algorithm gives one), in contention (its model interval reaches the
-leader's), behind (its upper bound is below the leader's lower bound), withdrawn.
+readout (its column named with the readout and unit declared at init: ``mean_readout (IC50, nM)``), the
+observed rate with its 95 % Wilson interval, the model's estimate with its 95 % interval (the shared model
+of the features, as in ``status``), and its status: recommended (with the certified epsilon when the
+algorithm gives one), in contention (its model interval reaches the leader's), behind (its upper bound is
+below the leader's lower bound), withdrawn.
 
 The workbook is written with the standard library (Office Open XML, one sheet per table, numbers
 as numbers); it opens in Excel, LibreOffice and pandas.
@@ -117,6 +118,15 @@ def compound_table(camp) -> list[dict]:
     return rows
 
 
+def header(readout) -> list[str]:
+    """The column names as written: ``mean_readout`` carries the readout's name and unit declared at init,
+    e.g. ``mean_readout (IC50, nM)`` (a bare number could be read in any unit)."""
+    if readout is None:
+        return list(COLUMNS)
+    what = ", ".join(t for t in (readout.name, readout.unit) if t)
+    return [f"{c} ({what})" if c == "mean_readout" and what else c for c in COLUMNS]
+
+
 def handover_order(rows: list[dict]) -> list[dict]:
     """The rows as a colleague reads them: the recommendation first, then the compounds in contention, those
     behind the leader and the withdrawn ones, each group by the model's estimate (best first), ties in the
@@ -125,12 +135,13 @@ def handover_order(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (rank.get(r["status"].split(" (")[0], 4), -r["model_estimate"]))
 
 
-def write_csv(rows: list[dict], path: Path) -> Path:
+def write_csv(rows: list[dict], path: Path, names: list[str] | None = None) -> Path:
+    """``rows`` (keys :data:`COLUMNS`) under the header ``names`` (default: the keys; see :func:`header`)."""
     with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=COLUMNS)
-        w.writeheader()
+        w = csv.writer(fh)
+        w.writerow(names or COLUMNS)
         for r in rows:
-            w.writerow({k: "" if v is None else v for k, v in r.items()})
+            w.writerow(["" if r[k] is None else r[k] for k in COLUMNS])
     return path
 
 
@@ -264,9 +275,14 @@ def export(camp, out_dir: Path) -> list[Path]:
         ["compounds in contention", status.in_contention],
         ["model", status.model],
     ]
-    csv_path = write_csv(rows, out_dir / f"{stem}.csv")
+    readout = camp.readout
+    if readout is not None:
+        summary.append(["readout", f"{readout.name}" + (f" ({readout.unit})" if readout.unit else "")
+                        + (f"; {status.readout}" if status.readout else "")])
+    names = header(readout)
+    csv_path = write_csv(rows, out_dir / f"{stem}.csv", names)
     xlsx_path = write_xlsx(
-        {"compounds": [list(COLUMNS)] + [[r[c] for c in COLUMNS] for r in rows], "campaign": summary},
+        {"compounds": [names] + [[r[c] for c in COLUMNS] for r in rows], "campaign": summary},
         out_dir / f"{stem}.xlsx",
     )
     html_path = self_contained_report(camp, out_dir / f"{stem}_report.html")
