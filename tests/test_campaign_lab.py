@@ -647,7 +647,8 @@ def test_a_final_answer_never_tested_says_so(tmp_path):
     camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.3}, K=20, d=2, seed=1)
     st = camp.status()
     line = dataclasses.replace(st.recommendation[0], tests=0, observed=None, observed_ci=None)
-    final = dataclasses.replace(st, done=True, stopped=True, recommendation=[line], tests_at_stop=0)
+    final = dataclasses.replace(st, done=True, stopped=True, recommendation=[line], tests_at_stop=0,
+                                model_only=[line.compound_id])
     assert "never tested: the answer rests on the model's extrapolation alone" in final.text()
     assert f"WARNING: {line.compound_id} never tested" in "\n".join(final.certainty_lines())  # beside the certificate
     assert "forecast of plates left: none, the run has finished" in final.text()
@@ -656,6 +657,48 @@ def test_a_final_answer_never_tested_says_so(tmp_path):
                                certificate={"sentences": []})
     assert "(certified epsilon, a gap in mean percent inhibition (%): 3.3;" in cont.text()
     assert "never tested" not in dataclasses.replace(final, done=False).text()
+    camp.close()
+
+
+def test_lin_tas_stopping_on_the_model_alone_says_so_in_status_report_and_export(tmp_path):
+    """lin-tas can stop after its first plate recommending a compound never tested (its guarantee allows it);
+    status, its JSON, the report and the export said so only as a bare warning or not at all (the export's
+    status read "recommended (final)"): each now says the answer rests on the model alone and suggests
+    confirmation wells beside the best compound tested."""
+    from campaign_util import write_results
+
+    from screenbai.campaign.views.export import export
+    from screenbai.campaign.views.page import write_report
+
+    lib = synthetic_library(K=200, d=3, seed=0)
+    camp = Campaign.create(tmp_path / "lt.campaign", lib, "lin-tas", {"epsilon": 0.5, "sigma": 0.1}, seed=1,
+                           outcome="continuous")
+    theta = np.array([3.0, -2.0, 1.0, 0.0])
+    plate = camp.next_plate(24)
+    values = lib.features[np.asarray(plate.arms)] @ theta + np.random.default_rng(0).normal(0, 0.1, len(plate))
+    camp.record(write_results(tmp_path / "p.csv", plate, [f"{v:.3f}" for v in values]))
+    assert camp.policy.done
+    st = camp.status()
+    leader = st.recommendation[0].compound_id
+    assert st.recommendation[0].tests == 0 and st.model_only == [leader]  # the case at hand
+    tested = sorted(set(plate.arms))
+    means = {a: float(np.mean([v for b, v in zip(plate.arms, values) if b == a])) for a in tested}
+    best = camp.compound_ids[max(means, key=lambda a: means[a])]
+    warning = next(x for x in st.certainty_lines() if x.startswith("WARNING"))
+    assert f"WARNING: {leader} never tested: the answer rests on the model's extrapolation alone from the " \
+        f"{len(tested)} compounds tested" in warning
+    assert f"Confirm it in the lab before acting on it: test it in a few wells (3 or more) beside the best " \
+        f"compound tested, {best} (observed " in warning
+    assert st.to_dict()["model_only"] == [leader] and st.to_dict()["best_tested"]["compound_id"] == best
+    page = write_report(camp, tmp_path / "report").read_text()
+    assert html.escape(warning) in page and "<b>never tested</b>: the model alone; confirm it in the lab" in page
+    out = tmp_path / "export"
+    out.mkdir()
+    export(camp, out)
+    with open(out / "lt.csv", newline="") as fh:
+        first = next(csv.DictReader(fh))
+    assert first["compound_id"] == leader and first["status"] == (
+        "recommended (final; never tested: rests on the model alone, confirm it in the lab before acting on it)")
     camp.close()
 
 

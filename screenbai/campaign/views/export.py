@@ -84,7 +84,12 @@ def compound_table(camp) -> list[dict]:
         if not active[a]:
             status = "withdrawn"
         elif a in recommended:
-            status = "recommended" + (" (final)" if policy.done else " (current leader)")
+            status = "recommended" + (" (final" if policy.done else " (current leader")
+            if n[a] == 0:  # e.g. lin-tas stopped after its first plate on the model's extrapolation
+                status += ("; never tested: rests on the model alone, confirm it in the lab before acting on it)"
+                           if policy.done else "; not tested yet)")
+            else:
+                status += ")"
         elif leader is not None and n.sum() > 0 and hi[a] < lo[leader]:
             status = "behind the leader"
         else:

@@ -329,7 +329,8 @@ def write_report(camp, out_dir) -> Path:
                 f"<code>{esc(c.smiles)}</code>",
                 c.tests,
                 interval(c.model, c.model_ci),
-                interval(c.observed, c.observed_ci),
+                interval(c.observed, c.observed_ci) if c.tests else
+                ("<b>never tested</b>: the model alone; confirm it in the lab" if st.done else "not tested yet"),
             )
             for c in st.recommendation
         ],

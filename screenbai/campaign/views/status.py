@@ -154,6 +154,13 @@ class Status:
     unit: str | None = None
     #: the epsilon the stopping rule aims at (the algorithm's, the default included), None without a stopping rule
     stop_epsilon: float | None = None
+    #: the final recommendation's compounds never tested: the answer rests on the model alone (lin-tas can stop
+    #: after its first plate on an extrapolation); empty while the run goes on
+    model_only: list[str] = field(default_factory=list)
+    #: beside a recommendation never tested, the compound with the best observed mean among those tested (id,
+    #: observed mean of the outcomes the algorithm is told, tests) and how many compounds were tested: the
+    #: comparator for confirmation wells
+    best_tested: dict | None = None
 
     def to_dict(self) -> dict:
         """Plain data for JSON: a value not defined yet (NaN, e.g. the stopping index before the first
@@ -284,10 +291,17 @@ class Status:
             gap = self._rate() if self.outcome == "binary" or not self.unit else f"mean {self.unit}"
             out.append(f"certificate, true whenever you stop (certified epsilon, a gap in {gap}: {value}{fires}):")
             out.extend(f"  {s}" for s in cert.get("sentences", []))
-        untested = [c.compound_id for c in self.recommendation if c.tests == 0]
-        if self.done and untested:
-            out.append(f"WARNING: {', '.join(untested)} never tested: the answer rests on the model's extrapolation "
-                       "alone; test it before acting on it (the model check says how far the model is checked)")
+        if self.done and self.model_only:
+            best = self.best_tested
+            beside = "" if not best else (
+                f" beside the best compound tested, {best['compound_id']} (observed {best['observed']:.3g} over "
+                f"{best['tests']} tests), to see whether it really beats it")
+            tested = "" if not best else f" from the {best['tested_compounds']:,} compounds tested"
+            out.append(
+                f"WARNING: {', '.join(self.model_only)} never tested: the answer rests on the model's extrapolation "
+                f"alone{tested} (the model check says how far the model is checked). Confirm it in the lab before "
+                f"acting on it: test it in a few wells (3 or more){beside}"
+            )
         if self.model:
             out.append(f"model (the certificate and the stopping rule's guarantee hold under it): {self.model}")
         mc = self.model_check
@@ -368,6 +382,16 @@ def campaign_status(camp) -> Status:
                 [camp.compound_ids[b] for b in camp.same_features(a)],
             )
         )
+    model_only = [c.compound_id for c in rec if c.tests == 0] if done else []
+    best_tested = None
+    if model_only and n.sum() > 0:
+        idx = np.asarray(getattr(policy, "arm_set", np.arange(camp.K)))
+        idx = idx[n[idx] > 0]
+        if idx.size:
+            mean = s[idx] / n[idx]
+            b = int(idx[np.lexsort((-n[idx], -mean))[0]])  # the best observed mean, the most tested on a tie
+            best_tested = {"compound_id": camp.compound_ids[b], "observed": float(s[b] / n[b]), "tests": int(n[b]),
+                           "tested_compounds": int(idx.size)}
     diag = res.diagnostics
     params = camp.meta["params"]
     budget = getattr(policy, "budget", None) if getattr(policy, "fixed_budget", False) else None
@@ -390,6 +414,8 @@ def campaign_status(camp) -> Status:
         budget=None if budget is None else int(budget),
         tests_at_stop=int(res.n_samples) if done else None,
         recommendation=rec,
+        model_only=model_only,
+        best_tested=best_tested,
         no_guarantee=without_guarantee(
             type(getattr(policy, "inner", policy)), {**registered(camp.algorithm).defaults, **params}
         ),
