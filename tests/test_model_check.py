@@ -71,6 +71,7 @@ def test_logistic_says_it_cannot_check_a_fit_with_as_many_parameters_as_compound
     check = check_logistic(X, tested, s)
     assert not check.rejected and not check.tests
     assert "3 compounds tested for 3 model parameters" in check.note and check.to_dict()["note"] == check.note
+    assert check.to_dict()["p_value"] is None  # status --json printed "p_value": 1.0 for a check never run
     tested[:12] = 40
     s = np.where(np.arange(K) % 2 == 0, tested, 0)
     assert check_logistic(X, tested, s).tests  # testable again

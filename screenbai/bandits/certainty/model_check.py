@@ -97,7 +97,7 @@ class ModelCheck:
             "model": self.model,
             "level": self.level,
             "rejected": bool(self.rejected),
-            "p_value": float(self.p_value),
+            "p_value": float(self.p_value) if self.tests else None,  # no test run: no p-value (not 1, "agrees")
             "n_tests": int(self.n_tests),
             "n_arms": int(self.n_arms),
             "tests": [{"name": t.name, "statistic": t.statistic, "df": t.df, "p_value": t.p_value}
