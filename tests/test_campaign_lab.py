@@ -733,3 +733,15 @@ def test_status_checks_the_model_the_certificate_rests_on(tmp_path, misspecified
     assert check["rejected"] is misspecified
     assert ("model check: WARNING" in st.text()) is misspecified
     camp.close()
+
+
+def test_backtest_prints_a_true_hit_rate_near_1_as_above_0_999_not_as_1():
+    """With noisy tests no compound's hit rate is exactly 1, yet the backtest printed "true hit rate 1" for
+    the 284 CDK2 compounds at or below 12 nM (threshold 1 000 nM), read as a certain hit."""
+    from screenbai.campaign.backtest import BacktestResult
+
+    curve = {"tests": [0, 96], "campaign": [0.0, 0.1], "random": [0.0, 0.1], "one_shot": [0.0, 0.1]}
+    row = {"compound_id": "C1", "smiles": "CCO", "rate": 0.99999, "rate_rank": 1, "rate_rank_tied_to": 3, "K": 50,
+           "activity_nM": None, "activity_label": "nM", "potency_rank": None, "potency_rank_tied_to": None}
+    text = BacktestResult(96, 1, False, False, [row], curve, 10, "toy").text()
+    assert "recommended C1: true hit rate > 0.999 (tied for ranks 1-3 of 50: 3 compounds equal)" in text

@@ -315,6 +315,8 @@ class BacktestResult:
     labels: bool = False  # known outcomes are 0/1 labels (binarised activities), not rates
 
     def text(self) -> str:
+        from .views.status import rate_text
+
         end = (
             ("the stopping rule fired" if self.stopped else "the algorithm finished")
             if self.finished
@@ -330,7 +332,7 @@ class BacktestResult:
             if self.labels:
                 what = "a hit" if r["rate"] == 1 else "not a hit"
             else:
-                what = f"true hit rate {r['rate']:.3g} ({_rank(r['rate_rank'], r['rate_rank_tied_to'], r['K'])})"
+                what = f"true hit rate {rate_text(r['rate'])} ({_rank(r['rate_rank'], r['rate_rank_tied_to'], r['K'])})"
             lines.append(f"recommended {r['compound_id']}: {what}{pot}")
         c = self.curve
         lines.append(
