@@ -732,6 +732,13 @@ def test_status_checks_the_model_the_certificate_rests_on(tmp_path, misspecified
     assert check is not None and check["n_tests"] == told > 300
     assert check["rejected"] is misspecified
     assert ("model check: WARNING" in st.text()) is misspecified
+    # the certificate's header says it is only as true as its model ("true whenever you stop" alone misread);
+    # gse-log gives none, so one is put beside this model check
+    import dataclasses
+
+    certified = dataclasses.replace(st, certified_epsilon=0.2, certificate={"sentences": ["CPD0001: within 0.2"]})
+    assert ("certificate, true whenever you stop if its model holds, which the model check below rejects: treat "
+            "it as unproven (certified epsilon" in certified.text()) is misspecified
     camp.close()
 
 

@@ -289,7 +289,11 @@ class Status:
                      or (self.outcome == "binary" and self.certified_epsilon >= 0.999)
                      else f"{self.certified_epsilon:.2g}")
             gap = self._rate() if self.outcome == "binary" or not self.unit else f"mean {self.unit}"
-            out.append(f"certificate, true whenever you stop (certified epsilon, a gap in {gap}: {value}{fires}):")
+            mc = self.model_check
+            doubt = (" if its model holds, which the model check below rejects: treat it as unproven"
+                     if mc is not None and mc.get("rejected") else "")
+            out.append(f"certificate, true whenever you stop{doubt} (certified epsilon, a gap in {gap}: "
+                       f"{value}{fires}):")
             out.extend(f"  {s}" for s in cert.get("sentences", []))
         if self.done and self.model_only:
             best = self.best_tested
