@@ -87,10 +87,15 @@ def test_declared_compounds_counts_every_declared_compound():
 
 def test_ground_truth_table():
     fits = [{"d": 5, "n_compounds": 10, "n_cured": 9, "n_not_cured": 1, "metrics": {"roc_auc": 0.8, "arr": [1, 2]}},
-            {"d": 2, "n_compounds": 10, "n_cured": 9, "n_not_cured": 1, "metrics": {"roc_auc": 0.7}}]
+            {"d": 2, "n_compounds": 10, "n_cured": 9, "n_not_cured": 1, "mean_min": 0.1, "mean_median": 0.4,
+             "mean_max": 0.9, "metrics": {"roc_auc": 0.7, "n": 10, "intercept": -1.4, "C": 1.0}}]
     t = ground_truth_table(fits)
     assert list(t["d"]) == [2, 5] and list(t["AUC on the fitted compounds (in-sample)"]) == [0.7, 0.8]
     assert "arr" not in t
+    # every column says what it is: no bare n (n_compounds again), C or mean_* (the fitted cure rates)
+    assert {"n", "C", "intercept", "mean_min"}.isdisjoint(t.columns)
+    assert t.loc[0, "cure rate median"] == 0.4 and t.loc[0, "C (inverse L2 penalty of the fit)"] == 1.0
+    assert t.loc[0, "intercept (log-odds)"] == -1.4
 
 
 def test_plots_return_figures_with_data():

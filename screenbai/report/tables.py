@@ -179,7 +179,11 @@ _FIT_METRICS = {
     "cv_roc_auc": "AUC cross-validated",
     "cv_log_loss": "log-loss cross-validated",
     "cv_brier": "Brier cross-validated",
+    "intercept": "intercept (log-odds)",
+    "C": "C (inverse L2 penalty of the fit)",
 }
+#: the fitted cure rates' spread, named for what they are (``mean`` is the bandit's word for a cure rate)
+_CURE_RATES = {"mean_min": "cure rate min", "mean_median": "cure rate median", "mean_max": "cure rate max"}
 
 
 def ground_truth_table(fits: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
@@ -190,8 +194,8 @@ def ground_truth_table(fits: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         row = {k: f[k] for k in ("d", "threshold_nM", "n_compounds", "n_cured", "n_not_cured",
                                  "mean_min", "mean_median", "mean_max") if k in f}
         row.update({_FIT_METRICS.get(k, k): v for k, v in (f.get("metrics") or {}).items()
-                    if (np.isscalar(v) or v is None) and k not in row})
-        rows.append(row)
+                    if (np.isscalar(v) or v is None) and k not in row and k != "n"})  # n: n_compounds again
+        rows.append({_CURE_RATES.get(k, k): v for k, v in row.items()})
     return pd.DataFrame(rows).sort_values("d").reset_index(drop=True)
 
 
