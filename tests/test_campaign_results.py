@@ -217,3 +217,22 @@ def test_a_file_missing_a_row_names_the_well_it_left_open(tmp_path, capsys):
     assert "If a row was lost, record a file with it" in out and "'failed'" in out
     with Campaign.open(tmp_path / "c.campaign") as again:
         assert again.open_wells() == {"P001": 1}
+
+
+@pytest.mark.parametrize("typed, hint", [
+    ("12,5", "a decimal comma? write 12.5"),
+    ("45 %", "a unit after the number? write the number alone"),
+    ("12nM", "a unit after the number? write the number alone"),
+    (">100", "a value beyond the assay's range? write the limit, 100,"),
+    ("n.d.", "not determined? that is a failed well"),
+])
+def test_a_readout_typed_as_labs_do_says_what_it_likely_is(tmp_path, typed, hint):
+    """A continuous readout the lab typed with a decimal comma, a unit, a censoring sign or 'n.d.' was refused
+    as "not a number" alone; the error now names the likely cause and the fix, and nothing is recorded."""
+    cont = Campaign.create(
+        tmp_path / "cont.campaign", synthetic_library(), "m-lingape", {"epsilon": 0.1}, seed=0, outcome="continuous"
+    )
+    cont.next_plate(4)
+    _refused(cont, _rows(tmp_path, f'plate_id,well,outcome\nP001,A01,"{typed}"\n'), "line 2", repr(typed),
+             "not a number", hint, "'failed'")
+    cont.close()

@@ -267,6 +267,22 @@ def _well_key(well: str) -> tuple[str, int] | str:
     return (m.group(1).upper(), int(m.group(2))) if m else well
 
 
+def _hint(text: str) -> str:
+    """What a lab's number that float() refuses most likely is: a decimal comma, a unit, a censored value."""
+    if text.lower() in ("n.d.", "nd", "n/a", "na", "-", "--"):
+        return " (not determined? that is a failed well)"
+    if re.fullmatch(r"[-+]?\d+,\d+", text):
+        return f" (a decimal comma? write {text.replace(',', '.')})"
+    m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text)
+    if m:
+        return " (a unit after the number? write the number alone, in the unit declared at init)"
+    m = re.fullmatch(r"([<>]=?)\s*([-+]?\d+(?:\.\d+)?)", text)
+    if m:
+        return (f" (a value beyond the assay's range? write the limit, {m.group(2)}, if it settles hit or not, "
+                "else 'failed')")
+    return ""
+
+
 def _parse_outcome(raw: str | None, binary: bool):
     """The outcome as a float, None for a failed well, or a string saying what is wrong."""
     text = (raw or "").strip()
@@ -278,7 +294,7 @@ def _parse_outcome(raw: str | None, binary: bool):
         value = float(text)
     except ValueError:
         kind = "0 or 1" if binary else "a number"
-        return f"not {kind}; write {kind}, or leave it empty / write 'failed' for a failed well"
+        return f"not {kind}{_hint(text)}; write {kind}, or leave it empty / write 'failed' for a failed well"
     if not math.isfinite(value):
         return "not a finite number"
     if binary and value not in (0.0, 1.0):
