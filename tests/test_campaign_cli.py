@@ -379,3 +379,16 @@ def test_init_says_what_the_screen_will_cost_from_a_prior(tmp_path, library_csv,
         assert prior_cost(camp)[0] == line
     assert init(tmp_path / "g.campaign", library_csv, "--algorithm", "gse-log", "--param", "budget=40") == 0
     assert "states no stopping threshold" in capsys.readouterr().out
+
+
+def test_init_says_the_hit_rule_once(tmp_path, library_csv, capsys):
+    """init printed the hit rule twice on its readout line ("a hit when percent inhibition >= 50 %; log-tas
+    models hits ... (a hit when percent inhibition >= 50 %; ...)"); a continuous readout's line still says it."""
+    argv = ["--readout", "percent inhibition", "--unit", "%", "--hit-above", "50", "--param", "epsilon=0.1"]
+    assert init(tmp_path / "b.campaign", library_csv, *argv) == 0
+    line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("readout: "))
+    assert line.count("a hit when percent inhibition >= 50 %") == 1, line
+    assert line.startswith("readout: percent inhibition (%); log-tas models hits with a logistic model")
+    assert init(tmp_path / "c.campaign", library_csv, *argv, "--outcome", "continuous") == 0
+    line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("readout: "))
+    assert line.startswith("readout: percent inhibition (%), a hit when percent inhibition >= 50 %; lin-tas")

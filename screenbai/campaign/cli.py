@@ -312,7 +312,8 @@ def _init(args) -> int:
     if layout is not None:
         say(f"plates: {layout.describe()}")
     if readout is not None:
-        say(f"readout: {readout.label()}, {readout.rule()}; {readout.model(camp.binary, camp.algorithm)}")
+        model = readout.model(camp.binary, camp.algorithm)  # a binary model's sentence says the hit rule
+        say(f"readout: {readout.label()}" + ("" if readout.rule() in model else f", {readout.rule()}") + f"; {model}")
     sigma = getattr(getattr(camp.policy, "inner", camp.policy), "sigma", None)
     if not camp.binary and sigma is not None and "sigma" not in camp.meta["params"]:
         unit = f"{readout.name} ({readout.unit})" if readout is not None and readout.unit else "the readout's"
