@@ -291,7 +291,8 @@ class Status:
             gap = self._rate() if self.outcome == "binary" or not self.unit else f"mean {self.unit}"
             mc = self.model_check
             doubt = (" if its model holds, which the model check below rejects: treat it as unproven"
-                     if mc is not None and mc.get("rejected") else "")
+                     if mc is not None and mc.get("rejected")
+                     and not str(cert.get("model", "")).startswith("no model") else "")  # own wells need none
             out.append(f"certificate, true whenever you stop{doubt} (certified epsilon, a gap in {gap}: "
                        f"{value}{fires}):")
             out.extend(f"  {s}" for s in cert.get("sentences", []))
