@@ -634,6 +634,9 @@ def test_status_says_the_certificate_then_its_model_check_then_the_forecast(tmp_
     page = write_report(camp, tmp_path / "report").read_text()
     block = page[page.index("<h2>What the outcomes certify</h2>"):page.index("<h2>Recommendation</h2>")]
     assert html.escape(sentence) in block and "model check" in block and "forecast" in block
+    rec = st.recommendation[0]  # the observed rate as counted: "12 of 12 hits: 1 [...]", never "> 0.999" for 1
+    if rec.tests:
+        assert f"<td>{rec.total:.0f} of {rec.tests} hits: " in page
     camp.close()
 
 

@@ -316,6 +316,17 @@ def write_report(camp, out_dir) -> Path:
     def interval(value, ci):
         return "-" if value is None else esc(f"{fmt(value)} [{fmt(ci[0])}, {fmt(ci[1])}]")
 
+    def exact(v):  # an observed rate of 0 or 1 is exact (every test a hit), not "> 0.999"
+        return f"{v:g}" if v in (0.0, 1.0) else fmt(v)
+
+    def observed(c):
+        if c.observed is None or c.observed_ci is None:
+            return "-"
+        if not camp.binary:
+            return interval(c.observed, c.observed_ci)
+        lo, hi = c.observed_ci
+        return esc(f"{c.total:.0f} of {c.tests} hits: {exact(c.observed)} [{exact(lo)}, {exact(hi)}]")
+
     def table(header, rows):
         head = "".join(f"<th>{esc(h)}</th>" for h in header)
         body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
@@ -329,7 +340,7 @@ def write_report(camp, out_dir) -> Path:
                 f"<code>{esc(c.smiles)}</code>",
                 c.tests,
                 interval(c.model, c.model_ci),
-                interval(c.observed, c.observed_ci) if c.tests else
+                observed(c) if c.tests else
                 ("<b>never tested</b>: the model alone; confirm it in the lab" if st.done else "not tested yet"),
             )
             for c in st.recommendation
