@@ -320,7 +320,7 @@ def test_export_writes_csv_xlsx_and_one_html_file(tmp_path, capsys):
     for cid, v in values.items():
         n = plate.compound_ids.count(cid)
         assert int(rows[cid]["tests"]) == n and int(rows[cid]["hits"]) == (n if v <= 100 else 0)
-        assert float(rows[cid]["mean_readout (IC50, nM)"]) == v  # the readout's unit, declared at init
+        assert float(rows[cid]["mean_readout (IC50 in nM)"]) == v  # the readout's unit, declared at init
         lo, est, hi = (float(rows[cid][k]) for k in ("model_low", "model_estimate", "model_high"))
         assert lo <= est <= hi
     assert rows["CPD0029"]["status"] == "withdrawn" and rows["CPD0029"]["in_screen"] == "False"
@@ -336,7 +336,7 @@ def test_export_writes_csv_xlsx_and_one_html_file(tmp_path, capsys):
     xml_rows = sheet.find("m:sheetData", ns).findall("m:row", ns)
     assert len(xml_rows) == 31
     names = [c.find("m:is/m:t", ns).text for c in xml_rows[0].findall("m:c", ns)]
-    assert names == list(ordered[0]) and "mean_readout (IC50, nM)" in names
+    assert names == list(ordered[0]) and "mean_readout (IC50 in nM)" in names
     first = xml_rows[1].findall("m:c", ns)
     assert first[3].find("m:v", ns).text == ordered[0]["tests"] and first[3].get("t") is None
     page = (out / "c_report.html").read_text()

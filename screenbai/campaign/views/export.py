@@ -4,7 +4,7 @@ report as one self-contained HTML file.
 Per compound (the recommendation first, then the compounds in contention, behind and withdrawn, each by
 the model's estimate): id, SMILES, whether it is in the screen (or withdrawn), tests (recorded outcomes),
 failed wells, hits (0/1 outcomes, or raw readouts past the cutoff declared at init), the mean raw
-readout (its column named with the readout and unit declared at init: ``mean_readout (IC50, nM)``), the
+readout (its column named with the readout and unit declared at init: ``mean_readout (IC50 in nM)``), the
 observed rate with its 95 % Wilson interval, the model's estimate with its 95 % interval (the shared model
 of the features, as in ``status``), and its status: recommended (with the certified epsilon when the
 algorithm gives one), in contention (its model interval reaches the leader's), behind (its upper bound is
@@ -125,10 +125,10 @@ def compound_table(camp) -> list[dict]:
 
 def header(readout) -> list[str]:
     """The column names as written: ``mean_readout`` carries the readout's name and unit declared at init,
-    e.g. ``mean_readout (IC50, nM)`` (a bare number could be read in any unit)."""
+    e.g. ``mean_readout (IC50 in nM)`` (a bare number could be read in any unit)."""
     if readout is None:
         return list(COLUMNS)
-    what = ", ".join(t for t in (readout.name, readout.unit) if t)
+    what = " in ".join(t for t in (readout.name, readout.unit) if t)  # no comma: a header cut at commas stays whole
     return [f"{c} ({what})" if c == "mean_readout" and what else c for c in COLUMNS]
 
 
