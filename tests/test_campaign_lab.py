@@ -655,6 +655,11 @@ def test_a_final_answer_never_tested_says_so(tmp_path):
     assert "never tested: the answer rests on the model's extrapolation alone" in final.text()
     assert f"WARNING: {line.compound_id} never tested" in "\n".join(final.certainty_lines())  # beside the certificate
     assert "forecast of plates left: none, the run has finished" in final.text()
+    # a finished run with many compounds still "in contention" says why it stopped all the same
+    many = dataclasses.replace(final, in_contention=632, certified_epsilon=0.022)
+    assert "still in contention: 632 compounds (" in many.text() and "the run has finished all the same: none of " \
+        "them beats the recommendation by more than the certified epsilon below, 0.022" in many.text()
+    assert "finished all the same" not in dataclasses.replace(many, done=False).text()
     # a continuous readout's certified epsilon is a gap in its unit
     cont = dataclasses.replace(final, outcome="continuous", unit="percent inhibition (%)", certified_epsilon=3.3,
                                certificate={"sentences": []})

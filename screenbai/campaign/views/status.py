@@ -245,9 +245,16 @@ class Status:
             + (f" ({self.n_compounds - self.active:,} withdrawn)" if self.active < self.n_compounds else ""),
         ]
         if self.in_contention is not None:
+            settled = (
+                self.done and self.in_contention > 1 and self.certified_epsilon is not None
+                and math.isfinite(self.certified_epsilon)
+            )
             out.append(
                 f"still in contention: {self.in_contention:,} compounds (their 95% interval of the {self._rate()} "
-                "still reaches the leader's; a description of the estimates, not the stopping rule's test)"
+                "still reaches the leader's; a description of the estimates, not the stopping rule's test"
+                + (f"; the run has finished all the same: none of them beats the recommendation by more than the "
+                   f"certified epsilon below, {self.certified_epsilon:.2g}, at the certificate's confidence)"
+                   if settled else ")")
             )
         out.extend(self.certainty_lines())
         if self.rule:
