@@ -236,3 +236,19 @@ def test_a_readout_typed_as_labs_do_says_what_it_likely_is(tmp_path, typed, hint
     _refused(cont, _rows(tmp_path, f'plate_id,well,outcome\nP001,A01,"{typed}"\n'), "line 2", repr(typed),
              "not a number", hint, "'failed'")
     cont.close()
+
+
+def test_a_semicolon_file_with_decimal_commas_is_read_as_excel_wrote_it(tmp_path):
+    """Excel saves CSV with ';' and decimal commas where the comma is the decimal separator: every readout of
+    such a file was refused as "not a number"; in a ';' file 12,5 is 12.5 (a ',' file still refuses it)."""
+    cont = Campaign.create(
+        tmp_path / "cont.campaign", synthetic_library(), "m-lingape", {"epsilon": 0.1}, seed=0, outcome="continuous"
+    )
+    plate = cont.next_plate(2)
+    _refused(cont, _rows(tmp_path, f'plate_id,well,outcome\nP001,{plate.wells[0]},"12,5"\n'), "a decimal comma?")
+    text = f"plate_id;well;outcome\nP001;{plate.wells[0]};12,5\nP001;{plate.wells[1]};-0,25\n"
+    assert cont.record(_rows(tmp_path, text, "euro.csv")).n_outcomes == 2
+    con = sqlite3.connect(cont.path)
+    assert sorted(v for (v,) in con.execute("SELECT value FROM outcomes")) == [-0.25, 12.5]
+    con.close()
+    cont.close()

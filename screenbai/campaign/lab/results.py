@@ -5,7 +5,8 @@ A results file is CSV or TSV (``;`` also accepted) with a header naming the colu
 * ``plate_id`` (or ``plate``; case does not matter),
 * ``well`` and/or ``compound_id`` (or ``compound``): with only a compound id, its open wells on
   that plate are filled in well order; a well may be written A1, a01 or A01,
-* ``outcome`` (or ``result``, ``value``): 0/1 for binary assays, a number for continuous ones,
+* ``outcome`` (or ``result``, ``value``): 0/1 for binary assays, a number for continuous ones (in a
+  ``;``-separated file, as Excel saves CSV where the decimal separator is a comma, 12,5 is 12.5),
   empty or ``failed`` for a failed well (its compound goes back into the queue).  A file whose
   outcomes are all empty is refused: it is the plate file before the lab filled it in.
 
@@ -63,8 +64,8 @@ class WellInfo:
     recorded_by: str | None  # the file that recorded it, None while open
 
 
-def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool]:
-    """(header, data rows with their line numbers, whether the text ends with a line break)."""
+def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str]:
+    """(header, data rows with their line numbers, whether the text ends with a line break, the separator)."""
     try:
         with open(path, "rb") as fh:
             magic = fh.read(16)
@@ -104,7 +105,7 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool]:
             continue
         rows.append((reader.line_num, fields))
     assert head is not None  # the first line is a non-empty header
-    return head, rows, text.endswith(("\n", "\r"))
+    return head, rows, text.endswith(("\n", "\r")), sep
 
 
 def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: bool) -> list[Outcome]:
@@ -114,7 +115,7 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
     it, if any); only the plates the file names are looked up.  Returns the outcomes in file order.
     """
     path = Path(path)
-    header, rows, ends_with_newline = _read(path)
+    header, rows, ends_with_newline, sep = _read(path)
     errors: list[str] = []
     col: dict[str, int] = {}
     for key, names in ALIASES.items():
@@ -231,7 +232,7 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
                 "against the lab's record; if that well failed, write 'failed' in its outcome column"
             )
             continue
-        value = _parse_outcome(raw, binary)
+        value = _parse_outcome(raw, binary, decimal_comma=sep == ";")
         if isinstance(value, str):
             errors.append(f"{where}: outcome {raw!r} for well {plate_id}/{well}: {value}")
             continue
@@ -283,9 +284,13 @@ def _hint(text: str) -> str:
     return ""
 
 
-def _parse_outcome(raw: str | None, binary: bool):
-    """The outcome as a float, None for a failed well, or a string saying what is wrong."""
+def _parse_outcome(raw: str | None, binary: bool, *, decimal_comma: bool = False):
+    """The outcome as a float, None for a failed well, or a string saying what is wrong.  With
+    ``decimal_comma`` (a ``;``-separated file, as Excel saves CSV where the decimal separator is a comma)
+    12,5 is 12.5."""
     text = (raw or "").strip()
+    if decimal_comma and re.fullmatch(r"[-+]?\d*,\d+", text):
+        text = text.replace(",", ".")
     if text.lower() in FAILED:
         return None
     try:
