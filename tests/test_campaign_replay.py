@@ -161,6 +161,50 @@ def test_a_changed_log_is_detected_on_replay(tmp_path):
         c.replay(use_snapshot=False)
 
 
+def test_a_campaign_this_version_cannot_replay_carries_on_after_restart(tmp_path, capsys):
+    """After an upgrade that changes an algorithm's proposals (as log-tas's own wells did), an older campaign
+    could not be opened at all: status, export and next all failed on the replay, with no way on. The error now
+    says what to do, and `campaign restart` restarts the algorithm on every recorded outcome, as after an added
+    compound; the log before it is not replayed again. (The tampered plate stands in for the upgrade.)"""
+    from screenbai.bandits.core.state import StateVersionError, decode_state
+    from screenbai.cli import main
+
+    path = tmp_path / "a.campaign"
+    camp = new_campaign(path)
+    assay = Assay(camp.features)
+    _run(camp, tmp_path, assay, plates=2, size=4, tag="a")
+    plate = camp.plate("P002")
+    n_before = camp.observations()[0].copy()
+    camp.close()
+    con = sqlite3.connect(path)
+    other = (plate.arms[0] + 1) % 30
+    con.execute("UPDATE wells SET arm = ? WHERE plate_id = 'P002' AND position = 0", (other,))
+    con.execute("UPDATE outcomes SET arm = ? WHERE plate_id = 'P002' AND well = ?", (other, plate.wells[0]))
+    con.execute("DELETE FROM snapshots")  # an upgrade's snapshots would not load either: the log is replayed
+    con.commit()
+    con.close()
+    assert main(["campaign", "status", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "differing from well 1 on" in err and f"run `screenbai campaign restart {path}`" in err
+    assert main(["campaign", "restart", str(path), "--reason", "screenbai upgraded"]) == 0
+    assert "restarted on the" in capsys.readouterr().out
+    with Campaign.open(path, use_snapshot=False) as again:  # replayed from the restart, not from the start
+        n_after = again.observations()[0]
+        n_before[plate.arms[0]] -= 1
+        n_before[other] += 1
+        assert (n_after == n_before).all() and again.policy.result().n_samples == n_after.sum()
+        text = again.status().text()
+        assert "glgape restarted (screenbai upgraded) on the" in text
+        nxt = again.next_plate(4)
+        again.record(write_results(tmp_path / "b.csv", nxt, assay(nxt.arms)))
+    Campaign.repair(path)  # replays from the restart as well (a mismatch before it would raise)
+    with Campaign.open(path, use_snapshot=False) as third:
+        assert third.observations()[0].sum() == n_after.sum() + len(nxt)
+    # a snapshot holding an object the fresh policy lacks is another version's: rebuilt from the log, not fatal
+    with pytest.raises(StateVersionError):
+        decode_state({"__object__": {"x": 1}}, None)
+
+
 def test_every_registered_algorithm_fills_and_records_plates(tmp_path):
     from screenbai.bandits.core import registry
 

@@ -163,6 +163,13 @@ def add_parser(sub) -> None:
     p.add_argument("compound_id", help="the compound to withdraw: its id in the library (the plate files' compound_id)")
     p.add_argument("--reason", default="", help="why, for the log (e.g. 'out of stock')")
 
+    p = cs.add_parser(
+        "restart",
+        help="restart the algorithm on every outcome recorded (when this screenbai no longer replays the campaign)",
+    )
+    file_arg(p)
+    p.add_argument("--reason", default="", help="why, for the log (e.g. 'screenbai upgraded')")
+
     p = cs.add_parser("format", help="change the plate format for the next plates")
     file_arg(p)
     layout_args(p, "96")
@@ -454,6 +461,7 @@ _COMMANDS = {
     "backtest": _backtest,
     "add": lambda args: _lab("add", args),
     "withdraw": lambda args: _lab("withdraw", args),
+    "restart": lambda args: _lab("restart", args),
     "format": lambda args: _lab("format", args),
     "export": lambda args: _lab("export", args),
 }

@@ -147,6 +147,18 @@ def _withdraw(args) -> int:
     return 0
 
 
+def _restart(args) -> int:
+    from .campaign import Campaign
+    from .state.changes import guarantee_after_change, restart_algorithm
+
+    with Campaign.open(args.campaign) as camp:
+        restart_algorithm(camp, args.reason)
+        n = int(camp.observations()[0].sum())
+        say(f"{camp.algorithm} restarted on the {n:,} outcomes recorded in {args.campaign}; `next` proposes from it")
+        say(f"guarantee: {guarantee_after_change(camp)}")
+    return 0
+
+
 def _format(args) -> int:
     from .campaign import Campaign
     from .state.changes import set_layout
@@ -172,4 +184,4 @@ def _export(args) -> int:
     return 0
 
 
-COMMANDS = {"add": _add, "withdraw": _withdraw, "format": _format, "export": _export}
+COMMANDS = {"add": _add, "withdraw": _withdraw, "restart": _restart, "format": _format, "export": _export}

@@ -52,8 +52,9 @@ def decode_state(value, current=None):
             return {_hashable(decode_state(k)): decode_state(v) for k, v in value["__items__"]}
         if "__object__" in value:
             if current is None or not hasattr(current, "load_state_dict"):
-                raise ValueError(
-                    "the state holds an object the fresh policy does not have; were the parameters the same?"
+                raise StateVersionError(  # e.g. a snapshot written before a rule was added: rebuild from outcomes
+                    "the state holds an object the fresh policy does not have; were the parameters the same, and "
+                    "the screenbai version?"
                 )
             inner = value["__object__"]
             if isinstance(inner, dict) and all(isinstance(k, str) and not k.startswith("__") for k in inner):

@@ -175,6 +175,47 @@ def withdraw(camp, compound_id: str, reason: str = "") -> int:
     return arm
 
 
+def restart_algorithm(camp, reason: str = "") -> int:
+    """Restart the algorithm on every outcome recorded so far (one logged step), as after an added compound,
+    without replaying what came before: the way on when this screenbai's algorithm no longer reproduces the
+    campaign's plates (``ReplayMismatch``, e.g. after an upgrade).  Returns the step."""
+    from screenbai.bandits.core.registry import get
+
+    if getattr(get(camp.algorithm).cls, "fixed_budget", False):
+        raise ValueError(
+            f"{camp.algorithm} is a fixed-budget algorithm: its stages are planned for the campaign it started, so it "
+            "cannot restart mid-campaign; export the results and start a new campaign"
+        )
+    with camp._step("restarting its algorithm"):
+        last = camp._last_step()
+        active, n_total, _ = camp._active_at(last)
+        n, _, _, _ = camp.observations()
+        step = store.add_event(
+            camp._con,
+            "restart",
+            {
+                "active": [int(a) for a in active],
+                "n_total": int(n_total),
+                "reason": reason,
+                "tests_before": int(n.sum()),
+                "screenbai_version": _version(),
+            },
+        )
+        camp._policy = camp._restart_at(step)
+        camp._policy_step = step
+        camp._save_snapshot(step, plate=True)
+    return step
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("screenbai")
+    except PackageNotFoundError:
+        return "unknown"
+
+
 def set_layout(camp, layout: PlateLayout) -> None:
     """Change the plate format for the plates proposed from now on (one logged step)."""
     previous = camp.layout
@@ -217,7 +258,7 @@ def change_lines(camp) -> list[str]:
     """The changes of the compound set and of the plate format, each in one line."""
     out: list[str] = []
     rows = camp._con.execute(
-        "SELECT at, kind, detail FROM events WHERE kind IN ('add', 'withdraw', 'layout') ORDER BY step"
+        "SELECT at, kind, detail FROM events WHERE kind IN ('add', 'withdraw', 'restart', 'layout') ORDER BY step"
     ).fetchall()
     if not rows:
         return out
@@ -237,6 +278,12 @@ def change_lines(camp) -> list[str]:
                 f"{when}: {d['compounds'][0]} withdrawn{why}: it is no longer proposed or recommended, its "
                 f"{d['tests_of_it']} outcome(s) no longer count in the model; the answer is now the best of the "
                 f"{len(d['active']):,} remaining compounds"
+            )
+        elif kind == "restart":
+            why = f" ({d['reason']})" if d.get("reason") else ""
+            out.append(
+                f"{when}: {camp.algorithm} restarted{why} on the {d['tests_before']:,} outcomes recorded before, "
+                f"with screenbai {d.get('screenbai_version', 'unknown')}"
             )
         else:
             out.append(

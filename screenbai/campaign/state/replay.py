@@ -34,7 +34,7 @@ from . import store
 from .armset import ArmSetPolicy, restart
 
 #: the log events that replay follows: plates proposed, results recorded, changes of the compound set
-REPLAYED = "('plate', 'record', 'add', 'withdraw')"
+REPLAYED = "('plate', 'record', 'add', 'withdraw', 'restart')"
 
 
 class ReplayMismatch(store.CampaignError):
@@ -105,7 +105,8 @@ class PolicyReplay:
         (0: at init; the latest change at or before ``step`` otherwise)."""
         n_total = int(self._con.execute("SELECT COUNT(*) FROM compounds").fetchone()[0])
         changes = self._con.execute(
-            "SELECT step, kind, detail FROM events WHERE kind IN ('add', 'withdraw') AND step <= ? ORDER BY step",
+            "SELECT step, kind, detail FROM events WHERE kind IN ('add', 'withdraw', 'restart') AND step <= ? "
+            "ORDER BY step",
             (step if step else 0,),
         ).fetchall()
         if not changes:
@@ -211,14 +212,25 @@ class PolicyReplay:
 
     def _replay_from(self, base: str | dict | None, base_step: int, on_record, on_plate):
         """The log replayed from ``base`` (a state after the plate at ``base_step``; None: the fresh policy)."""
-        policy = self._loaded(base, base_step)
+        restarted = self._con.execute(
+            "SELECT MAX(step) FROM events WHERE kind = 'restart' AND step > ?", (base_step,)
+        ).fetchone()[0]
+        if restarted is not None:
+            # the algorithm restarted there on every outcome recorded before (``restart``): what came before
+            # is not replayed (it may be another screenbai version's proposals)
+            policy = self._restart_at(int(restarted))
+            base_step, base = int(restarted), policy.state_dict()
+            if on_plate is not None:
+                on_plate(base_step, policy)
+        else:
+            policy = self._loaded(base, base_step)
         events = self._con.execute(
             f"SELECT step, kind, detail FROM events WHERE kind IN {REPLAYED} AND step > ? ORDER BY step",
             (base_step,),
         ).fetchall()
         told = False  # whether the policy in hand has taken outcomes since the last plate
         for step, kind, detail in events:
-            if kind in ("add", "withdraw"):
+            if kind in ("add", "withdraw", "restart"):
                 # the algorithm restarts on the new set of compounds: the new base, as after a plate
                 policy = self._restart_at(step)
                 base_step, base, told = step, policy.state_dict(), False
@@ -234,11 +246,17 @@ class PolicyReplay:
                     dtype=np.int64,
                 )
                 if arms.shape != stored.shape or (arms != stored).any():
+                    k = min(arms.size, stored.size)
+                    at = int(np.argmax(arms[:k] != stored[:k])) if (arms[:k] != stored[:k]).any() else k
                     raise ReplayMismatch(
                         f"{self.path}: replaying the log proposes other compounds for plate {d['plate_id']} than "
-                        f"the stored ones (first arms {arms[:5].tolist()} vs {stored[:5].tolist()}); the algorithm "
+                        f"the stored ones ({arms.size} vs {stored.size} wells, differing from well {at + 1} on: arms "
+                        f"{arms[at:at + 5].tolist()} vs {stored[at:at + 5].tolist()}); the algorithm "
                         f"{self.algorithm} behaves differently in this screenbai version "
-                        f"({self.meta.get('screenbai_version')} made the campaign)"
+                        f"({self.meta.get('screenbai_version')} made the campaign). Every outcome is kept in the file. "
+                        f"To carry on with this version, run `screenbai campaign restart {self.path}`: the algorithm "
+                        "starts again on every outcome recorded, as after an added compound (status then says what "
+                        "that does to the guarantee); or use the screenbai that made the campaign"
                     )
                 base_step, base, told = step, policy.state_dict(), False
                 if on_plate is not None:
