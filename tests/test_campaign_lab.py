@@ -135,6 +135,9 @@ def test_a_plate_failing_its_controls_waits_for_the_lab_decision(tmp_path):
     bad = _fill(plate.path, values, tmp_path / "R001.csv", controls=(5.0, 60.0), noise=20)
     with pytest.raises(ControlsFailed, match=r"(?s)P001: Z' = .* < 0.5.*--accept.*--discard-plate"):
         camp.record(bad)
+    with pytest.raises(ControlsFailed, match=r"positive controls [\d.]+ \+- [\d.]+ nM, negative [\d.]+ \+- [\d.]+ nM "
+                       r"\(mean \+- sd\)"):  # in the readout's unit
+        camp.record(bad)
     assert camp.open_wells() == {"P001": len(plate)}  # nothing recorded
     rec = camp.record(bad, discard=True)
     assert rec.qc["P001"][1] == "discarded" and rec.n_failed == len(plate) and rec.n_outcomes == 0

@@ -180,10 +180,11 @@ def check_controls(path, controls, readout: Readout | None, *, accept: bool, dis
             qc[plate_id] = (z, "pass")
         else:
             pos, neg = np.asarray(values[POSITIVE]), np.asarray(values[NEGATIVE])
+            unit = f" {readout.unit}" if readout is not None and readout.unit else ""
             failing.append(
                 f"plate {plate_id}: Z' = {z:.2f} < {min_z:g} "
-                f"(positive controls {pos.mean():.3g} +- {pos.std(ddof=1):.2g}, "
-                f"negative {neg.mean():.3g} +- {neg.std(ddof=1):.2g}, n = {pos.size} + {neg.size})"
+                f"(positive controls {pos.mean():.3g} +- {pos.std(ddof=1):.2g}{unit}, "
+                f"negative {neg.mean():.3g} +- {neg.std(ddof=1):.2g}{unit} (mean +- sd), n = {pos.size} + {neg.size})"
             )
             qc[plate_id] = (z, "accepted" if accept else "discarded" if discard else "failed")
     if failing and not (accept or discard):
