@@ -239,7 +239,9 @@ class LikelihoodOrOwnWells(StoppingRule):
     def certified_epsilon(self, answer: np.ndarray) -> np.ndarray | None:
         a = self.lr.certified_epsilon(answer)
         b = self.wells.certified_epsilon(np.asarray(answer))
-        return b if a is None else np.minimum(a, b)
+        if a is None:  # the set says nothing yet: the wells' bounds alone, if they say anything
+            return b if np.isfinite(b).any() else None
+        return np.minimum(a, b)
 
     def model(self) -> tuple[str, tuple[str, ...]] | None:
         """While the current answer is certified by its own wells: no model (the wells' own statement);
