@@ -176,7 +176,8 @@ class OwnWells(StoppingRule):
         return np.where(lcb > 0.0, 1.0 - lcb, math.inf)
 
     def model(self) -> tuple[str, tuple[str, ...]]:
-        return ("no model: the compound's own wells (0/1 outcomes, independent given the compound)", ())
+        return ("no model: the compound's own wells alone (0/1 outcomes, independent given the compound; no "
+                "hit rate exceeds 1, so a compound whose own rate is at least 1 - epsilon is epsilon-good)", ())
 
 
 def bernoulli_kl(p: float, q: float) -> float:
@@ -238,7 +239,16 @@ class LikelihoodOrOwnWells(StoppingRule):
     def certified_epsilon(self, answer: np.ndarray) -> np.ndarray | None:
         a = self.lr.certified_epsilon(answer)
         b = self.wells.certified_epsilon(np.asarray(answer))
-        return b if a is None else np.minimum(a, b)
+        if a is None:  # the set says nothing yet: the wells' bounds alone, if they say anything
+            return b if np.isfinite(b).any() else None
+        return np.minimum(a, b)
+
+    def model(self) -> tuple[str, tuple[str, ...]] | None:
+        """While the current answer is certified by its own wells: no model (the wells' own statement);
+        else None, the policy's logistic model, under which the likelihood-ratio set holds."""
+        if self.policy is not None and self.wells.stops(self.policy._current_answer()):
+            return self.wells.model()
+        return None
 
     def threshold(self, t: float, delta: float) -> float:
         """The likelihood-ratio set's (the wells' test has no threshold on the evidence of directions)."""
@@ -247,6 +257,16 @@ class LikelihoodOrOwnWells(StoppingRule):
     def reset_caches(self) -> None:
         self.lr.reset_caches()
         self.wells.reset_caches()
+
+    def shortcut_tests(self, answer: np.ndarray, means: np.ndarray, done: float) -> float:
+        """The own wells' route (log-tas's ``_wells_block``): wells for the answer once they need no more
+        than the tests made, so (tests made when they start) + (wells needed); inf if an arm of the
+        answer has a mean <= 1 - epsilon."""
+        need = np.array([self.wells_needed(int(a), float(mu)) for a, mu in zip(np.ravel(answer), np.ravel(means))])
+        if not np.isfinite(need).all():
+            return math.inf
+        started = all(int(a) in self.wells._slot for a in np.ravel(answer))
+        return float(done + need.sum() if started else max(done, need.sum()) + need.sum())
 
     def wells_needed(self, arm: int, mean: float) -> float:
         """Tests of ``arm`` still needed for its own wells to certify it if its mean were ``mean`` (inf
