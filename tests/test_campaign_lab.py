@@ -713,6 +713,33 @@ def test_lin_tas_stopping_on_the_model_alone_says_so_in_status_report_and_export
     camp.close()
 
 
+def test_a_certificate_from_the_compound_s_own_wells_is_not_said_to_rest_on_the_model(tmp_path):
+    """log-tas's own wells certify with no model; status then printed the certificate "under no model" and, right
+    below, "model (the certificate ... hold(s) under it)" and "a certificate holds only if the model does", and
+    a rejected model's check called the certificate unproven. Each line now says the certificate needs none."""
+    import dataclasses
+
+    from campaign_util import new_campaign
+
+    camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.3}, K=20, d=2, seed=1)
+    st = camp.status()
+    camp.close()
+    cert = {"model": "no model: the compound's own wells alone", "sentences": ["CPD0001: within 0.02 ..."]}
+    check = {"n_tests": 700, "n_arms": 22, "rejected": False, "tests": [{"name": "x"}], "p_value": 0.8, "note": None,
+             "warning": None}
+    free = dataclasses.replace(st, certified_epsilon=0.02, certificate=cert, model_check=check,
+                               model="log-tas models hits with a logistic model")
+    text = free.text()
+    assert "model (the stopping rule's likelihood-ratio test holds under it; the certificate above needs none" in text
+    assert "the certificate above needs no model)" in text and "a certificate holds only if the model does" not in text
+    rejected = dataclasses.replace(free, model_check={**check, "rejected": True, "warning": "WARNING: misfit"})
+    assert "treat it as unproven" not in rejected.text()
+    assert "model check: WARNING: misfit (The certificate above rests on the compound's own wells" in rejected.text()
+    on_model = dataclasses.replace(free, certificate={**cert, "model": "the logistic model on these features"})
+    assert "model (the certificate and the stopping rule's guarantee hold under it)" in on_model.text()
+    assert "a certificate holds only if the model does" in on_model.text()
+
+
 def test_hit_rates_near_the_ends_are_not_rounded_to_certainty():
     """status and the report printed a model's extrapolation to an untested compound as "hit rate 1 [1, 1]"."""
     from screenbai.campaign.views.status import rate_text
