@@ -7,7 +7,7 @@ screenbai campaign status cdk2.campaign
 screenbai campaign report cdk2.campaign --out cdk2_report/
 screenbai campaign repair cdk2.campaign                         # rebuild the policy snapshots from the log
 screenbai campaign backtest --library export.csv.gz --activity-column standard_value ...
-screenbai campaign add / withdraw / format / export ...          # labcli.py: the lab's side
+screenbai campaign add / withdraw / restart / format / export ... # labcli.py: the lab's side
 """
 
 from __future__ import annotations
