@@ -375,10 +375,34 @@ def test_init_says_what_the_screen_will_cost_from_a_prior(tmp_path, library_csv,
         r"epsilon ([\d.]+) and delta ([\d.]+): ([\d,]+) tests", out))
     assert table[(0.1, 0.01)] >= table[(0.1, 0.05)] >= table[(0.1, 0.1)]
     assert table[(0.2, 0.05)] <= table[(0.1, 0.05)]  # a looser epsilon is cheaper
+    assert table[(0.1, 0.05)] == tests  # the table's row of the campaign's own setting is the headline
     with Campaign.open(tmp_path / "c.campaign") as camp:  # same seed, same guess
         assert prior_cost(camp)[0] == line
     assert init(tmp_path / "g.campaign", library_csv, "--algorithm", "gse-log", "--param", "budget=40") == 0
     assert "states no stopping threshold" in capsys.readouterr().out
+
+
+def test_the_cost_table_takes_log_tas_s_own_wells_as_the_forecast_does(tmp_path, monkeypatch):
+    """With log-tas's own wells (a second stopping route) the headline forecast took the route and the table of
+    other settings did not: on the CDK2 export init said "stops after about 317 tests" and, for the same
+    epsilon and delta, "3,220 tests". Here the route is made to bind (a second route that stops after 7 tests,
+    far below the likelihood-ratio route's forecast): each row takes it, as the headline does."""
+    import re
+
+    from campaign_util import synthetic_library
+
+    from screenbai.bandits.core.policy import Policy
+    from screenbai.campaign.views.forecast import prior_cost
+
+    monkeypatch.setattr(Policy, "stopping_shortcut", lambda self, answer, means, done: 7.0)
+    camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=400, d=3), "log-tas",
+                           {"epsilon": 0.1, "delta": 0.05}, seed=1)
+    head, *_, table_line = prior_cost(camp)
+    camp.close()
+    tests = float(re.search(r"stops after about ([\d,]+) tests", head).group(1).replace(",", ""))
+    table = {(float(e), float(d)): float(t.replace(",", "")) for e, d, t in re.findall(
+        r"epsilon ([\d.]+) and delta ([\d.]+): ([\d,]+) tests", table_line)}
+    assert tests == 7 and set(table.values()) == {7.0} and len(table) == 6
 
 
 def test_init_says_the_hit_rule_once(tmp_path, library_csv, capsys):
