@@ -740,6 +740,28 @@ def test_a_certificate_from_the_compound_s_own_wells_is_not_said_to_rest_on_the_
     assert "a certificate holds only if the model does" in on_model.text()
 
 
+def test_status_says_the_stopping_rule_s_second_route(tmp_path):
+    """log-tas also stops when the leader's own wells certify it (merged from main): status read "4,865 rivals not
+    yet ruled out ... it fires when none is left" beside a forecast of one more plate, with no word of the route
+    that forecast took. GLGapE has no such route and says none."""
+    import dataclasses
+
+    from campaign_util import new_campaign
+
+    from screenbai.campaign.views.status import _second_route
+
+    camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.3}, K=20, d=2, seed=1)
+    route = _second_route(camp.policy)
+    st = dataclasses.replace(camp.status(), done=False, stop_index=5.0, stop_threshold=0.0, stop_name="rivals:",
+                             second_route=route)
+    camp.close()
+    assert "5, it fires when none is left; or sooner, without a model, once a compound's own wells show its hit " \
+        "rate is at least 1 - epsilon = 0.7 (the forecast takes this route too)" in st.text()
+    other = new_campaign(tmp_path / "g.campaign", "glgape")
+    assert _second_route(other.policy) is None and other.status().second_route is None
+    other.close()
+
+
 def test_hit_rates_near_the_ends_are_not_rounded_to_certainty():
     """status and the report printed a model's extrapolation to an untested compound as "hit rate 1 [1, 1]"."""
     from screenbai.campaign.views.status import rate_text

@@ -157,6 +157,9 @@ class Status:
     #: the final recommendation's compounds never tested: the answer rests on the model alone (lin-tas can stop
     #: after its first plate on an extrapolation); empty while the run goes on
     model_only: list[str] = field(default_factory=list)
+    #: the stopping rule's second route, one its count or index does not show (log-tas's own wells), in words;
+    #: None without one
+    second_route: str | None = None
     #: beside a recommendation never tested, the compound with the best observed mean among those tested (id,
     #: observed mean of the outcomes the algorithm is told, tests) and how many compounds were tested: the
     #: comparator for confirmation wells
@@ -207,6 +210,7 @@ class Status:
                 f"stopping rule: not fired; {self.stop_name} "
                 + (f"{self.stop_index:,.0f}, it fires when none is left" if count
                    else f"{self.stop_index:.4g}, it fires at <= {self.stop_threshold:.4g}")
+                + (f"; or sooner, {self.second_route}" if self.second_route else "")
             )
         elif self.budget:
             lines.append(f"not finished: {self.budget - self.tests:,} tests of the budget left")
@@ -376,6 +380,20 @@ class Status:
         return "hit rate" if self.outcome == "binary" else "mean outcome"
 
 
+def _second_route(policy) -> str | None:
+    """The stopping rule's second route in words, when it has one (``StoppingRule.shortcut_tests`` overridden:
+    log-tas's own wells), else None."""
+    from screenbai.bandits.core.parts import StoppingRule
+
+    rule = getattr(getattr(policy, "inner", policy), "stopping_rule", None)
+    if rule is None or type(rule).shortcut_tests is StoppingRule.shortcut_tests:
+        return None
+    eps = getattr(rule, "epsilon", None)
+    level = "" if eps is None else f" = {1 - float(eps):.2g}"
+    return (f"without a model, once a compound's own wells show its hit rate is at least 1 - epsilon{level} (the "
+            "forecast takes this route too)")
+
+
 def campaign_status(camp) -> Status:
     policy = camp.policy
     done = bool(policy.done)
@@ -440,6 +458,7 @@ def campaign_status(camp) -> Status:
         recommendation=rec,
         model_only=model_only,
         best_tested=best_tested,
+        second_route=_second_route(policy),
         no_guarantee=without_guarantee(
             type(getattr(policy, "inner", policy)), {**registered(camp.algorithm).defaults, **params}
         ),
