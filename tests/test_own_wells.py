@@ -224,3 +224,31 @@ def test_status_does_not_say_a_certificate_by_its_own_wells_rests_on_the_model()
         assert any(c in lr for c in ("hold under it", "holds only if the model", "rests on the model")), lr
         assert "own wells" not in lr
     assert MODEL_ASSUMED in lines(LOGISTIC, checks[1])
+
+
+def test_the_forecast_band_of_plates_holds_the_point_forecast(tmp_path, monkeypatch):
+    """The own wells' route can put the estimate's forecast outside the 5 draws' (status read "about 2 more
+    plate(s) (97 more tests) ... (1 to 1 plates over 5 draws)" after plate 1 of the README's recipe, seed
+    5): the band of plates left is widened to hold the point, on either side."""
+    import dataclasses
+    import importlib
+
+    from campaign_util import Assay, new_campaign, write_results
+
+    from screenbai.campaign.views.forecast import forecast_left
+
+    camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.1}, K=20, d=2, seed=1)
+    plate = camp.next_plate(20)
+    camp.record(write_results(tmp_path / "p0.csv", plate, Assay(camp.features, seed=2)(plate.arms)))
+    fc = importlib.import_module("screenbai.bandits.certainty.forecast")  # the package exports the function
+    real = fc.forecast
+    for point, band in ((20 + 97, (20 + 10, 20 + 30)), (20 + 10, (20 + 50, 20 + 90))):  # 20 tests made
+        def fake(*args, point=point, band=band, **kw):
+            return dataclasses.replace(real(*args, **kw), tests=float(point), low=float(band[0]),
+                                       high=float(band[1]))
+
+        monkeypatch.setattr(fc, "forecast", fake)
+        _, plates, low, high = forecast_left(camp, camp.policy)
+        assert low <= plates <= high, (point, band, plates, low, high)
+        assert (low, high) == (1.0, 5.0)  # plates of 20 (the campaign's): 10 tests left -> 1, 97 -> 5
+    camp.close()
