@@ -89,8 +89,8 @@ def log_tas(reps: int, jobs: int, delta: float = 0.05, epsilon: float = 0.1) -> 
 
     specs = _specs()
     print(f"| instance | best mean | forecast, likelihood-ratio set alone | forecast, with the own wells | "
-          f"median of {reps} runs (min-max) | correct | median / forecast |")
-    print("|---|---|---|---|---|---|---|")
+          f"median of {reps} runs (min-max) | correct | stopped by own wells | median / forecast |")
+    print("|---|---|---|---|---|---|---|---|")
     for name in LOG_TAS:
         inst = specs[name].build()
         X, theta = inst.features, inst.theta
@@ -106,9 +106,10 @@ def log_tas(reps: int, jobs: int, delta: float = 0.05, epsilon: float = 0.1) -> 
         runs = replicate(inst, "log-tas", {"epsilon": epsilon, "delta": delta}, n_reps=reps, seed=0, n_jobs=jobs)
         samples = np.asarray(runs["samples"], dtype=float)
         med = float(np.median(samples))
+        wells = int((runs["diag_stopped_by"] == "own wells").sum()) if "diag_stopped_by" in runs else 0
         print(f"| {name} | {float(inst.means.max()):.3f} | {alone:,.0f} | {both:,.0f} | {med:,.1f} "
               f"({samples.min():,.0f}-{samples.max():,.0f}) | {int(np.sum(runs['correct']))}/{reps} | "
-              f"{med / both:.2f} |", flush=True)
+              f"{wells}/{reps} | {med / both:.2f} |", flush=True)
 
 
 def main() -> None:
