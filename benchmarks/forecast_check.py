@@ -20,7 +20,7 @@ and kw_synthetic(K = 50, d = 10) seeds 0 and 2.
 
     python benchmarks/forecast_check.py
     python benchmarks/forecast_check.py --lin-tas --reps 100 --jobs 2
-    python benchmarks/forecast_check.py --log-tas --reps 5
+    SCREENBAI_SHARED_DATA=/work/shared/data/chembl python benchmarks/forecast_check.py --log-tas --reps 10
 """
 
 from __future__ import annotations
