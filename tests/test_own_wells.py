@@ -252,3 +252,23 @@ def test_the_forecast_band_of_plates_holds_the_point_forecast(tmp_path, monkeypa
         assert low <= plates <= high, (point, band, plates, low, high)
         assert (low, high) == (1.0, 5.0)  # plates of 20 (the campaign's): 10 tests left -> 1, 97 -> 5
     camp.close()
+
+
+def test_a_plate_asked_for_after_the_wells_gets_no_more_wells_than_still_needed():
+    """Plates of 96 on the saturated instance (a run whose wells take two plates): a plate holds at most
+    the wells still needed when it is asked for (by the wells' count so far and the fitted rate), the
+    rest of it the usual design. Before, the second plate was all wells (96 where 69 were needed)."""
+    inst = _saturated(best=0.99, K=40, d=16)
+    pol = policy_for_instance("log-tas", inst, rng=1, epsilon=0.1, delta=0.05)
+    env = Environment(inst, rng=np.random.default_rng(4))
+    rule = pol.stopping_rule
+    wells_plates = 0
+    while not pol.done:
+        arm = rule.wells.started[-1] if rule.wells.started else None
+        need = None if arm is None else rule.wells_needed(arm, float(expit(inst.features[arm] @ pol.theta_hat)))
+        plate = pol.propose(96)
+        if arm is not None:
+            assert int(np.sum(plate == arm)) <= np.ceil(need)
+        wells_plates += bool(rule.wells.started) and int(np.sum(plate == rule.wells.started[-1])) > 0
+        pol.tell(plate, env.pull(plate))
+    assert pol.diagnostics.get("stopped_by") == "own wells" and wells_plates == 2
