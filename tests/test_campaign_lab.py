@@ -721,6 +721,8 @@ def test_a_certificate_from_the_compound_s_own_wells_is_not_said_to_rest_on_the_
 
     from campaign_util import new_campaign
 
+    from screenbai.bandits.certainty.model_check import MODEL_ASSUMED
+
     camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.3}, K=20, d=2, seed=1)
     st = camp.status()
     camp.close()
@@ -730,14 +732,17 @@ def test_a_certificate_from_the_compound_s_own_wells_is_not_said_to_rest_on_the_
     free = dataclasses.replace(st, certified_epsilon=0.02, certificate=cert, model_check=check,
                                model="log-tas models hits with a logistic model")
     text = free.text()
-    assert "model (the stopping rule's likelihood-ratio test holds under it; the certificate above needs none" in text
-    assert "the certificate above needs no model)" in text and "a certificate holds only if the model does" not in text
-    rejected = dataclasses.replace(free, model_check={**check, "rejected": True, "warning": "WARNING: misfit"})
-    assert "treat it as unproven" not in rejected.text()
-    assert "model check: WARNING: misfit (The certificate above rests on the compound's own wells" in rejected.text()
-    on_model = dataclasses.replace(free, certificate={**cert, "model": "the logistic model on these features"})
+    assert "model (it chose the wells; the certificate above does not rest on it: the compound's own wells do)" in text
+    assert "the certificate above needs no model: the compound's own wells certify it)" in text
+    assert "a certificate holds only if the model does" not in text
+    rejected = dataclasses.replace(free, model_check={**check, "rejected": True,
+                                                      "warning": f"WARNING: misfit. {MODEL_ASSUMED}"})
+    assert "treat it as unproven" not in rejected.text() and MODEL_ASSUMED not in rejected.text()
+    assert "The certificate above rests on the compound's own wells, not on this model, and stands" in rejected.text()
+    on_model = dataclasses.replace(rejected, certificate={**cert, "model": "the logistic model on these features"})
     assert "model (the certificate and the stopping rule's guarantee hold under it)" in on_model.text()
-    assert "a certificate holds only if the model does" in on_model.text()
+    assert "certificate, true whenever you stop if its model holds, which the model check below rejects" \
+        in on_model.text()
 
 
 def test_status_says_the_stopping_rule_s_second_route(tmp_path):

@@ -285,10 +285,6 @@ class Status:
         out.extend(self.changes)
         return out
 
-    def _model_free(self) -> bool:
-        """Whether the certificate rests on no model (log-tas's own wells: ``Certificate.model`` says "no model")."""
-        return self.certificate is not None and str(self.certificate.get("model", "")).startswith("no model")
-
     def certainty_lines(self) -> list[str]:
         """What the data certify, the model check it rests on, and what is left to pay, together: the
         certificate's sentence per recommended compound (certainty/certificate.py), the model and its test
@@ -306,7 +302,7 @@ class Status:
             gap = self._rate() if self.outcome == "binary" or not self.unit else f"mean {self.unit}"
             mc = self.model_check
             doubt = (" if its model holds, which the model check below rejects: treat it as unproven"
-                     if mc is not None and mc.get("rejected") and not self._model_free() else "")
+                     if mc is not None and mc.get("rejected") and not self.certified_by_own_wells() else "")
             out.append(f"certificate, true whenever you stop{doubt} (certified epsilon, a gap in {gap}: "
                        f"{value}{fires}):")
             out.extend(f"  {s}" for s in cert.get("sentences", []))
@@ -321,28 +317,31 @@ class Status:
                 f"alone{tested} (the model check says how far the model is checked). Confirm it in the lab before "
                 f"acting on it: test it in a few wells (3 or more){beside}"
             )
-        free = self._model_free()  # e.g. log-tas's own wells: the certificate needs no model of the features
+        wells = self.certified_by_own_wells()
         if self.model:
             out.append(
-                ("model (the stopping rule's likelihood-ratio test holds under it; the certificate above needs none: "
-                 "it rests on the compound's own wells): " if free else
-                 "model (the certificate and the stopping rule's guarantee hold under it): ") + self.model
+                "model (it chose the wells; the certificate above does not rest on it: the compound's own wells "
+                f"do): {self.model}" if wells else
+                f"model (the certificate and the stopping rule's guarantee hold under it): {self.model}"
             )
         mc = self.model_check
         if mc is not None and mc["n_tests"] > 0:
             if mc["rejected"]:
-                out.append(f"model check: {mc['warning']}" + (
-                    " (The certificate above rests on the compound's own wells, not on this model: it stands.)"
-                    if free else ""))
+                from screenbai.bandits.certainty.model_check import MODEL_ASSUMED
+
+                out.append("model check: " + (mc["warning"].replace(MODEL_ASSUMED, (
+                    "The certificate above rests on the compound's own wells, not on this model, and stands; the "
+                    "model chose the wells (richer features may restore its fit).")) if wells else mc["warning"]))
             elif not mc["tests"]:
                 out.append(f"model check: not possible yet ({mc['note']}); " + (
-                    "the certificate above needs no model" if free else "the certificate rests on the model unchecked"))
+                    "the certificate above needs no model (the compound's own wells)" if wells
+                    else "the certificate rests on the model unchecked"))
             else:
                 out.append(
                     f"model check: no misfit detected in {mc['n_tests']:,} outcomes of {mc['n_arms']:,} compounds "
-                    f"(p = {mc['p_value']:.2g}; few outcomes detect little, and "
-                    + ("the certificate above needs no model)" if free
-                       else "a certificate holds only if the model does)")
+                    f"(p = {mc['p_value']:.2g}; few outcomes detect little, and " + (
+                        "the certificate above needs no model: the compound's own wells certify it)" if wells
+                        else "a certificate holds only if the model does)")
                     + (f"; {mc['note']}" if mc.get("note") else "")
                 )
         if self.forecast_plates is not None and self.forecast_tests is not None:
@@ -362,6 +361,12 @@ class Status:
                 "has finished)"
             )
         return out
+
+    def certified_by_own_wells(self) -> bool:
+        """Whether the certificate rests on the recommended compound's own wells and no model (log-tas's
+        rules/own_wells.py, whose model statement begins "no model"), so the model line and the model check
+        must not say the certificate holds only under the model."""
+        return self.certificate is not None and str(self.certificate.get("model") or "").startswith("no model")
 
     def _band(self) -> str:
         """The forecast's band in words: ", 4 to 9 plates over 5 draws of the estimate's uncertainty"."""
