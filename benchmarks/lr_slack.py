@@ -226,6 +226,43 @@ def run_choice(inst_name: str, rep: int, delta: float, epsilon: float, k: int) -
             "arm": first.get(-1), "good": bool(inst.means[first[-1]] >= inst.means.max() - epsilon) if first else None}
 
 
+def run_windows(inst_name: str, rep: int, delta: float, epsilon: float) -> dict:
+    """The first check at which the set's own test certifies the leader in any window opened so far (not
+    only the RECENT latest that opened before LATEST t, which the rule tries), against the run's stop."""
+    d, seed = int(inst_name.split("_")[1][1:]), int(inst_name.split("_")[2][1:])
+    inst = kw_synthetic(K=50, d=d, seed=seed)
+    orig = WindowedLikelihoodRatio.check
+    found: dict = {}
+
+    def check(self, answer=None):
+        pol = self.policy
+        if pol.n_samples >= self.next_check and not found:
+            ans = self.candidate() if answer is None else answer
+            tried = [w[0] for w in self._window_data()]
+            recent, latest = lr_windows.RECENT, lr_windows.LATEST
+            lr_windows.RECENT, lr_windows.LATEST = 10_000, 1.0
+            try:
+                every = list(self._window_data())
+            finally:
+                lr_windows.RECENT, lr_windows.LATEST = recent, latest
+            for start, Zp, n, s, level, theta0 in every:
+                cs = LikelihoodRatioSet(Zp, n, s, level, theta0)
+                if cs.bounded and cs.open_arms(self.Z, np.asarray(ans), self.epsilon) == 0:
+                    late = sorted((w[0] for w in every if w[0] > 0), reverse=True)
+                    found.update(t=int(pol.n_samples), start=int(start), tried=start in tried,
+                                 recency=late.index(start) + 1 if start else 0)
+                    break
+        return orig(self, answer)
+
+    WindowedLikelihoodRatio.check = check
+    try:
+        p = policy_for_instance("log-tas", inst, rng=rep, delta=delta, epsilon=epsilon)
+        r = p.run(Environment(inst, rng=np.random.default_rng(10_000 + rep)))
+    finally:
+        WindowedLikelihoodRatio.check = orig
+    return {"instance": inst_name, "rep": rep, "stop": int(r.n_samples), **found}
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--instances", nargs="+", default=["kw_d5_s1", "kw_d5_s2", "kw_d10_s0"])
@@ -235,7 +272,13 @@ def main(argv=None):
     ap.add_argument("--out", default=None)
     ap.add_argument("--choice", type=int, default=0,
                     help="instead: when the set's own test certifies any of this many arms of largest fitted mean")
+    ap.add_argument("--windows", action="store_true", help="instead: when any window certifies the leader")
     args = ap.parse_args(argv)
+    if args.windows:
+        for name in args.instances:
+            for rep in range(args.reps):
+                print(run_windows(name, rep, args.delta, 0.1), flush=True)
+        return
     if args.choice:
         for name in args.instances:
             for rep in range(args.reps):
