@@ -146,18 +146,23 @@ def forecast(
     level: float = 0.8,
     plate_size: int | None = None,
     rng=None,
+    shortcut: Callable[[np.ndarray], float] | None = None,
     **complexity,
 ) -> Forecast:
     """Tests until the stop, from T*(theta_hat) and the threshold beta (module docstring).
 
     cov: covariance of theta_hat: ``n_draws`` draws from N(theta_hat, cov) give the band; or ``thetas``,
-    explicit draws (a bootstrap). ``complexity``: model, sigma, epsilon, m, answer... as for
-    :func:`characteristic_time`.
+    explicit draws (a bootstrap). ``shortcut(theta)``: the tests in all after which a second route of the
+    stopping rule, one beta does not describe, would stop if theta were the truth (``Policy.stopping_shortcut``,
+    log-tas's own wells); each forecast is the smaller of the two. ``complexity``: model, sigma, epsilon,
+    m, answer... as for :func:`characteristic_time`.
     """
     _check_common(beta, delta, factor, source, level, plate_size)
     theta_hat = np.asarray(theta_hat, dtype=float).reshape(-1)
     point = characteristic_time(X, theta_hat, **complexity)
     tests = stopping_time(point.T_star, beta, delta, factor)
+    if shortcut is not None:
+        tests = min(tests, float(shortcut(theta_hat)))
     if thetas is None and cov is not None:
         cov = np.asarray(cov, dtype=float)
         if cov.shape != (theta_hat.size, theta_hat.size):
@@ -171,6 +176,8 @@ def forecast(
         for th in np.asarray(thetas, dtype=float):
             T = characteristic_time(X, th, w0=w0, **complexity).T_star
             values.append(stopping_time(T, beta, delta, factor))
+            if shortcut is not None:
+                values[-1] = min(values[-1], float(shortcut(th)))
     if values:
         low, high = (float(np.quantile(values, q, method="lower" if q < 0.5 else "higher"))
                      for q in ((1 - level) / 2, (1 + level) / 2))

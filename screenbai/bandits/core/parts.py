@@ -43,6 +43,7 @@ policy with its rule pickles and deep-copies.
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import numpy as np
@@ -104,6 +105,12 @@ class StoppingRule:
         """beta(t, delta), the evidence in nats the rule needs after t tests at level delta (forecasts);
         None: the rule states no such threshold."""
         return None
+
+    def shortcut_tests(self, answer: np.ndarray, means: np.ndarray, done: float) -> float:
+        """Tests in all after which a second route of the rule, one its ``threshold`` does not describe,
+        would stop on ``answer`` if its arms' means were ``means`` and ``done`` tests were made so far;
+        inf when the rule has none (the default). Forecasts take the smaller of the two routes."""
+        return math.inf
 
     def model(self) -> tuple[str, tuple[str, ...]] | None:
         """(the model the certificate holds under, caveats), or None for the policy's default."""

@@ -355,10 +355,14 @@ class LinearTrackAndStop(Policy):
         counts = self._design(b)
         if counts.sum() == 0:
             return None
-        self._n_opened = b
+        self._open_block(counts)
+        return np.repeat(np.arange(self.K), counts)
+
+    def _open_block(self, counts: np.ndarray) -> None:
+        """Hand out a block of per-arm ``counts``, fixed now (before any of its outcomes)."""
+        self._n_opened += 1
         self._last_size = int(counts.sum())
         self._open.append({"planned": counts, "got": np.zeros(self.K, dtype=np.int64), "sums": np.zeros(self.K)})
-        return np.repeat(np.arange(self.K), counts)
 
     # ------------------------------------------------------------------ outcomes
     def fly_unplanned(self, arms: np.ndarray) -> None:

@@ -53,6 +53,7 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float] | None:
         H = V / sigma**2
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else usual_plate(camp)
+    done = float(n.sum())
     f = forecast(
         X,
         theta,
@@ -69,6 +70,7 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float] | None:
         n_draws=FORECAST_DRAWS,
         level=0.999,  # with 5 draws: their smallest and largest
         rng=np.random.default_rng(0),
+        shortcut=_shortcut(inner, X, model, done),
     )
     if not math.isfinite(f.tests):
         return None
@@ -76,9 +78,23 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float] | None:
     def plates(tests: float) -> float:
         return math.inf if not math.isfinite(tests) else float(math.ceil(max(tests - done, 0.0) / max(per_plate, 1)))
 
-    done = float(n.sum())
     left = max(f.tests - done, 0.0)
     return left, plates(f.tests), plates(f.low), plates(f.high)
+
+
+def _shortcut(inner, X: np.ndarray, model: str, done: float):
+    """theta -> the tests in all after which the algorithm's second stopping route would stop
+    (``Policy.stopping_shortcut``: log-tas's own wells), for ``forecast``'s ``shortcut``."""
+    from scipy.special import expit
+
+    m = int(getattr(inner, "m", 1))
+
+    def tests(theta: np.ndarray) -> float:
+        answer = np.asarray(top_answer(X, theta, m))
+        eta = X[answer] @ theta
+        return inner.stopping_shortcut(answer, expit(eta) if model == "logistic" else eta, done)
+
+    return tests
 
 
 def top_answer(X: np.ndarray, theta: np.ndarray, m: int) -> tuple[int, ...]:
@@ -134,7 +150,8 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     per_plate = layout.capacity if layout is not None else 96
     kw: dict[str, Any] = {"model": model, "sigma": sigma, "m": m}
     runs = [forecast(X, th, inner.stopping_threshold, delta, source="prior", plate_size=per_plate,
-                     epsilon=epsilon, answer=top_answer(X, th, m), **kw) for th in thetas]
+                     epsilon=epsilon, answer=top_answer(X, th, m), shortcut=_shortcut(inner, X, model, 0.0), **kw)
+            for th in thetas]
     order = np.argsort([f.tests for f in runs], kind="stable")
     mid = int(order[len(order) // 2])  # the median draw: its forecast is the point, and its table
     tests = runs[mid].tests
