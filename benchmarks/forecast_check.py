@@ -11,8 +11,16 @@ theta, against the median of ``--reps`` runs measured here (delta = 0.05, epsilo
 0..reps-1), on Soare's instance (d = 2, omega = 0.1), Reda's K = 4, m = 2 and random_linear (K = 400, d = 20)
 seeds 0-2.
 
+log-tas with its own wells (``--log-tas``): the forecast from the true theta by the campaign's route
+(certainty/forecast.py ``forecast`` with log-tas's ``stopping_threshold`` and, as ``shortcut``, its
+``stopping_shortcut``: the own wells' tests for the true best compound), beside the likelihood-ratio set's
+alone, against the median of ``--reps`` runs (epsilon = 0.1, delta = 0.05, the runner's seeds) on the CDK2
+and EGFR potency arms (K = 400, d = 20; benchmarks/lower_bound.py's instances, cached under data/cache)
+and kw_synthetic(K = 50, d = 10) seeds 0 and 2.
+
     python benchmarks/forecast_check.py
     python benchmarks/forecast_check.py --lin-tas --reps 100 --jobs 2
+    SCREENBAI_SHARED_DATA=/work/shared/data/chembl python benchmarks/forecast_check.py --log-tas --reps 10
 """
 
 from __future__ import annotations
@@ -70,13 +78,50 @@ def lin_tas(reps: int, jobs: int, delta: float = 0.05) -> None:
         print(f"| {name} | {T:.2f} | {before:,.0f} | {now:,.0f} | {med:,.1f} | {med / before:.2f} | {med / now:.2f} |")
 
 
+LOG_TAS = ("cdk2_potency", "egfr_potency", "kw_d10_s0", "kw_d10_s2")
+
+
+def log_tas(reps: int, jobs: int, delta: float = 0.05, epsilon: float = 0.1) -> None:
+    from lower_bound import _specs  # the benchmark's instances (the potency arms cached as .npz)
+    from scipy.special import expit
+
+    from screenbai.bandits.certainty.forecast import forecast
+
+    specs = _specs()
+    print(f"| instance | best mean | forecast, likelihood-ratio set alone | forecast, with the own wells | "
+          f"median of {reps} runs (min-max) | correct | stopped by own wells | median / forecast |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in LOG_TAS:
+        inst = specs[name].build()
+        X, theta = inst.features, inst.theta
+        best = int(np.argmax(X @ theta))
+        policy = policy_for_instance("log-tas", inst, rng=0, epsilon=epsilon, delta=delta)
+
+        def shortcut(th, policy=policy, best=best, X=X):
+            return policy.stopping_shortcut(np.array([best]), expit(X[[best]] @ th), 0.0)
+
+        kw = dict(source="prior", model="logistic", epsilon=epsilon, m=1, answer=(best,))
+        alone = forecast(X, theta, policy.stopping_threshold, delta, **kw).tests
+        both = forecast(X, theta, policy.stopping_threshold, delta, shortcut=shortcut, **kw).tests
+        runs = replicate(inst, "log-tas", {"epsilon": epsilon, "delta": delta}, n_reps=reps, seed=0, n_jobs=jobs)
+        samples = np.asarray(runs["samples"], dtype=float)
+        med = float(np.median(samples))
+        wells = int((runs["diag_stopped_by"] == "own wells").sum()) if "diag_stopped_by" in runs else 0
+        print(f"| {name} | {float(inst.means.max()):.3f} | {alone:,.0f} | {both:,.0f} | {med:,.1f} "
+              f"({samples.min():,.0f}-{samples.max():,.0f}) | {int(np.sum(runs['correct']))}/{reps} | "
+              f"{wells}/{reps} | {med / both:.2f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lin-tas", action="store_true", help="lin-tas's forecast against runs measured here")
-    ap.add_argument("--reps", type=int, default=100, help="runs per instance (--lin-tas)")
-    ap.add_argument("--jobs", type=int, default=1, help="worker processes (--lin-tas)")
+    ap.add_argument("--log-tas", action="store_true", help="log-tas's forecast (with its own wells) against runs")
+    ap.add_argument("--reps", type=int, default=100, help="runs per instance (--lin-tas, --log-tas)")
+    ap.add_argument("--jobs", type=int, default=1, help="worker processes (--lin-tas, --log-tas)")
     args = ap.parse_args()
-    if args.lin_tas:
+    if args.log_tas:
+        log_tas(args.reps, args.jobs)
+    elif args.lin_tas:
         lin_tas(args.reps, args.jobs)
     else:
         logistic()

@@ -3,6 +3,7 @@ per results file in the history (live, after a repair, in a file made before the
 
 from __future__ import annotations
 
+import math
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -123,3 +124,20 @@ def test_a_simulation_can_skip_the_points_and_repair_fills_them(tmp_path):
     Campaign.repair(path)
     with Campaign.open(path) as camp:
         assert all(p["in_contention"] is not None for p in camp.progress_history())
+
+
+def test_points_not_kept_do_not_read_as_nothing_certified():
+    """A backtest's --campaign-out keeps no progress points (None): the plot said "no point: nothing
+    certified yet" of a run certified at 0.085; it says they were not kept and how to fill them in. An
+    uncertified point (inf) still reads as nothing certified."""
+    from screenbai.campaign.views.page import progress_figure
+
+    unkept = [{"tests": 96 * k, "in_contention": None, "certified_epsilon": None} for k in (1, 2)]
+    kept = [{"tests": 96, "in_contention": 40, "certified_epsilon": math.inf},
+            {"tests": 192, "in_contention": 3, "certified_epsilon": 0.08}]
+    with tempfile.TemporaryDirectory() as tmp:
+        a = progress_figure(unkept, Path(tmp) / "a.svg").read_text()
+        b = progress_figure(kept, Path(tmp) / "b.svg").read_text()
+    assert "nothing certified yet" not in a and "campaign repair" in a
+    assert "no point kept (2 file(s)" in a and "not kept (2 file(s))" in a
+    assert "nothing certified yet (1 file(s))" in b and "kept" not in b

@@ -189,3 +189,86 @@ def test_the_forecast_takes_the_own_wells_route_and_then_matches_the_stops():
     assert median / 2 <= both <= 2 * median
     # a mean below 1 - epsilon has no such route
     assert np.isinf(fresh.stopping_shortcut(np.array([best]), np.array([0.85]), 0.0))
+
+
+def test_status_does_not_say_a_certificate_by_its_own_wells_rests_on_the_model():
+    """A compound certified by its own wells (certificate model: OwnWells.model()) must not read as resting
+    on the logistic model: the model line, and the model check whether it passes, rejects or cannot test
+    yet. The same lines with the likelihood-ratio set's certificate keep saying the certificate needs the
+    model."""
+    from screenbai.bandits.certainty.model_check import LOGISTIC, MODEL_ASSUMED
+    from screenbai.campaign.views.status import Status
+
+    def lines(cert_model: str, check: dict) -> str:
+        st = Status(path="x.campaign", algorithm="log-tas", params={}, seed=0, outcome="binary", n_compounds=3,
+                    tests=200, failed_wells=0, plates=3, open_wells={}, done=True, stopped=True, stop_index=0.0,
+                    stop_threshold=0.0, stop_name="", budget=None, certified_epsilon=0.08,
+                    certificate={"model": cert_model, "sentences": ["C1: within 0.08 of the best hit rate"]},
+                    model_check=check, model="log-tas models the 0/1 outcomes with a logistic model of the features")
+        return "\n".join(st.certainty_lines())
+
+    base = {"model": LOGISTIC, "n_tests": 200, "n_arms": 10, "p_value": 0.5, "note": ""}
+    checks = [
+        {**base, "rejected": False, "tests": [{"p_value": 0.5}]},
+        {**base, "rejected": True, "tests": [{"p_value": 1e-4}],
+         "warning": f"WARNING: {LOGISTIC} does not fit the 200 outcomes collected (p < 0.001). {MODEL_ASSUMED}"},
+        {**base, "rejected": False, "tests": [], "note": "too few compounds tested"},
+    ]
+    wells = ow.OwnWells(0.1, 0.05).model()[0]
+    for check in checks:
+        text = lines(wells, check)
+        assert "own wells" in text.split("model check:")[1], text
+        for claim in ("hold under it", "holds only if the model", "rests on the model", MODEL_ASSUMED):
+            assert claim not in text, (claim, text)
+        lr = lines(LOGISTIC, check)
+        assert any(c in lr for c in ("hold under it", "holds only if the model", "rests on the model")), lr
+        assert "own wells" not in lr
+    assert MODEL_ASSUMED in lines(LOGISTIC, checks[1])
+
+
+def test_the_forecast_band_of_plates_holds_the_point_forecast(tmp_path, monkeypatch):
+    """The own wells' route can put the estimate's forecast outside the 5 draws' (status read "about 2 more
+    plate(s) (97 more tests) ... (1 to 1 plates over 5 draws)" after plate 1 of the README's recipe, seed
+    5): the band of plates left is widened to hold the point, on either side."""
+    import dataclasses
+    import importlib
+
+    from campaign_util import Assay, new_campaign, write_results
+
+    from screenbai.campaign.views.forecast import forecast_left
+
+    camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.1}, K=20, d=2, seed=1)
+    plate = camp.next_plate(20)
+    camp.record(write_results(tmp_path / "p0.csv", plate, Assay(camp.features, seed=2)(plate.arms)))
+    fc = importlib.import_module("screenbai.bandits.certainty.forecast")  # the package exports the function
+    real = fc.forecast
+    for point, band in ((20 + 97, (20 + 10, 20 + 30)), (20 + 10, (20 + 50, 20 + 90))):  # 20 tests made
+        def fake(*args, point=point, band=band, **kw):
+            return dataclasses.replace(real(*args, **kw), tests=float(point), low=float(band[0]),
+                                       high=float(band[1]))
+
+        monkeypatch.setattr(fc, "forecast", fake)
+        _, plates, low, high = forecast_left(camp, camp.policy)
+        assert low <= plates <= high, (point, band, plates, low, high)
+        assert (low, high) == (1.0, 5.0)  # plates of 20 (the campaign's): 10 tests left -> 1, 97 -> 5
+    camp.close()
+
+
+def test_a_plate_asked_for_after_the_wells_gets_no_more_wells_than_still_needed():
+    """Plates of 96 on the saturated instance (a run whose wells take two plates): a plate holds at most
+    the wells still needed when it is asked for (by the wells' count so far and the fitted rate), the
+    rest of it the usual design. Before, the second plate was all wells (96 where 69 were needed)."""
+    inst = _saturated(best=0.99, K=40, d=16)
+    pol = policy_for_instance("log-tas", inst, rng=1, epsilon=0.1, delta=0.05)
+    env = Environment(inst, rng=np.random.default_rng(4))
+    rule = pol.stopping_rule
+    wells_plates = 0
+    while not pol.done:
+        arm = rule.wells.started[-1] if rule.wells.started else None
+        need = None if arm is None else rule.wells_needed(arm, float(expit(inst.features[arm] @ pol.theta_hat)))
+        plate = pol.propose(96)
+        if arm is not None:
+            assert int(np.sum(plate == arm)) <= np.ceil(need)
+        wells_plates += bool(rule.wells.started) and int(np.sum(plate == rule.wells.started[-1])) > 0
+        pol.tell(plate, env.pull(plate))
+    assert pol.diagnostics.get("stopped_by") == "own wells" and wells_plates == 2

@@ -43,6 +43,10 @@ from scipy.special import bdtr, bdtrc, chdtrc, expit, ndtr
 from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
 
 LOGISTIC = "the logistic model on these features"
+#: what a rejection means for a certificate resting on the model (the warning's last sentence; status
+#: replaces it when the certificate rests on the compound's own wells instead, rules/own_wells.py)
+MODEL_ASSUMED = ("The certificate and the stopping rule's guarantee assume this model: treat them as unproven; "
+                 "richer features (or testing the deviating compounds apart) may restore the fit.")
 LINEAR = "the linear-Gaussian model on these features"
 
 
@@ -89,8 +93,7 @@ class ModelCheck:
             shown = ", ".join(f"{names[a] if names is not None else f'arm {a}'} (observed {obs:.3g}, "
                               f"predicted {pred:.3g}, {n} tests)" for a, n, obs, pred, _ in self.arms[:5])
             text += f"; deviating: {shown}"
-        return (text + ". The certificate and the stopping rule's guarantee assume this model: treat them as "
-                "unproven; richer features (or testing the deviating compounds apart) may restore the fit.")
+        return f"{text}. {MODEL_ASSUMED}"
 
     def to_dict(self, names=None) -> dict:
         return {

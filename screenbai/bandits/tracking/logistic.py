@@ -255,9 +255,10 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         about (log(1/alpha) + log G) / KL(mu_hat, 1 - epsilon) tests of it (fewer once started). Among
         the leaders and the arms already started, the m needing the fewest get wells once their total
         is no more than the tests made so far (the likelihood-ratio set, not stopped by then, would need
-        about as many again), in a block of at most the usual largest size. If a fitted mean was too
-        high, the wells' outcomes lower it and the usual blocks resume: this spends at most about as
-        many tests as the run had made."""
+        about as many again), in a block of at most the usual largest size and of no more wells than are
+        still needed beyond those planned and not yet back (a plate asked for after them gets the usual
+        blocks, not wells the stop would not wait for). If a fitted mean was too high, the wells' outcomes
+        lower it and the usual blocks resume: this spends at most about as many tests as the run had made."""
         rule = self.stopping_rule
         if not isinstance(rule, LikelihoodOrOwnWells) or not self.n_samples or self._answer is not None:
             return None
@@ -269,9 +270,13 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         arms, need = arms[pick], need[pick]
         if not np.isfinite(need).all() or need.sum() > self.n_samples:
             return None
+        in_flight = sum((blk["planned"][arms] - blk["got"][arms] for blk in self._open), np.zeros(arms.size))
+        need = np.maximum(need - in_flight, 0.0)
+        if need.sum() < 1.0:  # every well still needed is planned already
+            return None
         size = max(1, min(int(np.ceil(need.sum())), max(self.d_eff, int(np.ceil(self.growth * self.n_samples)))))
         counts = np.zeros(self.K, dtype=np.int64)
-        counts[arms] = np.maximum(np.ceil(size * need / max(need.sum(), 1e-300)), 1).astype(np.int64)
+        counts[arms] = np.ceil(size * need / need.sum()).astype(np.int64)
         rule.wells.start(arms)  # before any of these outcomes: they all count
         self._open_block(counts)
         return np.repeat(np.arange(self.K), counts)

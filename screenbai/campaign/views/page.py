@@ -226,13 +226,20 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
                     'fill="#d62728"')
         )
 
-    not_yet = sum(v is None for v in certified)
+    # None in the history: not kept (a backtest's file, or one made before the history kept them), which
+    # is not "nothing certified yet" (a backtest's answer certified at 0.085 read so)
+    unkept = sum(p["certified_epsilon"] is None for p in points)
+    not_yet = sum(v is None for v in certified) - unkept
+    unkept_c = sum(v is None for v in contention)
+    repair = "`campaign repair` adds them"
     panels: list[tuple] = [
         ("tests recorded", tests, forecast_marks, 1.15 * max(tests[-1] + (forecast_tests or 0.0), 1.0)),
-        ("compounds still in contention (their 95% interval reaches the leader's)", contention, None, None),
+        ("compounds still in contention (their 95% interval reaches the leader's)"
+         + (f"; no point kept ({unkept_c} file(s): {repair})" if unkept_c else ""), contention, None, None),
         (
             "certified epsilon (the leader is at most this far below the best)"
-            + (f"; no point: nothing certified yet ({not_yet} file(s))" if not_yet else ""),
+            + (f"; no point: nothing certified yet ({not_yet} file(s))" if not_yet else "")
+            + (f"; not kept ({unkept} file(s))" if unkept else ""),
             certified,
             target,
             max([epsilon or 0.0, *[v for v in certified if v is not None]]) or None,

@@ -288,20 +288,32 @@ class Status:
         if self.done and untested:
             out.append(f"WARNING: {', '.join(untested)} never tested: the answer rests on the model's extrapolation "
                        "alone; test it before acting on it (the model check says how far the model is checked)")
+        wells = self.certified_by_own_wells()
         if self.model:
-            out.append(f"model (the certificate and the stopping rule's guarantee hold under it): {self.model}")
+            out.append(
+                "model (it chose the wells; the certificate above does not rest on it: the compound's own wells "
+                f"do): {self.model}" if wells else
+                f"model (the certificate and the stopping rule's guarantee hold under it): {self.model}"
+            )
         mc = self.model_check
         if mc is not None and mc["n_tests"] > 0:
             if mc["rejected"]:
-                out.append(f"model check: {mc['warning']}")
+                from screenbai.bandits.certainty.model_check import MODEL_ASSUMED
+
+                out.append("model check: " + (mc["warning"].replace(MODEL_ASSUMED, (
+                    "The certificate above rests on the compound's own wells, not on this model, and stands; the "
+                    "model chose the wells (richer features may restore its fit).")) if wells else mc["warning"]))
             elif not mc["tests"]:
-                out.append(f"model check: not possible yet ({mc['note']}); the certificate rests on the model "
-                           "unchecked")
+                out.append(f"model check: not possible yet ({mc['note']}); " + (
+                    "the certificate above needs no model (the compound's own wells)" if wells
+                    else "the certificate rests on the model unchecked"))
             else:
                 out.append(
                     f"model check: no misfit detected in {mc['n_tests']:,} outcomes of {mc['n_arms']:,} compounds "
-                    f"(p = {mc['p_value']:.2g}; few outcomes detect little, and a certificate holds only if the "
-                    "model does)" + (f"; {mc['note']}" if mc.get("note") else "")
+                    f"(p = {mc['p_value']:.2g}; few outcomes detect little, and " + (
+                        "the certificate above needs no model: the compound's own wells certify it)" if wells
+                        else "a certificate holds only if the model does)")
+                    + (f"; {mc['note']}" if mc.get("note") else "")
                 )
         if self.forecast_plates is not None and self.forecast_tests is not None:
             out.append(
@@ -320,6 +332,12 @@ class Status:
                 "has finished)"
             )
         return out
+
+    def certified_by_own_wells(self) -> bool:
+        """Whether the certificate rests on the recommended compound's own wells and no model (log-tas's
+        rules/own_wells.py, whose model statement begins "no model"), so the model line and the model check
+        must not say the certificate holds only under the model."""
+        return self.certificate is not None and str(self.certificate.get("model") or "").startswith("no model")
 
     def _band(self) -> str:
         """The forecast's band in words: ", 4 to 9 plates over 5 draws of the estimate's uncertainty"."""
