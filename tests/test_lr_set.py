@@ -439,3 +439,42 @@ def test_pair_test_rules_out_rivals_of_an_arm_whose_mean_may_exceed_one_minus_ep
                 assert ruled or worst >= 0.1 - 0.01
                 reaching += worst < 0.1 - 0.01
     assert reaching >= 5
+
+
+def test_the_stop_certifies_an_arm_other_than_the_leader_when_only_it_is_certified():
+    """d = 2, a dense grid of the set: the leader (fitted mean 0.967 from 19 successes in 20 tests) may
+    have a mean near 0.85 in the set, so an arm tested 400 times at 0.96 beats it by more than epsilon
+    somewhere (no certificate for the leader); that arm itself is within epsilon of every arm at every
+    grid point. The rule's check (rules/likelihood.py) returns that arm, and never an arm the grid shows
+    beaten by more than epsilon somewhere in the set. Trying the leader alone (the rule before
+    ANSWER_CANDIDATES) does not stop."""
+    from types import SimpleNamespace
+
+    from screenbai.bandits.rules import likelihood
+
+    eps, delta = 0.1, 0.05
+    Z = np.array([[1.0, 0.0], [0.0, 1.0], [0.0, -1.0], [0.3, -1.0], [-0.3, -1.0]])
+    n = np.array([20.0, 400.0, 100.0, 100.0, 100.0])
+    s = np.round(n * expit(Z @ np.array([logit(0.97), logit(0.96)])))
+    level = nll(Z, n, s, logistic_mle(Z, n, s, 0.0).theta) + np.log(1 / delta)
+    cs = LikelihoodRatioSet(Z, n, s, level, np.zeros(2))
+    inside = _grid_in_set(cs, Z, n, s, half=10.0, points=1001)
+    assert len(inside) > 1000 and np.abs(inside).max() < 9.0  # the grid holds the whole set
+    mu = expit(inside @ Z.T)
+    worst = np.array([np.delete(mu - mu[:, [i]], i, axis=1).max() for i in range(Z.shape[0])])
+    leader = int(np.argmax(Z @ cs.theta))
+    assert leader == 0 and worst[0] > eps + 0.01 and worst[1] < eps - 0.05
+
+    def check(candidates):
+        rule = likelihood.WindowedLikelihoodRatio(Z, 1, eps, delta, 0.1, late=False)  # the full set alone
+        rule.predictor.loss = level - np.log(1 / delta)  # its level P_t + log(1/delta) is ``level``
+        rule.policy = SimpleNamespace(n=n, sums=s, theta_hat=cs.theta, n_samples=int(n.sum()), diagnostics={})
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(likelihood, "ANSWER_CANDIDATES", candidates)
+            return rule.check(np.array([leader]))
+
+    assert check(1) is None
+    for candidates in (2, 3, 5):
+        out = check(candidates)
+        assert out is not None and worst[int(out[0])] <= eps, (candidates, out)
+        assert int(out[0]) == 1

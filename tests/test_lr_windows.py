@@ -113,3 +113,13 @@ def test_without_late_windows_the_full_window_has_the_whole_weight():
         win.before_batch(t, n, sums, arms, np.zeros(4), 0.0)
     windows = list(win.windows(n, sums, 1.0, 400))
     assert len(windows) == 1 and windows[0][0] == 0 and windows[0][4] == 0.0  # log(1/1): lr_set's own level
+
+
+def test_a_check_tries_every_late_window_that_opened_before_latest_t():
+    """Old windows certify too (kw_synthetic d = 5 seed 2: the 8th and 9th most recent, docs/lower_bound.md):
+    the windows tried are the full one and every late window opened by LATEST t, not only the latest few."""
+    win, _, n, sums, pred_loss, t = _drive(batches=200)
+    opened_early = [w[0] for w in win.snapshots if w[0] <= lr_windows.LATEST * t]
+    assert len(opened_early) > 6
+    tried = [start for start, *_ in win.windows(n, sums, pred_loss, t)]
+    assert tried == [0, *sorted(opened_early, reverse=True)]

@@ -40,6 +40,9 @@ CHECK_GROWTH = 0.01
 SKIP_RADIUS = 0.5
 #: bisection steps of the certified epsilon
 _CERT_STEPS = 12
+#: arms a check tries as the answer (m = 1): the leader, then up to this many - 1 others whose fitted mean is
+#: within epsilon of the leader's, largest lower end of the mean first (``answer_candidates``)
+ANSWER_CANDIDATES = 3
 
 
 class WindowedLikelihoodRatio(StoppingRule):
@@ -132,39 +135,69 @@ class WindowedLikelihoodRatio(StoppingRule):
     def check(self, answer: np.ndarray | None = None) -> np.ndarray | None:
         """The likelihood-ratio test of each window tried, once the tests have grown by CHECK_GROWTH (at
         least d) since its last run (each run costs O(K d^2) and up to a few hundred Newton solves per
-        window); the answer is returned as soon as one window's set certifies it (lr_windows). The
-        policy's diagnostics get ``stat``, the fewest rivals left open by a window."""
+        window and answer tried); an answer is returned as soon as one window's set certifies it
+        (lr_windows). With m = 1 the answers tried are ``answer`` (the leader) and, after it, the other
+        arms of ``answer_candidates``: any arm a set certifies is epsilon-good on the event that every
+        window's set holds theta* (probability >= 1 - delta), so stopping on whichever is certified first
+        keeps the guarantee, and the arm certified is the one returned. The policy's diagnostics get
+        ``stat``, the fewest rivals left open by a window for the leader."""
         pol = self.policy
         if pol.n_samples < self.next_check:
             return None
         self.next_check = pol.n_samples + max(self.d, int(CHECK_GROWTH * pol.n_samples))
-        answer = self.candidate() if answer is None else answer
+        answer = np.asarray(self.candidate() if answer is None else answer)
         eta = self.Z @ pol.theta_hat
         mu = expit(eta)
         slope = mu * (1.0 - mu)
-        outside = np.ones(self.K, dtype=bool)
-        outside[answer] = False
-        # the closest rival and the weakest arm of the answer: GLGapE's cheap witness
-        j = int(np.flatnonzero(outside)[np.argmax(eta[outside])])
-        i = int(answer[np.argmin(eta[answer])])
+        answers = [answer]
+        if self.m == 1:
+            answers += [np.array([a]) for a in self.answer_candidates(int(answer[0]), eta)]
         fewest_open = self.K - self.m
         for start, Zp, n, s, level, theta0 in self._window_data():
-            if self._surely_fails(Zp, n, s, level, answer, outside, mu, slope, i, j):
-                continue
-            try:
-                cs = LikelihoodRatioSet(Zp, n, s, level, theta0)
-            except SeparableDataError:
-                continue
-            if start == 0 and cs.bounded:
-                self.theta_mle = cs.theta
-            n_open = cs.open_arms(self.Z, answer, self.epsilon)
-            if n_open is not None:
-                fewest_open = min(fewest_open, n_open)
-            if n_open == 0:
-                pol.diagnostics.update(stat=0.0, window_start=float(start))
-                return answer
+            cs: LikelihoodRatioSet | None = None
+            for k, ans in enumerate(answers):
+                outside = np.ones(self.K, dtype=bool)
+                outside[ans] = False
+                # the closest rival and the weakest arm of the answer: GLGapE's cheap witness
+                j = int(np.flatnonzero(outside)[np.argmax(eta[outside])])
+                i = int(ans[np.argmin(eta[ans])])
+                if self._surely_fails(Zp, n, s, level, ans, outside, mu, slope, i, j):
+                    continue
+                if cs is None:
+                    try:
+                        cs = LikelihoodRatioSet(Zp, n, s, level, theta0)
+                    except SeparableDataError:
+                        break
+                    if start == 0 and cs.bounded:
+                        self.theta_mle = cs.theta
+                n_open = cs.open_arms(self.Z, ans, self.epsilon)
+                if n_open is not None and k == 0:
+                    fewest_open = min(fewest_open, n_open)
+                if n_open == 0:
+                    pol.diagnostics.update(stat=0.0, window_start=float(start))
+                    return ans
         pol.diagnostics["stat"] = float(fewest_open)
         return None
+
+    def answer_candidates(self, leader: int, eta: np.ndarray) -> np.ndarray:
+        """Arms other than ``leader`` a check also tries as the answer (m = 1), at most ANSWER_CANDIDATES - 1:
+        those whose fitted mean mu(x_a'theta_hat) is within epsilon of the leader's (an arm further below
+        cannot be certified while the fit itself puts the leader more than epsilon above it), the largest
+        lower end first, mu(x_a'theta_hat - ||x_a||_{M^-1}) with M = sum_s x_s x_s^T (an arm tested often
+        has its mean pinned, which is what a certificate of it needs). O(K d^2)."""
+        if ANSWER_CANDIDATES <= 1:
+            return np.empty(0, dtype=np.int64)
+        mu = expit(eta)
+        near = np.flatnonzero(mu > mu[leader] - self.epsilon)
+        near = near[near != leader]
+        if not near.size:
+            return near
+        pol = self.policy
+        pulled = np.flatnonzero(pol.n)
+        P = pinv_psd((self.Z[pulled].T * pol.n[pulled]) @ self.Z[pulled])[0]
+        Zn = self.Z[near]
+        lower = eta[near] - np.sqrt(np.maximum(np.einsum("ij,ij->i", Zn @ P, Zn), 0.0))
+        return near[np.argsort(-lower, kind="stable")[:ANSWER_CANDIDATES - 1]]
 
     def _surely_fails(self, Zp, n, s, level, answer, outside, mu, slope, i, j) -> bool:
         """Whether a window's test would fail, by two cheap looks (skipping it only delays the stop): in

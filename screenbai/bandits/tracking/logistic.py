@@ -25,11 +25,12 @@ rule, so theta* stays in C_t at all times with probability >= 1 - delta (Ville's
 Wasserman, Ramdas & Balakrishnan 2020; Emmenegger et al. 2023). The set is also restarted late, on
 a grid of window starts fixed in advance and mixed with fixed weights (``lr_windows``): each
 window's set drops the regret of the predictions before it, and every window's set holds theta* on
-the same event of probability >= 1 - delta. The answer (the m largest fitted means) is returned
+the same event of probability >= 1 - delta. The answer (the m largest fitted means; with m = 1 also
+a few other arms whose fitted mean is within epsilon of the leader's, ``answer_candidates``) is returned
 when, for every theta in one window's set, each arm of it is within epsilon of every other arm's
 mean (``LikelihoodRatioSet.open_arms`` == 0): then it is epsilon-correct with probability
->= 1 - delta. Nothing else is assumed: outcomes 0/1 from the logistic model on these features; no
-bound S on ||theta*||, no lower bound c_mu on mu'.
+>= 1 - delta (on that event every certified arm is). Nothing else is assumed: outcomes 0/1 from the
+logistic model on these features; no bound S on ||theta*||, no lower bound c_mu on mu'.
 
 With epsilon > 0 the set gets (1 - WELLS_SHARE) delta and a compound's own wells the rest
 (``rules.own_wells.LikelihoodOrOwnWells``): a compound whose own hit rate is shown to be at least
