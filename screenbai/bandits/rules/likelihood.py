@@ -343,3 +343,43 @@ class LikelihoodRatioTest(StoppingRule):
 
     def model(self) -> tuple[str, tuple[str, ...]]:
         return "the logistic model on these features", ()
+
+
+class LikelihoodOr(StoppingRule):
+    """The windowed likelihood-ratio set at ``lr_share`` delta OR a second valid rule at the rest: P(error)
+    is at most the sum of the two shares (a union bound over their failure events). What log-tas's
+    compositions share (``tracking.logistic_blocks.LikelihoodOrBlocks``, ``rules.own_wells.LikelihoodOrOwnWells``):
+    outcomes go to both rules, outcomes told all at once (a campaign restarted) to the set only, and the
+    set's predictor is the policy's. Subclasses build ``second`` after this constructor."""
+
+    def __init__(self, Z: np.ndarray, m: int, epsilon: float, delta: float, growth: float, late: bool,
+                 lr_share: float):
+        super().__init__(epsilon, delta)
+        if not 0.0 < lr_share < 1.0:
+            raise ValueError(f"lr_share must be in (0, 1) (the likelihood-ratio set's share of delta); got {lr_share}")
+        self.lr_share = float(lr_share)
+        self.lr = WindowedLikelihoodRatio(Z, m, epsilon, lr_share * delta, growth, late)
+
+    @property
+    def second(self) -> StoppingRule:
+        raise NotImplementedError
+
+    def attach(self, policy) -> StoppingRule:
+        self.lr.attach(policy)
+        self.second.attach(policy)
+        return super().attach(policy)
+
+    @property
+    def predictor(self) -> RunningPredictor:
+        return self.lr.predictor
+
+    def observe(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        self.lr.observe(arms, rewards)
+        self.second.observe(arms, rewards)
+
+    def absorb(self, arms: np.ndarray, rewards: np.ndarray) -> None:
+        self.lr.absorb(arms, rewards)
+
+    def reset_caches(self) -> None:
+        self.lr.reset_caches()
+        self.second.reset_caches()

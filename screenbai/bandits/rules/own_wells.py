@@ -47,7 +47,7 @@ import math
 import numpy as np
 
 from screenbai.bandits.core.parts import StoppingRule
-from screenbai.bandits.rules.likelihood import WindowedLikelihoodRatio
+from screenbai.bandits.rules.likelihood import LikelihoodOr
 
 #: the share of delta the own wells get (the likelihood-ratio set keeps the rest)
 WELLS_SHARE = 0.1
@@ -186,7 +186,7 @@ def bernoulli_kl(p: float, q: float) -> float:
     return p * math.log(p / q) + (1.0 - p) * math.log((1.0 - p) / (1.0 - q))
 
 
-class LikelihoodOrOwnWells(StoppingRule):
+class LikelihoodOrOwnWells(LikelihoodOr):
     """log-tas's stopping rule at epsilon > 0: the likelihood-ratio set at (1 - WELLS_SHARE) delta OR the
     answer's own wells at WELLS_SHARE delta (module docstring). State: both rules'."""
 
@@ -195,30 +195,14 @@ class LikelihoodOrOwnWells(StoppingRule):
 
     def __init__(self, Z: np.ndarray, m: int, epsilon: float, delta: float, growth: float, late: bool,
                  wells_share: float = WELLS_SHARE):
-        super().__init__(epsilon, delta)
         if not 0.0 < wells_share < 1.0:
             raise ValueError(f"wells_share must be in (0, 1) (the own wells' share of delta); got {wells_share}")
-        self.wells_share = float(wells_share)
-        self.lr = WindowedLikelihoodRatio(Z, m, epsilon, (1.0 - wells_share) * delta, growth, late)
+        super().__init__(Z, m, epsilon, delta, growth, late, 1.0 - wells_share)
         self.wells = OwnWells(epsilon, wells_share * delta)
 
-    def attach(self, policy) -> StoppingRule:
-        self.lr.attach(policy)
-        self.wells.attach(policy)
-        return super().attach(policy)
-
     @property
-    def predictor(self):
-        return self.lr.predictor
-
-    def observe(self, arms: np.ndarray, rewards: np.ndarray) -> None:
-        self.lr.observe(arms, rewards)
-        self.wells.observe(arms, rewards)
-
-    def absorb(self, arms: np.ndarray, rewards: np.ndarray) -> None:
-        """Outcomes told all at once (a campaign restarted): the set's, never the wells' (no arm had
-        started before them)."""
-        self.lr.absorb(arms, rewards)
+    def second(self) -> StoppingRule:
+        return self.wells
 
     def check(self, answer: np.ndarray | None = None) -> np.ndarray | None:
         """m arms certified by their own wells if there are (whether or not they lead the fit: each is
@@ -252,11 +236,7 @@ class LikelihoodOrOwnWells(StoppingRule):
 
     def threshold(self, t: float, delta: float) -> float:
         """The likelihood-ratio set's (the wells' test has no threshold on the evidence of directions)."""
-        return self.lr.threshold(t, (1.0 - self.wells_share) * delta)
-
-    def reset_caches(self) -> None:
-        self.lr.reset_caches()
-        self.wells.reset_caches()
+        return self.lr.threshold(t, self.lr_share * delta)
 
     def shortcut_tests(self, answer: np.ndarray, means: np.ndarray, done: float) -> float:
         """The own wells' route (log-tas's ``_wells_block``): wells for the answer once they need no more

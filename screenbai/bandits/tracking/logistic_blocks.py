@@ -79,7 +79,7 @@ from screenbai.bandits.core.parts import StoppingRule
 from screenbai.bandits.numerics.glm import dmu, mean_gap_bound
 from screenbai.bandits.numerics.linalg import pinv_psd
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, epsilon_margin
-from screenbai.bandits.rules.likelihood import WindowedLikelihoodRatio
+from screenbai.bandits.rules.likelihood import LikelihoodOr, WindowedLikelihoodRatio
 from screenbai.bandits.tracking.blocks import _RANGE_RTOL, BlockEvidence, union_level
 
 #: a direction of a block counts only when its bias bound is at most this many noise standard deviations
@@ -341,7 +341,7 @@ class LogisticBlockEvidence(BlockEvidence):
         return np.asarray(self.policy.theta_hat)
 
 
-class LikelihoodOrBlocks(StoppingRule):
+class LikelihoodOrBlocks(LikelihoodOr):
     """log-tas's stopping rule: the likelihood-ratio set (``rules.likelihood.WindowedLikelihoodRatio``) at
     delta_1 = LR_SHARE delta OR the per-direction block evidence (``LogisticBlockEvidence``) at
     delta_2 = delta - delta_1; delta-correct (module docstring, "The combined rule").
@@ -352,33 +352,18 @@ class LikelihoodOrBlocks(StoppingRule):
 
     def __init__(self, Z: np.ndarray, m: int, epsilon: float, delta: float, growth: float, late: bool,
                  lr_share: float = LR_SHARE):
-        super().__init__(epsilon, delta)
-        if not 0.0 < lr_share < 1.0:
-            raise ValueError(f"lr_share must be in (0, 1) (the likelihood-ratio set's share of delta); got {lr_share}")
+        super().__init__(Z, m, epsilon, delta, growth, late, lr_share)
         self.Z = Z
         self.K, self.d = Z.shape
         self.m = int(m)
-        self.lr_share = float(lr_share)
-        self.lr = WindowedLikelihoodRatio(Z, m, epsilon, lr_share * delta, growth, late)
         d2 = (1.0 - lr_share) * delta
         self.blocks = LogisticBlockEvidence(Z, epsilon, union_level(d2, self.K, self.m), self.m, d2)
         self.blocks.lr = self.lr
         self.tested_blocks = 0
 
-    def attach(self, policy) -> StoppingRule:
-        self.lr.attach(policy)
-        self.blocks.attach(policy)
-        return super().attach(policy)
-
     @property
-    def predictor(self):
-        return self.lr.predictor
-
-    def observe(self, arms: np.ndarray, rewards: np.ndarray) -> None:
-        self.lr.observe(arms, rewards)
-
-    def absorb(self, arms: np.ndarray, rewards: np.ndarray) -> None:
-        self.lr.absorb(arms, rewards)
+    def second(self) -> StoppingRule:
+        return self.blocks
 
     def block_opened(self, counts: np.ndarray) -> None:
         """Block's design fixed: its reference (the policy's estimate) and the sets of the outcomes so far."""
@@ -417,7 +402,3 @@ class LikelihoodOrBlocks(StoppingRule):
         lr = self.lr.threshold(t, self.lr_share * delta)
         bl = self.blocks.threshold(t, (1.0 - self.lr_share) * delta)
         return min(lr, bl)
-
-    def reset_caches(self) -> None:
-        self.lr.reset_caches()
-        self.blocks.reset_caches()
