@@ -141,6 +141,18 @@ def exact_decision(Zp, n, s, level, theta0, Z, i: int, epsilon: float, need_glr:
     return first < 0, first, (best - f_min) if need_glr else math.nan, f_min
 
 
+def _run_with_check(inst, rep: int, delta: float, epsilon: float, check):
+    """Run log-tas (policy seed rep, outcomes seed 10 000 + rep) with ``WindowedLikelihoodRatio.check``
+    replaced by ``check`` (which calls the original itself); the policy and its result."""
+    orig = WindowedLikelihoodRatio.check
+    WindowedLikelihoodRatio.check = check
+    try:
+        p = policy_for_instance("log-tas", inst, rng=rep, delta=delta, epsilon=epsilon)
+        return p, p.run(Environment(inst, rng=np.random.default_rng(10_000 + rep)))
+    finally:
+        WindowedLikelihoodRatio.check = orig
+
+
 def run_one(inst_name: str, rep: int, delta: float, epsilon: float, rows: list, glr_every: int) -> dict:
     d, seed = int(inst_name.split("_")[1][1:]), int(inst_name.split("_")[2][1:])
     inst = kw_synthetic(K=50, d=d, seed=seed)
@@ -180,12 +192,7 @@ def run_one(inst_name: str, rep: int, delta: float, epsilon: float, rows: list, 
                              "glr": glr, "need": level - f_min})
         return orig(self, answer)
 
-    WindowedLikelihoodRatio.check = check
-    try:
-        p = policy_for_instance("log-tas", inst, rng=rep, delta=delta, epsilon=epsilon)
-        r = p.run(Environment(inst, rng=np.random.default_rng(10_000 + rep)))
-    finally:
-        WindowedLikelihoodRatio.check = orig
+    p, r = _run_with_check(inst, rep, delta, epsilon, check)
     w = p.n / p.n.sum()
     rec = int(r.recommendation[0])  # the certified answer: both forms for it (not the easiest correct answer)
     T_loc = allocation_time(Z, inst.theta, w, model="logistic", sigma=0.5, epsilon=epsilon, answer=np.array([rec]))
@@ -214,12 +221,7 @@ def run_choice(inst_name: str, rep: int, delta: float, epsilon: float, k: int) -
                         first[-1] = int(a)
         return orig(self, answer)
 
-    WindowedLikelihoodRatio.check = check
-    try:
-        p = policy_for_instance("log-tas", inst, rng=rep, delta=delta, epsilon=epsilon)
-        r = p.run(Environment(inst, rng=np.random.default_rng(10_000 + rep)))
-    finally:
-        WindowedLikelihoodRatio.check = orig
+    p, r = _run_with_check(inst, rep, delta, epsilon, check)
     certified = [t for rank, t in first.items() if rank >= 0]
     return {"instance": inst_name, "rep": rep, "stop": int(r.n_samples), "first_any": min(certified, default=None),
             "first_rank": min((rank for rank in first if rank >= 0), key=lambda q: first[q], default=None),
@@ -254,12 +256,7 @@ def run_windows(inst_name: str, rep: int, delta: float, epsilon: float) -> dict:
                     break
         return orig(self, answer)
 
-    WindowedLikelihoodRatio.check = check
-    try:
-        p = policy_for_instance("log-tas", inst, rng=rep, delta=delta, epsilon=epsilon)
-        r = p.run(Environment(inst, rng=np.random.default_rng(10_000 + rep)))
-    finally:
-        WindowedLikelihoodRatio.check = orig
+    p, r = _run_with_check(inst, rep, delta, epsilon, check)
     return {"instance": inst_name, "rep": rep, "stop": int(r.n_samples), **found}
 
 

@@ -8,6 +8,7 @@ import pickle
 
 import numpy as np
 import pytest
+from policy_util import run_steps
 from scipy.special import expit
 
 import screenbai.bandits.tracking.logistic as log_tas
@@ -105,24 +106,16 @@ def _block_policy(monkeypatch, seed=3):
     return inst, policy_for_instance("log-tas", inst, rng=seed, epsilon=0.1, delta=0.2)
 
 
-def _steps(pol, env, n):
-    for _ in range(n):
-        if pol.done:
-            break
-        arms = pol.ask()
-        pol.tell(arms, env.pull(arms))
-
-
 @pytest.mark.slow
 def test_log_tas_with_block_evidence_saves_restores_and_pickles(monkeypatch, tmp_path):
     """Interrupted after 120 tests and restored (from a file and from a pickle), 120 tests later the run is
     where the uninterrupted one is: the same tests, blocks, block bounds and certificate."""
     inst, ref = _block_policy(monkeypatch)
     env = Environment(inst, rng=np.random.default_rng(7))
-    _steps(ref, env, 240)
+    run_steps(ref, env, 240)
     inst, pol = _block_policy(monkeypatch)
     env = Environment(inst, rng=np.random.default_rng(7))
-    _steps(pol, env, 120)
+    run_steps(pol, env, 120)
     rule = pol.stopping_rule
     assert isinstance(rule, lb.LikelihoodOrBlocks) and rule.blocks.n_blocks >= 3
     again = load_policy(save_policy(pol, tmp_path / "p"), inst.features)
@@ -130,7 +123,7 @@ def test_log_tas_with_block_evidence_saves_restores_and_pickles(monkeypatch, tmp
     state = pickle.dumps(env)
     i = int(ref._current_answer()[0])
     for p in (again, copied):
-        _steps(p, pickle.loads(state), 120)
+        run_steps(p, pickle.loads(state), 120)
         assert p.n_samples == ref.n_samples
         assert np.array_equal(p.n, ref.n)
         assert p.stopping_rule.blocks.n_blocks == ref.stopping_rule.blocks.n_blocks

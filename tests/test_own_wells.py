@@ -6,6 +6,7 @@ import pickle
 
 import numpy as np
 import pytest
+from policy_util import run_steps
 from scipy.special import expit
 
 import screenbai.bandits.rules.own_wells as ow
@@ -138,28 +139,20 @@ def test_no_wells_below_the_bar_and_the_rule_saves_restores_and_pickles(tmp_path
     env = Environment(inst, rng=np.random.default_rng(9))
     ref = fresh()
     while not ref.stopping_rule.wells.started and not ref.done:
-        _run_steps(ref, env, 1)
+        run_steps(ref, env, 1)
     assert ref.stopping_rule.wells.started, "the wells never started"
     t0 = ref.n_samples
     state_env = pickle.dumps(env)
     again = load_policy(save_policy(ref, tmp_path / "p"), inst.features)
     copied = pickle.loads(pickle.dumps(ref))
-    _run_steps(ref, env, 150)
+    run_steps(ref, env, 150)
     for p in (again, copied):
         assert p.n_samples == t0
-        _run_steps(p, pickle.loads(state_env), 150)
+        run_steps(p, pickle.loads(state_env), 150)
         assert p.n_samples == ref.n_samples and np.array_equal(p.n, ref.n)
         assert p.stopping_rule.wells.started == ref.stopping_rule.wells.started
         assert np.array_equal(p.stopping_rule.wells.tests, ref.stopping_rule.wells.tests)
         assert p.done == ref.done
-
-
-def _run_steps(pol, env, n):
-    for _ in range(n):
-        if pol.done:
-            break
-        arms = pol.ask()
-        pol.tell(arms, env.pull(arms))
 
 
 @pytest.mark.slow
