@@ -258,7 +258,7 @@ def test_a_plate_asked_for_after_the_wells_gets_no_more_wells_than_still_needed(
     wells_plates = 0
     while not pol.done:
         arm = rule.wells.started[-1] if rule.wells.started else None
-        need = None if arm is None else rule.wells_needed(arm, float(expit(inst.features[arm] @ pol.theta_hat)))
+        need = None if arm is None else rule.wells.needed(arm, float(expit(inst.features[arm] @ pol.theta_hat)))
         plate = pol.propose(96)
         if arm is not None:
             assert int(np.sum(plate == arm)) <= np.ceil(need)

@@ -132,14 +132,25 @@ class OwnWells(StoppingRule):
                 self.tests[k] += 1.0
                 self.successes[k] += float(r)
 
-    def log_level(self, k: int, delta: float | None = None) -> float:
+    def log_level(self, k: int) -> float:
         """log(1/alpha_k) for the k-th arm started."""
-        delta = self.delta if delta is None else delta
-        return math.log((k + 1.0) * (k + 2.0) / delta)
+        return math.log((k + 1.0) * (k + 2.0) / self.delta)
 
-    def next_level(self) -> float:
-        """log(1/alpha) of the next arm to start."""
-        return self.log_level(len(self.started))
+    def has_started(self, arm: int) -> bool:
+        return int(arm) in self._slot
+
+    def needed(self, arm: int, mean: float) -> float:
+        """Tests of ``arm`` still needed for its own wells to certify it if its mean were ``mean`` (inf
+        when mean <= 1 - epsilon): the mixture's best component gains about KL(mean, 1 - epsilon) per test
+        and starts at weight 1/G, so (log(1/alpha) + log G) / KL tests from the start (alpha the arm's
+        level, or the next arm's if it has not started), less those done."""
+        p0 = 1.0 - self.epsilon
+        if not mean > p0:
+            return math.inf
+        k = self._slot.get(int(arm))
+        level = self.log_level(len(self.started) if k is None else k)
+        done = 0.0 if k is None else float(self.tests[k])
+        return max((level + math.log(GRID_SIZE)) / bernoulli_kl(mean, p0) - done, 0.0)
 
     def log_evidence(self, arm: int) -> float:
         """log E(1 - epsilon) of an arm (-inf if not started)."""
@@ -242,20 +253,8 @@ class LikelihoodOrOwnWells(LikelihoodOr):
         """The own wells' route (log-tas's ``_wells_block``): wells for the answer once they need no more
         than the tests made, so (tests made when they start) + (wells needed); inf if an arm of the
         answer has a mean <= 1 - epsilon."""
-        need = np.array([self.wells_needed(int(a), float(mu)) for a, mu in zip(np.ravel(answer), np.ravel(means))])
+        need = np.array([self.wells.needed(int(a), float(mu)) for a, mu in zip(np.ravel(answer), np.ravel(means))])
         if not np.isfinite(need).all():
             return math.inf
-        started = all(int(a) in self.wells._slot for a in np.ravel(answer))
+        started = all(self.wells.has_started(a) for a in np.ravel(answer))
         return float(done + need.sum() if started else max(done, need.sum()) + need.sum())
-
-    def wells_needed(self, arm: int, mean: float) -> float:
-        """Tests of ``arm`` still needed for its own wells to certify it if its mean were ``mean`` (inf
-        when mean <= 1 - epsilon): the mixture's best component gains about KL(mean, 1 - epsilon) per test
-        and starts at weight 1/G, so (log(1/alpha) + log G) / KL tests from the start, less those done."""
-        p0 = 1.0 - self.epsilon
-        if not mean > p0:
-            return math.inf
-        k = self.wells._slot.get(int(arm))
-        level = self.wells.next_level() if k is None else self.wells.log_level(k)
-        done = 0.0 if k is None else float(self.wells.tests[k])
-        return max((level + math.log(GRID_SIZE)) / bernoulli_kl(mean, p0) - done, 0.0)

@@ -265,7 +265,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         leaders = self._leaders(self._theta_pred, np.random.default_rng(self._n_closed))
         arms = np.unique(np.concatenate([leaders, np.asarray(rule.wells.started, dtype=np.int64)]))
         mu = expit(self.Z[arms] @ self._theta_pred)
-        need = np.array([rule.wells_needed(int(a), float(p)) for a, p in zip(arms, mu)])
+        need = np.array([rule.wells.needed(int(a), float(p)) for a, p in zip(arms, mu)])
         pick = np.argsort(need, kind="stable")[: self.m]
         arms, need = arms[pick], need[pick]
         if not np.isfinite(need).all() or need.sum() > self.n_samples:
