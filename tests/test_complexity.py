@@ -256,6 +256,57 @@ def test_exact_logistic_pair_infimum_against_a_grid():
         assert val >= fine * (1 - 0.01)
 
 
+def test_exact_logistic_pair_infimum_above_one_minus_epsilon_against_a_grid():
+    # the answer's mean above 1 - epsilon (0.97 > 0.9): every alternative must bring it below 0.9 first; the
+    # local form's start lies outside the constraint's domain there (SLSQP from it found no feasible point)
+    from scipy.special import expit
+
+    from screenbai.bandits.certainty.exact_logistic import _kl_terms, pair_infimum
+
+    X = np.array([[1.0, 0.2], [0.6, 0.9], [0.3, -0.8], [-0.5, 0.4]])
+    theta = np.array([3.2, 0.4])
+    mu = expit(X @ theta)
+    assert mu[0] > 0.95 and mu.argmax() == 0
+    w = np.array([0.4, 0.3, 0.2, 0.1])
+    g = np.linspace(-10, 10, 801)
+    L = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
+    eta = L @ X.T
+    for j in (1, 2, 3):
+        val, lam = pair_infimum(X, theta, w, 0, j, 0.1)
+        assert expit(X[j] @ lam) - expit(X[0] @ lam) >= 0.1 - 1e-7
+        ok = expit(eta[:, j]) - expit(eta[:, 0]) >= 0.1
+        grid = (_kl_terms(X @ theta, eta) @ w)[ok].min()
+        assert grid * (1 - 0.02) <= val <= grid + 1e-9
+
+
+def test_exact_logistic_batched_pairs_agree_with_slsqp_pair_by_pair():
+    # the batched KKT Newton against scipy's SLSQP on each pair alone (an independent solver, started near the
+    # answer); d = 4, every pair of the best arm, a random allocation: both minimise the same convex problem
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    from screenbai.bandits.certainty.exact_logistic import _kl_terms, pair_infima
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, size=(12, 4))
+    theta = rng.normal(size=4) * 1.5
+    w = rng.dirichlet(np.ones(12))
+    eta_star = X @ theta
+    i = int(np.argmax(eta_star))
+    pairs = np.array([[i, j] for j in range(12) if j != i])
+    vals, lams, converged = pair_infima(X, theta, w, pairs, 0.05)
+    assert converged.all()
+    for (a, b), v, lam in zip(pairs, vals, lams):
+        res = minimize(
+            lambda z: float(w @ _kl_terms(eta_star, X @ z)), lam + 0.3 * rng.normal(size=4), method="SLSQP",
+            constraints=[{"type": "ineq", "fun": lambda z, a=a, b=b: expit(X[b] @ z) - expit(X[a] @ z) - 0.05}],
+            options={"maxiter": 500, "ftol": 1e-14},
+        )
+        assert expit(X[b] @ res.x) - expit(X[a] @ res.x) >= 0.05 - 1e-7
+        assert v == pytest.approx(res.fun, rel=1e-4, abs=1e-9)
+        assert v <= res.fun + 1e-9  # never above what SLSQP finds: the global minimum of the convex problem
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_logistic_local_form_against_the_exact_bound_d2(seed):
     # LOWER_BOUND.md: validate the local Fisher form against the exact Bernoulli-KL bound at d = 2

@@ -98,8 +98,9 @@ def _run(pol, env, cap=20_000):
 @pytest.mark.slow
 def test_log_tas_certifies_a_near_certain_compound_by_its_own_wells_far_sooner():
     """Best mean 0.985, epsilon 0.1: log-tas stops on its own wells, with a correct answer, in a few
-    hundred tests, less than half of what the likelihood-ratio set alone needs on the same outcomes'
-    seeds (log-tas with OWN_WELLS off)."""
+    hundred tests, at least a fifth fewer than the likelihood-ratio set alone needs on the same outcomes'
+    seeds (log-tas with OWN_WELLS off; medians 300 and 408 tests: the set alone needed more than twice the
+    wells' tests before log-tas tracked the exact allocation)."""
     inst = _saturated()
     with_wells, without = [], []
     for seed in range(3):
@@ -119,7 +120,7 @@ def test_log_tas_certifies_a_near_certain_compound_by_its_own_wells_far_sooner()
             without.append(_run(pol, Environment(inst, rng=np.random.default_rng(100 + seed))).n_samples)
     finally:
         mp.undo()
-    assert np.median(with_wells) * 2 < np.median(without)
+    assert np.median(with_wells) * 1.25 < np.median(without)
 
 
 def test_no_wells_below_the_bar_and_the_rule_saves_restores_and_pickles(tmp_path):

@@ -438,10 +438,10 @@ def test_first_designed_block_ends_most_runs_at_d20():
 
 
 def test_log_tas_blocks_at_small_d_are_the_plug_in_allocation():
-    """At d <= PLUGIN_D a log-tas block is w*(theta_hat) of the lower bound (certainty.complexity) rounded at
-    the largest block size (growth times the tests so far): after 200 tests on kw_synthetic d = 2 every test
-    of the next block goes to an arm where w* puts weight (the greedy min-max block put 10-30 % of them
-    elsewhere from the same states, seeds 0-3)."""
+    """At d <= PLUGIN_D a log-tas block is w*(theta_hat) of the exact lower bound (certainty.exact_logistic)
+    rounded at the largest block size (growth times the tests so far): after 200 tests on kw_synthetic d = 2
+    every test of the next block goes to an arm where w* puts weight (the greedy min-max block put 10-30 % of
+    them elsewhere from the same states, seeds 0-3)."""
     from screenbai.bandits.certainty import characteristic_time
     from screenbai.bandits.tracking.logistic import PLUGIN_D
 
@@ -455,7 +455,36 @@ def test_log_tas_blocks_at_small_d_are_the_plug_in_allocation():
             p.tell(arms, env.pull(arms))
         theta = p._estimate(p.n.astype(float), p.sums)
         lead = tuple(int(a) for a in p._leaders(theta, np.random.default_rng(0)))
-        w = characteristic_time(p.Z, theta, model="logistic", epsilon=0.1, answer=lead).allocation
+        w = characteristic_time(p.Z, theta, model="logistic", epsilon=0.1, answer=lead, exact=True, tol=1e-2).allocation
         block = p._design(p._n_opened + 1)
         assert block.sum() == int(np.ceil(p.growth * p.n_samples))
         assert block[w > 0.01].sum() == block.sum()
+
+
+def test_log_tas_blocks_follow_the_exact_allocation_where_the_local_one_misleads():
+    """kw_synthetic d = 5, seed 2 (best mean 0.964 > 1 - epsilon): the local form's w* needs several times T*
+    under the Bernoulli KL the likelihood-ratio stop collects. After 150 tests, the allocation log-tas's next
+    block rounds (``_allocation``, its plug-in w*(theta_hat), solved with a few cutting-plane steps) is within
+    1.1 times the exact T*(theta_hat), where the local form's allocation is above 2 times."""
+    from screenbai.bandits.certainty import characteristic_time
+    from screenbai.bandits.certainty.exact_logistic import _value
+    from screenbai.bandits.certainty.local_form import _Model, _Pairs
+
+    inst = kw_synthetic(K=50, d=5, seed=2)
+    for seed in range(2):
+        p = policy_for_instance("log-tas", inst, rng=seed, epsilon=0.1, delta=0.05)
+        env = Environment(inst, rng=np.random.default_rng(seed + 100))
+        while p.n_samples < 150:
+            arms = p.ask()
+            p.tell(arms, env.pull(arms))
+        theta = p._estimate(p.n.astype(float), p.sums)
+        lead = tuple(int(a) for a in p._leaders(theta, np.random.default_rng(0)))
+        pairs = _Pairs(_Model(p.Z, theta, "logistic", 1.0), 0.1, lead).pairs
+        exact = characteristic_time(p.Z, theta, model="logistic", epsilon=0.1, answer=lead, exact=True, tol=1e-2)
+        local = characteristic_time(p.Z, theta, model="logistic", epsilon=0.1, answer=lead)
+        target = p._allocation(theta, lead)
+
+        vals = [_value(p.Z, theta, w, pairs, 0.1)[0] for w in (target.allocation, local.allocation)]
+        assert None not in vals
+        assert 1.0 / vals[0] <= 1.1 * exact.T_star
+        assert 1.0 / vals[1] >= 2.0 * exact.T_star

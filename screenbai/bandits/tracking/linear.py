@@ -274,8 +274,7 @@ class LinearTrackAndStop(Policy):
             counts = greedy_block(Zd, Y[J], c[J], floor, cap, self._information_before(Zd, counts_f))
         else:
             lead = tuple(int(a) for a in self._leaders(theta, np.random.default_rng(0)))
-            cx = characteristic_time(self.Z, theta, model=self.model, sigma=self.sigma, epsilon=self.epsilon,
-                                     m=self.m, answer=lead)
+            cx = self._allocation(theta, lead)
             wstar = np.asarray(cx.allocation, dtype=float)
             gamma = 1.0 / (b + 1.0)
             w = (1.0 - gamma) * wstar + gamma * explore if np.isfinite(cx.T_star) else explore
@@ -289,6 +288,11 @@ class LinearTrackAndStop(Policy):
         extra = span_completion(self.Z, np.flatnonzero(counts))
         counts[extra] += 1
         return counts
+
+    def _allocation(self, theta: np.ndarray, answer: tuple[int, ...]):
+        """The lower bound's optimal allocation w*(theta) for ``answer`` (``certainty.complexity``)."""
+        return characteristic_time(self.Z, theta, model=self.model, sigma=self.sigma, epsilon=self.epsilon,
+                                   m=self.m, answer=answer)
 
     def _greedy_design(self) -> bool:
         """Whether blocks are built test by test (``greedy_block``) where that is cheap enough; False: the

@@ -6,11 +6,13 @@ still need the most information), with the local Fisher information of the logis
 of arm k at the penalised MLE theta_hat brings mu'(x_k'theta_hat) x_k x_k', and the pair (i, j)
 needs information in the direction mu'_i x_i - mu'_j x_j with margin mu_i - mu_j + epsilon (the
 lower bound's local form, ``certainty.complexity``). At d <= PLUGIN_D a block is instead the plug-in
-optimal allocation w*(theta_hat) of that local form (``characteristic_time``, the lower bound's w* at the
-estimate) mixed with 1/(b + 1) of the spanning set (forced exploration) and rounded, at the largest block
-size: the counts then follow the sum over blocks of n_b times the plug-in allocation, C-tracking's target
-(Garivier & Kaufmann 2016, Sec. 3.1, which mixes w*(theta_hat) with the uniform allocation likewise).
-On kw_synthetic d = 2 it brought the sampling factor T(w_hat)/T* from 1.28 to 1.15 (docs/lower_bound.md).
+optimal allocation w*(theta_hat) of the exact Bernoulli-KL bound (``certainty.exact_logistic``, the lower
+bound's w* at the estimate, no linearisation; the local form's where the pairs are too many) mixed with
+1/(b + 1) of the spanning set (forced exploration) and rounded, at the largest block size: the counts then
+follow the sum over blocks of n_b times the plug-in allocation, C-tracking's target (Garivier & Kaufmann
+2016, Sec. 3.1, which mixes w*(theta_hat) with the uniform allocation likewise). The likelihood-ratio stop
+collects exact Bernoulli evidence, so the exact w* is the allocation it rewards: near a mean of 1 the local
+form's w* can need several times T* (docs/lower_bound.md, "Tracking the exact allocation").
 
 Stopping and guarantee: the policy's stopping rule, ``rules.likelihood.WindowedLikelihoodRatio``, the
 likelihood-ratio confidence set of ``lr_set`` (GLGapE's default calibration),
@@ -61,6 +63,8 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit
 
+from screenbai.bandits.certainty.exact_logistic import exact_characteristic_time
+from screenbai.bandits.certainty.local_form import EXACT_MAX_PAIRS
 from screenbai.bandits.core.params import LAMBDA_REG, like, pinned, run_state
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.numerics.glm import logistic_mle
@@ -79,12 +83,19 @@ TRACK_CUMULATIVE = True
 #: (kw_synthetic d = 2, 20 runs, delta 0.05: median 686.5 tests with both, 549.5 with neither; at d = 5
 #: tracking saves: 639 against 836)
 SMALL_D = 2
-#: at this many dimensions or fewer each block is the plug-in optimal allocation w*(theta_hat) of the lower
-#: bound (certainty.complexity, local form) mixed with 1/(b + 1) of the spanning set and rounded, at its
-#: largest size, instead of the greedy min-max block (kw_synthetic d = 2, seed 0, 50 runs, delta 0.05:
-#: median 462 tests against 608 on the same seeds, sampling factor 1.15 against 1.28; over 500 runs 2.98 LB
-#: against 3.26; docs/lower_bound.md, "log-tas at small d")
-PLUGIN_D = 2
+#: at this many dimensions or fewer each block is the plug-in optimal allocation w*(theta_hat) mixed with
+#: 1/(b + 1) of the spanning set and rounded, at its largest size, instead of the greedy min-max block; w* is
+#: the exact Bernoulli-KL bound's (``_allocation``). At d = 2 with the local form's w*: kw_synthetic seed 0,
+#: 50 runs, median 462 tests against the greedy blocks' 608 (docs/lower_bound.md, "log-tas at small d"). At
+#: d = 5 and 10 the local form's w* did not pay (681 against 675 at d = 5, seed 0), the exact one does: near a
+#: mean of 1 the local form misjudges which tests inform the alternative (kw d = 5, seed 2: the local w* needs
+#: 4.7 times the exact T*), and the exact w* halved the tests on kw d = 5 seed 2 and d = 10 seeds 0-1
+#: (docs/lower_bound.md, "Tracking the exact allocation")
+PLUGIN_D = 10
+#: the exact allocation's solver for a block: at most this many cutting-plane steps and this relative gap
+#: (certainty.exact_logistic; 20 steps bring T(w) within 4 % of T* on kw_synthetic d = 5 and 10, in 0.3-1 s)
+EXACT_STEPS = 20
+EXACT_TOL = 3e-2
 #: above this many dimensions the likelihood-ratio set is also restarted late (lr_windows); at or below,
 #: the full window alone, at weight 1 (with late windows it has weight lr_windows.FULL_WEIGHT)
 LATE_D = SMALL_D
@@ -207,6 +218,15 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     def _greedy_design(self) -> bool:
         """The greedy min-max blocks above PLUGIN_D dimensions, the rounded plug-in allocation at or below."""
         return self.d_eff > PLUGIN_D
+
+    def _allocation(self, theta: np.ndarray, answer: tuple[int, ...]):
+        """w*(theta_hat) of the exact Bernoulli-KL bound (``certainty.exact_logistic``, its pair problems solved
+        approximately, which only costs tests), where its pairs are few enough (EXACT_MAX_PAIRS); else the
+        local form's."""
+        if (self.K - self.m) * self.m > EXACT_MAX_PAIRS:
+            return super()._allocation(theta, answer)
+        return exact_characteristic_time(self.Z, theta, epsilon=self.epsilon, m=self.m, answer=answer, tol=EXACT_TOL,
+                                         max_iter=EXACT_STEPS, strict=False)
 
     def _forecast(self, theta: np.ndarray, w: np.ndarray) -> float:
         """At d <= PLUGIN_D no forecast: the plug-in blocks take their largest size (the stop is tested at

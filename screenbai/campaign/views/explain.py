@@ -28,8 +28,8 @@ RULES = {
     "g-allocation": "the G-optimal design: the test that most reduces the largest uncertainty",
     "tas": (
         "block Track-and-Stop: a block of tests spread as the fewest tests that could settle the comparisons "
-        "between the leader and its rivals would be under the current estimates (the lower bound's allocation), "
-        "aimed at the comparisons that still lack the most evidence"
+        "between the leader and its rivals would be under the current estimates (the lower bound's allocation; "
+        "with many features, aimed at the comparisons that still lack the most evidence)"
     ),
     "rage-glm": (
         "RAGE-GLM's phase design: tests spread by the XY-optimal design over the compounds still undecided, each "
