@@ -437,6 +437,17 @@ def test_first_designed_block_ends_most_runs_at_d20():
     assert at_80 >= 16 and errors == 0
 
 
+def _log_tas_after(inst, seed: int, tests: int):
+    """log-tas (epsilon 0.1, delta 0.05) after ``tests`` tests: the policy, its estimate and its leader."""
+    p = policy_for_instance("log-tas", inst, rng=seed, epsilon=0.1, delta=0.05)
+    env = Environment(inst, rng=np.random.default_rng(seed + 100))
+    while p.n_samples < tests:
+        arms = p.ask()
+        p.tell(arms, env.pull(arms))
+    theta = p._estimate(p.n.astype(float), p.sums)
+    return p, theta, tuple(int(a) for a in p._leaders(theta, np.random.default_rng(0)))
+
+
 def test_log_tas_blocks_at_small_d_are_the_plug_in_allocation():
     """At d <= PLUGIN_D a log-tas block is w*(theta_hat) of the exact lower bound (certainty.exact_logistic)
     rounded at the largest block size (growth times the tests so far): after 200 tests on kw_synthetic d = 2
@@ -448,13 +459,7 @@ def test_log_tas_blocks_at_small_d_are_the_plug_in_allocation():
     inst = kw_synthetic(K=50, d=2, seed=0)
     assert inst.features.shape[1] <= PLUGIN_D
     for seed in range(2):
-        p = policy_for_instance("log-tas", inst, rng=seed, epsilon=0.1, delta=0.05)
-        env = Environment(inst, rng=np.random.default_rng(seed + 100))
-        while p.n_samples < 200:
-            arms = p.ask()
-            p.tell(arms, env.pull(arms))
-        theta = p._estimate(p.n.astype(float), p.sums)
-        lead = tuple(int(a) for a in p._leaders(theta, np.random.default_rng(0)))
+        p, theta, lead = _log_tas_after(inst, seed, 200)
         w = characteristic_time(p.Z, theta, model="logistic", epsilon=0.1, answer=lead, exact=True, tol=1e-2).allocation
         block = p._design(p._n_opened + 1)
         assert block.sum() == int(np.ceil(p.growth * p.n_samples))
@@ -472,13 +477,7 @@ def test_log_tas_blocks_follow_the_exact_allocation_where_the_local_one_misleads
 
     inst = kw_synthetic(K=50, d=5, seed=2)
     for seed in range(2):
-        p = policy_for_instance("log-tas", inst, rng=seed, epsilon=0.1, delta=0.05)
-        env = Environment(inst, rng=np.random.default_rng(seed + 100))
-        while p.n_samples < 150:
-            arms = p.ask()
-            p.tell(arms, env.pull(arms))
-        theta = p._estimate(p.n.astype(float), p.sums)
-        lead = tuple(int(a) for a in p._leaders(theta, np.random.default_rng(0)))
+        p, theta, lead = _log_tas_after(inst, seed, 150)
         pairs = _Pairs(_Model(p.Z, theta, "logistic", 1.0), 0.1, lead).pairs
         exact = characteristic_time(p.Z, theta, model="logistic", epsilon=0.1, answer=lead, exact=True, tol=1e-2)
         local = characteristic_time(p.Z, theta, model="logistic", epsilon=0.1, answer=lead)
