@@ -466,6 +466,25 @@ def test_log_tas_blocks_at_small_d_are_the_plug_in_allocation():
         assert block[w > 0.01].sum() == block.sum()
 
 
+def test_log_tas_falls_back_to_the_local_allocation_when_the_exact_one_fails(monkeypatch):
+    """A block must be planned whatever the estimate: when the exact solver evaluates no allocation (it raises),
+    log-tas's target is the local form's w*, and the block is still drawn from it."""
+    from screenbai.bandits.certainty import characteristic_time
+    from screenbai.bandits.tracking import logistic as log_tas
+
+    p, theta, lead = _log_tas_after(kw_synthetic(K=50, d=5, seed=2), 0, 100)
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("no allocation evaluated")
+
+    monkeypatch.setattr(log_tas, "exact_characteristic_time", fails)
+    target = p._allocation(theta, lead)
+    local = characteristic_time(p.Z, theta, model="logistic", epsilon=0.1, answer=lead)
+    assert not target.exact
+    np.testing.assert_allclose(target.allocation, local.allocation)
+    assert p._design(p._n_opened + 1).sum() > 0
+
+
 def test_log_tas_blocks_follow_the_exact_allocation_where_the_local_one_misleads():
     """kw_synthetic d = 5, seed 2 (best mean 0.964 > 1 - epsilon): the local form's w* needs several times T*
     under the Bernoulli KL the likelihood-ratio stop collects. After 150 tests, the allocation log-tas's next

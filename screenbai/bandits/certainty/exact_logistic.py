@@ -202,9 +202,10 @@ def _value(X, theta, w, pairs: np.ndarray, epsilon: float, strict: bool = True):
 
 
 def exact_characteristic_time(X, theta, *, epsilon: float = 0.0, m: int = 1, tol: float = 1e-3,
-                              answer=None, max_iter: int = 200, strict: bool = True, w0=None) -> Complexity:
+                              answer=None, max_iter: int = 200, strict: bool = True) -> Complexity:
     """T*(theta) of the logistic model with the exact Bernoulli KL (module docstring). T_star is 1 / val
-    of the best allocation evaluated (an upper end), ``lower`` 1 / the cutting planes' LP value."""
+    of the best allocation evaluated (an upper end), ``lower`` 1 / the cutting planes' LP value.
+    ``strict=False``: a sampling rule's target, the pair problems solved approximately (``_value``)."""
     from scipy.optimize import linprog
 
     X = np.asarray(X, dtype=float)
@@ -226,7 +227,7 @@ def exact_characteristic_time(X, theta, *, epsilon: float = 0.0, m: int = 1, tol
                                           max_iter=2_000, answer=list(a))
         eta_star = X @ theta
         cuts: list[np.ndarray] = []
-        w = start.allocation if w0 is None else np.asarray(w0, dtype=float)
+        w = start.allocation
         best_val, best_w = -math.inf, w
         upper = math.inf
         n_iter = 0

@@ -225,8 +225,11 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         local form's."""
         if (self.K - self.m) * self.m > EXACT_MAX_PAIRS:
             return super()._allocation(theta, answer)
-        return exact_characteristic_time(self.Z, theta, epsilon=self.epsilon, m=self.m, answer=answer, tol=EXACT_TOL,
-                                         max_iter=EXACT_STEPS, strict=False)
+        try:
+            return exact_characteristic_time(self.Z, theta, epsilon=self.epsilon, m=self.m, answer=answer,
+                                             tol=EXACT_TOL, max_iter=EXACT_STEPS, strict=False)
+        except RuntimeError:  # no allocation evaluated (values not finite at an extreme estimate): the local form's
+            return super()._allocation(theta, answer)
 
     def _forecast(self, theta: np.ndarray, w: np.ndarray) -> float:
         """At d <= PLUGIN_D no forecast: the plug-in blocks take their largest size (the stop is tested at
