@@ -127,12 +127,15 @@ def pair_infima(X, theta, w, pairs, epsilon, iters: int = 2_000, tol: float = 1e
     nu = np.maximum(np.einsum("pd,pd->p", grad, gc) / np.einsum("pd,pd->p", gc, gc), 0.0)
     rho = np.zeros(P)
     act = np.arange(P)  # the pairs still iterating
+    low = math.inf
     for _ in range(iters):
         r = grad - nu[act, None] * gc
         done = np.maximum(np.abs(r).max(axis=1), np.abs(c)) < tol
         converged[act[done]] = True
-        if prune is not None and converged.any():
-            stuck[act[f > prune * float(vals_of(lam[converged]).min())]] = True
+        if done.any():
+            low = min(low, float(f[done].min()))  # the smallest converged value
+        if prune is not None:
+            stuck[act[f > prune * low]] = True
         keep = ~done & ~stuck[act]
         if not keep.any():
             break
