@@ -323,6 +323,29 @@ def test_logistic_local_form_against_the_exact_bound_d2(seed):
         characteristic_time(inst.features, inst.theta, exact=True)
 
 
+def test_exact_allocation_time_is_the_bound_at_w_star_and_above_it_elsewhere():
+    # T_ex(w) (the exact sampling factor's numerator, benchmarks/lower_bound.py): at the exact w* it is T*, at
+    # any other allocation at least T* (up to the solver's tolerance), and it tells where the local form's w*
+    # loses under the exact KL (kw d = 5 seed 2, top mean 0.964: docs/lower_bound.md measured 66.0 = 4.7 T*)
+    from screenbai.bandits.sim.generators import kw_synthetic
+
+    inst = kw_synthetic(K=50, d=5, seed=2)
+    X, theta, kw = inst.features, inst.theta, {"model": "logistic", "epsilon": 0.1}
+    exact = characteristic_time(X, theta, exact=True, tol=1e-2, **kw)
+    assert allocation_time(X, theta, exact.allocation, exact=True, answer=exact.answer, **kw) == pytest.approx(
+        exact.T_star, rel=1e-6)
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        w = rng.integers(0, 5, size=50).astype(float)
+        assert allocation_time(X, theta, w, exact=True, **kw) >= exact.lower * (1 - 1e-6)
+    local = characteristic_time(X, theta, **kw)
+    assert allocation_time(X, theta, local.allocation, exact=True, **kw) > 3 * exact.T_star
+    only_three = np.r_[np.ones(3), np.zeros(47)]  # three arms cannot tell the five directions apart
+    assert allocation_time(X, theta, only_three, exact=True, **kw) == math.inf
+    with pytest.raises(ValueError, match="exact=True is for the logistic model"):
+        allocation_time(X, theta, np.ones(50), exact=True)
+
+
 def test_random_linear_instance_is_named_and_reproducible():
     from screenbai.bandits.sim.generators import parse_instance, random_linear
 

@@ -26,7 +26,8 @@ so that, with c = 2 sigma^2 (linear) or 2 (logistic local),
   mu(x_j'lambda) - mu(x_i'lambda) > epsilon linearised at theta: y_p = mu'_i x_i - mu'_j x_j,
   g_p = mu_i - mu_j + epsilon;
 - logistic, exact (``exact=True``, small instances): the Bernoulli KL and the constraint itself, the
-  inner infimum by a constrained minimisation (SLSQP) and the outer maximum by Kelley's cutting planes.
+  inner infimum by a convex constrained minimisation (SQP, batched over pairs) and the outer maximum by
+  Kelley's cutting planes.
 
 The solver of the local form (and the instance's pairs and answers) is in ``local_form``; the exact
 logistic bound in ``exact_logistic``; this module is the entry point that picks one.
@@ -38,7 +39,7 @@ import math
 
 import numpy as np
 
-from screenbai.bandits.certainty.exact_logistic import exact_characteristic_time
+from screenbai.bandits.certainty.exact_logistic import exact_allocation_time, exact_characteristic_time
 from screenbai.bandits.certainty.local_form import (  # noqa: F401 - Complexity, EXACT_MAX_PAIRS, xy_design re-exported
     EXACT_MAX_PAIRS,
     MODELS,
@@ -97,16 +98,23 @@ def allocation_time(
     epsilon: float = 0.0,
     m: int = 1,
     answer=None,
+    exact: bool = False,
 ) -> float:
     """T(w) = 1 / inf_{lambda in Alt} sum_k w_k KL_k(theta, lambda) for an allocation w (any nonnegative
     weights, normalised here): the time an algorithm sampling in proportions w needs per unit of
     log(1/delta). With ``answer=None``, the smallest over the correct answers (the sampling factor's
-    T(w_hat) in LOWER_BOUND.md); min_w T(w) = T*. inf when A(w) misses a direction the answer needs."""
+    T(w_hat) in LOWER_BOUND.md); min_w T(w) = T*. inf when A(w) misses a direction the answer needs.
+    ``exact`` (logistic only, small instances): under the Bernoulli KL (``exact_allocation_time``; nan
+    where a pair's minimisation did not converge)."""
     X, theta, m = _check(X, theta, model, sigma, epsilon, m)
     w = np.asarray(w, dtype=float).reshape(-1)
     if w.size != X.shape[0] or not np.isfinite(w).all() or w.min() < 0 or w.sum() <= 0:
         raise ValueError(f"w must hold {X.shape[0]} finite nonnegative weights, not all zero; got shape {w.shape}")
     w = w / w.sum()
+    if exact:
+        if model != "logistic":
+            raise ValueError("exact=True is for the logistic model (the linear-Gaussian bound is exact already)")
+        return exact_allocation_time(X, theta, w, epsilon=epsilon, m=m, answer=answer)
     mu = _means(X, theta, model)
     mdl = _Model(X, theta, model, sigma)
     return min((_Pairs(mdl, epsilon, a).time(w) for a in _answers(mu, epsilon, m, answer)), default=math.inf)

@@ -204,6 +204,34 @@ def _value(X, theta, w, pairs: np.ndarray, epsilon: float, strict: bool = True):
     return val, list(lams[converged])
 
 
+def exact_allocation_time(X, theta, w, *, epsilon: float = 0.0, m: int = 1, answer=None) -> float:
+    """T_ex(w) = 1 / min over pairs of the exact infimum at allocation w (normalised), the smallest over the
+    correct answers (``answer``: that one only): the exact form of ``complexity.allocation_time``, what a
+    run sampling in proportions w needs per unit of log(1/delta) under the Bernoulli KL. inf where some pair
+    costs nothing (a direction no weighted arm sees); nan where a pair's minimisation did not converge."""
+    X = np.asarray(X, dtype=float)
+    theta = np.asarray(theta, dtype=float).reshape(-1)
+    w = np.asarray(w, dtype=float) / float(np.sum(w))
+    mu = expit(X @ theta)
+    times = []
+    for a in _answers(mu, epsilon, m, answer):
+        local = _Pairs(_Model(X, theta, "logistic", 1.0), epsilon, a)
+        if not local.feasible:
+            continue
+        if local.pairs.shape[0] > EXACT_MAX_PAIRS:
+            raise ValueError(f"the exact allocation time allows at most {EXACT_MAX_PAIRS} pairs; this answer has "
+                             f"{local.pairs.shape[0]} (K = {X.shape[0]}, m = {m}). Use the local form (exact=False)")
+        if not math.isfinite(local.time(w)):  # the local form already sees a direction left free
+            times.append(math.inf)
+            continue
+        val, _ = _value(X, theta, w, local.pairs, epsilon, strict=True)
+        times.append(math.nan if val is None else (1.0 / val if val > 0 else math.inf))
+    if not times:
+        return math.inf
+    finite = [t for t in times if not math.isnan(t)]
+    return min(finite) if len(finite) == len(times) else math.nan
+
+
 def exact_characteristic_time(X, theta, *, epsilon: float = 0.0, m: int = 1, tol: float = 1e-3,
                               answer=None, max_iter: int = 200, strict: bool = True) -> Complexity:
     """T*(theta) of the logistic model with the exact Bernoulli KL (module docstring). T_star is 1 / val
