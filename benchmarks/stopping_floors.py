@@ -9,7 +9,10 @@ T*(theta*) and the optimal allocation w*(theta*) of the lower bound's local form
    WindowedLikelihoodRatio``: the likelihood-ratio set restarted late, the same schedule and test),
    fed by tests that track the TRUE w* (the arm with the largest w*_k (t + 1) - n_k, C-tracking with
    no estimate) instead of log-tas's plug-in blocks: sampling factor about 1, so tests / LB is the
-   stopping factor alone. The answer tested is the arm with the largest fitted mean (as log-tas).
+   stopping factor alone. The answer tested is the arm with the largest fitted mean (as log-tas). With
+   ``--exact`` the tests track the exact Bernoulli-KL bound's w*(theta*) instead (what log-tas tracks at
+   d <= 10; ``certainty.exact_logistic``), and the summary adds the ratio to the exact LB. The late windows
+   start above tracking.logistic.LATE_D dimensions, as in log-tas.
 2. **The level at the stop, decomposed** (same runs; ``--floors lr``): for the window that certified
    (numerics/lr_windows.py), level - min L^(b) = log(1/delta) + log(1/pi_b) + [P^(b) - L^(b)(theta*)]
    + [L^(b)(theta*) - L^(b)(theta_mle)]: the predictions' regret against the truth and the nuisance
@@ -37,6 +40,7 @@ T*(theta*) and the optimal allocation w*(theta*) of the lower bound's local form
     python benchmarks/stopping_floors.py --instances kw_d10_s0 --reps 20 --floors lr glr gauss
     python benchmarks/stopping_floors.py --instances cdk2_potency --reps 10 --out cdk2.csv
     python benchmarks/stopping_floors.py --instances kw_d10_s0 --sampler log-tas --reps 10 --floors lr
+    python benchmarks/stopping_floors.py --instances kw_d5_s1 kw_d5_s2 --exact --reps 50 --floors lr
 
 (CDK2 / EGFR: benchmarks/lower_bound.py's cached arms; EGFR needs SCREENBAI_SHARED_DATA once.)
 """
@@ -65,6 +69,7 @@ from screenbai.bandits.certainty.complexity import allocation_time, characterist
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, nll  # noqa: E402
 from screenbai.bandits.rules.likelihood import WindowedLikelihoodRatio  # noqa: E402
 from screenbai.bandits.sim.instance import Environment  # noqa: E402
+from screenbai.bandits.tracking.logistic import LATE_D  # noqa: E402
 
 EPSILON = 0.1
 
@@ -81,14 +86,19 @@ class _Owner:
 
 
 class Problem:
-    """The instance's truth, w*, and the local-form directions of the answer against every rival."""
+    """The instance's truth, w* (the local form's, or with ``exact`` the exact bound's), and the local-form
+    directions of the answer against every rival."""
 
-    def __init__(self, inst, delta: float):
+    def __init__(self, inst, delta: float, exact: bool = False):
         self.inst, self.delta = inst, delta
         self.Z, self.theta = np.asarray(inst.features, float), np.asarray(inst.theta, float)
         self.K, self.d = self.Z.shape
         c = characteristic_time(self.Z, self.theta, model="logistic", sigma=0.5, epsilon=EPSILON)
         self.T_star, self.w = c.T_star, np.asarray(c.allocation, float) / np.sum(c.allocation)
+        self.T_exact = math.nan
+        if exact:
+            ce = characteristic_time(self.Z, self.theta, model="logistic", epsilon=EPSILON, exact=True, tol=1e-2)
+            self.T_exact, self.w = ce.T_star, np.asarray(ce.allocation, float) / np.sum(ce.allocation)
         self.answer = int(np.atleast_1d(c.answer)[0])
         self.LB = self.T_star * log_factor(delta)
         eta = self.Z @ self.theta
@@ -193,7 +203,7 @@ def oracle_run(pb: Problem, rep: int, floors: set, max_tests: int, union: bool =
     """Tests tracking the true w*; log-tas's stopping rule (1, 2) and the known-theta GLR stop (4) on the stream."""
     rng = np.random.default_rng(20_000 + rep)
     owner = _Owner(pb.K, pb.d)
-    rule = WindowedLikelihoodRatio(pb.Z, 1, EPSILON, pb.delta, 0.1, pb.d > 2).attach(owner)
+    rule = WindowedLikelihoodRatio(pb.Z, 1, EPSILON, pb.delta, 0.1, pb.d > LATE_D).attach(owner)
     t_lr = t_glr = None
     row: dict = {}
     thr = math.log((pb.K - 1 if union else 1) / pb.delta)
@@ -227,6 +237,9 @@ def oracle_run(pb: Problem, rep: int, floors: set, max_tests: int, union: bool =
     row["evidence_at_stop"] = row.get("lr_tests", math.nan) / pb.T_star
     row["sampling_factor"] = allocation_time(pb.Z, pb.theta, owner.n, model="logistic", sigma=0.5,
                                              epsilon=EPSILON) / pb.T_star
+    if math.isfinite(pb.T_exact):
+        row["sampling_factor_exact"] = allocation_time(pb.Z, pb.theta, owner.n, model="logistic", epsilon=EPSILON,
+                                                       exact=True) / pb.T_exact
     row["capped"] = owner.n_samples >= max_tests
     return row
 
@@ -255,13 +268,16 @@ def main(argv=None):
     ap.add_argument("--glr-union", action="store_true", help="known-theta GLR stop at log((K - 1)/delta)")
     ap.add_argument("--max-tests", type=int, default=100_000)
     ap.add_argument("--seed", type=int, default=0, help="runs use seeds seed .. seed + reps - 1")
+    ap.add_argument("--exact", action="store_true", help="the sampling oracle tracks the exact bound's w*")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     specs = _specs()
     rows, summary = [], []
     for name in args.instances:
-        pb = Problem(specs[name].build(), args.delta)
+        pb = Problem(specs[name].build(), args.delta, exact=args.exact)
         head = {"instance": name, "K": pb.K, "d": pb.d, "T_star": round(pb.T_star, 3), "LB": round(pb.LB, 2)}
+        if args.exact:
+            head.update(T_star_exact=round(pb.T_exact, 3), LB_exact=round(pb.T_exact * log_factor(args.delta), 2))
         print(head, flush=True)
         if "gauss" in args.floors:
             rng = np.random.default_rng(1)
@@ -294,10 +310,13 @@ def main(argv=None):
                 med = float(df[col].median())
                 summary.append({**head, "floor": label, "runs": int(df[col].notna().sum()), "errors": err,
                                 "median_tests": med, "ratio": round(med / pb.LB, 2)})
+                if args.exact:
+                    summary[-1]["ratio_exact"] = round(med / head["LB_exact"], 2)
                 print(summary[-1], flush=True)
         if "level_above_min" in df:
             cols = ["window_share", "log_1_pi", "regret_vs_truth", "nuisance_fit", "level_above_min",
                     "window_evidence", "known_glr_in_window", "evidence_at_stop", "sampling_factor"]
+            cols += ["sampling_factor_exact"] if "sampling_factor_exact" in df else []
             print("medians at the stop:", df[cols].median().round(2).to_dict(), flush=True)
     print(pd.DataFrame(summary).to_string(index=False))
     if args.out:
