@@ -16,16 +16,20 @@ log-tas with its own wells (``--log-tas``): the forecast from the true theta by 
 ``stopping_shortcut``: the own wells' tests for the true best compound), beside the likelihood-ratio set's
 alone, against the median of ``--reps`` runs (epsilon = 0.1, delta = 0.05, the runner's seeds) on the CDK2
 and EGFR potency arms (K = 400, d = 20; benchmarks/lower_bound.py's instances, cached under data/cache)
-and kw_synthetic(K = 50, d = 10) seeds 0 and 2.
+and kw_synthetic(K = 50, d = 10) seeds 0 and 2 (``--instances``: any of benchmarks/lower_bound.py's logistic
+instances). Where the exact Bernoulli-KL bound is affordable (at most EXACT_MAX_PAIRS pairs), also the same
+forecast with the exact T* (the allocation log-tas tracks at d <= 10) in place of the local form's.
 
     python benchmarks/forecast_check.py
     python benchmarks/forecast_check.py --lin-tas --reps 100 --jobs 2
     SCREENBAI_SHARED_DATA=/work/shared/data/chembl python benchmarks/forecast_check.py --log-tas --reps 10
+    python benchmarks/forecast_check.py --log-tas --reps 20 --instances kw_d5_s0 kw_d5_s2 kw_d10_s0 kw_d10_s2
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 
 import numpy as np
 
@@ -81,17 +85,19 @@ def lin_tas(reps: int, jobs: int, delta: float = 0.05) -> None:
 LOG_TAS = ("cdk2_potency", "egfr_potency", "kw_d10_s0", "kw_d10_s2")
 
 
-def log_tas(reps: int, jobs: int, delta: float = 0.05, epsilon: float = 0.1) -> None:
+def log_tas(reps: int, jobs: int, instances=LOG_TAS, delta: float = 0.05, epsilon: float = 0.1) -> None:
     from lower_bound import _specs  # the benchmark's instances (the potency arms cached as .npz)
     from scipy.special import expit
 
+    from screenbai.bandits.certainty.complexity import EXACT_MAX_PAIRS
     from screenbai.bandits.certainty.forecast import forecast
 
     specs = _specs()
     print(f"| instance | best mean | forecast, likelihood-ratio set alone | forecast, with the own wells | "
-          f"median of {reps} runs (min-max) | correct | stopped by own wells | median / forecast |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name in LOG_TAS:
+          f"median of {reps} runs (min-max) | correct | stopped by own wells | median / forecast | "
+          "forecast with the exact T* | median / it |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name in instances:
         inst = specs[name].build()
         X, theta = inst.features, inst.theta
         best = int(np.argmax(X @ theta))
@@ -103,13 +109,17 @@ def log_tas(reps: int, jobs: int, delta: float = 0.05, epsilon: float = 0.1) -> 
         kw = dict(source="prior", model="logistic", epsilon=epsilon, m=1, answer=(best,))
         alone = forecast(X, theta, policy.stopping_threshold, delta, **kw).tests
         both = forecast(X, theta, policy.stopping_threshold, delta, shortcut=shortcut, **kw).tests
+        exact = math.nan
+        if X.shape[0] - 1 <= EXACT_MAX_PAIRS:
+            exact = forecast(X, theta, policy.stopping_threshold, delta, shortcut=shortcut, exact=True, tol=1e-2,
+                             **kw).tests
         runs = replicate(inst, "log-tas", {"epsilon": epsilon, "delta": delta}, n_reps=reps, seed=0, n_jobs=jobs)
         samples = np.asarray(runs["samples"], dtype=float)
         med = float(np.median(samples))
         wells = int((runs["diag_stopped_by"] == "own wells").sum()) if "diag_stopped_by" in runs else 0
         print(f"| {name} | {float(inst.means.max()):.3f} | {alone:,.0f} | {both:,.0f} | {med:,.1f} "
               f"({samples.min():,.0f}-{samples.max():,.0f}) | {int(np.sum(runs['correct']))}/{reps} | "
-              f"{wells}/{reps} | {med / both:.2f} |", flush=True)
+              f"{wells}/{reps} | {med / both:.2f} | {exact:,.0f} | {med / exact:.2f} |", flush=True)
 
 
 def main() -> None:
@@ -118,9 +128,10 @@ def main() -> None:
     ap.add_argument("--log-tas", action="store_true", help="log-tas's forecast (with its own wells) against runs")
     ap.add_argument("--reps", type=int, default=100, help="runs per instance (--lin-tas, --log-tas)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (--lin-tas, --log-tas)")
+    ap.add_argument("--instances", nargs="+", default=list(LOG_TAS), help="--log-tas: the instances")
     args = ap.parse_args()
     if args.log_tas:
-        log_tas(args.reps, args.jobs)
+        log_tas(args.reps, args.jobs, args.instances)
     elif args.lin_tas:
         lin_tas(args.reps, args.jobs)
     else:

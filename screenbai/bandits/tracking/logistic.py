@@ -114,7 +114,8 @@ RIVALS_NAME = (
 
 @register(
     "log-tas",
-    description="Block Track-and-Stop, logistic model: tracks the local optimal allocation in blocks, stopped by "
+    description="Block Track-and-Stop, logistic model: tracks the optimal allocation in blocks (the exact "
+    "Bernoulli-KL one at d <= 10 with at most 200 pairs, the local form's otherwise), stopped by "
     "the likelihood-ratio confidence set; delta-correct (best arm, top-m, epsilon on the means) for 0/1 outcomes "
     "of a logistic model, with no bound S or c_mu.",
 )
