@@ -35,6 +35,14 @@ epsilon = 0.1; built once and cached under data/cache/).
     python benchmarks/lower_bound.py --list            # instance names and the algorithm cells
 
 One CSV row per (instance, algorithm, setting, delta), appended as each cell finishes.
+
+Long cells in chunks, on several machines or cores: ``--start`` numbers the runs of a chunk (run r uses the
+same seeds whichever chunk holds it), ``--save-runs`` keeps each cell's per-run table, and ``--combine``
+makes the rows of the records from saved tables (the chunks of a cell joined):
+
+    B="python benchmarks/lower_bound.py --instances egfr_potency --algorithms log-tas --reps 50"
+    $B --save-runs a.pkl & $B --start 50 --save-runs b.pkl
+    python benchmarks/lower_bound.py --combine a.pkl b.pkl --out table.csv
 """
 
 from __future__ import annotations
@@ -154,7 +162,20 @@ def run_cell(inst, spec: Spec, cx, cx_exact, name: str, label: str, base: dict, 
         params["max_samples"] = args.max_samples
     guaranteed = not without_guarantee(entry.cls, params)
     t0 = time.perf_counter()
-    rec = replicate(inst, name, params, n_reps=args.reps, seed=args.seed, n_jobs=args.jobs)
+    rec = replicate(inst, name, params, n_reps=args.reps, seed=args.seed, start=args.start, n_jobs=args.jobs)
+    seconds = time.perf_counter() - t0
+    if args.save_runs:
+        saved = Path(args.save_runs)
+        key = {"instance_name": args.instance_name, "algorithm": name, "setting": label, "delta": delta,
+               "guaranteed": guaranteed, "seconds": seconds}
+        tables = pd.read_pickle(saved) if saved.exists() else []
+        pd.to_pickle([*tables, (key, rec)], saved)
+    return summarise(inst, spec, cx, cx_exact, name, label, delta, guaranteed, rec, seconds)
+
+
+def summarise(inst, spec: Spec, cx, cx_exact, name: str, label: str, delta: float, guaranteed: bool,
+              rec: pd.DataFrame, seconds: float) -> dict:
+    """One row of the records from a cell's per-run table (module docstring)."""
     stopped = rec["stopped"].astype(bool)
     errors = int((~rec.loc[stopped, "correct"].astype(bool)).sum())
     n_stopped = int(stopped.sum())
@@ -180,7 +201,7 @@ def run_cell(inst, spec: Spec, cx, cx_exact, name: str, label: str, base: dict, 
         "median_tests": median_tests, "T_star": cx.T_star, "lower_bound": LB,
         "ratio": median_tests / LB if LB > 0 else math.inf,
         "sampling_factor": T_med / cx.T_star, "stopping_factor": median_tests / (T_med * factor),
-        "epsilon": spec.epsilon, "m": spec.m, "model": spec.model, "seconds": time.perf_counter() - t0,
+        "epsilon": spec.epsilon, "m": spec.m, "model": spec.model, "seconds": seconds,
         **exact,
     }
 
@@ -195,6 +216,33 @@ def exact_bound(inst, spec: Spec):
         return None
     return characteristic_time(inst.features, inst.theta, model="logistic", epsilon=spec.epsilon, m=spec.m,
                                exact=True, tol=1e-2)
+
+
+def combine(files, out: Path) -> None:
+    """The rows of per-run tables saved by --save-runs, the chunks of each cell joined (their runs must not
+    overlap), appended to ``out``."""
+    cells: dict[tuple, list] = {}
+    for f in files:
+        for key, rec in pd.read_pickle(f):
+            cell = (key["instance_name"], key["algorithm"], key["setting"], key["delta"], key["guaranteed"])
+            cells.setdefault(cell, []).append((key["seconds"], rec))
+    specs = _specs()
+    for (inst_name, name, label, delta, guaranteed), chunks in cells.items():
+        rec = pd.concat([r for _, r in chunks], ignore_index=True)
+        twice = sorted(set(rec["replication"][rec["replication"].duplicated()]))
+        if twice:
+            raise SystemExit(f"{inst_name} {name} {label}: the chunks overlap (runs {twice} twice); give each "
+                             "chunk its own --start")
+        spec = specs[inst_name]
+        inst = spec.build()
+        cx = characteristic_time(inst.features, inst.theta, model=spec.model, sigma=float(inst.sigma),
+                                 epsilon=spec.epsilon, m=spec.m)
+        row = summarise(inst, spec, cx, exact_bound(inst, spec), name, label, delta, guaranteed, rec,
+                        sum(sec for sec, _ in chunks))
+        row["instance"] = inst_name
+        pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False)
+        print(f"{inst_name} {name} {label} delta={delta:g}: runs={row['runs']} errors={row['errors']} "
+              f"median={row['median_tests']:.0f} ratio={row['ratio']:.3g}", flush=True)
 
 
 def bounds(instances, deltas) -> None:
@@ -279,6 +327,10 @@ def main() -> None:
     ap.add_argument("--deltas", nargs="*", type=float, default=[0.05])
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--seed", type=int, default=2026)
+    ap.add_argument("--start", type=int, default=0, help="the index of the first run (a chunk of a longer cell)")
+    ap.add_argument("--save-runs", help="keep every cell's per-run table in this file (pickle), for --combine")
+    ap.add_argument("--combine", nargs="+", help="write the rows of saved per-run tables (chunks of a cell "
+                    "joined) to --out, run nothing")
     ap.add_argument("--max-samples", type=int, help="cap on tests per run (default: each algorithm's)")
     ap.add_argument("--out", default="lower_bound.csv")
     ap.add_argument("--list", action="store_true", help="print the instances and the cells, run nothing")
@@ -308,6 +360,9 @@ def main() -> None:
     if args.bounds:
         bounds(args.instances, args.deltas)
         return
+    if args.combine:
+        combine(args.combine, Path(args.out))
+        return
     if args.timing:
         timing()
         return
@@ -321,6 +376,7 @@ def main() -> None:
             print(inst_name, inst.name, [f"{n}/{lab}" for n, lab, _ in todo])
             continue
         t0 = time.perf_counter()
+        args.instance_name = inst_name
         cx = characteristic_time(inst.features, inst.theta, model=spec.model, sigma=float(inst.sigma),
                                  epsilon=spec.epsilon, m=spec.m)
         print(f"{inst.name}: T* = {cx.T_star:.4g} (answer {cx.answer}, {time.perf_counter() - t0:.2f} s)", flush=True)
