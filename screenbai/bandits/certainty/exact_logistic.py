@@ -246,7 +246,8 @@ def exact_allocation_time(X, theta, w, *, epsilon: float = 0.0, m: int = 1, answ
             continue
         vals, lams, converged = pair_infima(X, theta, w, local.pairs, epsilon)
         for p in np.flatnonzero(~converged):
-            vals[p], converged[p] = _slsqp_pair(X, theta, w, *local.pairs[p], epsilon, lams[p])
+            i, j = (int(a) for a in local.pairs[p])
+            vals[p], converged[p] = _slsqp_pair(X, theta, w, i, j, epsilon, lams[p])
         val = float(vals.min()) if converged.all() else None
         times.append(math.nan if val is None else (1.0 / val if val > 0 else math.inf))
     if not times:
