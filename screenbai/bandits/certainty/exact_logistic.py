@@ -250,10 +250,7 @@ def exact_allocation_time(X, theta, w, *, epsilon: float = 0.0, m: int = 1, answ
             vals[p], converged[p] = _slsqp_pair(X, theta, w, i, j, epsilon, lams[p])
         val = float(vals.min()) if converged.all() else None
         times.append(math.nan if val is None else (1.0 / val if val > 0 else math.inf))
-    if not times:
-        return math.inf
-    finite = [t for t in times if not math.isnan(t)]
-    return min(finite) if len(finite) == len(times) else math.nan
+    return math.nan if any(math.isnan(t) for t in times) else min(times, default=math.inf)
 
 
 def exact_characteristic_time(X, theta, *, epsilon: float = 0.0, m: int = 1, tol: float = 1e-3,
