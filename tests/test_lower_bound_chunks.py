@@ -1,0 +1,37 @@
+"""benchmarks/lower_bound.py in chunks: the row made by --combine from two chunks (--start, --save-runs) is the row
+of one run of all the replications, and overlapping chunks are refused."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = [sys.executable, str(REPO / "benchmarks" / "lower_bound.py")]
+CELL = ["--instances", "soare", "--algorithms", "lin-tas", "--deltas", "0.05", "--jobs", "1"]
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([*SCRIPT, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
+
+
+def test_chunks_combine_to_the_row_of_one_run(tmp_path):
+    for start, name in (("0", "a"), ("3", "b")):
+        done = _run(*CELL, "--reps", "3", "--start", start, "--save-runs", f"{name}.pkl", "--out", f"{name}.csv",
+                    cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    assert _run(*CELL, "--reps", "6", "--out", "whole.csv", cwd=tmp_path).returncode == 0
+    assert _run("--combine", "a.pkl", "b.pkl", "--out", "joined.csv", cwd=tmp_path).returncode == 0
+    joined, whole = (pd.read_csv(tmp_path / f).drop(columns="seconds") for f in ("joined.csv", "whole.csv"))
+    assert joined["runs"].item() == 6
+    pd.testing.assert_frame_equal(joined, whole)
+    # a chunk alone is not the whole: the test above can tell them apart
+    assert pd.read_csv(tmp_path / "a.csv")["runs"].item() == 3
+
+    overlap = _run("--combine", "a.pkl", "a.pkl", "--out", "bad.csv", cwd=tmp_path)
+    assert overlap.returncode != 0
+    assert "overlap" in overlap.stderr and "--start" in overlap.stderr
+    assert not (tmp_path / "bad.csv").exists()
