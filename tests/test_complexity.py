@@ -344,6 +344,9 @@ def test_exact_allocation_time_is_the_bound_at_w_star_and_above_it_elsewhere():
     assert allocation_time(X, theta, only_three, exact=True, **kw) == math.inf
     with pytest.raises(ValueError, match="exact=True is for the logistic model"):
         allocation_time(X, theta, np.ones(50), exact=True)
+    big = np.random.default_rng(1).normal(size=(300, 3))
+    with pytest.raises(ValueError, match="allows at most 200 pairs; this answer has 299"):
+        allocation_time(big, np.array([1.0, 0.0, 0.0]), np.ones(300), model="logistic", exact=True)
 
 
 def test_exact_allocation_time_solves_a_pair_where_newton_stalls():

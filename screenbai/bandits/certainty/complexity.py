@@ -105,7 +105,7 @@ def allocation_time(
     log(1/delta). With ``answer=None``, the smallest over the correct answers (the sampling factor's
     T(w_hat) in LOWER_BOUND.md); min_w T(w) = T*. inf when A(w) misses a direction the answer needs.
     ``exact`` (logistic only, small instances): under the Bernoulli KL (``exact_allocation_time``; nan
-    where a pair's minimisation did not converge)."""
+    where a pair's minimisation converged neither by Newton nor by SLSQP)."""
     X, theta, m = _check(X, theta, model, sigma, epsilon, m)
     w = np.asarray(w, dtype=float).reshape(-1)
     if w.size != X.shape[0] or not np.isfinite(w).all() or w.min() < 0 or w.sum() <= 0:

@@ -220,6 +220,23 @@ def _slsqp_pair(X, theta, w, i: int, j: int, epsilon: float, start: np.ndarray) 
     return float(res.fun), bool(res.success and feasible)
 
 
+def _exact_answers(X, theta, epsilon: float, m: int, answer):
+    """(answer, its pairs in the local form) for every correct answer (or ``answer``) that theta does not
+    contradict; a ValueError where an answer has more than EXACT_MAX_PAIRS pairs (one minimisation each)."""
+    mu = expit(X @ theta)
+    for a in _answers(mu, epsilon, m, answer):
+        local = _Pairs(_Model(X, theta, "logistic", 1.0), epsilon, a)
+        if not local.feasible:
+            continue
+        if local.pairs.shape[0] > EXACT_MAX_PAIRS:
+            raise ValueError(
+                f"the exact logistic bound solves one constrained minimisation per pair and allows at most "
+                f"{EXACT_MAX_PAIRS} pairs; this answer has {local.pairs.shape[0]} (K = {X.shape[0]}, m = {m}). Use the "
+                "local form (exact=False) on large instances"
+            )
+        yield a, local
+
+
 def exact_allocation_time(X, theta, w, *, epsilon: float = 0.0, m: int = 1, answer=None) -> float:
     """T_ex(w) = 1 / min over pairs of the exact infimum at allocation w (normalised), the smallest over the
     correct answers (``answer``: that one only): the exact form of ``complexity.allocation_time``, what a
@@ -232,15 +249,8 @@ def exact_allocation_time(X, theta, w, *, epsilon: float = 0.0, m: int = 1, answ
     X = np.asarray(X, dtype=float)
     theta = np.asarray(theta, dtype=float).reshape(-1)
     w = np.asarray(w, dtype=float) / float(np.sum(w))
-    mu = expit(X @ theta)
     times = []
-    for a in _answers(mu, epsilon, m, answer):
-        local = _Pairs(_Model(X, theta, "logistic", 1.0), epsilon, a)
-        if not local.feasible:
-            continue
-        if local.pairs.shape[0] > EXACT_MAX_PAIRS:
-            raise ValueError(f"the exact allocation time allows at most {EXACT_MAX_PAIRS} pairs; this answer has "
-                             f"{local.pairs.shape[0]} (K = {X.shape[0]}, m = {m}). Use the local form (exact=False)")
+    for _, local in _exact_answers(X, theta, epsilon, m, answer):
         if not math.isfinite(local.time(w)):  # the local form already sees a direction left free
             times.append(math.inf)
             continue
@@ -265,16 +275,7 @@ def exact_characteristic_time(X, theta, *, epsilon: float = 0.0, m: int = 1, tol
     K = X.shape[0]
     mu = expit(X @ theta)
     best: Complexity | None = None
-    for a in _answers(mu, epsilon, m, answer):
-        local = _Pairs(_Model(X, theta, "logistic", 1.0), epsilon, a)
-        if not local.feasible:
-            continue
-        if local.pairs.shape[0] > EXACT_MAX_PAIRS:
-            raise ValueError(
-                f"the exact logistic bound solves one constrained minimisation per pair and allows at most "
-                f"{EXACT_MAX_PAIRS} pairs; this answer has {local.pairs.shape[0]} (K = {K}, m = {m}). Use the "
-                "local form (exact=False) on large instances"
-            )
+    for a, local in _exact_answers(X, theta, epsilon, m, answer):
         start = local_characteristic_time(X, theta, mu, model="logistic", sigma=1.0, epsilon=epsilon, m=m, tol=1e-3,
                                           max_iter=2_000, answer=list(a))
         eta_star = X @ theta
