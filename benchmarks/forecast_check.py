@@ -24,6 +24,14 @@ forecast with the exact T* (the allocation log-tas tracks at d <= 10) in place o
     python benchmarks/forecast_check.py --lin-tas --reps 100 --jobs 2
     SCREENBAI_SHARED_DATA=/work/shared/data/chembl python benchmarks/forecast_check.py --log-tas --reps 10
     python benchmarks/forecast_check.py --log-tas --reps 20 --instances kw_d5_s0 kw_d5_s2 kw_d10_s0 kw_d10_s2
+
+The campaign's forecast after plate 1 (``--plate1``): each instance's arms as a campaign library, the README's
+recipe (log-tas, epsilon = 0.1, delta = 0.05) backtested with plates of ``--plate-size`` (Bernoulli outcomes of
+the true means; campaign seeds 0..reps-1); after plate 1 ``status``'s forecast (plates done + tests left), with
+T* from the exact Bernoulli-KL bound (the campaign's, where affordable) and from the local form, against the
+tests the same run took to its stop:
+
+    python benchmarks/forecast_check.py --plate1 --reps 10 --plate-size 24 --instances kw_d5_s0 kw_d5_s2
 """
 
 from __future__ import annotations
@@ -122,15 +130,79 @@ def log_tas(reps: int, jobs: int, instances=LOG_TAS, delta: float = 0.05, epsilo
               f"{wells}/{reps} | {med / both:.2f} | {exact:,.0f} | {med / exact:.2f} |", flush=True)
 
 
+def plate1(reps: int, instances, plate_size: int) -> None:
+    import importlib
+    import tempfile
+    from pathlib import Path
+
+    import pandas as pd
+    from lower_bound import _specs
+
+    fc = importlib.import_module("screenbai.bandits.certainty.forecast")  # the module (the package exports a function)
+    from screenbai.campaign import Campaign
+    from screenbai.campaign.backtest import KnownOutcomes, run_backtest
+    from screenbai.campaign.library import Library
+
+    specs = _specs()
+    params = {"epsilon": 0.1, "delta": 0.05}
+    print("| instance | runs | median tests to the stop | forecast after plate 1, exact T*: median | stop / it: "
+          "median (range) | within 2 | local T*: median | stop / it: median (range) | within 2 |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name in instances:
+        inst = specs[name].build()
+        K = inst.features.shape[0]
+        compounds = pd.DataFrame({"compound_id": [f"A{k:03d}" for k in range(K)], "smiles": ["C"] * K})
+        compounds["input_smiles"] = compounds["smiles"]
+        compounds["source_row"] = np.arange(2, K + 2)
+        rejected = pd.DataFrame(columns=["source_row", "compound_id", "smiles", "reason", "detail"])
+        lib = Library(compounds, inst.features, rejected, {"method": "benchmark", "d": inst.features.shape[1]},
+                      {"path": name, "kind": "benchmark"})
+        known = KnownOutcomes(lib, inst.means, None, name, None, None)
+        stops, exact, local = [], [], []
+        for seed in range(reps):
+            with tempfile.TemporaryDirectory() as tmp:
+                path = Path(tmp) / "plate1.campaign"
+                run_backtest(known, "log-tas", params, seed=seed, plate_size=plate_size, max_tests=plate_size,
+                             campaign_path=path)
+                camp = Campaign.open(path)
+                try:
+                    st = camp.status()
+                    ratio = fc.exact_ratio
+                    fc.exact_ratio = lambda *a, **k: None  # the local form's forecast, the same outcomes
+                    try:
+                        st_local = camp.status()
+                    finally:
+                        fc.exact_ratio = ratio
+                finally:
+                    camp.close()
+            done = st.tests
+            exact.append(done + (st.forecast_tests if st.forecast_bound == "exact" else math.nan))
+            local.append(done + st_local.forecast_tests)
+            stops.append(run_backtest(known, "log-tas", params, seed=seed, plate_size=plate_size,
+                                      max_tests=100_000).tests)
+        stops_a, ex_a, lo_a = (np.asarray(v, dtype=float) for v in (stops, exact, local))
+
+        def cols(f, stops_a=stops_a):
+            r = stops_a / f
+            return (f"{np.median(f):,.0f} | {np.median(r):.2f} ({r.min():.2f}-{r.max():.2f}) | "
+                    f"{int(np.sum((r <= 2) & (r >= 0.5)))}/{reps}")
+
+        print(f"| {name} | {reps} | {np.median(stops_a):,.0f} | {cols(ex_a)} | {cols(lo_a)} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lin-tas", action="store_true", help="lin-tas's forecast against runs measured here")
     ap.add_argument("--log-tas", action="store_true", help="log-tas's forecast (with its own wells) against runs")
     ap.add_argument("--reps", type=int, default=100, help="runs per instance (--lin-tas, --log-tas)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (--lin-tas, --log-tas)")
-    ap.add_argument("--instances", nargs="+", default=list(LOG_TAS), help="--log-tas: the instances")
+    ap.add_argument("--instances", nargs="+", default=list(LOG_TAS), help="--log-tas, --plate1: the instances")
+    ap.add_argument("--plate1", action="store_true", help="the campaign's forecast after plate 1 against its stop")
+    ap.add_argument("--plate-size", type=int, default=24, help="--plate1: tests per plate")
     args = ap.parse_args()
-    if args.log_tas:
+    if args.plate1:
+        plate1(args.reps, args.instances, args.plate_size)
+    elif args.log_tas:
         log_tas(args.reps, args.jobs, args.instances)
     elif args.lin_tas:
         lin_tas(args.reps, args.jobs)

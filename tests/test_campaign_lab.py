@@ -818,3 +818,20 @@ def test_backtest_prints_a_true_hit_rate_near_1_as_above_0_999_not_as_1():
            "activity_nM": None, "activity_label": "nM", "potency_rank": None, "potency_rank_tied_to": None}
     text = BacktestResult(96, 1, False, False, [row], curve, 10, "toy").text()
     assert "recommended C1: true hit rate > 0.999 (tied for ranks 1-3 of 50: 3 compounds equal)" in text
+
+
+def test_status_and_init_forecast_with_the_exact_bound_on_a_small_library(tmp_path):
+    from screenbai.bandits.certainty.forecast import BOUNDS
+    from screenbai.campaign.views.forecast import prior_cost
+
+    lib = synthetic_library(K=20, d=2)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "log-tas", {"epsilon": 0.1}, seed=3,
+                           layout=PlateLayout.build("24"))
+    assert BOUNDS["exact"] in " ".join(prior_cost(camp))
+    assay = Assay(lib.features, seed=1)
+    plate = camp.next_plate(None)
+    camp.record(_results(tmp_path, plate, assay(plate.arms), "a"))
+    st = camp.status()
+    assert st.forecast_bound == "exact" and st.forecast_tests is not None
+    assert f"with T* from {BOUNDS['exact']}" in st.text()
+    camp.close()

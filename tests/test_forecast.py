@@ -84,3 +84,46 @@ def test_bad_input():
         forecast(np.eye(2), [1.0, 0.0], constant, 0.05, source="prior", plate_size=0)
     with pytest.raises(ValueError, match="cov must be a 2 x 2"):
         forecast(np.eye(2), [1.0, 0.0], constant, 0.05, source="prior", cov=np.eye(3))
+
+
+def test_the_exact_bound_for_bernoulli_outcomes_where_affordable():
+    from screenbai.bandits.certainty.exact_logistic import exact_characteristic_time
+    from screenbai.bandits.sim.generators import kw_synthetic
+
+    inst = kw_synthetic(K=50, d=5, seed=2)  # best hit rate 0.964: the local form misjudges the evidence there
+    X, th = inst.features, inst.theta
+    best = (int(np.argmax(X @ th)),)
+    kw = dict(source="prior", model="logistic", epsilon=0.1, answer=best)
+    local = forecast(X, th, growing, 0.05, **kw)
+    exact = forecast(X, th, growing, 0.05, exact=True, **kw)
+    strict = exact_characteristic_time(X, th, epsilon=0.1, answer=best, tol=1e-2).T_star
+    assert local.bound == "local" and exact.bound == "exact" and exact.as_dict()["bound"] == "exact"
+    assert exact.T_star == pytest.approx(strict, rel=0.05)
+    assert abs(local.T_star / strict - 1) > 0.15  # the two forms differ here, so the test tells them apart
+    assert exact.tests == pytest.approx(stopping_time(exact.T_star, growing, 0.05), rel=1e-9)
+    # the band: each draw's local T* times the ratio exact / local found at theta_hat
+    other = th * 1.1
+    band = forecast(X, th, growing, 0.05, exact=True, thetas=[th, other], **kw)
+    ratio = exact.T_star / local.T_star
+    T_other = characteristic_time(X, other, model="logistic", epsilon=0.1, answer=best).T_star
+    assert band.draws[0] == pytest.approx(exact.tests, rel=1e-2)
+    assert band.draws[1] == pytest.approx(stopping_time(T_other * ratio, growing, 0.05), rel=1e-2)
+    rows = cost_table(X, th, growing, epsilons=[0.1, 0.2], deltas=[0.05], source="prior", model="logistic",
+                      answer=best, exact=True)
+    assert [r["bound"] for r in rows] == ["exact", "exact"]
+    assert rows[0]["T_star"] == pytest.approx(exact.T_star, rel=1e-9)
+    assert rows[1]["T_star"] < rows[0]["T_star"]  # a larger epsilon is cheaper under the exact bound too
+
+
+def test_the_exact_bound_falls_back_to_the_local_form_where_it_is_not_affordable():
+    from screenbai.bandits.certainty.forecast import EXACT_MAX_D
+    from screenbai.bandits.certainty.local_form import EXACT_MAX_PAIRS
+
+    rng = np.random.default_rng(4)
+    for K, d, model in ((EXACT_MAX_PAIRS + 2, 3, "logistic"), (30, EXACT_MAX_D + 1, "logistic"), (30, 3, "linear")):
+        X = rng.uniform(-1, 1, size=(K, d))
+        th = rng.normal(size=d)
+        kw = dict(source="prior", model=model, epsilon=0.1, answer=(int(np.argmax(X @ th)),))
+        f = forecast(X, th, growing, 0.05, exact=True, **kw)
+        assert f.bound == "local", (K, d, model)
+        assert f.tests == forecast(X, th, growing, 0.05, **kw).tests

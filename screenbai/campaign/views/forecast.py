@@ -16,10 +16,12 @@ Z95 = 1.959963984540054
 FORECAST_DRAWS = 5
 
 
-def forecast_left(camp, policy) -> tuple[float, float, float, float] | None:
-    """(tests, plates, plates at the band's low end, at its high end) left until the stopping rule fires:
-    lb's forecast (the t solving t = T*(theta_hat) beta(t, delta), LOWER_BOUND.md "Certificate and forecast")
-    with theta_hat the model's estimate from the outcomes so far and beta the algorithm's own threshold
+def forecast_left(camp, policy) -> tuple[float, float, float, float, str] | None:
+    """(tests, plates, plates at the band's low end, at its high end, the form of T*: "exact" or "local") left
+    until the stopping rule fires: lb's forecast (the t solving t = T*(theta_hat) beta(t, delta), LOWER_BOUND.md
+    "Certificate and forecast"; T* the exact Bernoulli-KL bound's for the logistic model where affordable,
+    certainty/forecast.py) with theta_hat the model's estimate from the outcomes so far and beta the algorithm's
+    own threshold
     (``Policy.stopping_threshold(t, delta)``); the band from FORECAST_DRAWS draws of theta from the estimate's
     normal approximation N(theta_hat, H^-1) (H the information of the outcomes so far: Fisher's for the
     logistic model, V / sigma^2 for the linear one), the smallest and largest of their forecasts and the
@@ -71,6 +73,7 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float] | None:
         level=0.999,  # with 5 draws: their smallest and largest
         rng=np.random.default_rng(0),
         shortcut=_shortcut(inner, X, model, done),
+        exact=True,
     )
     if not math.isfinite(f.tests):
         return None
@@ -82,7 +85,7 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float] | None:
     # the band holds the point: with log-tas's own wells (a route that opens only above 1 - epsilon) the
     # estimate's forecast can fall outside 5 draws' ("about 2 more plate(s) ... (1 to 1 plates over 5 draws)")
     point = plates(f.tests)
-    return left, point, min(plates(f.low), point), max(plates(f.high), point)
+    return left, point, min(plates(f.low), point), max(plates(f.high), point), f.bound
 
 
 def _shortcut(inner, X: np.ndarray, model: str, done: float):
@@ -147,7 +150,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     forecast from outcomes after the first plate. Empty when the algorithm states no threshold."""
     from scipy.special import expit
 
-    from screenbai.bandits.certainty.forecast import cost_table, forecast
+    from screenbai.bandits.certainty.forecast import BOUNDS, cost_table, forecast
 
     from ..lab.assay import Readout
 
@@ -171,7 +174,8 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     per_plate = layout.capacity if layout is not None else 96
     kw: dict[str, Any] = {"model": model, "sigma": sigma, "m": m}
     runs = [forecast(X, th, inner.stopping_threshold, delta, source="prior", plate_size=per_plate,
-                     epsilon=epsilon, answer=top_answer(X, th, m), shortcut=_shortcut(inner, X, model, 0.0), **kw)
+                     epsilon=epsilon, answer=top_answer(X, th, m), shortcut=_shortcut(inner, X, model, 0.0),
+                     exact=True, **kw)
             for th in thetas]
     order = np.argsort([f.tests for f in runs], kind="stable")
     mid = int(order[len(order) // 2])  # the median draw: its forecast is the point, and its table
@@ -191,13 +195,14 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
         f"once a plate is recorded): {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) stops after about "
         f"{tests:,.0f} tests ({plates(tests)} plate{'' if plates(tests) == '1' else 's'} of {per_plate}), "
         f"between {low:,.0f} and {high:,.0f} tests over "
-        f"{len(runs)} draws of the prior. It assumes the tests are spread as well as they can be: with 2 to 10 "
+        f"{len(runs)} draws of the prior, with T* from {BOUNDS[runs[mid].bound]}. It assumes the tests are spread "
+        "as well as they can be: with 2 to 10 "
         "features simulated runs needed 0.8 to 2.8 times such a forecast, and more with more features (this library "
         f"has {X.shape[1]}; docs/lower_bound.md)",
     ]
     rows = cost_table(X, thetas[mid], inner.stopping_threshold, epsilons=sorted({epsilon, max(epsilon, 0.05) * 2}),
                       deltas=sorted({delta, 0.1, 0.01}), source="prior", plate_size=per_plate,
-                      answer=top_answer(X, thetas[mid], m), **kw)
+                      answer=top_answer(X, thetas[mid], m), exact=True, **kw)
     _take_shortcuts(camp, inner, X, model, thetas[mid], rows)
     if getattr(inner, "forecast_caveat", ""):
         lines.append(f"note: {inner.forecast_caveat}")

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from screenbai.bandits.certainty.certificate import model_check_json
+from screenbai.bandits.certainty.forecast import BOUNDS
 from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
 from screenbai.campaign.lab.assay import logistic_on_hits
@@ -134,6 +135,8 @@ class Status:
     #: plates still needed at the band's ends: the smallest and largest forecast over draws of the estimate
     #: (inf: a draw under which the rule may never fire; see ``forecast.forecast_left``)
     forecast_band_plates: list[float] | None = None
+    #: the form of T* the forecast used: "exact" (the Bernoulli-KL bound) or "local" (its local Fisher form)
+    forecast_bound: str | None = None
     layout: str | None = None
     readout: str | None = None
     model: str | None = None
@@ -349,6 +352,7 @@ class Status:
                 f"forecast: about {self.forecast_plates:.0f} more plate(s) ({self.forecast_tests:,.0f} more tests) "
                 f"until the stopping rule fires{self._band()}, from the model fitted to the outcomes so far (it "
                 "changes as they do; with many features runs often need more: docs/lower_bound.md)"
+                + (f", with T* from {BOUNDS[self.forecast_bound]}" if self.forecast_bound in BOUNDS else "")
                 + (f"; {self.forecast_note}" if self.forecast_note else "")
             )
         elif self.done:
@@ -530,6 +534,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "forecast_plates": None if forecast is None else forecast[1],
         "forecast_tests": None if forecast is None else forecast[0],
         "forecast_band_plates": None if forecast is None else [forecast[2], forecast[3]],
+        "forecast_bound": None if forecast is None else forecast[4],
         "layout": None if layout is None else layout.describe(),
         "readout": None if not readout else Readout.from_dict(readout).rule(),
         "model": model,
