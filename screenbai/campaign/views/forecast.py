@@ -150,7 +150,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     forecast from outcomes after the first plate. Empty when the algorithm states no threshold."""
     from scipy.special import expit
 
-    from screenbai.bandits.certainty.forecast import BOUNDS, cost_table, forecast
+    from screenbai.bandits.certainty.forecast import BOUNDS, cost_table, forecast, stopping_time
 
     from ..lab.assay import Readout
 
@@ -173,14 +173,20 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else 96
     kw: dict[str, Any] = {"model": model, "sigma": sigma, "m": m}
+    shortcut = _shortcut(inner, X, model, 0.0)
     runs = [forecast(X, th, inner.stopping_threshold, delta, source="prior", plate_size=per_plate,
-                     epsilon=epsilon, answer=top_answer(X, th, m), shortcut=_shortcut(inner, X, model, 0.0),
-                     exact=True, **kw)
+                     epsilon=epsilon, answer=top_answer(X, th, m), shortcut=shortcut, **kw)
             for th in thetas]
     order = np.argsort([f.tests for f in runs], kind="stable")
     mid = int(order[len(order) // 2])  # the median draw: its forecast is the point, and its table
-    tests = runs[mid].tests
-    low, high = runs[int(order[0])].tests, runs[int(order[-1])].tests
+    # T* of the exact Bernoulli-KL bound where affordable: one solve, at the median draw, and every draw's local
+    # T* scaled by its ratio to the local one there (as status's band; a solve per draw would take 5 times longer)
+    point = forecast(X, thetas[mid], inner.stopping_threshold, delta, source="prior", plate_size=per_plate,
+                     epsilon=epsilon, answer=top_answer(X, thetas[mid], m), shortcut=shortcut, exact=True, **kw)
+    ratio = point.T_star / runs[mid].T_star if point.bound == "exact" else 1.0
+    each = [min(stopping_time(f.T_star * ratio, inner.stopping_threshold, delta), shortcut(th))
+            for f, th in zip(runs, thetas)]
+    tests, low, high = point.tests, min(each), max(each)
     plates = lambda t: "unbounded" if not math.isfinite(t) else f"{math.ceil(t / per_plate):,}"  # noqa: E731
     readout = camp.meta.get("readout")
     unit = f" {Readout.from_dict(readout).unit}" if readout and Readout.from_dict(readout).unit else ""
@@ -195,7 +201,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
         f"once a plate is recorded): {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) stops after about "
         f"{tests:,.0f} tests ({plates(tests)} plate{'' if plates(tests) == '1' else 's'} of {per_plate}), "
         f"between {low:,.0f} and {high:,.0f} tests over "
-        f"{len(runs)} draws of the prior, with T* from {BOUNDS[runs[mid].bound]}. It assumes the tests are spread "
+        f"{len(runs)} draws of the prior, with T* from {BOUNDS[point.bound]}. It assumes the tests are spread "
         "as well as they can be: with 2 to 10 "
         "features simulated runs needed 0.8 to 2.8 times such a forecast, and more with more features (this library "
         f"has {X.shape[1]}; docs/lower_bound.md)",
