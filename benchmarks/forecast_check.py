@@ -25,13 +25,13 @@ forecast with the exact T* (the allocation log-tas tracks at d <= 10) in place o
     SCREENBAI_SHARED_DATA=/work/shared/data/chembl python benchmarks/forecast_check.py --log-tas --reps 10
     python benchmarks/forecast_check.py --log-tas --reps 20 --instances kw_d5_s0 kw_d5_s2 kw_d10_s0 kw_d10_s2
 
-The campaign's forecast after plate 1 (``--plate1``): each instance's arms as a campaign library, the README's
-recipe (log-tas, epsilon = 0.1, delta = 0.05) backtested with plates of ``--plate-size`` (Bernoulli outcomes of
-the true means; campaign seeds 0..reps-1); after plate 1 ``status``'s forecast (plates done + tests left), with
-T* from the exact Bernoulli-KL bound (the campaign's, where affordable) and from the local form, against the
-tests the same run took to its stop:
+The campaign's forecast (``--campaign``): each instance's arms as a campaign library, the README's recipe
+(log-tas, epsilon = 0.1, delta = 0.05) backtested with plates of ``--plate-size`` (Bernoulli outcomes of the true
+means; campaign seeds 0..reps-1); after each plate count of ``--after``, ``status``'s forecast in total (tests
+done + tests left), with T* from the exact Bernoulli-KL bound (the campaign's, where affordable) and from the
+local form, against the tests the same run took to its stop (runs that stopped by then are left out):
 
-    python benchmarks/forecast_check.py --plate1 --reps 10 --plate-size 24 --instances kw_d5_s0 kw_d5_s2
+    python benchmarks/forecast_check.py --campaign --after 1 4 --reps 10 --plate-size 24 --instances kw_d5_s2
 """
 
 from __future__ import annotations
@@ -130,7 +130,28 @@ def log_tas(reps: int, jobs: int, instances=LOG_TAS, delta: float = 0.05, epsilo
               f"{wells}/{reps} | {med / both:.2f} | {exact:,.0f} | {med / exact:.2f} |", flush=True)
 
 
-def plate1(reps: int, instances, plate_size: int) -> None:
+def _status_both(fc, path):
+    """(tests so far, tests left by the exact-T* forecast, by the local form's) of a saved campaign (the exact
+    value nan where the campaign's forecast did not use the exact bound; None when no forecast is left)."""
+    from screenbai.campaign import Campaign
+
+    camp = Campaign.open(path)
+    try:
+        st = camp.status()
+        if st.forecast_tests is None:
+            return None
+        ratio = fc.exact_ratio
+        fc.exact_ratio = lambda *a, **k: None  # the local form's forecast, on the same outcomes
+        try:
+            local = camp.status().forecast_tests
+        finally:
+            fc.exact_ratio = ratio
+    finally:
+        camp.close()
+    return st.tests, st.forecast_tests if st.forecast_bound == "exact" else math.nan, local
+
+
+def campaign_forecasts(reps: int, instances, plate_size: int, after) -> None:
     import importlib
     import tempfile
     from pathlib import Path
@@ -138,16 +159,15 @@ def plate1(reps: int, instances, plate_size: int) -> None:
     import pandas as pd
     from lower_bound import _specs
 
-    fc = importlib.import_module("screenbai.bandits.certainty.forecast")  # the module (the package exports a function)
-    from screenbai.campaign import Campaign
     from screenbai.campaign.backtest import KnownOutcomes, run_backtest
     from screenbai.campaign.library import Library
 
+    fc = importlib.import_module("screenbai.bandits.certainty.forecast")  # the module (the package exports a function)
     specs = _specs()
     params = {"epsilon": 0.1, "delta": 0.05}
-    print("| instance | runs | median tests to the stop | forecast after plate 1, exact T*: median | stop / it: "
-          "median (range) | within 2 | local T*: median | stop / it: median (range) | within 2 |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| instance | after plate | runs still going | their median tests to the stop | forecast total, exact T*: "
+          "median | stop / it: median (range) | within 2 | local T*: median | stop / it: median (range) | within 2 |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name in instances:
         inst = specs[name].build()
         K = inst.features.shape[0]
@@ -158,36 +178,31 @@ def plate1(reps: int, instances, plate_size: int) -> None:
         lib = Library(compounds, inst.features, rejected, {"method": "benchmark", "d": inst.features.shape[1]},
                       {"path": name, "kind": "benchmark"})
         known = KnownOutcomes(lib, inst.means, None, name, None, None)
-        stops, exact, local = [], [], []
-        for seed in range(reps):
-            with tempfile.TemporaryDirectory() as tmp:
-                path = Path(tmp) / "plate1.campaign"
-                run_backtest(known, "log-tas", params, seed=seed, plate_size=plate_size, max_tests=plate_size,
-                             campaign_path=path)
-                camp = Campaign.open(path)
-                try:
-                    st = camp.status()
-                    ratio = fc.exact_ratio
-                    fc.exact_ratio = lambda *a, **k: None  # the local form's forecast, the same outcomes
-                    try:
-                        st_local = camp.status()
-                    finally:
-                        fc.exact_ratio = ratio
-                finally:
-                    camp.close()
-            done = st.tests
-            exact.append(done + (st.forecast_tests if st.forecast_bound == "exact" else math.nan))
-            local.append(done + st_local.forecast_tests)
-            stops.append(run_backtest(known, "log-tas", params, seed=seed, plate_size=plate_size,
-                                      max_tests=100_000).tests)
-        stops_a, ex_a, lo_a = (np.asarray(v, dtype=float) for v in (stops, exact, local))
+        stops = [run_backtest(known, "log-tas", params, seed=seed, plate_size=plate_size, max_tests=100_000).tests
+                 for seed in range(reps)]
+        for k in after:
+            rows = []
+            for seed in range(reps):
+                with tempfile.TemporaryDirectory() as tmp:
+                    path = Path(tmp) / "early.campaign"
+                    run_backtest(known, "log-tas", params, seed=seed, plate_size=plate_size,
+                                 max_tests=k * plate_size, campaign_path=path)
+                    got = _status_both(fc, path)
+                if got is not None:  # the run had not stopped by plate k
+                    done, ex_left, lo_left = got
+                    rows.append((stops[seed], done + ex_left, done + lo_left))
+            if not rows:
+                print(f"| {name} | {k} | 0/{reps} | | | | | | | |", flush=True)
+                continue
+            st_a, ex_a, lo_a = (np.array(c, dtype=float) for c in zip(*rows))
 
-        def cols(f, stops_a=stops_a):
-            r = stops_a / f
-            return (f"{np.median(f):,.0f} | {np.median(r):.2f} ({r.min():.2f}-{r.max():.2f}) | "
-                    f"{int(np.sum((r <= 2) & (r >= 0.5)))}/{reps}")
+            def cols(f, st_a=st_a):
+                r = st_a / f
+                return (f"{np.median(f):,.0f} | {np.median(r):.2f} ({r.min():.2f}-{r.max():.2f}) | "
+                        f"{int(np.sum((r <= 2) & (r >= 0.5)))}/{r.size}")
 
-        print(f"| {name} | {reps} | {np.median(stops_a):,.0f} | {cols(ex_a)} | {cols(lo_a)} |", flush=True)
+            print(f"| {name} | {k} | {len(rows)}/{reps} | {np.median(st_a):,.0f} | {cols(ex_a)} | {cols(lo_a)} |",
+                  flush=True)
 
 
 def main() -> None:
@@ -196,12 +211,14 @@ def main() -> None:
     ap.add_argument("--log-tas", action="store_true", help="log-tas's forecast (with its own wells) against runs")
     ap.add_argument("--reps", type=int, default=100, help="runs per instance (--lin-tas, --log-tas)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (--lin-tas, --log-tas)")
-    ap.add_argument("--instances", nargs="+", default=list(LOG_TAS), help="--log-tas, --plate1: the instances")
-    ap.add_argument("--plate1", action="store_true", help="the campaign's forecast after plate 1 against its stop")
-    ap.add_argument("--plate-size", type=int, default=24, help="--plate1: tests per plate")
+    ap.add_argument("--instances", nargs="+", default=list(LOG_TAS), help="--log-tas, --campaign: the instances")
+    ap.add_argument("--campaign", action="store_true", help="the campaign's forecast after plates --after against "
+                    "its stop")
+    ap.add_argument("--after", nargs="+", type=int, default=[1], help="--campaign: the plates after which to forecast")
+    ap.add_argument("--plate-size", type=int, default=24, help="--campaign: tests per plate")
     args = ap.parse_args()
-    if args.plate1:
-        plate1(args.reps, args.instances, args.plate_size)
+    if args.campaign:
+        campaign_forecasts(args.reps, args.instances, args.plate_size, args.after)
     elif args.log_tas:
         log_tas(args.reps, args.jobs, args.instances)
     elif args.lin_tas:
