@@ -131,8 +131,9 @@ def log_tas(reps: int, jobs: int, instances=LOG_TAS, delta: float = 0.05, epsilo
 
 
 def _status_both(fc, path):
-    """(tests so far, tests left by the exact-T* forecast, by the local form's) of a saved campaign (the exact
-    value nan where the campaign's forecast did not use the exact bound; None when no forecast is left)."""
+    """(tests so far, tests left by the exact-T* forecast, by the local form's, the campaign's band in plates
+    left) of a saved campaign (the exact value nan where the campaign's forecast did not use the exact bound;
+    None when no forecast is left)."""
     from screenbai.campaign import Campaign
 
     camp = Campaign.open(path)
@@ -148,7 +149,7 @@ def _status_both(fc, path):
             fc.exact_ratio = ratio
     finally:
         camp.close()
-    return st.tests, st.forecast_tests if st.forecast_bound == "exact" else math.nan, local
+    return st.tests, st.forecast_tests if st.forecast_bound == "exact" else math.nan, local, st.forecast_band_plates
 
 
 def campaign_forecasts(reps: int, instances, plate_size: int, after) -> None:
@@ -166,8 +167,9 @@ def campaign_forecasts(reps: int, instances, plate_size: int, after) -> None:
     specs = _specs()
     params = {"epsilon": 0.1, "delta": 0.05}
     print("| instance | after plate | runs still going | their median tests to the stop | forecast total, exact T*: "
-          "median | stop / it: median (range) | within 2 | local T*: median | stop / it: median (range) | within 2 |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "median | stop / it: median (range) | within 2 | local T*: median | stop / it: median (range) | within 2 | "
+          "stop within status's band |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in instances:
         inst = specs[name].build()
         K = inst.features.shape[0]
@@ -189,20 +191,21 @@ def campaign_forecasts(reps: int, instances, plate_size: int, after) -> None:
                                  max_tests=k * plate_size, campaign_path=path)
                     got = _status_both(fc, path)
                 if got is not None:  # the run had not stopped by plate k
-                    done, ex_left, lo_left = got
-                    rows.append((stops[seed], done + ex_left, done + lo_left))
+                    done, ex_left, lo_left, (low, high) = got
+                    inside = done + (low - 1) * plate_size < stops[seed] <= done + high * plate_size
+                    rows.append((stops[seed], done + ex_left, done + lo_left, inside))
             if not rows:
-                print(f"| {name} | {k} | 0/{reps} | | | | | | | |", flush=True)
+                print(f"| {name} | {k} | 0/{reps} | | | | | | | | |", flush=True)
                 continue
-            st_a, ex_a, lo_a = (np.array(c, dtype=float) for c in zip(*rows))
+            st_a, ex_a, lo_a, inside = (np.array(c, dtype=float) for c in zip(*rows))
 
             def cols(f, st_a=st_a):
                 r = st_a / f
                 return (f"{np.median(f):,.0f} | {np.median(r):.2f} ({r.min():.2f}-{r.max():.2f}) | "
                         f"{int(np.sum((r <= 2) & (r >= 0.5)))}/{r.size}")
 
-            print(f"| {name} | {k} | {len(rows)}/{reps} | {np.median(st_a):,.0f} | {cols(ex_a)} | {cols(lo_a)} |",
-                  flush=True)
+            print(f"| {name} | {k} | {len(rows)}/{reps} | {np.median(st_a):,.0f} | {cols(ex_a)} | {cols(lo_a)} | "
+                  f"{int(inside.sum())}/{len(rows)} |", flush=True)
 
 
 def main() -> None:
