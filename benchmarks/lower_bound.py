@@ -242,7 +242,7 @@ def combine(files, out: Path) -> None:
         row["instance"] = inst_name
         pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False)
         print(f"{inst_name} {name} {label} delta={delta:g}: runs={row['runs']} errors={row['errors']} "
-              f"median={row['median_tests']:.0f} ratio={row['ratio']:.3g}", flush=True)
+              f"median={row['median_tests']:.0f} ratio={row['ratio']:.4g}", flush=True)
 
 
 def bounds(instances, deltas) -> None:
@@ -279,12 +279,12 @@ def markdown(df: pd.DataFrame) -> str:
         if math.isnan(r.ratio_exact):
             exact = "- | - | -"
         else:
-            exact = (f"{r.lower_bound_exact:.4g} | {r.ratio_exact:.3g} | "
+            exact = (f"{r.lower_bound_exact:.4g} | {r.ratio_exact:.4g} | "
                      f"{r.sampling_factor_exact:.3g} x {r.stopping_factor_exact:.3g}")
         lines.append(
             f"| {r.instance} | {r.algorithm} | {r.setting} | {'yes' if r.guaranteed else 'no'} | {r.delta:g} | "
-            f"{r.runs} | {r.errors} ({r.error_upper:.3f}) | {r.capped} | {r.median_tests:.0f} | {r.lower_bound:.4g} | "
-            f"{r.ratio:.3g} | {r.sampling_factor:.3g} x {r.stopping_factor:.3g} | {exact} |"
+            f"{r.runs} | {r.errors} ({r.error_upper:.3f}) | {r.capped} | {r.median_tests:g} | {r.lower_bound:.4g} | "
+            f"{r.ratio:.4g} | {r.sampling_factor:.3g} x {r.stopping_factor:.3g} | {exact} |"
         )
     return "\n".join(lines)
 
