@@ -381,3 +381,34 @@ def test_random_linear_instance_is_named_and_reproducible():
     assert np.abs(a.features).max() <= 1.0
     np.testing.assert_allclose(a.means, a.features @ a.theta)
     assert not np.array_equal(random_linear(K=30, d=4, seed=4).theta, a.theta)
+
+
+def test_exact_allocation_time_restarts_slsqp_from_theta_where_it_gives_up_at_the_stall():
+    # a log-tas run's counts on kw d = 2 seed 1 (replication 208 of the benchmark, 184 tests on 6 arms): Newton
+    # stalls on the pair (33, 24) of the best answer, and SLSQP from the stall stops short of its own tolerance
+    # (at the right value, 0.239); from theta it converges. The value is checked against a grid over lambda.
+    from scipy.special import expit
+
+    from screenbai.bandits.certainty.exact_logistic import _kl_terms, _slsqp_pair, pair_infima
+    from screenbai.bandits.certainty.local_form import _Model, _Pairs
+    from screenbai.bandits.sim.generators import kw_synthetic
+
+    inst = kw_synthetic(K=50, d=2, seed=1)
+    X, theta = inst.features, inst.theta
+    counts = np.zeros(50)
+    counts[[0, 11, 13, 17, 29, 33]] = [30, 78, 12, 53, 1, 10]
+    w = counts / counts.sum()
+    pairs = _Pairs(_Model(X, theta, "logistic", 1.0), 0.1, (33,)).pairs
+    _, lams, converged = pair_infima(X, theta, w, pairs, 0.1)  # all of the answer's pairs at once, as T_ex does
+    (p,) = np.flatnonzero((pairs[:, 0] == 33) & (pairs[:, 1] == 24))
+    assert np.flatnonzero(~converged).tolist() == [p]  # the case this test is about (if the solver improves,
+    assert not _slsqp_pair(X, theta, w, 33, 24, 0.1, lams[p])[1]  # pick another one)
+    value, ok = _slsqp_pair(X, theta, w, 33, 24, 0.1, theta)
+    assert ok
+    g = np.linspace(-6.0, 6.0, 1201)
+    L = np.stack(np.meshgrid(g, g), axis=-1).reshape(-1, 2)
+    feasible = expit(L @ X[24]) - expit(L @ X[33]) >= 0.1
+    grid = min(float(w @ _kl_terms(X @ theta, X @ lam)) for lam in L[feasible])
+    assert value == pytest.approx(grid, rel=2e-2) and value <= grid + 1e-9
+    T = allocation_time(X, theta, counts, model="logistic", epsilon=0.1, exact=True, answer=(33,))
+    assert math.isfinite(T) and T >= 1.0 / value - 1e-9

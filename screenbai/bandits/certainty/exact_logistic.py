@@ -244,8 +244,8 @@ def exact_allocation_time(X, theta, w, *, epsilon: float = 0.0, m: int = 1, answ
     costs nothing (a direction no weighted arm sees). A pair whose Newton iteration stalls (arms left at weight
     0 can leave its step no descent on the merit) is solved again by SLSQP from where it stopped, with the
     constraint written on the means, mu(x_j'lambda) - mu(x_i'lambda) >= epsilon (the same convex set, and no
-    domain to leave: any KKT point is the global minimum); nan if that fails too. A benchmark's measure, not
-    a hot path."""
+    domain to leave: any KKT point is the global minimum), and if SLSQP gives up there, from theta itself; nan
+    if that fails too. A benchmark's measure, not a hot path."""
     X = np.asarray(X, dtype=float)
     theta = np.asarray(theta, dtype=float).reshape(-1)
     w = np.asarray(w, dtype=float) / float(np.sum(w))
@@ -257,7 +257,10 @@ def exact_allocation_time(X, theta, w, *, epsilon: float = 0.0, m: int = 1, answ
         vals, lams, converged = pair_infima(X, theta, w, local.pairs, epsilon)
         for p in np.flatnonzero(~converged):
             i, j = (int(a) for a in local.pairs[p])
-            vals[p], converged[p] = _slsqp_pair(X, theta, w, i, j, epsilon, lams[p])
+            for start in (lams[p], theta):  # theta: outside the alternative, where SLSQP from the stall gave up
+                vals[p], converged[p] = _slsqp_pair(X, theta, w, i, j, epsilon, start)
+                if converged[p]:
+                    break
         val = float(vals.min()) if converged.all() else None
         times.append(math.nan if val is None else (1.0 / val if val > 0 else math.inf))
     return math.nan if any(math.isnan(t) for t in times) else min(times, default=math.inf)
