@@ -212,7 +212,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lin-tas", action="store_true", help="lin-tas's forecast against runs measured here")
     ap.add_argument("--log-tas", action="store_true", help="log-tas's forecast (with its own wells) against runs")
-    ap.add_argument("--reps", type=int, default=100, help="runs per instance (--lin-tas, --log-tas)")
+    ap.add_argument("--reps", type=int, default=100, help="runs per instance (--lin-tas, --log-tas, --campaign)")
     ap.add_argument("--jobs", type=int, default=1, help="worker processes (--lin-tas, --log-tas)")
     ap.add_argument("--instances", nargs="+", default=list(LOG_TAS), help="--log-tas, --campaign: the instances")
     ap.add_argument("--campaign", action="store_true", help="the campaign's forecast after plates --after against "
