@@ -97,7 +97,7 @@ def log_tas(reps: int, jobs: int, instances=LOG_TAS, delta: float = 0.05, epsilo
     from lower_bound import _specs  # the benchmark's instances (the potency arms cached as .npz)
     from scipy.special import expit
 
-    from screenbai.bandits.certainty.complexity import EXACT_MAX_PAIRS
+    from screenbai.bandits.certainty.complexity import exact_pairs_affordable
     from screenbai.bandits.certainty.forecast import forecast
 
     specs = _specs()
@@ -118,7 +118,7 @@ def log_tas(reps: int, jobs: int, instances=LOG_TAS, delta: float = 0.05, epsilo
         alone = forecast(X, theta, policy.stopping_threshold, delta, **kw).tests
         both = forecast(X, theta, policy.stopping_threshold, delta, shortcut=shortcut, **kw).tests
         exact = math.nan
-        if X.shape[0] - 1 <= EXACT_MAX_PAIRS:
+        if exact_pairs_affordable(X.shape[0]):
             exact = forecast(X, theta, policy.stopping_threshold, delta, shortcut=shortcut, exact=True, tol=1e-2,
                              **kw).tests
         runs = replicate(inst, "log-tas", {"epsilon": epsilon, "delta": delta}, n_reps=reps, seed=0, n_jobs=jobs)

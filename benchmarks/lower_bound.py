@@ -65,7 +65,7 @@ from error_rates import SETTINGS, upper_bound  # noqa: E402  (the settings and b
 
 from screenbai.bandits import replicate  # noqa: E402
 from screenbai.bandits.certainty import allocation_time, characteristic_time  # noqa: E402
-from screenbai.bandits.certainty.complexity import EXACT_MAX_PAIRS, log_factor  # noqa: E402
+from screenbai.bandits.certainty.complexity import exact_pairs_affordable, log_factor  # noqa: E402
 from screenbai.bandits.core.params import Options, declared, without_guarantee  # noqa: E402
 from screenbai.bandits.core.registry import available  # noqa: E402
 
@@ -212,7 +212,7 @@ EXACT_COLUMNS = ("T_star_exact", "lower_bound_exact", "ratio_exact", "sampling_f
 
 def exact_bound(inst, spec: Spec):
     """The exact Bernoulli-KL T* of a logistic instance small enough for it (tol 1 %), else None."""
-    if spec.model != "logistic" or spec.m * (inst.features.shape[0] - spec.m) > EXACT_MAX_PAIRS:
+    if spec.model != "logistic" or not exact_pairs_affordable(inst.features.shape[0], spec.m):
         return None
     return characteristic_time(inst.features, inst.theta, model="logistic", epsilon=spec.epsilon, m=spec.m,
                                exact=True, tol=1e-2)
@@ -259,7 +259,7 @@ def bounds(instances, deltas) -> None:
         seconds = time.perf_counter() - t0
         exact = "-"
         ratio = "-"
-        if spec.model == "logistic" and inst.K - spec.m <= EXACT_MAX_PAIRS // spec.m:
+        if spec.model == "logistic" and exact_pairs_affordable(inst.K, spec.m):
             ex = characteristic_time(inst.features, inst.theta, exact=True, tol=1e-2, **kw)
             exact, ratio = f"{ex.T_star:.4g} [{ex.lower:.4g}]", f"{ex.T_star / cx.T_star:.3f}"
         lbs = ", ".join(f"{cx.T_star * log_factor(d):.4g} ({d:g})" for d in deltas)

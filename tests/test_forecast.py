@@ -115,6 +115,18 @@ def test_the_exact_bound_for_bernoulli_outcomes_where_affordable():
     assert rows[1]["T_star"] < rows[0]["T_star"]  # a larger epsilon is cheaper under the exact bound too
 
 
+def test_the_exact_bound_is_affordable_up_to_its_number_of_pairs_and_features():
+    from screenbai.bandits.certainty.forecast import EXACT_MAX_D, exact_affordable
+    from screenbai.bandits.certainty.local_form import EXACT_MAX_PAIRS, exact_pairs_affordable
+
+    K = EXACT_MAX_PAIRS + 1  # one best against EXACT_MAX_PAIRS others: the largest affordable best-arm answer
+    assert exact_pairs_affordable(K, 1) and not exact_pairs_affordable(K + 1, 1)
+    assert exact_pairs_affordable(K, K - 1) and not exact_pairs_affordable(K + 1, K)  # top-m counts m (K - m)
+    assert not exact_pairs_affordable(40, 10)  # 10 x 30 = 300 pairs
+    assert exact_affordable(np.zeros((K, EXACT_MAX_D))) and not exact_affordable(np.zeros((K, EXACT_MAX_D + 1)))
+    assert not exact_affordable(np.zeros((K + 1, 2)))
+
+
 def test_the_exact_bound_falls_back_to_the_local_form_where_it_is_not_affordable():
     from screenbai.bandits.certainty.forecast import EXACT_MAX_D
     from screenbai.bandits.certainty.local_form import EXACT_MAX_PAIRS

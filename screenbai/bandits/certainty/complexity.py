@@ -49,6 +49,7 @@ from screenbai.bandits.certainty.local_form import (  # noqa: F401 - Complexity,
     _means,
     _Model,
     _Pairs,
+    exact_pairs_affordable,
     local_characteristic_time,
     xy_design,
 )

@@ -32,11 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from screenbai.bandits.certainty.complexity import EXACT_MAX_PAIRS, characteristic_time
+from screenbai.bandits.certainty.complexity import characteristic_time, exact_pairs_affordable
 from screenbai.bandits.certainty.exact_logistic import exact_characteristic_time
 
 SOURCES = ("prior", "outcomes")
-#: the exact bound is used up to this many features (and EXACT_MAX_PAIRS pairs): one solve at these settings
+#: the exact bound is used up to this many features (and local_form.EXACT_MAX_PAIRS pairs): one solve at these settings
 #: takes 0.2-0.9 s at K = 50, d = 2-10 (log-tas's blocks use the same ones: T within 4 % of the exact T*)
 EXACT_MAX_D = 10
 EXACT_TOL = 3e-2
@@ -106,7 +106,7 @@ def exact_affordable(X, m: int = 1) -> bool:
     """Whether the exact Bernoulli-KL T* of these features is cheap enough for a forecast (EXACT_MAX_D
     features, EXACT_MAX_PAIRS pairs of the answer against the other arms)."""
     K, d = np.shape(X)
-    return d <= EXACT_MAX_D and m * (K - m) <= EXACT_MAX_PAIRS
+    return d <= EXACT_MAX_D and exact_pairs_affordable(K, m)
 
 
 def exact_ratio(X, theta, local_T: float, **complexity) -> float | None:

@@ -35,6 +35,11 @@ MODELS = ("linear", "logistic")
 EXACT_MAX_PAIRS = 200
 
 
+def exact_pairs_affordable(K: int, m: int = 1) -> bool:
+    """Whether the m (K - m) pairs of an answer of m among K arms are few enough for the exact logistic bound."""
+    return m * (K - m) <= EXACT_MAX_PAIRS
+
+
 @dataclass(frozen=True)
 class Complexity:
     """The characteristic time of an instance and the allocation that attains it.

@@ -64,7 +64,7 @@ import numpy as np
 from scipy.special import expit
 
 from screenbai.bandits.certainty.exact_logistic import exact_characteristic_time
-from screenbai.bandits.certainty.local_form import EXACT_MAX_PAIRS
+from screenbai.bandits.certainty.local_form import exact_pairs_affordable
 from screenbai.bandits.core.params import LAMBDA_REG, like, pinned, run_state
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.numerics.glm import logistic_mle
@@ -220,9 +220,9 @@ class LogisticTrackAndStop(LinearTrackAndStop):
 
     def _allocation(self, theta: np.ndarray, answer: tuple[int, ...]):
         """w*(theta_hat) of the exact Bernoulli-KL bound (``certainty.exact_logistic``, its pair problems solved
-        approximately, which only costs tests), where its pairs are few enough (EXACT_MAX_PAIRS); else the
+        approximately, which only costs tests), where its pairs are few enough (``exact_pairs_affordable``); else the
         local form's."""
-        if (self.K - self.m) * self.m > EXACT_MAX_PAIRS:
+        if not exact_pairs_affordable(self.K, self.m):
             return super()._allocation(theta, answer)
         try:
             return exact_characteristic_time(self.Z, theta, epsilon=self.epsilon, m=self.m, answer=answer,
