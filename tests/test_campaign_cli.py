@@ -369,7 +369,8 @@ def test_init_says_what_the_screen_will_cost_from_a_prior(tmp_path, library_csv,
     out = capsys.readouterr().out
     line = next(s for s in out.splitlines() if s.startswith("cost forecast from a prior"))
     tests, low, high = (float(v.replace(",", "")) for v in re.search(
-        r"stops after about ([\d,]+) tests .* between ([\d,]+) and ([\d,]+) tests over 5 draws", line).groups())
+        r"stops after about ([\d,]+) tests .* between ([\d,]+) and ([\d,]+) tests in 80 % of runs over 5 draws",
+        line).groups())
     assert low <= tests <= high
     table = dict(((float(e), float(d)), float(t.replace(",", ""))) for e, d, t in re.findall(
         r"epsilon ([\d.]+) and delta ([\d.]+): ([\d,]+) tests", out))

@@ -632,8 +632,10 @@ def test_status_says_the_certificate_then_its_model_check_then_the_forecast(tmp_
     assert lines[at["certificate, true whenever you stop"] + 1] == f"  {sentence}"
     assert at["certificate, true whenever you stop"] < at["model check:"] < at["forecast:"]
     assert "the stopping rule fires once it is at most epsilon = 0.3" in text and st.stop_epsilon == 0.3
-    low, high = st.to_dict()["forecast_band_plates"]  # the band from draws of the estimate, in status and JSON
-    assert low <= high and f"({low:.0f} to {high:.0f} plates over 5 draws of the estimate's uncertainty)" in text
+    low, high = st.to_dict()["forecast_band_plates"]  # the band: draws of the estimate and the run's chance
+    assert st.to_dict()["forecast_band_level"] == 0.8
+    assert low <= high and (f"({low:.0f} to {high:.0f} plates in 80 % of runs, over 5 draws of the estimate's "
+                            "uncertainty and the run's own chance)") in text
     assert st.to_dict() == camp.status().to_dict()  # seeded: the same outcomes, the same band
     page = write_report(camp, tmp_path / "report").read_text()
     block = page[page.index("<h2>What the outcomes certify</h2>"):page.index("<h2>Recommendation</h2>")]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from screenbai.bandits.certainty import characteristic_time, cost_table, forecast, stopping_time
+from screenbai.bandits.certainty.forecast import stop_quantiles, stopped_by
 
 
 def constant(t, delta):
@@ -21,11 +22,16 @@ def growing(t, delta, d=3):
 
 @pytest.mark.parametrize("gap,delta,factor", [(1.0, 0.05, 1.0), (0.2, 0.01, 1.7)])
 def test_two_arms_with_a_constant_threshold_is_the_closed_form(gap, delta, factor):
-    # t = factor T* log(1/delta), T* = 8 / Delta^2 (LOWER_BOUND.md)
+    # the mean evidence meets the threshold at t = factor T* log(1/delta), T* = 8 / Delta^2 (LOWER_BOUND.md)
+    T, L = factor * 8.0 / gap**2, math.log(1 / delta)
+    assert stopping_time(8.0 / gap**2, constant, delta, factor) == pytest.approx(T * L, rel=1e-3)
     f = forecast(np.eye(2), [gap, 0.0], constant, delta, source="prior", factor=factor, plate_size=96)
-    expect = factor * 8.0 / gap**2 * math.log(1 / delta)
-    assert f.tests == pytest.approx(expect, rel=1e-3)
-    assert f.low == f.high == f.tests  # no draws, no band
+    # the forecast is the median of the first passage (module docstring), the band its 10-90 % interval
+    law = lambda t: (0.5 * math.erfc(-(math.sqrt(2 * t / T) - math.sqrt(2 * L)) / math.sqrt(2))  # noqa: E731
+                     + math.exp(2 * math.sqrt(L * t / T) - L) * 0.5 * math.erfc(math.sqrt(t / T)))
+    assert law(f.tests) == pytest.approx(0.5, abs=1e-5) and f.tests < T * L
+    assert law(f.low) == pytest.approx(0.1, abs=1e-5)
+    assert law(f.high) == pytest.approx(0.9, abs=1e-5)
     assert f.plates == math.ceil(f.tests / 96)
     assert f.source == "prior" and f.as_dict()["source"] == "prior"
 
@@ -39,6 +45,46 @@ def test_stopping_time_solves_the_fixed_point():
     assert stopping_time(math.inf, growing, 0.05) == math.inf
     assert stopping_time(1.0, lambda t, d: 2 * t * t, 0.05) == math.inf  # the threshold outgrows t
     assert stopping_time(1e-6, constant, 0.05) == 1.0
+
+
+def test_the_band_holds_simulated_stops_of_a_two_arm_glr():
+    """Two Gaussian arms (gap 0.5, sigma 1) tested in turn, stopped when the GLR of 'arm 1 is better' reaches a
+    threshold growing like (3/2) log t: the forecast's median and band against 2 000 simulated stops. A band
+    without the run's own chance (theta known: no draws) would be a point and hold none of them."""
+    gap, n_runs, half = 0.5, 2000, 800
+    rng = np.random.default_rng(7)
+    s1 = np.cumsum(rng.normal(gap, 1.0, (n_runs, half)), axis=1)
+    s2 = np.cumsum(rng.normal(0.0, 1.0, (n_runs, half)), axis=1)
+    stops = np.full(n_runs, np.inf)
+    for t in range(2, 2 * half):
+        n1, n2 = (t + 1) // 2, t // 2
+        diff = s1[:, n1 - 1] / n1 - s2[:, n2 - 1] / n2
+        glr = np.where(diff > 0, diff**2 / (2 * (1 / n1 + 1 / n2)), 0.0)
+        stops[(glr >= growing(t, 0.05)) & np.isinf(stops)] = t
+    assert np.isfinite(stops).all()
+    f = forecast(np.eye(2), [gap, 0.0], growing, 0.05, source="prior")
+    assert np.median(stops) == pytest.approx(f.tests, rel=0.05)
+    assert np.quantile(stops, 0.9) == pytest.approx(f.high, rel=0.05)
+    assert np.quantile(stops, 0.1) == pytest.approx(f.low, rel=0.15)  # the tangent makes the low end a little late
+    assert 0.75 <= np.mean((stops >= f.low) & (stops <= f.high)) <= 0.85  # an 80 % band (its low end a little late)
+
+
+def test_the_law_given_tests_already_made_without_a_stop():
+    T = 20.0
+    before = stop_quantiles([T], [math.inf], growing, 0.05, [0.1, 0.5, 0.9])
+    done = before[1]  # halfway: half of the runs would have stopped by now
+    low, mid, high = stop_quantiles([T], [math.inf], growing, 0.05, [0.1, 0.5, 0.9], done)
+    assert done < low < mid < high and mid > before[1] and high > before[2]
+    F = lambda t: stopped_by(t, T, growing, 0.05)  # noqa: E731
+    for q, t in ((0.1, low), (0.5, mid), (0.9, high)):
+        assert (F(t) - F(done)) / (1 - F(done)) == pytest.approx(q, abs=1e-5)
+    # a second route that fires at `cap` ends the law there; one that did not fire by `done` is dropped
+    assert stop_quantiles([T], [0.5 * before[1]], growing, 0.05, [0.9])[0] == pytest.approx(0.5 * before[1])
+    assert stop_quantiles([T], [0.5 * done], growing, 0.05, [0.5], done)[0] == pytest.approx(mid)
+    f = forecast(np.eye(2), [1.0, 0.0], growing, 0.05, source="outcomes", done=done * 8 / T)  # T* = 8 there
+    assert f.tests > done * 8 / T
+    with pytest.raises(ValueError, match="done"):
+        forecast(np.eye(2), [1.0, 0.0], growing, 0.05, source="outcomes", done=-1)
 
 
 def test_monotone_in_delta_and_epsilon():
@@ -61,16 +107,20 @@ def test_band_from_draws():
     rng = np.random.default_rng(1)
     X = rng.uniform(-1, 1, (20, 3))
     theta = rng.standard_normal(3)
+    known = forecast(X, theta, growing, 0.05, source="outcomes")  # theta known: the run's own chance alone
     narrow = forecast(X, theta, growing, 0.05, source="outcomes", cov=1e-8 * np.eye(3), rng=0)
     wide = forecast(X, theta, growing, 0.05, source="outcomes", cov=0.05 * np.eye(3), rng=0, n_draws=30)
-    assert narrow.low == pytest.approx(narrow.tests, rel=5e-3) and narrow.high == pytest.approx(narrow.tests, rel=5e-3)
+    assert known.low < known.tests < known.high
+    assert narrow.low == pytest.approx(known.low, rel=5e-3) and narrow.high == pytest.approx(known.high, rel=5e-3)
     assert len(wide.draws) == 30
     assert wide.low <= wide.high and wide.high / wide.low > narrow.high / narrow.low
-    # explicit draws (a bootstrap): the band is their quantiles
+    # explicit draws (a bootstrap): the band is the interval of the mixture of their laws and theta_hat's
     thetas = [theta * s for s in (0.8, 0.9, 1.0, 1.1, 1.25)]
-    f = forecast(X, theta, growing, 0.05, source="outcomes", thetas=thetas, level=0.99)
-    each = [stopping_time(characteristic_time(X, th).T_star, growing, 0.05) for th in thetas]
-    assert f.low == pytest.approx(min(each), rel=3e-3) and f.high == pytest.approx(max(each), rel=3e-3)
+    f = forecast(X, theta, growing, 0.05, source="outcomes", thetas=thetas, level=0.9)
+    Ts = [characteristic_time(X, th).T_star for th in [theta, *thetas]]
+    mixture = lambda t: np.mean([stopped_by(t, T, growing, 0.05) for T in Ts])  # noqa: E731
+    assert mixture(f.low) == pytest.approx(0.05, abs=1e-4) and mixture(f.high) == pytest.approx(0.95, abs=1e-4)
+    assert f.draws[0] == pytest.approx(stop_quantiles(Ts[1:2], [math.inf], growing, 0.05, [0.5])[0], rel=3e-3)
 
 
 def test_bad_input():
@@ -100,14 +150,15 @@ def test_the_exact_bound_for_bernoulli_outcomes_where_affordable():
     assert local.bound == "local" and exact.bound == "exact" and exact.as_dict()["bound"] == "exact"
     assert exact.T_star == pytest.approx(strict, rel=0.05)
     assert abs(local.T_star / strict - 1) > 0.15  # the two forms differ here, so the test tells them apart
-    assert exact.tests == pytest.approx(stopping_time(exact.T_star, growing, 0.05), rel=1e-9)
+    assert exact.tests == pytest.approx(stop_quantiles([exact.T_star], [math.inf], growing, 0.05, [0.5])[0], rel=1e-9)
     # the band: each draw's local T* times the ratio exact / local found at theta_hat
     other = th * 1.1
     band = forecast(X, th, growing, 0.05, exact=True, thetas=[th, other], **kw)
     ratio = exact.T_star / local.T_star
     T_other = characteristic_time(X, other, model="logistic", epsilon=0.1, answer=best).T_star
     assert band.draws[0] == pytest.approx(exact.tests, rel=1e-2)
-    assert band.draws[1] == pytest.approx(stopping_time(T_other * ratio, growing, 0.05), rel=1e-2)
+    assert band.draws[1] == pytest.approx(stop_quantiles([T_other * ratio], [math.inf], growing, 0.05, [0.5])[0],
+                                          rel=1e-2)
     rows = cost_table(X, th, growing, epsilons=[0.1, 0.2], deltas=[0.05], source="prior", model="logistic",
                       answer=best, exact=True)
     assert [r["bound"] for r in rows] == ["exact", "exact"]

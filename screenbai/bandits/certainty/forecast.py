@@ -1,16 +1,29 @@
 """How many tests (and plates) a fixed-confidence run will need: plug an estimate into the lower bound
 and the algorithm's stopping threshold (LOWER_BOUND.md, "Certificate and forecast").
 
-A run that samples in proportions w stops roughly when the evidence t / T(w) reaches its threshold
-beta(t, delta) (the GLR statistic grows like t / T(w); Garivier & Kaufmann 2016, Sec. 3-4), so the
-forecast is the smallest t >= 1 with
+A run that samples in proportions w stops roughly when its evidence, which grows like t / T(w) (the GLR
+statistic; Garivier & Kaufmann 2016, Sec. 3-4), reaches its threshold beta(t, delta). The evidence is random.
+In the local (Gaussian) picture the GLR against the nearest alternative is M^2 / (4 u), u = t / T,
+T = factor * T*(theta_hat), M a Brownian motion in u with drift 2 and variance 2 per unit (for two Gaussian
+arms tested in turn M is the scaled difference of their sums; the GLR's mean is then u + 1/2, its variance
+2 u + 1/2). The run stops when M first passes 2 sqrt(L u), L = beta(t, delta). Through the tangent of that
+concave boundary at u (a first passage over a line, closed form) (``stopped_by``):
 
-    t = factor * T*(theta_hat) * beta(t, delta),
+    P(stopped by t) = Phi(sqrt(2 u) - sqrt(2 L)) + exp(2 sqrt(L u) - L) Phi(-sqrt(2 u)).
 
-``factor`` the algorithm's measured sampling factor T(w_hat) / T* (1 for an algorithm that tracks w*;
-benchmarks/lower_bound.py measures it) and beta the algorithm's own threshold, a callable. The band
-comes from draws of theta (a Gaussian N(theta_hat, cov) the caller gives, e.g. the estimate's
-covariance, or explicit draws such as a bootstrap), each solved the same way. ``source`` says what
+The forecast is its median; where the mean evidence meets the threshold, t = T beta(t, delta)
+(``stopping_time``), lies above it (the median is 0.96 times it at beta = 23 nats, 0.71 times at 3). With a
+constant threshold the band (10-90 %) is 0.65-1.43 times the median at 23 nats, 0.10-2.7 times at 3: a run that
+needs little evidence stops at very different times. ``factor`` is the algorithm's
+measured sampling factor T(w_hat) / T* (1 for an algorithm that tracks w*; benchmarks/lower_bound.py measures
+it) and beta the algorithm's own threshold, a callable.
+
+The band says where the stop falls, for two reasons: theta is uncertain (draws of theta: a Gaussian
+N(theta_hat, cov) the caller gives, e.g. the estimate's covariance, or explicit draws such as a bootstrap),
+and even with theta known the stop is random (the law above). It is the ``level`` interval of the mixture of
+the laws of theta_hat and the draws, given no stop after the ``done`` tests so far. Checked against simulated
+two-arm GLR stops (tests/test_forecast.py) and log-tas's stops on kw_synthetic with theta known
+(docs/lower_bound.md, "Session 13"). ``source`` says what
 theta_hat rests on: "prior" (a guess before any outcome, e.g. at ``campaign init``) or "outcomes" (an
 estimate from the tests so far); the forecast is only as good as that.
 
@@ -31,6 +44,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import log_ndtr, ndtr
 
 from screenbai.bandits.certainty.complexity import characteristic_time, exact_pairs_affordable
 from screenbai.bandits.certainty.exact_logistic import exact_characteristic_time
@@ -51,10 +65,11 @@ T_MAX = 1e15
 class Forecast:
     """Tests (and plates) until a fixed-confidence run stops, with a band.
 
-    tests: the point forecast (from theta_hat); low, high: the band's ends (quantiles of the draws'
-    forecasts at ``level``; equal to ``tests`` without draws); plates, plates_low, plates_high: the same
+    tests: the point forecast (from theta_hat: the median of its stop, given none after the ``done`` tests so
+    far); low, high: the band's ends (the ``level`` interval of the stop's law over theta_hat and the draws, module
+    docstring); plates, plates_low, plates_high: the same
     in whole plates of ``plate_size`` (None without a plate size); T_star: T*(theta_hat); source:
-    "prior" or "outcomes" (module docstring); draws: the forecast of every draw of theta; bound: "exact"
+    "prior" or "outcomes" (module docstring); draws: the point forecast of every draw of theta; bound: "exact"
     or "local", the form of T* (module docstring).
     """
 
@@ -125,7 +140,8 @@ def exact_ratio(X, theta, local_T: float, **complexity) -> float | None:
 
 
 def stopping_time(T: float, beta: Callable[[float, float], float], delta: float, factor: float = 1.0) -> float:
-    """The smallest t >= 1 with t >= factor * T * beta(t, delta) (the crossing, by doubling then bisection).
+    """The smallest t >= 1 with t >= factor * T * beta(t, delta), where the mean evidence meets the threshold
+    (by doubling then bisection; the forecast is the median of the stop's law, a little earlier).
 
     inf when T is inf or the threshold outgrows t up to ``T_MAX``.
     """
@@ -152,6 +168,58 @@ def stopping_time(T: float, beta: Callable[[float, float], float], delta: float,
         if hi - lo <= 1e-10 * hi:
             break
     return hi
+
+
+def stopped_by(t: float, T: float, beta: Callable[[float, float], float], delta: float, cap: float = math.inf) -> float:
+    """P(a run with characteristic time T (times its sampling factor) has stopped by test t): the first passage
+    of its evidence over beta (module docstring); 1 from ``cap`` on (a second route of the stopping rule that
+    fires there)."""
+    if t >= cap:
+        return 1.0
+    if not math.isfinite(T) or t <= 0:
+        return 0.0
+    u, level = t / T, float(beta(t, delta))
+    # first passage of the drift-2 Brownian motion M over 2 sqrt(L u) (module docstring), through the tangent of
+    # that concave boundary at u: Phi(sqrt(2u) - sqrt(2L)) + exp(2 sqrt(L u) - L) Phi(-sqrt(2u))
+    root = math.sqrt(2.0 * u)
+    p = ndtr(root - math.sqrt(2.0 * level)) + math.exp(min(2.0 * math.sqrt(level * u) - level + log_ndtr(-root), 0.0))
+    return float(min(p, 1.0))
+
+
+def stop_quantiles(Ts: Sequence[float], caps: Sequence[float], beta: Callable[[float, float], float], delta: float,
+                   qs: Sequence[float], done: float = 0.0) -> list[float]:
+    """The quantiles ``qs`` of the stop under the equal mixture of :func:`stopped_by`'s laws (one per T and cap),
+    given no stop after ``done`` tests (caps at or below ``done`` did not fire and are dropped). inf where the
+    mixture leaves that much mass on never stopping (before T_MAX)."""
+    caps = [c if c > done else math.inf for c in caps]
+
+    def cdf(t: float) -> float:
+        return float(np.mean([stopped_by(t, T, beta, delta, c) for T, c in zip(Ts, caps)]))
+
+    base = cdf(done) if done > 0 else 0.0
+    if base > 1 - 1e-9:  # every law says the run should have stopped already: the band starts now
+        base = 0.0
+    out = []
+    for q in qs:
+        target = base + q * (1.0 - base)
+        lo = max(done, 0.0)
+        hi = max(2.0 * lo, 2.0)
+        while cdf(hi) < target:
+            lo, hi = hi, 2.0 * hi
+            if hi > T_MAX:
+                hi = math.inf
+                break
+        if math.isfinite(hi):
+            for _ in range(100):
+                mid = 0.5 * (lo + hi)
+                if cdf(mid) >= target:
+                    hi = mid
+                else:
+                    lo = mid
+                if hi - lo <= 1e-6 * hi:
+                    break
+        out.append(hi)
+    return out
 
 
 def _check_common(beta, delta: float, factor: float, source: str, level: float, plate_size) -> None:
@@ -189,6 +257,7 @@ def forecast(
     rng=None,
     shortcut: Callable[[np.ndarray], float] | None = None,
     exact: bool = False,
+    done: float = 0.0,
     **complexity,
 ) -> Forecast:
     """Tests until the stop, from T*(theta_hat) and the threshold beta (module docstring).
@@ -196,7 +265,8 @@ def forecast(
     cov: covariance of theta_hat: ``n_draws`` draws from N(theta_hat, cov) give the band; or ``thetas``,
     explicit draws (a bootstrap). ``shortcut(theta)``: the tests in all after which a second route of the
     stopping rule, one beta does not describe, would stop if theta were the truth (``Policy.stopping_shortcut``,
-    log-tas's own wells); each forecast is the smaller of the two. ``exact``: the exact Bernoulli-KL T*
+    log-tas's own wells); each forecast is the smaller of the two. ``done``: tests already made without a stop
+    (the point and the band are the stop's law given that). ``exact``: the exact Bernoulli-KL T*
     where affordable (module docstring; ``bound`` says which was used). ``complexity``: model, sigma,
     epsilon, m, answer... as for :func:`characteristic_time`.
     """
@@ -206,9 +276,10 @@ def forecast(
     ratio = exact_ratio(X, theta_hat, point.T_star, **complexity) if exact else None
     scale = 1.0 if ratio is None else ratio
     T_point = point.T_star * scale
-    tests = stopping_time(T_point, beta, delta, factor)
-    if shortcut is not None:
-        tests = min(tests, float(shortcut(theta_hat)))
+    if not (isinstance(done, (int, float, np.integer, np.floating)) and math.isfinite(done) and done >= 0):
+        raise ValueError(f"done (tests already made) must be a number >= 0; got {done!r}")
+    cap = math.inf if shortcut is None else float(shortcut(theta_hat))
+    tests = stop_quantiles([factor * T_point], [cap], beta, delta, [0.5], done)[0]
     if thetas is None and cov is not None:
         cov = np.asarray(cov, dtype=float)
         if cov.shape != (theta_hat.size, theta_hat.size):
@@ -216,19 +287,16 @@ def forecast(
         gen = np.random.default_rng(rng)
         thetas = gen.multivariate_normal(theta_hat, cov, size=int(n_draws), method="eigh")
     values: list[float] = []
+    Ts, caps = [factor * T_point], [cap]  # the mixture of the band: theta_hat and every draw
     if thetas is not None:
         w0 = complexity.pop("w0", None)
         w0 = point.allocation if math.isfinite(point.T_star) else w0
         for th in np.asarray(thetas, dtype=float):
-            T = characteristic_time(X, th, w0=w0, **complexity).T_star
-            values.append(stopping_time(T * scale, beta, delta, factor))
-            if shortcut is not None:
-                values[-1] = min(values[-1], float(shortcut(th)))
-    if values:
-        low, high = (float(np.quantile(values, q, method="lower" if q < 0.5 else "higher"))
-                     for q in ((1 - level) / 2, (1 + level) / 2))
-    else:
-        low = high = tests
+            T = characteristic_time(X, th, w0=w0, **complexity).T_star * scale
+            Ts.append(factor * T)
+            caps.append(math.inf if shortcut is None else float(shortcut(th)))
+            values.append(stop_quantiles(Ts[-1:], caps[-1:], beta, delta, [0.5], done)[0])
+    low, high = stop_quantiles(Ts, caps, beta, delta, [(1 - level) / 2, (1 + level) / 2], done)
     return Forecast(
         tests=tests, low=low, high=high, T_star=T_point, factor=float(factor), delta=float(delta),
         epsilon=float(complexity.get("epsilon", 0.0)), source=source, level=float(level),
@@ -261,7 +329,7 @@ def cost_table(
         T = T if ratio is None else T * ratio
         for delta in deltas:
             _check_common(beta, delta, factor, source, 0.5, plate_size)
-            tests = stopping_time(T, beta, float(delta), factor)
+            tests = stop_quantiles([factor * T], [math.inf], beta, float(delta), [0.5])[0]
             plates = None if plate_size is None else (math.inf if not math.isfinite(tests) else
                                                       float(math.ceil(tests / plate_size)))
             rows.append({"epsilon": float(eps), "delta": float(delta), "T_star": T, "tests": tests,

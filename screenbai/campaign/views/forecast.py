@@ -14,6 +14,8 @@ from screenbai.campaign.lab.assay import logistic_on_hits
 Z95 = 1.959963984540054
 #: draws of theta for the band of the forecast in ``status`` (each a T* solve: about 0.4 s at K = 4 866, d = 21)
 FORECAST_DRAWS = 5
+#: the share of runs the forecast's band should hold (``status`` and ``init``)
+BAND_LEVEL = 0.8
 
 
 def forecast_left(camp, policy) -> tuple[float, float, float, float, str] | None:
@@ -21,12 +23,11 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str] | None
     until the stopping rule fires: lb's forecast (the t solving t = T*(theta_hat) beta(t, delta), LOWER_BOUND.md
     "Certificate and forecast"; T* the exact Bernoulli-KL bound's for the logistic model where affordable,
     certainty/forecast.py) with theta_hat the model's estimate from the outcomes so far and beta the algorithm's
-    own threshold
-    (``Policy.stopping_threshold(t, delta)``); the band from FORECAST_DRAWS draws of theta from the estimate's
-    normal approximation N(theta_hat, H^-1) (H the information of the outcomes so far: Fisher's for the
-    logistic model, V / sigma^2 for the linear one), the smallest and largest of their forecasts and the
-    point's (seeded, so the same outcomes give the same band).  None when the algorithm states no threshold (or has
-    a fixed budget), or nothing is recorded yet."""
+    own threshold (``Policy.stopping_threshold(t, delta)``), given no stop so far; the band the BAND_LEVEL
+    interval of the stop over the estimate and FORECAST_DRAWS draws of theta from its normal approximation
+    N(theta_hat, H^-1) (H the information of the outcomes so far: Fisher's for the logistic model, V / sigma^2 for
+    the linear one), each with the run's own chance (certainty/forecast.py; seeded, so the same outcomes give the
+    same band).  None when the algorithm states no threshold (or has a fixed budget), or nothing is recorded yet."""
     from screenbai.bandits.certainty.forecast import forecast
 
     inner = getattr(policy, "inner", policy)
@@ -70,10 +71,11 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str] | None
         answer=top_answer(X, theta, int(getattr(inner, "m", 1))),
         cov=np.linalg.inv(H),
         n_draws=FORECAST_DRAWS,
-        level=0.999,  # with 5 draws: their smallest and largest
+        level=BAND_LEVEL,
         rng=np.random.default_rng(0),
         shortcut=_shortcut(inner, X, model, done),
         exact=True,
+        done=done,
     )
     if not math.isfinite(f.tests):
         return None
@@ -82,8 +84,7 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str] | None
         return math.inf if not math.isfinite(tests) else float(math.ceil(max(tests - done, 0.0) / max(per_plate, 1)))
 
     left = max(f.tests - done, 0.0)
-    # the band holds the point: with log-tas's own wells (a route that opens only above 1 - epsilon) the
-    # estimate's forecast can fall outside 5 draws' ("about 2 more plate(s) ... (1 to 1 plates over 5 draws)")
+    # the band holds the point in whole plates too (a point at the end of a plate may round past the band's end)
     point = plates(f.tests)
     return left, point, min(plates(f.low), point), max(plates(f.high), point), f.bound
 
@@ -150,7 +151,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     forecast from outcomes after the first plate. Empty when the algorithm states no threshold."""
     from scipy.special import expit
 
-    from screenbai.bandits.certainty.forecast import BOUNDS, cost_table, forecast, stopping_time
+    from screenbai.bandits.certainty.forecast import BOUNDS, cost_table, forecast, stop_quantiles
 
     from ..lab.assay import Readout
 
@@ -184,9 +185,9 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     point = forecast(X, thetas[mid], inner.stopping_threshold, delta, source="prior", plate_size=per_plate,
                      epsilon=epsilon, answer=top_answer(X, thetas[mid], m), shortcut=shortcut, exact=True, **kw)
     ratio = point.T_star / runs[mid].T_star if point.bound == "exact" else 1.0
-    each = [min(stopping_time(f.T_star * ratio, inner.stopping_threshold, delta), shortcut(th))
-            for f, th in zip(runs, thetas)]
-    tests, low, high = point.tests, min(each), max(each)
+    low, high = stop_quantiles([f.T_star * ratio for f in runs], [shortcut(th) for th in thetas],
+                               inner.stopping_threshold, delta, [(1 - BAND_LEVEL) / 2, (1 + BAND_LEVEL) / 2])
+    tests = point.tests
     plates = lambda t: "unbounded" if not math.isfinite(t) else f"{math.ceil(t / per_plate):,}"  # noqa: E731
     readout = camp.meta.get("readout")
     unit = f" {Readout.from_dict(readout).unit}" if readout and Readout.from_dict(readout).unit else ""
@@ -200,9 +201,9 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
         f"cost forecast from a prior (a guess before any outcome, {spread}; `status` forecasts from the outcomes "
         f"once a plate is recorded): {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) stops after about "
         f"{tests:,.0f} tests ({plates(tests)} plate{'' if plates(tests) == '1' else 's'} of {per_plate}), "
-        f"between {low:,.0f} and {high:,.0f} tests over "
-        f"{len(runs)} draws of the prior, with T* from {BOUNDS[point.bound]}. It assumes the tests are spread "
-        "as well as they can be: with 2 to 10 "
+        f"between {low:,.0f} and {high:,.0f} tests in {BAND_LEVEL * 100:.0f} % of runs over "
+        f"{len(runs)} draws of the prior and the run's own chance, with T* from {BOUNDS[point.bound]}. It assumes "
+        "the tests are spread as well as they can be: with 2 to 10 "
         "features simulated runs needed 0.8 to 2.8 times such a forecast, and more with more features (this library "
         f"has {X.shape[1]}; docs/lower_bound.md)",
     ]

@@ -13,7 +13,7 @@ from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
 from screenbai.campaign.lab.assay import logistic_on_hits
 
-from .forecast import FORECAST_DRAWS, Z95, forecast_left
+from .forecast import BAND_LEVEL, FORECAST_DRAWS, Z95, forecast_left
 
 #: what a gap index (GIFA's B(t), GLGapE's calibrated index: the upper confidence bound of a rival's lead
 #: over the leader, stop at <= epsilon) means, said before its value in ``status``
@@ -132,9 +132,11 @@ class Status:
     #: plates still needed by the forecast (None until a forecast is available)
     forecast_plates: float | None = None
     forecast_tests: float | None = None
-    #: plates still needed at the band's ends: the smallest and largest forecast over draws of the estimate
-    #: (inf: a draw under which the rule may never fire; see ``forecast.forecast_left``)
+    #: plates still needed at the band's ends: the BAND_LEVEL interval of the stop over draws of the estimate and
+    #: the run's own chance (inf: the rule may never fire; see ``forecast.forecast_left``)
     forecast_band_plates: list[float] | None = None
+    #: the share of runs the band should hold (BAND_LEVEL; None without a forecast)
+    forecast_band_level: float | None = None
     #: the form of T* the forecast used: "exact" (the Bernoulli-KL bound) or "local" (its local Fisher form)
     forecast_bound: str | None = None
     layout: str | None = None
@@ -373,7 +375,8 @@ class Status:
         return self.certificate is not None and str(self.certificate.get("model") or "").startswith("no model")
 
     def _band(self) -> str:
-        """The forecast's band in words: ", 4 to 9 plates over 5 draws of the estimate's uncertainty"."""
+        """The forecast's band in words: " (4 to 9 plates in 80 % of runs, over 5 draws of the estimate's uncertainty
+        and the run's own chance)"."""
         if not self.forecast_band_plates:
             return ""
         low, high = self.forecast_band_plates
@@ -382,7 +385,8 @@ class Status:
         else:
             top = f"{high:.0f}"
         lo = "?" if low is None or not math.isfinite(low) else f"{low:.0f}"
-        return f" ({lo} to {top} plates over {FORECAST_DRAWS} draws of the estimate's uncertainty)"
+        return (f" ({lo} to {top} plates in {BAND_LEVEL * 100:.0f} % of runs, over {FORECAST_DRAWS} draws of the "
+                "estimate's uncertainty and the run's own chance)")
 
     def _rate(self) -> str:
         """A binary campaign's outcome is a hit (the readout past its cutoff, or a 0/1 result)."""
@@ -534,6 +538,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "forecast_plates": None if forecast is None else forecast[1],
         "forecast_tests": None if forecast is None else forecast[0],
         "forecast_band_plates": None if forecast is None else [forecast[2], forecast[3]],
+        "forecast_band_level": None if forecast is None else BAND_LEVEL,
         "forecast_bound": None if forecast is None else forecast[4],
         "layout": None if layout is None else layout.describe(),
         "readout": None if not readout else Readout.from_dict(readout).rule(),
