@@ -32,6 +32,13 @@ done + tests left), with T* from the exact Bernoulli-KL bound (the campaign's, w
 local form, against the tests the same run took to its stop (runs that stopped by then are left out):
 
     python benchmarks/forecast_check.py --campaign --after 1 4 --reps 10 --plate-size 24 --instances kw_d5_s2
+
+The stop's law with theta known (``--law RUNS.pkl ...``): log-tas's stops saved by ``benchmarks/lower_bound.py
+--save-runs`` (delta = 0.05; chunks of one instance joined) against the quantiles of ``certainty.forecast``'s law of
+the stop, with T the records' exact T* times their exact sampling factor (docs/lower_bound_records.csv) and
+log-tas's own threshold:
+
+    python benchmarks/forecast_check.py --law a.pkl b.pkl
 """
 
 from __future__ import annotations
@@ -208,6 +215,33 @@ def campaign_forecasts(reps: int, instances, plate_size: int, after) -> None:
                   f"{int(inside.sum())}/{len(rows)} |", flush=True)
 
 
+def law_of_the_stop(files) -> None:
+    import pandas as pd
+    from lower_bound import _specs
+
+    from screenbai.bandits.certainty.forecast import stop_quantiles
+
+    records = pd.read_csv("docs/lower_bound_records.csv")
+    runs: dict[str, dict[int, float]] = {}
+    for f in files:
+        for key, rec in pd.read_pickle(f):
+            if key["algorithm"] == "log-tas" and key["delta"] == 0.05:
+                runs.setdefault(key["instance_name"], {}).update(zip(rec["replication"], rec["samples"]))
+    specs = _specs()
+    print("| instance | runs | stops: 10 / 50 / 90 % | law: 10 / 50 / 90 % | stops inside the law's 80 % band |")
+    print("|---|---|---|---|---|")
+    for name in sorted(runs):
+        stops = np.array(list(runs[name].values()), dtype=float)
+        row = records[(records.instance == name) & (records.algorithm == "log-tas") & (records.delta == 0.05)].iloc[0]
+        T = float(row.T_star_exact * row.sampling_factor_exact)
+        beta = policy_for_instance("log-tas", specs[name].build(), rng=0, epsilon=0.1, delta=0.05).stopping_threshold
+        law = stop_quantiles([T], [math.inf], beta, 0.05, [0.1, 0.5, 0.9])
+        q = np.quantile(stops, [0.1, 0.5, 0.9])
+        inside = np.mean((stops >= law[0]) & (stops <= law[2]))
+        print(f"| {name} | {stops.size} | {' / '.join(f'{v:.0f}' for v in q)} | {' / '.join(f'{v:.0f}' for v in law)} "
+              f"| {inside:.0%} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lin-tas", action="store_true", help="lin-tas's forecast against runs measured here")
@@ -219,8 +253,11 @@ def main() -> None:
                     "its stop")
     ap.add_argument("--after", nargs="+", type=int, default=[1], help="--campaign: the plates after which to forecast")
     ap.add_argument("--plate-size", type=int, default=24, help="--campaign: tests per plate")
+    ap.add_argument("--law", nargs="+", metavar="RUNS.pkl", help="log-tas's saved runs against the stop's law")
     args = ap.parse_args()
-    if args.campaign:
+    if args.law:
+        law_of_the_stop(args.law)
+    elif args.campaign:
         campaign_forecasts(args.reps, args.instances, args.plate_size, args.after)
     elif args.log_tas:
         log_tas(args.reps, args.jobs, args.instances)

@@ -87,6 +87,35 @@ def test_the_law_given_tests_already_made_without_a_stop():
         forecast(np.eye(2), [1.0, 0.0], growing, 0.05, source="outcomes", done=-1)
 
 
+def test_the_tests_so_far_count_at_their_own_rate():
+    """counts: the evidence of the tests made is done / (past T), past = T(counts) / T* at theta_hat; tests spread
+    as w* leave the forecast as it was, tests piled on one arm delay it, by as much as the evidence they miss."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, (12, 3))
+    theta = rng.standard_normal(3) / 4  # small gaps: T* = 36, the mean evidence meets the threshold at 437 tests
+    cx = characteristic_time(X, theta)
+    done = 0.4 * stopping_time(cx.T_star, growing, 0.05)
+    plain = forecast(X, theta, growing, 0.05, source="outcomes", done=done)
+    spread = forecast(X, theta, growing, 0.05, source="outcomes", done=done, counts=done * cx.allocation)
+    assert spread.past == pytest.approx(1.0, abs=1e-3) and spread.tests == pytest.approx(plain.tests, rel=1e-3)
+    counts = np.full(12, 1.0)
+    counts[int(np.argmin(X @ theta))] += done - 12  # nearly all on the worst arm
+    piled = forecast(X, theta, growing, 0.05, source="outcomes", done=done, counts=counts)
+    assert piled.past > 2 and piled.tests > plain.tests and piled.low > plain.low and piled.high > plain.high
+    from screenbai.bandits.certainty.complexity import allocation_time
+
+    assert piled.past == pytest.approx(allocation_time(X, theta, counts) / cx.T_star, rel=1e-9)
+    # the law: the mean evidence at t is done / (past T) + (t - done) / T
+    T, t = cx.T_star, 3 * done
+    u = (done / piled.past + t - done) / T
+    L = growing(t, 0.05)
+    expect = 0.5 * math.erfc(-(math.sqrt(2 * u) - math.sqrt(2 * L)) / math.sqrt(2)) + math.exp(
+        2 * math.sqrt(L * u) - L) * 0.5 * math.erfc(math.sqrt(u))
+    assert stopped_by(t, T, growing, 0.05, done=done, past=piled.past) == pytest.approx(expect, rel=1e-9)
+    with pytest.raises(ValueError, match="counts must hold the 12 arms"):
+        forecast(X, theta, growing, 0.05, source="outcomes", done=done, counts=np.ones(5))
+
+
 def test_monotone_in_delta_and_epsilon():
     rng = np.random.default_rng(0)
     X = rng.uniform(-1, 1, (30, 4))

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_ndtr, ndtr
 
-from screenbai.bandits.certainty.complexity import characteristic_time, exact_pairs_affordable
+from screenbai.bandits.certainty.complexity import allocation_time, characteristic_time, exact_pairs_affordable
 from screenbai.bandits.certainty.exact_logistic import exact_characteristic_time
 
 SOURCES = ("prior", "outcomes")
@@ -70,7 +70,7 @@ class Forecast:
     docstring); plates, plates_low, plates_high: the same
     in whole plates of ``plate_size`` (None without a plate size); T_star: T*(theta_hat); source:
     "prior" or "outcomes" (module docstring); draws: the point forecast of every draw of theta; bound: "exact"
-    or "local", the form of T* (module docstring).
+    or "local", the form of T* (module docstring); past: the sampling factor of the tests so far (``counts``).
     """
 
     tests: float
@@ -85,6 +85,7 @@ class Forecast:
     plate_size: int | None = None
     draws: tuple[float, ...] = ()
     bound: str = "local"
+    past: float = 1.0
 
     def _plates(self, tests: float) -> float | None:
         if self.plate_size is None:
@@ -114,6 +115,7 @@ class Forecast:
             "plates": num(self.plates), "plates_low": num(self.plates_low), "plates_high": num(self.plates_high),
             "plate_size": self.plate_size, "T_star": num(self.T_star), "factor": self.factor, "delta": self.delta,
             "epsilon": self.epsilon, "source": self.source, "level": self.level, "bound": self.bound,
+            "past": num(self.past),
         }
 
 
@@ -170,15 +172,19 @@ def stopping_time(T: float, beta: Callable[[float, float], float], delta: float,
     return hi
 
 
-def stopped_by(t: float, T: float, beta: Callable[[float, float], float], delta: float, cap: float = math.inf) -> float:
+def stopped_by(t: float, T: float, beta: Callable[[float, float], float], delta: float, cap: float = math.inf,
+               done: float = 0.0, past: float = 1.0) -> float:
     """P(a run with characteristic time T (times its sampling factor) has stopped by test t): the first passage
     of its evidence over beta (module docstring); 1 from ``cap`` on (a second route of the stopping rule that
-    fires there)."""
+    fires there). ``done`` tests so far made at ``past`` times T per unit of evidence (their sampling factor):
+    the mean evidence at t >= done is done / (past T) + (t - done) / T."""
     if t >= cap:
         return 1.0
     if not math.isfinite(T) or t <= 0:
         return 0.0
-    u, level = t / T, float(beta(t, delta))
+    u, level = (min(t, done) / past + max(t - done, 0.0)) / T, float(beta(t, delta))
+    if u <= 0:
+        return 0.0
     # first passage of the drift-2 Brownian motion M over 2 sqrt(L u) (module docstring), through the tangent of
     # that concave boundary at u: Phi(sqrt(2u) - sqrt(2L)) + exp(2 sqrt(L u) - L) Phi(-sqrt(2u))
     root = math.sqrt(2.0 * u)
@@ -187,14 +193,14 @@ def stopped_by(t: float, T: float, beta: Callable[[float, float], float], delta:
 
 
 def stop_quantiles(Ts: Sequence[float], caps: Sequence[float], beta: Callable[[float, float], float], delta: float,
-                   qs: Sequence[float], done: float = 0.0) -> list[float]:
+                   qs: Sequence[float], done: float = 0.0, past: float = 1.0) -> list[float]:
     """The quantiles ``qs`` of the stop under the equal mixture of :func:`stopped_by`'s laws (one per T and cap),
-    given no stop after ``done`` tests (caps at or below ``done`` did not fire and are dropped). inf where the
-    mixture leaves that much mass on never stopping (before T_MAX)."""
+    given no stop after ``done`` tests made at sampling factor ``past`` (caps at or below ``done`` did not fire
+    and are dropped). inf where the mixture leaves that much mass on never stopping (before T_MAX)."""
     caps = [c if c > done else math.inf for c in caps]
 
     def cdf(t: float) -> float:
-        return float(np.mean([stopped_by(t, T, beta, delta, c) for T, c in zip(Ts, caps)]))
+        return float(np.mean([stopped_by(t, T, beta, delta, c, done, past) for T, c in zip(Ts, caps)]))
 
     base = cdf(done) if done > 0 else 0.0
     if base > 1 - 1e-9:  # every law says the run should have stopped already: the band starts now
@@ -258,6 +264,7 @@ def forecast(
     shortcut: Callable[[np.ndarray], float] | None = None,
     exact: bool = False,
     done: float = 0.0,
+    counts=None,
     **complexity,
 ) -> Forecast:
     """Tests until the stop, from T*(theta_hat) and the threshold beta (module docstring).
@@ -266,7 +273,10 @@ def forecast(
     explicit draws (a bootstrap). ``shortcut(theta)``: the tests in all after which a second route of the
     stopping rule, one beta does not describe, would stop if theta were the truth (``Policy.stopping_shortcut``,
     log-tas's own wells); each forecast is the smaller of the two. ``done``: tests already made without a stop
-    (the point and the band are the stop's law given that). ``exact``: the exact Bernoulli-KL T*
+    (the point and the band are the stop's law given that); ``counts``: those tests per arm, whose evidence is
+    then counted at their own rate, T(counts) / T* at theta_hat in the local form (``Forecast.past``; the tests
+    to come at the rate of the best spread, times ``factor``); without them every test counts at that rate.
+    ``exact``: the exact Bernoulli-KL T*
     where affordable (module docstring; ``bound`` says which was used). ``complexity``: model, sigma,
     epsilon, m, answer... as for :func:`characteristic_time`.
     """
@@ -278,8 +288,18 @@ def forecast(
     T_point = point.T_star * scale
     if not (isinstance(done, (int, float, np.integer, np.floating)) and math.isfinite(done) and done >= 0):
         raise ValueError(f"done (tests already made) must be a number >= 0; got {done!r}")
+    past = 1.0
+    if counts is not None:
+        counts = np.asarray(counts, dtype=float).reshape(-1)
+        if counts.shape != (np.shape(X)[0],) or not np.isfinite(counts).all() or counts.min() < 0:
+            raise ValueError(f"counts must hold the {np.shape(X)[0]} arms' tests so far (finite, >= 0); got shape "
+                             f"{counts.shape}")
+        if counts.sum() > 0 and done > 0:
+            keys = ("model", "sigma", "epsilon", "m", "answer")
+            T_past = allocation_time(X, theta_hat, counts, **{k: v for k, v in complexity.items() if k in keys})
+            past = max(T_past / point.T_star, 1.0) if math.isfinite(point.T_star) and point.T_star > 0 else 1.0
     cap = math.inf if shortcut is None else float(shortcut(theta_hat))
-    tests = stop_quantiles([factor * T_point], [cap], beta, delta, [0.5], done)[0]
+    tests = stop_quantiles([factor * T_point], [cap], beta, delta, [0.5], done, past)[0]
     if thetas is None and cov is not None:
         cov = np.asarray(cov, dtype=float)
         if cov.shape != (theta_hat.size, theta_hat.size):
@@ -295,13 +315,13 @@ def forecast(
             T = characteristic_time(X, th, w0=w0, **complexity).T_star * scale
             Ts.append(factor * T)
             caps.append(math.inf if shortcut is None else float(shortcut(th)))
-            values.append(stop_quantiles(Ts[-1:], caps[-1:], beta, delta, [0.5], done)[0])
-    low, high = stop_quantiles(Ts, caps, beta, delta, [(1 - level) / 2, (1 + level) / 2], done)
+            values.append(stop_quantiles(Ts[-1:], caps[-1:], beta, delta, [0.5], done, past)[0])
+    low, high = stop_quantiles(Ts, caps, beta, delta, [(1 - level) / 2, (1 + level) / 2], done, past)
     return Forecast(
         tests=tests, low=low, high=high, T_star=T_point, factor=float(factor), delta=float(delta),
         epsilon=float(complexity.get("epsilon", 0.0)), source=source, level=float(level),
         plate_size=None if plate_size is None else int(plate_size), draws=tuple(values),
-        bound="local" if ratio is None else "exact",
+        bound="local" if ratio is None else "exact", past=past,
     )
 
 

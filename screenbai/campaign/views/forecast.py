@@ -76,6 +76,7 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str] | None
         shortcut=_shortcut(inner, X, model, done),
         exact=True,
         done=done,
+        counts=n,
     )
     if not math.isfinite(f.tests):
         return None
