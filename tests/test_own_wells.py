@@ -123,6 +123,25 @@ def test_log_tas_certifies_a_near_certain_compound_by_its_own_wells_far_sooner()
     assert np.median(with_wells) * 1.25 < np.median(without)
 
 
+def test_the_wells_still_needed_are_counted_by_evidence_not_by_tests():
+    """An arm fitted at 0.99 whose wells hit 205 times in 211 (the README's recipe, CDK2 seed 3): by tests
+    alone it needed none (211 exceed the 107 a rate of 0.99 would need), so log-tas planned no more wells and
+    the run went on for 13 more plates with the likelihood-ratio set. By evidence it still needs some until
+    its e-process crosses the level: "none needed" only when the wells certify it."""
+    wells = ow.OwnWells(0.1, 0.05 * ow.WELLS_SHARE)
+    wells.start([3, 7])  # the second arm started (the first, at 0.88, had lost its wells), at level log(1 200)
+    wells.observe(np.array([7] * 211), np.array([1.0] * 205 + [0.0] * 6))
+    assert not wells.stops(np.array([7]))
+    assert wells.needed(7, 0.99) > 0
+    more = 0
+    while not wells.stops(np.array([7])):
+        assert wells.needed(7, 0.99) > 0  # never "none needed" before the certificate
+        wells.observe(np.array([7]), np.array([1.0]))
+        more += 1
+    assert 1 <= more <= 40
+    assert wells.needed(7, 0.5) == np.inf  # below the bar 1 - epsilon: the wells cannot certify it
+
+
 def test_no_wells_below_the_bar_and_the_rule_saves_restores_and_pickles(tmp_path):
     """Best mean 0.8 < 1 - epsilon: no arm is ever planned wells (the likelihood-ratio set decides alone).
     Best mean 0.985: interrupted after the wells started and restored (file and pickle), 150 tests later
@@ -249,9 +268,10 @@ def test_the_forecast_band_of_plates_holds_the_point_forecast(tmp_path, monkeypa
 
 
 def test_a_plate_asked_for_after_the_wells_gets_no_more_wells_than_still_needed():
-    """Plates of 96 on the saturated instance (a run whose wells take two plates): a plate holds at most
-    the wells still needed when it is asked for (by the wells' count so far and the fitted rate), the
-    rest of it the usual design. Before, the second plate was all wells (96 where 69 were needed)."""
+    """Plates of 96 on the saturated instance (a run whose wells take two plates): a plate's block of wells
+    holds at most the wells still needed when it is asked for (by the wells' evidence so far and the fitted
+    rate), the rest of the plate the usual design (which may test the same compound too). Before, the
+    second plate was all wells (96 where 69 were needed)."""
     inst = _saturated(best=0.99, K=40, d=16)
     pol = policy_for_instance("log-tas", inst, rng=1, epsilon=0.1, delta=0.05)
     env = Environment(inst, rng=np.random.default_rng(4))
@@ -259,10 +279,13 @@ def test_a_plate_asked_for_after_the_wells_gets_no_more_wells_than_still_needed(
     wells_plates = 0
     while not pol.done:
         arm = rule.wells.started[-1] if rule.wells.started else None
-        need = None if arm is None else rule.wells.needed(arm, float(expit(inst.features[arm] @ pol.theta_hat)))
+        need = None if arm is None else rule.wells.needed(arm, float(expit(pol.Z[arm] @ pol.theta_hat)))
+        before = pol._n_opened
         plate = pol.propose(96)
         if arm is not None:
-            assert int(np.sum(plate == arm)) <= np.ceil(need)
+            new_blocks = pol._open[len(pol._open) - (pol._n_opened - before):]
+            wells = [b["planned"] for b in new_blocks if b["planned"].sum() == b["planned"][rule.wells.started].sum()]
+            assert all(w[arm] <= np.ceil(need) for w in wells)
         wells_plates += bool(rule.wells.started) and int(np.sum(plate == rule.wells.started[-1])) > 0
         pol.tell(plate, env.pull(plate))
     assert pol.diagnostics.get("stopped_by") == "own wells" and wells_plates == 2

@@ -73,6 +73,15 @@ def log_evidence(S: float, F: float, p0: float, q: np.ndarray) -> float:
     return top + math.log(float(np.exp(terms - top).sum())) - math.log(GRID_SIZE)
 
 
+def best_component(S: float, F: float, p0: float, q: np.ndarray) -> float:
+    """The largest log-likelihood ratio S log(q_k / p0) + F log((1 - q_k) / (1 - p0)) over the q_k > p0: log E(p0)
+    is at least this minus log G, so the e-process crosses a level once this reaches level + log G."""
+    q = q[q > p0]
+    if not q.size:
+        return -math.inf
+    return float(np.max(S * np.log(q / p0) + F * np.log((1.0 - q) / (1.0 - p0))))
+
+
 def lower_bound(S: float, F: float, log_level: float, q: np.ndarray) -> float:
     """The smallest c with log E(p0) < log_level for every p0 > c: a lower confidence bound on the mean
     (module docstring); 0 when nothing is certified."""
@@ -142,15 +151,19 @@ class OwnWells(StoppingRule):
     def needed(self, arm: int, mean: float) -> float:
         """Tests of ``arm`` still needed for its own wells to certify it if its mean were ``mean`` (inf
         when mean <= 1 - epsilon): the mixture's best component gains about KL(mean, 1 - epsilon) per test
-        and starts at weight 1/G, so (log(1/alpha) + log G) / KL tests from the start (alpha the arm's
-        level, or the next arm's if it has not started), less those done."""
+        and starts at weight 1/G, so it needs (log(1/alpha) + log G - B) / KL tests more (alpha the arm's
+        level, or the next arm's if it has not started; B the best component's log-ratio on the arm's outcomes
+        so far, ``best_component``, 0 before any). Counted by evidence, not by tests: an arm whose wells hit
+        less often than ``mean`` says still needs more (by tests alone, 205 hits in 211 wells of a compound
+        fitted at 0.99 read "none needed" while its e-process was short of the level, and the wells ended)."""
         p0 = 1.0 - self.epsilon
         if not mean > p0:
             return math.inf
         k = self._slot.get(int(arm))
         level = self.log_level(len(self.started) if k is None else k)
-        done = 0.0 if k is None else float(self.tests[k])
-        return max((level + math.log(GRID_SIZE)) / bernoulli_kl(mean, p0) - done, 0.0)
+        gained = 0.0 if k is None else best_component(float(self.successes[k]),
+                                                      float(self.tests[k] - self.successes[k]), p0, self.q)
+        return max((level + math.log(GRID_SIZE) - gained) / bernoulli_kl(mean, p0), 0.0)
 
     def log_evidence(self, arm: int) -> float:
         """log E(1 - epsilon) of an arm (-inf if not started)."""
