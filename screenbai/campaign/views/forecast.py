@@ -205,7 +205,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
         f"between {low:,.0f} and {high:,.0f} tests in {BAND_LEVEL * 100:.0f} % of runs over "
         f"{len(runs)} draws of the prior and the run's own chance, with T* from {BOUNDS[point.bound]}. It assumes "
         "the tests are spread as well as they can be: with 2 to 10 "
-        "features simulated runs needed 0.8 to 2.8 times such a forecast, and more with more features (this library "
+        "features simulated runs needed 0.7 to 1.8 times such a forecast, and more with more features (this library "
         f"has {X.shape[1]}; docs/lower_bound.md)",
     ]
     rows = cost_table(X, thetas[mid], inner.stopping_threshold, epsilons=sorted({epsilon, max(epsilon, 0.05) * 2}),
