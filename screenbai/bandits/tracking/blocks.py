@@ -413,7 +413,8 @@ class BlockEvidence(StoppingRule):
 
     def threshold(self, t: float, delta: float) -> float:
         """The evidence margin^2 V / 2 (V counting the tests from lin-tas's first designed block on) a direction
-        needs at a stop after t tests at level delta; a forecast is the t with t = T*(theta_hat) beta(t, delta).
+        needs at a stop after t tests at level delta; the mean evidence meets it at t = T*(theta_hat) beta(t, delta)
+        (the forecast: the median of the stop's law around that t, certainty/forecast.py).
 
         Later blocks: the mixture of the module docstring, with rho = RHO_FRACTION V (the design's aim), crosses its
         level L (log(m (K - m) / delta), weighted for the current leader) at

@@ -20,14 +20,15 @@ BAND_LEVEL = 0.8
 
 def forecast_left(camp, policy) -> tuple[float, float, float, float, str] | None:
     """(tests, plates, plates at the band's low end, at its high end, the form of T*: "exact" or "local") left
-    until the stopping rule fires: lb's forecast (the t solving t = T*(theta_hat) beta(t, delta), LOWER_BOUND.md
-    "Certificate and forecast"; T* the exact Bernoulli-KL bound's for the logistic model where affordable,
-    certainty/forecast.py) with theta_hat the model's estimate from the outcomes so far and beta the algorithm's
-    own threshold (``Policy.stopping_threshold(t, delta)``), given no stop so far; the band the BAND_LEVEL
-    interval of the stop over the estimate and FORECAST_DRAWS draws of theta from its normal approximation
-    N(theta_hat, H^-1) (H the information of the outcomes so far: Fisher's for the logistic model, V / sigma^2 for
-    the linear one), each with the run's own chance (certainty/forecast.py; seeded, so the same outcomes give the
-    same band).  None when the algorithm states no threshold (or has a fixed budget), or nothing is recorded yet."""
+    until the stopping rule fires: the median of the stop's law, given no stop so far (where the evidence, growing
+    like t / T*(theta_hat), first passes the algorithm's own threshold ``Policy.stopping_threshold(t, delta)``:
+    certainty/forecast.py, LOWER_BOUND.md "Certificate and forecast"; T* the exact Bernoulli-KL bound's for the
+    logistic model where affordable; the tests so far counted at their own rate), theta_hat the model's estimate
+    from the outcomes so far; the band the BAND_LEVEL interval of the stop over the estimate and FORECAST_DRAWS
+    draws of theta from its normal approximation N(theta_hat, H^-1) (H the information of the outcomes so far:
+    Fisher's for the logistic model, V / sigma^2 for the linear one), each with the run's own chance (seeded, so the
+    same outcomes give the same band).  None when the algorithm states no threshold (or has a fixed budget), or
+    nothing is recorded yet."""
     from screenbai.bandits.certainty.forecast import forecast
 
     inner = getattr(policy, "inner", policy)
