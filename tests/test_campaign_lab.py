@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import html
 import json
+import math
 import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
@@ -837,3 +838,27 @@ def test_status_and_init_forecast_with_the_exact_bound_on_a_small_library(tmp_pa
     assert st.forecast_bound == "exact" and st.forecast_tests is not None
     assert f"with T* from {BOUNDS['exact']}" in st.text()
     camp.close()
+
+
+def test_the_wells_route_of_each_draw_goes_to_the_compound_the_estimate_ranks_first():
+    """status's band: the own wells go to the estimate's leader whatever a draw of theta says. Under a draw that
+    puts it below the bar its wells fail (the wells planned for it are lost), and the route starts again on the
+    draw's own leader; under a draw where it passes, it is certified at the draw's rate. Without the estimate
+    (init's prior draws) each draw's own leader is its route."""
+    from screenbai.campaign.views.forecast import _shortcut
+
+    class Wells:  # a stand-in for log-tas's own wells: 10 / (mean - 0.9) wells, once started at `done`
+        def stopping_shortcut(self, answer, means, done):
+            mean = float(np.ravel(means)[0])
+            return done + 10.0 / (mean - 0.9) if mean > 0.9 else math.inf
+
+    logit = lambda p: math.log(p / (1 - p))  # noqa: E731
+    X = np.eye(2)
+    estimate = np.array([logit(0.95), logit(0.6)])  # compound 0 first, at 0.95: 200 wells
+    route = _shortcut(Wells(), X, "logistic", 96.0, pick=estimate)
+    assert route(estimate) == pytest.approx(96 + 200)
+    assert route(np.array([logit(0.92), logit(0.6)])) == pytest.approx(96 + 500)  # it passes, at its draw's rate
+    fails = np.array([logit(0.85), logit(0.98)])  # compound 0 below the bar: its 200 wells lost, then compound 1
+    assert route(fails) == pytest.approx(96 + 200 + 125)
+    assert _shortcut(Wells(), X, "logistic", 96.0)(fails) == pytest.approx(96 + 125)  # no estimate: the draw's own
+    assert route(np.array([logit(0.85), logit(0.7)])) == math.inf  # no compound passes: the likelihood-ratio route
