@@ -96,11 +96,11 @@ def test_the_tests_so_far_count_at_their_own_rate():
     cx = characteristic_time(X, theta)
     done = 0.4 * stopping_time(cx.T_star, growing, 0.05)
     plain = forecast(X, theta, growing, 0.05, source="outcomes", done=done)
-    spread = forecast(X, theta, growing, 0.05, source="outcomes", done=done, counts=done * cx.allocation)
+    spread = forecast(X, theta, growing, 0.05, source="outcomes", counts=done * cx.allocation)
     assert spread.past == pytest.approx(1.0, abs=1e-3) and spread.tests == pytest.approx(plain.tests, rel=1e-3)
     counts = np.full(12, 1.0)
     counts[int(np.argmin(X @ theta))] += done - 12  # nearly all on the worst arm
-    piled = forecast(X, theta, growing, 0.05, source="outcomes", done=done, counts=counts)
+    piled = forecast(X, theta, growing, 0.05, source="outcomes", counts=counts)
     assert piled.past > 2 and piled.tests > plain.tests and piled.low > plain.low and piled.high > plain.high
     from screenbai.bandits.certainty.complexity import allocation_time
 
@@ -113,7 +113,9 @@ def test_the_tests_so_far_count_at_their_own_rate():
         2 * math.sqrt(L * u) - L) * 0.5 * math.erfc(math.sqrt(u))
     assert stopped_by(t, T, growing, 0.05, done=done, past=piled.past) == pytest.approx(expect, rel=1e-9)
     with pytest.raises(ValueError, match="counts must hold the 12 arms"):
-        forecast(X, theta, growing, 0.05, source="outcomes", done=done, counts=np.ones(5))
+        forecast(X, theta, growing, 0.05, source="outcomes", counts=np.ones(5))
+    with pytest.raises(ValueError, match=r"done = 5 tests, but counts add up to 12"):
+        forecast(X, theta, growing, 0.05, source="outcomes", done=5, counts=np.ones(12))
 
 
 def test_monotone_in_delta_and_epsilon():

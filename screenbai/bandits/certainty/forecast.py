@@ -273,28 +273,32 @@ def forecast(
     explicit draws (a bootstrap). ``shortcut(theta)``: the tests in all after which a second route of the
     stopping rule, one beta does not describe, would stop if theta were the truth (``Policy.stopping_shortcut``,
     log-tas's own wells); each forecast is the smaller of the two. ``done``: tests already made without a stop
-    (the point and the band are the stop's law given that); ``counts``: those tests per arm, whose evidence is
-    then counted at their own rate, T(counts) / T* at theta_hat in the local form (``Forecast.past``; the tests
-    to come at the rate of the best spread, times ``factor``); without them every test counts at that rate.
-    ``exact``: the exact Bernoulli-KL T*
-    where affordable (module docstring; ``bound`` says which was used). ``complexity``: model, sigma,
-    epsilon, m, answer... as for :func:`characteristic_time`.
+    (the point and the band are the stop's law given that); ``counts``: those tests per arm (done is then their
+    sum), whose evidence is counted at their own rate, T(counts) / T* at theta_hat in the local form
+    (``Forecast.past``; the tests to come at the rate of the best spread, times ``factor``); without them every
+    test counts at that rate. ``exact``: the exact Bernoulli-KL T* where affordable (module docstring; ``bound``
+    says which was used). ``complexity``: model, sigma, epsilon, m, answer... as for :func:`characteristic_time`.
     """
     _check_common(beta, delta, factor, source, level, plate_size)
-    theta_hat = np.asarray(theta_hat, dtype=float).reshape(-1)
-    point = characteristic_time(X, theta_hat, **complexity)
-    ratio = exact_ratio(X, theta_hat, point.T_star, **complexity) if exact else None
-    scale = 1.0 if ratio is None else ratio
-    T_point = point.T_star * scale
     if not (isinstance(done, (int, float, np.integer, np.floating)) and math.isfinite(done) and done >= 0):
         raise ValueError(f"done (tests already made) must be a number >= 0; got {done!r}")
-    past = 1.0
     if counts is not None:
         counts = np.asarray(counts, dtype=float).reshape(-1)
         if counts.shape != (np.shape(X)[0],) or not np.isfinite(counts).all() or counts.min() < 0:
             raise ValueError(f"counts must hold the {np.shape(X)[0]} arms' tests so far (finite, >= 0); got shape "
                              f"{counts.shape}")
-        if counts.sum() > 0 and done > 0:
+        if done and not math.isclose(done, counts.sum()):
+            raise ValueError(f"done = {done!r} tests, but counts add up to {counts.sum():g}: give counts alone (done "
+                             "is their sum)")
+        done = float(counts.sum())
+    theta_hat = np.asarray(theta_hat, dtype=float).reshape(-1)
+    point = characteristic_time(X, theta_hat, **complexity)
+    ratio = exact_ratio(X, theta_hat, point.T_star, **complexity) if exact else None
+    scale = 1.0 if ratio is None else ratio
+    T_point = point.T_star * scale
+    past = 1.0
+    if counts is not None:
+        if done > 0:
             keys = ("model", "sigma", "epsilon", "m", "answer")
             T_past = allocation_time(X, theta_hat, counts, **{k: v for k, v in complexity.items() if k in keys})
             past = max(T_past / point.T_star, 1.0) if math.isfinite(point.T_star) and point.T_star > 0 else 1.0

@@ -63,23 +63,26 @@ def grid(epsilon: float) -> np.ndarray:
     return 1.0 - epsilon * GRID_RATIO ** np.arange(1, GRID_SIZE + 1, dtype=float)
 
 
+def _components(S: float, F: float, p0: float, q: np.ndarray) -> np.ndarray:
+    """The log-likelihood ratios S log(q_k / p0) + F log((1 - q_k) / (1 - p0)) of the components with q_k > p0."""
+    q = q[q > p0]
+    return S * np.log(q / p0) + F * np.log((1.0 - q) / (1.0 - p0))
+
+
 def log_evidence(S: float, F: float, p0: float, q: np.ndarray) -> float:
     """log E(p0) of the module docstring for S successes and F failures (-inf when no q_k exceeds p0)."""
-    q = q[q > p0]
-    if not q.size:
+    terms = _components(S, F, p0, q)
+    if not terms.size:
         return -math.inf
-    terms = S * np.log(q / p0) + F * np.log((1.0 - q) / (1.0 - p0))
     top = float(terms.max())
     return top + math.log(float(np.exp(terms - top).sum())) - math.log(GRID_SIZE)
 
 
 def best_component(S: float, F: float, p0: float, q: np.ndarray) -> float:
-    """The largest log-likelihood ratio S log(q_k / p0) + F log((1 - q_k) / (1 - p0)) over the q_k > p0: log E(p0)
-    is at least this minus log G, so the e-process crosses a level once this reaches level + log G."""
-    q = q[q > p0]
-    if not q.size:
-        return -math.inf
-    return float(np.max(S * np.log(q / p0) + F * np.log((1.0 - q) / (1.0 - p0))))
+    """The largest of the components' log-likelihood ratios (-inf when no q_k exceeds p0): log E(p0) is at least
+    this minus log G, so the e-process crosses a level once this reaches level + log G."""
+    terms = _components(S, F, p0, q)
+    return float(terms.max()) if terms.size else -math.inf
 
 
 def lower_bound(S: float, F: float, log_level: float, q: np.ndarray) -> float:

@@ -76,7 +76,6 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str] | None
         rng=np.random.default_rng(0),
         shortcut=_shortcut(inner, X, model, done, pick=theta),
         exact=True,
-        done=done,
         counts=n,
     )
     if not math.isfinite(f.tests):
@@ -107,13 +106,15 @@ def _shortcut(inner, X: np.ndarray, model: str, done: float, pick: np.ndarray | 
         eta = X[answer] @ theta
         return expit(eta) if model == "logistic" else eta
 
+    if pick is not None:  # the chosen compounds, and when their wells would end at the estimate's rates
+        chosen = np.asarray(top_answer(X, pick, m))
+        planned = inner.stopping_shortcut(chosen, means(chosen, pick), done)
+
     def tests(theta: np.ndarray) -> float:
         own = np.asarray(top_answer(X, theta, m))
         if pick is None:
             return inner.stopping_shortcut(own, means(own, theta), done)
-        chosen = np.asarray(top_answer(X, pick, m))
         first = inner.stopping_shortcut(chosen, means(chosen, theta), done)
-        planned = inner.stopping_shortcut(chosen, means(chosen, pick), done)
         if math.isfinite(first) or not math.isfinite(planned):
             return first  # the chosen compounds pass the bar under theta, or get no wells at all
         return inner.stopping_shortcut(own, means(own, theta), planned)  # their wells fail, then theta's own
