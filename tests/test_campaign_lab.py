@@ -844,21 +844,24 @@ def test_the_wells_route_of_each_draw_goes_to_the_compound_the_estimate_ranks_fi
     """status's band: the own wells go to the estimate's leader whatever a draw of theta says. Under a draw that
     puts it below the bar its wells fail (the wells planned for it are lost), and the route starts again on the
     draw's own leader; under a draw where it passes, it is certified at the draw's rate. Without the estimate
-    (init's prior draws) each draw's own leader is its route."""
+    (init's prior draws) each draw's own leader is its route. The plate size reaches the route."""
     from screenbai.campaign.views.forecast import _shortcut
 
     class Wells:  # a stand-in for log-tas's own wells: 10 / (mean - 0.9) wells, once started at `done`
-        def stopping_shortcut(self, answer, means, done):
+        def stopping_shortcut(self, answer, means, done, plate=None):
             mean = float(np.ravel(means)[0])
-            return done + 10.0 / (mean - 0.9) if mean > 0.9 else math.inf
+            if mean <= 0.9:
+                return math.inf
+            tests = 10.0 / (mean - 0.9)
+            return done + (tests if plate is None else plate * math.ceil(tests / plate - 1e-9))
 
     logit = lambda p: math.log(p / (1 - p))  # noqa: E731
     X = np.eye(2)
     estimate = np.array([logit(0.95), logit(0.6)])  # compound 0 first, at 0.95: 200 wells
-    route = _shortcut(Wells(), X, "logistic", 96.0, pick=estimate)
-    assert route(estimate) == pytest.approx(96 + 200)
-    assert route(np.array([logit(0.92), logit(0.6)])) == pytest.approx(96 + 500)  # it passes, at its draw's rate
+    route = _shortcut(Wells(), X, "logistic", 100.0, 100, pick=estimate)
+    assert route(estimate) == pytest.approx(100 + 200)
+    assert route(np.array([logit(0.92), logit(0.6)])) == pytest.approx(100 + 500)  # it passes, at its draw's rate
     fails = np.array([logit(0.85), logit(0.98)])  # compound 0 below the bar: its 200 wells lost, then compound 1
-    assert route(fails) == pytest.approx(96 + 200 + 125)
-    assert _shortcut(Wells(), X, "logistic", 96.0)(fails) == pytest.approx(96 + 125)  # no estimate: the draw's own
+    assert route(fails) == pytest.approx(100 + 200 + 200)  # 125 wells: two plates
+    assert _shortcut(Wells(), X, "logistic", 100.0, 100)(fails) == pytest.approx(100 + 200)  # no estimate: its own
     assert route(np.array([logit(0.85), logit(0.7)])) == math.inf  # no compound passes: the likelihood-ratio route

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import pickle
 
 import numpy as np
@@ -289,3 +290,24 @@ def test_a_plate_asked_for_after_the_wells_gets_no_more_wells_than_still_needed(
         wells_plates += bool(rule.wells.started) and int(np.sum(plate == rule.wells.started[-1])) > 0
         pol.tell(plate, env.pull(plate))
     assert pol.diagnostics.get("stopped_by") == "own wells" and wells_plates == 2
+
+
+def _rule():
+    return policy_for_instance("log-tas", _saturated(), rng=0, epsilon=0.1, delta=0.05).stopping_rule
+
+
+def test_the_wells_route_in_plates_starts_on_a_plate_and_stops_at_a_plate_s_end():
+    """A campaign plans and reads whole plates: wells needing N tests (96 < N <= 192 at a rate of 0.99) cannot
+    start on plate 2 after 96 tests made, start on plate 3 and take two plates, so the route ends after plate 4
+    (384 tests), where counted in tests it read 2 N. Once started, the wells go on the next plates."""
+    rule = _rule()
+    arm = np.array([3])
+    N = rule.wells.needed(3, 0.99)
+    assert 96 < N <= 192
+    assert rule.shortcut_tests(arm, np.array([0.99]), 96.0) == pytest.approx(2 * N)  # one test at a time
+    assert rule.shortcut_tests(arm, np.array([0.99]), 96.0, plate=96) == 384
+    assert rule.shortcut_tests(arm, np.array([0.99]), 200.0, plate=96) == 200 + 2 * 96  # they can start at once
+    assert rule.shortcut_tests(arm, np.array([0.999]), 96.0, plate=96) == 96 + 96  # N <= 96: one plate of wells
+    assert rule.shortcut_tests(arm, np.array([0.85]), 96.0, plate=96) == math.inf  # below the bar
+    rule.wells.start([3])  # started: the wells go on the next plates at once
+    assert rule.shortcut_tests(arm, np.array([0.99]), 96.0, plate=96) == 96 + 2 * 96

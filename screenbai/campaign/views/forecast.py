@@ -74,7 +74,7 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str] | None
         n_draws=FORECAST_DRAWS,
         level=BAND_LEVEL,
         rng=np.random.default_rng(0),
-        shortcut=_shortcut(inner, X, model, done, pick=theta),
+        shortcut=_shortcut(inner, X, model, done, per_plate, pick=theta),
         exact=True,
         counts=n,
     )
@@ -90,9 +90,10 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str] | None
     return left, point, min(plates(f.low), point), max(plates(f.high), point), f.bound
 
 
-def _shortcut(inner, X: np.ndarray, model: str, done: float, pick: np.ndarray | None = None):
+def _shortcut(inner, X: np.ndarray, model: str, done: float, plate: int, pick: np.ndarray | None = None):
     """theta -> the tests in all after which the algorithm's second stopping route would stop if theta were the
-    truth (``Policy.stopping_shortcut``: log-tas's own wells), for ``forecast``'s ``shortcut``.
+    truth (``Policy.stopping_shortcut``: log-tas's own wells, in whole plates of ``plate`` tests), for
+    ``forecast``'s ``shortcut``.
 
     ``pick``: the estimate the algorithm chooses by (``status``). The wells go to its leaders, whatever theta says;
     under a draw of theta that puts them below the bar their wells fail: the wells planned for them at the estimate's
@@ -108,27 +109,27 @@ def _shortcut(inner, X: np.ndarray, model: str, done: float, pick: np.ndarray | 
 
     if pick is not None:  # the chosen compounds, and when their wells would end at the estimate's rates
         chosen = np.asarray(top_answer(X, pick, m))
-        planned = inner.stopping_shortcut(chosen, means(chosen, pick), done)
+        planned = inner.stopping_shortcut(chosen, means(chosen, pick), done, plate)
 
     def tests(theta: np.ndarray) -> float:
         own = np.asarray(top_answer(X, theta, m))
         if pick is None:
-            return inner.stopping_shortcut(own, means(own, theta), done)
-        first = inner.stopping_shortcut(chosen, means(chosen, theta), done)
+            return inner.stopping_shortcut(own, means(own, theta), done, plate)
+        first = inner.stopping_shortcut(chosen, means(chosen, theta), done, plate)
         if math.isfinite(first) or not math.isfinite(planned):
             return first  # the chosen compounds pass the bar under theta, or get no wells at all
-        return inner.stopping_shortcut(own, means(own, theta), planned)  # their wells fail, then theta's own
+        return inner.stopping_shortcut(own, means(own, theta), planned, plate)  # their wells fail, then theta's own
 
     return tests
 
 
-def _take_shortcuts(camp, inner, X: np.ndarray, model: str, theta: np.ndarray, rows: list[dict]) -> None:
+def _take_shortcuts(camp, inner, X: np.ndarray, model: str, theta: np.ndarray, rows: list[dict], plate: int) -> None:
     """The cost table's rows take the stopping rule's second route too (log-tas's own wells), as the headline
     forecast does: without it the row of the campaign's own (epsilon, delta) read 3,220 tests beside a forecast
     of 317. The route depends on epsilon and delta, so each other row asks the algorithm built with them."""
     from screenbai.bandits import make_policy
 
-    if not math.isfinite(_shortcut(inner, X, model, 0.0)(theta)):
+    if not math.isfinite(_shortcut(inner, X, model, 0.0, plate)(theta)):
         return  # no second route (or none under this theta): the rows stand
     own = (float(getattr(inner, "epsilon", 0.0)), float(getattr(inner, "delta", 0.05)))
     for r in rows:
@@ -137,7 +138,7 @@ def _take_shortcuts(camp, inner, X: np.ndarray, model: str, theta: np.ndarray, r
         else:
             params = {**camp.meta["params"], "epsilon": r["epsilon"], "delta": r["delta"]}
             other = make_policy(camp.algorithm, X, rng=0, **params)
-        r["tests"] = min(r["tests"], float(_shortcut(other, X, model, 0.0)(theta)))
+        r["tests"] = min(r["tests"], float(_shortcut(other, X, model, 0.0, plate)(theta)))
 
 
 def top_answer(X: np.ndarray, theta: np.ndarray, m: int) -> tuple[int, ...]:
@@ -192,7 +193,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else 96
     kw: dict[str, Any] = {"model": model, "sigma": sigma, "m": m}
-    shortcut = _shortcut(inner, X, model, 0.0)
+    shortcut = _shortcut(inner, X, model, 0.0, per_plate)
     runs = [forecast(X, th, inner.stopping_threshold, delta, source="prior", plate_size=per_plate,
                      epsilon=epsilon, answer=top_answer(X, th, m), shortcut=shortcut, **kw)
             for th in thetas]
@@ -228,7 +229,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     rows = cost_table(X, thetas[mid], inner.stopping_threshold, epsilons=sorted({epsilon, max(epsilon, 0.05) * 2}),
                       deltas=sorted({delta, 0.1, 0.01}), source="prior", plate_size=per_plate,
                       answer=top_answer(X, thetas[mid], m), exact=True, **kw)
-    _take_shortcuts(camp, inner, X, model, thetas[mid], rows)
+    _take_shortcuts(camp, inner, X, model, thetas[mid], rows, per_plate)
     if getattr(inner, "forecast_caveat", ""):
         lines.append(f"note: {inner.forecast_caveat}")
     lines.append("other settings: " + "; ".join(
