@@ -404,6 +404,9 @@ def test_the_cost_table_takes_log_tas_s_own_wells_as_the_forecast_does(tmp_path,
     table = {(float(e), float(d)): float(t.replace(",", "")) for e, d, t in re.findall(
         r"epsilon ([\d.]+) and delta ([\d.]+): ([\d,]+) tests", table_line)}
     assert tests == 7 and set(table.values()) == {7.0} and len(table) == 6
+    # every draw the same: one number, not "between 7 and 7 tests"
+    assert "7 tests in 80 % of runs" in head and not re.search(r"between [\d,]+ and [\d,]+ tests", head)
+    assert table_line.count("7 tests (1 plate)") == 6
 
 
 def test_init_says_the_hit_rule_once(tmp_path, library_csv, capsys):

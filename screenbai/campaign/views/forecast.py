@@ -216,11 +216,13 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
         else f"hit rates spread with sd {PRIOR_RATE_SD:g} over the library" if camp.binary
         else f"mean outcomes spread with sd {spread_sd:g}{unit} over the library, the noise scale sigma declared"
     )
+    # in plates the own wells' route is often the same whole plates for every draw: one number, not "704 and 704"
+    span = f"{low:,.0f} tests" if round(low) == round(high) else f"between {low:,.0f} and {high:,.0f} tests"
     lines = [
         f"cost forecast from a prior (a guess before any outcome, {spread}; `status` forecasts from the outcomes "
         f"once a plate is recorded): {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) stops after about "
         f"{tests:,.0f} tests ({plates(tests)} plate{'' if plates(tests) == '1' else 's'} of {per_plate}), "
-        f"between {low:,.0f} and {high:,.0f} tests in {BAND_LEVEL * 100:.0f} % of runs over "
+        f"{span} in {BAND_LEVEL * 100:.0f} % of runs over "
         f"{len(runs)} draws of the prior and the run's own chance, with T* from {BOUNDS[point.bound]}. It assumes "
         "the tests are spread as well as they can be: with 2 to 10 "
         "features simulated runs needed 0.7 to 1.8 times such a forecast, and more with more features (this library "
@@ -233,5 +235,6 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     if getattr(inner, "forecast_caveat", ""):
         lines.append(f"note: {inner.forecast_caveat}")
     lines.append("other settings: " + "; ".join(
-        f"epsilon {r['epsilon']:g} and delta {r['delta']:g}: {r['tests']:,.0f} tests" for r in rows))
+        f"epsilon {r['epsilon']:g} and delta {r['delta']:g}: {r['tests']:,.0f} tests ({plates(r['tests'])} "
+        f"plate{'' if plates(r['tests']) == '1' else 's'})" for r in rows))
     return lines
