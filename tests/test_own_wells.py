@@ -311,3 +311,29 @@ def test_the_wells_route_in_plates_starts_on_a_plate_and_stops_at_a_plate_s_end(
     assert rule.shortcut_tests(arm, np.array([0.85]), 96.0, plate=96) == math.inf  # below the bar
     rule.wells.start([3])  # started: the wells go on the next plates at once
     assert rule.shortcut_tests(arm, np.array([0.99]), 96.0, plate=96) == 96 + 2 * 96
+
+
+def test_status_and_init_give_the_wells_route_the_campaign_s_plate_size(tmp_path, monkeypatch):
+    """The route is counted in the campaign's own plates (20 compound wells here), in ``status``'s forecast and
+    its band, and in ``init``'s forecast and cost table."""
+    from campaign_util import Assay, new_campaign, write_results
+
+    from screenbai.campaign.views.forecast import forecast_left, prior_cost
+
+    seen: list = []
+    real = ow.LikelihoodOrOwnWells.shortcut_tests
+
+    def spy(self, answer, means, done, plate=None):
+        seen.append(plate)
+        return real(self, answer, means, done, plate)
+
+    monkeypatch.setattr(ow.LikelihoodOrOwnWells, "shortcut_tests", spy)
+    camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.1}, K=20, d=2, seed=1)
+    prior_cost(camp)
+    assert seen and set(seen) == {96}  # no layout: init plans plates of 96
+    seen.clear()
+    plate = camp.next_plate(20)
+    camp.record(write_results(tmp_path / "p0.csv", plate, Assay(camp.features, seed=2)(plate.arms)))
+    forecast_left(camp, camp.policy)
+    assert len(seen) >= 6 and set(seen) == {20}  # the estimate and its 5 draws, in the plates recorded
+    camp.close()

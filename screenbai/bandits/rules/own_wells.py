@@ -271,8 +271,8 @@ class LikelihoodOrOwnWells(LikelihoodOr):
         mean <= 1 - epsilon. In plates of ``plate`` tests the route is whole plates: the wells start on the
         first plate planned once enough tests are made (the tests made grow a plate at a time), fill at most a
         plate each, and the stop is read when a plate's outcomes are in. (Counted in tests, after plate 1 of
-        the README's recipe on CDK2 the route read 1-2 plates left on seeds 1-10, where wells needing more than
-        96 could not start before plate 3 and took two plates: the good runs took 3 plates more.)"""
+        the README's recipe on CDK2 the route read 1-2 plates left where the runs whose wells passed took 3:
+        wells needing more than the 96 tests made cannot start on plate 2.)"""
         need = np.array([self.wells.needed(int(a), float(mu)) for a, mu in zip(np.ravel(answer), np.ravel(means))])
         if not np.isfinite(need).all():
             return math.inf

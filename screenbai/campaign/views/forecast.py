@@ -207,7 +207,11 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     low, high = stop_quantiles([f.T_star * ratio for f in runs], [shortcut(th) for th in thetas],
                                inner.stopping_threshold, delta, [(1 - BAND_LEVEL) / 2, (1 + BAND_LEVEL) / 2])
     tests = point.tests
-    plates = lambda t: "unbounded" if not math.isfinite(t) else f"{math.ceil(t / per_plate):,}"  # noqa: E731
+
+    def plates(t: float) -> str:
+        n = "unbounded" if not math.isfinite(t) else f"{math.ceil(t / per_plate):,}"
+        return f"{n} plate{'' if n == '1' else 's'}"
+
     readout = camp.meta.get("readout")
     unit = f" {Readout.from_dict(readout).unit}" if readout and Readout.from_dict(readout).unit else ""
     spread = (
@@ -221,7 +225,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     lines = [
         f"cost forecast from a prior (a guess before any outcome, {spread}; `status` forecasts from the outcomes "
         f"once a plate is recorded): {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) stops after about "
-        f"{tests:,.0f} tests ({plates(tests)} plate{'' if plates(tests) == '1' else 's'} of {per_plate}), "
+        f"{tests:,.0f} tests ({plates(tests)} of {per_plate}), "
         f"{span} in {BAND_LEVEL * 100:.0f} % of runs over "
         f"{len(runs)} draws of the prior and the run's own chance, with T* from {BOUNDS[point.bound]}. It assumes "
         "the tests are spread as well as they can be: with 2 to 10 "
@@ -235,6 +239,6 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     if getattr(inner, "forecast_caveat", ""):
         lines.append(f"note: {inner.forecast_caveat}")
     lines.append("other settings: " + "; ".join(
-        f"epsilon {r['epsilon']:g} and delta {r['delta']:g}: {r['tests']:,.0f} tests ({plates(r['tests'])} "
-        f"plate{'' if plates(r['tests']) == '1' else 's'})" for r in rows))
+        f"epsilon {r['epsilon']:g} and delta {r['delta']:g}: {r['tests']:,.0f} tests ({plates(r['tests'])})"
+        for r in rows))
     return lines
