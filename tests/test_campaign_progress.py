@@ -141,3 +141,5 @@ def test_points_not_kept_do_not_read_as_nothing_certified():
     assert "nothing certified yet" not in a and "campaign repair" in a
     assert "no point kept (2 file(s)" in a and "not kept (2 file(s))" in a
     assert "nothing certified yet (1 file(s))" in b and "kept" not in b
+    # a panel with no point has no scale (its axis read 0 to 1e-12), a note instead
+    assert "1e-12" not in a and a.count("no point to draw") == 2 and "no point to draw" not in b

@@ -148,11 +148,18 @@ def _panel(top: float, height: float, title: str, xs: list[float], ys: list[floa
             width: int = 760, left: float = 70, right: float = 20, y_hi: float | None = None,
             extra=None) -> list[str]:
     """One small line chart (points joined, a missing value breaks the line) in a band of an SVG,
-    x from 0 to ``x_hi``, y from 0 to ``y_hi`` (default: the largest value); ``extra(x, y)`` adds marks."""
+    x from 0 to ``x_hi``, y from 0 to ``y_hi`` (default: the largest value); ``extra(x, y)`` adds marks.
+    With no value and no ``y_hi`` the frame holds a note, no scale (an axis up to 1e-12 read as data)."""
     known = [v for v in ys if v is not None]
-    ticks = _nice_ticks(max([y_hi or 0.0, *known, 1e-12]), 3)
-    span = ticks[-1] or 1.0
     inner_top, inner_h = top + 18, height - 18
+    frame = (f'<rect x="{left}" y="{inner_top:.1f}" width="{width - left - right}" height="{inner_h:.1f}" '
+             'fill="none" stroke="#444"/>')
+    if not known and not y_hi:
+        return [_text(left, top + 12, title, 11), frame,
+                _text((left + width - right) / 2, inner_top + inner_h / 2 + 4, "no point to draw", 11, "middle",
+                      'fill="#888"')]
+    ticks = _nice_ticks(max([y_hi or 0.0, *known]), 3)
+    span = ticks[-1] or 1.0
 
     def x(v):
         return left + (width - left - right) * float(v) / (x_hi or 1.0)
@@ -175,10 +182,7 @@ def _panel(top: float, height: float, title: str, xs: list[float], ys: list[floa
         out.append(f'<circle cx="{x(xv):.1f}" cy="{y(yv):.1f}" r="2.5" fill="#1f77b4"/>')
     if extra is not None:
         out.append(extra(x, y))
-    out.append(
-        f'<rect x="{left}" y="{inner_top:.1f}" width="{width - left - right}" height="{inner_h:.1f}" '
-        'fill="none" stroke="#444"/>'
-    )
+    out.append(frame)
     return out
 
 
