@@ -33,6 +33,10 @@ local form, against the tests the same run took to its stop (runs that stopped b
 
     python benchmarks/forecast_check.py --campaign --after 1 4 --reps 10 --plate-size 24 --instances kw_d5_s2
 
+With ``--keep DIR`` the stops and the campaigns are kept in DIR and read back by the next run with the same
+folder: a change of the forecast alone is then measured on the same campaigns, in the time of ``status`` (empty
+the folder when the policy changes: its runs would no longer be the code's).
+
 The stop's law with theta known (``--law RUNS.pkl ...``): log-tas's stops saved by ``benchmarks/lower_bound.py
 --save-runs`` (delta = 0.05; chunks of one instance joined) against the quantiles of ``certainty.forecast``'s law of
 the stop, with T the records' exact T* times their exact sampling factor (docs/lower_bound_records.csv) and
@@ -159,8 +163,11 @@ def _status_both(fc, path):
     return st.tests, st.forecast_tests if st.forecast_bound == "exact" else math.nan, local, st.forecast_band_plates
 
 
-def campaign_forecasts(reps: int, instances, plate_size: int, after) -> None:
+def campaign_forecasts(reps: int, instances, plate_size: int, after, keep: str | None = None) -> None:
+    """``keep``: a folder for the runs' stops and the campaigns after each plate, read back where there (so a
+    change of the forecast alone is measured on the same campaigns in the time of its ``status`` calls)."""
     import importlib
+    import json
     import tempfile
     from pathlib import Path
 
@@ -187,20 +194,30 @@ def campaign_forecasts(reps: int, instances, plate_size: int, after) -> None:
         lib = Library(compounds, inst.features, rejected, {"method": "benchmark", "d": inst.features.shape[1]},
                       {"path": name, "kind": "benchmark"})
         known = KnownOutcomes(lib, inst.means, None, name, None, None)
-        stops = [run_backtest(known, "log-tas", params, seed=seed, plate_size=plate_size, max_tests=100_000).tests
-                 for seed in range(reps)]
+        saved = None if keep is None else Path(keep) / f"{name}_plates{plate_size}_stops.json"
+        stops = json.loads(saved.read_text()) if saved is not None and saved.exists() else {}
+        for seed in range(reps):
+            if str(seed) not in stops:
+                stops[str(seed)] = run_backtest(known, "log-tas", params, seed=seed, plate_size=plate_size,
+                                                max_tests=100_000).tests
+        if saved is not None:
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            saved.write_text(json.dumps(stops))
         for k in after:
             rows = []
             for seed in range(reps):
                 with tempfile.TemporaryDirectory() as tmp:
-                    path = Path(tmp) / "early.campaign"
-                    run_backtest(known, "log-tas", params, seed=seed, plate_size=plate_size,
-                                 max_tests=k * plate_size, campaign_path=path)
+                    folder = Path(tmp) if keep is None else Path(keep)
+                    path = folder / f"{name}_plates{plate_size}_seed{seed}_after{k}.campaign"
+                    if not path.exists():
+                        run_backtest(known, "log-tas", params, seed=seed, plate_size=plate_size,
+                                     max_tests=k * plate_size, campaign_path=path)
                     got = _status_both(fc, path)
                 if got is not None:  # the run had not stopped by plate k
                     done, ex_left, lo_left, (low, high) = got
-                    inside = done + (low - 1) * plate_size < stops[seed] <= done + high * plate_size
-                    rows.append((stops[seed], done + ex_left, done + lo_left, inside))
+                    stop = stops[str(seed)]
+                    inside = done + (low - 1) * plate_size < stop <= done + high * plate_size
+                    rows.append((stop, done + ex_left, done + lo_left, inside))
             if not rows:
                 print(f"| {name} | {k} | 0/{reps} | | | | | | | | |", flush=True)
                 continue
@@ -253,12 +270,14 @@ def main() -> None:
                     "its stop")
     ap.add_argument("--after", nargs="+", type=int, default=[1], help="--campaign: the plates after which to forecast")
     ap.add_argument("--plate-size", type=int, default=24, help="--campaign: tests per plate")
+    ap.add_argument("--keep", metavar="DIR", help="--campaign: keep the runs' stops and campaigns in DIR, and read "
+                    "them back from there (a change of the forecast alone, measured on the same campaigns)")
     ap.add_argument("--law", nargs="+", metavar="RUNS.pkl", help="log-tas's saved runs against the stop's law")
     args = ap.parse_args()
     if args.law:
         law_of_the_stop(args.law)
     elif args.campaign:
-        campaign_forecasts(args.reps, args.instances, args.plate_size, args.after)
+        campaign_forecasts(args.reps, args.instances, args.plate_size, args.after, args.keep)
     elif args.log_tas:
         log_tas(args.reps, args.jobs, args.instances)
     elif args.lin_tas:
