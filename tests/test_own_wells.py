@@ -262,7 +262,7 @@ def test_the_forecast_band_of_plates_holds_the_point_forecast(tmp_path, monkeypa
                                        high=float(band[1]))
 
         monkeypatch.setattr(fc, "forecast", fake)
-        _, plates, low, high, _ = forecast_left(camp, camp.policy)
+        _, plates, low, high, _, _ = forecast_left(camp, camp.policy)
         assert low <= plates <= high, (point, band, plates, low, high)
         assert (low, high) == (1.0, 5.0)  # plates of 20 (the campaign's): 10 tests left -> 1, 97 -> 5
     camp.close()

@@ -18,17 +18,19 @@ FORECAST_DRAWS = 5
 BAND_LEVEL = 0.8
 
 
-def forecast_left(camp, policy) -> tuple[float, float, float, float, str] | None:
-    """(tests, plates, plates at the band's low end, at its high end, the form of T*: "exact" or "local") left
-    until the stopping rule fires: the median of the stop's law, given no stop so far (where the evidence, growing
-    like t / T*(theta_hat), first passes the algorithm's own threshold ``Policy.stopping_threshold(t, delta)``:
-    certainty/forecast.py, LOWER_BOUND.md "Certificate and forecast"; T* the exact Bernoulli-KL bound's for the
-    logistic model where affordable; the tests so far counted at their own rate), theta_hat the model's estimate
-    from the outcomes so far; the band the BAND_LEVEL interval of the stop over the estimate and FORECAST_DRAWS
-    draws of theta from its normal approximation N(theta_hat, H^-1) (H the information of the outcomes so far:
-    Fisher's for the logistic model, V / sigma^2 for the linear one), each with the run's own chance (seeded, so the
-    same outcomes give the same band).  None when the algorithm states no threshold (or has a fixed budget), or
-    nothing is recorded yet."""
+def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[str]] | None:
+    """(tests, plates, plates at the band's low end, at its high end, the form of T*: "exact" or "local", the untested
+    compounds the point rests on) left until the stopping rule fires: the median of the stop's law, given no stop so far
+    (where the evidence, growing like t / T*(theta_hat), first passes the algorithm's own threshold
+    ``Policy.stopping_threshold(t, delta)``: certainty/forecast.py, LOWER_BOUND.md "Certificate and forecast"; T* the
+    exact Bernoulli-KL bound's for the logistic model where affordable; the tests so far counted at their own rate),
+    theta_hat the model's estimate from the outcomes so far; the band the BAND_LEVEL interval of the stop over the
+    estimate and FORECAST_DRAWS draws of theta from its normal approximation N(theta_hat, H^-1) (H the information of
+    the outcomes so far: Fisher's for the logistic model, V / sigma^2 for the linear one), each with the run's own
+    chance (seeded, so the same outcomes give the same band). Where the point is the second route's (log-tas's own
+    wells) and its wells go first to compounds with no outcome yet, their ids: that point rests on the model's
+    extrapolation to them, and it runs longer where they prove below the bar (docs/lower_bound.md, "Session 15").  None
+    when the algorithm states no threshold (or has a fixed budget), or nothing is recorded yet."""
     from screenbai.bandits.certainty.forecast import forecast
 
     inner = getattr(policy, "inner", policy)
@@ -87,7 +89,22 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str] | None
     left = max(f.tests - done, 0.0)
     # the band holds the point in whole plates too (a point at the end of a plate may round past the band's end)
     point = plates(f.tests)
-    return left, point, min(plates(f.low), point), max(plates(f.high), point), f.bound
+    return left, point, min(plates(f.low), point), max(plates(f.high), point), f.bound, _untested_start(
+        camp, inner, X, model, theta, n, active, done, per_plate, f.tests)
+
+
+def _untested_start(camp, inner, X: np.ndarray, model: str, theta: np.ndarray, n: np.ndarray, active: np.ndarray,
+                    done: float, plate: int, point: float) -> list[str]:
+    """The ids of the compounds the estimate ranks first that have no outcome yet, where the point forecast is the
+    wells' route planned for them (its cap at ``theta``, the estimate); else none."""
+    chosen = np.asarray(top_answer(X, theta, int(getattr(inner, "m", 1))))
+    untested = chosen[n[chosen] == 0]
+    if not untested.size:
+        return []
+    cap = _shortcut(inner, X, model, done, plate)(theta)
+    if not (math.isfinite(cap) and point >= cap - 1e-6):
+        return []
+    return [str(camp.compound_ids[int(active[a])]) for a in untested]
 
 
 def _shortcut(inner, X: np.ndarray, model: str, done: float, plate: int, pick: np.ndarray | None = None):

@@ -154,6 +154,9 @@ class Status:
     rule: str | None = None
     #: what the algorithm's forecast leaves out (``Policy.forecast_caveat``), said beside the forecast
     forecast_note: str | None = None
+    #: the compounds, not tested yet, whose own wells the forecast's point counts on (log-tas's second route;
+    #: ``forecast.forecast_left``)
+    forecast_untested: list[str] = field(default_factory=list)
     #: the raw readout with its unit, e.g. "percent inhibition (%)" (the spreads of control and replicate wells
     #: are in it), None without a declared readout
     unit: str | None = None
@@ -356,6 +359,7 @@ class Status:
                 "changes as they do; with many features runs often need more: docs/lower_bound.md)"
                 + (f", with T* from {BOUNDS[self.forecast_bound]}" if self.forecast_bound in BOUNDS else "")
                 + (f"; {self.forecast_note}" if self.forecast_note else "")
+                + (self._untested_note() if self.forecast_untested else "")
             )
         elif self.done:
             out.append("forecast of plates left: none, the run has finished")
@@ -367,6 +371,15 @@ class Status:
                 "has finished)"
             )
         return out
+
+    def _untested_note(self) -> str:
+        """Why a forecast counting on the wells of compounds not tested yet may run long."""
+        one = len(self.forecast_untested) == 1
+        return (f"; it counts on the own wells of {', '.join(self.forecast_untested)}, not tested yet: the model's "
+                f"hit rate for {'it' if one else 'them'} extrapolates from the compounds tested, and where "
+                f"{'it proves' if one else 'one proves'} below the bar the wells fail and the screen takes longer "
+                "(in backtests of the README's recipe on CDK2 such a compound was below the bar in 11 of 20 runs; "
+                'docs/lower_bound.md, "Session 15")')
 
     def certified_by_own_wells(self) -> bool:
         """Whether the certificate rests on the recommended compound's own wells and no model (log-tas's
@@ -540,6 +553,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "forecast_band_plates": None if forecast is None else [forecast[2], forecast[3]],
         "forecast_band_level": None if forecast is None else BAND_LEVEL,
         "forecast_bound": None if forecast is None else forecast[4],
+        "forecast_untested": [] if forecast is None else forecast[5],
         "layout": None if layout is None else layout.describe(),
         "readout": None if not readout else Readout.from_dict(readout).rule(),
         "model": model,
