@@ -872,9 +872,8 @@ def test_status_says_when_its_forecast_counts_on_the_wells_of_an_untested_compou
     estimate ranks first, never tested (seeds 6, 7 and 12 on CDK2: it was below the bar, the runs took 5-7 plates
     against 2 forecast). status names it, and only where the point is that route and the compound untested."""
     import dataclasses
-    import types
 
-    from screenbai.campaign.views.forecast import _untested_start
+    from screenbai.campaign.views.forecast import _shortcut, _untested_start, top_answer
 
     class Wells:  # the stand-in of test_the_wells_route_of_each_draw_...: 10 / (mean - 0.9) wells
         m = 1
@@ -884,18 +883,18 @@ def test_status_says_when_its_forecast_counts_on_the_wells_of_an_untested_compou
             return math.inf if mean <= 0.9 else done + plate * math.ceil(10.0 / (mean - 0.9) / plate - 1e-9)
 
     logit = lambda p: math.log(p / (1 - p))  # noqa: E731
-    camp = types.SimpleNamespace(compound_ids=["A", "B", "C"])
-    X, active = np.eye(3), np.array([0, 1, 2])
-    theta = np.array([logit(0.6), logit(0.95), logit(0.5)])  # B first, at 0.95: 200 wells, 2 plates of 100
+    X = np.eye(3)
+
+    def untested(theta, n, point):
+        cap = _shortcut(Wells(), X, "logistic", 100.0, 100, pick=theta)(theta)
+        return _untested_start(top_answer(X, theta, 1), cap, point, np.asarray(n, dtype=float))
+
+    theta = np.array([logit(0.6), logit(0.95), logit(0.5)])  # 1 first, at 0.95: 200 wells, 2 plates of 100
     route = 100.0 + 200.0
-    untested = np.array([5.0, 0.0, 5.0])  # B has no outcome
-    assert _untested_start(camp, Wells(), X, "logistic", theta, untested, active, 100.0, 100, route) == ["B"]
-    assert _untested_start(camp, Wells(), X, "logistic", theta, np.array([5.0, 1.0, 5.0]), active, 100.0, 100,
-                           route) == []  # B tested
-    assert _untested_start(camp, Wells(), X, "logistic", theta, untested, active, 100.0, 100, 250.0) == []  # the
-    # likelihood-ratio set's route is sooner: the point does not count on the wells
-    below = np.array([logit(0.6), logit(0.85), logit(0.5)])
-    assert _untested_start(camp, Wells(), X, "logistic", below, untested, active, 100.0, 100, 900.0) == []  # no wells
+    assert untested(theta, [5, 0, 5], route) == [1]  # compound 1 has no outcome
+    assert untested(theta, [5, 1, 5], route) == []  # tested
+    assert untested(theta, [5, 0, 5], 250.0) == []  # the likelihood-ratio set's route is sooner: no wells counted on
+    assert untested(np.array([logit(0.6), logit(0.85), logit(0.5)]), [5, 0, 5], 900.0) == []  # below the bar
 
     # the sentence, beside the forecast (one compound, or several for top-m)
     path = tmp_path / "c.campaign"

@@ -60,6 +60,9 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
     layout = camp.layout
     per_plate = layout.capacity if layout is not None else usual_plate(camp)
     done = float(n.sum())
+    m = int(getattr(inner, "m", 1))
+    answer = top_answer(X, theta, m)
+    route = _shortcut(inner, X, model, done, per_plate, pick=theta)
     f = forecast(
         X,
         theta,
@@ -70,13 +73,13 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
         model=model,
         sigma=sigma,
         epsilon=float(getattr(inner, "epsilon", 0.0)),
-        m=int(getattr(inner, "m", 1)),
-        answer=top_answer(X, theta, int(getattr(inner, "m", 1))),
+        m=m,
+        answer=answer,
         cov=np.linalg.inv(H),
         n_draws=FORECAST_DRAWS,
         level=BAND_LEVEL,
         rng=np.random.default_rng(0),
-        shortcut=_shortcut(inner, X, model, done, per_plate, pick=theta),
+        shortcut=route,
         exact=True,
         counts=n,
     )
@@ -89,22 +92,17 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
     left = max(f.tests - done, 0.0)
     # the band holds the point in whole plates too (a point at the end of a plate may round past the band's end)
     point = plates(f.tests)
-    return left, point, min(plates(f.low), point), max(plates(f.high), point), f.bound, _untested_start(
-        camp, inner, X, model, theta, n, active, done, per_plate, f.tests)
+    untested = _untested_start(answer, route(theta), f.tests, n)
+    return (left, point, min(plates(f.low), point), max(plates(f.high), point), f.bound,
+            [str(camp.compound_ids[int(active[a])]) for a in untested])
 
 
-def _untested_start(camp, inner, X: np.ndarray, model: str, theta: np.ndarray, n: np.ndarray, active: np.ndarray,
-                    done: float, plate: int, point: float) -> list[str]:
-    """The ids of the compounds the estimate ranks first that have no outcome yet, where the point forecast is the
-    wells' route planned for them (its cap at ``theta``, the estimate); else none."""
-    chosen = np.asarray(top_answer(X, theta, int(getattr(inner, "m", 1))))
-    untested = chosen[n[chosen] == 0]
-    if not untested.size:
-        return []
-    cap = _shortcut(inner, X, model, done, plate)(theta)
+def _untested_start(answer, cap: float, point: float, n: np.ndarray) -> list[int]:
+    """The compounds of ``answer`` (the estimate's leaders) with no outcome yet (``n``: tests per compound), where
+    the point forecast is the second route's ``cap`` at the estimate (their wells); else none."""
     if not (math.isfinite(cap) and point >= cap - 1e-6):
         return []
-    return [str(camp.compound_ids[int(active[a])]) for a in untested]
+    return [int(a) for a in answer if n[a] == 0]
 
 
 def _shortcut(inner, X: np.ndarray, model: str, done: float, plate: int, pick: np.ndarray | None = None):
