@@ -478,3 +478,31 @@ def test_the_stop_certifies_an_arm_other_than_the_leader_when_only_it_is_certifi
         out = check(candidates)
         assert out is not None and worst[int(out[0])] <= eps, (candidates, out)
         assert int(out[0]) == 1
+
+
+@pytest.mark.parametrize("algorithm", ["log-tas", "glgape"])
+def test_the_stop_is_tested_after_every_hundredth_more_tests_not_every_d(algorithm, monkeypatch):
+    """At d = 10 the likelihood-ratio test ran every d = 10 tests until 1 000 tests; now every 1 % more tests, at
+    least one (rules/likelihood.next_check), so a run stops at most 1 % late, not d tests late."""
+    from screenbai.bandits.rules import likelihood
+    from screenbai.bandits.sim.instance import Environment
+
+    tested: list[int] = []
+    schedule = likelihood.next_check
+
+    def spy(n_samples: int) -> int:
+        tested.append(n_samples)
+        return schedule(n_samples)
+
+    monkeypatch.setattr(likelihood, "next_check", spy)
+    inst = kw_synthetic(K=30, d=10, seed=3)
+    pol = policy_for_instance(algorithm, inst, rng=0, epsilon=0.1, delta=0.05)
+    env = Environment(inst, rng=np.random.default_rng(1))
+    while not pol.done and pol.n_samples < 400:
+        arms = pol.ask()
+        pol.tell(arms, env.pull(arms))
+    tested = [t for t in tested if t >= 20]  # GLGapE's first tests go one to each arm
+    assert len(tested) > 100
+    gaps = np.diff(tested)
+    assert np.all(gaps <= np.maximum(1, (0.01 * np.array(tested[:-1])).astype(int)) + 1), gaps.max()
+    assert np.all(gaps >= 1)

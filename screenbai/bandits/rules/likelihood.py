@@ -32,14 +32,21 @@ from screenbai.bandits.numerics.linalg import pinv_psd
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, nll, pair_stands
 from screenbai.bandits.numerics.lr_windows import LRWindows
 
-#: the likelihood-ratio test runs after every this fraction more tests (at least d; so a run stops at most that
-#: many tests late)
+#: the likelihood-ratio test runs after every this fraction more tests (at least one), so a run stops at most that
+#: fraction late. The floor was d tests: at d = 10 a run of 555 tests was tested every 10, not every 5
+#: (docs/lower_bound.md, "Session 16")
 CHECK_GROWTH = 0.01
 #: the test is skipped while a rival beats the answer by more than epsilon at this fraction of the
 #: set's quadratic radius around theta_hat (it would fail; skipping only delays the stop)
 SKIP_RADIUS = 0.5
 #: bisection steps of the certified epsilon
 _CERT_STEPS = 12
+
+
+def next_check(n_samples: int) -> int:
+    """The sample count of the likelihood-ratio test after one made at ``n_samples`` (CHECK_GROWTH more tests,
+    at least one more). Checks do not steer the sampling, so how often they run moves only the stop."""
+    return n_samples + max(1, int(CHECK_GROWTH * n_samples))
 #: arms a check tries as the answer (m = 1): the leader, then up to this many - 1 others whose fitted mean is
 #: within epsilon of the leader's, largest lower end of the mean first (``answer_candidates``)
 ANSWER_CANDIDATES = 3
@@ -134,7 +141,7 @@ class WindowedLikelihoodRatio(StoppingRule):
 
     def check(self, answer: np.ndarray | None = None) -> np.ndarray | None:
         """The likelihood-ratio test of each window tried, once the tests have grown by CHECK_GROWTH (at
-        least d) since its last run (each run costs O(K d^2) and up to a few hundred Newton solves per
+        least one) since its last run (each run costs O(K d^2) and up to a few hundred Newton solves per
         window and answer tried); an answer is returned as soon as one window's set certifies it
         (lr_windows). With m = 1 the answers tried are ``answer`` (the leader) and, after it, the other
         arms of ``answer_candidates``: any arm a set certifies is epsilon-good on the event that every
@@ -144,7 +151,7 @@ class WindowedLikelihoodRatio(StoppingRule):
         pol = self.policy
         if pol.n_samples < self.next_check:
             return None
-        self.next_check = pol.n_samples + max(self.d, int(CHECK_GROWTH * pol.n_samples))
+        self.next_check = next_check(pol.n_samples)
         answer = np.asarray(self.candidate() if answer is None else answer)
         eta = self.Z @ pol.theta_hat
         mu = expit(eta)
@@ -261,7 +268,7 @@ class WindowedLikelihoodRatio(StoppingRule):
 class LikelihoodRatioTest(StoppingRule):
     """GLGapE's likelihood-ratio stopping rule: the full set C_t only (no late windows), P_t the loss of
     the policy's running predictor (``policy._predictor``, which the policy tells every outcome), the
-    test run once the tests have grown by CHECK_GROWTH (at least d) since its last run.
+    test run once the tests have grown by CHECK_GROWTH (at least one) since its last run.
 
     It reads the owner's counts, sums and features, its penalised MLE ``policy.theta``, and the design
     ``policy.state`` (M^-1 and diag(Z M^-1 Z^T), a cheaper first look at the rivals). State: the sample
@@ -289,7 +296,7 @@ class LikelihoodRatioTest(StoppingRule):
     def certifies(self, named: np.ndarray, pair: tuple[int, int]) -> bool:
         """The likelihood-ratio stopping test for the answer ``named``, on its schedule.
 
-        It runs once the sample count has grown by CHECK_GROWTH (or by d tests, whichever is more) since
+        It runs once the sample count has grown by CHECK_GROWTH (or by one test, whichever is more) since
         its last run, so a run stops at most that many tests late. First the sampled pair (named arm,
         rival) is tried with a cheap witness; only when it cannot show that the rival stands does the full
         test run (the unpenalised MLE, the exact test of that pair, and only if it is ruled out a pass over
@@ -298,7 +305,7 @@ class LikelihoodRatioTest(StoppingRule):
         pol = self.policy
         if pol.n_samples < self.next_check:
             return False
-        self.next_check = pol.n_samples + max(self.d, int(CHECK_GROWTH * pol.n_samples))
+        self.next_check = next_check(pol.n_samples)
         pulled = np.flatnonzero(pol.n)
         Zp, n, s = self.Z[pulled], pol.n[pulled], pol.sums[pulled]
         level = self.level()
