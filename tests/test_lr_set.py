@@ -480,12 +480,49 @@ def test_the_stop_certifies_an_arm_other_than_the_leader_when_only_it_is_certifi
         assert int(out[0]) == 1
 
 
-@pytest.mark.parametrize("algorithm", ["log-tas", "glgape"])
-def test_the_stop_is_tested_after_every_hundredth_more_tests_not_every_d(algorithm, monkeypatch):
-    """At d = 10 the likelihood-ratio test ran every d = 10 tests until 1 000 tests; now every 1 % more tests, at
-    least one (rules/likelihood.next_check), so a run stops at most 1 % late, not d tests late."""
-    from screenbai.bandits.rules import likelihood
+
+def _run_to_stop(inst, algorithm: str, seed: int, cap: int = 3000):
     from screenbai.bandits.sim.instance import Environment
+
+    pol = policy_for_instance(algorithm, inst, rng=seed, epsilon=0.1, delta=0.05)
+    env = Environment(inst, rng=np.random.default_rng(1000 + seed))
+    while not pol.done and pol.n_samples < cap:
+        arms = pol.ask()
+        pol.tell(arms, env.pull(arms))
+    return pol
+
+
+@pytest.mark.parametrize("every_outcome", [True, False])
+def test_the_stop_is_tested_after_every_outcome_where_cheap_else_every_hundredth(every_outcome, monkeypatch):
+    """log-tas tests its likelihood-ratio set after every outcome where K d^2 <= EVERY_OUTCOME_SIZE; above it (and
+    for GLGapE, below) after every 1 % more tests, at least one: the floor was d, so at d = 10 a run under 1 000
+    tests was tested every 10 (rules/likelihood.next_check)."""
+    from screenbai.bandits.rules import likelihood
+
+    if not every_outcome:
+        monkeypatch.setattr(likelihood, "EVERY_OUTCOME_SIZE", 0)
+    tested: list[int] = []
+    full = likelihood.WindowedLikelihoodRatio._window_data
+
+    def spy(self):
+        tested.append(self.policy.n_samples)
+        return full(self)
+
+    monkeypatch.setattr(likelihood.WindowedLikelihoodRatio, "_window_data", spy)
+    pol = _run_to_stop(kw_synthetic(K=30, d=10, seed=3), "log-tas", 0, cap=400)
+    tested = sorted(set(tested))  # the sample counts at which the sets were tested
+    gaps = np.diff(tested)
+    assert len(tested) > 100 and np.all(gaps >= 1)
+    if every_outcome:
+        # up to the last outcome before the stop (the own wells' stop comes before the set's test)
+        assert np.all(gaps == 1) and tested[-1] >= pol.n_samples - 1
+    else:
+        assert np.all(gaps <= np.maximum(1, (0.01 * np.array(tested[:-1])).astype(int)) + 1), gaps.max()
+        assert np.any(gaps > 1)
+
+
+def test_glgapes_stop_is_tested_after_every_hundredth_more_tests_not_every_d(monkeypatch):
+    from screenbai.bandits.rules import likelihood
 
     tested: list[int] = []
     schedule = likelihood.next_check
@@ -495,14 +532,24 @@ def test_the_stop_is_tested_after_every_hundredth_more_tests_not_every_d(algorit
         return schedule(n_samples)
 
     monkeypatch.setattr(likelihood, "next_check", spy)
-    inst = kw_synthetic(K=30, d=10, seed=3)
-    pol = policy_for_instance(algorithm, inst, rng=0, epsilon=0.1, delta=0.05)
-    env = Environment(inst, rng=np.random.default_rng(1))
-    while not pol.done and pol.n_samples < 400:
-        arms = pol.ask()
-        pol.tell(arms, env.pull(arms))
-    tested = [t for t in tested if t >= 20]  # GLGapE's first tests go one to each arm
-    assert len(tested) > 100
+    _run_to_stop(kw_synthetic(K=30, d=10, seed=3), "glgape", 0, cap=400)
+    tested = [t for t in tested if t >= 30]  # GLGapE's first tests go one to each arm
     gaps = np.diff(tested)
+    assert len(tested) > 100 and np.all(gaps >= 1)
     assert np.all(gaps <= np.maximum(1, (0.01 * np.array(tested[:-1])).astype(int)) + 1), gaps.max()
-    assert np.all(gaps >= 1)
+
+
+@pytest.mark.slow
+def test_testing_after_every_outcome_stops_no_later_and_sometimes_sooner(monkeypatch):
+    """The tests do not steer the sampling, so the same seeds give the same outcomes and a run tested after every
+    outcome stops at the first outcome its set certifies: never later than on the 1 % schedule, and sooner where
+    a certificate came and went between two scheduled tests (kw_synthetic d = 5 seed 0: 100 runs, 85 sooner, by up
+    to 235 tests; here, K = 20, d = 3, two of four runs one test sooner)."""
+    from screenbai.bandits.rules import likelihood
+
+    inst = kw_synthetic(K=20, d=3, seed=0)
+    every = [_run_to_stop(inst, "log-tas", seed).n_samples for seed in range(4)]
+    monkeypatch.setattr(likelihood, "EVERY_OUTCOME_SIZE", 0)
+    scheduled = [_run_to_stop(inst, "log-tas", seed).n_samples for seed in range(4)]
+    assert all(e <= s for e, s in zip(every, scheduled)), (every, scheduled)
+    assert any(e < s for e, s in zip(every, scheduled)), (every, scheduled)
