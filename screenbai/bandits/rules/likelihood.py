@@ -43,15 +43,15 @@ CHECK_GROWTH = 0.01
 SKIP_RADIUS = 0.5
 #: bisection steps of the certified epsilon
 _CERT_STEPS = 12
+#: arms a check tries as the answer (m = 1): the leader, then up to this many - 1 others whose fitted mean is
+#: within epsilon of the leader's, largest lower end of the mean first (``answer_candidates``)
+ANSWER_CANDIDATES = 3
 
 
 def next_check(n_samples: int) -> int:
     """The sample count of the likelihood-ratio test after one made at ``n_samples`` (CHECK_GROWTH more tests,
     at least one more). Checks do not steer the sampling, so how often they run moves only the stop."""
     return n_samples + max(1, int(CHECK_GROWTH * n_samples))
-#: arms a check tries as the answer (m = 1): the leader, then up to this many - 1 others whose fitted mean is
-#: within epsilon of the leader's, largest lower end of the mean first (``answer_candidates``)
-ANSWER_CANDIDATES = 3
 
 
 class WindowedLikelihoodRatio(StoppingRule):
@@ -305,7 +305,8 @@ class LikelihoodRatioTest(StoppingRule):
         """The likelihood-ratio stopping test for the answer ``named``, on its schedule.
 
         It runs once the sample count has grown by CHECK_GROWTH (or by one test, whichever is more) since
-        its last run, so a run stops at most that many tests late. First the sampled pair (named arm,
+        its last run. A certificate can come and go between two tests (``WindowedLikelihoodRatio.check``), so a
+        run may stop later than its first certified outcome. First the sampled pair (named arm,
         rival) is tried with a cheap witness; only when it cannot show that the rival stands does the full
         test run (the unpenalised MLE, the exact test of that pair, and only if it is ruled out a pass over
         the arms and exact tests of those the pass keeps).
