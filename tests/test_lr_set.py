@@ -482,13 +482,12 @@ def test_the_stop_certifies_an_arm_other_than_the_leader_when_only_it_is_certifi
 
 
 def _run_to_stop(inst, algorithm: str, seed: int, cap: int = 3000):
+    from policy_util import run_steps
+
     from screenbai.bandits.sim.instance import Environment
 
     pol = policy_for_instance(algorithm, inst, rng=seed, epsilon=0.1, delta=0.05)
-    env = Environment(inst, rng=np.random.default_rng(1000 + seed))
-    while not pol.done and pol.n_samples < cap:
-        arms = pol.ask()
-        pol.tell(arms, env.pull(arms))
+    run_steps(pol, Environment(inst, rng=np.random.default_rng(1000 + seed)), cap)
     return pol
 
 
