@@ -747,6 +747,17 @@ def test_a_certificate_from_the_compound_s_own_wells_is_not_said_to_rest_on_the_
     assert "model (the certificate and the stopping rule's guarantee hold under it)" in on_model.text()
     assert "certificate, true whenever you stop if its model holds, which the model check below rejects" \
         in on_model.text()
+    # the every-compound own wells' certificate (certainty/no_model.py): not beside the leader's own wells; beside
+    # a model the check rejects, and within the epsilon asked, it says the lab may stop on it
+    wells = {"model": "no model: each compound's own wells alone", "sentences": ["CPD0001: within 0.04 (wells)"]}
+    both = dataclasses.replace(rejected, certified_epsilon_no_model=0.04, certificate_no_model=wells, stop_epsilon=0.1)
+    assert "certificate without a model" not in both.text()
+    lines = dataclasses.replace(both, certificate=on_model.certificate).text()
+    assert "certificate without a model, true whenever you stop (each compound's own wells; certified epsilon 0.04; " \
+        "it is at most epsilon = 0.1: the compounds' own wells alone back the recommendation, so you may stop on it " \
+        "whatever the model check says):\n  CPD0001: within 0.04 (wells)" in lines
+    wide = dataclasses.replace(both, certificate=on_model.certificate, certified_epsilon_no_model=0.3)
+    assert "certified epsilon 0.3):" in wide.text() and "you may stop" not in wide.text()
 
 
 def test_status_says_the_stopping_rule_s_second_route(tmp_path):
@@ -809,6 +820,64 @@ def test_status_checks_the_model_the_certificate_rests_on(tmp_path, misspecified
     assert ("certificate, true whenever you stop if its model holds, which the model check below rejects: treat "
             "it as unproven (certified epsilon" in certified.text()) is misspecified
     camp.close()
+
+
+@pytest.mark.parametrize("misspecified", [False, True])
+def test_status_adds_the_own_wells_certificate_that_needs_no_model(tmp_path, misspecified):
+    """Beside the model's certificate, status gives the one every compound's own wells make under no model
+    (certainty/no_model.py), from the campaign's own counts; where the model check rejects the model the text
+    shows it even before it says much, and says so when it is within the epsilon asked."""
+    from campaign_util import new_campaign, write_results
+
+    from screenbai.bandits.certainty.no_model import anytime_intervals
+
+    camp = new_campaign(tmp_path / "c.campaign", "gse-log", {"budget": 960}, K=20, d=2, seed=1)
+    assay = Assay(camp.features, seed=2)
+    for k in range(40):
+        if camp.policy.done:
+            break
+        plate = camp.next_plate(48, force=True)
+        values = [int(a % 2 == 0) for a in plate.arms] if misspecified else assay(plate.arms)
+        camp.record(write_results(tmp_path / f"p{k}.csv", plate, values))
+    st = camp.status()
+    out = st.to_dict()
+    n, s, _, _ = camp.observations()
+    i = camp.compound_ids.index(st.recommendation[0].compound_id)
+    lo, hi = anytime_intervals(s, n, 0.05 / camp.K)
+    expected = max(0.0, max(h for j, h in enumerate(hi) if j != i) - lo[i])
+    assert out["certified_epsilon_no_model"] == pytest.approx(expected)
+    assert out["certificate_no_model"]["model"].startswith("no model")
+    assert out["model_check"]["rejected"] is misspecified
+    text = st.text()
+    shown = "certificate without a model, true whenever you stop" in text
+    assert shown is bool(misspecified or expected < 0.999)
+    if misspecified:  # the even compounds always hit: the leader's own wells show it near 1, every odd one near 0
+        assert expected < 0.25
+        assert out["certificate_no_model"]["sentences"][0] in text
+    camp.close()
+
+
+def test_backtest_reads_hit_rates_from_the_library_s_own_csv(tmp_path, capsys):
+    """`campaign backtest --library lib.csv --rate-column rate` (no --truth: the library holds the rates) read the
+    CSV as the workflow's parquet and failed with "Parquet magic bytes not found"."""
+    from screenbai.cli import main
+
+    lib = tmp_path / "lib.csv"
+    smiles = ["CCO", "CCN", "CCC", "c1ccccc1", "CC(=O)O", "CCOC", "CNC", "CCCl"]
+    rates = [0.1, 0.2, 0.95, 0.3, 0.4, 0.2, 0.1, 0.5]
+    rows = ["id,smiles,rate"] + [f"C{i},{smi},{r}" for i, (smi, r) in enumerate(zip(smiles, rates))]
+    lib.write_text("\n".join(rows) + "\n")
+    base = ["campaign", "backtest", "--library", str(lib), "--id-column", "id", "--smiles-column", "smiles", "--d", "3",
+            "--param", "epsilon=0.1", "--param", "delta=0.05", "--plate-size", "24", "--max-tests", "48"]
+    assert main(base + ["--rate-column", "rate", "--out", str(tmp_path / "bt")]) == 0
+    report = json.loads((tmp_path / "bt" / "backtest.json").read_text())
+    assert report["tests"] == 48 and "rate = rate" in report["description"]
+    # a ChEMBL export or an SDF holds no rates: said, with what to do
+    export = Path(__file__).parents[1] / "data" / "cdk2_chembl301_webexport_raw.csv.gz"
+    capsys.readouterr()
+    assert main(["campaign", "backtest", "--library", str(export), "--rate-column", "r", "--out",
+                 str(tmp_path / "b2")]) == 2
+    assert "not from a ChEMBL export; give the rates in a CSV/TSV with --truth" in capsys.readouterr().err
 
 
 def test_backtest_prints_a_true_hit_rate_near_1_as_above_0_999_not_as_1():

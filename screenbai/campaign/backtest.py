@@ -530,14 +530,20 @@ def backtest_from_args(args, params: dict) -> int:
         raise ValueError(f"--campaign-out {args.campaign_out} already exists; choose another file or delete it first")
     truth = args.truth or args.library
     separate = args.truth is not None and Path(args.truth).resolve() != Path(args.library).resolve()
-    truth_kind = _detect_kind(Path(truth)) if separate else None
-    if separate and truth_kind == "table":
-        # what a lab has: compound id and a measured value, for the structures of --library
+    truth_kind = _detect_kind(Path(truth))
+    sdf = ".sd" in "".join(Path(truth).suffixes).lower()
+    if args.rate_column and truth_kind != "featurized" and (sdf or truth_kind == "chembl-export"):
+        raise ValueError(
+            f"{truth}: --rate-column {args.rate_column!r} reads hit rates from a CSV/TSV table or the workflow's "
+            f"arms parquet, not from {'an SDF' if sdf else 'a ChEMBL export'}; give the rates in a CSV/TSV with --truth"
+        )
+    if truth_kind == "table" and (separate or args.rate_column):
+        # what a lab has: compound id and a measured value, for the structures of --library (or in its own file)
         lib = library_from_args(args)
         known = outcomes_from_table(
             lib,
-            args.truth,
-            id_column=args.truth_id_column,
+            truth,
+            id_column=args.truth_id_column or (None if separate else args.id_column),
             rate_column=args.rate_column,
             activity_column=args.activity_column,
             threshold=args.threshold,

@@ -9,6 +9,7 @@ import numpy as np
 
 from screenbai.bandits.certainty.certificate import model_check_json
 from screenbai.bandits.certainty.forecast import BOUNDS
+from screenbai.bandits.certainty.no_model import no_model_certificate
 from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
 from screenbai.campaign.lab.assay import logistic_on_hits
@@ -123,6 +124,10 @@ class Status:
     #: the largest epsilon at which the current answer is certified (None: no valid confidence set)
     certified_epsilon: float | None = None
     certificate: dict | None = None
+    #: the certificate from every compound's own wells, under no model (certainty/no_model.py; 0/1 outcomes only):
+    #: its largest epsilon over the recommendation, and the certificate as JSON data
+    certified_epsilon_no_model: float | None = None
+    certificate_no_model: dict | None = None
     #: compounds whose model interval still reaches the leader's (upper bound >= the leader's lower bound)
     in_contention: int | None = None
     #: the test of fit of the model the certificate rests on (certainty/model_check.py), None without a model
@@ -352,6 +357,7 @@ class Status:
                         else "a certificate holds only if the model does)")
                     + (f"; {mc['note']}" if mc.get("note") else "")
                 )
+        out.extend(self._no_model_lines())
         if self.forecast_plates is not None and self.forecast_tests is not None:
             out.append(
                 f"forecast: about {self.forecast_plates:.0f} more plate(s) ({self.forecast_tests:,.0f} more tests) "
@@ -371,6 +377,23 @@ class Status:
                 "has finished)"
             )
         return out
+
+    def _no_model_lines(self) -> list[str]:
+        """The certificate of every compound's own wells (certainty/no_model.py), where it says something (below a
+        gap of 1) or where the model check rejects the model (it is then the statement that stands); not beside a
+        certificate that already rests on the own wells."""
+        cert, value = self.certificate_no_model, self.certified_epsilon_no_model
+        if cert is None or value is None or self.certified_by_own_wells():
+            return []
+        rejected = bool(self.model_check and self.model_check.get("rejected"))
+        if value >= 0.999 and not rejected:
+            return []
+        aim = self.stop_epsilon
+        enough = (f"; it is at most epsilon = {aim:g}: the compounds' own wells alone back the recommendation, "
+                  "so you may stop on it whatever the model check says" if aim is not None and value <= aim else "")
+        shown = "none yet" if value >= 0.999 else f"{value:.2g}"
+        return [f"certificate without a model, true whenever you stop (each compound's own wells; certified "
+                f"epsilon {shown}{enough}):"] + [f"  {s}" for s in cert.get("sentences", [])]
 
     def _untested_note(self) -> str:
         """Why a forecast counting on the wells of compounds not tested yet may run long."""
@@ -503,6 +526,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
     in_contention = _in_contention(camp, policy, res, n, lo, hi)
     cert = _certificate(camp, policy)
     certified = _certified(cert)
+    free = _no_model_certificate(camp, policy, res, n)
     forecast = forecast_left(camp, policy)
     obs = camp.observations()
     idx = np.asarray(active)
@@ -545,6 +569,8 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "plates_done": int(plates_done),
         "certified_epsilon": certified,
         "certificate": cert,
+        "certified_epsilon_no_model": _certified(free),
+        "certificate_no_model": free,
         "in_contention": in_contention,
         "model_check": check,
         "active": int(np.size(active)),
@@ -603,6 +629,23 @@ def _certificate(camp, policy) -> dict | None:
     else:
         quantity = "mean outcome"
     return c.to_dict(camp.compound_ids, quantity)
+
+
+def _no_model_certificate(camp, policy, res, n) -> dict | None:
+    """The own wells' certificate of the recommendation under no model (certainty/no_model.py) as JSON data, at the
+    algorithm's delta (0.05 without one), among the compounds not withdrawn; None for readouts that are not 0/1
+    and before a recommendation."""
+    if not camp.binary or not res.recommendation:
+        return None
+    _, s, _, _ = camp.observations()
+    inner = getattr(policy, "inner", policy)
+    delta = float(getattr(inner, "delta", None) or 0.05)
+    m = int(getattr(inner, "m", 1))
+    compared = np.asarray(getattr(policy, "arm_set", np.arange(camp.K)))
+    if len(compared) <= m or not set(res.recommendation) <= set(compared.tolist()):
+        return None
+    cert = no_model_certificate(s, n, res.recommendation, delta, m=m, compared=compared)
+    return cert.to_dict(camp.compound_ids, "hit rate")
 
 
 def _certified(cert: dict | None) -> float | None:
