@@ -790,14 +790,13 @@ def test_hit_rates_near_the_ends_are_not_rounded_to_certainty():
         ["> 0.999", "0.998", "0.5", "0.0123", "< 0.001", "0"]
 
 
-@pytest.mark.parametrize("misspecified", [False, True])
-def test_status_checks_the_model_the_certificate_rests_on(tmp_path, misspecified):
-    """status carries the model check beside the certificate: outcomes drawn from the logistic model
-    pass; outcomes that ignore the features (every other compound always a hit) are rejected with a
-    warning in the text and the JSON."""
+def _gse_log_screen(tmp_path, budget: int, misspecified: bool):
+    """A gse-log campaign (it spreads its tests) on 20 compounds, plates of 48 until its budget is spent: outcomes
+    from the logistic model, or (misspecified) every other compound always a hit whatever its features. Returns
+    the campaign and the tests told."""
     from campaign_util import new_campaign, write_results
 
-    camp = new_campaign(tmp_path / "c.campaign", "gse-log", {"budget": 480}, K=20, d=2, seed=1)  # spreads its tests
+    camp = new_campaign(tmp_path / "c.campaign", "gse-log", {"budget": budget}, K=20, d=2, seed=1)
     assay = Assay(camp.features, seed=2)
     told = 0
     for k in range(40):
@@ -807,6 +806,15 @@ def test_status_checks_the_model_the_certificate_rests_on(tmp_path, misspecified
         values = [int(a % 2 == 0) for a in plate.arms] if misspecified else assay(plate.arms)
         camp.record(write_results(tmp_path / f"p{k}.csv", plate, values))
         told += len(plate)
+    return camp, told
+
+
+@pytest.mark.parametrize("misspecified", [False, True])
+def test_status_checks_the_model_the_certificate_rests_on(tmp_path, misspecified):
+    """status carries the model check beside the certificate: outcomes drawn from the logistic model
+    pass; outcomes that ignore the features (every other compound always a hit) are rejected with a
+    warning in the text and the JSON."""
+    camp, told = _gse_log_screen(tmp_path, 480, misspecified)
     st = camp.status()
     check = st.to_dict()["model_check"]
     assert check is not None and check["n_tests"] == told > 300
@@ -827,18 +835,9 @@ def test_status_adds_the_own_wells_certificate_that_needs_no_model(tmp_path, mis
     """Beside the model's certificate, status gives the one every compound's own wells make under no model
     (certainty/no_model.py), from the campaign's own counts; where the model check rejects the model the text
     shows it even before it says much, and says so when it is within the epsilon asked."""
-    from campaign_util import new_campaign, write_results
-
     from screenbai.bandits.certainty.no_model import anytime_intervals
 
-    camp = new_campaign(tmp_path / "c.campaign", "gse-log", {"budget": 960}, K=20, d=2, seed=1)
-    assay = Assay(camp.features, seed=2)
-    for k in range(40):
-        if camp.policy.done:
-            break
-        plate = camp.next_plate(48, force=True)
-        values = [int(a % 2 == 0) for a in plate.arms] if misspecified else assay(plate.arms)
-        camp.record(write_results(tmp_path / f"p{k}.csv", plate, values))
+    camp, _ = _gse_log_screen(tmp_path, 960, misspecified)
     st = camp.status()
     out = st.to_dict()
     n, s, _, _ = camp.observations()
