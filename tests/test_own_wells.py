@@ -269,7 +269,7 @@ def test_the_forecast_band_of_plates_holds_the_point_forecast(tmp_path, monkeypa
 
 
 def test_a_plate_asked_for_after_the_wells_gets_no_more_wells_than_still_needed():
-    """Plates of 96 on the saturated instance (a run whose wells take two plates): a plate's block of wells
+    """Plates of 96 on the saturated instance (a run whose wells take two plates or more): a plate's block of wells
     holds at most the wells still needed when it is asked for (by the wells' evidence so far and the fitted
     rate), the rest of the plate the usual design (which may test the same compound too). Before, the
     second plate was all wells (96 where 69 were needed)."""
@@ -289,7 +289,7 @@ def test_a_plate_asked_for_after_the_wells_gets_no_more_wells_than_still_needed(
             assert all(w[arm] <= np.ceil(need) for w in wells)
         wells_plates += bool(rule.wells.started) and int(np.sum(plate == rule.wells.started[-1])) > 0
         pol.tell(plate, env.pull(plate))
-    assert pol.diagnostics.get("stopped_by") == "own wells" and wells_plates == 2
+    assert pol.diagnostics.get("stopped_by") == "own wells" and wells_plates >= 2  # a plate after the first wells
 
 
 def _rule():
@@ -311,6 +311,52 @@ def test_the_wells_route_in_plates_starts_on_a_plate_and_stops_at_a_plate_s_end(
     assert rule.shortcut_tests(arm, np.array([0.85]), 96.0, plate=96) == math.inf  # below the bar
     rule.wells.start([3])  # started: the wells go on the next plates at once
     assert rule.shortcut_tests(arm, np.array([0.99]), 96.0, plate=96) == 96 + 2 * 96
+
+
+def test_above_ten_dimensions_the_wells_start_at_twice_the_tests_made():
+    """log-tas plans a compound's own wells once they need at most the tests made (d <= PLUGIN_D) or twice them
+    (above): the rule carries the factor, the forecast's route follows it, and so do the plates the policy plans."""
+    from screenbai.bandits.rules.own_wells import LikelihoodOrOwnWells
+    from screenbai.bandits.tracking.logistic import PLUGIN_D, WELLS_START_ABOVE_PLUGIN_D
+
+    assert WELLS_START_ABOVE_PLUGIN_D == 2.0
+    low = policy_for_instance("log-tas", _saturated(d=PLUGIN_D), rng=0, epsilon=0.1, delta=0.05)
+    high = policy_for_instance("log-tas", _saturated(d=PLUGIN_D + 2), rng=0, epsilon=0.1, delta=0.05)
+    assert low.stopping_rule.wells_start == 1.0 and high.stopping_rule.wells_start == 2.0
+    rule = high.stopping_rule
+    arm = np.array([3])
+    N = rule.wells.needed(3, 0.99)
+    assert 96 < N <= 192
+    assert rule.shortcut_tests(arm, np.array([0.99]), 40.0) == pytest.approx(1.5 * N)  # start at N / 2 > 40 made
+    assert rule.shortcut_tests(arm, np.array([0.99]), 96.0) == pytest.approx(96 + N)  # N <= 2 x 96: at once
+    assert rule.shortcut_tests(arm, np.array([0.99]), 96.0, plate=96) == 96 + 2 * 96  # on plate 2, not plate 3
+    with pytest.raises(ValueError, match="wells_start must be at least 1"):
+        LikelihoodOrOwnWells(rule.lr.Z, 1, 0.1, 0.05, 0.07, True, wells_start=0.5)
+
+def _wells_start(monkeypatch, factor: float) -> tuple[int, float]:
+    """(tests made, tests of the wells then needed at the fitted mean) when log-tas first plans wells, d = 12."""
+    monkeypatch.setattr(log_tas, "WELLS_START_ABOVE_PLUGIN_D", factor)
+    pol = policy_for_instance("log-tas", _saturated(d=log_tas.PLUGIN_D + 2), rng=0, epsilon=0.1, delta=0.05)
+    env = _saturated(d=log_tas.PLUGIN_D + 2).environment(rng=1)
+    rule = pol.stopping_rule
+    while not pol.done and pol.n_samples < 5_000:
+        made = pol.n_samples
+        arms = pol.ask()
+        if rule.wells.started:
+            fit = float(expit(pol.Z[rule.wells.started[0]] @ pol._theta_pred))
+            assert pol.diagnostics.get("stopped_by") is None
+            return made, rule.wells.needed(rule.wells.started[0], fit)
+        pol.tell(arms, env.pull(arms))
+    raise AssertionError("the wells never started")
+
+
+def test_the_policy_plans_the_wells_at_twice_the_tests_made_above_ten_dimensions(monkeypatch):
+    """The same run with the factor 1 and 2: at 2 the wells start sooner, when they need more than the tests made
+    but at most twice them."""
+    made1, need1 = _wells_start(monkeypatch, 1.0)
+    made2, need2 = _wells_start(monkeypatch, 2.0)
+    assert need1 <= made1 and made2 < made1
+    assert made2 < need2 <= 2 * made2
 
 
 def test_status_and_init_give_the_wells_route_the_campaign_s_plate_size(tmp_path, monkeypatch):

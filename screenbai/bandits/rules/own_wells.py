@@ -221,11 +221,16 @@ class LikelihoodOrOwnWells(LikelihoodOr):
     state_fields = ("lr", "wells")
 
     def __init__(self, Z: np.ndarray, m: int, epsilon: float, delta: float, growth: float, late: bool,
-                 wells_share: float = WELLS_SHARE):
+                 wells_share: float = WELLS_SHARE, wells_start: float = 1.0):
+        """``wells_start``: the policy plans a compound's own wells once they need at most this many times the
+        tests made so far (log-tas's ``_wells_block``; ``shortcut_tests`` forecasts the same route)."""
         if not 0.0 < wells_share < 1.0:
             raise ValueError(f"wells_share must be in (0, 1) (the own wells' share of delta); got {wells_share}")
+        if not wells_start >= 1.0:
+            raise ValueError(f"wells_start must be at least 1; got {wells_start}")
         super().__init__(Z, m, epsilon, delta, growth, late, 1.0 - wells_share)
         self.wells = OwnWells(epsilon, wells_share * delta)
+        self.wells_start = float(wells_start)
 
     @property
     def second(self) -> StoppingRule:
@@ -267,18 +272,18 @@ class LikelihoodOrOwnWells(LikelihoodOr):
 
     def shortcut_tests(self, answer: np.ndarray, means: np.ndarray, done: float, plate: int | None = None) -> float:
         """The own wells' route (log-tas's ``_wells_block``): wells for the answer once they need no more than
-        the tests made, so (tests made when they start) + (wells needed); inf if an arm of the answer has a
-        mean <= 1 - epsilon. In plates of ``plate`` tests the route is whole plates: the wells start on the
-        first plate planned once enough tests are made (the tests made grow a plate at a time), fill at most a
-        plate each, and the stop is read when a plate's outcomes are in. (Counted in tests, after plate 1 of
-        the README's recipe on CDK2 the route read 1-2 plates left where the runs whose wells passed took 3:
-        wells needing more than the 96 tests made cannot start on plate 2.)"""
+        ``wells_start`` times the tests made, so (tests made when they start) + (wells needed); inf if an arm
+        of the answer has a mean <= 1 - epsilon. In plates of ``plate`` tests the route is whole plates: the
+        wells start on the first plate planned once enough tests are made (the tests made grow a plate at a
+        time), fill at most a plate each, and the stop is read when a plate's outcomes are in. (Counted in
+        tests, after plate 1 of the README's recipe on CDK2 the route read 1-2 plates left where the runs whose
+        wells passed took 3: wells needing more than the 96 tests made cannot start on plate 2.)"""
         need = np.array([self.wells.needed(int(a), float(mu)) for a, mu in zip(np.ravel(answer), np.ravel(means))])
         if not np.isfinite(need).all():
             return math.inf
         wells = float(need.sum())
         started = all(self.wells.has_started(a) for a in np.ravel(answer))
-        start = done if started else max(done, wells)
+        start = done if started else max(done, wells / self.wells_start)
         if plate is None:
             return start + wells
         return done + plate * (math.ceil((start - done) / plate - 1e-9) + math.ceil(wells / plate - 1e-9))
