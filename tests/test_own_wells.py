@@ -315,7 +315,7 @@ def test_the_wells_route_in_plates_starts_on_a_plate_and_stops_at_a_plate_s_end(
 
 def test_above_ten_dimensions_the_wells_start_at_twice_the_tests_made():
     """log-tas plans a compound's own wells once they need at most the tests made (d <= PLUGIN_D) or twice them
-    (above): the rule carries the factor, the forecast's route follows it, and so do the plates the policy plans."""
+    (above): the rule carries the factor and the forecast's route follows it (the policy's plans: the next test)."""
     from screenbai.bandits.rules.own_wells import LikelihoodOrOwnWells
     from screenbai.bandits.tracking.logistic import PLUGIN_D, WELLS_START_ABOVE_PLUGIN_D
 
@@ -332,6 +332,7 @@ def test_above_ten_dimensions_the_wells_start_at_twice_the_tests_made():
     assert rule.shortcut_tests(arm, np.array([0.99]), 96.0, plate=96) == 96 + 2 * 96  # on plate 2, not plate 3
     with pytest.raises(ValueError, match="wells_start must be at least 1"):
         LikelihoodOrOwnWells(rule.lr.Z, 1, 0.1, 0.05, 0.07, True, wells_start=0.5)
+
 
 def _wells_start(monkeypatch, factor: float) -> tuple[int, float]:
     """(tests made, tests of the wells then needed at the fitted mean) when log-tas first plans wells, d = 12."""
