@@ -877,6 +877,11 @@ def test_backtest_reads_hit_rates_from_the_library_s_own_csv(tmp_path, capsys):
     assert main(["campaign", "backtest", "--library", str(export), "--rate-column", "r", "--out",
                  str(tmp_path / "b2")]) == 2
     assert "not from a ChEMBL export; give the rates in a CSV/TSV with --truth" in capsys.readouterr().err
+    sdf = tmp_path / "lib.sdf"
+    sdf.write_text("")
+    assert main(["campaign", "backtest", "--library", str(sdf), "--rate-column", "r", "--out",
+                 str(tmp_path / "b3")]) == 2
+    assert "not from an SDF; give the rates in a CSV/TSV with --truth" in capsys.readouterr().err
 
 
 def test_backtest_prints_a_true_hit_rate_near_1_as_above_0_999_not_as_1():

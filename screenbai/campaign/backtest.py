@@ -34,6 +34,7 @@ from .library import (
     DEFAULT_RADIUS,
     Library,
     _detect_kind,
+    _is_sdf,
     build_library,
     file_sha256,
     import_library,
@@ -531,8 +532,8 @@ def backtest_from_args(args, params: dict) -> int:
     truth = args.truth or args.library
     separate = args.truth is not None and Path(args.truth).resolve() != Path(args.library).resolve()
     truth_kind = _detect_kind(Path(truth))
-    sdf = ".sd" in "".join(Path(truth).suffixes).lower()
-    if args.rate_column and truth_kind != "featurized" and (sdf or truth_kind == "chembl-export"):
+    sdf = _is_sdf(Path(truth))
+    if args.rate_column and (sdf or truth_kind == "chembl-export"):
         raise ValueError(
             f"{truth}: --rate-column {args.rate_column!r} reads hit rates from a CSV/TSV table or the workflow's "
             f"arms parquet, not from {'an SDF' if sdf else 'a ChEMBL export'}; give the rates in a CSV/TSV with --truth"

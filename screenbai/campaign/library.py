@@ -68,13 +68,17 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _is_sdf(path: Path) -> bool:
+    """An SD file by its name (.sdf, .sdf.gz, .sd)."""
+    return ".sdf" in "".join(path.suffixes).lower() or path.suffix.lower() == ".sd"
+
+
 def _detect_kind(path: Path) -> str:
     from screenbai.chem.tables import is_chembl_export
 
     if path.suffix.lower() == ".parquet":
         return "featurized"
-    suffixes = "".join(path.suffixes).lower()
-    if ".sdf" in suffixes or path.suffix.lower() == ".sd":
+    if _is_sdf(path):
         return "table"
     return "chembl-export" if is_chembl_export(path) else "table"
 

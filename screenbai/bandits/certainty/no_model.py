@@ -82,11 +82,8 @@ def anytime_intervals(successes: np.ndarray, tests: np.ndarray, alpha: float) ->
         mid = 0.5 * (in_hi + out_hi)
         ok = inside(mid)
         in_hi, out_hi = np.where(ok, mid, in_hi), np.where(ok, out_hi, mid)
-    lo = np.where(S > 0, out_lo, 0.0)
-    hi = np.where(F > 0, out_hi, 1.0)
-    untested = n == 0
-    lo[untested], hi[untested] = 0.0, 1.0
-    return lo, hi
+    # S = 0 (an untested compound too): nothing outside below p_hat = 0; F = 0: nothing outside above
+    return np.where(S > 0, out_lo, 0.0), np.where(F > 0, out_hi, 1.0)
 
 
 def no_model_certificate(successes: np.ndarray, tests: np.ndarray, answer, delta: float, m: int = 1,

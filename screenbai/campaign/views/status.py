@@ -526,9 +526,9 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
     in_contention = _in_contention(camp, policy, res, n, lo, hi)
     cert = _certificate(camp, policy)
     certified = _certified(cert)
-    free = _no_model_certificate(camp, policy, res, n)
-    forecast = forecast_left(camp, policy)
     obs = camp.observations()
+    free = _no_model_certificate(camp, policy, res, obs[0], obs[1])
+    forecast = forecast_left(camp, policy)
     idx = np.asarray(active)
     check = model_check_json(getattr(policy, "inner", policy), [camp.compound_ids[a] for a in idx],
                              tuple(o[idx] for o in obs[:3]))
@@ -631,13 +631,12 @@ def _certificate(camp, policy) -> dict | None:
     return c.to_dict(camp.compound_ids, quantity)
 
 
-def _no_model_certificate(camp, policy, res, n) -> dict | None:
+def _no_model_certificate(camp, policy, res, n, s) -> dict | None:
     """The own wells' certificate of the recommendation under no model (certainty/no_model.py) as JSON data, at the
     algorithm's delta (0.05 without one), among the compounds not withdrawn; None for readouts that are not 0/1
     and before a recommendation."""
     if not camp.binary or not res.recommendation:
         return None
-    _, s, _, _ = camp.observations()
     inner = getattr(policy, "inner", policy)
     delta = float(getattr(inner, "delta", None) or 0.05)
     m = int(getattr(inner, "m", 1))
