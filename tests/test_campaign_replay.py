@@ -364,3 +364,119 @@ def test_a_campaign_keeps_the_defaults_it_started_with(tmp_path):
             policy = old.policy
         assert policy.calibration == "self-normalized"
         assert policy.epsilon == 0.1
+
+
+def _upgraded(monkeypatch, *, proposes_otherwise: bool):
+    """Stand in for a newer screenbai: other code (its fingerprint), and, when asked, other plates from the same
+    state (the state's fields unchanged, so the stored snapshots still load: the case the fingerprint exists for)."""
+    from screenbai.campaign.state import store
+
+    monkeypatch.setattr(store, "code_fingerprint", lambda: "a newer screenbai")
+    if proposes_otherwise:
+        _propose_otherwise(monkeypatch)
+
+
+def _propose_otherwise(monkeypatch):
+    """The replay's plates in reverse order: an algorithm that proposes otherwise from the same state."""
+    from screenbai.campaign.state import replay
+
+    propose = replay.propose_wells
+    monkeypatch.setattr(replay, "propose_wells", lambda policy, n, replicates=1: propose(policy, n, replicates)[::-1])
+
+
+def test_an_upgrade_that_proposes_other_plates_is_named_on_the_next_open(tmp_path, monkeypatch, capsys):
+    """Opening a campaign used its stored snapshot, so an upgrade that changed an algorithm's proposals
+    without changing its state's fields (log-tas's own wells starting earlier) carried the campaign on
+    silently, from a state the new code would not have reached. The snapshots now carry the fingerprint of
+    the code that wrote them: under other code the log is replayed from the start, and a plate it proposes
+    otherwise is named, with the way on."""
+    from screenbai.cli import main
+
+    path = tmp_path / "a.campaign"
+    camp = new_campaign(path)
+    _run(camp, tmp_path, Assay(camp.features), plates=2, size=4, tag="a")
+    camp.close()
+    with monkeypatch.context() as same_code:  # under the same fingerprint the snapshot is trusted, not replayed
+        _propose_otherwise(same_code)
+        with Campaign.open(path) as c:
+            assert c.policy.result().n_samples == 8
+    _upgraded(monkeypatch, proposes_otherwise=True)
+    assert main(["campaign", "status", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "replaying the log proposes other compounds for plate P001" in err
+    assert f"run `screenbai campaign restart {path}`" in err and "Traceback" not in err
+    assert main(["campaign", "restart", str(path), "--reason", "screenbai upgraded"]) == 0
+    capsys.readouterr()
+    assert main(["campaign", "status", str(path)]) == 0  # the restart's snapshots are this code's
+    assert "restarted (screenbai upgraded)" in capsys.readouterr().out
+
+
+def test_an_upgrade_that_proposes_the_same_plates_costs_one_replay(tmp_path, monkeypatch):
+    from screenbai.campaign.state.store import encode_state
+
+    path = tmp_path / "a.campaign"
+    camp = new_campaign(path)
+    assay = Assay(camp.features)
+    _run(camp, tmp_path, assay, plates=3, size=4, tag="a")
+    state = encode_state(camp.policy.state_dict())
+    camp.close()
+    _upgraded(monkeypatch, proposes_otherwise=False)
+    starts: list = []
+    replay_from = Campaign._replay_from
+    monkeypatch.setattr(
+        Campaign, "_replay_from", lambda self, base, step, *a: starts.append(step) or replay_from(self, base, step, *a)
+    )
+    with Campaign.open(path) as c:  # replayed from the start, as this code would, and the same state reached
+        assert encode_state(c.policy.state_dict()) == state
+        assert starts == [0]
+    with Campaign.open(path) as c:  # the snapshots were stored again for this code: no second replay
+        assert encode_state(c.policy.state_dict()) == state and starts == [0]
+        nxt = c.next_plate(4)
+        c.record(write_results(tmp_path / "b.csv", nxt, assay(nxt.arms)))
+
+
+def test_a_read_only_campaign_under_other_code_is_checked_and_left_as_it_was(tmp_path, monkeypatch, capsys):
+    from screenbai.campaign.state import store
+    from screenbai.cli import main
+
+    path = tmp_path / "a.campaign"
+    camp = new_campaign(path)
+    _run(camp, tmp_path, Assay(camp.features), plates=2, size=4, tag="a")
+    camp.close()
+    before = path.read_bytes()
+    path.chmod(0o444)
+    if os.geteuid() == 0:  # root may write anything: see the permission bits as another user would
+        monkeypatch.setattr(store, "writable", lambda p: bool(Path(p).stat().st_mode & 0o200))
+    try:
+        _upgraded(monkeypatch, proposes_otherwise=False)
+        for _ in range(2):  # checked at every open, since the check cannot be stored
+            assert main(["campaign", "status", str(path), "--json"]) == 0
+            assert json.loads(capsys.readouterr().out)["tests"] == 8
+        assert path.read_bytes() == before
+        _upgraded(monkeypatch, proposes_otherwise=True)
+        assert main(["campaign", "status", str(path)]) == 2
+        assert "proposes other compounds for plate P001" in capsys.readouterr().err
+    finally:
+        path.chmod(0o644)
+
+
+def test_the_code_fingerprint_follows_the_policy_code_and_nothing_else(tmp_path):
+    from screenbai.campaign.state.store import code_fingerprint
+
+    package = Path(__file__).resolve().parents[1] / "screenbai"
+    copy = tmp_path / "screenbai"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    fingerprint = code_fingerprint.__wrapped__
+    assert fingerprint(copy) == fingerprint(package) == code_fingerprint()
+    rule = copy / "bandits" / "tracking" / "logistic.py"
+    text = rule.read_bytes()
+    (copy / "bandits" / "__pycache__").mkdir(exist_ok=True)
+    (copy / "bandits" / "__pycache__" / "x.pyc").write_bytes(b"compiled")
+    (copy / "report" / "summary.py").write_text("# the report's words do not decide plates\n")
+    rule.write_bytes(text.replace(b"\n", b"\r\n"))  # a checkout with Windows line ends is the same code
+    assert fingerprint(copy) == fingerprint(package)
+    rule.write_bytes(text.replace(b"WELLS_START_ABOVE_PLUGIN_D = 2.0", b"WELLS_START_ABOVE_PLUGIN_D = 1.0"))
+    assert text != rule.read_bytes() and fingerprint(copy) != fingerprint(package)
+    rule.write_bytes(text)
+    (copy / "campaign" / "state" / "replay.py").write_text("")
+    assert fingerprint(copy) != fingerprint(package)

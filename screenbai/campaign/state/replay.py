@@ -13,8 +13,11 @@ in if the rule still holds with them (the same answer whatever the order), else 
 on part of the outcomes and not on all of them, the answer given first stays: that one case
 depends on the order.)  Snapshots of the policy's ``state_dict`` after the latest step and after
 the latest plate are stored, with their SHA-256, in the same transaction as the step, as caches
-of that replay; ``Campaign.open(..., use_snapshot=False)`` replays from the start instead, and
-``Campaign.repair`` rebuilds them from the log.
+of that replay, with the fingerprint of the code that wrote them: where another code wrote them (an
+upgrade), the next open replays from the start, so an algorithm that now proposes other plates is
+named (``ReplayMismatch``) instead of carrying on from a state this code would not have reached.
+``Campaign.open(..., use_snapshot=False)`` replays from the start instead, and ``Campaign.repair``
+rebuilds them from the log.
 
 :class:`PolicyReplay` holds that replay; :class:`~screenbai.campaign.Campaign` inherits it and
 supplies the open file (``_con``), its metadata, features and compound ids.
@@ -199,7 +202,10 @@ class PolicyReplay:
         return self._replay_from(None, 0, on_record, on_plate)
 
     def _replay_from_snapshots(self, on_record, on_plate):
-        """``_replay_now`` from the latest snapshot when it is the last step, else from the plate snapshot."""
+        """``_replay_now`` from the latest snapshot when it is the last step, else from the plate snapshot;
+        from the start where another code wrote them (``_replay_checked``)."""
+        if not store.snapshots_current(self._con):
+            return self._replay_checked(on_record, on_plate)
         base: str | dict | None = None  # the state after the last plate (None: the fresh policy, before any plate)
         base_step = 0  # and its step
         latest = store.get_snapshot(self._con, "latest")
@@ -209,6 +215,29 @@ class PolicyReplay:
         if snap is not None:
             base_step, base = snap
         return self._replay_from(base, base_step, on_record, on_plate)
+
+    def _replay_checked(self, on_record, on_plate):
+        """The log replayed from the start because the snapshots were written by another code (an upgrade, or a
+        file made before the code was fingerprinted): each plate proposed again must equal the stored one, else
+        ``ReplayMismatch`` says what to do.  Once it does, the snapshots are stored again for this code, so the
+        check costs one replay; a file that cannot be written now (read-only, another writer) is checked again
+        at the next open."""
+        plate: list = []
+
+        def at_plate(step, policy):
+            plate[:] = [step, policy.state_dict()]
+            if on_plate is not None:
+                on_plate(step, policy)
+
+        policy, last = self._replay_from(None, 0, on_record, at_plate)
+        try:
+            if plate:
+                store.put_snapshot(self._con, "plate", plate[0], store.encode_state(plate[1]))
+            if last:
+                store.put_snapshot(self._con, "latest", last, store.encode_state(policy.state_dict()))
+        except sqlite3.OperationalError:
+            pass
+        return policy, last
 
     def _replay_from(self, base: str | dict | None, base_step: int, on_record, on_plate):
         """The log replayed from ``base`` (a state after the plate at ``base_step``; None: the fresh policy)."""

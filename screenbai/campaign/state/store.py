@@ -16,7 +16,8 @@ outcomes   one row per recorded well: value (NULL when the well failed).
 events     the timestamped log; ``plate`` and ``record`` events are what replay follows.
 snapshot   caches of the policy state (replay gives the same), each with its SHA-256: ``latest``
            after the last step, ``plate`` right after the last plate was proposed (each ``record``
-           starts again from it, so that the order in which results files arrive does not matter).
+           starts again from it, so that the order in which results files arrive does not matter);
+           meta's ``snapshot_code`` names the code that wrote them (``code_fingerprint``).
 history    after every record: tests, leader, finished, compounds still in contention and the certified
            epsilon (derived, written in the record's transaction; the last two are NULL in rows of files
            made before they were kept, see ``ensure_progress_columns``).
@@ -32,6 +33,7 @@ campaign's state does not allow raises a :class:`CampaignError`.
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import json
 import os
@@ -332,11 +334,42 @@ def get_array(con, name: str) -> np.ndarray:
     return np.frombuffer(row[2], dtype=np.dtype(row[0])).reshape(json.loads(row[1])).copy()
 
 
+#: the code that decides a campaign's plates and stops: the algorithms, and the campaign's replay of them
+_POLICY_CODE = ("bandits", "campaign/state/armset.py", "campaign/state/replay.py")
+
+
+@functools.cache
+def code_fingerprint(root: Path | None = None) -> str:
+    """SHA-256 of the source files in ``_POLICY_CODE`` (under ``root``, the installed package by default).
+
+    A snapshot is a cache of replaying the log with the code that wrote it.  An upgrade can change what an
+    algorithm proposes without changing the fields of its state (as the own wells' start did), and such a
+    snapshot would carry the campaign on silently with other plates than a replay gives; stored with the
+    snapshots, this fingerprint sends the next open through the replay from the start instead, where every
+    plate is proposed again and must equal the stored one.  Any edit of that code (a comment included)
+    costs one replay, never a wrong state."""
+    root = Path(__file__).resolve().parents[2] if root is None else Path(root)
+    h = hashlib.sha256()
+    for part in _POLICY_CODE:
+        where = root / part
+        for f in sorted(where.rglob("*.py")) if where.is_dir() else [where]:
+            h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes().replace(b"\r\n", b"\n"))
+    return h.hexdigest()
+
+
 def put_snapshot(con, name: str, step: int, state: str) -> None:
     con.execute(
         "INSERT OR REPLACE INTO snapshots (name, step, state, sha256) VALUES (?, ?, ?, ?)",
         (name, int(step), state, _digest(state)),
     )
+    put_meta(con, "snapshot_code", code_fingerprint())
+
+
+def snapshots_current(con) -> bool:
+    """Whether the stored snapshots were written by this code (see ``code_fingerprint``); files made before
+    the fingerprint was kept have none, so their snapshots count as another code's."""
+    row = con.execute("SELECT value FROM meta WHERE key = 'snapshot_code'").fetchone()
+    return row is not None and json.loads(row[0]) == code_fingerprint()
 
 
 def get_snapshot(con, name: str) -> tuple[int, str] | None:
