@@ -4,7 +4,8 @@ Instances: the Soare et al. instance (d = 2, the "hard" angle omega; Gaussian, s
 al.'s classic instance (K = 4, m = 2, omega = pi/6; sigma = 1/2; the only one for LUCB and UGapE,
 which ignore the features) and the Kazerouni-Wein synthetic
 logistic instance (K = 50, epsilon = 0.1, d = 2, 5, 10).  Linear algorithms run on the linear
-instances, GLGapE and top-m GLGapE on the logistic ones.  Every algorithm runs with each of its
+instances, GLGapE, top-m GLGapE and KL-LUCB (0/1 outcomes, no model of the features) on the logistic
+ones.  Every algorithm runs with each of its
 confidence thresholds / calibrations, at delta = 0.05 and 0.1.
 
 A cell passes when the error rate is at most delta for a setting that claims a guarantee; settings
@@ -62,6 +63,8 @@ TOP_M = ("m-lingape", "lingifa", "lucb", "ugape", "m-glgape")  # name the top m;
 # LUCB and UGapE ignore the features: on Soare's instance (a gap of 0.01 at sigma = 1) they need
 # about 10^6 tests per arm, beyond the default cap, so they run on Réda's instance (their paper's) only.
 UNSTRUCTURED = ("lucb", "ugape")
+# KL-LUCB takes 0/1 outcomes only: it runs on the logistic instances, ignoring their features
+BERNOULLI_ONLY = ("kl-lucb",)
 DELTAS = (0.05, 0.1)
 
 
@@ -75,7 +78,7 @@ def cells(only: set[str] | None, instances: set[str] | None = None, settings: se
     for algorithm, label, params in SETTINGS:
         if (only and algorithm not in only) or (settings and not any(label.startswith(x) for x in settings)):
             continue
-        logistic = algorithm in ("glgape", "m-glgape")
+        logistic = algorithm in ("glgape", "m-glgape", *BERNOULLI_ONLY)
         for inst_name in LOGISTIC if logistic else LINEAR:
             if (instances and inst_name not in instances) or (
                 algorithm in UNSTRUCTURED and inst_name.startswith("soare")

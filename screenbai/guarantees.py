@@ -35,6 +35,7 @@ SETTINGS: list[tuple[str, str, dict[str, Any]]] = [
     ("lucb", "heuristic", {"threshold": "heuristic"}),
     ("ugape", "lucb1", {"threshold": "lucb1"}),
     ("ugape", "heuristic", {"threshold": "heuristic"}),
+    ("kl-lucb", "Jeffreys mixture", {}),
     ("xy-static", "eq. 11", {}),
     ("g-allocation", "eq. 11", {}),
     # a quarter of XY-adaptive's runs on Soare's instance need ~3.2 million tests (a phase restarted

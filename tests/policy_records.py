@@ -63,6 +63,8 @@ CASES: list[tuple[str, dict, str]] = [
     ("rage", {}, "soare2"),
     ("rage", {"m": 2, "epsilon": 0.5}, "random7"),
     ("rage-glm", {"epsilon": 0.1, "width0": 4.0}, "logistic8"),
+    ("kl-lucb", {"epsilon": 0.1}, "logistic8"),
+    ("kl-lucb", {"m": 2, "epsilon": 0.1}, "logistic8"),
     ("uniform", {"budget": 300}, "random7"),
     ("linucb", {"budget": 300}, "random7"),
     ("fb-lingape", {"budget": 300}, "random7"),

@@ -983,3 +983,82 @@ def test_status_says_when_its_forecast_counts_on_the_wells_of_an_untested_compou
     two = dataclasses.replace(st, forecast_untested=["CPD-7", "CPD-9"])
     assert "of CPD-7, CPD-9, not tested yet: the model's hit rate for them" in two.text()
     assert one.to_dict()["forecast_untested"] == ["CPD-7"]
+
+
+def test_restart_hands_the_screen_to_another_algorithm(tmp_path, capsys):
+    """Where the model is wrong, log-tas's sampling follows it and its certificate is unproven; `campaign restart`
+    could only restart the same algorithm. `--algorithm kl-lucb` now hands the screen to an algorithm that needs
+    no model of the features: it starts from every outcome recorded, keeps the question's epsilon and delta, is
+    replayed from the file like any step, and status and the guarantee say what happened (each algorithm's delta
+    adds up)."""
+    from campaign_util import new_campaign, write_results
+
+    from screenbai.campaign import Campaign
+    from screenbai.cli import main
+
+    path = tmp_path / "c.campaign"
+    camp = new_campaign(path, "log-tas", {"epsilon": 0.1, "delta": 0.04}, K=12, d=2, seed=1)
+    rng = np.random.default_rng(5)
+
+    def run(c, plates, tag):  # outcomes that ignore the features: compound 4 hits at 0.9, the others at 0.2
+        for k in range(plates):
+            if c.policy.done:
+                break
+            plate = c.next_plate(48, force=True)
+            c.record(write_results(tmp_path / f"{tag}{k}.csv", plate,
+                                   [int(rng.random() < (0.9 if a == 4 else 0.2)) for a in plate.arms]))
+
+    run(camp, 2, "a")
+    n_before = camp.observations()[0].copy()
+    camp.close()
+    refused = {"give --algorithm too": ["--param", "delta=0.01"], "screenbai algorithms": ["--algorithm", "no-such"],
+               "fixed-budget": ["--algorithm", "gse-log"], "delta": ["--algorithm", "kl-lucb", "--param", "delta=2"]}
+    for why, bad in refused.items():
+        assert main(["campaign", "restart", str(path), *bad]) == 2
+        assert why in capsys.readouterr().err
+    with Campaign.open(path) as c:  # each refusal changed nothing
+        assert c.algorithm == "log-tas" and c.policy.result().n_samples == 96
+    assert main(["campaign", "restart", str(path), "--algorithm", "kl-lucb", "--reason", "model rejected"]) == 0
+    out = capsys.readouterr().out
+    assert "log-tas handed over to kl-lucb, which starts from the 96 outcomes recorded" in out
+    assert "errs with probability at most 0.08, the sum of each algorithm's delta" in out
+    with Campaign.open(path) as c:
+        assert c.algorithm == "kl-lucb" and c.meta["params"] == {"epsilon": 0.1, "delta": 0.04}
+        assert c.policy.result().n_samples == 96 and (c.observations()[0] == n_before).all()
+        run(c, 40, "b")
+        assert c.policy.done
+        best = c.policy.result().recommendation
+        st = c.status()
+        text, tests = st.text(), st.tests
+        state = c.policy.state_dict()
+    assert list(best) == [4]
+    assert "kl-lucb (epsilon=0.1, delta=0.04)" in text and "log-tas handed over to kl-lucb (epsilon=0.1, delta=0.04) " \
+        "(model rejected), which started from the 96 outcomes recorded before" in text
+    assert "CPD0004: within" in text and "under no model: each compound's own wells alone" in text
+    assert "model check" not in text and "certificate without a model" not in text  # it is the certificate
+    with Campaign.open(path, use_snapshot=False) as c:  # the log replayed from the start gives the same screen
+        assert c.policy.result().n_samples == tests and c.policy.result().recommendation == best
+        from screenbai.campaign.state.store import encode_state
+
+        assert encode_state(c.policy.state_dict()) == encode_state(state)
+    Campaign.repair(path)
+    with Campaign.open(path) as c:
+        assert c.algorithm == "kl-lucb" and c.policy.result().recommendation == best
+
+
+def test_status_points_to_a_model_free_algorithm_where_the_model_check_rejects_the_model(tmp_path):
+    import dataclasses
+
+    from campaign_util import new_campaign
+
+    camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.1}, K=20, d=2, seed=1)
+    st = dataclasses.replace(camp.status(), tests=700)
+    camp.close()
+    check = {"n_tests": 700, "n_arms": 20, "rejected": True, "tests": [{"name": "x"}], "p_value": 1e-4, "note": None,
+             "warning": "WARNING: misfit."}
+    hint = f"to finish without the model: `screenbai campaign restart {st.path} --algorithm kl-lucb`"
+    assert hint in dataclasses.replace(st, model_check=check).text()
+    assert hint not in dataclasses.replace(st, model_check={**check, "rejected": False}).text()
+    assert hint not in dataclasses.replace(st, model_check=check, done=True).text()
+    own = {"model": "no model: the compound's own wells alone", "sentences": []}
+    assert hint not in dataclasses.replace(st, model_check=check, certified_epsilon=0.05, certificate=own).text()

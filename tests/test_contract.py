@@ -82,6 +82,7 @@ CASES = {
     "log-tas": (_LOGIT, {"epsilon": 0.1, "max_samples": 400}),
     "rage": (_LIN2, {"m": 2, "delta": 0.1, "width0": 2.0, "max_samples": 300}),
     "rage-glm": (_LOGIT, {"epsilon": 0.1, "width0": 4.0, "max_samples": 400}),
+    "kl-lucb": (_LOGIT, {"epsilon": 0.1, "max_samples": 400}),
 }
 # variants whose code paths differ: the LP ratio rule, paired tests (two arms per round), restricted Y
 VARIANTS = {

@@ -260,6 +260,7 @@ class Campaign(PolicyReplay):
             with store.transaction(self._con):
                 if self._policy is not None and self._policy_step != self._last_step():
                     self._policy = None
+                    self.meta = store.get_meta(self._con)  # another process may have switched the algorithm
                 yield
         except sqlite3.Error as exc:
             self._policy = None

@@ -165,10 +165,21 @@ def add_parser(sub) -> None:
 
     p = cs.add_parser(
         "restart",
-        help="restart the algorithm on every outcome recorded (when this screenbai no longer replays the campaign)",
+        help="restart the algorithm on every outcome recorded (when this screenbai no longer replays the campaign), "
+        "or hand the screen to another algorithm (--algorithm)",
     )
     file_arg(p)
     p.add_argument("--reason", default="", help="why, for the log (e.g. 'screenbai upgraded')")
+    p.add_argument(
+        "--algorithm",
+        dest="new_algorithm",  # not init's --algorithm, which run() fills in with the default
+        default=None,
+        help="another algorithm takes over from every outcome recorded, e.g. kl-lucb, which needs no model of "
+        "the features, when the model check rejects the model (`screenbai algorithms`); epsilon, delta and m "
+        "stay as they were unless --param says otherwise",
+    )
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a setting of the algorithm taking over (repeatable), as for init")
 
     p = cs.add_parser("format", help="change the plate format for the next plates")
     file_arg(p)

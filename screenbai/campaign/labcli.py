@@ -148,13 +148,17 @@ def _withdraw(args) -> int:
 
 
 def _restart(args) -> int:
+    from ..cliargs import parse_params
     from .campaign import Campaign
     from .state.changes import guarantee_after_change, restart_algorithm
 
     with Campaign.open(args.campaign) as camp:
-        restart_algorithm(camp, args.reason)
+        before = camp.algorithm
+        restart_algorithm(camp, args.reason, args.new_algorithm, parse_params(args.param))
         n = int(camp.observations()[0].sum())
-        say(f"{camp.algorithm} restarted on the {n:,} outcomes recorded in {args.campaign}; `next` proposes from it")
+        what = (f"{before} handed over to {camp.algorithm}, which starts from" if args.new_algorithm else
+                f"{camp.algorithm} restarted on")
+        say(f"{what} the {n:,} outcomes recorded in {args.campaign}; `next` proposes from it")
         say(f"guarantee: {guarantee_after_change(camp)}")
     return 0
 

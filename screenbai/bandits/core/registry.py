@@ -17,7 +17,7 @@ from screenbai.bandits.core.params import declared
 
 _MODULES = ("linear.gifa", "linear.static", "linear.static_adaptive", "linear.rage", "logistic.glgape",
             "logistic.glgape_topm", "logistic.rage_glm", "budget.gse", "budget.baselines", "tracking.linear",
-            "tracking.logistic")
+            "tracking.logistic", "unstructured.kl_lucb")
 _REGISTRY: dict[str, Entry] = {}
 #: the module registering each name, so that ``get`` imports that one only (a campaign command then
 #: imports one algorithm family, not all ten modules: 50 ms of its start); a name missing here is
@@ -36,6 +36,7 @@ _HOME = {
     "log-tas": "tracking.logistic",
     "rage": "linear.rage",
     "rage-glm": "logistic.rage_glm",
+    "kl-lucb": "unstructured.kl_lucb",
 }
 
 

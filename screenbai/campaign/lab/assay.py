@@ -119,6 +119,11 @@ class Readout:
     def model(self, binary: bool, algorithm: str) -> str:
         """The algorithm's model of this readout, in one sentence."""
         if binary:
+            if not models_features(algorithm):
+                return (
+                    f"{algorithm} takes each compound's hits ({self.rule()}; the raw {self.name} is kept in the "
+                    f"file) on their own, with no model of the features: {NO_FEATURE_MODEL}"
+                )
             if not logistic_on_hits(algorithm):
                 return (
                     f"{algorithm} models hits ({self.rule()}; the raw {self.name} is kept in the file) with a "
@@ -134,6 +139,19 @@ class Readout:
             f"{algorithm} models the {self.label()} itself{flip} with a linear-Gaussian model of the features; "
             "its noise scale is its parameter sigma (compare it with the control wells' spread in status)"
         )
+
+
+#: what an algorithm with no model of the features assumes of the outcomes (LUCB, UGapE, uniform)
+NO_FEATURE_MODEL = ("each compound's outcomes independent, noise sub-Gaussian with its declared sigma (1/2 covers any "
+                    "0/1 outcome)")
+
+
+def models_features(algorithm: str) -> bool:
+    """Whether the registered ``algorithm`` models the outcomes through the compounds' features (False: each
+    compound on its own, as LUCB and UGapE)."""
+    from screenbai.bandits.core.registry import get
+
+    return bool(getattr(get(algorithm).cls, "models_features", True))
 
 
 def logistic_on_hits(algorithm: str) -> bool:

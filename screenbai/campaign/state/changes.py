@@ -175,36 +175,75 @@ def withdraw(camp, compound_id: str, reason: str = "") -> int:
     return arm
 
 
-def restart_algorithm(camp, reason: str = "") -> int:
+#: settings of the question itself, kept when the algorithm is switched unless the user gives others
+QUESTION = ("epsilon", "delta", "m")
+
+
+def restart_algorithm(camp, reason: str = "", algorithm: str | None = None, params: dict | None = None) -> int:
     """Restart the algorithm on every outcome recorded so far (one logged step), as after an added compound,
     without replaying what came before: the way on when this screenbai's algorithm no longer reproduces the
-    campaign's plates (``ReplayMismatch``, e.g. after an upgrade).  Returns the step."""
+    campaign's plates (``ReplayMismatch``, e.g. after an upgrade).  With ``algorithm``, another algorithm
+    takes over (e.g. ``kl-lucb``, which needs no model, when the model check rejects the model): it starts from
+    every outcome recorded, with ``params``, and the question's settings (``QUESTION``) the campaign had where
+    it takes them and ``params`` does not say.  Returns the step."""
+    from screenbai.bandits.core.params import declared, unnamed_defaults
+    from screenbai.bandits.core.policy import encode_state
     from screenbai.bandits.core.registry import get
 
-    if getattr(get(camp.algorithm).cls, "fixed_budget", False):
+    from .creation import check_settings
+
+    switch = None
+    if algorithm is not None:
+        entry = check_settings(algorithm, {}, int(camp.meta["seed"]), camp.meta["outcome"])  # a typo: named
+        old = camp.meta["params"]
+        takes = declared(entry.cls)
+        kept = {k: old[k] for k in QUESTION if k in old and k in takes and k not in (params or {})}
+        new_params = {**kept, **(params or {})}
+        check_settings(entry.name, new_params, int(camp.meta["seed"]), camp.meta["outcome"])
+        switch = {"algorithm": entry.name, "params": new_params,
+                  "defaults": encode_state(unnamed_defaults(entry.cls, new_params))}
+    elif params:
+        raise ValueError("--param changes the settings of an algorithm taking over: give --algorithm too")
+    name = camp.algorithm if switch is None else switch["algorithm"]
+    if getattr(get(name).cls, "fixed_budget", False):
         raise ValueError(
-            f"{camp.algorithm} is a fixed-budget algorithm: its stages are planned for the campaign it started, so it "
+            f"{name} is a fixed-budget algorithm: its stages are planned for the campaign it started, so it "
             "cannot restart mid-campaign; export the results and start a new campaign"
         )
+    before = dict(camp.meta)
     with camp._step("restarting its algorithm"):
-        last = camp._last_step()
-        active, n_total, _ = camp._active_at(last)
-        n, _, _, _ = camp.observations()
-        step = store.add_event(
-            camp._con,
-            "restart",
-            {
+        try:
+            last = camp._last_step()
+            active, n_total, _ = camp._active_at(last)
+            n, _, _, _ = camp.observations()
+            detail = {
                 "active": [int(a) for a in active],
                 "n_total": int(n_total),
                 "reason": reason,
                 "tests_before": int(n.sum()),
                 "screenbai_version": _version(),
-            },
-        )
-        camp._policy = camp._restart_at(step)
-        camp._policy_step = step
-        camp._save_snapshot(step, plate=True)
+            }
+            if switch is not None:
+                detail.update(algorithm=switch["algorithm"], params=switch["params"],
+                              replaces={"algorithm": camp.algorithm, "params": camp.meta["params"]})
+                for key, value in switch.items():  # what every later step builds the policy from
+                    store.put_meta(camp._con, key, value)
+                    camp.meta[key] = value
+            step = store.add_event(camp._con, "restart", detail)
+            camp._policy = camp._restart_at(step)
+            camp._policy_step = step
+            camp._save_snapshot(step, plate=True)
+        except BaseException:
+            camp.meta = before  # the step is rolled back: so is the campaign's algorithm
+            camp._policy = None
+            raise
     return step
+
+
+def switches(camp) -> list[dict]:
+    """The restarts that handed the campaign to another algorithm, in order (their log details)."""
+    rows = camp._con.execute("SELECT detail FROM events WHERE kind = 'restart' ORDER BY step").fetchall()
+    return [d for d in (json.loads(r[0]) for r in rows) if "algorithm" in d]
 
 
 def _version() -> str:
@@ -229,6 +268,15 @@ def set_layout(camp, layout: PlateLayout) -> None:
     camp.meta["layout"] = layout.to_dict()
 
 
+def _setting(algorithm: str, params: dict, key: str):
+    """The value of ``key`` an algorithm ran with: given in ``params``, else its default (None: it has none)."""
+    from screenbai.bandits.core.params import declared
+    from screenbai.bandits.core.registry import get
+
+    p = declared(get(algorithm).cls).get(key)
+    return params.get(key, None if p is None else p.default)
+
+
 def guarantee_after_change(camp) -> str:
     """What a change does to the error guarantee, in one sentence."""
     from screenbai.bandits.core.params import without_guarantee
@@ -236,6 +284,22 @@ def guarantee_after_change(camp) -> str:
 
     entry = get(camp.algorithm)
     voided = without_guarantee(entry.cls, {**entry.defaults, **camp.meta["params"]})
+    handed = switches(camp)
+    if handed:
+        first = handed[0]["replaces"]
+        chain = " then ".join([first["algorithm"]] + [h["algorithm"] for h in handed])
+        if voided:
+            return (f"the screen was handed over ({chain}); {camp.algorithm} has no error guarantee as set "
+                    f"({', '.join(voided)})")
+        deltas = [_setting(a["algorithm"], a["params"], "delta") for a in [first, *handed]]
+        total = (f"at most {sum(deltas):g}, the sum of each algorithm's delta" if all(
+            isinstance(x, (int, float)) for x in deltas) else "at most the sum of each algorithm's delta")
+        return (
+            f"the screen was handed over ({chain}): {camp.algorithm}'s confidence bounds hold at every moment "
+            f"whatever chose the tests before, so its answer is wrong with probability at most its delta "
+            f"({_setting(camp.algorithm, camp.meta['params'], 'delta')}) under its own assumptions; the "
+            f"procedure as a whole, which could have stopped under any of them, errs with probability {total}"
+        )
     if voided:
         return f"there was no error guarantee before ({', '.join(voided)}) and there is none after"
     if not getattr(entry.cls, "absorbed_outcomes_count", True):
@@ -263,13 +327,15 @@ def change_lines(camp) -> list[str]:
     if not rows:
         return out
     promise = guarantee_after_change(camp)
+    handed = switches(camp)
+    algorithm = handed[0]["replaces"]["algorithm"] if handed else camp.algorithm  # the one at each change
     for at, kind, detail in rows:
         d = json.loads(detail)
         when = at[:16].replace("T", " ")
         if kind == "add":
             out.append(
                 f"{when}: {len(d['compounds'])} compound(s) added ({', '.join(d['compounds'][:3])}"
-                f"{' ...' if len(d['compounds']) > 3 else ''}); {camp.algorithm} restarted on {len(d['active']):,} "
+                f"{' ...' if len(d['compounds']) > 3 else ''}); {algorithm} restarted on {len(d['active']):,} "
                 f"compounds with the {d['tests_before']:,} outcomes recorded before"
             )
         elif kind == "withdraw":
@@ -281,10 +347,19 @@ def change_lines(camp) -> list[str]:
             )
         elif kind == "restart":
             why = f" ({d['reason']})" if d.get("reason") else ""
-            out.append(
-                f"{when}: {camp.algorithm} restarted{why} on the {d['tests_before']:,} outcomes recorded before, "
-                f"with screenbai {d.get('screenbai_version', 'unknown')}"
-            )
+            if "algorithm" in d:
+                algorithm = d["algorithm"]
+                settings = ", ".join(f"{k}={v}" for k, v in d["params"].items()) or "its defaults"
+                out.append(
+                    f"{when}: {d['replaces']['algorithm']} handed over to {algorithm} ({settings}){why}, which started "
+                    f"from the {d['tests_before']:,} outcomes recorded before, with screenbai "
+                    f"{d.get('screenbai_version', 'unknown')}"
+                )
+            else:
+                out.append(
+                    f"{when}: {algorithm} restarted{why} on the {d['tests_before']:,} outcomes recorded before, "
+                    f"with screenbai {d.get('screenbai_version', 'unknown')}"
+                )
         else:
             out.append(
                 f"{when}: plate format changed to {PlateLayout.from_dict(d['layout']).describe()} (plates proposed "

@@ -12,7 +12,7 @@ from screenbai.bandits.certainty.forecast import BOUNDS
 from screenbai.bandits.certainty.no_model import no_model_certificate
 from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
-from screenbai.campaign.lab.assay import logistic_on_hits
+from screenbai.campaign.lab.assay import NO_FEATURE_MODEL, logistic_on_hits, models_features
 
 from .forecast import BAND_LEVEL, FORECAST_DRAWS, Z95, forecast_left
 
@@ -345,6 +345,13 @@ class Status:
                 out.append("model check: " + (mc["warning"].replace(MODEL_ASSUMED, (
                     "The certificate above rests on the compound's own wells, not on this model, and stands; the "
                     "model chose the wells (richer features may restore its fit).")) if wells else mc["warning"]))
+                if not wells and not self.done:
+                    out.append(
+                        f"  to finish without the model: `screenbai campaign restart {self.path} --algorithm kl-lucb` "
+                        "hands the screen to KL-LUCB, whose sampling and stopping rest on each compound's own wells "
+                        f"alone (it starts from the {self.tests:,} outcomes recorded; it tests every compound at "
+                        f"least once, so it suits a short list: {self.active:,} compounds here)"
+                    )
             elif not mc["tests"]:
                 out.append(f"model check: not possible yet ({mc['note']}); " + (
                     "the certificate above needs no model (the compound's own wells)" if wells
@@ -557,7 +564,9 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         Readout.from_dict(readout).model(camp.binary, camp.algorithm)
         if readout
         else (
-            (f"{camp.algorithm} models the 0/1 outcomes with a logistic model of the features"
+            (f"{camp.algorithm} takes each compound's 0/1 outcomes on their own, with no model of the features: "
+             f"{NO_FEATURE_MODEL}" if not models_features(camp.algorithm)
+             else f"{camp.algorithm} models the 0/1 outcomes with a logistic model of the features"
              if logistic_on_hits(camp.algorithm)
              else f"{camp.algorithm} models the 0/1 outcomes with a linear model of the features, noise "
              "sub-Gaussian with its declared sigma (1/2 covers any 0/1 outcome)")

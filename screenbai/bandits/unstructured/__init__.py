@@ -1,0 +1,1 @@
+"""Policies with no model of the features: each compound on its own outcomes (kl_lucb.py: KL-LUCB)."""

@@ -1,0 +1,159 @@
+"""KL-LUCB on each compound's own outcomes: no model of the features.
+
+When the model check rejects a model (campaign status), a certificate that rests on it is unproven, and a
+sampling rule that follows it starves the compounds it wrongly thinks weak. KL-LUCB (Kaufmann &
+Kalyanakrishnan 2013, "Information complexity in bandit subset selection", COLT, Algorithm 1 with the
+KL-LUCB confidence bounds) treats each compound on its own, so it needs only that a compound's 0/1 outcomes
+are independent draws of its hit rate.
+
+**The confidence bounds.** Per compound, the anytime interval of ``certainty/no_model.py``: the Jeffreys
+mixture of Bernoulli likelihood ratios, a martingale under the true rate whatever chose the tests, with
+Ville's inequality at level delta / K for each of the K compounds. Every rate lies in its interval at every
+time at once with probability at least 1 - delta. They play the part of the paper's KL bounds, whose
+exploration rate log(k1 K t^alpha / delta) they replace by a mixture's, valid at every time without a union
+over t (the paper's section 3 allows any bounds valid in this sense).
+
+**The sampling rule** (the paper's Algorithm 1). J(t), the m compounds of highest observed hit rate;
+l_t, the one of J(t) with the lowest lower bound; u_t, the compound outside J(t) with the highest upper
+bound (a compound never tested has [0, 1], so each is tested before the rule can stop); test both. With
+plates, the tests in flight count as tests at the compound's observed rate (0.5 before any), which narrows
+its interval but does not move it, so a plate spreads over the compounds the rule would pick next; they
+never enter the stopping rule.
+
+**The stopping rule** (``EachArmIntervals``): stop once every compound of J(t) is certified epsilon-good by
+the intervals, eq. (1) of ``certainty/certificate.py`` with U(i, j) = hi_j - lo_i, the certificate of
+``no_model.py``. It fires no later than the paper's test hi_{u_t} - lo_{l_t} <= epsilon (for top-m the m-th
+largest bound is at most the largest outside J) and errs only when some interval fails: P(error) <= delta,
+whatever the features and however wrong a model of them would be.
+
+Per round: the intervals of the compounds whose counts changed (bisection, vectorised) and an O(K) pass for
+J, l_t and u_t; no model fit, nothing quadratic in K.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from screenbai.bandits.certainty.certificate import certified_from_bounds
+from screenbai.bandits.certainty.no_model import MODEL, anytime_interval
+from screenbai.bandits.core.params import DELTA, EPSILON, M
+from screenbai.bandits.core.parts import StoppingRule
+from screenbai.bandits.core.policy import Policy
+from screenbai.bandits.core.registry import register
+from screenbai.bandits.numerics.ties import argmax_random, argmin_random
+
+
+class _Intervals:
+    """Each compound's anytime interval at level ``alpha`` for given (tests, successes), recomputed only for the
+    compounds whose counts changed since the last call (a cache keyed by the counts, so right after any load of a
+    state; never part of one). Always the scalar form (``anytime_interval``): a round changes two compounds, and
+    the answer must not depend on how many changed since the cache was filled."""
+
+    def __init__(self, K: int, alpha: float):
+        self.alpha = float(alpha)
+        self.tests = np.zeros(K)
+        self.successes = np.zeros(K)
+        self.lo, self.hi = np.zeros(K), np.ones(K)
+
+    def at(self, tests: np.ndarray, successes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        changed = np.flatnonzero((tests != self.tests) | (successes != self.successes))
+        for k in changed.tolist():  # the compounds tested since the last call: two per round
+            self.lo[k], self.hi[k] = anytime_interval(successes[k], tests[k], self.alpha)
+        self.tests[changed], self.successes[changed] = tests[changed], successes[changed]
+        return self.lo, self.hi
+
+
+class EachArmIntervals(StoppingRule):
+    """The certificate of every compound's own anytime interval, at delta / K each (module docstring), as a
+    stopping rule: stop when every arm of the answer is certified epsilon-good. Reads the policy's recorded
+    counts and sums only; keeps no state."""
+
+    name = "each compound's intervals"
+
+    def __init__(self, epsilon: float, delta: float, K: int, m: int = 1):
+        super().__init__(epsilon, delta)
+        self.K, self.m = int(K), int(m)
+        self._recorded = _Intervals(self.K, self.delta / self.K)
+
+    def intervals(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower ends, upper ends) of every compound's interval from its recorded outcomes."""
+        return self._recorded.at(self.policy.n.astype(float), self.policy.sums)
+
+    def certified_epsilon(self, answer: np.ndarray) -> np.ndarray:
+        A = np.asarray(answer, dtype=np.int64)
+        lo, hi = self.intervals()
+        U = hi[None, :] - lo[A][:, None]
+        U[np.arange(A.size), A] = -np.inf
+        return certified_from_bounds(U, self.m)
+
+    def model(self) -> tuple[str, tuple[str, ...]]:
+        return MODEL.format(K=self.K), ()
+
+
+@register("kl-lucb")
+class KLLUCB(Policy):
+    """KL-LUCB (Kaufmann & Kalyanakrishnan 2013) on each compound's own 0/1 outcomes: no model of the features;
+    delta-correct (best arm, top-m, epsilon on the hit rates) whenever each compound's outcomes are independent
+    draws of its rate, whatever the features.
+
+    The hand-over when the model check rejects a model (``screenbai campaign restart FILE --algorithm kl-lucb``):
+    it tests every compound at least once, so it suits short lists.
+    """
+
+    name = "kl-lucb"
+    binary_rewards = True
+    models_features = False
+    m: int = M
+    epsilon: float = EPSILON
+    delta: float = DELTA
+
+    def _setup(self, features, p) -> None:
+        super()._setup(features, p)
+        self.stopping_rule = EachArmIntervals(p.epsilon, p.delta, self.K, self.m).attach(self)
+        self._planning = _Intervals(self.K, p.delta / self.K)  # a cache keyed by the counts: right after any load
+        self._checked_at = -1  # tests recorded when the rule last said no: not asked again on the same outcomes
+
+    def _after_load(self) -> None:
+        super()._after_load()
+        self._checked_at = -1
+
+    def _stops_now(self) -> bool:
+        if self._checked_at == self.n_samples:
+            return False
+        rule = self.stopping_rule
+        assert rule is not None
+        if rule.check() is not None:
+            return True
+        self._checked_at = self.n_samples
+        return False
+
+    def _select(self):
+        if self._stops_now():
+            return None
+        leaders = self._current_answer()
+        if self.n_in_flight:
+            # the tests in flight count at the compound's observed rate (0.5 before any): its interval narrows in place
+            flight = self.in_flight.astype(float)
+            rate = np.divide(self.sums, self.n, out=np.full(self.K, 0.5), where=self.n > 0)
+            lo, hi = self._planning.at(self.n + flight, self.sums + flight * rate)
+        else:
+            assert isinstance(self.stopping_rule, EachArmIntervals)
+            lo, hi = self.stopping_rule.intervals()
+        others = hi.copy()
+        others[leaders] = -np.inf
+        weakest = np.full(self.K, np.inf)
+        weakest[leaders] = lo[leaders]
+        return np.array([argmin_random(weakest, self.rng), argmax_random(others, self.rng)], dtype=np.int64)
+
+    def _update(self, arms, rewards) -> None:
+        pass
+
+    def _recommend(self, rng: np.random.Generator) -> np.ndarray:
+        """J(t): the m compounds of highest observed hit rate (never tested: last), ties to the most tested, then
+        the lowest index; no draw, so the round's J(t) costs no copy of the generator."""
+        rate = np.divide(self.sums, self.n, out=np.full(self.K, -1.0), where=self.n > 0)
+        order = np.lexsort((-np.arange(self.K), self.n, rate))  # ascending: the last m are the answer
+        return np.sort(order[-self.m:])
+
+    def _current_answer(self) -> np.ndarray:
+        return self._recommend(self.rng)
