@@ -1036,6 +1036,7 @@ def test_restart_hands_the_screen_to_another_algorithm(tmp_path, capsys):
         "(model rejected), which started from the 96 outcomes recorded before" in text
     assert "CPD0004: within" in text and "under no model: each compound's own wells alone" in text
     assert "model check" not in text and "certificate without a model" not in text  # it is the certificate
+    assert "kl-lucb takes each compound's 0/1 outcomes on their own, with no model of the features" in text
     with Campaign.open(path, use_snapshot=False) as c:  # the log replayed from the start gives the same screen
         assert c.policy.result().n_samples == tests and c.policy.result().recommendation == best
         from screenbai.campaign.state.store import encode_state

@@ -115,3 +115,18 @@ def test_its_error_rate_is_below_delta_where_fixed_sample_intervals_err_above_it
 
     monkeypatch.setattr(kl_lucb, "anytime_interval", fixed_n)
     assert _error_rate() > 0.25
+
+
+def test_a_campaign_says_kl_lucb_models_no_features_and_why_it_chose_its_wells():
+    """An algorithm with no model of the features was described as "a linear model of the features, noise
+    sub-Gaussian ..." in status and under a readout, and KL-LUCB's wells as LUCB's rule."""
+    from screenbai.campaign.lab.assay import Readout, models_features, no_feature_model
+    from screenbai.campaign.views.explain import rule_of
+
+    assert not models_features("kl-lucb") and not models_features("lucb") and models_features("log-tas")
+    assert no_feature_model("kl-lucb") == "each compound's outcomes independent draws of its own hit rate"
+    assert "sub-Gaussian with its declared sigma" in no_feature_model("lucb")
+    line = Readout.build("percent inhibition", unit="%", hit_above=50).model(True, "kl-lucb")
+    assert "with no model of the features: each compound's outcomes independent draws" in line
+    assert "linear model" not in line and "linear model" not in Readout.build("x", hit_above=1).model(True, "lucb")
+    assert rule_of("kl-lucb").startswith("KL-LUCB's rule") and rule_of("lucb").startswith("LUCB's rule")

@@ -122,7 +122,7 @@ class Readout:
             if not models_features(algorithm):
                 return (
                     f"{algorithm} takes each compound's hits ({self.rule()}; the raw {self.name} is kept in the "
-                    f"file) on their own, with no model of the features: {NO_FEATURE_MODEL}"
+                    f"file) on their own, with no model of the features: {no_feature_model(algorithm)}"
                 )
             if not logistic_on_hits(algorithm):
                 return (
@@ -141,14 +141,20 @@ class Readout:
         )
 
 
-#: what an algorithm with no model of the features assumes of the outcomes (LUCB, UGapE, uniform)
-NO_FEATURE_MODEL = ("each compound's outcomes independent, noise sub-Gaussian with its declared sigma (1/2 covers any "
-                    "0/1 outcome)")
+def no_feature_model(algorithm: str) -> str:
+    """What an algorithm with no model of the features assumes of a compound's 0/1 outcomes: independent draws of
+    its hit rate (KL-LUCB), or noise sub-Gaussian with the declared sigma (LUCB, UGapE)."""
+    from screenbai.bandits.core.registry import get
+
+    if getattr(get(algorithm).cls, "binary_rewards", False):
+        return "each compound's outcomes independent draws of its own hit rate"
+    return ("each compound's outcomes independent, noise sub-Gaussian with its declared sigma (1/2 covers any 0/1 "
+            "outcome)")
 
 
 def models_features(algorithm: str) -> bool:
     """Whether the registered ``algorithm`` models the outcomes through the compounds' features (False: each
-    compound on its own, as LUCB and UGapE)."""
+    compound on its own, as LUCB, UGapE and KL-LUCB)."""
     from screenbai.bandits.core.registry import get
 
     return bool(getattr(get(algorithm).cls, "models_features", True))

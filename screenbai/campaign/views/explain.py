@@ -23,6 +23,10 @@ RULES = {
         "rival (a weak compound is chosen when its features point in that direction, not for its own rate)"
     ),
     "gse": "GSE's stage design: tests spread over the compounds still in the race, planned before the stage",
+    "kl-lucb": (
+        "KL-LUCB's rule: the leader whose interval of its own hit rate reaches lowest and the rival whose interval "
+        "reaches highest (each compound's own wells; a compound never tested first)"
+    ),
     "lucb": "LUCB's rule: the leader and its most uncertain rival",
     "ucb": "an upper-confidence-bound rule (optimistic about untested compounds)",
     "g-allocation": "the G-optimal design: the test that most reduces the largest uncertainty",
@@ -45,7 +49,8 @@ RULES = {
 
 def rule_of(algorithm: str) -> str:
     name = algorithm.lower()
-    for key in ("glgape", "lingape", "lingifa", "gse", "lucb", "ucb", "g-allocation", "tas", "rage-glm", "rage"):
+    for key in ("glgape", "lingape", "lingifa", "gse", "kl-lucb", "lucb", "ucb", "g-allocation", "tas", "rage-glm",
+                "rage"):
         if key in name:
             return RULES.get(key, RULES["lingape"])
     return f"{algorithm}'s selection rule"

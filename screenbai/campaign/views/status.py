@@ -12,7 +12,7 @@ from screenbai.bandits.certainty.forecast import BOUNDS
 from screenbai.bandits.certainty.no_model import no_model_certificate
 from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
-from screenbai.campaign.lab.assay import NO_FEATURE_MODEL, logistic_on_hits, models_features
+from screenbai.campaign.lab.assay import logistic_on_hits, models_features, no_feature_model
 
 from .forecast import BAND_LEVEL, FORECAST_DRAWS, Z95, forecast_left
 
@@ -565,7 +565,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         if readout
         else (
             (f"{camp.algorithm} takes each compound's 0/1 outcomes on their own, with no model of the features: "
-             f"{NO_FEATURE_MODEL}" if not models_features(camp.algorithm)
+             f"{no_feature_model(camp.algorithm)}" if not models_features(camp.algorithm)
              else f"{camp.algorithm} models the 0/1 outcomes with a logistic model of the features"
              if logistic_on_hits(camp.algorithm)
              else f"{camp.algorithm} models the 0/1 outcomes with a linear model of the features, noise "
