@@ -152,6 +152,9 @@ class KLLUCB(Policy):
         """J(t): the m compounds of highest observed hit rate (never tested: last), ties to the most tested, then
         the lowest index; no draw, so the round's J(t) costs no copy of the generator."""
         rate = np.divide(self.sums, self.n, out=np.full(self.K, -1.0), where=self.n > 0)
+        if self.m == 1:  # O(K): the best rate, then the most tests, then the lowest index
+            tied = np.flatnonzero(rate == rate.max())
+            return tied[[int(np.argmax(self.n[tied]))]]
         order = np.lexsort((-np.arange(self.K), self.n, rate))  # ascending: the last m are the answer
         return np.sort(order[-self.m:])
 
