@@ -41,6 +41,7 @@ FIXED_CONFIDENCE = {
     "lingifa": ({"m": 1, "epsilon": 0.0, "delta": 0.05}, "linear"),
     "lucb": ({"m": 1, "epsilon": 0.0, "delta": 0.05}, "linear"),
     "ugape": ({"m": 1, "epsilon": 0.0, "delta": 0.05}, "linear"),
+    "kl-lucb": ({"m": 1, "epsilon": 0.0, "delta": 0.05}, "logistic"),  # 0/1 outcomes, features ignored
     "glgape": ({"epsilon": 1e-9, "delta": 0.05, "c_mu": 0.05}, "logistic"),
     "linucb": ({"budget": None}, "linear"),
     "ucb-glm": ({"budget": None}, "logistic"),

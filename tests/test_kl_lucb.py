@@ -45,22 +45,30 @@ def test_the_stopping_rule_is_the_no_model_certificate(m):
         assert policy.certificate().model.startswith("no model: each compound's own wells")
 
 
-def test_each_round_tests_the_weakest_leader_and_the_strongest_rival():
-    """The paper's Algorithm 1: l_t, the leader of lowest lower bound, and u_t, the non-leader of highest upper
-    bound (here a compound with 3 tests, whose interval is wide, beats better-known ones of higher rate)."""
-    K = 5
-    policy = make_policy("kl-lucb", np.eye(K), rng=0, m=2, epsilon=0.0, delta=0.1)
-    n = np.array([100, 40, 3, 200, 200])
-    S = np.array([80.0, 34.0, 1.0, 120.0, 20.0])
-    policy.n, policy.sums = n, S
-    lo, hi = anytime_intervals(S, n, 0.1 / K)
-    leaders = [0, 1]  # rates 0.8 and 0.85, the two highest
+def _pair(policy, S, n):
+    """l_t, the leader of lowest lower bound, and u_t, the non-leader of highest upper bound, by hand."""
+    K = S.size
+    lo, hi = anytime_intervals(S, n, policy.delta / K)
+    leaders = policy._current_answer().tolist()
+    others = [k for k in range(K) if k not in leaders]
+    low, high = leaders[int(np.argmin(lo[leaders]))], others[int(np.argmax(hi[others]))]
+    return low, high, hi - lo
+
+
+@pytest.mark.parametrize("n, S, leaders, pair, tested", [
+    # a compound with 3 tests, whose interval is wide, is the rival over better-known ones of higher rate
+    ([100, 40, 3, 200, 200], [80.0, 34.0, 1.0, 120.0, 20.0], [0, 1], (1, 2), 2),
+    # a leader with 10 tests is wider than the rival with 300: the leader is tested
+    ([10, 40, 300, 200, 200], [9.0, 34.0, 200.0, 120.0, 20.0], [0, 1], (0, 2), 0),
+])
+def test_each_round_tests_the_wider_of_the_weakest_leader_and_the_strongest_rival(n, S, leaders, pair, tested):
+    """The paper's Algorithm 1 picks l_t and u_t; the one of them whose interval is wider is tested."""
+    policy = make_policy("kl-lucb", np.eye(5), rng=0, m=2, epsilon=0.0, delta=0.1)
+    policy.n, policy.sums = np.array(n), np.array(S)
     assert sorted(policy._current_answer().tolist()) == leaders
-    l_t = leaders[int(np.argmin(lo[leaders]))]
-    others = [2, 3, 4]
-    u_t = others[int(np.argmax(hi[others]))]
-    assert (l_t, u_t) == (1, 2)
-    assert policy._select().tolist() == [l_t, u_t]
+    low, high, width = _pair(policy, np.array(S), np.array(n, dtype=float))
+    assert (low, high) == pair and tested == (low if width[low] > width[high] else high)
+    assert policy._select().tolist() == [tested]
 
 
 def test_a_plate_spreads_over_the_next_picks_and_its_wells_never_enter_the_stop():
@@ -68,8 +76,9 @@ def test_a_plate_spreads_over_the_next_picks_and_its_wells_never_enter_the_stop(
     inst = Instance(np.eye(6), mu, reward="bernoulli")
     env = inst.environment(rng=3)
     policy = make_policy("kl-lucb", inst.features, rng=0, epsilon=0.1, delta=0.05)
-    first = policy.propose(12)
-    assert np.bincount(first, minlength=6).min() >= 1  # never tested: [0, 1] each, so every one comes first
+    first = policy.propose(6)
+    assert sorted(first.tolist()) == list(range(6))  # never tested: [0, 1] each, so each comes once first
+    first = np.r_[first, policy.propose(6)]
     policy.tell(first, env.pull(first))
     before = policy.certificate().epsilon
     plate = policy.propose(24)

@@ -24,8 +24,8 @@ RULES = {
     ),
     "gse": "GSE's stage design: tests spread over the compounds still in the race, planned before the stage",
     "kl-lucb": (
-        "KL-LUCB's rule: the leader whose interval of its own hit rate reaches lowest and the rival whose interval "
-        "reaches highest (each compound's own wells; a compound never tested first)"
+        "KL-LUCB's rule: of the leader whose interval of its own hit rate reaches lowest and the rival whose "
+        "interval reaches highest, the less certain (each compound's own wells; a compound never tested first)"
     ),
     "lucb": "LUCB's rule: the leader and its most uncertain rival",
     "ucb": "an upper-confidence-bound rule (optimistic about untested compounds)",
