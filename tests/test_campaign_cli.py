@@ -407,6 +407,14 @@ def test_the_cost_table_takes_log_tas_s_own_wells_as_the_forecast_does(tmp_path,
     # every draw the same: one number, not "between 7 and 7 tests"
     assert "7 tests in 80 % of runs" in head and not re.search(r"between [\d,]+ and [\d,]+ tests", head)
     assert table_line.count("7 tests (1 plate)") == 6
+    # in whole plates the wells cost the same in every row: each row and the headline also say what the setting
+    # costs on the model's route, if no compound's wells pass the bar (the init of the README's recipe read
+    # "704 tests (2 plates)" for all six settings, and nothing a chemist could choose by)
+    routes = re.findall(r": 7 tests \(1 plate\), or ([\d,]+) \(\d+ plates?\) if no compound's own wells reach "
+                        r"([\d.]+)", table_line)
+    assert len(routes) == 6 and {float(b) for _, b in routes} == {0.9, 0.8}
+    assert all(float(t.replace(",", "")) > 7 for t, _ in routes)
+    assert "counting on a compound's own wells showing a hit rate of at least 0.9 (without them about" in head
 
 
 def test_init_says_the_hit_rule_once(tmp_path, library_csv, capsys):
