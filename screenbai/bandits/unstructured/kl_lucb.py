@@ -42,8 +42,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from screenbai.bandits.certainty.certificate import certified_from_bounds
-from screenbai.bandits.certainty.no_model import MODEL, anytime_interval
+from screenbai.bandits.certainty.no_model import MODEL, anytime_interval, certified_from_intervals
 from screenbai.bandits.core.params import DELTA, EPSILON, M
 from screenbai.bandits.core.parts import StoppingRule
 from screenbai.bandits.core.policy import Policy
@@ -88,11 +87,7 @@ class EachArmIntervals(StoppingRule):
         return self._recorded.at(self.policy.n.astype(float), self.policy.sums)
 
     def certified_epsilon(self, answer: np.ndarray) -> np.ndarray:
-        A = np.asarray(answer, dtype=np.int64)
-        lo, hi = self.intervals()
-        U = hi[None, :] - lo[A][:, None]
-        U[np.arange(A.size), A] = -np.inf
-        return certified_from_bounds(U, self.m)
+        return certified_from_intervals(*self.intervals(), answer, self.m)
 
     def model(self) -> tuple[str, tuple[str, ...]]:
         return MODEL.format(K=self.K), ()
