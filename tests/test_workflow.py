@@ -58,8 +58,9 @@ def exclusive(folder: Path):
 @pytest.fixture(scope="session")
 def toy_run(tmp_path_factory):
     """The .test config as committed (its data path relative to the repository root), run elsewhere:
-    once per test run, however many xdist workers ask for it (the first runs it under a file lock in
-    the run's shared temporary folder; the others wait and read its outcome)."""
+    once per test run. The tests that use it share an xdist group (pyproject.toml's --dist loadgroup: one
+    worker runs them while the other goes on); should workers share them all the same, the first runs it
+    under a file lock in the run's shared temporary folder and the others wait and read its outcome."""
     root = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         root = root.parent  # this run's folder, shared by its workers (each has its own below it)
@@ -79,6 +80,7 @@ def toy_run(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("toy_run")
 def test_ki_table_runs_end_to_end_and_says_ki_everywhere(toy_run):
     res, config, truth, _ = toy_run
     curation = json.loads((res / "curation" / "report.json").read_text())
@@ -142,6 +144,7 @@ def test_ki_table_runs_end_to_end_and_says_ki_everywhere(toy_run):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("toy_run")
 def test_rerun_is_a_no_op_and_results_do_not_depend_on_cores(toy_run, tmp_path):
     res, config, _, work = toy_run
     copy_dir = tmp_path / "copy"
@@ -164,6 +167,7 @@ def test_rerun_is_a_no_op_and_results_do_not_depend_on_cores(toy_run, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("toy_run")
 def test_html_report_shows_the_summary_and_tables(toy_run):
     _, config, _, work = toy_run
     with exclusive(work):
