@@ -6,6 +6,11 @@ rejects its model, then `campaign restart --algorithm kl-lucb` hands the screen 
 stop; per seed it prints the tests of each part, the answer's true rate against the best, and the certified
 epsilon. Without the hand-over log-tas did not stop in 20 000 tests on such a screen (docs/certificate.md).
 
+KL-LUCB states no stopping threshold; `status` forecasts it by simulation (certainty/simulated_forecast.py). After
+``--forecast-after`` of KL-LUCB's plates the forecast of the tests left and its band are taken from `status`, and
+set against the tests the screen then took to its stop ("ratio": actual / forecast; "in band": the plates it took
+inside the forecast's 80 % band).
+
     python benchmarks/model_free_handover.py --seeds 0 1 2 3 4          # K = 40, plates of 96
     SCREENBAI_SHARED_DATA=/path/to/shared/data python benchmarks/model_free_handover.py
 
@@ -62,7 +67,7 @@ def _plates(path: Path, folder: Path, rates: np.ndarray, rng, size: int, cap: in
     return "cap"
 
 
-def one_screen(seed: int, smiles: list[str], size: int, cap: int) -> dict:
+def one_screen(seed: int, smiles: list[str], size: int, cap: int, forecast_after: int = 1) -> dict:
     rng = np.random.default_rng(seed)
     rates = rng.beta(1.0, 3.0, len(smiles))
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,16 +84,27 @@ def one_screen(seed: int, smiles: list[str], size: int, cap: int) -> dict:
         if first == "model rejected":
             handover = ["campaign", "restart", str(path), "--algorithm", "kl-lucb", "--reason", "model rejected"]
             assert _quiet(handover) == 0
-            second = _plates(path, folder, rates, rng, size, cap, until_rejected=False)
+            second = _plates(path, folder, rates, rng, size, forecast_after, until_rejected=False)
+            with Campaign.open(path) as camp:
+                then = camp.status()
+            if second == "cap":
+                second = _plates(path, folder, rates, rng, size, cap, until_rejected=False)
         else:
-            second = "-"
+            second, then = "-", None
         with Campaign.open(path) as camp:
             st = camp.status()
             answer = int(st.recommendation[0].compound_id[1:])
-            return {"seed": seed, "log-tas ended": first, "log-tas tests": before, "kl-lucb ended": second,
-                    "kl-lucb tests": st.tests - before, "answer rate": float(rates[answer]),
-                    "best rate": float(rates.max()), "correct": bool(rates[answer] >= rates.max() - 0.1),
-                    "certified epsilon": st.certified_epsilon}
+            row = {"seed": seed, "log-tas ended": first, "log-tas tests": before, "kl-lucb ended": second,
+                   "kl-lucb tests": st.tests - before, "answer rate": float(rates[answer]),
+                   "best rate": float(rates.max()), "correct": bool(rates[answer] >= rates.max() - 0.1),
+                   "certified epsilon": st.certified_epsilon}
+        if then is not None and then.forecast_tests is not None and not then.done:
+            left = st.tests - then.tests
+            low, high = then.forecast_band_plates
+            row.update({"forecast left": then.forecast_tests, "band (plates)": f"{low:.0f}-{high:.0f}",
+                        "actual left": left, "ratio": left / then.forecast_tests,
+                        "in band": bool(low <= -(-left // size) <= high)})
+        return row
 
 
 def main() -> None:
@@ -97,17 +113,19 @@ def main() -> None:
     ap.add_argument("--compounds", type=int, default=40, help="compounds from the head of MOSES's training set")
     ap.add_argument("--plate-size", type=int, default=96)
     ap.add_argument("--cap", type=int, default=300, help="plates at most in each part")
+    ap.add_argument("--forecast-after", type=int, default=1, help="KL-LUCB's plates before its forecast is taken")
     args = ap.parse_args()
     if not MOSES.exists():
         raise SystemExit(f"{MOSES} not found: set SCREENBAI_SHARED_DATA to the folder holding moses/")
     with gzip.open(MOSES, "rt") as fh:
         smiles = [line.split(",")[0].strip() for line in fh.readlines()[1 : args.compounds + 1]]
-    rows = [one_screen(s, smiles, args.plate_size, args.cap) for s in args.seeds]
-    keys = list(rows[0])
+    rows = [one_screen(s, smiles, args.plate_size, args.cap, args.forecast_after) for s in args.seeds]
+    keys = list(max(rows, key=len))
     print("| " + " | ".join(keys) + " |")
     print("|" + "---|" * len(keys))
     for r in rows:
-        print("| " + " | ".join(f"{v:.3g}" if isinstance(v, float) else str(v) for v in r.values()) + " |", flush=True)
+        cells = [r.get(k, "-") for k in keys]
+        print("| " + " | ".join(f"{v:.3g}" if isinstance(v, float) else str(v) for v in cells) + " |", flush=True)
 
 
 if __name__ == "__main__":

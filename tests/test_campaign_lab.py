@@ -268,6 +268,58 @@ def test_log_tas_with_replicate_wells_records_and_replays(tmp_path):
         assert _state(again) == live
 
 
+def test_many_compounds_are_withdrawn_in_one_step_from_the_command_line_or_a_file(tmp_path, capsys):
+    """`withdraw` took one compound: keeping a shortlist of a large library meant a command (and a restart of the
+    algorithm) per compound. Now the ids on the command line and those of a file's compound_id column (e.g. rows of
+    the export) go in one logged step; a bad list is refused as a whole, naming the ids, the file and the line, and
+    changes nothing; the log replayed from the start gives the same screen."""
+    from screenbai.cli import main
+
+    lib = synthetic_library(K=20, d=2)
+    path = tmp_path / "c.campaign"
+    camp = Campaign.create(path, lib, "log-tas", {"epsilon": 0.1}, seed=3)
+    assay = Assay(lib.features, seed=1)
+    plate = camp.next_plate(20)
+    camp.record(_results(tmp_path, plate, assay(plate.arms), "a"))
+    steps = len(camp.events())
+    camp.close()
+    listing = tmp_path / "drop.csv"
+    listing.write_text("compound_id;note\nCPD0003;old batch\nCPD0004;\n\nCPD0007;x\n")
+    bad = {
+        "not in the campaign": (["CPD0001", "NOPE", "NADA"], []),
+        "named more than once: CPD0003": (["CPD0003"], ["--from", str(listing)]),
+        "no column 'id'": ([], ["--from", str(listing), "--id-column", "id"]),
+        "name the compounds to withdraw": ([], []),
+        "would leave 1; the screen needs 2": ([f"CPD{k:04d}" for k in range(1, 20)], []),
+    }
+    for message, (ids, options) in bad.items():
+        assert main(["campaign", "withdraw", str(path), *ids, *options]) == 2, message
+        err = capsys.readouterr().err
+        assert message in err, err
+    empty = tmp_path / "empty_cell.csv"
+    empty.write_text("compound_id,note\nCPD0002,a\n,b\n")
+    assert main(["campaign", "withdraw", str(path), "--from", str(empty)]) == 2
+    assert f"{empty}, line 3: empty 'compound_id'" in capsys.readouterr().err
+    with Campaign.open(path) as c:  # every refusal changed nothing
+        assert len(c.events()) == steps and len(c.policy.arm_set) == 20
+    assert main(["campaign", "withdraw", str(path), "CPD0011", "--from", str(listing), "--reason", "shortlist"]) == 0
+    assert "withdrew 4 compounds: no longer proposed or recommended; 16 compounds remain" in capsys.readouterr().out
+    with Campaign.open(path) as c:
+        assert len(c.events()) == steps + 1  # one step for the four
+        assert sorted(set(range(20)) - set(np.asarray(c.policy.arm_set).tolist())) == [3, 4, 7, 11]
+        assert "4 compounds withdrawn (CPD0011, CPD0003, CPD0004 and 1 more) (shortlist): they are no longer" \
+            in c.status().text()
+        for k in range(2):
+            plate = c.next_plate(16)
+            assert not {3, 4, 7, 11} & set(np.asarray(plate.arms).tolist())
+            c.record(_results(tmp_path, plate, assay(plate.arms), f"b{k}"))
+        live = _state(c)
+    assert main(["campaign", "withdraw", str(path), "CPD0004"]) == 2
+    assert "already withdrawn: CPD0004; nothing was changed" in capsys.readouterr().err
+    with Campaign.open(path, use_snapshot=False) as again:  # replayed from the log alone
+        assert _state(again) == live
+
+
 def test_fixed_budget_algorithms_refuse_a_change(tmp_path):
     lib = synthetic_library(K=12, d=2)
     camp = Campaign.create(tmp_path / "g.campaign", lib, "gse-log", {"budget": 120}, seed=1)
@@ -503,14 +555,15 @@ def test_status_forecast_uses_the_algorithms_threshold_when_it_states_one(tmp_pa
     assay = Assay(lib.features, seed=1)
     plate = camp.next_plate(None)
     camp.record(_results(tmp_path, plate, assay(plate.arms), "a"))
-    assert camp.status().forecast_plates is None  # no threshold stated: no forecast, said so
-    assert "forecast of plates left: not available" in camp.status().text()
+    simulated = camp.status()  # no threshold stated: copies of the algorithm run on, said so
+    assert simulated.forecast_bound == "simulation" and simulated.forecast_plates >= 1
+    assert "runs of m-lingape simulated from its current state" in simulated.text()
     cls = type(camp.policy.inner)
     monkeypatch.setattr(
         cls, "stopping_threshold", lambda self, t, delta: math.log((1 + math.log(t)) / delta), raising=False
     )
     st = camp.status()
-    assert st.forecast_tests is not None and st.forecast_tests >= 0
+    assert st.forecast_tests is not None and st.forecast_tests >= 0 and st.forecast_bound != "simulation"
     assert st.forecast_plates == math.ceil(st.forecast_tests / 16)
     assert f"forecast: about {st.forecast_plates:.0f} more plate(s) ({st.forecast_tests:,.0f} more tests) until the " \
         "stopping rule fires" in st.text()
@@ -784,7 +837,7 @@ def test_status_says_the_stopping_rule_s_second_route(tmp_path):
 
 def test_hit_rates_near_the_ends_are_not_rounded_to_certainty():
     """status and the report printed a model's extrapolation to an untested compound as "hit rate 1 [1, 1]"."""
-    from screenbai.campaign.views.status import rate_text
+    from screenbai.campaign.views.estimates import rate_text
 
     assert [rate_text(p) for p in (0.99999, 0.998, 0.5, 0.0123, 1e-5, 0.0)] == \
         ["> 0.999", "0.998", "0.5", "0.0123", "< 0.001", "0"]
@@ -994,6 +1047,8 @@ def test_restart_hands_the_screen_to_another_algorithm(tmp_path, capsys):
     from campaign_util import new_campaign, write_results
 
     from screenbai.campaign import Campaign
+    from screenbai.campaign.state.store import encode_state
+    from screenbai.campaign.views.page import write_report
     from screenbai.cli import main
 
     path = tmp_path / "c.campaign"
@@ -1025,13 +1080,26 @@ def test_restart_hands_the_screen_to_another_algorithm(tmp_path, capsys):
     with Campaign.open(path) as c:
         assert c.algorithm == "kl-lucb" and c.meta["params"] == {"epsilon": 0.1, "delta": 0.04}
         assert c.policy.result().n_samples == 96 and (c.observations()[0] == n_before).all()
-        run(c, 40, "b")
+        run(c, 1, "b")
+        state_mid = encode_state(c.policy.state_dict())
+        mid = c.status()
+        assert encode_state(c.policy.state_dict()) == state_mid  # the simulations ran on copies
+        run(c, 40, "c")
         assert c.policy.done
         best = c.policy.result().recommendation
         st = c.status()
         text, tests = st.text(), st.tests
         state = c.policy.state_dict()
     assert list(best) == [4]
+    # mid-run: how far the stop is (its certified epsilon against epsilon), a forecast simulated from its state (it
+    # leaves the policy as it was), contention from each compound's own wells, the features' fit called descriptive
+    assert not mid.done and mid.stop_index == pytest.approx(mid.certified_epsilon) and mid.stop_threshold == 0.1
+    assert mid.stop_index > 0.1 and "the certified epsilon of its answer (each compound's own wells) is" in mid.text()
+    assert mid.forecast_bound == "simulation" and mid.forecast_plates >= 1 and mid.forecast_tests >= 1
+    assert "runs of kl-lucb simulated from its current state" in mid.text()
+    assert mid.tests + mid.forecast_tests <= 2 * tests and tests <= 3 * (mid.tests + mid.forecast_tests)
+    assert "from each compound's own wells, still reaches the leader's" in mid.text()
+    assert "a logistic fit of the features (descriptive: kl-lucb uses no model of them)" in mid.text()
     assert "kl-lucb (epsilon=0.1, delta=0.04)" in text and "log-tas handed over to kl-lucb (epsilon=0.1, delta=0.04) " \
         "(model rejected), which started from the 96 outcomes recorded before" in text
     assert "CPD0004: within" in text and "under no model: each compound's own wells alone" in text
@@ -1039,12 +1107,30 @@ def test_restart_hands_the_screen_to_another_algorithm(tmp_path, capsys):
     assert "kl-lucb takes each compound's 0/1 outcomes on their own, with no model of the features" in text
     with Campaign.open(path, use_snapshot=False) as c:  # the log replayed from the start gives the same screen
         assert c.policy.result().n_samples == tests and c.policy.result().recommendation == best
-        from screenbai.campaign.state.store import encode_state
-
         assert encode_state(c.policy.state_dict()) == encode_state(state)
     Campaign.repair(path)
     with Campaign.open(path) as c:
         assert c.algorithm == "kl-lucb" and c.policy.result().recommendation == best
+        write_report(c, tmp_path / "report")
+    assert "handed to kl-lucb" in (tmp_path / "report" / "progress.svg").read_text()
+
+
+def test_a_continuous_readout_is_handed_to_an_algorithm_for_it_with_the_choices_named(tmp_path):
+    """KL-LUCB models 0/1 outcomes: a screen of a continuous readout was refused with init's wording ("use --outcome
+    binary"), which no restart can do. The refusal now names the campaign and the algorithms that fit; one of them
+    takes over."""
+    from screenbai.campaign.state.changes import restart_algorithm
+
+    lib = synthetic_library(K=10, d=2)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "lin-tas", {"epsilon": 0.1}, seed=1, outcome="continuous")
+    with pytest.raises(ValueError) as refused:
+        restart_algorithm(camp, "model rejected", "kl-lucb")
+    assert f"{camp.path} records a continuous readout" in str(refused.value)
+    assert "lucb or ugape (with --param sigma=" in str(refused.value) and "--outcome" not in str(refused.value)
+    assert camp.algorithm == "lin-tas"
+    restart_algorithm(camp, "model rejected", "lucb", {"sigma": 2.0})
+    assert camp.algorithm == "lucb" and camp.meta["params"]["sigma"] == 2.0
+    camp.close()
 
 
 def test_status_points_to_a_model_free_algorithm_where_the_model_check_rejects_the_model(tmp_path):

@@ -221,3 +221,44 @@ def test_the_exact_bound_falls_back_to_the_local_form_where_it_is_not_affordable
         f = forecast(X, th, growing, 0.05, exact=True, **kw)
         assert f.bound == "local", (K, d, model)
         assert f.tests == forecast(X, th, growing, 0.05, **kw).tests
+
+
+# ---------------------------------------------------------------------------- a forecast by simulation
+def test_the_beta_binomial_fit_recovers_the_library_s_spread_and_the_draws_follow_each_compound():
+    from screenbai.bandits.certainty.simulated_forecast import beta_binomial_fit, rate_draws
+
+    rng = np.random.default_rng(3)
+    rates = rng.beta(2.0, 5.0, 3000)
+    n = np.full(3000, 30)
+    a, b = beta_binomial_fit(n, rng.binomial(n, rates))
+    assert a == pytest.approx(2.0, rel=0.15) and b == pytest.approx(5.0, rel=0.15)
+    assert beta_binomial_fit(np.zeros(5), np.zeros(5)) == (0.5, 0.5)  # nothing tested: Jeffreys'
+    # a compound with 2 000 tests is drawn near its own rate; one never tested spreads like the library
+    n2 = np.r_[np.full(200, 30), 2000, 0]
+    s2 = np.r_[rng.binomial(30, rates[:200]), 600, 0]
+    draws = rate_draws(n2, s2, 4000, np.random.default_rng(0))
+    assert np.abs(draws[:, 200] - 0.3).max() < 0.05
+    assert draws[:, 201].mean() == pytest.approx(2 / 7, abs=0.04) and draws[:, 201].std() > 0.12
+
+
+def test_simulated_stops_follow_the_policy_s_own_runs_and_leave_it_unchanged():
+    """KL-LUCB from scratch on known rates: the simulated stops have the law of its own runs (medians within 15 %);
+    a copy runs each draw (the policy's state unchanged); the tests in flight count; the cap gives inf."""
+    from screenbai.bandits.certainty.simulated_forecast import quantiles, simulated_stops
+    from screenbai.bandits.core.registry import make_policy
+    from screenbai.bandits.sim.instance import Instance
+
+    rates = np.array([0.8, 0.5, 0.45, 0.2])
+    inst = Instance(np.eye(4), rates, reward="bernoulli")
+    direct = [make_policy("kl-lucb", inst.features, rng=r, epsilon=0.1, delta=0.1).run(inst.environment(rng=50 + r))
+              .n_samples for r in range(40)]
+    policy = make_policy("kl-lucb", inst.features, rng=0, epsilon=0.1, delta=0.1)
+    stops = simulated_stops(policy, np.tile(rates, (40, 1)), 1, 100_000, np.random.default_rng(1))
+    assert np.isfinite(stops).all() and policy.n_samples == 0 and policy.n_in_flight == 0
+    assert np.median(stops) == pytest.approx(np.median(direct), rel=0.15)
+    assert quantiles(stops, [0.5])[0] in set(stops.tolist())
+    flying = make_policy("kl-lucb", inst.features, rng=0, epsilon=0.1, delta=0.1)
+    flying.propose(4)
+    assert (simulated_stops(flying, np.tile(rates, (3, 1)), 1, 100_000, np.random.default_rng(1)) >= 4).all()
+    assert flying.n_in_flight == 4
+    assert np.isinf(simulated_stops(policy, np.tile(rates, (2, 1)), 4, 40, np.random.default_rng(1))).all()

@@ -229,7 +229,7 @@ def test_init_help_has_no_empty_default_and_names_where_the_plate_size_is(capsys
     entry = next(e for e in _entries(text) if e.startswith("--plate-format"))
     assert "`next`" in entry and "96" in entry  # --plate-size is next's option, not init's
     withdraw = _help(capsys, "campaign", "withdraw")
-    assert "(default: )" not in withdraw and "the compound to withdraw" in withdraw
+    assert "(default: )" not in withdraw and "the compounds to withdraw" in withdraw
 
 
 def test_status_of_a_hit_screen_reads_plainly(tmp_path):

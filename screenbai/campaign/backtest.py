@@ -316,7 +316,7 @@ class BacktestResult:
     labels: bool = False  # known outcomes are 0/1 labels (binarised activities), not rates
 
     def text(self) -> str:
-        from .views.status import rate_text
+        from .views.estimates import rate_text
 
         end = (
             ("the stopping rule fired" if self.stopped else "the algorithm finished")

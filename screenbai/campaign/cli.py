@@ -158,9 +158,14 @@ def add_parser(sub) -> None:
     p.add_argument("--id-column", help="compound id column of a CSV/TSV")
     p.add_argument("--smiles-column", help="SMILES column of a CSV/TSV")
 
-    p = cs.add_parser("withdraw", help="withdraw a compound (e.g. out of stock): no longer proposed or recommended")
+    p = cs.add_parser("withdraw", help="withdraw compounds (e.g. out of stock, or all but a shortlist): no longer "
+                      "proposed or recommended; one step for them all")
     file_arg(p)
-    p.add_argument("compound_id", help="the compound to withdraw: its id in the library (the plate files' compound_id)")
+    p.add_argument("compound_ids", nargs="*", metavar="compound_id",
+                   help="the compounds to withdraw: their ids in the library (the plate files' compound_id)")
+    p.add_argument("--from", dest="id_file", metavar="FILE",
+                   help="a CSV/TSV listing the compounds to withdraw (e.g. rows kept from the export), in addition")
+    p.add_argument("--id-column", default="compound_id", help="--from: the column of compound ids (compound_id)")
     p.add_argument("--reason", default="", help="why, for the log (e.g. 'out of stock')")
 
     p = cs.add_parser(

@@ -135,13 +135,17 @@ def _add(args) -> int:
 
 def _withdraw(args) -> int:
     from .campaign import Campaign
-    from .state.changes import guarantee_after_change, withdraw
+    from .state.changes import guarantee_after_change, read_compound_ids, withdraw
 
+    ids = list(args.compound_ids) + (read_compound_ids(args.id_file, args.id_column) if args.id_file else [])
+    if not ids:
+        raise ValueError("name the compounds to withdraw (their ids), or give --from FILE listing them")
     with Campaign.open(args.campaign) as camp:
-        withdraw(camp, args.compound_id, args.reason)
+        withdraw(camp, ids, args.reason)
+        which = ids[0] if len(ids) == 1 else f"{len(ids):,} compounds"
         say(
-            f"withdrew {args.compound_id}: no longer proposed or recommended; {len(camp.policy.arm_set):,} compounds "
-            "remain in the screen (wells of it still in the lab are recorded but not counted)"
+            f"withdrew {which}: no longer proposed or recommended; {len(camp.policy.arm_set):,} compounds remain in "
+            "the screen (wells of withdrawn compounds still in the lab are recorded but not counted)"
         )
         say(f"guarantee: {guarantee_after_change(camp)}")
     return 0

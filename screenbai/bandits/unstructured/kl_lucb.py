@@ -152,6 +152,17 @@ class KLLUCB(Policy):
     def _update(self, arms, rewards) -> None:
         pass
 
+    def _diagnostics(self) -> dict:
+        """The diagnostics, with the stopping statistic as a campaign's status reads it: ``stat``, the largest
+        certified epsilon of the current answer (its stop fires at <= epsilon)."""
+        out = dict(self.diagnostics)
+        rule = self.stopping_rule
+        assert isinstance(rule, EachArmIntervals)
+        out["stat"] = float(rule.certified_epsilon(self._current_answer()).max(initial=0.0))
+        out["stat_fires_at"] = self.epsilon
+        out["stat_name"] = "the certified epsilon of its answer (each compound's own wells) is"
+        return out
+
     def _recommend(self, rng: np.random.Generator) -> np.ndarray:
         """J(t): the m compounds of highest observed hit rate (never tested: last), ties to the most tested, then
         the lowest index; no draw, so the round's J(t) costs no copy of the generator."""

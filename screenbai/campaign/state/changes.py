@@ -1,4 +1,4 @@
-"""Changes mid-campaign: compounds added (newly synthesised), one withdrawn (out of stock), the plate
+"""Changes mid-campaign: compounds added (newly synthesised), some withdrawn (out of stock), the plate
 format changed.  Each is one logged step (``add``, ``withdraw``, ``layout`` events), replayed on
 resumption, and said in ``status`` with what it did to the error guarantee.
 
@@ -140,39 +140,95 @@ def add_compounds(camp, ids, smiles, *, features=None, input_smiles=None, source
     return arms
 
 
-def withdraw(camp, compound_id: str, reason: str = "") -> int:
-    """Withdraw a compound (out of stock): it is proposed and recommended no more; one logged step."""
-    if compound_id not in camp._arm_of:
-        raise ValueError(f"compound {compound_id!r} is not in the campaign {camp.path}")
-    arm = camp._arm_of[compound_id]
+def withdraw(camp, compound_ids: str | list[str], reason: str = "") -> list[int]:
+    """Withdraw compounds (out of stock, a shortlist kept): proposed and recommended no more; one logged step for
+    them all (the algorithm restarts once). Refused as a whole, naming them, when an id is not in the campaign, is
+    already withdrawn or is named twice, or when fewer than m + 1 compounds would remain. Returns their arms."""
+    ids = [compound_ids] if isinstance(compound_ids, str) else list(compound_ids)
+    if not ids:
+        raise ValueError("name at least one compound to withdraw")
+    unknown = [c for c in ids if c not in camp._arm_of]
+    if unknown:
+        raise ValueError(f"not in the campaign {camp.path}: {_listed(unknown)}; the ids are the library's (the plate "
+                         "files' and the export's compound_id)")
+    twice = sorted({c for c in ids if ids.count(c) > 1})
+    if twice:
+        raise ValueError(f"named more than once: {_listed(twice)}; name each compound once")
+    arms = [camp._arm_of[c] for c in ids]
     _guard(camp)
     with camp._step():
         policy = camp.policy
-        active = [int(a) for a in policy.arm_set if int(a) != arm]
-        if len(active) == len(policy.arm_set):
-            raise ValueError(f"compound {compound_id} was already withdrawn")
+        gone = set(arms)
+        current = {int(a) for a in policy.arm_set}
+        already = [c for c, a in zip(ids, arms) if a not in current]
+        if already:
+            raise ValueError(f"already withdrawn: {_listed(already)}; nothing was changed")
+        active = [int(a) for a in policy.arm_set if int(a) not in gone]
         m = int(getattr(policy, "m", 1))
         if len(active) <= m:
             raise ValueError(
-                f"withdrawing {compound_id} would leave {len(active)} compound(s); the screen needs {m + 1}"
+                f"withdrawing {len(ids)} compound(s) would leave {len(active)}; the screen needs {m + 1}"
             )
         n, _, _, _ = camp.observations()
         step = store.add_event(
             camp._con,
             "withdraw",
             {
-                "compounds": [compound_id],
-                "arms": [arm],
+                "compounds": ids,
+                "arms": arms,
                 "active": active,
                 "n_total": camp.K,
                 "reason": reason,
-                "tests_of_it": int(n[arm]),
+                "tests_of_it": int(n[arms].sum()),
                 "tests_before": int(policy.result().n_samples),
             },
         )
         camp._policy = camp._restart_at(step)
         camp._save_snapshot(step, plate=True)
-    return arm
+    return arms
+
+
+def _listed(ids: list[str], shown: int = 10) -> str:
+    """``ids`` for a message: the first ``shown`` and how many more."""
+    return ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def read_compound_ids(path, id_column: str = "compound_id") -> list[str]:
+    """The compound ids in column ``id_column`` of a CSV/TSV (the export's and the plate files' column by default; the
+    separator , tab or ; as the header uses), in the file's order. A missing column or file, or an empty cell, is
+    refused naming the file (and line)."""
+    import csv
+
+    from screenbai.textfiles import not_utf8, open_text
+
+    try:
+        with open_text(path) as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        raise ValueError(f"{path}: file does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise not_utf8(path, exc) from None
+    lines = text.splitlines(keepends=True)
+    if not lines or not lines[0].strip():
+        raise ValueError(f"{path}: line 1: empty file or empty header; expected a header with {id_column!r}")
+    sep = max((",", "\t", ";"), key=lines[0].count)
+    reader = csv.reader(lines, delimiter=sep)
+    head = [h.strip() for h in next(reader)]
+    if id_column not in head:
+        raise ValueError(f"{path}: no column {id_column!r} (columns: {', '.join(head)}); name the column of compound "
+                         "ids with --id-column")
+    col, ids = head.index(id_column), []
+    for fields in reader:
+        if not any(f.strip() for f in fields):
+            continue
+        value = fields[col].strip() if col < len(fields) else ""
+        if not value:
+            raise ValueError(f"{path}, line {reader.line_num}: empty {id_column!r}; give the compound's id or delete "
+                             "the row")
+        ids.append(value)
+    if not ids:
+        raise ValueError(f"{path}: no compound listed under {id_column!r}")
+    return ids
 
 
 #: settings of the question itself, kept when the algorithm is switched unless the user gives others
@@ -188,12 +244,19 @@ def restart_algorithm(camp, reason: str = "", algorithm: str | None = None, para
     it takes them and ``params`` does not say.  Returns the step."""
     from screenbai.bandits.core.params import declared, unnamed_defaults
     from screenbai.bandits.core.policy import encode_state
-    from screenbai.bandits.core.registry import get
+    from screenbai.bandits.core.registry import available, get
 
     from .creation import check_settings
 
     switch = None
     if algorithm is not None:
+        binary_only = algorithm in available() and getattr(get(algorithm).cls, "binary_rewards", False)
+        if camp.meta["outcome"] == "continuous" and binary_only:
+            raise ValueError(
+                f"{algorithm} models 0/1 outcomes, and {camp.path} records a continuous readout (fixed at init); hand "
+                "it to an algorithm for continuous outcomes: without a model of the features lucb or ugape (with "
+                "--param sigma=<the readout's noise scale>), with one lin-tas"
+            )
         entry = check_settings(algorithm, {}, int(camp.meta["seed"]), camp.meta["outcome"])  # a typo: named
         old = camp.meta["params"]
         takes = declared(entry.cls)
@@ -340,8 +403,11 @@ def change_lines(camp) -> list[str]:
             )
         elif kind == "withdraw":
             why = f" ({d['reason']})" if d.get("reason") else ""
+            ids = d["compounds"]
+            who = (f"{ids[0]} withdrawn{why}: it is" if len(ids) == 1 else
+                   f"{len(ids)} compounds withdrawn ({_listed(ids, 3)}){why}: they are")
             out.append(
-                f"{when}: {d['compounds'][0]} withdrawn{why}: it is no longer proposed or recommended, its "
+                f"{when}: {who} no longer proposed or recommended, {'its' if len(ids) == 1 else 'their'} "
                 f"{d['tests_of_it']} outcome(s) no longer count in the model; the answer is now the best of the "
                 f"{len(d['active']):,} remaining compounds"
             )

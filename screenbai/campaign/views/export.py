@@ -7,8 +7,9 @@ failed wells, hits (0/1 outcomes, or raw readouts past the cutoff declared at in
 readout (its column named with the readout and unit declared at init: ``mean_readout (IC50 in nM)``), the
 observed rate with its 95 % Wilson interval, the model's estimate with its 95 % interval (the shared model
 of the features, as in ``status``), and its status: recommended (with the certified epsilon when the
-algorithm gives one), in contention (its model interval reaches the leader's), behind (its upper bound is
-below the leader's lower bound), withdrawn.
+algorithm gives one), in contention (its interval reaches the leader's: the model's, or for an algorithm with no
+model of the features each compound's own wells'), behind (its upper bound is below the leader's lower bound),
+withdrawn.
 
 The workbook is written with the standard library (Office Open XML, one sheet per table, numbers
 as numbers); it opens in Excel, LibreOffice and pandas.
@@ -48,7 +49,7 @@ COLUMNS = (
 
 def compound_table(camp) -> list[dict]:
     """One row per compound (see the module doc), in the campaign's compound order."""
-    from .status import model_estimates, wilson_interval
+    from .estimates import contention_intervals, model_estimates, wilson_interval
 
     policy = camp.policy
     res = policy.result()
@@ -56,7 +57,8 @@ def compound_table(camp) -> list[dict]:
     failed = np.zeros(camp.K, dtype=np.int64)
     for arm, cnt in camp._con.execute("SELECT arm, COUNT(*) FROM outcomes WHERE value IS NULL GROUP BY arm"):
         failed[arm] = cnt
-    est, lo, hi = model_estimates(camp.features, n, s, s2, binary=camp.binary)
+    est, model_lo, model_hi = model_estimates(camp.features, n, s, s2, binary=camp.binary)
+    lo, hi = contention_intervals(camp, n, s, s2)  # in contention or behind: as status counts them
     readout = camp.readout
     hits = np.full(camp.K, np.nan)
     mean_raw = np.full(camp.K, np.nan)
@@ -114,8 +116,8 @@ def compound_table(camp) -> list[dict]:
                 "observed_low": obs_lo,
                 "observed_high": obs_hi,
                 "model_estimate": float(est[a]),
-                "model_low": float(lo[a]),
-                "model_high": float(hi[a]),
+                "model_low": float(model_lo[a]),
+                "model_high": float(model_hi[a]),
                 "status": status,
                 "certified_epsilon": None if eps is None or not math.isfinite(eps) else float(eps),
             }

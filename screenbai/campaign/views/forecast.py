@@ -36,8 +36,10 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
     inner = getattr(policy, "inner", policy)
     beta = inner.stopping_threshold
     delta = float(getattr(inner, "delta", 0.05))
-    if policy.done or beta(1.0, delta) is None:
+    if policy.done:
         return None
+    if beta(1.0, delta) is None:
+        return _simulated(camp, policy)
     active = np.asarray(getattr(policy, "arm_set", np.arange(camp.K)))
     n, s, s2, _ = camp.observations()
     n, s, s2 = n[active], s[active], s2[active]
@@ -95,6 +97,47 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
     untested = _untested_start(answer, route(theta), f.tests, n)
     return (left, point, min(plates(f.low), point), max(plates(f.high), point), f.bound,
             [str(camp.compound_ids[int(active[a])]) for a in untested])
+
+
+#: simulated runs of a forecast by simulation (an algorithm with no threshold: ``_simulated``), and the tests each may
+#: take past the tests recorded before it counts as not stopped (KL-LUCB: about 2 s at most per run)
+SIMULATED_RUNS = 9
+SIMULATED_CAP = 10_000
+
+
+def _simulated(camp, policy) -> tuple[float, float, float, float, str, list[str]] | None:
+    """``forecast_left`` for a fixed-confidence algorithm that states no threshold, on 0/1 outcomes: SIMULATED_RUNS
+    copies of it run on from its current state, plate by plate, on hit rates drawn from each compound's beta-binomial
+    posterior (bandits/certainty/simulated_forecast.py); the median stop and the BAND_LEVEL interval, "simulation" in
+    place of the form of T*. None for a fixed budget, a continuous readout or before any outcome."""
+    from screenbai.bandits.certainty.simulated_forecast import quantiles, rate_draws, simulated_stops
+
+    inner = getattr(policy, "inner", policy)
+    if getattr(inner, "fixed_budget", False) or getattr(inner, "stopping_rule", None) is None or not camp.binary:
+        return None
+    active = np.asarray(getattr(policy, "arm_set", np.arange(camp.K)))
+    n, s, _, _ = camp.observations()
+    if n.sum() == 0:
+        return None
+    from ..state.armset import ArmSetPolicy
+    from ..state.replay import propose_wells
+
+    layout = camp.layout  # the plates `next` proposes: a full plate, or the size asked for last
+    proposed = min(layout.compounds_per_plate, active.size) if layout is not None else usual_plate(camp)
+    replicates = layout.replicates if layout is not None else 1
+
+    def plate(sim, size: int) -> np.ndarray:  # as `next` fills a plate, replicate wells included
+        return propose_wells(ArmSetPolicy(sim, np.arange(sim.K), sim.K), size, replicates)
+
+    rng = np.random.default_rng(0)
+    rates = rate_draws(n[active], s[active], SIMULATED_RUNS, rng)
+    stops = simulated_stops(inner, rates, proposed, SIMULATED_CAP, rng, propose=plate)
+    point, low, high = quantiles(stops, [0.5, (1 - BAND_LEVEL) / 2, (1 + BAND_LEVEL) / 2])
+
+    def plates(tests: float) -> float:
+        return math.inf if not math.isfinite(tests) else float(math.ceil(tests / max(proposed * replicates, 1)))
+
+    return point, plates(point), plates(low), plates(high), "simulation", []
 
 
 def _untested_start(answer, cap: float, point: float, n: np.ndarray) -> list[int]:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import html
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from screenbai.campaign.lab.assay import models_features
 
 # The two charts are drawn as SVG by hand: importing matplotlib and rendering two PNGs cost 0.6 s
 # of CPU, more than the rest of the command, and a bar chart and a step line need no more than this.
@@ -146,14 +149,21 @@ def tests_figure(
 
 def _panel(top: float, height: float, title: str, xs: list[float], ys: list[float | None], x_hi: float,
             width: int = 760, left: float = 70, right: float = 20, y_hi: float | None = None,
-            extra=None) -> list[str]:
+            extra=None, marks: Sequence[tuple[float, str]] = (), label_marks: bool = False) -> list[str]:
     """One small line chart (points joined, a missing value breaks the line) in a band of an SVG,
-    x from 0 to ``x_hi``, y from 0 to ``y_hi`` (default: the largest value); ``extra(x, y)`` adds marks.
+    x from 0 to ``x_hi``, y from 0 to ``y_hi`` (default: the largest value); ``extra(x, y)`` adds marks;
+    ``marks``: (x, label) of grey vertical lines across the band (the label written when ``label_marks``).
     With no value and no ``y_hi`` the frame holds a note, no scale (an axis up to 1e-12 read as data)."""
     known = [v for v in ys if v is not None]
     inner_top, inner_h = top + 18, height - 18
     frame = (f'<rect x="{left}" y="{inner_top:.1f}" width="{width - left - right}" height="{inner_h:.1f}" '
              'fill="none" stroke="#444"/>')
+    for at, label in marks:  # under the data: drawn first
+        xm = left + (width - left - right) * float(at) / (x_hi or 1.0)
+        frame = (f'<line x1="{xm:.1f}" x2="{xm:.1f}" y1="{inner_top:.1f}" y2="{inner_top + inner_h:.1f}" '
+                 'stroke="#888" stroke-dasharray="2,3"/>'
+                 + (_text(xm + 3, inner_top + 11, label, 9, "start", 'fill="#555"') if label_marks else "")
+                 + frame)
     if not known and not y_hi:
         return [_text(left, top + 12, title, 11), frame,
                 _text((left + width - right) / 2, inner_top + inner_h / 2 + 4, "no point to draw", 11, "middle",
@@ -186,19 +196,42 @@ def _panel(top: float, height: float, title: str, xs: list[float], ys: list[floa
     return out
 
 
+def change_marks(points: list[dict], events: list[tuple[int, str, str, dict]]) -> list[tuple[float, str]]:
+    """Where the campaign changed between results files, for the progress plot: (x, label) of each compound added,
+    compound withdrawn, restart (a hand-over to another algorithm named) and plate format changed (``events``:
+    ``Campaign.events()``), x halfway between the results files recorded before and after it."""
+    out = []
+    for step, _at, kind, d in events:
+        if kind == "add":
+            label = f"+{len(d['compounds'])} compound(s)"
+        elif kind == "withdraw":
+            ids = d["compounds"]
+            label = f"{ids[0]} withdrawn" if len(ids) == 1 else f"-{len(ids)} compounds"
+        elif kind == "restart":
+            label = f"handed to {d['algorithm']}" if "algorithm" in d else "restarted"
+        elif kind == "layout":
+            label = "plate format"
+        else:
+            continue
+        out.append((sum(p["step"] < step for p in points) + 0.5, label))
+    return out
+
+
 def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = None,
                     forecast_plates: float | None = None, forecast_tests: float | None = None,
-                    binary: bool = True) -> Path | None:
+                    binary: bool = True, changes: Sequence[tuple[float, str]] = ()) -> Path | None:
     """The screen converging, one point per results file (``Campaign.progress_history``): tests
     recorded (and the forecast of plates left, dashed), compounds still in contention, and the
-    certified epsilon (with the epsilon the stopping rule aims at).  Points a file made before the
-    history kept them lacks are left out (``campaign repair`` fills them in)."""
+    certified epsilon (with the epsilon the stopping rule aims at); ``changes`` (``change_marks``) as grey
+    dashed lines, named in the top panel.  Points a file made before the history kept them lacks are left out
+    (``campaign repair`` fills them in)."""
     if not points:
         return None
     n = len(points)
     xs = [float(i + 1) for i in range(n)]
     tests = [float(p["tests"]) for p in points]
-    ahead = forecast_plates if forecast_plates is not None and forecast_tests is not None else None
+    ahead = (forecast_plates if forecast_plates is not None and forecast_tests is not None
+             and math.isfinite(forecast_plates) and math.isfinite(forecast_tests) else None)
     x_hi = n + max(ahead or 0.0, 0.5)  # room after the last point (it sat on the frame without a forecast)
     contention = [None if p["in_contention"] is None else float(p["in_contention"]) for p in points]
     # inf (nothing certified yet) and, for cure rates, 1 (the trivial bound) are not drawn
@@ -237,7 +270,8 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
     unkept_c = sum(v is None for v in contention)
     repair = "`campaign repair` adds them"
     panels: list[tuple] = [
-        ("tests recorded", tests, forecast_marks, 1.15 * max(tests[-1] + (forecast_tests or 0.0), 1.0)),
+        ("tests recorded", tests, forecast_marks,
+         1.15 * max(tests[-1] + (forecast_tests if ahead is not None and forecast_tests else 0.0), 1.0)),
         ("compounds still in contention (their 95% interval reaches the leader's)"
          + (f"; no point kept ({unkept_c} file(s): {repair})" if unkept_c else ""), contention, None, None),
         (
@@ -255,7 +289,8 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
         '<rect width="100%" height="100%" fill="white"/>',
     ]
     for k, (title, ys, extra, y_hi) in enumerate(panels):
-        out += _panel(10 + band * k, band - 30, title, xs, ys, x_hi, width, left, y_hi=y_hi, extra=extra)
+        out += _panel(10 + band * k, band - 30, title, xs, ys, x_hi, width, left, y_hi=y_hi, extra=extra,
+                      marks=changes, label_marks=k == 0)
     axis_y = 10 + band * len(panels) - 12
     x_ticks = _nice_ticks(x_hi, 8, whole=True)
     for t in x_ticks:
@@ -286,7 +321,7 @@ def structures_image(smiles: list[str], legends: list[str], path: Path) -> Path 
 
 def write_report(camp, out_dir) -> Path:
     """Write ``index.html`` and its PNGs into ``out_dir``; return the page's path."""
-    from .status import rate_text
+    from .estimates import rate_text
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     st = camp.status()
@@ -299,6 +334,7 @@ def write_report(camp, out_dir) -> Path:
         "progress": progress_figure(
             camp.progress_history(),
             out / "progress.svg",
+            changes=change_marks(camp.progress_history(), camp.events()),
             epsilon=getattr(inner, "epsilon", None),
             forecast_plates=st.forecast_plates,
             forecast_tests=st.forecast_tests,
@@ -344,7 +380,8 @@ def write_report(camp, out_dir) -> Path:
         return f"<table><tr>{head}</tr>{body}</table>"
 
     recommendation = table(
-        ["compound", "SMILES", "tests", "model estimate [95%]", "observed [95%]"],
+        ["compound", "SMILES", "tests", "model estimate [95%]" if models_features(camp.algorithm) else
+         f"fit of the features [95%] (descriptive: {camp.algorithm} uses no model of them)", "observed [95%]"],
         [
             (
                 esc(c.compound_id),

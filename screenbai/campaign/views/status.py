@@ -14,70 +14,14 @@ from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
 from screenbai.campaign.lab.assay import logistic_on_hits, models_features, no_feature_model
 
-from .forecast import BAND_LEVEL, FORECAST_DRAWS, Z95, forecast_left
+from .estimates import Z95, contention_intervals, model_estimates, rate_text, wilson_interval
+from .forecast import BAND_LEVEL, FORECAST_DRAWS, forecast_left
 
 #: what a gap index (GIFA's B(t), GLGapE's calibrated index: the upper confidence bound of a rival's lead
 #: over the leader, stop at <= epsilon) means, said before its value in ``status``
 GAP_INDEX = "a rival may still beat the leader by up to"
 #: what a count that fires at 0 means when the policy does not name it (a snapshot saved before it did)
 RIVALS_OPEN = "rivals not yet ruled out by the stopping test:"
-
-
-def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (sensible at 0/n and n/n, unlike the Wald one)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def rate_text(p: float) -> str:
-    """A hit rate as read: 3 significant digits, but "> 0.999" / "< 0.001" near the ends, where rounding would
-    print 1 or 0, a certainty no finite number of tests gives (e.g. a model's extrapolation to an untested
-    compound: "model hit rate 1 [1, 1]" read as sure)."""
-    if p > 0.999:
-        return "> 0.999"
-    if p < 0.001:
-        return "< 0.001" if p > 0 else "0"
-    return f"{p:.3g}"
-
-
-def model_estimates(
-    X: np.ndarray, n: np.ndarray, s: np.ndarray, s2: np.ndarray, *, binary: bool, lambda_reg: float = 1.0
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Every compound's estimated mean outcome and 95 % interval from the shared model.
-
-    Binary: penalised logistic MLE on the per-compound counts (as GLGapE / GSE-Log fit it), the
-    interval from the Fisher information on the logit scale.  Continuous: ridge regression, the
-    noise variance from the residuals.  These are descriptive (a fixed-x Wald interval, not a
-    bandit confidence bound valid at every round).
-    """
-    from scipy.linalg import cho_factor, cho_solve
-    from scipy.special import expit
-
-    d = X.shape[1]
-    if binary:
-        from screenbai.bandits.numerics.glm import logistic_mle
-
-        theta = logistic_mle(X, n, s, lambda_reg).theta
-        eta = X @ theta
-        w = n * expit(eta) * expit(-eta)
-        H = (X.T * w) @ X + lambda_reg * np.eye(d)
-        var = np.einsum("ij,ij->i", X, cho_solve(cho_factor(H), X.T).T)
-        half = Z95 * np.sqrt(np.maximum(var, 0.0))
-        return expit(eta), expit(eta - half), expit(eta + half)
-    V = (X.T * n) @ X + lambda_reg * np.eye(d)
-    cf = cho_factor(V)
-    theta = cho_solve(cf, X.T @ s)
-    m = X @ theta
-    rss = float(np.sum(s2 - 2 * m * s + n * m * m))
-    sigma2 = rss / max(int(n.sum()) - d, 1)
-    var = sigma2 * np.einsum("ij,ij->i", X, cho_solve(cf, X.T).T)
-    half = Z95 * np.sqrt(np.maximum(var, 0.0))
-    return m, m - half, m + half
 
 
 @dataclass
@@ -246,7 +190,10 @@ class Status:
             )
             lines.append(f"  {c.compound_id}  {c.smiles}")
             fmt = rate_text if self.outcome == "binary" else (lambda v: f"{v:.3g}")
-            lines.append(f"      model {rate} {fmt(c.model)} [{fmt(c.model_ci[0])}, {fmt(c.model_ci[1])}]; {obs}")
+            model = "model" if models_features(self.algorithm) else (
+                f"a {'logistic' if self.outcome == 'binary' else 'linear'} fit of the features (descriptive: "
+                f"{self.algorithm} uses no model of them),")
+            lines.append(f"      {model} {rate} {fmt(c.model)} [{fmt(c.model_ci[0])}, {fmt(c.model_ci[1])}]; {obs}")
             if c.same_features:
                 shown = ", ".join(c.same_features[:5]) + (" ..." if len(c.same_features) > 5 else "")
                 lines.append(
@@ -267,8 +214,10 @@ class Status:
                 and math.isfinite(self.certified_epsilon)
             )
             out.append(
-                f"still in contention: {self.in_contention:,} compounds (their 95% interval of the {self._rate()} "
-                "still reaches the leader's; a description of the estimates, not the stopping rule's test"
+                f"still in contention: {self.in_contention:,} compound{'' if self.in_contention == 1 else 's'} "
+                f"({'its' if self.in_contention == 1 else 'their'} 95% interval of the {self._rate()}"
+                + ("" if models_features(self.algorithm) else ", from each compound's own wells,")
+                + " still reaches the leader's; a description of the estimates, not the stopping rule's test"
                 + (f"; the run has finished all the same: none of them beats the recommendation by more than the "
                    f"certified epsilon below, {self.certified_epsilon:.2g}, at the certificate's confidence)"
                    if settled else ")")
@@ -350,7 +299,8 @@ class Status:
                         f"  to finish without the model: `screenbai campaign restart {self.path} --algorithm kl-lucb` "
                         "hands the screen to KL-LUCB, whose sampling and stopping rest on each compound's own wells "
                         f"alone (it starts from the {self.tests:,} outcomes recorded; it tests every compound at "
-                        f"least once, so it suits a short list: {self.active:,} compounds here)"
+                        f"least once, so it suits a short list: {self.active:,} compounds here; `screenbai campaign "
+                        "withdraw` takes a list of the others)"
                     )
             elif not mc["tests"]:
                 out.append(f"model check: not possible yet ({mc['note']}); " + (
@@ -365,7 +315,9 @@ class Status:
                     + (f"; {mc['note']}" if mc.get("note") else "")
                 )
         out.extend(self._no_model_lines())
-        if self.forecast_plates is not None and self.forecast_tests is not None:
+        if self.forecast_bound == "simulation" and self.forecast_plates is not None:
+            out.append(self._simulated_forecast_line())
+        elif self.forecast_plates is not None and self.forecast_tests is not None:
             out.append(
                 f"forecast: about {self.forecast_plates:.0f} more plate(s) ({self.forecast_tests:,.0f} more tests) "
                 f"until the stopping rule fires{self._band()}, from the model fitted to the outcomes so far (it "
@@ -417,6 +369,23 @@ class Status:
         must not say the certificate holds only under the model."""
         return self.certificate is not None and str(self.certificate.get("model") or "").startswith("no model")
 
+    def _simulated_forecast_line(self) -> str:
+        """The forecast of an algorithm with no threshold, from runs of it simulated on (views/forecast.py)."""
+        from .forecast import SIMULATED_CAP, SIMULATED_RUNS
+
+        how = (f"over {SIMULATED_RUNS} runs of {self.algorithm} simulated from its current state on hit rates drawn "
+               "from each compound's posterior (the library's rates taken as one Beta fitted to the outcomes so far; "
+               "no model of the features), each with its own chance")
+        if self.forecast_tests is None or not math.isfinite(self.forecast_tests):
+            return (f"forecast: more than {SIMULATED_CAP:,} more tests: most of {how} had not stopped after that many "
+                    "(a close race at the top, or a long list to test)")
+        low, high = self.forecast_band_plates or (None, None)
+        top = "no end in sight" if high is None or not math.isfinite(high) else f"{high:.0f}"
+        bottom = "?" if low is None else f"{low:.0f}"
+        return (f"forecast: about {self.forecast_plates:.0f} more plate(s) ({self.forecast_tests:,.0f} more tests) "
+                f"until the stopping rule fires ({bottom} to {top} plates in {BAND_LEVEL * 100:.0f} % of runs), "
+                f"{how}")
+
     def _band(self) -> str:
         """The forecast's band in words: " (4 to 9 plates in 80 % of runs, over 5 draws of the estimate's uncertainty
         and the run's own chance)"."""
@@ -456,6 +425,7 @@ def campaign_status(camp) -> Status:
     res = policy.result()
     n, s, s2, failed = camp.observations()
     est, lo, hi = model_estimates(camp.features, n, s, s2, binary=camp.binary)
+    c_lo, c_hi = contention_intervals(camp, n, s, s2)
     rec = []
     for a in res.recommendation:
         if n[a] == 0:
@@ -518,7 +488,7 @@ def campaign_status(camp) -> Status:
         no_guarantee=without_guarantee(
             type(getattr(policy, "inner", policy)), {**registered(camp.algorithm).defaults, **params}
         ),
-        **progress(camp, policy, res, n, lo, hi),
+        **progress(camp, policy, res, n, c_lo, c_hi),
     )
 
 
@@ -612,7 +582,7 @@ def _stop_epsilon(policy) -> float | None:
 
 
 def _in_contention(camp, policy, res, n, lo, hi) -> int | None:
-    """Compounds whose model interval [lo, hi] still reaches the leader's (hi >= the leader's lo),
+    """Compounds whose interval [lo, hi] (``contention_intervals``) still reaches the leader's (hi >= its lo),
     among the active ones; None before any test."""
     if not res.recommendation or int(n.sum()) == 0:
         return None
@@ -670,7 +640,7 @@ def progress_point(camp, policy, res, upto: int | None = None) -> tuple[int | No
     n, s, s2, _ = camp.observations(upto)
     in_contention = None
     if int(n.sum()) > 0:
-        _, lo, hi = model_estimates(camp.features, n, s, s2, binary=camp.binary)
+        lo, hi = contention_intervals(camp, n, s, s2)
         in_contention = _in_contention(camp, policy, res, n, lo, hi)
     return in_contention, _certified(_certificate(camp, policy))
 

@@ -1,0 +1,91 @@
+"""Each compound's hit rate (or mean readout) as the outcomes so far describe it, for status, the report and the
+export: the observed rate's Wilson interval, the shared model's estimate, and the intervals "still in contention"
+counts. Descriptive (intervals at a fixed number of tests), not the algorithms' confidence bounds."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from screenbai.campaign.lab.assay import models_features
+
+from .forecast import Z95
+
+
+def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson score interval of a binomial proportion (sensible at 0/n and n/n, unlike the Wald one)."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def rate_text(p: float) -> str:
+    """A hit rate as read: 3 significant digits, but "> 0.999" / "< 0.001" near the ends, where rounding would
+    print 1 or 0, a certainty no finite number of tests gives (e.g. a model's extrapolation to an untested
+    compound: "model hit rate 1 [1, 1]" read as sure)."""
+    if p > 0.999:
+        return "> 0.999"
+    if p < 0.001:
+        return "< 0.001" if p > 0 else "0"
+    return f"{p:.3g}"
+
+
+def model_estimates(
+    X: np.ndarray, n: np.ndarray, s: np.ndarray, s2: np.ndarray, *, binary: bool, lambda_reg: float = 1.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every compound's estimated mean outcome and 95 % interval from the shared model.
+
+    Binary: penalised logistic MLE on the per-compound counts (as GLGapE / GSE-Log fit it), the
+    interval from the Fisher information on the logit scale.  Continuous: ridge regression, the
+    noise variance from the residuals.  These are descriptive (a fixed-x Wald interval, not a
+    bandit confidence bound valid at every round).
+    """
+    from scipy.linalg import cho_factor, cho_solve
+    from scipy.special import expit
+
+    d = X.shape[1]
+    if binary:
+        from screenbai.bandits.numerics.glm import logistic_mle
+
+        theta = logistic_mle(X, n, s, lambda_reg).theta
+        eta = X @ theta
+        w = n * expit(eta) * expit(-eta)
+        H = (X.T * w) @ X + lambda_reg * np.eye(d)
+        var = np.einsum("ij,ij->i", X, cho_solve(cho_factor(H), X.T).T)
+        half = Z95 * np.sqrt(np.maximum(var, 0.0))
+        return expit(eta), expit(eta - half), expit(eta + half)
+    V = (X.T * n) @ X + lambda_reg * np.eye(d)
+    cf = cho_factor(V)
+    theta = cho_solve(cf, X.T @ s)
+    m = X @ theta
+    rss = float(np.sum(s2 - 2 * m * s + n * m * m))
+    sigma2 = rss / max(int(n.sum()) - d, 1)
+    var = sigma2 * np.einsum("ij,ij->i", X, cho_solve(cf, X.T).T)
+    half = Z95 * np.sqrt(np.maximum(var, 0.0))
+    return m, m - half, m + half
+
+
+def contention_intervals(camp, n: np.ndarray, s: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every compound's 95 % interval for "still in contention": the shared model's (``model_estimates``) where the
+    algorithm models the features, else each compound's own wells' (Wilson's for 0/1 outcomes, the mean's normal
+    interval for a readout; a compound never tested, or tested once for a readout, reaches everything)."""
+    if models_features(camp.algorithm):
+        return model_estimates(camp.features, n, s, s2, binary=camp.binary)[1:]
+    n, s, s2 = (np.asarray(v, dtype=float) for v in (n, s, s2))
+    tested = n > 0
+    m = np.divide(s, n, out=np.zeros_like(s), where=tested)
+    if camp.binary:
+        z2, safe = Z95 * Z95, np.where(tested, n, 1.0)
+        centre = (m + z2 / (2 * safe)) / (1 + z2 / safe)
+        half = Z95 * np.sqrt(np.maximum(m * (1 - m) / safe + z2 / (4 * safe * safe), 0.0)) / (1 + z2 / safe)
+        lo, hi = np.maximum(centre - half, 0.0), np.minimum(centre + half, 1.0)
+        return np.where(tested, lo, 0.0), np.where(tested, hi, 1.0)
+    twice = n > 1
+    var = np.divide(np.maximum(s2 - n * m * m, 0.0), n - 1, out=np.zeros_like(s), where=twice)
+    half = Z95 * np.sqrt(np.divide(var, n, out=np.zeros_like(s), where=twice))
+    return np.where(twice, m - half, -np.inf), np.where(twice, m + half, np.inf)
