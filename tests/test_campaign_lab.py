@@ -555,9 +555,10 @@ def test_status_forecast_uses_the_algorithms_threshold_when_it_states_one(tmp_pa
     assay = Assay(lib.features, seed=1)
     plate = camp.next_plate(None)
     camp.record(_results(tmp_path, plate, assay(plate.arms), "a"))
-    simulated = camp.status()  # no threshold stated: copies of the algorithm run on, said so
-    assert simulated.forecast_bound == "simulation" and simulated.forecast_plates >= 1
-    assert "runs of m-lingape simulated from its current state" in simulated.text()
+    # no threshold stated, and a model of the features that a simulation on each compound's own posterior would
+    # not follow (forecasts by simulation are for algorithms without one: test_restart_hands_the_screen_...)
+    assert camp.status().forecast_plates is None
+    assert "forecast of plates left: not available" in camp.status().text()
     cls = type(camp.policy.inner)
     monkeypatch.setattr(
         cls, "stopping_threshold", lambda self, t, delta: math.log((1 + math.log(t)) / delta), raising=False
@@ -1084,6 +1085,10 @@ def test_restart_hands_the_screen_to_another_algorithm(tmp_path, capsys):
         state_mid = encode_state(c.policy.state_dict())
         mid = c.status()
         assert encode_state(c.policy.state_dict()) == state_mid  # the simulations ran on copies
+        with pytest.MonkeyPatch.context() as mp:  # a median run past the cap: said so, no number
+            mp.setattr("screenbai.campaign.views.forecast.SIMULATED_CAP", 5)
+            capped = c.status()
+            capped_text = capped.text()
         run(c, 40, "c")
         assert c.policy.done
         best = c.policy.result().recommendation
@@ -1099,6 +1104,8 @@ def test_restart_hands_the_screen_to_another_algorithm(tmp_path, capsys):
     assert "runs of kl-lucb simulated from its current state" in mid.text()
     assert mid.tests + mid.forecast_tests <= 2 * tests and tests <= 3 * (mid.tests + mid.forecast_tests)
     assert "from each compound's own wells, still reaches the leader's" in mid.text()
+    assert capped.forecast_tests == math.inf and capped.to_dict()["forecast_plates"] is None
+    assert "forecast: more than 5 more tests: most of 9 runs of kl-lucb simulated" in capped_text
     assert "a logistic fit of the features (descriptive: kl-lucb uses no model of them)" in mid.text()
     assert "kl-lucb (epsilon=0.1, delta=0.04)" in text and "log-tas handed over to kl-lucb (epsilon=0.1, delta=0.04) " \
         "(model rejected), which started from the 96 outcomes recorded before" in text

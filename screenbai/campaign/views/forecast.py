@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from screenbai.campaign.lab.assay import logistic_on_hits
+from screenbai.campaign.lab.assay import logistic_on_hits, models_features
 
 #: the standard normal's 97.5 % quantile (two-sided 95 % intervals)
 Z95 = 1.959963984540054
@@ -39,7 +39,7 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
     if policy.done:
         return None
     if beta(1.0, delta) is None:
-        return _simulated(camp, policy)
+        return None if models_features(camp.algorithm) else _simulated(camp, policy)
     active = np.asarray(getattr(policy, "arm_set", np.arange(camp.K)))
     n, s, s2, _ = camp.observations()
     n, s, s2 = n[active], s[active], s2[active]
@@ -100,16 +100,18 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
 
 
 #: simulated runs of a forecast by simulation (an algorithm with no threshold: ``_simulated``), and the tests each may
-#: take past the tests recorded before it counts as not stopped (KL-LUCB: about 2 s at most per run)
+#: take past the tests recorded before it counts as not stopped (KL-LUCB: 2 s at K = 40, 5 s at K = 4 866 per capped
+#: run; at most half the runs reach the cap, SIMULATED_RUNS // 2 + 1, before the median is known to be past it)
 SIMULATED_RUNS = 9
 SIMULATED_CAP = 10_000
 
 
 def _simulated(camp, policy) -> tuple[float, float, float, float, str, list[str]] | None:
-    """``forecast_left`` for a fixed-confidence algorithm that states no threshold, on 0/1 outcomes: SIMULATED_RUNS
-    copies of it run on from its current state, plate by plate, on hit rates drawn from each compound's beta-binomial
-    posterior (bandits/certainty/simulated_forecast.py); the median stop and the BAND_LEVEL interval, "simulation" in
-    place of the form of T*. None for a fixed budget, a continuous readout or before any outcome."""
+    """``forecast_left`` for a fixed-confidence algorithm with no model of the features that states no threshold
+    (KL-LUCB, LUCB, UGapE), on 0/1 outcomes: SIMULATED_RUNS copies of it run on from its current state, plate by
+    plate, on hit rates drawn from each compound's beta-binomial posterior (bandits/certainty/simulated_forecast.py);
+    the median stop and the BAND_LEVEL interval, "simulation" in place of the form of T*. None for a fixed budget, a
+    continuous readout or before any outcome."""
     from screenbai.bandits.certainty.simulated_forecast import quantiles, rate_draws, simulated_stops
 
     inner = getattr(policy, "inner", policy)
@@ -131,7 +133,8 @@ def _simulated(camp, policy) -> tuple[float, float, float, float, str, list[str]
 
     rng = np.random.default_rng(0)
     rates = rate_draws(n[active], s[active], SIMULATED_RUNS, rng)
-    stops = simulated_stops(inner, rates, proposed, SIMULATED_CAP, rng, propose=plate)
+    stops = simulated_stops(inner, rates, proposed, SIMULATED_CAP, rng, propose=plate,
+                            enough_capped=SIMULATED_RUNS // 2 + 1)
     point, low, high = quantiles(stops, [0.5, (1 - BAND_LEVEL) / 2, (1 + BAND_LEVEL) / 2])
 
     def plates(tests: float) -> float:

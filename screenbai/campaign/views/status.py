@@ -373,7 +373,7 @@ class Status:
         """The forecast of an algorithm with no threshold, from runs of it simulated on (views/forecast.py)."""
         from .forecast import SIMULATED_CAP, SIMULATED_RUNS
 
-        how = (f"over {SIMULATED_RUNS} runs of {self.algorithm} simulated from its current state on hit rates drawn "
+        how = (f"{SIMULATED_RUNS} runs of {self.algorithm} simulated from its current state on hit rates drawn "
                "from each compound's posterior (the library's rates taken as one Beta fitted to the outcomes so far; "
                "no model of the features), each with its own chance")
         if self.forecast_tests is None or not math.isfinite(self.forecast_tests):
@@ -383,7 +383,7 @@ class Status:
         top = "no end in sight" if high is None or not math.isfinite(high) else f"{high:.0f}"
         bottom = "?" if low is None else f"{low:.0f}"
         return (f"forecast: about {self.forecast_plates:.0f} more plate(s) ({self.forecast_tests:,.0f} more tests) "
-                f"until the stopping rule fires ({bottom} to {top} plates in {BAND_LEVEL * 100:.0f} % of runs), "
+                f"until the stopping rule fires ({bottom} to {top} plates in {BAND_LEVEL * 100:.0f} % of runs), over "
                 f"{how}")
 
     def _band(self) -> str:
