@@ -29,8 +29,9 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
     the outcomes so far: Fisher's for the logistic model, V / sigma^2 for the linear one), each with the run's own
     chance (seeded, so the same outcomes give the same band). Where the point is the second route's (log-tas's own
     wells) and its wells go first to compounds with no outcome yet, their ids: that point rests on the model's
-    extrapolation to them, and it runs longer where they prove below the bar (docs/lower_bound.md, "Session 15").  None
-    when the algorithm states no threshold (or has a fixed budget), or nothing is recorded yet."""
+    extrapolation to them, and it runs longer where they prove below the bar (docs/lower_bound.md, "Session 15"). An
+    algorithm with no model of the features that states no threshold is forecast by simulation (``_simulated``, the
+    form "simulation"). None for one with a model and no threshold, a fixed budget, or before any outcome."""
     from screenbai.bandits.certainty.forecast import forecast
 
     inner = getattr(policy, "inner", policy)
