@@ -383,6 +383,32 @@ def test_init_says_what_the_screen_will_cost_from_a_prior(tmp_path, library_csv,
     assert "states no stopping threshold" in capsys.readouterr().out
 
 
+def test_init_forecasts_an_algorithm_without_a_threshold_or_a_model_by_simulating_it(tmp_path, library_csv, capsys):
+    """KL-LUCB states no threshold to plug T* into: init said only that. It now runs copies of it from the start on
+    hit rates drawn from the prior (each compound on its own), with the band of the runs; a smaller delta costs no
+    fewer tests. An algorithm with a model of the features and no threshold (m-LinGapE) still says it has none."""
+    import re
+
+    from screenbai.campaign.views.forecast import prior_cost
+
+    tests = {}
+    for delta in (0.2, 0.01):
+        path = tmp_path / f"k{delta}.campaign"
+        assert init(path, library_csv, "--algorithm", "kl-lucb", "--param", "epsilon=0.2", "--param",
+                    f"delta={delta}") == 0
+        line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("cost forecast from a prior"))
+        assert "over 9 runs of kl-lucb (epsilon = 0.2, " in line and "simulated from the start" in line
+        point, low, high = (float(v.replace(",", "")) for v in re.search(
+            r"stops after about ([\d,]+) tests .* between ([\d,]+) and ([\d,]+) tests in 80 % of runs", line).groups())
+        with Campaign.open(path) as camp:
+            assert low <= point <= high and point >= camp.K  # every compound is tested at least once
+            assert prior_cost(camp)[0] == line  # same seed, same guess
+        tests[delta] = point
+    assert tests[0.01] >= tests[0.2]
+    assert init(tmp_path / "m.campaign", library_csv, "--algorithm", "m-lingape", "--param", "sigma=0.5") == 0
+    assert "states no stopping threshold" in capsys.readouterr().out
+
+
 def test_the_cost_table_takes_log_tas_s_own_wells_as_the_forecast_does(tmp_path, monkeypatch):
     """With log-tas's own wells (a second stopping route) the headline forecast took the route and the table of
     other settings did not: on the CDK2 export init said "stops after about 317 tests" and, for the same

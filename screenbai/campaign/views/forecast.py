@@ -113,35 +113,49 @@ def _simulated(camp, policy) -> tuple[float, float, float, float, str, list[str]
     plate, on hit rates drawn from each compound's beta-binomial posterior (bandits/certainty/simulated_forecast.py);
     the median stop and the BAND_LEVEL interval, "simulation" in place of the form of T*. None for a fixed budget, a
     continuous readout or before any outcome."""
-    from screenbai.bandits.certainty.simulated_forecast import quantiles, rate_draws, simulated_stops
+    from screenbai.bandits.certainty.simulated_forecast import rate_draws
 
     inner = getattr(policy, "inner", policy)
-    if getattr(inner, "fixed_budget", False) or getattr(inner, "stopping_rule", None) is None or not camp.binary:
+    if not _simulable(camp, inner):
         return None
     active = np.asarray(getattr(policy, "arm_set", np.arange(camp.K)))
     n, s, _, _ = camp.observations()
     if n.sum() == 0:
         return None
+    rng = np.random.default_rng(0)
+    (point, low, high), per_plate = _simulate(camp, inner, rate_draws(n[active], s[active], SIMULATED_RUNS, rng), rng)
+
+    def plates(tests: float) -> float:
+        return math.inf if not math.isfinite(tests) else float(math.ceil(tests / per_plate))
+
+    return point, plates(point), plates(low), plates(high), "simulation", []
+
+
+def _simulable(camp, inner) -> bool:
+    """Whether the campaign's algorithm is forecast by simulation: fixed confidence, no threshold stated, no model of
+    the features, 0/1 outcomes."""
+    return (not getattr(inner, "fixed_budget", False) and getattr(inner, "stopping_rule", None) is not None
+            and camp.binary and not models_features(camp.algorithm))
+
+
+def _simulate(camp, inner, rates: np.ndarray, rng: np.random.Generator) -> tuple[list[float], int]:
+    """((median, band's low end, high end) of the tests until the stop over copies of ``inner`` run on ``rates``
+    (one row per run), in the plates `next` proposes; the tests of such a plate)."""
+    from screenbai.bandits.certainty.simulated_forecast import quantiles, simulated_stops
+
     from ..state.armset import ArmSetPolicy
     from ..state.replay import propose_wells
 
     layout = camp.layout  # the plates `next` proposes: a full plate, or the size asked for last
-    proposed = min(layout.compounds_per_plate, active.size) if layout is not None else usual_plate(camp)
+    proposed = min(layout.compounds_per_plate, inner.K) if layout is not None else usual_plate(camp)
     replicates = layout.replicates if layout is not None else 1
 
     def plate(sim, size: int) -> np.ndarray:  # as `next` fills a plate, replicate wells included
         return propose_wells(ArmSetPolicy(sim, np.arange(sim.K), sim.K), size, replicates)
 
-    rng = np.random.default_rng(0)
-    rates = rate_draws(n[active], s[active], SIMULATED_RUNS, rng)
     stops = simulated_stops(inner, rates, proposed, SIMULATED_CAP, rng, propose=plate,
-                            enough_capped=SIMULATED_RUNS // 2 + 1)
-    point, low, high = quantiles(stops, [0.5, (1 - BAND_LEVEL) / 2, (1 + BAND_LEVEL) / 2])
-
-    def plates(tests: float) -> float:
-        return math.inf if not math.isfinite(tests) else float(math.ceil(tests / max(proposed * replicates, 1)))
-
-    return point, plates(point), plates(low), plates(high), "simulation", []
+                            enough_capped=len(rates) // 2 + 1)
+    return quantiles(stops, [0.5, (1 - BAND_LEVEL) / 2, (1 + BAND_LEVEL) / 2]), max(proposed * replicates, 1)
 
 
 def _untested_start(answer, cap: float, point: float, n: np.ndarray) -> list[int]:
@@ -228,12 +242,34 @@ PRIOR_RATE_SD = 0.2
 PRIOR_DRAWS = 5
 
 
+def _prior_simulated(camp, inner, seed: int) -> list[str]:
+    """``prior_cost`` by simulation (``_simulable``): SIMULATED_RUNS copies of the algorithm run from the start on hit
+    rates drawn from the prior, each compound's logit N(0, PRIOR_LOGIT_SD^2) on its own (no model of the features)."""
+    from scipy.special import expit
+
+    rng = np.random.default_rng(seed)
+    rates = expit(rng.normal(0.0, PRIOR_LOGIT_SD, size=(SIMULATED_RUNS, inner.K)))
+    (point, low, high), per_plate = _simulate(camp, inner, rates, rng)
+    spread = (f"hit rates between {expit(-Z95 * PRIOR_LOGIT_SD):.2f} and {expit(Z95 * PRIOR_LOGIT_SD):.2f} for 95 % "
+              "of the compounds, each on its own")
+    settings = f"{camp.algorithm} (epsilon = {float(getattr(inner, 'epsilon', 0.0)):g}, delta = {inner.delta:g})"
+    head = (f"cost forecast from a prior (a guess before any outcome, {spread}; `status` forecasts from the outcomes "
+            f"once a plate is recorded), over {SIMULATED_RUNS} runs of {settings} simulated from the start:")
+    if not math.isfinite(point):
+        return [f"{head} more than {SIMULATED_CAP:,} tests (most runs had not stopped by then: it tests every "
+                f"compound at least once, {inner.K:,} here, and a close race at the top costs many more)"]
+    top = "no end in sight" if not math.isfinite(high) else f"{high:,.0f}"
+    return [f"{head} it stops after about {point:,.0f} tests ({math.ceil(point / per_plate):,} plates of "
+            f"{per_plate}), between {low:,.0f} and {top} tests in {BAND_LEVEL * 100:.0f} % of runs"]
+
+
 def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     """What the screen will cost, said at ``init`` before any outcome: the forecast of tests and plates
     until the stopping rule fires (certainty/forecast.py) for theta drawn from a prior, theta ~ N(0, s^2 I)
     with s set so that x'theta has standard deviation PRIOR_LOGIT_SD over the library, and what other
     (epsilon, delta) would cost at the median draw. A guess, labelled so: ``status`` replaces it by the
-    forecast from outcomes after the first plate. Empty when the algorithm states no threshold."""
+    forecast from outcomes after the first plate. By simulation for an algorithm with no model of the features
+    that states no threshold (``_prior_simulated``); a line saying there is none for other algorithms without one."""
     from scipy.special import expit
 
     from screenbai.bandits.certainty.forecast import BOUNDS, cost_table, forecast, stop_quantiles
@@ -244,6 +280,8 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     inner = getattr(policy, "inner", policy)
     delta = float(getattr(inner, "delta", 0.05))
     if inner.stopping_threshold(1.0, delta) is None:
+        if _simulable(camp, inner):
+            return _prior_simulated(camp, inner, seed)
         return [f"cost forecast: {camp.algorithm} states no stopping threshold (a fixed budget, or a rule "
                 "without one); status gives what it certifies as the plates come back"]
     X = camp.features
