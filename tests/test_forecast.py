@@ -224,15 +224,29 @@ def test_the_exact_bound_falls_back_to_the_local_form_where_it_is_not_affordable
 
 
 # ---------------------------------------------------------------------------- a forecast by simulation
-def test_the_beta_binomial_fit_recovers_the_library_s_spread_and_the_draws_follow_each_compound():
-    from screenbai.bandits.certainty.simulated_forecast import beta_binomial_fit, rate_draws
+def test_the_library_s_beta_is_learnt_from_the_outcomes_and_the_draws_follow_each_compound():
+    """The hierarchical beta-binomial posterior: with many compounds well tested it settles on the library's Beta;
+    with 3 tests each it keeps the wide range of concentrations the data allow, and with one test each it learns
+    nothing of the concentration (the single most likely pair, used before, gave forecasts 3 times too short there);
+    each compound's draws follow its own tests."""
+    from screenbai.bandits.certainty.simulated_forecast import hyper_posterior, rate_draws
 
     rng = np.random.default_rng(3)
     rates = rng.beta(2.0, 5.0, 3000)
     n = np.full(3000, 30)
-    a, b = beta_binomial_fit(n, rng.binomial(n, rates))
-    assert a == pytest.approx(2.0, rel=0.15) and b == pytest.approx(5.0, rel=0.15)
-    assert beta_binomial_fit(np.zeros(5), np.zeros(5)) == (0.5, 0.5)  # nothing tested: Jeffreys'
+    a, b, w = hyper_posterior(n, rng.binomial(n, rates))
+    assert (w * a).sum() == pytest.approx(2.0, rel=0.15) and (w * b).sum() == pytest.approx(5.0, rel=0.15)
+    _, _, flat = hyper_posterior(np.zeros(5), np.zeros(5))  # nothing tested: the grid's own weights, all equal
+    assert np.allclose(flat, flat[0])
+    few, small = np.full(40, 3), np.random.default_rng(0)
+    a, b, w = hyper_posterior(few, small.binomial(few, small.beta(1.0, 3.0, 40)))
+    order = np.argsort(a + b)
+    low, high = (a + b)[order][np.searchsorted(np.cumsum(w[order]), [0.05, 0.95])]
+    assert low <= 4.0 <= high and high / low > 10  # the true concentration (4) inside a wide 90 % interval
+    once = np.ones(40)
+    a, b, w = hyper_posterior(once, small.binomial(1, small.beta(1.0, 3.0, 40)).astype(float))
+    by_mean = w.reshape(100, 60)  # (mean, concentration): one test each says nothing of the concentration
+    assert np.allclose(by_mean / by_mean.sum(axis=1, keepdims=True), 1 / 60)
     # a compound with 2 000 tests is drawn near its own rate; one never tested spreads like the library
     n2 = np.r_[np.full(200, 30), 2000, 0]
     s2 = np.r_[rng.binomial(30, rates[:200]), 600, 0]

@@ -1,16 +1,17 @@
-"""A forecast by simulation, for an algorithm that states no stopping threshold (KL-LUCB, LUCB, LinGapE, ...):
-copies of the policy run on from its current state to their stop, plate by plate, on hit rates drawn from what
-the outcomes so far say of them.
+"""A forecast by simulation, for an algorithm that states no stopping threshold (KL-LUCB, LUCB, UGapE): copies of
+the policy run on from its current state to their stop, plate by plate, on hit rates drawn from what the outcomes
+so far say of them.
 
 ``forecast.py`` plugs an estimate into the lower bound and the algorithm's threshold; without a threshold there
 is nothing to plug into, but the algorithm itself can be run. What it is run on: each compound's hit rate drawn
-from its posterior under a beta-binomial model of the library (``rate_draws``): the compounds' rates taken as
-draws of one Beta(a, b), a and b fitted by maximum marginal likelihood to the outcomes so far (empirical Bayes),
-so a compound with few or no tests gets the spread of the library's rates, not a flat guess, and one with many
-tests its own. It uses no model of the features, so for an algorithm that has one the draws ignore what it
-would extrapolate. The stop's law is the mixture over the draws, each with the run's own chance; the forecast
-is its median and the band its quantiles (``quantiles``: each one a simulated stop). Seeded: the same state gives
-the same forecast. A draw whose copy has not stopped after ``cap`` more tests counts as a stop beyond the cap (inf).
+from its posterior under a hierarchical beta-binomial model of the library (``rate_draws``): the compounds' rates
+taken as draws of one Beta(a, b), and per run (a, b) drawn from their posterior given the outcomes so far
+(``hyper_posterior``), so a compound with few or no tests gets the spread of the library's rates, not a flat
+guess, and one with many tests its own. It uses no model of the features, so for an algorithm that has one the
+draws ignore what it would extrapolate. The stop's law is the mixture over the draws, each with the run's own
+chance; the forecast is its median and the band its quantiles (``quantiles``: each one a simulated stop). Seeded:
+the same state gives the same forecast. A draw whose copy has not stopped after ``cap`` more tests counts as a stop
+beyond the cap (inf).
 
 Cost: one simulated run per draw, at the algorithm's per-test cost (KL-LUCB 0.2 ms a test at K = 40, 0.5 ms at
 K = 4 866); the cap bounds it. Meant for algorithms that treat each compound on its own: for one with a model of the
@@ -25,36 +26,39 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import betaln
 
+#: the grid of the library's Beta(a, b) in mean a / (a + b) and concentration a + b (log-spaced), over which
+#: ``hyper_posterior`` weighs them
+GRID_MEANS = np.linspace(0.005, 0.995, 100)
+GRID_CONCENTRATIONS = np.exp(np.linspace(math.log(0.1), math.log(1000.0), 60))
 
-def beta_binomial_fit(n: np.ndarray, s: np.ndarray) -> tuple[float, float]:
-    """(a, b) of the Beta that maximises the marginal likelihood of ``s`` hits in ``n`` tests per compound (the
-    compounds with tests; a and b kept in [0.05, 1000]). With no tests at all: Jeffreys' (1/2, 1/2)."""
+
+def hyper_posterior(n: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, weights) over a grid of the library's Beta: the posterior of its mean and concentration given ``s`` hits
+    in ``n`` tests per compound (the beta-binomial marginal likelihood; flat in the mean and the log concentration
+    over the grid). Drawing (a, b) from it, not fixing the most likely pair, matters early: with one test per
+    compound the likelihood says nothing of the concentration, and the most likely pair's forecasts were 3 times
+    too short (docs/certificate.md)."""
+    mean, conc = np.meshgrid(GRID_MEANS, GRID_CONCENTRATIONS, indexing="ij")
+    a, b = (mean * conc).ravel(), ((1 - mean) * conc).ravel()
     n, s = np.asarray(n, dtype=float), np.asarray(s, dtype=float)
     tested = n > 0
-    if not tested.any():
-        return 0.5, 0.5
-    n, s = n[tested], s[tested]
-
-    def minus_log_likelihood(z: np.ndarray) -> float:
-        a, b = np.exp(z)
-        return -float(np.sum(betaln(a + s, b + n - s)) - n.size * betaln(a, b))
-
-    rate = float(s.sum() / n.sum())
-    start = np.log([max(rate, 0.05), max(1 - rate, 0.05)])
-    bounds = [(math.log(0.05), math.log(1000.0))] * 2
-    a, b = np.exp(minimize(minus_log_likelihood, start, method="L-BFGS-B", bounds=bounds).x)
-    return float(a), float(b)
+    pairs, count = np.unique(np.stack([n[tested], s[tested]], axis=1), axis=0, return_counts=True)
+    log_like = np.zeros(a.size)
+    for (tests, hits), c in zip(pairs, count):  # one term per distinct (tests, hits): few, whatever K
+        log_like += c * (betaln(a + hits, b + tests - hits) - betaln(a, b))
+    weights = np.exp(log_like - log_like.max())
+    return a, b, weights / weights.sum()
 
 
 def rate_draws(n: np.ndarray, s: np.ndarray, draws: int, rng: np.random.Generator) -> np.ndarray:
-    """``draws`` x K hit rates: each compound's Beta(a + s, b + n - s) posterior, (a, b) from
-    ``beta_binomial_fit``."""
-    a, b = beta_binomial_fit(n, s)
+    """``draws`` x K hit rates: per draw the library's (a, b) from ``hyper_posterior``, then each compound's rate
+    from its Beta(a + s, b + n - s) posterior."""
+    a, b, weights = hyper_posterior(n, s)
+    pick = rng.choice(a.size, size=int(draws), p=weights)
     n, s = np.asarray(n, dtype=float), np.asarray(s, dtype=float)
-    return rng.beta(a + s, b + n - s, size=(int(draws), n.size))
+    return rng.beta(a[pick, None] + s, b[pick, None] + n - s)
 
 
 def simulated_stops(policy, rates: np.ndarray, plate_size: int, cap: int, rng: np.random.Generator,
