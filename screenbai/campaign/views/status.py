@@ -374,8 +374,9 @@ class Status:
         from .forecast import SIMULATED_CAP, SIMULATED_RUNS
 
         how = (f"{SIMULATED_RUNS} runs of {self.algorithm} simulated from its current state on hit rates drawn "
-               "from each compound's posterior (the library's rates taken as one Beta fitted to the outcomes so far; "
-               "no model of the features), each with its own chance")
+               "from each compound's posterior (the library's rates taken as draws of one Beta, itself drawn from what "
+               "the outcomes so far say of it; no model of the features), each with its own chance; it tends to run "
+               "long early (docs/certificate.md)")
         if self.forecast_tests is None or not math.isfinite(self.forecast_tests):
             return (f"forecast: more than {SIMULATED_CAP:,} more tests: most of {how} had not stopped after that many "
                     "(a close race at the top, or a long list to test)")
