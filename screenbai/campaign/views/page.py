@@ -158,14 +158,14 @@ def _panel(top: float, height: float, title: str, xs: list[float], ys: list[floa
     inner_top, inner_h = top + 18, height - 18
     frame = (f'<rect x="{left}" y="{inner_top:.1f}" width="{width - left - right}" height="{inner_h:.1f}" '
              'fill="none" stroke="#444"/>')
-    for at, label in marks:  # under the data: drawn first
+    lines = []
+    for at, label in marks:
         xm = left + (width - left - right) * float(at) / (x_hi or 1.0)
-        frame = (f'<line x1="{xm:.1f}" x2="{xm:.1f}" y1="{inner_top:.1f}" y2="{inner_top + inner_h:.1f}" '
-                 'stroke="#888" stroke-dasharray="2,3"/>'
-                 + (_text(xm + 3, inner_top + 11, label, 9, "start", 'fill="#555"') if label_marks else "")
-                 + frame)
+        lines.append(f'<line x1="{xm:.1f}" x2="{xm:.1f}" y1="{inner_top:.1f}" y2="{inner_top + inner_h:.1f}" '
+                     'stroke="#888" stroke-dasharray="2,3"/>'
+                     + (_text(xm + 3, inner_top + 11, label, 9, "start", 'fill="#555"') if label_marks else ""))
     if not known and not y_hi:
-        return [_text(left, top + 12, title, 11), frame,
+        return [_text(left, top + 12, title, 11), *lines, frame,
                 _text((left + width - right) / 2, inner_top + inner_h / 2 + 4, "no point to draw", 11, "middle",
                       'fill="#888"')]
     ticks = _nice_ticks(max([y_hi or 0.0, *known]), 3)
@@ -177,7 +177,7 @@ def _panel(top: float, height: float, title: str, xs: list[float], ys: list[floa
     def y(v):
         return inner_top + inner_h * (1.0 - float(v) / span)
 
-    out = [_text(left, top + 12, title, 11)]
+    out = [_text(left, top + 12, title, 11), *lines]  # the change marks under the data
     for t in ticks:
         out.append(f'<line x1="{left}" x2="{width - right}" y1="{y(t):.1f}" y2="{y(t):.1f}" stroke="#ddd"/>')
         out.append(_text(left - 6, y(t) + 4, f"{t:g}", 10, "end"))
