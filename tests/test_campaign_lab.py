@@ -296,6 +296,9 @@ def test_many_compounds_are_withdrawn_in_one_step_from_the_command_line_or_a_fil
         assert main(["campaign", "withdraw", str(path), *ids, *options]) == 2, message
         err = capsys.readouterr().err
         assert message in err, err
+    for missing, said in ((tmp_path / "none.csv", "file does not exist"), (tmp_path, "is a folder")):
+        assert main(["campaign", "withdraw", str(path), "--from", str(missing)]) == 2
+        assert f"{missing}: {said}" in capsys.readouterr().err
     empty = tmp_path / "empty_cell.csv"
     empty.write_text("compound_id,note\nCPD0002,a\n,b\n")
     assert main(["campaign", "withdraw", str(path), "--from", str(empty)]) == 2

@@ -206,6 +206,8 @@ def read_compound_ids(path, id_column: str = "compound_id") -> list[str]:
             text = fh.read()
     except FileNotFoundError:
         raise ValueError(f"{path}: file does not exist") from None
+    except IsADirectoryError:
+        raise ValueError(f"{path}: is a folder; give the CSV/TSV listing the compounds") from None
     except UnicodeDecodeError as exc:
         raise not_utf8(path, exc) from None
     lines = text.splitlines(keepends=True)

@@ -4,8 +4,6 @@ counts. Descriptive (intervals at a fixed number of tests), not the algorithms' 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from screenbai.campaign.lab.assay import models_features
@@ -13,15 +11,23 @@ from screenbai.campaign.lab.assay import models_features
 from .forecast import Z95
 
 
+def wilson_intervals(successes: np.ndarray, n: np.ndarray, z: float = Z95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score intervals of binomial proportions (sensible at 0/n and n/n, unlike the Wald one), elementwise;
+    [0, 1] where n = 0."""
+    s, n = np.asarray(successes, dtype=float), np.asarray(n, dtype=float)
+    tested = n > 0
+    safe = np.where(tested, n, 1.0)
+    p = s / safe
+    denom = 1.0 + z * z / safe
+    centre = (p + z * z / (2 * safe)) / denom
+    half = z * np.sqrt(np.maximum(p * (1 - p) / safe + z * z / (4 * safe * safe), 0.0)) / denom
+    return np.where(tested, np.maximum(centre - half, 0.0), 0.0), np.where(tested, np.minimum(centre + half, 1.0), 1.0)
+
+
 def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
-    """Wilson score interval of a binomial proportion (sensible at 0/n and n/n, unlike the Wald one)."""
-    if n == 0:
-        return 0.0, 1.0
-    p = successes / n
-    denom = 1.0 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    """``wilson_intervals`` of one proportion."""
+    lo, hi = wilson_intervals(np.array([successes]), np.array([n]), z)
+    return float(lo[0]), float(hi[0])
 
 
 def rate_text(p: float) -> str:
@@ -76,15 +82,10 @@ def contention_intervals(camp, n: np.ndarray, s: np.ndarray, s2: np.ndarray) -> 
     interval for a readout; a compound never tested, or tested once for a readout, reaches everything)."""
     if models_features(camp.algorithm):
         return model_estimates(camp.features, n, s, s2, binary=camp.binary)[1:]
-    n, s, s2 = (np.asarray(v, dtype=float) for v in (n, s, s2))
-    tested = n > 0
-    m = np.divide(s, n, out=np.zeros_like(s), where=tested)
     if camp.binary:
-        z2, safe = Z95 * Z95, np.where(tested, n, 1.0)
-        centre = (m + z2 / (2 * safe)) / (1 + z2 / safe)
-        half = Z95 * np.sqrt(np.maximum(m * (1 - m) / safe + z2 / (4 * safe * safe), 0.0)) / (1 + z2 / safe)
-        lo, hi = np.maximum(centre - half, 0.0), np.minimum(centre + half, 1.0)
-        return np.where(tested, lo, 0.0), np.where(tested, hi, 1.0)
+        return wilson_intervals(s, n)
+    n, s, s2 = (np.asarray(v, dtype=float) for v in (n, s, s2))
+    m = np.divide(s, n, out=np.zeros_like(s), where=n > 0)
     twice = n > 1
     var = np.divide(np.maximum(s2 - n * m * m, 0.0), n - 1, out=np.zeros_like(s), where=twice)
     half = Z95 * np.sqrt(np.divide(var, n, out=np.zeros_like(s), where=twice))

@@ -40,7 +40,7 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
     if policy.done:
         return None
     if beta(1.0, delta) is None:
-        return None if models_features(camp.algorithm) else _simulated(camp, policy)
+        return _simulated(camp, policy)
     active = np.asarray(getattr(policy, "arm_set", np.arange(camp.K)))
     n, s, s2, _ = camp.observations()
     n, s, s2 = n[active], s[active], s2[active]
