@@ -115,10 +115,12 @@ class KLLUCB(Policy):
         self.stopping_rule = EachArmIntervals(p.epsilon, p.delta, self.K, self.m).attach(self)
         self._planning = _Intervals(self.K, p.delta / self.K)  # a cache keyed by the counts: right after any load
         self._checked_at = -1  # tests recorded when the rule last said no: not asked again on the same outcomes
+        self._answer_at: tuple[int, np.ndarray] | None = None  # (tests recorded, J(t)): one O(K) pass a round
 
     def _after_load(self) -> None:
         super()._after_load()
         self._checked_at = -1
+        self._answer_at = None
 
     def _stops_now(self) -> bool:
         if self._checked_at == self.n_samples:
@@ -174,4 +176,8 @@ class KLLUCB(Policy):
         return np.sort(order[-self.m:])
 
     def _current_answer(self) -> np.ndarray:
-        return self._recommend(self.rng)
+        """J(t), computed once per recorded outcome: the stopping check and the sampling rule both ask for it
+        (it reads the recorded counts only, so tests in flight do not change it)."""
+        if self._answer_at is None or self._answer_at[0] != self.n_samples:
+            self._answer_at = (self.n_samples, self._recommend(self.rng))
+        return self._answer_at[1]
