@@ -6,6 +6,7 @@ Kept free of pandas: the campaign's ``record`` reads results files through it an
 
 from __future__ import annotations
 
+import csv
 import gzip
 from pathlib import Path
 from typing import IO
@@ -57,3 +58,15 @@ def not_utf8(path: str | Path, exc: UnicodeDecodeError) -> ValueError:
         "`iconv -f WINDOWS-1252 -t UTF-8 in.csv > out.csv` (or -f UTF-16LE for UTF-16), or save it from Excel "
         "as 'CSV UTF-8'"
     )
+
+
+def table_rows(text: str) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
+    """A CSV/TSV table's text as (separator, header fields stripped, data rows with their line numbers). The
+    separator is the one of , tab and ; its header uses most; rows with only blank fields are left out. The text
+    must have a non-empty first line (the callers say what header they expected)."""
+    lines = text.splitlines(keepends=True)
+    sep = max((",", "\t", ";"), key=lines[0].count)
+    reader = csv.reader(lines, delimiter=sep)
+    head = [f.strip() for f in next(reader)]
+    rows = [(reader.line_num, fields) for fields in reader if any(f.strip() for f in fields)]
+    return sep, head, rows

@@ -16,14 +16,13 @@ The plate file written by ``next`` has exactly these columns, so the lab can fil
 
 from __future__ import annotations
 
-import csv
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from screenbai.textfiles import not_utf8, open_text
+from screenbai.textfiles import not_utf8, open_text, table_rows
 
 ALIASES = {
     "plate_id": ("plate_id", "plate"),
@@ -92,19 +91,8 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str
     lines = text.splitlines()
     if not lines or not lines[0].strip():
         raise ResultsError(path, [f"{path}: line 1: empty file or empty header; expected plate_id,well,outcome"])
-    header = lines[0]
-    sep = max((",", "\t", ";"), key=header.count)
-    reader = csv.reader(text.splitlines(keepends=True), delimiter=sep)
-    rows = []
-    head = None
-    for fields in reader:
-        if head is None:
-            head = [f.strip().lower() for f in fields]
-            continue
-        if not any(f.strip() for f in fields):
-            continue
-        rows.append((reader.line_num, fields))
-    assert head is not None  # the first line is a non-empty header
+    sep, head, rows = table_rows(text)
+    head = [f.lower() for f in head]
     return head, rows, text.endswith(("\n", "\r")), sep
 
 

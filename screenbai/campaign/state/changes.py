@@ -197,9 +197,7 @@ def read_compound_ids(path, id_column: str = "compound_id") -> list[str]:
     """The compound ids in column ``id_column`` of a CSV/TSV (the export's and the plate files' column by default; the
     separator , tab or ; as the header uses), in the file's order. A missing column or file, or an empty cell, is
     refused naming the file (and line)."""
-    import csv
-
-    from screenbai.textfiles import not_utf8, open_text
+    from screenbai.textfiles import not_utf8, open_text, table_rows
 
     try:
         with open_text(path) as fh:
@@ -210,23 +208,17 @@ def read_compound_ids(path, id_column: str = "compound_id") -> list[str]:
         raise ValueError(f"{path}: is a folder; give the CSV/TSV listing the compounds") from None
     except UnicodeDecodeError as exc:
         raise not_utf8(path, exc) from None
-    lines = text.splitlines(keepends=True)
-    if not lines or not lines[0].strip():
+    if not text.strip() or not text.splitlines()[0].strip():
         raise ValueError(f"{path}: line 1: empty file or empty header; expected a header with {id_column!r}")
-    sep = max((",", "\t", ";"), key=lines[0].count)
-    reader = csv.reader(lines, delimiter=sep)
-    head = [h.strip() for h in next(reader)]
+    _, head, rows = table_rows(text)
     if id_column not in head:
         raise ValueError(f"{path}: no column {id_column!r} (columns: {', '.join(head)}); name the column of compound "
                          "ids with --id-column")
     col, ids = head.index(id_column), []
-    for fields in reader:
-        if not any(f.strip() for f in fields):
-            continue
+    for line, fields in rows:
         value = fields[col].strip() if col < len(fields) else ""
         if not value:
-            raise ValueError(f"{path}, line {reader.line_num}: empty {id_column!r}; give the compound's id or delete "
-                             "the row")
+            raise ValueError(f"{path}, line {line}: empty {id_column!r}; give the compound's id or delete the row")
         ids.append(value)
     if not ids:
         raise ValueError(f"{path}: no compound listed under {id_column!r}")
