@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -381,6 +382,39 @@ def test_init_says_what_the_screen_will_cost_from_a_prior(tmp_path, library_csv,
         assert prior_cost(camp)[0] == line
     assert init(tmp_path / "g.campaign", library_csv, "--algorithm", "gse-log", "--param", "budget=40") == 0
     assert "states no stopping threshold" in capsys.readouterr().out
+
+
+def test_init_says_a_screen_that_cannot_stop_would_not_stop(tmp_path):
+    """At epsilon = 0 a compound whose features another shares (stereoisomers: the fingerprint ignores
+    stereochemistry) has the same mean under any model of them, so no number of tests ranks the two: init crashed
+    on the unbounded forecast ("cannot convert float infinity to integer", after writing the file). It says the
+    screen would not stop, why, and that an epsilon above 0 bounds it; the table of other settings gives numbers
+    for epsilon > 0 and "no end in sight" for 0."""
+    from campaign_util import synthetic_library
+
+    from screenbai.campaign.views.forecast import prior_cost
+
+    lib = synthetic_library(K=12, d=3)
+    lib.features[1::2] = lib.features[0::2]  # six pairs of twins: every answer has one
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "lin-tas", {"sigma": 1.0}, seed=1, outcome="continuous")
+    head, table = prior_cost(camp)
+    camp.close()
+    assert head.startswith("cost forecast from a prior: lin-tas (epsilon = 0, delta = 0.05) would not stop: 12 "
+                           "compounds share their features with another")
+    assert "an epsilon above 0 bounds it" in head
+    assert table.count("no end in sight") == 3  # epsilon 0 at three deltas
+    assert len(re.findall(r"epsilon 0.1 and delta [\d.]+: [\d,]+ tests \(\d+ plates?\)", table)) == 3
+
+
+def test_whole_plates_rounds_up_but_not_a_rounding_error():
+    """status read "about 3 more plate(s) (120 more tests)" with 60 compound wells a plate: the forecast of
+    120.0000991821289 tests was rounded up to a third plate."""
+    from screenbai.bandits.certainty.forecast import whole_plates
+
+    assert whole_plates(120.0000991821289, 60) == 2.0
+    assert whole_plates(120.5, 60) == 3.0 and whole_plates(61, 60) == 2.0
+    assert whole_plates(0.0, 96) == 0.0 and whole_plates(1.0, 96) == 1.0
+    assert whole_plates(float("inf"), 96) == float("inf")
 
 
 def test_init_forecasts_an_algorithm_without_a_threshold_or_a_model_by_simulating_it(tmp_path, library_csv, capsys):

@@ -61,6 +61,18 @@ BOUNDS = {"exact": "the exact Bernoulli-KL bound", "local": "the local Fisher fo
 T_MAX = 1e15
 
 
+#: a forecast this close to a whole number of plates (a fraction of one plate) counts as that number: the tests
+#: are a continuous estimate, and 120.0001 tests in plates of 60 are 2 plates, not 3
+WHOLE_PLATE_SLACK = 1e-4
+
+
+def whole_plates(tests: float, plate_size: int) -> float:
+    """The plates ``tests`` tests fill (inf when unbounded), rounded up but for WHOLE_PLATE_SLACK."""
+    if not math.isfinite(tests):
+        return math.inf
+    return float(max(math.ceil(tests / max(plate_size, 1) - WHOLE_PLATE_SLACK), 0))
+
+
 @dataclass(frozen=True)
 class Forecast:
     """Tests (and plates) until a fixed-confidence run stops, with a band.
@@ -90,7 +102,7 @@ class Forecast:
     def _plates(self, tests: float) -> float | None:
         if self.plate_size is None:
             return None
-        return math.inf if not math.isfinite(tests) else float(math.ceil(tests / self.plate_size))
+        return whole_plates(tests, self.plate_size)
 
     @property
     def plates(self) -> float | None:
@@ -354,8 +366,7 @@ def cost_table(
         for delta in deltas:
             _check_common(beta, delta, factor, source, 0.5, plate_size)
             tests = stop_quantiles([factor * T], [math.inf], beta, float(delta), [0.5])[0]
-            plates = None if plate_size is None else (math.inf if not math.isfinite(tests) else
-                                                      float(math.ceil(tests / plate_size)))
+            plates = None if plate_size is None else whole_plates(tests, plate_size)
             rows.append({"epsilon": float(eps), "delta": float(delta), "T_star": T, "tests": tests,
                          "plates": plates, "source": source, "bound": "local" if ratio is None else "exact"})
     return rows

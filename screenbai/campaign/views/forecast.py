@@ -32,7 +32,7 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
     extrapolation to them, and it runs longer where they prove below the bar (docs/lower_bound.md, "Session 15"). An
     algorithm with no model of the features that states no threshold is forecast by simulation (``_simulated``, the
     form "simulation"). None for one with a model and no threshold, a fixed budget, or before any outcome."""
-    from screenbai.bandits.certainty.forecast import forecast
+    from screenbai.bandits.certainty.forecast import forecast, whole_plates
 
     inner = getattr(policy, "inner", policy)
     beta = inner.stopping_threshold
@@ -90,7 +90,7 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
         return None
 
     def plates(tests: float) -> float:
-        return math.inf if not math.isfinite(tests) else float(math.ceil(max(tests - done, 0.0) / max(per_plate, 1)))
+        return whole_plates(max(tests - done, 0.0), per_plate)
 
     left = max(f.tests - done, 0.0)
     # the band holds the point in whole plates too (a point at the end of a plate may round past the band's end)
@@ -113,6 +113,7 @@ def _simulated(camp, policy) -> tuple[float, float, float, float, str, list[str]
     plate, on hit rates drawn from each compound's beta-binomial posterior (bandits/certainty/simulated_forecast.py);
     the median stop and the BAND_LEVEL interval, "simulation" in place of the form of T*. None for a fixed budget, a
     continuous readout or before any outcome."""
+    from screenbai.bandits.certainty.forecast import whole_plates
     from screenbai.bandits.certainty.simulated_forecast import rate_draws
 
     inner = getattr(policy, "inner", policy)
@@ -126,7 +127,7 @@ def _simulated(camp, policy) -> tuple[float, float, float, float, str, list[str]
     (point, low, high), per_plate = _simulate(camp, inner, rate_draws(n[active], s[active], SIMULATED_RUNS, rng), rng)
 
     def plates(tests: float) -> float:
-        return math.inf if not math.isfinite(tests) else float(math.ceil(tests / per_plate))
+        return whole_plates(tests, per_plate)
 
     return point, plates(point), plates(low), plates(high), "simulation", []
 
@@ -247,6 +248,8 @@ def _prior_simulated(camp, inner, seed: int) -> list[str]:
     rates drawn from the prior, each compound's logit N(0, PRIOR_LOGIT_SD^2) on its own (no model of the features)."""
     from scipy.special import expit
 
+    from screenbai.bandits.certainty.forecast import whole_plates
+
     rng = np.random.default_rng(seed)
     rates = expit(rng.normal(0.0, PRIOR_LOGIT_SD, size=(SIMULATED_RUNS, inner.K)))
     (point, low, high), per_plate = _simulate(camp, inner, rates, rng)
@@ -258,9 +261,27 @@ def _prior_simulated(camp, inner, seed: int) -> list[str]:
     if not math.isfinite(point):
         return [f"{head} more than {SIMULATED_CAP:,} tests (most runs had not stopped by then: it tests every "
                 f"compound at least once, {inner.K:,} here, and a close race at the top costs many more)"]
-    top = "no end in sight" if not math.isfinite(high) else f"{high:,.0f}"
-    return [f"{head} it stops after about {point:,.0f} tests ({math.ceil(point / per_plate):,} plates of "
-            f"{per_plate}), between {low:,.0f} and {top} tests in {BAND_LEVEL * 100:.0f} % of runs"]
+    return [f"{head} it stops after about {point:,.0f} tests ({whole_plates(point, per_plate):,.0f} plates of "
+            f"{per_plate}), between {low:,.0f} and {_count(high)} tests in {BAND_LEVEL * 100:.0f} % of runs"]
+
+
+def _count(tests: float) -> str:
+    """A number of tests for a sentence: "no end in sight" when the forecast is unbounded."""
+    return f"{tests:,.0f}" if math.isfinite(tests) else "no end in sight"
+
+
+def _never_stops(camp, epsilon: float) -> str:
+    """Why a forecast from a prior is unbounded, and the way on: at epsilon = 0 two compounds with the same features
+    (stereoisomers: Morgan fingerprints ignore stereochemistry) have the same mean under any model of the features,
+    so neither is ever shown the better."""
+    X = camp.features
+    counts = np.unique(X, axis=0, return_counts=True)[1]
+    twins = int(counts[counts > 1].sum())  # compounds whose feature vector another compound shares
+    why = (f"{twins:,} compounds share their features with another (e.g. stereoisomers), so under any model of the "
+           "features they have the same mean and neither can be shown the better" if twins and epsilon == 0.0
+           else "some rival cannot be told from the answer within epsilon at the prior's median draw")
+    return (f"would not stop: {why}; an epsilon above 0 bounds it (e.g. --param epsilon=0.1, in the units of the "
+            "outcome)")
 
 
 def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
@@ -272,7 +293,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     that states no threshold (``_prior_simulated``); a line saying there is none for other algorithms without one."""
     from scipy.special import expit
 
-    from screenbai.bandits.certainty.forecast import BOUNDS, cost_table, forecast, stop_quantiles
+    from screenbai.bandits.certainty.forecast import BOUNDS, cost_table, forecast, stop_quantiles, whole_plates
 
     from ..lab.assay import Readout
 
@@ -313,7 +334,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     tests = point.tests
 
     def plates(t: float) -> str:
-        n = "unbounded" if not math.isfinite(t) else f"{math.ceil(t / per_plate):,}"
+        n = "unbounded" if not math.isfinite(t) else f"{whole_plates(t, per_plate):,.0f}"
         return f"{n} plate{'' if n == '1' else 's'}"
 
     readout = camp.meta.get("readout")
@@ -333,21 +354,29 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
         f", counting on a compound's own wells showing a hit rate of at least {1 - epsilon:g} (without them about "
         f"{own['set_tests']:,.0f} tests, {plates(own['set_tests'])})")
     # in plates the own wells' route is often the same whole plates for every draw: one number, not "704 and 704"
-    span = f"{low:,.0f} tests" if round(low) == round(high) else f"between {low:,.0f} and {high:,.0f} tests"
-    lines = [
-        f"cost forecast from a prior (a guess before any outcome, {spread}; `status` forecasts from the outcomes "
-        f"once a plate is recorded): {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) stops after about "
-        f"{tests:,.0f} tests ({plates(tests)} of {per_plate}){route}, "
-        f"{span} in {BAND_LEVEL * 100:.0f} % of runs over "
-        f"{len(runs)} draws of the prior and the run's own chance, with T* from {BOUNDS[point.bound]}. It assumes "
-        "the tests are spread as well as they can be: with 2 to 10 "
-        "features simulated runs needed 0.7 to 1.8 times such a forecast, and more with more features (this library "
-        f"has {X.shape[1]}; docs/lower_bound.md)",
-    ]
+    span = (f"{low:,.0f} tests in {BAND_LEVEL * 100:.0f} % of runs" if math.isfinite(high) and round(low) == round(high)
+            else f"between {low:,.0f} and {high:,.0f} tests in {BAND_LEVEL * 100:.0f} % of runs" if math.isfinite(high)
+            else f"{low:,.0f} tests or more in {(1 + BAND_LEVEL) / 2 * 100:.0f} % of runs (at least one in "
+                 f"{round(2 / (1 - BAND_LEVEL))} never stops)")
+    if not math.isfinite(tests):
+        lines = [f"cost forecast from a prior: {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) "
+                 f"{_never_stops(camp, epsilon)}"]
+    else:
+        lines = [
+            f"cost forecast from a prior (a guess before any outcome, {spread}; `status` forecasts from the outcomes "
+            f"once a plate is recorded): {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) stops after about "
+            f"{tests:,.0f} tests ({plates(tests)} of {per_plate}){route}, "
+            f"{span} over "
+            f"{len(runs)} draws of the prior and the run's own chance, with T* from {BOUNDS[point.bound]}. It assumes "
+            "the tests are spread as well as they can be: with 2 to 10 "
+            "features simulated runs needed 0.7 to 1.8 times such a forecast, and more with more features (this "
+            f"library has {X.shape[1]}; docs/lower_bound.md)",
+        ]
     if getattr(inner, "forecast_caveat", ""):
         lines.append(f"note: {inner.forecast_caveat}")
     def row(r: dict) -> str:
-        said = f"epsilon {r['epsilon']:g} and delta {r['delta']:g}: {r['tests']:,.0f} tests ({plates(r['tests'])})"
+        cost = f"{r['tests']:,.0f} tests ({plates(r['tests'])})" if math.isfinite(r["tests"]) else "no end in sight"
+        said = f"epsilon {r['epsilon']:g} and delta {r['delta']:g}: {cost}"
         if "set_tests" not in r:
             return said
         return (f"{said}, or {r['set_tests']:,.0f} ({plates(r['set_tests'])}) if no compound's own wells reach "

@@ -381,11 +381,8 @@ class Status:
             return (f"forecast: more than {SIMULATED_CAP:,} more tests: most of {how} had not stopped after that many "
                     "(a close race at the top, or a long list to test)")
         low, high = self.forecast_band_plates or (None, None)
-        top = "no end in sight" if high is None or not math.isfinite(high) else f"{high:.0f}"
-        bottom = "?" if low is None else f"{low:.0f}"
         return (f"forecast: about {self.forecast_plates:.0f} more plate(s) ({self.forecast_tests:,.0f} more tests) "
-                f"until the stopping rule fires ({bottom} to {top} plates in {BAND_LEVEL * 100:.0f} % of runs), over "
-                f"{how}")
+                f"until the stopping rule fires ({_band_words(low, high)}), over {how}")
 
     def _band(self) -> str:
         """The forecast's band in words: " (4 to 9 plates in 80 % of runs, over 5 draws of the estimate's uncertainty
@@ -393,17 +390,22 @@ class Status:
         if not self.forecast_band_plates:
             return ""
         low, high = self.forecast_band_plates
-        if low is None or high is None or not math.isfinite(high):
-            top = "no end in sight"
-        else:
-            top = f"{high:.0f}"
-        lo = "?" if low is None or not math.isfinite(low) else f"{low:.0f}"
-        return (f" ({lo} to {top} plates in {BAND_LEVEL * 100:.0f} % of runs, over {FORECAST_DRAWS} draws of the "
-                "estimate's uncertainty and the run's own chance)")
+        return (f" ({_band_words(low, high)}, over {FORECAST_DRAWS} draws of the estimate's uncertainty and the run's "
+                "own chance)")
 
     def _rate(self) -> str:
         """A binary campaign's outcome is a hit (the readout past its cutoff, or a 0/1 result)."""
         return "hit rate" if self.outcome == "binary" else "mean outcome"
+
+
+def _band_words(low: float | None, high: float | None) -> str:
+    """The forecast's band of plates in words: "4 to 9 plates in 80 % of runs", or, when its upper end is unbounded
+    (at least one run in ten never stops), "4 plates or more in 90 % of runs; at least one run in 10 never stops"."""
+    lo = "?" if low is None or not math.isfinite(low) else f"{low:.0f}"
+    if high is not None and math.isfinite(high):
+        return f"{lo} to {high:.0f} plates in {BAND_LEVEL * 100:.0f} % of runs"
+    return (f"{lo} plates or more in {(1 + BAND_LEVEL) / 2 * 100:.0f} % of runs; at least one run in "
+            f"{round(2 / (1 - BAND_LEVEL)):.0f} never stops")
 
 
 def _second_route(policy) -> str | None:
