@@ -384,6 +384,24 @@ def test_init_says_what_the_screen_will_cost_from_a_prior(tmp_path, library_csv,
     assert "states no stopping threshold" in capsys.readouterr().out
 
 
+def test_an_epsilon_of_a_whole_hit_rate_is_refused_for_a_binary_screen(tmp_path, library_csv, capsys):
+    """On hit rates an epsilon of 1 or more makes every compound correct. The algorithms for 0/1 outcomes refuse it
+    themselves (test_params_signatures.py); a linear algorithm on a binary screen, and a restart, refuse it too,
+    before anything is written or changed."""
+    path = tmp_path / "c.campaign"
+    assert init(path, library_csv, "--algorithm", "lin-tas", "--param", "epsilon=1") == 2
+    assert "lin-tas: epsilon=1 is a tolerance on hit rates here (binary outcomes)" in capsys.readouterr().err
+    assert not path.exists()
+    assert init(path, library_csv, "--param", "epsilon=0.1") == 0
+    before = path.read_bytes()
+    assert main(["campaign", "restart", str(path), "--algorithm", "kl-lucb", "--param", "epsilon=2"]) == 2
+    assert "must be a number in [0, 1)" in capsys.readouterr().err
+    assert path.read_bytes() == before
+    # a continuous readout has its own units: no such limit
+    assert init(tmp_path / "k.campaign", library_csv, "--algorithm", "lin-tas", "--outcome", "continuous",
+                "--param", "epsilon=5", "--param", "sigma=10") == 0
+
+
 def test_init_says_a_screen_that_cannot_stop_would_not_stop(tmp_path):
     """At epsilon = 0 a compound whose features another shares (stereoisomers: the fingerprint ignores
     stereochemistry) has the same mean under any model of them, so no number of tests ranks the two: init crashed

@@ -159,3 +159,27 @@ def test_the_saved_state_is_the_declared_fields(cls):
     assert declared_state and declared_state <= annotated
     policy = cls(X, rng=0, **_required(cls))
     assert set(policy.state_dict()["algorithm_state"]) == declared_state  # each set up by _setup
+
+
+BINARY_WITH_EPSILON = [c for c in CLASSES if getattr(c, "binary_rewards", False) and "epsilon" in declared(c)]
+
+
+@pytest.mark.parametrize("cls", BINARY_WITH_EPSILON, ids=lambda c: c.__name__)
+def test_an_epsilon_of_a_whole_hit_rate_is_refused_for_0_1_outcomes(cls):
+    """On hit rates an epsilon of 1 or more makes every compound correct: it was accepted, and KL-LUCB then stopped
+    after 0 tests while log-tas printed numpy warnings from the bound. It is refused, naming the range, at
+    construction and in the workflow's up-front check; just below 1 is accepted."""
+    from screenbai.bandits.core.params import check
+
+    for bad in (1.0, 2):
+        with pytest.raises(ValueError, match=rf"epsilon={bad!r} is not allowed; .* must be a number in \[0, 1\)"):
+            cls(X, rng=0, **_required(cls), epsilon=bad)
+        with pytest.raises(ValueError, match=r"cfg: .*must be a number in \[0, 1\)"):
+            check(cls, {"epsilon": bad}, "cfg")
+    assert cls(X, rng=0, **_required(cls), epsilon=0.99).epsilon == 0.99
+
+
+def test_the_0_1_algorithms_with_an_epsilon_are_the_expected_ones():
+    """The refusal above covers every algorithm for 0/1 outcomes that takes an epsilon."""
+    names = {c.name for c in BINARY_WITH_EPSILON}
+    assert {"log-tas", "glgape", "m-glgape", "kl-lucb", "rage-glm"} <= names

@@ -463,6 +463,9 @@ BUDGET = required(TEST_COUNT, "total number of pulls")
 M = param(1, POSITIVE_INT, "number of best arms to identify (m < K)")
 DELTA = param(0.05, PROBABILITY, "confidence level: the error probability is at most delta")
 EPSILON = param(0.0, NONNEGATIVE, "tolerance: an arm within epsilon of the m-th best counts as correct")
+#: EPSILON of the algorithms for 0/1 outcomes, whose means are hit rates in [0, 1]: at 1 or more every arm is correct
+HIT_RATE_EPSILON = param(0.0, Interval(0.0, 1.0, open=("high",)),
+                         "tolerance on the hit rates: an arm within epsilon of the m-th best counts as correct")
 SIGMA = param(1.0, POSITIVE, "sub-Gaussian scale of the reward noise", oracle=True)
 S_BOUND = param(1.0, NONNEGATIVE, "bound on the norm of theta*", oracle=True)
 L_BOUND = param(None, POSITIVE, "bound on the arms' norms (None: the largest ||x_a||)", none=True, oracle=True)

@@ -58,6 +58,7 @@ from scipy.special import expit
 
 from screenbai.bandits.core.params import (
     DELTA,
+    HIT_RATE_EPSILON,
     LAMBDA_REG,
     NONNEGATIVE,
     POSITIVE,
@@ -135,7 +136,8 @@ class GLGapE(Policy):
 
     name = "glgape"
     binary_rewards = True
-    epsilon: float = param(0.1, NONNEGATIVE, "tolerance of the answer (0 only with an explicit max_samples)")
+    epsilon: float = like(HIT_RATE_EPSILON, default=0.1,
+                          help="tolerance on the hit rates (0 only with an explicit max_samples)")
     delta: float = DELTA
     E: int | None = param(None, POSITIVE_INT, "size of the initial phase (None: min(K, 3 d'))", none=True)
     #: a number or "estimate" (the default); as an attribute (saved with the state), None until

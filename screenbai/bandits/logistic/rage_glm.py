@@ -69,7 +69,7 @@ from typing import Any, ClassVar
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from screenbai.bandits.core.params import like, run_state
+from screenbai.bandits.core.params import HIT_RATE_EPSILON, like, run_state
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.numerics.glm import SeparableDataError, dmu, logistic_mle, mean_gap_bound
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, observe_in_chunks
@@ -101,6 +101,7 @@ class RAGEGLM(PhasedElimination):
 
     name = "rage-glm"
     binary_rewards = True
+    epsilon: float = HIT_RATE_EPSILON
     #: the last phase needs margin^2 / (2 ||y||^2_{H^-1}) >= (W^2 / 2) L_r nats (PhaseRule.threshold)
     evidence_factor: ClassVar[float] = 0.5 * THM1_WIDTH**2
     width0: float = like(PhasedElimination.__parameters__["width0"], default=1.0,

@@ -65,7 +65,7 @@ from scipy.special import expit
 
 from screenbai.bandits.certainty.exact_logistic import exact_characteristic_time
 from screenbai.bandits.certainty.local_form import exact_pairs_affordable
-from screenbai.bandits.core.params import LAMBDA_REG, like, pinned, run_state
+from screenbai.bandits.core.params import HIT_RATE_EPSILON, LAMBDA_REG, like, pinned, run_state
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.numerics.glm import logistic_mle
 from screenbai.bandits.numerics.linalg import pinv_psd
@@ -136,6 +136,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
     name = "log-tas"
     model = "logistic"
     binary_rewards = True
+    epsilon: float = HIT_RATE_EPSILON
     sigma: float = pinned(0.5)
     #: the likelihood-ratio set is valid for any adapted order of tests: absorbed outcomes count in full
     absorbed_outcomes_count: ClassVar[bool] = True

@@ -43,7 +43,7 @@ from __future__ import annotations
 import numpy as np
 
 from screenbai.bandits.certainty.no_model import MODEL, anytime_interval, certified_from_intervals
-from screenbai.bandits.core.params import DELTA, EPSILON, M
+from screenbai.bandits.core.params import DELTA, HIT_RATE_EPSILON, M
 from screenbai.bandits.core.parts import StoppingRule
 from screenbai.bandits.core.policy import Policy
 from screenbai.bandits.core.registry import register
@@ -107,7 +107,7 @@ class KLLUCB(Policy):
     binary_rewards = True
     models_features = False
     m: int = M
-    epsilon: float = EPSILON
+    epsilon: float = HIT_RATE_EPSILON
     delta: float = DELTA
 
     def _setup(self, features, p) -> None:

@@ -56,6 +56,11 @@ def check_settings(algorithm: str, params: dict, seed: int, outcome: str):
         raise ValueError(f"outcome must be one of {OUTCOMES}; got {outcome!r}")
     if outcome == "continuous" and getattr(entry.cls, "binary_rewards", False):
         raise ValueError(f"{entry.name} models binary (0/1) outcomes; use --outcome binary or a linear algorithm")
+    epsilon = params.get("epsilon", entry.defaults.get("epsilon"))
+    if outcome == "binary" and isinstance(epsilon, (int, float)) and epsilon >= 1:
+        raise ValueError(f"{entry.name}: epsilon={epsilon!r} is a tolerance on hit rates here (binary outcomes), and "
+                         "at 1 or more every compound would count as correct; give 0 <= epsilon < 1 (e.g. "
+                         "--param epsilon=0.1)")
     if int(seed) < 0:
         raise ValueError(f"the seed must be a whole number >= 0; got {seed}")
     return entry

@@ -345,7 +345,9 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
         else f"hit rates spread with sd {PRIOR_RATE_SD:g} over the library" if camp.binary
         else f"mean outcomes spread with sd {spread_sd:g}{unit} over the library, the noise scale sigma declared"
     )
-    rows = cost_table(X, thetas[mid], inner.stopping_threshold, epsilons=sorted({epsilon, max(epsilon, 0.05) * 2}),
+    other = max(epsilon, 0.05) * 2  # a looser epsilon; on hit rates below 1 (at 1 every compound is correct)
+    other = other if not camp.binary or other < 1 else epsilon / 2
+    rows = cost_table(X, thetas[mid], inner.stopping_threshold, epsilons=sorted({epsilon, other}),
                       deltas=sorted({delta, 0.1, 0.01}), source="prior", plate_size=per_plate,
                       answer=top_answer(X, thetas[mid], m), exact=True, **kw)
     _take_shortcuts(camp, inner, X, model, thetas[mid], rows, per_plate)
