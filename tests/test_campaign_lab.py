@@ -1140,7 +1140,11 @@ def test_a_continuous_readout_is_handed_to_an_algorithm_for_it_with_the_choices_
     assert camp.algorithm == "lin-tas"
     restart_algorithm(camp, "model rejected", "lucb", {"sigma": 2.0})
     assert camp.algorithm == "lucb" and camp.meta["params"]["sigma"] == 2.0
+    # status then says the model is LUCB's (it said "lucb models ... with a linear-Gaussian model of the features")
+    model = camp.status().model
     camp.close()
+    assert model.startswith("lucb takes each compound's outcomes on its own, with no model of the features")
+    assert "linear-Gaussian" not in model
 
 
 def test_status_points_to_a_model_free_algorithm_where_the_model_check_rejects_the_model(tmp_path):
@@ -1159,3 +1163,8 @@ def test_status_points_to_a_model_free_algorithm_where_the_model_check_rejects_t
     assert hint not in dataclasses.replace(st, model_check=check, done=True).text()
     own = {"model": "no model: the compound's own wells alone", "sentences": []}
     assert hint not in dataclasses.replace(st, model_check=check, certified_epsilon=0.05, certificate=own).text()
+    # a continuous readout: KL-LUCB, which takes 0/1 outcomes, would be refused; LUCB with the readout's noise scale
+    text = dataclasses.replace(st, model_check=check, outcome="continuous").text()
+    assert hint not in text
+    assert (f"to finish without the model: `screenbai campaign restart {st.path} --algorithm lucb --param "
+            "sigma=<the readout's noise scale>` hands the screen to LUCB") in text

@@ -117,28 +117,35 @@ class Readout:
         return float(raw) if self.direction == "above" else -float(raw)
 
     def model(self, binary: bool, algorithm: str) -> str:
-        """The algorithm's model of this readout, in one sentence."""
-        if binary:
-            if not models_features(algorithm):
-                return (
-                    f"{algorithm} takes each compound's hits ({self.rule()}; the raw {self.name} is kept in the "
-                    f"file) on their own, with no model of the features: {no_feature_model(algorithm)}"
-                )
-            if not logistic_on_hits(algorithm):
-                return (
-                    f"{algorithm} models hits ({self.rule()}; the raw {self.name} is kept in the file) with a "
-                    "linear model of the features, noise sub-Gaussian with its declared sigma (1/2 covers any 0/1 "
-                    "outcome)"
-                )
-            return (
-                f"{algorithm} models hits with a logistic model of the features ({self.rule()}; "
-                f"the raw {self.name} is kept in the file)"
-            )
-        flip = " (negated: lower is better)" if self.direction == "below" else ""
-        return (
-            f"{algorithm} models the {self.label()} itself{flip} with a linear-Gaussian model of the features; "
-            "its noise scale is its parameter sigma (compare it with the control wells' spread in status)"
-        )
+        """The algorithm's model of this readout, in one sentence (``model_sentence``)."""
+        return model_sentence(algorithm, binary, self)
+
+
+def model_sentence(algorithm: str, binary: bool, readout: Readout | None = None) -> str:
+    """How ``algorithm`` models a campaign's outcomes, in one sentence: 0/1 outcomes (hits by ``readout``'s rule,
+    when there is one) or a continuous readout, through the features or each compound on its own."""
+    if binary:
+        hits = (f"hits ({readout.rule()}; the raw {readout.name} is kept in the file)" if readout is not None
+                else "the 0/1 outcomes")
+        if not models_features(algorithm):
+            own = hits if readout is not None else "0/1 outcomes"
+            return (f"{algorithm} takes each compound's {own} on their own, with no model of the features: "
+                    f"{no_feature_model(algorithm)}")
+        if not logistic_on_hits(algorithm):
+            return (f"{algorithm} models {hits} with a linear model of the features, noise sub-Gaussian with its "
+                    "declared sigma (1/2 covers any 0/1 outcome)")
+        if readout is None:
+            return f"{algorithm} models {hits} with a logistic model of the features"
+        return (f"{algorithm} models hits with a logistic model of the features ({readout.rule()}; the raw "
+                f"{readout.name} is kept in the file)")
+    what = "outcomes" if readout is None else readout.label()
+    flip = " (negated: lower is better)" if readout is not None and readout.direction == "below" else ""
+    sigma = "its noise scale is its parameter sigma (compare it with the control wells' spread in status)"
+    if not models_features(algorithm):
+        return (f"{algorithm} takes each compound's {what}{flip} on its own, with no model of the features: each "
+                f"compound's outcomes independent, noise sub-Gaussian; {sigma}")
+    itself = "" if readout is None else " itself"
+    return f"{algorithm} models the {what}{itself}{flip} with a linear-Gaussian model of the features; {sigma}"
 
 
 def no_feature_model(algorithm: str) -> str:

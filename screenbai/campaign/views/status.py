@@ -12,7 +12,7 @@ from screenbai.bandits.certainty.forecast import BOUNDS
 from screenbai.bandits.certainty.no_model import no_model_certificate
 from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
-from screenbai.campaign.lab.assay import logistic_on_hits, models_features, no_feature_model
+from screenbai.campaign.lab.assay import model_sentence, models_features
 
 from .estimates import Z95, contention_intervals, model_estimates, rate_text, wilson_interval
 from .forecast import BAND_LEVEL, FORECAST_DRAWS, forecast_left
@@ -295,9 +295,12 @@ class Status:
                     "The certificate above rests on the compound's own wells, not on this model, and stands; the "
                     "model chose the wells (richer features may restore its fit).")) if wells else mc["warning"]))
                 if not wells and not self.done:
+                    # a continuous readout goes to LUCB with the readout's noise scale: KL-LUCB takes 0/1 outcomes
+                    how = ("--algorithm kl-lucb` hands the screen to KL-LUCB" if self.outcome == "binary" else
+                           "--algorithm lucb --param sigma=<the readout's noise scale>` hands the screen to LUCB")
                     out.append(
-                        f"  to finish without the model: `screenbai campaign restart {self.path} --algorithm kl-lucb` "
-                        "hands the screen to KL-LUCB, whose sampling and stopping rest on each compound's own wells "
+                        f"  to finish without the model: `screenbai campaign restart {self.path} {how}, whose "
+                        "sampling and stopping rest on each compound's own wells "
                         f"alone (it starts from the {self.tests:,} outcomes recorded; it tests every compound at "
                         f"least once, so it suits a short list: {self.active:,} compounds here; `screenbai campaign "
                         "withdraw` takes a list of the others)"
@@ -533,20 +536,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "SELECT COUNT(*) FROM plates p WHERE NOT EXISTS (SELECT 1 FROM wells w LEFT JOIN outcomes o "
         "USING (plate_id, well) WHERE w.plate_id = p.plate_id AND o.id IS NULL)"
     ).fetchone()[0]
-    model = (
-        Readout.from_dict(readout).model(camp.binary, camp.algorithm)
-        if readout
-        else (
-            (f"{camp.algorithm} takes each compound's 0/1 outcomes on their own, with no model of the features: "
-             f"{no_feature_model(camp.algorithm)}" if not models_features(camp.algorithm)
-             else f"{camp.algorithm} models the 0/1 outcomes with a logistic model of the features"
-             if logistic_on_hits(camp.algorithm)
-             else f"{camp.algorithm} models the 0/1 outcomes with a linear model of the features, noise "
-             "sub-Gaussian with its declared sigma (1/2 covers any 0/1 outcome)")
-            if camp.binary
-            else f"{camp.algorithm} models the outcomes with a linear-Gaussian model of the features"
-        )
-    )
+    model = model_sentence(camp.algorithm, camp.binary, Readout.from_dict(readout) if readout else None)
     return {
         "plates_done": int(plates_done),
         "certified_epsilon": certified,
