@@ -506,3 +506,25 @@ def test_log_tas_blocks_follow_the_exact_allocation_where_the_local_one_misleads
         assert None not in vals
         assert 1.0 / vals[0] <= 1.1 * exact.T_star
         assert 1.0 / vals[1] >= 2.0 * exact.T_star
+
+
+def test_of_two_arms_with_the_same_features_the_tested_one_leads():
+    """Stereoisomers share their fingerprint, so every model gives them the same mean, and the tie went to a draw:
+    an EGFR campaign recommended a compound never tested while its twin had 4 hits in 4 tests. The most tested of
+    tied arms now leads (top_m_preferring), the draw only among arms tied in tests too."""
+    from screenbai.bandits.numerics.ties import top_m_preferring
+
+    rng = np.random.default_rng(0)
+    values = np.array([0.2, 0.9, 0.9, 0.5, 0.9])
+    tests = np.array([5, 0, 4, 9, 0])
+    assert top_m_preferring(values, tests, 1, rng).tolist() == [2]
+    pairs = {tuple(top_m_preferring(values, tests, 2, np.random.default_rng(s)).tolist()) for s in range(20)}
+    assert pairs == {(1, 2), (2, 4)}  # the tested one, then either untested one at random
+    assert top_m_preferring(values, tests, 3, rng).tolist() == [1, 2, 4]
+    assert top_m_preferring(np.array([0.1, 0.7, 0.3]), tests[:3], 1, rng).tolist() == [1]  # no tie: the largest
+    # in a policy: twins 0 and 1 (the same features), only 1 tested; log-tas's leader is 1 whatever the seed
+    X = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0], [0.5, 0.5], [-1.0, 0.2]])
+    for seed in range(5):
+        policy = make_policy("log-tas", X, epsilon=0.1, rng=seed)
+        policy.absorb(np.array([1, 1, 2, 3, 4, 2, 3]), np.array([1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0]))
+        assert policy.result().recommendation == (1,)

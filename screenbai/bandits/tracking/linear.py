@@ -56,7 +56,7 @@ from screenbai.bandits.core.policy import Policy
 from screenbai.bandits.core.registry import noise_scale, register
 from screenbai.bandits.numerics.design import round_design
 from screenbai.bandits.numerics.linalg import pinv_psd, project_if_deficient, spanning_arms
-from screenbai.bandits.numerics.ties import top_m
+from screenbai.bandits.numerics.ties import top_m_preferring
 from screenbai.bandits.tracking.blocks import BlockEvidence, union_level
 
 #: directions the greedy block design balances (those that need the most information)
@@ -243,7 +243,8 @@ class LinearTrackAndStop(Policy):
         return P @ (self.Z.T @ sums)
 
     def _leaders(self, theta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        return top_m(self.Z @ theta, self.m, rng)
+        """The m largest fitted means; of arms with the same features (the same mean), the most tested first."""
+        return top_m_preferring(self.Z @ theta, self.n, self.m, rng)
 
     # ------------------------------------------------------------------ sampling
     def _design(self, b: int) -> np.ndarray:
