@@ -402,6 +402,42 @@ def test_an_epsilon_of_a_whole_hit_rate_is_refused_for_a_binary_screen(tmp_path,
                 "--param", "epsilon=5", "--param", "sigma=10") == 0
 
 
+def test_format_changes_only_what_it_names(tmp_path, library_csv, capsys):
+    """`format FILE --replicates 2` on a 384-well campaign switched it to 96 wells, `format --plate-format 384`
+    dropped the replicates and empty edge set at init, and `format FILE` alone reset it to 96 wells. Each option now
+    changes only itself; a new grid keeps the controls' scheme (edge); nothing named is refused, the layout kept."""
+    from screenbai.campaign.lab.layout import PlateLayout
+
+    path = tmp_path / "c.campaign"
+    assert init(path, library_csv, "--plate-format", "384", "--empty-edge", "--replicates", "2") == 0
+
+    def layout():
+        with Campaign.open(path) as camp:
+            return camp.layout
+
+    start = layout()
+    assert main(["campaign", "format", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "format: name what changes" in err and "the layout now: 384-well plates" in err
+    assert layout() == start
+    assert main(["campaign", "format", str(path), "--replicates", "1"]) == 0
+    assert layout() == PlateLayout.build("384", empty_edge=True, replicates=1)
+    assert main(["campaign", "format", str(path), "--plate-format", "96"]) == 0
+    assert layout() == PlateLayout.build("96", empty_edge=True, replicates=1)  # edge controls on the new grid
+    assert main(["campaign", "format", str(path), "--no-empty-edge", "--controls", "none"]) == 0
+    assert layout() == PlateLayout.build("96", controls="none")
+    # custom control wells stay on the same grid, and must be given again for another one
+    assert main(["campaign", "format", str(path), "--positive-controls", "A01:A03",
+                 "--negative-controls", "H10:H12"]) == 0
+    custom = layout()
+    assert custom.positive == ("A01", "A02", "A03") and custom.negative == ("H10", "H11", "H12")
+    assert main(["campaign", "format", str(path), "--replicates", "3"]) == 0
+    assert layout().positive == custom.positive and layout().replicates == 3
+    assert main(["campaign", "format", str(path), "--plate-format", "384"]) == 2
+    assert "give them for the new plate format with --positive-controls" in capsys.readouterr().err
+    assert layout().rows == 8
+
+
 def test_init_says_a_screen_that_cannot_stop_would_not_stop(tmp_path):
     """At epsilon = 0 a compound whose features another shares (stereoisomers: the fingerprint ignores
     stereochemistry) has the same mean under any model of them, so no number of tests ranks the two: init crashed

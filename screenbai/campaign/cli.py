@@ -12,6 +12,7 @@ screenbai campaign add / withdraw / restart / format / export ... # labcli.py: t
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sqlite3
@@ -80,31 +81,37 @@ def add_parser(sub) -> None:
             help="binary (0/1: a hit or not) or continuous outcomes (the readout itself; linear algorithms only)",
         )
 
-    def layout_args(p, default_format):
-        g = p.add_argument_group("plates (see `screenbai campaign format --help`)")
+    def layout_args(p, change: bool = False):
+        """The plate options: init's (with their defaults), or format's (``change``: only the options given change
+        the campaign's layout, the others keep their current values)."""
+        g = p.add_argument_group("plates" + ("" if change else " (changed later with `screenbai campaign format`)"))
         g.add_argument(
             "--plate-format",
-            default=default_format,
             help="96, 384, 1536 (or 6..48) wells, or ROWSxCOLS such as 8x12; wells are named A01..H12, A01..P24"
-            + ("" if default_format else "; without it, `next` proposes plates of its --plate-size wells (96 by "
-               "default) without controls"),
+            + ("" if change else "; without it, `next` proposes plates of its --plate-size wells (96 by default) "
+               "without controls"),
         )
         g.add_argument(
             "--controls",
-            default="edge",
+            default=None if change else "edge",
             choices=["edge", "none"],
-            help="edge: positive controls in the first column, negative in the last",
+            help="edge: positive controls in the first column, negative in the last"
+            + (" (a new --plate-format keeps the current scheme where it is edge or none)" if change else ""),
         )
         g.add_argument("--positive-controls", help="positive control wells instead, e.g. A01,B01 or A01:H01")
         g.add_argument("--negative-controls", help="negative control wells instead, e.g. A12:H12")
-        g.add_argument("--empty-edge", action="store_true", help="leave the other wells of the outer ring empty")
-        g.add_argument("--replicates", type=int, default=1, help="wells per compound on a plate")
+        if change:
+            g.add_argument("--empty-edge", action=argparse.BooleanOptionalAction, default=None,
+                           help="leave the other wells of the outer ring empty (--no-empty-edge: fill them)")
+        else:
+            g.add_argument("--empty-edge", action="store_true", help="leave the other wells of the outer ring empty")
+        g.add_argument("--replicates", type=int, default=None if change else 1, help="wells per compound on a plate")
 
     p = cs.add_parser("init", help="create a campaign file from a library of structures")
     file_arg(p)
     library_args(p)
     algorithm_args(p)
-    layout_args(p, None)
+    layout_args(p)
     g = p.add_argument_group("readout (what the lab writes in the outcome column)")
     g.add_argument(
         "--readout",
@@ -186,9 +193,10 @@ def add_parser(sub) -> None:
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="a setting of the algorithm taking over (repeatable), as for init")
 
-    p = cs.add_parser("format", help="change the plate format for the next plates")
+    p = cs.add_parser("format", help="change the plate format, controls, empty edge or replicates of the next plates "
+                      "(what is not named stays as it is)")
     file_arg(p)
-    layout_args(p, "96")
+    layout_args(p, change=True)
 
     p = cs.add_parser("export", help="per compound: tests, hits, estimate with interval, certified status")
     file_arg(p)

@@ -167,14 +167,55 @@ def _restart(args) -> int:
     return 0
 
 
+def changed_layout(current: PlateLayout | None, args) -> PlateLayout:
+    """``format``'s new layout: the options given change ``current``, the others keep their values (a new grid keeps
+    the controls' scheme, edge or none; control wells of another shape must be given again for it)."""
+    given = {k: getattr(args, k) for k in ("plate_format", "controls", "positive_controls", "negative_controls",
+                                           "empty_edge", "replicates") if getattr(args, k) is not None}
+    now = "none (plates of `next`'s --plate-size wells, no controls)" if current is None else current.describe()
+    if not given:
+        raise ValueError(f"format: name what changes (--plate-format, --controls, --positive-controls, "
+                         f"--negative-controls, --empty-edge or --no-empty-edge, --replicates); the layout now: {now}")
+    if current is None and "plate_format" not in given:
+        raise ValueError("format: this campaign has no plate format yet; give one with --plate-format (e.g. 96 or 384)")
+    fmt = given.get("plate_format") or f"{current.rows}x{current.cols}"  # type: ignore[union-attr]
+    controls, positive, negative = given.get("controls"), given.get("positive_controls"), given.get("negative_controls")
+    if controls is None and positive is None and negative is None and current is not None:
+        edge = PlateLayout.build(f"{current.rows}x{current.cols}", controls="edge")
+        scheme = ("none" if not (current.positive or current.negative) else
+                  "edge" if (current.positive, current.negative) == (edge.positive, edge.negative) else None)
+        if scheme is None and "plate_format" in given:
+            raise ValueError(f"format: the control wells now ({_well_list(current.positive)} positive, "
+                             f"{_well_list(current.negative)} negative) are not the edge columns; give them for the "
+                             "new plate format with --positive-controls and --negative-controls (or --controls edge "
+                             "or none)")
+        if scheme is None:  # the same grid: the same control wells
+            positive, negative, controls = ",".join(current.positive), ",".join(current.negative), "none"
+        controls = controls or scheme
+    return PlateLayout.build(
+        fmt,
+        controls=controls or "edge",
+        positive=positive or None,
+        negative=negative or None,
+        empty_edge=given.get("empty_edge", current.empty_edge if current is not None else False),
+        replicates=given.get("replicates", current.replicates if current is not None else 1),
+    )
+
+
+def _well_list(wells) -> str:
+    return ",".join(wells) if len(wells) <= 4 else f"{wells[0]}..{wells[-1]}"
+
+
 def _format(args) -> int:
     from .campaign import Campaign
     from .state.changes import set_layout
 
-    layout = layout_from_args(args)
-    assert layout is not None  # format's --plate-format has a default
     with Campaign.open(args.campaign) as camp:
+        before = camp.layout
+        layout = changed_layout(before, args)
         set_layout(camp, layout)
+    if before is not None:
+        say(f"the plates so far: {before.describe()}")
     say(f"next plates of {args.campaign}: {layout.describe()}")
     say("plates already in the lab keep their layout; the error guarantee does not depend on the plate format")
     return 0
