@@ -1168,3 +1168,37 @@ def test_status_points_to_a_model_free_algorithm_where_the_model_check_rejects_t
     assert hint not in text
     assert (f"to finish without the model: `screenbai campaign restart {st.path} --algorithm lucb --param "
             "sigma=<the readout's noise scale>` hands the screen to LUCB") in text
+
+
+def test_the_export_gives_a_readout_s_observed_mean_its_interval(tmp_path):
+    """A continuous screen's export left observed_low and observed_high empty for tested compounds. From two wells on
+    they hold Student's 95 % interval of the compound's mean (t with n - 1 degrees of freedom, by hand here); one
+    well gives no interval (it says nothing of the spread)."""
+    from scipy.stats import t as student
+
+    from screenbai.campaign.views.export import compound_table
+
+    lib = synthetic_library(K=12, d=2)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "lin-tas", {"epsilon": 0.1, "sigma": 5.0}, seed=1,
+                           outcome="continuous")
+    plate = camp.next_plate(6)
+    values = [10.0, 14.0, 30.0, 31.0, 33.0, 7.0][: len(plate)]
+    camp.record(_results(tmp_path, plate, values, "a"))
+    by_arm: dict[int, list[float]] = {}
+    for arm, v in zip(plate.arms, values):
+        by_arm.setdefault(int(arm), []).append(v)
+    rows = compound_table(camp)
+    camp.close()
+    checked = 0
+    for arm, vals in by_arm.items():
+        row = rows[arm]
+        assert row["observed_rate"] == pytest.approx(np.mean(vals))
+        if len(vals) == 1:
+            assert row["observed_low"] is None and row["observed_high"] is None
+            continue
+        half = student.ppf(0.975, len(vals) - 1) * np.std(vals, ddof=1) / np.sqrt(len(vals))
+        mean = np.mean(vals)
+        assert (row["observed_low"], row["observed_high"]) == pytest.approx((mean - half, mean + half))
+        checked += 1
+    assert all(r["observed_low"] is None for r in rows if r["tests"] == 0)
+    assert checked >= 2  # the spanning set repeated to fill the plate: each compound in two wells

@@ -78,15 +78,24 @@ def model_estimates(
 
 def contention_intervals(camp, n: np.ndarray, s: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Every compound's 95 % interval for "still in contention": the shared model's (``model_estimates``) where the
-    algorithm models the features, else each compound's own wells' (Wilson's for 0/1 outcomes, the mean's normal
-    interval for a readout; a compound never tested, or tested once for a readout, reaches everything)."""
+    algorithm models the features, else each compound's own wells' (``own_intervals``)."""
     if models_features(camp.algorithm):
         return model_estimates(camp.features, n, s, s2, binary=camp.binary)[1:]
-    if camp.binary:
+    return own_intervals(n, s, s2, binary=camp.binary)
+
+
+def own_intervals(n: np.ndarray, s: np.ndarray, s2: np.ndarray, *, binary: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Every compound's 95 % interval from its own wells alone: Wilson's for 0/1 outcomes; for a readout, Student's
+    for its mean (n - 1 degrees of freedom: two wells say little of their spread). A compound never tested, or tested
+    once for a readout, reaches everything (0 and 1 for hit rates, -inf and inf for a readout)."""
+    if binary:
         return wilson_intervals(s, n)
+    from scipy.stats import t as student
+
     n, s, s2 = (np.asarray(v, dtype=float) for v in (n, s, s2))
     m = np.divide(s, n, out=np.zeros_like(s), where=n > 0)
     twice = n > 1
     var = np.divide(np.maximum(s2 - n * m * m, 0.0), n - 1, out=np.zeros_like(s), where=twice)
-    half = Z95 * np.sqrt(np.divide(var, n, out=np.zeros_like(s), where=twice))
+    q = student.ppf(0.975, np.maximum(n - 1, 1.0))
+    half = q * np.sqrt(np.divide(var, n, out=np.zeros_like(s), where=twice))
     return np.where(twice, m - half, -np.inf), np.where(twice, m + half, np.inf)

@@ -49,7 +49,7 @@ COLUMNS = (
 
 def compound_table(camp) -> list[dict]:
     """One row per compound (see the module doc), in the campaign's compound order."""
-    from .estimates import contention_intervals, model_estimates, wilson_interval
+    from .estimates import contention_intervals, model_estimates, own_intervals
 
     policy = camp.policy
     res = policy.result()
@@ -59,6 +59,7 @@ def compound_table(camp) -> list[dict]:
         failed[arm] = cnt
     est, model_lo, model_hi = model_estimates(camp.features, n, s, s2, binary=camp.binary)
     lo, hi = contention_intervals(camp, n, s, s2)  # in contention or behind: as status counts them
+    own_lo, own_hi = own_intervals(n, s, s2, binary=camp.binary)  # the observed rate's (or mean's) interval
     readout = camp.readout
     hits = np.full(camp.K, np.nan)
     mean_raw = np.full(camp.K, np.nan)
@@ -97,11 +98,10 @@ def compound_table(camp) -> list[dict]:
         else:
             status = "in contention"
         obs = obs_lo = obs_hi = None
-        if n[a] > 0 and camp.binary:
+        if n[a] > 0:
             obs = float(s[a] / n[a])
-            obs_lo, obs_hi = wilson_interval(float(s[a]), int(n[a]))
-        elif n[a] > 0:
-            obs = float(s[a] / n[a])
+            if math.isfinite(own_lo[a]) and math.isfinite(own_hi[a]):  # a readout's interval needs two wells
+                obs_lo, obs_hi = float(own_lo[a]), float(own_hi[a])
         eps = certified.get(a)
         rows.append(
             {
