@@ -113,6 +113,8 @@ def test_init_without_algorithm_runs_the_cheapest_guaranteed_one(tmp_path, libra
     assert f"{algorithm} with {{'epsilon': 0.1}}" in out
     # a continuous readout's guarantee rests on sigma: its default is said, not called "the declared sigma"
     assert ("noise scale: sigma = 1, lin-tas's default, not declared" in out) == (outcome == "continuous")
+    # and epsilon is in the readout's units there (0.1 % of inhibition is not 0.1 of a hit rate)
+    assert ("epsilon = 0.1: on a continuous readout it is in the readout's units" in out) == (outcome == "continuous")
     if outcome == "continuous":
         declared = tmp_path / "s.campaign"
         assert init(declared, library_csv, "--outcome", outcome, "--param", "epsilon=0.1", "--param", "sigma=8") == 0

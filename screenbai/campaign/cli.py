@@ -351,8 +351,17 @@ def _init(args) -> int:
         say(
             f"noise scale: sigma = {sigma:g}, {camp.algorithm}'s default, not declared: the error guarantee holds only "
             f"if each test's noise is at most sigma, in {unit} units; declare it with --param sigma=... (e.g. the "
-            "spread of replicate wells on a pilot plate; status shows the control wells' spread)"
+            "spread of replicate wells on a pilot plate; status shows the control wells' spread). The forecast below "
+            "counts on it too: its tests grow like (sigma / epsilon)^2"
         )
+    inner = getattr(camp.policy, "inner", camp.policy)
+    if not camp.binary and hasattr(inner, "epsilon"):
+        unit = readout.unit if readout is not None and readout.unit else ""
+        what = f"{readout.name} ({readout.unit})" if readout is not None and readout.unit else "the readout's units"
+        say(f"epsilon = {float(inner.epsilon):g}{(' ' + unit) if unit else ''}: on a continuous readout it is in "
+            f"{what}: a compound within epsilon of the best mean counts as correct"
+            + ("; epsilon = 0 asks for the best itself, whatever the cost (two compounds with the same features "
+               "never separate)" if float(inner.epsilon) == 0.0 else ""))
     from .views.forecast import prior_cost
 
     for line in prior_cost(camp):
