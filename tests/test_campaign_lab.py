@@ -941,6 +941,37 @@ def test_backtest_reads_hit_rates_from_the_library_s_own_csv(tmp_path, capsys):
     assert "not from an SDF; give the rates in a CSV/TSV with --truth" in capsys.readouterr().err
 
 
+def test_backtest_compares_a_readout_where_larger_is_a_hit_on_its_own_scale(tmp_path, capsys):
+    """`backtest --library lib.csv --activity-column pct --hit-above --threshold 50` (the library holds the readout)
+    curated the column as IC50s in nM, lower the better: --hit-above was ignored. It now reads the readout as it is;
+    a pIC50 column without --hit-above is refused with the way (it would be read as nM, the best as the weakest),
+    and --hit-above with a ChEMBL export (IC50s) is refused."""
+    from screenbai.cli import main
+
+    lib = tmp_path / "lib.csv"
+    smiles = ["CCO", "CCN", "CCC", "c1ccccc1", "CC(=O)O", "CCOC", "CNC", "CCCl"]
+    pct = [5, 10, 97, 20, 30, 15, 8, 40]  # C2 the only hit above 50
+    rows = ["id,smiles,pct,pIC50"] + [f"C{i},{smi},{v},{5 + v / 20}" for i, (smi, v) in enumerate(zip(smiles, pct))]
+    lib.write_text("\n".join(rows) + "\n")
+    base = ["campaign", "backtest", "--library", str(lib), "--id-column", "id", "--smiles-column", "smiles", "--d", "3",
+            "--param", "epsilon=0.1", "--param", "delta=0.05", "--plate-size", "24", "--max-tests", "48",
+            "--noise", "0"]
+    assert main(base + ["--activity-column", "pct", "--hit-above", "--threshold", "50",
+                        "--out", str(tmp_path / "a")]) == 0
+    report = json.loads((tmp_path / "a" / "backtest.json").read_text())
+    assert "> 50" in report["description"] and "1 of 8" in report["description"]
+    capsys.readouterr()
+    assert main(base + ["--activity-column", "pIC50", "--threshold", "9", "--out", str(tmp_path / "b")]) == 2
+    assert "names logarithmic values (pIC50, pKi, ...), and without --hit-above" in capsys.readouterr().err
+    assert main(base + ["--activity-column", "pIC50", "--hit-above", "--threshold", "9", "--out",
+                        str(tmp_path / "c")]) == 0
+    export = Path(__file__).parents[1] / "data" / "cdk2_chembl301_webexport_raw.csv.gz"
+    capsys.readouterr()
+    assert main(["campaign", "backtest", "--library", str(export), "--hit-above", "--threshold", "50", "--out",
+                 str(tmp_path / "d")]) == 2
+    assert "this file's activities are IC50s (lower is better); drop --hit-above" in capsys.readouterr().err
+
+
 def test_backtest_prints_a_true_hit_rate_near_1_as_above_0_999_not_as_1():
     """With noisy tests no compound's hit rate is exactly 1, yet the backtest printed "true hit rate 1" for
     the 284 CDK2 compounds at or below 12 nM (threshold 1 000 nM), read as a certain hit."""

@@ -323,7 +323,8 @@ class BacktestResult:
             if self.finished
             else "the test cap was reached"
         )
-        lines = [f"backtest on {self.description}", f"{end} after {self.tests:,} tests on {self.plates} plates"]
+        plates = f"{self.plates} plate{'' if self.plates == 1 else 's'}"
+        lines = [f"backtest on {self.description}", f"{end} after {self.tests:,} tests on {plates}"]
         for r in self.recommendation:
             pot = (
                 ""
@@ -527,6 +528,17 @@ def backtest_from_args(args, params: dict) -> int:
     if not noise >= 0:
         raise ValueError(f"--noise must be >= 0; got {noise:g}")
     check_settings(args.algorithm, params, args.seed, "binary")
+    if args.activity_column and not hit_above:
+        from screenbai.chem.tables import check_not_log_scale
+
+        try:  # the curated route reads concentrations: a pIC50 of 8 would be 8 nM, the best compounds the weakest
+            check_not_log_scale(args.activity_column, None, "")
+        except ValueError:
+            raise ValueError(
+                f"--activity-column {args.activity_column!r} names logarithmic values (pIC50, pKi, ...), and without "
+                "--hit-above the activity is read as a concentration in nM; give --hit-above with --threshold on its "
+                "own scale (e.g. --threshold 8 for IC50 < 10 nM), or a column of concentrations in nM"
+            ) from None
     if args.campaign_out and Path(args.campaign_out).exists():
         raise ValueError(f"--campaign-out {args.campaign_out} already exists; choose another file or delete it first")
     truth = args.truth or args.library
@@ -538,8 +550,13 @@ def backtest_from_args(args, params: dict) -> int:
             f"{truth}: --rate-column {args.rate_column!r} reads hit rates from a CSV/TSV table or the workflow's "
             f"arms parquet, not from {'an SDF' if sdf else 'a ChEMBL export'}; give the rates in a CSV/TSV with --truth"
         )
-    if truth_kind == "table" and (separate or args.rate_column):
-        # what a lab has: compound id and a measured value, for the structures of --library (or in its own file)
+    if hit_above and truth_kind != "table":
+        raise ValueError(f"{truth}: --hit-above compares a readout on its own scale (larger is a hit), and this file's "
+                         "activities are IC50s (lower is better); drop --hit-above, or give the readout in a CSV/TSV "
+                         "with --truth")
+    if truth_kind == "table" and (separate or args.rate_column or hit_above):
+        # what a lab has: compound id and a measured value, for the structures of --library (or in its own file);
+        # a readout where larger is a hit is compared on its own scale there, not curated as an IC50
         lib = library_from_args(args)
         known = outcomes_from_table(
             lib,
