@@ -121,6 +121,9 @@ def test_init_without_algorithm_runs_the_cheapest_guaranteed_one(tmp_path, libra
         assert "noise scale:" not in capsys.readouterr().out
     with Campaign.open(camp) as c:
         assert c.algorithm == algorithm and c.status().to_dict()["certified_epsilon"] is None
+        # before any outcome: said so, not "this algorithm gives no certificate" (log-tas gives one)
+        text = c.status().text()
+        assert "certificate: none yet (no outcome recorded)" in text and "gives no certificate" not in text
         plate = c.next_plate(4)
         assert len(plate) == 4 and not c.policy.done
 

@@ -254,7 +254,8 @@ class Status:
         out = []
         cert = self.certificate
         if self.certified_epsilon is None or cert is None:
-            out.append("certificate: none (this algorithm gives no certificate, or it is not available yet)")
+            out.append("certificate: none yet (no outcome recorded)" if self.tests == 0 else
+                       "certificate: none (this algorithm gives no certificate, or it is not available yet)")
         else:
             aim = self.stop_epsilon
             fires = "" if aim is None else f"; the stopping rule fires once it is at most epsilon = {aim:g}"
@@ -333,7 +334,8 @@ class Status:
             out.append("forecast of plates left: none, the run has finished")
         else:
             out.append(
-                "forecast of plates left: once the first outcomes are recorded (init printed a guess from a prior)"
+                "forecast of plates left: once the first outcomes are recorded (`screenbai campaign init` gives a "
+                "guess from a prior)"
                 if self.tests == 0 and not self.budget
                 else "forecast of plates left: not available (this algorithm states no stopping threshold, or it "
                 "has finished)"
