@@ -118,7 +118,7 @@ def test_raw_readouts_are_kept_and_turned_into_hits_by_the_cutoff(tmp_path):
     camp = _ic50_campaign(tmp_path)
     plate = camp.next_plate(None, tmp_path / "P001.csv")
     values = {cid: (50.0 if k % 3 == 0 else 2500.0) for k, cid in enumerate(sorted(set(plate.compound_ids)))}
-    rec = camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(5.0, 5000.0), noise=20))
+    rec = camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(100.0, 5000.0), noise=20))
     assert rec.qc["P001"][1] == "pass" and rec.n_outcomes == len(plate)
     told = dict(camp._con.execute("SELECT well, value FROM outcomes"))
     raw = dict(camp._con.execute("SELECT well, raw FROM readouts WHERE kind = 'compound'"))
@@ -133,7 +133,7 @@ def test_a_plate_failing_its_controls_waits_for_the_lab_decision(tmp_path):
     camp = _ic50_campaign(tmp_path)
     plate = camp.next_plate(None, tmp_path / "P001.csv")
     values = {cid: 40.0 for cid in plate.compound_ids}
-    bad = _fill(plate.path, values, tmp_path / "R001.csv", controls=(5.0, 60.0), noise=20)
+    bad = _fill(plate.path, values, tmp_path / "R001.csv", controls=(100.0, 155.0), noise=20)
     with pytest.raises(ControlsFailed, match=r"(?s)P001: Z' = .* < 0.5.*--accept.*--discard-plate"):
         camp.record(bad)
     with pytest.raises(ControlsFailed, match=r"positive controls [\d.]+ \+- [\d.]+ nM, negative [\d.]+ \+- [\d.]+ nM "
@@ -155,11 +155,56 @@ def test_a_plate_failing_its_controls_waits_for_the_lab_decision(tmp_path):
 def test_accepting_a_failing_plate_counts_its_outcomes(tmp_path):
     camp = _ic50_campaign(tmp_path)
     plate = camp.next_plate(None, tmp_path / "P001.csv")
-    bad = _fill(plate.path, {c: 40.0 for c in plate.compound_ids}, tmp_path / "R.csv", controls=(5.0, 60.0), noise=20)
+    values = {c: 40.0 for c in plate.compound_ids}
+    bad = _fill(plate.path, values, tmp_path / "R.csv", controls=(100.0, 155.0), noise=20)
     rec = camp.record(bad, accept=True)
     assert rec.qc["P001"][1] == "accepted" and rec.n_outcomes == len(plate)
     assert camp.status().tests == len(plate)
     camp.close()
+
+
+@pytest.mark.parametrize("typed", ["-5", "0"])
+def test_a_concentration_at_or_below_zero_refuses_the_file(tmp_path, typed):
+    """An IC50 of -5 nM was recorded, and as a hit (-5 <= 100); a concentration is above 0, so the file is
+    refused whole naming the line and value (0 too: no compound has an IC50 of 0)."""
+    from screenbai.campaign import ResultsError
+
+    camp = _ic50_campaign(tmp_path)
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    values = {cid: 2500.0 for cid in plate.compound_ids}
+    values[plate.compound_ids[0]] = float(typed)
+    with pytest.raises(ResultsError) as info:
+        camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(5.0, 5000.0), noise=1))
+    line = 2 + [r.split(",")[1] for r in plate.path.read_text().splitlines()[1:]].index(plate.wells[0])
+    assert f"line {line}: outcome '{float(typed)}' for well P001/{plate.wells[0]}" in str(info.value)
+    assert "IC50 (nM) is a concentration, above 0" in str(info.value) and "nothing was recorded" in str(info.value)
+    assert camp.open_wells() == {"P001": len(plate)}
+    camp.close()
+
+
+@pytest.mark.parametrize("name, unit, concentration", [
+    ("IC50", "", True), ("Ki", "", True), ("k_d", "", True), ("binding", "µM", True), ("potency", "mol/L", True),
+    ("solubility", "ng/mL", True), ("percent inhibition", "%", False), ("fluorescence", "RFU", False),
+    ("pIC50", "", False), ("distance", "m", False),
+])
+def test_a_readout_is_a_concentration_by_its_name_or_unit(name, unit, concentration):
+    readout = Readout.build(name, unit=unit, hit_above=1.0)
+    assert readout.is_concentration is concentration
+    assert (readout.problem(-5.0) is not None) is concentration
+    assert readout.problem(5.0) is None
+
+
+def test_a_percent_inhibition_may_be_negative_and_a_concentration_cutoff_may_not(tmp_path):
+    lib = synthetic_library(K=30, d=3)
+    readout = Readout.build("percent inhibition", unit="%", hit_above=50.0)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=2,
+                           layout=PlateLayout.build("24"), readout=readout)
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    values = {cid: -5.0 for cid in plate.compound_ids}
+    assert camp.record(_fill(plate.path, values, tmp_path / "R.csv", controls=(100.0, 0.0))).n_outcomes == len(plate)
+    camp.close()
+    with pytest.raises(ValueError, match=r"--hit-below -1: IC50 \(nM\) is a concentration, above 0"):
+        Readout.build("IC50", unit="nM", hit_below=-1.0)
 
 
 # ------------------------------------------------------------------------------------------ status
@@ -359,7 +404,7 @@ def test_export_writes_csv_xlsx_and_one_html_file(tmp_path, capsys):
     camp = _ic50_campaign(tmp_path)
     plate = camp.next_plate(None, tmp_path / "P001.csv")
     values = {cid: (50.0 if k % 2 else 900.0) for k, cid in enumerate(sorted(set(plate.compound_ids)))}
-    camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(5.0, 5000.0), noise=20))
+    camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(100.0, 5000.0), noise=20))
     withdraw(camp, camp.compound_ids[-1])
     path = camp.path
     camp.close()
@@ -654,7 +699,7 @@ def test_status_reports_the_spread_of_replicate_wells(tmp_path):
     plate = camp.next_plate(None, tmp_path / "P001.csv")
     ids = sorted(set(plate.compound_ids))
     values = {cid: [100.0 * (k + 1), 100.0 * (k + 1) + 2.0] for k, cid in enumerate(ids)}  # replicates 2 apart
-    camp.record(_fill(plate.path, values, tmp_path / "R.csv", controls=(5.0, 5000.0), noise=20))
+    camp.record(_fill(plate.path, values, tmp_path / "R.csv", controls=(100.0, 5000.0), noise=20))
     st = camp.status()
     assert st.replicate_sd == pytest.approx(np.sqrt(2.0))  # each pair: deviations +-1, one degree of freedom
     assert "spread of replicate wells (a compound twice or more on one plate): sd 1.41, in IC50 (nM)" in st.text()

@@ -410,7 +410,12 @@ class Campaign(PolicyReplay):
         path = Path(path)
         readout = self.readout
         with self._step(f"recording {path.name}"):  # validated against the file's latest state, under its lock
-            outcomes = read_results(path, self._plate_map(), binary=self.binary and readout is None)
+            outcomes = read_results(
+                path,
+                self._plate_map(),
+                binary=self.binary and readout is None,
+                check=None if readout is None else readout.problem,
+            )
             controls = [o for o in outcomes if o.arm < 0]
             compounds = [o for o in outcomes if o.arm >= 0]
             qc = assay.check_controls(path, controls, readout, accept=accept, discard=discard)

@@ -25,6 +25,7 @@ failed and go back into the queue; their raw values stay in the file, marked dis
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from dataclasses import asdict, dataclass
 
@@ -35,6 +36,13 @@ DIRECTIONS = ("above", "below")
 POSITIVE, NEGATIVE = -1, -2
 CONTROL_IDS = {POSITIVE: "POSITIVE_CONTROL", NEGATIVE: "NEGATIVE_CONTROL"}
 KIND_OF = {POSITIVE: "positive", NEGATIVE: "negative"}
+
+#: readouts that are a concentration whatever unit is declared (compared without case, spaces or '-')
+CONCENTRATION_READOUTS = ("ic50", "ec50", "ac50", "gi50", "cc50", "ki", "kd", "kb")
+#: units of a concentration: molar (pM .. M, mol/L) or mass per volume (ng/mL, mg/L)
+_CONCENTRATION_UNIT = re.compile(
+    r"[fpnuµμm]?M|[fpnuµμm]?mol\s*/\s*[dm]?[lL]|(femto|pico|nano|micro|milli)?molar|[fpnuµμmk]?g\s*/\s*[mµμud]?[lL]"
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS controls (plate_id TEXT NOT NULL, well TEXT NOT NULL, kind TEXT NOT NULL,
@@ -80,13 +88,19 @@ class Readout:
             raise ValueError(f"the hit cutoff must be a finite number; got {cutoff}")
         if not math.isfinite(float(min_z)) or float(min_z) >= 1:
             raise ValueError(f"--min-z must be a number below 1 (Z' is at most 1); got {min_z}")
-        return cls(
+        readout = cls(
             str(name),
             str(unit or ""),
             None if cutoff is None else float(cutoff),
             "below" if hit_below is not None else "above",
             float(min_z),
         )
+        if readout.cutoff is not None and readout.cutoff <= 0 and readout.is_concentration:
+            raise ValueError(
+                f"--hit-{readout.direction} {readout.cutoff:g}: {readout.label()} is a concentration, above 0, so no "
+                "compound could be a hit or every one would; give the cutoff in the declared unit"
+            )
+        return readout
 
     @classmethod
     def from_dict(cls, d: dict) -> Readout:
@@ -94,6 +108,22 @@ class Readout:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def is_concentration(self) -> bool:
+        """Whether the readout is a concentration (an IC50, a Ki, or any readout in M, nM, mol/L, ng/mL ...)."""
+        name = re.sub(r"[\s_-]", "", self.name.lower())
+        return name in CONCENTRATION_READOUTS or bool(_CONCENTRATION_UNIT.fullmatch(self.unit.strip()))
+
+    def problem(self, raw: float) -> str | None:
+        """What is wrong with a value the lab wrote for this readout, or None: a concentration at or below 0
+        (a percent inhibition or a fluorescence may be negative)."""
+        if self.is_concentration and raw <= 0:
+            return (
+                f"{self.label()} is a concentration, above 0; a sign or digit lost? write the value measured, the "
+                "assay's lower limit if it is below the range, or 'failed'"
+            )
+        return None
 
     def label(self) -> str:
         return f"{self.name} ({self.unit})" if self.unit else self.name

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,11 +97,19 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str
     return head, rows, text.endswith(("\n", "\r")), sep
 
 
-def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: bool) -> list[Outcome]:
+def read_results(
+    path,
+    plates: Mapping[str, dict[str, WellInfo]],
+    *,
+    binary: bool,
+    check: Callable[[float], str | None] | None = None,
+) -> list[Outcome]:
     """Parse and validate ``path`` against the campaign's plates; raise ResultsError listing every problem.
 
     ``plates`` maps plate id -> well -> WellInfo (arm, compound id, and the file that recorded
-    it, if any); only the plates the file names are looked up.  Returns the outcomes in file order.
+    it, if any); only the plates the file names are looked up.  ``check`` says what is wrong with a
+    value of the campaign's readout, if anything (:meth:`~screenbai.campaign.lab.assay.Readout.problem`).
+    Returns the outcomes in file order.
     """
     path = Path(path)
     header, rows, ends_with_newline, sep = _read(path)
@@ -223,6 +231,8 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
             )
             continue
         value = two_ways.get(line) or _parse_outcome(raw, binary, decimal_comma=sep == ";")
+        if check is not None and isinstance(value, float):
+            value = check(value) or value
         if isinstance(value, str):
             errors.append(f"{where}: outcome {raw!r} for well {plate_id}/{well}: {value}")
             continue
