@@ -24,6 +24,8 @@ from ..streams import results, say
 
 def add_parser(sub) -> None:
     """Register ``campaign`` and its subcommands on the main command's subparsers."""
+    from .lab.assay import DEFAULT_MIN_Z
+
     camp = sub.add_parser(
         "campaign",
         help="run a real screen: plates, lab results, status, report, backtest",
@@ -114,7 +116,8 @@ def add_parser(sub) -> None:
     g.add_argument("--unit", default="", help="its unit, e.g. %%, RFU, nM")
     g.add_argument("--hit-above", type=float, help="a hit when the readout is at or above this value")
     g.add_argument("--hit-below", type=float, help="a hit when the readout is at or below this value (e.g. IC50)")
-    g.add_argument("--min-z", type=float, default=0.5, help="a plate's controls fail when its Z'-factor is below this")
+    g.add_argument("--min-z", type=float, default=DEFAULT_MIN_Z,
+                   help="a plate's controls fail when its Z'-factor is below this (needs --readout)")
     p.add_argument(
         "--rejected-out",
         help="write the rejected input rows (row, id, SMILES, reason) to this CSV; without it they go to "

@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from ..streams import say
-from .lab.assay import Readout
+from .lab.assay import DEFAULT_MIN_Z, Readout, check_min_z
 from .lab.layout import PlateLayout
 
 #: rejected input rows printed by ``init`` (all are written to the CSV)
@@ -45,6 +45,13 @@ def lab_settings(args) -> tuple[PlateLayout | None, Readout | None]:
             )
     elif args.hit_above is not None or args.hit_below is not None:
         raise ValueError("--hit-above / --hit-below need --readout NAME (what the lab measures)")
+    else:
+        check_min_z(args.min_z)  # as with --readout
+        if args.min_z != DEFAULT_MIN_Z:  # the bound is kept with the readout: without one it would be lost
+            raise ValueError(
+                f"--min-z {args.min_z:g} needs --readout NAME (what the lab measures, kept with its bound); without "
+                f"one the plates' controls are checked against Z' >= {DEFAULT_MIN_Z:g}"
+            )
     return layout, readout
 
 

@@ -32,6 +32,8 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 DIRECTIONS = ("above", "below")
+#: a plate's controls fail below this Z' unless init says otherwise (--min-z, with --readout)
+DEFAULT_MIN_Z = 0.5
 #: pseudo-arms of control wells in a plate map (never a compound's arm, which is >= 0)
 POSITIVE, NEGATIVE = -1, -2
 CONTROL_IDS = {POSITIVE: "POSITIVE_CONTROL", NEGATIVE: "NEGATIVE_CONTROL"}
@@ -71,23 +73,30 @@ def ensure_schema(con: sqlite3.Connection, *, readonly: bool = False) -> None:
         con.execute(statement.replace("CREATE TABLE", "CREATE TEMP TABLE") if readonly else statement)
 
 
+def check_min_z(min_z) -> None:
+    """Refuse a bound on Z' that no plate could pass (Z' is at most 1) or that is not a number."""
+    if not math.isfinite(float(min_z)) or float(min_z) >= 1:
+        raise ValueError(f"--min-z must be a number below 1 (Z' is at most 1); got {min_z}")
+
+
 @dataclass(frozen=True)
 class Readout:
     name: str = "outcome"
     unit: str = ""
     cutoff: float | None = None
     direction: str = "above"
-    min_z: float = 0.5
+    min_z: float = DEFAULT_MIN_Z
 
     @classmethod
-    def build(cls, name: str, *, unit: str = "", hit_above=None, hit_below=None, min_z: float = 0.5) -> Readout:
+    def build(
+        cls, name: str, *, unit: str = "", hit_above=None, hit_below=None, min_z: float = DEFAULT_MIN_Z
+    ) -> Readout:
         if hit_above is not None and hit_below is not None:
             raise ValueError("give one of --hit-above and --hit-below, not both")
         cutoff = hit_above if hit_above is not None else hit_below
         if cutoff is not None and not math.isfinite(float(cutoff)):
             raise ValueError(f"the hit cutoff must be a finite number; got {cutoff}")
-        if not math.isfinite(float(min_z)) or float(min_z) >= 1:
-            raise ValueError(f"--min-z must be a number below 1 (Z' is at most 1); got {min_z}")
+        check_min_z(min_z)
         readout = cls(
             str(name),
             str(unit or ""),
@@ -225,7 +234,7 @@ def check_controls(path, controls, readout: Readout | None, *, accept: bool, dis
     """Plate id -> (Z', decision) for the plates whose control wells ``controls`` (outcomes with a
     control pseudo-arm) a results file holds; raises :class:`ControlsFailed` when a plate fails and the
     lab has not decided (``accept`` / ``discard``)."""
-    min_z = 0.5 if readout is None else readout.min_z
+    min_z = DEFAULT_MIN_Z if readout is None else readout.min_z
     by_plate: dict[str, dict[int, list[float]]] = {}
     for o in controls:
         slot = by_plate.setdefault(o.plate_id, {POSITIVE: [], NEGATIVE: []})
