@@ -55,6 +55,36 @@ def test_controls_on_the_edge_columns_empty_edge_and_replicates():
         PlateLayout.build("96", positive="A01", negative="A01")
 
 
+@pytest.mark.parametrize("controls, said, asked", [
+    ({"controls": "none", "positive": "A01:H01"}, "8 positive control wells (A01..H01) and no negative control wells",
+     "give --negative-controls (e.g. A12:H12)"),
+    ({"controls": "none", "negative": "A12:B12"}, "no positive control wells and 2 negative control wells",
+     "give --positive-controls (e.g. A01:H01)"),
+    ({"positive": "A01"}, "1 positive control well (A01) and 8 negative control wells (A12..H12)",
+     "give --positive-controls"),
+])
+def test_controls_of_one_kind_are_refused_as_z_prime_needs_both(tmp_path, capsys, controls, said, asked):
+    """Positive controls alone (--controls none --positive-controls A01:H01) were taken, and every plate then read
+    "Z' = n/a (too few controls)": the layout is refused, at init and in `format`, saying why and what to give."""
+    from screenbai.cli import main
+
+    with pytest.raises(ValueError) as info:
+        PlateLayout.build("96", **controls)
+    for text in (said, "needs at least two wells of each", asked, "or --controls none alone"):
+        assert text in str(info.value)
+    options = {"controls": "--controls", "positive": "--positive-controls", "negative": "--negative-controls"}
+    argv = [x for k, v in controls.items() for x in (options[k], v)]
+    camp = tmp_path / "c.campaign"
+    base = ["campaign", "init", str(camp), "--library", str(_lab_library(tmp_path)), "--id-column", "name",
+            "--smiles-column", "smiles", "--d", "3", "--plate-format", "96"]
+    assert main([*base, *argv]) == 2 and said in capsys.readouterr().err and not camp.exists()
+    assert main([*base, "--controls", "none"]) == 0  # no controls at all: plates without a Z'
+    assert main(["campaign", "format", str(camp), "--plate-format", "96", *argv]) == 2
+    assert said in capsys.readouterr().err
+    with Campaign.open(camp) as c:
+        assert c.layout == PlateLayout.build("96", controls="none")
+
+
 def test_z_prime_matches_its_definition():
     pos, neg = [100, 96, 104, 100], [0, 2, -2, 0]
     sp, sn = np.std(pos, ddof=1), np.std(neg, ddof=1)

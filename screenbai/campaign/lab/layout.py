@@ -7,7 +7,8 @@ plate, A01..AF48 on a 1536-well plate.  On each plate, in this order:
 
 * control wells: positive and negative controls at chosen positions; by default (``edge``) the
   first column holds the positive controls and the last column the negative ones (8 + 8 wells on a
-  96-well plate, 16 + 16 on a 384-well plate);
+  96-well plate, 16 + 16 on a 384-well plate); at least two of each kind, which the Z'-factor needs
+  (or none);
 * empty wells: with ``empty_edge`` the other wells of the outer ring (evaporation, edge effects);
 * compound wells: the rest, filled row by row.  With ``r`` replicates the algorithm chooses
   ``floor(wells / r)`` compounds and each is placed ``r`` times: first every compound once, then
@@ -84,6 +85,23 @@ class PlateLayout:
         both = sorted(set(pos) & set(neg))
         if both:
             raise ValueError(f"well(s) {', '.join(both)} are both positive and negative controls")
+        kinds = {"positive": pos, "negative": neg}
+        few = [kind for kind, wells in kinds.items() if len(wells) < 2]
+        if (pos or neg) and few:
+            # z_prime needs two of each kind: with fewer every plate would read "Z' = n/a", its controls unchecked
+            example = {"positive": f"{well_name(0, 0)}:{well_name(rows - 1, 0)}",
+                       "negative": f"{well_name(0, cols - 1)}:{well_name(rows - 1, cols - 1)}"}
+            said = " and ".join(
+                f"{len(wells) or 'no'} {kind} control well{'' if len(wells) == 1 else 's'}"
+                + (f" ({_span(wells)})" if wells else "")
+                for kind, wells in kinds.items()
+            )
+            raise ValueError(
+                f"{said}: a plate's Z'-factor compares positive and negative controls and needs at least two wells "
+                "of each, so no plate's controls could be checked; give "
+                + " and ".join(f"--{kind}-controls (e.g. {example[kind]})" for kind in few)
+                + ", or --controls none alone for plates without control wells"
+            )
         if int(replicates) < 1:
             raise ValueError(f"--replicates must be at least 1; got {replicates}")
         layout = cls(rows, cols, pos, neg, bool(empty_edge), int(replicates))
