@@ -85,6 +85,26 @@ def test_controls_of_one_kind_are_refused_as_z_prime_needs_both(tmp_path, capsys
         assert c.layout == PlateLayout.build("96", controls="none")
 
 
+def test_a_full_plate_of_the_format_larger_than_the_library_is_refused_unless_forced(tmp_path):
+    """A 96-well format on 30 compounds wrote a 30-compound plate without a word, where a plate size above the
+    library was refused (the README: both refused unless --force); now both are, and --force fills the plate."""
+    lib = synthetic_library(K=30, d=3)
+    for k, layout in enumerate([PlateLayout.build("96"), None]):
+        camp = Campaign.create(tmp_path / f"c{k}.campaign", lib, "glgape", {"epsilon": 0.1}, seed=2, layout=layout)
+        with pytest.raises(ValueError) as info:
+            camp.next_plate(None if layout is not None else 96)
+        what = "a full 96-well plate of its layout (80 compounds)" if layout else "a plate of 96 wells"
+        assert f"{what} for a library of 30 compounds" in str(info.value)
+        assert "--plate-size) of at most 30" in str(info.value) and "force it (--force)" in str(info.value)
+        assert camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0] == 0
+        camp.close()
+        for forced, size, requested in [(False, 30, 30), (True, None if layout else 96, 80 if layout else 96)]:
+            path = tmp_path / f"c{k}{forced}.campaign"
+            with Campaign.create(path, lib, "glgape", {"epsilon": 0.1}, seed=2, layout=layout) as again:
+                again.next_plate(size, force=forced)  # 30: each compound at most once; forced: a full plate
+                assert again._con.execute("SELECT requested FROM plates").fetchone()[0] == requested
+
+
 def test_z_prime_matches_its_definition():
     pos, neg = [100, 96, 104, 100], [0, 2, -2, 0]
     sp, sn = np.std(pos, ddof=1), np.std(neg, ddof=1)

@@ -282,23 +282,31 @@ class Campaign(PolicyReplay):
         (None: as many as the layout holds) and the plate also has its control wells.
         The plate is committed first, then the file is written (atomically): after a crash in
         between, ``write_plate`` writes the file of the pending plate again.  A plate larger than the
-        library or than the largest plate format is refused unless ``force`` (a typo such as 100 000
-        wells for 33 compounds would commit a plate the lab cannot run).
+        library (a full plate of the format included) or than the largest plate format is refused unless
+        ``force`` (a typo such as 100 000 wells for 33 compounds would commit a plate the lab cannot run).
         """
         layout = self.layout
+        full = size is None
         if size is None:
             if layout is None:
                 raise ValueError("give a plate size (this campaign has no plate format; see `campaign format`)")
-            size = min(layout.compounds_per_plate, self.K)  # a full plate (a small library: each compound once)
+            size = layout.compounds_per_plate
         size = int(size)
         if size < 1:
             raise ValueError(f"plate size must be at least 1; got {size}")
         largest = max(rows * cols for rows, cols in FORMATS)
         if not force and size > self.K:
+            if layout is None:
+                what = f"a plate of {size:,} wells"
+            elif full:
+                what = f"a full {layout.format_name} plate of its layout ({size:,} compounds)"
+            else:
+                what = f"a plate of {size:,} compounds"
             raise ValueError(
-                f"{self.path}: a plate of {size:,} wells for a library of {self.K:,} compounds (each compound "
-                f"{size / self.K:.1f} times on one plate on average); give a plate size (--plate-size) of at most "
-                f"{self.K:,}, or force it (--force) if the repeats are meant"
+                f"{self.path}: {what} for a library of {self.K:,} compounds (each compound {size / self.K:.1f} "
+                f"times on one plate on average); give a plate size (--plate-size) of at most {self.K:,}"
+                + (" (the plate's other compound wells stay empty)" if layout is not None else "")
+                + ", or force it (--force) if the repeats are meant"
             )
         if not force and size > largest:
             raise ValueError(

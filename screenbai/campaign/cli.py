@@ -136,7 +136,8 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="accept a plate larger than the library or than the largest plate format (1536 wells)",
+        help="accept a plate larger than the library (a full plate of the plate format included: compounds "
+        "repeated) or than the largest plate format (1536 wells)",
     )
     p.add_argument("--out", help="plate file to write (default: <plate id>.csv next to the campaign file)")
 

@@ -167,9 +167,14 @@ class PlateLayout:
         well ``k * n + i`` of the compound wells (every compound once, then again, ...)."""
         return self.compound_wells()[: n_compounds * self.replicates]
 
-    def describe(self) -> str:
+    @property
+    def format_name(self) -> str:
+        """'384-well' for a standard format, else 'ROWSxCOLS'."""
         fmt = next((f"{n}-well" for n, shape in FORMATS.items() if shape == (self.rows, self.cols)), None)
-        parts = [f"{fmt or f'{self.rows}x{self.cols}'} plates ({self.rows} rows x {self.cols} columns)"]
+        return fmt or f"{self.rows}x{self.cols}"
+
+    def describe(self) -> str:
+        parts = [f"{self.format_name} plates ({self.rows} rows x {self.cols} columns)"]
         if self.positive or self.negative:
             parts.append(
                 f"{len(self.positive)} positive control wells ({_span(self.positive)}) and "
