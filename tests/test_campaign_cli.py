@@ -530,3 +530,26 @@ def test_a_bound_on_z_without_a_readout_is_refused_not_lost(tmp_path, library_cs
                 "0.7") == 0
     with Campaign.open(camp) as c:
         assert c.readout.min_z == 0.7
+
+
+def test_one_of_a_thing_is_said_in_the_singular_and_format_s_help_does_not_point_to_itself(tmp_path, library_csv,
+                                                                                            capsys):
+    """'(1 compounds)', '1x1 plates (1 rows x 1 columns)', and `format --help` saying "see `screenbai campaign
+    format --help`"."""
+    from screenbai.campaign.lab.layout import PlateLayout
+
+    camp = tmp_path / "c.campaign"
+    assert init(camp, library_csv, "--plate-format", "1x1", "--controls", "none") == 0
+    assert "plates: 1x1 plates (1 row x 1 column), no control wells, 1 compound per plate" in capsys.readouterr().out
+    assert main(["campaign", "next", str(camp)]) == 0
+    assert f"plate P001: 1 well (1 compound) written to {tmp_path / 'P001.csv'}" in capsys.readouterr().out
+    assert main(["campaign", "plate", str(camp), "P001", "--out", str(tmp_path / "again.csv")]) == 0
+    assert "plate P001: 1 well written to" in capsys.readouterr().out
+    assert "8 positive control wells (A01..H01) and 8 negative (A12..H12)" in PlateLayout.build("96").describe()
+    with pytest.raises(SystemExit):
+        main(["campaign", "format", "--help"])
+    text = capsys.readouterr().out
+    assert "format --help" not in text and "plates:" in text
+    with pytest.raises(SystemExit):
+        main(["campaign", "init", "--help"])
+    assert "`screenbai campaign format --help`" in capsys.readouterr().out  # init's points to it

@@ -105,6 +105,27 @@ def test_a_full_plate_of_the_format_larger_than_the_library_is_refused_unless_fo
                 assert again._con.execute("SELECT requested FROM plates").fetchone()[0] == requested
 
 
+def test_a_row_for_a_well_the_plate_does_not_use_says_what_the_well_is(tmp_path):
+    """A row for A02 of an --empty-edge 96-well plate read "not on plate P001 (wells B02..H12)": a wrong range (the
+    controls in A01 and A12 are on it) and not the reason; the error now says it is an empty edge well."""
+    from screenbai.campaign import ResultsError
+
+    lib = synthetic_library(K=100, d=3)
+    layout = PlateLayout.build("96", empty_edge=True)
+    with Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=2, layout=layout) as camp:
+        plate = camp.next_plate(10)
+        rows = f"plate_id,well,outcome\nP001,{plate.wells[0]},1\nP001,a2,1\nP001,Z77,0\nP001,G10,0\n"
+        (tmp_path / "r.csv").write_text(rows)
+        with pytest.raises(ResultsError) as info:
+            camp.record(tmp_path / "r.csv")
+        text = str(info.value)
+        assert "line 3: well A02 is an empty edge well of plate P001" in text and "--empty-edge" in text
+        assert "line 4: well 'Z77' is not on plate P001 (a 96-well plate, wells A01..H12)" in text
+        last = plate.wells[-1]
+        assert f"line 5: well G10 of plate P001 was left unused (the plate's compound wells are B02..{last})" in text
+        assert "B02..H12" not in text and camp.open_wells() == {"P001": len(plate)}
+
+
 def test_z_prime_matches_its_definition():
     pos, neg = [100, 96, 104, 100], [0, 2, -2, 0]
     sp, sn = np.std(pos, ddof=1), np.std(neg, ddof=1)
@@ -713,6 +734,33 @@ def test_new_compounds_are_featurized_as_the_library_was(tmp_path):
     X = featurize_new(camp, list(camp.smiles[:5]))
     np.testing.assert_allclose(X, camp.features[:5], atol=1e-9)
     camp.close()
+
+
+def test_the_lab_commands_name_what_they_refuse(tmp_path, capsys):
+    """`add` of a structure already in the campaign named no compound (init names it), `--library FOLDER` said
+    "does not exist", and `withdraw` of a row rejected at init said only "not in the campaign"."""
+    from screenbai.cli import main
+
+    lib = _lab_library(tmp_path, n=20)
+    lib.write_text(lib.read_text() + "BAD-14,C1CC(\n")
+    camp = str(tmp_path / "c.campaign")
+    base = ["--id-column", "name", "--smiles-column", "smiles"]
+    assert main(["campaign", "init", camp, "--library", str(tmp_path), *base, "--d", "3"]) == 2
+    err = capsys.readouterr().err
+    assert f"library file {tmp_path} is a folder; give the library file" in err and "does not exist" not in err
+    assert main(["campaign", "init", camp, "--library", str(lib), *base, "--d", "3"]) == 0
+    capsys.readouterr()
+    new = tmp_path / "new.csv"
+    new.write_text("name,smiles\nNEW1,OCC\nNEW2,c1ccccc1O\n")  # OCC is L01's CCO written another way
+    assert main(["campaign", "add", camp, str(new), *base]) == 0
+    assert "not added: row 2: NEW1 OCC: structure already in the campaign (same standardized structure as L01)" \
+        in capsys.readouterr().out
+    assert main(["campaign", "add", camp, str(tmp_path), *base]) == 2
+    assert f"file of new compounds {tmp_path} is a folder" in capsys.readouterr().err
+    assert main(["campaign", "withdraw", camp, "BAD-14", "NOPE"]) == 2
+    err = capsys.readouterr().err
+    assert "not in the campaign" in err and "NOPE" in err
+    assert "BAD-14 (rejected at init: row 22 of the library, unparseable SMILES)" in err
 
 
 def test_a_file_without_the_lab_tables_is_read_as_one_without_controls(tmp_path):

@@ -98,6 +98,14 @@ class _Plates(Mapping):
                 )
         return self._cache[plate_id]
 
+    def layout(self, plate_id: str) -> PlateLayout | None:
+        """The layout ``plate_id`` was proposed with (None: a plate without a format)."""
+        row = self._camp._con.execute(
+            "SELECT e.detail FROM plates p JOIN events e USING (step) WHERE p.plate_id = ?", (plate_id,)
+        ).fetchone()
+        layout = None if row is None else json.loads(row[0]).get("layout")
+        return None if layout is None else PlateLayout.from_dict(layout)
+
     def __contains__(self, plate_id) -> bool:
         return plate_id in self._known
 
@@ -418,11 +426,13 @@ class Campaign(PolicyReplay):
         path = Path(path)
         readout = self.readout
         with self._step(f"recording {path.name}"):  # validated against the file's latest state, under its lock
+            plates = self._plate_map()
             outcomes = read_results(
                 path,
-                self._plate_map(),
+                plates,
                 binary=self.binary and readout is None,
                 check=None if readout is None else readout.problem,
+                layout_of=plates.layout,
             )
             controls = [o for o in outcomes if o.arm < 0]
             compounds = [o for o in outcomes if o.arm >= 0]

@@ -83,7 +83,9 @@ def add_parser(sub) -> None:
         )
 
     def layout_args(p, default_format):
-        g = p.add_argument_group("plates (see `screenbai campaign format --help`)")
+        # init's group points to `format`, which changes the layout later; format's own --help does not
+        g = p.add_argument_group("plates" if default_format else "plates (to change later: `screenbai campaign "
+                                 "format --help`)")
         g.add_argument(
             "--plate-format",
             default=default_format,
@@ -382,10 +384,12 @@ def _next(args) -> int:
             ) from exc
         layout, readout = camp.layout, camp.readout
         what = "0/1" if readout is None and camp.binary else "a number" if readout is None else readout.label()
-    controls = f" + {len(layout.positive) + len(layout.negative)} control wells" if layout is not None else ""
+    n_controls = 0 if layout is None else len(layout.positive) + len(layout.negative)
+    controls = f" + {n_controls} control well{'' if n_controls == 1 else 's'}" if n_controls else ""
+    n_compounds = len(set(plate.arms))
     say(
-        f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds){controls} "
-        f"written to {plate.path}"
+        f"plate {plate.plate_id}: {len(plate)} well{'' if len(plate) == 1 else 's'} ({n_compounds} "
+        f"compound{'' if n_compounds == 1 else 's'}){controls} written to {plate.path}"
     )
     say(
         f"fill in its 'outcome' column ({what}, or empty / 'failed' for a failed well; the 'why' column says which "
@@ -399,7 +403,7 @@ def _plate(args) -> int:
 
     with Campaign.open(args.campaign) as camp:
         plate = camp.write_plate(args.plate_id, args.out or Path(args.campaign).with_name(f"{args.plate_id}.csv"))
-    say(f"plate {plate.plate_id}: {len(plate)} wells written to {plate.path}")
+    say(f"plate {plate.plate_id}: {len(plate)} well{'' if len(plate) == 1 else 's'} written to {plate.path}")
     return 0
 
 
@@ -421,7 +425,7 @@ def _record(args) -> int:
     for plate_id, wells in left_here.items():
         say(open_wells_text(plate_id, wells, rec.file))
     if left:
-        say("still awaiting results: " + ", ".join(f"{p} ({n} wells)" for p, n in left.items()))
+        say("still awaiting results: " + ", ".join(f"{p} ({n} well{'' if n == 1 else 's'})" for p, n in left.items()))
     return 0
 
 

@@ -174,21 +174,26 @@ class PlateLayout:
         return fmt or f"{self.rows}x{self.cols}"
 
     def describe(self) -> str:
-        parts = [f"{self.format_name} plates ({self.rows} rows x {self.cols} columns)"]
+        parts = [f"{self.format_name} plates ({_counted(self.rows, 'row')} x {_counted(self.cols, 'column')})"]
         if self.positive or self.negative:
-            parts.append(
-                f"{len(self.positive)} positive control wells ({_span(self.positive)}) and "
-                f"{len(self.negative)} negative ({_span(self.negative)})"
-            )
+            # one kind alone is refused by build, but a file may hold such a layout from before
+            neg = f"{len(self.negative)} negative ({_span(self.negative)})" if self.negative else "no negative"
+            parts.append(f"{_counted(len(self.positive), 'positive control well')} ({_span(self.positive)}) and {neg}"
+                         if self.positive else f"no positive control wells and {neg}")
         else:
             parts.append("no control wells")
         if self.empty_edge:
-            parts.append(f"{len(self.empty_wells())} edge wells left empty")
+            parts.append(f"{_counted(len(self.empty_wells()), 'edge well')} left empty")
         parts.append(
-            f"{self.compounds_per_plate} compounds per plate"
+            f"{_counted(self.compounds_per_plate, 'compound')} per plate"
             + (f", each in {self.replicates} wells" if self.replicates > 1 else "")
         )
         return ", ".join(parts)
+
+
+def _counted(n: int, noun: str) -> str:
+    """'1 row', '8 rows'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _span(wells) -> str:

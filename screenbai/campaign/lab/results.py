@@ -25,6 +25,8 @@ from pathlib import Path
 
 from screenbai.textfiles import not_utf8, open_text, table_rows
 
+from .layout import PlateLayout
+
 ALIASES = {
     "plate_id": ("plate_id", "plate"),
     "well": ("well",),
@@ -103,12 +105,14 @@ def read_results(
     *,
     binary: bool,
     check: Callable[[float], str | None] | None = None,
+    layout_of: Callable[[str], PlateLayout | None] | None = None,
 ) -> list[Outcome]:
     """Parse and validate ``path`` against the campaign's plates; raise ResultsError listing every problem.
 
     ``plates`` maps plate id -> well -> WellInfo (arm, compound id, and the file that recorded
     it, if any); only the plates the file names are looked up.  ``check`` says what is wrong with a
-    value of the campaign's readout, if anything (:meth:`~screenbai.campaign.lab.assay.Readout.problem`).
+    value of the campaign's readout, if anything (:meth:`~screenbai.campaign.lab.assay.Readout.problem`);
+    ``layout_of`` gives a plate's layout, to say what a well not in its map is (an empty edge well ...).
     Returns the outcomes in file order.
     """
     path = Path(path)
@@ -180,9 +184,8 @@ def read_results(
         if well:
             well = _well_alias(plate_id, wells).get(_well_key(well), well)  # A1, a01 are A01
             if well not in wells:
-                errors.append(
-                    f"{where}: well {well!r} is not on plate {plate_id} (wells {next(iter(wells))}..{list(wells)[-1]})"
-                )
+                layout = None if layout_of is None else layout_of(plate_id)
+                errors.append(f"{where}: {_not_on_plate(well, plate_id, wells, layout)}")
                 continue
             if compound and wells[well].compound_id != compound:
                 errors.append(
@@ -308,6 +311,30 @@ def _read_two_ways(rows: list[tuple[int, list[str]]], col: int) -> dict[int, str
 def _thousands(text: str) -> str:
     """A number written with '.' grouping thousands, without them (1.234 -> 1234; 1.234,5 -> 1234,5)."""
     return text.replace(".", "")
+
+
+def _not_on_plate(well: str, plate_id: str, wells: Mapping[str, WellInfo], layout: PlateLayout | None) -> str:
+    """Why a results row's well is not in the plate's map: an empty edge well, a well the plate left unused, or
+    no well of its format at all."""
+    if layout is None:  # wells named row by row from A01, compound wells only
+        return f"well {well!r} is not on plate {plate_id} (wells {next(iter(wells))}..{list(wells)[-1]})"
+    named = {_well_key(w): w for w in layout.all_wells()}.get(_well_key(well))
+    if named in layout.empty_wells():
+        return (
+            f"well {named} is an empty edge well of plate {plate_id} (its layout leaves the outer ring empty, "
+            "--empty-edge), so nothing was tested there; delete the row, or correct the well if it was misread"
+        )
+    if named is not None:
+        return (
+            f"well {named} of plate {plate_id} was left unused (the plate's compound wells are "
+            f"{_first_last([w for w, info in wells.items() if info.arm >= 0])}); delete the row, or correct the well"
+        )
+    shape = f"a {layout.format_name} plate, wells {layout.all_wells()[0]}..{layout.all_wells()[-1]}"
+    return f"well {well!r} is not on plate {plate_id} ({shape})"
+
+
+def _first_last(wells: list[str]) -> str:
+    return f"{wells[0]}..{wells[-1]}" if len(wells) > 1 else ", ".join(wells)
 
 
 def _well_key(well: str) -> tuple[str, int] | str:
