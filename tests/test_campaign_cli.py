@@ -547,3 +547,50 @@ def test_init_says_the_hit_rule_once(tmp_path, library_csv, capsys):
     assert init(tmp_path / "c.campaign", library_csv, *argv, "--outcome", "continuous") == 0
     line = next(s for s in capsys.readouterr().out.splitlines() if s.startswith("readout: "))
     assert line.startswith("readout: percent inhibition (%), a hit when percent inhibition >= 50 %; lin-tas")
+
+
+@pytest.mark.parametrize("readout", [[], ["--readout", "IC50", "--unit", "nM", "--hit-below", "1000"]])
+def test_a_bound_on_z_no_plate_can_pass_is_refused_with_or_without_a_readout(tmp_path, library_csv, capsys,
+                                                                             readout):
+    """--min-z 2 was refused with --readout ("Z' is at most 1") but taken without one, and every plate then
+    passed against the default 0.5: one check refuses it in both cases, before the library is read."""
+    camp = tmp_path / "c.campaign"
+    layout = ["--plate-format", "24"]
+    assert init(camp, library_csv, *layout, *readout, "--min-z", "2") == 2
+    assert "--min-z must be a number below 1 (Z' is at most 1); got 2.0" in capsys.readouterr().err
+    assert not camp.exists()
+
+
+def test_a_bound_on_z_without_a_readout_is_refused_not_lost(tmp_path, library_csv, capsys):
+    """Without --readout there is nowhere to keep --min-z, and plates were checked against 0.5 whatever it said."""
+    camp = tmp_path / "c.campaign"
+    assert init(camp, library_csv, "--plate-format", "24", "--min-z", "0.7") == 2
+    err = capsys.readouterr().err
+    assert "--min-z 0.7 needs --readout NAME" in err and "checked against Z' >= 0.5" in err and not camp.exists()
+    assert init(camp, library_csv, "--plate-format", "24", "--readout", "IC50", "--hit-below", "10", "--min-z",
+                "0.7") == 0
+    with Campaign.open(camp) as c:
+        assert c.readout.min_z == 0.7
+
+
+def test_one_of_a_thing_is_said_in_the_singular_and_format_s_help_does_not_point_to_itself(tmp_path, library_csv,
+                                                                                            capsys):
+    """'(1 compounds)', '1x1 plates (1 rows x 1 columns)', and `format --help` saying "see `screenbai campaign
+    format --help`"."""
+    from screenbai.campaign.lab.layout import PlateLayout
+
+    camp = tmp_path / "c.campaign"
+    assert init(camp, library_csv, "--plate-format", "1x1", "--controls", "none") == 0
+    assert "plates: 1x1 plates (1 row x 1 column), no control wells, 1 compound per plate" in capsys.readouterr().out
+    assert main(["campaign", "next", str(camp)]) == 0
+    assert f"plate P001: 1 well (1 compound) written to {tmp_path / 'P001.csv'}" in capsys.readouterr().out
+    assert main(["campaign", "plate", str(camp), "P001", "--out", str(tmp_path / "again.csv")]) == 0
+    assert "plate P001: 1 well written to" in capsys.readouterr().out
+    assert "8 positive control wells (A01..H01) and 8 negative (A12..H12)" in PlateLayout.build("96").describe()
+    with pytest.raises(SystemExit):
+        main(["campaign", "format", "--help"])
+    text = capsys.readouterr().out
+    assert "format --help" not in text and "plates:" in text
+    with pytest.raises(SystemExit):
+        main(["campaign", "init", "--help"])
+    assert "(changed later with `screenbai campaign format`)" in capsys.readouterr().out  # init's points to it

@@ -55,6 +55,77 @@ def test_controls_on_the_edge_columns_empty_edge_and_replicates():
         PlateLayout.build("96", positive="A01", negative="A01")
 
 
+@pytest.mark.parametrize("controls, said, asked", [
+    ({"controls": "none", "positive": "A01:H01"}, "8 positive control wells (A01..H01) and no negative control wells",
+     "give --negative-controls (e.g. A12:H12)"),
+    ({"controls": "none", "negative": "A12:B12"}, "no positive control wells and 2 negative control wells",
+     "give --positive-controls (e.g. A01:H01)"),
+    ({"positive": "A01"}, "1 positive control well (A01) and 8 negative control wells (A12..H12)",
+     "give --positive-controls"),
+])
+def test_controls_of_one_kind_are_refused_as_z_prime_needs_both(tmp_path, capsys, controls, said, asked):
+    """Positive controls alone (--controls none --positive-controls A01:H01) were taken, and every plate then read
+    "Z' = n/a (too few controls)": the layout is refused, at init and in `format`, saying why and what to give."""
+    from screenbai.cli import main
+
+    with pytest.raises(ValueError) as info:
+        PlateLayout.build("96", **controls)
+    for text in (said, "needs at least two wells of each", asked, "or --controls none alone"):
+        assert text in str(info.value)
+    options = {"controls": "--controls", "positive": "--positive-controls", "negative": "--negative-controls"}
+    argv = [x for k, v in controls.items() for x in (options[k], v)]
+    camp = tmp_path / "c.campaign"
+    base = ["campaign", "init", str(camp), "--library", str(_lab_library(tmp_path)), "--id-column", "name",
+            "--smiles-column", "smiles", "--d", "3", "--plate-format", "96"]
+    assert main([*base, *argv]) == 2 and said in capsys.readouterr().err and not camp.exists()
+    assert main([*base, "--controls", "none"]) == 0  # no controls at all: plates without a Z'
+    assert main(["campaign", "format", str(camp), "--plate-format", "96", *argv]) == 2
+    assert said in capsys.readouterr().err
+    with Campaign.open(camp) as c:
+        assert c.layout == PlateLayout.build("96", controls="none")
+
+
+def test_a_full_plate_of_the_format_larger_than_the_library_is_refused_unless_forced(tmp_path):
+    """A 96-well format on 30 compounds wrote a 30-compound plate without a word, where a plate size above the
+    library was refused (the README: both refused unless --force); now both are, and --force fills the plate."""
+    lib = synthetic_library(K=30, d=3)
+    for k, layout in enumerate([PlateLayout.build("96"), None]):
+        camp = Campaign.create(tmp_path / f"c{k}.campaign", lib, "glgape", {"epsilon": 0.1}, seed=2, layout=layout)
+        with pytest.raises(ValueError) as info:
+            camp.next_plate(None if layout is not None else 96)
+        what = "a full 96-well plate of its layout (80 compounds)" if layout else "a plate of 96 wells"
+        assert f"{what} for a library of 30 compounds" in str(info.value)
+        assert "--plate-size) of at most 30" in str(info.value) and "force it (--force)" in str(info.value)
+        assert camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0] == 0
+        camp.close()
+        for forced, size, requested in [(False, 30, 30), (True, None if layout else 96, 80 if layout else 96)]:
+            path = tmp_path / f"c{k}{forced}.campaign"
+            with Campaign.create(path, lib, "glgape", {"epsilon": 0.1}, seed=2, layout=layout) as again:
+                again.next_plate(size, force=forced)  # 30: each compound at most once; forced: a full plate
+                assert again._con.execute("SELECT requested FROM plates").fetchone()[0] == requested
+
+
+def test_a_row_for_a_well_the_plate_does_not_use_says_what_the_well_is(tmp_path):
+    """A row for A02 of an --empty-edge 96-well plate read "not on plate P001 (wells B02..H12)": a wrong range (the
+    controls in A01 and A12 are on it) and not the reason; the error now says it is an empty edge well."""
+    from screenbai.campaign import ResultsError
+
+    lib = synthetic_library(K=100, d=3)
+    layout = PlateLayout.build("96", empty_edge=True)
+    with Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=2, layout=layout) as camp:
+        plate = camp.next_plate(10)
+        rows = f"plate_id,well,outcome\nP001,{plate.wells[0]},1\nP001,a2,1\nP001,Z77,0\nP001,G10,0\n"
+        (tmp_path / "r.csv").write_text(rows)
+        with pytest.raises(ResultsError) as info:
+            camp.record(tmp_path / "r.csv")
+        text = str(info.value)
+        assert "line 3: well A02 is an empty edge well of plate P001" in text and "--empty-edge" in text
+        assert "line 4: well 'Z77' is not on plate P001 (a 96-well plate, wells A01..H12)" in text
+        last = plate.wells[-1]
+        assert f"line 5: well G10 of plate P001 was left unused (the plate's compound wells are B02..{last})" in text
+        assert "B02..H12" not in text and camp.open_wells() == {"P001": len(plate)}
+
+
 def test_z_prime_matches_its_definition():
     pos, neg = [100, 96, 104, 100], [0, 2, -2, 0]
     sp, sn = np.std(pos, ddof=1), np.std(neg, ddof=1)
@@ -118,7 +189,7 @@ def test_raw_readouts_are_kept_and_turned_into_hits_by_the_cutoff(tmp_path):
     camp = _ic50_campaign(tmp_path)
     plate = camp.next_plate(None, tmp_path / "P001.csv")
     values = {cid: (50.0 if k % 3 == 0 else 2500.0) for k, cid in enumerate(sorted(set(plate.compound_ids)))}
-    rec = camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(5.0, 5000.0), noise=20))
+    rec = camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(100.0, 5000.0), noise=20))
     assert rec.qc["P001"][1] == "pass" and rec.n_outcomes == len(plate)
     told = dict(camp._con.execute("SELECT well, value FROM outcomes"))
     raw = dict(camp._con.execute("SELECT well, raw FROM readouts WHERE kind = 'compound'"))
@@ -133,7 +204,7 @@ def test_a_plate_failing_its_controls_waits_for_the_lab_decision(tmp_path):
     camp = _ic50_campaign(tmp_path)
     plate = camp.next_plate(None, tmp_path / "P001.csv")
     values = {cid: 40.0 for cid in plate.compound_ids}
-    bad = _fill(plate.path, values, tmp_path / "R001.csv", controls=(5.0, 60.0), noise=20)
+    bad = _fill(plate.path, values, tmp_path / "R001.csv", controls=(100.0, 155.0), noise=20)
     with pytest.raises(ControlsFailed, match=r"(?s)P001: Z' = .* < 0.5.*--accept.*--discard-plate"):
         camp.record(bad)
     with pytest.raises(ControlsFailed, match=r"positive controls [\d.]+ \+- [\d.]+ nM, negative [\d.]+ \+- [\d.]+ nM "
@@ -155,11 +226,56 @@ def test_a_plate_failing_its_controls_waits_for_the_lab_decision(tmp_path):
 def test_accepting_a_failing_plate_counts_its_outcomes(tmp_path):
     camp = _ic50_campaign(tmp_path)
     plate = camp.next_plate(None, tmp_path / "P001.csv")
-    bad = _fill(plate.path, {c: 40.0 for c in plate.compound_ids}, tmp_path / "R.csv", controls=(5.0, 60.0), noise=20)
+    values = {c: 40.0 for c in plate.compound_ids}
+    bad = _fill(plate.path, values, tmp_path / "R.csv", controls=(100.0, 155.0), noise=20)
     rec = camp.record(bad, accept=True)
     assert rec.qc["P001"][1] == "accepted" and rec.n_outcomes == len(plate)
     assert camp.status().tests == len(plate)
     camp.close()
+
+
+@pytest.mark.parametrize("typed", ["-5", "0"])
+def test_a_concentration_at_or_below_zero_refuses_the_file(tmp_path, typed):
+    """An IC50 of -5 nM was recorded, and as a hit (-5 <= 100); a concentration is above 0, so the file is
+    refused whole naming the line and value (0 too: no compound has an IC50 of 0)."""
+    from screenbai.campaign import ResultsError
+
+    camp = _ic50_campaign(tmp_path)
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    values = {cid: 2500.0 for cid in plate.compound_ids}
+    values[plate.compound_ids[0]] = float(typed)
+    with pytest.raises(ResultsError) as info:
+        camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(5.0, 5000.0), noise=1))
+    line = 2 + [r.split(",")[1] for r in plate.path.read_text().splitlines()[1:]].index(plate.wells[0])
+    assert f"line {line}: outcome '{float(typed)}' for well P001/{plate.wells[0]}" in str(info.value)
+    assert "IC50 (nM) is a concentration, above 0" in str(info.value) and "nothing was recorded" in str(info.value)
+    assert camp.open_wells() == {"P001": len(plate)}
+    camp.close()
+
+
+@pytest.mark.parametrize("name, unit, concentration", [
+    ("IC50", "", True), ("Ki", "", True), ("k_d", "", True), ("binding", "µM", True), ("potency", "mol/L", True),
+    ("solubility", "ng/mL", True), ("percent inhibition", "%", False), ("fluorescence", "RFU", False),
+    ("pIC50", "", False), ("distance", "m", False),
+])
+def test_a_readout_is_a_concentration_by_its_name_or_unit(name, unit, concentration):
+    readout = Readout.build(name, unit=unit, hit_above=1.0)
+    assert readout.is_concentration is concentration
+    assert (readout.problem(-5.0) is not None) is concentration
+    assert readout.problem(5.0) is None
+
+
+def test_a_percent_inhibition_may_be_negative_and_a_concentration_cutoff_may_not(tmp_path):
+    lib = synthetic_library(K=30, d=3)
+    readout = Readout.build("percent inhibition", unit="%", hit_above=50.0)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=2,
+                           layout=PlateLayout.build("24"), readout=readout)
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    values = {cid: -5.0 for cid in plate.compound_ids}
+    assert camp.record(_fill(plate.path, values, tmp_path / "R.csv", controls=(100.0, 0.0))).n_outcomes == len(plate)
+    camp.close()
+    with pytest.raises(ValueError, match=r"--hit-below -1: IC50 \(nM\) is a concentration, above 0"):
+        Readout.build("IC50", unit="nM", hit_below=-1.0)
 
 
 # ------------------------------------------------------------------------------------------ status
@@ -359,7 +475,7 @@ def test_export_writes_csv_xlsx_and_one_html_file(tmp_path, capsys):
     camp = _ic50_campaign(tmp_path)
     plate = camp.next_plate(None, tmp_path / "P001.csv")
     values = {cid: (50.0 if k % 2 else 900.0) for k, cid in enumerate(sorted(set(plate.compound_ids)))}
-    camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(5.0, 5000.0), noise=20))
+    camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(100.0, 5000.0), noise=20))
     withdraw(camp, camp.compound_ids[-1])
     path = camp.path
     camp.close()
@@ -620,6 +736,33 @@ def test_new_compounds_are_featurized_as_the_library_was(tmp_path):
     camp.close()
 
 
+def test_the_lab_commands_name_what_they_refuse(tmp_path, capsys):
+    """`add` of a structure already in the campaign named no compound (init names it), `--library FOLDER` said
+    "does not exist", and `withdraw` of a row rejected at init said only "not in the campaign"."""
+    from screenbai.cli import main
+
+    lib = _lab_library(tmp_path, n=20)
+    lib.write_text(lib.read_text() + "BAD-14,C1CC(\n")
+    camp = str(tmp_path / "c.campaign")
+    base = ["--id-column", "name", "--smiles-column", "smiles"]
+    assert main(["campaign", "init", camp, "--library", str(tmp_path), *base, "--d", "3"]) == 2
+    err = capsys.readouterr().err
+    assert f"library file {tmp_path} is a folder; give the library file" in err and "does not exist" not in err
+    assert main(["campaign", "init", camp, "--library", str(lib), *base, "--d", "3"]) == 0
+    capsys.readouterr()
+    new = tmp_path / "new.csv"
+    new.write_text("name,smiles\nNEW1,OCC\nNEW2,c1ccccc1O\n")  # OCC is L01's CCO written another way
+    assert main(["campaign", "add", camp, str(new), *base]) == 0
+    assert "not added: row 2: NEW1 OCC: structure already in the campaign (same standardized structure as L01)" \
+        in capsys.readouterr().out
+    assert main(["campaign", "add", camp, str(tmp_path), *base]) == 2
+    assert f"file of new compounds {tmp_path} is a folder" in capsys.readouterr().err
+    assert main(["campaign", "withdraw", camp, "BAD-14", "NOPE"]) == 2
+    err = capsys.readouterr().err
+    assert "not in the campaign" in err and "NOPE" in err
+    assert "BAD-14 (rejected at init: row 22 of the library, unparseable SMILES)" in err
+
+
 def test_a_file_without_the_lab_tables_is_read_as_one_without_controls(tmp_path):
     """A campaign made before plate controls and readouts existed: opened read-only, the tables are
     empty temporary ones of the connection (status works); opened writable, they are added to the file."""
@@ -654,7 +797,7 @@ def test_status_reports_the_spread_of_replicate_wells(tmp_path):
     plate = camp.next_plate(None, tmp_path / "P001.csv")
     ids = sorted(set(plate.compound_ids))
     values = {cid: [100.0 * (k + 1), 100.0 * (k + 1) + 2.0] for k, cid in enumerate(ids)}  # replicates 2 apart
-    camp.record(_fill(plate.path, values, tmp_path / "R.csv", controls=(5.0, 5000.0), noise=20))
+    camp.record(_fill(plate.path, values, tmp_path / "R.csv", controls=(100.0, 5000.0), noise=20))
     st = camp.status()
     assert st.replicate_sd == pytest.approx(np.sqrt(2.0))  # each pair: deviations +-1, one degree of freedom
     assert "spread of replicate wells (a compound twice or more on one plate): sd 1.41, in IC50 (nM)" in st.text()

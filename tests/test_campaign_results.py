@@ -252,3 +252,53 @@ def test_a_semicolon_file_with_decimal_commas_is_read_as_excel_wrote_it(tmp_path
     assert sorted(v for (v,) in con.execute("SELECT value FROM outcomes")) == [-0.25, 12.5]
     con.close()
     cont.close()
+
+
+def _continuous(tmp_path, wells=4):
+    camp = Campaign.create(
+        tmp_path / "cont.campaign", synthetic_library(), "m-lingape", {"epsilon": 0.1}, seed=0, outcome="continuous"
+    )
+    return camp, camp.next_plate(wells)
+
+
+def _semicolon(plate, values):
+    return "plate_id;well;outcome\n" + "".join(f"P001;{w};{v}\n" for w, v in zip(plate.wells, values))
+
+
+@pytest.mark.parametrize("values, bad, expected", [
+    # beside decimal commas a '.' groups thousands: 1.234 is 1234 there, not 1.234
+    (["12,5", "1.234", "3", "0,5"], "1.234", ["line 3", "line 2: '12,5'", "reads 1234 with '.' grouping thousands",
+                                              "or 1.234 with '.' as the decimal point", "write 1234, or 1,234"]),
+    (["12,5", "7", "12.5", "0,5"], "12.5", ["line 4", "decimal point in a file that writes decimal commas",
+                                            "write 12,5 if it is 12.5"]),
+    # no decimal comma and no decimal point elsewhere: nothing tells 1.234 from 1234
+    (["1.234", "950", "5.678", "12"], "5.678", ["line 4", "reads 5678", "or 5.678", "no other outcome"]),
+    (["1.234.567", "950", "0.5", "12"], "1.234.567", ["line 2", "'.' grouping thousands? write 1234567"]),
+])
+def test_a_semicolon_number_that_reads_two_ways_refuses_the_file(tmp_path, values, bad, expected):
+    """In a ';' file (Excel's CSV where the decimal separator is the comma) 1.234 was read as 1.234 beside
+    decimal commas, where it means 1234 (a hit or not turns on it); such a file is now refused whole, naming the
+    line, the value and both readings."""
+    cont, plate = _continuous(tmp_path)
+    message = _refused(cont, _rows(tmp_path, _semicolon(plate, values)), f"outcome {bad!r}", *expected)
+    assert "problem(s)" in message and str(tmp_path / "r.csv") in message
+    cont.close()
+
+
+@pytest.mark.parametrize("values, read", [
+    (["12.5", "1.234", "0.125", "3"], [0.125, 1.234, 3.0, 12.5]),  # dots as decimal points throughout
+    (["12,5", "1,234", "-0,25", "3"], [-0.25, 1.234, 3.0, 12.5]),  # decimal commas throughout
+    (["1.2345", "5.678", "950", "12"], [1.2345, 5.678, 12.0, 950.0]),  # 1.2345 is no thousands: dots are decimal
+])
+def test_a_semicolon_file_writing_numbers_one_way_is_read_that_way(tmp_path, values, read):
+    cont, plate = _continuous(tmp_path)
+    assert cont.record(_rows(tmp_path, _semicolon(plate, values))).n_outcomes == 4
+    assert sorted(v for (v,) in cont._con.execute("SELECT value FROM outcomes")) == read
+    cont.close()
+
+
+def test_a_comma_file_reads_a_dot_as_the_decimal_point(tmp_path):
+    cont, plate = _continuous(tmp_path, 2)
+    cont.record(_rows(tmp_path, f"plate_id,well,outcome\nP001,{plate.wells[0]},1.234\nP001,{plate.wells[1]},7\n"))
+    assert sorted(v for (v,) in cont._con.execute("SELECT value FROM outcomes")) == [1.234, 7.0]
+    cont.close()

@@ -98,6 +98,14 @@ class _Plates(Mapping):
                 )
         return self._cache[plate_id]
 
+    def layout(self, plate_id: str) -> PlateLayout | None:
+        """The layout ``plate_id`` was proposed with (None: a plate without a format)."""
+        row = self._camp._con.execute(
+            "SELECT e.detail FROM plates p JOIN events e USING (step) WHERE p.plate_id = ?", (plate_id,)
+        ).fetchone()
+        layout = None if row is None else json.loads(row[0]).get("layout")
+        return None if layout is None else PlateLayout.from_dict(layout)
+
     def __contains__(self, plate_id) -> bool:
         return plate_id in self._known
 
@@ -282,23 +290,31 @@ class Campaign(PolicyReplay):
         (None: as many as the layout holds) and the plate also has its control wells.
         The plate is committed first, then the file is written (atomically): after a crash in
         between, ``write_plate`` writes the file of the pending plate again.  A plate larger than the
-        library or than the largest plate format is refused unless ``force`` (a typo such as 100 000
-        wells for 33 compounds would commit a plate the lab cannot run).
+        library (a full plate of the format included) or than the largest plate format is refused unless
+        ``force`` (a typo such as 100 000 wells for 33 compounds would commit a plate the lab cannot run).
         """
         layout = self.layout
+        full = size is None
         if size is None:
             if layout is None:
                 raise ValueError("give a plate size (this campaign has no plate format; see `campaign format`)")
-            size = min(layout.compounds_per_plate, self.K)  # a full plate (a small library: each compound once)
+            size = layout.compounds_per_plate
         size = int(size)
         if size < 1:
             raise ValueError(f"plate size must be at least 1; got {size}")
         largest = max(rows * cols for rows, cols in FORMATS)
         if not force and size > self.K:
+            if layout is None:
+                what = f"a plate of {size:,} wells"
+            elif full:
+                what = f"a full {layout.format_name} plate of its layout ({size:,} compounds)"
+            else:
+                what = f"a plate of {size:,} compounds"
             raise ValueError(
-                f"{self.path}: a plate of {size:,} wells for a library of {self.K:,} compounds (each compound "
-                f"{size / self.K:.1f} times on one plate on average); give a plate size (--plate-size) of at most "
-                f"{self.K:,}, or force it (--force) if the repeats are meant"
+                f"{self.path}: {what} for a library of {self.K:,} compounds (each compound {size / self.K:.1f} "
+                f"times on one plate on average); give a plate size (--plate-size) of at most {self.K:,}"
+                + (" (the plate's other compound wells stay empty)" if layout is not None else "")
+                + ", or force it (--force) if the repeats are meant"
             )
         if not force and size > largest:
             raise ValueError(
@@ -410,7 +426,14 @@ class Campaign(PolicyReplay):
         path = Path(path)
         readout = self.readout
         with self._step(f"recording {path.name}"):  # validated against the file's latest state, under its lock
-            outcomes = read_results(path, self._plate_map(), binary=self.binary and readout is None)
+            plates = self._plate_map()
+            outcomes = read_results(
+                path,
+                plates,
+                binary=self.binary and readout is None,
+                check=None if readout is None else readout.problem,
+                layout_of=plates.layout,
+            )
             controls = [o for o in outcomes if o.arm < 0]
             compounds = [o for o in outcomes if o.arm >= 0]
             qc = assay.check_controls(path, controls, readout, accept=accept, discard=discard)

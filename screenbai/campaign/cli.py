@@ -25,6 +25,8 @@ from ..streams import results, say
 
 def add_parser(sub) -> None:
     """Register ``campaign`` and its subcommands on the main command's subparsers."""
+    from .lab.assay import DEFAULT_MIN_Z
+
     camp = sub.add_parser(
         "campaign",
         help="run a real screen: plates, lab results, status, report, backtest",
@@ -121,7 +123,8 @@ def add_parser(sub) -> None:
     g.add_argument("--unit", default="", help="its unit, e.g. %%, RFU, nM")
     g.add_argument("--hit-above", type=float, help="a hit when the readout is at or above this value")
     g.add_argument("--hit-below", type=float, help="a hit when the readout is at or below this value (e.g. IC50)")
-    g.add_argument("--min-z", type=float, default=0.5, help="a plate's controls fail when its Z'-factor is below this")
+    g.add_argument("--min-z", type=float, default=DEFAULT_MIN_Z,
+                   help="a plate's controls fail when its Z'-factor is below this (needs --readout)")
     p.add_argument(
         "--rejected-out",
         help="write the rejected input rows (row, id, SMILES, reason) to this CSV; without it they go to "
@@ -140,7 +143,8 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--force",
         action="store_true",
-        help="accept a plate larger than the library or than the largest plate format (1536 wells)",
+        help="accept a plate larger than the library (a full plate of the plate format included: compounds "
+        "repeated) or than the largest plate format (1536 wells)",
     )
     p.add_argument("--out", help="plate file to write (default: <plate id>.csv next to the campaign file)")
 
@@ -395,10 +399,12 @@ def _next(args) -> int:
             ) from exc
         layout, readout = camp.layout, camp.readout
         what = "0/1" if readout is None and camp.binary else "a number" if readout is None else readout.label()
-    controls = f" + {len(layout.positive) + len(layout.negative)} control wells" if layout is not None else ""
+    n_controls = 0 if layout is None else len(layout.positive) + len(layout.negative)
+    controls = f" + {n_controls} control well{'' if n_controls == 1 else 's'}" if n_controls else ""
+    n_compounds = len(set(plate.arms))
     say(
-        f"plate {plate.plate_id}: {len(plate)} wells ({len(set(plate.arms))} compounds){controls} "
-        f"written to {plate.path}"
+        f"plate {plate.plate_id}: {len(plate)} well{'' if len(plate) == 1 else 's'} ({n_compounds} "
+        f"compound{'' if n_compounds == 1 else 's'}){controls} written to {plate.path}"
     )
     say(
         f"fill in its 'outcome' column ({what}, or empty / 'failed' for a failed well; the 'why' column says which "
@@ -412,7 +418,7 @@ def _plate(args) -> int:
 
     with Campaign.open(args.campaign) as camp:
         plate = camp.write_plate(args.plate_id, args.out or Path(args.campaign).with_name(f"{args.plate_id}.csv"))
-    say(f"plate {plate.plate_id}: {len(plate)} wells written to {plate.path}")
+    say(f"plate {plate.plate_id}: {len(plate)} well{'' if len(plate) == 1 else 's'} written to {plate.path}")
     return 0
 
 
@@ -434,7 +440,7 @@ def _record(args) -> int:
     for plate_id, wells in left_here.items():
         say(open_wells_text(plate_id, wells, rec.file))
     if left:
-        say("still awaiting results: " + ", ".join(f"{p} ({n} wells)" for p, n in left.items()))
+        say("still awaiting results: " + ", ".join(f"{p} ({n} well{'' if n == 1 else 's'})" for p, n in left.items()))
     return 0
 
 

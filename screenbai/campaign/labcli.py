@@ -8,7 +8,7 @@ import math
 from pathlib import Path
 
 from ..streams import say
-from .lab.assay import Readout
+from .lab.assay import DEFAULT_MIN_Z, Readout, check_min_z
 from .lab.layout import PlateLayout
 
 #: rejected input rows printed by ``init`` (all are written to the CSV)
@@ -45,6 +45,13 @@ def lab_settings(args) -> tuple[PlateLayout | None, Readout | None]:
             )
     elif args.hit_above is not None or args.hit_below is not None:
         raise ValueError("--hit-above / --hit-below need --readout NAME (what the lab measures)")
+    else:
+        check_min_z(args.min_z)  # as with --readout
+        if args.min_z != DEFAULT_MIN_Z:  # the bound is kept with the readout: without one it would be lost
+            raise ValueError(
+                f"--min-z {args.min_z:g} needs --readout NAME (what the lab measures, kept with its bound); without "
+                f"one the plates' controls are checked against Z' >= {DEFAULT_MIN_Z:g}"
+            )
     return layout, readout
 
 
@@ -93,12 +100,17 @@ def report_rejected(lib, args) -> None:
     lib.rejected.to_csv(out, index=False)
     shown = lib.rejected.head(SHOWN_REJECTED)
     for row in shown.itertuples(index=False):
-        detail = f" ({row.detail})" if isinstance(row.detail, str) and row.detail else ""
-        cid = row.compound_id if isinstance(row.compound_id, str) and row.compound_id else "(no id)"
-        smiles = row.smiles if isinstance(row.smiles, str) and row.smiles else "(no SMILES)"
-        say(f"  row {row.source_row}: {cid} {smiles}: {row.reason}{detail}")
+        say(f"  {_rejected_row(row)}")
     more = len(lib.rejected) - len(shown)
     say(f"  {'... and ' + format(more, ',') + ' more; ' if more > 0 else ''}all written to {out}")
+
+
+def _rejected_row(row) -> str:
+    """A rejected input row (source_row, compound_id, smiles, reason, detail) in one line."""
+    detail = f" ({row.detail})" if isinstance(row.detail, str) and row.detail else ""
+    cid = row.compound_id if isinstance(row.compound_id, str) and row.compound_id else "(no id)"
+    smiles = row.smiles if isinstance(row.smiles, str) and row.smiles else "(no SMILES)"
+    return f"row {row.source_row}: {cid} {smiles}: {row.reason}{detail}"
 
 
 def _beside(campaign, suffix: str) -> Path:
@@ -116,7 +128,7 @@ def _add(args) -> int:
             camp, args.library, id_column=args.id_column, smiles_column=args.smiles_column
         )
         for row in rejected.itertuples(index=False):
-            say(f"not added: row {row.source_row}: {row.compound_id} {row.smiles}: {row.reason}")
+            say(f"not added: {_rejected_row(row)}")
         if not len(kept):
             raise ValueError(
                 f"{args.library}: no new compound to add ({len(rejected)} row(s) not usable, listed above)"

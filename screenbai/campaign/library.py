@@ -277,6 +277,11 @@ def import_library(
 ) -> Library:
     """Read, standardize and featurize a library of structures (no activities needed)."""
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(
+            f"library file {path} is a folder; give the library file itself (CSV/TSV/SDF, a ChEMBL export, or the "
+            "workflow's features/pca_d{d}.parquet)"
+        )
     if not path.is_file():
         raise FileNotFoundError(f"library file {path} does not exist")
     if kind not in KINDS:

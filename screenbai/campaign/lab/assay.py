@@ -25,16 +25,26 @@ failed and go back into the queue; their raw values stay in the file, marked dis
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
 DIRECTIONS = ("above", "below")
+#: a plate's controls fail below this Z' unless init says otherwise (--min-z, with --readout)
+DEFAULT_MIN_Z = 0.5
 #: pseudo-arms of control wells in a plate map (never a compound's arm, which is >= 0)
 POSITIVE, NEGATIVE = -1, -2
 CONTROL_IDS = {POSITIVE: "POSITIVE_CONTROL", NEGATIVE: "NEGATIVE_CONTROL"}
 KIND_OF = {POSITIVE: "positive", NEGATIVE: "negative"}
+
+#: readouts that are a concentration whatever unit is declared (compared without case, spaces or '-')
+CONCENTRATION_READOUTS = ("ic50", "ec50", "ac50", "gi50", "cc50", "ki", "kd", "kb")
+#: units of a concentration: molar (pM .. M, mol/L) or mass per volume (ng/mL, mg/L)
+_CONCENTRATION_UNIT = re.compile(
+    r"[fpnuµμm]?M|[fpnuµμm]?mol\s*/\s*[dm]?[lL]|(femto|pico|nano|micro|milli)?molar|[fpnuµμmk]?g\s*/\s*[mµμud]?[lL]"
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS controls (plate_id TEXT NOT NULL, well TEXT NOT NULL, kind TEXT NOT NULL,
@@ -63,30 +73,43 @@ def ensure_schema(con: sqlite3.Connection, *, readonly: bool = False) -> None:
         con.execute(statement.replace("CREATE TABLE", "CREATE TEMP TABLE") if readonly else statement)
 
 
+def check_min_z(min_z) -> None:
+    """Refuse a bound on Z' that no plate could pass (Z' is at most 1) or that is not a number."""
+    if not math.isfinite(float(min_z)) or float(min_z) >= 1:
+        raise ValueError(f"--min-z must be a number below 1 (Z' is at most 1); got {min_z}")
+
+
 @dataclass(frozen=True)
 class Readout:
     name: str = "outcome"
     unit: str = ""
     cutoff: float | None = None
     direction: str = "above"
-    min_z: float = 0.5
+    min_z: float = DEFAULT_MIN_Z
 
     @classmethod
-    def build(cls, name: str, *, unit: str = "", hit_above=None, hit_below=None, min_z: float = 0.5) -> Readout:
+    def build(
+        cls, name: str, *, unit: str = "", hit_above=None, hit_below=None, min_z: float = DEFAULT_MIN_Z
+    ) -> Readout:
         if hit_above is not None and hit_below is not None:
             raise ValueError("give one of --hit-above and --hit-below, not both")
         cutoff = hit_above if hit_above is not None else hit_below
         if cutoff is not None and not math.isfinite(float(cutoff)):
             raise ValueError(f"the hit cutoff must be a finite number; got {cutoff}")
-        if not math.isfinite(float(min_z)) or float(min_z) >= 1:
-            raise ValueError(f"--min-z must be a number below 1 (Z' is at most 1); got {min_z}")
-        return cls(
+        check_min_z(min_z)
+        readout = cls(
             str(name),
             str(unit or ""),
             None if cutoff is None else float(cutoff),
             "below" if hit_below is not None else "above",
             float(min_z),
         )
+        if readout.cutoff is not None and readout.cutoff <= 0 and readout.is_concentration:
+            raise ValueError(
+                f"--hit-{readout.direction} {readout.cutoff:g}: {readout.label()} is a concentration, above 0, so no "
+                "compound could be a hit or every one would; give the cutoff in the declared unit"
+            )
+        return readout
 
     @classmethod
     def from_dict(cls, d: dict) -> Readout:
@@ -94,6 +117,22 @@ class Readout:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    @property
+    def is_concentration(self) -> bool:
+        """Whether the readout is a concentration (an IC50, a Ki, or any readout in M, nM, mol/L, ng/mL ...)."""
+        name = re.sub(r"[\s_-]", "", self.name.lower())
+        return name in CONCENTRATION_READOUTS or bool(_CONCENTRATION_UNIT.fullmatch(self.unit.strip()))
+
+    def problem(self, raw: float) -> str | None:
+        """What is wrong with a value the lab wrote for this readout, or None: a concentration at or below 0
+        (a percent inhibition or a fluorescence may be negative)."""
+        if self.is_concentration and raw <= 0:
+            return (
+                f"{self.label()} is a concentration, above 0; a sign or digit lost? write the value measured, the "
+                "assay's lower limit if it is below the range, or 'failed'"
+            )
+        return None
 
     def label(self) -> str:
         return f"{self.name} ({self.unit})" if self.unit else self.name
@@ -195,7 +234,7 @@ def check_controls(path, controls, readout: Readout | None, *, accept: bool, dis
     """Plate id -> (Z', decision) for the plates whose control wells ``controls`` (outcomes with a
     control pseudo-arm) a results file holds; raises :class:`ControlsFailed` when a plate fails and the
     lab has not decided (``accept`` / ``discard``)."""
-    min_z = 0.5 if readout is None else readout.min_z
+    min_z = DEFAULT_MIN_Z if readout is None else readout.min_z
     by_plate: dict[str, dict[int, list[float]]] = {}
     for o in controls:
         slot = by_plate.setdefault(o.plate_id, {POSITIVE: [], NEGATIVE: []})

@@ -7,7 +7,8 @@ plate, A01..AF48 on a 1536-well plate.  On each plate, in this order:
 
 * control wells: positive and negative controls at chosen positions; by default (``edge``) the
   first column holds the positive controls and the last column the negative ones (8 + 8 wells on a
-  96-well plate, 16 + 16 on a 384-well plate);
+  96-well plate, 16 + 16 on a 384-well plate); at least two of each kind, which the Z'-factor needs
+  (or none);
 * empty wells: with ``empty_edge`` the other wells of the outer ring (evaporation, edge effects);
 * compound wells: the rest, filled row by row.  With ``r`` replicates the algorithm chooses
   ``floor(wells / r)`` compounds and each is placed ``r`` times: first every compound once, then
@@ -84,6 +85,23 @@ class PlateLayout:
         both = sorted(set(pos) & set(neg))
         if both:
             raise ValueError(f"well(s) {', '.join(both)} are both positive and negative controls")
+        kinds = {"positive": pos, "negative": neg}
+        few = [kind for kind, wells in kinds.items() if len(wells) < 2]
+        if (pos or neg) and few:
+            # z_prime needs two of each kind: with fewer every plate would read "Z' = n/a", its controls unchecked
+            example = {"positive": f"{well_name(0, 0)}:{well_name(rows - 1, 0)}",
+                       "negative": f"{well_name(0, cols - 1)}:{well_name(rows - 1, cols - 1)}"}
+            said = " and ".join(
+                f"{len(wells) or 'no'} {kind} control well{'' if len(wells) == 1 else 's'}"
+                + (f" ({_span(wells)})" if wells else "")
+                for kind, wells in kinds.items()
+            )
+            raise ValueError(
+                f"{said}: a plate's Z'-factor compares positive and negative controls and needs at least two wells "
+                "of each, so no plate's controls could be checked; give "
+                + " and ".join(f"--{kind}-controls (e.g. {example[kind]})" for kind in few)
+                + ", or --controls none alone for plates without control wells"
+            )
         if int(replicates) < 1:
             raise ValueError(f"--replicates must be at least 1; got {replicates}")
         layout = cls(rows, cols, pos, neg, bool(empty_edge), int(replicates))
@@ -149,23 +167,33 @@ class PlateLayout:
         well ``k * n + i`` of the compound wells (every compound once, then again, ...)."""
         return self.compound_wells()[: n_compounds * self.replicates]
 
-    def describe(self) -> str:
+    @property
+    def format_name(self) -> str:
+        """'384-well' for a standard format, else 'ROWSxCOLS'."""
         fmt = next((f"{n}-well" for n, shape in FORMATS.items() if shape == (self.rows, self.cols)), None)
-        parts = [f"{fmt or f'{self.rows}x{self.cols}'} plates ({self.rows} rows x {self.cols} columns)"]
+        return fmt or f"{self.rows}x{self.cols}"
+
+    def describe(self) -> str:
+        parts = [f"{self.format_name} plates ({_counted(self.rows, 'row')} x {_counted(self.cols, 'column')})"]
         if self.positive or self.negative:
-            parts.append(
-                f"{len(self.positive)} positive control wells ({_span(self.positive)}) and "
-                f"{len(self.negative)} negative ({_span(self.negative)})"
-            )
+            # one kind alone is refused by build, but a file may hold such a layout from before
+            neg = f"{len(self.negative)} negative ({_span(self.negative)})" if self.negative else "no negative"
+            parts.append(f"{_counted(len(self.positive), 'positive control well')} ({_span(self.positive)}) and {neg}"
+                         if self.positive else f"no positive control wells and {neg}")
         else:
             parts.append("no control wells")
         if self.empty_edge:
-            parts.append(f"{len(self.empty_wells())} edge wells left empty")
+            parts.append(f"{_counted(len(self.empty_wells()), 'edge well')} left empty")
         parts.append(
-            f"{self.compounds_per_plate} compounds per plate"
+            f"{_counted(self.compounds_per_plate, 'compound')} per plate"
             + (f", each in {self.replicates} wells" if self.replicates > 1 else "")
         )
         return ", ".join(parts)
+
+
+def _counted(n: int, noun: str) -> str:
+    """'1 row', '8 rows'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _span(wells) -> str:

@@ -6,7 +6,8 @@ A results file is CSV or TSV (``;`` also accepted) with a header naming the colu
 * ``well`` and/or ``compound_id`` (or ``compound``): with only a compound id, its open wells on
   that plate are filled in well order; a well may be written A1, a01 or A01,
 * ``outcome`` (or ``result``, ``value``): 0/1 for binary assays, a number for continuous ones (in a
-  ``;``-separated file, as Excel saves CSV where the decimal separator is a comma, 12,5 is 12.5),
+  ``;``-separated file, as Excel saves CSV where the decimal separator is a comma, 12,5 is 12.5; a number
+  that reads two ways there, 1.234 beside decimal commas or with nothing to tell it from 1234, is refused),
   empty or ``failed`` for a failed well (its compound goes back into the queue).  A file whose
   outcomes are all empty is refused: it is the plate file before the lab filled it in.
 
@@ -18,11 +19,13 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from screenbai.textfiles import not_utf8, open_text, table_rows
+
+from .layout import PlateLayout
 
 ALIASES = {
     "plate_id": ("plate_id", "plate"),
@@ -96,11 +99,21 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str
     return head, rows, text.endswith(("\n", "\r")), sep
 
 
-def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: bool) -> list[Outcome]:
+def read_results(
+    path,
+    plates: Mapping[str, dict[str, WellInfo]],
+    *,
+    binary: bool,
+    check: Callable[[float], str | None] | None = None,
+    layout_of: Callable[[str], PlateLayout | None] | None = None,
+) -> list[Outcome]:
     """Parse and validate ``path`` against the campaign's plates; raise ResultsError listing every problem.
 
     ``plates`` maps plate id -> well -> WellInfo (arm, compound id, and the file that recorded
-    it, if any); only the plates the file names are looked up.  Returns the outcomes in file order.
+    it, if any); only the plates the file names are looked up.  ``check`` says what is wrong with a
+    value of the campaign's readout, if anything (:meth:`~screenbai.campaign.lab.assay.Readout.problem`);
+    ``layout_of`` gives a plate's layout, to say what a well not in its map is (an empty edge well ...).
+    Returns the outcomes in file order.
     """
     path = Path(path)
     header, rows, ends_with_newline, sep = _read(path)
@@ -141,6 +154,7 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
                     open_wells.setdefault((plate_id, info.compound_id), []).append(w)
         return open_wells.get((plate_id, compound))
 
+    two_ways = _read_two_ways(rows, col["outcome"]) if sep == ";" else {}
     already: dict[str, dict[str, str]] = {}
     n_blank = 0  # rows with an empty outcome (a failed well, unless all are empty)
     plate_ids = {p.upper(): p for p in plates}
@@ -170,9 +184,8 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
         if well:
             well = _well_alias(plate_id, wells).get(_well_key(well), well)  # A1, a01 are A01
             if well not in wells:
-                errors.append(
-                    f"{where}: well {well!r} is not on plate {plate_id} (wells {next(iter(wells))}..{list(wells)[-1]})"
-                )
+                layout = None if layout_of is None else layout_of(plate_id)
+                errors.append(f"{where}: {_not_on_plate(well, plate_id, wells, layout)}")
                 continue
             if compound and wells[well].compound_id != compound:
                 errors.append(
@@ -220,7 +233,9 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
                 "against the lab's record; if that well failed, write 'failed' in its outcome column"
             )
             continue
-        value = _parse_outcome(raw, binary, decimal_comma=sep == ";")
+        value = two_ways.get(line) or _parse_outcome(raw, binary, decimal_comma=sep == ";")
+        if check is not None and isinstance(value, float):
+            value = check(value) or value
         if isinstance(value, str):
             errors.append(f"{where}: outcome {raw!r} for well {plate_id}/{well}: {value}")
             continue
@@ -248,6 +263,78 @@ def read_results(path, plates: Mapping[str, dict[str, WellInfo]], *, binary: boo
 
 
 _WELL = re.compile(r"^([A-Za-z]+)0*(\d+)$")
+_DECIMAL_COMMA = re.compile(r"[-+]?\d*,\d+")
+_DECIMAL_POINT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?")
+#: '.' between groups of three digits: in a locale whose decimal separator is the comma it groups thousands
+#: (1.234 is 1234, 1.234.567 is 1234567; 1.234,5 is 1234.5); elsewhere 1.234 has a decimal point
+_GROUPED = re.compile(r"[-+]?[1-9]\d{0,2}(?:\.\d{3})+(?:,\d+)?")
+
+
+def _read_two_ways(rows: list[tuple[int, list[str]]], col: int) -> dict[int, str]:
+    """Line -> what is wrong, for the outcomes of a ``;``-separated file that read two ways.
+
+    Excel saves CSV with ``;`` where the decimal separator is the comma, and there a '.' groups thousands:
+    1.234 is 1234, not 1.234, which can turn a hit into a non-hit.  Such a file is known by its decimal commas
+    (12,5); a number with a '.' in it then mixes two ways of writing numbers and is refused.  Without decimal
+    commas a '.' is a decimal point when some outcome shows it (12.5, 0.125, 1234.5); when every outcome with
+    a '.' could be thousands (1.234, 5.678), no value of the file says which, and those are refused too.
+    """
+    values = [(line, f[col].strip()) for line, f in rows if col < len(f)]
+    commas = [(line, v) for line, v in values if _DECIMAL_COMMA.fullmatch(v)]
+    grouped = [(line, v) for line, v in values if _GROUPED.fullmatch(v) and v.count(".") == 1 and "," not in v]
+    points = [(line, v) for line, v in values if _DECIMAL_POINT.fullmatch(v) and (line, v) not in grouped]
+    out: dict[int, str] = {}
+    if commas:
+        first = f"line {commas[0][0]}: {commas[0][1]!r}"
+        for line, v in grouped:
+            out[line] = (
+                f"a '.' in a file that writes decimal commas ({first}): it reads {_thousands(v)} with '.' grouping "
+                f"thousands, as where the decimal separator is the comma, or {v} with '.' as the decimal point; "
+                f"write {_thousands(v)}, or {v.replace('.', ',')} for {v}, as the lab meant it"
+            )
+        for line, v in points:
+            out[line] = (
+                f"a decimal point in a file that writes decimal commas ({first}): the file mixes two ways of writing "
+                f"numbers (pasted from two sources?), so which one a number uses cannot be told; write "
+                f"{v.replace('.', ',')} if it is {v}"
+            )
+    elif grouped and not points:
+        for line, v in grouped:
+            out[line] = (
+                f"in a ';'-separated file (as Excel saves CSV where the decimal separator is the comma) it reads "
+                f"{_thousands(v)} with '.' grouping thousands, or {v} with '.' as the decimal point, and no other "
+                f"outcome of the file says which; write {_thousands(v)}, or {v.replace('.', ',')} for {v}"
+            )
+    return out
+
+
+def _thousands(text: str) -> str:
+    """A number written with '.' grouping thousands, without them (1.234 -> 1234; 1.234,5 -> 1234,5)."""
+    return text.replace(".", "")
+
+
+def _not_on_plate(well: str, plate_id: str, wells: Mapping[str, WellInfo], layout: PlateLayout | None) -> str:
+    """Why a results row's well is not in the plate's map: an empty edge well, a well the plate left unused, or
+    no well of its format at all."""
+    if layout is None:  # wells named row by row from A01, compound wells only
+        return f"well {well!r} is not on plate {plate_id} (wells {next(iter(wells))}..{list(wells)[-1]})"
+    named = {_well_key(w): w for w in layout.all_wells()}.get(_well_key(well))
+    if named in layout.empty_wells():
+        return (
+            f"well {named} is an empty edge well of plate {plate_id} (its layout leaves the outer ring empty, "
+            "--empty-edge), so nothing was tested there; delete the row, or correct the well if it was misread"
+        )
+    if named is not None:
+        return (
+            f"well {named} of plate {plate_id} was left unused (the plate's compound wells are "
+            f"{_first_last([w for w, info in wells.items() if info.arm >= 0])}); delete the row, or correct the well"
+        )
+    shape = f"a {layout.format_name} plate, wells {layout.all_wells()[0]}..{layout.all_wells()[-1]}"
+    return f"well {well!r} is not on plate {plate_id} ({shape})"
+
+
+def _first_last(wells: list[str]) -> str:
+    return f"{wells[0]}..{wells[-1]}" if len(wells) > 1 else ", ".join(wells)
 
 
 def _well_key(well: str) -> tuple[str, int] | str:
@@ -260,6 +347,8 @@ def _hint(text: str) -> str:
     """What a lab's number that float() refuses most likely is: a decimal comma, a unit, a censored value."""
     if text.lower() in ("n.d.", "nd", "n/a", "na", "-", "--"):
         return " (not determined? that is a failed well)"
+    if _GROUPED.fullmatch(text):  # 1.234.567, 1.234,5: float() reads no thousands separator
+        return f" ('.' grouping thousands? write {_thousands(text)})"
     if re.fullmatch(r"[-+]?\d+,\d+", text):
         return f" (a decimal comma? write {text.replace(',', '.')})"
     m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text)

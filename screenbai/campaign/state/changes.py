@@ -58,6 +58,8 @@ def read_new_compounds(camp, path, *, id_column=None, smiles_column=None, kind="
     from ..library import _detect_kind, _read_rows, curate_structures
 
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"file of new compounds {path} is a folder; give the CSV/TSV/SDF of the new structures")
     if not path.is_file():
         raise FileNotFoundError(f"file of new compounds {path} does not exist")
     kind = _detect_kind(path) if kind == "auto" else kind
@@ -149,7 +151,16 @@ def withdraw(camp, compound_ids: str | list[str], reason: str = "") -> list[int]
         raise ValueError("name at least one compound to withdraw")
     unknown = [c for c in ids if c not in camp._arm_of]
     if unknown:
-        raise ValueError(f"not in the campaign {camp.path}: {_listed(unknown)}; the ids are the library's (the plate "
+        # a row rejected at init (no SMILES, a duplicate structure ...) has an id the user may well know
+        rejected = {cid: (row, reason, detail) for row, cid, _, reason, detail in camp.rejected() if cid}
+        named = [
+            c if c not in rejected else (
+                f"{c} (rejected at init: row {rejected[c][0]} of the library, {rejected[c][1]}"
+                + (f": {rejected[c][2]}" if rejected[c][2] else "") + ")"
+            )
+            for c in unknown
+        ]
+        raise ValueError(f"not in the campaign {camp.path}: {_listed(named)}; the ids are the library's (the plate "
                          "files' and the export's compound_id)")
     twice = sorted({c for c in ids if ids.count(c) > 1})
     if twice:
