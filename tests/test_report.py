@@ -143,7 +143,9 @@ def test_write_report_files(tmp_path):
                 ("pulls", "png"), ("potency", "png"), ("markdown", "md"), ("page", "html"), ("study_vary_d", "png")]}
     curation = {"n_input": 9, "n_output_rows": 3, "n_compounds": 3, "dropped": {"censored relation": 6},
                 "source": {"used": "offline_fallback", "warning": "OFFLINE FALLBACK: used x.csv",
-                           "settings": {"kind": "export", "path": "x.csv"}, "n_rows": 9}}
+                           "settings": {"kind": "export", "path": "x.csv"}, "n_rows": 9,
+                           "units": "nM, the default: source.units is not given and the activity column 'v' "
+                                    "names no unit"}}
     label = {"description": "Ki < 100 nM", "threshold_nM": 100.0, "threshold_pActivity": 7.0, "n_cured": 2,
              "n_compounds": 3, "rows_per_type": {"Ki": 9}}
     fits = [{"d": d, "n_compounds": 3, "n_cured": 2, "n_not_cured": 1, "metrics": {}} for d in (2, 4)]
@@ -161,6 +163,7 @@ def test_write_report_files(tmp_path):
     md = outputs["markdown"].read_text()
     assert md.index("WARNING: OFFLINE FALLBACK") < md.index("## Data")  # the fallback comes first
     assert md.startswith("# t [data: x.csv, offline fallback]")
+    assert "9 rows; units: nM, the default: source.units is not given" in md  # a default unit is said, not assumed
     assert "| censored relation | 6 |" in md and "Cure label: Ki < 100 nM: 2 of 3 compounds cure (66.7 %)" in md
     assert "alg2 (d = 4, K = 3, names 1 compound; guarantee unknown" in md
     assert "2 different compounds declared in 4 runs" in md

@@ -82,6 +82,8 @@ def test_offline_fallback_is_used_and_recorded(tmp_path, monkeypatch):
 def test_local_table_needs_no_fallback(tmp_path):
     raw, prov = acquire_activities(_table(tmp_path), None, repo_root=tmp_path)
     assert prov["used"] == "source" and prov["n_rows"] == 2
+    # no units anywhere: nM is the default, and the provenance (so the report) says so
+    assert prov["units"] == "nM, the default: source.units is not given and the activity column 'ic50' names no unit"
 
 
 # ---------------------------------------------------------------------------------- plan

@@ -275,6 +275,10 @@ def test_bad_config_fails_before_any_job(tmp_path):
         # pChEMBL values have no unit: units: nM with them is a contradiction (it was accepted silently)
         (lambda c: c["source"].update(activity_type="pChEMBL", activity_column="pKi"),
          "source.units = 'nM' contradicts source.activity_type: pChEMBL"),
+        # a unit curation does not convert, or one the column's header contradicts (read as nM: a 1000x error)
+        (lambda c: c["source"].update(units="nm"), "source.units = 'nm' is not a unit curation converts; accepted: pM"),
+        (lambda c: c["source"].update(activity_column="Ki (uM)"),
+         "source.units = 'nM' contradicts the activity column 'Ki (uM)', whose header names uM"),
     ],
 )
 def test_bad_values_fail_before_any_job(tmp_path, mutate, expected):

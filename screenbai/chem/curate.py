@@ -21,6 +21,7 @@ logger = logging.getLogger("screenbai.chem")
 
 __all__ = [
     "DROP_REASONS",
+    "MASS_UNITS",
     "MAX_HEAVY_ATOMS",
     "UNIT_FACTORS_TO_NM",
     "CurationReport",
@@ -64,7 +65,7 @@ UNIT_FACTORS_TO_NM: dict[str, float] = {
     "M": 1e9,
 }
 #: Mass concentrations (µg/mL == mg/L); converted with the molecular weight of the SMILES.
-_MASS_UNITS = {"ug.mL-1", "ug/mL", "ug/ml", "µg/mL", "µg.mL-1", "μg/mL", "μg.mL-1", "ug ml-1", "mg/L", "mg.L-1"}
+MASS_UNITS = {"ug.mL-1", "ug/mL", "ug/ml", "µg/mL", "µg.mL-1", "μg/mL", "μg.mL-1", "ug ml-1", "mg/L", "mg.L-1"}
 _EXACT = {"=", "==", "eq"}
 _DECIMAL_COMMA = re.compile(r"^[<>=~]*\s*\d+,\d+$")
 _CENSORED = {">", "<", ">=", "<=", "~", "=>", "=<", ">>", "<<", "≥", "≤"}  # ≥ ≤: typed in a spreadsheet
@@ -334,7 +335,7 @@ class _RowChecks:
             return "missing unit"
         if u in UNIT_FACTORS_TO_NM:
             value, is_mass = v * UNIT_FACTORS_TO_NM[u], False
-        elif u in _MASS_UNITS:
+        elif u in MASS_UNITS:
             value, is_mass = v, True
         else:
             return "unknown unit"

@@ -121,7 +121,8 @@ def _provenance(page: _Page, curation: Mapping[str, Any], label: Mapping[str, An
     p_name = activity if activity == "pChEMBL" else f"p{activity}"
     page.heading("Data")
     page.items([
-        f"Activities: {where}, {used}; {src.get('n_rows', '?')} rows.",
+        f"Activities: {where}, {used}; {src.get('n_rows', '?')} rows"
+        + (f"; units: {src['units']}." if src.get("units") else "."),
         f"Activity type: {declared_as}; rows per declared type in the data: "
         + ", ".join(f"{k} {v}" for k, v in (label.get("rows_per_type") or {}).items()) + ").",
         (f"Curation: {curation.get('n_input')} rows in, {curation.get('n_output_rows')} measurements kept, "

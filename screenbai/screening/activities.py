@@ -73,7 +73,7 @@ def acquire_activities(
     cfg = _with_resolved_path(source, repo_root)
     provenance: dict[str, Any] = {"requested": dict(source), "used": "source", "settings": cfg}
     try:
-        raw = load_activities(cfg, cache_dir=Path(cache_dir))
+        raw = load_activities(cfg, cache_dir=Path(cache_dir), config_key="source")
     except ChemblUnavailableError as exc:
         if not fallback:
             raise
@@ -85,9 +85,23 @@ def acquire_activities(
         )
         logger.warning("%s Cause: %s", warning, exc)
         provenance.update(used="offline_fallback", settings=fb, error=str(exc), warning=warning)
-        raw = load_activities(fb, cache_dir=Path(cache_dir))
+        raw = load_activities(fb, cache_dir=Path(cache_dir), config_key="offline_fallback")
     provenance["n_rows"] = len(raw)
+    if "units" in raw.attrs:  # a table's: where the unit came from (a default is said, not assumed silently)
+        provenance["units"] = raw.attrs["units"]
     return raw, provenance
+
+
+def check_sources(config: Mapping[str, Any]) -> None:
+    """What the config's sources declare, checked before any job: a table's ``units`` is one curation
+    converts and agrees with a unit its activity column's header names (``Ki (uM)``), for ``source``
+    and ``offline_fallback`` alike; each error names the key."""
+    from screenbai.chem.tables import table_units
+
+    for key in ("source", "offline_fallback"):
+        src = config.get(key) or {}
+        if src.get("kind") == "table" and _canonical(src.get("activity_type", "IC50")) != "pChEMBL":
+            table_units(str(src.get("activity_column", "")), src.get("units"), "the config", f"{key}.units")
 
 
 #: Activity types known by name (any other ChEMBL ``standard_type`` may be declared too).

@@ -10,6 +10,7 @@ from screenbai.screening import (
     check_algorithms,
     check_dimensions,
     check_regex,
+    check_sources,
     clip_studies,
     pchembl_of,
     replication_chunks,
@@ -27,14 +28,16 @@ ALGORITHMS = {a["label"]: a for a in config["algorithms"]}
 MODULES = config.get("algorithm_modules", [])
 
 # Fail before any job: unknown algorithm, duplicate label, a parameter the algorithm lacks or a
-# value it refuses at any screen size; an activity type the source does not declare; a bad regex; a PCA
-# dimension larger than the fingerprints.
+# value it refuses at any screen size; an activity type the source does not declare; a bad regex; a table's
+# units that curation does not convert or that its column's header contradicts; a PCA dimension larger than
+# the fingerprints.
 check_algorithms(config["algorithms"], MODULES, SIZES, SCREEN["max_samples"])
 ACTIVITY_TYPES = activity_types_of(config)
 # what labels, tables and figures name: the declared type(s), or the activity behind pChEMBL values
 ACTIVITY = activity_label_of(config)
 PCHEMBL_OF = pchembl_of(config["source"]) if config["source"].get("kind") == "table" else None
 check_regex(config["curation"].get("assay_description_regex"), "curation.assay_description_regex")
+check_sources(config)
 check_dimensions(DIMS, config["featurize"]["n_bits"])
 CURATION = {k: v for k, v in config["curation"].items() if k != "activity_types"}
 # the cure label: one of threshold_nM, threshold_pActivity, potent_fraction (default: the top 10 %)
