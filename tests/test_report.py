@@ -235,6 +235,16 @@ def _page(records, label=None, fits=None, **kw):
     return page.markdown(), page.html(), tables
 
 
+def test_no_error_rate_is_quoted_when_no_run_stopped():
+    """It read 'Error: not the exact best nan; more than epsilon = 0.25 below: nan'."""
+    records = _records()
+    records.loc[records["label"] == "alg2", "stopped"] = False
+    md, page, _ = _page(records)
+    assert "nan" not in md and "nan" not in page
+    assert "alg2 (d = 4, K = 3" in md and "Error: not measured: no run stopped (all 4 hit max_samples)." in md
+    assert "Error: not the exact best 0.00; " in md  # alg1 stopped: its rate is quoted
+
+
 def test_every_algorithm_says_whether_its_setting_is_guaranteed_with_the_measured_rate():
     md, _, tables = _page(_registered_records())
     s = tables["summary"].drop_duplicates("label").set_index("label")

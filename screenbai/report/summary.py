@@ -192,7 +192,10 @@ def _findings(summary: pd.DataFrame, declared: pd.DataFrame, reference: tuple[in
             f"(top {r.median_declared_rank_pct:.1f} %; "
             f"median {format_activity(r.median_declared_activity_nM, activity)}, "
             f"best of the sample {format_activity(r.best_activity_nM, activity)}); {distinct} "
-            f"declared in {r.runs} runs. Error: not the exact best {r.exact_error_rate:.2f}; {eps_note}."
+            f"declared in {r.runs} runs. "
+            # error rates are over the runs that stopped: with none, there is no rate to quote
+            + (f"Error: not measured: no run stopped (all {r.runs} hit max_samples)." if r.runs == r.not_stopped
+               else f"Error: not the exact best {r.exact_error_rate:.2f}; {eps_note}.")
             + certified + most
         )
     return out
