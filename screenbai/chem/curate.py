@@ -85,6 +85,9 @@ class CurationReport:
         Library rows (unique standardized InChIKeys).
     dropped : dict
         Reason -> number of input rows dropped (only non-zero reasons).
+    altered : dict
+        Reason -> number of kept rows whose value was changed (only non-zero reasons): with
+        ``censored="keep_as_value"``, ``"censored '>' taken as the value"`` and so on per relation.
     structures_dropped : list of (id, reason, smiles)
         Rows dropped for their structure (too large, unparseable, metal-containing,
         inorganic, a mixture, standardization failed); SMILES longer than 200 characters
@@ -99,6 +102,7 @@ class CurationReport:
     dropped: dict[str, int]
     structures_dropped: list[tuple[str, str, str]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    altered: dict[str, int] = field(default_factory=dict)
 
     @property
     def unparseable(self) -> list[tuple[str, str]]:
@@ -111,8 +115,11 @@ class CurationReport:
         return int(sum(self.dropped.values()))
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per outcome: ``reason``, ``count`` (kept rows as ``"kept"``)."""
-        rows = [("kept", self.n_output_rows)] + [(r, n) for r, n in self.dropped.items()]
+        """One row per outcome: ``reason``, ``count``; kept rows as ``"kept"``, those whose value was
+        changed under their own reason (``"kept, censored '>' taken as the value"``): each input row once."""
+        n_altered = sum(self.altered.values())
+        rows = [("kept", self.n_output_rows - n_altered)] + [(f"kept, {r}", n) for r, n in self.altered.items()]
+        rows += [(r, n) for r, n in self.dropped.items()]
         return pd.DataFrame(rows, columns=["reason", "count"])
 
     def to_markdown(self) -> str:
@@ -339,7 +346,7 @@ class _RowChecks:
             value, is_mass = v, True
         else:
             return "unknown unit"
-        rel = "=" if _blank(row["standard_relation"]) else str(row["standard_relation"]).strip().strip("'\"")
+        rel = _relation(row)
         if rel in _CENSORED:
             if self.censored == "drop":
                 return "censored relation"
@@ -357,6 +364,11 @@ _ROW_FIELDS = (
     "molecule_chembl_id", "canonical_smiles", "standard_type", "standard_relation", "standard_value",
     "standard_units", "data_validity_comment", "potential_duplicate", "assay_description",
 )
+
+
+def _relation(row: dict[str, Any]) -> str:
+    """A row's relation, unquoted (``'='`` in ChEMBL exports); a missing one counts as ``=``."""
+    return "=" if _blank(row["standard_relation"]) else str(row["standard_relation"]).strip().strip("'\"")
 
 
 def _blank(v: Any) -> bool:
@@ -625,6 +637,17 @@ def curate_activities(
         }
     )
     library = _merge_by_inchikey(kept)
+    # keep_as_value changes what a censored row says ('>100' becomes 100): counted per relation, never silent
+    altered: dict[str, int] = {}
+    for i in kept_idx:
+        if _relation(rows[i]) in _CENSORED:
+            why = f"censored {_relation(rows[i])!r} taken as the value"
+            altered[why] = altered.get(why, 0) + 1
+    if altered:
+        logger.warning(
+            "%d censored values kept as exact values (censored: keep_as_value): %s",
+            sum(altered.values()), ", ".join(f"{n} {r}" for r, n in sorted(altered.items())),
+        )
     report = CurationReport(
         n_input=n,
         n_output_rows=len(kept_idx),
@@ -638,6 +661,7 @@ def curate_activities(
             "assay_description_regex": assay_description_regex,
             "canonical_tautomer": canonical_tautomer,
         },
+        altered=dict(sorted(altered.items())),
     )
     logger.info(
         "curated %d rows -> %d measurements -> %d compounds; dropped %s",
