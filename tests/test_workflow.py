@@ -256,6 +256,17 @@ def test_bad_config_fails_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+def test_a_missing_fallback_file_is_named_when_the_run_starts(tmp_path, monkeypatch):
+    """config/egfr.yaml from a clone far from ../shared: nothing said until ChEMBL was unreachable, and then
+    a FileNotFoundError naming neither offline_fallback.path nor SCREENBAI_SHARED_DATA."""
+    monkeypatch.setenv("SCREENBAI_SHARED_DATA", str(tmp_path / "nowhere"))
+    config = yaml.safe_load((REPO / "config" / "egfr.yaml").read_text())
+    proc = run_snakemake(tmp_path, config, "--cores", "1", "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]  # online, or with a cache, the fallback is not needed
+    warning = [line for line in proc.stderr.splitlines() if line.startswith("WARNING: offline_fallback.path")]
+    assert len(warning) == 1 and str(tmp_path / "nowhere") in warning[0] and "SCREENBAI_SHARED_DATA" in warning[0]
+
+
 @pytest.mark.parametrize(
     "mutate, expected",
     [
