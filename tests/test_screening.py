@@ -164,6 +164,17 @@ def test_study_plan():
     assert replication_seed(7, 5, 40) == replication_seed(7, 5, 40) != replication_seed(7, 5, 20)
 
 
+def test_a_pca_dimension_must_fit_the_fingerprints_and_the_library():
+    from screenbai.screening import check_dimensions
+
+    check_dimensions([2, 44], 256, 44)
+    with pytest.raises(ValueError, match=r"screen.studies: d = 70 exceeds featurize.n_bits = 64"):
+        check_dimensions([2, 70], 64)
+    with pytest.raises(ValueError, match=r"screen.studies: d = 45, 70 exceeds the 44 compounds of lib.csv: .* lower "
+                                         r"d in screen.studies to at most 44"):
+        check_dimensions([2, 45, 70], 256, 44, "lib.csv")
+
+
 def test_check_algorithms_names_the_problem():
     check_algorithms([GSE, GLGAPE])
     with pytest.raises(ValueError, match="unknown algorithm 'glgap'"):

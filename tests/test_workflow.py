@@ -311,6 +311,9 @@ def test_bad_values_fail_before_any_job(tmp_path, mutate, expected):
         # a screen larger than the library, naming its size, when clipping is turned off
         (lambda c: (c["screen"]["studies"]["vary_K"].update(K=[12, 100]), c["screen"].update(clip_K=False)),
          "has 72; lower K"),
+        # a d above the library's size failed in the pca rule, after the fingerprints, naming no key
+        (lambda c: c["screen"]["studies"]["vary_d"].update(d=[2, 100]),
+         "screen.studies: d = 100 exceeds the 72 compounds of the curated library of"),
     ],
 )
 def test_refused_at_curation_with_the_message_in_the_rule_log(tmp_path, mutate, expected):
