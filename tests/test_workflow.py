@@ -215,6 +215,45 @@ def test_schema_rejects_and_names_bad_keys_and_values(tmp_path, mutate, expected
     assert expected in text
 
 
+@pytest.mark.parametrize(
+    "config_file, mutate, expected",
+    [
+        # inside a oneOf (null or a source): it read "... is not valid under any of the given schemas", whole dict
+        ("egfr.yaml", lambda c: c["offline_fallback"].update(smile_column="x"),
+         "offline_fallback: unknown key 'smile_column'; did you mean 'smiles_column'?"),
+        (None, lambda c: c["screen"]["studies"]["vary_d"].update(K=[-5, 8]),
+         "screen.studies.vary_d.K[0] = -5: must be at least 2"),
+        (None, lambda c: c["screen"]["studies"]["vary_d"].update(d="3"),
+         "screen.studies.vary_d.d = '3' is not allowed: give an integer of at least 1 or a list of integers (each "
+         "at least 1); YAML reads it as text: write d: 3, without quotes"),
+        # PyYAML reads 1e6 as text: it said "'1e6' is not of type 'number'"
+        (None, lambda c: c["ground_truth"].update(threshold_nM="1e6"),
+         "ground_truth.threshold_nM = '1e6' is not a number; YAML reads it as text: write threshold_nM: 1.0e+6"),
+        (None, lambda c: c["source"].update(kind="chembl"), "source: missing key 'target_chembl_id' (needed with "
+                                                            "kind: chembl)"),
+        (None, lambda c: c["source"].update(kind="chembl"), "source: key 'smiles_column' does not apply with kind: "
+                                                            "chembl; remove it"),
+        (None, lambda c: c.update(curation={"censored": "maybe"}),
+         "curation.censored = 'maybe': choose one of drop, keep_as_value"),
+    ],
+)
+def test_schema_messages_name_the_key_the_value_and_the_fix(tmp_path, config_file, mutate, expected):
+    from screenbai.screening.schema import config_errors
+
+    path = REPO / "config" / config_file if config_file else TEST_CONFIG
+    config = yaml.safe_load(path.read_text())
+    assert config_errors(config, SCHEMA) == []
+    mutate(config)
+    assert any(expected in e for e in config_errors(config, SCHEMA)), config_errors(config, SCHEMA)
+
+
+def test_the_run_stops_with_the_schema_message(tmp_path):
+    config = small_config(tmp_path / "library.csv")
+    config["ground_truth"]["threshold_nM"] = "1e6"
+    proc = run_snakemake(tmp_path, config, "--cores", "1", "-n")
+    assert proc.returncode != 0 and "write threshold_nM: 1.0e+6" in proc.stderr + proc.stdout
+
+
 def test_shipped_configs_are_valid():
     """The screens ship the cheapest delta-correct setting (issue 19, item 7: log-tas, every fixed-confidence
     entry guaranteed); the paper's calibration, without a guarantee, only in the config named as its reproduction."""
@@ -226,7 +265,10 @@ def test_shipped_configs_are_valid():
         return not getattr(cls, "fixed_budget", False) and without_guarantee(
             cls, {**get(entry["algorithm"]).defaults, **entry.get("params", {})})
 
+    from screenbai.screening.schema import config_errors
+
     for name in ("config.yaml", "egfr.yaml", "cdk2_potency.yaml", "paper_reproduction.yaml"):
+        assert config_errors(yaml.safe_load((REPO / "config" / name).read_text()), SCHEMA) == [], name
         config = _validate(yaml.safe_load((REPO / "config" / name).read_text()))
         assert config["featurize"]["radius"] == 4 and config["featurize"]["n_bits"] == 1024
         algorithms = {a["algorithm"] for a in config["algorithms"]}

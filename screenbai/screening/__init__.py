@@ -12,7 +12,8 @@ sample, and replications re-run the algorithm on that subset with seeds from
 ``SeedSequence`` (common random numbers: the same seeds for every algorithm).
 
 activities.py (the data source and the declared activity types), plan.py (the study plan, checked
-before any job), runs.py (arms, subsets, instances, replications and their scoring).
+before any job), runs.py (arms, subsets, instances, replications and their scoring), schema.py (the
+config against its schema, in words naming the key, the value and the fix).
 """
 
 from .activities import (
