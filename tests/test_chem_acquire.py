@@ -661,7 +661,7 @@ def test_a_standard_column_the_config_maps_elsewhere_is_kept_under_another_name(
 @pytest.mark.parametrize("header, unit", [("Ki (uM)", "uM"), ("ic50_nM", "nM"), ("IC50 [µmol/L]", "µM"),
                                           ("Kd (M)", "M"), ("ki_pm", "pM"), ("standard_value", None), ("Mass", None)])
 def test_the_unit_a_header_names(header, unit):
-    from screenbai.chem.tables import unit_named_in
+    from screenbai.chem.units import unit_named_in
 
     assert unit_named_in(header) == unit
 

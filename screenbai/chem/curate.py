@@ -17,11 +17,12 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from screenbai.chem.units import MASS_UNITS, UNIT_FACTORS_TO_NM
+
 logger = logging.getLogger("screenbai.chem")
 
 __all__ = [
     "DROP_REASONS",
-    "MASS_UNITS",
     "MAX_HEAVY_ATOMS",
     "UNIT_FACTORS_TO_NM",
     "CurationReport",
@@ -54,18 +55,6 @@ DROP_REASONS: tuple[str, ...] = (
     "id names several structures",
 )
 
-#: Multiplicative factors from molar units to nM.
-UNIT_FACTORS_TO_NM: dict[str, float] = {
-    "pM": 1e-3,
-    "nM": 1.0,
-    "uM": 1e3,
-    "µM": 1e3,  # micro sign U+00B5 (ChEMBL exports)
-    "μM": 1e3,  # Greek mu U+03BC
-    "mM": 1e6,
-    "M": 1e9,
-}
-#: Mass concentrations (µg/mL == mg/L); converted with the molecular weight of the SMILES.
-MASS_UNITS = {"ug.mL-1", "ug/mL", "ug/ml", "µg/mL", "µg.mL-1", "μg/mL", "μg.mL-1", "ug ml-1", "mg/L", "mg.L-1"}
 _EXACT = {"=", "==", "eq"}
 _DECIMAL_COMMA = re.compile(r"^[<>=~]*\s*\d+,\d+$")
 _CENSORED = {">", "<", ">=", "<=", "~", "=>", "=<", ">>", "<<", "≥", "≤"}  # ≥ ≤: typed in a spreadsheet

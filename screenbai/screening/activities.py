@@ -113,7 +113,7 @@ def check_sources(config: Mapping[str, Any], repo_root: str | os.PathLike = ".")
     ``offline_fallback.path``, and a ``stands_in_for`` naming another target than the requested one
     (a config copied for another target).
     """
-    from screenbai.chem.tables import table_units
+    from screenbai.chem.units import table_units
 
     for key in ("source", "offline_fallback"):
         src = config.get(key) or {}
