@@ -21,6 +21,13 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
+# jsonschema's messages do not always name the key and the fix (a typo inside offline_fallback read
+# "... is not valid under any of the given schemas"): say what is wrong first; validate sets the defaults
+from screenbai.screening.schema import config_errors
+
+_errors = config_errors(config, f"{workflow.basedir}/workflow/schemas/config.schema.yaml")
+if _errors:
+    raise ValueError("the config does not fit workflow/schemas/config.schema.yaml:\n  " + "\n  ".join(_errors))
 validate(config, "workflow/schemas/config.schema.yaml")
 
 

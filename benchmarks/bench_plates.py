@@ -74,7 +74,9 @@ def study_instance(config_path: Path, d: int = 20, K: int = 400, threshold_nM: f
     )
 
     cfg = yaml.safe_load(config_path.read_text())
-    raw, _ = acquire_activities(cfg["offline_fallback"], None, repo_root=ROOT)
+    # the fallback read as the source: its stands_in_for (the target it replaces) is no key of a source
+    fallback = {k: v for k, v in cfg["offline_fallback"].items() if k != "stands_in_for"}
+    raw, _ = acquire_activities(fallback, None, repo_root=ROOT)
     types = activity_types_of(cfg)
     library, _ = curate_activities(prepare_activities(raw, types), activity_types=types, **cfg["curation"])
     fz = cfg["featurize"]

@@ -50,7 +50,8 @@ def stage_costs(config: dict, repeats: int) -> tuple[pd.DataFrame, dict]:
     from screenbai.screening import acquire_activities, draw_subset, ground_truth_arms, run_chunk
 
     rows = []
-    fb = config["offline_fallback"]
+    # the fallback read as the source: its stands_in_for (the target it replaces) is no key of a source
+    fb = {k: v for k, v in config["offline_fallback"].items() if k != "stands_in_for"}
     t, (raw, _) = _best(lambda: acquire_activities(fb, None, repo_root=REPO), repeats)
     rows.append(("read ChEMBL export", len(raw), "rows", t))
     t, (library, rep) = _best(lambda: curate_activities(raw, **config["curation"]), 1)

@@ -588,3 +588,98 @@ def test_unicode_bounds_are_censored_values_not_text(tmp_path):
     assert rep.dropped == {"censored relation": 2}
     lib, rep = curate_activities(raw, censored="keep_as_value")
     assert lib.set_index("compound_id")["activity_nM"].to_dict() == {"A": 100.0, "B": 2.0, "C": 7.0}
+
+
+_OWN_COLUMNS = (
+    "molecule_chembl_id,canonical_smiles,standard_type,standard_relation,standard_value,standard_units,"
+    "data_validity_comment,potential_duplicate,assay_description,target_chembl_id\n"
+    "M1,CCO,IC50,=,500,nM,,False,CDK2/cyclin A,CHEMBL301\n"
+    "M2,CCN,IC50,>,10000,nM,,False,CDK2/cyclin A,CHEMBL301\n"
+    "M3,CCC,IC50,=,2,uM,,False,CDK2 alone,CHEMBL301\n"
+    "M4,CCCl,IC50,=,7,nM,Outside typical range,False,CDK2/cyclin A,CHEMBL301\n"
+    "M5,CCBr,IC50,=,9,nM,,True,CDK2/cyclin A,CHEMBL301\n"
+    "M6,CCI,Ki,=,3,nM,,False,CDK2/cyclin A,CHEMBL301\n"
+)
+_OWN_KWARGS = {
+    "smiles_column": "canonical_smiles", "activity_column": "standard_value", "id_column": "molecule_chembl_id"
+}
+
+
+def test_a_tables_own_relation_units_flag_and_assay_columns_are_used(tmp_path):
+    """They were dropped or overwritten from the config: the '>' row read as an exact value, the flagged
+    rows kept with drop_flagged, the uM row read as nM, and assay_description_regex matched nothing."""
+    from screenbai.chem.curate import curate_activities
+
+    path = tmp_path / "chembl_like.csv"
+    path.write_text(_OWN_COLUMNS)
+    raw = read_activity_table(path, activity_type="IC50", **_OWN_KWARGS)
+    assert raw["standard_relation"].tolist() == ["=", ">", "=", "=", "=", "="]
+    assert raw["standard_units"].tolist() == ["nM", "nM", "uM", "nM", "nM", "nM"]
+    assert raw["standard_type"].tolist() == ["IC50"] * 5 + ["Ki"]  # the file's own type, not the declared one
+    assert raw["data_validity_comment"].tolist()[3] == "Outside typical range"
+    assert raw["potential_duplicate"].tolist() == [False] * 4 + [True, False]
+    assert set(raw["target_chembl_id"]) == {"CHEMBL301"}
+    lib, rep = curate_activities(raw, drop_flagged=True)
+    assert rep.dropped == {"activity type not selected": 1, "censored relation": 1,
+                           "flagged: data validity comment": 1, "flagged: potential duplicate": 1}
+    assert lib.set_index("compound_id")["activity_nM"].to_dict() == {"M1": 500.0, "M3": 2000.0}
+    lib, rep = curate_activities(raw, assay_description_regex="cyclin A", drop_flagged=False)
+    assert rep.dropped["assay description not matched"] == 1 and "M3" not in set(lib["compound_id"])
+
+
+def test_per_row_units_that_contradict_the_declared_unit_are_refused(tmp_path):
+    path = tmp_path / "chembl_like.csv"
+    path.write_text(_OWN_COLUMNS)
+    with pytest.raises(ValueError, match=r"chembl_like.csv: its column 'standard_units' gives each row's unit, and "
+                                         r"not all are nM \(source.units\): uM \(1 rows\)\. Remove source.units"):
+        read_activity_table(path, units="nM", config_key="source", **_OWN_KWARGS)
+
+
+def test_a_relation_column_and_the_tables_own_that_disagree_are_refused(tmp_path):
+    path = tmp_path / "two_relations.csv"
+    path.write_text("smi,ic50,rel,standard_relation\nCCO,5,=,=\nCCN,7,=,>\n")
+    with pytest.raises(ValueError, match=r"source.relation_column names column 'rel' but the table's own column "
+                                         r"'standard_relation' says otherwise on 1 rows \(first: line 3"):
+        read_activity_table(path, smiles_column="smi", activity_column="ic50", relation_column="rel",
+                            config_key="source")
+    path.write_text("smi,ic50,rel\nCCO,>5,<\n")
+    with pytest.raises(ValueError, match=r"line 2: the value '>5' of 'ic50' says '>' but its relation column 'rel'"):
+        read_activity_table(path, smiles_column="smi", activity_column="ic50", relation_column="rel")
+
+
+def test_a_standard_column_the_config_maps_elsewhere_is_kept_under_another_name(tmp_path):
+    path = tmp_path / "p.csv"
+    path.write_text("canonical_smiles,standard_type,standard_value,standard_units,pchembl_value\n"
+                    "CCO,IC50,100,nM,7.0\n")
+    raw = read_activity_table(path, smiles_column="canonical_smiles", activity_column="pchembl_value",
+                              activity_type="pChEMBL")
+    assert raw["standard_value"].tolist() == ["7.0"] and raw["standard_type"].tolist() == ["pChEMBL"]
+    assert raw["source_standard_value"].tolist() == ["100"] and raw["source_standard_type"].tolist() == ["IC50"]
+    assert raw["source_standard_units"].tolist() == ["nM"] and raw["standard_units"].tolist() == [None]
+
+
+@pytest.mark.parametrize("header, unit", [("Ki (uM)", "uM"), ("ic50_nM", "nM"), ("IC50 [µmol/L]", "µM"),
+                                          ("Kd (M)", "M"), ("ki_pm", "pM"), ("standard_value", None), ("Mass", None)])
+def test_the_unit_a_header_names(header, unit):
+    from screenbai.chem.units import unit_named_in
+
+    assert unit_named_in(header) == unit
+
+
+def test_a_unit_named_by_the_header_is_used_and_a_contradicting_one_refused(tmp_path, caplog):
+    """A 'Ki (uM)' column with units absent or nM was read as nM (a 1000x error), with no word."""
+    path = tmp_path / "lab.csv"
+    path.write_text("smi,Ki (uM)\nCCO,0.11\n")
+    kwargs = {"smiles_column": "smi", "activity_column": "Ki (uM)", "activity_type": "Ki"}
+    assert read_activity_table(path, **kwargs)["standard_units"].tolist() == ["uM"]
+    assert read_activity_table(path, units="µM", **kwargs)["standard_units"].tolist() == ["µM"]
+    with pytest.raises(ValueError, match=r"lab.csv: source.units = 'nM' contradicts the activity column 'Ki \(uM\)', "
+                                         r"whose header names uM: .* factor of 1000"):
+        read_activity_table(path, units="nM", config_key="source", **kwargs)
+    with pytest.raises(ValueError, match=r"units = 'nm' is not a unit curation converts; accepted: pM, nM, uM"):
+        read_activity_table(path, units="nm", **kwargs)
+    path.write_text("smi,ki\nCCO,0.11\n")
+    with caplog.at_level("WARNING", logger="screenbai.chem"):
+        raw = read_activity_table(path, smiles_column="smi", activity_column="ki", activity_type="Ki")
+    assert raw["standard_units"].tolist() == ["nM"]
+    assert "read in nM, the default: units is not given and the activity column 'ki' names no unit" in caplog.text

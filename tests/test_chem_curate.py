@@ -82,10 +82,19 @@ def test_every_bad_row_has_its_reason_drop_mode(caplog):
     assert lib["compound_id"].tolist() == ["NO_REL", "OK1"]  # missing relation counts as '='
 
 
-def test_censored_keep_as_value_and_flags_kept():
+def test_censored_keep_as_value_and_flags_kept(caplog):
     lib, rep = curate_activities(_raw(BAD_ROWS), censored="keep_as_value", drop_flagged=False)
     _check_invariant(rep)
     assert "censored relation" not in rep.dropped and not any(r.startswith("flagged") for r in rep.dropped)
+    # each censored value taken as exact is counted by its relation (it was not recorded anywhere)
+    assert rep.altered == {"censored '<=' taken as the value": 1, "censored '>' taken as the value": 1,
+                           "censored '~' taken as the value": 1}
+    frame = rep.to_frame().set_index("reason")["count"]
+    assert frame["kept, censored '>' taken as the value"] == 1 and frame["kept"] == rep.n_output_rows - 3
+    assert frame.sum() == rep.n_input  # each input row under one outcome
+    assert "3 censored values kept as exact values (censored: keep_as_value)" in caplog.text
+    assert json.loads(rep.to_json())["altered"] == rep.altered
+    assert curate_activities(_raw(BAD_ROWS))[1].altered == {}  # dropped, not altered
     by_id = lib.set_index("compound_id")
     assert by_id.loc["GT", "activity_nM"] == 10000.0 and by_id.loc["LE", "activity_nM"] == 1.0
     assert by_id.loc["FLAG1", "n_measurements"] == 2  # FLAG1 and FLAG2 are one molecule

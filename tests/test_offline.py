@@ -27,6 +27,28 @@ def test_cdk2_configs_fall_back_to_the_shipped_export(config, monkeypatch, tmp_p
     assert resolve_data_path(fallback["path"], REPO) == EMBEDDED.resolve()
 
 
+def test_a_copied_cdk2_config_for_another_target_refuses_the_cdk2_fallback(monkeypatch, tmp_path):
+    """The README's recipe (copy cdk2_potency.yaml, change the source) offline: it screened CDK2 for CHEMBL203
+    with exit 0; the CDK2 configs themselves still fall back to their CHEMBL301 export."""
+    from screenbai.chem import acquire
+    from screenbai.screening import acquire_activities, check_sources
+
+    def unreachable(*args, **kwargs):
+        raise acquire.ChemblUnavailableError("ChEMBL could not be reached")
+
+    monkeypatch.setattr(acquire, "fetch_chembl_activities", unreachable)
+    config = yaml.safe_load((REPO / "config" / "cdk2_potency.yaml").read_text())
+    raw, provenance = acquire_activities(config["source"], config["offline_fallback"], cache_dir=tmp_path,
+                                         repo_root=REPO)
+    assert provenance["used"] == "offline_fallback" and len(raw) == 7107
+    config["source"]["target_chembl_id"] = "CHEMBL203"
+    assert "the fallback was chosen for another target" in check_sources(config, REPO)[0]  # said when it starts
+    with pytest.raises(ValueError, match=r"holds target CHEMBL301 \(7107 rows\), not the requested "
+                                         r"source.target_chembl_id CHEMBL203 \(offline_fallback.stands_in_for is "
+                                         r"CHEMBL2094128\)"):
+        acquire_activities(config["source"], config["offline_fallback"], cache_dir=tmp_path, repo_root=REPO)
+
+
 @pytest.mark.slow
 def test_offline_run_uses_the_shipped_export_and_says_so_on_the_console(tmp_path, monkeypatch):
     """The main job's acquire rule (its first job) with ChEMBL unreachable and an empty cache."""

@@ -142,8 +142,11 @@ def test_write_report_files(tmp_path):
                 ("declared_html", "html"), ("ground_truth_html", "html"), ("structures", "png"),
                 ("pulls", "png"), ("potency", "png"), ("markdown", "md"), ("page", "html"), ("study_vary_d", "png")]}
     curation = {"n_input": 9, "n_output_rows": 3, "n_compounds": 3, "dropped": {"censored relation": 6},
+                "altered": {"censored '>' taken as the value": 2},
                 "source": {"used": "offline_fallback", "warning": "OFFLINE FALLBACK: used x.csv",
-                           "settings": {"kind": "export", "path": "x.csv"}, "n_rows": 9}}
+                           "settings": {"kind": "export", "path": "x.csv"}, "n_rows": 9,
+                           "units": "nM, the default: source.units is not given and the activity column 'v' "
+                                    "names no unit"}}
     label = {"description": "Ki < 100 nM", "threshold_nM": 100.0, "threshold_pActivity": 7.0, "n_cured": 2,
              "n_compounds": 3, "rows_per_type": {"Ki": 9}}
     fits = [{"d": d, "n_compounds": 3, "n_cured": 2, "n_not_cured": 1, "metrics": {}} for d in (2, 4)]
@@ -161,6 +164,8 @@ def test_write_report_files(tmp_path):
     md = outputs["markdown"].read_text()
     assert md.index("WARNING: OFFLINE FALLBACK") < md.index("## Data")  # the fallback comes first
     assert md.startswith("# t [data: x.csv, offline fallback]")
+    assert "9 rows; units: nM, the default: source.units is not given" in md  # a default unit is said, not assumed
+    assert "3 measurements kept (2 censored '>' taken as the value), 3 compounds" in md  # keep_as_value is said
     assert "| censored relation | 6 |" in md and "Cure label: Ki < 100 nM: 2 of 3 compounds cure (66.7 %)" in md
     assert "alg2 (d = 4, K = 3, names 1 compound; guarantee unknown" in md
     assert "2 different compounds declared in 4 runs" in md
@@ -230,6 +235,16 @@ def _page(records, label=None, fits=None, **kw):
     page = summary_page(tables, curation={"source": {"used": "source"}}, label=label, reference=(4, 3),
                         activity="Ki", title="t")
     return page.markdown(), page.html(), tables
+
+
+def test_no_error_rate_is_quoted_when_no_run_stopped():
+    """It read 'Error: not the exact best nan; more than epsilon = 0.25 below: nan'."""
+    records = _records()
+    records.loc[records["label"] == "alg2", "stopped"] = False
+    md, page, _ = _page(records)
+    assert "nan" not in md and "nan" not in page
+    assert "alg2 (d = 4, K = 3" in md and "Error: not measured: no run stopped (all 4 hit max_samples)." in md
+    assert "Error: not the exact best 0.00; " in md  # alg1 stopped: its rate is quoted
 
 
 def test_every_algorithm_says_whether_its_setting_is_guaranteed_with_the_measured_rate():

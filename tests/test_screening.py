@@ -79,9 +79,77 @@ def test_offline_fallback_is_used_and_recorded(tmp_path, monkeypatch):
         acquire_activities(source, None, cache_dir=tmp_path / "cache", repo_root=tmp_path)
 
 
+def _unreachable(monkeypatch):
+    from screenbai.chem import acquire
+
+    def unreachable(*args, **kwargs):
+        raise acquire.ChemblUnavailableError("ChEMBL could not be reached within 20 s")
+
+    monkeypatch.setattr(acquire, "fetch_chembl_activities", unreachable)
+
+
+def test_a_fallback_file_of_another_target_is_refused_unless_it_stands_in_for_the_requested_one(
+    tmp_path, monkeypatch
+):
+    """A config copied from the CDK2 one for EGFR screened CDK2 (the fallback) with exit 0."""
+    _unreachable(monkeypatch)
+    fallback = _table(tmp_path)
+    pd.read_csv(fallback["path"]).assign(target_chembl_id="CHEMBL301").to_csv(fallback["path"], index=False)
+    egfr = {"kind": "chembl", "target_chembl_id": "CHEMBL203"}
+    with pytest.raises(ValueError, match=r"offline_fallback.path .*mine.csv holds target CHEMBL301 \(2 rows\), not "
+                                         r"the requested source.target_chembl_id CHEMBL203: .* set "
+                                         r"offline_fallback.stands_in_for: CHEMBL203"):
+        acquire_activities(egfr, fallback, cache_dir=tmp_path / "cache", repo_root=tmp_path)
+    with pytest.raises(ValueError, match=r"\(offline_fallback.stands_in_for is CHEMBL2094128\)"):
+        acquire_activities(egfr, {**fallback, "stands_in_for": "CHEMBL2094128"}, cache_dir=tmp_path / "cache",
+                           repo_root=tmp_path)
+    raw, prov = acquire_activities(egfr, {**fallback, "stands_in_for": "CHEMBL203"}, cache_dir=tmp_path / "cache",
+                                   repo_root=tmp_path)  # opted in: used, and said loudly as before
+    assert prov["used"] == "offline_fallback" and "NOT from the requested target" in prov["warning"]
+    raw, prov = acquire_activities({**egfr, "target_chembl_id": "CHEMBL301"}, fallback,
+                                   cache_dir=tmp_path / "cache", repo_root=tmp_path)  # the same target
+    assert len(raw) == 2
+
+
+def test_a_missing_fallback_file_says_chembl_was_unreachable_and_where_it_looked(tmp_path, monkeypatch):
+    _unreachable(monkeypatch)
+    monkeypatch.setenv("SCREENBAI_SHARED_DATA", str(tmp_path / "shared"))
+    fallback = {**_table(tmp_path), "path": "egfr.csv"}
+    with pytest.raises(FileNotFoundError) as err:
+        acquire_activities({"kind": "chembl", "target_chembl_id": "CHEMBL203"}, fallback,
+                           cache_dir=tmp_path / "cache", repo_root=tmp_path)
+    text = str(err.value)
+    assert text.startswith("ChEMBL target CHEMBL203 could not be downloaded and no cache exists (ChEMBL could not")
+    assert "offline_fallback.path = 'egfr.csv' not found; looked at: " in text
+    assert str(tmp_path / "shared" / "egfr.csv") in text and "set SCREENBAI_SHARED_DATA" in text
+
+
+def test_sources_checked_before_any_job(tmp_path, monkeypatch):
+    from screenbai.screening import check_sources
+
+    monkeypatch.setenv("SCREENBAI_SHARED_DATA", str(tmp_path / "shared"))
+    config = {"source": {"kind": "chembl", "target_chembl_id": "CHEMBL203"},
+              "offline_fallback": {"kind": "export", "path": "cdk2.csv.gz", "stands_in_for": "CHEMBL2094128"}}
+    notes = check_sources(config, tmp_path)
+    assert len(notes) == 2
+    assert notes[0].startswith("offline_fallback.stands_in_for = 'CHEMBL2094128' but source.target_chembl_id = "
+                               "'CHEMBL203': the fallback was chosen for another target")
+    assert notes[1].startswith("offline_fallback.path = 'cdk2.csv.gz' not found")
+    assert "SCREENBAI_SHARED_DATA" in notes[1]
+    (tmp_path / "cdk2.csv.gz").write_text("x")
+    config["offline_fallback"]["stands_in_for"] = "CHEMBL203"
+    assert check_sources(config, tmp_path) == []
+    with pytest.raises(FileNotFoundError, match="source.path = 'mine.csv' not found"):
+        check_sources({"source": {"kind": "export", "path": "mine.csv"}}, tmp_path)
+    with pytest.raises(ValueError, match="source.stands_in_for = 'CHEMBL1': stands_in_for belongs to offline_fallback"):
+        check_sources({"source": {**config["source"], "stands_in_for": "CHEMBL1"}}, tmp_path)
+
+
 def test_local_table_needs_no_fallback(tmp_path):
     raw, prov = acquire_activities(_table(tmp_path), None, repo_root=tmp_path)
     assert prov["used"] == "source" and prov["n_rows"] == 2
+    # no units anywhere: nM is the default, and the provenance (so the report) says so
+    assert prov["units"] == "nM, the default: source.units is not given and the activity column 'ic50' names no unit"
 
 
 # ---------------------------------------------------------------------------------- plan
@@ -94,6 +162,17 @@ def test_study_plan():
         reference_point(studies, {"d": 3, "K": 40})
     assert replication_chunks(25, 10) == [(0, 10), (10, 10), (20, 5)]
     assert replication_seed(7, 5, 40) == replication_seed(7, 5, 40) != replication_seed(7, 5, 20)
+
+
+def test_a_pca_dimension_must_fit_the_fingerprints_and_the_library():
+    from screenbai.screening import check_dimensions
+
+    check_dimensions([2, 44], 256, 44)
+    with pytest.raises(ValueError, match=r"screen.studies: d = 70 exceeds featurize.n_bits = 64"):
+        check_dimensions([2, 70], 64)
+    with pytest.raises(ValueError, match=r"screen.studies: d = 45, 70 exceeds the 44 compounds of lib.csv: .* lower "
+                                         r"d in screen.studies to at most 44"):
+        check_dimensions([2, 45, 70], 256, 44, "lib.csv")
 
 
 def test_check_algorithms_names_the_problem():

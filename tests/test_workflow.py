@@ -215,6 +215,45 @@ def test_schema_rejects_and_names_bad_keys_and_values(tmp_path, mutate, expected
     assert expected in text
 
 
+@pytest.mark.parametrize(
+    "config_file, mutate, expected",
+    [
+        # inside a oneOf (null or a source): it read "... is not valid under any of the given schemas", whole dict
+        ("egfr.yaml", lambda c: c["offline_fallback"].update(smile_column="x"),
+         "offline_fallback: unknown key 'smile_column'; did you mean 'smiles_column'?"),
+        (None, lambda c: c["screen"]["studies"]["vary_d"].update(K=[-5, 8]),
+         "screen.studies.vary_d.K[0] = -5: must be at least 2"),
+        (None, lambda c: c["screen"]["studies"]["vary_d"].update(d="3"),
+         "screen.studies.vary_d.d = '3' is not allowed: give an integer of at least 1 or a list of integers (each "
+         "at least 1); YAML reads it as text: write d: 3, without quotes"),
+        # PyYAML reads 1e6 as text: it said "'1e6' is not of type 'number'"
+        (None, lambda c: c["ground_truth"].update(threshold_nM="1e6"),
+         "ground_truth.threshold_nM = '1e6' is not a number; YAML reads it as text: write threshold_nM: 1.0e+6"),
+        (None, lambda c: c["source"].update(kind="chembl"), "source: missing key 'target_chembl_id' (needed with "
+                                                            "kind: chembl)"),
+        (None, lambda c: c["source"].update(kind="chembl"), "source: key 'smiles_column' does not apply with kind: "
+                                                            "chembl; remove it"),
+        (None, lambda c: c.update(curation={"censored": "maybe"}),
+         "curation.censored = 'maybe': choose one of drop, keep_as_value"),
+    ],
+)
+def test_schema_messages_name_the_key_the_value_and_the_fix(tmp_path, config_file, mutate, expected):
+    from screenbai.screening.schema import config_errors
+
+    path = REPO / "config" / config_file if config_file else TEST_CONFIG
+    config = yaml.safe_load(path.read_text())
+    assert config_errors(config, SCHEMA) == []
+    mutate(config)
+    assert any(expected in e for e in config_errors(config, SCHEMA)), config_errors(config, SCHEMA)
+
+
+def test_the_run_stops_with_the_schema_message(tmp_path):
+    config = small_config(tmp_path / "library.csv")
+    config["ground_truth"]["threshold_nM"] = "1e6"
+    proc = run_snakemake(tmp_path, config, "--cores", "1", "-n")
+    assert proc.returncode != 0 and "write threshold_nM: 1.0e+6" in proc.stderr + proc.stdout
+
+
 def test_shipped_configs_are_valid():
     """The screens ship the cheapest delta-correct setting (issue 19, item 7: log-tas, every fixed-confidence
     entry guaranteed); the paper's calibration, without a guarantee, only in the config named as its reproduction."""
@@ -226,7 +265,10 @@ def test_shipped_configs_are_valid():
         return not getattr(cls, "fixed_budget", False) and without_guarantee(
             cls, {**get(entry["algorithm"]).defaults, **entry.get("params", {})})
 
+    from screenbai.screening.schema import config_errors
+
     for name in ("config.yaml", "egfr.yaml", "cdk2_potency.yaml", "paper_reproduction.yaml"):
+        assert config_errors(yaml.safe_load((REPO / "config" / name).read_text()), SCHEMA) == [], name
         config = _validate(yaml.safe_load((REPO / "config" / name).read_text()))
         assert config["featurize"]["radius"] == 4 and config["featurize"]["n_bits"] == 1024
         algorithms = {a["algorithm"] for a in config["algorithms"]}
@@ -256,6 +298,17 @@ def test_bad_config_fails_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+def test_a_missing_fallback_file_is_named_when_the_run_starts(tmp_path, monkeypatch):
+    """config/egfr.yaml from a clone far from ../shared: nothing said until ChEMBL was unreachable, and then
+    a FileNotFoundError naming neither offline_fallback.path nor SCREENBAI_SHARED_DATA."""
+    monkeypatch.setenv("SCREENBAI_SHARED_DATA", str(tmp_path / "nowhere"))
+    config = yaml.safe_load((REPO / "config" / "egfr.yaml").read_text())
+    proc = run_snakemake(tmp_path, config, "--cores", "1", "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]  # online, or with a cache, the fallback is not needed
+    warning = [line for line in proc.stderr.splitlines() if line.startswith("WARNING: offline_fallback.path")]
+    assert len(warning) == 1 and str(tmp_path / "nowhere") in warning[0] and "SCREENBAI_SHARED_DATA" in warning[0]
+
+
 @pytest.mark.parametrize(
     "mutate, expected",
     [
@@ -275,6 +328,10 @@ def test_bad_config_fails_before_any_job(tmp_path):
         # pChEMBL values have no unit: units: nM with them is a contradiction (it was accepted silently)
         (lambda c: c["source"].update(activity_type="pChEMBL", activity_column="pKi"),
          "source.units = 'nM' contradicts source.activity_type: pChEMBL"),
+        # a unit curation does not convert, or one the column's header contradicts (read as nM: a 1000x error)
+        (lambda c: c["source"].update(units="nm"), "source.units = 'nm' is not a unit curation converts; accepted: pM"),
+        (lambda c: c["source"].update(activity_column="Ki (uM)"),
+         "source.units = 'nM' contradicts the activity column 'Ki (uM)', whose header names uM"),
     ],
 )
 def test_bad_values_fail_before_any_job(tmp_path, mutate, expected):
@@ -296,6 +353,9 @@ def test_bad_values_fail_before_any_job(tmp_path, mutate, expected):
         # a screen larger than the library, naming its size, when clipping is turned off
         (lambda c: (c["screen"]["studies"]["vary_K"].update(K=[12, 100]), c["screen"].update(clip_K=False)),
          "has 72; lower K"),
+        # a d above the library's size failed in the pca rule, after the fingerprints, naming no key
+        (lambda c: c["screen"]["studies"]["vary_d"].update(d=[2, 100]),
+         "screen.studies: d = 100 exceeds the 72 compounds of the curated library of"),
     ],
 )
 def test_refused_at_curation_with_the_message_in_the_rule_log(tmp_path, mutate, expected):

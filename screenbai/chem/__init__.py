@@ -1,7 +1,7 @@
 """Chemistry data pipeline (pure functions): acquire.py (one config -> the reader of its kind),
 chembl_web.py (the live ChEMBL web service, cached), tables.py (ChEMBL web exports, chemists'
-CSV/TSV/SDF tables), curate.py, featurize.py, fingerprint_store.py (chunked fingerprints of large libraries),
-ground_truth.py."""
+CSV/TSV/SDF tables), units.py (units of activity values, read from a config or a column's header),
+curate.py, featurize.py, fingerprint_store.py (chunked fingerprints of large libraries), ground_truth.py."""
 
 from screenbai.chem.acquire import load_activities
 from screenbai.chem.chembl_web import ChemblUnavailableError, fetch_chembl_activities

@@ -39,7 +39,9 @@ _KIND_ALIASES = {"chembl": "chembl", "api": "chembl", "export": "export", "chemb
                  "table": "table", "csv": "table", "tsv": "table", "sdf": "table"}
 
 
-def load_activities(source_config: Mapping[str, Any], cache_dir: str | Path = "data/cache") -> pd.DataFrame:
+def load_activities(
+    source_config: Mapping[str, Any], cache_dir: str | Path = "data/cache", config_key: str = ""
+) -> pd.DataFrame:
     """Load raw activities as described by a config mapping (what the workflow calls).
 
     Parameters
@@ -52,10 +54,13 @@ def load_activities(source_config: Mapping[str, Any], cache_dir: str | Path = "d
           ``retries`` (2) -> :func:`fetch_chembl_activities`.
         - ``"export"``: ``path`` -> :func:`read_chembl_export`.
         - ``"table"`` (aliases ``csv``, ``tsv``, ``sdf``): ``path``, ``smiles_column``,
-          ``activity_column``, optional ``id_column``, ``units`` ("nM"), ``activity_type``
+          ``activity_column``, optional ``id_column``, ``units``, ``activity_type``
           ("IC50"), ``relation_column`` -> :func:`read_activity_table`.
     cache_dir : str or Path
         Cache directory for ``kind: chembl``.
+    config_key : str
+        Where ``source_config`` sits in the workflow config (``"source"``, ``"offline_fallback"``):
+        a table's messages name its keys (``source.units``).
 
     Returns
     -------
@@ -99,4 +104,6 @@ def load_activities(source_config: Mapping[str, Any], cache_dir: str | Path = "d
     table_kwargs = {k: cfg.pop(k) for k in ("id_column", "units", "activity_type", "relation_column") if k in cfg}
     cfg.pop("pchembl_of", None)  # names the activity behind pChEMBL values in labels (screening.pchembl_of)
     reject_unknown()
-    return read_activity_table(path, smiles_column=smiles_column, activity_column=activity_column, **table_kwargs)
+    return read_activity_table(
+        path, smiles_column=smiles_column, activity_column=activity_column, config_key=config_key, **table_kwargs
+    )

@@ -17,6 +17,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from screenbai.chem.units import MASS_UNITS, UNIT_FACTORS_TO_NM
+
 logger = logging.getLogger("screenbai.chem")
 
 __all__ = [
@@ -53,18 +55,6 @@ DROP_REASONS: tuple[str, ...] = (
     "id names several structures",
 )
 
-#: Multiplicative factors from molar units to nM.
-UNIT_FACTORS_TO_NM: dict[str, float] = {
-    "pM": 1e-3,
-    "nM": 1.0,
-    "uM": 1e3,
-    "µM": 1e3,  # micro sign U+00B5 (ChEMBL exports)
-    "μM": 1e3,  # Greek mu U+03BC
-    "mM": 1e6,
-    "M": 1e9,
-}
-#: Mass concentrations (µg/mL == mg/L); converted with the molecular weight of the SMILES.
-_MASS_UNITS = {"ug.mL-1", "ug/mL", "ug/ml", "µg/mL", "µg.mL-1", "μg/mL", "μg.mL-1", "ug ml-1", "mg/L", "mg.L-1"}
 _EXACT = {"=", "==", "eq"}
 _DECIMAL_COMMA = re.compile(r"^[<>=~]*\s*\d+,\d+$")
 _CENSORED = {">", "<", ">=", "<=", "~", "=>", "=<", ">>", "<<", "≥", "≤"}  # ≥ ≤: typed in a spreadsheet
@@ -84,6 +74,9 @@ class CurationReport:
         Library rows (unique standardized InChIKeys).
     dropped : dict
         Reason -> number of input rows dropped (only non-zero reasons).
+    altered : dict
+        Reason -> number of kept rows whose value was changed (only non-zero reasons): with
+        ``censored="keep_as_value"``, ``"censored '>' taken as the value"`` and so on per relation.
     structures_dropped : list of (id, reason, smiles)
         Rows dropped for their structure (too large, unparseable, metal-containing,
         inorganic, a mixture, standardization failed); SMILES longer than 200 characters
@@ -98,6 +91,7 @@ class CurationReport:
     dropped: dict[str, int]
     structures_dropped: list[tuple[str, str, str]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    altered: dict[str, int] = field(default_factory=dict)
 
     @property
     def unparseable(self) -> list[tuple[str, str]]:
@@ -110,8 +104,11 @@ class CurationReport:
         return int(sum(self.dropped.values()))
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per outcome: ``reason``, ``count`` (kept rows as ``"kept"``)."""
-        rows = [("kept", self.n_output_rows)] + [(r, n) for r, n in self.dropped.items()]
+        """One row per outcome: ``reason``, ``count``; kept rows as ``"kept"``, those whose value was
+        changed under their own reason (``"kept, censored '>' taken as the value"``): each input row once."""
+        n_altered = sum(self.altered.values())
+        rows = [("kept", self.n_output_rows - n_altered)] + [(f"kept, {r}", n) for r, n in self.altered.items()]
+        rows += [(r, n) for r, n in self.dropped.items()]
         return pd.DataFrame(rows, columns=["reason", "count"])
 
     def to_markdown(self) -> str:
@@ -334,11 +331,11 @@ class _RowChecks:
             return "missing unit"
         if u in UNIT_FACTORS_TO_NM:
             value, is_mass = v * UNIT_FACTORS_TO_NM[u], False
-        elif u in _MASS_UNITS:
+        elif u in MASS_UNITS:
             value, is_mass = v, True
         else:
             return "unknown unit"
-        rel = "=" if _blank(row["standard_relation"]) else str(row["standard_relation"]).strip().strip("'\"")
+        rel = _relation(row)
         if rel in _CENSORED:
             if self.censored == "drop":
                 return "censored relation"
@@ -356,6 +353,11 @@ _ROW_FIELDS = (
     "molecule_chembl_id", "canonical_smiles", "standard_type", "standard_relation", "standard_value",
     "standard_units", "data_validity_comment", "potential_duplicate", "assay_description",
 )
+
+
+def _relation(row: dict[str, Any]) -> str:
+    """A row's relation, unquoted (``'='`` in ChEMBL exports); a missing one counts as ``=``."""
+    return "=" if _blank(row["standard_relation"]) else str(row["standard_relation"]).strip().strip("'\"")
 
 
 def _blank(v: Any) -> bool:
@@ -624,6 +626,17 @@ def curate_activities(
         }
     )
     library = _merge_by_inchikey(kept)
+    # keep_as_value changes what a censored row says ('>100' becomes 100): counted per relation, never silent
+    altered: dict[str, int] = {}
+    for i in kept_idx:
+        if _relation(rows[i]) in _CENSORED:
+            why = f"censored {_relation(rows[i])!r} taken as the value"
+            altered[why] = altered.get(why, 0) + 1
+    if altered:
+        logger.warning(
+            "%d censored values kept as exact values (censored: keep_as_value): %s",
+            sum(altered.values()), ", ".join(f"{n} {r}" for r, n in sorted(altered.items())),
+        )
     report = CurationReport(
         n_input=n,
         n_output_rows=len(kept_idx),
@@ -637,6 +650,7 @@ def curate_activities(
             "assay_description_regex": assay_description_regex,
             "canonical_tautomer": canonical_tautomer,
         },
+        altered=dict(sorted(altered.items())),
     )
     logger.info(
         "curated %d rows -> %d measurements -> %d compounds; dropped %s",

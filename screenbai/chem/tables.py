@@ -21,6 +21,7 @@ from typing import IO, Any
 import pandas as pd
 
 from screenbai.chem.curate import MAX_HEAVY_ATOMS
+from screenbai.chem.units import ACCEPTED_UNITS, same_unit, table_units
 from screenbai.textfiles import not_utf8, open_text
 
 logger = logging.getLogger("screenbai.chem")
@@ -322,11 +323,17 @@ def read_activity_table(
     smiles_column: str | None,
     activity_column: str,
     id_column: str | None = None,
-    units: str = "nM",
+    units: str | None = None,
     activity_type: str = "IC50",
     relation_column: str | None = None,
+    config_key: str = "",
 ) -> pd.DataFrame:
     """Read a chemist's activity table (CSV, TSV or SDF) into the standard columns.
+
+    The table's own columns named like a standard column (``standard_relation``,
+    ``standard_units``, ``standard_type``, ``data_validity_comment``, ``potential_duplicate``,
+    ``assay_description``, ``target_chembl_id``, ... in any case or spacing) are used, never
+    dropped or overwritten: see :func:`_own_columns`.
 
     Parameters
     ----------
@@ -336,16 +343,21 @@ def read_activity_table(
         Column holding SMILES.  For SDF, ``None`` takes the structure of each record.
     activity_column : str
         Column holding the activity value.  Values such as ``">10000"`` are split into
-        relation and value when ``relation_column`` is not given.
+        relation and value.
     id_column : str, optional
-        Compound identifier column (``"_Name"`` is the SDF title line).  Without it ids
-        ``<file stem>_<row>`` are generated.
-    units : str
-        Unit of every value (e.g. ``"nM"``, ``"uM"``).
+        Compound identifier column (``"_Name"`` is the SDF title line).  Without it the table's
+        ``molecule_chembl_id`` column, else ids ``<file stem>_<row>`` are generated.
+    units : str, optional
+        Unit of the values (one of :data:`ACCEPTED_UNITS`); see :func:`table_units` for a unit
+        named in the activity column's header and a ``standard_units`` column.
     activity_type : str
-        Written to ``standard_type`` (e.g. ``"IC50"``).
+        Written to ``standard_type`` (e.g. ``"IC50"``) where the table has no ``standard_type``
+        column of its own (or a blank one); curation keeps the rows of the declared type.
     relation_column : str, optional
-        Column holding relations (``=``, ``>``, ...).
+        Column holding relations (``=``, ``>``, ...); default: the table's ``standard_relation``.
+    config_key : str
+        The config mapping the arguments come from (``"source"``): messages then name its keys
+        (``source.units``).
 
     Returns
     -------
@@ -355,7 +367,8 @@ def read_activity_table(
     Raises
     ------
     ValueError
-        If a named column does not exist (the message lists the available ones).
+        If a named column does not exist (the message lists the available ones), or the
+        table's own columns contradict the arguments (e.g. its ``standard_units`` and ``units``).
     """
     path = Path(path)
     df, is_sdf = _read_table(path, "activity table")
@@ -369,32 +382,144 @@ def read_activity_table(
         relation_column=relation_column,
     )
     check_not_log_scale(activity_column, activity_type, str(path))
+    pchembl = str(activity_type).strip().lower() == "pchembl"
+    key = f"{config_key}." if config_key else ""
+    used = {smiles_column, activity_column, id_column, relation_column}
+    own = _own_columns(path, df, used)
     out = pd.DataFrame(index=df.index)
     if smiles_column is None:
         out["canonical_smiles"] = df.get("_structure_smiles", pd.Series(pd.NA, index=df.index))
     else:
         out["canonical_smiles"] = df[smiles_column]
+    if id_column is None and "molecule_chembl_id" in own:
+        id_column = own.pop("molecule_chembl_id")
+        logger.info("%s: compound ids from its column %r", path, id_column)
     if id_column is not None:
         out["molecule_chembl_id"] = df[id_column].astype("object")
     else:
         width = len(str(len(df)))
         out["molecule_chembl_id"] = [f"{path.name.split('.')[0]}_{i + 1:0{width}d}" for i in range(len(df))]
-    values = df[activity_column].astype("object")
-    if relation_column is not None:
-        out["standard_relation"] = df[relation_column]
-        out["standard_value"] = values
+    if relation_column is None and "standard_relation" in own:
+        relation_column = own.pop("standard_relation")
+        logger.info("%s: relations ('=', '>', ...) from its column %r", path, relation_column)
+    elif relation_column is not None and "standard_relation" in own:
+        _refuse_disagreeing(path, df, relation_column, own.pop("standard_relation"), f"{key}relation_column")
+    out["standard_relation"], out["standard_value"] = _relations(path, df, activity_column, relation_column)
+    types = df[own.pop("standard_type")] if "standard_type" in own and not pchembl else None
+    # the table's own type where it gives one: curation keeps the declared type's rows and counts the others
+    out["standard_type"] = activity_type if types is None else [activity_type if _blank(t) else t for t in types]
+    if pchembl:  # -log10(molar) values have no unit (converted to nM by screening.prepare_activities)
+        out["standard_units"], units_read = None, "none: pChEMBL values (-log10 molar), converted to nM"
     else:
-        out["standard_relation"], out["standard_value"] = _split_relations(values)
-    out["standard_type"] = activity_type
-    out["standard_units"] = units
-    used = {smiles_column, activity_column, id_column, relation_column, *_SDF_INTERNAL}
+        own_units = own.pop("standard_units", None)
+        out["standard_units"], units_read = _row_units(path, df, activity_column, units, own_units, f"{key}units")
+    for name in _ROW_DESCRIPTORS:  # what the config has no key for: as the table gives it
+        if name in own:
+            out[name] = df[own.pop(name)]
+    for name, col in own.items():  # a standard column the config maps elsewhere: kept under another name
+        out[f"source_{name}"] = df[col]
+        logger.info("%s: its column %r is kept as source_%s (the config names another column)", path, col, name)
     for col in df.columns:
         name = _snake(col) or col
-        if col not in used and name not in out.columns and name not in STANDARD_COLUMNS:
+        if col not in used and col not in _SDF_INTERNAL and name not in out.columns and name not in STANDARD_COLUMNS:
             out[name] = df[col]
     result = to_standard_columns(out)
+    result.attrs["units"] = units_read  # the run's provenance and report say it
     logger.info("read %d activity rows from %s", len(result), path)
     return result
+
+
+#: The table's own columns that describe each row and that no config key maps: copied as they are.
+_ROW_DESCRIPTORS = (
+    "data_validity_comment", "potential_duplicate", "assay_chembl_id", "assay_description", "assay_type",
+    "target_chembl_id", "document_chembl_id",
+)
+
+
+def _blank(v: Any) -> bool:
+    return _clean_value(v) is None
+
+
+def _own_columns(path: Path, df: pd.DataFrame, used: set[str | None]) -> dict[str, str]:
+    """Standard name -> the table's column of that name (snake_cased: ``Standard Units``), among the
+    columns the arguments do not name; two columns of one name are refused (which one holds it is unknown)."""
+    own: dict[str, list[str]] = {}
+    for col in df.columns:
+        name = _snake(col)
+        if col not in used and name in STANDARD_COLUMNS:
+            own.setdefault(name, []).append(col)
+    for name, cols in own.items():
+        if len(cols) > 1:
+            raise ValueError(
+                f"{path}: columns {cols} all read as {name!r}; which one holds it is ambiguous: rename all but one"
+            )
+    return {name: cols[0] for name, cols in own.items()}
+
+
+def _refuse_disagreeing(path: Path, df: pd.DataFrame, named: str, own: str, key: str) -> None:
+    """The column a key names and the table's own column of that meaning must say the same."""
+    a, b = df[named].map(_clean_value), df[own].map(_clean_value)
+    differ = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+    if differ:
+        i = differ[0]
+        line = df.attrs.get("source_lines", list(range(2, len(df) + 2)))[i]
+        raise ValueError(
+            f"{path}: {key} names column {named!r} but the table's own column {own!r} says otherwise on "
+            f"{len(differ)} rows (first: line {line}, {a.iloc[i]!r} vs {b.iloc[i]!r}); which holds the rows' "
+            f"relations is ambiguous: set {key}: {own!r}, or remove or rename one of the two columns"
+        )
+
+
+def _relations(
+    path: Path, df: pd.DataFrame, activity_column: str, relation_column: str | None
+) -> tuple[list[Any], list[Any]]:
+    """Relation and value of each row: a relation written in the value (``>100``) or in the relation
+    column; both, and different, is refused."""
+    rel, val = _split_relations(df[activity_column].astype("object"))
+    if relation_column is None:
+        return rel, val
+    lines = df.attrs.get("source_lines", list(range(2, len(df) + 2)))
+    for i, given in enumerate(df[relation_column].map(_clean_value)):
+        written = rel[i]
+        if given is not None and written is not pd.NA and str(given).strip("'\" ") != written:
+            raise ValueError(
+                f"{path}: line {lines[i]}: the value {df[activity_column].iloc[i]!r} of {activity_column!r} says "
+                f"{written!r} but its relation column {relation_column!r} says {given!r}; correct one of them"
+            )
+        if given is not None:
+            rel[i] = given
+    return rel, val
+
+
+def _row_units(
+    path: Path, df: pd.DataFrame, activity_column: str, units: str | None, own: str | None, key: str
+) -> tuple[Any, str]:
+    """Each row's unit: the table's own ``standard_units`` column when it has one (each row converted by
+    curation), else the unit :func:`table_units` finds.  A declared or header-named unit that the
+    column contradicts is refused; the column's blank rows take that unit.  Returns the units and
+    how they were read, in words."""
+    unit, how = table_units(activity_column, units, str(path), key)
+    declared = units is not None or how.startswith("named")
+    if own is None:
+        (logger.info if declared else logger.warning)("%s: values of %r read in %s", path, activity_column, how)
+        return unit, f"{unit} ({how})" if declared else how
+    given = df[own].map(_clean_value)
+    if declared:
+        counts = given.value_counts()
+        other = [f"{u} ({n} rows)" for u, n in counts.items() if u not in ACCEPTED_UNITS or not same_unit(u, unit)]
+        if other:
+            raise ValueError(
+                f"{path}: its column {own!r} gives each row's unit, and not all are {unit} ({how}): "
+                f"{', '.join(other)}. Remove {key} so that each row's unit is converted (curation counts "
+                "the rows of a unit it does not know), or correct the column"
+            )
+    blank = int(given.isna().sum())
+    if blank and declared:
+        logger.info("%s: %d rows with no unit in %r read in %s (%s)", path, blank, own, unit, how)
+        filled = [unit if u is None else u for u in given]
+        return filled, f"each row's from its column {own!r} ({unit}, {how}, where blank)"
+    logger.info("%s: each row's unit from its column %r", path, own)
+    return given.tolist(), f"each row's from its column {own!r}"
 
 
 #: names of -log10(molar) potencies (pIC50, pKi, ...) and of logarithms (log_ic50, logKi)

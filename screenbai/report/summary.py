@@ -119,13 +119,16 @@ def _provenance(page: _Page, curation: Mapping[str, Any], label: Mapping[str, An
     declared_as = (f"{activity} (given as pChEMBL values, -log10 molar, converted to nM"
                    if label.get("pchembl_of") else f"{activity} (as declared")
     p_name = activity if activity == "pChEMBL" else f"p{activity}"
+    altered = ", ".join(f"{n} {r}" for r, n in (curation.get("altered") or {}).items())
+    altered = f" ({altered})" if altered else ""
     page.heading("Data")
     page.items([
-        f"Activities: {where}, {used}; {src.get('n_rows', '?')} rows.",
+        f"Activities: {where}, {used}; {src.get('n_rows', '?')} rows"
+        + (f"; units: {src['units']}." if src.get("units") else "."),
         f"Activity type: {declared_as}; rows per declared type in the data: "
         + ", ".join(f"{k} {v}" for k, v in (label.get("rows_per_type") or {}).items()) + ").",
-        (f"Curation: {curation.get('n_input')} rows in, {curation.get('n_output_rows')} measurements kept, "
-         f"{curation.get('n_compounds')} compounds."),
+        (f"Curation: {curation.get('n_input')} rows in, {curation.get('n_output_rows')} measurements kept"
+         f"{altered}, {curation.get('n_compounds')} compounds."),
         (f"Cure label: {label.get('description')}: {label.get('n_cured')} of {label.get('n_compounds')} compounds "
          f"cure ({100.0 * label.get('n_cured', 0) / max(label.get('n_compounds', 1), 1):.1f} %); threshold "
          f"{label.get('threshold_nM', float('nan')):.4g} nM = {p_name} "
@@ -191,7 +194,10 @@ def _findings(summary: pd.DataFrame, declared: pd.DataFrame, reference: tuple[in
             f"(top {r.median_declared_rank_pct:.1f} %; "
             f"median {format_activity(r.median_declared_activity_nM, activity)}, "
             f"best of the sample {format_activity(r.best_activity_nM, activity)}); {distinct} "
-            f"declared in {r.runs} runs. Error: not the exact best {r.exact_error_rate:.2f}; {eps_note}."
+            f"declared in {r.runs} runs. "
+            # error rates are over the runs that stopped: with none, there is no rate to quote
+            + (f"Error: not measured: no run stopped (all {r.runs} hit max_samples)." if r.runs == r.not_stopped
+               else f"Error: not the exact best {r.exact_error_rate:.2f}; {eps_note}.")
             + certified + most
         )
     return out

@@ -12,7 +12,8 @@ sample, and replications re-run the algorithm on that subset with seeds from
 ``SeedSequence`` (common random numbers: the same seeds for every algorithm).
 
 activities.py (the data source and the declared activity types), plan.py (the study plan, checked
-before any job), runs.py (arms, subsets, instances, replications and their scoring).
+before any job), runs.py (arms, subsets, instances, replications and their scoring), schema.py (the
+config against its schema, in words naming the key, the value and the fix).
 """
 
 from .activities import (
@@ -23,6 +24,7 @@ from .activities import (
     activity_label_of,
     activity_types_of,
     check_activity_types,
+    check_sources,
     format_activity,
     format_concentration,
     pchembl_of,
@@ -71,6 +73,7 @@ __all__ = [
     "check_dimensions",
     "check_library_size",
     "check_regex",
+    "check_sources",
     "clip_studies",
     "draw_subset",
     "format_activity",

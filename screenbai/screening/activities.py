@@ -20,11 +20,12 @@ SHARED_DATA_ENV = "SCREENBAI_SHARED_DATA"
 DEFAULT_SHARED_DATA = "../shared/data/chembl"
 
 
-def resolve_data_path(path: str | os.PathLike, repo_root: str | os.PathLike = ".") -> Path:
+def resolve_data_path(path: str | os.PathLike, repo_root: str | os.PathLike = ".", key: str | None = None) -> Path:
     """Find a data file: absolute, under ``repo_root``, or under ``$SCREENBAI_SHARED_DATA``.
 
     ``$VARS`` and ``~`` are expanded first.  ``$SCREENBAI_SHARED_DATA`` defaults to
-    ``../shared/data/chembl`` relative to ``repo_root``.
+    ``../shared/data/chembl`` relative to ``repo_root``.  ``key``: the config key that names the
+    path (``source.path``), named by the error.
     """
     raw = os.path.expanduser(os.path.expandvars(str(path)))
     p = Path(raw)
@@ -39,16 +40,17 @@ def resolve_data_path(path: str | os.PathLike, repo_root: str | os.PathLike = ".
         if c.is_file():
             return c.resolve()
     raise FileNotFoundError(
-        f"data file {path!r} not found; looked at: {', '.join(str(c) for c in candidates)}. "
+        f"{f'{key} = ' if key else 'data file '}{str(path)!r} not found; looked at: "
+        f"{', '.join(str(c) for c in candidates)}. "
         f"Give an absolute path, a path relative to the repository root, or set "
         f"{SHARED_DATA_ENV} to the directory that holds it."
     )
 
 
-def _with_resolved_path(source: Mapping[str, Any], repo_root) -> dict:
+def _with_resolved_path(source: Mapping[str, Any], repo_root, key: str) -> dict:
     cfg = {k: v for k, v in dict(source).items() if v is not None}
     if "path" in cfg:
-        cfg["path"] = str(resolve_data_path(cfg["path"], repo_root))
+        cfg["path"] = str(resolve_data_path(cfg["path"], repo_root, f"{key}.path"))
     return cfg
 
 
@@ -70,14 +72,22 @@ def acquire_activities(
     from screenbai.chem.acquire import load_activities
     from screenbai.chem.chembl_web import ChemblUnavailableError
 
-    cfg = _with_resolved_path(source, repo_root)
+    cfg = _with_resolved_path(source, repo_root, "source")
     provenance: dict[str, Any] = {"requested": dict(source), "used": "source", "settings": cfg}
     try:
-        raw = load_activities(cfg, cache_dir=Path(cache_dir))
+        raw = load_activities(cfg, cache_dir=Path(cache_dir), config_key="source")
     except ChemblUnavailableError as exc:
         if not fallback:
             raise
-        fb = _with_resolved_path(fallback, repo_root)
+        fallback = dict(fallback)
+        stands_in_for = fallback.pop("stands_in_for", None)
+        try:
+            fb = _with_resolved_path(fallback, repo_root, "offline_fallback")
+        except FileNotFoundError as missing:
+            raise FileNotFoundError(
+                f"ChEMBL target {source.get('target_chembl_id')} could not be downloaded and no cache exists "
+                f"({exc}), and the offline fallback is missing: {missing}"
+            ) from None
         warning = (
             f"OFFLINE FALLBACK: ChEMBL target {source.get('target_chembl_id')} could not be "
             f"downloaded and no cache exists; using {fb.get('path')} ({fb.get('kind')}) instead. "
@@ -85,9 +95,78 @@ def acquire_activities(
         )
         logger.warning("%s Cause: %s", warning, exc)
         provenance.update(used="offline_fallback", settings=fb, error=str(exc), warning=warning)
-        raw = load_activities(fb, cache_dir=Path(cache_dir))
+        raw = load_activities(fb, cache_dir=Path(cache_dir), config_key="offline_fallback")
+        _check_fallback_target(raw, str(source.get("target_chembl_id")), stands_in_for, fb["path"])
     provenance["n_rows"] = len(raw)
+    if "units" in raw.attrs:  # a table's: where the unit came from (a default is said, not assumed silently)
+        provenance["units"] = raw.attrs["units"]
     return raw, provenance
+
+
+def check_sources(config: Mapping[str, Any], repo_root: str | os.PathLike = ".") -> list[str]:
+    """What the config's sources declare, checked before any job; each error names the key.
+
+    A table's ``units`` is one curation converts and agrees with a unit its activity column's header
+    names (``Ki (uM)``), for ``source`` and ``offline_fallback`` alike; ``source.path`` exists;
+    ``stands_in_for`` is set on the fallback only.  Returned as warnings to show, not errors (the
+    fallback is read only when ChEMBL cannot be reached and nothing is cached): a missing
+    ``offline_fallback.path``, and a ``stands_in_for`` naming another target than the requested one
+    (a config copied for another target).
+    """
+    from screenbai.chem.units import table_units
+
+    for key in ("source", "offline_fallback"):
+        src = config.get(key) or {}
+        if src.get("kind") == "table" and _canonical(src.get("activity_type", "IC50")) != "pChEMBL":
+            table_units(str(src.get("activity_column", "")), src.get("units"), "the config", f"{key}.units")
+    source = config["source"]
+    if "stands_in_for" in source:
+        raise ValueError(
+            f"source.stands_in_for = {source['stands_in_for']!r}: stands_in_for belongs to offline_fallback (the "
+            "requested target a fallback file of another target may stand in for); remove it from source"
+        )
+    if source.get("path"):
+        resolve_data_path(source["path"], repo_root, "source.path")
+    fallback = config.get("offline_fallback") or {}
+    if source.get("kind") != "chembl" or not fallback:
+        return []  # the fallback is read only in place of a ChEMBL download
+    notes = []
+    requested = source.get("target_chembl_id")
+    if fallback.get("stands_in_for") not in (None, requested):
+        notes.append(
+            f"offline_fallback.stands_in_for = {fallback['stands_in_for']!r} but source.target_chembl_id = "
+            f"{requested!r}: the fallback was chosen for another target, and a file of another target is refused "
+            f"if ChEMBL cannot be reached. Point offline_fallback at data of {requested}, or set it to null"
+        )
+    if fallback.get("path"):
+        try:
+            resolve_data_path(fallback["path"], repo_root, "offline_fallback.path")
+        except FileNotFoundError as exc:
+            notes.append(f"{exc} It is read only if ChEMBL cannot be reached and nothing is cached; then the run "
+                         "stops.")
+    return notes
+
+
+def _check_fallback_target(raw: pd.DataFrame, requested: str, stands_in_for: str | None, path: str) -> None:
+    """Refuse an offline fallback whose ``target_chembl_id`` column names a target other than the requested
+    one (a full report of the wrong target, exit 0), unless ``offline_fallback.stands_in_for`` names the
+    requested target: the opt-in names the target it was made for, so a config copied for another
+    target does not inherit it."""
+    if "target_chembl_id" not in raw.columns:
+        return  # a file that does not say its target: the run's warning says it is not the requested one
+    held = raw["target_chembl_id"].dropna().astype(str).str.strip().value_counts()
+    others = [t for t in held.index if t and t != requested]
+    if not others or stands_in_for == requested:
+        return
+    holds = ", ".join(f"{t} ({n} rows)" for t, n in held.items())
+    raise ValueError(
+        f"offline_fallback.path {path} holds target {holds}, not the requested source.target_chembl_id "
+        f"{requested}"
+        + (f" (offline_fallback.stands_in_for is {stands_in_for})" if stands_in_for else "")
+        + f": its results would be another target's. Point offline_fallback.path at data of {requested}, "
+        f"or set offline_fallback: null to stop when ChEMBL cannot be reached; to screen {others[0]} in its "
+        f"place knowingly, set offline_fallback.stands_in_for: {requested}"
+    )
 
 
 #: Activity types known by name (any other ChEMBL ``standard_type`` may be declared too).

@@ -80,13 +80,23 @@ def reference_point(
     return max(points, key=lambda p: (count[p], p[1], p[0]))
 
 
-def check_dimensions(dims: Sequence[int], n_bits: int) -> None:
-    """Every PCA dimension d of the studies fits the fingerprints: at most ``featurize.n_bits`` components."""
+def check_dimensions(
+    dims: Sequence[int], n_bits: int, n_compounds: int | None = None, where: str = "the curated library"
+) -> None:
+    """Every PCA dimension d of the studies fits the fingerprints: at most ``featurize.n_bits`` components,
+    and, once the library is curated (``n_compounds``), at most one per compound."""
     over = sorted(d for d in set(dims) if d > n_bits)
     if over:
         raise ValueError(
             f"screen.studies: d = {', '.join(map(str, over))} exceeds featurize.n_bits = {n_bits}: the PCA of "
             f"{n_bits}-bit fingerprints has at most {n_bits} components; lower d or raise featurize.n_bits"
+        )
+    over = sorted(d for d in set(dims) if n_compounds is not None and d > n_compounds)
+    if over:
+        raise ValueError(
+            f"screen.studies: d = {', '.join(map(str, over))} exceeds the {n_compounds} compounds of {where}: the "
+            f"PCA of {n_compounds} compounds has at most {n_compounds} components; lower d in screen.studies to "
+            f"at most {n_compounds}"
         )
 
 

@@ -23,6 +23,8 @@ checkpoint curate:
         activity_types=ACTIVITY_TYPES,
         label=LABEL,
         sizes=SIZES,
+        dims=DIMS,
+        n_bits=config["featurize"]["n_bits"],
         clip_K=SCREEN["clip_K"],
         activity_label=ACTIVITY,
         pchembl_of=PCHEMBL_OF,

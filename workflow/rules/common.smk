@@ -1,6 +1,7 @@
 # Config-derived constants and input functions (no rules here: snakemake --lint).
 
 import json
+import sys
 from pathlib import Path
 
 from screenbai.chem.ground_truth import LABEL_RULES
@@ -10,6 +11,7 @@ from screenbai.screening import (
     check_algorithms,
     check_dimensions,
     check_regex,
+    check_sources,
     clip_studies,
     pchembl_of,
     replication_chunks,
@@ -27,8 +29,10 @@ ALGORITHMS = {a["label"]: a for a in config["algorithms"]}
 MODULES = config.get("algorithm_modules", [])
 
 # Fail before any job: unknown algorithm, duplicate label, a parameter the algorithm lacks or a
-# value it refuses at any screen size; an activity type the source does not declare; a bad regex; a PCA
-# dimension larger than the fingerprints.
+# value it refuses at any screen size; an activity type the source does not declare; a bad regex; a table's
+# units that curation does not convert or that its column's header contradicts; a missing source.path (a
+# missing offline_fallback.path is a warning: it is needed only offline); a PCA dimension larger than the
+# fingerprints.
 check_algorithms(config["algorithms"], MODULES, SIZES, SCREEN["max_samples"])
 ACTIVITY_TYPES = activity_types_of(config)
 # what labels, tables and figures name: the declared type(s), or the activity behind pChEMBL values
@@ -42,6 +46,8 @@ LABEL = {k: config["ground_truth"][k] for k in LABEL_RULES if k in config["groun
 if len(LABEL) > 1:
     raise ValueError(f"ground_truth: give one cure label, not {sorted(LABEL)}")
 LABEL = LABEL or {"potent_fraction": 0.1}
+for _note in check_sources(config, workflow.basedir):
+    print(f"WARNING: {_note}", file=sys.stderr)
 _SOURCE = config["source"]
 TITLE = config["report"].get("title") or (
     f"{config['target_name']} ({_SOURCE.get('target_chembl_id') or Path(_SOURCE.get('path', '')).name}, {ACTIVITY}): "

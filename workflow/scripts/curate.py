@@ -1,9 +1,9 @@
 """Rule curate: raw activities -> compound library, curation report (every dropped row), cure label.
 
 Refused here, before any fingerprint is computed: a declared activity type the data do not
-hold, a cure label that leaves a single class, and a screen larger than the library unless
-screen.clip_K (the default) clips it to the library's size, with a warning on the console, in
-the log and in the report.
+hold, a cure label that leaves a single class, a PCA dimension d above the library's size, and a
+screen larger than the library unless screen.clip_K (the default) clips it to the library's size,
+with a warning on the console, in the log and in the report.
 """
 from rule_setup import start
 
@@ -16,7 +16,7 @@ import pandas as pd
 
 from screenbai.chem.curate import curate_activities
 from screenbai.chem.ground_truth import cure_threshold
-from screenbai.screening import check_activity_types, check_library_size, prepare_activities
+from screenbai.screening import check_activity_types, check_dimensions, check_library_size, prepare_activities
 
 with open(snakemake.input.provenance) as fh:
     provenance = json.load(fh)
@@ -31,6 +31,8 @@ library, report = curate_activities(prepare_activities(raw, types, where), activ
                                     **snakemake.params.curation)
 if len(library) == 0:
     raise ValueError(f"curation of {where} kept 0 of {len(raw)} rows; dropped: {report.dropped}")
+# a d above the library's size would fail in the pca rule, after the fingerprints, naming no key
+check_dimensions(snakemake.params.dims, snakemake.params.n_bits, len(library), f"the curated library of {where}")
 clipped = check_library_size(len(library), snakemake.params.sizes, f"the curated library of {where}",
                              clip=snakemake.params.clip_K)
 if clipped:  # on the console too, not only in this rule's log
