@@ -495,7 +495,8 @@ def test_export_writes_csv_xlsx_and_one_html_file(tmp_path, capsys):
     for cid, v in values.items():
         n = plate.compound_ids.count(cid)
         assert int(rows[cid]["tests"]) == n and int(rows[cid]["hits"]) == (n if v <= 100 else 0)
-        assert float(rows[cid]["mean_readout (IC50 in nM)"]) == v  # the readout's unit, declared at init
+        # the readout's unit, declared at init; a concentration's wells averaged on the log scale
+        assert float(rows[cid]["geomean_readout (IC50 in nM)"]) == pytest.approx(v)
         lo, est, hi = (float(rows[cid][k]) for k in ("model_low", "model_estimate", "model_high"))
         assert lo <= est <= hi
     assert rows["CPD0029"]["status"] == "withdrawn" and rows["CPD0029"]["in_screen"] == "False"
@@ -511,7 +512,7 @@ def test_export_writes_csv_xlsx_and_one_html_file(tmp_path, capsys):
     xml_rows = sheet.find("m:sheetData", ns).findall("m:row", ns)
     assert len(xml_rows) == 31
     names = [c.find("m:is/m:t", ns).text for c in xml_rows[0].findall("m:c", ns)]
-    assert names == list(ordered[0]) and "mean_readout (IC50 in nM)" in names
+    assert names == list(ordered[0]) and "geomean_readout (IC50 in nM)" in names
     first = xml_rows[1].findall("m:c", ns)
     assert first[3].find("m:v", ns).text == ordered[0]["tests"] and first[3].get("t") is None
     page = (out / "c_report.html").read_text()
@@ -793,15 +794,39 @@ def test_a_file_without_the_lab_tables_is_read_as_one_without_controls(tmp_path)
 
 
 def test_status_reports_the_spread_of_replicate_wells(tmp_path):
+    """An IC50's wells spread by factors: its spreads (and the export's mean) are taken on the log scale ("sd 5.98e+03,
+    in IC50 (nM)" said nothing a chemist uses); a readout that is no concentration keeps its own scale."""
+    from screenbai.campaign.views.export import compound_table, header
+
     camp = _ic50_campaign(tmp_path, PlateLayout.build("24", replicates=2))
     plate = camp.next_plate(None, tmp_path / "P001.csv")
     ids = sorted(set(plate.compound_ids))
-    values = {cid: [100.0 * (k + 1), 100.0 * (k + 1) + 2.0] for k, cid in enumerate(ids)}  # replicates 2 apart
+    values = {cid: [100.0 * (k + 1), 400.0 * (k + 1)] for k, cid in enumerate(ids)}  # replicates a factor 4 apart
     camp.record(_fill(plate.path, values, tmp_path / "R.csv", controls=(100.0, 5000.0), noise=20))
     st = camp.status()
-    assert st.replicate_sd == pytest.approx(np.sqrt(2.0))  # each pair: deviations +-1, one degree of freedom
-    assert "spread of replicate wells (a compound twice or more on one plate): sd 1.41, in IC50 (nM)" in st.text()
+    # each pair: log10 deviations +-log10(4)/2, one degree of freedom
+    assert st.replicate_sd == pytest.approx(np.log10(4.0) / np.sqrt(2.0)) and st.spread_scale == "log10"
+    assert ("spread of replicate wells (a compound twice or more on one plate): sd 0.43 log10 units (a factor 2.7), "
+            "in IC50 (nM)") in st.text()
     assert "spread of the control wells (within a plate): sd" in st.text() and st.to_dict()["unit"] == "IC50 (nM)"
+    rows = compound_table(camp)
+    for k, cid in enumerate(ids):  # the geometric mean of the two wells
+        assert rows[camp.compound_ids.index(cid)]["mean_readout"] == pytest.approx(200.0 * (k + 1))
+    assert "geomean_readout (IC50 in nM)" in header(camp.readout)
+    camp.close()
+
+    lib = synthetic_library(K=30, d=3)
+    camp = Campaign.create(tmp_path / "p.campaign", lib, "glgape", {"epsilon": 0.1}, seed=2,
+                           layout=PlateLayout.build("24", replicates=2),
+                           readout=Readout.build("percent inhibition", unit="%", hit_above=50.0))
+    plate = camp.next_plate(None, tmp_path / "Q001.csv")
+    values = {cid: [10.0 * k, 10.0 * k + 2.0] for k, cid in enumerate(sorted(set(plate.compound_ids)))}
+    camp.record(_fill(plate.path, values, tmp_path / "S.csv", controls=(100.0, 0.0), noise=2))
+    st = camp.status()
+    assert st.replicate_sd == pytest.approx(np.sqrt(2.0)) and st.spread_scale == "linear"
+    assert "spread of replicate wells (a compound twice or more on one plate): sd 1.41, in percent inhibition (%)" \
+        in st.text()
+    assert "mean_readout (percent inhibition in %)" in header(camp.readout)
     camp.close()
 
 

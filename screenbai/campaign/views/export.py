@@ -4,7 +4,8 @@ report as one self-contained HTML file.
 Per compound (the recommendation first, then the compounds in contention, behind and withdrawn, each by
 the model's estimate): id, SMILES, whether it is in the screen (or withdrawn), tests (recorded outcomes),
 failed wells, hits (0/1 outcomes, or raw readouts past the cutoff declared at init), the mean raw
-readout (its column named with the readout and unit declared at init: ``mean_readout (IC50 in nM)``), the
+readout (its column named with the readout and unit declared at init: ``mean_readout (percent inhibition in %)``,
+or ``geomean_readout (IC50 in nM)`` for a concentration, averaged on the log scale), the
 observed rate with its 95 % Wilson interval, the model's estimate with its 95 % interval (the shared model
 of the features, as in ``status``), and its status: recommended (with the certified epsilon when the
 algorithm gives one), in contention (its interval reaches the leader's: the model's, or for an algorithm with no
@@ -70,8 +71,14 @@ def compound_table(camp) -> list[dict]:
     if readout is not None and raw_rows:
         arms = np.asarray([a for a, _ in raw_rows], dtype=np.int64)
         raw = np.asarray([v for _, v in raw_rows], dtype=float)
-        cnt = np.bincount(arms, minlength=camp.K)
-        mean_raw = np.where(cnt > 0, np.bincount(arms, weights=raw, minlength=camp.K) / np.maximum(cnt, 1), np.nan)
+        # a concentration's replicates spread by factors: their geometric mean (results files refuse values at or
+        # below 0; a file recorded before that refusal keeps them, left out of the mean)
+        kept = raw > 0 if readout.is_concentration else np.ones(raw.size, dtype=bool)
+        scale = np.log10(raw[kept]) if readout.is_concentration else raw
+        cnt = np.bincount(arms[kept], minlength=camp.K)
+        mean_raw = np.where(cnt > 0, np.bincount(arms[kept], weights=scale, minlength=camp.K) / np.maximum(cnt, 1),
+                            np.nan)
+        mean_raw = 10.0**mean_raw if readout.is_concentration else mean_raw
         if readout.cutoff is not None:
             hits = np.bincount(arms, weights=readout.is_hit(raw).astype(float), minlength=camp.K)
     elif camp.binary:
@@ -127,11 +134,13 @@ def compound_table(camp) -> list[dict]:
 
 def header(readout) -> list[str]:
     """The column names as written: ``mean_readout`` carries the readout's name and unit declared at init,
-    e.g. ``mean_readout (IC50 in nM)`` (a bare number could be read in any unit)."""
+    e.g. ``mean_readout (percent inhibition in %)`` (a bare number could be read in any unit), and is
+    ``geomean_readout (IC50 in nM)`` for a concentration, whose wells are averaged on the log scale."""
     if readout is None:
         return list(COLUMNS)
     what = " in ".join(t for t in (readout.name, readout.unit) if t)  # no comma: a header cut at commas stays whole
-    return [f"{c} ({what})" if c == "mean_readout" and what else c for c in COLUMNS]
+    mean = "geomean_readout" if readout.is_concentration else "mean_readout"  # a concentration's geometric mean
+    return [f"{mean} ({what})" if c == "mean_readout" and what else c for c in COLUMNS]
 
 
 def handover_order(rows: list[dict]) -> list[dict]:

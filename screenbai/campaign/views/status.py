@@ -97,6 +97,8 @@ class Status:
     control_sd: float | None = None
     #: pooled sd of a compound's replicate wells on one plate (the readout's noise on compounds)
     replicate_sd: float | None = None
+    #: the scale of the two spreads: "log10" for a concentration (an IC50's wells spread by factors), else "linear"
+    spread_scale: str = "linear"
     #: the compound-set changes, in order, each with what it did to the guarantee
     changes: list[str] = field(default_factory=list)
     #: which rule chooses the wells, in one line (the plate files' 'why' column says it per well)
@@ -237,11 +239,17 @@ class Status:
                 "(Z' >= 0.5: the controls separate well)"
             )
         unit = f", in {self.unit}" if self.unit else " (the raw readout's units)"
+
+        def sd(value: float) -> str:
+            if self.spread_scale == "log10":  # a concentration: in log10 units, and as the factor they make
+                return f"sd {value:.2f} log10 units (a factor {10 ** value:.2g}){unit}"
+            return f"sd {value:.3g}{unit}"
+
         if self.control_sd is not None:
-            out.append(f"spread of the control wells (within a plate): sd {self.control_sd:.3g}{unit}")
+            out.append(f"spread of the control wells (within a plate): {sd(self.control_sd)}")
         if self.replicate_sd is not None:
             out.append(
-                f"spread of replicate wells (a compound twice or more on one plate): sd {self.replicate_sd:.3g}{unit}"
+                f"spread of replicate wells (a compound twice or more on one plate): {sd(self.replicate_sd)}"
                 + ("" if self.outcome == "binary" else " (the noise a linear model's sigma stands for)")
             )
         out.extend(self.changes)
@@ -522,18 +530,15 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
     qc = camp._con.execute(
         "SELECT q.plate_id, q.z_prime, q.decision FROM plate_qc q JOIN records r USING (record_id) ORDER BY r.step"
     ).fetchall()
-    per_plate = camp._con.execute(
-        "SELECT plate_id, kind, COUNT(raw), AVG(raw), AVG(raw * raw) FROM readouts "
-        "WHERE kind != 'compound' AND raw IS NOT NULL AND discarded = 0 GROUP BY plate_id, kind"
-    ).fetchall()
-    ss, dof = _pooled(per_plate)
-    rep_ss, rep_dof = _pooled(
-        camp._con.execute(
-            "SELECT r.plate_id, w.arm, COUNT(r.raw), AVG(r.raw), AVG(r.raw * r.raw) FROM readouts r "
-            "JOIN wells w USING (plate_id, well) WHERE r.kind = 'compound' AND r.raw IS NOT NULL "
-            "AND r.discarded = 0 GROUP BY r.plate_id, w.arm HAVING COUNT(r.raw) >= 2"
-        ).fetchall()
-    )
+    # a concentration's wells spread by factors: its spreads are taken on log10 of the values (above 0, lab/results)
+    log = readout is not None and Readout.from_dict(readout).is_concentration
+    ss, dof = _pooled(camp._con.execute(
+        "SELECT plate_id, kind, raw FROM readouts WHERE kind != 'compound' AND raw IS NOT NULL AND discarded = 0"
+    ).fetchall(), log)
+    rep_ss, rep_dof = _pooled(camp._con.execute(
+        "SELECT r.plate_id, w.arm, r.raw FROM readouts r JOIN wells w USING (plate_id, well) "
+        "WHERE r.kind = 'compound' AND r.raw IS NOT NULL AND r.discarded = 0"
+    ).fetchall(), log)
     plates_done = camp._con.execute(
         "SELECT COUNT(*) FROM plates p WHERE NOT EXISTS (SELECT 1 FROM wells w LEFT JOIN outcomes o "
         "USING (plate_id, well) WHERE w.plate_id = p.plate_id AND o.id IS NULL)"
@@ -560,6 +565,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "plate_qc": [(p, z, d) for p, z, d in qc],
         "control_sd": math.sqrt(ss / dof) if dof else None,
         "replicate_sd": math.sqrt(rep_ss / rep_dof) if rep_dof else None,
+        "spread_scale": "log10" if log else "linear",
         "changes": change_lines(camp),
         "rule": rule_of(camp.algorithm),
         "forecast_note": getattr(getattr(policy, "inner", policy), "forecast_caveat", "") or None,
@@ -640,14 +646,19 @@ def progress_point(camp, policy, res, upto: int | None = None) -> tuple[int | No
     return in_contention, _certified(_certificate(camp, policy))
 
 
-def _pooled(groups) -> tuple[float, int]:
-    """Sum of squared deviations from each group's mean and its degrees of freedom, over groups
-    given as (key, key, count, mean, mean of squares) with at least two values."""
+def _pooled(rows, log: bool = False) -> tuple[float, int]:
+    """Sum of squared deviations from each group's mean and its degrees of freedom, over rows (key, key, value)
+    grouped by their two keys, groups of at least two values; ``log``: of log10 of the values (those above 0)."""
+    groups: dict[tuple, list[float]] = {}
+    for a, b, value in rows:
+        if not log or value > 0:
+            groups.setdefault((a, b), []).append(math.log10(value) if log else float(value))
     ss, dof = 0.0, 0
-    for _, _, cnt, mean, mean2 in groups:
-        if cnt >= 2:
-            ss += max(mean2 - mean * mean, 0.0) * cnt
-            dof += cnt - 1
+    for values in groups.values():
+        if len(values) >= 2:
+            v = np.asarray(values)
+            ss += float(((v - v.mean()) ** 2).sum())
+            dof += v.size - 1
     return ss, dof
 
 
