@@ -155,7 +155,10 @@ def test_write_report_files(tmp_path):
                  reference_means=np.array([0.9, 0.7, 0.5]), outputs=outputs,
                  algorithms=[{"label": "alg1", "params": {"delta": 0.05}}], title="t", activity="Ki",
                  reference_arms=library.assign(mean=[0.9, 0.7, 0.5], mean_lo95=0.1, mean_hi95=0.95),
-                 error_rates=ERROR_RATES)
+                 error_rates=ERROR_RATES, arms=library.assign(x0=[1.0, 1.0, 2.0], x1=0.0))  # A and B: twins
+    assert "WARNING: 2 compounds share their feature vector with another (1 group;" in outputs["markdown"].read_text()
+    assert pd.read_csv(outputs["declared"]).set_index("compound_id")["same_features_as"].to_dict() == {
+        "A": "B (300 nM)", "B": "A (12 nM)"}
     for key in ("structures", "pulls", "study_vary_d", "potency"):
         assert outputs[key].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and outputs[key].stat().st_size > 2000
     declared = pd.read_csv(outputs["declared"])
@@ -411,3 +414,26 @@ def test_a_certified_epsilon_column_is_shown_when_the_records_have_it():
         "certified within this of the best cure rate, with 1 - delta confidence, under the algorithm's model)." in md
     md, _, _ = _page(rec.assign(certified_guaranteed=False))  # as the runner records it for a heuristic setting
     assert "Certified epsilon (median over runs): 0.025 of cure rate (not a guarantee under this setting)." in md
+
+
+def test_compounds_with_the_same_features_are_named_beside_a_declared_one(tmp_path):
+    """Stereoisomers share their Morgan fingerprint, so the ground truth gives them one cure rate: the report
+    declared CPD301 (80 uM) with no word that its twin CPD300 measured 10 nM. The summary now counts such
+    compounds and the declared table names each declared compound's twins with their activities."""
+    from screenbai.report.summary import twins_warning
+    from screenbai.report.tables import feature_twins
+
+    arms = pd.DataFrame({"compound_id": ["A", "B", "C", "D", "E"], "x0": [1.0, 0.5, 1.0, 0.5, 2.0],
+                         "x1": [0.0, 1.0, 0.0, 1.0, 0.0], "activity_nM": [12.0, 300.0, 80000.0, 5.0, 1.0]})
+    twins = feature_twins(arms)
+    assert twins == {"A": [("C", 80000.0)], "C": [("A", 12.0)], "B": [("D", 5.0)], "D": [("B", 300.0)]}
+    assert feature_twins(arms.drop(index=[2, 3])) == {}
+    library = pd.DataFrame({"compound_id": list(SMILES), "smiles": list(SMILES.values())})
+    fits = [{"d": d, "n_compounds": 3, "n_cured": 2, "n_not_cured": 1, "metrics": {}} for d in (2, 4)]
+    declared = report_tables(_records(), library=library, fits=fits, reference=(4, 3), error_rates=ERROR_RATES,
+                             twins=twins)["declared"]
+    said = dict(zip(declared["compound_id"], declared["same_features_as"]))
+    assert said == {"A": "C (8e+04 nM)", "B": "D (5 nM)"}
+    warning = twins_warning({"feature_twins": {"compounds": 4, "groups": 2}})
+    assert warning.startswith("4 compounds share their feature vector with another (2 groups;")
+    assert twins_warning({}) is None and twins_warning({"feature_twins": {"compounds": 0, "groups": 0}}) is None

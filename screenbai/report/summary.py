@@ -105,12 +105,26 @@ def label_warning(label: Mapping[str, Any]) -> str | None:
             "(ground_truth.threshold_nM) or ground_truth.potent_fraction")
 
 
+def twins_warning(label: Mapping[str, Any]) -> str | None:
+    """What compounds with the same features mean for the answers (``label["feature_twins"]``, counted by the
+    report from the arms), or None when every compound's features are its own."""
+    twins = label.get("feature_twins") or {}
+    if not twins.get("compounds"):
+        return None
+    groups = f"{twins['groups']} group{'' if twins['groups'] == 1 else 's'}"
+    return (f"{twins['compounds']} compounds share their feature vector with another ({groups}; "
+            "stereoisomers, which Morgan fingerprints do not tell apart, or a bit collision): every model of the "
+            "features gives them the same cure rate, so a compound an algorithm declares stands for its whole group, "
+            "whose measured potencies may differ widely. The declared compounds' table names the others with their "
+            "activities (same_features_as): compare them before choosing one")
+
+
 def _provenance(page: _Page, curation: Mapping[str, Any], label: Mapping[str, Any], activity: str):
     src = curation.get("source", {})
     settings = src.get("settings", {})
     if src.get("used") == "offline_fallback":
         page.warning(str(src.get("warning")))
-    for text in (label_warning(label), (label.get("K_clipped") or {}).get("message")):
+    for text in (label_warning(label), (label.get("K_clipped") or {}).get("message"), twins_warning(label)):
         if text:
             page.warning(text)
     where = (f"ChEMBL target {settings.get('target_chembl_id')}" if settings.get("target_chembl_id")

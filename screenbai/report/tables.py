@@ -22,6 +22,7 @@ measured for that setting ("not measured" when it has none).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -211,6 +212,24 @@ def name_activity_columns(df: pd.DataFrame, activity: str) -> pd.DataFrame:
                                for c in out.columns if "activity_rank" in c})
 
 
+def feature_twins(arms: pd.DataFrame) -> dict[str, list[tuple[str, float]]]:
+    """Per compound whose feature vector another compound of ``arms`` shares (the ground truth's arms: features
+    ``x0``, ``x1``, ... and ``activity_nM``), the others with their activity, in the arms' order. Stereoisomers
+    share their Morgan fingerprint (it ignores stereochemistry), as may two compounds by a bit collision: every
+    model of the features gives them the same cure rate, so an algorithm's answer stands for its whole group."""
+    cols = [c for c in arms.columns if re.fullmatch(r"x\d+", str(c))]
+    if not cols or arms.empty:
+        return {}
+    group = np.unique(arms[cols].to_numpy(float), axis=0, return_inverse=True)[1].reshape(-1)
+    ids = arms["compound_id"].astype(str).to_numpy()
+    activity = arms["activity_nM"].to_numpy(float) if "activity_nM" in arms else np.full(len(ids), np.nan)
+    members: dict[int, list[int]] = {}
+    for row, g in enumerate(group):
+        members.setdefault(int(g), []).append(row)
+    return {ids[r]: [(ids[o], float(activity[o])) for o in rows if o != r]
+            for rows in members.values() if len(rows) > 1 for r in rows}
+
+
 def report_tables(
     records: pd.DataFrame,
     *,
@@ -220,13 +239,18 @@ def report_tables(
     algorithms: Sequence[Mapping[str, Any]] = (),
     reference_arms: pd.DataFrame | None = None,
     error_rates: pd.DataFrame | None = None,
+    twins: Mapping[str, Sequence[tuple[str, float]]] | None = None,
 ) -> dict[str, Any]:
     """The report's tables (``summary``, ``declared``, ``ground_truth``) and each label's
     ``guarantees``; the summary says each algorithm's guarantee and measured error rate, the declared
-    compounds of the reference screen their cure rate's interval (from ``reference_arms``)."""
+    compounds of the reference screen their cure rate's interval (from ``reference_arms``), and each declared
+    compound the compounds with the same features (``twins``, from ``feature_twins``), in ``same_features_as``."""
     smiles = dict(zip(library["compound_id"], library["smiles"]))
     summary = summarize_screens(records)
     declared = declared_compounds(records, smiles)
+    if twins:
+        declared["same_features_as"] = declared["compound_id"].astype(str).map(
+            lambda cid: "; ".join(f"{o} ({a:.3g} nM)" for o, a in twins.get(cid, ())))
     guarantees = algorithm_guarantees(records, algorithms, error_rates)
     summary.insert(1, "guarantee", summary["label"].map(lambda lab: guarantee_tag(guarantees.get(lab))))
     summary.insert(2, "measured_error_rate", summary["label"].map(_measured_rate(guarantees)))

@@ -24,7 +24,7 @@ from .figures import (
     structure_grid,
 )
 from .summary import PAGE_CSS, report_title, summary_page
-from .tables import consensus, guarantee_tag, html_table, name_activity_columns, report_tables
+from .tables import consensus, feature_twins, guarantee_tag, html_table, name_activity_columns, report_tables
 
 
 def write_report(
@@ -44,6 +44,7 @@ def write_report(
     mols_per_row: int = 4,
     reference_arms: pd.DataFrame | None = None,
     error_rates: pd.DataFrame | None = None,
+    arms: pd.DataFrame | None = None,
 ) -> dict[str, pd.DataFrame]:
     """Write every table and figure of the report (paths in ``outputs``), as CSV, markdown and HTML.
 
@@ -56,11 +57,16 @@ def write_report(
     ``reference_arms`` the ground truth's arms of its K compounds at its d (``compound_id``,
     ``activity_nM``, ``mean`` and, when known, the interval ``mean_lo95``, ``mean_hi95``).
     ``error_rates``: the measured error rates (default: docs/error_rates_records.csv) each
-    algorithm's guarantee is quoted with.
+    algorithm's guarantee is quoted with. ``arms``: the ground truth's arms of every compound (features
+    ``x0``, ...), whose compounds with the same features the summary counts and the declared table names.
     """
     smiles = dict(zip(library["compound_id"], library["smiles"]))
+    twins = feature_twins(arms) if arms is not None else {}
+    if twins:
+        groups = len({frozenset([c, *(o for o, _ in others)]) for c, others in twins.items()})
+        label = {**label, "feature_twins": {"compounds": len(twins), "groups": groups}}
     built = report_tables(records, library=library, fits=fits, reference=reference, algorithms=algorithms,
-                          reference_arms=reference_arms, error_rates=error_rates)
+                          reference_arms=reference_arms, error_rates=error_rates, twins=twins)
     summary, declared, gt, guarantees = (built[k] for k in ("summary", "declared", "ground_truth", "guarantees"))
     names = {lab: f"{lab} ({guarantee_tag(g)})" for lab, g in guarantees.items()}
     tables = {"summary": name_activity_columns(summary.drop(columns=["algorithm"]), activity),

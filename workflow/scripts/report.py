@@ -31,6 +31,7 @@ write_report(
     reference=tuple(snakemake.params.reference),
     reference_means=arms.loc[subset["compound_id"], "mean"].to_numpy(),
     reference_arms=arms.loc[subset["compound_id"]].reset_index(),
+    arms=arms.reset_index(),
     error_rates=pd.read_csv(snakemake.input.error_rates),
     outputs=outputs,
     algorithms=snakemake.params.algorithms,
