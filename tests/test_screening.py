@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -417,3 +418,15 @@ def test_units_with_pchembl_values_are_refused_naming_the_key():
     with pytest.raises(ValueError, match=r"source.units = 'nM' contradicts source.activity_type: pChEMBL"):
         activity_types_of({"source": table})
     assert activity_types_of({"source": {k: v for k, v in table.items() if k != "units"}}) == ["pChEMBL"]
+
+
+def test_a_screen_with_no_more_compounds_than_features_is_warned_about():
+    """d = 12 on K = 8 compounds ran silently: log-tas needed a median of 1 566 tests for 8 compounds, a model of
+    13 parameters fitting each compound on its own. Such screens are named in a warning (they stay legal)."""
+    from screenbai.screening import OverparameterisedScreenWarning, warn_overparameterised
+
+    with pytest.warns(OverparameterisedScreenWarning, match=r"the screen\(s\) d = 12, K = 8 have no more compounds"):
+        assert warn_overparameterised([(3, 8), (12, 8), (3, 40)]) == [(12, 8)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert warn_overparameterised([(3, 8), (7, 9)]) == []  # K = 9 > d + 1 = 8

@@ -33,6 +33,7 @@ from .activities import (
 )
 from .plan import (
     ClippedScreenWarning,
+    OverparameterisedScreenWarning,
     algorithm_params,
     check_algorithms,
     check_dimensions,
@@ -44,6 +45,7 @@ from .plan import (
     replication_chunks,
     replication_seed,
     study_points,
+    warn_overparameterised,
 )
 from .runs import (
     arm_columns,
@@ -71,6 +73,8 @@ __all__ = [
     "check_activity_types",
     "check_algorithms",
     "check_dimensions",
+    "warn_overparameterised",
+    "OverparameterisedScreenWarning",
     "check_library_size",
     "check_regex",
     "check_sources",

@@ -80,6 +80,26 @@ def reference_point(
     return max(points, key=lambda p: (count[p], p[1], p[0]))
 
 
+class OverparameterisedScreenWarning(ScreenbaiWarning, UserWarning):
+    """A screen whose compounds are no more than its features (d + 1 with the intercept)."""
+
+
+def warn_overparameterised(points: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Warn about the (d, K) screens whose K compounds are no more than the d + 1 parameters of a model of their
+    features (with the intercept): such a model can fit any K hit rates, so one compound's tests teach nothing of
+    the others and the algorithms pay as if the compounds had no features. Legal (a study of d may cross a small
+    K), but rarely meant. Returns those screens."""
+    few = sorted((d, K) for d, K in points if K <= d + 1)
+    if few:
+        warnings.warn(
+            f"screen.studies: the screen(s) {', '.join(f'd = {d}, K = {K}' for d, K in few)} have no more compounds "
+            "than features + 1 (the intercept): a model of the features then fits every compound on its own, so "
+            "the tests of one teach nothing of the others and cost as much as with no features; choose K well above "
+            "d + 1 for a study of the features' worth",
+            OverparameterisedScreenWarning, stacklevel=2)
+    return few
+
+
 def check_dimensions(
     dims: Sequence[int], n_bits: int, n_compounds: int | None = None, where: str = "the curated library"
 ) -> None:

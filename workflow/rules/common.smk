@@ -17,6 +17,7 @@ from screenbai.screening import (
     replication_chunks,
     reference_point,
     study_points,
+    warn_overparameterised,
 )
 
 R = f"results/{config['target_name']}"
@@ -40,6 +41,7 @@ ACTIVITY = activity_label_of(config)
 PCHEMBL_OF = pchembl_of(config["source"]) if config["source"].get("kind") == "table" else None
 check_regex(config["curation"].get("assay_description_regex"), "curation.assay_description_regex")
 check_dimensions(DIMS, config["featurize"]["n_bits"])
+warn_overparameterised(POINTS)  # a screen of K <= d + 1 compounds: legal, rarely meant
 CURATION = {k: v for k, v in config["curation"].items() if k != "activity_types"}
 # the cure label: one of threshold_nM, threshold_pActivity, potent_fraction (default: the top 10 %)
 LABEL = {k: config["ground_truth"][k] for k in LABEL_RULES if k in config["ground_truth"]}
