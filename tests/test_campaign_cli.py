@@ -438,9 +438,20 @@ def test_format_changes_only_what_it_names(tmp_path, library_csv, capsys):
     assert custom.positive == ("A01", "A02", "A03") and custom.negative == ("H10", "H11", "H12")
     assert main(["campaign", "format", str(path), "--replicates", "3"]) == 0
     assert layout().positive == custom.positive and layout().replicates == 3
+    # one kind named: the other kind's custom wells stay (they turned into the edge column)
+    assert main(["campaign", "format", str(path), "--positive-controls", "B01:B02"]) == 0
+    assert layout().positive == ("B01", "B02") and layout().negative == custom.negative
     assert main(["campaign", "format", str(path), "--plate-format", "384"]) == 2
     assert "give them for the new plate format with --positive-controls" in capsys.readouterr().err
     assert layout().rows == 8
+    # a campaign without a plate format: a format is needed, then init's defaults for the rest
+    bare = tmp_path / "b.campaign"
+    assert init(bare, library_csv) == 0
+    assert main(["campaign", "format", str(bare), "--replicates", "2"]) == 2
+    assert "has no plate format yet; give one with --plate-format" in capsys.readouterr().err
+    assert main(["campaign", "format", str(bare), "--plate-format", "96", "--replicates", "2"]) == 0
+    with Campaign.open(bare) as camp:
+        assert camp.layout == PlateLayout.build("96", replicates=2)
 
 
 def test_init_says_a_screen_that_cannot_stop_would_not_stop(tmp_path):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..streams import say
 from .lab.assay import DEFAULT_MIN_Z, Readout, check_min_z
-from .lab.layout import PlateLayout
+from .lab.layout import PlateLayout, edge_controls
 
 #: rejected input rows printed by ``init`` (all are written to the CSV)
 SHOWN_REJECTED = 20
@@ -180,37 +180,44 @@ def _restart(args) -> int:
 
 
 def changed_layout(current: PlateLayout | None, args) -> PlateLayout:
-    """``format``'s new layout: the options given change ``current``, the others keep their values (a new grid keeps
-    the controls' scheme, edge or none; control wells of another shape must be given again for it)."""
+    """``format``'s new layout: the options given change ``current``, the others keep their values. On the same grid
+    the control wells not named stay where they are; a new grid keeps the controls' scheme (edge or none), and control
+    wells of another shape must be given again for it."""
     given = {k: getattr(args, k) for k in ("plate_format", "controls", "positive_controls", "negative_controls",
                                            "empty_edge", "replicates") if getattr(args, k) is not None}
     now = "none (plates of `next`'s --plate-size wells, no controls)" if current is None else current.describe()
     if not given:
         raise ValueError(f"format: name what changes (--plate-format, --controls, --positive-controls, "
                          f"--negative-controls, --empty-edge or --no-empty-edge, --replicates); the layout now: {now}")
-    if current is None and "plate_format" not in given:
-        raise ValueError("format: this campaign has no plate format yet; give one with --plate-format (e.g. 96 or 384)")
-    fmt = given.get("plate_format") or f"{current.rows}x{current.cols}"  # type: ignore[union-attr]
+    if current is None:
+        if "plate_format" not in given:
+            raise ValueError("format: this campaign has no plate format yet; give one with --plate-format (e.g. 96)")
+        return PlateLayout.build(given["plate_format"], controls=given.get("controls", "edge"),
+                                 positive=given.get("positive_controls"), negative=given.get("negative_controls"),
+                                 empty_edge=given.get("empty_edge", False), replicates=given.get("replicates", 1))
     controls, positive, negative = given.get("controls"), given.get("positive_controls"), given.get("negative_controls")
-    if controls is None and positive is None and negative is None and current is not None:
-        edge = PlateLayout.build(f"{current.rows}x{current.cols}", controls="edge")
-        scheme = ("none" if not (current.positive or current.negative) else
-                  "edge" if (current.positive, current.negative) == (edge.positive, edge.negative) else None)
-        if scheme is None and "plate_format" in given:
-            raise ValueError(f"format: the control wells now ({_well_list(current.positive)} positive, "
-                             f"{_well_list(current.negative)} negative) are not the edge columns; give them for the "
-                             "new plate format with --positive-controls and --negative-controls (or --controls edge "
-                             "or none)")
-        if scheme is None:  # the same grid: the same control wells
-            positive, negative, controls = ",".join(current.positive), ",".join(current.negative), "none"
-        controls = controls or scheme
+    if controls is None:
+        if "plate_format" not in given:  # the same grid: the wells not named stay
+            positive = positive if positive is not None else ",".join(current.positive)
+            negative = negative if negative is not None else ",".join(current.negative)
+            controls = "none"
+        else:
+            edge_pos, edge_neg = edge_controls(current.rows, current.cols)
+            scheme = ("none" if not (current.positive or current.negative) else
+                      "edge" if (current.positive, current.negative) == (edge_pos, edge_neg) else None)
+            if scheme is None and (positive is None or negative is None):
+                raise ValueError(f"format: the control wells now ({_well_list(current.positive)} positive, "
+                                 f"{_well_list(current.negative)} negative) are not the edge columns; give them for "
+                                 "the new plate format with --positive-controls and --negative-controls (or --controls "
+                                 "edge or none)")
+            controls = scheme or "none"
     return PlateLayout.build(
-        fmt,
-        controls=controls or "edge",
+        given.get("plate_format") or f"{current.rows}x{current.cols}",
+        controls=controls,
         positive=positive or None,
         negative=negative or None,
-        empty_edge=given.get("empty_edge", current.empty_edge if current is not None else False),
-        replicates=given.get("replicates", current.replicates if current is not None else 1),
+        empty_edge=given.get("empty_edge", current.empty_edge),
+        replicates=given.get("replicates", current.replicates),
     )
 
 

@@ -73,11 +73,7 @@ class PlateLayout:
         rows, cols = parse_format(plate_format)
         if controls not in CONTROLS:
             raise ValueError(f"--controls must be one of {CONTROLS}; got {controls!r}")
-        pos: tuple[str, ...] = ()
-        neg: tuple[str, ...] = ()
-        if controls == "edge" and cols >= 3:
-            pos = tuple(well_name(r, 0) for r in range(rows))
-            neg = tuple(well_name(r, cols - 1) for r in range(rows))
+        pos, neg = edge_controls(rows, cols) if controls == "edge" else ((), ())
         if positive is not None:
             pos = parse_wells(positive, rows, cols, "--positive-controls")
         if negative is not None:
@@ -189,6 +185,14 @@ class PlateLayout:
             + (f", each in {self.replicates} wells" if self.replicates > 1 else "")
         )
         return ", ".join(parts)
+
+
+def edge_controls(rows: int, cols: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The ``edge`` scheme's (positive, negative) control wells: the first column and the last (none on a plate of
+    fewer than 3 columns, which would hold no compound wells between them)."""
+    if cols < 3:
+        return (), ()
+    return tuple(well_name(r, 0) for r in range(rows)), tuple(well_name(r, cols - 1) for r in range(rows))
 
 
 def _counted(n: int, noun: str) -> str:
