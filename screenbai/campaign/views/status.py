@@ -654,9 +654,9 @@ def _pooled(rows, log: bool = False) -> tuple[float, int]:
         if not log or value > 0:
             groups.setdefault((a, b), []).append(math.log10(value) if log else float(value))
     ss, dof = 0.0, 0
-    for values in groups.values():
-        if len(values) >= 2:
-            v = np.asarray(values)
+    for key in sorted(groups, key=str):  # sorted: the same sum whatever order the outcomes were recorded in
+        if len(groups[key]) >= 2:
+            v = np.sort(groups[key])
             ss += float(((v - v.mean()) ** 2).sum())
             dof += v.size - 1
     return ss, dof
