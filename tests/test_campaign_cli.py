@@ -582,6 +582,12 @@ def test_a_bound_on_z_without_a_readout_is_refused_not_lost(tmp_path, library_cs
                 "0.7") == 0
     with Campaign.open(camp) as c:
         assert c.readout.min_z == 0.7
+    # with a readout but plates without control wells the bound would be kept and never used: refused too
+    for layout in ([], ["--plate-format", "24", "--controls", "none"]):
+        other = tmp_path / f"n{len(layout)}.campaign"
+        assert init(other, library_csv, *layout, "--readout", "IC50", "--hit-below", "10", "--min-z", "0.7") == 2
+        assert "--min-z 0.7 bounds the Z'-factor of a plate's control wells, and these plates have none" in \
+            capsys.readouterr().err and not other.exists()
 
 
 def test_one_of_a_thing_is_said_in_the_singular_and_format_s_help_does_not_point_to_itself(tmp_path, library_csv,

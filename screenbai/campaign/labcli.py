@@ -43,6 +43,13 @@ def lab_settings(args) -> tuple[PlateLayout | None, Readout | None]:
                 f"--readout {args.readout!r} with binary outcomes needs the hit cutoff: --hit-above VALUE or "
                 "--hit-below VALUE (or --outcome continuous to model the readout itself)"
             )
+        if args.min_z != DEFAULT_MIN_Z and (layout is None or not (layout.positive and layout.negative)):
+            # Z' compares the control wells: a bound without them would be kept and never used
+            raise ValueError(
+                f"--min-z {args.min_z:g} bounds the Z'-factor of a plate's control wells, and these plates have none; "
+                "give a --plate-format with controls (--controls edge, the default, or --positive-controls and "
+                "--negative-controls), or drop --min-z"
+            )
     elif args.hit_above is not None or args.hit_below is not None:
         raise ValueError("--hit-above / --hit-below need --readout NAME (what the lab measures)")
     else:
