@@ -217,17 +217,18 @@ def feature_twins(arms: pd.DataFrame) -> dict[str, list[tuple[str, float]]]:
     ``x0``, ``x1``, ... and ``activity_nM``), the others with their activity, in the arms' order. Stereoisomers
     share their Morgan fingerprint (it ignores stereochemistry), as may two compounds by a bit collision: every
     model of the features gives them the same cure rate, so an algorithm's answer stands for its whole group."""
+    from screenbai.bandits.numerics.linalg import shared_rows
+
     cols = [c for c in arms.columns if re.fullmatch(r"x\d+", str(c))]
     if not cols or arms.empty:
         return {}
-    group = np.unique(arms[cols].to_numpy(float), axis=0, return_inverse=True)[1].reshape(-1)
+    rows, group = shared_rows(arms[cols].to_numpy(float))
     ids = arms["compound_id"].astype(str).to_numpy()
     activity = arms["activity_nM"].to_numpy(float) if "activity_nM" in arms else np.full(len(ids), np.nan)
     members: dict[int, list[int]] = {}
-    for row, g in enumerate(group):
-        members.setdefault(int(g), []).append(row)
-    return {ids[r]: [(ids[o], float(activity[o])) for o in rows if o != r]
-            for rows in members.values() if len(rows) > 1 for r in rows}
+    for row, g in zip(rows.tolist(), group.tolist()):
+        members.setdefault(g, []).append(row)
+    return {ids[r]: [(ids[o], float(activity[o])) for o in same if o != r] for same in members.values() for r in same}
 
 
 def report_tables(

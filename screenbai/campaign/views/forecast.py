@@ -274,9 +274,9 @@ def _never_stops(camp, epsilon: float) -> str:
     """Why a forecast from a prior is unbounded, and the way on: at epsilon = 0 two compounds with the same features
     (stereoisomers: Morgan fingerprints ignore stereochemistry) have the same mean under any model of the features,
     so neither is ever shown the better."""
-    X = camp.features
-    counts = np.unique(X, axis=0, return_counts=True)[1]
-    twins = int(counts[counts > 1].sum())  # compounds whose feature vector another compound shares
+    from screenbai.bandits.numerics.linalg import shared_rows
+
+    twins = int(shared_rows(camp.features)[0].size)  # compounds whose feature vector another compound shares
     why = (f"{twins:,} compounds share their features with another (e.g. stereoisomers), so under any model of the "
            "features they have the same mean and neither can be shown the better" if twins and epsilon == 0.0
            else "some rival cannot be told from the answer within epsilon at the prior's median draw")
