@@ -15,3 +15,9 @@ def cdk2_export() -> Path:
     path = REPO_ROOT / "data" / "cdk2_chembl301_webexport_raw.csv.gz"
     assert path.is_file(), f"{path} is part of the repository; restore it with git checkout"
     return path
+
+
+def pytest_collection_modifyitems(config, items):
+    """The grouped tests (the workflow's toy run, several minutes on one worker) are handed out first: started
+    last, they would leave the other worker idle at the end of the run. A stable sort: the rest keep their order."""
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)

@@ -81,6 +81,16 @@ def toy_run(tmp_path_factory):
 
 @pytest.mark.slow
 @pytest.mark.xdist_group("toy_run")
+def test_the_toy_run_group_holds_under_xdist(request):
+    """pytest-xdist's --dist loadgroup keeps a group on one worker by appending "@group" to the node ids of its
+    tests; pytest 9.2 moved the attribute it sets and the groups were silently ignored (both workers then ran
+    into the toy run, one waiting minutes on the other's lock). Run without xdist there is nothing to check."""
+    if not os.environ.get("PYTEST_XDIST_WORKER") or not request.config.getvalue("loadgroup"):
+        pytest.skip("not run by xdist with --dist loadgroup")
+    assert request.node.nodeid.endswith("@toy_run"), request.node.nodeid
+
+
+@pytest.mark.xdist_group("toy_run")
 def test_ki_table_runs_end_to_end_and_says_ki_everywhere(toy_run):
     res, config, truth, _ = toy_run
     curation = json.loads((res / "curation" / "report.json").read_text())
