@@ -367,3 +367,29 @@ def test_a_row_without_id_gets_a_name_no_real_id_has(caplog):
     assert sorted(lib["compound_id"]) == ["row1", "row1_noid", "row3"]
     assert lib.set_index("compound_id").loc["row1", "smiles"] == "CCN"
     assert "2 rows have no compound id; named after their data row: row1_noid, row3" in caplog.text
+
+
+# ------------------------------------------------------------------ which rows are one compound
+def test_tautomers_stay_two_compounds_unless_canonical_tautomer():
+    """2-hydroxypyridine and 2-pyridone share their standard InChIKey (its mobile-H layer merges
+    them): with canonical_tautomer false they were merged all the same."""
+    rows = [
+        dict(molecule_chembl_id="HP", canonical_smiles="Oc1ccccn1", standard_value="10"),
+        dict(molecule_chembl_id="PY", canonical_smiles="O=c1cccc[nH]1", standard_value="1000"),
+        dict(molecule_chembl_id="PY", canonical_smiles="O=C1C=CC=CN1", standard_value="100"),  # the same, Kekulé
+    ]
+    lib, rep = curate_activities(_raw(rows))
+    _check_invariant(rep)
+    assert rep.n_compounds == 2 and lib["compound_id"].tolist() == ["HP", "PY"]
+    assert lib["smiles"].tolist() == ["Oc1ccccn1", "O=c1cccc[nH]1"]
+    assert lib["n_measurements"].tolist() == [1, 2]
+    # the library's inchikey stays the standard one (a public identifier), shared by the two
+    assert lib["inchikey"].tolist() == ["UBQKCCHYAOITMY-UHFFFAOYSA-N"] * 2
+    # one id naming both tautomers names two structures
+    lib, rep = curate_activities(_raw(rows + [dict(molecule_chembl_id="HP", canonical_smiles="O=c1cccc[nH]1",
+                                                   standard_value="5")]))
+    assert rep.dropped == {"id names several structures": 2} and lib["compound_id"].tolist() == ["PY"]
+    # canonical_tautomer: one compound, as before
+    lib, rep = curate_activities(_raw(rows), canonical_tautomer=True)
+    assert rep.n_compounds == 1 and lib["n_measurements"].tolist() == [3]
+    assert lib["source_ids"].tolist() == ["HP;PY"] and lib["inchikey"].tolist() == ["UBQKCCHYAOITMY-UHFFFAOYSA-N"]

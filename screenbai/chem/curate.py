@@ -26,6 +26,7 @@ __all__ = [
     "MAX_HEAVY_ATOMS",
     "UNIT_FACTORS_TO_NM",
     "CurationReport",
+    "compound_key",
     "count_heavy_atoms",
     "curate_activities",
     "standardize_smiles",
@@ -71,7 +72,7 @@ class CurationReport:
     n_output_rows : int
         Measurements kept (before merging per compound).
     n_compounds : int
-        Library rows (unique standardized InChIKeys).
+        Library rows (one per compound key, see :func:`compound_key`).
     dropped : dict
         Reason -> number of input rows dropped (only non-zero reasons).
     altered : dict
@@ -131,7 +132,7 @@ class CurationReport:
         return json.dumps(data, indent=kwargs.pop("indent", 2), **kwargs)
 
 
-#: Largest structure curation identifies: standard InChI (whose key merges replicates) holds at
+#: Largest structure curation identifies: InChI (whose key merges replicates) holds at
 #: most 1023 heavy atoms, and RDKit can crash on SMILES of some 10,000 atoms.
 MAX_HEAVY_ATOMS = 1023
 
@@ -201,6 +202,7 @@ class _Standardizer:
     """
 
     def __init__(self, canonical_tautomer: bool = False) -> None:
+        self._canonical_tautomer = canonical_tautomer
         from rdkit.Chem.MolStandardize import rdMolStandardize
 
         self._disconnector = rdMolStandardize.MetalDisconnector()
@@ -233,8 +235,8 @@ class _Standardizer:
             return "mixture of several compounds"
         return next(iter(candidates.values()))
 
-    def __call__(self, smiles: str) -> tuple[str, str, float] | str:
-        """Return (smiles, inchikey, mw of the input as given) or a drop reason."""
+    def __call__(self, smiles: str) -> tuple[str, str, str, float] | str:
+        """Return (smiles, standard inchikey, compound key, mw of the input as given) or a drop reason."""
         from rdkit import Chem
         from rdkit.Chem import Descriptors
 
@@ -253,12 +255,28 @@ class _Standardizer:
             if self._tautomer is not None:
                 compound = self._tautomer.Canonicalize(compound)
             out_smiles = Chem.MolToSmiles(compound)
-            key = Chem.MolToInchiKey(compound)
+            inchikey = Chem.MolToInchiKey(compound)
+            key = compound_key(compound, self._canonical_tautomer)
         except Exception:  # RDKit raises assorted errors on exotic structures
             return "standardization failed"
-        if not key or not out_smiles:
+        if not inchikey or not key or not out_smiles:
             return "standardization failed"
-        return out_smiles, key, mw
+        return out_smiles, inchikey, key, mw
+
+
+def compound_key(mol: Any, canonical_tautomer: bool) -> str:
+    """The identity of a standardized molecule: rows with the same key are one compound.
+
+    With ``canonical_tautomer`` the standard InChIKey (the tautomer is canonical already).
+    Without, the InChIKey of the non-standard InChI with the FixedH layer: the standard InChI's
+    mobile-H layer gives tautomers one key (2-hydroxypyridine and 2-pyridone), which would merge
+    what the setting keeps apart; the FixedH layer says where each mobile H sits, and all else
+    InChI normalizes stays as in the standard key.  (RDKit's canonical SMILES would also tell
+    tautomers apart, but would split more than tautomers from today's keys, e.g. on stereo InChI ignores.)
+    """
+    from rdkit import Chem
+
+    return Chem.MolToInchiKey(mol) if canonical_tautomer else Chem.MolToInchiKey(mol, options="/FixedH")
 
 
 def standardize_smiles(smiles: Sequence[str | None], *, canonical_tautomer: bool = False) -> pd.DataFrame:
@@ -408,8 +426,10 @@ def _checked_options(
         raise ValueError(f"assay_description_regex={assay_description_regex!r} is not a valid regex: {exc}") from exc
 
 
-def _standardize_unique(smiles: set[str], canonical_tautomer: bool) -> dict[str, tuple[str, str, float] | str]:
-    """Standardize each unique SMILES once: (smiles, inchikey, mw) or a drop reason."""
+def _standardize_unique(
+    smiles: set[str], canonical_tautomer: bool
+) -> dict[str, tuple[str, str, str, float] | str]:
+    """Standardize each unique SMILES once: (smiles, inchikey, compound key, mw) or a drop reason."""
     from rdkit.rdBase import BlockLogs
 
     standardizer = _Standardizer(canonical_tautomer)
@@ -424,16 +444,17 @@ def _attach_structures(
     value_nM: list[float],
     is_mass: list[bool],
     canonical_tautomer: bool,
-) -> tuple[list[str | None], list[str | None], list[tuple[str, str, str]]]:
+) -> tuple[list[str | None], list[str | None], list[str | None], list[tuple[str, str, str]]]:
     """Standardize the structures of the rows still kept.
 
     Rows whose structure fails get their reason in ``reason``; mass concentrations are
-    converted to nM in ``value_nM``.  Returns the standardized SMILES and InChIKeys per row
-    and the ``(id, reason, smiles)`` of the rows dropped for their structure.
+    converted to nM in ``value_nM``.  Returns the standardized SMILES, InChIKeys and compound
+    keys per row and the ``(id, reason, smiles)`` of the rows dropped for their structure.
     """
     n = len(smiles_in)
     standardized = _standardize_unique({smiles_in[i] for i in range(n) if reason[i] is None}, canonical_tautomer)
     std_smiles: list[str | None] = [None] * n
+    std_inchikey: list[str | None] = [None] * n
     std_key: list[str | None] = [None] * n
     structures_dropped: list[tuple[str, str, str]] = []
     for i in range(n):
@@ -445,11 +466,11 @@ def _attach_structures(
             structures_dropped.append((ids[i], res, _shorten(smiles_in[i])))
             continue
         if is_mass[i]:
-            if not res[2] > 0:
+            if not res[3] > 0:
                 reason[i] = "unit not convertible"
                 continue
-            value_nM[i] = value_nM[i] * 1e6 / res[2]
-        std_smiles[i], std_key[i] = res[0], res[1]
+            value_nM[i] = value_nM[i] * 1e6 / res[3]
+        std_smiles[i], std_inchikey[i], std_key[i] = res[0], res[1], res[2]
     # one id, several structures: which measurement belongs to which compound is unknown, and the
     # library's ids must name one compound each, so every such row is dropped
     keys_of: dict[str, set[str]] = {}
@@ -460,10 +481,10 @@ def _attach_structures(
         if reason[i] is None and len(keys_of[ids[i]]) > 1:
             reason[i] = why = "id names several structures"
             structures_dropped.append((ids[i], why, _shorten(smiles_in[i])))
-            std_smiles[i] = std_key[i] = None
+            std_smiles[i] = std_inchikey[i] = std_key[i] = None
     for cid, why, smi in structures_dropped:
         logger.warning("dropped %s (%s): %r", cid, why, smi)
-    return std_smiles, std_key, structures_dropped
+    return std_smiles, std_inchikey, std_key, structures_dropped
 
 
 def _shorten(smiles: str, limit: int = 200) -> str:
@@ -565,7 +586,8 @@ def curate_activities(
         Keep only rows whose ``assay_description`` matches (case-insensitive search),
         e.g. ``r"cyclin[ -/]?A\\b|CycA"``.
     canonical_tautomer : bool
-        Also canonicalize tautomers (slower; off by default).
+        Also canonicalize tautomers (slower; off by default), so that tautomers drawn differently
+        (2-hydroxypyridine, 2-pyridone) are one compound; off, they are two (:func:`compound_key`).
 
     Raises
     ------
@@ -577,8 +599,9 @@ def curate_activities(
     -------
     library : pandas.DataFrame
         ``compound_id, smiles, inchikey, activity_nM, pActivity, n_measurements, source_ids``
-        sorted by ``compound_id``; ``activity_nM`` is the median in log10 space of the
-        kept measurements; ``pActivity = 9 - log10(activity_nM)``.
+        sorted by ``compound_id``, one row per :func:`compound_key`; ``inchikey`` is the standard
+        InChIKey (two tautomers kept apart share it); ``activity_nM`` is the median in log10 space
+        of the kept measurements; ``pActivity = 9 - log10(activity_nM)``.
     report : CurationReport
         Counts per drop reason; ``n_input == n_output_rows + sum(dropped)``.
 
@@ -609,7 +632,7 @@ def curate_activities(
         )
 
     smiles_in = [str(row["canonical_smiles"]).strip() for row in rows]
-    std_smiles, std_key, structures_dropped = _attach_structures(
+    std_smiles, std_inchikey, std_key, structures_dropped = _attach_structures(
         smiles_in, ids, reason, value_nM, is_mass, canonical_tautomer
     )
     kept_idx = [i for i in range(n) if reason[i] is None]
@@ -621,11 +644,12 @@ def curate_activities(
         {
             "id": [ids[i] for i in kept_idx],
             "smiles": [std_smiles[i] for i in kept_idx],
-            "inchikey": [std_key[i] for i in kept_idx],
+            "inchikey": [std_inchikey[i] for i in kept_idx],
+            "key": [std_key[i] for i in kept_idx],
             "value_nM": np.array([value_nM[i] for i in kept_idx], dtype=float),
         }
     )
-    library = _merge_by_inchikey(kept)
+    library = _merge_by_key(kept)
     # keep_as_value changes what a censored row says ('>100' becomes 100): counted per relation, never silent
     altered: dict[str, int] = {}
     for i in kept_idx:
@@ -672,17 +696,19 @@ def _geometric_median(values: np.ndarray) -> float:
     return float(math.sqrt(v[k - 1]) * math.sqrt(v[k]))
 
 
-def _merge_by_inchikey(kept: pd.DataFrame) -> pd.DataFrame:
-    """One row per InChIKey (plain Python grouping: per-group pandas calls are ~100x slower)."""
-    groups: dict[str, list[tuple[str, str, float]]] = {}
-    for cid, smi, key, val in zip(kept["id"], kept["smiles"], kept["inchikey"], kept["value_nM"]):
-        groups.setdefault(key, []).append((str(cid), smi, float(val)))
+def _merge_by_key(kept: pd.DataFrame) -> pd.DataFrame:
+    """One row per compound key (plain Python grouping: per-group pandas calls are ~100x slower)."""
+    groups: dict[str, list[tuple[str, str, str, float]]] = {}
+    for cid, smi, inchikey, key, val in zip(kept["id"], kept["smiles"], kept["inchikey"], kept["key"],
+                                            kept["value_nM"]):
+        groups.setdefault(key, []).append((str(cid), smi, inchikey, float(val)))
     rows = []
     for key in sorted(groups):
         members = sorted(groups[key])  # by id, then SMILES: deterministic representative
-        med_nM = _geometric_median(np.array([m[2] for m in members]))
+        med_nM = _geometric_median(np.array([m[3] for m in members]))
         ids = sorted({m[0] for m in members})
-        rows.append((ids[0], members[0][1], key, med_nM, 9.0 - math.log10(med_nM), len(members), ";".join(ids)))
+        rows.append((ids[0], members[0][1], members[0][2], med_nM, 9.0 - math.log10(med_nM), len(members),
+                     ";".join(ids)))
     lib = pd.DataFrame(
         {
             "compound_id": pd.Series([r[0] for r in rows], dtype=object),
