@@ -23,6 +23,7 @@ logger = logging.getLogger("screenbai.chem")
 
 __all__ = [
     "DROP_REASONS",
+    "MERGE_REASONS",
     "MAX_HEAVY_ATOMS",
     "UNIT_FACTORS_TO_NM",
     "CurationReport",
@@ -56,6 +57,14 @@ DROP_REASONS: tuple[str, ...] = (
     "id names several structures",
 )
 
+#: Why a kept row became part of another row's compound (its measurement merged by median): a row of
+#: an id whose compound another id holds too (a salt and its free base, one structure registered
+#: twice), or a further measurement of an id already counted.
+MERGE_REASONS: tuple[str, ...] = (
+    "merged: another id of the same standardized structure",
+    "merged: replicate measurement of one id",
+)
+
 _EXACT = {"=", "==", "eq"}
 _DECIMAL_COMMA = re.compile(r"^[<>=~]*\s*\d+,\d+$")
 _CENSORED = {">", "<", ">=", "<=", "~", "=>", "=<", ">>", "<<", "≥", "≤"}  # ≥ ≤: typed in a spreadsheet
@@ -78,6 +87,12 @@ class CurationReport:
     altered : dict
         Reason -> number of kept rows whose value was changed (only non-zero reasons): with
         ``censored="keep_as_value"``, ``"censored '>' taken as the value"`` and so on per relation.
+    merged : dict
+        Reason of :data:`MERGE_REASONS` -> number of kept rows merged into another row's compound
+        (only non-zero reasons); ``n_output_rows - sum(merged) == n_compounds``.
+    merged_largest_fold : dict
+        Reason -> the largest ratio of highest to lowest measurement a merge of that reason combined:
+        over a compound's ids for ``another id``, over one id's rows for ``replicate``.
     structures_dropped : list of (id, reason, smiles)
         Rows dropped for their structure (too large, unparseable, metal-containing,
         inorganic, a mixture, standardization failed); SMILES longer than 200 characters
@@ -93,6 +108,8 @@ class CurationReport:
     structures_dropped: list[tuple[str, str, str]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     altered: dict[str, int] = field(default_factory=dict)
+    merged: dict[str, int] = field(default_factory=dict)
+    merged_largest_fold: dict[str, float] = field(default_factory=dict)
 
     @property
     def unparseable(self) -> list[tuple[str, str]]:
@@ -105,12 +122,20 @@ class CurationReport:
         return int(sum(self.dropped.values()))
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per outcome: ``reason``, ``count``; kept rows as ``"kept"``, those whose value was
-        changed under their own reason (``"kept, censored '>' taken as the value"``): each input row once."""
+        """The counts: ``reason``, ``count``, ``step``, ``largest_fold`` (the file counts.csv).
+
+        ``step`` ``"row"``: each input row once, kept as ``"kept"`` (those whose value was changed
+        under their own reason, ``"kept, censored '>' taken as the value"``) or dropped by reason;
+        ``"merge"``: kept rows merged into another row's compound, by reason, with the largest fold
+        between the measurements merged; ``"library"``: the ``"compounds in library"``.
+        """
         n_altered = sum(self.altered.values())
-        rows = [("kept", self.n_output_rows - n_altered)] + [(f"kept, {r}", n) for r, n in self.altered.items()]
-        rows += [(r, n) for r, n in self.dropped.items()]
-        return pd.DataFrame(rows, columns=["reason", "count"])
+        rows: list[tuple[str, int, str, float]] = [("kept", self.n_output_rows - n_altered, "row", math.nan)]
+        rows += [(f"kept, {r}", n, "row", math.nan) for r, n in self.altered.items()]
+        rows += [(r, n, "row", math.nan) for r, n in self.dropped.items()]
+        rows += [(r, n, "merge", self.merged_largest_fold.get(r, math.nan)) for r, n in self.merged.items()]
+        rows.append(("compounds in library", self.n_compounds, "library", math.nan))
+        return pd.DataFrame(rows, columns=["reason", "count", "step", "largest_fold"])
 
     def to_markdown(self) -> str:
         """A plain-text Markdown table of the counts."""
@@ -120,9 +145,12 @@ class CurationReport:
             f"| {'reason':<{width}} | {'count':>7} |",
             f"|{'-' * (width + 2)}|{'-' * 8}:|",
         ]
-        lines += [f"| {r:<{width}} | {n:>7,d} |" for r, n in frame.itertuples(index=False)]
+        each_row = frame["step"] == "row"
+        lines += [f"| {r:<{width}} | {n:>7,d} |" for r, n in frame.loc[each_row, ["reason", "count"]].itertuples(
+            index=False)]
         lines.append(f"| {'total input rows':<{width}} | {self.n_input:>7,d} |")
-        lines.append(f"| {'compounds in library':<{width}} | {self.n_compounds:>7,d} |")
+        lines += [f"| {r:<{width}} | {n:>7,d} |" for r, n in frame.loc[~each_row, ["reason", "count"]].itertuples(
+            index=False)]
         return "\n".join(lines)
 
     def to_json(self, **kwargs: Any) -> str:
@@ -603,7 +631,8 @@ def curate_activities(
         InChIKey (two tautomers kept apart share it); ``activity_nM`` is the median in log10 space
         of the kept measurements; ``pActivity = 9 - log10(activity_nM)``.
     report : CurationReport
-        Counts per drop reason; ``n_input == n_output_rows + sum(dropped)``.
+        Counts per drop reason; ``n_input == n_output_rows + sum(dropped)``; rows merged per reason,
+        ``n_output_rows - sum(merged) == n_compounds``.
 
     Notes
     -----
@@ -649,7 +678,7 @@ def curate_activities(
             "value_nM": np.array([value_nM[i] for i in kept_idx], dtype=float),
         }
     )
-    library = _merge_by_key(kept)
+    library, merged, largest_fold = _merge_by_key(kept)
     # keep_as_value changes what a censored row says ('>100' becomes 100): counted per relation, never silent
     altered: dict[str, int] = {}
     for i in kept_idx:
@@ -675,10 +704,14 @@ def curate_activities(
             "canonical_tautomer": canonical_tautomer,
         },
         altered=dict(sorted(altered.items())),
+        merged=merged,
+        merged_largest_fold=largest_fold,
     )
     logger.info(
-        "curated %d rows -> %d measurements -> %d compounds; dropped %s",
-        n, report.n_output_rows, report.n_compounds, dropped,
+        "curated %d rows -> %d measurements -> %d compounds; dropped %s; %d rows merged (median): %s",
+        n, report.n_output_rows, report.n_compounds, dropped, sum(merged.values()),
+        ", ".join(f"{k} {r.removeprefix('merged: ')} (up to {largest_fold[r]:.3g}-fold apart)"
+                  for r, k in merged.items()) or "none",
     )
     return library, report
 
@@ -696,17 +729,32 @@ def _geometric_median(values: np.ndarray) -> float:
     return float(math.sqrt(v[k - 1]) * math.sqrt(v[k]))
 
 
-def _merge_by_key(kept: pd.DataFrame) -> pd.DataFrame:
-    """One row per compound key (plain Python grouping: per-group pandas calls are ~100x slower)."""
+def _merge_by_key(kept: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int], dict[str, float]]:
+    """One row per compound key (plain Python grouping: per-group pandas calls are ~100x slower);
+    and the rows merged per reason of :data:`MERGE_REASONS`, with the largest fold each combined."""
     groups: dict[str, list[tuple[str, str, str, float]]] = {}
     for cid, smi, inchikey, key, val in zip(kept["id"], kept["smiles"], kept["inchikey"], kept["key"],
                                             kept["value_nM"]):
         groups.setdefault(key, []).append((str(cid), smi, inchikey, float(val)))
+    another_id, replicate = MERGE_REASONS
+    merged = dict.fromkeys(MERGE_REASONS, 0)
+    fold = dict.fromkeys(MERGE_REASONS, 1.0)
     rows = []
     for key in sorted(groups):
         members = sorted(groups[key])  # by id, then SMILES: deterministic representative
         med_nM = _geometric_median(np.array([m[3] for m in members]))
         ids = sorted({m[0] for m in members})
+        # each id's first row stands for the id, its other rows are replicates; all ids but one merge
+        values_of: dict[str, list[float]] = {}
+        for m in members:
+            values_of.setdefault(m[0], []).append(m[3])
+        merged[another_id] += len(ids) - 1
+        merged[replicate] += len(members) - len(ids)
+        if len(ids) > 1:
+            fold[another_id] = max(fold[another_id], _fold([m[3] for m in members]))
+        for values in values_of.values():
+            if len(values) > 1:
+                fold[replicate] = max(fold[replicate], _fold(values))
         rows.append((ids[0], members[0][1], members[0][2], med_nM, 9.0 - math.log10(med_nM), len(members),
                      ";".join(ids)))
     lib = pd.DataFrame(
@@ -721,4 +769,10 @@ def _merge_by_key(kept: pd.DataFrame) -> pd.DataFrame:
         },
         columns=list(LIBRARY_COLUMNS),
     )
-    return lib.sort_values(["compound_id", "inchikey"], kind="mergesort").reset_index(drop=True)
+    lib = lib.sort_values(["compound_id", "inchikey"], kind="mergesort").reset_index(drop=True)
+    return lib, {r: n for r, n in merged.items() if n}, {r: fold[r] for r, n in merged.items() if n}
+
+
+def _fold(values: list[float]) -> float:
+    """Highest over lowest value: how far apart the measurements merged into one compound were."""
+    return max(values) / min(values)
