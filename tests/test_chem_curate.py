@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import math
 import os
 import subprocess
@@ -89,7 +91,7 @@ def test_censored_keep_as_value_and_flags_kept(caplog):
     # each censored value taken as exact is counted by its relation (it was not recorded anywhere)
     assert rep.altered == {"censored '<=' taken as the value": 1, "censored '>' taken as the value": 1,
                            "censored '~' taken as the value": 1}
-    frame = rep.to_frame().set_index("reason")["count"]
+    frame = rep.to_frame().query("step == 'row'").set_index("reason")["count"]
     assert frame["kept, censored '>' taken as the value"] == 1 and frame["kept"] == rep.n_output_rows - 3
     assert frame.sum() == rep.n_input  # each input row under one outcome
     assert "3 censored values kept as exact values (censored: keep_as_value)" in caplog.text
@@ -170,7 +172,8 @@ def test_assay_regex_and_types_and_determinism():
 def test_report_renderings():
     _, rep = curate_activities(_raw(BAD_ROWS))
     frame = rep.to_frame()
-    assert frame["count"].sum() == rep.n_input and frame.iloc[0].tolist() == ["kept", 2]
+    assert frame.loc[frame["step"] == "row", "count"].sum() == rep.n_input
+    assert frame.iloc[0, :3].tolist() == ["kept", 2, "row"]
     md = rep.to_markdown()
     assert "| unparseable SMILES" in md and "|      17 |" in md
     data = json.loads(rep.to_json())
@@ -225,6 +228,9 @@ def test_cdk2_raw_export_default_curation(cdk2_raw):
     assert lib["compound_id"].is_unique and lib["inchikey"].is_unique
     assert lib["compound_id"].is_monotonic_increasing
     assert lib["n_measurements"].sum() == 1751
+    # 1,751 rows -> 1,531 compounds: replicates of one ChEMBL id only (no two ids share a structure)
+    assert rep.merged == {"merged: replicate measurement of one id": 220}
+    assert rep.merged_largest_fold["merged: replicate measurement of one id"] == pytest.approx(2.52e5, rel=1e-3)
     assert lib["activity_nM"].min() == pytest.approx(0.3) and lib["activity_nM"].max() == pytest.approx(3.5e5)
     np.testing.assert_allclose(lib["pActivity"], 9 - np.log10(lib["activity_nM"]))
 
@@ -367,3 +373,71 @@ def test_a_row_without_id_gets_a_name_no_real_id_has(caplog):
     assert sorted(lib["compound_id"]) == ["row1", "row1_noid", "row3"]
     assert lib.set_index("compound_id").loc["row1", "smiles"] == "CCN"
     assert "2 rows have no compound id; named after their data row: row1_noid, row3" in caplog.text
+
+
+# ------------------------------------------------------------------ which rows are one compound
+def test_tautomers_stay_two_compounds_unless_canonical_tautomer():
+    """2-hydroxypyridine and 2-pyridone share their standard InChIKey (its mobile-H layer merges
+    them): with canonical_tautomer false they were merged all the same."""
+    rows = [
+        dict(molecule_chembl_id="HP", canonical_smiles="Oc1ccccn1", standard_value="10"),
+        dict(molecule_chembl_id="PY", canonical_smiles="O=c1cccc[nH]1", standard_value="1000"),
+        dict(molecule_chembl_id="PY", canonical_smiles="O=C1C=CC=CN1", standard_value="100"),  # the same, Kekulé
+    ]
+    lib, rep = curate_activities(_raw(rows))
+    _check_invariant(rep)
+    assert rep.n_compounds == 2 and lib["compound_id"].tolist() == ["HP", "PY"]
+    assert lib["smiles"].tolist() == ["Oc1ccccn1", "O=c1cccc[nH]1"]
+    assert lib["n_measurements"].tolist() == [1, 2]
+    # the library's inchikey stays the standard one (a public identifier), shared by the two
+    assert lib["inchikey"].tolist() == ["UBQKCCHYAOITMY-UHFFFAOYSA-N"] * 2
+    # one id naming both tautomers names two structures
+    lib, rep = curate_activities(_raw(rows + [dict(molecule_chembl_id="HP", canonical_smiles="O=c1cccc[nH]1",
+                                                   standard_value="5")]))
+    assert rep.dropped == {"id names several structures": 2} and lib["compound_id"].tolist() == ["PY"]
+    # canonical_tautomer: one compound, as before
+    lib, rep = curate_activities(_raw(rows), canonical_tautomer=True)
+    assert rep.n_compounds == 1 and lib["n_measurements"].tolist() == [3]
+    assert lib["source_ids"].tolist() == ["HP;PY"] and lib["inchikey"].tolist() == ["UBQKCCHYAOITMY-UHFFFAOYSA-N"]
+
+
+ANOTHER_ID = "merged: another id of the same standardized structure"
+REPLICATE = "merged: replicate measurement of one id"
+
+
+def test_merges_are_counted_by_reason_with_their_spread(caplog):
+    """Rows merged into one compound (a salt and its free base under two ids, replicates of one id)
+    were counted nowhere: counts.csv said 6 rows kept, the library held 3 compounds."""
+    rows = [
+        dict(molecule_chembl_id="ASP", canonical_smiles="CC(=O)Oc1ccccc1C(=O)O", standard_value="10"),
+        dict(molecule_chembl_id="ASP", canonical_smiles="CC(=O)Oc1ccccc1C(=O)O", standard_value="20"),
+        dict(molecule_chembl_id="ASP_NA", canonical_smiles="CC(=O)Oc1ccccc1C(=O)[O-].[Na+]", standard_value="1000"),
+        dict(molecule_chembl_id="B", canonical_smiles="CCN", standard_value="5"),
+        dict(molecule_chembl_id="B", canonical_smiles="CCN", standard_value="50"),
+        dict(molecule_chembl_id="B", canonical_smiles="CCN.Cl", standard_value="20"),
+        dict(molecule_chembl_id="C", canonical_smiles="CCC", standard_value="7"),
+        dict(molecule_chembl_id="D", canonical_smiles="CCCl", standard_value="7", standard_relation=">"),
+    ]
+    caplog.set_level(logging.INFO, logger="screenbai.chem")
+    lib, rep = curate_activities(_raw(rows))
+    _check_invariant(rep)
+    assert rep.n_output_rows == 7 and rep.n_compounds == 3 == len(lib)
+    assert rep.merged == {ANOTHER_ID: 1, REPLICATE: 3}
+    assert rep.n_output_rows - sum(rep.merged.values()) == rep.n_compounds
+    # the widest spread each merge combined: ASP and ASP_NA 10..1000 nM; B's replicates 5..50 nM
+    assert rep.merged_largest_fold == {ANOTHER_ID: pytest.approx(100.0), REPLICATE: pytest.approx(10.0)}
+    frame = pd.read_csv(io.StringIO(rep.to_frame().to_csv(index=False)))  # counts.csv as written and read
+    assert list(frame.columns) == ["reason", "count", "step", "largest_fold"]
+    assert frame.loc[frame["step"] == "row", "count"].sum() == rep.n_input  # each input row once, as before
+    by_reason = frame.set_index("reason")
+    assert by_reason.loc[ANOTHER_ID, "count"] == 1 and by_reason.loc[ANOTHER_ID, "step"] == "merge"
+    assert by_reason.loc[ANOTHER_ID, "largest_fold"] == pytest.approx(100.0)
+    assert by_reason.loc["compounds in library", "count"] == 3
+    assert by_reason.loc["compounds in library", "step"] == "library"
+    assert json.loads(rep.to_json())["merged"] == rep.merged
+    assert f"| {REPLICATE}" in rep.to_markdown()
+    assert "7 measurements -> 3 compounds" in caplog.text and "4 rows merged" in caplog.text
+    # nothing merged: no merge rows, the library row still there
+    _, rep = curate_activities(_raw(rows[-2:]))
+    assert rep.merged == {} and rep.merged_largest_fold == {}
+    assert rep.to_frame()["step"].tolist() == ["row", "row", "library"]

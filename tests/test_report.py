@@ -141,8 +141,10 @@ def test_write_report_files(tmp_path):
                [("summary", "csv"), ("declared", "csv"), ("ground_truth", "csv"), ("summary_html", "html"),
                 ("declared_html", "html"), ("ground_truth_html", "html"), ("structures", "png"),
                 ("pulls", "png"), ("potency", "png"), ("markdown", "md"), ("page", "html"), ("study_vary_d", "png")]}
-    curation = {"n_input": 9, "n_output_rows": 3, "n_compounds": 3, "dropped": {"censored relation": 6},
+    curation = {"n_input": 9, "n_output_rows": 5, "n_compounds": 3, "dropped": {"censored relation": 6},
                 "altered": {"censored '>' taken as the value": 2},
+                "merged": {"merged: replicate measurement of one id": 2}, "merged_largest_fold":
+                    {"merged: replicate measurement of one id": 31.6},
                 "source": {"used": "offline_fallback", "warning": "OFFLINE FALLBACK: used x.csv",
                            "settings": {"kind": "export", "path": "x.csv"}, "n_rows": 9,
                            "units": "nM, the default: source.units is not given and the activity column 'v' "
@@ -168,7 +170,9 @@ def test_write_report_files(tmp_path):
     assert md.index("WARNING: OFFLINE FALLBACK") < md.index("## Data")  # the fallback comes first
     assert md.startswith("# t [data: x.csv, offline fallback]")
     assert "9 rows; units: nM, the default: source.units is not given" in md  # a default unit is said, not assumed
-    assert "3 measurements kept (2 censored '>' taken as the value), 3 compounds" in md  # keep_as_value is said
+    assert "5 measurements kept (2 censored '>' taken as the value), 3 compounds" in md  # keep_as_value is said
+    # merges are said, with the widest spread they combined
+    assert "3 compounds (2 rows merged by median: 2 replicate measurement of one id, up to 31.6-fold apart)." in md
     assert "| censored relation | 6 |" in md and "Cure label: Ki < 100 nM: 2 of 3 compounds cure (66.7 %)" in md
     assert "alg2 (d = 4, K = 3, names 1 compound; guarantee unknown" in md
     assert "2 different compounds declared in 4 runs" in md

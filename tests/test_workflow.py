@@ -96,6 +96,9 @@ def test_ki_table_runs_end_to_end_and_says_ki_everywhere(toy_run):
     curation = json.loads((res / "curation" / "report.json").read_text())
     assert curation["n_input"] == 75 and curation["n_compounds"] == 72
     assert sum(curation["dropped"].values()) == 3  # each bad row counted under one reason
+    counts = pd.read_csv(res / "curation" / "counts.csv")  # each input row once, then rows -> compounds
+    assert counts.loc[counts["step"] == "row", "count"].sum() == 75 and curation["merged"] == {}
+    assert counts.set_index("reason").loc["compounds in library", "count"] == 72
     assert curation["source"]["used"] == "source"
     label = json.loads((res / "curation" / "label.json").read_text())
     assert label["activity_type"] == "Ki" and label["n_compounds"] == 72

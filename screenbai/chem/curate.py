@@ -23,9 +23,11 @@ logger = logging.getLogger("screenbai.chem")
 
 __all__ = [
     "DROP_REASONS",
+    "MERGE_REASONS",
     "MAX_HEAVY_ATOMS",
     "UNIT_FACTORS_TO_NM",
     "CurationReport",
+    "compound_key",
     "count_heavy_atoms",
     "curate_activities",
     "standardize_smiles",
@@ -55,6 +57,14 @@ DROP_REASONS: tuple[str, ...] = (
     "id names several structures",
 )
 
+#: Why a kept row became part of another row's compound (its measurement merged by median): a row of
+#: an id whose compound another id holds too (a salt and its free base, one structure registered
+#: twice), or a further measurement of an id already counted.
+MERGE_REASONS: tuple[str, ...] = (
+    "merged: another id of the same standardized structure",
+    "merged: replicate measurement of one id",
+)
+
 _EXACT = {"=", "==", "eq"}
 _DECIMAL_COMMA = re.compile(r"^[<>=~]*\s*\d+,\d+$")
 _CENSORED = {">", "<", ">=", "<=", "~", "=>", "=<", ">>", "<<", "≥", "≤"}  # ≥ ≤: typed in a spreadsheet
@@ -71,12 +81,18 @@ class CurationReport:
     n_output_rows : int
         Measurements kept (before merging per compound).
     n_compounds : int
-        Library rows (unique standardized InChIKeys).
+        Library rows (one per compound key, see :func:`compound_key`).
     dropped : dict
         Reason -> number of input rows dropped (only non-zero reasons).
     altered : dict
         Reason -> number of kept rows whose value was changed (only non-zero reasons): with
         ``censored="keep_as_value"``, ``"censored '>' taken as the value"`` and so on per relation.
+    merged : dict
+        Reason of :data:`MERGE_REASONS` -> number of kept rows merged into another row's compound
+        (only non-zero reasons); ``n_output_rows - sum(merged) == n_compounds``.
+    merged_largest_fold : dict
+        Reason -> the largest ratio of highest to lowest measurement a merge of that reason combined:
+        over a compound's ids for ``another id``, over one id's rows for ``replicate``.
     structures_dropped : list of (id, reason, smiles)
         Rows dropped for their structure (too large, unparseable, metal-containing,
         inorganic, a mixture, standardization failed); SMILES longer than 200 characters
@@ -92,6 +108,8 @@ class CurationReport:
     structures_dropped: list[tuple[str, str, str]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
     altered: dict[str, int] = field(default_factory=dict)
+    merged: dict[str, int] = field(default_factory=dict)
+    merged_largest_fold: dict[str, float] = field(default_factory=dict)
 
     @property
     def unparseable(self) -> list[tuple[str, str]]:
@@ -104,12 +122,20 @@ class CurationReport:
         return int(sum(self.dropped.values()))
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per outcome: ``reason``, ``count``; kept rows as ``"kept"``, those whose value was
-        changed under their own reason (``"kept, censored '>' taken as the value"``): each input row once."""
+        """The counts: ``reason``, ``count``, ``step``, ``largest_fold`` (the file counts.csv).
+
+        ``step`` ``"row"``: each input row once, kept as ``"kept"`` (those whose value was changed
+        under their own reason, ``"kept, censored '>' taken as the value"``) or dropped by reason;
+        ``"merge"``: kept rows merged into another row's compound, by reason, with the largest fold
+        between the measurements merged; ``"library"``: the ``"compounds in library"``.
+        """
         n_altered = sum(self.altered.values())
-        rows = [("kept", self.n_output_rows - n_altered)] + [(f"kept, {r}", n) for r, n in self.altered.items()]
-        rows += [(r, n) for r, n in self.dropped.items()]
-        return pd.DataFrame(rows, columns=["reason", "count"])
+        rows: list[tuple[str, int, str, float]] = [("kept", self.n_output_rows - n_altered, "row", math.nan)]
+        rows += [(f"kept, {r}", n, "row", math.nan) for r, n in self.altered.items()]
+        rows += [(r, n, "row", math.nan) for r, n in self.dropped.items()]
+        rows += [(r, n, "merge", self.merged_largest_fold.get(r, math.nan)) for r, n in self.merged.items()]
+        rows.append(("compounds in library", self.n_compounds, "library", math.nan))
+        return pd.DataFrame(rows, columns=["reason", "count", "step", "largest_fold"])
 
     def to_markdown(self) -> str:
         """A plain-text Markdown table of the counts."""
@@ -119,9 +145,12 @@ class CurationReport:
             f"| {'reason':<{width}} | {'count':>7} |",
             f"|{'-' * (width + 2)}|{'-' * 8}:|",
         ]
-        lines += [f"| {r:<{width}} | {n:>7,d} |" for r, n in frame.itertuples(index=False)]
+        each_row = frame["step"] == "row"
+        lines += [f"| {r:<{width}} | {n:>7,d} |" for r, n in frame.loc[each_row, ["reason", "count"]].itertuples(
+            index=False)]
         lines.append(f"| {'total input rows':<{width}} | {self.n_input:>7,d} |")
-        lines.append(f"| {'compounds in library':<{width}} | {self.n_compounds:>7,d} |")
+        lines += [f"| {r:<{width}} | {n:>7,d} |" for r, n in frame.loc[~each_row, ["reason", "count"]].itertuples(
+            index=False)]
         return "\n".join(lines)
 
     def to_json(self, **kwargs: Any) -> str:
@@ -131,7 +160,7 @@ class CurationReport:
         return json.dumps(data, indent=kwargs.pop("indent", 2), **kwargs)
 
 
-#: Largest structure curation identifies: standard InChI (whose key merges replicates) holds at
+#: Largest structure curation identifies: InChI (whose key merges replicates) holds at
 #: most 1023 heavy atoms, and RDKit can crash on SMILES of some 10,000 atoms.
 MAX_HEAVY_ATOMS = 1023
 
@@ -201,6 +230,7 @@ class _Standardizer:
     """
 
     def __init__(self, canonical_tautomer: bool = False) -> None:
+        self._canonical_tautomer = canonical_tautomer
         from rdkit.Chem.MolStandardize import rdMolStandardize
 
         self._disconnector = rdMolStandardize.MetalDisconnector()
@@ -233,8 +263,8 @@ class _Standardizer:
             return "mixture of several compounds"
         return next(iter(candidates.values()))
 
-    def __call__(self, smiles: str) -> tuple[str, str, float] | str:
-        """Return (smiles, inchikey, mw of the input as given) or a drop reason."""
+    def __call__(self, smiles: str) -> tuple[str, str, str, float] | str:
+        """Return (smiles, standard inchikey, compound key, mw of the input as given) or a drop reason."""
         from rdkit import Chem
         from rdkit.Chem import Descriptors
 
@@ -253,12 +283,28 @@ class _Standardizer:
             if self._tautomer is not None:
                 compound = self._tautomer.Canonicalize(compound)
             out_smiles = Chem.MolToSmiles(compound)
-            key = Chem.MolToInchiKey(compound)
+            inchikey = Chem.MolToInchiKey(compound)
+            key = compound_key(compound, self._canonical_tautomer)
         except Exception:  # RDKit raises assorted errors on exotic structures
             return "standardization failed"
-        if not key or not out_smiles:
+        if not inchikey or not key or not out_smiles:
             return "standardization failed"
-        return out_smiles, key, mw
+        return out_smiles, inchikey, key, mw
+
+
+def compound_key(mol: Any, canonical_tautomer: bool) -> str:
+    """The identity of a standardized molecule: rows with the same key are one compound.
+
+    With ``canonical_tautomer`` the standard InChIKey (the tautomer is canonical already).
+    Without, the InChIKey of the non-standard InChI with the FixedH layer: the standard InChI's
+    mobile-H layer gives tautomers one key (2-hydroxypyridine and 2-pyridone), which would merge
+    what the setting keeps apart; the FixedH layer says where each mobile H sits, and all else
+    InChI normalizes stays as in the standard key.  (RDKit's canonical SMILES would also tell
+    tautomers apart, but would split more than tautomers from today's keys, e.g. on stereo InChI ignores.)
+    """
+    from rdkit import Chem
+
+    return Chem.MolToInchiKey(mol) if canonical_tautomer else Chem.MolToInchiKey(mol, options="/FixedH")
 
 
 def standardize_smiles(smiles: Sequence[str | None], *, canonical_tautomer: bool = False) -> pd.DataFrame:
@@ -408,8 +454,10 @@ def _checked_options(
         raise ValueError(f"assay_description_regex={assay_description_regex!r} is not a valid regex: {exc}") from exc
 
 
-def _standardize_unique(smiles: set[str], canonical_tautomer: bool) -> dict[str, tuple[str, str, float] | str]:
-    """Standardize each unique SMILES once: (smiles, inchikey, mw) or a drop reason."""
+def _standardize_unique(
+    smiles: set[str], canonical_tautomer: bool
+) -> dict[str, tuple[str, str, str, float] | str]:
+    """Standardize each unique SMILES once: (smiles, inchikey, compound key, mw) or a drop reason."""
     from rdkit.rdBase import BlockLogs
 
     standardizer = _Standardizer(canonical_tautomer)
@@ -424,16 +472,17 @@ def _attach_structures(
     value_nM: list[float],
     is_mass: list[bool],
     canonical_tautomer: bool,
-) -> tuple[list[str | None], list[str | None], list[tuple[str, str, str]]]:
+) -> tuple[list[str | None], list[str | None], list[str | None], list[tuple[str, str, str]]]:
     """Standardize the structures of the rows still kept.
 
     Rows whose structure fails get their reason in ``reason``; mass concentrations are
-    converted to nM in ``value_nM``.  Returns the standardized SMILES and InChIKeys per row
-    and the ``(id, reason, smiles)`` of the rows dropped for their structure.
+    converted to nM in ``value_nM``.  Returns the standardized SMILES, InChIKeys and compound
+    keys per row and the ``(id, reason, smiles)`` of the rows dropped for their structure.
     """
     n = len(smiles_in)
     standardized = _standardize_unique({smiles_in[i] for i in range(n) if reason[i] is None}, canonical_tautomer)
     std_smiles: list[str | None] = [None] * n
+    std_inchikey: list[str | None] = [None] * n
     std_key: list[str | None] = [None] * n
     structures_dropped: list[tuple[str, str, str]] = []
     for i in range(n):
@@ -445,11 +494,11 @@ def _attach_structures(
             structures_dropped.append((ids[i], res, _shorten(smiles_in[i])))
             continue
         if is_mass[i]:
-            if not res[2] > 0:
+            if not res[3] > 0:
                 reason[i] = "unit not convertible"
                 continue
-            value_nM[i] = value_nM[i] * 1e6 / res[2]
-        std_smiles[i], std_key[i] = res[0], res[1]
+            value_nM[i] = value_nM[i] * 1e6 / res[3]
+        std_smiles[i], std_inchikey[i], std_key[i] = res[0], res[1], res[2]
     # one id, several structures: which measurement belongs to which compound is unknown, and the
     # library's ids must name one compound each, so every such row is dropped
     keys_of: dict[str, set[str]] = {}
@@ -460,10 +509,10 @@ def _attach_structures(
         if reason[i] is None and len(keys_of[ids[i]]) > 1:
             reason[i] = why = "id names several structures"
             structures_dropped.append((ids[i], why, _shorten(smiles_in[i])))
-            std_smiles[i] = std_key[i] = None
+            std_smiles[i] = std_inchikey[i] = std_key[i] = None
     for cid, why, smi in structures_dropped:
         logger.warning("dropped %s (%s): %r", cid, why, smi)
-    return std_smiles, std_key, structures_dropped
+    return std_smiles, std_inchikey, std_key, structures_dropped
 
 
 def _shorten(smiles: str, limit: int = 200) -> str:
@@ -565,7 +614,8 @@ def curate_activities(
         Keep only rows whose ``assay_description`` matches (case-insensitive search),
         e.g. ``r"cyclin[ -/]?A\\b|CycA"``.
     canonical_tautomer : bool
-        Also canonicalize tautomers (slower; off by default).
+        Also canonicalize tautomers (slower; off by default), so that tautomers drawn differently
+        (2-hydroxypyridine, 2-pyridone) are one compound; off, they are two (:func:`compound_key`).
 
     Raises
     ------
@@ -577,10 +627,12 @@ def curate_activities(
     -------
     library : pandas.DataFrame
         ``compound_id, smiles, inchikey, activity_nM, pActivity, n_measurements, source_ids``
-        sorted by ``compound_id``; ``activity_nM`` is the median in log10 space of the
-        kept measurements; ``pActivity = 9 - log10(activity_nM)``.
+        sorted by ``compound_id``, one row per :func:`compound_key`; ``inchikey`` is the standard
+        InChIKey (two tautomers kept apart share it); ``activity_nM`` is the median in log10 space
+        of the kept measurements; ``pActivity = 9 - log10(activity_nM)``.
     report : CurationReport
-        Counts per drop reason; ``n_input == n_output_rows + sum(dropped)``.
+        Counts per drop reason; ``n_input == n_output_rows + sum(dropped)``; rows merged per reason,
+        ``n_output_rows - sum(merged) == n_compounds``.
 
     Notes
     -----
@@ -609,7 +661,7 @@ def curate_activities(
         )
 
     smiles_in = [str(row["canonical_smiles"]).strip() for row in rows]
-    std_smiles, std_key, structures_dropped = _attach_structures(
+    std_smiles, std_inchikey, std_key, structures_dropped = _attach_structures(
         smiles_in, ids, reason, value_nM, is_mass, canonical_tautomer
     )
     kept_idx = [i for i in range(n) if reason[i] is None]
@@ -621,11 +673,12 @@ def curate_activities(
         {
             "id": [ids[i] for i in kept_idx],
             "smiles": [std_smiles[i] for i in kept_idx],
-            "inchikey": [std_key[i] for i in kept_idx],
+            "inchikey": [std_inchikey[i] for i in kept_idx],
+            "key": [std_key[i] for i in kept_idx],
             "value_nM": np.array([value_nM[i] for i in kept_idx], dtype=float),
         }
     )
-    library = _merge_by_inchikey(kept)
+    library, merged, largest_fold = _merge_by_key(kept)
     # keep_as_value changes what a censored row says ('>100' becomes 100): counted per relation, never silent
     altered: dict[str, int] = {}
     for i in kept_idx:
@@ -651,10 +704,14 @@ def curate_activities(
             "canonical_tautomer": canonical_tautomer,
         },
         altered=dict(sorted(altered.items())),
+        merged=merged,
+        merged_largest_fold=largest_fold,
     )
     logger.info(
-        "curated %d rows -> %d measurements -> %d compounds; dropped %s",
-        n, report.n_output_rows, report.n_compounds, dropped,
+        "curated %d rows -> %d measurements -> %d compounds; dropped %s; %d rows merged (median): %s",
+        n, report.n_output_rows, report.n_compounds, dropped, sum(merged.values()),
+        ", ".join(f"{k} {r.removeprefix('merged: ')} (up to {largest_fold[r]:.3g}-fold apart)"
+                  for r, k in merged.items()) or "none",
     )
     return library, report
 
@@ -672,17 +729,34 @@ def _geometric_median(values: np.ndarray) -> float:
     return float(math.sqrt(v[k - 1]) * math.sqrt(v[k]))
 
 
-def _merge_by_inchikey(kept: pd.DataFrame) -> pd.DataFrame:
-    """One row per InChIKey (plain Python grouping: per-group pandas calls are ~100x slower)."""
-    groups: dict[str, list[tuple[str, str, float]]] = {}
-    for cid, smi, key, val in zip(kept["id"], kept["smiles"], kept["inchikey"], kept["value_nM"]):
-        groups.setdefault(key, []).append((str(cid), smi, float(val)))
+def _merge_by_key(kept: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int], dict[str, float]]:
+    """One row per compound key (plain Python grouping: per-group pandas calls are ~100x slower);
+    and the rows merged per reason of :data:`MERGE_REASONS`, with the largest fold each combined."""
+    groups: dict[str, list[tuple[str, str, str, float]]] = {}
+    for cid, smi, inchikey, key, val in zip(kept["id"], kept["smiles"], kept["inchikey"], kept["key"],
+                                            kept["value_nM"]):
+        groups.setdefault(key, []).append((str(cid), smi, inchikey, float(val)))
+    another_id, replicate = MERGE_REASONS
+    merged = dict.fromkeys(MERGE_REASONS, 0)
+    fold = dict.fromkeys(MERGE_REASONS, 1.0)
     rows = []
     for key in sorted(groups):
         members = sorted(groups[key])  # by id, then SMILES: deterministic representative
-        med_nM = _geometric_median(np.array([m[2] for m in members]))
+        med_nM = _geometric_median(np.array([m[3] for m in members]))
         ids = sorted({m[0] for m in members})
-        rows.append((ids[0], members[0][1], key, med_nM, 9.0 - math.log10(med_nM), len(members), ";".join(ids)))
+        # each id's first row stands for the id, its other rows are replicates; all ids but one merge
+        values_of: dict[str, list[float]] = {}
+        for m in members:
+            values_of.setdefault(m[0], []).append(m[3])
+        merged[another_id] += len(ids) - 1
+        merged[replicate] += len(members) - len(ids)
+        if len(ids) > 1:
+            fold[another_id] = max(fold[another_id], _fold([m[3] for m in members]))
+        for values in values_of.values():
+            if len(values) > 1:
+                fold[replicate] = max(fold[replicate], _fold(values))
+        rows.append((ids[0], members[0][1], members[0][2], med_nM, 9.0 - math.log10(med_nM), len(members),
+                     ";".join(ids)))
     lib = pd.DataFrame(
         {
             "compound_id": pd.Series([r[0] for r in rows], dtype=object),
@@ -695,4 +769,10 @@ def _merge_by_inchikey(kept: pd.DataFrame) -> pd.DataFrame:
         },
         columns=list(LIBRARY_COLUMNS),
     )
-    return lib.sort_values(["compound_id", "inchikey"], kind="mergesort").reset_index(drop=True)
+    lib = lib.sort_values(["compound_id", "inchikey"], kind="mergesort").reset_index(drop=True)
+    return lib, {r: n for r, n in merged.items() if n}, {r: fold[r] for r, n in merged.items() if n}
+
+
+def _fold(values: list[float]) -> float:
+    """Highest over lowest value: how far apart the measurements merged into one compound were."""
+    return max(values) / min(values)

@@ -135,6 +135,11 @@ def _provenance(page: _Page, curation: Mapping[str, Any], label: Mapping[str, An
     p_name = activity if activity == "pChEMBL" else f"p{activity}"
     altered = ", ".join(f"{n} {r}" for r, n in (curation.get("altered") or {}).items())
     altered = f" ({altered})" if altered else ""
+    merged = curation.get("merged") or {}
+    folds = curation.get("merged_largest_fold") or {}
+    merges = "; ".join(f"{n} {r.removeprefix('merged: ')}, up to {folds.get(r, float('nan')):.3g}-fold apart"
+                       for r, n in merged.items())
+    merges = f" ({sum(merged.values())} rows merged by median: {merges})" if merged else ""
     page.heading("Data")
     page.items([
         f"Activities: {where}, {used}; {src.get('n_rows', '?')} rows"
@@ -142,7 +147,7 @@ def _provenance(page: _Page, curation: Mapping[str, Any], label: Mapping[str, An
         f"Activity type: {declared_as}; rows per declared type in the data: "
         + ", ".join(f"{k} {v}" for k, v in (label.get("rows_per_type") or {}).items()) + ").",
         (f"Curation: {curation.get('n_input')} rows in, {curation.get('n_output_rows')} measurements kept"
-         f"{altered}, {curation.get('n_compounds')} compounds."),
+         f"{altered}, {curation.get('n_compounds')} compounds{merges}."),
         (f"Cure label: {label.get('description')}: {label.get('n_cured')} of {label.get('n_compounds')} compounds "
          f"cure ({100.0 * label.get('n_cured', 0) / max(label.get('n_compounds', 1), 1):.1f} %); threshold "
          f"{label.get('threshold_nM', float('nan')):.4g} nM = {p_name} "
