@@ -377,7 +377,7 @@ def _decision_with_the_box_always(cs, Z, i, eps):
     if np.isinf(g):
         return 0
     D = Z - zi
-    sd = np.sqrt(np.maximum(np.einsum("ij,ji->i", D, cho_solve(cs.chol, D.T)), 0.0))
+    sd = np.sqrt(np.maximum(np.einsum("ij,ji->i", D, cho_solve((cs.chol, True), D.T)), 0.0))
     gap_hat = Z @ cs.theta - centre
     alive = np.flatnonzero((gap_hat + cs.rho * sd > g) & (np.arange(len(Z)) != i))
     alive = alive[D[alive] @ cs.theta + cs._box_bound(D[alive]) > g]

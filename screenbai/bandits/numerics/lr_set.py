@@ -36,11 +36,12 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg import solve_triangular
 from scipy.special import expit, logit
 
 from screenbai.bandits.numerics.features import FeatureSource
 from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
+from screenbai.bandits.numerics.linalg import cholesky_lower, cholesky_solve
 
 _MAX_NEWTON = 60
 MAX_EXACT_TESTS = 256  # per named arm and test: arms the bounds leave beyond this count as not ruled out
@@ -252,10 +253,10 @@ def _plane_search(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float) -> t
             return False, theta
         g, H = _grad_hess(Zp, n, s, eta)
         try:
-            c = cho_factor(H + ridge * max(1.0, float(np.abs(H).max())), lower=True)
+            c = cholesky_lower(H + ridge * max(1.0, float(np.abs(H).max())))
         except np.linalg.LinAlgError:
             return False, theta
-        a, b = cho_solve(c, g), cho_solve(c, v)
+        a, b = cholesky_solve(c, g), cholesky_solve(c, v)
         step = -(a - (v @ a) / (v @ b) * b)  # v^T step = 0
         decrement = -float(g @ step)
         if decrement <= _DECREMENT_TOL:
@@ -391,8 +392,8 @@ class LikelihoodRatioSet:
         f = _loss(eta, self.n, self.s)
         H = _grad_hess(Zp, self.n, self.s, eta)[1]
         self.f_min = f
-        self.chol = cho_factor(H, lower=True)
-        W = cho_solve(self.chol, Zp.T)  # H^-1 x_a for the pulled arms
+        self.chol = cholesky_lower(H)  # lower factor of H
+        W = cholesky_solve(self.chol, Zp.T)  # H^-1 x_a for the pulled arms
         kappa = float(np.sqrt(np.max(np.einsum("ij,ji->i", Zp, W))))
         self.empty = f > self.level
         self._box: tuple | None = None  # (eigenvectors of H, the box's sides), computed when needed
@@ -403,7 +404,7 @@ class LikelihoodRatioSet:
         C_t beyond it, from the outer radius, tightened by ``steps`` bisections with exact hyperplane tests."""
         sign = -1.0 if lower else 1.0
         w = sign * u
-        Hinv_w = cho_solve(self.chol, w)
+        Hinv_w = cholesky_solve(self.chol, w)
         sd = math.sqrt(float(w @ Hinv_w))
         if sd == 0.0:
             return sign * (u @ self.theta)
@@ -519,11 +520,11 @@ class LikelihoodRatioSet:
         Z = source.X
         zi = Z[i]
         if source.K <= EXACT_NORMS_MAX_K or P is None or diag is None:
-            Hinv_zi = cho_solve(self.chol, zi)
+            Hinv_zi = cholesky_solve(self.chol, zi)
             zz = float(zi @ Hinv_zi)
             for lo, hi in source.bounds():  # blocks: O(block d) memory at any K
                 Zb = Z[lo:hi]
-                own = np.einsum("ij,ji->i", Zb, cho_solve(self.chol, Zb.T))  # ||z_j||^2_{H^-1}
+                own = np.einsum("ij,ji->i", Zb, cholesky_solve(self.chol, Zb.T))  # ||z_j||^2_{H^-1}
                 yield lo, Zb, own - 2.0 * (Zb @ Hinv_zi) + zz, own
             return
         eta_p = self.Zp @ self.theta
@@ -616,7 +617,7 @@ class LikelihoodRatioSet:
         slope mu'.
         """
         if self._box is None:
-            B = np.linalg.eigh(cho_solve(self.chol, np.eye(self.theta.size)))[1]
+            B = np.linalg.eigh(cholesky_solve(self.chol, np.eye(self.theta.size)))[1]
             centre = B.T @ self.theta
             up = np.array([self._range_end(b, lower=False) for b in B.T]) - centre
             down = centre - np.array([self._range_end(b, lower=True) for b in B.T])
@@ -635,7 +636,7 @@ class LikelihoodRatioSet:
             return False, self.theta
         if not v.any():  # two arms with identical features: v^T theta = 0 < g everywhere
             return True, self.theta
-        start = _onto_plane(self.theta, v, cho_solve(self.chol, v), g)
+        start = _onto_plane(self.theta, v, cholesky_solve(self.chol, v), g)
         return _plane_search(self.Zp, self.n, self.s, v, start, self.level)
 
     def _rules_out_pair(self, zi: np.ndarray, zj: np.ndarray, g: float, epsilon: float) -> bool:
