@@ -139,8 +139,8 @@ def refuse_quadratic(algorithm: str, K: int, what: str, instead: str) -> None:
 def cholesky_lower(A: np.ndarray) -> np.ndarray:
     """The lower Cholesky factor of ``cholesky_solve``: ``scipy.linalg.cho_factor(A, lower=True)[0]``, the same
     LAPACK call (potrf) and the same numbers, without scipy's per-call checks and wrappers, which cost several
-    times the factorisation of the d x d matrices of the per-outcome likelihood-ratio tests (d of 2 to 10: 60 %
-    of log-tas's time on the workflow's small test). Raises LinAlgError when A is not positive definite or
+    times the factorisation of the d x d matrices of the per-outcome likelihood-ratio tests (d of 2 to 10:
+    a quarter of log-tas's run time on the workflow's small test). Raises LinAlgError when A is not positive definite or
     not finite."""
     c, info = dpotrf(A, lower=1, clean=0)
     if info != 0 or not np.isfinite(c).all():
