@@ -89,7 +89,7 @@ class PlateLayout:
                        "negative": f"{well_name(0, cols - 1)}:{well_name(rows - 1, cols - 1)}"}
             said = " and ".join(
                 f"{len(wells) or 'no'} {kind} control well{'' if len(wells) == 1 else 's'}"
-                + (f" ({_span(wells)})" if wells else "")
+                + (f" ({well_span(wells)})" if wells else "")
                 for kind, wells in kinds.items()
             )
             raise ValueError(
@@ -173,9 +173,9 @@ class PlateLayout:
         parts = [f"{self.format_name} plates ({_counted(self.rows, 'row')} x {_counted(self.cols, 'column')})"]
         if self.positive or self.negative:
             # one kind alone is refused by build, but a file may hold such a layout from before
-            neg = f"{len(self.negative)} negative ({_span(self.negative)})" if self.negative else "no negative"
-            parts.append(f"{_counted(len(self.positive), 'positive control well')} ({_span(self.positive)}) and {neg}"
-                         if self.positive else f"no positive control wells and {neg}")
+            neg = f"{len(self.negative)} negative ({well_span(self.negative)})" if self.negative else "no negative"
+            pos = f"{_counted(len(self.positive), 'positive control well')} ({well_span(self.positive)})"
+            parts.append(f"{pos} and {neg}" if self.positive else f"no positive control wells and {neg}")
         else:
             parts.append("no control wells")
         if self.empty_edge:
@@ -200,7 +200,8 @@ def _counted(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _span(wells) -> str:
+def well_span(wells) -> str:
+    """Wells for a message: all of them up to three, else the first and the last ('A01..H12')."""
     wells = list(wells)
     if len(wells) <= 3:
         return ", ".join(wells)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from screenbai.textfiles import not_utf8, open_text, table_rows
 
-from .layout import PlateLayout
+from .layout import PlateLayout, well_span
 
 ALIASES = {
     "plate_id": ("plate_id", "plate"),
@@ -327,14 +327,10 @@ def _not_on_plate(well: str, plate_id: str, wells: Mapping[str, WellInfo], layou
     if named is not None:
         return (
             f"well {named} of plate {plate_id} was left unused (the plate's compound wells are "
-            f"{_first_last([w for w, info in wells.items() if info.arm >= 0])}); delete the row, or correct the well"
+            f"{well_span([w for w, info in wells.items() if info.arm >= 0])}); delete the row, or correct the well"
         )
     shape = f"a {layout.format_name} plate, wells {layout.all_wells()[0]}..{layout.all_wells()[-1]}"
     return f"well {well!r} is not on plate {plate_id} ({shape})"
-
-
-def _first_last(wells: list[str]) -> str:
-    return f"{wells[0]}..{wells[-1]}" if len(wells) > 1 else ", ".join(wells)
 
 
 def _well_key(well: str) -> tuple[str, int] | str:
