@@ -297,6 +297,16 @@ def test_a_semicolon_file_writing_numbers_one_way_is_read_that_way(tmp_path, val
     cont.close()
 
 
+def test_a_semicolon_file_of_a_binary_assay_reads_1_000_as_1(tmp_path):
+    """On a 0/1 assay only one reading of 1.000 is an outcome (1000 is none), so a ';' file of 1.000 and 0.000 (a
+    spreadsheet's number format) is read, not refused as reading two ways (it was)."""
+    camp = new_campaign(tmp_path / "c.campaign")
+    plate = camp.next_plate(4)
+    assert camp.record(_rows(tmp_path, _semicolon(plate, ["1.000", "0.000", "1,0", "0"]))).n_outcomes == 4
+    assert [v for (v,) in camp._con.execute("SELECT value FROM outcomes ORDER BY rowid")] == [1.0, 0.0, 1.0, 0.0]
+    camp.close()
+
+
 def test_a_comma_file_reads_a_dot_as_the_decimal_point(tmp_path):
     cont, plate = _continuous(tmp_path, 2)
     cont.record(_rows(tmp_path, f"plate_id,well,outcome\nP001,{plate.wells[0]},1.234\nP001,{plate.wells[1]},7\n"))

@@ -7,7 +7,8 @@ A results file is CSV or TSV (``;`` also accepted) with a header naming the colu
   that plate are filled in well order; a well may be written A1, a01 or A01,
 * ``outcome`` (or ``result``, ``value``): 0/1 for binary assays, a number for continuous ones (in a
   ``;``-separated file, as Excel saves CSV where the decimal separator is a comma, 12,5 is 12.5; a number
-  that reads two ways there, 1.234 beside decimal commas or with nothing to tell it from 1234, is refused),
+  that reads two ways there, 1.234 beside decimal commas or with nothing to tell it from 1234, is refused;
+  a 0/1 outcome reads one way: 1.000 is 1),
   empty or ``failed`` for a failed well (its compound goes back into the queue).  A file whose
   outcomes are all empty is refused: it is the plate file before the lab filled it in.
 
@@ -154,7 +155,8 @@ def read_results(
                     open_wells.setdefault((plate_id, info.compound_id), []).append(w)
         return open_wells.get((plate_id, compound))
 
-    two_ways = _read_two_ways(rows, col["outcome"]) if sep == ";" else {}
+    # a 0/1 outcome reads one way whatever the separators: 1.000 is 1 (1000 is no outcome), 0.000 is 0
+    two_ways = _read_two_ways(rows, col["outcome"]) if sep == ";" and not binary else {}
     already: dict[str, dict[str, str]] = {}
     n_blank = 0  # rows with an empty outcome (a failed well, unless all are empty)
     plate_ids = {p.upper(): p for p in plates}
