@@ -222,9 +222,7 @@ class Status:
             + (f" ({self.n_compounds - self.active:,} withdrawn)" if self.active < self.n_compounds else ""),
         ]
         if self.in_contention is not None:
-            settled = (
-                self.done and self.in_contention > 1 and self.certified_epsilon is not None
-            )
+            settled = self.done and self.in_contention > 1 and self.certified_epsilon is not None
             out.append(
                 f"still in contention: {self.in_contention:,} compound{'' if self.in_contention == 1 else 's'} "
                 f"({'its' if self.in_contention == 1 else 'their'} 95% interval of the {self._rate()}"
