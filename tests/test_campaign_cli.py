@@ -342,6 +342,29 @@ def test_status_json_is_strict_json_before_the_first_tests(tmp_path, library_csv
     assert status["stop_index"] is None and status["tests"] == 0
 
 
+def test_status_json_has_no_certified_epsilon_where_the_text_says_none_yet(tmp_path):
+    """`status --json` gave certified_epsilon 1.0 before any outcome (and 0.9992 after a first plate of a KL-LUCB
+    screen, untested rivals still anywhere in [0, 1]) where the text read "none yet": null now, the key of the
+    own wells' certificate too; the certificate itself, with its sentences, stays; the export says the same."""
+    from campaign_util import new_campaign, write_results
+
+    from screenbai.campaign.views.export import compound_table
+
+    path = tmp_path / "c.campaign"
+    with new_campaign(path, "kl-lucb", {"epsilon": 0.1, "delta": 0.05}, K=30) as camp:
+        for recorded in (False, True):
+            st = camp.status()
+            out = json.loads(json.dumps(st.to_dict()))  # as `status --json` prints it
+            assert out["tests"] == 8 * recorded and out["certificate"]["sentences"]
+            assert out["certified_epsilon"] is None and out["certified_epsilon_no_model"] is None
+            assert "(certified epsilon, a gap in hit rate: none yet;" in st.text()
+            assert all(row["certified_epsilon"] is None for row in compound_table(camp))
+            if not recorded:
+                plate = camp.next_plate(8)
+                camp.record(write_results(tmp_path / "r.csv", plate, np.ones(8, dtype=int)))
+        assert 0.999 <= out["certificate"]["worst"] < 1.0  # the bound the text calls "none yet"
+
+
 def test_the_prior_forecast_is_on_the_scale_of_the_model_it_forecasts(tmp_path, library_csv, capsys):
     """init's prior spreads x'theta on the model's own scale: hit-rate logits for log-tas, hit rates (sd 0.2) for
     an algorithm that models hits linearly (before: an sd of 1 in hit rate), the readout in its unit, as large as

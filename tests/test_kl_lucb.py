@@ -140,3 +140,53 @@ def test_a_campaign_says_kl_lucb_models_no_features_and_why_it_chose_its_wells()
     assert "with no model of the features: each compound's outcomes independent draws" in line
     assert "linear model" not in line and "linear model" not in Readout.build("x", hit_above=1).model(True, "lucb")
     assert rule_of("kl-lucb").startswith("KL-LUCB's rule") and rule_of("lucb").startswith("LUCB's rule")
+
+
+def test_a_remembered_interval_is_the_one_solved_afresh():
+    """``anytime_interval`` remembers what it solved (a simulated forecast asks for the same counts ~10^5 times):
+    the same ends, to the bit, as the Newton solve on its own, at 0 and all hits, no test, and the fractional hits
+    of tests in flight."""
+    from screenbai.bandits.certainty import no_model
+
+    rng = np.random.default_rng(7)
+    S, n = _counts(rng, 300, 50)
+    S = np.r_[S, 0, 0, 4, 1, 2.5, 0.5]
+    n = np.r_[n, 0, 3, 4, 1, 6.0, 1.0]
+    for alpha in (0.05 / 4866, 0.3):
+        fresh = [no_model._solved.__wrapped__(float(s), float(t), alpha) for s, t in zip(S, n)]
+        for _ in range(2):  # the first call solves (or finds), the second finds
+            assert [anytime_interval(s, t, alpha) for s, t in zip(S, n)] == fresh
+    assert fresh[-6] == (0.0, 1.0) and fresh[-5][0] == 0.0 and fresh[-4][1] == 1.0
+
+
+def test_a_plate_picks_the_same_wells_whether_a_round_looks_at_all_compounds_or_those_just_proposed():
+    """While tests are in flight and no outcome came in, a round re-solves only the compounds whose tests in flight
+    changed; rebuilding every compound's planning interval each round (as before) proposes the same wells, through
+    plates, replicate wells, cancelled wells and outcomes."""
+    K = 200
+    mu = np.random.default_rng(2).beta(1, 3, K)
+    inst = Instance(np.eye(K), mu, reward="bernoulli")
+
+    def run(every_round_from_scratch: bool) -> list:
+        policy = make_policy("kl-lucb", inst.features, rng=4, epsilon=0.1, delta=0.05)
+        if every_round_from_scratch:
+            incremental = policy._planning_intervals
+
+            def from_scratch():
+                policy._planned_at = None
+                return incremental()
+
+            policy._planning_intervals = from_scratch
+        env, out = inst.environment(rng=5), []
+        for _ in range(6):
+            arms = policy.propose(96)
+            policy._fly(arms[:10])  # replicate wells of the first ten
+            out.append(arms.copy())
+            later = policy.propose(20)  # a second plate in the lab, then a few wells failed
+            policy.cancel(later[:5])
+            out.append(np.r_[later, policy.propose(7)])
+            done = np.r_[arms, arms[:10]]
+            policy.tell(done, env.pull(done))
+        return out
+
+    assert all((a == b).all() for a, b in zip(run(False), run(True)))

@@ -34,8 +34,8 @@ the intervals, eq. (1) of ``certainty/certificate.py`` with U(i, j) = hi_j - lo_
 largest bound is at most the largest outside J) and errs only when some interval fails: P(error) <= delta,
 whatever the features and however wrong a model of them would be.
 
-Per round: the intervals of the compounds whose counts changed (Newton's method, scalar) and an O(K) pass
-for J, l_t and u_t; no model fit, nothing quadratic in K.
+Per round: the intervals of the compounds whose counts changed (Newton's method, scalar, remembered per count)
+and an O(K) pass for J, l_t and u_t; no model fit, nothing quadratic in K.
 """
 
 from __future__ import annotations
@@ -53,8 +53,9 @@ from screenbai.bandits.numerics.ties import argmax_random, argmin_random
 class _Intervals:
     """Each compound's anytime interval at level ``alpha`` for given (tests, successes), recomputed only for the
     compounds whose counts changed since the last call (a cache keyed by the counts, so right after any load of a
-    state; never part of one). Always the scalar form (``anytime_interval``): a round changes two compounds, and
-    the answer must not depend on how many changed since the cache was filled."""
+    state; never part of one). Always the scalar form (``anytime_interval``, which remembers the counts it has
+    solved): a round changes two compounds, and the answer must not depend on how many changed since the cache was
+    filled."""
 
     def __init__(self, K: int, alpha: float):
         self.alpha = float(alpha)
@@ -62,11 +63,16 @@ class _Intervals:
         self.successes = np.zeros(K)
         self.lo, self.hi = np.zeros(K), np.ones(K)
 
-    def at(self, tests: np.ndarray, successes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        changed = np.flatnonzero((tests != self.tests) | (successes != self.successes))
-        for k in changed.tolist():  # the compounds tested since the last call: two per round
-            self.lo[k], self.hi[k] = anytime_interval(successes[k], tests[k], self.alpha)
-        self.tests[changed], self.successes[changed] = tests[changed], successes[changed]
+    def at(self, tests: np.ndarray, successes: np.ndarray, arms: np.ndarray | None = None
+           ) -> tuple[np.ndarray, np.ndarray]:
+        """Every compound's (lower ends, upper ends), given the counts of ``arms`` (default all; ``tests`` and
+        ``successes`` then of those arms only): the other compounds' counts are those of the last call."""
+        arms = np.arange(self.tests.size) if arms is None else arms
+        moved = (tests != self.tests[arms]) | (successes != self.successes[arms])
+        changed, tests, successes = arms[moved], tests[moved], successes[moved]
+        for k, t, s in zip(changed.tolist(), tests.tolist(), successes.tolist()):  # the compounds tested since
+            self.lo[k], self.hi[k] = anytime_interval(s, t, self.alpha)          # the last call: few a round
+        self.tests[changed], self.successes[changed] = tests, successes
         return self.lo, self.hi
 
 
@@ -116,11 +122,13 @@ class KLLUCB(Policy):
         self._planning = _Intervals(self.K, p.delta / self.K)  # a cache keyed by the counts: right after any load
         self._checked_at = -1  # tests recorded when the rule last said no: not asked again on the same outcomes
         self._answer_at: tuple[int, np.ndarray] | None = None  # (tests recorded, J(t)): one O(K) pass a round
+        self._planned_at: tuple[int, np.ndarray] | None = None  # (tests recorded, tests in flight) of _planning
 
     def _after_load(self) -> None:
         super()._after_load()
         self._checked_at = -1
         self._answer_at = None
+        self._planned_at = None
 
     def _stops_now(self) -> bool:
         if self._checked_at == self.n_samples:
@@ -137,19 +145,30 @@ class KLLUCB(Policy):
             return None
         leaders = self._current_answer()
         if self.n_in_flight:
-            # the tests in flight count at the compound's observed rate (0.5 before any): its interval narrows in place
-            flight = self.in_flight.astype(float)
-            rate = np.divide(self.sums, self.n, out=np.full(self.K, 0.5), where=self.n > 0)
-            lo, hi = self._planning.at(self.n + flight, self.sums + flight * rate)
+            lo, hi = self._planning_intervals()
         else:
             assert isinstance(self.stopping_rule, EachArmIntervals)
             lo, hi = self.stopping_rule.intervals()
         others = hi.copy()
         others[leaders] = -np.inf
-        weakest = np.full(self.K, np.inf)
-        weakest[leaders] = lo[leaders]
-        low, high = argmin_random(weakest, self.rng), argmax_random(others, self.rng)
+        # l_t among the leaders alone: J(t) is in ascending order, so its ties are those of an argmin over all K
+        # with inf outside J(t), in the same order (the same draw)
+        low, high = int(leaders[argmin_random(lo[leaders], self.rng)]), argmax_random(others, self.rng)
         return np.array([low if hi[low] - lo[low] > hi[high] - lo[high] else high], dtype=np.int64)
+
+    def _planning_intervals(self) -> tuple[np.ndarray, np.ndarray]:
+        """The intervals the sampling rule reads while tests are in flight: each such test counts at the compound's
+        observed rate (0.5 before any), which narrows its interval in place. Between two rounds of one plate only
+        the compound just proposed changes, so while no outcome has been recorded (the tests recorded are those
+        of the last call) only the compounds whose tests in flight changed are looked at, not all K."""
+        flight = self.in_flight
+        last = self._planned_at
+        arms = None if last is None or last[0] != self.n_samples else np.flatnonzero(flight != last[1])
+        self._planned_at = (self.n_samples, flight)
+        n, s, f = (self.n, self.sums, flight) if arms is None else (self.n[arms], self.sums[arms], flight[arms])
+        f = f.astype(float)
+        rate = np.divide(s, n, out=np.full(n.size, 0.5), where=n > 0)
+        return self._planning.at(n + f, s + f * rate, arms)
 
     def _update(self, arms, rewards) -> None:
         pass

@@ -51,6 +51,7 @@ COLUMNS = (
 def compound_table(camp) -> list[dict]:
     """One row per compound (see the module doc), in the campaign's compound order."""
     from .estimates import contention_intervals, model_estimates, own_intervals
+    from .status import certifies
 
     policy = camp.policy
     res = policy.result()
@@ -126,7 +127,7 @@ def compound_table(camp) -> list[dict]:
                 "model_low": float(model_lo[a]),
                 "model_high": float(model_hi[a]),
                 "status": status,
-                "certified_epsilon": None if eps is None or not math.isfinite(eps) else float(eps),
+                "certified_epsilon": None if eps is None or not certifies(eps, camp.binary) else float(eps),
             }
         )
     return rows
@@ -287,7 +288,7 @@ def export(camp, out_dir: Path) -> list[Path]:
         ["tests", status.tests],
         ["recommendation", ", ".join(c.compound_id for c in status.recommendation)],
         ["finished", status.done],
-        ["certified epsilon", status.certified_epsilon if status.certified_epsilon not in (None, math.inf) else None],
+        ["certified epsilon", status.certified_epsilon],
         ["compounds in contention", status.in_contention],
         ["model", status.model],
     ]

@@ -101,8 +101,9 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
 
 
 #: simulated runs of a forecast by simulation (an algorithm with no threshold: ``_simulated``), and the tests each may
-#: take past the tests recorded before it counts as not stopped (KL-LUCB: 2 s at K = 40, 5 s at K = 4 866 per capped
-#: run; at most half the runs reach the cap, SIMULATED_RUNS // 2 + 1, before the median is known to be past it)
+#: take past the tests recorded before it counts as not stopped (KL-LUCB: 1 to 1.5 s per capped run at K = 40, about
+#: 1 s at K = 4 866; at most half the runs reach the cap, SIMULATED_RUNS // 2 + 1, before the median is known to be
+#: past it)
 SIMULATED_RUNS = 9
 SIMULATED_CAP = 10_000
 

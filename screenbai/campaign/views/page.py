@@ -12,6 +12,8 @@ import numpy as np
 
 from screenbai.campaign.lab.assay import models_features
 
+from .status import certifies
+
 # The two charts are drawn as SVG by hand: importing matplotlib and rendering two PNGs cost 0.6 s
 # of CPU, more than the rest of the command, and a bar chart and a step line need no more than this.
 _FONT = 'font-family="sans-serif"'
@@ -234,11 +236,9 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
              and math.isfinite(forecast_plates) and math.isfinite(forecast_tests) else None)
     x_hi = n + max(ahead or 0.0, 0.5)  # room after the last point (it sat on the frame without a forecast)
     contention = [None if p["in_contention"] is None else float(p["in_contention"]) for p in points]
-    # inf (nothing certified yet) and, for cure rates, 1 (the trivial bound) are not drawn
-    cap = 1.0 if binary else math.inf
+    # inf (nothing certified yet) and, for cure rates, about 1 (the trivial bound) are not drawn
     certified = [
-        None if e is None or not math.isfinite(e) or e >= cap else float(e)
-        for e in (p["certified_epsilon"] for p in points)
+        None if e is None or not certifies(e, binary) else float(e) for e in (p["certified_epsilon"] for p in points)
     ]
     width, band, left = 760, 150, 70
 

@@ -22,6 +22,16 @@ from .forecast import BAND_LEVEL, FORECAST_DRAWS, forecast_left
 GAP_INDEX = "a rival may still beat the leader by up to"
 #: what a count that fires at 0 means when the policy does not name it (a snapshot saved before it did)
 RIVALS_OPEN = "rivals not yet ruled out by the stopping test:"
+#: a certified epsilon on hit rates at least this large says nothing (no gap in hit rate exceeds 1, and it prints
+#: as "1"): status says "none yet", its JSON null
+VACUOUS_HIT_RATE_GAP = 0.999
+
+
+def certifies(epsilon: float, binary: bool) -> bool:
+    """Whether a certified epsilon says anything: finite (inf: none of the answer certified yet) and, on hit rates
+    (``binary``), below VACUOUS_HIT_RATE_GAP. Where it does not, status, its JSON, the export and the progress plot
+    all say nothing is certified yet."""
+    return math.isfinite(epsilon) and not (binary and epsilon >= VACUOUS_HIT_RATE_GAP)
 
 
 @dataclass
@@ -65,11 +75,12 @@ class Status:
     no_guarantee: list[str] = field(default_factory=list)
     #: plates whose every compound well has a recorded outcome (or a failed well)
     plates_done: int = 0
-    #: the largest epsilon at which the current answer is certified (None: no valid confidence set)
+    #: the largest epsilon at which the current answer is certified; None while nothing is certified (no valid
+    #: confidence set, no outcome yet, or a bound that says nothing: ``certifies``), where the text says "none"
     certified_epsilon: float | None = None
     certificate: dict | None = None
     #: the certificate from every compound's own wells, under no model (certainty/no_model.py; 0/1 outcomes only):
-    #: its largest epsilon over the recommendation, and the certificate as JSON data
+    #: its largest epsilon over the recommendation (None as for ``certified_epsilon``), and the certificate as JSON data
     certified_epsilon_no_model: float | None = None
     certificate_no_model: dict | None = None
     #: compounds whose model interval still reaches the leader's (upper bound >= the leader's lower bound)
@@ -211,10 +222,7 @@ class Status:
             + (f" ({self.n_compounds - self.active:,} withdrawn)" if self.active < self.n_compounds else ""),
         ]
         if self.in_contention is not None:
-            settled = (
-                self.done and self.in_contention > 1 and self.certified_epsilon is not None
-                and math.isfinite(self.certified_epsilon)
-            )
+            settled = self.done and self.in_contention > 1 and self.certified_epsilon is not None
             out.append(
                 f"still in contention: {self.in_contention:,} compound{'' if self.in_contention == 1 else 's'} "
                 f"({'its' if self.in_contention == 1 else 'their'} 95% interval of the {self._rate()}"
@@ -261,15 +269,13 @@ class Status:
         of fit (certainty/model_check.py), and the forecast of plates left with what it leaves out."""
         out = []
         cert = self.certificate
-        if self.certified_epsilon is None or cert is None:
+        if cert is None:
             out.append("certificate: none yet (no outcome recorded)" if self.tests == 0 else
                        "certificate: none (this algorithm gives no certificate, or it is not available yet)")
         else:
             aim = self.stop_epsilon
             fires = "" if aim is None else f"; the stopping rule fires once it is at most epsilon = {aim:g}"
-            value = ("none yet" if not math.isfinite(self.certified_epsilon)
-                     or (self.outcome == "binary" and self.certified_epsilon >= 0.999)
-                     else f"{self.certified_epsilon:.2g}")
+            value = "none yet" if self.certified_epsilon is None else f"{self.certified_epsilon:.2g}"
             gap = self._rate() if self.outcome == "binary" or not self.unit else f"mean {self.unit}"
             mc = self.model_check
             doubt = (" if its model holds, which the model check below rejects: treat it as unproven"
@@ -355,15 +361,16 @@ class Status:
         gap of 1) or where the model check rejects the model (it is then the statement that stands); not beside a
         certificate that already rests on the own wells."""
         cert, value = self.certificate_no_model, self.certified_epsilon_no_model
-        if cert is None or value is None or self.certified_by_own_wells():
+        if cert is None or self.certified_by_own_wells():
             return []
         rejected = bool(self.model_check and self.model_check.get("rejected"))
-        if value >= 0.999 and not rejected:
+        if value is None and not rejected:
             return []
         aim = self.stop_epsilon
         enough = (f"; it is at most epsilon = {aim:g}: the compounds' own wells alone back the recommendation, "
-                  "so you may stop on it whatever the model check says" if aim is not None and value <= aim else "")
-        shown = "none yet" if value >= 0.999 else f"{value:.2g}"
+                  "so you may stop on it whatever the model check says"
+                  if aim is not None and value is not None and value <= aim else "")
+        shown = "none yet" if value is None else f"{value:.2g}"
         return [f"certificate without a model, true whenever you stop (each compound's own wells; certified "
                 f"epsilon {shown}{enough}):"] + [f"  {s}" for s in cert.get("sentences", [])]
 
@@ -518,7 +525,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
     active = getattr(policy, "arm_set", np.arange(camp.K))
     in_contention = _in_contention(camp, policy, res, n, lo, hi)
     cert = _certificate(camp, policy)
-    certified = _certified(cert)
+    certified = _certified(cert, camp.binary)
     obs = camp.observations()
     free = _no_model_certificate(camp, policy, res, obs[0], obs[1])
     forecast = forecast_left(camp, policy)
@@ -548,7 +555,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "plates_done": int(plates_done),
         "certified_epsilon": certified,
         "certificate": cert,
-        "certified_epsilon_no_model": _certified(free),
+        "certified_epsilon_no_model": _certified(free, True),
         "certificate_no_model": free,
         "in_contention": in_contention,
         "model_check": check,
@@ -627,11 +634,18 @@ def _no_model_certificate(camp, policy, res, n, s) -> dict | None:
     return cert.to_dict(camp.compound_ids, "hit rate")
 
 
-def _certified(cert: dict | None) -> float | None:
-    """The certified epsilon of a certificate (inf: none of the answer certified yet; None: no certificate)."""
+def _worst(cert: dict | None) -> float | None:
+    """The largest certified epsilon of a certificate's answer (inf: none of it certified yet; None: no
+    certificate), as the history keeps it (its None: a point not kept)."""
     if cert is None:
         return None
     return math.inf if cert.get("worst") is None else float(cert["worst"])
+
+
+def _certified(cert: dict | None, binary: bool) -> float | None:
+    """``_worst`` as status says it: None also while it certifies nothing (``certifies``)."""
+    eps = _worst(cert)
+    return eps if eps is not None and certifies(eps, binary) else None
 
 
 def progress_point(camp, policy, res, upto: int | None = None) -> tuple[int | None, float | None]:
@@ -643,7 +657,7 @@ def progress_point(camp, policy, res, upto: int | None = None) -> tuple[int | No
     if int(n.sum()) > 0:
         lo, hi = contention_intervals(camp, n, s, s2)
         in_contention = _in_contention(camp, policy, res, n, lo, hi)
-    return in_contention, _certified(_certificate(camp, policy))
+    return in_contention, _worst(_certificate(camp, policy))
 
 
 def _pooled(rows, log: bool = False) -> tuple[float, int]:
