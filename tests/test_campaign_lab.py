@@ -186,6 +186,18 @@ def test_plate_file_names_wells_controls_and_why(tmp_path):
     camp.close()
 
 
+def test_a_first_plate_without_a_model_is_not_called_an_initial_design_to_fit_the_model(tmp_path):
+    """KL-LUCB (each compound's own wells, no model) read "initial design: ... to fit the model" on its first
+    plate; its first plate is its own rule's, and says so."""
+    camp = Campaign.create(tmp_path / "k.campaign", synthetic_library(K=30, d=3), "kl-lucb", {"epsilon": 0.1},
+                           seed=2)
+    plate = camp.next_plate(8, tmp_path / "P001.csv")
+    with open(plate.path, newline="") as fh:
+        why = [r["why"] for r in csv.DictReader(fh)]
+    assert len(why) == 8 and all(w.startswith("KL-LUCB") and "never tested" in w for w in why), why
+    camp.close()
+
+
 def test_raw_readouts_are_kept_and_turned_into_hits_by_the_cutoff(tmp_path):
     camp = _ic50_campaign(tmp_path)
     plate = camp.next_plate(None, tmp_path / "P001.csv")

@@ -63,7 +63,8 @@ def why_chosen(camp, policy) -> Callable[[int, int, int], str]:
     inner = getattr(policy, "inner", policy)
     queue = getattr(inner, "_queue", np.empty(0))
     retests = max(int(np.size(queue)) - int(getattr(inner, "_batch_rest", 0)), 0)
-    initial = int(getattr(inner, "n_samples", 0)) == 0
+    # a model's first tests are its initial design; an algorithm of each compound's own wells has none (KL-LUCB)
+    initial = int(getattr(inner, "n_samples", 0)) == 0 and assay.models_features(camp.algorithm)
     n, s, _, failed = camp.observations()
     rule = rule_of(camp.algorithm)
 
