@@ -363,6 +363,9 @@ def test_status_json_has_no_certified_epsilon_where_the_text_says_none_yet(tmp_p
                 plate = camp.next_plate(8)
                 camp.record(write_results(tmp_path / "r.csv", plate, np.ones(8, dtype=int)))
         assert 0.999 <= out["certificate"]["worst"] < 1.0  # the bound the text calls "none yet"
+        # and the certificate's sentences say so too (they read "within 1 of the best cure rate")
+        assert all("not certified yet" in s for s in out["certificate"]["sentences"]), out["certificate"]["sentences"]
+        assert "within 1 of" not in st.text()
 
 
 def test_the_prior_forecast_is_on_the_scale_of_the_model_it_forecasts(tmp_path, library_csv, capsys):

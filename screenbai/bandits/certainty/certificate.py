@@ -72,6 +72,10 @@ def _percent(delta: float) -> str:
     return f"{100.0 * (1.0 - delta):.4g} %"
 
 
+#: a certified epsilon on hit rates at least this large says nothing: no gap in hit rate exceeds 1, and it prints
+#: as "1" (a certificate's sentence says "not certified yet", status "none yet", its JSON null)
+VACUOUS_HIT_RATE_GAP = 0.999
+
 @dataclass(frozen=True)
 class Certificate:
     """The certificate of a policy's current answer (see the module docstring).
@@ -86,7 +90,7 @@ class Certificate:
     m: size of the answer; the statement is against the m-th best mean.
     n_samples: the outcomes it rests on.
     quantity: what the means are ("cure rate" for 0/1 outcomes, "mean outcome" otherwise).
-    vacuous_at: an epsilon this large says nothing (1 for 0/1 outcomes: no gap exceeds it).
+    vacuous_at: an epsilon this large says nothing (VACUOUS_HIT_RATE_GAP for 0/1 outcomes).
     """
 
     arms: tuple[int, ...]

@@ -44,7 +44,7 @@ import math
 import numpy as np
 from scipy.special import betaln
 
-from .certificate import Certificate, certified_from_bounds
+from .certificate import VACUOUS_HIT_RATE_GAP, Certificate, certified_from_bounds
 
 #: bisection steps of the interval's ends (2^-50: exact to double precision on [0, 1])
 _STEPS = 50
@@ -167,4 +167,5 @@ def no_model_certificate(successes: np.ndarray, tests: np.ndarray, answer, delta
         at = {int(a): k for k, a in enumerate(idx)}
         eps = tuple(float(e) for e in certified_from_intervals(lo, hi, [at[a] for a in answer], m))
     return Certificate(arms=answer, epsilon=eps, delta=float(delta), guaranteed=True, model=MODEL.format(K=K), m=m,
-                       n_samples=int(n[idx].sum()), quantity=quantity, vacuous_at=1.0)
+                       n_samples=int(n[idx].sum()), quantity=quantity,
+                       vacuous_at=VACUOUS_HIT_RATE_GAP)

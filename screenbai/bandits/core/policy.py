@@ -314,7 +314,7 @@ class Policy(_Declared):
         Changes nothing in the policy (the value is cached until the next outcome)."""
         # here, not at the top: the certainty package loads complexity.py and scipy.special, which
         # `import screenbai.bandits` (every command's start) does without
-        from screenbai.bandits.certainty.certificate import Certificate
+        from screenbai.bandits.certainty.certificate import VACUOUS_HIT_RATE_GAP, Certificate
 
         answer = self._current_answer()
         key = (int(self.n_samples), bool(self._finished), tuple(answer.tolist()))
@@ -342,7 +342,7 @@ class Policy(_Declared):
                 arms=tuple(int(a) for a in answer), epsilon=tuple(float(e) for e in eps),
                 delta=float(delta), guaranteed=not caveats, model=model, m=int(answer.size),
                 n_samples=int(self.n_samples), quantity="cure rate" if self.binary_rewards else "mean outcome",
-                caveats=caveats, vacuous_at=1.0 if self.binary_rewards else math.inf,
+                caveats=caveats, vacuous_at=VACUOUS_HIT_RATE_GAP if self.binary_rewards else math.inf,
             )
         self.__dict__["_certificate_cache"] = (key, cert)
         return cert

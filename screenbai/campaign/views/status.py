@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from screenbai.bandits.certainty.certificate import model_check_json
+from screenbai.bandits.certainty.certificate import VACUOUS_HIT_RATE_GAP, model_check_json
 from screenbai.bandits.certainty.forecast import BOUNDS
 from screenbai.bandits.certainty.no_model import no_model_certificate
 from screenbai.bandits.core.params import without_guarantee
@@ -22,9 +22,6 @@ from .forecast import BAND_LEVEL, FORECAST_DRAWS, forecast_left
 GAP_INDEX = "a rival may still beat the leader by up to"
 #: what a count that fires at 0 means when the policy does not name it (a snapshot saved before it did)
 RIVALS_OPEN = "rivals not yet ruled out by the stopping test:"
-#: a certified epsilon on hit rates at least this large says nothing (no gap in hit rate exceeds 1, and it prints
-#: as "1"): status says "none yet", its JSON null
-VACUOUS_HIT_RATE_GAP = 0.999
 
 
 def certifies(epsilon: float, binary: bool) -> bool:
