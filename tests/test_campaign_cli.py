@@ -502,6 +502,27 @@ def test_init_says_a_screen_that_cannot_stop_would_not_stop(tmp_path):
     assert len(re.findall(r"epsilon 0.1 and delta [\d.]+: [\d,]+ tests \(\d+ plates?\)", table)) == 3
 
 
+def test_status_says_a_screen_that_cannot_stop_would_not_stop(tmp_path):
+    """After a plate, the same screen's forecast from the outcomes is unbounded too: status read "forecast of plates
+    left: not available (this algorithm states no stopping threshold, or it has finished)", both untrue. It says
+    there is no end in sight and why; the JSON has null plates with the form of T* set, and the reason."""
+    from campaign_util import synthetic_library, write_results
+
+    lib = synthetic_library(K=12, d=3)
+    lib.features[1::2] = lib.features[0::2]
+    with Campaign.create(tmp_path / "c.campaign", lib, "lin-tas", {"sigma": 1.0}, seed=1,
+                         outcome="continuous") as camp:
+        plate = camp.next_plate(12)
+        camp.record(write_results(tmp_path / "r.csv", plate, lib.features[list(plate.arms)].sum(axis=1)))
+        st = camp.status()
+        text, out = st.text(), json.loads(json.dumps(st.to_dict()))
+    assert ("forecast: no end in sight: at the model fitted to the outcomes so far the screen would not stop: 12 "
+            "compounds share their features with another") in text
+    assert "not available" not in text
+    assert out["forecast_plates"] is None and out["forecast_bound"] is not None
+    assert out["forecast_never"].startswith("would not stop: 12 compounds")
+
+
 def test_whole_plates_rounds_up_but_not_a_rounding_error():
     """status read "about 3 more plate(s) (120 more tests)" with 60 compound wells a plate: the forecast of
     120.0000991821289 tests was rounded up to a third plate."""

@@ -31,7 +31,8 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
     wells) and its wells go first to compounds with no outcome yet, their ids: that point rests on the model's
     extrapolation to them, and it runs longer where they prove below the bar (docs/lower_bound.md, "Session 15"). An
     algorithm with no model of the features that states no threshold is forecast by simulation (``_simulated``, the
-    form "simulation"). None for one with a model and no threshold, a fixed budget, or before any outcome."""
+    form "simulation"). None for one with a model and no threshold, a fixed budget, or before any outcome; infinite
+    tests and plates where the rule would never fire at theta_hat (``never_stops`` says why)."""
     from screenbai.bandits.certainty.forecast import forecast, whole_plates
 
     inner = getattr(policy, "inner", policy)
@@ -86,8 +87,8 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
         exact=True,
         counts=n,
     )
-    if not math.isfinite(f.tests):
-        return None
+    if not math.isfinite(f.tests):  # the rule would never fire at theta_hat: said so (``never_stops``), not hidden
+        return (math.inf, math.inf, math.inf, math.inf, f.bound, [])
 
     def plates(tests: float) -> float:
         return whole_plates(max(tests - done, 0.0), per_plate)
@@ -271,16 +272,16 @@ def _count(tests: float) -> str:
     return f"{tests:,.0f}" if math.isfinite(tests) else "no end in sight"
 
 
-def _never_stops(camp, epsilon: float) -> str:
-    """Why a forecast from a prior is unbounded, and the way on: at epsilon = 0 two compounds with the same features
-    (stereoisomers: Morgan fingerprints ignore stereochemistry) have the same mean under any model of the features,
-    so neither is ever shown the better."""
+def never_stops(camp, epsilon: float, at: str = "the prior's median draw") -> str:
+    """Why a forecast is unbounded (from a prior, or ``at`` the model fitted to the outcomes), and the way on: at
+    epsilon = 0 two compounds with the same features (stereoisomers: Morgan fingerprints ignore stereochemistry) have
+    the same mean under any model of the features, so neither is ever shown the better."""
     from screenbai.bandits.numerics.linalg import shared_rows
 
     twins = int(shared_rows(camp.features)[0].size)  # compounds whose feature vector another compound shares
     why = (f"{twins:,} compounds share their features with another (e.g. stereoisomers), so under any model of the "
            "features they have the same mean and neither can be shown the better" if twins and epsilon == 0.0
-           else "some rival cannot be told from the answer within epsilon at the prior's median draw")
+           else f"some rival cannot be told from the answer within epsilon at {at}")
     return (f"would not stop: {why}; an epsilon above 0 bounds it (e.g. --param epsilon=0.1, in the units of the "
             "outcome)")
 
@@ -363,7 +364,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
                  f"{round(2 / (1 - BAND_LEVEL))} never stops)")
     if not math.isfinite(tests):
         lines = [f"cost forecast from a prior: {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) "
-                 f"{_never_stops(camp, epsilon)}"]
+                 f"{never_stops(camp, epsilon)}"]
     else:
         lines = [
             f"cost forecast from a prior (a guess before any outcome, {spread}; `status` forecasts from the outcomes "

@@ -15,7 +15,7 @@ from screenbai.bandits.core.registry import get as registered
 from screenbai.campaign.lab.assay import model_sentence, models_features
 
 from .estimates import Z95, contention_intervals, model_estimates, rate_text, wilson_interval
-from .forecast import BAND_LEVEL, FORECAST_DRAWS, forecast_left
+from .forecast import BAND_LEVEL, FORECAST_DRAWS, forecast_left, never_stops
 
 #: what a gap index (GIFA's B(t), GLGapE's calibrated index: the upper confidence bound of a rival's lead
 #: over the leader, stop at <= epsilon) means, said before its value in ``status``
@@ -116,6 +116,8 @@ class Status:
     #: the compounds, not tested yet, whose own wells the forecast's point counts on (log-tas's second route;
     #: ``forecast.forecast_left``)
     forecast_untested: list[str] = field(default_factory=list)
+    #: why the forecast has no end (the rule would never fire at the fitted model: ``forecast.never_stops``), else None
+    forecast_never: str | None = None
     #: the raw readout with its unit, e.g. "percent inhibition (%)" (the spreads of control and replicate wells
     #: are in it), None without a declared readout
     unit: str | None = None
@@ -332,6 +334,9 @@ class Status:
         out.extend(self._no_model_lines())
         if self.forecast_bound == "simulation" and self.forecast_plates is not None:
             out.append(self._simulated_forecast_line())
+        elif self.forecast_never:
+            out.append(f"forecast: no end in sight: at the model fitted to the outcomes so far the screen "
+                       f"{self.forecast_never}")
         elif self.forecast_plates is not None and self.forecast_tests is not None:
             out.append(
                 f"forecast: about {self.forecast_plates:.0f} more plate(s) ({self.forecast_tests:,.0f} more tests) "
@@ -573,6 +578,10 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "changes": change_lines(camp),
         "rule": rule_of(camp.algorithm),
         "forecast_note": getattr(getattr(policy, "inner", policy), "forecast_caveat", "") or None,
+        "forecast_never": (never_stops(camp, float(getattr(getattr(policy, "inner", policy), "epsilon", 0.0)),
+                                       at="the model fitted to the outcomes")
+                           if forecast is not None and forecast[4] != "simulation" and not math.isfinite(forecast[0])
+                           else None),
         "unit": Readout.from_dict(readout).label() if readout else None,
         "stop_epsilon": _stop_epsilon(policy),
     }
