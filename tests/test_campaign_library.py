@@ -53,6 +53,16 @@ def test_rejected_rows_by_reason(tmp_path):
     }
 
 
+def test_a_tautomer_of_a_listed_compound_is_named_as_such(tmp_path):
+    """2-pyridone beside 2-hydroxypyridine shares its standard InChIKey (one compound in solution) and was reported as
+    "same standardized structure", which it is not: the detail names the tautomer and the first compound's form."""
+    rows = [(f"C{i}", s) for i, s in enumerate(GOOD)] + [("T1", "Oc1ccccn1"), ("T2", "O=c1cccc[nH]1")]
+    lib = import_library(_csv(tmp_path, rows), id_column="name", smiles_column="structure", d=3)
+    (detail,) = lib.rejected.loc[lib.rejected["compound_id"] == "T2", "detail"]
+    assert detail.startswith("a tautomer of T1's structure (Oc1ccccn1; one compound in solution), standard InChIKey")
+    assert "T1" in set(lib.compounds["compound_id"])
+
+
 def test_rejected_rows_name_their_line_in_the_file(tmp_path):
     """Blank lines and a quoted field over two lines: pandas' row index is not the line."""
     p = tmp_path / "lib.csv"

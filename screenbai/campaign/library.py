@@ -113,7 +113,8 @@ def _blank(v) -> bool:
 def curate_structures(frame):
     """Standardize; return (kept, rejected).  Reasons: missing id, missing SMILES, unparseable
     SMILES, standardization failed, duplicate id (same id, another structure), repeated compound
-    (same id, same structure: one arm), duplicate structure (another id, same structure)."""
+    (same id, same structure: one arm), duplicate structure (another id, same structure, or a tautomer of it:
+    the same standard InChIKey)."""
     import pandas as pd
 
     from screenbai.chem.curate import standardize_smiles
@@ -137,6 +138,7 @@ def curate_structures(frame):
     by_id: dict[str, str] = {}
     by_key: dict[str, str] = {}
     row_of: dict[str, int] = {}
+    smiles_of: dict[str, str] = {}
     for row, smiles, key, error in zip(frame.itertuples(index=False), std["smiles"], std["inchikey"], std["error"]):
         if not _blank(getattr(row, "problem", None)):  # the reader could not give a structure
             reject(row, str(row.problem))
@@ -155,9 +157,13 @@ def curate_structures(frame):
                 reject(row, "repeated compound", f"same id and structure as row {row_of[cid]}")
             continue
         if key in by_key:
-            reject(row, "duplicate structure", f"same standardized structure (InChIKey {key}) as {by_key[key]}")
+            first = by_key[key]
+            # the standard InChIKey also joins tautomers (2-hydroxypyridine, 2-pyridone): one compound in solution
+            what = ("same standardized structure" if smiles == smiles_of[first]
+                    else f"a tautomer of {first}'s structure ({smiles_of[first]}; one compound in solution)")
+            reject(row, "duplicate structure", f"{what}, standard InChIKey {key}, as {first}")
             continue
-        by_id[cid], by_key[key], row_of[cid] = key, cid, int(row.source_row)
+        by_id[cid], by_key[key], row_of[cid], smiles_of[cid] = key, cid, int(row.source_row), smiles
         kept.append(
             {
                 "compound_id": cid,
