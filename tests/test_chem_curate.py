@@ -437,6 +437,10 @@ def test_merges_are_counted_by_reason_with_their_spread(caplog):
     assert json.loads(rep.to_json())["merged"] == rep.merged
     assert f"| {REPLICATE}" in rep.to_markdown()
     assert "7 measurements -> 3 compounds" in caplog.text and "4 rows merged" in caplog.text
+    # a compound whose merged values span more than 10-fold is named (ASP: 10 to 1000 nM; B's 5 to 50 nM is 10-fold)
+    assert rep.n_wide_merges == 1 and rep.wide_merges == [("ASP", pytest.approx(100.0))]
+    assert "1 compounds merge measurements more than 10-fold apart" in caplog.text and "ASP (100-fold)" in caplog.text
+    assert json.loads(rep.to_json())["wide_merges"] == [["ASP", pytest.approx(100.0)]]
     # nothing merged: no merge rows, the library row still there
     _, rep = curate_activities(_raw(rows[-2:]))
     assert rep.merged == {} and rep.merged_largest_fold == {}

@@ -145,6 +145,7 @@ def test_write_report_files(tmp_path):
                 "altered": {"censored '>' taken as the value": 2},
                 "merged": {"merged: replicate measurement of one id": 2}, "merged_largest_fold":
                     {"merged: replicate measurement of one id": 31.6},
+                "n_wide_merges": 1, "wide_merges": [["CHEMBL7", 31.6]],
                 "source": {"used": "offline_fallback", "warning": "OFFLINE FALLBACK: used x.csv",
                            "settings": {"kind": "export", "path": "x.csv"}, "n_rows": 9,
                            "units": "nM, the default: source.units is not given and the activity column 'v' "
@@ -172,7 +173,8 @@ def test_write_report_files(tmp_path):
     assert "9 rows; units: nM, the default: source.units is not given" in md  # a default unit is said, not assumed
     assert "5 measurements kept (2 censored '>' taken as the value), 3 compounds" in md  # keep_as_value is said
     # merges are said, with the widest spread they combined
-    assert "3 compounds (2 rows merged by median: 2 replicate measurement of one id, up to 31.6-fold apart)." in md
+    assert "3 compounds (2 rows merged by median: 2 replicate measurement of one id, up to 31.6-fold apart; 1 " in md
+    assert "merge measurements more than 10-fold apart" in md and "widest CHEMBL7 (31.6-fold)" in md
     assert "| censored relation | 6 |" in md and "Cure label: Ki < 100 nM: 2 of 3 compounds cure (66.7 %)" in md
     assert "alg2 (d = 4, K = 3, names 1 compound; guarantee unknown" in md
     assert "2 different compounds declared in 4 runs" in md

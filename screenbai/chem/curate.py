@@ -65,6 +65,12 @@ MERGE_REASONS: tuple[str, ...] = (
     "merged: replicate measurement of one id",
 )
 
+#: a compound whose merged measurements span more than this fold (one log unit) is named in the report
+#: (``CurationReport.wide_merges``): its median stands for values that disagree (another assay, a unit slip)
+WIDE_MERGE_FOLD = 10.0
+#: the widest merges the report names (their number is always given)
+WIDE_MERGES_NAMED = 20
+
 _EXACT = {"=", "==", "eq"}
 _DECIMAL_COMMA = re.compile(r"^[<>=~]*\s*\d+,\d+$")
 _CENSORED = {">", "<", ">=", "<=", "~", "=>", "=<", ">>", "<<", "≥", "≤"}  # ≥ ≤: typed in a spreadsheet
@@ -93,6 +99,9 @@ class CurationReport:
     merged_largest_fold : dict
         Reason -> the largest ratio of highest to lowest measurement a merge of that reason combined:
         over a compound's ids for ``another id``, over one id's rows for ``replicate``.
+    n_wide_merges, wide_merges : int, list of (compound_id, fold)
+        Compounds whose merged measurements span more than WIDE_MERGE_FOLD (highest over lowest), and the
+        WIDE_MERGES_NAMED widest of them, widest first: their median stands for values that disagree.
     structures_dropped : list of (id, reason, smiles)
         Rows dropped for their structure (too large, unparseable, metal-containing,
         inorganic, a mixture, standardization failed); SMILES longer than 200 characters
@@ -110,6 +119,8 @@ class CurationReport:
     altered: dict[str, int] = field(default_factory=dict)
     merged: dict[str, int] = field(default_factory=dict)
     merged_largest_fold: dict[str, float] = field(default_factory=dict)
+    n_wide_merges: int = 0
+    wide_merges: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def unparseable(self) -> list[tuple[str, str]]:
@@ -678,7 +689,7 @@ def curate_activities(
             "value_nM": np.array([value_nM[i] for i in kept_idx], dtype=float),
         }
     )
-    library, merged, largest_fold = _merge_by_key(kept)
+    library, merged, largest_fold, wide = _merge_by_key(kept)
     # keep_as_value changes what a censored row says ('>100' becomes 100): counted per relation, never silent
     altered: dict[str, int] = {}
     for i in kept_idx:
@@ -706,7 +717,13 @@ def curate_activities(
         altered=dict(sorted(altered.items())),
         merged=merged,
         merged_largest_fold=largest_fold,
+        n_wide_merges=len(wide),
+        wide_merges=wide[:WIDE_MERGES_NAMED],
     )
+    if wide:
+        logger.warning("%d compounds merge measurements more than %g-fold apart (their median stands for values that "
+                       "disagree: another assay, a unit slip?); widest: %s", len(wide), WIDE_MERGE_FOLD,
+                       ", ".join(f"{c} ({f:.3g}-fold)" for c, f in wide[:5]))
     logger.info(
         "curated %d rows -> %d measurements -> %d compounds; dropped %s; %d rows merged (median): %s",
         n, report.n_output_rows, report.n_compounds, dropped, sum(merged.values()),
@@ -729,9 +746,12 @@ def _geometric_median(values: np.ndarray) -> float:
     return float(math.sqrt(v[k - 1]) * math.sqrt(v[k]))
 
 
-def _merge_by_key(kept: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int], dict[str, float]]:
+def _merge_by_key(
+    kept: pd.DataFrame,
+) -> tuple[pd.DataFrame, dict[str, int], dict[str, float], list[tuple[str, float]]]:
     """One row per compound key (plain Python grouping: per-group pandas calls are ~100x slower);
-    and the rows merged per reason of :data:`MERGE_REASONS`, with the largest fold each combined."""
+    the rows merged per reason of :data:`MERGE_REASONS`, with the largest fold each combined; and the
+    compounds whose measurements span more than WIDE_MERGE_FOLD, widest first."""
     groups: dict[str, list[tuple[str, str, str, float]]] = {}
     for cid, smi, inchikey, key, val in zip(kept["id"], kept["smiles"], kept["inchikey"], kept["key"],
                                             kept["value_nM"]):
@@ -740,6 +760,7 @@ def _merge_by_key(kept: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int], dic
     merged = dict.fromkeys(MERGE_REASONS, 0)
     fold = dict.fromkeys(MERGE_REASONS, 1.0)
     rows = []
+    spreads: list[tuple[str, float]] = []  # (compound id, fold) of every compound of several measurements
     for key in sorted(groups):
         members = sorted(groups[key])  # by id, then SMILES: deterministic representative
         med_nM = _geometric_median(np.array([m[3] for m in members]))
@@ -755,6 +776,8 @@ def _merge_by_key(kept: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int], dic
         for values in values_of.values():
             if len(values) > 1:
                 fold[replicate] = max(fold[replicate], _fold(values))
+        if len(members) > 1:
+            spreads.append((ids[0], _fold([m[3] for m in members])))
         rows.append((ids[0], members[0][1], members[0][2], med_nM, 9.0 - math.log10(med_nM), len(members),
                      ";".join(ids)))
     lib = pd.DataFrame(
@@ -770,7 +793,8 @@ def _merge_by_key(kept: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int], dic
         columns=list(LIBRARY_COLUMNS),
     )
     lib = lib.sort_values(["compound_id", "inchikey"], kind="mergesort").reset_index(drop=True)
-    return lib, {r: n for r, n in merged.items() if n}, {r: fold[r] for r, n in merged.items() if n}
+    wide = sorted((w for w in spreads if w[1] > WIDE_MERGE_FOLD), key=lambda w: (-w[1], w[0]))
+    return lib, {r: n for r, n in merged.items() if n}, {r: fold[r] for r, n in merged.items() if n}, wide
 
 
 def _fold(values: list[float]) -> float:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from screenbai.chem.curate import WIDE_MERGE_FOLD
 from screenbai.guarantees import Guarantee
 from screenbai.screening import format_activity
 
@@ -139,6 +140,11 @@ def _provenance(page: _Page, curation: Mapping[str, Any], label: Mapping[str, An
     folds = curation.get("merged_largest_fold") or {}
     merges = "; ".join(f"{n} {r.removeprefix('merged: ')}, up to {folds.get(r, float('nan')):.3g}-fold apart"
                        for r, n in merged.items())
+    if curation.get("n_wide_merges"):
+        widest = ", ".join(f"{c} ({f:.3g}-fold)" for c, f in (curation.get("wide_merges") or [])[:5])
+        merges += (f"; {curation['n_wide_merges']} compounds merge measurements more than {WIDE_MERGE_FOLD:g}-fold "
+                   "apart, their median standing for values that disagree (another assay, a unit slip?), widest "
+                   f"{widest}; curation/report.json: wide_merges")
     merges = f" ({sum(merged.values())} rows merged by median: {merges})" if merged else ""
     page.heading("Data")
     page.items([
