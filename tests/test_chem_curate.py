@@ -15,14 +15,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from screenbai.chem.curate import (
-    DROP_REASONS,
-    MAX_HEAVY_ATOMS,
-    CurationReport,
-    count_heavy_atoms,
-    curate_activities,
-    standardize_smiles,
-)
+from screenbai.chem.curate import DROP_REASONS, CurationReport, curate_activities
+from screenbai.chem.standardize import MAX_HEAVY_ATOMS, count_heavy_atoms, standardize_smiles
 from screenbai.chem.tables import STANDARD_COLUMNS, read_chembl_export
 
 CYCLIN_A = r"cyclin[ -/]?A\b|CycA"

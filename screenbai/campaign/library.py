@@ -9,7 +9,7 @@ Inputs (``kind``):
 * ``featurized``: the workflow's featurized library, ``features/pca_d{d}.parquet`` (or
   ``ground_truth/arms_d{d}.parquet``); the SMILES come from the run's ``library.parquet``.
 
-Structures are standardized with :func:`screenbai.chem.curate.standardize_smiles` and featurized
+Structures are standardized with :func:`screenbai.chem.standardize.standardize_smiles` and featurized
 with the workflow's Morgan + PCA code (:mod:`screenbai.chem.featurize`); the arm features are the
 PCA scores plus an intercept column, as the workflow's arms.  Every input row that does not become
 an arm is reported with its reason; two ids with the same structure are never merged (the first
@@ -117,7 +117,7 @@ def curate_structures(frame):
     the same standard InChIKey)."""
     import pandas as pd
 
-    from screenbai.chem.curate import standardize_smiles
+    from screenbai.chem.standardize import standardize_smiles
 
     rejected: list[dict] = []
 

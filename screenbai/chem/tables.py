@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import pandas as pd
 
-from screenbai.chem.curate import MAX_HEAVY_ATOMS
+from screenbai.chem.standardize import MAX_HEAVY_ATOMS
 from screenbai.chem.units import ACCEPTED_UNITS, same_unit, table_units
 from screenbai.textfiles import not_utf8, open_text
 

@@ -1,0 +1,194 @@
+"""Structure standardization: one standardized parent per SMILES, and the key that says which structures are one
+compound (:func:`compound_key`). Used by the curation of activities (:mod:`screenbai.chem.curate`) and by a
+campaign's library (:mod:`screenbai.campaign.library`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["MAX_HEAVY_ATOMS", "Standardizer", "compound_key", "count_heavy_atoms", "standardize_smiles",
+           "standardize_unique"]
+
+
+#: Largest structure curation identifies: InChI (whose key merges replicates) holds at
+#: most 1023 heavy atoms, and RDKit can crash on SMILES of some 10,000 atoms.
+MAX_HEAVY_ATOMS = 1023
+
+# One atom of a SMILES string: a bracket atom (isotope, element, ...) or an organic-subset atom.
+_SMILES_ATOM = re.compile(r"\[\d*([A-Z][a-z]?|[a-z]{1,2}|\*)[^\]]*\]|Br|Cl|[BCNOPSFI]|[bcnops]|\*")
+
+#: Non-metals (metalloids B, Si, As, Se, Te included, as in medicinal chemistry).
+_NON_METALS = frozenset((
+    "H", "He", "B", "C", "N", "O", "F", "Ne", "Si", "P", "S", "Cl", "Ar", "As", "Se", "Br", "Kr", "Te", "I",
+    "Xe", "At", "Rn", "*",
+))
+#: Metals that occur as counter-ions of drug salts; they are stripped like any counter-ion.
+_COUNTER_ION_METALS = frozenset(("Li", "Na", "K", "Rb", "Cs", "Mg", "Ca", "Sr", "Ba"))
+_NOT_A_METAL_COMPLEX = _NON_METALS | _COUNTER_ION_METALS
+
+# Pharmaceutical counter-acids missing from RDKit's default salt/solvent list (charged or not;
+# a pattern strips a fragment only if it matches the whole fragment).
+_EXTRA_COUNTER_IONS = """\
+tosic acid\tCc1ccc(cc1)S(=O)(=O)[O;H1,-1]
+benzenesulfonic acid\tc1ccc(cc1)S(=O)(=O)[O;H1,-1]
+ethanesulfonic acid\tCCS(=O)(=O)[O;H1,-1]
+isethionic acid\tOCCS(=O)(=O)[O;H1,-1]
+oxalic acid\t[O;H1,-1]C(=O)C(=O)[O;H1,-1]
+maleic or fumaric acid\t[O;H1,-1]C(=O)C=CC(=O)[O;H1,-1]
+succinic acid\t[O;H1,-1]C(=O)CCC(=O)[O;H1,-1]
+malic acid\t[O;H1,-1]C(=O)CC(O)C(=O)[O;H1,-1]
+tartaric acid\t[O;H1,-1]C(=O)C(O)C(O)C(=O)[O;H1,-1]
+citric acid\t[O;H1,-1]C(=O)CC(O)(CC(=O)[O;H1,-1])C(=O)[O;H1,-1]
+lactic acid\tCC(O)C(=O)[O;H1,-1]
+pamoic acid\t[O;H1,-1]C(=O)c1cc2ccccc2c(Cc2c(O)c(C(=O)[O;H1,-1])cc3ccccc23)c1O
+"""
+
+
+def count_heavy_atoms(smiles: str) -> int:
+    """Heavy atoms written in a SMILES string, counted on the text (no parsing)."""
+    return sum(1 for m in _SMILES_ATOM.finditer(smiles) if m.group(1) != "H")
+
+
+def _distinct_organic_fragments(mol: Any) -> dict[str, Any]:
+    """Canonical SMILES -> fragment, for the fragments holding carbon."""
+    from rdkit import Chem
+
+    out: dict[str, Any] = {}
+    for frag in Chem.GetMolFrags(mol, asMols=True):
+        if any(a.GetAtomicNum() == 6 for a in frag.GetAtoms()):
+            out.setdefault(Chem.MolToSmiles(frag), frag)
+    return out
+
+
+class Standardizer:
+    """RDKit MolStandardize pipeline, built once per curation call (no global state).
+
+    Which fragment is the compound: the one left once recognised counter-ions and solvents
+    (RDKit's list plus common pharmaceutical counter-acids) and carbon-free fragments are
+    removed.  Structures that hold no such single compound are dropped, each under its own
+    reason, never reduced to a piece (cisplatin to ammonia, ferrocene to cyclopentadiene):
+
+    - ``structure too large``: more than :data:`MAX_HEAVY_ATOMS` heavy atoms, counted on the
+      SMILES text before RDKit sees it;
+    - ``metal-containing structure``: a metal other than an alkali or alkaline-earth
+      counter-ion (coordination complexes, organometallics, metal salts);
+    - ``inorganic structure``: no fragment with carbon;
+    - ``mixture of several compounds``: two or more different fragments remain.
+
+    The kept compound is then normalized, neutralised with the Uncharger, and optionally
+    tautomer-canonicalized.
+    """
+
+    def __init__(self, canonical_tautomer: bool = False) -> None:
+        self._canonical_tautomer = canonical_tautomer
+        from rdkit.Chem.MolStandardize import rdMolStandardize
+
+        self._disconnector = rdMolStandardize.MetalDisconnector()
+        self._normalizer = rdMolStandardize.Normalizer()
+        self._removers = (
+            rdMolStandardize.FragmentRemover(),
+            rdMolStandardize.FragmentRemoverFromData(_EXTRA_COUNTER_IONS),
+        )
+        self._uncharger = rdMolStandardize.Uncharger()
+        self._tautomer = rdMolStandardize.TautomerEnumerator() if canonical_tautomer else None
+
+    def _the_compound(self, mol: Any) -> Any | str:
+        """The one fragment that is the compound, or the reason there is none."""
+        from rdkit import Chem
+
+        if any(a.GetSymbol() not in _NOT_A_METAL_COMPLEX for a in mol.GetAtoms()):
+            return "metal-containing structure"
+        self._disconnector.DisconnectInPlace(mol)
+        self._normalizer.normalizeInPlace(mol)
+        if len(Chem.GetMolFrags(mol)) == 1:  # most structures: nothing to strip
+            return mol if any(a.GetAtomicNum() == 6 for a in mol.GetAtoms()) else "inorganic structure"
+        organic = _distinct_organic_fragments(mol)
+        for remover in self._removers:
+            mol = remover.remove(mol)
+        # every organic fragment a counter-ion or solvent: the substance itself is one of them
+        candidates = _distinct_organic_fragments(mol) or organic
+        if not candidates:
+            return "inorganic structure"
+        if len(candidates) > 1:
+            return "mixture of several compounds"
+        return next(iter(candidates.values()))
+
+    def __call__(self, smiles: str) -> tuple[str, str, str, float] | str:
+        """Return (smiles, standard inchikey, compound key, mw of the input as given) or a drop reason."""
+        from rdkit import Chem
+        from rdkit.Chem import Descriptors
+
+        if count_heavy_atoms(smiles) > MAX_HEAVY_ATOMS:
+            return "structure too large"
+        mol = Chem.MolFromSmiles(smiles)
+        if mol is None:
+            return "unparseable SMILES"
+        try:
+            # MolWt is added to Descriptors at import time; RDKit's stubs do not list it
+            mw = float(Descriptors.MolWt(mol))  # type: ignore[attr-defined]
+            compound = self._the_compound(mol)
+            if isinstance(compound, str):
+                return compound
+            self._uncharger.unchargeInPlace(compound)
+            if self._tautomer is not None:
+                compound = self._tautomer.Canonicalize(compound)
+            out_smiles = Chem.MolToSmiles(compound)
+            inchikey = Chem.MolToInchiKey(compound)
+            key = compound_key(compound, self._canonical_tautomer)
+        except Exception:  # RDKit raises assorted errors on exotic structures
+            return "standardization failed"
+        if not inchikey or not key or not out_smiles:
+            return "standardization failed"
+        return out_smiles, inchikey, key, mw
+
+
+def compound_key(mol: Any, canonical_tautomer: bool) -> str:
+    """The identity of a standardized molecule: rows with the same key are one compound.
+
+    With ``canonical_tautomer`` the standard InChIKey (the tautomer is canonical already).
+    Without, the InChIKey of the non-standard InChI with the FixedH layer: the standard InChI's
+    mobile-H layer gives tautomers one key (2-hydroxypyridine and 2-pyridone), which would merge
+    what the setting keeps apart; the FixedH layer says where each mobile H sits, and all else
+    InChI normalizes stays as in the standard key.  (RDKit's canonical SMILES would also tell
+    tautomers apart, but would split more than tautomers from today's keys, e.g. on stereo InChI ignores.)
+    """
+    from rdkit import Chem
+
+    return Chem.MolToInchiKey(mol) if canonical_tautomer else Chem.MolToInchiKey(mol, options="/FixedH")
+
+
+def standardize_smiles(smiles: Sequence[str | None], *, canonical_tautomer: bool = False) -> pd.DataFrame:
+    """Standardize SMILES (cleanup, largest fragment, neutralise[, canonical tautomer]).
+
+    Returns a frame with ``input_smiles, smiles, inchikey, error`` (``error`` is ``None``
+    on success, else the reason); RDKit's log output is suppressed.
+    """
+    from rdkit.rdBase import BlockLogs
+
+    std = Standardizer(canonical_tautomer)
+    rows: list[tuple[Any, str | None, str | None, str | None]] = []
+    with BlockLogs():
+        for s in smiles:
+            res = std(s) if isinstance(s, str) and s.strip() else "missing SMILES"
+            if isinstance(res, str):
+                rows.append((s, None, None, res))
+            else:
+                rows.append((s, res[0], res[1], None))
+    cols = ["input_smiles", "smiles", "inchikey", "error"]
+    return pd.DataFrame({c: pd.Series([r[k] for r in rows], dtype=object) for k, c in enumerate(cols)})
+
+
+def standardize_unique(
+    smiles: set[str], canonical_tautomer: bool
+) -> dict[str, tuple[str, str, str, float] | str]:
+    """Standardize each unique SMILES once: (smiles, inchikey, compound key, mw) or a drop reason."""
+    from rdkit.rdBase import BlockLogs
+
+    standardizer = Standardizer(canonical_tautomer)
+    with BlockLogs():
+        return {s: standardizer(s) for s in sorted(smiles)}
