@@ -44,6 +44,7 @@ def logistic_instance():
     return Instance(X, expit(X @ theta), "bernoulli", 0.5, theta, link="logistic")
 
 
+@pytest.mark.slow
 def test_ucb_glm_spends_budget_and_beats_guessing():
     acc, spent = accuracy("ucb-glm", logistic_instance(), 240, 60)
     assert spent == {240} and acc >= 0.7  # random guess: 1/8

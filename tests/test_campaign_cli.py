@@ -368,6 +368,7 @@ def test_status_json_has_no_certified_epsilon_where_the_text_says_none_yet(tmp_p
         assert "within 1 of" not in st.text()
 
 
+@pytest.mark.slow
 def test_the_prior_forecast_is_on_the_scale_of_the_model_it_forecasts(tmp_path, library_csv, capsys):
     """init's prior spreads x'theta on the model's own scale: hit-rate logits for log-tas, hit rates (sd 0.2) for
     an algorithm that models hits linearly (before: an sd of 1 in hit rate), the readout in its unit, as large as
@@ -415,6 +416,7 @@ def test_init_says_what_the_screen_will_cost_from_a_prior(tmp_path, library_csv,
     assert "states no stopping threshold" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_an_epsilon_of_a_whole_hit_rate_is_refused_for_a_binary_screen(tmp_path, library_csv, capsys):
     """On hit rates an epsilon of 1 or more makes every compound correct. The algorithms for 0/1 outcomes refuse it
     themselves (test_params_signatures.py); a linear algorithm on a binary screen, and a restart, refuse it too,
@@ -433,6 +435,7 @@ def test_an_epsilon_of_a_whole_hit_rate_is_refused_for_a_binary_screen(tmp_path,
                 "--param", "epsilon=5", "--param", "sigma=10") == 0
 
 
+@pytest.mark.slow
 def test_format_changes_only_what_it_names(tmp_path, library_csv, capsys):
     """`format FILE --replicates 2` on a 384-well campaign switched it to 96 wells, `format --plate-format 384`
     dropped the replicates and empty edge set at init, and `format FILE` alone reset it to 96 wells. Each option now
@@ -534,6 +537,7 @@ def test_whole_plates_rounds_up_but_not_a_rounding_error():
     assert whole_plates(float("inf"), 96) == float("inf")
 
 
+@pytest.mark.slow
 def test_init_forecasts_an_algorithm_without_a_threshold_or_a_model_by_simulating_it(tmp_path, library_csv, capsys):
     """KL-LUCB states no threshold to plug T* into: init said only that. It now runs copies of it from the start on
     hit rates drawn from the prior (each compound on its own), with the band of the runs; a smaller delta costs no

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from campaign_util import KILL_AT, KILLED_CHILD, Assay, new_campaign, write_results
 
 from screenbai.campaign import Campaign
@@ -34,6 +35,7 @@ def _state(camp: Campaign):
     return n.tolist(), s.tolist(), failed, camp.open_wells()
 
 
+@pytest.mark.slow
 def test_kill_at_every_step_resumes_identically(tmp_path):
     plate_size, rounds = 6, 2
     ref_path, crash_path = tmp_path / "ref.campaign", tmp_path / "crash.campaign"

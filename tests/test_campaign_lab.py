@@ -292,6 +292,7 @@ def test_a_percent_inhibition_may_be_negative_and_a_concentration_cutoff_may_not
 
 
 # ------------------------------------------------------------------------------------------ status
+@pytest.mark.slow
 def test_status_json_keys_and_contention_falls_as_the_screen_learns(tmp_path):
     lib = synthetic_library(K=30, d=3)
     camp = Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=3)
@@ -338,6 +339,7 @@ def _state(camp):
 
 
 # glgape, and the defaults of `campaign init` for 0/1 and continuous outcomes
+@pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["glgape", "log-tas", "lin-tas"])
 def test_added_and_withdrawn_compounds_are_replayed_from_the_log(tmp_path, algorithm):
     lib = synthetic_library(K=30, d=3)

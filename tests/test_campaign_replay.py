@@ -24,6 +24,7 @@ from screenbai.campaign import Campaign, ReplayMismatch
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "algorithm, params",
     [
@@ -206,6 +207,7 @@ def test_a_campaign_this_version_cannot_replay_carries_on_after_restart(tmp_path
         decode_state({"__object__": {"x": 1}}, None)
 
 
+@pytest.mark.slow
 def test_every_registered_algorithm_fills_and_records_plates(tmp_path):
     from screenbai.bandits.core import registry
 

@@ -65,6 +65,7 @@ def test_certified_from_bounds_is_the_mth_largest_clipped_at_zero():
 
 
 # ---------------------------------------------------------------------- shrinks, bounded below
+@pytest.mark.slow
 @pytest.mark.parametrize("name, inst, params", [
     ("lingape", fan(0.5), {}),
     ("m-lingape", fan(0.5), {"m": 2}),

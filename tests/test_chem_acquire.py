@@ -216,6 +216,7 @@ def test_timeout_fails_fast(serve, tmp_path):
         fetch_chembl_activities("CHEMBL301", cache_dir=tmp_path, timeout=0.3, retries=0)
 
 
+@pytest.mark.slow
 def test_total_deadline_stops_a_trickling_server(serve, tmp_path):
     # one byte every 2 s: each read takes 2 s < timeout, so only a total deadline ends the fetch
     serve("trickle", delay=2.0)
@@ -410,6 +411,7 @@ def test_read_structure_table_sdf(tmp_path):
         read_structure_table(path, id_column="catalog")
 
 
+@pytest.mark.slow
 def test_sdf_record_too_large_gets_no_smiles(tmp_path, caplog):
     # RDKit's SMILES writer crashes the interpreter on some 20,000 atoms; records over the
     # InChI limit are kept without SMILES (curation drops them as missing SMILES), named in the log

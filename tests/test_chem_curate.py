@@ -201,6 +201,7 @@ def cdk2_raw(cdk2_export):
     return read_chembl_export(cdk2_export)
 
 
+@pytest.mark.slow
 def test_cdk2_raw_export_default_curation(cdk2_raw):
     # cross-checked against PROVENANCE.md: 2,746 IC50 rows of 7,107; 5 IC50 rows lack SMILES,
     # 37 lack a value (36 of them also lack a unit); 642 '>' + 45 '<' nM rows and 24 '>' ug.mL-1

@@ -323,6 +323,7 @@ def test_logistic_local_form_against_the_exact_bound_d2(seed):
         characteristic_time(inst.features, inst.theta, exact=True)
 
 
+@pytest.mark.slow
 def test_exact_allocation_time_is_the_bound_at_w_star_and_above_it_elsewhere():
     # T_ex(w) (the exact sampling factor's numerator, benchmarks/lower_bound.py): at the exact w* it is T*, at
     # any other allocation at least T* (up to the solver's tolerance), and it tells where the local form's w*

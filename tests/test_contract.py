@@ -150,6 +150,7 @@ def _plates(policy, env, log, pending, size=5, limit=None):
     return policy.done
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", sorted(ALL))
 def test_propose_one_then_tell_reproduces_the_sequential_run(label):
     ref_log, log = [], []
@@ -166,6 +167,7 @@ def test_propose_one_then_tell_reproduces_the_sequential_run(label):
     assert policy.result().diagnostics == ref.result().diagnostics
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", sorted(ALL))
 def test_restored_state_continues_exactly(label, tmp_path):
     """Stop after k rounds (k = 0: right after initialisation), copy the state into a policy built
@@ -267,6 +269,7 @@ def test_glgape_state_after_lps_is_plain_data(tmp_path):
     assert plain(policy.state_dict())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", sorted(ALL))
 def test_pickled_and_deep_copied_policies_continue_exactly(label):
     """Mid-run (for GLGapE after its ratio rule has built its HiGHS model), a pickled copy and a deep
@@ -400,6 +403,7 @@ _QUICK = {  # instances on which the rule fires within a few hundred tests
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("label", sorted(_QUICK))
 def test_done_follows_every_tell_in_plates(label):
     """With plates of 8, one failed well per plate and half of the outcomes told at a time, the

@@ -200,6 +200,7 @@ def test_default_calibration_keeps_error_below_delta_where_the_paper_calibration
     assert (~default["correct"]).sum() <= 2  # delta = 0.05: at most 5 expected even at the limit
 
 
+@pytest.mark.slow
 def test_larger_delta_never_costs_more_tests():
     """The paper's calibration divides delta out, so a larger delta made it test more."""
     inst = kw_synthetic(K=50, d=2, seed=2)

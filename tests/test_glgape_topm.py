@@ -83,6 +83,7 @@ def test_registered_and_validates_m():
         make_policy("m-glgape", X, m=2, epsilon=-1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m", [2, 3])
 def test_default_names_m_arms_that_every_theta_of_the_likelihood_ratio_set_agrees_with(m):
     """The default stops when the likelihood-ratio set rules out every (named, other) pair: checked at

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = [sys.executable, str(REPO / "benchmarks" / "lower_bound.py")]
@@ -18,6 +19,7 @@ def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     return subprocess.run([*SCRIPT, *args], cwd=cwd, capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_chunks_combine_to_the_row_of_one_run(tmp_path):
     for start, name in (("0", "a"), ("3", "b")):
         done = _run(*CELL, "--reps", "3", "--start", start, "--save-runs", f"{name}.pkl", "--out", f"{name}.csv",

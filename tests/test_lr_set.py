@@ -113,6 +113,7 @@ def test_the_refit_schedule_keeps_the_predictions_fixed_between_refits():
     assert r.due(121)  # refits at the next outcome
 
 
+@pytest.mark.slow
 def test_glgape_refits_its_predictor_on_the_schedule_and_log_tas_after_every_outcome(monkeypatch):
     refit = RunningPredictor.refit
     calls: list[float] = []
@@ -411,6 +412,7 @@ def test_the_box_is_computed_only_when_the_likeliest_candidate_is_ruled_out(monk
     assert skipped >= 5 and fired >= 2, (skipped, computed, fired)
 
 
+@pytest.mark.slow
 def test_pair_test_rules_out_rivals_of_an_arm_whose_mean_may_exceed_one_minus_epsilon():
     """An arm i whose set reaches mu_i >= 1 - epsilon (as for the best compounds of the potency arms,
     mu 0.96 to 0.99): there no rival can beat it by epsilon, so the separating tangent touches h below
@@ -491,6 +493,7 @@ def _run_to_stop(inst, algorithm: str, seed: int, cap: int = 3000):
     return pol
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("every_outcome", [True, False])
 def test_the_stop_is_tested_after_every_outcome_where_cheap_else_every_hundredth(every_outcome, monkeypatch):
     """log-tas tests its likelihood-ratio set after every outcome where K d^2 <= EVERY_OUTCOME_SIZE; above it (and

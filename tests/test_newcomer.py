@@ -164,6 +164,7 @@ def _folders(tmp: Path) -> list[Path]:
     return sorted(tmp.glob("screenbai-backtest-*"))
 
 
+@pytest.mark.slow
 def test_a_killed_backtest_leaves_no_temporary_folder(tmp_path):
     tmp = tmp_path / "tmp"
     tmp.mkdir()

@@ -45,6 +45,7 @@ def test_the_e_process_crosses_at_most_alpha_of_the_time_at_the_boundary(broken)
         assert np.isclose(ow.log_evidence(S, F, 0.9, q), logE[0, -1])
 
 
+@pytest.mark.slow
 def test_the_lower_bound_covers_the_mean_and_tightens_with_the_wells():
     """mu = 0.95: over 400 paths of 600 outcomes the lower bound (checked every 25 outcomes) stays below mu
     on at least 1 - alpha of the paths, at any time; it is below the empirical mean, rises with the wells,
@@ -143,6 +144,7 @@ def test_the_wells_still_needed_are_counted_by_evidence_not_by_tests():
     assert wells.needed(7, 0.5) == np.inf  # below the bar 1 - epsilon: the wells cannot certify it
 
 
+@pytest.mark.slow
 def test_no_wells_below_the_bar_and_the_rule_saves_restores_and_pickles(tmp_path):
     """Best mean 0.8 < 1 - epsilon: no arm is ever planned wells (the likelihood-ratio set decides alone).
     Best mean 0.985: interrupted after the wells started and restored (file and pickle), 150 tests later

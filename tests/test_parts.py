@@ -223,6 +223,7 @@ CycleProp1 = with_stopping(Cycle, _prop1, name="CycleProp1")
 CycleShrunk = with_stopping(Cycle, _shrunk, name="CycleShrunk")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cls, rule_type", [(CycleBlocks, BlockEvidence), (CycleRidge, RidgeRule),
                                             (CycleProp1, OLSRule)])
 def test_a_new_sampling_rule_runs_with_the_stopping_rules_of_three_families(cls, rule_type):

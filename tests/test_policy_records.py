@@ -30,6 +30,7 @@ def test_records_cover_every_case_and_every_registered_policy():
     assert covered == set(available()), sorted(set(available()) ^ covered)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,params,inst_name", CASES)
 def test_seed_0_equals_records(name, params, inst_name):
     _check(name, params, inst_name, 0)

@@ -132,6 +132,7 @@ def _errors(inst, runs: int, delta: float) -> int:
     return errs
 
 
+@pytest.mark.slow
 def test_error_rate_at_most_delta_and_a_rule_without_level_errs(monkeypatch):
     """Three arms (Soare's shape, omega = 0.5, theta = 0.6 e_1, sigma = 1), delta = 0.1, 200 runs: the
     one-sided 95 % upper bound of the error rate is at most delta (0 errors measured). The same policy

@@ -97,6 +97,7 @@ def test_quadratic_algorithms_refuse_a_large_K_and_name_the_alternative(name, pa
     make_policy("lingifa", X, delta=0.05, index="individual")
 
 
+@pytest.mark.slow
 def test_calibration_width_from_rows_bounds_the_exact_one_from_below_within_a_factor_two():
     from screenbai.bandits.logistic import glgape
 
@@ -242,6 +243,7 @@ def test_the_blockwise_update_at_large_K_equals_the_plain_one(monkeypatch):
     np.testing.assert_allclose(big.gram_row(5), plain.gram_row(5), rtol=1e-9, atol=1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, params, model", [
     ("m-lingape", {"m": 1, "epsilon": 0.0, "selection": "greedy"}, "linear"),
     ("glgape", {"epsilon": 1e-9, "c_mu": 0.05}, "logistic"),

@@ -214,6 +214,7 @@ def _ask_tell(policy, env):
     return policy.result()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,params", [
     ("g-allocation", {}),
     ("xy-static", {}),
@@ -244,6 +245,7 @@ def test_fast_path_respects_max_samples():
         np.testing.assert_array_equal(fast.pulls, slow.pulls)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("monotone", [False, True])
 def test_xy_adaptive_literal_readmits_and_monotone_shrinks(monotone):
     """The literal rule rebuilds the survivors from all arms after each phase: on this instance arms
@@ -264,6 +266,7 @@ def test_xy_adaptive_literal_readmits_and_monotone_shrinks(monotone):
     assert p.result().best == 0 and p.diagnostics["phases"] >= 2
 
 
+@pytest.mark.slow
 def test_rank_deficient_features_are_projected():
     X = np.array([[1.0, 0, 0, 0], [0, 1.0, 0, 0], [0.8, 0.5, 0, 0]])  # rank 2 in R^4
     theta = np.array([1.0, 0.2, 0, 0])

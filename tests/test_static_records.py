@@ -23,6 +23,7 @@ def test_records_cover_every_case():
     assert len(RECORDS) == len(CASES) * len(SEEDS) * len(MODES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,params,inst_name", CASES)
 def test_seed_0_equals_records(name, params, inst_name):
     _check(name, params, inst_name, 0)

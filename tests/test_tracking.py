@@ -97,6 +97,7 @@ def _point_mass_run(rng, level: float, gap: float = 0.0) -> tuple[BlockEvidence,
     return ev, crossed
 
 
+@pytest.mark.slow
 def test_point_mass_e_process_keeps_its_level_and_its_bound_is_conservative():
     """The e-process with a point mass (blocks.POINT_SHARE) under the null (equal arms): the stop fires
     in at most delta' of the runs (Ville; 1 500 runs, delta' = 0.1: a rate above 0.125 fails; measured
@@ -251,6 +252,7 @@ def test_save_and_restore_mid_block(tmp_path):
 
 
 # ---------------------------------------------------------------------- the logistic policy
+@pytest.mark.slow
 def test_log_tas_stops_with_an_epsilon_good_arm_and_certifies_it():
     inst = kw_synthetic(K=20, d=2, seed=0)
     gaps = inst.means.max() - inst.means
@@ -448,6 +450,7 @@ def _log_tas_after(inst, seed: int, tests: int):
     return p, theta, tuple(int(a) for a in p._leaders(theta, np.random.default_rng(0)))
 
 
+@pytest.mark.slow
 def test_log_tas_blocks_at_small_d_are_the_plug_in_allocation():
     """At d <= PLUGIN_D a log-tas block is w*(theta_hat) of the exact lower bound (certainty.exact_logistic)
     rounded at the largest block size (growth times the tests so far): after 200 tests on kw_synthetic d = 2
@@ -466,6 +469,7 @@ def test_log_tas_blocks_at_small_d_are_the_plug_in_allocation():
         assert block[w > 0.01].sum() == block.sum()
 
 
+@pytest.mark.slow
 def test_log_tas_falls_back_to_the_local_allocation_when_the_exact_one_fails(monkeypatch):
     """A block must be planned whatever the estimate: when the exact solver evaluates no allocation (it raises),
     log-tas's target is the local form's w*, and the block is still drawn from it."""
@@ -485,6 +489,7 @@ def test_log_tas_falls_back_to_the_local_allocation_when_the_exact_one_fails(mon
     assert p._design(p._n_opened + 1).sum() > 0
 
 
+@pytest.mark.slow
 def test_log_tas_blocks_follow_the_exact_allocation_where_the_local_one_misleads():
     """kw_synthetic d = 5, seed 2 (best mean 0.964 > 1 - epsilon): the local form's w* needs several times T*
     under the Bernoulli KL the likelihood-ratio stop collects. After 150 tests, the allocation log-tas's next

@@ -90,6 +90,7 @@ def test_the_toy_run_group_holds_under_xdist(request):
     assert request.node.nodeid.endswith("@toy_run"), request.node.nodeid
 
 
+@pytest.mark.slow
 @pytest.mark.xdist_group("toy_run")
 def test_ki_table_runs_end_to_end_and_says_ki_everywhere(toy_run):
     res, config, truth, _ = toy_run
@@ -260,6 +261,7 @@ def test_schema_messages_name_the_key_the_value_and_the_fix(tmp_path, config_fil
     assert any(expected in e for e in config_errors(config, SCHEMA)), config_errors(config, SCHEMA)
 
 
+@pytest.mark.slow
 def test_the_run_stops_with_the_schema_message(tmp_path):
     config = small_config(tmp_path / "library.csv")
     config["ground_truth"]["threshold_nM"] = "1e6"
@@ -296,6 +298,7 @@ def test_shipped_configs_are_valid():
     _validate(yaml.safe_load(TEST_CONFIG.read_text()))
 
 
+@pytest.mark.slow
 def test_bad_config_fails_before_any_job(tmp_path):
     config = small_config(tmp_path / "library.csv")
     config["screen"]["chunk_sise"] = 3
@@ -311,6 +314,7 @@ def test_bad_config_fails_before_any_job(tmp_path):
     assert not (tmp_path / "results").exists()
 
 
+@pytest.mark.slow
 def test_a_missing_fallback_file_is_named_when_the_run_starts(tmp_path, monkeypatch):
     """config/egfr.yaml from a clone far from ../shared: nothing said until ChEMBL was unreachable, and then
     a FileNotFoundError naming neither offline_fallback.path nor SCREENBAI_SHARED_DATA."""
@@ -322,6 +326,7 @@ def test_a_missing_fallback_file_is_named_when_the_run_starts(tmp_path, monkeypa
     assert len(warning) == 1 and str(tmp_path / "nowhere") in warning[0] and "SCREENBAI_SHARED_DATA" in warning[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "mutate, expected",
     [
