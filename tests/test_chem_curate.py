@@ -440,3 +440,16 @@ def test_merges_are_counted_by_reason_with_their_spread(caplog):
     _, rep = curate_activities(_raw(rows[-2:]))
     assert rep.merged == {} and rep.merged_largest_fold == {}
     assert rep.to_frame()["step"].tolist() == ["row", "row", "library"]
+
+
+def test_the_fixed_h_key_is_computed_only_where_it_is_read():
+    """The FixedH InChI (a third of a structure's standardization time) was computed for every structure of a
+    campaign's library, which reads the standard InChIKey only, and the standard key twice with canonical tautomers."""
+    from screenbai.chem.standardize import Standardizer
+
+    pyridone, hydroxy = Standardizer()("O=c1cccc[nH]1"), Standardizer()("Oc1ccccn1")
+    assert pyridone[1] == hydroxy[1] and pyridone[2] != hydroxy[2]  # one standard key, two compound keys
+    unkeyed = Standardizer(keyed=False)("O=c1cccc[nH]1")
+    assert unkeyed[:2] == pyridone[:2] and unkeyed[2] == unkeyed[1]
+    canonical = Standardizer(canonical_tautomer=True)("O=c1cccc[nH]1")
+    assert canonical[2] == canonical[1]

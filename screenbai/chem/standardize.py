@@ -84,8 +84,11 @@ class Standardizer:
     tautomer-canonicalized.
     """
 
-    def __init__(self, canonical_tautomer: bool = False) -> None:
+    def __init__(self, canonical_tautomer: bool = False, keyed: bool = True) -> None:
         self._canonical_tautomer = canonical_tautomer
+        # keyed=False: no compound key (the standard InChIKey stands in), which saves the FixedH InChI, a third of
+        # the time of a structure, where only the standard key is read (standardize_smiles: a campaign's library)
+        self._keyed = keyed
         from rdkit.Chem.MolStandardize import rdMolStandardize
 
         self._disconnector = rdMolStandardize.MetalDisconnector()
@@ -139,7 +142,7 @@ class Standardizer:
                 compound = self._tautomer.Canonicalize(compound)
             out_smiles = Chem.MolToSmiles(compound)
             inchikey = Chem.MolToInchiKey(compound)
-            key = compound_key(compound, self._canonical_tautomer)
+            key = compound_key(compound, self._canonical_tautomer, inchikey) if self._keyed else inchikey
         except Exception:  # RDKit raises assorted errors on exotic structures
             return "standardization failed"
         if not inchikey or not key or not out_smiles:
@@ -147,7 +150,7 @@ class Standardizer:
         return out_smiles, inchikey, key, mw
 
 
-def compound_key(mol: Any, canonical_tautomer: bool) -> str:
+def compound_key(mol: Any, canonical_tautomer: bool, inchikey: str | None = None) -> str:
     """The identity of a standardized molecule: rows with the same key are one compound.
 
     With ``canonical_tautomer`` the standard InChIKey (the tautomer is canonical already).
@@ -159,7 +162,9 @@ def compound_key(mol: Any, canonical_tautomer: bool) -> str:
     """
     from rdkit import Chem
 
-    return Chem.MolToInchiKey(mol) if canonical_tautomer else Chem.MolToInchiKey(mol, options="/FixedH")
+    if canonical_tautomer:
+        return Chem.MolToInchiKey(mol) if inchikey is None else inchikey  # ``inchikey``: mol's, already computed
+    return Chem.MolToInchiKey(mol, options="/FixedH")
 
 
 def standardize_smiles(smiles: Sequence[str | None], *, canonical_tautomer: bool = False) -> pd.DataFrame:
@@ -170,7 +175,7 @@ def standardize_smiles(smiles: Sequence[str | None], *, canonical_tautomer: bool
     """
     from rdkit.rdBase import BlockLogs
 
-    std = Standardizer(canonical_tautomer)
+    std = Standardizer(canonical_tautomer, keyed=False)
     rows: list[tuple[Any, str | None, str | None, str | None]] = []
     with BlockLogs():
         for s in smiles:
