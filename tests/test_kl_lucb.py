@@ -31,6 +31,16 @@ def test_the_scalar_interval_is_the_vectorised_one_and_never_narrower(alpha):
         anytime_interval(3, 2, alpha)
 
 
+def test_a_tiny_fractional_hit_count_gives_a_lower_end_of_zero_not_a_domain_error():
+    """Fractional counts (a weighted or simulated tally) with so few hits that the lower end lies below the
+    smallest double: the scalar solver halved p to 0 and took log(0)."""
+    S, n = np.array([1e-300, 1e-6, 1e-3]), np.array([1.0, 1.0, 5.0])
+    lo, hi = anytime_intervals(S, n, 0.01)
+    one = np.array([anytime_interval(s, t, 0.01) for s, t in zip(S, n)])
+    assert one[:, 0].tolist() == [0.0, 0.0, 0.0] and lo.tolist() == [0.0, 0.0, 0.0]
+    assert np.abs(one[:, 1] - hi).max() < 1e-12
+
+
 @pytest.mark.parametrize("m", [1, 2])
 def test_the_stopping_rule_is_the_no_model_certificate(m):
     rng = np.random.default_rng(1)

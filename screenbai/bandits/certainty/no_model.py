@@ -98,6 +98,8 @@ def _lower_end(S: float, F: float, level: float) -> float:
     p = S / (S + F)
     while True:
         p *= 0.5
+        if p == 0.0:  # a fractional S so small that the root lies below the smallest double: the end is 0
+            return 0.0
         value = g(p)
         if value < 0:
             break
