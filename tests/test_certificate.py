@@ -10,6 +10,7 @@ import pytest
 from scipy.special import expit
 
 from screenbai.bandits.certainty.certificate import (
+    VACUOUS_HIT_RATE_GAP,
     Certificate,
     certainty_summary,
     certified_from_bounds,
@@ -274,8 +275,9 @@ def test_certainty_summary_for_the_campaign():
     names = [f"CPD-{a}" for a in range(inst.K)]
     out = certainty_summary(policy, names)
     cert = policy.certificate()
-    assert out["certified_epsilon"]["epsilon"] == {names[cert.arms[0]]: cert.epsilon[0]}
-    assert "hit rate" in certainty_summary(policy, names, quantity="hit rate")["certified_epsilon"]["sentences"][0]
+    assert out["certificate"]["epsilon"] == {names[cert.arms[0]]: cert.epsilon[0]}
+    assert out["certified_epsilon"] == (cert.worst if cert.worst < VACUOUS_HIT_RATE_GAP else None)  # status's key
+    assert "hit rate" in certainty_summary(policy, names, quantity="hit rate")["certificate"]["sentences"][0]
     assert out["model_check"]["n_tests"] == policy.n_samples
     lucb = drive(policy_for_instance("lucb", inst, rng=0), inst, 40)
     assert certainty_summary(lucb)["model_check"] is None
@@ -309,9 +311,10 @@ def test_certainty_summary_on_a_campaign(tmp_path):
             camp.record(write_results(tmp_path / f"r{k}.csv", plate, assay(plate.arms)))
         obs = camp.observations()
         out = certainty_summary(camp.policy, camp.compound_ids, obs)
-        (cid, eps), = out["certified_epsilon"]["epsilon"].items()
+        (cid, eps), = out["certificate"]["epsilon"].items()
         assert cid in camp.compound_ids and 0.0 <= eps <= 1.0
-        assert out["certified_epsilon"]["sentences"][0].startswith(f"{cid}: ")
+        assert out["certificate"]["sentences"][0].startswith(f"{cid}: ")
+        assert out["certified_epsilon"] == camp.status().certified_epsilon  # the same key, the same value
         assert out["model_check"]["n_tests"] == obs[0].sum() > 40
     finally:
         camp.close()

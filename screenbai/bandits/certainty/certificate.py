@@ -158,9 +158,16 @@ def certify(policy) -> Certificate | None:
     return policy.certificate()
 
 
+def certifies(epsilon: float, binary: bool) -> bool:
+    """Whether a certified epsilon says anything: finite (inf: none of the answer certified yet) and, on hit rates
+    (``binary``), below VACUOUS_HIT_RATE_GAP. Where it does not, the campaign's status, its JSON, the export and the
+    progress plot, and :func:`certainty_summary`, all say nothing is certified yet."""
+    return math.isfinite(epsilon) and not (binary and epsilon >= VACUOUS_HIT_RATE_GAP)
+
+
 def certificate_json(policy, names=None, quantity: str | None = None) -> dict | None:
     """``certify(policy).to_dict(names, quantity)``, or None: the value of the status JSON key
-    ``certified_epsilon``."""
+    ``certificate``."""
     cert = certify(policy)
     return None if cert is None else cert.to_dict(names, quantity)
 
@@ -169,7 +176,10 @@ def certainty_summary(policy, names=None, observations=None, level: float = 0.05
                       quantity: str | None = None) -> dict:
     """What the campaign's ``status`` and ``report`` show next to the answer, as plain JSON data:
 
-    * ``certified_epsilon``: ``certificate_json(policy, names)`` (None without a valid confidence set);
+    * ``certified_epsilon``: the largest certified epsilon over the answer, as the status JSON key of that name:
+      None without a valid confidence set and while it certifies nothing (``certifies``);
+    * ``certificate``: ``certificate_json(policy, names)``, the whole certificate (None without a valid
+      confidence set);
     * ``model_check``: the test of fit of the model the certificate rests on (model_check.py), with
       its ``warning`` text when the model is rejected at ``level``; None for policies with no model
       of the features, and for the linear model when no sums of squares are given.
@@ -178,7 +188,10 @@ def certainty_summary(policy, names=None, observations=None, level: float = 0.05
     ``camp.observations()[:3]``; default the policy's recorded counts and sums (enough for 0/1 outcomes).
     ``quantity``: what the sentences call the means (default "cure rate" / "mean outcome").
     """
-    return {"certified_epsilon": certificate_json(policy, names, quantity),
+    cert = certify(policy)
+    worst = None if cert is None else float(cert.worst)
+    return {"certified_epsilon": worst if worst is not None and certifies(worst, policy.binary_rewards) else None,
+            "certificate": None if cert is None else cert.to_dict(names, quantity),
             "model_check": model_check_json(policy, names, observations, level)}
 
 

@@ -50,8 +50,9 @@ COLUMNS = (
 
 def compound_table(camp) -> list[dict]:
     """One row per compound (see the module doc), in the campaign's compound order."""
+    from screenbai.bandits.certainty.certificate import certifies
+
     from .estimates import contention_intervals, model_estimates, own_intervals
-    from .status import certifies
 
     policy = camp.policy
     res = policy.result()

@@ -10,9 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from screenbai.bandits.certainty.certificate import certifies
 from screenbai.campaign.lab.assay import models_features
-
-from .status import certifies
 
 # The two charts are drawn as SVG by hand: importing matplotlib and rendering two PNGs cost 0.6 s
 # of CPU, more than the rest of the command, and a bar chart and a step line need no more than this.

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from screenbai.bandits.certainty.certificate import VACUOUS_HIT_RATE_GAP, model_check_json
+from screenbai.bandits.certainty.certificate import certifies, model_check_json
 from screenbai.bandits.certainty.forecast import BOUNDS
 from screenbai.bandits.certainty.no_model import no_model_certificate
 from screenbai.bandits.core.params import without_guarantee
@@ -22,13 +22,6 @@ from .forecast import BAND_LEVEL, FORECAST_DRAWS, forecast_left, never_stops
 GAP_INDEX = "a rival may still beat the leader by up to"
 #: what a count that fires at 0 means when the policy does not name it (a snapshot saved before it did)
 RIVALS_OPEN = "rivals not yet ruled out by the stopping test:"
-
-
-def certifies(epsilon: float, binary: bool) -> bool:
-    """Whether a certified epsilon says anything: finite (inf: none of the answer certified yet) and, on hit rates
-    (``binary``), below VACUOUS_HIT_RATE_GAP. Where it does not, status, its JSON, the export and the progress plot
-    all say nothing is certified yet."""
-    return math.isfinite(epsilon) and not (binary and epsilon >= VACUOUS_HIT_RATE_GAP)
 
 
 @dataclass
