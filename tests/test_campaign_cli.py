@@ -496,8 +496,10 @@ def test_init_says_a_screen_that_cannot_stop_would_not_stop(tmp_path):
     lib = synthetic_library(K=12, d=3)
     lib.features[1::2] = lib.features[0::2]  # six pairs of twins: every answer has one
     camp = Campaign.create(tmp_path / "c.campaign", lib, "lin-tas", {"sigma": 1.0}, seed=1, outcome="continuous")
-    head, table = prior_cost(camp)
+    head, title, *rows = prior_cost(camp)
     camp.close()
+    table = "\n".join(rows)
+    assert title == "other settings:" and len(rows) == 6 and all(r.startswith("  epsilon ") for r in rows)
     assert head.startswith("cost forecast from a prior: lin-tas (epsilon = 0, delta = 0.05) would not stop: 12 "
                            "compounds share their features with another")
     assert "an epsilon above 0 bounds it" in head
@@ -579,8 +581,10 @@ def test_the_cost_table_takes_log_tas_s_own_wells_as_the_forecast_does(tmp_path,
     monkeypatch.setattr(Policy, "stopping_shortcut", lambda self, answer, means, done, plate=None: 7.0)
     camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=400, d=3), "log-tas",
                            {"epsilon": 0.1, "delta": 0.05}, seed=1)
-    head, *_, table_line = prior_cost(camp)
+    lines = prior_cost(camp)
     camp.close()
+    head, title, table_line = lines[0], lines[-7], "\n".join(lines[-6:])  # one line a setting
+    assert title.startswith("other settings (the first figure counts on a compound's own wells")
     tests = float(re.search(r"stops after about ([\d,]+) tests", head).group(1).replace(",", ""))
     table = {(float(e), float(d)): float(t.replace(",", "")) for e, d, t in re.findall(
         r"epsilon ([\d.]+) and delta ([\d.]+): ([\d,]+) tests", table_line)}

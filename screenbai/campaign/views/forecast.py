@@ -389,7 +389,6 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     if any("set_tests" in r for r in rows):
         lines.append("other settings (the first figure counts on a compound's own wells showing a hit rate of at "
                      "least 1 - epsilon, as the forecast above does; the second is the model's route without them):")
-        lines.append("  " + "; ".join(row(r) for r in rows))
     else:
-        lines.append("other settings: " + "; ".join(row(r) for r in rows))
-    return lines
+        lines.append("other settings:")
+    return lines + ["  " + row(r) for r in rows]  # one line a setting, to read down as a table
