@@ -342,6 +342,19 @@ def test_pchembl_values_become_nM_with_flipped_bounds():
         prepare_activities(_raw(["pChEMBL"] * 2, [7, 250]), ["pChEMBL"], "p.csv")
 
 
+def test_out_of_range_pchembl_value_is_named_by_data_row_id_and_value():
+    from screenbai.screening import prepare_activities
+
+    raw = _raw(["pChEMBL"] * 3, [7.5, 5, 8000])
+    raw["molecule_chembl_id"] = ["x1", "x2", "x3"]
+    # the third data row, as the user's table lists it, with its id and its value as written (the message
+    # said "first: np.float64(8000.0) in row 2": numpy's repr and a 0-based index)
+    with pytest.raises(ValueError, match=r"p.tsv: 1 declared pChEMBL value\(s\) lie outside 0-15 \(first: 8000 in "
+                       r"data row 3 \(id x3\)\)") as caught:
+        prepare_activities(raw, ["pChEMBL"], "p.tsv")
+    assert "np.float64" not in str(caught.value)
+
+
 def test_library_size_is_named():
     from screenbai.screening import check_library_size
 
