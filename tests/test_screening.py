@@ -231,6 +231,18 @@ def test_chunks_reproduce_the_whole_run():
         merge_records([whole, whole])
 
 
+def test_a_budget_too_small_for_the_arms_span_names_the_run_the_screen_and_the_key():
+    """gse-log with budget_per_arm 3 on d = 16, K = 16 (the PCA's span known only once it has run) failed in the
+    screen rule with 'budget = 48 is too small for gse-log ...', naming neither the run, the screen nor the key."""
+    arms, library, theta = _arms(n=40, d=12)
+    sub = draw_subset(library, 14, 3)
+    entry = {"label": "gse-small", "algorithm": "gse-log", "budget_per_arm": 1}
+    message = (r"algorithms: 'gse-small' \(gse-log\) on the screen d = 12, K = 14: budget = 14 is too small .*; "
+               r"the budget is budget_per_arm = 1 times K = 14: raise budget_per_arm of 'gse-small'")
+    with pytest.raises(ValueError, match=message):
+        run_chunk(arms, sub, theta, entry, d=12, K=14, seed=1, start=0, n_reps=1, max_samples=10**5)
+
+
 def test_run_chunk_records_declared_compound_and_both_errors():
     arms, library, theta = _arms()
     sub = draw_subset(library, 20, 3)
