@@ -685,3 +685,26 @@ def test_a_unit_named_by_the_header_is_used_and_a_contradicting_one_refused(tmp_
         raw = read_activity_table(path, smiles_column="smi", activity_column="ki", activity_type="Ki")
     assert raw["standard_units"].tolist() == ["nM"]
     assert "read in nM, the default: units is not given and the activity column 'ki' names no unit" in caplog.text
+
+
+def test_a_relation_or_unit_column_no_key_reads_is_refused_not_ignored(tmp_path, caplog):
+    """A column 'relation' (or 'qualifier') holding '>' was ignored: '>10000' counted as an exact 10000 nM; a column
+    'unit' holding uM was ignored: the row read in nM, 1000 times too potent. Both are refused, naming the key."""
+    path = tmp_path / "lab.csv"
+    path.write_text("smiles,relation,ic50_nM\nCCO,>,10000\nCCN,=,6\n")
+    with pytest.raises(ValueError, match=r"lab.csv: its column 'relation' holds relations \('>' on 1 rows\) that are "
+                                         r"not read: .* Set source.relation_column: 'relation'"):
+        read_activity_table(path, smiles_column="smiles", activity_column="ic50_nM", config_key="source")
+    raw = read_activity_table(path, smiles_column="smiles", activity_column="ic50_nM", relation_column="relation")
+    assert raw["standard_relation"].tolist() == [">", "="]
+    path.write_text("smiles,qualifier,ic50_nM\nCCO,=,10000\n")  # '=' only: nothing is lost
+    assert read_activity_table(path, smiles_column="smiles", activity_column="ic50_nM")["standard_value"].tolist() == [
+        "10000"]
+    path.write_text("smiles,Unit,ic50\nCCO,uM,5\nCCN,nM,6\n")
+    with pytest.raises(ValueError, match=r"its column 'Unit' gives units \('uM' on 1 rows\) that are not read: every "
+                                         r"value is read in nM\. Rename the column standard_units"):
+        read_activity_table(path, smiles_column="smiles", activity_column="ic50")
+    path.write_text("smiles,units,ic50\nCCO,nM,5\n")  # the unit the values are read in: nothing is lost
+    with caplog.at_level("INFO", logger="screenbai.chem"):
+        read_activity_table(path, smiles_column="smiles", activity_column="ic50", units="nM", config_key="source")
+    assert "values of 'ic50' read in nM (source.units)" in caplog.text  # it said "read in source.units"

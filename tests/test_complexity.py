@@ -414,3 +414,20 @@ def test_exact_allocation_time_restarts_slsqp_from_theta_where_it_gives_up_at_th
     assert value == pytest.approx(grid, rel=2e-2) and value <= grid + 1e-9
     T = allocation_time(X, theta, counts, model="logistic", epsilon=0.1, exact=True, answer=(33,))
     assert math.isfinite(T) and T >= 1.0 / value - 1e-9
+
+
+def test_exact_logistic_pairs_outside_the_domain_raise_no_numpy_warnings():
+    """epsilon = 0 and a leader whose hit rate rounds to 1: the constraint's boundary is inf there, the pairs stay
+    unconverged at their start (as before), and numpy's divide/invalid warnings no longer reach the console
+    (`screenbai simulate log-tas`, epsilon 0 by default, printed dozens of 'warning: divide by zero encountered in
+    log1p' / 'invalid value encountered in logaddexp')."""
+    import warnings
+
+    from screenbai.bandits.certainty.exact_logistic import pair_infima
+
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        vals, _, converged = pair_infima(X, np.array([45.0, 1.0]), np.ones(3) / 3, np.array([[2, 0], [2, 1]]), 0.0)
+    np.testing.assert_allclose(vals, [0.0, 0.04805505], atol=1e-8)
+    assert not converged.any()

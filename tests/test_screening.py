@@ -231,6 +231,18 @@ def test_chunks_reproduce_the_whole_run():
         merge_records([whole, whole])
 
 
+def test_a_budget_too_small_for_the_arms_span_names_the_run_the_screen_and_the_key():
+    """gse-log with budget_per_arm 3 on d = 16, K = 16 (the PCA's span known only once it has run) failed in the
+    screen rule with 'budget = 48 is too small for gse-log ...', naming neither the run, the screen nor the key."""
+    arms, library, theta = _arms(n=40, d=12)
+    sub = draw_subset(library, 14, 3)
+    entry = {"label": "gse-small", "algorithm": "gse-log", "budget_per_arm": 1}
+    message = (r"algorithms: 'gse-small' \(gse-log\) on the screen d = 12, K = 14: budget = 14 is too small .*; "
+               r"the budget is budget_per_arm = 1 times K = 14: raise budget_per_arm of 'gse-small'")
+    with pytest.raises(ValueError, match=message):
+        run_chunk(arms, sub, theta, entry, d=12, K=14, seed=1, start=0, n_reps=1, max_samples=10**5)
+
+
 def test_run_chunk_records_declared_compound_and_both_errors():
     arms, library, theta = _arms()
     sub = draw_subset(library, 20, 3)
@@ -340,6 +352,19 @@ def test_pchembl_values_become_nM_with_flipped_bounds():
     assert format_activity(100.0, "pChEMBL") == "pChEMBL 7.00" and format_activity(0.15, "Ki") == "Ki 0.15 nM"
     with pytest.raises(ValueError, match="outside 0-15 .*250"):
         prepare_activities(_raw(["pChEMBL"] * 2, [7, 250]), ["pChEMBL"], "p.csv")
+
+
+def test_out_of_range_pchembl_value_is_named_by_data_row_id_and_value():
+    from screenbai.screening import prepare_activities
+
+    raw = _raw(["pChEMBL"] * 3, [7.5, 5, 8000])
+    raw["molecule_chembl_id"] = ["x1", "x2", "x3"]
+    # the third data row, as the user's table lists it, with its id and its value as written (the message
+    # said "first: np.float64(8000.0) in row 2": numpy's repr and a 0-based index)
+    with pytest.raises(ValueError, match=r"p.tsv: 1 declared pChEMBL value\(s\) lie outside 0-15 \(first: 8000 in "
+                       r"data row 3 \(id x3\)\)") as caught:
+        prepare_activities(raw, ["pChEMBL"], "p.tsv")
+    assert "np.float64" not in str(caught.value)
 
 
 def test_library_size_is_named():

@@ -407,3 +407,16 @@ def test_clip_K_screens_the_whole_library_when_K_is_larger(tmp_path):
     md = (res / "report" / "summary.md").read_text()
     assert "| gse-log | fixed budget | not measured | 2 | 72 |" in md
     assert md.index(warning) < md.index("## Data")
+
+
+@pytest.mark.slow
+def test_a_screen_with_no_more_compounds_than_features_is_warned_about_on_the_console(tmp_path):
+    """warn_overparameterised was called from common.smk, where Snakemake runs the code with __name__ None and
+    Python drops every warnings.warn attributed to it: d = 30 on K = 24 ran without a word."""
+    config = small_config(tmp_path / "library.csv")
+    make_library(tmp_path / "library.csv")
+    config["screen"]["studies"]["vary_d"]["d"] = [2, 30]
+    proc = run_snakemake(tmp_path, config, "--cores", "1", "-n")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warning = [line for line in proc.stderr.splitlines() if line.startswith("WARNING: screen.studies: the screen(s)")]
+    assert len(warning) == 1 and "d = 30, K = 24 have no more compounds than features + 1" in warning[0]

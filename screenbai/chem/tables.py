@@ -20,6 +20,7 @@ from typing import IO, Any
 
 import pandas as pd
 
+from screenbai.chem.curate import _CENSORED
 from screenbai.chem.standardize import MAX_HEAVY_ATOMS
 from screenbai.chem.units import ACCEPTED_UNITS, same_unit, table_units
 from screenbai.textfiles import not_utf8, open_text
@@ -404,6 +405,7 @@ def read_activity_table(
         logger.info("%s: relations ('=', '>', ...) from its column %r", path, relation_column)
     elif relation_column is not None and "standard_relation" in own:
         _refuse_disagreeing(path, df, relation_column, own.pop("standard_relation"), f"{key}relation_column")
+    _refuse_unread_relations(path, df, used, relation_column, own, f"{key}relation_column")
     out["standard_relation"], out["standard_value"] = _relations(path, df, activity_column, relation_column)
     types = df[own.pop("standard_type")] if "standard_type" in own and not pchembl else None
     # the table's own type where it gives one: curation keeps the declared type's rows and counts the others
@@ -412,6 +414,8 @@ def read_activity_table(
         out["standard_units"], units_read = None, "none: pChEMBL values (-log10 molar), converted to nM"
     else:
         own_units = own.pop("standard_units", None)
+        if own_units is None:
+            _refuse_unread_units(path, df, used, table_units(activity_column, units, str(path), f"{key}units")[0])
         out["standard_units"], units_read = _row_units(path, df, activity_column, units, own_units, f"{key}units")
     for name in _ROW_DESCRIPTORS:  # what the config has no key for: as the table gives it
         if name in own:
@@ -491,6 +495,43 @@ def _relations(
     return rel, val
 
 
+#: column names (snake_cased) that say a row's relation or unit although not ChEMBL's standard_relation / standard_units
+_RELATION_LIKE = {"relation", "relations", "qualifier", "activity_qualifier", "activity_relation", "operator"}
+_UNIT_LIKE = {"unit", "units", "activity_unit", "activity_units", "value_unit", "value_units"}
+
+
+def _refuse_unread_relations(
+    path: Path, df: pd.DataFrame, used: set[str | None], relation_column: str | None, own: dict[str, str], key: str
+) -> None:
+    """A column named like a relation (``relation``, ``qualifier``) that no key maps, holding '>' or '<': its
+    censored values would be read as exact values (a '> 10000' as 10000 nM), so it is refused."""
+    if relation_column is not None or "standard_relation" in own:
+        return
+    for col in (c for c in df.columns if c not in used and _snake(c) in _RELATION_LIKE):
+        held = df[col].map(_clean_value).dropna().astype(str).str.strip("'\" ")
+        censored = held[held.isin(_CENSORED)]
+        if len(censored):
+            raise ValueError(
+                f"{path}: its column {col!r} holds relations ({censored.iloc[0]!r} on {len(censored)} rows) that are "
+                f"not read: their values would count as exact. Set {key}: {col!r}, or rename the column "
+                "standard_relation"
+            )
+
+
+def _refuse_unread_units(path: Path, df: pd.DataFrame, used: set[str | None], unit: str) -> None:
+    """A column named like a unit (``unit``, ``units``) that no key maps, naming units other than the one the
+    values are read in: its rows would be read in that unit, off by its factor, so it is refused."""
+    for col in (c for c in df.columns if c not in used and _snake(c) in _UNIT_LIKE):
+        held = df[col].map(_clean_value).dropna().astype(str)
+        other = held[~held.map(lambda u: u in ACCEPTED_UNITS and same_unit(u, unit))]
+        if len(other):
+            raise ValueError(
+                f"{path}: its column {col!r} gives units ({other.iloc[0]!r} on {len(other)} rows) that are not "
+                f"read: every value is read in {unit}. Rename the column standard_units so that each row's "
+                "unit is converted, or remove it if it does not hold the values' units"
+            )
+
+
 def _row_units(
     path: Path, df: pd.DataFrame, activity_column: str, units: str | None, own: str | None, key: str
 ) -> tuple[Any, str]:
@@ -501,8 +542,9 @@ def _row_units(
     unit, how = table_units(activity_column, units, str(path), key)
     declared = units is not None or how.startswith("named")
     if own is None:
-        (logger.info if declared else logger.warning)("%s: values of %r read in %s", path, activity_column, how)
-        return unit, f"{unit} ({how})" if declared else how
+        read_in = f"{unit} ({how})" if declared else how
+        (logger.info if declared else logger.warning)("%s: values of %r read in %s", path, activity_column, read_in)
+        return unit, read_in
     given = df[own].map(_clean_value)
     if declared:
         counts = given.value_counts()

@@ -321,13 +321,7 @@ def prepare_activities(raw: pd.DataFrame, types: Sequence[str], where: str = "th
     is_p = out["standard_type"].astype("string").str.strip().str.lower().eq("pchembl").fillna(False).to_numpy()
     if is_p.any():
         p = pd.to_numeric(out.loc[is_p, "standard_value"], errors="coerce")
-        bad = p[(p < 0) | (p > 15)]
-        if len(bad):
-            raise ValueError(
-                f"{where}: {len(bad)} declared pChEMBL value(s) lie outside 0-15 (first: {bad.iloc[0]!r} in row "
-                f"{bad.index[0]}); pChEMBL is -log10(molar), typically 4-11. If the values are concentrations, "
-                "declare their type (IC50, Ki, ...) and units instead"
-            )
+        _refuse_out_of_range_pchembl(out, p, where)
         nM = (10.0 ** (9.0 - p)).map(lambda v: f"{v:.12g}", na_action="ignore")
         out["standard_value"] = out["standard_value"].astype("object")
         out.loc[is_p, "standard_value"] = nM.where(p.notna(), out.loc[is_p, "standard_value"])
@@ -340,6 +334,26 @@ def prepare_activities(raw: pd.DataFrame, types: Sequence[str], where: str = "th
                 lambda r: _FLIP_RELATION.get(str(r).strip(), r) if isinstance(r, str) else r
             )
     return out
+
+
+def _refuse_out_of_range_pchembl(raw: pd.DataFrame, p: pd.Series, where: str) -> None:
+    """pChEMBL values outside 0-15 are concentrations, not -log10(molar): refused, naming the first by its
+    data row (1-based, as the table lists them), its compound id and its value as written."""
+    bad = p[(p < 0) | (p > 15)]
+    if not len(bad):
+        return
+    row = raw.index.get_loc(bad.index[0]) + 1
+    ids = raw["molecule_chembl_id"] if "molecule_chembl_id" in raw.columns else None
+    named = "" if ids is None or _is_missing(ids.loc[bad.index[0]]) else f" (id {ids.loc[bad.index[0]]})"
+    raise ValueError(
+        f"{where}: {len(bad)} declared pChEMBL value(s) lie outside 0-15 (first: {bad.iloc[0]:g} in data row "
+        f"{row}{named}); pChEMBL is -log10(molar), typically 4-11. If the values are concentrations, "
+        "declare their type (IC50, Ki, ...) and units instead"
+    )
+
+
+def _is_missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
 def format_concentration(value_nM: float) -> str:

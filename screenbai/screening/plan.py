@@ -84,20 +84,30 @@ class OverparameterisedScreenWarning(ScreenbaiWarning, UserWarning):
     """A screen whose compounds are no more than its features (d + 1 with the intercept)."""
 
 
+def overparameterised_note(points: Sequence[tuple[int, int]]) -> str | None:
+    """What :func:`warn_overparameterised` says about ``points``, or None when every K is above d + 1: the text
+    the workflow prints before any job (a ``warnings.warn`` from a Snakefile is dropped: Snakemake runs it with
+    ``__name__`` None, and Python discards warnings attributed to such code)."""
+    few = sorted((d, K) for d, K in points if K <= d + 1)
+    if not few:
+        return None
+    return (
+        f"screen.studies: the screen(s) {', '.join(f'd = {d}, K = {K}' for d, K in few)} have no more compounds "
+        "than features + 1 (the intercept): a model of the features then fits every compound on its own, so "
+        "the tests of one teach nothing of the others and cost as much as with no features; choose K well above "
+        "d + 1 for a study of the features' worth"
+    )
+
+
 def warn_overparameterised(points: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
     """Warn about the (d, K) screens whose K compounds are no more than the d + 1 parameters of a model of their
     features (with the intercept): such a model can fit any K hit rates, so one compound's tests teach nothing of
     the others and the algorithms pay as if the compounds had no features. Legal (a study of d may cross a small
     K), but rarely meant. Returns those screens."""
-    few = sorted((d, K) for d, K in points if K <= d + 1)
-    if few:
-        warnings.warn(
-            f"screen.studies: the screen(s) {', '.join(f'd = {d}, K = {K}' for d, K in few)} have no more compounds "
-            "than features + 1 (the intercept): a model of the features then fits every compound on its own, so "
-            "the tests of one teach nothing of the others and cost as much as with no features; choose K well above "
-            "d + 1 for a study of the features' worth",
-            OverparameterisedScreenWarning, stacklevel=2)
-    return few
+    note = overparameterised_note(points)
+    if note:
+        warnings.warn(note, OverparameterisedScreenWarning, stacklevel=2)
+    return sorted((d, K) for d, K in points if K <= d + 1)
 
 
 def check_dimensions(

@@ -17,7 +17,7 @@ from screenbai.screening import (
     replication_chunks,
     reference_point,
     study_points,
-    warn_overparameterised,
+    overparameterised_note,
 )
 
 R = f"results/{config['target_name']}"
@@ -41,7 +41,9 @@ ACTIVITY = activity_label_of(config)
 PCHEMBL_OF = pchembl_of(config["source"]) if config["source"].get("kind") == "table" else None
 check_regex(config["curation"].get("assay_description_regex"), "curation.assay_description_regex")
 check_dimensions(DIMS, config["featurize"]["n_bits"])
-warn_overparameterised(POINTS)  # a screen of K <= d + 1 compounds: legal, rarely meant
+# a screen of K <= d + 1 compounds: legal, rarely meant; printed (a warnings.warn from here is never shown)
+if overparameterised_note(POINTS):
+    print(f"WARNING: {overparameterised_note(POINTS)}", file=sys.stderr)
 CURATION = {k: v for k, v in config["curation"].items() if k != "activity_types"}
 # the cure label: one of threshold_nM, threshold_pActivity, potent_fraction (default: the top 10 %)
 LABEL = {k: config["ground_truth"][k] for k in LABEL_RULES if k in config["ground_truth"]}

@@ -60,9 +60,13 @@ def _boundary(u, epsilon):
     q = s + epsilon
     a = s * (1.0 - s)
     b = q * (1.0 - q)
-    h = np.log(q) - np.log1p(-q)
-    h1 = a / b
-    h2 = a * ((1.0 - 2.0 * s) * b - (1.0 - 2.0 * q) * a) / (b * b)
+    # outside the domain (q rounds to 0 or 1: a trial step too long, or epsilon = 0 with mu(u) = 1 in floating
+    # point) h is +-inf or nan: a trial step is then refused (np.isfinite) and a start leaves its pair unconverged
+    # (pair_infima); numpy's warnings about it would only reach the user's console as noise
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        h = np.log(q) - np.log1p(-q)
+        h1 = a / b
+        h2 = a * ((1.0 - 2.0 * s) * b - (1.0 - 2.0 * q) * a) / (b * b)
     return h, h1, h2
 
 
@@ -167,7 +171,8 @@ def pair_infima(X, theta, w, pairs, epsilon, iters: int = 2_000, tol: float = 1e
         todo = np.arange(n_act)
         for _ in range(HALVINGS):
             L_try = L0[todo] + t[todo, None] * dlam[todo]
-            f_t, g_t, gc_t, c_t, mu_t, u_t, h2_t = evaluate(L_try, a_i[todo], a_j[todo])
+            with np.errstate(invalid="ignore"):  # a pair left unconverged at its start steps by nan: refused below
+                f_t, g_t, gc_t, c_t, mu_t, u_t, h2_t = evaluate(L_try, a_i[todo], a_j[todo])
             m_t = f_t + rho[act[todo]] * np.abs(c_t)
             ok = np.isfinite(m_t) & (m_t <= merit[todo] + 1e-4 * t[todo] * np.minimum(slope[todo], 0.0))
             sel = todo[ok]
