@@ -70,7 +70,7 @@ WIDE_MERGES_NAMED = 20
 
 _EXACT = {"=", "==", "eq"}
 _DECIMAL_COMMA = re.compile(r"^[<>=~]*\s*\d+,\d+$")
-_CENSORED = {">", "<", ">=", "<=", "~", "=>", "=<", ">>", "<<", "≥", "≤"}  # ≥ ≤: typed in a spreadsheet
+CENSORED_RELATIONS = {">", "<", ">=", "<=", "~", "=>", "=<", ">>", "<<", "≥", "≤"}  # ≥ ≤: typed in a spreadsheet
 
 
 @dataclass(frozen=True)
@@ -222,7 +222,7 @@ class _RowChecks:
         else:
             return "unknown unit"
         rel = _relation(row)
-        if rel in _CENSORED:
+        if rel in CENSORED_RELATIONS:
             if self.censored == "drop":
                 return "censored relation"
         elif rel not in _EXACT:
@@ -512,7 +512,7 @@ def curate_activities(
     # keep_as_value changes what a censored row says ('>100' becomes 100): counted per relation, never silent
     altered: dict[str, int] = {}
     for i in kept_idx:
-        if _relation(rows[i]) in _CENSORED:
+        if _relation(rows[i]) in CENSORED_RELATIONS:
             why = f"censored {_relation(rows[i])!r} taken as the value"
             altered[why] = altered.get(why, 0) + 1
     if altered:

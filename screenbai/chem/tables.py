@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import pandas as pd
 
-from screenbai.chem.curate import _CENSORED
+from screenbai.chem.curate import CENSORED_RELATIONS
 from screenbai.chem.standardize import MAX_HEAVY_ATOMS
 from screenbai.chem.units import ACCEPTED_UNITS, same_unit, table_units
 from screenbai.textfiles import not_utf8, open_text
@@ -509,7 +509,7 @@ def _refuse_unread_relations(
         return
     for col in (c for c in df.columns if c not in used and _snake(c) in _RELATION_LIKE):
         held = df[col].map(_clean_value).dropna().astype(str).str.strip("'\" ")
-        censored = held[held.isin(_CENSORED)]
+        censored = held[held.isin(CENSORED_RELATIONS)]
         if len(censored):
             raise ValueError(
                 f"{path}: its column {col!r} holds relations ({censored.iloc[0]!r} on {len(censored)} rows) that are "
