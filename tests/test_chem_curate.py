@@ -43,6 +43,7 @@ BAD_ROWS = [
     dict(molecule_chembl_id="NOT_NUMBER", canonical_smiles="CCN", standard_value="n.d."),
     dict(molecule_chembl_id="ZERO", canonical_smiles="CCN", standard_value="0"),
     dict(molecule_chembl_id="NEGATIVE", canonical_smiles="CCN", standard_value="-3"),
+    dict(molecule_chembl_id="INFINITE", canonical_smiles="CCN", standard_value="1e999"),
     dict(molecule_chembl_id="PERCENT", canonical_smiles="CCN", standard_value="30", standard_units="%"),
     dict(molecule_chembl_id="NO_UNIT", canonical_smiles="CCN", standard_value="30", standard_units=None),
     dict(molecule_chembl_id="GT", canonical_smiles="CCCl", standard_value="10000", standard_relation=">"),
@@ -65,6 +66,7 @@ def test_every_bad_row_has_its_reason_drop_mode(caplog):
         "missing value": 1,
         "non-numeric value": 1,
         "non-positive value": 2,
+        "infinite value": 1,
         "unknown unit": 1,
         "missing unit": 1,
         "censored relation": 3,
@@ -72,7 +74,7 @@ def test_every_bad_row_has_its_reason_drop_mode(caplog):
         "flagged: potential duplicate": 1,
         "unparseable SMILES": 2,
     }
-    assert rep.n_input == 17 and rep.n_output_rows == 2 and rep.n_compounds == 2
+    assert rep.n_input == 18 and rep.n_output_rows == 2 and rep.n_compounds == 2
     assert sorted(rep.unparseable) == [("BAD_SMILES", "C1CC("), ("BAD_VALENCE", "C(C)(C)(C)(C)C")]
     assert "BAD_SMILES" in caplog.text  # logged with its id
     assert lib["compound_id"].tolist() == ["NO_REL", "OK1"]  # missing relation counts as '='
@@ -169,9 +171,9 @@ def test_report_renderings():
     assert frame.loc[frame["step"] == "row", "count"].sum() == rep.n_input
     assert frame.iloc[0, :3].tolist() == ["kept", 2, "row"]
     md = rep.to_markdown()
-    assert "| unparseable SMILES" in md and "|      17 |" in md
+    assert "| unparseable SMILES" in md and "|      18 |" in md
     data = json.loads(rep.to_json())
-    assert data["n_input"] == 17 and data["dropped"]["censored relation"] == 3
+    assert data["n_input"] == 18 and data["dropped"]["censored relation"] == 3
     assert ["BAD_SMILES", "unparseable SMILES", "C1CC("] in data["structures_dropped"]
 
 

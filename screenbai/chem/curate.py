@@ -38,6 +38,7 @@ DROP_REASONS: tuple[str, ...] = (
     "missing value",
     "non-numeric value",
     "non-positive value",
+    "infinite value",
     "missing unit",
     "unknown unit",
     "censored relation",
@@ -210,8 +211,10 @@ class _RowChecks:
             return "missing value"
         if isinstance(v, str):
             return "non-numeric value"
-        if not v > 0 or math.isinf(v):
+        if not v > 0:
             return "non-positive value"
+        if math.isinf(v):  # 'inf', '1e999': no concentration
+            return "infinite value"
         u = None if _blank(row["standard_units"]) else str(row["standard_units"]).strip()
         if u is None:
             return "missing unit"
