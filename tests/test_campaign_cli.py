@@ -662,3 +662,23 @@ def test_one_of_a_thing_is_said_in_the_singular_and_format_s_help_does_not_point
     with pytest.raises(SystemExit):
         main(["campaign", "init", "--help"])
     assert "(changed later with `screenbai campaign format`)" in capsys.readouterr().out  # init's points to it
+
+
+def test_a_continuous_potency_readout_needs_its_direction(tmp_path, library_csv, capsys):
+    """--readout IC50 --outcome continuous without --hit-below told the algorithm the raw IC50, and it looks for the
+    largest mean: the weakest compound was recommended as the best. Refused now, naming the way; --hit-above with a
+    potency is taken (a Kd to avoid ...) but init says that its hits are the weaker compounds."""
+    camp = tmp_path / "c.campaign"
+    argv = ["--readout", "IC50", "--unit", "nM", "--outcome", "continuous"]
+    assert init(camp, library_csv, *argv) == 2
+    err = capsys.readouterr().err
+    assert "the algorithm would look for the largest IC50, the weakest compound; give --hit-below CUTOFF" in err
+    assert not camp.exists()
+    assert init(camp, library_csv, *argv, "--hit-below", "1000") == 0
+    with Campaign.open(camp) as c:
+        assert c.readout.told(10.0, False) > c.readout.told(1000.0, False)  # the potent one is the larger
+    capsys.readouterr()
+    assert init(tmp_path / "k.campaign", library_csv, "--readout", "Ki", "--unit", "nM", "--hit-above", "100") == 0
+    assert "note: a hit when Ki >= 100 nM: the hits are the weaker compounds" in capsys.readouterr().out
+    assert init(tmp_path / "p.campaign", library_csv, "--readout", "CC50", "--unit", "uM", "--hit-above", "10") == 0
+    assert "the weaker compounds" not in capsys.readouterr().out  # a cytotoxic concentration is better higher
