@@ -126,6 +126,22 @@ def test_plate_recorded_twice_and_one_well_again(camp, tmp_path):
     _refused(camp, one, "line 2", f"P001/{plate.wells[3]}", "already recorded", "first.csv")
 
 
+def test_a_whole_plate_after_part_of_it_and_rows_of_an_unknown_plate_are_one_problem_each(camp, tmp_path):
+    """A plate reader's whole-plate export recorded after part of the plate gave one line per well, 'was already
+    recorded', with no way on; a file of another campaign's plate one line per row: 96 lines of the same problem.
+    Each is now one problem naming the lines, the wells and what to do."""
+    plate = camp.plate("P001")
+    part = type(plate)(plate.plate_id, plate.wells[:5], plate.arms[:5], plate.compound_ids[:5], plate.smiles[:5])
+    camp.record(write_results(tmp_path / "part.csv", part, [1] * 5))
+    whole = write_results(tmp_path / "whole.csv", plate, [1] * len(plate))
+    message = _refused(camp, whole, "1 problem(s)", "lines 2-6: 5 wells of plate P001 were already recorded",
+                       f"({plate.wells[0]}..{plate.wells[4]}; from part.csv", "delete those rows and record the file")
+    assert message.count("\n  ") == 1
+    other = _rows(tmp_path, whole.read_text().replace("P001,", "P009,"), "other.csv")
+    message = _refused(camp, other, "1 problem(s)", f"lines 2-{len(plate) + 1}: plate 'P009' is not a plate of")
+    assert message.count("\n  ") == 1
+
+
 def test_every_problem_is_listed_at_once(camp, tmp_path):
     p = _rows(tmp_path, "plate_id,well,outcome\nP001,A01,3\nP002,A01,1\nP001,Q1,1\n")
     message = _refused(camp, p, "3 problem(s)", "line 2", "line 3", "line 4")

@@ -157,7 +157,8 @@ def read_results(
 
     # a 0/1 outcome reads one way whatever the separators: 1.000 is 1 (1000 is no outcome), 0.000 is 0
     two_ways = _read_two_ways(rows, col["outcome"]) if sep == ";" and not binary else {}
-    already: dict[str, dict[str, str]] = {}
+    already: dict[str, dict[str, tuple[int, str]]] = {}  # plate -> well -> (line, the file that recorded it)
+    unknown: dict[str | None, list[int]] = {}  # a plate id not of this campaign -> its lines
     n_blank = 0  # rows with an empty outcome (a failed well, unless all are empty)
     plate_ids = {p.upper(): p for p in plates}
     aliases: dict[str, dict[tuple[str, int] | str, str]] = {}
@@ -175,12 +176,7 @@ def read_results(
         plate_id, well, compound, raw = (field(fields, k) for k in ("plate_id", "well", "compound_id", "outcome"))
         plate_id = plate_ids.get((plate_id or "").upper(), plate_id)  # p001 is P001
         if plate_id not in plates:
-            ids = sorted(plates)
-            known = (", ".join(ids) if len(ids) <= 6 else f"{ids[0]} .. {ids[-1]}") or "none yet"
-            errors.append(
-                f"{where}: plate {plate_id!r} is not a plate of this campaign (plates: {known}); correct the "
-                "plate_id to the one on the plate file `next` wrote (a typo, or a row of another campaign's plate?)"
-            )
+            unknown.setdefault(plate_id, []).append(line)
             continue
         wells = plates[plate_id]
         if well:
@@ -221,9 +217,7 @@ def read_results(
         seen[slot] = (line, raw)
         info = wells[well]
         if info.recorded_by is not None:
-            already.setdefault(plate_id, {})[well] = (
-                f"{where}: well {plate_id}/{well} was already recorded (from {info.recorded_by})"
-            )
+            already.setdefault(plate_id, {})[well] = (line, info.recorded_by)
             continue
         q = open_queue(plate_id, info.compound_id)
         if q and well in q:
@@ -248,20 +242,49 @@ def read_results(
             f"{path}: the outcome column is empty on all {len(out)} rows: is this the plate file before the lab "
             "filled it in? Nothing was recorded; if every well failed, write 'failed' in the outcome column"
         )
-    for plate_id, done in already.items():
-        if len(done) == len(plates[plate_id]):
-            first = next(iter(done.values())).split("(from ", 1)[1].rstrip(")")
-            errors.append(
-                f"{path}: plate {plate_id} was already recorded (all its {len(done)} wells, from {first}); "
-                "a plate is recorded once: remove its rows"
-            )
-        else:
-            errors.extend(done.values())
+    errors[:0] = [_not_a_plate(path, plate_id, lines, plates) for plate_id, lines in unknown.items()]
+    errors.extend(_already_recorded(path, plate_id, done, len(plates[plate_id])) for plate_id, done in already.items())
     if not rows:
         errors.append(f"{path}: no data rows under the header")
     if errors:
         raise ResultsError(path, errors)
     return out
+
+
+def _lines(lines: list[int]) -> str:
+    """A file's lines for a message: 'line 7', 'lines 2-97' when they follow on, else the first ones and how many."""
+    if len(lines) == 1:
+        return f"line {lines[0]}"
+    if lines[-1] - lines[0] == len(lines) - 1:
+        return f"lines {lines[0]}-{lines[-1]}"
+    shown = ", ".join(map(str, lines[:5]))
+    return f"lines {shown}{', ...' if len(lines) > 5 else ''} ({len(lines)} rows)"
+
+
+def _not_a_plate(path: Path, plate_id: str | None, lines: list[int], plates: Mapping) -> str:
+    """The rows naming a plate the campaign does not have, in one message."""
+    ids = sorted(plates)
+    known = (", ".join(ids) if len(ids) <= 6 else f"{ids[0]} .. {ids[-1]}") or "none yet"
+    return (
+        f"{path}: {_lines(lines)}: plate {plate_id!r} is not a plate of this campaign (plates: {known}); correct the "
+        "plate_id to the one on the plate file `next` wrote (a typo, or a row of another campaign's plate?)"
+    )
+
+
+def _already_recorded(path: Path, plate_id: str, done: dict[str, tuple[int, str]], n_wells: int) -> str:
+    """The rows of wells a plate had recorded before, in one message with the way on."""
+    files = ", ".join(dict.fromkeys(by for _, by in done.values()))
+    if len(done) == n_wells:
+        return (f"{path}: plate {plate_id} was already recorded (all its {n_wells} wells, from {files}); a plate is "
+                "recorded once: remove its rows")
+    lines = sorted(line for line, _ in done.values())
+    if len(done) == 1:
+        return f"{path}: {_lines(lines)}: well {plate_id}/{next(iter(done))} was already recorded (from {files})"
+    return (
+        f"{path}: {_lines(lines)}: {len(done)} wells of plate {plate_id} were already recorded "
+        f"({well_span(sorted(done))}; from {files}); a well is recorded once: delete those rows and record the file "
+        "again, its other rows then count"
+    )
 
 
 _WELL = re.compile(r"^([A-Za-z]+)0*(\d+)$")
