@@ -189,3 +189,20 @@ def test_principal_components_the_fingerprints_do_not_span_are_refused(tmp_path)
     assert import_library(_csv(tmp_path, stereo), id_column="name", smiles_column="structure", d=2).features.shape \
         == (5, 3)
 
+
+def test_an_sdf_without_titles_names_its_properties(tmp_path):
+    """An SDF whose title lines are all empty (ids in an SD property) was refused as 'only 0 usable structure(s)
+    ... (rejected: {'missing id': 7})', without the way on: the message now names the SD properties for --id-column."""
+    from rdkit import Chem
+
+    sdf = tmp_path / "untitled.sdf"
+    with Chem.SDWriter(str(sdf)) as w:
+        for i, s in enumerate(GOOD):
+            mol = Chem.MolFromSmiles(s)
+            mol.SetProp("Corp ID", f"CORP-{i}")
+            w.write(mol)
+    with pytest.raises(ValueError, match=r"untitled.sdf: the title line of every record is empty, .* with --id-column "
+                       r"\(properties: \['Corp ID'\]\)"):
+        import_library(sdf, d=2)
+    lib = import_library(sdf, id_column="Corp ID", d=2)
+    assert list(lib.compounds["compound_id"]) == [f"CORP-{i}" for i in range(len(GOOD))]
