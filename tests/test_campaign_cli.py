@@ -682,3 +682,24 @@ def test_a_continuous_potency_readout_needs_its_direction(tmp_path, library_csv,
     assert "note: a hit when Ki >= 100 nM: the hits are the weaker compounds" in capsys.readouterr().out
     assert init(tmp_path / "p.campaign", library_csv, "--readout", "CC50", "--unit", "uM", "--hit-above", "10") == 0
     assert "the weaker compounds" not in capsys.readouterr().out  # a cytotoxic concentration is better higher
+
+
+
+def test_next_says_when_the_plate_is_left_partly_empty(tmp_path, library_csv, capsys):
+    """GLGapE's first plate is its initial design (18 wells on 300 compounds of a 96-well plate, 12 here): the file
+    listed those wells alone and `next` said nothing of the others, which the lab was left to guess about."""
+    from campaign_util import synthetic_library
+
+    from screenbai.campaign import PlateLayout
+
+    camp = tmp_path / "g.campaign"
+    Campaign.create(camp, synthetic_library(K=60, d=3), "glgape", {"epsilon": 0.1}, seed=0,
+                    layout=PlateLayout.build("96", controls="none")).close()
+    assert main(["campaign", "next", str(camp), "--plate-size", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "plate P001: 12 wells (12 compounds)" in out
+    assert "note: 28 of the 40 compound wells asked for stay empty: glgape proposed 12 for now" in out
+    a = tmp_path / "a.campaign"
+    assert init(a, library_csv, "--plate-format", "96", "--controls", "none") == 0  # log-tas fills its plate
+    assert main(["campaign", "next", str(a), "--plate-size", "12", "--out", str(tmp_path / "a1.csv")]) == 0
+    assert "stay empty" not in capsys.readouterr().out
