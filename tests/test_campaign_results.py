@@ -138,8 +138,32 @@ def test_a_whole_plate_after_part_of_it_and_rows_of_an_unknown_plate_are_one_pro
                        f"({plate.wells[0]}..{plate.wells[4]}; from part.csv", "delete those rows and record the file")
     assert message.count("\n  ") == 1
     other = _rows(tmp_path, whole.read_text().replace("P001,", "P009,"), "other.csv")
-    message = _refused(camp, other, "1 problem(s)", f"lines 2-{len(plate) + 1}: plate 'P009' is not a plate of")
+    message = _refused(camp, other, "1 problem(s)",
+                       f"lines 2-{len(plate) + 1}: plate 'P009' ({len(plate)} rows) is not a plate of")
     assert message.count("\n  ") == 1
+
+
+def test_a_plate_readers_export_of_every_well_is_one_problem_and_its_header_is_read(tmp_path):
+    """A plate reader exports every well of the plate, with headers such as 'Plate ID': the header was refused
+    ('missing column(s) plate_id'), and each row of a well the plate left empty or unused was one problem (78
+    identical lines for GLGapE's first plate of 18 wells). 'Plate ID' is plate_id now, and those rows one problem."""
+    from screenbai.campaign import PlateLayout
+
+    layout = PlateLayout.build("96", controls="none", empty_edge=True)
+    camp = Campaign.create(tmp_path / "e.campaign", synthetic_library(), "glgape", {"epsilon": 0.1}, seed=0,
+                           layout=layout)
+    plate = camp.next_plate(30)
+    used = dict(zip(plate.wells, plate.compound_ids))
+    rows = [f"P001,{w},{used.get(w, '')},{int(w in used)}" for w in layout.all_wells()]
+    message = _refused(camp, _rows(tmp_path, "Plate ID,Well,Compound ID,Outcome\n" + "\n".join(rows) + "\n"),
+                       "2 problem(s)", "36 rows name empty edge wells of plate P001 (A01..H12; its layout leaves",
+                       f"{60 - len(plate)} rows name wells plate P001 left unused", f"its compound wells are "
+                       f"{plate.wells[0]}..{plate.wells[-1]})", "delete those rows")
+    assert message.count("\n  ") == 2
+    kept = [r for r in rows if r.split(",")[2]]
+    rec = camp.record(_rows(tmp_path, "Plate ID,Well,Compound ID,Outcome\n" + "\n".join(kept) + "\n", "ok.csv"))
+    assert rec.n_outcomes == len(plate)
+    camp.close()
 
 
 def test_every_problem_is_listed_at_once(camp, tmp_path):

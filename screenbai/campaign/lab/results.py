@@ -2,7 +2,7 @@
 
 A results file is CSV or TSV (``;`` also accepted) with a header naming the columns:
 
-* ``plate_id`` (or ``plate``; case does not matter),
+* ``plate_id`` (or ``plate``; case does not matter, nor a space or "-" for "_": ``Plate ID``),
 * ``well`` and/or ``compound_id`` (or ``compound``): with only a compound id, its open wells on
   that plate are filled in well order; a well may be written A1, a01 or A01,
 * ``outcome`` (or ``result``, ``value``): 0/1 for binary assays, a number for continuous ones (in a
@@ -96,7 +96,7 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str
     if not lines or not lines[0].strip():
         raise ResultsError(path, [f"{path}: line 1: empty file or empty header; expected plate_id,well,outcome"])
     sep, head, rows = table_rows(text)
-    head = [f.lower() for f in head]
+    head = [re.sub(r"[\s-]+", "_", f.lower()) for f in head]  # 'Plate ID', 'plate-id' are plate_id
     return head, rows, text.endswith(("\n", "\r")), sep
 
 
@@ -159,6 +159,8 @@ def read_results(
     two_ways = _read_two_ways(rows, col["outcome"]) if sep == ";" and not binary else {}
     already: dict[str, dict[str, tuple[int, str]]] = {}  # plate -> well -> (line, the file that recorded it)
     unknown: dict[str | None, list[int]] = {}  # a plate id not of this campaign -> its lines
+    # (plate, an empty edge well?) -> (line, well) of the rows naming a well the plate left empty or unused
+    unused: dict[tuple[str, bool], list[tuple[int, str]]] = {}
     n_blank = 0  # rows with an empty outcome (a failed well, unless all are empty)
     plate_ids = {p.upper(): p for p in plates}
     aliases: dict[str, dict[tuple[str, int] | str, str]] = {}
@@ -183,7 +185,11 @@ def read_results(
             well = _well_alias(plate_id, wells).get(_well_key(well), well)  # A1, a01 are A01
             if well not in wells:
                 layout = None if layout_of is None else layout_of(plate_id)
-                errors.append(f"{where}: {_not_on_plate(well, plate_id, wells, layout)}")
+                named = _unused_well(well, layout)
+                if named is not None:  # a plate reader's export of the whole plate: one problem per plate and kind
+                    unused.setdefault((plate_id, named[1]), []).append((line, named[0]))
+                else:
+                    errors.append(f"{where}: {_not_on_plate(well, plate_id, wells, layout)}")
                 continue
             if compound and wells[well].compound_id != compound:
                 errors.append(
@@ -244,6 +250,9 @@ def read_results(
         )
     errors[:0] = [_not_a_plate(path, plate_id, lines, plates) for plate_id, lines in unknown.items()]
     errors.extend(_already_recorded(path, plate_id, done, len(plates[plate_id])) for plate_id, done in already.items())
+    for (plate_id, _), found in unused.items():
+        layout = layout_of(plate_id) if layout_of is not None else None
+        errors.append(_unused_rows(path, plate_id, found, plates[plate_id], layout))
     if not rows:
         errors.append(f"{path}: no data rows under the header")
     if errors:
@@ -252,13 +261,13 @@ def read_results(
 
 
 def _lines(lines: list[int]) -> str:
-    """A file's lines for a message: 'line 7', 'lines 2-97' when they follow on, else the first ones and how many."""
+    """A file's lines for a message: 'line 7', 'lines 2-97' when they follow on, else the first five ('lines 2, 5,
+    9, 11, 12, ...')."""
     if len(lines) == 1:
         return f"line {lines[0]}"
     if lines[-1] - lines[0] == len(lines) - 1:
         return f"lines {lines[0]}-{lines[-1]}"
-    shown = ", ".join(map(str, lines[:5]))
-    return f"lines {shown}{', ...' if len(lines) > 5 else ''} ({len(lines)} rows)"
+    return f"lines {', '.join(map(str, lines[:5]))}{', ...' if len(lines) > 5 else ''}"
 
 
 def _not_a_plate(path: Path, plate_id: str | None, lines: list[int], plates: Mapping) -> str:
@@ -266,7 +275,8 @@ def _not_a_plate(path: Path, plate_id: str | None, lines: list[int], plates: Map
     ids = sorted(plates)
     known = (", ".join(ids) if len(ids) <= 6 else f"{ids[0]} .. {ids[-1]}") or "none yet"
     return (
-        f"{path}: {_lines(lines)}: plate {plate_id!r} is not a plate of this campaign (plates: {known}); correct the "
+        f"{path}: {_lines(lines)}: plate {plate_id!r}{'' if len(lines) == 1 else f' ({len(lines)} rows)'} is not a "
+        f"plate of this campaign (plates: {known}); correct the "
         "plate_id to the one on the plate file `next` wrote (a typo, or a row of another campaign's plate?)"
     )
 
@@ -336,6 +346,32 @@ def _read_two_ways(rows: list[tuple[int, list[str]]], col: int) -> dict[int, str
 def _thousands(text: str) -> str:
     """A number written with '.' grouping thousands, without them (1.234 -> 1234; 1.234,5 -> 1234,5)."""
     return text.replace(".", "")
+
+
+def _unused_well(well: str, layout: PlateLayout | None) -> tuple[str, bool] | None:
+    """(The name, whether an empty edge well) of a well of the plate's format that its map leaves out (an empty
+    edge well, a well left unused), else None (no well of the format at all, or a plate without a format)."""
+    named = None if layout is None else {_well_key(w): w for w in layout.all_wells()}.get(_well_key(well))
+    return None if named is None or layout is None else (named, named in layout.empty_wells())
+
+
+def _unused_rows(path: Path, plate_id: str, found: list[tuple[int, str]], wells: Mapping[str, WellInfo],
+                 layout: PlateLayout | None) -> str:
+    """The rows naming wells a plate left unused, or its empty edge wells, in one message (one row: as
+    :func:`_not_on_plate`)."""
+    lines = [line for line, _ in found]
+    if len(found) == 1 or layout is None:
+        return f"{path}: {_lines(lines)}: {_not_on_plate(found[0][1], plate_id, wells, layout)}"
+    span = well_span([w for _, w in found])
+    if found[0][1] in layout.empty_wells():
+        what = f"empty edge wells of plate {plate_id} ({span}; its layout leaves the outer ring empty, --empty-edge)"
+    else:
+        used = well_span([w for w, info in wells.items() if info.arm >= 0])
+        what = f"wells plate {plate_id} left unused ({span}; its compound wells are {used})"
+    return (
+        f"{path}: {_lines(lines)}: {len(found)} rows name {what}, so nothing was tested there; delete those rows (a "
+        "plate reader's export of every well?), or correct the wells if they were misread"
+    )
 
 
 def _not_on_plate(well: str, plate_id: str, wells: Mapping[str, WellInfo], layout: PlateLayout | None) -> str:
