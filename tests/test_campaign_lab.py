@@ -1416,3 +1416,12 @@ def test_the_export_gives_a_readout_s_observed_mean_its_interval(tmp_path):
         checked += 1
     assert all(r["observed_low"] is None for r in rows if r["tests"] == 0)
     assert checked >= 2  # the spanning set repeated to fill the plate: each compound in two wells
+
+
+def test_replicate_wells_of_equal_values_spread_by_zero():
+    """Three wells of 12.3 gave 'sd 2.04e-14' (their mean is not 12.3 in floating point): equal values spread by 0."""
+    from screenbai.campaign.views.status import _pooled
+
+    assert _pooled([("P001", 0, 12.3)] * 3 + [("P001", 1, 0.1)] * 6) == (0.0, 7)
+    ss, dof = _pooled([("P001", 0, 1.0), ("P001", 0, 3.0)])
+    assert (ss, dof) == (2.0, 1)

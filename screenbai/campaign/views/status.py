@@ -677,7 +677,7 @@ def _pooled(rows, log: bool = False) -> tuple[float, int]:
     for key in sorted(groups, key=str):  # sorted: the same sum whatever order the outcomes were recorded in
         if len(groups[key]) >= 2:
             v = np.sort(groups[key])
-            ss += float(((v - v.mean()) ** 2).sum())
+            ss += float(((v - v.mean()) ** 2).sum()) if v[0] != v[-1] else 0.0  # equal values: 0, not rounding noise
             dof += v.size - 1
     return ss, dof
 
