@@ -1323,6 +1323,9 @@ def test_restart_hands_the_screen_to_another_algorithm(tmp_path, capsys):
     assert "from each compound's own wells, still reaches the leader's" in mid.text()
     assert capped.forecast_tests == math.inf and capped.to_dict()["forecast_plates"] is None
     assert "forecast: more than 5 more tests: most of 9 runs of kl-lucb simulated" in capped_text
+    # its sentence whole: "most of 9 runs ...; it tends to run long early (docs/certificate.md) had not stopped"
+    assert ("each with its own chance, had not stopped after that many (a close race at the top, or a long list to "
+            "test); the forecast tends to run long early (docs/certificate.md)") in capped_text
     assert "a logistic fit of the features (descriptive: kl-lucb uses no model of them)" in mid.text()
     assert "kl-lucb (epsilon=0.1, delta=0.04)" in text and "log-tas handed over to kl-lucb (epsilon=0.1, delta=0.04) " \
         "(model rejected), which started from the 96 outcomes recorded before" in text

@@ -397,14 +397,14 @@ class Status:
 
         how = (f"{SIMULATED_RUNS} runs of {self.algorithm} simulated from its current state on hit rates drawn "
                "from each compound's posterior (the library's rates taken as draws of one Beta, itself drawn from what "
-               "the outcomes so far say of it; no model of the features), each with its own chance; it tends to run "
-               "long early (docs/certificate.md)")
-        if self.forecast_tests is None or not math.isfinite(self.forecast_tests):
-            return (f"forecast: more than {SIMULATED_CAP:,} more tests: most of {how} had not stopped after that many "
-                    "(a close race at the top, or a long list to test)")
+               "the outcomes so far say of it; no model of the features), each with its own chance")
+        caveat = "; the forecast tends to run long early (docs/certificate.md)"
+        if self.forecast_tests is None or not math.isfinite(self.forecast_tests):  # the caveat after the sentence
+            return (f"forecast: more than {SIMULATED_CAP:,} more tests: most of {how}, had not stopped after that "
+                    f"many (a close race at the top, or a long list to test){caveat}")
         low, high = self.forecast_band_plates or (None, None)
         return (f"forecast: about {self.forecast_plates:.0f} more plate(s) ({self.forecast_tests:,.0f} more tests) "
-                f"until the stopping rule fires ({_band_words(low, high)}), over {how}")
+                f"until the stopping rule fires ({_band_words(low, high)}), over {how}{caveat}")
 
     def _band(self) -> str:
         """The forecast's band in words: " (4 to 9 plates in 80 % of runs, over 5 draws of the estimate's uncertainty
