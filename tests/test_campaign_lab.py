@@ -1428,3 +1428,18 @@ def test_replicate_wells_of_equal_values_spread_by_zero():
     assert _pooled([("P001", 0, 12.3)] * 3 + [("P001", 1, 0.1)] * 6) == (0.0, 7)
     ss, dof = _pooled([("P001", 0, 1.0), ("P001", 0, 3.0)])
     assert (ss, dof) == (2.0, 1)
+
+
+def test_rage_s_first_plate_on_one_compound_is_counted_against_the_model_s_parameters(tmp_path):
+    """RAGE's first plate put its 24 wells on one compound, and status read "no misfit detected in 24 outcomes of 1
+    compounds ... 1 compounds tested for 1 model parameters" for a model of 4."""
+    from campaign_util import write_results
+
+    camp = Campaign.create(tmp_path / "r.campaign", synthetic_library(K=30, d=3), "rage", {"epsilon": 0.1}, seed=0)
+    plate = camp.next_plate(24)
+    assert len(set(plate.arms)) == 1
+    camp.record(write_results(tmp_path / "R.csv", plate, [1, 0] * 12))
+    text = camp.status().text()
+    assert "outcomes of 1 compound (" in text
+    assert "1 compound tested, which determines 1 of the model's 4 parameters" in text
+    camp.close()

@@ -325,7 +325,8 @@ class Status:
                     else "the certificate rests on the model unchecked"))
             else:
                 out.append(
-                    f"model check: no misfit detected in {mc['n_tests']:,} outcomes of {mc['n_arms']:,} compounds "
+                    f"model check: no misfit detected in {mc['n_tests']:,} outcomes of {mc['n_arms']:,} compound"
+                    f"{'s' * (mc['n_arms'] != 1)} "
                     f"(p = {mc['p_value']:.2g}; few outcomes detect little, and " + (
                         "the certificate above needs no model: the compound's own wells certify it)" if wells
                         else "a certificate holds only if the model does)")
