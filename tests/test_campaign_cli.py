@@ -703,3 +703,16 @@ def test_next_says_when_the_plate_is_left_partly_empty(tmp_path, library_csv, ca
     assert init(a, library_csv, "--plate-format", "96", "--controls", "none") == 0  # log-tas fills its plate
     assert main(["campaign", "next", str(a), "--plate-size", "12", "--out", str(tmp_path / "a1.csv")]) == 0
     assert "stay empty" not in capsys.readouterr().out
+
+
+def test_plate_reads_a_plate_id_as_record_does_and_names_the_plates(tmp_path, library_csv, capsys):
+    """`record` reads p001 as P001, `plate` refused it ("no plate 'p001' in c.campaign"), naming no plate."""
+    camp = tmp_path / "c.campaign"
+    assert init(camp, library_csv) == 0
+    assert main(["campaign", "next", str(camp), "--plate-size", "4"]) == 0
+    (tmp_path / "P001.csv").unlink()  # the plate file lost
+    capsys.readouterr()
+    assert main(["campaign", "plate", str(camp), "p001"]) == 0
+    assert "plate P001: 4 wells written to" in capsys.readouterr().out and (tmp_path / "P001.csv").is_file()
+    assert main(["campaign", "plate", str(camp), "P9", "--out", str(tmp_path / "x.csv")]) == 2
+    assert "no plate 'P9' in" in (err := capsys.readouterr().err) and "(plates: P001)" in err

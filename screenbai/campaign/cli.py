@@ -434,7 +434,8 @@ def _plate(args) -> int:
     from .campaign import Campaign
 
     with Campaign.open(args.campaign) as camp:
-        plate = camp.write_plate(args.plate_id, args.out or Path(args.campaign).with_name(f"{args.plate_id}.csv"))
+        plate_id = camp.plate_id(args.plate_id)  # p001 is P001, written to P001.csv
+        plate = camp.write_plate(plate_id, args.out or Path(args.campaign).with_name(f"{plate_id}.csv"))
     say(f"plate {plate.plate_id}: {len(plate)} well{'' if len(plate) == 1 else 's'} written to {plate.path}")
     return 0
 
