@@ -716,3 +716,17 @@ def test_plate_reads_a_plate_id_as_record_does_and_names_the_plates(tmp_path, li
     assert "plate P001: 4 wells written to" in capsys.readouterr().out and (tmp_path / "P001.csv").is_file()
     assert main(["campaign", "plate", str(camp), "P9", "--out", str(tmp_path / "x.csv")]) == 2
     assert "no plate 'P9' in" in (err := capsys.readouterr().err) and "(plates: P001)" in err
+
+
+def test_format_to_the_layout_in_place_changes_nothing(tmp_path, library_csv, capsys):
+    """`format --controls none` on plates without controls logged a change, and status listed 'plate format changed
+    to ...' once more: now it says there is no change and writes nothing."""
+    path = tmp_path / "c.campaign"
+    assert init(path, library_csv, "--plate-format", "96", "--controls", "none") == 0
+    with Campaign.open(path) as camp:
+        steps = len(camp.events())
+    capsys.readouterr()
+    assert main(["campaign", "format", str(path), "--controls", "none"]) == 0
+    assert "no change: the next plates of" in capsys.readouterr().out
+    with Campaign.open(path) as camp:
+        assert len(camp.events()) == steps and "plate format changed" not in camp.status().text()

@@ -260,6 +260,9 @@ def _format(args) -> int:
     with Campaign.open(args.campaign) as camp:
         before = camp.layout
         layout = changed_layout(before, args)
+        if before is not None and layout.to_dict() == before.to_dict():  # logged, status listed it as a change
+            say(f"no change: the next plates of {args.campaign} are already {layout.describe()}; nothing was written")
+            return 0
         set_layout(camp, layout)
     if before is not None:
         say(f"the plates so far: {before.describe()}")
