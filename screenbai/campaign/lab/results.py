@@ -305,6 +305,11 @@ _DECIMAL_POINT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _GROUPED = re.compile(r"[-+]?[1-9]\d{0,2}(?:\.\d{3})+(?:,\d+)?")
 
 
+#: a space groups thousands where the decimal separator is the comma (5 000; Excel: a no-break or narrow one)
+_SPACES = "[ \u00a0\u202f]"
+_SPACE_GROUPED = re.compile(rf"[-+]?[1-9]\d{{0,2}}(?:{_SPACES}\d{{3}})+(?:,\d+)?")
+
+
 def _read_two_ways(rows: list[tuple[int, list[str]]], col: int) -> dict[int, str]:
     """Line -> what is wrong, for the outcomes of a ``;``-separated file that read two ways.
 
@@ -408,6 +413,8 @@ def _hint(text: str) -> str:
         return f" ('.' grouping thousands? write {_thousands(text)})"
     if re.fullmatch(r"[-+]?\d+,\d+", text):
         return f" (a decimal comma? write {text.replace(',', '.')})"
+    if _SPACE_GROUPED.fullmatch(text):  # 5 000, 1 234,5
+        return f" (a space grouping thousands? write {re.sub(_SPACES, '', text)})"
     m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text)
     if m:
         return " (a unit after the number? write the number alone, in the unit declared at init)"
