@@ -414,3 +414,17 @@ def test_exact_allocation_time_restarts_slsqp_from_theta_where_it_gives_up_at_th
     assert value == pytest.approx(grid, rel=2e-2) and value <= grid + 1e-9
     T = allocation_time(X, theta, counts, model="logistic", epsilon=0.1, exact=True, answer=(33,))
     assert math.isfinite(T) and T >= 1.0 / value - 1e-9
+
+
+def test_the_exact_bound_s_boundary_far_out_warns_nothing():
+    """`status` on a log-tas campaign at epsilon = 0 printed numpy's "divide by zero encountered in log1p" (a trial
+    step of the exact bound's pair solve where mu(u) rounds to 1): the values are inf / nan, which the step's merit
+    refuses, and no warning reaches the terminal."""
+    import warnings
+
+    from screenbai.bandits.certainty.exact_logistic import _boundary
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h, h1, h2 = _boundary(np.array([0.0, 40.0, -800.0]), 0.0)
+    assert h[0] == pytest.approx(0.0) and h1[0] == pytest.approx(1.0) and not np.isfinite(h[1])

@@ -60,9 +60,12 @@ def _boundary(u, epsilon):
     q = s + epsilon
     a = s * (1.0 - s)
     b = q * (1.0 - q)
-    h = np.log(q) - np.log1p(-q)
-    h1 = a / b
-    h2 = a * ((1.0 - 2.0 * s) * b - (1.0 - 2.0 * q) * a) / (b * b)
+    # a trial step far out (mu(u) rounds to 1 with epsilon = 0) gives inf / nan, which its merit refuses: no
+    # warning for it (numpy's "divide by zero encountered in log1p" reached `status`'s and `report`'s terminal)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        h = np.log(q) - np.log1p(-q)
+        h1 = a / b
+        h2 = a * ((1.0 - 2.0 * s) * b - (1.0 - 2.0 * q) * a) / (b * b)
     return h, h1, h2
 
 
