@@ -1443,3 +1443,34 @@ def test_rage_s_first_plate_on_one_compound_is_counted_against_the_model_s_param
     assert "outcomes of 1 compound (" in text
     assert "1 compound tested, which determines 1 of the model's 4 parameters" in text
     camp.close()
+
+
+def test_a_readout_where_lower_is_better_is_shown_on_its_own_scale(tmp_path):
+    """A continuous IC50 with --hit-below is told to the algorithm negated (larger is better for it); status, its
+    JSON, the export and the plate file's 'why' showed the negated means: "model mean outcome -1.72e+03", "observed
+    -1.94e+03", model_estimate -1717.9 beside geomean_readout 1940.5. They are in nM now, the export lowest first."""
+    from campaign_util import write_results
+
+    from screenbai.campaign.views.export import compound_table, handover_order
+
+    camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=30, d=3), "m-lingape",
+                           {"epsilon": 10.0, "sigma": 50.0}, seed=0, outcome="continuous",
+                           readout=Readout.build("IC50", unit="nM", hit_below=1000.0))
+    plate = camp.next_plate(24)
+    camp.record(write_results(tmp_path / "R.csv", plate, [100.0 * (a + 1) for a in plate.arms]))
+    st = camp.status()
+    for line in st.recommendation:
+        assert line.model > 0 and line.model_ci[0] <= line.model <= line.model_ci[1]
+        assert line.observed is None or (line.observed > 0 and line.observed_ci[0] <= line.observed)
+    assert " -" not in st.text().split("recommendation (")[1]  # no negated mean printed
+    rows = handover_order(compound_table(camp), -1.0)
+    tested = [r for r in rows if r["tests"]]
+    assert all(r["observed_rate"] == pytest.approx(r["mean_readout"]) and r["mean_readout"] > 0 for r in tested)
+    assert all(r["model_low"] <= r["model_estimate"] <= r["model_high"] and r["model_estimate"] > 0 for r in rows)
+    behind = [r["model_estimate"] for r in rows if r["status"] == "behind the leader"]
+    assert behind == sorted(behind)  # the most potent first
+    from screenbai.campaign.views.explain import why_chosen
+
+    arm = plate.arms[0]
+    assert f"mean outcome {100.0 * (arm + 1):.3g}" in why_chosen(camp, camp.policy)(arm, 0, 1)  # the 'why' column
+    camp.close()

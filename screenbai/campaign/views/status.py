@@ -14,7 +14,7 @@ from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
 from screenbai.campaign.lab.assay import model_sentence, models_features
 
-from .estimates import Z95, contention_intervals, model_estimates, rate_text, wilson_interval
+from .estimates import Z95, as_read, contention_intervals, model_estimates, rate_text, readout_sign, wilson_interval
 from .forecast import BAND_LEVEL, FORECAST_DRAWS, forecast_left, never_stops
 
 #: what a gap index (GIFA's B(t), GLGapE's calibrated index: the upper confidence bound of a rival's lead
@@ -450,7 +450,8 @@ def campaign_status(camp) -> Status:
     done = bool(policy.done)
     res = policy.result()
     n, s, s2, failed = camp.observations()
-    est, lo, hi = model_estimates(camp.features, n, s, s2, binary=camp.binary)
+    sign = readout_sign(camp)  # a readout negated for the algorithm (an IC50) is shown on its own scale
+    est, lo, hi = as_read(sign, *model_estimates(camp.features, n, s, s2, binary=camp.binary))
     c_lo, c_hi = contention_intervals(camp, n, s, s2)
     rec = []
     for a in res.recommendation:
@@ -462,13 +463,14 @@ def campaign_status(camp) -> Status:
             mean = s[a] / n[a]
             sd = math.sqrt(max(s2[a] / n[a] - mean * mean, 0.0) * n[a] / max(n[a] - 1, 1))
             half = Z95 * sd / math.sqrt(n[a])
-            obs, ci = float(mean), (float(mean - half), float(mean + half))
+            mean, low, high = as_read(sign, mean, mean - half, mean + half)
+            obs, ci = float(mean), (float(low), float(high))
         rec.append(
             CompoundLine(
                 camp.compound_ids[a],
                 camp.smiles[a],
                 int(n[a]),
-                float(s[a]),
+                float(sign * s[a]),
                 obs,
                 ci,
                 float(est[a]),
@@ -484,8 +486,8 @@ def campaign_status(camp) -> Status:
         if idx.size:
             mean = s[idx] / n[idx]
             b = int(idx[np.lexsort((-n[idx], -mean))[0]])  # the best observed mean, the most tested on a tie
-            best_tested = {"compound_id": camp.compound_ids[b], "observed": float(s[b] / n[b]), "tests": int(n[b]),
-                           "tested_compounds": int(idx.size)}
+            best_tested = {"compound_id": camp.compound_ids[b], "observed": float(sign * s[b] / n[b]),
+                           "tests": int(n[b]), "tested_compounds": int(idx.size)}
     diag = res.diagnostics
     params = camp.meta["params"]
     budget = getattr(policy, "budget", None) if getattr(policy, "fixed_budget", False) else None
