@@ -598,6 +598,27 @@ def test_backtest_draws_each_test_with_noise_and_honours_the_library(tmp_path):
         outcomes_from_table(lib, bad)
 
 
+def test_backtest_truth_values_out_of_range_are_named(tmp_path):
+    """A hit rate of 1.5 was refused as "rate must hold hit rates in [0, 1]", and an IC50 of -1 as "a hit below a
+    threshold in log10 units needs activities and threshold > 0", naming neither the file, the compound nor the
+    value; each names them now, with the way on."""
+    from screenbai.campaign.backtest import outcomes_from_table
+    from screenbai.campaign.library import import_library
+
+    lib = import_library(_lab_library(tmp_path), id_column="name", smiles_column="smiles", d=3)
+    rates = tmp_path / "rates.csv"
+    rates.write_text("name,rate\n" + "".join(f"L{k:02d},{1.5 if k == 4 else k / 40}\n" for k in range(10)))
+    with pytest.raises(ValueError, match=r"rates.csv: the values of rate must be hit rates, in \[0, 1\]; 1 "
+                       r"compound\(s\) are not: L04 \(1.5\); correct them or delete their rows, or give the column "
+                       r"as --activity-column"):
+        outcomes_from_table(lib, rates, rate_column="rate")
+    ic50 = tmp_path / "ic50.csv"
+    ic50.write_text("name,ic50\n" + "".join(f"L{k:02d},{-1 if k == 2 else 10 * (k + 1)}\n" for k in range(10)))
+    with pytest.raises(ValueError, match=r"ic50.csv: the values of ic50 must be concentrations .*, above 0; 1 "
+                       r"compound\(s\) are not: L02 \(-1\)"):
+        outcomes_from_table(lib, ic50, activity_column="ic50", threshold=50.0)
+
+
 # ---------------------------------------------------------------------------- GSE, init's messages
 def test_gse_stages_fill_whole_plates(tmp_path, capsys):
     from screenbai.campaign import CampaignError
