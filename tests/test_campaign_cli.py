@@ -666,3 +666,71 @@ def test_one_of_a_thing_is_said_in_the_singular_and_format_s_help_does_not_point
     with pytest.raises(SystemExit):
         main(["campaign", "init", "--help"])
     assert "(changed later with `screenbai campaign format`)" in capsys.readouterr().out  # init's points to it
+
+
+def test_a_continuous_potency_readout_needs_its_direction(tmp_path, library_csv, capsys):
+    """--readout IC50 --outcome continuous without --hit-below told the algorithm the raw IC50, and it looks for the
+    largest mean: the weakest compound was recommended as the best. Refused now, naming the way; --hit-above with a
+    potency is taken (a Kd to avoid ...) but init says that its hits are the weaker compounds."""
+    camp = tmp_path / "c.campaign"
+    argv = ["--readout", "IC50", "--unit", "nM", "--outcome", "continuous"]
+    assert init(camp, library_csv, *argv) == 2
+    err = capsys.readouterr().err
+    assert "the algorithm would look for the largest IC50, the weakest compound; give --hit-below CUTOFF" in err
+    assert not camp.exists()
+    assert init(camp, library_csv, *argv, "--hit-below", "1000") == 0
+    with Campaign.open(camp) as c:
+        assert c.readout.told(10.0, False) > c.readout.told(1000.0, False)  # the potent one is the larger
+    capsys.readouterr()
+    assert init(tmp_path / "k.campaign", library_csv, "--readout", "Ki", "--unit", "nM", "--hit-above", "100") == 0
+    assert "note: a hit when Ki >= 100 nM: the hits are the weaker compounds" in capsys.readouterr().out
+    assert init(tmp_path / "p.campaign", library_csv, "--readout", "CC50", "--unit", "uM", "--hit-above", "10") == 0
+    assert "the weaker compounds" not in capsys.readouterr().out  # a cytotoxic concentration is better higher
+
+
+
+def test_next_says_when_the_plate_is_left_partly_empty(tmp_path, library_csv, capsys):
+    """GLGapE's first plate is its initial design (18 wells on 300 compounds of a 96-well plate, 12 here): the file
+    listed those wells alone and `next` said nothing of the others, which the lab was left to guess about."""
+    from campaign_util import synthetic_library
+
+    from screenbai.campaign import PlateLayout
+
+    camp = tmp_path / "g.campaign"
+    Campaign.create(camp, synthetic_library(K=60, d=3), "glgape", {"epsilon": 0.1}, seed=0,
+                    layout=PlateLayout.build("96", controls="none")).close()
+    assert main(["campaign", "next", str(camp), "--plate-size", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "plate P001: 12 wells (12 compounds)" in out
+    assert "note: 28 of the 40 compound wells asked for stay empty: glgape proposed 12 for now" in out
+    a = tmp_path / "a.campaign"
+    assert init(a, library_csv, "--plate-format", "96", "--controls", "none") == 0  # log-tas fills its plate
+    assert main(["campaign", "next", str(a), "--plate-size", "12", "--out", str(tmp_path / "a1.csv")]) == 0
+    assert "stay empty" not in capsys.readouterr().out
+
+
+def test_plate_reads_a_plate_id_as_record_does_and_names_the_plates(tmp_path, library_csv, capsys):
+    """`record` reads p001 as P001, `plate` refused it ("no plate 'p001' in c.campaign"), naming no plate."""
+    camp = tmp_path / "c.campaign"
+    assert init(camp, library_csv) == 0
+    assert main(["campaign", "next", str(camp), "--plate-size", "4"]) == 0
+    (tmp_path / "P001.csv").unlink()  # the plate file lost
+    capsys.readouterr()
+    assert main(["campaign", "plate", str(camp), "p001"]) == 0
+    assert "plate P001: 4 wells written to" in capsys.readouterr().out and (tmp_path / "P001.csv").is_file()
+    assert main(["campaign", "plate", str(camp), "P9", "--out", str(tmp_path / "x.csv")]) == 2
+    assert "no plate 'P9' in" in (err := capsys.readouterr().err) and "(plates: P001)" in err
+
+
+def test_format_to_the_layout_in_place_changes_nothing(tmp_path, library_csv, capsys):
+    """`format --controls none` on plates without controls logged a change, and status listed 'plate format changed
+    to ...' once more: now it says there is no change and writes nothing."""
+    path = tmp_path / "c.campaign"
+    assert init(path, library_csv, "--plate-format", "96", "--controls", "none") == 0
+    with Campaign.open(path) as camp:
+        steps = len(camp.events())
+    capsys.readouterr()
+    assert main(["campaign", "format", str(path), "--controls", "none"]) == 0
+    assert "no change: the next plates of" in capsys.readouterr().out
+    with Campaign.open(path) as camp:
+        assert len(camp.events()) == steps and "plate format changed" not in camp.status().text()

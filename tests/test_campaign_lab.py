@@ -598,6 +598,27 @@ def test_backtest_draws_each_test_with_noise_and_honours_the_library(tmp_path):
         outcomes_from_table(lib, bad)
 
 
+def test_backtest_truth_values_out_of_range_are_named(tmp_path):
+    """A hit rate of 1.5 was refused as "rate must hold hit rates in [0, 1]", and an IC50 of -1 as "a hit below a
+    threshold in log10 units needs activities and threshold > 0", naming neither the file, the compound nor the
+    value; each names them now, with the way on."""
+    from screenbai.campaign.backtest import outcomes_from_table
+    from screenbai.campaign.library import import_library
+
+    lib = import_library(_lab_library(tmp_path), id_column="name", smiles_column="smiles", d=3)
+    rates = tmp_path / "rates.csv"
+    rates.write_text("name,rate\n" + "".join(f"L{k:02d},{1.5 if k == 4 else k / 40}\n" for k in range(10)))
+    with pytest.raises(ValueError, match=r"rates.csv: the values of rate must be hit rates, in \[0, 1\]; 1 "
+                       r"compound\(s\) are not: L04 \(1.5\); correct them or delete their rows, or give the column "
+                       r"as --activity-column"):
+        outcomes_from_table(lib, rates, rate_column="rate")
+    ic50 = tmp_path / "ic50.csv"
+    ic50.write_text("name,ic50\n" + "".join(f"L{k:02d},{-1 if k == 2 else 10 * (k + 1)}\n" for k in range(10)))
+    with pytest.raises(ValueError, match=r"ic50.csv: the values of ic50 must be concentrations .*, above 0; 1 "
+                       r"compound\(s\) are not: L02 \(-1\)"):
+        outcomes_from_table(lib, ic50, activity_column="ic50", threshold=50.0)
+
+
 # ---------------------------------------------------------------------------- GSE, init's messages
 def test_gse_stages_fill_whole_plates(tmp_path, capsys):
     from screenbai.campaign import CampaignError
@@ -1323,6 +1344,9 @@ def test_restart_hands_the_screen_to_another_algorithm(tmp_path, capsys):
     assert "from each compound's own wells, still reaches the leader's" in mid.text()
     assert capped.forecast_tests == math.inf and capped.to_dict()["forecast_plates"] is None
     assert "forecast: more than 5 more tests: most of 9 runs of kl-lucb simulated" in capped_text
+    # its sentence whole: "most of 9 runs ...; it tends to run long early (docs/certificate.md) had not stopped"
+    assert ("each with its own chance, had not stopped after that many (a close race at the top, or a long list to "
+            "test); the forecast tends to run long early (docs/certificate.md)") in capped_text
     assert "a logistic fit of the features (descriptive: kl-lucb uses no model of them)" in mid.text()
     assert "kl-lucb (epsilon=0.1, delta=0.04)" in text and "log-tas handed over to kl-lucb (epsilon=0.1, delta=0.04) " \
         "(model rejected), which started from the 96 outcomes recorded before" in text
@@ -1416,3 +1440,58 @@ def test_the_export_gives_a_readout_s_observed_mean_its_interval(tmp_path):
         checked += 1
     assert all(r["observed_low"] is None for r in rows if r["tests"] == 0)
     assert checked >= 2  # the spanning set repeated to fill the plate: each compound in two wells
+
+
+def test_replicate_wells_of_equal_values_spread_by_zero():
+    """Three wells of 12.3 gave 'sd 2.04e-14' (their mean is not 12.3 in floating point): equal values spread by 0."""
+    from screenbai.campaign.views.status import _pooled
+
+    assert _pooled([("P001", 0, 12.3)] * 3 + [("P001", 1, 0.1)] * 6) == (0.0, 7)
+    ss, dof = _pooled([("P001", 0, 1.0), ("P001", 0, 3.0)])
+    assert (ss, dof) == (2.0, 1)
+
+
+def test_rage_s_first_plate_on_one_compound_is_counted_against_the_model_s_parameters(tmp_path):
+    """RAGE's first plate put its 24 wells on one compound, and status read "no misfit detected in 24 outcomes of 1
+    compounds ... 1 compounds tested for 1 model parameters" for a model of 4."""
+    from campaign_util import write_results
+
+    camp = Campaign.create(tmp_path / "r.campaign", synthetic_library(K=30, d=3), "rage", {"epsilon": 0.1}, seed=0)
+    plate = camp.next_plate(24)
+    assert len(set(plate.arms)) == 1
+    camp.record(write_results(tmp_path / "R.csv", plate, [1, 0] * 12))
+    text = camp.status().text()
+    assert "outcomes of 1 compound (" in text
+    assert "1 compound tested, which determines 1 of the model's 4 parameters" in text
+    camp.close()
+
+
+def test_a_readout_where_lower_is_better_is_shown_on_its_own_scale(tmp_path):
+    """A continuous IC50 with --hit-below is told to the algorithm negated (larger is better for it); status, its
+    JSON, the export and the plate file's 'why' showed the negated means: "model mean outcome -1.72e+03", "observed
+    -1.94e+03", model_estimate -1717.9 beside geomean_readout 1940.5. They are in nM now, the export lowest first."""
+    from campaign_util import write_results
+
+    from screenbai.campaign.views.export import compound_table, handover_order
+
+    camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=30, d=3), "m-lingape",
+                           {"epsilon": 10.0, "sigma": 50.0}, seed=0, outcome="continuous",
+                           readout=Readout.build("IC50", unit="nM", hit_below=1000.0))
+    plate = camp.next_plate(24)
+    camp.record(write_results(tmp_path / "R.csv", plate, [100.0 * (a + 1) for a in plate.arms]))
+    st = camp.status()
+    for line in st.recommendation:
+        assert line.model > 0 and line.model_ci[0] <= line.model <= line.model_ci[1]
+        assert line.observed is None or (line.observed > 0 and line.observed_ci[0] <= line.observed)
+    assert " -" not in st.text().split("recommendation (")[1]  # no negated mean printed
+    rows = handover_order(compound_table(camp), -1.0)
+    tested = [r for r in rows if r["tests"]]
+    assert all(r["observed_rate"] == pytest.approx(r["mean_readout"]) and r["mean_readout"] > 0 for r in tested)
+    assert all(r["model_low"] <= r["model_estimate"] <= r["model_high"] and r["model_estimate"] > 0 for r in rows)
+    behind = [r["model_estimate"] for r in rows if r["status"] == "behind the leader"]
+    assert behind == sorted(behind)  # the most potent first
+    from screenbai.campaign.views.explain import why_chosen
+
+    arm = plate.arms[0]
+    assert f"mean outcome {100.0 * (arm + 1):.3g}" in why_chosen(camp, camp.policy)(arm, 0, 1)  # the 'why' column
+    camp.close()

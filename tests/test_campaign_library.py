@@ -172,3 +172,37 @@ def test_fingerprint_settings_are_checked_before_d(tmp_path):
     p = _csv(tmp_path, [(f"C{i}", s) for i, s in enumerate(GOOD)])
     with pytest.raises(ValueError, match=r"--bits >= 1 and --radius >= 0; got bits = 0"):
         import_library(p, id_column="name", smiles_column="structure", n_bits=0, d=2)
+
+
+def test_principal_components_the_fingerprints_do_not_span_are_refused(tmp_path):
+    """--d 7 on 7 compounds was taken ("choose 1 <= d <= 7"): 7 points centred on their mean span 6 directions,
+    and the 7th feature was rounding noise (1e-15) along an arbitrary direction, on which a compound added later
+    got an arbitrary score. Stereoisomers (one fingerprint) span fewer still: the message says how many."""
+    rows = [(f"C{i}", s) for i, s in enumerate(GOOD)]
+    with pytest.raises(ValueError, match=r"d = 7 principal components: choose 1 <= d <= 6 for 7 compounds"):
+        import_library(_csv(tmp_path, rows), id_column="name", smiles_column="structure", d=7)
+    lib = import_library(_csv(tmp_path, rows), id_column="name", smiles_column="structure", d=6)
+    assert np.abs(lib.features[:, :-1]).std(axis=0).min() > 1e-6
+    stereo = [("R", "C[C@H](N)C(=O)O"), ("S", "C[C@@H](N)C(=O)O"), ("X", "CC(N)C(=O)O"), ("Y", "CCN"), ("Z", "CCCCN")]
+    with pytest.raises(ValueError, match=r"vary along only 2 \(compounds with the same fingerprint.*choose --d 2"):
+        import_library(_csv(tmp_path, stereo), id_column="name", smiles_column="structure", d=3)
+    assert import_library(_csv(tmp_path, stereo), id_column="name", smiles_column="structure", d=2).features.shape \
+        == (5, 3)
+
+
+def test_an_sdf_without_titles_names_its_properties(tmp_path):
+    """An SDF whose title lines are all empty (ids in an SD property) was refused as 'only 0 usable structure(s)
+    ... (rejected: {'missing id': 7})', without the way on: the message now names the SD properties for --id-column."""
+    from rdkit import Chem
+
+    sdf = tmp_path / "untitled.sdf"
+    with Chem.SDWriter(str(sdf)) as w:
+        for i, s in enumerate(GOOD):
+            mol = Chem.MolFromSmiles(s)
+            mol.SetProp("Corp ID", f"CORP-{i}")
+            w.write(mol)
+    with pytest.raises(ValueError, match=r"untitled.sdf: the title line of every record is empty, .* with --id-column "
+                       r"\(properties: \['Corp ID'\]\)"):
+        import_library(sdf, d=2)
+    lib = import_library(sdf, id_column="Corp ID", d=2)
+    assert list(lib.compounds["compound_id"]) == [f"CORP-{i}" for i in range(len(GOOD))]

@@ -126,6 +126,46 @@ def test_plate_recorded_twice_and_one_well_again(camp, tmp_path):
     _refused(camp, one, "line 2", f"P001/{plate.wells[3]}", "already recorded", "first.csv")
 
 
+def test_a_whole_plate_after_part_of_it_and_rows_of_an_unknown_plate_are_one_problem_each(camp, tmp_path):
+    """A plate reader's whole-plate export recorded after part of the plate gave one line per well, 'was already
+    recorded', with no way on; a file of another campaign's plate one line per row: 96 lines of the same problem.
+    Each is now one problem naming the lines, the wells and what to do."""
+    plate = camp.plate("P001")
+    part = type(plate)(plate.plate_id, plate.wells[:5], plate.arms[:5], plate.compound_ids[:5], plate.smiles[:5])
+    camp.record(write_results(tmp_path / "part.csv", part, [1] * 5))
+    whole = write_results(tmp_path / "whole.csv", plate, [1] * len(plate))
+    message = _refused(camp, whole, "1 problem(s)", "lines 2-6: 5 wells of plate P001 were already recorded",
+                       f"({plate.wells[0]}..{plate.wells[4]}; from part.csv", "delete those rows and record the file")
+    assert message.count("\n  ") == 1
+    other = _rows(tmp_path, whole.read_text().replace("P001,", "P009,"), "other.csv")
+    message = _refused(camp, other, "1 problem(s)",
+                       f"lines 2-{len(plate) + 1}: plate 'P009' ({len(plate)} rows) is not a plate of")
+    assert message.count("\n  ") == 1
+
+
+def test_a_plate_readers_export_of_every_well_is_one_problem_and_its_header_is_read(tmp_path):
+    """A plate reader exports every well of the plate, with headers such as 'Plate ID': the header was refused
+    ('missing column(s) plate_id'), and each row of a well the plate left empty or unused was one problem (78
+    identical lines for GLGapE's first plate of 18 wells). 'Plate ID' is plate_id now, and those rows one problem."""
+    from screenbai.campaign import PlateLayout
+
+    layout = PlateLayout.build("96", controls="none", empty_edge=True)
+    camp = Campaign.create(tmp_path / "e.campaign", synthetic_library(), "glgape", {"epsilon": 0.1}, seed=0,
+                           layout=layout)
+    plate = camp.next_plate(30)
+    used = dict(zip(plate.wells, plate.compound_ids))
+    rows = [f"P001,{w},{used.get(w, '')},{int(w in used)}" for w in layout.all_wells()]
+    message = _refused(camp, _rows(tmp_path, "Plate ID,Well,Compound ID,Outcome\n" + "\n".join(rows) + "\n"),
+                       "2 problem(s)", "36 rows name empty edge wells of plate P001 (A01..H12; its layout leaves",
+                       f"{60 - len(plate)} rows name wells plate P001 left unused", f"its compound wells are "
+                       f"{plate.wells[0]}..{plate.wells[-1]})", "delete those rows")
+    assert message.count("\n  ") == 2
+    kept = [r for r in rows if r.split(",")[2]]
+    rec = camp.record(_rows(tmp_path, "Plate ID,Well,Compound ID,Outcome\n" + "\n".join(kept) + "\n", "ok.csv"))
+    assert rec.n_outcomes == len(plate)
+    camp.close()
+
+
 def test_every_problem_is_listed_at_once(camp, tmp_path):
     p = _rows(tmp_path, "plate_id,well,outcome\nP001,A01,3\nP002,A01,1\nP001,Q1,1\n")
     message = _refused(camp, p, "3 problem(s)", "line 2", "line 3", "line 4")
@@ -225,6 +265,8 @@ def test_a_file_missing_a_row_names_the_well_it_left_open(tmp_path, capsys):
     ("12nM", "a unit after the number? write the number alone"),
     (">100", "a value beyond the assay's range? write the limit, 100,"),
     ("n.d.", "not determined? that is a failed well"),
+    ("5 000", "a space grouping thousands? write 5000"),  # said "not a number" alone
+    ("1\u202f234,5", "a space grouping thousands? write 1234,5"),  # Excel's narrow no-break space (fr-FR)
 ])
 def test_a_readout_typed_as_labs_do_says_what_it_likely_is(tmp_path, typed, hint):
     """A continuous readout the lab typed with a decimal comma, a unit, a censoring sign or 'n.d.' was refused

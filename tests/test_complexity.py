@@ -431,3 +431,17 @@ def test_exact_logistic_pairs_outside_the_domain_raise_no_numpy_warnings():
         vals, _, converged = pair_infima(X, np.array([45.0, 1.0]), np.ones(3) / 3, np.array([[2, 0], [2, 1]]), 0.0)
     np.testing.assert_allclose(vals, [0.0, 0.04805505], atol=1e-8)
     assert not converged.any()
+
+
+def test_the_exact_bound_s_boundary_far_out_warns_nothing():
+    """`status` on a log-tas campaign at epsilon = 0 printed numpy's "divide by zero encountered in log1p" (a trial
+    step of the exact bound's pair solve where mu(u) rounds to 1): the values are inf / nan, which the step's merit
+    refuses, and no warning reaches the terminal."""
+    import warnings
+
+    from screenbai.bandits.certainty.exact_logistic import _boundary
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        h, h1, h2 = _boundary(np.array([0.0, 40.0, -800.0]), 0.0)
+    assert h[0] == pytest.approx(0.0) and h1[0] == pytest.approx(1.0) and not np.isfinite(h[1])

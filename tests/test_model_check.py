@@ -93,6 +93,19 @@ def test_linear_says_the_means_fit_is_untestable_with_as_many_parameters_as_comp
     assert "the means' fit cannot be tested yet: 3 compounds tested for 3 model parameters" in check.note
 
 
+def test_too_few_compounds_are_counted_against_the_model_s_own_parameters():
+    """RAGE's first plate puts every well on one compound: the note read "1 compounds tested for 1 model parameters"
+    for a model of D parameters (the rank of the tested features, not the model's size)."""
+    rng, X, theta, n = _design(0)
+    one = np.zeros(K)
+    one[0] = 24
+    check = check_logistic(X, one, np.where(np.arange(K) == 0, 12, 0))
+    assert f"1 compound tested, which determines 1 of the model's {D} parameters: the model fits" in check.note
+    s = np.where(np.arange(K) == 0, 12.0, 0.0)
+    check = check_linear(X, one, s, s * s / 24 + 1.0, 0.5)
+    assert f"cannot be tested yet: 1 compound tested, which determines 1 of the model's {D} parameters" in check.note
+
+
 def _linear_rejections(sigma_true, means_of, sigma=0.5):
     out = 0
     for seed in SEEDS:

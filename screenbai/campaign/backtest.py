@@ -123,6 +123,16 @@ def outcomes_from_activities(
     )
 
 
+def _refuse_values(path: Path, names: list[str], values: np.ndarray, column: str, bad: np.ndarray, what: str,
+                   way: str) -> None:
+    """Refuse a truth table whose values of the library's compounds are not ``what``, naming the first ones."""
+    k = np.flatnonzero(bad)
+    if k.size:
+        first = ", ".join(f"{names[i]} ({values[i]:g})" for i in k[:5]) + (", ..." if k.size > 5 else "")
+        raise ValueError(f"{path}: the values of {column} must be {what}; {k.size} compound(s) are not: {first}; "
+                         f"correct them or delete their rows, {way}")
+
+
 def hit_probability(activity: np.ndarray, threshold: float, direction: str, noise_log10: float) -> np.ndarray:
     """P(a test is a hit) when each test measures log10(activity) with Gaussian noise of sd
     ``noise_log10`` (an assay's replicate spread; 0: every test returns the compound's label):
@@ -223,12 +233,16 @@ def outcomes_from_table(
     v = np.asarray([truth[c] for c in sub["compound_id"].astype(str)], dtype=float)
     left = f"; {int((~keep).sum())} library compounds without a value left out" if (~keep).any() else ""
     left += f"; {unknown} values of compounds not in the library ignored" if unknown else ""
+    names = list(sub["compound_id"].astype(str))
     if rate_column:
-        if not ((v >= 0) & (v <= 1)).all():
-            raise ValueError(f"{path}: {rate_column} must hold hit rates in [0, 1] (or give --activity-column)")
+        _refuse_values(path, names, v, rate_column, ~((v >= 0) & (v <= 1)), "hit rates, in [0, 1]",
+                       "or give the column as --activity-column if it holds activities")
         return KnownOutcomes(lib, v, None, f"{path.name}: Bernoulli tests with rate = {rate_column}{left}")
     if threshold is None:
         raise ValueError("an activity needs the hit threshold: --threshold VALUE (and --hit-above if larger is a hit)")
+    if direction == "below":  # a concentration (an IC50 in nM), compared in log10 units
+        _refuse_values(path, names, v, value_column, v <= 0, "concentrations (a hit below --threshold), above 0",
+                       "or give --hit-above if larger is a hit")
     rate = hit_probability(v, float(threshold), direction, noise)
     sign = "<" if direction == "below" else ">"
     hits = int(((v < threshold) if direction == "below" else (v > threshold)).sum())

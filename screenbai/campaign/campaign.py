@@ -383,11 +383,11 @@ class Campaign(PolicyReplay):
         return plate
 
     def plate(self, plate_id: str) -> Plate:
+        """The plate ``plate_id`` (p001 is P001, as ``record`` reads a plate id)."""
+        plate_id = self.plate_id(plate_id)
         rows = self._con.execute(
             "SELECT well, arm FROM wells WHERE plate_id = ? ORDER BY position", (plate_id,)
         ).fetchall()
-        if not rows:
-            raise CampaignError(f"no plate {plate_id!r} in {self.path}")
         arms = tuple(int(a) for _, a in rows)
         return Plate(
             plate_id,
@@ -396,6 +396,15 @@ class Campaign(PolicyReplay):
             tuple(self.compound_ids[a] for a in arms),
             tuple(self.smiles[a] for a in arms),
         )
+
+    def plate_id(self, given: str) -> str:
+        """A plate's id as stored, from the id as typed (any case); refused naming the campaign's plates."""
+        ids = [r[0] for r in self._con.execute("SELECT plate_id FROM plates ORDER BY step")]
+        found = {i.upper(): i for i in ids}.get(str(given).strip().upper())
+        if found is None:
+            known = (", ".join(ids) if len(ids) <= 6 else f"{ids[0]} .. {ids[-1]}") or "none yet"
+            raise CampaignError(f"no plate {given!r} in {self.path} (plates: {known}); give the plate_id of its file")
+        return found
 
     def write_plate(self, plate_id: str, path) -> Plate:
         """(Re)write the plate file of ``plate_id``: plate_id, well, compound_id, smiles, outcome, and

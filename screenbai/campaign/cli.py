@@ -399,6 +399,7 @@ def _next(args) -> int:
             ) from exc
         layout, readout = camp.layout, camp.readout
         what = "0/1" if readout is None and camp.binary else "a number" if readout is None else readout.label()
+        algorithm = camp.algorithm
     n_controls = 0 if layout is None else len(layout.positive) + len(layout.negative)
     controls = f" + {n_controls} control well{'' if n_controls == 1 else 's'}" if n_controls else ""
     n_compounds = len(set(plate.arms))
@@ -406,6 +407,7 @@ def _next(args) -> int:
         f"plate {plate.plate_id}: {len(plate)} well{'' if len(plate) == 1 else 's'} ({n_compounds} "
         f"compound{'' if n_compounds == 1 else 's'}){controls} written to {plate.path}"
     )
+    _say_empty_wells(plate, size, layout, algorithm)
     say(
         f"fill in its 'outcome' column ({what}, or empty / 'failed' for a failed well; the 'why' column says which "
         f"rule chose each well) and run `screenbai campaign record {args.campaign} {plate.path}`"
@@ -413,11 +415,27 @@ def _next(args) -> int:
     return 0
 
 
+def _say_empty_wells(plate, size: int | None, layout, algorithm: str) -> None:
+    """Say when the algorithm proposed fewer wells than the plate asked for (GLGapE's initial design: 18 wells of a
+    96-well plate), so that the lab knows the other wells stay empty on purpose."""
+    if layout is not None:
+        asked = min(size or layout.compounds_per_plate, layout.compounds_per_plate) * layout.replicates
+    else:
+        asked = int(size or 0)
+    if len(plate) >= asked:
+        return
+    say(
+        f"note: {asked - len(plate)} of the {asked} compound wells asked for stay empty: {algorithm} proposed "
+        f"{len(plate)} for now (the 'why' column says by which rule); it chooses the next ones from their outcomes"
+    )
+
+
 def _plate(args) -> int:
     from .campaign import Campaign
 
     with Campaign.open(args.campaign) as camp:
-        plate = camp.write_plate(args.plate_id, args.out or Path(args.campaign).with_name(f"{args.plate_id}.csv"))
+        plate_id = camp.plate_id(args.plate_id)  # p001 is P001, written to P001.csv
+        plate = camp.write_plate(plate_id, args.out or Path(args.campaign).with_name(f"{plate_id}.csv"))
     say(f"plate {plate.plate_id}: {len(plate)} well{'' if len(plate) == 1 else 's'} written to {plate.path}")
     return 0
 

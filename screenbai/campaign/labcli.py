@@ -43,6 +43,7 @@ def lab_settings(args) -> tuple[PlateLayout | None, Readout | None]:
                 f"--readout {args.readout!r} with binary outcomes needs the hit cutoff: --hit-above VALUE or "
                 "--hit-below VALUE (or --outcome continuous to model the readout itself)"
             )
+        _check_potency_direction(readout, args.outcome)
         if args.min_z != DEFAULT_MIN_Z and (layout is None or not (layout.positive and layout.negative)):
             # Z' compares the control wells: a bound without them would be kept and never used
             raise ValueError(
@@ -60,6 +61,26 @@ def lab_settings(args) -> tuple[PlateLayout | None, Readout | None]:
                 f"one the plates' controls are checked against Z' >= {DEFAULT_MIN_Z:g}"
             )
     return layout, readout
+
+
+def _check_potency_direction(readout: Readout, outcome: str) -> None:
+    """An IC50, a Ki ... is lower for a more potent compound: a continuous one needs the way to be said (the
+    algorithm looks for the largest value, the weakest compound, unless --hit-below negates it), and a hit above
+    a cutoff is said to be the weaker compounds."""
+    if not readout.is_potency:
+        return
+    if outcome == "continuous" and readout.cutoff is None:
+        raise ValueError(
+            f"--readout {readout.name!r} with --outcome continuous: {readout.name} is lower for a more potent "
+            f"compound, and without a direction the algorithm would look for the largest {readout.name}, the weakest "
+            "compound; give --hit-below CUTOFF (lower is better; the export counts the wells at or below the cutoff as "
+            f"hits), or --hit-above CUTOFF if the largest {readout.name} is what you want"
+        )
+    if readout.direction == "above":
+        say(
+            f"note: {readout.rule()}: the hits are the weaker compounds ({readout.name} is lower for a more potent "
+            f"one); if you meant potency, delete the campaign file and init again with --hit-below {readout.cutoff:g}"
+        )
 
 
 def whole_plate_budget(algorithm: str, params: dict, K: int, layout: PlateLayout | None) -> dict:
@@ -239,6 +260,9 @@ def _format(args) -> int:
     with Campaign.open(args.campaign) as camp:
         before = camp.layout
         layout = changed_layout(before, args)
+        if before is not None and layout.to_dict() == before.to_dict():  # logged, status listed it as a change
+            say(f"no change: the next plates of {args.campaign} are already {layout.describe()}; nothing was written")
+            return 0
         set_layout(camp, layout)
     if before is not None:
         say(f"the plates so far: {before.describe()}")

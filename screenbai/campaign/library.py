@@ -34,6 +34,8 @@ KINDS = ("auto", "table", "chembl-export", "featurized")
 DEFAULT_RADIUS, DEFAULT_N_BITS, DEFAULT_D = 4, 1024, 20
 #: libraries larger than this are featurized chunk by chunk on all cores
 CHUNKED_ABOVE = 50_000
+#: a principal component explaining less of the variance than this is rounding noise, not a direction
+EMPTY_COMPONENT = 1e-12
 
 
 @dataclass
@@ -324,11 +326,25 @@ def build_library(
         )
     if int(n_bits) < 1 or int(radius) < 0:
         raise ValueError(f"fingerprints need --bits >= 1 and --radius >= 0; got bits = {n_bits}, radius = {radius}")
-    d_max = min(len(compounds), int(n_bits))
+    d_max = min(len(compounds) - 1, int(n_bits))  # n points centred on their mean span at most n - 1 directions
     if not 1 <= int(d) <= d_max:
         raise ValueError(f"d = {d} principal components: choose 1 <= d <= {d_max} for {len(compounds)} compounds")
     X, settings, arrays = featurize_structures(compounds["smiles"], radius=radius, n_bits=n_bits, d=d)
+    _refuse_empty_components(settings, len(compounds))
     return _finish(compounds, X, rejected, settings, provenance, arrays)
+
+
+def _refuse_empty_components(settings: dict, n_compounds: int) -> None:
+    """Refuse principal components along which the fingerprints do not vary: their scores are rounding noise
+    (1e-15) and their direction arbitrary, so a compound added later would get an arbitrary value on them."""
+    ratios = settings.get("explained_variance_ratio") or []
+    spanned = sum(r > EMPTY_COMPONENT for r in ratios)
+    if spanned < len(ratios):
+        raise ValueError(
+            f"d = {len(ratios)} principal components, and the fingerprints of these {n_compounds} compounds vary "
+            f"along only {spanned} (compounds with the same fingerprint, such as stereoisomers, count once): the "
+            f"other {len(ratios) - spanned} would be rounding noise; choose --d {spanned} or fewer"
+        )
 
 
 def _finish(compounds, X, rejected, settings, provenance, arrays) -> Library:

@@ -625,6 +625,8 @@ def read_structure_table(
     df, is_sdf = _read_table(path, "structure table")
     available = [c for c in df.columns if c not in _SDF_INTERNAL]
     if is_sdf:
+        if id_column is None:
+            _refuse_untitled_sdf(path, df, available)
         id_column = id_column or "_Name"
         smiles_column = smiles_column or "_structure_smiles"
     elif id_column is None or smiles_column is None:
@@ -645,6 +647,17 @@ def read_structure_table(
             "problem": pd.Series([p if isinstance(p, str) else None for p in problem], dtype=object),
         }
     )
+
+
+def _refuse_untitled_sdf(path: Path, df: pd.DataFrame, available: list[str]) -> None:
+    """The title lines are an SDF's compound ids by default: refuse a file where every one is blank (each record
+    would be rejected as 'missing id'), naming the SD properties that may hold the ids."""
+    if df["_Name"].map(lambda v: isinstance(v, str) and bool(v.strip())).any():
+        return
+    properties = [c for c in available if not c.startswith("_")]  # RDKit's own (_Name, _MolFileInfo ...) are none
+    way = (f"name the SD property holding them with --id-column (properties: {properties})" if properties
+           else "the records have no SD property either: give each record its id on its title line")
+    raise ValueError(f"{path}: the title line of every record is empty, and it is the compound id by default; {way}")
 
 
 def _check_named_columns(path: Path, df: pd.DataFrame, is_sdf: bool, **named: str | None) -> None:

@@ -138,6 +138,15 @@ def _combine(model, level, tests, n_tests, n_arms, **kw) -> ModelCheck:
                       tuple(tests), **kw)
 
 
+def _tested_for(k: int, rank: int, n_params: int) -> str:
+    """'3 compounds tested for 3 model parameters', or where their features span fewer of the model's parameters
+    (RAGE's first plate: one compound) '1 compound tested, which determines 1 of the model's 4 parameters'."""
+    if rank == n_params:
+        return f"{k} compounds tested for {n_params} model parameters"
+    tested = f"{k} compound{'' if k == 1 else 's'} tested"
+    return f"{tested}, which determine{'s' if k == 1 else ''} {rank} of the model's {n_params} parameters"
+
+
 def check_logistic(features, n, successes, *, level: float = 0.05, n_bins: int = 10, min_tests: int = 10,
                    theta=None) -> ModelCheck:
     """The logistic model's test of fit on per-arm counts ``n`` and hits ``successes`` (module docstring).
@@ -156,7 +165,7 @@ def check_logistic(features, n, successes, *, level: float = 0.05, n_bins: int =
     rank = int(np.linalg.matrix_rank(X[tested]))
     if tested.size <= rank:  # as many parameters as compounds: the fit reproduces any outcomes (e.g. a spanning design)
         return _combine(LOGISTIC, level, (), N, tested.size,
-                        note=f"{tested.size} compounds tested for {rank} model parameters: the model fits any outcomes "
+                        note=f"{_tested_for(tested.size, rank, X.shape[1])}: the model fits any outcomes "
                         "of so few compounds exactly; it can be checked once more compounds than parameters are tested")
     p = expit(X[tested] @ np.asarray(theta, dtype=float))
     nt, st = n[tested], s[tested]
@@ -237,7 +246,7 @@ def check_linear(features, n, sums, sums_sq, sigma: float, *, level: float = 0.0
                      for b in bad)
     note = "" if tests else "too few outcomes to test the fit"
     if tests and k <= r:  # the means fit exactly: only the noise is tested
-        note = (f"the means' fit cannot be tested yet: {k} compounds tested for {r} model parameters (only the noise "
+        note = (f"the means' fit cannot be tested yet: {_tested_for(k, r, X.shape[1])} (only the noise "
                 "against sigma is); it can be once more compounds than parameters are tested")
     return _combine(model, level, tests, N, k, arms=arms, note=note, extra={"residual_sd": float(np.std(z))})
 

@@ -41,6 +41,8 @@ KIND_OF = {POSITIVE: "positive", NEGATIVE: "negative"}
 
 #: readouts that are a concentration whatever unit is declared (compared without case, spaces or '-')
 CONCENTRATION_READOUTS = ("ic50", "ec50", "ac50", "gi50", "cc50", "ki", "kd", "kb")
+#: the potencies among them: the lower, the more potent (a CC50, a cytotoxic concentration, is better higher)
+POTENCY_READOUTS = ("ic50", "ec50", "ac50", "gi50", "ki", "kd", "kb")
 #: units of a concentration: molar (pM .. M, mol/L) or mass per volume (ng/mL, mg/L)
 _CONCENTRATION_UNIT = re.compile(
     r"[fpnuµμm]?M|[fpnuµμm]?mol\s*/\s*[dm]?[lL]|(femto|pico|nano|micro|milli)?molar|[fpnuµμmk]?g\s*/\s*[mµμud]?[lL]"
@@ -121,8 +123,15 @@ class Readout:
     @property
     def is_concentration(self) -> bool:
         """Whether the readout is a concentration (an IC50, a Ki, or any readout in M, nM, mol/L, ng/mL ...)."""
-        name = re.sub(r"[\s_-]", "", self.name.lower())
-        return name in CONCENTRATION_READOUTS or bool(_CONCENTRATION_UNIT.fullmatch(self.unit.strip()))
+        return self._plain_name() in CONCENTRATION_READOUTS or bool(_CONCENTRATION_UNIT.fullmatch(self.unit.strip()))
+
+    @property
+    def is_potency(self) -> bool:
+        """Whether the readout is a potency by its name (IC50, EC50, Ki, Kd ...): the lower, the more potent."""
+        return self._plain_name() in POTENCY_READOUTS
+
+    def _plain_name(self) -> str:
+        return re.sub(r"[\s_-]", "", self.name.lower())
 
     def problem(self, raw: float) -> str | None:
         """What is wrong with a value the lab wrote for this readout, or None: a concentration at or below 0

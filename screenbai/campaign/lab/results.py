@@ -2,7 +2,7 @@
 
 A results file is CSV or TSV (``;`` also accepted) with a header naming the columns:
 
-* ``plate_id`` (or ``plate``; case does not matter),
+* ``plate_id`` (or ``plate``; case does not matter, nor a space or "-" for "_": ``Plate ID``),
 * ``well`` and/or ``compound_id`` (or ``compound``): with only a compound id, its open wells on
   that plate are filled in well order; a well may be written A1, a01 or A01,
 * ``outcome`` (or ``result``, ``value``): 0/1 for binary assays, a number for continuous ones (in a
@@ -96,7 +96,7 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str
     if not lines or not lines[0].strip():
         raise ResultsError(path, [f"{path}: line 1: empty file or empty header; expected plate_id,well,outcome"])
     sep, head, rows = table_rows(text)
-    head = [f.lower() for f in head]
+    head = [re.sub(r"[\s-]+", "_", f.lower()) for f in head]  # 'Plate ID', 'plate-id' are plate_id
     return head, rows, text.endswith(("\n", "\r")), sep
 
 
@@ -157,7 +157,10 @@ def read_results(
 
     # a 0/1 outcome reads one way whatever the separators: 1.000 is 1 (1000 is no outcome), 0.000 is 0
     two_ways = _read_two_ways(rows, col["outcome"]) if sep == ";" and not binary else {}
-    already: dict[str, dict[str, str]] = {}
+    already: dict[str, dict[str, tuple[int, str]]] = {}  # plate -> well -> (line, the file that recorded it)
+    unknown: dict[str | None, list[int]] = {}  # a plate id not of this campaign -> its lines
+    # (plate, an empty edge well?) -> (line, well) of the rows naming a well the plate left empty or unused
+    unused: dict[tuple[str, bool], list[tuple[int, str]]] = {}
     n_blank = 0  # rows with an empty outcome (a failed well, unless all are empty)
     plate_ids = {p.upper(): p for p in plates}
     aliases: dict[str, dict[tuple[str, int] | str, str]] = {}
@@ -175,19 +178,18 @@ def read_results(
         plate_id, well, compound, raw = (field(fields, k) for k in ("plate_id", "well", "compound_id", "outcome"))
         plate_id = plate_ids.get((plate_id or "").upper(), plate_id)  # p001 is P001
         if plate_id not in plates:
-            ids = sorted(plates)
-            known = (", ".join(ids) if len(ids) <= 6 else f"{ids[0]} .. {ids[-1]}") or "none yet"
-            errors.append(
-                f"{where}: plate {plate_id!r} is not a plate of this campaign (plates: {known}); correct the "
-                "plate_id to the one on the plate file `next` wrote (a typo, or a row of another campaign's plate?)"
-            )
+            unknown.setdefault(plate_id, []).append(line)
             continue
         wells = plates[plate_id]
         if well:
             well = _well_alias(plate_id, wells).get(_well_key(well), well)  # A1, a01 are A01
             if well not in wells:
                 layout = None if layout_of is None else layout_of(plate_id)
-                errors.append(f"{where}: {_not_on_plate(well, plate_id, wells, layout)}")
+                named = _unused_well(well, layout)
+                if named is not None:  # a plate reader's export of the whole plate: one problem per plate and kind
+                    unused.setdefault((plate_id, named[1]), []).append((line, named[0]))
+                else:
+                    errors.append(f"{where}: {_not_on_plate(well, plate_id, wells, layout)}")
                 continue
             if compound and wells[well].compound_id != compound:
                 errors.append(
@@ -221,9 +223,7 @@ def read_results(
         seen[slot] = (line, raw)
         info = wells[well]
         if info.recorded_by is not None:
-            already.setdefault(plate_id, {})[well] = (
-                f"{where}: well {plate_id}/{well} was already recorded (from {info.recorded_by})"
-            )
+            already.setdefault(plate_id, {})[well] = (line, info.recorded_by)
             continue
         q = open_queue(plate_id, info.compound_id)
         if q and well in q:
@@ -248,20 +248,53 @@ def read_results(
             f"{path}: the outcome column is empty on all {len(out)} rows: is this the plate file before the lab "
             "filled it in? Nothing was recorded; if every well failed, write 'failed' in the outcome column"
         )
-    for plate_id, done in already.items():
-        if len(done) == len(plates[plate_id]):
-            first = next(iter(done.values())).split("(from ", 1)[1].rstrip(")")
-            errors.append(
-                f"{path}: plate {plate_id} was already recorded (all its {len(done)} wells, from {first}); "
-                "a plate is recorded once: remove its rows"
-            )
-        else:
-            errors.extend(done.values())
+    errors[:0] = [_not_a_plate(path, plate_id, lines, plates) for plate_id, lines in unknown.items()]
+    errors.extend(_already_recorded(path, plate_id, done, len(plates[plate_id])) for plate_id, done in already.items())
+    for (plate_id, _), found in unused.items():
+        layout = layout_of(plate_id) if layout_of is not None else None
+        errors.append(_unused_rows(path, plate_id, found, plates[plate_id], layout))
     if not rows:
         errors.append(f"{path}: no data rows under the header")
     if errors:
         raise ResultsError(path, errors)
     return out
+
+
+def _lines(lines: list[int]) -> str:
+    """A file's lines for a message: 'line 7', 'lines 2-97' when they follow on, else the first five ('lines 2, 5,
+    9, 11, 12, ...')."""
+    if len(lines) == 1:
+        return f"line {lines[0]}"
+    if lines[-1] - lines[0] == len(lines) - 1:
+        return f"lines {lines[0]}-{lines[-1]}"
+    return f"lines {', '.join(map(str, lines[:5]))}{', ...' if len(lines) > 5 else ''}"
+
+
+def _not_a_plate(path: Path, plate_id: str | None, lines: list[int], plates: Mapping) -> str:
+    """The rows naming a plate the campaign does not have, in one message."""
+    ids = sorted(plates)
+    known = (", ".join(ids) if len(ids) <= 6 else f"{ids[0]} .. {ids[-1]}") or "none yet"
+    return (
+        f"{path}: {_lines(lines)}: plate {plate_id!r}{'' if len(lines) == 1 else f' ({len(lines)} rows)'} is not a "
+        f"plate of this campaign (plates: {known}); correct the "
+        "plate_id to the one on the plate file `next` wrote (a typo, or a row of another campaign's plate?)"
+    )
+
+
+def _already_recorded(path: Path, plate_id: str, done: dict[str, tuple[int, str]], n_wells: int) -> str:
+    """The rows of wells a plate had recorded before, in one message with the way on."""
+    files = ", ".join(dict.fromkeys(by for _, by in done.values()))
+    if len(done) == n_wells:
+        return (f"{path}: plate {plate_id} was already recorded (all its {n_wells} wells, from {files}); a plate is "
+                "recorded once: remove its rows")
+    lines = sorted(line for line, _ in done.values())
+    if len(done) == 1:
+        return f"{path}: {_lines(lines)}: well {plate_id}/{next(iter(done))} was already recorded (from {files})"
+    return (
+        f"{path}: {_lines(lines)}: {len(done)} wells of plate {plate_id} were already recorded "
+        f"({well_span(sorted(done))}; from {files}); a well is recorded once: delete those rows and record the file "
+        "again, its other rows then count"
+    )
 
 
 _WELL = re.compile(r"^([A-Za-z]+)0*(\d+)$")
@@ -270,6 +303,11 @@ _DECIMAL_POINT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?")
 #: '.' between groups of three digits: in a locale whose decimal separator is the comma it groups thousands
 #: (1.234 is 1234, 1.234.567 is 1234567; 1.234,5 is 1234.5); elsewhere 1.234 has a decimal point
 _GROUPED = re.compile(r"[-+]?[1-9]\d{0,2}(?:\.\d{3})+(?:,\d+)?")
+
+
+#: a space groups thousands where the decimal separator is the comma (5 000; Excel: a no-break or narrow one)
+_SPACES = "[ \u00a0\u202f]"
+_SPACE_GROUPED = re.compile(rf"[-+]?[1-9]\d{{0,2}}(?:{_SPACES}\d{{3}})+(?:,\d+)?")
 
 
 def _read_two_ways(rows: list[tuple[int, list[str]]], col: int) -> dict[int, str]:
@@ -315,6 +353,32 @@ def _thousands(text: str) -> str:
     return text.replace(".", "")
 
 
+def _unused_well(well: str, layout: PlateLayout | None) -> tuple[str, bool] | None:
+    """(The name, whether an empty edge well) of a well of the plate's format that its map leaves out (an empty
+    edge well, a well left unused), else None (no well of the format at all, or a plate without a format)."""
+    named = None if layout is None else {_well_key(w): w for w in layout.all_wells()}.get(_well_key(well))
+    return None if named is None or layout is None else (named, named in layout.empty_wells())
+
+
+def _unused_rows(path: Path, plate_id: str, found: list[tuple[int, str]], wells: Mapping[str, WellInfo],
+                 layout: PlateLayout | None) -> str:
+    """The rows naming wells a plate left unused, or its empty edge wells, in one message (one row: as
+    :func:`_not_on_plate`)."""
+    lines = [line for line, _ in found]
+    if len(found) == 1 or layout is None:
+        return f"{path}: {_lines(lines)}: {_not_on_plate(found[0][1], plate_id, wells, layout)}"
+    span = well_span([w for _, w in found])
+    if found[0][1] in layout.empty_wells():
+        what = f"empty edge wells of plate {plate_id} ({span}; its layout leaves the outer ring empty, --empty-edge)"
+    else:
+        used = well_span([w for w, info in wells.items() if info.arm >= 0])
+        what = f"wells plate {plate_id} left unused ({span}; its compound wells are {used})"
+    return (
+        f"{path}: {_lines(lines)}: {len(found)} rows name {what}, so nothing was tested there; delete those rows (a "
+        "plate reader's export of every well?), or correct the wells if they were misread"
+    )
+
+
 def _not_on_plate(well: str, plate_id: str, wells: Mapping[str, WellInfo], layout: PlateLayout | None) -> str:
     """Why a results row's well is not in the plate's map: an empty edge well, a well the plate left unused, or
     no well of its format at all."""
@@ -349,6 +413,8 @@ def _hint(text: str) -> str:
         return f" ('.' grouping thousands? write {_thousands(text)})"
     if re.fullmatch(r"[-+]?\d+,\d+", text):
         return f" (a decimal comma? write {text.replace(',', '.')})"
+    if _SPACE_GROUPED.fullmatch(text):  # 5 000, 1 234,5
+        return f" (a space grouping thousands? write {re.sub(_SPACES, '', text)})"
     m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text)
     if m:
         return " (a unit after the number? write the number alone, in the unit declared at init)"

@@ -41,6 +41,19 @@ def rate_text(p: float) -> str:
     return f"{p:.3g}"
 
 
+def readout_sign(camp) -> float:
+    """-1 where the algorithm is told a continuous readout negated (``--hit-below``: lower is better, an IC50), so
+    that its means are shown back on the readout's own scale; else 1."""
+    readout = camp.readout
+    return -1.0 if readout is not None and not camp.binary and readout.direction == "below" else 1.0
+
+
+def as_read(sign: float, value, low, high):
+    """A mean and its interval on the readout's own scale (``readout_sign``): negated back, the interval's ends
+    swapped; unchanged where ``sign`` is 1. Works on numbers and arrays alike."""
+    return (value, low, high) if sign > 0 else (-value, -high, -low)
+
+
 def model_estimates(
     X: np.ndarray, n: np.ndarray, s: np.ndarray, s2: np.ndarray, *, binary: bool, lambda_reg: float = 1.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..lab import assay
+from .estimates import readout_sign
 
 #: what each family's adaptive rule does, in one line
 RULES = {
@@ -66,6 +67,7 @@ def why_chosen(camp, policy) -> Callable[[int, int, int], str]:
     # a model's first tests are its initial design; an algorithm of each compound's own wells has none (KL-LUCB)
     initial = int(getattr(inner, "n_samples", 0)) == 0 and assay.models_features(camp.algorithm)
     n, s, _, failed = camp.observations()
+    s = s * readout_sign(camp)  # a readout negated for the algorithm (an IC50) is said on its own scale
     rule = rule_of(camp.algorithm)
 
     def why(arm: int, k: int, n_distinct: int) -> str:

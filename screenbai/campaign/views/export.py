@@ -52,7 +52,7 @@ def compound_table(camp) -> list[dict]:
     """One row per compound (see the module doc), in the campaign's compound order."""
     from screenbai.bandits.certainty.certificate import certifies
 
-    from .estimates import contention_intervals, model_estimates, own_intervals
+    from .estimates import as_read, contention_intervals, model_estimates, own_intervals, readout_sign
 
     policy = camp.policy
     res = policy.result()
@@ -60,9 +60,11 @@ def compound_table(camp) -> list[dict]:
     failed = np.zeros(camp.K, dtype=np.int64)
     for arm, cnt in camp._con.execute("SELECT arm, COUNT(*) FROM outcomes WHERE value IS NULL GROUP BY arm"):
         failed[arm] = cnt
-    est, model_lo, model_hi = model_estimates(camp.features, n, s, s2, binary=camp.binary)
+    sign = readout_sign(camp)  # a readout negated for the algorithm (an IC50) is written on its own scale
+    est, model_lo, model_hi = as_read(sign, *model_estimates(camp.features, n, s, s2, binary=camp.binary))
     lo, hi = contention_intervals(camp, n, s, s2)  # in contention or behind: as status counts them
-    own_lo, own_hi = own_intervals(n, s, s2, binary=camp.binary)  # the observed rate's (or mean's) interval
+    # the observed rate's (or mean's) interval
+    own_mean, own_lo, own_hi = as_read(sign, s / np.maximum(n, 1), *own_intervals(n, s, s2, binary=camp.binary))
     readout = camp.readout
     hits = np.full(camp.K, np.nan)
     mean_raw = np.full(camp.K, np.nan)
@@ -108,7 +110,7 @@ def compound_table(camp) -> list[dict]:
             status = "in contention"
         obs = obs_lo = obs_hi = None
         if n[a] > 0:
-            obs = float(s[a] / n[a])
+            obs = float(own_mean[a])
             if math.isfinite(own_lo[a]) and math.isfinite(own_hi[a]):  # a readout's interval needs two wells
                 obs_lo, obs_hi = float(own_lo[a]), float(own_hi[a])
         eps = certified.get(a)
@@ -145,12 +147,12 @@ def header(readout) -> list[str]:
     return [f"{mean} ({what})" if c == "mean_readout" and what else c for c in COLUMNS]
 
 
-def handover_order(rows: list[dict]) -> list[dict]:
+def handover_order(rows: list[dict], sign: float = 1.0) -> list[dict]:
     """The rows as a colleague reads them: the recommendation first, then the compounds in contention, those
-    behind the leader and the withdrawn ones, each group by the model's estimate (best first), ties in the
-    campaign's compound order."""
+    behind the leader and the withdrawn ones, each group by the model's estimate (best first: the lowest for a
+    readout where lower is better, ``sign`` -1), ties in the campaign's compound order."""
     rank = {"recommended": 0, "in contention": 1, "behind the leader": 2, "withdrawn": 3}
-    return sorted(rows, key=lambda r: (rank.get(r["status"].split(" (")[0], 4), -r["model_estimate"]))
+    return sorted(rows, key=lambda r: (rank.get(r["status"].split(" (")[0], 4), -sign * r["model_estimate"]))
 
 
 def write_csv(rows: list[dict], path: Path, names: list[str] | None = None) -> Path:
@@ -275,11 +277,13 @@ def self_contained_report(camp, path: Path) -> Path:
 
 def export(camp, out_dir: Path) -> list[Path]:
     """Write <stem>.csv, <stem>.xlsx and <stem>_report.html into ``out_dir`` (stem: the campaign file's)."""
+    from .estimates import readout_sign
+
     out_dir = Path(out_dir)
     if not out_dir.is_dir():
         raise ValueError(f"export folder {out_dir} does not exist; create it or choose --out")
     stem = camp.path.stem
-    rows = handover_order(compound_table(camp))
+    rows = handover_order(compound_table(camp), readout_sign(camp))
     status = camp.status()
     summary = [
         ["item", "value"],

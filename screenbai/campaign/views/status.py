@@ -14,7 +14,7 @@ from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
 from screenbai.campaign.lab.assay import model_sentence, models_features
 
-from .estimates import Z95, contention_intervals, model_estimates, rate_text, wilson_interval
+from .estimates import Z95, as_read, contention_intervals, model_estimates, rate_text, readout_sign, wilson_interval
 from .forecast import BAND_LEVEL, FORECAST_DRAWS, forecast_left, never_stops
 
 #: what a gap index (GIFA's B(t), GLGapE's calibrated index: the upper confidence bound of a rival's lead
@@ -318,7 +318,8 @@ class Status:
                     else "the certificate rests on the model unchecked"))
             else:
                 out.append(
-                    f"model check: no misfit detected in {mc['n_tests']:,} outcomes of {mc['n_arms']:,} compounds "
+                    f"model check: no misfit detected in {mc['n_tests']:,} outcomes of {mc['n_arms']:,} compound"
+                    f"{'s' * (mc['n_arms'] != 1)} "
                     f"(p = {mc['p_value']:.2g}; few outcomes detect little, and " + (
                         "the certificate above needs no model: the compound's own wells certify it)" if wells
                         else "a certificate holds only if the model does)")
@@ -390,14 +391,14 @@ class Status:
 
         how = (f"{SIMULATED_RUNS} runs of {self.algorithm} simulated from its current state on hit rates drawn "
                "from each compound's posterior (the library's rates taken as draws of one Beta, itself drawn from what "
-               "the outcomes so far say of it; no model of the features), each with its own chance; it tends to run "
-               "long early (docs/certificate.md)")
-        if self.forecast_tests is None or not math.isfinite(self.forecast_tests):
-            return (f"forecast: more than {SIMULATED_CAP:,} more tests: most of {how} had not stopped after that many "
-                    "(a close race at the top, or a long list to test)")
+               "the outcomes so far say of it; no model of the features), each with its own chance")
+        caveat = "; the forecast tends to run long early (docs/certificate.md)"
+        if self.forecast_tests is None or not math.isfinite(self.forecast_tests):  # the caveat after the sentence
+            return (f"forecast: more than {SIMULATED_CAP:,} more tests: most of {how}, had not stopped after that "
+                    f"many (a close race at the top, or a long list to test){caveat}")
         low, high = self.forecast_band_plates or (None, None)
         return (f"forecast: about {self.forecast_plates:.0f} more plate(s) ({self.forecast_tests:,.0f} more tests) "
-                f"until the stopping rule fires ({_band_words(low, high)}), over {how}")
+                f"until the stopping rule fires ({_band_words(low, high)}), over {how}{caveat}")
 
     def _band(self) -> str:
         """The forecast's band in words: " (4 to 9 plates in 80 % of runs, over 5 draws of the estimate's uncertainty
@@ -442,7 +443,8 @@ def campaign_status(camp) -> Status:
     done = bool(policy.done)
     res = policy.result()
     n, s, s2, failed = camp.observations()
-    est, lo, hi = model_estimates(camp.features, n, s, s2, binary=camp.binary)
+    sign = readout_sign(camp)  # a readout negated for the algorithm (an IC50) is shown on its own scale
+    est, lo, hi = as_read(sign, *model_estimates(camp.features, n, s, s2, binary=camp.binary))
     c_lo, c_hi = contention_intervals(camp, n, s, s2)
     rec = []
     for a in res.recommendation:
@@ -454,13 +456,14 @@ def campaign_status(camp) -> Status:
             mean = s[a] / n[a]
             sd = math.sqrt(max(s2[a] / n[a] - mean * mean, 0.0) * n[a] / max(n[a] - 1, 1))
             half = Z95 * sd / math.sqrt(n[a])
-            obs, ci = float(mean), (float(mean - half), float(mean + half))
+            mean, low, high = as_read(sign, mean, mean - half, mean + half)
+            obs, ci = float(mean), (float(low), float(high))
         rec.append(
             CompoundLine(
                 camp.compound_ids[a],
                 camp.smiles[a],
                 int(n[a]),
-                float(s[a]),
+                float(sign * s[a]),
                 obs,
                 ci,
                 float(est[a]),
@@ -476,8 +479,8 @@ def campaign_status(camp) -> Status:
         if idx.size:
             mean = s[idx] / n[idx]
             b = int(idx[np.lexsort((-n[idx], -mean))[0]])  # the best observed mean, the most tested on a tie
-            best_tested = {"compound_id": camp.compound_ids[b], "observed": float(s[b] / n[b]), "tests": int(n[b]),
-                           "tested_compounds": int(idx.size)}
+            best_tested = {"compound_id": camp.compound_ids[b], "observed": float(sign * s[b] / n[b]),
+                           "tests": int(n[b]), "tested_compounds": int(idx.size)}
     diag = res.diagnostics
     params = camp.meta["params"]
     budget = getattr(policy, "budget", None) if getattr(policy, "fixed_budget", False) else None
@@ -670,7 +673,7 @@ def _pooled(rows, log: bool = False) -> tuple[float, int]:
     for key in sorted(groups, key=str):  # sorted: the same sum whatever order the outcomes were recorded in
         if len(groups[key]) >= 2:
             v = np.sort(groups[key])
-            ss += float(((v - v.mean()) ** 2).sum())
+            ss += float(((v - v.mean()) ** 2).sum()) if v[0] != v[-1] else 0.0  # equal values: 0, not rounding noise
             dof += v.size - 1
     return ss, dof
 
