@@ -1521,3 +1521,19 @@ def test_positive_controls_on_the_wrong_side_stop_the_plate(tmp_path):
                       controls=(5.0, 5000.0), noise=1))
     ic50.close()
 
+
+def test_a_handover_to_the_algorithm_running_with_its_settings_is_refused(tmp_path):
+    """`restart --algorithm log-tas` on a log-tas campaign was taken as a handover to itself: nothing changed but
+    status then read the screen's error bound as the sum of both deltas (0.1 for 0.05)."""
+    from screenbai.campaign.state.changes import restart_algorithm
+
+    path = tmp_path / "c.campaign"
+    Campaign.create(path, synthetic_library(K=30, d=3), "log-tas", {"epsilon": 0.1}, seed=1).close()
+    with Campaign.open(path) as camp:
+        steps = len(camp.events())
+        with pytest.raises(ValueError, match=r"log-tas already runs .* with these settings \(\{'epsilon': 0.1\}\): "
+                           r"handed over to itself it would only add its delta .* run `restart` without --algorithm"):
+            restart_algorithm(camp, "", "log-tas", {})
+        assert len(camp.events()) == steps
+        restart_algorithm(camp, "", "log-tas", {"epsilon": 0.2})  # another setting: a handover
+        assert camp.meta["params"] == {"epsilon": 0.2}

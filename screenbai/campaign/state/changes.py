@@ -268,6 +268,12 @@ def restart_algorithm(camp, reason: str = "", algorithm: str | None = None, para
         kept = {k: old[k] for k in QUESTION if k in old and k in takes and k not in (params or {})}
         new_params = {**kept, **(params or {})}
         check_settings(entry.name, new_params, int(camp.meta["seed"]), camp.meta["outcome"])
+        if entry.name == camp.algorithm and new_params == old:
+            raise ValueError(
+                f"{entry.name} already runs {camp.path} with these settings ({old or 'its defaults'}): handed over to "
+                "itself it would only add its delta to the screen's error bound; to restart it on the outcomes "
+                "recorded, run `restart` without --algorithm, or change a setting with --param"
+            )
         switch = {"algorithm": entry.name, "params": new_params,
                   "defaults": encode_state(unnamed_defaults(entry.cls, new_params))}
     elif params:
