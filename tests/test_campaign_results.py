@@ -266,6 +266,9 @@ def test_a_file_missing_a_row_names_the_well_it_left_open(tmp_path, capsys):
     (">100", "a value beyond the assay's range? write the limit, 100,"),
     ("n.d.", "not determined? that is a failed well"),
     ("5 000", "a space grouping thousands? write 5000"),  # said "not a number" alone
+    ("#DIV/0!", "a spreadsheet's error value: the cell's formula failed"),  # so did Excel's error values
+    ("#N/A", "a spreadsheet's error value"),
+    ("OVRFLW", "a reading beyond the plate reader's range? write 'failed'"),  # and a reader's overflow
     ("1\u202f234,5", "a space grouping thousands? write 1234,5"),  # Excel's narrow no-break space (fr-FR)
 ])
 def test_a_readout_typed_as_labs_do_says_what_it_likely_is(tmp_path, typed, hint):

@@ -409,6 +409,10 @@ def _hint(text: str) -> str:
     """What a lab's number that float() refuses most likely is: a decimal comma, a unit, a censored value."""
     if text.lower() in ("n.d.", "nd", "n/a", "na", "-", "--"):
         return " (not determined? that is a failed well)"
+    if re.fullmatch(r"#(N/A|[A-Z0-9/]+[!?])", text.upper()):  # #DIV/0!, #VALUE!, #NAME?, #N/A
+        return " (a spreadsheet's error value: the cell's formula failed; write the reading it should have given)"
+    if text.lower() in ("ovrflw", "overflow", "over", "sat", "saturated", "range?"):
+        return " (a reading beyond the plate reader's range? write 'failed', or re-read the plate)"
     if _GROUPED.fullmatch(text):  # 1.234.567, 1.234,5: float() reads no thousands separator
         return f" ('.' grouping thousands? write {_thousands(text)})"
     if re.fullmatch(r"[-+]?\d+,\d+", text):
