@@ -166,6 +166,24 @@ def test_a_plate_readers_export_of_every_well_is_one_problem_and_its_header_is_r
     camp.close()
 
 
+def test_two_results_files_joined_with_their_headers(camp, tmp_path):
+    """Two files joined one after the other (cat A.csv B.csv) repeat the header in the middle: it was refused as
+    "plate 'plate_id' is not a plate of this campaign". The same header again holds no data and is passed over; a
+    header of another layout is refused, its rows being read in line 1's columns."""
+    plate = camp.plate("P001")
+    first = write_results(tmp_path / "a.csv", plate, [1] * len(plate)).read_text().splitlines()
+    half = len(plate) // 2
+    joined = first[: half + 1] + [first[0]] + first[half + 1:]
+    rec = camp.record(_rows(tmp_path, "\n".join(joined) + "\n", "joined.csv"))
+    assert rec.n_outcomes == len(plate)
+    other = new_campaign(tmp_path / "o.campaign")
+    other.next_plate(8)
+    rows = write_results(tmp_path / "b.csv", other.plate("P001"), [0] * 8).read_text().splitlines()
+    _refused(other, _rows(tmp_path, "\n".join(rows[:3] + ["well,plate_id,outcome"] + rows[3:]) + "\n", "two.csv"),
+             "1 problem(s)", "line 4: a header unlike line 1's", "record each file on its own")
+    other.close()
+
+
 def test_every_problem_is_listed_at_once(camp, tmp_path):
     p = _rows(tmp_path, "plate_id,well,outcome\nP001,A01,3\nP002,A01,1\nP001,Q1,1\n")
     message = _refused(camp, p, "3 problem(s)", "line 2", "line 3", "line 4")
