@@ -1537,3 +1537,19 @@ def test_a_handover_to_the_algorithm_running_with_its_settings_is_refused(tmp_pa
         assert len(camp.events()) == steps
         restart_algorithm(camp, "", "log-tas", {"epsilon": 0.2})  # another setting: a handover
         assert camp.meta["params"] == {"epsilon": 0.2}
+
+
+def test_adding_back_a_withdrawn_compound_says_it_was_withdrawn(tmp_path):
+    """`add` of a compound withdrawn earlier (back in stock) said 'id already in the campaign', as if it were still
+    screened: it says now that it was withdrawn and that nothing brings it back into this screen."""
+    from screenbai.campaign.state.changes import read_new_compounds
+
+    camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=30, d=3), "glgape", {"epsilon": 0.1}, seed=1)
+    withdraw(camp, ["CPD0003"], "out of stock")
+    new = tmp_path / "new.csv"
+    new.write_text(f"id,smiles\nCPD0003,{camp.smiles[3]}\nCPD0004,{camp.smiles[4]}\n")
+    _, rejected = read_new_compounds(camp, new, id_column="id", smiles_column="smiles")
+    detail = dict(zip(rejected["compound_id"], rejected["detail"]))
+    assert "CPD0003 was withdrawn, and a withdrawn compound does not come back into this screen" in detail["CPD0003"]
+    assert detail["CPD0004"] == ""  # still screened: nothing to add
+    camp.close()
