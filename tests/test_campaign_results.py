@@ -241,6 +241,13 @@ def test_numbers_with_underscores_are_refused(tmp_path):
     cont.close()
 
 
+@pytest.mark.parametrize("typed", ["TRUE", "no", "hit", "inactive"])
+def test_a_binary_outcome_typed_as_a_word_says_what_to_write(camp, tmp_path, typed):
+    """Excel's TRUE / FALSE or a 'hit' / 'inactive' in a 0/1 column was refused as "not 0 or 1" alone."""
+    _refused(camp, _rows(tmp_path, f"plate_id,well,outcome\nP001,{camp.plate('P001').wells[0]},{typed}\n"), "line 2",
+             repr(typed), "not 0 or 1 (a yes / no? write 1 for a hit, 0 for none)")
+
+
 def test_the_unfilled_plate_file_is_refused_not_recorded_as_all_failed(camp, tmp_path):
     """Recording the plate file before the lab filled it in marked every well failed and closed the
     plate, so the real results were refused later as 'already recorded'."""

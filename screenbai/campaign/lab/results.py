@@ -434,6 +434,8 @@ def _hint(text: str) -> str:
         return " (not determined? that is a failed well)"
     if re.fullmatch(r"#(N/A|[A-Z0-9/]+[!?])", text.upper()):  # #DIV/0!, #VALUE!, #NAME?, #N/A
         return " (a spreadsheet's error value: the cell's formula failed; write the reading it should have given)"
+    if text.lower() in ("true", "false", "yes", "no", "y", "n", "hit", "no hit", "active", "inactive"):
+        return " (a yes / no? write 1 for a hit, 0 for none)"
     if text.lower() in ("ovrflw", "overflow", "over", "sat", "saturated", "range?"):
         return " (a reading beyond the plate reader's range? write 'failed', or re-read the plate)"
     if _GROUPED.fullmatch(text):  # 1.234.567, 1.234,5: float() reads no thousands separator
