@@ -1495,3 +1495,61 @@ def test_a_readout_where_lower_is_better_is_shown_on_its_own_scale(tmp_path):
     arm = plate.arms[0]
     assert f"mean outcome {100.0 * (arm + 1):.3g}" in why_chosen(camp, camp.policy)(arm, 0, 1)  # the 'why' column
     camp.close()
+
+
+def test_positive_controls_on_the_wrong_side_stop_the_plate(tmp_path):
+    """A plate read rotated 180 degrees (or with its control columns swapped) has positive controls reading like
+    negative ones: Z' only compares their spread to their gap, so it passed (0.95) and every compound well was
+    recorded against another compound. The plate is now refused like one failing Z', until the lab decides."""
+    readout = Readout.build("percent inhibition", unit="%", hit_above=50.0)
+    camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=30, d=3), "glgape", {"epsilon": 0.1}, seed=2,
+                           layout=PlateLayout.build("24"), readout=readout)
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    values = {cid: 40.0 for cid in plate.compound_ids}
+    swapped = _fill(plate.path, values, tmp_path / "R.csv", controls=(3.0, 95.0))
+    with pytest.raises(ControlsFailed, match=r"plate P001: Z' = 0\.\d+, but its positive controls \(mean 3.* %\) read "
+                       r"below its negative ones \(9.* %\), where a hit when percent inhibition >= 50 % makes the "
+                       r"positive ones the hits: was the plate read rotated"):
+        camp.record(swapped)
+    assert camp.open_wells() == {"P001": len(plate)}
+    assert camp.record(swapped, accept=True).n_outcomes == len(plate)  # the lab's decision
+    camp.close()
+    (tmp_path / "i").mkdir()
+    ic50 = _ic50_campaign(tmp_path / "i")  # hit below: potent (low) positive controls are the right way round
+    plate = ic50.next_plate(None, tmp_path / "i" / "P001.csv")
+    ic50.record(_fill(plate.path, {c: 50.0 for c in plate.compound_ids}, tmp_path / "i" / "R.csv",
+                      controls=(5.0, 5000.0), noise=1))
+    ic50.close()
+
+
+def test_a_handover_to_the_algorithm_running_with_its_settings_is_refused(tmp_path):
+    """`restart --algorithm log-tas` on a log-tas campaign was taken as a handover to itself: nothing changed but
+    status then read the screen's error bound as the sum of both deltas (0.1 for 0.05)."""
+    from screenbai.campaign.state.changes import restart_algorithm
+
+    path = tmp_path / "c.campaign"
+    Campaign.create(path, synthetic_library(K=30, d=3), "log-tas", {"epsilon": 0.1}, seed=1).close()
+    with Campaign.open(path) as camp:
+        steps = len(camp.events())
+        with pytest.raises(ValueError, match=r"log-tas already runs .* with these settings \(\{'epsilon': 0.1\}\): "
+                           r"handed over to itself it would only add its delta .* run `restart` without --algorithm"):
+            restart_algorithm(camp, "", "log-tas", {})
+        assert len(camp.events()) == steps
+        restart_algorithm(camp, "", "log-tas", {"epsilon": 0.2})  # another setting: a handover
+        assert camp.meta["params"] == {"epsilon": 0.2}
+
+
+def test_adding_back_a_withdrawn_compound_says_it_was_withdrawn(tmp_path):
+    """`add` of a compound withdrawn earlier (back in stock) said 'id already in the campaign', as if it were still
+    screened: it says now that it was withdrawn and that nothing brings it back into this screen."""
+    from screenbai.campaign.state.changes import read_new_compounds
+
+    camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=30, d=3), "glgape", {"epsilon": 0.1}, seed=1)
+    withdraw(camp, ["CPD0003"], "out of stock")
+    new = tmp_path / "new.csv"
+    new.write_text(f"id,smiles\nCPD0003,{camp.smiles[3]}\nCPD0004,{camp.smiles[4]}\n")
+    _, rejected = read_new_compounds(camp, new, id_column="id", smiles_column="smiles")
+    detail = dict(zip(rejected["compound_id"], rejected["detail"]))
+    assert "CPD0003 was withdrawn, and a withdrawn compound does not come back into this screen" in detail["CPD0003"]
+    assert detail["CPD0004"] == ""  # still screened: nothing to add
+    camp.close()

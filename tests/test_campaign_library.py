@@ -206,3 +206,12 @@ def test_an_sdf_without_titles_names_its_properties(tmp_path):
         import_library(sdf, d=2)
     lib = import_library(sdf, id_column="Corp ID", d=2)
     assert list(lib.compounds["compound_id"]) == [f"CORP-{i}" for i in range(len(GOOD))]
+
+
+def test_a_library_with_too_few_usable_rows_names_the_first_rejected(tmp_path):
+    """'only 1 usable structure(s) out of 150 rows ... (rejected: {'missing id': 75, 'duplicate id': 74})' named no
+    row, and no rejected-rows file is written when init stops there: the first rejected rows are named."""
+    p = _csv(tmp_path, [("A", "CCO"), ("A", "CCN"), ("", "CCC")])
+    with pytest.raises(ValueError, match=r"only 1 usable structure\(s\) out of 3 rows; .*the first: row 3: "
+                       r"duplicate id \(id A already used for another structure \(row 2\)\); row 4: missing id\)"):
+        import_library(p, id_column="name", smiles_column="structure", d=1)

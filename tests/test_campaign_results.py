@@ -166,6 +166,24 @@ def test_a_plate_readers_export_of_every_well_is_one_problem_and_its_header_is_r
     camp.close()
 
 
+def test_two_results_files_joined_with_their_headers(camp, tmp_path):
+    """Two files joined one after the other (cat A.csv B.csv) repeat the header in the middle: it was refused as
+    "plate 'plate_id' is not a plate of this campaign". The same header again holds no data and is passed over; a
+    header of another layout is refused, its rows being read in line 1's columns."""
+    plate = camp.plate("P001")
+    first = write_results(tmp_path / "a.csv", plate, [1] * len(plate)).read_text().splitlines()
+    half = len(plate) // 2
+    joined = first[: half + 1] + [first[0]] + first[half + 1:]
+    rec = camp.record(_rows(tmp_path, "\n".join(joined) + "\n", "joined.csv"))
+    assert rec.n_outcomes == len(plate)
+    other = new_campaign(tmp_path / "o.campaign")
+    other.next_plate(8)
+    rows = write_results(tmp_path / "b.csv", other.plate("P001"), [0] * 8).read_text().splitlines()
+    _refused(other, _rows(tmp_path, "\n".join(rows[:3] + ["well,plate_id,outcome"] + rows[3:]) + "\n", "two.csv"),
+             "1 problem(s)", "line 4: a header unlike line 1's", "record each file on its own")
+    other.close()
+
+
 def test_every_problem_is_listed_at_once(camp, tmp_path):
     p = _rows(tmp_path, "plate_id,well,outcome\nP001,A01,3\nP002,A01,1\nP001,Q1,1\n")
     message = _refused(camp, p, "3 problem(s)", "line 2", "line 3", "line 4")
@@ -223,6 +241,13 @@ def test_numbers_with_underscores_are_refused(tmp_path):
     cont.close()
 
 
+@pytest.mark.parametrize("typed", ["TRUE", "no", "hit", "inactive"])
+def test_a_binary_outcome_typed_as_a_word_says_what_to_write(camp, tmp_path, typed):
+    """Excel's TRUE / FALSE or a 'hit' / 'inactive' in a 0/1 column was refused as "not 0 or 1" alone."""
+    _refused(camp, _rows(tmp_path, f"plate_id,well,outcome\nP001,{camp.plate('P001').wells[0]},{typed}\n"), "line 2",
+             repr(typed), "not 0 or 1 (a yes / no? write 1 for a hit, 0 for none)")
+
+
 def test_the_unfilled_plate_file_is_refused_not_recorded_as_all_failed(camp, tmp_path):
     """Recording the plate file before the lab filled it in marked every well failed and closed the
     plate, so the real results were refused later as 'already recorded'."""
@@ -266,6 +291,9 @@ def test_a_file_missing_a_row_names_the_well_it_left_open(tmp_path, capsys):
     (">100", "a value beyond the assay's range? write the limit, 100,"),
     ("n.d.", "not determined? that is a failed well"),
     ("5 000", "a space grouping thousands? write 5000"),  # said "not a number" alone
+    ("#DIV/0!", "a spreadsheet's error value: the cell's formula failed"),  # so did Excel's error values
+    ("#N/A", "a spreadsheet's error value"),
+    ("OVRFLW", "a reading beyond the plate reader's range? write 'failed'"),  # and a reader's overflow
     ("1\u202f234,5", "a space grouping thousands? write 1234,5"),  # Excel's narrow no-break space (fr-FR)
 ])
 def test_a_readout_typed_as_labs_do_says_what_it_likely_is(tmp_path, typed, hint):

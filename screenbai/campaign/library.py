@@ -320,9 +320,11 @@ def build_library(
     where = provenance.get("path", "library")
     compounds, rejected = curate_structures(frame)
     if len(compounds) < 2:
+        first = "; ".join(f"row {r.source_row}: {r.reason}" + (f" ({r.detail})" if r.detail else "")
+                          for r in rejected.head(3).itertuples(index=False))
         raise ValueError(
             f"{where}: only {len(compounds)} usable structure(s) out of {len(frame)} rows; a campaign needs at "
-            f"least 2 (rejected: {rejected['reason'].value_counts().to_dict()})"
+            f"least 2 (rejected: {rejected['reason'].value_counts().to_dict()}; the first: {first})"
         )
     if int(n_bits) < 1 or int(radius) < 0:
         raise ValueError(f"fingerprints need --bits >= 1 and --radius >= 0; got bits = {n_bits}, radius = {radius}")

@@ -253,8 +253,12 @@ def check_controls(path, controls, readout: Readout | None, *, accept: bool, dis
     failing = []
     for plate_id, values in by_plate.items():
         z = z_prime(values[POSITIVE], values[NEGATIVE])
+        swapped = None if z is None else _reversed_controls(values[POSITIVE], values[NEGATIVE], readout)
         if z is None:
             qc[plate_id] = (None, "too few controls")
+        elif swapped is not None:
+            failing.append(f"plate {plate_id}: Z' = {z:.2f}, but {swapped}")
+            qc[plate_id] = (z, "accepted" if accept else "discarded" if discard else "failed")
         elif z >= min_z:
             qc[plate_id] = (z, "pass")
         else:
@@ -274,6 +278,22 @@ def check_controls(path, controls, readout: Readout | None, *, accept: bool, dis
             "--discard-plate (its compound wells count as failed wells and are proposed again)"
         )
     return qc
+
+
+def _reversed_controls(pos, neg, readout: Readout | None) -> str | None:
+    """What is wrong when a plate's positive controls read on the non-hit side of its negative ones (for --hit-above,
+    below them): the plate read rotated (A01 at the far corner: every compound well misplaced too) or the control
+    wells swapped. None when they read the right way, or without a hit direction to judge by."""
+    if readout is None or readout.cutoff is None:
+        return None
+    p, n = float(np.mean(pos)), float(np.mean(neg))
+    if (p > n) == (readout.direction == "above") or p == n:
+        return None
+    side = "below" if readout.direction == "above" else "above"
+    unit = f" {readout.unit}" if readout.unit else ""
+    return (f"its positive controls (mean {p:.3g}{unit}) read {side} its negative ones ({n:.3g}{unit}), where "
+            f"{readout.rule()} makes the positive ones the hits: was the plate read rotated (A01 at the far corner, "
+            "every compound well misplaced too) or were the control wells swapped?")
 
 
 def save_readouts(con, record_id: int, controls, compounds, qc: dict) -> None:

@@ -96,8 +96,23 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str
     if not lines or not lines[0].strip():
         raise ResultsError(path, [f"{path}: line 1: empty file or empty header; expected plate_id,well,outcome"])
     sep, head, rows = table_rows(text)
-    head = [re.sub(r"[\s-]+", "_", f.lower()) for f in head]  # 'Plate ID', 'plate-id' are plate_id
+    head = [_column_name(f) for f in head]
     return head, rows, text.endswith(("\n", "\r")), sep
+
+
+def _column_name(field: str) -> str:
+    """A header field as read: 'Plate ID', 'plate-id' and 'PLATE_ID' are plate_id."""
+    return re.sub(r"[\s-]+", "_", field.strip().lower())
+
+
+def _header_again(fields: list[str], header: list[str]) -> str | None:
+    """'same' for a data row that repeats the header (two files of one layout joined one after the other), 'other'
+    for another file's header (its rows would be read in the first header's columns), else None."""
+    named = [_column_name(f) for f in fields]
+    if named == header:
+        return "same"
+    header_like = any(n in ALIASES["plate_id"] for n in named) and any(n in ALIASES["outcome"] for n in named)
+    return "other" if header_like else None
 
 
 def read_results(
@@ -172,6 +187,14 @@ def read_results(
 
     for line, fields in rows:
         where = f"{path}: line {line}"
+        again = _header_again(fields, header)
+        if again == "same":  # no data on it: the rows below read as the first header says
+            continue
+        if again == "other":
+            errors.append(f"{where}: a header unlike line 1's ({fields!r}; line 1: {header!r}): files of two layouts "
+                          "joined one after the other? the rows below it would be read in line 1's columns; record "
+                          "each file on its own")
+            continue
         if len(fields) != len(header):
             errors.append(f"{where}: {len(fields)} field(s) where the header has {len(header)}: {fields!r}")
             continue
@@ -409,6 +432,12 @@ def _hint(text: str) -> str:
     """What a lab's number that float() refuses most likely is: a decimal comma, a unit, a censored value."""
     if text.lower() in ("n.d.", "nd", "n/a", "na", "-", "--"):
         return " (not determined? that is a failed well)"
+    if re.fullmatch(r"#(N/A|[A-Z0-9/]+[!?])", text.upper()):  # #DIV/0!, #VALUE!, #NAME?, #N/A
+        return " (a spreadsheet's error value: the cell's formula failed; write the reading it should have given)"
+    if text.lower() in ("true", "false", "yes", "no", "y", "n", "hit", "no hit", "active", "inactive"):
+        return " (a yes / no? write 1 for a hit, 0 for none)"
+    if text.lower() in ("ovrflw", "overflow", "over", "sat", "saturated", "range?"):
+        return " (a reading beyond the plate reader's range? write 'failed', or re-read the plate)"
     if _GROUPED.fullmatch(text):  # 1.234.567, 1.234,5: float() reads no thousands separator
         return f" ('.' grouping thousands? write {_thousands(text)})"
     if re.fullmatch(r"[-+]?\d+,\d+", text):

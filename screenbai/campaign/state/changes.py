@@ -69,19 +69,23 @@ def read_new_compounds(camp, path, *, id_column=None, smiles_column=None, kind="
     kept, rejected = curate_structures(frame)
     known_ids = set(camp.compound_ids)
     known_smiles = {s: c for c, s in zip(camp.compound_ids, camp.smiles)}
+    active = {camp.compound_ids[int(a)] for a in getattr(camp.policy, "arm_set", range(camp.K))}
     extra = []
     keep = []
     for row in kept.itertuples(index=False):
         if row.compound_id in known_ids:
-            extra.append((row.source_row, row.compound_id, row.input_smiles, "id already in the campaign", ""))
+            extra.append((row.source_row, row.compound_id, row.input_smiles, "id already in the campaign",
+                          _withdrawn_note(row.compound_id, active)))
         elif row.smiles in known_smiles:
+            first = known_smiles[row.smiles]
             extra.append(
                 (
                     row.source_row,
                     row.compound_id,
                     row.input_smiles,
                     "structure already in the campaign",
-                    f"same standardized structure as {known_smiles[row.smiles]}",
+                    f"same standardized structure as {first}" + (f"; {_withdrawn_note(first, active)}"
+                                                                 if first not in active else ""),
                 )
             )
         else:
@@ -91,6 +95,15 @@ def read_new_compounds(camp, path, *, id_column=None, smiles_column=None, kind="
         more = pd.DataFrame(extra, columns=["source_row", "compound_id", "smiles", "reason", "detail"])
         rejected = pd.concat([rejected, more], ignore_index=True) if len(rejected) else more
     return kept.reset_index(drop=True), rejected
+
+
+def _withdrawn_note(compound_id: str, active: set[str]) -> str:
+    """Why a compound of the campaign cannot be added again when it was withdrawn (say so: 'already in the
+    campaign' alone reads as if it were still screened)."""
+    if compound_id in active:
+        return ""
+    return (f"{compound_id} was withdrawn, and a withdrawn compound does not come back into this screen; to screen it "
+            "again start a new campaign")
 
 
 def add_compounds(camp, ids, smiles, *, features=None, input_smiles=None, source: str = "") -> list[int]:
@@ -268,6 +281,12 @@ def restart_algorithm(camp, reason: str = "", algorithm: str | None = None, para
         kept = {k: old[k] for k in QUESTION if k in old and k in takes and k not in (params or {})}
         new_params = {**kept, **(params or {})}
         check_settings(entry.name, new_params, int(camp.meta["seed"]), camp.meta["outcome"])
+        if entry.name == camp.algorithm and new_params == old:
+            raise ValueError(
+                f"{entry.name} already runs {camp.path} with these settings ({old or 'its defaults'}): handed over to "
+                "itself it would only add its delta to the screen's error bound; to restart it on the outcomes "
+                "recorded, run `restart` without --algorithm, or change a setting with --param"
+            )
         switch = {"algorithm": entry.name, "params": new_params,
                   "defaults": encode_state(unnamed_defaults(entry.cls, new_params))}
     elif params:
