@@ -734,3 +734,22 @@ def test_format_to_the_layout_in_place_changes_nothing(tmp_path, library_csv, ca
     assert "no change: the next plates of" in capsys.readouterr().out
     with Campaign.open(path) as camp:
         assert len(camp.events()) == steps and "plate format changed" not in camp.status().text()
+
+
+def test_the_prior_forecast_counts_the_plates_next_can_propose_for_a_small_library(tmp_path):
+    """A library of 8 compounds: `next` refuses a plate of 96 without --force, so the forecast at init counted plates
+    no one could run ("1 plate of 96"); it counts plates of at most every compound once (times the replicates)."""
+    from campaign_util import synthetic_library
+
+    from screenbai.campaign.lab.layout import PlateLayout
+    from screenbai.campaign.views.forecast import plate_tests, prior_cost
+
+    camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=8, d=3), "lin-tas", {"sigma": 1.0,
+                           "epsilon": 0.1}, seed=1, outcome="continuous")
+    try:
+        head = prior_cost(camp)[0]
+        assert plate_tests(camp, None) == 8 and re.search(r"\(\d+ plates? of 8\)", head), head
+        layout = PlateLayout.build("96", controls="none", replicates=2)
+        assert plate_tests(camp, layout) == 16  # 8 compounds, each in two wells
+    finally:
+        camp.close()

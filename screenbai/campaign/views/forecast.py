@@ -61,8 +61,7 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
         theta = np.linalg.solve(V, X.T @ s)
         model, sigma = "linear", float(getattr(inner, "sigma", 0.5 if camp.binary else 1.0))
         H = V / sigma**2
-    layout = camp.layout
-    per_plate = layout.capacity if layout is not None else usual_plate(camp)
+    per_plate = plate_tests(camp, camp.layout)
     done = float(n.sum())
     m = int(getattr(inner, "m", 1))
     answer = top_answer(X, theta, m)
@@ -150,7 +149,7 @@ def _simulate(camp, inner, rates: np.ndarray, rng: np.random.Generator) -> tuple
     from ..state.replay import propose_wells
 
     layout = camp.layout  # the plates `next` proposes: a full plate, or the size asked for last
-    proposed = min(layout.compounds_per_plate, inner.K) if layout is not None else usual_plate(camp)
+    proposed = min(layout.compounds_per_plate if layout is not None else usual_plate(camp), inner.K)
     replicates = layout.replicates if layout is not None else 1
 
     def plate(sim, size: int) -> np.ndarray:  # as `next` fills a plate, replicate wells included
@@ -236,6 +235,15 @@ def usual_plate(camp) -> int:
     return int(row[0]) if row else 96
 
 
+def plate_tests(camp, layout) -> int:
+    """Tests on a plate as `next` proposes it: the format's compound wells (replicates included), or without a
+    format the size asked for last (96 before any plate); at most every compound once a plate (times its
+    replicates), as `next` refuses a larger plate without --force (a library of 8 compounds: 8 tests a plate)."""
+    if layout is None:
+        return min(usual_plate(camp), camp.K)
+    return min(layout.compounds_per_plate, camp.K) * layout.replicates
+
+
 #: the prior of the cost forecast at ``init``: hit-rate logits x'theta spread with this standard
 #: deviation over the library (hit rates between about 0.12 and 0.88 for 95 % of the compounds)
 PRIOR_LOGIT_SD = 1.0
@@ -317,8 +325,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     rng = np.random.default_rng(seed)
     thetas = rng.normal(0.0, scale, size=(draws, X.shape[1]))
     epsilon, m = float(getattr(inner, "epsilon", 0.0)), int(getattr(inner, "m", 1))
-    layout = camp.layout
-    per_plate = layout.capacity if layout is not None else 96
+    per_plate = plate_tests(camp, camp.layout)
     kw: dict[str, Any] = {"model": model, "sigma": sigma, "m": m}
     shortcut = _shortcut(inner, X, model, 0.0, per_plate)
     runs = [forecast(X, th, inner.stopping_threshold, delta, source="prior", plate_size=per_plate,
