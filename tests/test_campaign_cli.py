@@ -753,3 +753,16 @@ def test_the_prior_forecast_counts_the_plates_next_can_propose_for_a_small_libra
         assert plate_tests(camp, layout) == 16  # 8 compounds, each in two wells
     finally:
         camp.close()
+
+
+def test_init_says_a_continuous_ic50_is_modelled_as_log10(tmp_path, library_csv, capsys):
+    """A continuous IC50 is told to the algorithm as -log10 of the value: init says so, with epsilon and sigma in
+    log10 units (their nM reading was then wrong)."""
+    argv = ["--readout", "IC50", "--unit", "nM", "--hit-below", "1000", "--outcome", "continuous",
+            "--param", "epsilon=0.3"]
+    assert init(tmp_path / "c.campaign", library_csv, *argv) == 0
+    out = capsys.readouterr().out
+    assert "models the log10 IC50 (nM) (negated: lower is better)" in out
+    assert "sigma and epsilon are in log10 units (epsilon 0.3: a factor 2 in IC50)" in out
+    assert "epsilon = 0.3: on a continuous readout it is in log10 units of IC50 (0.3: a factor 2)" in out
+    assert "in log10 units of IC50 (0.3: a factor 2); declare it with --param sigma" in out

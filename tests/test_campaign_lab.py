@@ -1444,7 +1444,7 @@ def test_the_export_gives_a_readout_s_observed_mean_its_interval(tmp_path):
 
 def test_replicate_wells_of_equal_values_spread_by_zero():
     """Three wells of 12.3 gave 'sd 2.04e-14' (their mean is not 12.3 in floating point): equal values spread by 0."""
-    from screenbai.campaign.views.status import _pooled
+    from screenbai.campaign.lab.assay import pooled_deviations as _pooled
 
     assert _pooled([("P001", 0, 12.3)] * 3 + [("P001", 1, 0.1)] * 6) == (0.0, 7)
     ss, dof = _pooled([("P001", 0, 1.0), ("P001", 0, 3.0)])
@@ -1552,4 +1552,121 @@ def test_adding_back_a_withdrawn_compound_says_it_was_withdrawn(tmp_path):
     detail = dict(zip(rejected["compound_id"], rejected["detail"]))
     assert "CPD0003 was withdrawn, and a withdrawn compound does not come back into this screen" in detail["CPD0003"]
     assert detail["CPD0004"] == ""  # still screened: nothing to add
+    camp.close()
+
+
+# ------------------------------------------------------------------- a concentration on the log10 scale
+def _log_ic50_campaign(tmp_path, name="c.campaign", **kw):
+    """A continuous IC50 campaign (nM, lower is better), lin-tas with epsilon and sigma in log10 units."""
+    lib = synthetic_library(K=kw.pop("K", 30), d=kw.pop("d", 3), seed=kw.pop("seed", 0))
+    return Campaign.create(tmp_path / name, lib, "lin-tas", {"epsilon": 0.3, "sigma": 0.3}, seed=1,
+                           outcome="continuous", readout=Readout.build("IC50", unit="nM", hit_below=1000.0), **kw)
+
+
+def _ic50_of(arm: int) -> float:
+    return 10.0 ** (1 + arm % 4)  # 10 nM to 10 uM: four orders of magnitude
+
+
+def test_a_continuous_ic50_is_told_to_the_algorithm_as_minus_log10(tmp_path):
+    """A continuous IC50 was told to the algorithm raw and negated (-10000 for a 10 uM well), a linear-Gaussian model
+    of values spread over orders of magnitude with multiplicative noise, its sigma in nM. A new campaign tells it
+    -log10 of the value in the declared unit (a pIC50 up to a constant); the file keeps the raw values."""
+    from campaign_util import write_results
+
+    camp = _log_ic50_campaign(tmp_path)
+    plate = camp.next_plate(24)
+    camp.record(write_results(tmp_path / "R.csv", plate, [_ic50_of(a) for a in plate.arms]))
+    inner = getattr(camp.policy, "inner", camp.policy)
+    told = np.zeros(camp.K)
+    for a in plate.arms:
+        told[a] -= math.log10(_ic50_of(a))
+    assert np.allclose(inner.sums, told) and np.allclose(camp.observations()[1], told)
+    assert camp.readout.scale == "log10" and camp.meta["readout"]["scale"] == "log10"
+    raw = sorted(v for (v,) in camp._con.execute("SELECT raw FROM readouts WHERE kind = 'compound'"))
+    assert raw == sorted(_ic50_of(a) for a in plate.arms)  # kept as typed
+    # a percent inhibition, and hits by a cutoff, are told as before
+    assert Readout.build("percent inhibition", unit="%", hit_above=50.0).modelled(False).scale == "linear"
+    assert Readout.build("IC50", unit="nM", hit_below=100.0).modelled(True).scale == "linear"
+    camp.close()
+
+
+def test_a_campaign_file_from_before_the_log10_scale_replays_with_the_raw_values(tmp_path):
+    """A campaign file made before keeps its readout as a dict without 'scale': it is told the raw value negated,
+    as when it ran, and its replay from the log agrees."""
+    from campaign_util import write_results
+
+    from screenbai.campaign.state import store
+
+    camp = _log_ic50_campaign(tmp_path)
+    before = {k: v for k, v in camp.meta["readout"].items() if k != "scale"}
+    with store.transaction(camp._con):
+        store.put_meta(camp._con, "readout", before)
+    camp.close()
+    assert Readout.from_dict(before).scale == "linear"
+    camp = Campaign.open(tmp_path / "c.campaign")
+    assert camp.readout.scale == "linear"
+    plate = camp.next_plate(24)
+    camp.record(write_results(tmp_path / "R.csv", plate, [_ic50_of(a) for a in plate.arms]))
+    camp.close()
+    told = np.zeros(30)
+    for a in plate.arms:
+        told[a] -= _ic50_of(a)
+    for replayed in (False, True):
+        with Campaign.open(tmp_path / "c.campaign", use_snapshot=not replayed) as again:
+            assert np.allclose(getattr(again.policy, "inner", again.policy).sums, told)
+
+
+def test_a_log10_campaign_shows_concentrations_in_status_and_export(tmp_path):
+    """Told -log10 IC50, a campaign still shows the IC50 in nM: status's estimates and intervals, the export's
+    columns (geometric means), the plate file's 'why' column, each within the observed values, intervals in order."""
+    from campaign_util import write_results
+
+    from screenbai.campaign.views.explain import why_chosen
+    from screenbai.campaign.views.export import compound_table
+
+    camp = _log_ic50_campaign(tmp_path)
+    plate = camp.next_plate(24)
+    rng = np.random.default_rng(0)
+    values = [_ic50_of(a) * 10.0 ** rng.normal(0.0, 0.1) for a in plate.arms]
+    camp.record(write_results(tmp_path / "R.csv", plate, values))
+    low, high = min(values), max(values)
+    st = camp.status()
+    for line in st.recommendation:
+        assert low <= line.model <= high and line.model_ci[0] <= line.model <= line.model_ci[1]
+        assert line.observed is None or line.observed_ci[0] <= line.observed <= line.observed_ci[1] <= high
+    assert "a gap in mean -log10 IC50 (IC50 in nM)" in st.text()
+    assert "-log10 IC50 (IC50 in nM)" in st.certificate["sentences"][0]
+    assert "log10 IC50 (nM) (negated: lower is better)" in st.model and "epsilon are in log10 units" in st.model
+    tested = [r for r in compound_table(camp) if r["tests"]]
+    assert tested and all(low <= r["model_estimate"] <= high for r in tested)
+    for r in tested:
+        assert r["observed_rate"] == pytest.approx(r["mean_readout"])  # the geometric mean, in nM
+        assert r["model_low"] <= r["model_estimate"] <= r["model_high"]
+        assert r["observed_low"] is None or r["observed_low"] <= r["observed_rate"] <= r["observed_high"]
+    arm = plate.arms[0]
+    mine = [v for a, v in zip(plate.arms, values) if a == arm]
+    geomean = 10.0 ** np.mean(np.log10(mine))
+    assert f"geometric mean {geomean:.3g}" in why_chosen(camp, camp.policy)(arm, 0, 1)
+    camp.close()
+
+
+def test_lin_tas_finds_the_most_potent_compound_of_a_log_linear_ic50(tmp_path):
+    """IC50s log-linear in the features (log10 IC50 = 2 - 0.8 x1 - 0.8 x2, noise a factor 10**0.05): the raw values
+    negated fit a linear model badly, the weakest compounds pulling it, and lin-tas stopped recommending CPD0009 over
+    CPD0004, 1 nM and over 20 times more potent than any other. Told -log10 IC50, it recommends the most potent."""
+    from campaign_util import write_results
+
+    camp = _log_ic50_campaign(tmp_path, K=10, d=2, seed=3)
+    X = camp.features
+    ic50 = 10.0 ** (2 - 0.8 * X[:, 0] - 0.8 * X[:, 1])
+    assert int(np.argmin(ic50)) == 4 and np.sort(ic50)[1] > 20 * ic50[4]  # clearly the most potent
+    rng = np.random.default_rng(1)
+    for k in range(40):
+        if camp.policy.done:
+            break
+        plate = camp.next_plate(8)
+        values = [ic50[a] * 10.0 ** rng.normal(0.0, 0.05) for a in plate.arms]
+        camp.record(write_results(tmp_path / f"R{k}.csv", plate, values))
+    assert camp.policy.done
+    assert [c.compound_id for c in camp.status().recommendation] == ["CPD0004"]
     camp.close()

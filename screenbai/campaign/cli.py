@@ -346,22 +346,23 @@ def _init(args) -> int:
     report_rejected(lib, args)
     if layout is not None:
         say(f"plates: {layout.describe()}")
+    readout = camp.readout  # as the campaign keeps it: a continuous concentration on the log10 scale
     if readout is not None:
         model = readout.model(camp.binary, camp.algorithm)  # a binary model's sentence says the hit rule
         say(f"readout: {readout.label()}" + ("" if readout.rule() in model else f", {readout.rule()}") + f"; {model}")
     sigma = getattr(getattr(camp.policy, "inner", camp.policy), "sigma", None)
     if not camp.binary and sigma is not None and "sigma" not in camp.meta["params"]:
-        unit = f"{readout.name} ({readout.unit})" if readout is not None and readout.unit else "the readout's"
+        unit = "the readout's units" if readout is None else readout.told_units()
         say(
             f"noise scale: sigma = {sigma:g}, {camp.algorithm}'s default, not declared: the error guarantee holds only "
-            f"if each test's noise is at most sigma, in {unit} units; declare it with --param sigma=... (e.g. the "
+            f"if each test's noise is at most sigma, in {unit}; declare it with --param sigma=... (e.g. the "
             "spread of replicate wells on a pilot plate; status shows the control wells' spread). The forecast below "
             "counts on it too: its tests grow like (sigma / epsilon)^2"
         )
     inner = getattr(camp.policy, "inner", camp.policy)
     if not camp.binary and hasattr(inner, "epsilon"):
-        unit = readout.unit if readout is not None and readout.unit else ""
-        what = f"{readout.name} ({readout.unit})" if readout is not None and readout.unit else "the readout's units"
+        unit = readout.unit if readout is not None and readout.unit and readout.scale == "linear" else ""
+        what = "the readout's units" if readout is None else readout.told_units()
         say(f"epsilon = {float(inner.epsilon):g}{(' ' + unit) if unit else ''}: on a continuous readout it is in "
             f"{what}: a compound within epsilon of the best mean counts as correct"
             + ("; epsilon = 0 asks for the best itself, whatever the cost (two compounds with the same features "

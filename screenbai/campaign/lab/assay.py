@@ -8,7 +8,10 @@ was typed (table ``readouts``), and what the algorithm is told is derived from i
   cutoff with ``--hit-above``, at or below it with ``--hit-below``), else 0;
 * continuous campaigns (linear-Gaussian model, m-LinGapE and the other linear algorithms): the value
   itself, negated with ``--hit-below`` so that larger is better for the algorithm, which looks for
-  the compound with the largest mean.
+  the compound with the largest mean; for a concentration (an IC50, a Ki ...: ``scale`` "log10", set at
+  ``init``), log10 of the value in the declared unit, negated with ``--hit-below`` (-log10 IC50, as a
+  pIC50 up to a constant): concentrations spread over orders of magnitude, their noise by factors.
+  Campaign files made before keep the raw value (``scale`` "linear"), and so replay as they ran.
 
 Control wells (see :mod:`~screenbai.campaign.lab.layout`) are read from the same results file.  Per
 plate, once it has at least two positive and two negative control values, the Z'-factor
@@ -27,7 +30,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -88,6 +91,8 @@ class Readout:
     cutoff: float | None = None
     direction: str = "above"
     min_z: float = DEFAULT_MIN_Z
+    #: what a continuous campaign tells the algorithm: the value ("linear") or log10 of it ("log10", a concentration)
+    scale: str = "linear"
 
     @classmethod
     def build(
@@ -119,6 +124,11 @@ class Readout:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def modelled(self, binary: bool) -> Readout:
+        """This readout as a new campaign tells it: on the log10 scale for a continuous concentration, else as is."""
+        log = not binary and self.is_concentration
+        return replace(self, scale="log10" if log else "linear")
 
     @property
     def is_concentration(self) -> bool:
@@ -162,7 +172,32 @@ class Readout:
         """What the algorithm is told for a raw value (see module doc)."""
         if binary:
             return float(self.is_hit(np.asarray([raw]))[0])
-        return float(raw) if self.direction == "above" else -float(raw)
+        value = math.log10(raw) if self.scale == "log10" else float(raw)
+        return value if self.direction == "above" else -value
+
+    def as_read(self, told):
+        """A value of a continuous campaign as the algorithm was told it (a mean of them, an interval's end) back on
+        the readout's own scale, the inverse of ``told``: negated back with --hit-below, then 10**x on the log10 scale
+        (a mean of log10 values becomes a geometric mean). Numbers and arrays alike."""
+        value = -told if self.direction == "below" else told
+        if self.scale != "log10":
+            return value
+        with np.errstate(over="ignore"):  # a model's wild extrapolation: inf, not an error
+            return np.power(10.0, value)
+
+    def told_quantity(self) -> str:
+        """What a continuous campaign tells the algorithm, in words: "IC50 (in nM)", or on the log10 scale
+        "-log10 IC50 (IC50 in nM)" (negated with --hit-below)."""
+        if self.scale != "log10":
+            return self.name + (f" (in {self.unit})" if self.unit else "")
+        sign = "-" if self.direction == "below" else ""
+        return f"{sign}log10 {self.name}" + (f" ({self.name} in {self.unit})" if self.unit else "")
+
+    def told_units(self) -> str:
+        """The units of what a continuous campaign tells the algorithm, so of its epsilon and sigma."""
+        if self.scale == "log10":
+            return f"log10 units of {self.name} (0.3: a factor 2)"
+        return f"{self.name} ({self.unit}) units" if self.unit else "the readout's units"
 
     def model(self, binary: bool, algorithm: str) -> str:
         """The algorithm's model of this readout, in one sentence (``model_sentence``)."""
@@ -189,10 +224,13 @@ def model_sentence(algorithm: str, binary: bool, readout: Readout | None = None)
     what = "outcomes" if readout is None else readout.label()
     flip = " (negated: lower is better)" if readout is not None and readout.direction == "below" else ""
     sigma = "its noise scale is its parameter sigma (compare it with the control wells' spread in status)"
+    if readout is not None and readout.scale == "log10":
+        what = f"log10 {what}"
+        sigma += ("; sigma and epsilon are in log10 units (epsilon 0.3: a factor 2 in " + readout.name + ")")
     if not models_features(algorithm):
         return (f"{algorithm} takes each compound's {what}{flip} on its own, with no model of the features: each "
                 f"compound's outcomes independent, noise sub-Gaussian; {sigma}")
-    itself = "" if readout is None else " itself"
+    itself = "" if readout is None or readout.scale == "log10" else " itself"
     return f"{algorithm} models the {what}{itself}{flip} with a linear-Gaussian model of the features; {sigma}"
 
 
@@ -221,6 +259,22 @@ def logistic_on_hits(algorithm: str) -> bool:
     from screenbai.bandits.core.registry import get  # here: the plate and results readers need no policy code
 
     return bool(getattr(get(algorithm).cls, "binary_rewards", False))
+
+
+def pooled_deviations(rows, log: bool = False) -> tuple[float, int]:
+    """Sum of squared deviations from each group's mean and its degrees of freedom, over rows (key, key, value)
+    grouped by their two keys, groups of at least two values; ``log``: of log10 of the values (those above 0)."""
+    groups: dict[tuple, list[float]] = {}
+    for a, b, value in rows:
+        if not log or value > 0:
+            groups.setdefault((a, b), []).append(math.log10(value) if log else float(value))
+    ss, dof = 0.0, 0
+    for key in sorted(groups, key=str):  # sorted: the same sum whatever order the outcomes were recorded in
+        if len(groups[key]) >= 2:
+            v = np.sort(groups[key])
+            ss += float(((v - v.mean()) ** 2).sum()) if v[0] != v[-1] else 0.0  # equal values: 0, not rounding noise
+            dof += v.size - 1
+    return ss, dof
 
 
 def z_prime(pos, neg) -> float | None:

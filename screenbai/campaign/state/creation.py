@@ -87,6 +87,8 @@ def create_file(
 
     params = dict(params or {})
     entry = check_settings(algorithm, params, seed, outcome)
+    # a continuous concentration is told on the log10 scale (lab/assay.py); kept with the readout, so replays agree
+    readout = None if readout is None else readout.modelled(outcome == "binary")
     registry.make_policy(entry.name, library.features, rng=int(seed), **params)  # what depends on the library
     path = Path(path)
     if path.exists():

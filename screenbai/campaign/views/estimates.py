@@ -4,6 +4,8 @@ counts. Descriptive (intervals at a fixed number of tests), not the algorithms' 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from screenbai.campaign.lab.assay import models_features
@@ -42,16 +44,29 @@ def rate_text(p: float) -> str:
 
 
 def readout_sign(camp) -> float:
-    """-1 where the algorithm is told a continuous readout negated (``--hit-below``: lower is better, an IC50), so
-    that its means are shown back on the readout's own scale; else 1."""
+    """-1 where lower is better on a continuous readout (``--hit-below``: an IC50), to order compounds best first on
+    the readout's own scale; else 1."""
     readout = camp.readout
     return -1.0 if readout is not None and not camp.binary and readout.direction == "below" else 1.0
 
 
-def as_read(sign: float, value, low, high):
-    """A mean and its interval on the readout's own scale (``readout_sign``): negated back, the interval's ends
-    swapped; unchanged where ``sign`` is 1. Works on numbers and arrays alike."""
-    return (value, low, high) if sign > 0 else (-value, -high, -low)
+def read_back(camp) -> Callable:
+    """The map from what the algorithm is told of a continuous readout back to the readout's own scale
+    (``Readout.as_read``: negated back with --hit-below, 10**x for a concentration told as log10); the identity
+    for 0/1 outcomes and for outcomes without a declared readout."""
+    readout = camp.readout
+    return readout.as_read if readout is not None and not camp.binary else _same
+
+
+def _same(value):
+    return value
+
+
+def as_read(back: Callable, value, low, high):
+    """A mean and its interval on the readout's own scale (``read_back``): each mapped back, the interval's ends in
+    order (negation swaps them). Works on numbers and arrays alike."""
+    a, b = back(low), back(high)
+    return back(value), np.minimum(a, b), np.maximum(a, b)
 
 
 def model_estimates(

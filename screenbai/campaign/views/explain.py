@@ -11,7 +11,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..lab import assay
-from .estimates import readout_sign
+from .estimates import read_back
 
 #: what each family's adaptive rule does, in one line
 RULES = {
@@ -67,7 +67,8 @@ def why_chosen(camp, policy) -> Callable[[int, int, int], str]:
     # a model's first tests are its initial design; an algorithm of each compound's own wells has none (KL-LUCB)
     initial = int(getattr(inner, "n_samples", 0)) == 0 and assay.models_features(camp.algorithm)
     n, s, _, failed = camp.observations()
-    s = s * readout_sign(camp)  # a readout negated for the algorithm (an IC50) is said on its own scale
+    back = read_back(camp)  # a readout told negated or as log10 (an IC50) is said on its own scale
+    mean = "geometric mean" if camp.readout is not None and camp.readout.scale == "log10" else "mean outcome"
     rule = rule_of(camp.algorithm)
 
     def why(arm: int, k: int, n_distinct: int) -> str:
@@ -76,7 +77,7 @@ def why_chosen(camp, policy) -> Callable[[int, int, int], str]:
         if k < retests:
             return "retest: an earlier well of this compound failed"
         before = "never tested" if n[arm] == 0 else f"tested {int(n[arm])} times, " + (
-            f"{int(round(s[arm]))} hit(s)" if camp.binary else f"mean outcome {s[arm] / n[arm]:.3g}")
+            f"{int(round(s[arm]))} hit(s)" if camp.binary else f"{mean} {back(s[arm] / n[arm]):.3g}")
         if initial:
             return f"initial design: first tests spread over the feature space to fit the model ({before})"
         return f"{rule}; {before}"

@@ -52,7 +52,7 @@ def compound_table(camp) -> list[dict]:
     """One row per compound (see the module doc), in the campaign's compound order."""
     from screenbai.bandits.certainty.certificate import certifies
 
-    from .estimates import as_read, contention_intervals, model_estimates, own_intervals, readout_sign
+    from .estimates import as_read, contention_intervals, model_estimates, own_intervals, read_back
 
     policy = camp.policy
     res = policy.result()
@@ -60,11 +60,11 @@ def compound_table(camp) -> list[dict]:
     failed = np.zeros(camp.K, dtype=np.int64)
     for arm, cnt in camp._con.execute("SELECT arm, COUNT(*) FROM outcomes WHERE value IS NULL GROUP BY arm"):
         failed[arm] = cnt
-    sign = readout_sign(camp)  # a readout negated for the algorithm (an IC50) is written on its own scale
-    est, model_lo, model_hi = as_read(sign, *model_estimates(camp.features, n, s, s2, binary=camp.binary))
+    back = read_back(camp)  # a readout told negated or as log10 (an IC50) is written on its own scale
+    est, model_lo, model_hi = as_read(back, *model_estimates(camp.features, n, s, s2, binary=camp.binary))
     lo, hi = contention_intervals(camp, n, s, s2)  # in contention or behind: as status counts them
     # the observed rate's (or mean's) interval
-    own_mean, own_lo, own_hi = as_read(sign, s / np.maximum(n, 1), *own_intervals(n, s, s2, binary=camp.binary))
+    own_mean, own_lo, own_hi = as_read(back, s / np.maximum(n, 1), *own_intervals(n, s, s2, binary=camp.binary))
     readout = camp.readout
     hits = np.full(camp.K, np.nan)
     mean_raw = np.full(camp.K, np.nan)

@@ -348,6 +348,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
 
     readout = camp.meta.get("readout")
     unit = f" {Readout.from_dict(readout).unit}" if readout and Readout.from_dict(readout).unit else ""
+    unit = " log10 units" if readout and Readout.from_dict(readout).scale == "log10" else unit
     spread = (
         f"hit rates between {expit(-Z95 * PRIOR_LOGIT_SD):.2f} and {expit(Z95 * PRIOR_LOGIT_SD):.2f} for 95 % of the "
         "compounds" if model == "logistic"

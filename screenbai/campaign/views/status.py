@@ -14,7 +14,7 @@ from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
 from screenbai.campaign.lab.assay import model_sentence, models_features
 
-from .estimates import Z95, as_read, contention_intervals, model_estimates, rate_text, readout_sign, wilson_interval
+from .estimates import Z95, as_read, contention_intervals, model_estimates, rate_text, read_back, wilson_interval
 from .forecast import BAND_LEVEL, FORECAST_DRAWS, forecast_left, never_stops
 
 #: what a gap index (GIFA's B(t), GLGapE's calibrated index: the upper confidence bound of a rival's lead
@@ -29,6 +29,7 @@ class CompoundLine:
     compound_id: str
     smiles: str
     tests: int
+    #: hits (0/1 outcomes), or tests times the observed mean on the readout's own scale (geometric for log10)
     total: float
     observed: float | None
     observed_ci: tuple[float, float] | None
@@ -114,6 +115,8 @@ class Status:
     #: the raw readout with its unit, e.g. "percent inhibition (%)" (the spreads of control and replicate wells
     #: are in it), None without a declared readout
     unit: str | None = None
+    #: what the algorithm is told of a continuous readout ("-log10 IC50 (IC50 in nM)"): the certified epsilon's gap
+    quantity: str | None = None
     #: the epsilon the stopping rule aims at (the algorithm's, the default included), None without a stopping rule
     stop_epsilon: float | None = None
     #: the final recommendation's compounds never tested: the answer rests on the model alone (lin-tas can stop
@@ -268,7 +271,7 @@ class Status:
             aim = self.stop_epsilon
             fires = "" if aim is None else f"; the stopping rule fires once it is at most epsilon = {aim:g}"
             value = "none yet" if self.certified_epsilon is None else f"{self.certified_epsilon:.2g}"
-            gap = self._rate() if self.outcome == "binary" or not self.unit else f"mean {self.unit}"
+            gap = self._rate() if self.outcome == "binary" or not self.unit else f"mean {self.quantity or self.unit}"
             mc = self.model_check
             doubt = (" if its model holds, which the model check below rejects: treat it as unproven"
                      if mc is not None and mc.get("rejected") and not self.certified_by_own_wells() else "")
@@ -443,8 +446,8 @@ def campaign_status(camp) -> Status:
     done = bool(policy.done)
     res = policy.result()
     n, s, s2, failed = camp.observations()
-    sign = readout_sign(camp)  # a readout negated for the algorithm (an IC50) is shown on its own scale
-    est, lo, hi = as_read(sign, *model_estimates(camp.features, n, s, s2, binary=camp.binary))
+    back = read_back(camp)  # a readout told negated or as log10 (an IC50) is shown on its own scale
+    est, lo, hi = as_read(back, *model_estimates(camp.features, n, s, s2, binary=camp.binary))
     c_lo, c_hi = contention_intervals(camp, n, s, s2)
     rec = []
     for a in res.recommendation:
@@ -456,14 +459,14 @@ def campaign_status(camp) -> Status:
             mean = s[a] / n[a]
             sd = math.sqrt(max(s2[a] / n[a] - mean * mean, 0.0) * n[a] / max(n[a] - 1, 1))
             half = Z95 * sd / math.sqrt(n[a])
-            mean, low, high = as_read(sign, mean, mean - half, mean + half)
+            mean, low, high = as_read(back, mean, mean - half, mean + half)
             obs, ci = float(mean), (float(low), float(high))
         rec.append(
             CompoundLine(
                 camp.compound_ids[a],
                 camp.smiles[a],
                 int(n[a]),
-                float(sign * s[a]),
+                float(s[a]) if camp.binary else float(n[a] * back(s[a] / max(n[a], 1))),
                 obs,
                 ci,
                 float(est[a]),
@@ -479,7 +482,7 @@ def campaign_status(camp) -> Status:
         if idx.size:
             mean = s[idx] / n[idx]
             b = int(idx[np.lexsort((-n[idx], -mean))[0]])  # the best observed mean, the most tested on a tie
-            best_tested = {"compound_id": camp.compound_ids[b], "observed": float(sign * s[b] / n[b]),
+            best_tested = {"compound_id": camp.compound_ids[b], "observed": float(back(s[b] / n[b])),
                            "tests": int(n[b]), "tested_compounds": int(idx.size)}
     diag = res.diagnostics
     params = camp.meta["params"]
@@ -516,7 +519,7 @@ def campaign_status(camp) -> Status:
 def progress(camp, policy, res, n, lo, hi) -> dict:
     """The plan-the-week numbers of ``Status``: plates done, contention, certificate, forecast,
     layout, readout model, controls, changes (see the field comments)."""
-    from ..lab.assay import Readout
+    from ..lab.assay import Readout, pooled_deviations
     from ..state.changes import change_lines
     from .explain import rule_of
 
@@ -537,10 +540,10 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
     ).fetchall()
     # a concentration's wells spread by factors: its spreads are taken on log10 of the values (above 0, lab/results)
     log = readout is not None and Readout.from_dict(readout).is_concentration
-    ss, dof = _pooled(camp._con.execute(
+    ss, dof = pooled_deviations(camp._con.execute(
         "SELECT plate_id, kind, raw FROM readouts WHERE kind != 'compound' AND raw IS NOT NULL AND discarded = 0"
     ).fetchall(), log)
-    rep_ss, rep_dof = _pooled(camp._con.execute(
+    rep_ss, rep_dof = pooled_deviations(camp._con.execute(
         "SELECT r.plate_id, w.arm, r.raw FROM readouts r JOIN wells w USING (plate_id, well) "
         "WHERE r.kind = 'compound' AND r.raw IS NOT NULL AND r.discarded = 0"
     ).fetchall(), log)
@@ -579,6 +582,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
                            if forecast is not None and forecast[4] != "simulation" and not math.isfinite(forecast[0])
                            else None),
         "unit": Readout.from_dict(readout).label() if readout else None,
+        "quantity": Readout.from_dict(readout).told_quantity() if readout else None,
         "stop_epsilon": _stop_epsilon(policy),
     }
 
@@ -613,8 +617,7 @@ def _certificate(camp, policy) -> dict | None:
     if camp.binary:
         quantity = "hit rate"
     elif readout:
-        r = Readout.from_dict(readout)
-        quantity = f"mean {r.name}" + (f" (in {r.unit})" if r.unit else "")
+        quantity = f"mean {Readout.from_dict(readout).told_quantity()}"  # -log10 IC50 on the log10 scale
     else:
         quantity = "mean outcome"
     return c.to_dict(camp.compound_ids, quantity)
@@ -660,22 +663,6 @@ def progress_point(camp, policy, res, upto: int | None = None) -> tuple[int | No
         lo, hi = contention_intervals(camp, n, s, s2)
         in_contention = _in_contention(camp, policy, res, n, lo, hi)
     return in_contention, _worst(_certificate(camp, policy))
-
-
-def _pooled(rows, log: bool = False) -> tuple[float, int]:
-    """Sum of squared deviations from each group's mean and its degrees of freedom, over rows (key, key, value)
-    grouped by their two keys, groups of at least two values; ``log``: of log10 of the values (those above 0)."""
-    groups: dict[tuple, list[float]] = {}
-    for a, b, value in rows:
-        if not log or value > 0:
-            groups.setdefault((a, b), []).append(math.log10(value) if log else float(value))
-    ss, dof = 0.0, 0
-    for key in sorted(groups, key=str):  # sorted: the same sum whatever order the outcomes were recorded in
-        if len(groups[key]) >= 2:
-            v = np.sort(groups[key])
-            ss += float(((v - v.mean()) ** 2).sum()) if v[0] != v[-1] else 0.0  # equal values: 0, not rounding noise
-            dof += v.size - 1
-    return ss, dof
 
 
 def _finite(v):
