@@ -1493,7 +1493,8 @@ def test_a_readout_where_lower_is_better_is_shown_on_its_own_scale(tmp_path):
     from screenbai.campaign.views.explain import why_chosen
 
     arm = plate.arms[0]
-    assert f"mean outcome {100.0 * (arm + 1):.3g}" in why_chosen(camp, camp.policy)(arm, 0, 1)  # the 'why' column
+    # the 'why' column (an IC50 is told as log10 now: its mean is geometric)
+    assert f"geometric mean {100.0 * (arm + 1):.3g}" in why_chosen(camp, camp.policy)(arm, 0, 1)
     camp.close()
 
 
