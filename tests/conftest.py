@@ -18,10 +18,6 @@ def cdk2_export() -> Path:
 
 
 def pytest_collection_modifyitems(config, items):
-    """The grouped tests (the workflow's toy run, several minutes on one worker) are handed out first, then the
-    slow ones (over ~3 s), then the rest: a long test started last leaves the other worker idle at the end of the
-    run (longest first, the usual rule for two workers). A stable sort: within each kind, the order of the files."""
-    def kind(item) -> tuple[bool, bool]:
-        return item.get_closest_marker("xdist_group") is None, item.get_closest_marker("slow") is None
-
-    items.sort(key=kind)
+    """The grouped tests (the workflow's toy run, several minutes on one worker) are handed out first: started
+    last, they would leave the other worker idle at the end of the run. A stable sort: the rest keep their order."""
+    items.sort(key=lambda item: item.get_closest_marker("xdist_group") is None)
