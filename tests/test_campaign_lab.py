@@ -1636,6 +1636,7 @@ def test_a_log10_campaign_shows_concentrations_in_status_and_export(tmp_path):
         assert low <= line.model <= high and line.model_ci[0] <= line.model <= line.model_ci[1]
         assert line.observed is None or line.observed_ci[0] <= line.observed <= line.observed_ci[1] <= high
     assert "a gap in mean -log10 IC50 (IC50 in nM)" in st.text()
+    assert "model geometric mean" in st.text() and "mean outcome" not in st.text()  # the recommendation's line too
     assert "-log10 IC50 (IC50 in nM)" in st.certificate["sentences"][0]
     assert "log10 IC50 (nM) (negated: lower is better)" in st.model and "epsilon are in log10 units" in st.model
     tested = [r for r in compound_table(camp) if r["tests"]]

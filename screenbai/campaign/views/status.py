@@ -117,6 +117,8 @@ class Status:
     unit: str | None = None
     #: what the algorithm is told of a continuous readout ("-log10 IC50 (IC50 in nM)"): the certified epsilon's gap
     quantity: str | None = None
+    #: a continuous readout told as log10 (a concentration): its means are shown as geometric means
+    geometric: bool = False
     #: the epsilon the stopping rule aims at (the algorithm's, the default included), None without a stopping rule
     stop_epsilon: float | None = None
     #: the final recommendation's compounds never tested: the answer rests on the model alone (lin-tas can stop
@@ -414,7 +416,9 @@ class Status:
 
     def _rate(self) -> str:
         """A binary campaign's outcome is a hit (the readout past its cutoff, or a 0/1 result)."""
-        return "hit rate" if self.outcome == "binary" else "mean outcome"
+        if self.outcome == "binary":
+            return "hit rate"
+        return "geometric mean" if self.geometric else "mean outcome"
 
 
 def _band_words(low: float | None, high: float | None) -> str:
@@ -583,6 +587,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
                            else None),
         "unit": Readout.from_dict(readout).label() if readout else None,
         "quantity": Readout.from_dict(readout).told_quantity() if readout else None,
+        "geometric": bool(readout) and not camp.binary and Readout.from_dict(readout).scale == "log10",
         "stop_epsilon": _stop_epsilon(policy),
     }
 
