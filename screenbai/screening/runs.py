@@ -168,30 +168,22 @@ def run_chunk(
         raise ValueError(f"subset has {len(subset)} compounds, expected K = {K}")
     instance = build_instance(arms, subset, theta, name=f"d{d}_K{K}")
     params = algorithm_params(entry, K, max_samples)
-    _check_buildable(instance, entry, params, d, K)
     rep_seed = replication_seed(seed, d, K)
-    rec = replicate(instance, entry["algorithm"], params, n_reps=n_reps, seed=rep_seed, start=start, n_jobs=1)
+    try:
+        rec = replicate(instance, entry["algorithm"], params, n_reps=n_reps, seed=rep_seed, start=start, n_jobs=1)
+    except (ValueError, TypeError) as exc:
+        raise _screen_error(entry, d, K, exc) from exc
     return score_runs(rec, instance.means, subset, entry, d=d, K=K, default_epsilon=default_epsilon)
 
 
-def _check_buildable(instance, entry: Mapping[str, Any], params: Mapping[str, Any], d: int, K: int) -> None:
-    """The algorithm of ``entry`` accepts this screen's arms, or the error names the run's label, the screen and,
-    for a budget too small for the arms' span (known only once the PCA has run), the config key that sets it."""
-    import warnings
-
-    from screenbai.bandits.core.registry import policy_for_instance
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            policy_for_instance(entry["algorithm"], instance, rng=0, **params)
-    except (ValueError, TypeError) as exc:
-        per_arm = entry.get("budget_per_arm")
-        hint = (f"; the budget is budget_per_arm = {per_arm} times K = {K}: raise budget_per_arm of {entry['label']!r} "
-                "in the config's algorithms" if per_arm is not None and "budget" in str(exc) else "")
-        raise ValueError(
-            f"algorithms: {entry['label']!r} ({entry['algorithm']}) on the screen d = {d}, K = {K}: {exc}{hint}"
-        ) from None
+def _screen_error(entry: Mapping[str, Any], d: int, K: int, exc: Exception) -> ValueError:
+    """An algorithm's refusal of this screen's arms (a budget too small for the span the PCA gave, known only once
+    it has run), naming the run's label, the screen and, for budget_per_arm, the config key to raise."""
+    per_arm = entry.get("budget_per_arm")
+    hint = (f"; the budget is budget_per_arm = {per_arm} times K = {K}: raise budget_per_arm of {entry['label']!r} "
+            "in the config's algorithms" if per_arm is not None and "budget" in str(exc) else "")
+    screen = f"algorithms: {entry['label']!r} ({entry['algorithm']}) on the screen d = {d}, K = {K}"
+    return ValueError(f"{screen}: {exc}{hint}")
 
 
 def judging_epsilon(entry: Mapping[str, Any], default: float = 0.1) -> float:

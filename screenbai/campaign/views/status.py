@@ -587,7 +587,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
                            else None),
         "unit": Readout.from_dict(readout).label() if readout else None,
         "quantity": Readout.from_dict(readout).told_quantity() if readout else None,
-        "geometric": bool(readout) and not camp.binary and Readout.from_dict(readout).scale == "log10",
+        "geometric": bool(readout) and Readout.from_dict(readout).scale == "log10",  # set for continuous ones only
         "stop_epsilon": _stop_epsilon(policy),
     }
 
