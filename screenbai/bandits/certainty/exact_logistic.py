@@ -319,8 +319,11 @@ def exact_characteristic_time(X, theta, *, epsilon: float = 0.0, m: int = 1, tol
             raise RuntimeError("the exact pair infima did not converge at any allocation tried; the exact bound "
                                "cannot be given here (use the local form, exact=False)")
         T = 1.0 / best_val if best_val > 0 else math.inf
+        # upper <= 0: the cutting planes already say no allocation gathers evidence (estimated means tied to
+        # the last bit, e.g. one-hot compounds with the same outcomes after a first plate): T* is inf
+        lower = 1.0 / upper if upper > 0 else math.inf
         if best is None or T < best.T_star:
-            best = Complexity(T, best_w, a, "logistic", lower=1.0 / upper, n_iter=n_iter, exact=True)
+            best = Complexity(T, best_w, a, "logistic", lower=lower, n_iter=n_iter, exact=True)
     if best is None:
         return Complexity(math.inf, np.full(K, 1.0 / K), _answers(mu, epsilon, m, answer)[0], "logistic", math.inf,
                           exact=True)
