@@ -341,3 +341,61 @@ def test_a_warning_of_another_library_stays_a_warning():
     with warnings.catch_warnings(record=True) as seen:  # the test run's filters, recorded
         other.old()
     assert [str(w.message) for w in seen] == ["old() is deprecated"]
+
+
+# ---------------------------------------------------------------------- edge-case instances (probe C)
+def test_log_tas_on_equal_hit_rates_runs_to_its_cap_without_a_division_by_zero():
+    # three one-hot compounds of the same hit rate: after the first plate (one test each) two estimated
+    # rates tied to the last bit, the exact bound's LP value was 0 and log-tas died on 1 / 0
+    from screenbai.bandits.certainty.exact_logistic import exact_characteristic_time
+
+    theta = np.array([0.40105813754154696, 0.40105813754154707, -0.401058137541547])
+    got = exact_characteristic_time(np.eye(3), theta, answer=(1,), strict=False, tol=0.03, max_iter=20)
+    assert got.T_star == np.inf and got.lower == np.inf
+    inst = Instance(np.eye(3), np.full(3, 0.5), "bernoulli", 0.5, np.zeros(3), link="logistic", name="equal")
+    policy = make_policy("log-tas", inst.features, rng=1, max_samples=60)
+    result = policy.run(inst.environment(2))
+    assert not result.stopped and result.n_samples == 60
+
+
+@pytest.mark.parametrize(
+    "features,message",
+    [
+        (np.array([[1 + 1j, 0.0], [0.0, 1.0]]), r"complex.*arm 0, column 0"),
+        ([[1.0, 0.0], [0.0]], r"features must be a K x d table of numbers.*rows of different lengths"),
+        ([[1.0, "x"], [0.0, 1.0]], r"features must be a K x d table of numbers.*'x'"),
+    ],
+)
+def test_features_that_are_not_a_table_of_real_numbers_are_named(features, message):
+    # complex features lost their imaginary part with only numpy's ComplexWarning; a ragged list or a text
+    # cell gave numpy's "inhomogeneous shape" / "could not convert string to float" without naming the features
+    with pytest.raises(ValueError, match=message):
+        make_policy("lingape", features)
+
+
+def test_a_dataframe_with_a_text_column_is_named_by_its_column():
+    import pandas as pd
+
+    frame = pd.DataFrame({"x0": [1.0, 0.0, 0.5], "smiles": ["C", "CC", "CCC"]})
+    with pytest.raises(ValueError, match=r"column 'smiles'.*not numbers"):
+        make_policy("rage", frame)
+    assert make_policy("rage", frame[["x0"]]).X.shape == (3, 1)  # a numeric frame, and int features, are fine
+    assert make_policy("rage", np.array([[1, 0], [0, 1], [1, 1]])).X.dtype == np.float64
+
+
+@pytest.mark.parametrize(
+    "name,params",
+    [("lingape", {}), ("m-lingape", {}), ("lingifa", {}), ("xy-fully-adaptive", {"S": 1.0}),
+     ("linucb", {"budget": 100}), ("fb-lingape", {"budget": 100}), ("ucb-glm", {"budget": 100})],
+)
+def test_features_too_small_for_the_ridge_penalty_are_refused(name, params):
+    # features of norm ~1e-6 with lambda_reg = 1: a test of an arm adds ||x||^2 = 1e-12 to the design, so the
+    # penalty outweighs 10^12 tests and the widths never shrink: LinGapE ran to its cap of 10^6 tests without
+    # a word (on means 1, 0.3, 0.1, sigma = 1), and LinGIFA's capped run certified an arm 0.7 below the best
+    # to within 2e-5 (under ||theta|| <= S = 1, which those means refute and nothing said)
+    X = _linear_instance(1e-6).features
+    with pytest.raises(ValueError, match=r"lambda_reg = .*Multiply the features by a common factor"):
+        make_policy(name, X, **params)
+    make_policy(name, X, **params, lambda_reg=1e-12)  # what the message advises is accepted
+    with pytest.raises(ValueError, match=r"all arm features are zero"):
+        make_policy(name, np.zeros((3, 2)), **params)

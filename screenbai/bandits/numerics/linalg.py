@@ -71,15 +71,33 @@ def shared_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 #: 16 - log10(ratio) digits. Runs went wrong from about 10^13 on (stopping after 10 tests and erring 8 to 95 %
 #: of the time at 10^16); 10^10 keeps six digits.
 RIDGE_SCALE_MAX = 1e10
+#: smallest max ||x||^2 / lambda of a ridge design: below, a test of any arm adds less than 10^-6 of the penalty
+#: to the design, so the penalty outweighs the 10^6 tests of the default cap (DEFAULT_MAX_SAMPLES) and the widths
+#: stay where the prior put them: at 1e-12 (features ~1e-6, lambda = 1) LinGapE ran to its cap without a word
+RIDGE_SCALE_MIN = 1e-6
 
 
 def check_ridge_scale(X: np.ndarray, lambda_reg: float) -> None:
     """Refuse arm features too large for the ridge penalty: ``max ||x||^2 / lambda_reg`` above
-    ``RIDGE_SCALE_MAX`` leaves the rank-one updates of the design's inverse without precision."""
+    ``RIDGE_SCALE_MAX`` leaves the rank-one updates of the design's inverse without precision; below
+    ``RIDGE_SCALE_MIN`` the penalty outweighs a million tests of any arm (nothing is learnt)."""
     if not lambda_reg > 0:
         return
     norm2 = float(np.max(np.einsum("ij,ij->i", X, X)))
+    if norm2 == 0.0:
+        raise ValueError("all arm features are zero; the arms carry no information")
     ratio = norm2 / lambda_reg
+    if ratio < RIDGE_SCALE_MIN:
+        factor = 10.0 ** math.ceil(0.5 * math.log10(RIDGE_SCALE_MIN / ratio))
+        raise ValueError(
+            f"the arms' features reach norm {math.sqrt(norm2):.3g} only, with ridge penalty "
+            f"lambda_reg = {lambda_reg:g}: "
+            f"a test adds at most ||x||^2 / lambda_reg = {ratio:.3g} of the penalty to the design, so the penalty "
+            f"outweighs {1.0 / ratio:.3g} tests of any arm and the confidence widths stay at the prior's (runs go "
+            f"on to their cap). Multiply the features by a common factor (e.g. {factor:g}, or standardize the "
+            f"columns; a bound S on ||theta|| then shrinks by that factor), or lower lambda_reg to at most "
+            f"{norm2 / RIDGE_SCALE_MIN:.3g}"
+        )
     if ratio > RIDGE_SCALE_MAX:
         factor = 10.0 ** math.ceil(0.5 * math.log10(ratio / RIDGE_SCALE_MAX))
         raise ValueError(
