@@ -399,3 +399,15 @@ def test_features_too_small_for_the_ridge_penalty_are_refused(name, params):
     make_policy(name, X, **params, lambda_reg=1e-12)  # what the message advises is accepted
     with pytest.raises(ValueError, match=r"all arm features are zero"):
         make_policy(name, np.zeros((3, 2)), **params)
+
+
+def test_xy_fully_adaptive_stops_when_the_survivors_are_twins():
+    # two compounds with the same features lead (the same mean under the model: either is a correct answer);
+    # its elimination never removes one twin for the other, so it ran to its cap although its own certificate
+    # said epsilon = 0 (LinGapE, lin-tas, RAGE and xy-adaptive stop on this instance)
+    X = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    inst = Instance(X, X @ np.array([1.0, 0.2]), "gaussian", 1.0, np.array([1.0, 0.2]), name="twins")
+    policy = make_policy("xy-fully-adaptive", X, S=1.1, rng=1, max_samples=5000)
+    result = policy.run(inst.environment(2))
+    assert result.stopped and result.n_samples < 5000 and result.best in (0, 1)
+    assert result.diagnostics["certified_epsilon"] == [0.0]

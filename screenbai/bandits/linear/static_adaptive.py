@@ -273,10 +273,18 @@ class XYFullyAdaptive(SLMBase):
         mu = self.state.M[: self.K] @ self.sums  # Z (lambda I + A)^{-1} Z^T sums = Z theta_hat
         survivors = ~beaten(mu, self._widths)
         self.active = survivors & self.active if self.monotone else survivors
-        if self.active.sum() == 1:
-            self._final = {"best": int(np.flatnonzero(self.active)[0])}
+        alive = np.flatnonzero(self.active)
+        if alive.size == 1 or self._twins(alive, mu):
+            # one arm left, or only arms with the same features (the same mean under the model, none of which
+            # eliminates another): the most tested of them (ties: the first)
+            self._final = {"best": int(alive[np.argmax(self.n[alive])])}
             return None
         return mu
+
+    def _twins(self, alive: np.ndarray, mu: np.ndarray) -> bool:
+        """Whether the surviving arms ``alive`` all have the same features (their estimated means agree to the
+        bit first: O(|alive|) in the ordinary case)."""
+        return bool((mu[alive] == mu[alive[0]]).all() and (self.Z[alive] == self.Z[alive[0]]).all())
 
     def _stops_now(self) -> bool:
         return self.n_samples >= self.init_arms.size and self._survivors() is None
