@@ -56,3 +56,25 @@ def test_summary_separates_capped_from_stopped_runs():
     })
     row = summarize(records).iloc[0]
     assert row["hit_cap"] == 1 and row["median_samples"] == 15 and row["error_rate"] == 0.5
+
+
+def test_no_tie_warning_for_twins_a_model_of_the_features_tells_apart_from_nothing(recwarn):
+    # the two best compounds share their features: a model of the features sees one arm, either answer is
+    # correct, and LinGapE stopped after 169 tests; the warning said every run would go on to its cap
+    from screenbai.bandits import Instance
+
+    X = np.array([[1.0, 0.0], [1.0, 0.0], [0.0, 1.0]])
+    inst = Instance(X, np.array([1.0, 1.0, 0.2]), "gaussian", 1.0, name="twins")
+    df = replicate(inst, "lingape", {"max_samples": 3000}, n_reps=1, seed=0)
+    assert df["stopped"].all()
+    assert not [w for w in recwarn if issubclass(w.category, TieWarning)]
+    with pytest.warns(TieWarning, match=r"arms ranked 1 and 2"):  # no model of the features: it cannot stop
+        replicate(inst, "lucb", {"max_samples": 300}, n_reps=1, seed=0)
+
+
+def test_tie_warning_for_an_algorithm_without_epsilon():
+    # xy-static has no epsilon (it identifies the exact best): on tied best arms it runs to its cap, and the
+    # warning (keyed on an epsilon parameter) said nothing
+    with pytest.warns(TieWarning, match=r"choose an algorithm with an epsilon parameter"):
+        df = replicate(canonical(d=3, gap=0.0), "xy-static", {"max_samples": 300}, n_reps=1, seed=0)
+    assert not df["stopped"].any()

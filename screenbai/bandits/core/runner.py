@@ -193,19 +193,27 @@ def warn_if_tied(instance: Instance, algorithm: str, params: dict) -> None:
     separate them, so every run goes on to ``max_samples``."""
     entry = get(algorithm)
     values = {**entry.parameters(), **params}
-    epsilon, m_value = _as_number(values.get("epsilon")), _as_number(values.get("m", 1))
+    has_epsilon = "epsilon" in values  # an algorithm without one identifies the exact answer (epsilon = 0)
+    epsilon, m_value = _as_number(values.get("epsilon", 0.0)), _as_number(values.get("m", 1))
     if epsilon is None or m_value is None or not m_value.is_integer() or m_value < 1:
-        return  # no epsilon, or values the policy's own check names
+        return  # values the policy's own check names
     if getattr(entry.cls, "fixed_budget", False) or epsilon > 0:
         return
     m = int(m_value)
     top = np.sort(instance.means)[::-1]
-    if m < instance.K and top[m - 1] - top[m] <= 1e-12 * max(1.0, abs(top[m - 1])):
+    tol = 1e-12 * max(1.0, abs(top[m - 1])) if m <= instance.K else 0.0
+    if m < instance.K and top[m - 1] - top[m] <= tol:
+        tied = np.flatnonzero(np.abs(instance.means - top[m - 1]) <= tol)
+        X = instance.features
+        if getattr(entry.cls, "models_features", True) and (X[tied] == X[tied[0]]).all():
+            return  # twins: one arm to a model of the features, and either answer is correct
         cap = values.get("max_samples") or DEFAULT_MAX_SAMPLES
+        way = ("pass epsilon > 0 (any arm within epsilon of the best is then a correct answer)" if has_epsilon else
+               "choose an algorithm with an epsilon parameter and pass epsilon > 0 (see `screenbai algorithms`)")
         warnings.warn(
             f"{instance.name}: arms ranked {m} and {m + 1} have the same mean ({top[m - 1]:.6g}) and "
             f"epsilon = 0, so {algorithm} cannot tell them apart and every run will go on to its cap of "
-            f"{cap} tests; pass epsilon > 0 (any arm within epsilon of the best is then a correct answer)",
+            f"{cap} tests; {way}",
             TieWarning,
             stacklevel=3,
         )
