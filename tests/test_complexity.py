@@ -445,3 +445,11 @@ def test_the_exact_bound_s_boundary_far_out_warns_nothing():
         warnings.simplefilter("error")
         h, h1, h2 = _boundary(np.array([0.0, 40.0, -800.0]), 0.0)
     assert h[0] == pytest.approx(0.0) and h1[0] == pytest.approx(1.0) and not np.isfinite(h[1])
+
+
+def test_a_logistic_theta_beyond_floating_point_is_named_not_a_linalg_error():
+    # |x'theta| = 1000: mu' is 0.0 in floating point and the Fisher information singular; the lower-bound tool
+    # (and the forecast built on it) died in scipy's cho_factor ("1-th leading minor ... not positive definite")
+    with pytest.raises(ValueError, match=r"arm 0 x'theta = 1000 .*smaller norm"):
+        characteristic_time(np.eye(3), [1e3, 0.0, 0.0], model="logistic")
+    assert np.isfinite(characteristic_time(np.eye(3), [40.0, -40.0, 0.0], model="logistic").T_star)  # 30+ is fine

@@ -76,6 +76,19 @@ def _check(X, theta, model: str, sigma: float, epsilon: float, m: int):
         raise ValueError(f"theta contains NaN/inf: {theta}")
     if model not in MODELS:
         raise ValueError(f"model must be one of {MODELS}; got {model!r}")
+    if model == "logistic":
+        eta = X @ theta
+        slope = dmu(eta)
+        flat = np.flatnonzero(slope == 0.0)
+        # mu' underflows (|x'theta| above ~745); where the other arms no longer span the arms' space, the Fisher
+        # information is singular (a linalg traceback) (rare: the ranks are computed only then)
+        if flat.size and np.linalg.matrix_rank(X[slope > 0.0]) < np.linalg.matrix_rank(X):
+            k = int(flat[np.argmax(np.abs(eta[flat]))])
+            raise ValueError(
+                f"theta gives arm {k} x'theta = {eta[k]:.4g} ({flat.size} arm(s) beyond about +-745): its hit rate "
+                "is exactly 0 or 1 in floating point and carries no Fisher information; give a theta of smaller "
+                "norm (|x'theta| of 30 already means a hit rate within 1e-13 of 0 or 1)"
+            )
     if not (isinstance(sigma, (int, float, np.floating)) and math.isfinite(sigma) and sigma > 0):
         raise ValueError(f"sigma (the noise scale of the linear-Gaussian model) must be a number > 0; got {sigma}")
     if not (isinstance(epsilon, (int, float, np.floating)) and math.isfinite(epsilon) and epsilon >= 0):
