@@ -535,6 +535,66 @@ def test_export_writes_csv_xlsx_and_one_html_file(tmp_path, capsys):
     assert not [s for s in page.split('src="')[1:] if not s.startswith("data:")]  # nothing outside the file
 
 
+def test_the_csv_export_keeps_formulas_out_and_floats_without_noise(tmp_path, capsys):
+    """Ids starting with =, +, -, @ were written to the CSV as given, and Excel ran '=HYPERLINK(...)' as a formula
+    (CSV injection); floats carried the arithmetic's noise (60.10000000000001). A text cell that starts like a
+    formula is now written behind a single quote (OWASP), numbers as numbers (a negative mean is not touched) in 10
+    significant digits; the workbook's text cells are inline strings, never formulas; `withdraw --from` reads the
+    quoted ids back as the campaign knows them."""
+    from screenbai.campaign.views.export import compound_table
+    from screenbai.cli import main
+    from screenbai.textfiles import formula_safe, formula_unsafe
+
+    lib = synthetic_library(K=12, d=2)
+    evil = ['=HYPERLINK("http://x.example","y")', "+1", "-2", "@SUM(A1)"]
+    lib.compounds.loc[:3, "compound_id"] = evil
+    readout = Readout.build("percent inhibition", unit="%", hit_above=50.0)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=2,
+                           layout=PlateLayout.build("24", replicates=3), readout=readout)
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    # wells of 0.1, 0.2 and 0.3 % average to 0.20000000000000004 in floating point; -5.5, -4.5, -5 to -5
+    values = {cid: [0.1, 0.2, 0.3] if k % 2 else [-5.5, -4.5, -5.0]
+              for k, cid in enumerate(sorted(set(plate.compound_ids)))}
+    camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(100.0, 0.0), noise=2))
+    means = {r["compound_id"]: r["mean_readout"] for r in compound_table(camp)}
+    path = camp.path
+    camp.close()
+    assert any(repr(m) not in ("0.2", "-5.0") for m in means.values() if m is not None)  # the noise was there
+    out = tmp_path / "export"
+    out.mkdir()
+    assert main(["campaign", "export", str(path), "--out", str(out)]) == 0
+    text = (out / "c.csv").read_text(encoding="utf-8")
+    with open(out / "c.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    ids = [r["compound_id"] for r in rows]
+    assert {"'" + e for e in evil} <= set(ids) and not set(evil) & set(ids)
+    assert not any(line.startswith(("=", "+", "-", "@")) for line in text.splitlines())
+    col = "mean_readout (percent inhibition in %)"
+    written = {r[col] for r in rows if r[col]}
+    assert written == {"0.2", "-5"}  # no noise, and the negative mean a number, not "'-5"
+    for r in rows:
+        for key in ("observed_rate", "model_estimate", "model_low", "model_high", "certified_epsilon"):
+            assert not r[key].startswith("'") and len(r[key].lstrip("-").replace(".", "")) <= 15, (key, r[key])
+    # the workbook: the ids as they are, inline strings (no <f> formula element anywhere)
+    with zipfile.ZipFile(out / "c.xlsx") as z:
+        sheet = z.read("xl/worksheets/sheet1.xml").decode()
+    assert "<f>" not in sheet and "<f " not in sheet
+    for e in evil:
+        assert f'<t xml:space="preserve">{html.escape(e, quote=False)}</t>' in sheet
+    # rows kept from the export withdraw their compounds
+    kept = tmp_path / "kept.csv"
+    with open(kept, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(r for r in rows if r["compound_id"] in ("'" + evil[0], "'" + evil[2]))
+    assert main(["campaign", "withdraw", str(path), "--from", str(kept)]) == 0
+    with Campaign.open(path) as c:
+        assert sorted(set(range(12)) - set(np.asarray(c.policy.arm_set).tolist())) == [0, 2]
+    capsys.readouterr()
+    assert [formula_safe(t) for t in ("\tx", "\rx", "x=1", "")] == ["'\tx", "'\rx", "x=1", ""]
+    assert formula_unsafe("'=1") == "=1" and formula_unsafe("'abc") == "'abc"
+
+
 # ---------------------------------------------------------------------------------------- backtest
 def _lab_library(tmp_path, n=30) -> Path:
     path = tmp_path / "lib.csv"

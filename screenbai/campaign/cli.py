@@ -202,7 +202,9 @@ def add_parser(sub) -> None:
     file_arg(p)
     layout_args(p, change=True)
 
-    p = cs.add_parser("export", help="per compound: tests, hits, estimate with interval, certified status")
+    p = cs.add_parser("export", help="per compound: tests, hits, estimate with interval, certified status (in the "
+                      "CSV an id or SMILES starting like a formula, =, +, -, @, is written behind a ' so that a "
+                      "spreadsheet shows it as text)")
     file_arg(p)
     p.add_argument(
         "--out",

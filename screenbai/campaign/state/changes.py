@@ -219,9 +219,10 @@ def _listed(ids: list[str], shown: int = 10) -> str:
 
 def read_compound_ids(path, id_column: str = "compound_id") -> list[str]:
     """The compound ids in column ``id_column`` of a CSV/TSV (the export's and the plate files' column by default; the
-    separator , tab or ; as the header uses), in the file's order. A missing column or file, or an empty cell, is
+    separator , tab or ; as the header uses), in the file's order; an id the export wrote behind a quote (one that
+    starts like a spreadsheet formula) as it is in the campaign. A missing column or file, or an empty cell, is
     refused naming the file (and line)."""
-    from screenbai.textfiles import not_utf8, open_text, table_rows
+    from screenbai.textfiles import formula_unsafe, not_utf8, open_text, table_rows
 
     try:
         with open_text(path) as fh:
@@ -243,7 +244,7 @@ def read_compound_ids(path, id_column: str = "compound_id") -> list[str]:
         value = fields[col].strip() if col < len(fields) else ""
         if not value:
             raise ValueError(f"{path}, line {line}: empty {id_column!r}; give the compound's id or delete the row")
-        ids.append(value)
+        ids.append(formula_unsafe(value))
     if not ids:
         raise ValueError(f"{path}: no compound listed under {id_column!r}")
     return ids
