@@ -61,8 +61,29 @@ def test_errors_name_the_problem(tmp_path, capsys):
     pd.DataFrame({"f1": [0.0, 1.0], "f2": [1.0, 0.0]}).to_csv(path, index=False)
     with pytest.raises(SystemExit, match="means"):
         main(["simulate", "gse-lin", "--features", str(path), "--param", "budget=10"])
-    with pytest.raises(SystemExit, match="key=value"):
-        main(["simulate", "gse-lin", "--instance", "soare:d=2", "--param", "budget"])
+    capsys.readouterr()
+    assert main(["simulate", "gse-lin", "--instance", "soare:d=2", "--param", "budget"]) == 2
+    assert "--param 'budget': expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_a_malformed_param_is_a_usage_error_naming_it(tmp_path, capsys):
+    """`--param m2` exited with 1 (a SystemExit with a message) where every other usage error exits with 2; a
+    malformed or repeated --param is now one, naming the value typed and the form expected, in every command that
+    takes --param; a bad value of a well-formed one (m=abc) was already, named by the algorithm."""
+    bad = {"m2": "--param 'm2': expected KEY=VALUE", "=3": "--param '=3': expected KEY=VALUE",
+           "m=abc": "m='abc' is not allowed; m (number of best arms to identify (m < K)) must be an integer >= 1"}
+    commands = (["simulate", "m-lingape", "--instance", "soare:d=2", "--no-progress"],
+                ["campaign", "init", str(tmp_path / "x.campaign"), "--library", str(tmp_path / "none.csv")],
+                ["campaign", "backtest", "--library", str(tmp_path / "none.csv"), "--out", str(tmp_path / "bt")])
+    for command in commands:
+        for param, said in bad.items():
+            assert main([*command, "--param", param]) == 2, (command, param)
+            assert said in capsys.readouterr().err, (command, param)
+        assert main([*command, "--param", "delta=0.1", "--param", "delta=0.2"]) == 2
+        assert "--param delta is given twice (delta=0.1 and 'delta=0.2')" in capsys.readouterr().err
+    assert main(["campaign", "restart", str(tmp_path / "no.campaign"), "--algorithm", "kl-lucb", "--param", "m2"]) == 2
+    assert "--param 'm2': expected KEY=VALUE" in capsys.readouterr().err  # said before the file is looked for
+    assert not (tmp_path / "x.campaign").exists() and not (tmp_path / "bt").exists()
 
 
 def test_version_flag(capsys):

@@ -196,9 +196,10 @@ def _restart(args) -> int:
     from .campaign import Campaign
     from .state.changes import guarantee_after_change, restart_algorithm
 
+    params = parse_params(args.param)  # a malformed --param before the file is opened
     with Campaign.open(args.campaign) as camp:
         before = camp.algorithm
-        restart_algorithm(camp, args.reason, args.new_algorithm, parse_params(args.param))
+        restart_algorithm(camp, args.reason, args.new_algorithm, params)
         n = int(camp.observations()[0].sum())
         what = (f"{before} handed over to {camp.algorithm}, which starts from" if args.new_algorithm else
                 f"{camp.algorithm} restarted on")
