@@ -86,6 +86,17 @@ def test_a_malformed_param_is_a_usage_error_naming_it(tmp_path, capsys):
     assert not (tmp_path / "x.campaign").exists() and not (tmp_path / "bt").exists()
 
 
+def test_simulate_names_the_instance_s_m_beside_the_algorithm_s(capsys):
+    """`simulate m-lingape --instance reda_classic:K=4,m=2` without --param m=2 ran every run to its cap, warned of
+    tied arms but not of the m it was built for; the warning names both m and the flag."""
+    assert main(["simulate", "m-lingape", "--instance", "reda_classic:K=4,m=2", "--param", "max_samples=200",
+                 "--reps", "1", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert ("warning: reda_classic(K=4,m=2,omega=0.5236): the instance is built for the best 2 arms (m=2), and "
+            "m-lingape looks for the best arm (m=1, its default)") in err
+    assert "give it the instance's m (on the command line --param m=2)" in err
+
+
 def test_version_flag(capsys):
     from screenbai import __version__
     from screenbai.cli import main
