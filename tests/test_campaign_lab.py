@@ -449,9 +449,39 @@ def test_many_compounds_are_withdrawn_in_one_step_from_the_command_line_or_a_fil
             c.record(_results(tmp_path, plate, assay(plate.arms), f"b{k}"))
         live = _state(c)
     assert main(["campaign", "withdraw", str(path), "CPD0004"]) == 2
-    assert "already withdrawn: CPD0004; nothing was changed" in capsys.readouterr().err
+    assert "1 problem(s); nothing was changed:\n  already withdrawn: CPD0004; leave them out" in capsys.readouterr().err
     with Campaign.open(path, use_snapshot=False) as again:  # replayed from the log alone
         assert _state(again) == live
+
+
+def test_withdraw_names_every_problem_of_the_request_at_once(tmp_path, capsys):
+    """`withdraw` refused a list for its first kind of problem only: the unknown ids, then on the next try the ids
+    named twice, then the ones already withdrawn. Every problem of the request is now named at once, each with its
+    ids, and nothing changes."""
+    from screenbai.cli import main
+
+    lib = synthetic_library(K=8, d=2)
+    path = tmp_path / "c.campaign"
+    Campaign.create(path, lib, "log-tas", {"epsilon": 0.1}, seed=3).close()
+    assert main(["campaign", "withdraw", str(path), "CPD0001"]) == 0
+    with Campaign.open(path) as c:
+        steps = len(c.events())
+    capsys.readouterr()
+    ids = ["CPD0001", "NOPE", "CPD0002", "CPD0002", "NADA", "CPD0003"]
+    assert main(["campaign", "withdraw", str(path), *ids]) == 2
+    err = capsys.readouterr().err
+    assert f"withdraw from {path}: 3 problem(s); nothing was changed:" in err
+    assert "not in the campaign: NOPE, NADA; the ids are the library's" in err
+    assert "named more than once: CPD0002; name each compound once" in err
+    assert "already withdrawn: CPD0001; leave them out" in err
+    # too few left is said beside the others, counted on the ids that could go
+    everyone = [f"CPD{k:04d}" for k in range(8)]
+    assert main(["campaign", "withdraw", str(path), *everyone, "NOPE"]) == 2
+    err = capsys.readouterr().err
+    assert "3 problem(s)" in err and "NOPE" in err and "already withdrawn: CPD0001" in err
+    assert "withdrawing 7 compound(s) would leave 0; the screen needs 2" in err
+    with Campaign.open(path) as c:  # nothing changed
+        assert len(c.events()) == steps and len(c.policy.arm_set) == 7
 
 
 def test_fixed_budget_algorithms_refuse_a_change(tmp_path):
