@@ -181,8 +181,9 @@ def add_parser(sub) -> None:
 
     p = cs.add_parser(
         "restart",
-        help="restart the algorithm on every outcome recorded (when this screenbai no longer replays the campaign), "
-        "or hand the screen to another algorithm (--algorithm)",
+        help="restart the algorithm on every outcome recorded (when this screenbai no longer replays the campaign; "
+        "one it replays has nothing to restart, said and nothing written), or hand the screen to another algorithm "
+        "(--algorithm)",
     )
     file_arg(p)
     p.add_argument("--reason", default="", help="why, for the log (e.g. 'screenbai upgraded')")

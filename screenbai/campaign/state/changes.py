@@ -343,6 +343,18 @@ def restart_algorithm(camp, reason: str = "", algorithm: str | None = None, para
     return step
 
 
+def needs_restart(camp) -> bool:
+    """Whether ``restart`` without another algorithm has anything to do: the log does not replay under this screenbai
+    (a stored plate proposed otherwise, ``ReplayMismatch``, or the algorithm's code failing on it). A log that
+    replays is carried on from as it is; restarting it would only add a step and start the algorithm's designs
+    again."""
+    try:
+        camp.policy  # noqa: B018 (replayed, and checked plate by plate where another code wrote the snapshots)
+    except Exception:  # noqa: BLE001 (whatever stops the replay, the restart, which does not replay it, is the way on)
+        return True
+    return False
+
+
 def switches(camp) -> list[dict]:
     """The restarts that handed the campaign to another algorithm, in order (their log details)."""
     rows = camp._con.execute("SELECT detail FROM events WHERE kind = 'restart' ORDER BY step").fetchall()
