@@ -1742,6 +1742,61 @@ def test_a_log10_campaign_shows_concentrations_in_status_and_export(tmp_path):
     camp.close()
 
 
+def test_z_prime_of_a_log10_readout_is_taken_on_log10_and_says_so(tmp_path, capsys):
+    """The model takes a continuous IC50 as log10 and status gives its spreads in log10, but Z' was taken on the raw
+    values, where the high control's spread alone decides it: controls at 10 nM and 10 uM, each within a factor
+    1.26, read Z' = 0.44 and failed. Z' is now taken on log10 of the values for such a readout (0.84 here) and
+    `record`, status and a failing plate's message say so; a readout the model takes as it is (a campaign made
+    before, scale "linear") keeps the raw Z'."""
+    import dataclasses
+
+    from screenbai.campaign.lab.assay import NEGATIVE, POSITIVE, check_controls
+    from screenbai.campaign.lab.results import Outcome
+    from screenbai.cli import main
+
+    factors = 10.0 ** np.array([-0.1, 0.0, 0.1, 0.0])
+    pos, neg = 10.0 * factors, 1e4 * factors
+    z_log, z_raw = z_prime(np.log10(pos), np.log10(neg)), z_prime(pos, neg)
+    assert z_log == pytest.approx(0.837, abs=1e-3) and z_raw == pytest.approx(0.436, abs=1e-3)
+    camp = _log_ic50_campaign(tmp_path, layout=PlateLayout.build("24"))
+    assert camp.readout.scale == "log10"
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    path = camp.path
+    camp.close()
+    with open(plate.path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    controls = {"positive control": iter(pos), "negative control": iter(neg)}
+    for r in rows:
+        r["outcome"] = str(next(controls[r["role"]]) if r["role"] in controls else _ic50_of(int(r["compound_id"][3:])))
+    results = tmp_path / "R001.csv"
+    with open(results, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert main(["campaign", "record", str(path), str(results)]) == 0
+    assert "plate P001: controls Z' = 0.84 (of log10 IC50, the scale the model uses) (pass)" in capsys.readouterr().out
+    with Campaign.open(path) as c:
+        st = c.status()
+    assert st.plate_qc[0][1] == pytest.approx(z_log)
+    assert ("controls: 1 plate(s) passed, Z' from 0.84 to 0.84 (of log10 values, the scale the model uses; Z' >= "
+            "0.5: the controls separate well)") in st.text()
+    # a failing plate names the scale and the spreads it compared; the raw scale as before
+    log10 = camp.readout
+    close = [Outcome(2, "P9", f"A{k:02d}", POSITIVE, v) for k, v in enumerate(pos)] + [
+        Outcome(2, "P9", f"B{k:02d}", NEGATIVE, v) for k, v in enumerate(3 * pos)]
+    with pytest.raises(ControlsFailed, match=r"Z' = -[\d.]+ < 0.5 \(of log10 IC50, the scale the model uses\) "
+                       r"\(positive controls 10 nM, sd 0.082 log10 units, negative 30 nM, sd 0.082 log10 units "
+                       r"\(geometric mean, sd of log10\)"):
+        check_controls("R.csv", close, log10, accept=False, discard=False)
+    linear = dataclasses.replace(log10, scale="linear")
+    assert linear.z_scale() == ""
+    wide = [dataclasses.replace(o, value=v) for o, v in zip(close, [*pos, *neg])]
+    assert check_controls("R.csv", wide, linear, accept=True, discard=False)["P9"] == (pytest.approx(z_raw), "accepted")
+    assert check_controls("R.csv", wide, log10, accept=False, discard=False)["P9"] == (pytest.approx(z_log), "pass")
+    with pytest.raises(ControlsFailed, match=r"Z' = -[\d.]+ < 0.5 \(positive controls [\d.]+ \+- [\d.]+ nM"):
+        check_controls("R.csv", close, linear, accept=False, discard=False)
+
+
 def test_lin_tas_finds_the_most_potent_compound_of_a_log_linear_ic50(tmp_path):
     """IC50s log-linear in the features (log10 IC50 = 2 - 0.8 x1 - 0.8 x2, noise a factor 10**0.05): the raw values
     negated fit a linear model badly, the weakest compounds pulling it, and lin-tas stopped recommending CPD0009 over
