@@ -253,9 +253,9 @@ def _run(args) -> int:
         return run_campaign(args)
     if args.command == "algorithms":
         for name, entry in registry.available().items():
-            params = ", ".join(k if v is REQUIRED else f"{k}={v!r}" for k, v in entry.parameters().items())
+            listed = ", ".join(k if v is REQUIRED else f"{k}={v!r}" for k, v in entry.parameters().items())
             say(textwrap.fill(entry.description, 118, initial_indent=f"{name:22s} ", subsequent_indent=" " * 23))
-            say(f"{'':22s} {params}")
+            say(f"{'':22s} {listed}")
             for key, p in declared(entry.cls).items():  # settings without an error guarantee, said where offered
                 if p.no_guarantee:
                     say(f"{'':22s} {key}: {p.help}")
@@ -268,13 +268,14 @@ def _run(args) -> int:
     _check_out(args.out)
     _check_file_options(args)
     try:
+        params = parse_params(args.param)  # a malformed --param before a features file is read
         instance = parse_instance(args.instance) if args.instance else _instance_from_file(args)
         with warnings.catch_warnings():
             warnings.simplefilter("always")
             # printed when raised, before the runs (a warning about tied arms came after hours of capped runs)
             warnings.showwarning = _print_warning
             records = replicate(
-                instance, args.algorithm, parse_params(args.param), n_reps=args.reps, seed=args.seed,
+                instance, args.algorithm, params, n_reps=args.reps, seed=args.seed,
                 n_jobs=args.jobs, progress=not args.no_progress,
             )
     except (ValueError, KeyError, TypeError) as exc:

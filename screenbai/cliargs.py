@@ -16,15 +16,20 @@ def parse_value(text: str):
 
 
 def parse_params(pairs: list[str]) -> dict:
-    """The --param KEY=VALUE options as a dict (each key once; values as ``parse_value`` reads them)."""
+    """The --param KEY=VALUE options as a dict (each key once; values as ``parse_value`` reads them). A malformed
+    one is a usage error: ValueError, which both command lines print as "error: ..." and exit with 2 (a bad value
+    of a well-formed one, m=abc, is the algorithm's to name, as a ValueError too)."""
     params: dict[str, object] = {}
     for pair in pairs:
         key, eq, value = pair.partition("=")
-        if not eq or not key:
-            raise SystemExit(f"error: --param {pair!r} must look like key=value (e.g. --param delta=0.05)")
+        if not eq or not key.strip():
+            raise ValueError(
+                f"--param {pair!r}: expected KEY=VALUE, the setting's name, '=' and its value (e.g. --param m=2 or "
+                "--param delta=0.05; `screenbai algorithms` lists each algorithm's settings)"
+            )
         if key.strip() in params:  # silently keeping the last one ran with a value the user may not have meant
-            raise SystemExit(
-                f"error: --param {key.strip()} is given twice ({key.strip()}={params[key.strip()]!r} and {pair!r}); "
+            raise ValueError(
+                f"--param {key.strip()} is given twice ({key.strip()}={params[key.strip()]!r} and {pair!r}); "
                 "give each parameter once"
             )
         params[key.strip()] = parse_value(value.strip())

@@ -1,5 +1,6 @@
 """Opening the text files people give (tables, results): gzip, UTF-8 with or without BOM, and
-UTF-16 with its byte-order mark (Excel's 'Unicode text'); a clear error for anything else.
+UTF-16 with its byte-order mark (Excel's 'Unicode text'); a clear error for anything else. And the
+text cells of the CSVs written for a spreadsheet, kept from being run as formulas.
 
 Kept free of pandas: the campaign's ``record`` reads results files through it and starts fast.
 """
@@ -70,3 +71,20 @@ def table_rows(text: str) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
     head = [f.strip() for f in next(reader)]
     rows = [(reader.line_num, fields) for fields in reader if any(f.strip() for f in fields)]
     return sep, head, rows
+
+
+#: what makes a spreadsheet read a cell of a CSV as a formula (OWASP, "CSV Injection")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def formula_safe(text: str) -> str:
+    """A text cell for a CSV a spreadsheet will open: behind a single quote when it starts like a formula (OWASP's
+    advice), so that Excel shows '=HYPERLINK(...)' as text instead of running it. For text columns only: a
+    negative number in a numeric column is a number, not a formula."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def formula_unsafe(text: str) -> str:
+    """A cell read back from such a CSV as it was before :func:`formula_safe`: the quote taken off where it stands
+    before a formula's start (a spreadsheet that saved the file again may have taken it off already)."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_START) else text

@@ -449,9 +449,39 @@ def test_many_compounds_are_withdrawn_in_one_step_from_the_command_line_or_a_fil
             c.record(_results(tmp_path, plate, assay(plate.arms), f"b{k}"))
         live = _state(c)
     assert main(["campaign", "withdraw", str(path), "CPD0004"]) == 2
-    assert "already withdrawn: CPD0004; nothing was changed" in capsys.readouterr().err
+    assert "1 problem(s); nothing was changed:\n  already withdrawn: CPD0004; leave them out" in capsys.readouterr().err
     with Campaign.open(path, use_snapshot=False) as again:  # replayed from the log alone
         assert _state(again) == live
+
+
+def test_withdraw_names_every_problem_of_the_request_at_once(tmp_path, capsys):
+    """`withdraw` refused a list for its first kind of problem only: the unknown ids, then on the next try the ids
+    named twice, then the ones already withdrawn. Every problem of the request is now named at once, each with its
+    ids, and nothing changes."""
+    from screenbai.cli import main
+
+    lib = synthetic_library(K=8, d=2)
+    path = tmp_path / "c.campaign"
+    Campaign.create(path, lib, "log-tas", {"epsilon": 0.1}, seed=3).close()
+    assert main(["campaign", "withdraw", str(path), "CPD0001"]) == 0
+    with Campaign.open(path) as c:
+        steps = len(c.events())
+    capsys.readouterr()
+    ids = ["CPD0001", "NOPE", "CPD0002", "CPD0002", "NADA", "CPD0003"]
+    assert main(["campaign", "withdraw", str(path), *ids]) == 2
+    err = capsys.readouterr().err
+    assert f"withdraw from {path}: 3 problem(s); nothing was changed:" in err
+    assert "not in the campaign: NOPE, NADA; the ids are the library's" in err
+    assert "named more than once: CPD0002; name each compound once" in err
+    assert "already withdrawn: CPD0001; leave them out" in err
+    # too few left is said beside the others, counted on the ids that could go
+    everyone = [f"CPD{k:04d}" for k in range(8)]
+    assert main(["campaign", "withdraw", str(path), *everyone, "NOPE"]) == 2
+    err = capsys.readouterr().err
+    assert "3 problem(s)" in err and "NOPE" in err and "already withdrawn: CPD0001" in err
+    assert "withdrawing 7 compound(s) would leave 0; the screen needs 2" in err
+    with Campaign.open(path) as c:  # nothing changed
+        assert len(c.events()) == steps and len(c.policy.arm_set) == 7
 
 
 def test_fixed_budget_algorithms_refuse_a_change(tmp_path):
@@ -533,6 +563,66 @@ def test_export_writes_csv_xlsx_and_one_html_file(tmp_path, capsys):
     page = (out / "c_report.html").read_text()
     assert "data:image/" in page and 'src="' in page
     assert not [s for s in page.split('src="')[1:] if not s.startswith("data:")]  # nothing outside the file
+
+
+def test_the_csv_export_keeps_formulas_out_and_floats_without_noise(tmp_path, capsys):
+    """Ids starting with =, +, -, @ were written to the CSV as given, and Excel ran '=HYPERLINK(...)' as a formula
+    (CSV injection); floats carried the arithmetic's noise (60.10000000000001). A text cell that starts like a
+    formula is now written behind a single quote (OWASP), numbers as numbers (a negative mean is not touched) in 10
+    significant digits; the workbook's text cells are inline strings, never formulas; `withdraw --from` reads the
+    quoted ids back as the campaign knows them."""
+    from screenbai.campaign.views.export import compound_table
+    from screenbai.cli import main
+    from screenbai.textfiles import formula_safe, formula_unsafe
+
+    lib = synthetic_library(K=12, d=2)
+    evil = ['=HYPERLINK("http://x.example","y")', "+1", "-2", "@SUM(A1)"]
+    lib.compounds.loc[:3, "compound_id"] = evil
+    readout = Readout.build("percent inhibition", unit="%", hit_above=50.0)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=2,
+                           layout=PlateLayout.build("24", replicates=3), readout=readout)
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    # wells of 0.1, 0.2 and 0.3 % average to 0.20000000000000004 in floating point; -5.5, -4.5, -5 to -5
+    values = {cid: [0.1, 0.2, 0.3] if k % 2 else [-5.5, -4.5, -5.0]
+              for k, cid in enumerate(sorted(set(plate.compound_ids)))}
+    camp.record(_fill(plate.path, values, tmp_path / "R001.csv", controls=(100.0, 0.0), noise=2))
+    means = {r["compound_id"]: r["mean_readout"] for r in compound_table(camp)}
+    path = camp.path
+    camp.close()
+    assert any(repr(m) not in ("0.2", "-5.0") for m in means.values() if m is not None)  # the noise was there
+    out = tmp_path / "export"
+    out.mkdir()
+    assert main(["campaign", "export", str(path), "--out", str(out)]) == 0
+    text = (out / "c.csv").read_text(encoding="utf-8")
+    with open(out / "c.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    ids = [r["compound_id"] for r in rows]
+    assert {"'" + e for e in evil} <= set(ids) and not set(evil) & set(ids)
+    assert not any(line.startswith(("=", "+", "-", "@")) for line in text.splitlines())
+    col = "mean_readout (percent inhibition in %)"
+    written = {r[col] for r in rows if r[col]}
+    assert written == {"0.2", "-5"}  # no noise, and the negative mean a number, not "'-5"
+    for r in rows:
+        for key in ("observed_rate", "model_estimate", "model_low", "model_high", "certified_epsilon"):
+            assert not r[key].startswith("'") and len(r[key].lstrip("-").replace(".", "")) <= 15, (key, r[key])
+    # the workbook: the ids as they are, inline strings (no <f> formula element anywhere)
+    with zipfile.ZipFile(out / "c.xlsx") as z:
+        sheet = z.read("xl/worksheets/sheet1.xml").decode()
+    assert "<f>" not in sheet and "<f " not in sheet
+    for e in evil:
+        assert f'<t xml:space="preserve">{html.escape(e, quote=False)}</t>' in sheet
+    # rows kept from the export withdraw their compounds
+    kept = tmp_path / "kept.csv"
+    with open(kept, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(r for r in rows if r["compound_id"] in ("'" + evil[0], "'" + evil[2]))
+    assert main(["campaign", "withdraw", str(path), "--from", str(kept)]) == 0
+    with Campaign.open(path) as c:
+        assert sorted(set(range(12)) - set(np.asarray(c.policy.arm_set).tolist())) == [0, 2]
+    capsys.readouterr()
+    assert [formula_safe(t) for t in ("\tx", "\rx", "x=1", "")] == ["'\tx", "'\rx", "x=1", ""]
+    assert formula_unsafe("'=1") == "=1" and formula_unsafe("'abc") == "'abc"
 
 
 # ---------------------------------------------------------------------------------------- backtest
@@ -1650,6 +1740,61 @@ def test_a_log10_campaign_shows_concentrations_in_status_and_export(tmp_path):
     geomean = 10.0 ** np.mean(np.log10(mine))
     assert f"geometric mean {geomean:.3g}" in why_chosen(camp, camp.policy)(arm, 0, 1)
     camp.close()
+
+
+def test_z_prime_of_a_log10_readout_is_taken_on_log10_and_says_so(tmp_path, capsys):
+    """The model takes a continuous IC50 as log10 and status gives its spreads in log10, but Z' was taken on the raw
+    values, where the high control's spread alone decides it: controls at 10 nM and 10 uM, each within a factor
+    1.26, read Z' = 0.44 and failed. Z' is now taken on log10 of the values for such a readout (0.84 here) and
+    `record`, status and a failing plate's message say so; a readout the model takes as it is (a campaign made
+    before, scale "linear") keeps the raw Z'."""
+    import dataclasses
+
+    from screenbai.campaign.lab.assay import NEGATIVE, POSITIVE, check_controls
+    from screenbai.campaign.lab.results import Outcome
+    from screenbai.cli import main
+
+    factors = 10.0 ** np.array([-0.1, 0.0, 0.1, 0.0])
+    pos, neg = 10.0 * factors, 1e4 * factors
+    z_log, z_raw = z_prime(np.log10(pos), np.log10(neg)), z_prime(pos, neg)
+    assert z_log == pytest.approx(0.837, abs=1e-3) and z_raw == pytest.approx(0.436, abs=1e-3)
+    camp = _log_ic50_campaign(tmp_path, layout=PlateLayout.build("24"))
+    assert camp.readout.scale == "log10"
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    path = camp.path
+    camp.close()
+    with open(plate.path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    controls = {"positive control": iter(pos), "negative control": iter(neg)}
+    for r in rows:
+        r["outcome"] = str(next(controls[r["role"]]) if r["role"] in controls else _ic50_of(int(r["compound_id"][3:])))
+    results = tmp_path / "R001.csv"
+    with open(results, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert main(["campaign", "record", str(path), str(results)]) == 0
+    assert "plate P001: controls Z' = 0.84 (of log10 IC50, the scale the model uses) (pass)" in capsys.readouterr().out
+    with Campaign.open(path) as c:
+        st = c.status()
+    assert st.plate_qc[0][1] == pytest.approx(z_log)
+    assert ("controls: 1 plate(s) passed, Z' from 0.84 to 0.84 (of log10 values, the scale the model uses; Z' >= "
+            "0.5: the controls separate well)") in st.text()
+    # a failing plate names the scale and the spreads it compared; the raw scale as before
+    log10 = camp.readout
+    close = [Outcome(2, "P9", f"A{k:02d}", POSITIVE, v) for k, v in enumerate(pos)] + [
+        Outcome(2, "P9", f"B{k:02d}", NEGATIVE, v) for k, v in enumerate(3 * pos)]
+    with pytest.raises(ControlsFailed, match=r"Z' = -[\d.]+ < 0.5 \(of log10 IC50, the scale the model uses\) "
+                       r"\(positive controls 10 nM, sd 0.082 log10 units, negative 30 nM, sd 0.082 log10 units "
+                       r"\(geometric mean, sd of log10\)"):
+        check_controls("R.csv", close, log10, accept=False, discard=False)
+    linear = dataclasses.replace(log10, scale="linear")
+    assert linear.z_scale() == ""
+    wide = [dataclasses.replace(o, value=v) for o, v in zip(close, [*pos, *neg])]
+    assert check_controls("R.csv", wide, linear, accept=True, discard=False)["P9"] == (pytest.approx(z_raw), "accepted")
+    assert check_controls("R.csv", wide, log10, accept=False, discard=False)["P9"] == (pytest.approx(z_log), "pass")
+    with pytest.raises(ControlsFailed, match=r"Z' = -[\d.]+ < 0.5 \(positive controls [\d.]+ \+- [\d.]+ nM"):
+        check_controls("R.csv", close, linear, accept=False, discard=False)
 
 
 def test_lin_tas_finds_the_most_potent_compound_of_a_log_linear_ic50(tmp_path):

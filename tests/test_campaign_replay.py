@@ -413,6 +413,36 @@ def test_an_upgrade_that_proposes_other_plates_is_named_on_the_next_open(tmp_pat
     assert "restarted (screenbai upgraded)" in capsys.readouterr().out
 
 
+def test_restart_when_the_log_replays_says_there_is_nothing_to_restart(tmp_path, monkeypatch, capsys):
+    """`restart` without --algorithm on a campaign this screenbai replays was taken and logged: a step that only
+    started the algorithm's designs again, listed as a change in status. It now says there is nothing to restart
+    and writes nothing (exit 0, as `format` to the same layout), also after an upgrade that proposes the same
+    plates; one that proposes others still restarts."""
+    from screenbai.campaign.state import store
+    from screenbai.cli import main
+
+    path = tmp_path / "a.campaign"
+    camp = new_campaign(path)
+    _run(camp, tmp_path, Assay(camp.features), plates=2, size=4, tag="a")
+    steps = len(camp.events())
+    camp.close()
+    for upgrade in (None, False):
+        if upgrade is not None:
+            monkeypatch.setattr(store, "code_fingerprint", lambda: "a newer screenbai, the same plates")
+        assert main(["campaign", "restart", str(path), "--reason", "just in case"]) == 0
+        assert (f"nothing to restart: this screenbai replays {path} as it ran, and `next` carries on from it; "
+                "nothing was written") in capsys.readouterr().out
+        with Campaign.open(path) as c:
+            assert len(c.events()) == steps and "restarted" not in c.status().text()
+    assert main(["campaign", "restart", str(path), "--param", "epsilon=0.2"]) == 2  # --param needs --algorithm
+    assert "give --algorithm too" in capsys.readouterr().err
+    _upgraded(monkeypatch, proposes_otherwise=True)
+    assert main(["campaign", "restart", str(path), "--reason", "screenbai upgraded"]) == 0
+    assert "glgape restarted on the 8 outcomes" in capsys.readouterr().out
+    with Campaign.open(path) as c:
+        assert len(c.events()) == steps + 1
+
+
 def test_an_upgrade_that_proposes_the_same_plates_costs_one_replay(tmp_path, monkeypatch):
     from screenbai.campaign.state.store import encode_state
 

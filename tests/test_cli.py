@@ -61,8 +61,40 @@ def test_errors_name_the_problem(tmp_path, capsys):
     pd.DataFrame({"f1": [0.0, 1.0], "f2": [1.0, 0.0]}).to_csv(path, index=False)
     with pytest.raises(SystemExit, match="means"):
         main(["simulate", "gse-lin", "--features", str(path), "--param", "budget=10"])
-    with pytest.raises(SystemExit, match="key=value"):
-        main(["simulate", "gse-lin", "--instance", "soare:d=2", "--param", "budget"])
+    capsys.readouterr()
+    assert main(["simulate", "gse-lin", "--instance", "soare:d=2", "--param", "budget"]) == 2
+    assert "--param 'budget': expected KEY=VALUE" in capsys.readouterr().err
+
+
+def test_a_malformed_param_is_a_usage_error_naming_it(tmp_path, capsys):
+    """`--param m2` exited with 1 (a SystemExit with a message) where every other usage error exits with 2; a
+    malformed or repeated --param is now one, naming the value typed and the form expected, in every command that
+    takes --param; a bad value of a well-formed one (m=abc) was already, named by the algorithm."""
+    bad = {"m2": "--param 'm2': expected KEY=VALUE", "=3": "--param '=3': expected KEY=VALUE",
+           "m=abc": "m='abc' is not allowed; m (number of best arms to identify (m < K)) must be an integer >= 1"}
+    commands = (["simulate", "m-lingape", "--instance", "soare:d=2", "--no-progress"],
+                ["campaign", "init", str(tmp_path / "x.campaign"), "--library", str(tmp_path / "none.csv")],
+                ["campaign", "backtest", "--library", str(tmp_path / "none.csv"), "--out", str(tmp_path / "bt")])
+    for command in commands:
+        for param, said in bad.items():
+            assert main([*command, "--param", param]) == 2, (command, param)
+            assert said in capsys.readouterr().err, (command, param)
+        assert main([*command, "--param", "delta=0.1", "--param", "delta=0.2"]) == 2
+        assert "--param delta is given twice (delta=0.1 and 'delta=0.2')" in capsys.readouterr().err
+    assert main(["campaign", "restart", str(tmp_path / "no.campaign"), "--algorithm", "kl-lucb", "--param", "m2"]) == 2
+    assert "--param 'm2': expected KEY=VALUE" in capsys.readouterr().err  # said before the file is looked for
+    assert not (tmp_path / "x.campaign").exists() and not (tmp_path / "bt").exists()
+
+
+def test_simulate_names_the_instance_s_m_beside_the_algorithm_s(capsys):
+    """`simulate m-lingape --instance reda_classic:K=4,m=2` without --param m=2 ran every run to its cap, warned of
+    tied arms but not of the m it was built for; the warning names both m and the flag."""
+    assert main(["simulate", "m-lingape", "--instance", "reda_classic:K=4,m=2", "--param", "max_samples=200",
+                 "--reps", "1", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert ("warning: reda_classic(K=4,m=2,omega=0.5236): the instance is built for the best 2 arms (m=2), and "
+            "m-lingape looks for the best arm (m=1, its default)") in err
+    assert "give it the instance's m (on the command line --param m=2)" in err
 
 
 def test_version_flag(capsys):

@@ -8,7 +8,7 @@ import pytest
 from screenbai.bandits import policy_for_instance, replicate
 from screenbai.bandits.core.params import DEFAULT_MAX_SAMPLES
 from screenbai.bandits.core.runner import TieWarning, summarize
-from screenbai.bandits.sim.generators import canonical, kw_synthetic, soare
+from screenbai.bandits.sim.generators import canonical, kw_synthetic, reda_classic, soare
 
 
 def test_records_judge_with_the_epsilon_the_policy_used():
@@ -47,6 +47,28 @@ def test_no_tie_warning_when_epsilon_positive_or_arms_differ(recwarn):
     replicate(canonical(d=3, gap=0.0), "lucb", {"max_samples": 300, "epsilon": 0.1}, n_reps=1)
     replicate(canonical(d=3, gap=2.0, sigma=0.1), "lucb", {}, n_reps=1)
     assert not [w for w in recwarn if issubclass(w.category, TieWarning)]
+
+
+def test_a_run_for_another_m_than_the_instance_s_names_both(recwarn):
+    """m-LinGapE (m = 1 by default) on reda_classic built for m = 2, whose top two arms tie, ran to its cap with a
+    warning of tied arms that did not say why: the warning now names the instance's m, the algorithm's and the
+    setting to give; an algorithm without m is told to choose one that takes it."""
+    inst = reda_classic(K=4, m=2)
+    with pytest.warns(TieWarning, match=r"the instance is built for the best 2 arms \(m=2\), and m-lingape looks for "
+                      r"the best arm \(m=1, its default\): arms ranked 1 and 2 .* --param m=2\), or epsilon > 0"):
+        replicate(inst, "m-lingape", {"max_samples": 200}, n_reps=1)
+    with pytest.warns(TieWarning, match=r"lingape looks for the single best arm \(it takes no m\).* choose an "
+                      r"algorithm for the best m arms with --param m=2"):
+        replicate(inst, "lingape", {"max_samples": 200}, n_reps=1)
+    with pytest.warns(TieWarning, match=r"built for the best arm \(m=1\), and m-lingape looks for the best 3 arms "
+                      r"\(m=3\): arms ranked 3 and 4"):
+        replicate(reda_classic(K=5, m=1), "m-lingape", {"m": 3, "max_samples": 200}, n_reps=1)
+    recwarn.clear()
+    replicate(inst, "m-lingape", {"m": 2}, n_reps=1)  # the instance's own m: no tie, no warning
+    assert not [w for w in recwarn if issubclass(w.category, TieWarning)]
+    with pytest.warns(TieWarning) as seen:  # a tie on an instance without an m of its own: as before
+        replicate(canonical(d=3, gap=0.0), "lucb", {"max_samples": 100}, n_reps=1)
+    assert "built for" not in str(seen[0].message) and "pass epsilon > 0" in str(seen[0].message)
 
 
 def test_summary_separates_capped_from_stopped_runs():

@@ -124,7 +124,8 @@ def add_parser(sub) -> None:
     g.add_argument("--hit-above", type=float, help="a hit when the readout is at or above this value")
     g.add_argument("--hit-below", type=float, help="a hit when the readout is at or below this value (e.g. IC50)")
     g.add_argument("--min-z", type=float, default=DEFAULT_MIN_Z,
-                   help="a plate's controls fail when its Z'-factor is below this (needs --readout)")
+                   help="a plate's controls fail when its Z'-factor is below this (needs --readout; for a "
+                   "continuous concentration, an IC50, Z' of log10 of the values, the scale the model uses)")
     p.add_argument(
         "--rejected-out",
         help="write the rejected input rows (row, id, SMILES, reason) to this CSV; without it they go to "
@@ -181,8 +182,9 @@ def add_parser(sub) -> None:
 
     p = cs.add_parser(
         "restart",
-        help="restart the algorithm on every outcome recorded (when this screenbai no longer replays the campaign), "
-        "or hand the screen to another algorithm (--algorithm)",
+        help="restart the algorithm on every outcome recorded (when this screenbai no longer replays the campaign; "
+        "one it replays has nothing to restart, said and nothing written), or hand the screen to another algorithm "
+        "(--algorithm)",
     )
     file_arg(p)
     p.add_argument("--reason", default="", help="why, for the log (e.g. 'screenbai upgraded')")
@@ -202,7 +204,9 @@ def add_parser(sub) -> None:
     file_arg(p)
     layout_args(p, change=True)
 
-    p = cs.add_parser("export", help="per compound: tests, hits, estimate with interval, certified status")
+    p = cs.add_parser("export", help="per compound: tests, hits, estimate with interval, certified status (in the "
+                      "CSV an id or SMILES starting like a formula, =, +, -, @, is written behind a ' so that a "
+                      "spreadsheet shows it as text)")
     file_arg(p)
     p.add_argument(
         "--out",
@@ -448,8 +452,9 @@ def _record(args) -> int:
         rec = camp.record(args.results, accept=args.accept, discard=args.discard_plate)
         left = camp.open_wells()
         left_here = {p: camp.open_well_names(p) for p in rec.plates if p in left}
+        scale = "" if camp.readout is None else camp.readout.z_scale()  # of log10 IC50 where the model takes it so
     for plate_id, (z, decision) in rec.qc.items():
-        zt = "n/a" if z is None else f"{z:.2f}"
+        zt = "n/a" if z is None else f"{z:.2f}{scale}"
         say(f"plate {plate_id}: controls Z' = {zt} ({decision})")
     say(
         f"recorded {rec.n_outcomes} outcome(s)"

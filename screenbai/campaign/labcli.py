@@ -194,11 +194,16 @@ def _withdraw(args) -> int:
 def _restart(args) -> int:
     from ..cliargs import parse_params
     from .campaign import Campaign
-    from .state.changes import guarantee_after_change, restart_algorithm
+    from .state.changes import guarantee_after_change, needs_restart, restart_algorithm
 
+    params = parse_params(args.param)  # a malformed --param before the file is opened
     with Campaign.open(args.campaign) as camp:
+        if not args.new_algorithm and not params and not needs_restart(camp):  # as `format` to the same layout
+            say(f"nothing to restart: this screenbai replays {args.campaign} as it ran, and `next` carries on from it; "
+                "nothing was written (to hand the screen to another algorithm, give --algorithm NAME)")
+            return 0
         before = camp.algorithm
-        restart_algorithm(camp, args.reason, args.new_algorithm, parse_params(args.param))
+        restart_algorithm(camp, args.reason, args.new_algorithm, params)
         n = int(camp.observations()[0].sum())
         what = (f"{before} handed over to {camp.algorithm}, which starts from" if args.new_algorithm else
                 f"{camp.algorithm} restarted on")

@@ -210,8 +210,19 @@ def warn_if_tied(instance: Instance, algorithm: str, params: dict) -> None:
         cap = values.get("max_samples") or DEFAULT_MAX_SAMPLES
         way = ("pass epsilon > 0 (any arm within epsilon of the best is then a correct answer)" if has_epsilon else
                "choose an algorithm with an epsilon parameter and pass epsilon > 0 (see `screenbai algorithms`)")
+        built_for = instance.meta.get("m")  # a top-m instance's own m (reda_classic): its top m arms tie by design
+        mismatch = ""
+        if built_for is not None and int(built_for) != m:
+            has_m = "m" in declared(entry.cls)
+            best = {k: "the best arm" if k == 1 else f"the best {k} arms" for k in (int(built_for), m)}
+            mismatch = (f"the instance is built for {best[int(built_for)]} (m={built_for}), and {algorithm} looks for "
+                        + (f"{best[m]} (m={m}{'' if 'm' in params else ', its default'}): " if has_m else
+                           "the single best arm (it takes no m): "))
+            way = (f"give it the instance's m (on the command line --param m={built_for}), or epsilon > 0" if has_m else
+                   f"choose an algorithm for the best m arms with --param m={built_for} (`screenbai algorithms` lists "
+                   "those that take m, e.g. m-lingape), or pass epsilon > 0")
         warnings.warn(
-            f"{instance.name}: arms ranked {m} and {m + 1} have the same mean ({top[m - 1]:.6g}) and "
+            f"{instance.name}: {mismatch}arms ranked {m} and {m + 1} have the same mean ({top[m - 1]:.6g}) and "
             f"epsilon = 0, so {algorithm} cannot tell them apart and every run will go on to its cap of "
             f"{cap} tests; {way}",
             TieWarning,

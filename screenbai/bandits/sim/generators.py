@@ -75,7 +75,8 @@ def reda_classic(K: int = 4, m: int = 2, omega: float = np.pi / 6, sigma: float 
     for a in range(m + 1, K):  # arms m+2..K (1-based): e_{a-1}
         X[a] = E[a - 1]
     theta = E[0]
-    return Instance(X, X @ theta, "gaussian", sigma, theta, name=f"reda_classic(K={K},m={m},omega={omega:.4g})")
+    return Instance(X, X @ theta, "gaussian", sigma, theta, name=f"reda_classic(K={K},m={m},omega={omega:.4g})",
+                    meta={"m": m})  # its top m arms tie: a run for another m is named (runner.warn_if_tied)
 
 
 @_checked

@@ -20,6 +20,8 @@ class Instance:
     theta: the true parameter when the means come from a (generalized) linear model; used only
         by oracle baselines and oracle constants (S = ||theta||, c_mu).
     link: "linear" or "logistic": how ``theta`` maps to the means.
+    meta: what the builder knows of the problem, e.g. ``m``, the number of best arms a top-m instance
+        is built for (its top m arms may tie, so a run for another m is warned of, naming both).
     """
 
     features: np.ndarray

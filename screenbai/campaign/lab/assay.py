@@ -19,7 +19,10 @@ plate, once it has at least two positive and two negative control values, the Z'
 
     Z' = 1 - 3 (sd_pos + sd_neg) / |mean_pos - mean_neg|
 
-is computed (sample standard deviations).  A plate with Z' below ``min_z`` (default 0.5, the
+is computed (sample standard deviations), on the scale the model takes the readout: of log10 of the
+values for a readout told as log10 (``scale`` "log10", a continuous concentration, whose controls spread by
+factors as its compounds do: on the raw values the high control's spread alone would set Z'), of the values
+themselves otherwise (campaigns made before keep it so).  A plate with Z' below ``min_z`` (default 0.5, the
 paper's "excellent assay" bound) fails its controls: ``record`` refuses the file until the lab
 decides, ``--accept`` (its outcomes count) or ``--discard-plate`` (its compound wells count as
 failed and go back into the queue; their raw values stay in the file, marked discarded).
@@ -193,6 +196,10 @@ class Readout:
         sign = "-" if self.direction == "below" else ""
         return f"{sign}log10 {self.name}" + (f" ({self.name} in {self.unit})" if self.unit else "")
 
+    def z_scale(self) -> str:
+        """Where a Z' is shown, the scale it is on, for a readout told as log10 (see the module doc); else ""."""
+        return f" (of log10 {self.name}, the scale the model uses)" if self.scale == "log10" else ""
+
     def told_units(self) -> str:
         """The units of what a continuous campaign tells the algorithm, so of its epsilon and sigma."""
         if self.scale == "log10":
@@ -298,31 +305,37 @@ def check_controls(path, controls, readout: Readout | None, *, accept: bool, dis
     control pseudo-arm) a results file holds; raises :class:`ControlsFailed` when a plate fails and the
     lab has not decided (``accept`` / ``discard``)."""
     min_z = DEFAULT_MIN_Z if readout is None else readout.min_z
+    log = readout is not None and readout.scale == "log10"  # Z' on the model's scale (module doc)
+    scale = "" if readout is None else readout.z_scale()
     by_plate: dict[str, dict[int, list[float]]] = {}
     for o in controls:
         slot = by_plate.setdefault(o.plate_id, {POSITIVE: [], NEGATIVE: []})
-        if o.value is not None:
+        if o.value is not None and (not log or o.value > 0):  # a concentration at or below 0 is refused before
             slot[o.arm].append(float(o.value))
     qc: dict[str, tuple[float | None, str]] = {}
     failing = []
     for plate_id, values in by_plate.items():
-        z = z_prime(values[POSITIVE], values[NEGATIVE])
+        z = z_prime(*(np.log10(values[k]) if log else values[k] for k in (POSITIVE, NEGATIVE)))
         swapped = None if z is None else _reversed_controls(values[POSITIVE], values[NEGATIVE], readout)
         if z is None:
             qc[plate_id] = (None, "too few controls")
         elif swapped is not None:
-            failing.append(f"plate {plate_id}: Z' = {z:.2f}, but {swapped}")
+            failing.append(f"plate {plate_id}: Z' = {z:.2f}{scale}, but {swapped}")
             qc[plate_id] = (z, "accepted" if accept else "discarded" if discard else "failed")
         elif z >= min_z:
             qc[plate_id] = (z, "pass")
         else:
             pos, neg = np.asarray(values[POSITIVE]), np.asarray(values[NEGATIVE])
             unit = f" {readout.unit}" if readout is not None and readout.unit else ""
-            failing.append(
-                f"plate {plate_id}: Z' = {z:.2f} < {min_z:g} "
-                f"(positive controls {pos.mean():.3g} +- {pos.std(ddof=1):.2g}{unit}, "
-                f"negative {neg.mean():.3g} +- {neg.std(ddof=1):.2g}{unit} (mean +- sd), n = {pos.size} + {neg.size})"
-            )
+            if log:  # the spreads Z' compared: in log10 units, beside the geometric means in the unit
+                lp, ln = np.log10(pos), np.log10(neg)
+                spread = (f"positive controls {10 ** lp.mean():.3g}{unit}, sd {lp.std(ddof=1):.2g} log10 units, "
+                          f"negative {10 ** ln.mean():.3g}{unit}, sd {ln.std(ddof=1):.2g} log10 units (geometric "
+                          f"mean, sd of log10), n = {pos.size} + {neg.size}")
+            else:
+                spread = (f"positive controls {pos.mean():.3g} +- {pos.std(ddof=1):.2g}{unit}, negative "
+                          f"{neg.mean():.3g} +- {neg.std(ddof=1):.2g}{unit} (mean +- sd), n = {pos.size} + {neg.size}")
+            failing.append(f"plate {plate_id}: Z' = {z:.2f} < {min_z:g}{scale} ({spread})")
             qc[plate_id] = (z, "accepted" if accept else "discarded" if discard else "failed")
     if failing and not (accept or discard):
         raise ControlsFailed(

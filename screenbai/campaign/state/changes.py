@@ -157,42 +157,23 @@ def add_compounds(camp, ids, smiles, *, features=None, input_smiles=None, source
 
 def withdraw(camp, compound_ids: str | list[str], reason: str = "") -> list[int]:
     """Withdraw compounds (out of stock, a shortlist kept): proposed and recommended no more; one logged step for
-    them all (the algorithm restarts once). Refused as a whole, naming them, when an id is not in the campaign, is
-    already withdrawn or is named twice, or when fewer than m + 1 compounds would remain. Returns their arms."""
+    them all (the algorithm restarts once). Refused as a whole, naming every problem of the request at once (the ids
+    not in the campaign, named twice or already withdrawn, too few compounds left), when there is any; nothing is
+    changed then. Returns their arms."""
     ids = [compound_ids] if isinstance(compound_ids, str) else list(compound_ids)
     if not ids:
         raise ValueError("name at least one compound to withdraw")
-    unknown = [c for c in ids if c not in camp._arm_of]
-    if unknown:
-        # a row rejected at init (no SMILES, a duplicate structure ...) has an id the user may well know
-        rejected = {cid: (row, reason, detail) for row, cid, _, reason, detail in camp.rejected() if cid}
-        named = [
-            c if c not in rejected else (
-                f"{c} (rejected at init: row {rejected[c][0]} of the library, {rejected[c][1]}"
-                + (f": {rejected[c][2]}" if rejected[c][2] else "") + ")"
-            )
-            for c in unknown
-        ]
-        raise ValueError(f"not in the campaign {camp.path}: {_listed(named)}; the ids are the library's (the plate "
-                         "files' and the export's compound_id)")
-    twice = sorted({c for c in ids if ids.count(c) > 1})
-    if twice:
-        raise ValueError(f"named more than once: {_listed(twice)}; name each compound once")
-    arms = [camp._arm_of[c] for c in ids]
-    _guard(camp)
+    _guard(camp)  # a fixed-budget screen refuses any withdrawal, whichever ids
     with camp._step():
+        problems = _withdraw_problems(camp, ids)
+        if problems:
+            # all at once: one refusal per kind of problem sent the user back to the list again and again
+            raise ValueError(f"withdraw from {camp.path}: {len(problems)} problem(s); nothing was changed:\n  "
+                             + "\n  ".join(problems))
         policy = camp.policy
+        arms = [camp._arm_of[c] for c in ids]
         gone = set(arms)
-        current = {int(a) for a in policy.arm_set}
-        already = [c for c, a in zip(ids, arms) if a not in current]
-        if already:
-            raise ValueError(f"already withdrawn: {_listed(already)}; nothing was changed")
         active = [int(a) for a in policy.arm_set if int(a) not in gone]
-        m = int(getattr(policy, "m", 1))
-        if len(active) <= m:
-            raise ValueError(
-                f"withdrawing {len(ids)} compound(s) would leave {len(active)}; the screen needs {m + 1}"
-            )
         n, _, _, _ = camp.observations()
         step = store.add_event(
             camp._con,
@@ -212,6 +193,40 @@ def withdraw(camp, compound_ids: str | list[str], reason: str = "") -> list[int]
     return arms
 
 
+def _withdraw_problems(camp, ids: list[str]) -> list[str]:
+    """Every problem of a request to withdraw ``ids``, each naming its ids and what to do (empty: none); read under
+    the step's lock, so 'already withdrawn' is the file's latest state."""
+    problems = []
+    unknown = list(dict.fromkeys(c for c in ids if c not in camp._arm_of))
+    if unknown:
+        # a row rejected at init (no SMILES, a duplicate structure ...) has an id the user may well know
+        rejected = {cid: (row, reason, detail) for row, cid, _, reason, detail in camp.rejected() if cid}
+        named = [
+            c if c not in rejected else (
+                f"{c} (rejected at init: row {rejected[c][0]} of the library, {rejected[c][1]}"
+                + (f": {rejected[c][2]}" if rejected[c][2] else "") + ")"
+            )
+            for c in unknown
+        ]
+        problems.append(f"not in the campaign: {_listed(named)}; the ids are the library's (the plate files' and the "
+                        "export's compound_id)")
+    twice = sorted({c for c in ids if ids.count(c) > 1})
+    if twice:
+        problems.append(f"named more than once: {_listed(twice)}; name each compound once")
+    policy = camp.policy
+    current = {int(a) for a in policy.arm_set}
+    known = list(dict.fromkeys(c for c in ids if c in camp._arm_of))
+    already = [c for c in known if camp._arm_of[c] not in current]
+    if already:
+        problems.append(f"already withdrawn: {_listed(already)}; leave them out")
+    left = len(current - {camp._arm_of[c] for c in known})
+    m = int(getattr(policy, "m", 1))
+    if left <= m:
+        problems.append(f"withdrawing {len(known) - len(already)} compound(s) would leave {left}; the screen needs "
+                        f"{m + 1}")
+    return problems
+
+
 def _listed(ids: list[str], shown: int = 10) -> str:
     """``ids`` for a message: the first ``shown`` and how many more."""
     return ", ".join(ids[:shown]) + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
@@ -219,9 +234,10 @@ def _listed(ids: list[str], shown: int = 10) -> str:
 
 def read_compound_ids(path, id_column: str = "compound_id") -> list[str]:
     """The compound ids in column ``id_column`` of a CSV/TSV (the export's and the plate files' column by default; the
-    separator , tab or ; as the header uses), in the file's order. A missing column or file, or an empty cell, is
+    separator , tab or ; as the header uses), in the file's order; an id the export wrote behind a quote (one that
+    starts like a spreadsheet formula) as it is in the campaign. A missing column or file, or an empty cell, is
     refused naming the file (and line)."""
-    from screenbai.textfiles import not_utf8, open_text, table_rows
+    from screenbai.textfiles import formula_unsafe, not_utf8, open_text, table_rows
 
     try:
         with open_text(path) as fh:
@@ -243,7 +259,7 @@ def read_compound_ids(path, id_column: str = "compound_id") -> list[str]:
         value = fields[col].strip() if col < len(fields) else ""
         if not value:
             raise ValueError(f"{path}, line {line}: empty {id_column!r}; give the compound's id or delete the row")
-        ids.append(value)
+        ids.append(formula_unsafe(value))
     if not ids:
         raise ValueError(f"{path}: no compound listed under {id_column!r}")
     return ids
@@ -325,6 +341,18 @@ def restart_algorithm(camp, reason: str = "", algorithm: str | None = None, para
             camp._policy = None
             raise
     return step
+
+
+def needs_restart(camp) -> bool:
+    """Whether ``restart`` without another algorithm has anything to do: the log does not replay under this screenbai
+    (a stored plate proposed otherwise, ``ReplayMismatch``, or the algorithm's code failing on it). A log that
+    replays is carried on from as it is; restarting it would only add a step and start the algorithm's designs
+    again."""
+    try:
+        camp.policy  # noqa: B018 (replayed, and checked plate by plate where another code wrote the snapshots)
+    except Exception:  # noqa: BLE001 (whatever stops the replay, the restart, which does not replay it, is the way on)
+        return True
+    return False
 
 
 def switches(camp) -> list[dict]:

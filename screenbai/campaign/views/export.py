@@ -13,7 +13,9 @@ model of the features each compound's own wells'), behind (its upper bound is be
 withdrawn.
 
 The workbook is written with the standard library (Office Open XML, one sheet per table, numbers
-as numbers); it opens in Excel, LibreOffice and pandas.
+as numbers); it opens in Excel, LibreOffice and pandas. Its text cells are inline strings, which a
+spreadsheet never runs as formulas; in the CSV a text cell (id, SMILES, status) that starts like a formula
+(=, +, -, @, tab, CR) is written behind a single quote, and floats in 10 significant digits (:func:`csv_cell`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 import numpy as np
+
+from screenbai.textfiles import formula_safe
 
 COLUMNS = (
     "compound_id",
@@ -155,13 +159,32 @@ def handover_order(rows: list[dict], sign: float = 1.0) -> list[dict]:
     return sorted(rows, key=lambda r: (rank.get(r["status"].split(" (")[0], 4), -sign * r["model_estimate"]))
 
 
+#: the CSV's text columns, protected from a spreadsheet's formulas (numbers are not: -1.5 stays a number)
+TEXT_COLUMNS = ("compound_id", "smiles", "status")
+
+
+def csv_cell(key: str, value) -> object:
+    """A value as the CSV writes it: a text column's cell that a spreadsheet would run as a formula (an id such as
+    '=HYPERLINK(...)') behind a single quote (:func:`~screenbai.textfiles.formula_safe`); a float in 10 significant
+    digits: the arithmetic's last bits ('60.10000000000001', a mean of 60.1s) are noise, and no readout, rate or
+    interval is known to 10 digits (the workbook keeps every digit, numbers stored as numbers)."""
+    if value is None:
+        return ""
+    if key in TEXT_COLUMNS and isinstance(value, str):
+        return formula_safe(value)
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    return value
+
+
 def write_csv(rows: list[dict], path: Path, names: list[str] | None = None) -> Path:
-    """``rows`` (keys :data:`COLUMNS`) under the header ``names`` (default: the keys; see :func:`header`)."""
+    """``rows`` (keys :data:`COLUMNS`) under the header ``names`` (default: the keys; see :func:`header`), each
+    value as :func:`csv_cell` writes it."""
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(names or COLUMNS)
         for r in rows:
-            w.writerow(["" if r[k] is None else r[k] for k in COLUMNS])
+            w.writerow([csv_cell(k, r[k]) for k in COLUMNS])
     return path
 
 

@@ -93,7 +93,7 @@ class Status:
     layout: str | None = None
     readout: str | None = None
     model: str | None = None
-    #: per plate with control wells: plate id, Z', decision
+    #: per plate with control wells: plate id, Z' (of log10 of the values where ``geometric``), decision
     plate_qc: list = field(default_factory=list)
     #: pooled within-plate sd of the control wells (a continuous readout's noise scale)
     control_sd: float | None = None
@@ -234,14 +234,16 @@ class Status:
             out.append(f"why these wells: {self.rule} (per well: the plate file's 'why' column)")
         if self.layout:
             out.append(f"plate layout: {self.layout}")
+        where = "of log10 values, the scale the model uses" if self.geometric else ""  # as Readout.z_scale
         for plate_id, z, decision in self.plate_qc:
             if decision not in ("pass", "too few controls"):
-                out.append(f"plate {plate_id}: controls FAILED (Z' = {z:.2f}), {decision} by the lab")
+                out.append(f"plate {plate_id}: controls FAILED (Z' = {z:.2f}{' ' * bool(where)}{where}), {decision} "
+                           "by the lab")
         passed = [z for _, z, d in self.plate_qc if d == "pass"]
         if passed:
             out.append(
                 f"controls: {len(passed)} plate(s) passed, Z' from {min(passed):.2f} to {max(passed):.2f} "
-                "(Z' >= 0.5: the controls separate well)"
+                f"({where}{'; ' * bool(where)}Z' >= 0.5: the controls separate well)"
             )
         unit = f", in {self.unit}" if self.unit else " (the raw readout's units)"
 
