@@ -1654,6 +1654,23 @@ def _log_ic50_campaign(tmp_path, name="c.campaign", **kw):
                            outcome="continuous", readout=Readout.build("IC50", unit="nM", hit_below=1000.0), **kw)
 
 
+def test_status_names_the_campaign_s_own_z_prime_bound(tmp_path):
+    """Status said "Z' >= 0.5: the controls separate well" of the passed plates whatever --min-z the campaign set: a
+    plate at Z' = 0.4 passed under --min-z 0.3 was said to be at 0.5 or more."""
+    lib = synthetic_library(K=30, d=3, seed=0)
+    camp = Campaign.create(tmp_path / "c.campaign", lib, "lin-tas", {"epsilon": 0.3, "sigma": 0.3}, seed=1,
+                           outcome="continuous", layout=PlateLayout.build("24"),
+                           readout=Readout.build("inhibition", unit="%", hit_above=50.0, min_z=0.3))
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    camp.record(_fill(plate.path, dict.fromkeys(plate.compound_ids, 40.0), tmp_path / "R001.csv", noise=14.0))
+    st = camp.status()
+    (_, z, decision), = st.plate_qc
+    assert 0.3 <= z < 0.5 and decision == "pass" and st.min_z == 0.3
+    assert f"Z' from {z:.2f} to {z:.2f} (each Z' >= 0.3, the campaign's bound)" in st.text()
+    assert "0.5" not in st.text().split("controls: ")[1].split("\n")[0]
+    camp.close()
+
+
 def _ic50_of(arm: int) -> float:
     return 10.0 ** (1 + arm % 4)  # 10 nM to 10 uM: four orders of magnitude
 
@@ -1778,8 +1795,8 @@ def test_z_prime_of_a_log10_readout_is_taken_on_log10_and_says_so(tmp_path, caps
     with Campaign.open(path) as c:
         st = c.status()
     assert st.plate_qc[0][1] == pytest.approx(z_log)
-    assert ("controls: 1 plate(s) passed, Z' from 0.84 to 0.84 (of log10 values, the scale the model uses; Z' >= "
-            "0.5: the controls separate well)") in st.text()
+    assert ("controls: 1 plate(s) passed, Z' from 0.84 to 0.84 (of log10 values, the scale the model uses; each Z' "
+            ">= 0.5, the campaign's bound)") in st.text()
     # a failing plate names the scale and the spreads it compared; the raw scale as before
     log10 = camp.readout
     close = [Outcome(2, "P9", f"A{k:02d}", POSITIVE, v) for k, v in enumerate(pos)] + [

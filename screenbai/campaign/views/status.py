@@ -95,6 +95,8 @@ class Status:
     model: str | None = None
     #: per plate with control wells: plate id, Z' (of log10 of the values where ``geometric``), decision
     plate_qc: list = field(default_factory=list)
+    #: the Z' a plate's controls must reach (the readout's --min-z; 0.5 without a readout)
+    min_z: float = 0.5
     #: pooled within-plate sd of the control wells (a continuous readout's noise scale)
     control_sd: float | None = None
     #: pooled sd of a compound's replicate wells on one plate (the readout's noise on compounds)
@@ -243,7 +245,7 @@ class Status:
         if passed:
             out.append(
                 f"controls: {len(passed)} plate(s) passed, Z' from {min(passed):.2f} to {max(passed):.2f} "
-                f"({where}{'; ' * bool(where)}Z' >= 0.5: the controls separate well)"
+                f"({where}{'; ' * bool(where)}each Z' >= {self.min_z:g}, the campaign's bound)"
             )
         unit = f", in {self.unit}" if self.unit else " (the raw readout's units)"
 
@@ -525,7 +527,7 @@ def campaign_status(camp) -> Status:
 def progress(camp, policy, res, n, lo, hi) -> dict:
     """The plan-the-week numbers of ``Status``: plates done, contention, certificate, forecast,
     layout, readout model, controls, changes (see the field comments)."""
-    from ..lab.assay import Readout, pooled_deviations
+    from ..lab.assay import DEFAULT_MIN_Z, Readout, pooled_deviations
     from ..state.changes import change_lines
     from .explain import rule_of
 
@@ -577,6 +579,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "readout": None if not readout else Readout.from_dict(readout).rule(),
         "model": model,
         "plate_qc": [(p, z, d) for p, z, d in qc],
+        "min_z": Readout.from_dict(readout).min_z if readout else DEFAULT_MIN_Z,
         "control_sd": math.sqrt(ss / dof) if dof else None,
         "replicate_sd": math.sqrt(rep_ss / rep_dof) if rep_dof else None,
         "spread_scale": "log10" if log else "linear",
