@@ -87,26 +87,21 @@ def check_ridge_scale(X: np.ndarray, lambda_reg: float) -> None:
     if norm2 == 0.0:
         raise ValueError("all arm features are zero; the arms carry no information")
     ratio = norm2 / lambda_reg
-    if ratio < RIDGE_SCALE_MIN:
-        factor = 10.0 ** math.ceil(0.5 * math.log10(RIDGE_SCALE_MIN / ratio))
-        raise ValueError(
-            f"the arms' features reach norm {math.sqrt(norm2):.3g} only, with ridge penalty "
-            f"lambda_reg = {lambda_reg:g}: "
-            f"a test adds at most ||x||^2 / lambda_reg = {ratio:.3g} of the penalty to the design, so the penalty "
-            f"outweighs {1.0 / ratio:.3g} tests of any arm and the confidence widths stay at the prior's (runs go "
-            f"on to their cap). Multiply the features by a common factor (e.g. {factor:g}, or standardize the "
-            f"columns; a bound S on ||theta|| then shrinks by that factor), or lower lambda_reg to at most "
-            f"{norm2 / RIDGE_SCALE_MIN:.3g}"
-        )
-    if ratio > RIDGE_SCALE_MAX:
-        factor = 10.0 ** math.ceil(0.5 * math.log10(ratio / RIDGE_SCALE_MAX))
-        raise ValueError(
-            f"the arms' features reach norm {math.sqrt(norm2):.3g} with ridge penalty lambda_reg = {lambda_reg:g}: "
-            f"||x||^2 / lambda_reg = {ratio:.3g} is above {RIDGE_SCALE_MAX:g}, where the rank-one updates of the "
-            f"design's inverse lose their precision (runs stop too early and err). Divide the features by a common "
-            f"factor (e.g. {factor:g}, or standardize the columns), or raise lambda_reg to at least "
-            f"{norm2 / RIDGE_SCALE_MAX:.3g}"
-        )
+    if RIDGE_SCALE_MIN <= ratio <= RIDGE_SCALE_MAX:
+        return
+    small = ratio < RIDGE_SCALE_MIN
+    bound = RIDGE_SCALE_MIN if small else RIDGE_SCALE_MAX
+    factor = 10.0 ** math.ceil(0.5 * abs(math.log10(ratio / bound)))
+    why = (f"is below {RIDGE_SCALE_MIN:g}: the penalty outweighs {1.0 / ratio:.3g} tests of any arm and the confidence "
+           "widths stay at the prior's (runs go on to their cap)" if small else
+           f"is above {RIDGE_SCALE_MAX:g}, where the rank-one updates of the design's inverse lose their precision "
+           "(runs stop too early and err)")
+    raise ValueError(
+        f"the arms' features reach norm {math.sqrt(norm2):.3g} with ridge penalty lambda_reg = {lambda_reg:g}: "
+        f"||x||^2 / lambda_reg = {ratio:.3g} {why}. {'Multiply' if small else 'Divide'} the features by a common "
+        f"factor (e.g. {factor:g}, or standardize the columns{'; a bound S on ||theta|| then shrinks by it' * small}), "
+        f"or {'lower' if small else 'raise'} lambda_reg to at {'most' if small else 'least'} {norm2 / bound:.3g}"
+    )
 
 
 def sherman_morrison(P: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, float]:
