@@ -137,7 +137,10 @@ def test_z_prime_matches_its_definition():
 # ------------------------------------------------------------------------------ plates and readouts
 def _fill(plate_file: Path, values: dict, out: Path, controls=(100.0, 0.0), noise=2.0, seed=0) -> Path:
     """The plate file with its outcome column filled: compound wells from ``values`` (compound id ->
-    value or a list of values used in turn), control wells around ``controls`` with ``noise``."""
+    value or a list of values used in turn), control wells around ``controls`` with ``noise``. The plate file's ids
+    are read as ``record`` reads them (a formula-like id behind a quote is the id)."""
+    from screenbai.textfiles import formula_unsafe
+
     rng = np.random.default_rng(seed)
     with open(plate_file, newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -148,10 +151,11 @@ def _fill(plate_file: Path, values: dict, out: Path, controls=(100.0, 0.0), nois
         elif r["role"] == "negative control":
             r["outcome"] = f"{controls[1] + noise * rng.normal():.3f}"
         else:
-            v = values[r["compound_id"]]
+            cid = formula_unsafe(r["compound_id"])
+            v = values[cid]
             if isinstance(v, list):
-                k = used.get(r["compound_id"], 0)
-                used[r["compound_id"]] = k + 1
+                k = used.get(cid, 0)
+                used[cid] = k + 1
                 v = v[k]
             r["outcome"] = str(v)
     with open(out, "w", newline="") as fh:
