@@ -37,6 +37,11 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+class UsageError(ValueError):
+    """A command line of ``simulate`` that cannot run as given: exit 2 with the message, as argparse's errors and
+    the other usage errors do (a SystemExit with a message exited 1)."""
+
+
 def _feature_columns(table: pd.DataFrame, spec: str | None, path: Path) -> list[str]:
     """The feature columns: ``spec`` (comma-separated names, or a prefix ending in "*"), else the
     workflow's ``x0, x1, ...`` columns.  Never every numeric column: an id, an activity or a label
@@ -52,28 +57,31 @@ def _feature_columns(table: pd.DataFrame, spec: str | None, path: Path) -> list[
             if name.endswith("*"):
                 hits = [c for c in table.columns if str(c).startswith(name[:-1])]
                 if not hits:
-                    raise SystemExit(
-                        f"error: no column of {path} starts with {name[:-1]!r}; columns are {list(table.columns)}"
+                    raise UsageError(
+                        f"--feature-columns {name!r}: no column of {path} starts with {name[:-1]!r}; columns are "
+                        f"{list(table.columns)}"
                     )
                 cols += hits
             elif name in table.columns:
                 cols.append(name)
             else:
-                raise SystemExit(
-                    f"error: --feature-columns names {name!r}, which is not a column of {path}; "
+                raise UsageError(
+                    f"--feature-columns names {name!r}, which is not a column of {path}; give column names of it "
+                    "(comma-separated) or a prefix ending in *; "
                     f"columns are {list(table.columns)}"
                 )
     else:
         cols = arm_columns(table)
         if not cols:
-            raise SystemExit(
-                f"error: {path} has no columns x0, x1, ... (the features the workflow writes); name the feature "
+            raise UsageError(
+                f"{path} has no columns x0, x1, ... (the features the workflow writes); name the feature "
                 f"columns with --feature-columns (e.g. --feature-columns 'fp_*' or --feature-columns a,b,c); "
                 f"columns are {list(table.columns)}"
             )
     text = [c for c in cols if not pd.api.types.is_numeric_dtype(table[c])]
     if text:
-        raise SystemExit(f"error: feature column(s) {text} of {path} are not numeric")
+        raise UsageError(f"feature column(s) {text} of {path} are not numeric; name the numeric feature columns with "
+                         "--feature-columns")
     return cols
 
 
@@ -82,33 +90,37 @@ def _instance_from_file(args):
 
     path = Path(args.features)
     if not path.exists():
-        raise SystemExit(f"error: features file {path} does not exist")
+        raise UsageError(f"--features {path}: the file does not exist; check the path, or simulate a named instance "
+                         "with --instance (see `screenbai instances`)")
     if path.suffix == ".npy":
         X = np.load(path)
         if args.means is None:
-            raise SystemExit("error: a .npy feature file needs --means FILE.npy with one true mean per arm")
+            raise UsageError("a .npy feature file needs --means FILE.npy with one true mean per arm")
+        if not Path(args.means).is_file():
+            raise UsageError(f"--means {args.means}: the file does not exist; give the .npy of the arms' true means")
         means = np.load(args.means)
     else:
         try:
             table = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
         except (ValueError, OSError, UnicodeDecodeError) as exc:  # empty, not a table, not text
             kind = "Parquet" if path.suffix == ".parquet" else "CSV"
-            raise SystemExit(
-                f"error: features file {path} could not be read as a {kind} table ({exc}); "
+            raise UsageError(
+                f"features file {path} could not be read as a {kind} table ({exc}); "
                 "give a table with one row per arm, the features in columns x0, x1, ... "
                 f"(or --feature-columns) and the true means in column {args.means_column!r}"
             ) from None
         if table.empty:
-            raise SystemExit(f"error: features file {path} has no rows (one row per arm is needed)")
+            raise UsageError(f"features file {path} has no rows (one row per arm is needed)")
         if args.means_column not in table.columns:
-            raise SystemExit(
-                f"error: column {args.means_column!r} (the arms' true means) is not in {path}; "
+            raise UsageError(
+                f"column {args.means_column!r} (the arms' true means) is not in {path}; "
                 f"columns are {list(table.columns)}; choose one with --means-column"
             )
         means = table[args.means_column].to_numpy(float)
         cols = _feature_columns(table, args.feature_columns, path)
         if args.means_column in cols:
-            raise SystemExit(f"error: the means column {args.means_column!r} cannot also be a feature column")
+            raise UsageError(f"the means column {args.means_column!r} cannot also be a feature column; leave it out of "
+                             "--feature-columns")
         X = table[cols].to_numpy(float)
         unused = [c for c in table.columns if c not in cols and c != args.means_column]
         print(
@@ -130,27 +142,29 @@ _FILE_OPTIONS = {"means": "--means", "means_column": "--means-column", "feature_
 def _check_file_options(args) -> None:
     """Options that describe a --features instance are refused where they would be ignored."""
     if args.instance:
-        given = [flag for key, flag in _FILE_OPTIONS.items() if getattr(args, key) is not None]
+        given = [f"{flag} {getattr(args, key)}" for key, flag in _FILE_OPTIONS.items()
+                 if getattr(args, key) is not None]
         if given:
-            raise SystemExit(
-                f"error: {', '.join(given)} {'describes' if len(given) == 1 else 'describe'} a --features instance "
-                "and would be ignored with --instance; "
+            raise UsageError(
+                f"{', '.join(given)} {'describes' if len(given) == 1 else 'describe'} a --features instance "
+                "and would be ignored with --instance; leave it out: "
                 "a named instance takes its own parameters, e.g. --instance soare:d=2,sigma=0.5 "
                 "(see `screenbai instances`)"
             )
         return
     npy = Path(args.features).suffix == ".npy"
     ignored = ["--means-column", "--feature-columns"] if npy else ["--means"]
-    given = [flag for key, flag in _FILE_OPTIONS.items() if flag in ignored and getattr(args, key) is not None]
+    given = [f"{flag} {getattr(args, key)}" for key, flag in _FILE_OPTIONS.items()
+             if flag in ignored and getattr(args, key) is not None]
     if given:
-        raise SystemExit(
-            f"error: {', '.join(given)} would be ignored with a {'.npy' if npy else 'table'} features file: "
+        raise UsageError(
+            f"{', '.join(given)} would be ignored with a {'.npy' if npy else 'table'} features file: "
             + ("a .npy matrix takes its means from --means FILE.npy" if npy else
-               "a table takes its means from a column (--means-column)")
+               "a table takes its means from a column (--means-column)") + "; leave it out"
         )
     if args.reward == "bernoulli" and args.sigma is not None:
-        raise SystemExit(
-            "error: --sigma sets Gaussian noise; with --reward bernoulli the outcomes are 0/1 draws of the means "
+        raise UsageError(
+            "--sigma sets Gaussian noise; with --reward bernoulli the outcomes are 0/1 draws of the means "
             "and --sigma would be ignored; leave it out"
         )
     args.reward = args.reward or "gaussian"
@@ -169,9 +183,11 @@ def _check_out(out: str | None) -> None:
         return
     path = Path(out)
     if path.suffix not in (".csv", ".parquet"):
-        raise SystemExit(f"error: --out {out}: the suffix must be .csv or .parquet; got {path.suffix or 'none'!r}")
+        raise UsageError(f"--out {out}: the suffix must be .csv or .parquet; got {path.suffix or 'none'!r}; give a "
+                         "file name ending in .csv or .parquet")
     if not path.parent.is_dir():
-        raise SystemExit(f"error: --out {out}: folder {path.parent} does not exist; create it first")
+        raise UsageError(f"--out {out}: folder {path.parent} does not exist; create it first, or choose another "
+                         "--out")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,9 +281,9 @@ def _run(args) -> int:
             say(f"{name:14s} {(fn.__doc__ or '').strip().splitlines()[0]}")
         return 0
 
-    _check_out(args.out)
-    _check_file_options(args)
     try:
+        _check_out(args.out)
+        _check_file_options(args)
         params = parse_params(args.param)  # a malformed --param before a features file is read
         instance = parse_instance(args.instance) if args.instance else _instance_from_file(args)
         with warnings.catch_warnings():

@@ -137,7 +137,10 @@ def test_z_prime_matches_its_definition():
 # ------------------------------------------------------------------------------ plates and readouts
 def _fill(plate_file: Path, values: dict, out: Path, controls=(100.0, 0.0), noise=2.0, seed=0) -> Path:
     """The plate file with its outcome column filled: compound wells from ``values`` (compound id ->
-    value or a list of values used in turn), control wells around ``controls`` with ``noise``."""
+    value or a list of values used in turn), control wells around ``controls`` with ``noise``. The plate file's ids
+    are read as ``record`` reads them (a formula-like id behind a quote is the id)."""
+    from screenbai.textfiles import formula_unsafe
+
     rng = np.random.default_rng(seed)
     with open(plate_file, newline="") as fh:
         rows = list(csv.DictReader(fh))
@@ -148,10 +151,11 @@ def _fill(plate_file: Path, values: dict, out: Path, controls=(100.0, 0.0), nois
         elif r["role"] == "negative control":
             r["outcome"] = f"{controls[1] + noise * rng.normal():.3f}"
         else:
-            v = values[r["compound_id"]]
+            cid = formula_unsafe(r["compound_id"])
+            v = values[cid]
             if isinstance(v, list):
-                k = used.get(r["compound_id"], 0)
-                used[r["compound_id"]] = k + 1
+                k = used.get(cid, 0)
+                used[cid] = k + 1
                 v = v[k]
             r["outcome"] = str(v)
     with open(out, "w", newline="") as fh:
@@ -1806,12 +1810,62 @@ def test_z_prime_of_a_log10_readout_is_taken_on_log10_and_says_so(tmp_path, caps
                        r"\(geometric mean, sd of log10\)"):
         check_controls("R.csv", close, log10, accept=False, discard=False)
     linear = dataclasses.replace(log10, scale="linear")
-    assert linear.z_scale() == ""
+    assert linear.z_scale() == " (of the raw IC50 values, not of log10)"  # its spreads in status are of log10
     wide = [dataclasses.replace(o, value=v) for o, v in zip(close, [*pos, *neg])]
     assert check_controls("R.csv", wide, linear, accept=True, discard=False)["P9"] == (pytest.approx(z_raw), "accepted")
     assert check_controls("R.csv", wide, log10, accept=False, discard=False)["P9"] == (pytest.approx(z_log), "pass")
-    with pytest.raises(ControlsFailed, match=r"Z' = -[\d.]+ < 0.5 \(positive controls [\d.]+ \+- [\d.]+ nM"):
+    with pytest.raises(ControlsFailed, match=r"Z' = -[\d.]+ < 0.5 \(of the raw IC50 values, not of log10\) \(positive "
+                       r"controls [\d.]+ \+- [\d.]+ nM"):
         check_controls("R.csv", close, linear, accept=False, discard=False)
+
+
+def test_status_names_the_scale_of_z_prime_and_of_the_spreads_of_a_concentration(tmp_path, capsys):
+    """A binary IC50 campaign (or a continuous one made before log10) had its control and replicate spreads shown in
+    log10 units and its Z', of the raw values as `record` decided the plate by, shown without a scale beside them:
+    read together, the Z' seemed made of those spreads. The Z' lines and the JSON now name its scale (the raw
+    values, not log10), `record`'s line too; the log10 spreads stay (a concentration spreads by factors); a
+    continuous IC50 the model takes raw does not say its log10 spread is what its sigma stands for."""
+    from screenbai.campaign.state import store
+    from screenbai.cli import main
+
+    camp = _ic50_campaign(tmp_path, PlateLayout.build("24", replicates=2))  # binary: hits at IC50 <= 100 nM
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    values = {cid: [50.0, 60.0] * 10 for cid in camp.compound_ids}  # replicates a factor 1.2 apart
+    _fill(plate.path, values, tmp_path / "R.csv", controls=(10.0, 5000.0), noise=0.5)
+    path = camp.path
+    camp.close()
+    assert main(["campaign", "record", str(path), str(tmp_path / "R.csv")]) == 0
+    assert "plate P001: controls Z' = " in (out := capsys.readouterr().out)
+    assert "(of the raw IC50 values, not of log10) (" in out
+    with Campaign.open(path) as c:
+        st = c.status()
+    text, data = st.text(), st.to_dict()
+    assert data["z_scale"] == "linear" and data["spread_scale"] == "log10"
+    assert "(of the raw values, in IC50 (nM), not of their log10 as the spreads below; each Z' >= 0.5" in text
+    assert "spread of the control wells (within a plate): sd 0." in text and "log10 units (a factor" in text
+    assert "the noise a linear model's sigma stands for" not in text  # binary: no sigma
+    camp.close()
+
+    # a continuous IC50 campaign: Z' and spreads both of log10, and said so
+    camp = _log_ic50_campaign(tmp_path, name="l.campaign", layout=PlateLayout.build("24", replicates=2))
+    plate = camp.next_plate(None, tmp_path / "Q001.csv")
+    camp.record(_fill(plate.path, values, tmp_path / "S.csv", controls=(10.0, 5000.0), noise=0.5))
+    st = camp.status()
+    assert (st.z_scale, st.spread_scale) == ("log10", "log10")
+    assert "(of log10 values, the scale the model uses; each Z' >= 0.5" in st.text()
+    assert "(the noise a linear model's sigma stands for)" in st.text()
+    # made before log10 (scale "linear"): the model takes the raw IC50, its sigma in nM, not log10 units
+    before = {k: v for k, v in camp.meta["readout"].items() if k != "scale"}
+    with store.transaction(camp._con):
+        store.put_meta(camp._con, "readout", before)
+    camp.close()
+    with Campaign.open(tmp_path / "l.campaign") as c:
+        plate = c.next_plate(None, tmp_path / "Q002.csv")
+        c.record(_fill(plate.path, values, tmp_path / "S2.csv", controls=(10.0, 5000.0), noise=0.5, seed=1))
+        st = c.status()
+    assert (st.z_scale, st.spread_scale) == ("linear", "log10")
+    assert "not of their log10 as the spreads below" in st.text()
+    assert "not the units of this campaign's sigma: its model takes the raw values, in IC50 (nM)" in st.text()
 
 
 def test_lin_tas_finds_the_most_potent_compound_of_a_log_linear_ic50(tmp_path):

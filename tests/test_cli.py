@@ -59,9 +59,8 @@ def test_errors_name_the_problem(tmp_path, capsys):
     assert "1.5" in capsys.readouterr().err
     path = tmp_path / "arms.csv"
     pd.DataFrame({"f1": [0.0, 1.0], "f2": [1.0, 0.0]}).to_csv(path, index=False)
-    with pytest.raises(SystemExit, match="means"):
-        main(["simulate", "gse-lin", "--features", str(path), "--param", "budget=10"])
-    capsys.readouterr()
+    assert main(["simulate", "gse-lin", "--features", str(path), "--param", "budget=10"]) == 2
+    assert "column 'mean' (the arms' true means) is not in" in capsys.readouterr().err
     assert main(["simulate", "gse-lin", "--instance", "soare:d=2", "--param", "budget"]) == 2
     assert "--param 'budget': expected KEY=VALUE" in capsys.readouterr().err
 
@@ -139,11 +138,12 @@ def test_feature_columns_are_chosen_explicitly_and_the_rest_reported(tmp_path, c
     assert len(eval(pulls[0])) == 6
     # a table without the workflow's x-columns needs --feature-columns
     table.rename(columns={"x0": "fa", "x1": "fb"}).to_csv(path, index=False)
-    with pytest.raises(SystemExit, match="--feature-columns"):
-        main(["simulate", "gse-lin", "--features", str(path), "--param", "budget=60", "--no-progress"])
-    with pytest.raises(SystemExit, match="'fz', which is not a column"):
-        main(["simulate", "gse-lin", "--features", str(path), "--feature-columns", "fa,fz", "--no-progress"])
-    capsys.readouterr()
+    assert main(["simulate", "gse-lin", "--features", str(path), "--param", "budget=60", "--no-progress"]) == 2
+    assert "name the feature columns with --feature-columns" in capsys.readouterr().err
+    assert main(["simulate", "gse-lin", "--features", str(path), "--feature-columns", "fa,fz", "--no-progress"]) == 2
+    assert "error: --feature-columns names 'fz', which is not a column" in capsys.readouterr().err
+    assert main(["simulate", "gse-lin", "--features", str(path), "--feature-columns", "g*", "--no-progress"]) == 2
+    assert "--feature-columns 'g*': no column of" in capsys.readouterr().err
     assert main(["simulate", "gse-lin", "--features", str(path), "--feature-columns", "fa,fb", "--param", "budget=60",
                  "--reps", "2", "--no-progress", "--out", str(out)]) == 0
     captured = capsys.readouterr()
@@ -165,10 +165,22 @@ def test_bad_values_name_the_parameter_and_out_is_checked_first(tmp_path, capsys
     assert "parameter d must be a whole number (default 2); got 'abc'" in capsys.readouterr().err
     assert main(["simulate", "m-lingape", "--instance", "soare:dim=3", "--no-progress"]) == 2
     assert "no parameter 'dim'; parameters: d, omega, sigma" in capsys.readouterr().err
-    with pytest.raises(SystemExit, match="folder .*missing does not exist"):
-        main(["simulate", "lucb", "--instance", "canonical:d=3,gap=1", "--out", str(tmp_path / "missing" / "r.csv")])
-    with pytest.raises(SystemExit, match="suffix must be .csv or .parquet"):
-        main(["simulate", "lucb", "--instance", "canonical:d=3,gap=1", "--out", str(tmp_path / "r.xlsx")])
+    # usage errors exit 2 as argparse's do (they exited 1), naming the value and what to do
+    out = tmp_path / "missing" / "r.csv"
+    assert main(["simulate", "lucb", "--instance", "canonical:d=3,gap=1", "--out", str(out)]) == 2
+    assert f"error: --out {out}: folder {out.parent} does not exist; create it first" in capsys.readouterr().err
+    assert main(["simulate", "lucb", "--instance", "canonical:d=3,gap=1", "--out", str(tmp_path / "r.xlsx")]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {tmp_path / 'r.xlsx'}: the suffix must be .csv or .parquet; got '.xlsx'" in err
+    assert "give a file name ending in .csv or .parquet" in err
+    none = tmp_path / "none.csv"
+    assert main(["simulate", "lucb", "--features", str(none), "--no-progress"]) == 2
+    assert f"error: --features {none}: the file does not exist; check the path" in capsys.readouterr().err
+    assert main(["simulate", "lucb", "--features", str(tmp_path / "X.npy"), "--means", str(tmp_path / "m.npy")]) == 2
+    assert f"--features {tmp_path / 'X.npy'}: the file does not exist" in capsys.readouterr().err
+    np.save(tmp_path / "X.npy", np.eye(2))
+    assert main(["simulate", "lucb", "--features", str(tmp_path / "X.npy"), "--means", str(tmp_path / "m.npy")]) == 2
+    assert f"--means {tmp_path / 'm.npy'}: the file does not exist" in capsys.readouterr().err
     args = ["simulate", "gse-lin", "--instance", "canonical:d=16,gap=1", "--param", "budget=20", "--no-progress"]
     assert main(args) == 2
     assert "smallest valid budget is 64" in capsys.readouterr().err

@@ -47,6 +47,26 @@ def test_stopping_time_solves_the_fixed_point():
     assert stopping_time(1e-6, constant, 0.05) == 1.0
 
 
+def test_a_threshold_defined_from_t_1_on_is_never_called_below_it():
+    """The bisection of the stop's law looked at t below 1 test (0.5, 0.25, ... when the stop is near), where a
+    user's beta such as log(1 + log t) (Garivier & Kaufmann's heuristic, with t >= 1 in mind) has no value: "math
+    domain error". The law is 0 before the first test and the quantiles are sought at t >= 1; the built-in
+    thresholds (a constant, log1p(t / d), the blocks' 1e300 before block 2) were defined there anyway."""
+    calls = []
+
+    def heuristic(t, delta):
+        calls.append(t)
+        return math.log((1.0 + math.log(t)) / delta)  # no value below t = 1/e
+
+    for T in (1e-3, 0.3, 5.0):  # stops at the first test (the point at 1 test), and later
+        f = forecast(np.eye(2), [1.0, 0.0], heuristic, 0.05, source="prior", sigma=math.sqrt(T / 8.0),
+                     plate_size=96, n_draws=0)
+        assert 1.0 <= f.tests < math.inf and f.plates >= 1
+    assert min(calls) >= 1.0
+    assert stop_quantiles([1e-3], [math.inf], heuristic, 0.05, [0.1, 0.5, 0.9]) == pytest.approx([1.0] * 3, rel=1e-5)
+    assert stopped_by(0.5, 1e-3, heuristic, 0.05) == 0.0
+
+
 def test_the_band_holds_simulated_stops_of_a_two_arm_glr():
     """Two Gaussian arms (gap 0.5, sigma 1) tested in turn, stopped when the GLR of 'arm 1 is better' reaches a
     threshold growing like (3/2) log t: the forecast's median and band against 2 000 simulated stops. A band

@@ -122,6 +122,29 @@ def test_epsilon_good_stops_before_the_gap_is_resolved():
     assert r0.recommendation == (0,) and r0.diagnostics["phases"] >= 3
 
 
+def test_a_first_phase_is_never_sized_narrower_than_epsilon():
+    """With epsilon above the whole range of the means (soare:d=2, means 2, 0, 2 cos 0.01; epsilon 5) RAGE spent 745
+    tests, its first phase sized for width 1/4 whatever epsilon; lin-tas stopped after 8. A phase whose widths are
+    within epsilon always stops (the answer is the best-estimated arm, so its rivals' bounds are their widths): the
+    first phase is now sized for max(width0, epsilon), here d = 2 tests; epsilon <= width0 keeps Fiez et al.'s
+    schedule. The error guarantee holds (one phase sized for epsilon = 0.3 on arms 0.4 apart, below)."""
+    inst = soare(d=2, omega=0.01)
+    p = policy_for_instance("rage", inst, rng=0, epsilon=5.0)
+    r = _run(p, inst, 0)
+    assert r.stopped and r.n_samples == 2 and r.diagnostics["phases"] == 1
+    assert r.diagnostics["certified_epsilon"][0] <= 5.0
+    assert p.target_width(1) == 5.0 and p.target_width(2) == 2.5
+    q = policy_for_instance("rage", inst, rng=0, epsilon=0.1)
+    assert q.target_width(1) == 0.25 and q.target_width(3) == 0.0625  # Fiez et al.'s 2^-(r+1)
+    # epsilon 0.3 above width0: arm 1 (0.6) is not 0.3-good, so stopping on the wider first phase must not pick it
+    inst = _inst(np.eye(3), [1.0, 0.6, 0.0])
+    errs, runs = 0, 100
+    for seed in range(runs):
+        p = policy_for_instance("rage", inst, rng=seed, epsilon=0.3, delta=0.1)
+        errs += _run(p, inst, 90_000 + seed).recommendation[0] != 0
+    assert p.target_width(1) == 0.3 and float(beta_dist.ppf(0.95, errs + 1, runs - errs)) <= 0.1
+
+
 # ---------------------------------------------------------------------- the error rate
 def _errors(inst, runs: int, delta: float) -> int:
     best = int(np.argmax(inst.means))

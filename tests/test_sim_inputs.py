@@ -144,27 +144,31 @@ def test_rng_in_params_is_refused_with_the_way_to_seed():
 @pytest.mark.parametrize(
     "extra,flag",
     [
-        (["--sigma", "0.1"], "--sigma"),  # soare kept its own sigma = 1 without a word
-        (["--means-column", "activity"], "--means-column"),
-        (["--reward", "bernoulli"], "--reward"),
+        (["--sigma", "0.1"], "--sigma 0.1"),  # soare kept its own sigma = 1 without a word
+        (["--means-column", "activity"], "--means-column activity"),
+        (["--reward", "bernoulli"], "--reward bernoulli"),
+        (["--means", "mu.npy"], "--means mu.npy"),
     ],
 )
-def test_options_of_a_features_file_are_refused_with_a_named_instance(extra, flag):
+def test_options_of_a_features_file_are_refused_with_a_named_instance(extra, flag, capsys):
+    """A usage error: exit 2 (it was 1), naming the option and its value."""
     from screenbai.cli import main
 
-    with pytest.raises(SystemExit, match=rf"{flag} describes a --features instance and would be ignored"):
-        main(["simulate", "lingape", "--instance", "soare:d=2,omega=0.5", "--reps", "1", "--no-progress", *extra])
+    argv = ["simulate", "lingape", "--instance", "soare:d=2,omega=0.5", "--reps", "1", "--no-progress", *extra]
+    assert main(argv) == 2
+    assert f"error: {flag} describes a --features instance and would be ignored" in capsys.readouterr().err
 
 
-def test_sigma_with_bernoulli_rewards_is_refused(tmp_path):
+def test_sigma_with_bernoulli_rewards_is_refused(tmp_path, capsys):
     import pandas as pd
 
     from screenbai.cli import main
 
     path = tmp_path / "arms.csv"
     pd.DataFrame({"x0": [0.1, 0.5, 0.9], "x1": [1.0, 1.0, 1.0], "mean": [0.2, 0.5, 0.8]}).to_csv(path, index=False)
-    with pytest.raises(SystemExit, match="--sigma sets Gaussian noise.*would be ignored"):
-        main(["simulate", "lingape", "--features", str(path), "--reward", "bernoulli", "--sigma", "0.1", "--reps", "1"])
+    assert main(["simulate", "lingape", "--features", str(path), "--reward", "bernoulli", "--sigma", "0.1",
+                 "--reps", "1"]) == 2
+    assert "--sigma sets Gaussian noise" in capsys.readouterr().err
 
 
 def test_a_warning_is_printed_before_the_runs(monkeypatch, capsys):
@@ -255,7 +259,7 @@ def test_an_astronomical_cap_is_refused_by_name(name, params):
     assert make_policy(name, X, max_samples=10**15, **params).max_samples == 10**15
 
 
-def test_options_a_features_file_of_the_other_kind_would_ignore_are_refused(tmp_path):
+def test_options_a_features_file_of_the_other_kind_would_ignore_are_refused(tmp_path, capsys):
     import pandas as pd
 
     from screenbai.cli import main
@@ -264,10 +268,10 @@ def test_options_a_features_file_of_the_other_kind_would_ignore_are_refused(tmp_
     pd.DataFrame({"x0": [0.1, 0.5, 0.9], "mean": [0.2, 0.5, 0.8]}).to_csv(table, index=False)
     np.save(matrix, np.eye(3))
     np.save(means, np.array([0.2, 0.5, 0.8]))
-    with pytest.raises(SystemExit, match="--means would be ignored with a table"):
-        main(["simulate", "lingape", "--features", str(table), "--means", str(means), "--reps", "1"])
-    with pytest.raises(SystemExit, match="--means-column would be ignored with a .npy"):
-        main(["simulate", "lingape", "--features", str(matrix), "--means", str(means), "--means-column", "mu"])
+    assert main(["simulate", "lingape", "--features", str(table), "--means", str(means), "--reps", "1"]) == 2
+    assert f"error: --means {means} would be ignored with a table" in capsys.readouterr().err
+    assert main(["simulate", "lingape", "--features", str(matrix), "--means", str(means), "--means-column", "mu"]) == 2
+    assert "error: --means-column mu would be ignored with a .npy" in capsys.readouterr().err
 
 
 def test_saving_into_a_missing_folder_names_the_folder(tmp_path):

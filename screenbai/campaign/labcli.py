@@ -125,12 +125,24 @@ def report_rejected(lib, args) -> None:
     for reason, count in lib.rejected_counts().items():
         say(f"  {reason:28s} {count:6,d}")
     out = Path(args.rejected_out) if args.rejected_out else _beside(args.campaign, "_rejected.csv")
-    lib.rejected.to_csv(out, index=False)
+    rejected_table(lib.rejected).to_csv(out, index=False)
     shown = lib.rejected.head(SHOWN_REJECTED)
     for row in shown.itertuples(index=False):
         say(f"  {_rejected_row(row)}")
     more = len(lib.rejected) - len(shown)
     say(f"  {'... and ' + format(more, ',') + ' more; ' if more > 0 else ''}all written to {out}")
+
+
+def rejected_table(rejected):
+    """The rejected rows as written for a spreadsheet: a text cell starting like a formula (a SMILES or an id
+    '=HYPERLINK(...)', most likely in rows refused as unparseable) behind a single quote
+    (:func:`~screenbai.textfiles.formula_safe`); the row numbers stay numbers."""
+    from screenbai.textfiles import formula_safe
+
+    table = rejected.copy()
+    for col in ("compound_id", "smiles", "reason", "detail"):
+        table[col] = [formula_safe(v) if isinstance(v, str) else v for v in table[col]]
+    return table
 
 
 def _rejected_row(row) -> str:

@@ -189,10 +189,11 @@ def stopped_by(t: float, T: float, beta: Callable[[float, float], float], delta:
     """P(a run with characteristic time T (times its sampling factor) has stopped by test t): the first passage
     of its evidence over beta (module docstring); 1 from ``cap`` on (a second route of the stopping rule that
     fires there). ``done`` tests so far made at ``past`` times T per unit of evidence (their sampling factor):
-    the mean evidence at t >= done is done / (past T) + (t - done) / T."""
+    the mean evidence at t >= done is done / (past T) + (t - done) / T. 0 before the first test (t < 1): no run
+    stops there, and beta is a threshold of t >= 1 (log(1 + log t) has no value at t < 1/e)."""
     if t >= cap:
         return 1.0
-    if not math.isfinite(T) or t <= 0:
+    if not math.isfinite(T) or t < 1.0:
         return 0.0
     u, level = (min(t, done) / past + max(t - done, 0.0)) / T, float(beta(t, delta))
     if u <= 0:
@@ -208,7 +209,8 @@ def stop_quantiles(Ts: Sequence[float], caps: Sequence[float], beta: Callable[[f
                    qs: Sequence[float], done: float = 0.0, past: float = 1.0) -> list[float]:
     """The quantiles ``qs`` of the stop under the equal mixture of :func:`stopped_by`'s laws (one per T and cap),
     given no stop after ``done`` tests made at sampling factor ``past`` (caps at or below ``done`` did not fire
-    and are dropped). inf where the mixture leaves that much mass on never stopping (before T_MAX)."""
+    and are dropped). inf where the mixture leaves that much mass on never stopping (before T_MAX). At least 1:
+    the bisection looks at t >= 1 only, where beta is defined (a stop comes after a test)."""
     caps = [c if c > done else math.inf for c in caps]
 
     def cdf(t: float) -> float:
@@ -220,7 +222,7 @@ def stop_quantiles(Ts: Sequence[float], caps: Sequence[float], beta: Callable[[f
     out = []
     for q in qs:
         target = base + q * (1.0 - base)
-        lo = max(done, 0.0)
+        lo = max(done, 1.0)
         hi = max(2.0 * lo, 2.0)
         while cdf(hi) < target:
             lo, hi = hi, 2.0 * hi

@@ -8,10 +8,15 @@ Phase r = 1, 2, ... keeps the undecided arms S_r (all arms at r = 1), the arms a
 - the design (Alg. 1, the lambda_r line): lambda_r = argmin_lambda max_{y in Y(S_r)} ||y||^2_{A(lambda)^-1},
   rho_r its value, over all K arms (``certainty.complexity.xy_design``);
 - its size (Alg. 1, the N_r line, with the known sigma and our level):
-  n_r = ceil(2 (1 + eps_round) sigma^2 rho_r L_r / beta_r^2), beta_r = width0 2^-(r-1) the phase's target
-  width (Fiez et al.: width0 = 1/4, i.e. beta_r = 2^-(r+1) and n_r = ceil(2 (1 + eps_round) 2^(2(r+1))
-  sigma^2 rho_r L_r)), at least d; rounded to whole tests (``numerics.design.round_design``), completed
-  to span the arms, and with ``plate_size`` rounded up to whole plates (the extra tests follow the design);
+  n_r = ceil(2 (1 + eps_round) sigma^2 rho_r L_r / beta_r^2), beta_r = max(width0, epsilon) 2^-(r-1) the
+  phase's target width (Fiez et al., epsilon = 0: width0 = 1/4, i.e. beta_r = 2^-(r+1) and
+  n_r = ceil(2 (1 + eps_round) 2^(2(r+1)) sigma^2 rho_r L_r)), at least d; rounded to whole tests
+  (``numerics.design.round_design``), completed to span the arms, and with ``plate_size`` rounded up to whole
+  plates (the extra tests follow the design). A first phase narrower than epsilon buys nothing: a phase whose
+  widths are within epsilon always stops (below: the answer holds S_r's best-estimated arms, so
+  (z_j - z_i)'theta_r <= 0 for i in it and j outside, and UCB_r(j - i) <= w_r(i, j) <= epsilon), so with
+  epsilon above width0 the first phase is sized for epsilon (epsilon above the whole range of the means cost
+  745 tests on soare:d=2 at width 1/4, d = 2 now; lin-tas stops after 8);
 - the estimate: least squares on that phase's outcomes only, theta_r = A_r^-1 sum_t z_t r_t,
   A_r = sum_k n_{r,k} z_k z_k' (the integer design actually run);
 - the level: L_r = log(pi^2 r^2 |S_r| (|S_r| - 1) / (6 delta)), one per directed pair of S_r;
@@ -90,7 +95,8 @@ class RAGE(PhasedElimination):
 
     Parameters: m, delta, epsilon, sigma (sub-Gaussian noise scale, assumed known; "oracle" in
     simulations), eps_round (rounding slack of the phase size), width0 (target width of the first phase,
-    Fiez et al.'s 1/4; any value keeps the guarantee), plate_size (phases rounded up to whole plates).
+    Fiez et al.'s 1/4, or epsilon when larger; any value keeps the guarantee), plate_size (phases rounded up
+    to whole plates).
     """
 
     name = "rage"
@@ -101,6 +107,11 @@ class RAGE(PhasedElimination):
         if key == "sigma":
             return noise_scale(instance)
         raise ValueError(f"{cls.__name__} has no oracle value for parameter {key!r}")
+
+    def target_width(self, r: int) -> float:
+        """beta_r = max(width0, epsilon) 2^-(r-1): a phase at width epsilon already stops (module docstring), so
+        the first is never sized narrower; the rule is fixed before any outcome, so the guarantee is kept."""
+        return max(self.width0, self.epsilon) * 2.0 ** (-(r - 1))
 
     def _fit_phase(self) -> tuple[np.ndarray, np.ndarray] | None:
         """The closed phase's estimate and the matrix P of its widths (width of y: ``_width_scale`` times

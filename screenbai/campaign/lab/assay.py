@@ -197,8 +197,12 @@ class Readout:
         return f"{sign}log10 {self.name}" + (f" ({self.name} in {self.unit})" if self.unit else "")
 
     def z_scale(self) -> str:
-        """Where a Z' is shown, the scale it is on, for a readout told as log10 (see the module doc); else ""."""
-        return f" (of log10 {self.name}, the scale the model uses)" if self.scale == "log10" else ""
+        """Where a Z' is shown, the scale it is on (see the module doc): log10 for a readout told as log10; the raw
+        values for another concentration (a binary IC50, a campaign made before log10), said since status gives
+        its spreads in log10 units; nothing for a readout that is no concentration (raw, as Z' usually is)."""
+        if self.scale == "log10":
+            return f" (of log10 {self.name}, the scale the model uses)"
+        return f" (of the raw {self.name} values, not of log10)" if self.is_concentration else ""
 
     def told_units(self) -> str:
         """The units of what a continuous campaign tells the algorithm, so of its epsilon and sigma."""

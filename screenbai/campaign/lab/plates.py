@@ -7,6 +7,8 @@ import csv
 import os
 from pathlib import Path
 
+from screenbai.textfiles import formula_safe
+
 #: standard microplate formats (rows x columns), smallest first
 FORMATS = ((8, 12), (16, 24), (32, 48))
 #: wells of a plate when the campaign has no plate format and ``next`` is given no --plate-size
@@ -61,6 +63,8 @@ def write_plate_file(
 
     Written to a temporary file and renamed, so a crash never leaves half a plate file.  An
     existing file is never replaced: it may be the same plate with the lab's outcomes typed in.
+    The lab opens it in Excel: a cell starting like a formula (an id '=HYPERLINK(...)') is written behind a single
+    quote (:func:`~screenbai.textfiles.formula_safe`), which ``record`` takes off again.
     """
     path = Path(path)
     check_plate_path(path)
@@ -70,7 +74,8 @@ def write_plate_file(
         extra = {k: v for k, v in (extra or {}).items() if any(v)}
         writer.writerow((*PLATE_COLUMNS[:-1], *extra, PLATE_COLUMNS[-1]))  # the lab fills in the last column
         for k, (well, compound_id, smiles) in enumerate(wells):
-            writer.writerow((plate_id, well, compound_id, smiles, *(v[k] for v in extra.values()), ""))
+            cells = (plate_id, well, compound_id, smiles, *(v[k] for v in extra.values()))
+            writer.writerow((*(formula_safe(str(c)) for c in cells), ""))  # every cell text; the outcome empty
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from screenbai.textfiles import not_utf8, open_text, table_rows
+from screenbai.textfiles import formula_unsafe, not_utf8, open_text, table_rows
 
 from .layout import PlateLayout, well_span
 
@@ -154,7 +154,11 @@ def read_results(
 
     def field(fields, key):
         i = col.get(key)
-        return fields[i].strip() if i is not None and i < len(fields) else None
+        if i is None or i >= len(fields):
+            return None
+        # the plate file's text cells went out behind a quote where they start like a formula (Excel may have
+        # dropped it on saving): the ids as the campaign knows them; an outcome is a number, read as written
+        return fields[i].strip() if key == "outcome" else formula_unsafe(fields[i].strip())
 
     out: list[Outcome] = []
     seen: dict[tuple[str, str], tuple[int, str | None]] = {}

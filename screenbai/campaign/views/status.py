@@ -14,6 +14,7 @@ from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
 from screenbai.campaign.lab.assay import model_sentence, models_features
 
+from .controls import control_lines, spreads
 from .estimates import Z95, as_read, contention_intervals, model_estimates, rate_text, read_back, wilson_interval
 from .forecast import BAND_LEVEL, FORECAST_DRAWS, forecast_left, never_stops
 
@@ -103,6 +104,9 @@ class Status:
     replicate_sd: float | None = None
     #: the scale of the two spreads: "log10" for a concentration (an IC50's wells spread by factors), else "linear"
     spread_scale: str = "linear"
+    #: the scale of the plates' Z': "log10" for a readout the model takes as log10, else "linear" (the raw values,
+    #: also for a binary IC50, whose spreads are in log10: the status text says so)
+    z_scale: str = "linear"
     #: the compound-set changes, in order, each with what it did to the guarantee
     changes: list[str] = field(default_factory=list)
     #: which rule chooses the wells, in one line (the plate files' 'why' column says it per well)
@@ -236,31 +240,7 @@ class Status:
             out.append(f"why these wells: {self.rule} (per well: the plate file's 'why' column)")
         if self.layout:
             out.append(f"plate layout: {self.layout}")
-        where = "of log10 values, the scale the model uses" if self.geometric else ""  # as Readout.z_scale
-        for plate_id, z, decision in self.plate_qc:
-            if decision not in ("pass", "too few controls"):
-                out.append(f"plate {plate_id}: controls FAILED (Z' = {z:.2f}{' ' * bool(where)}{where}), {decision} "
-                           "by the lab")
-        passed = [z for _, z, d in self.plate_qc if d == "pass"]
-        if passed:
-            out.append(
-                f"controls: {len(passed)} plate(s) passed, Z' from {min(passed):.2f} to {max(passed):.2f} "
-                f"({where}{'; ' * bool(where)}each Z' >= {self.min_z:g}, the campaign's bound)"
-            )
-        unit = f", in {self.unit}" if self.unit else " (the raw readout's units)"
-
-        def sd(value: float) -> str:
-            if self.spread_scale == "log10":  # a concentration: in log10 units, and as the factor they make
-                return f"sd {value:.2f} log10 units (a factor {10 ** value:.2g}){unit}"
-            return f"sd {value:.3g}{unit}"
-
-        if self.control_sd is not None:
-            out.append(f"spread of the control wells (within a plate): {sd(self.control_sd)}")
-        if self.replicate_sd is not None:
-            out.append(
-                f"spread of replicate wells (a compound twice or more on one plate): {sd(self.replicate_sd)}"
-                + ("" if self.outcome == "binary" else " (the noise a linear model's sigma stands for)")
-            )
+        out.extend(control_lines(self))
         out.extend(self.changes)
         return out
 
@@ -527,7 +507,7 @@ def campaign_status(camp) -> Status:
 def progress(camp, policy, res, n, lo, hi) -> dict:
     """The plan-the-week numbers of ``Status``: plates done, contention, certificate, forecast,
     layout, readout model, controls, changes (see the field comments)."""
-    from ..lab.assay import DEFAULT_MIN_Z, Readout, pooled_deviations
+    from ..lab.assay import Readout
     from ..state.changes import change_lines
     from .explain import rule_of
 
@@ -546,15 +526,6 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
     qc = camp._con.execute(
         "SELECT q.plate_id, q.z_prime, q.decision FROM plate_qc q JOIN records r USING (record_id) ORDER BY r.step"
     ).fetchall()
-    # a concentration's wells spread by factors: its spreads are taken on log10 of the values (above 0, lab/results)
-    log = readout is not None and Readout.from_dict(readout).is_concentration
-    ss, dof = pooled_deviations(camp._con.execute(
-        "SELECT plate_id, kind, raw FROM readouts WHERE kind != 'compound' AND raw IS NOT NULL AND discarded = 0"
-    ).fetchall(), log)
-    rep_ss, rep_dof = pooled_deviations(camp._con.execute(
-        "SELECT r.plate_id, w.arm, r.raw FROM readouts r JOIN wells w USING (plate_id, well) "
-        "WHERE r.kind = 'compound' AND r.raw IS NOT NULL AND r.discarded = 0"
-    ).fetchall(), log)
     plates_done = camp._con.execute(
         "SELECT COUNT(*) FROM plates p WHERE NOT EXISTS (SELECT 1 FROM wells w LEFT JOIN outcomes o "
         "USING (plate_id, well) WHERE w.plate_id = p.plate_id AND o.id IS NULL)"
@@ -579,10 +550,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "readout": None if not readout else Readout.from_dict(readout).rule(),
         "model": model,
         "plate_qc": [(p, z, d) for p, z, d in qc],
-        "min_z": Readout.from_dict(readout).min_z if readout else DEFAULT_MIN_Z,
-        "control_sd": math.sqrt(ss / dof) if dof else None,
-        "replicate_sd": math.sqrt(rep_ss / rep_dof) if rep_dof else None,
-        "spread_scale": "log10" if log else "linear",
+        **spreads(camp, Readout.from_dict(readout) if readout else None),
         "changes": change_lines(camp),
         "rule": rule_of(camp.algorithm),
         "forecast_note": getattr(getattr(policy, "inner", policy), "forecast_caveat", "") or None,

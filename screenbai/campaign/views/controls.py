@@ -1,0 +1,77 @@
+"""What ``status`` says of the plates' controls and the spread of wells: each plate's Z' and the pooled spreads of
+control and replicate wells, each line naming the scale it is on (split from status.py).
+
+The scales differ for a concentration (an IC50) the model does not take as log10: a binary campaign (the model
+takes hits) or a continuous one made before log10 (``Readout.scale`` "linear"). Its spreads are of log10 of the
+values, as a chemist reads a concentration's spread (by factors), while its Z' is of the raw values: the one
+``record`` computed and decided the plate by (``lab.assay.check_controls``), kept as recorded.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..lab.assay import DEFAULT_MIN_Z, Readout, pooled_deviations
+
+
+def spreads(camp, readout: Readout | None) -> dict:
+    """``Status``'s control and replicate spreads (pooled within-plate sd, discarded plates left out), the scale
+    they are on and the scale of the plates' Z', with the campaign's bound on Z'."""
+    # a concentration's wells spread by factors: its spreads are taken on log10 of the values (above 0, lab/results)
+    log = readout is not None and readout.is_concentration
+    ss, dof = pooled_deviations(camp._con.execute(
+        "SELECT plate_id, kind, raw FROM readouts WHERE kind != 'compound' AND raw IS NOT NULL AND discarded = 0"
+    ).fetchall(), log)
+    rep_ss, rep_dof = pooled_deviations(camp._con.execute(
+        "SELECT r.plate_id, w.arm, r.raw FROM readouts r JOIN wells w USING (plate_id, well) "
+        "WHERE r.kind = 'compound' AND r.raw IS NOT NULL AND r.discarded = 0"
+    ).fetchall(), log)
+    return {
+        "min_z": readout.min_z if readout is not None else DEFAULT_MIN_Z,
+        "control_sd": math.sqrt(ss / dof) if dof else None,
+        "replicate_sd": math.sqrt(rep_ss / rep_dof) if rep_dof else None,
+        "spread_scale": "log10" if log else "linear",
+        # as check_controls took it: of log10 only for a readout the model takes as log10
+        "z_scale": "log10" if readout is not None and readout.scale == "log10" else "linear",
+    }
+
+
+def control_lines(view) -> list[str]:
+    """The lines of a ``Status`` (``view``) on its plates' Z' and its spreads, each naming its scale."""
+    out = []
+    unit = f", in {view.unit}" if view.unit else " (the raw readout's units)"
+    raw_z = view.z_scale != "log10" and view.spread_scale == "log10"  # the two on different scales: say so
+    if view.z_scale == "log10":
+        where = "of log10 values, the scale the model uses"  # as Readout.z_scale
+    elif raw_z:
+        where = f"of the raw values{unit}, not of their log10 as the spreads below"
+    else:
+        where = ""
+    for plate_id, z, decision in view.plate_qc:
+        if decision not in ("pass", "too few controls"):
+            out.append(f"plate {plate_id}: controls FAILED (Z' = {z:.2f}{' ' * bool(where)}{where}), {decision} "
+                       "by the lab")
+    passed = [z for _, z, d in view.plate_qc if d == "pass"]
+    if passed:
+        out.append(
+            f"controls: {len(passed)} plate(s) passed, Z' from {min(passed):.2f} to {max(passed):.2f} "
+            f"({where}{'; ' * bool(where)}each Z' >= {view.min_z:g}, the campaign's bound)"
+        )
+
+    def sd(value: float) -> str:
+        if view.spread_scale == "log10":  # a concentration: in log10 units, and as the factor they make
+            return f"sd {value:.2f} log10 units (a factor {10 ** value:.2g}){unit}"
+        return f"sd {value:.3g}{unit}"
+
+    if view.control_sd is not None:
+        out.append(f"spread of the control wells (within a plate): {sd(view.control_sd)}")
+    if view.replicate_sd is not None:
+        if view.outcome == "binary":
+            sigma = ""
+        elif view.spread_scale == "log10" and not view.geometric:  # a continuous IC50 the model takes raw
+            sigma = (f" (a factor, not the units of this campaign's sigma: its model takes the raw values{unit}, "
+                     "as campaigns made before log10 did)")
+        else:
+            sigma = " (the noise a linear model's sigma stands for)"
+        out.append(f"spread of replicate wells (a compound twice or more on one plate): {sd(view.replicate_sd)}{sigma}")
+    return out
