@@ -9,11 +9,12 @@ estimate may not exist (separable outcomes); this is detected and reported with
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 from scipy.linalg import lapack
-from scipy.special import expit
+from scipy.special import expit, logit
 
 #: a fitted linear predictor beyond this (fitted mean within ~1e-13 of 0 or 1) means divergence
 _SEPARATION_ETA = 30.0
@@ -228,3 +229,18 @@ def mean_gap_bound(u: np.ndarray, lo_i: float, hi_i: float, hi_j: np.ndarray) ->
     start = np.maximum(lo_i, hi_j - u)  # the part where a_j = hi_j
     second = np.where(start <= hi_i, expit(hi_j) - expit(start), -np.inf)
     return np.maximum(first, second)
+
+
+def epsilon_curve(a: float, epsilon: float) -> tuple[float, float]:
+    """h(a) = logit(mu(a) + epsilon) and h'(a), for a < logit(1 - epsilon): arm j beats arm i by more than
+    epsilon exactly when x_j^T theta > h(x_i^T theta). h is convex: with p = mu(a),
+    h'(a) = p (1 - p) / ((p + epsilon) (1 - p - epsilon)), whose logarithm has p-derivative
+    epsilon / (p (p + epsilon)) + epsilon / ((1 - p) (1 - p - epsilon)) > 0, and p rises with a."""
+    p = float(expit(a))
+    return float(logit(p + epsilon)), p * (1.0 - p) / ((p + epsilon) * (1.0 - p - epsilon))
+
+
+def epsilon_margin(b: float, epsilon: float) -> float:
+    """logit(mu(b) + epsilon) - b: how much x_j^T theta may exceed x_i^T theta = b before mu_j - mu_i > epsilon."""
+    target = expit(b) + epsilon
+    return math.inf if target >= 1.0 else float(logit(target)) - b

@@ -27,8 +27,16 @@ range ends' margins are far below the margin at the likely theta).  Arms far fro
 first by an outer bound of C_t (the self-concordance of the logistic loss, Bach 2010, Prop. 1);
 the rest get an exact Newton solve on the hyperplane (at most MAX_EXACT_TESTS of them; the rest
 count as not ruled out), the likeliest violator first, and the test returns at the first arm it
-cannot rule out.  ``pair_stands`` is the cheap first look: a point of
+cannot rule out.  ``pair_stands`` (rules/likelihood.py) is the cheap first look: a point of
 C_t where the sampled rival wins.
+
+**Separable outcomes** (no minimiser of L_t, ``bounded`` False). Validity never needs the minimiser: C_t
+is the level set of L_t at an absolute level, convex, bounded or not, and a pair is ruled out only by exact
+plane tests (with no minimiser the plane's infimum may lie at infinity: True then also needs a margin of
+UNBOUNDED_SLACK nats). What goes is what uses the minimiser: the outer radius (infinite), the box, the range
+ends (+-inf), so the margin is the smallest over every x_i^T theta (at logit((1 - epsilon) / 2)) and every
+arm is a candidate; a surrogate centre theta~ (the ridge MLE at SURROGATE_RIDGE) and H~ (the Hessian of L_t
+there plus the ridge) only start the planes' solves and order the candidates (``_surrogate``).
 """
 
 from __future__ import annotations
@@ -40,7 +48,7 @@ from scipy.linalg import solve_triangular
 from scipy.special import expit, logit
 
 from screenbai.bandits.numerics.features import FeatureSource
-from screenbai.bandits.numerics.glm import SeparableDataError, logistic_mle
+from screenbai.bandits.numerics.glm import SeparableDataError, epsilon_curve, epsilon_margin, logistic_mle
 from screenbai.bandits.numerics.linalg import cholesky_lower, cholesky_solve
 
 _MAX_NEWTON = 60
@@ -50,6 +58,8 @@ EXACT_NORMS_MAX_K = 20_000  # the outer bound's H^-1 norms: exact (O(K d^2)) up 
 MAX_CERT_TESTS = 32  # the certificate's exact range ends per answer arm (beyond, outer bounds)
 _CERT_STEPS = 14  # bisections of the certificate's range ends (the stopping test's own use 8)
 _DECREMENT_TOL = 1e-10  # Newton decrement (squared) at which a hyperplane minimum is taken as reached
+SURROGATE_RIDGE = 1e-3  # separable outcomes: the ridge of the surrogate centre (starting points only)
+UNBOUNDED_SLACK = 1e-6  # separable outcomes: nats by which a plane's minimum must clear the level
 
 
 def forecast_level(t: float, d: int, delta: float) -> float:
@@ -241,9 +251,11 @@ def exceeds_on_plane(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float) -
     return _plane_search(Zp, n, s, v, theta, level)[0]
 
 
-def _plane_search(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float) -> tuple[bool, np.ndarray]:
+def _plane_search(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float,
+                  slack: float = 0.0) -> tuple[bool, np.ndarray]:
     """``exceeds_on_plane`` and the last point of the plane it reached (one with L <= level when False
-    because such a point was found)."""
+    because such a point was found). True needs the minimum to exceed ``level + slack`` (a set without a
+    minimiser: the plane's infimum may lie at infinity, approached along directions where L is flat)."""
     d = theta.size
     ridge = 1e-12 * np.eye(d)
     for _ in range(_MAX_NEWTON):
@@ -260,7 +272,7 @@ def _plane_search(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float) -> t
         step = -(a - (v @ a) / (v @ b) * b)  # v^T step = 0
         decrement = -float(g @ step)
         if decrement <= _DECREMENT_TOL:
-            return f - max(decrement, 0.0) > level, theta
+            return f - max(decrement, 0.0) > level + slack, theta
         size = 1.0
         while size > 1e-10:
             cand = theta + size * step
@@ -276,15 +288,6 @@ def _plane_search(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float) -> t
 
 #: tangent planes tried per pair before a rival counts as not ruled out (``LikelihoodRatioSet._rules_out_pair``)
 TANGENT_STEPS = 6
-
-
-def epsilon_curve(a: float, epsilon: float) -> tuple[float, float]:
-    """h(a) = logit(mu(a) + epsilon) and h'(a), for a < logit(1 - epsilon): arm j beats arm i by more than
-    epsilon exactly when x_j^T theta > h(x_i^T theta). h is convex: with p = mu(a),
-    h'(a) = p (1 - p) / ((p + epsilon) (1 - p - epsilon)), whose logarithm has p-derivative
-    epsilon / (p (p + epsilon)) + epsilon / ((1 - p) (1 - p - epsilon)) > 0, and p rises with a."""
-    p = float(expit(a))
-    return float(logit(p + epsilon)), p * (1.0 - p) / ((p + epsilon) * (1.0 - p - epsilon))
 
 
 def _onto_plane(theta: np.ndarray, v: np.ndarray, Hinv_v: np.ndarray, g: float) -> np.ndarray:
@@ -325,45 +328,6 @@ def _pair_gap_bound(v_lo: float, v_hi: float, G: np.ndarray, W: np.ndarray) -> n
     return expit(np.minimum(v + G, W)) - expit(v)
 
 
-def epsilon_margin(b: float, epsilon: float) -> float:
-    """logit(mu(b) + epsilon) - b: how much x_j^T theta may exceed x_i^T theta = b before mu_j - mu_i > epsilon."""
-    target = expit(b) + epsilon
-    return math.inf if target >= 1.0 else float(logit(target)) - b
-
-
-def pair_stands(Zp, n, s, level: float, theta: np.ndarray, P: np.ndarray, zi: np.ndarray, zj: np.ndarray,
-                epsilon: float) -> bool:
-    """A cheap witness that arm j may beat arm i by more than epsilon: a point of C_t where it does.
-
-    From an estimate ``theta`` inside C_t, step along P (z_j - z_i) (P any positive definite
-    matrix, e.g. the inverse design matrix) to the nearest point where mu_j - mu_i > epsilon, and
-    check that it lies in C_t.  True means the stopping rule cannot fire now (that point is beyond
-    every margin the full test may use); False means nothing (the full test decides).
-    O(d^2 + K_+ d).
-    """
-    if nll(Zp, n, s, theta) > level:
-        return False
-    v = zj - zi
-    if not v.any():  # identical features: the same mean for every theta, j never beats i
-        return False
-    Pv = P @ v
-    u = Pv / float(v @ Pv)  # v^T u = 1: one unit of s raises the gap x_j^T theta - x_i^T theta by 1
-    a0, da, b0, db = float(zi @ theta), float(zi @ u), float(zj @ theta), float(zj @ u)
-
-    def beaten(step: float) -> bool:
-        return float(expit(b0 + db * step) - expit(a0 + da * step)) > epsilon
-
-    lo, hi = 0.0, 0.25
-    while not beaten(hi):
-        lo, hi = hi, 2.0 * hi
-        if hi > 1e6:
-            return False
-    for _ in range(20):  # the first crossing, to within 2^-20 of the bracket
-        mid = 0.5 * (lo + hi)
-        lo, hi = (lo, mid) if beaten(mid) else (mid, hi)
-    return nll(Zp, n, s, theta + hi * u) <= level
-
-
 def _likeliest_first(score: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` largest scores, largest first, ties by position: the first ``k`` of
     ``np.argsort(-score, kind="stable")`` without sorting all of them (O(n) + O(k log k))."""
@@ -386,7 +350,7 @@ class LikelihoodRatioSet:
         try:
             self.theta = logistic_mle(Zp, self.n, self.s, 0.0, theta0=theta0, decrement_tol=1e-14).theta
         except SeparableDataError:
-            self.theta, self.bounded = np.asarray(theta0, dtype=float), False
+            self._surrogate(theta0)
             return
         eta = Zp @ self.theta
         f = _loss(eta, self.n, self.s)
@@ -399,9 +363,26 @@ class LikelihoodRatioSet:
         self._box: tuple | None = None  # (eigenvectors of H, the box's sides), computed when needed
         self.rho = 0.0 if self.empty else _outer_radius(self.level - f, kappa)
 
+    def _surrogate(self, theta0: np.ndarray) -> None:
+        """No minimiser (separable outcomes): the surrogate centre theta~ (the ridge MLE at SURROGATE_RIDGE)
+        and the Cholesky factor of H~ (the Hessian of L_t there plus the ridge), which only start the planes'
+        solves and order the candidates (module docstring). Not known to be empty: the tests decide."""
+        self.bounded, self.empty, self.rho, self._box = False, False, math.inf, None
+        self.f_min = -math.inf  # not attained (the infimum of L_t is not computed)
+        d = int(np.asarray(theta0).size)
+        self.theta = logistic_mle(self.Zp, self.n, self.s, SURROGATE_RIDGE, theta0=theta0).theta
+        eta = self.Zp @ self.theta
+        H = _grad_hess(self.Zp, self.n, self.s, eta)[1]
+        H[np.diag_indices(d)] += SURROGATE_RIDGE
+        self.chol = cholesky_lower(H)
+        self._r_quad = math.sqrt(2.0 * max(self.level - _loss(eta, self.n, self.s), 0.0))  # scores only
+
     def _range_end(self, u: np.ndarray, lower: bool, steps: int = 8) -> float:
         """A safe bound on min (``lower``) or max of u^T theta over C_t: a value c with no point of
-        C_t beyond it, from the outer radius, tightened by ``steps`` bisections with exact hyperplane tests."""
+        C_t beyond it, from the outer radius, tightened by ``steps`` bisections with exact hyperplane tests
+        (-inf or inf for a set without a minimiser: no outer radius)."""
+        if not self.bounded:
+            return -math.inf if lower else math.inf
         sign = -1.0 if lower else 1.0
         w = sign * u
         Hinv_w = cholesky_solve(self.chol, w)
@@ -439,7 +420,9 @@ class LikelihoodRatioSet:
         stands, None is returned at once (not ruled out; the others not counted).  Then the pairs
         the outer bound cannot rule out get an exact test, the likeliest first; after the first
         that stands, the remaining candidates are counted as open without solving (so the count is
-        an upper bound, exact at 0).  The outer bound needs ||x_j - x_i||_{H^-1} for every arm: exact
+        an upper bound, exact at 0). A set without a minimiser (module docstring) takes the smallest
+        margin and every other arm as a candidate, scored at theta~ and H~; the same contract.
+        The outer bound needs ||x_j - x_i||_{H^-1} for every arm: exact
         (O(K d^2)) up to EXACT_NORMS_MAX_K arms, above from ``P`` = M^-1 of the same outcomes and
         ``diag`` = diag(Z P Z^T) (O(K d): H >= c M with c the smallest weight mu' of a pulled arm).
 
@@ -454,14 +437,12 @@ class LikelihoodRatioSet:
         keep the answer open, that is delay a stop: never a wrong stop.) This keeps the box's cost,
         about 20 d exact solves and an O(K d^2) pass at large K, out of every test that cannot stop.
         """
-        if not self.bounded:
-            return Z.shape[0] - len(named)  # no minimiser: C_t is unbounded, nothing is ruled out
         if self.empty:
             return 0
         named = np.asarray(named).ravel()
         is_named = np.zeros(Z.shape[0], dtype=bool)
         is_named[named] = True
-        r_quad = math.sqrt(2.0 * (self.level - self.f_min))
+        r_quad = math.sqrt(2.0 * (self.level - self.f_min)) if self.bounded else self._r_quad
         is_open = np.zeros(Z.shape[0], dtype=bool)
         n_open = 0
         b0 = float(logit((1.0 - epsilon) / 2.0)) if epsilon < 1.0 else -math.inf  # where the margin is smallest
@@ -469,7 +450,7 @@ class LikelihoodRatioSet:
             zi = Z[int(i)]
             centre = float(zi @ self.theta)
             # use the end of the range of x_i^T theta nearest b0
-            if n_open:  # already not stopping: count with the smallest margin, no range needed
+            if n_open or not self.bounded:  # not stopping, or no range: the smallest margin, valid for any b
                 b = b0
             elif b0 < centre:
                 b = max(b0, self._range_end(zi, lower=True))
@@ -484,12 +465,13 @@ class LikelihoodRatioSet:
             for lo, Zb, sd2, _ in self._norm_blocks(Z, int(i), P, diag):
                 sd = np.sqrt(np.maximum(sd2, 0.0))
                 gap_hat = Zb @ self.theta - centre
-                keep = np.flatnonzero((gap_hat + self.rho * sd > g) & ~is_named[lo:lo + Zb.shape[0]])
+                near = gap_hat + self.rho * sd > g if self.bounded else True  # no outer radius: every arm
+                keep = np.flatnonzero(near & ~is_named[lo:lo + Zb.shape[0]])
                 alive.append(keep + lo)
                 score.append(gap_hat[keep] + r_quad * sd[keep])
             alive_all, score_all = np.concatenate(alive), np.concatenate(score)
             first, first_out = -1, False  # the likeliest candidate and its exact test, if done
-            if not n_open and alive_all.size > BOX_MIN_ALIVE:  # many left: the box bound rules out more
+            if self.bounded and not n_open and alive_all.size > BOX_MIN_ALIVE:  # many left: the box rules out more
                 # ... unless the likeliest candidate stands, which the box cannot change (see the docstring)
                 first = int(alive_all[_likeliest_first(score_all, 1)[0]])
                 first_out = self._rules_out_pair(zi, Z[first], g, epsilon)
@@ -546,13 +528,18 @@ class LikelihoodRatioSet:
         arm at once (O(K d^2), O(K d) above EXACT_NORMS_MAX_K arms with ``P``, ``diag``); then the
         bounds at the top (the m largest, which decide eq. (1)) get the exact range end of
         (z_j - z_i)^T theta, until the m largest are exact or ``n_exact`` arms were refined.
-        A set without a minimiser (separable outcomes) is unbounded: every bound is 1 (means in [0, 1]).
+        A set without a minimiser (separable outcomes): every bound starts at 1 (means in [0, 1]) and,
+        when at most ``n_exact`` arms decide eq. (1) (K - m), each gets the pair test's bisection
+        (``_pair_bound``), the likeliest violator first, from the m-th largest bound found so far up
+        (below it a bound does not change eq. (1)); otherwise every bound stays 1.
         """
         K = Z.shape[0]
-        if not self.bounded or self.empty:  # empty: nothing is possible (probability <= delta)
-            U = np.full(K, 1.0 if not self.bounded else 0.0)
+        if self.empty:  # empty: nothing is possible (probability <= delta)
+            U = np.zeros(K)
             U[i] = -np.inf
             return U
+        if not self.bounded:
+            return self._gap_bounds_unbounded(Z, i, m, n_exact)
         zi = Z[i]
         v_lo = self._range_end(zi, lower=True, steps=_CERT_STEPS)
         v_hi = self._range_end(zi, lower=False, steps=_CERT_STEPS)
@@ -591,12 +578,37 @@ class LikelihoodRatioSet:
             tight[j] = True
         return U
 
-    def _pair_bound(self, zi: np.ndarray, zj: np.ndarray, v_lo: float, v_hi: float, hi: float) -> float:
-        """The smallest epsilon in [0, hi] (to _CERT_STEPS bisections) for which ``_rules_out_pair``
-        shows no theta of C_t with mu(z_j^T theta) - mu(z_i^T theta) > epsilon (z_i^T theta in [v_lo, v_hi])."""
-        if not 0.0 < hi < 1.0:
+    def _gap_bounds_unbounded(self, Z: np.ndarray, i: int, m: int, n_exact: int) -> np.ndarray:
+        """``gap_bounds`` for a set without a minimiser (see there)."""
+        K = Z.shape[0]
+        U = np.ones(K)
+        U[i] = -np.inf
+        if K - m > n_exact:
+            return U
+        zi = Z[i]
+        score = Z @ self.theta - float(zi @ self.theta)
+        score[i] = -np.inf
+        found: list[float] = []
+        for j in np.argsort(-score, kind="stable")[:K - 1]:
+            floor = sorted(found)[-m] if len(found) >= m else 0.0
+            U[j] = self._pair_bound(zi, Z[j], -math.inf, math.inf, 1.0, floor)
+            found.append(float(U[j]))
+        return U
+
+    def _pair_bound(self, zi: np.ndarray, zj: np.ndarray, v_lo: float, v_hi: float, hi: float,
+                    floor: float = 0.0) -> float:
+        """The smallest epsilon in [floor, hi] (to _CERT_STEPS bisections) for which ``_rules_out_pair``
+        shows no theta of C_t with mu(z_j^T theta) - mu(z_i^T theta) > epsilon (z_i^T theta in [v_lo, v_hi]);
+        ``hi`` itself when no epsilon below it is shown (hi = 1 is then the trivial bound)."""
+        if floor > 0.0:  # below ``floor`` a bound matters no more: try it first
+            if floor >= hi:
+                return hi
+            g = epsilon_margin(min(max(float(logit((1.0 - floor) / 2.0)), v_lo), v_hi), floor)
+            if math.isinf(g) or self._rules_out_pair(zi, zj, g, floor):
+                return floor
+        elif not 0.0 < hi < 1.0 and not (hi == 1.0 and not self.bounded):
             return hi
-        lo = 0.0
+        lo = floor
         for _ in range(_CERT_STEPS):
             eps = 0.5 * (lo + hi)
             b0 = float(logit((1.0 - eps) / 2.0))  # where the margin is smallest
@@ -637,7 +649,7 @@ class LikelihoodRatioSet:
         if not v.any():  # two arms with identical features: v^T theta = 0 < g everywhere
             return True, self.theta
         start = _onto_plane(self.theta, v, cholesky_solve(self.chol, v), g)
-        return _plane_search(self.Zp, self.n, self.s, v, start, self.level)
+        return _plane_search(self.Zp, self.n, self.s, v, start, self.level, 0.0 if self.bounded else UNBOUNDED_SLACK)
 
     def _rules_out_pair(self, zi: np.ndarray, zj: np.ndarray, g: float, epsilon: float) -> bool:
         """No theta of C_t has mu(z_j^T theta) - mu(z_i^T theta) > epsilon.
@@ -650,11 +662,17 @@ class LikelihoodRatioSet:
         misses A (exact for each plane; the planes are only sufficient, so a False is "not shown").
         Each next a0 is z_i^T p at the point p of C_t found beyond the last plane (a cutting-plane
         search for the separating tangent); a p inside A ends the search (the rival stands).
+        A set without a minimiser may be unbounded along z_j (or against z_i), where every tangent
+        plane is crossed: it first tries A's asymptotes, z_i^T theta = logit(1 - epsilon) (A has
+        mu_i < 1 - epsilon) and z_j^T theta = logit(epsilon) (A has mu_j > epsilon), each an exact plane test.
         """
         ruled, p = self._plane_test(zj - zi, g)
         if ruled or epsilon <= 0.0:  # epsilon = 0: h(a) = a, the first plane is A's own boundary
             return ruled
         a_max = float(logit(1.0 - epsilon)) if epsilon < 1.0 else math.inf
+        if not self.bounded and epsilon < 1.0 and (self._rules_out(-zi, -a_max)
+                                                   or self._rules_out(zj, float(logit(epsilon)))):
+            return True
         touch = float(logit((1.0 - epsilon) / 2.0))  # where the first plane's slope, 1, is h's
         for _ in range(TANGENT_STEPS):
             a, b = float(zi @ p), float(zj @ p)

@@ -29,7 +29,7 @@ from screenbai.bandits.certainty.certificate import certified_from_bounds
 from screenbai.bandits.core.parts import StoppingRule
 from screenbai.bandits.numerics.glm import SeparableDataError
 from screenbai.bandits.numerics.linalg import pinv_psd
-from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, nll, pair_stands
+from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, nll
 from screenbai.bandits.numerics.lr_windows import LRWindows
 
 #: log-tas's likelihood-ratio test runs after every outcome where K d^2 is at most this (each test costs O(K d^2) and
@@ -52,6 +52,39 @@ def next_check(n_samples: int) -> int:
     """The sample count of the likelihood-ratio test after one made at ``n_samples`` (CHECK_GROWTH more tests,
     at least one more). Checks do not steer the sampling, so how often they run moves only the stop."""
     return n_samples + max(1, int(CHECK_GROWTH * n_samples))
+
+
+def pair_stands(Zp, n, s, level: float, theta: np.ndarray, P: np.ndarray, zi: np.ndarray, zj: np.ndarray,
+                epsilon: float) -> bool:
+    """A cheap witness that arm j may beat arm i by more than epsilon: a point of C_t where it does.
+
+    From an estimate ``theta`` inside C_t, step along P (z_j - z_i) (P any positive definite
+    matrix, e.g. the inverse design matrix) to the nearest point where mu_j - mu_i > epsilon, and
+    check that it lies in C_t.  True means the stopping rule cannot fire now (that point is beyond
+    every margin the full test may use); False means nothing (the full test decides).
+    O(d^2 + K_+ d).
+    """
+    if nll(Zp, n, s, theta) > level:
+        return False
+    v = zj - zi
+    if not v.any():  # identical features: the same mean for every theta, j never beats i
+        return False
+    Pv = P @ v
+    u = Pv / float(v @ Pv)  # v^T u = 1: one unit of s raises the gap x_j^T theta - x_i^T theta by 1
+    a0, da, b0, db = float(zi @ theta), float(zi @ u), float(zj @ theta), float(zj @ u)
+
+    def beaten(step: float) -> bool:
+        return float(expit(b0 + db * step) - expit(a0 + da * step)) > epsilon
+
+    lo, hi = 0.0, 0.25
+    while not beaten(hi):
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e6:
+            return False
+    for _ in range(20):  # the first crossing, to within 2^-20 of the bracket
+        mid = 0.5 * (lo + hi)
+        lo, hi = (lo, mid) if beaten(mid) else (mid, hi)
+    return nll(Zp, n, s, theta + hi * u) <= level
 
 
 class WindowedLikelihoodRatio(StoppingRule):
@@ -131,15 +164,14 @@ class WindowedLikelihoodRatio(StoppingRule):
             yield start, self.Z[pulled], n[pulled], s[pulled], P + log_inv + math.log(1.0 / self.delta), theta0
 
     def _sets(self) -> list[LikelihoodRatioSet]:
-        """The bounded likelihood-ratio sets of the windows tried; each holds theta* on the same event."""
+        """The likelihood-ratio sets of the windows tried; each holds theta* on the same event. A window
+        whose outcomes are separable gives a set without a minimiser, valid all the same (lr_set.py)."""
         sets = []
         for _, Zp, n, s, level, theta0 in self._window_data():
             try:
-                cs = LikelihoodRatioSet(Zp, n, s, level, theta0)
+                sets.append(LikelihoodRatioSet(Zp, n, s, level, theta0))
             except SeparableDataError:
                 continue
-            if cs.bounded:
-                sets.append(cs)
         return sets
 
     def check(self, answer: np.ndarray | None = None) -> np.ndarray | None:
