@@ -645,13 +645,13 @@ def test_separable_outcomes_no_longer_keep_the_likelihood_ratio_stop_from_firing
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("algorithm", ["glgape", "m-glgape", "log-tas"])
+@pytest.mark.parametrize("algorithm", ["glgape", "log-tas"])  # m-glgape's test is GLGapE's (m = 1 here)
 def test_error_rate_on_a_saturated_one_hot_instance_is_below_delta(algorithm):
     """Arm 0 at 0.999 (nearly always 1: separable outcomes), arm 1 at 0.88 (0.119 below: a wrong answer at
     epsilon 0.1), arm 2 at 0.001: each run stops, and wrong answers stay at most delta times the runs
     (delta 0.2, large so that errors would show; seeded runs, so the test is deterministic: 0 of 100
-    wrong measured for each algorithm, medians 306 tests for both GLGapEs and 229 for log-tas)."""
+    wrong measured for each of GLGapE, m-GLGapE and log-tas, medians 306, 306 and 229 tests; 40 runs here)."""
     inst = _one_hot([0.999, 0.88, 0.001])
-    res = [_stop(algorithm, inst, seed, 0.2) for seed in range(100)]
+    res = [_stop(algorithm, inst, seed, 0.2) for seed in range(40)]
     assert all(r.stopped for r in res)
-    assert sum(r.recommendation != (0,) for r in res) <= 20
+    assert sum(r.recommendation != (0,) for r in res) <= 8
