@@ -980,8 +980,10 @@ def test_status_says_the_certificate_then_its_model_check_then_the_forecast(tmp_
     leader = st.recommendation[0].compound_id
     assert sentence.startswith(f"{leader}: ")
     if st.certified_epsilon < 1:
-        assert f"within {st.certified_epsilon:.2g} of the best hit rate, 95 % confidence, under the logistic model " \
-            "on these features" in sentence
+        from screenbai.bandits.certainty.certificate import epsilon_text  # rounded up: never more than certified
+
+        assert f"within {epsilon_text(st.certified_epsilon)} of the best hit rate, 95 % confidence, under the " \
+            "logistic model on these features" in sentence
     lines = text.splitlines()
     at = {key: next(i for i, s in enumerate(lines) if s.startswith(key))
           for key in ("certificate, true whenever you stop", "model check:", "forecast:")}

@@ -237,8 +237,8 @@ def test_sentence_and_json():
     cert = Certificate(arms=(3,), epsilon=(0.1712,), delta=0.05, guaranteed=True,
                        model="the logistic model on these features", quantity="cure rate")
     names = {3: "CPD-123"}
-    assert cert.sentence(names) == [
-        "CPD-123: within 0.17 of the best cure rate, 95 % confidence, under the logistic model on these features"
+    assert cert.sentence(names) == [  # 0.1712 rounded up: "within 0.17" would claim more than is certified
+        "CPD-123: within 0.18 of the best cure rate, 95 % confidence, under the logistic model on these features"
     ]
     top = Certificate(arms=(1, 2), epsilon=(0.0, np.inf), delta=0.1, guaranteed=True, model="M", m=2)
     lines = top.sentence()

@@ -209,14 +209,18 @@ def outcomes_from_table(
     if value_column not in cols:
         raise ValueError(f"{path}: no column {value_column!r}; columns are {cols}")
     values = pd.to_numeric(table[value_column], errors="coerce")
-    bad = values.isna() & table[value_column].notna()
+    bad = (values.isna() & table[value_column].notna()) | np.isinf(values)  # 'inf' made a sure hit or a sure miss
     if bad.any():
         k = int(np.flatnonzero(bad.to_numpy())[0])
-        raise ValueError(f"{path}: line {k + 2}: {value_column} = {table[value_column].iloc[k]!r} is not a number")
+        raise ValueError(f"{path}: line {k + 2}: {value_column} = {table[value_column].iloc[k]!r} is not a number "
+                         "(a finite value; a qualified one such as '<10' or '>10000' is not a measurement): write the "
+                         "measured value, or delete the row (or empty the cell) to leave the compound out")
     ids = table[id_column].astype(str).str.strip()
-    dup = ids[ids.duplicated()]
+    dup = ids[ids.duplicated(keep=False)]
     if len(dup):
-        raise ValueError(f"{path}: compound {dup.iloc[0]!r} appears on more than one row; give one value per compound")
+        lines = " and ".join(str(int(i) + 2) for i in np.flatnonzero((ids == dup.iloc[0]).to_numpy()))
+        raise ValueError(f"{path}: compound {dup.iloc[0]!r} appears on more than one row (lines {lines}); give one "
+                         "value per compound (e.g. the median of its measurements)")
     truth = dict(zip(ids, values))
     lib_ids = [str(c) for c in library.compounds["compound_id"]]
     keep = np.asarray([c in truth and not np.isnan(truth[c]) for c in lib_ids])
@@ -531,6 +535,12 @@ def hit_figure(result: BacktestResult):
 def backtest_from_args(args, params: dict) -> int:
     from .state.creation import check_settings
 
+    if getattr(args, "outcome", "binary") != "binary":  # it was taken and ignored: a binary run, said as one
+        raise ValueError(
+            f"--outcome {args.outcome}: the backtest simulates 0/1 outcomes only (each test a hit or not, drawn from "
+            "the compound's hit rate at --threshold), so it runs binary algorithms (log-tas, glgape, kl-lucb, ...); "
+            "drop --outcome, and rehearse a continuous campaign with `screenbai simulate --reward gaussian`"
+        )
     # before the truth is read and featurized: a bad number must not cost that first
     for name, value in (("--plate-size", args.plate_size), ("--max-tests", args.max_tests), ("--top-k", args.top_k)):
         if value < 1:

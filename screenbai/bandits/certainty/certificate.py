@@ -131,7 +131,7 @@ class Certificate:
                 claim = "the best" if self.m == 1 else f"among the {self.m} best"
                 out.append(f"{name}: {claim} {what} (ties included), {tail}")
             else:
-                out.append(f"{name}: within {eps:.2g} of {best}, {tail}")
+                out.append(f"{name}: within {epsilon_text(eps)} of {best}, {tail}")
         return out
 
     def to_dict(self, names=None, quantity: str | None = None) -> dict:
@@ -150,6 +150,19 @@ class Certificate:
             "n_samples": int(self.n_samples),
             "sentences": self.sentence(names, quantity),
         }
+
+
+def epsilon_text(epsilon: float, digits: int = 2) -> str:
+    """A certified epsilon in ``digits`` significant figures, rounded UP: the statement "within 0.31 of the best"
+    must hold, and a bound of 0.3031 read "within 0.3" (more than is certified) beside "the stopping rule fires
+    once it is at most epsilon = 0.3", a rule that had not fired."""
+    e = float(epsilon)
+    if not math.isfinite(e) or e <= 0.0:
+        return f"{e:g}"
+    scale = 10.0 ** (math.floor(math.log10(e)) - digits + 1)
+    up = math.ceil(e / scale - 1e-9) * scale
+    up = up if up >= e else up + scale  # round-off of the division never leaves the text below the bound
+    return f"{up:.0f}" if up >= 10.0**digits else f"{up:.{digits}g}"
 
 
 def certify(policy) -> Certificate | None:

@@ -9,8 +9,8 @@ or ``geomean_readout (IC50 in nM)`` for a concentration, averaged on the log sca
 observed rate with its 95 % Wilson interval, the model's estimate with its 95 % interval (the shared model
 of the features, as in ``status``), and its status: recommended (with the certified epsilon when the
 algorithm gives one), in contention (its interval reaches the leader's: the model's, or for an algorithm with no
-model of the features each compound's own wells'), behind (its upper bound is below the leader's lower bound),
-withdrawn.
+model of the features each compound's own wells'), behind (its upper bound is below the leader's lower bound; for
+a top-m answer, ``--param m=5``, "behind the 5 recommended": below the lowest lower bound of the five), withdrawn.
 
 The workbook is written with the standard library (Office Open XML, one sheet per table, numbers
 as numbers); it opens in Excel, LibreOffice and pandas. Its text cells are inline strings, which a
@@ -95,21 +95,25 @@ def compound_table(camp) -> list[dict]:
     active[getattr(policy, "arm_set", np.arange(camp.K))] = True
     cert = policy.certificate() if callable(getattr(policy, "certificate", None)) else None
     certified = {} if cert is None else cert.per_arm()
-    leader = res.recommendation[0] if res.recommendation else None
     recommended = set(res.recommendation)
+    m = len(recommended)
+    # behind: below the leader's lower bound, or for a top-m answer below the lowest of the m (as status counts)
+    bar = min(lo[a] for a in recommended) if recommended else None
+    behind = "behind the leader" if m == 1 else f"behind the {m} recommended"
     rows = []
     for a in range(camp.K):
         if not active[a]:
             status = "withdrawn"
         elif a in recommended:
-            status = "recommended" + (" (final" if policy.done else " (current leader")
+            status = "recommended" + ((" (final" if policy.done else " (current leader") if m == 1 else
+                                      f" ({'final' if policy.done else 'current'} top {m}")
             if n[a] == 0:  # e.g. lin-tas stopped after its first plate on the model's extrapolation
                 status += ("; never tested: rests on the model alone, confirm it in the lab before acting on it)"
                            if policy.done else "; not tested yet)")
             else:
                 status += ")"
-        elif leader is not None and n.sum() > 0 and hi[a] < lo[leader]:
-            status = "behind the leader"
+        elif bar is not None and n.sum() > 0 and hi[a] < bar:
+            status = behind
         else:
             status = "in contention"
         obs = obs_lo = obs_hi = None
@@ -155,8 +159,9 @@ def handover_order(rows: list[dict], sign: float = 1.0) -> list[dict]:
     """The rows as a colleague reads them: the recommendation first, then the compounds in contention, those
     behind the leader and the withdrawn ones, each group by the model's estimate (best first: the lowest for a
     readout where lower is better, ``sign`` -1), ties in the campaign's compound order."""
-    rank = {"recommended": 0, "in contention": 1, "behind the leader": 2, "withdrawn": 3}
-    return sorted(rows, key=lambda r: (rank.get(r["status"].split(" (")[0], 4), -sign * r["model_estimate"]))
+    rank = {"recommended": 0, "in contention": 1, "behind": 2, "withdrawn": 3}
+    return sorted(rows, key=lambda r: (rank.get(r["status"].split(" (")[0].split(" the ")[0], 4),
+                                       -sign * r["model_estimate"]))
 
 
 #: the CSV's text columns, protected from a spreadsheet's formulas (numbers are not: -1.5 stays a number)

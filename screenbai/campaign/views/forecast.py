@@ -362,8 +362,10 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
                       answer=top_answer(X, thetas[mid], m), exact=True, **kw)
     _take_shortcuts(camp, inner, X, model, thetas[mid], rows, per_plate)
     own = next((r for r in rows if (r["epsilon"], r["delta"]) == (epsilon, delta) and "set_tests" in r), None)
+    wells = "a compound's own wells" if m == 1 else f"the own wells of each of {m} compounds"  # the rule needs all m
+    aim = f"epsilon = {epsilon:g}, delta = {delta:g}" + ("" if m == 1 else f", to name the {m} best")
     route = "" if own is None or tests > own["tests"] + 0.5 else (
-        f", counting on a compound's own wells showing a hit rate of at least {1 - epsilon:g} (without them about "
+        f", counting on {wells} showing a hit rate of at least {1 - epsilon:g} (without them about "
         f"{own['set_tests']:,.0f} tests, {plates(own['set_tests'])})")
     # in plates the own wells' route is often the same whole plates for every draw: one number, not "704 and 704"
     span = (f"{low:,.0f} tests in {BAND_LEVEL * 100:.0f} % of runs" if math.isfinite(high) and round(low) == round(high)
@@ -371,12 +373,12 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
             else f"{low:,.0f} tests or more in {(1 + BAND_LEVEL) / 2 * 100:.0f} % of runs (at least one in "
                  f"{round(2 / (1 - BAND_LEVEL))} never stops)")
     if not math.isfinite(tests):
-        lines = [f"cost forecast from a prior: {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) "
+        lines = [f"cost forecast from a prior: {camp.algorithm} ({aim}) "
                  f"{never_stops(camp, epsilon)}"]
     else:
         lines = [
             f"cost forecast from a prior (a guess before any outcome, {spread}; `status` forecasts from the outcomes "
-            f"once a plate is recorded): {camp.algorithm} (epsilon = {epsilon:g}, delta = {delta:g}) stops after about "
+            f"once a plate is recorded): {camp.algorithm} ({aim}) stops after about "
             f"{tests:,.0f} tests ({plates(tests)} of {per_plate}){route}, "
             f"{span} over "
             f"{len(runs)} draws of the prior and the run's own chance, with T* from {BOUNDS[point.bound]}. It assumes "
@@ -391,11 +393,12 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
         said = f"epsilon {r['epsilon']:g} and delta {r['delta']:g}: {cost}"
         if "set_tests" not in r:
             return said
-        return (f"{said}, or {r['set_tests']:,.0f} ({plates(r['set_tests'])}) if no compound's own wells reach "
-                f"{1 - r['epsilon']:g}")
+        return (f"{said}, or {r['set_tests']:,.0f} ({plates(r['set_tests'])}) if "
+                + ("no compound's own wells reach" if m == 1 else f"the own wells of {m} compounds do not all reach")
+                + f" {1 - r['epsilon']:g}")
 
     if any("set_tests" in r for r in rows):
-        lines.append("other settings (the first figure counts on a compound's own wells showing a hit rate of at "
+        lines.append(f"other settings (the first figure counts on {wells} showing a hit rate of at "
                      "least 1 - epsilon, as the forecast above does; the second is the model's route without them):")
     else:
         lines.append("other settings:")

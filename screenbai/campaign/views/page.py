@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from screenbai.bandits.certainty.certificate import certifies
+from screenbai.bandits.certainty.certificate import _ordinal, certifies
 from screenbai.campaign.lab.assay import models_features
 
 # The two charts are drawn as SVG by hand: importing matplotlib and rendering two PNGs cost 0.6 s
@@ -79,24 +79,32 @@ def _chart(labels: list[str], title: str, xlabel: str, x_hi: float, row: float, 
 
 
 def leader_figure(history, path: Path) -> Path | None:
-    """Tests spent (x) against the compound leading after each results file (one row per compound)."""
+    """Tests spent (x) against the compound leading after each results file (one row per compound); for a top-m
+    answer every one of the m, a dot per results file where it is among them (the first alone was whichever the
+    answer listed first)."""
     if not history:
         return None
+    m = max(len(h[2]) for h in history)
     leaders = [h[2][0] for h in history]
-    row_of = {c: i for i, c in enumerate(dict.fromkeys(leaders))}
+    row_of = {c: i for i, c in enumerate(dict.fromkeys(c for h in history for c in h[2]))}
     tests = [h[1] for h in history]
     done = [h[1] for h in history if h[3]]
 
     def draw(x, y):
         pts = [(x(t), y(row_of[c])) for t, c in zip(tests, leaders)]
-        steps = [pts[0]]
-        for (_, y0), (x1, y1) in zip(pts, pts[1:]):  # hold the leader until the next results file
-            steps += [(x1, y0), (x1, y1)]
-        marks = [
-            '<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="'
-            + " ".join(f"{a:.1f},{b:.1f}" for a, b in steps)
-            + '"/>'
-        ]
+        marks = []
+        if m == 1:
+            steps = [pts[0]]
+            for (_, y0), (x1, y1) in zip(pts, pts[1:]):  # hold the leader until the next results file
+                steps += [(x1, y0), (x1, y1)]
+            marks.append('<polyline fill="none" stroke="#1f77b4" stroke-width="1.5" points="'
+                         + " ".join(f"{a:.1f},{b:.1f}" for a, b in steps) + '"/>')
+        else:  # each of the m: a dot per results file it is among them, joined while it stays
+            pts = [(x(h[1]), y(row_of[c])) for h in history for c in h[2]]
+            for h0, h1 in zip(history, history[1:]):
+                marks += [f'<line x1="{x(h0[1]):.1f}" x2="{x(h1[1]):.1f}" y1="{y(row_of[c]):.1f}" '
+                          f'y2="{y(row_of[c]):.1f}" stroke="#1f77b4" stroke-width="1.5"/>'
+                          for c in h0[2] if c in h1[2]]
         marks += [f'<circle cx="{a:.1f}" cy="{b:.1f}" r="3" fill="#1f77b4"/>' for a, b in pts]
         if done:
             xs = x(done[0])
@@ -109,7 +117,9 @@ def leader_figure(history, path: Path) -> Path | None:
             )
         return "\n".join(marks)
 
-    svg = _chart(list(row_of), "compound recommended after each results file", "tests recorded", max(tests), 24, draw)
+    title = ("compound recommended after each results file" if m == 1 else
+             f"the {m} compounds recommended after each results file")
+    svg = _chart(list(row_of), title, "tests recorded", max(tests), 24, draw)
     path.write_text(svg, encoding="utf-8")
     return path
 
@@ -220,12 +230,12 @@ def change_marks(points: list[dict], events: list[tuple[int, str, str, dict]]) -
 
 def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = None,
                     forecast_plates: float | None = None, forecast_tests: float | None = None,
-                    binary: bool = True, changes: Sequence[tuple[float, str]] = ()) -> Path | None:
+                    binary: bool = True, changes: Sequence[tuple[float, str]] = (), m: int = 1) -> Path | None:
     """The screen converging, one point per results file (``Campaign.progress_history``): tests
     recorded (and the forecast of plates left, dashed), compounds still in contention, and the
-    certified epsilon (with the epsilon the stopping rule aims at); ``changes`` (``change_marks``) as grey
-    dashed lines, named in the top panel.  Points a file made before the history kept them lacks are left out
-    (``campaign repair`` fills them in)."""
+    certified epsilon (with the epsilon the stopping rule aims at; ``m``: the answer's size); ``changes``
+    (``change_marks``) as grey dashed lines, named in the top panel.  Points a file made before the history kept
+    them lacks are left out (``campaign repair`` fills them in)."""
     if not points:
         return None
     n = len(points)
@@ -271,10 +281,12 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
     panels: list[tuple] = [
         ("tests recorded", tests, forecast_marks,
          1.15 * max(tests[-1] + (forecast_tests if ahead is not None and forecast_tests else 0.0), 1.0)),
-        ("compounds still in contention (their 95% interval reaches the leader's)"
+        ("compounds still in contention (their 95% interval reaches "
+         + ("the leader's)" if m == 1 else f"the lowest lower bound of the {m} recommended)")
          + (f"; no point kept ({unkept_c} file(s): {repair})" if unkept_c else ""), contention, None, None),
         (
-            "certified epsilon (the leader is at most this far below the best)"
+            ("certified epsilon (the leader is at most this far below the best)" if m == 1 else
+             f"certified epsilon (each of the {m} recommended is at most this far below the {_ordinal(m)} best)")
             + (f"; no point: nothing certified yet ({not_yet} file(s))" if not_yet else "")
             + (f"; not kept ({unkept} file(s))" if unkept else ""),
             certified,
@@ -326,7 +338,8 @@ def write_report(camp, out_dir) -> Path:
     st = camp.status()
     n, s, _, _ = camp.observations()
     policy = camp.policy
-    rec = list(policy.result().recommendation)
+    at = {c: k for k, c in enumerate(camp.compound_ids)}
+    rec = [at[c.compound_id] for c in st.recommendation]  # in the table's order (a top-m answer: best first)
     history = camp.history()
     inner = getattr(policy, "inner", policy)
     figs = {
@@ -338,6 +351,7 @@ def write_report(camp, out_dir) -> Path:
             forecast_plates=st.forecast_plates,
             forecast_tests=st.forecast_tests,
             binary=camp.binary,
+            m=st.m,
         ),
         "leader": leader_figure(history, out / "leader_over_time.svg"),
         "tests": tests_figure(n, s, camp.compound_ids, set(rec), camp.binary, out / "tests_per_compound.svg"),
@@ -453,7 +467,7 @@ def write_report(camp, out_dir) -> Path:
 {img("structures", "recommended structures")}
 <h2>Progress</h2>
 {img("progress", "progress per results file")}
-<h2>Leader over time</h2>
+<h2>{"Leader" if st.m == 1 else f"The {st.m} recommended"} over time</h2>
 {img("leader", "leader over time")}
 <h2>Tests per compound</h2>
 {img("tests", "tests per compound")}

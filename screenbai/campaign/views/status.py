@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from screenbai.bandits.certainty.certificate import certifies, model_check_json
+from screenbai.bandits.certainty.certificate import _ordinal, certifies, epsilon_text, model_check_json
 from screenbai.bandits.certainty.forecast import BOUNDS
 from screenbai.bandits.certainty.no_model import no_model_certificate
 from screenbai.bandits.core.params import without_guarantee
@@ -75,8 +75,11 @@ class Status:
     #: its largest epsilon over the recommendation (None as for ``certified_epsilon``), and the certificate as JSON data
     certified_epsilon_no_model: float | None = None
     certificate_no_model: dict | None = None
-    #: compounds whose model interval still reaches the leader's (upper bound >= the leader's lower bound)
+    #: compounds whose model interval still reaches the leader's (upper bound >= the leader's lower bound; for a
+    #: top-m answer the lowest lower bound of the m recommended: a compound below it cannot take a place)
     in_contention: int | None = None
+    #: the size of the answer (the algorithm's m: "name the 5 compounds to test")
+    m: int = 1
     #: the test of fit of the model the certificate rests on (certainty/model_check.py), None without a model
     model_check: dict | None = None
     #: compounds the algorithm chooses among (all, less the withdrawn)
@@ -195,7 +198,9 @@ class Status:
                 f"NO ERROR GUARANTEE: {', '.join(self.no_guarantee)} makes the stopping rule a heuristic; the "
                 "answer may be wrong more often than delta (docs/error_rates.md)"
             )
-        lines.append(f"recommendation ({'final' if self.done else 'current leader'}), with 95% intervals:")
+        which = ("final" if self.done else "current leader") if self.m == 1 else (
+            f"{'final' if self.done else 'current'} top {self.m}, by the model's estimate")
+        lines.append(f"recommendation ({which}), with 95% intervals:")
         for c in self.recommendation:
             obs = (
                 ("never tested: the answer rests on the model's extrapolation alone (see the model check); test "
@@ -225,14 +230,15 @@ class Status:
             + (f" ({self.n_compounds - self.active:,} withdrawn)" if self.active < self.n_compounds else ""),
         ]
         if self.in_contention is not None:
-            settled = self.done and self.in_contention > 1 and self.certified_epsilon is not None
+            cert = None if self.certified_epsilon is None else epsilon_text(self.certified_epsilon)
+            settled = self.done and self.in_contention > self.m and cert is not None
             out.append(
                 f"still in contention: {self.in_contention:,} compound{'' if self.in_contention == 1 else 's'} "
                 f"({'its' if self.in_contention == 1 else 'their'} 95% interval of the {self._rate()}"
                 + ("" if models_features(self.algorithm) else ", from each compound's own wells,")
-                + " still reaches the leader's; a description of the estimates, not the stopping rule's test"
-                + (f"; the run has finished all the same: none of them beats the recommendation by more than the "
-                   f"certified epsilon below, {self.certified_epsilon:.2g}, at the certificate's confidence)"
+                + f" still reaches {self.against()}; a description of the estimates, not the stopping rule's test"
+                + (f"; the run has finished all the same: {self._beats()} by more than the "
+                   f"certified epsilon below, {cert}, at the certificate's confidence)"
                    if settled else ")")
             )
         out.extend(self.certainty_lines())
@@ -256,7 +262,7 @@ class Status:
         else:
             aim = self.stop_epsilon
             fires = "" if aim is None else f"; the stopping rule fires once it is at most epsilon = {aim:g}"
-            value = "none yet" if self.certified_epsilon is None else f"{self.certified_epsilon:.2g}"
+            value = "none yet" if self.certified_epsilon is None else epsilon_text(self.certified_epsilon)
             gap = self._rate() if self.outcome == "binary" or not self.unit else f"mean {self.quantity or self.unit}"
             mc = self.model_check
             doubt = (" if its model holds, which the model check below rejects: treat it as unproven"
@@ -355,7 +361,7 @@ class Status:
         enough = (f"; it is at most epsilon = {aim:g}: the compounds' own wells alone back the recommendation, "
                   "so you may stop on it whatever the model check says"
                   if aim is not None and value is not None and value <= aim else "")
-        shown = "none yet" if value is None else f"{value:.2g}"
+        shown = "none yet" if value is None else epsilon_text(value)
         return [f"certificate without a model, true whenever you stop (each compound's own wells; certified "
                 f"epsilon {shown}{enough}):"] + [f"  {s}" for s in cert.get("sentences", [])]
 
@@ -398,6 +404,15 @@ class Status:
         return (f" ({_band_words(low, high)}, over {FORECAST_DRAWS} draws of the estimate's uncertainty and the run's "
                 "own chance)")
 
+    def against(self) -> str:
+        """What a compound's interval must reach to stay in contention: the leader's, or for a top-m answer the
+        lowest lower bound of the m recommended (a compound below it has m compounds surely above it)."""
+        return "the leader's" if self.m == 1 else f"the lowest lower bound of the {self.m} recommended compounds"
+
+    def _beats(self) -> str:
+        return ("none of them beats the recommendation" if self.m == 1 else
+                f"no recommended compound is below the {_ordinal(self.m)} best")
+
     def _rate(self) -> str:
         """A binary campaign's outcome is a hit (the readout past its cutoff, or a 0/1 result)."""
         if self.outcome == "binary":
@@ -425,8 +440,10 @@ def _second_route(policy) -> str | None:
         return None
     eps = getattr(rule, "epsilon", None)
     level = "" if eps is None else f" = {1 - float(eps):.2g}"
-    return (f"without a model, once a compound's own wells show its hit rate is at least 1 - epsilon{level} (the "
-            "forecast takes this route too)")
+    m = int(getattr(getattr(policy, "inner", policy), "m", 1))  # the rule needs wells for each of the m (own_wells.py)
+    who = "a compound's own wells show" if m == 1 else f"the own wells of each of {m} compounds show"
+    return (f"without a model, once {who} its hit rate is at least 1 - epsilon{level} (the forecast takes this route "
+            "too)")
 
 
 def campaign_status(camp) -> Status:
@@ -435,10 +452,11 @@ def campaign_status(camp) -> Status:
     res = policy.result()
     n, s, s2, failed = camp.observations()
     back = read_back(camp)  # a readout told negated or as log10 (an IC50) is shown on its own scale
-    est, lo, hi = as_read(back, *model_estimates(camp.features, n, s, s2, binary=camp.binary))
+    told = model_estimates(camp.features, n, s, s2, binary=camp.binary)
+    est, lo, hi = as_read(back, *told)
     c_lo, c_hi = contention_intervals(camp, n, s, s2)
     rec = []
-    for a in res.recommendation:
+    for a in sorted(res.recommendation, key=lambda a: -told[0][a]):  # a top-m answer, best first (told: larger)
         if n[a] == 0:
             obs, ci = None, None
         elif camp.binary:
@@ -562,6 +580,7 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "quantity": Readout.from_dict(readout).told_quantity() if readout else None,
         "geometric": bool(readout) and Readout.from_dict(readout).scale == "log10",  # set for continuous ones only
         "stop_epsilon": _stop_epsilon(policy),
+        "m": len(res.recommendation) or 1,
     }
 
 
@@ -574,12 +593,13 @@ def _stop_epsilon(policy) -> float | None:
 
 
 def _in_contention(camp, policy, res, n, lo, hi) -> int | None:
-    """Compounds whose interval [lo, hi] (``contention_intervals``) still reaches the leader's (hi >= its lo),
-    among the active ones; None before any test."""
+    """Compounds whose interval [lo, hi] (``contention_intervals``) still reaches the leader's (hi >= its lo), or for
+    a top-m answer the lowest lo of the m recommended (``Status.against``), among the active ones; None before any
+    test."""
     if not res.recommendation or int(n.sum()) == 0:
         return None
     active = getattr(policy, "arm_set", np.arange(camp.K))
-    return int((hi[active] >= lo[res.recommendation[0]]).sum())
+    return int((hi[active] >= min(lo[a] for a in res.recommendation)).sum())  # the leader's, or the m-th
 
 
 def _certificate(camp, policy) -> dict | None:
