@@ -63,7 +63,7 @@ def norm_bound_refuted(theta_hat: np.ndarray, P: np.ndarray, radius: float, S: f
     return low if low > S else None
 
 
-def _ordinal(k: int) -> str:
+def ordinal(k: int) -> str:
     suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
     return f"{k}{suffix}"
 
@@ -117,7 +117,7 @@ class Certificate:
         95 % confidence, under the logistic model on these features". ``names``: the arms' names
         (indexable by arm index, e.g. the compound ids; default "arm k")."""
         what = quantity or self.quantity
-        best = f"the best {what}" if self.m == 1 else f"the {_ordinal(self.m)} best {what}"
+        best = f"the best {what}" if self.m == 1 else f"the {ordinal(self.m)} best {what}"
         tail = f"{_percent(self.delta)} confidence, under {self.model}"
         if not self.guaranteed:
             tail += " (NO GUARANTEE: " + "; ".join(self.caveats or ("this setting has none",)) + ")"

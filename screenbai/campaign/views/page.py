@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from screenbai.bandits.certainty.certificate import _ordinal, certifies
+from screenbai.bandits.certainty.certificate import certifies, ordinal
 from screenbai.campaign.lab.assay import models_features
 
 # The two charts are drawn as SVG by hand: importing matplotlib and rendering two PNGs cost 0.6 s
@@ -286,7 +286,7 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
          + (f"; no point kept ({unkept_c} file(s): {repair})" if unkept_c else ""), contention, None, None),
         (
             ("certified epsilon (the leader is at most this far below the best)" if m == 1 else
-             f"certified epsilon (each of the {m} recommended is at most this far below the {_ordinal(m)} best)")
+             f"certified epsilon (each of the {m} recommended is at most this far below the {ordinal(m)} best)")
             + (f"; no point: nothing certified yet ({not_yet} file(s))" if not_yet else "")
             + (f"; not kept ({unkept} file(s))" if unkept else ""),
             certified,

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from screenbai.bandits.certainty.certificate import _ordinal, certifies, epsilon_text, model_check_json
+from screenbai.bandits.certainty.certificate import certifies, epsilon_text, model_check_json, ordinal
 from screenbai.bandits.certainty.forecast import BOUNDS
 from screenbai.bandits.certainty.no_model import no_model_certificate
 from screenbai.bandits.core.params import without_guarantee
@@ -411,7 +411,7 @@ class Status:
 
     def _beats(self) -> str:
         return ("none of them beats the recommendation" if self.m == 1 else
-                f"no recommended compound is below the {_ordinal(self.m)} best")
+                f"no recommended compound is below the {ordinal(self.m)} best")
 
     def _rate(self) -> str:
         """A binary campaign's outcome is a hit (the readout past its cutoff, or a 0/1 result)."""
