@@ -18,6 +18,7 @@ The plate file written by ``next`` has exactly these columns, so the lab can fil
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -383,8 +384,18 @@ def _thousands(text: str) -> str:
 def _unused_well(well: str, layout: PlateLayout | None) -> tuple[str, bool] | None:
     """(The name, whether an empty edge well) of a well of the plate's format that its map leaves out (an empty
     edge well, a well left unused), else None (no well of the format at all, or a plate without a format)."""
-    named = None if layout is None else {_well_key(w): w for w in layout.all_wells()}.get(_well_key(well))
-    return None if named is None or layout is None else (named, named in layout.empty_wells())
+    if layout is None:
+        return None
+    names, empty = _format_wells(layout)
+    named = names.get(_well_key(well))
+    return None if named is None else (named, named in empty)
+
+
+@functools.lru_cache(maxsize=8)
+def _format_wells(layout: PlateLayout) -> tuple[dict, frozenset[str]]:
+    """A format's wells by their key (A1, a01 and A01 alike) and its empty edge wells: built once per layout, not
+    per row (a plate reader's 1 536-well export may name a thousand unused wells)."""
+    return {_well_key(w): w for w in layout.all_wells()}, frozenset(layout.empty_wells())
 
 
 def _unused_rows(path: Path, plate_id: str, found: list[tuple[int, str]], wells: Mapping[str, WellInfo],
