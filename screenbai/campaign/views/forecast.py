@@ -149,7 +149,7 @@ def _simulate(camp, inner, rates: np.ndarray, rng: np.random.Generator) -> tuple
     from ..state.replay import propose_wells
 
     layout = camp.layout  # the plates `next` proposes: a full plate, or the size asked for last
-    proposed = min(layout.compounds_per_plate if layout is not None else usual_plate(camp), inner.K)
+    proposed = plate_compounds(camp, layout)
     replicates = layout.replicates if layout is not None else 1
 
     def plate(sim, size: int) -> np.ndarray:  # as `next` fills a plate, replicate wells included
@@ -157,7 +157,7 @@ def _simulate(camp, inner, rates: np.ndarray, rng: np.random.Generator) -> tuple
 
     stops = simulated_stops(inner, rates, proposed, SIMULATED_CAP, rng, propose=plate,
                             enough_capped=len(rates) // 2 + 1)
-    return quantiles(stops, [0.5, (1 - BAND_LEVEL) / 2, (1 + BAND_LEVEL) / 2]), max(proposed * replicates, 1)
+    return quantiles(stops, [0.5, (1 - BAND_LEVEL) / 2, (1 + BAND_LEVEL) / 2]), max(plate_tests(camp, layout), 1)
 
 
 def _untested_start(answer, cap: float, point: float, n: np.ndarray) -> list[int]:
@@ -235,13 +235,16 @@ def usual_plate(camp) -> int:
     return int(row[0]) if row else 96
 
 
+def plate_compounds(camp, layout) -> int:
+    """Compounds on a plate as `next` proposes it: the format's compound wells over its replicates, or without a
+    format the size asked for last (96 before any plate); at most every compound once, as `next` refuses a larger
+    plate without --force (a library of 8 compounds: 8 compounds a plate)."""
+    return min(usual_plate(camp) if layout is None else layout.compounds_per_plate, camp.K)
+
+
 def plate_tests(camp, layout) -> int:
-    """Tests on a plate as `next` proposes it: the format's compound wells (replicates included), or without a
-    format the size asked for last (96 before any plate); at most every compound once a plate (times its
-    replicates), as `next` refuses a larger plate without --force (a library of 8 compounds: 8 tests a plate)."""
-    if layout is None:
-        return min(usual_plate(camp), camp.K)
-    return min(layout.compounds_per_plate, camp.K) * layout.replicates
+    """Tests on a plate as `next` proposes it: ``plate_compounds`` times the layout's replicates."""
+    return plate_compounds(camp, layout) * (1 if layout is None else layout.replicates)
 
 
 #: the prior of the cost forecast at ``init``: hit-rate logits x'theta spread with this standard
