@@ -455,3 +455,28 @@ def test_the_fixed_h_key_is_computed_only_where_it_is_read():
     assert unkeyed[:2] == pyridone[:2] and unkeyed[2] == unkeyed[1]
     canonical = Standardizer(canonical_tautomer=True)("O=c1cccc[nH]1")
     assert canonical[2] == canonical[1]
+
+
+def test_canonical_tautomers_keep_stereoisomers_apart(caplog):
+    """RDKit's tautomer canonicalizer removes the stereo of every atom and bond a tautomer touches: with
+    canonical_tautomer, L- and D-alanine (an alpha C-H next to C=O), (R)- and (S)-lactic acid, the E and Z
+    oximes were each merged into one compound."""
+    pairs = [("C[C@@H](N)C(=O)O", "C[C@H](N)C(=O)O"), ("C[C@@H](O)C(=O)O", "C[C@H](O)C(=O)O"),
+             ("C/C(=N/O)c1ccccc1", "C/C(=N\\O)c1ccccc1"),
+             # the canonical tautomer of this hydantoin is aromatic: no tautomer holds its stereocentre
+             ("O=C1N[C@H](Cc2ccccc2)C(=O)N1", "O=C1N[C@@H](Cc2ccccc2)C(=O)N1")]
+    rows = [dict(molecule_chembl_id=f"{k}{i}", canonical_smiles=s, standard_value="10")
+            for k, pair in enumerate(pairs) for i, s in enumerate(pair)]
+    with caplog.at_level(logging.WARNING, logger="screenbai.chem"):
+        lib, rep = curate_activities(_raw(rows), canonical_tautomer=True)
+    _check_invariant(rep)
+    assert rep.n_compounds == 8 and not rep.merged
+    assert lib["smiles"].str.contains("@|/|\\\\").all()  # every compound keeps its stereo
+    # the one whose canonical tautomer loses it is kept as drawn, and said
+    assert "O=C1NC(=O)[C@@H](Cc2ccccc2)N1" in lib["smiles"].tolist()
+    assert "canonical tautomer" in caplog.text and "O=C1N[C@H](Cc2ccccc2)C(=O)N1" in caplog.text
+    # a tautomer pair without stereo is still one compound
+    lib, rep = curate_activities(_raw([dict(molecule_chembl_id="HP", canonical_smiles="Oc1ccccn1", standard_value="1"),
+                                       dict(molecule_chembl_id="PY", canonical_smiles="O=c1cccc[nH]1",
+                                            standard_value="2")]), canonical_tautomer=True)
+    assert rep.n_compounds == 1

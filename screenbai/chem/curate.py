@@ -448,7 +448,8 @@ def curate_activities(
     canonical_tautomer : bool
         Also canonicalize tautomers (slower; off by default), so that tautomers drawn differently
         (2-hydroxypyridine, 2-pyridone) are one compound; off, they are two
-        (:func:`~screenbai.chem.standardize.compound_key`).
+        (:func:`~screenbai.chem.standardize.compound_key`).  Stereo is kept: a structure whose
+        canonical tautomer would lose a stereocentre or E/Z bond it specifies is kept as drawn (logged).
 
     Raises
     ------

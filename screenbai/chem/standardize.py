@@ -5,11 +5,14 @@ campaign's library (:mod:`screenbai.campaign.library`).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
+
+logger = logging.getLogger("screenbai.chem")
 
 __all__ = ["MAX_HEAVY_ATOMS", "Standardizer", "compound_key", "count_heavy_atoms", "standardize_smiles",
            "standardize_unique"]
@@ -98,7 +101,16 @@ class Standardizer:
             rdMolStandardize.FragmentRemoverFromData(_EXTRA_COUNTER_IONS),
         )
         self._uncharger = rdMolStandardize.Uncharger()
-        self._tautomer = rdMolStandardize.TautomerEnumerator() if canonical_tautomer else None
+        self._tautomer = None
+        if canonical_tautomer:
+            # RDKit's default removes the stereo of every atom and bond some tautomer touches: L- and D-alanine
+            # (alpha C-H next to C=O), E and Z oximes would be one compound
+            params = rdMolStandardize.CleanupParameters()
+            params.tautomerRemoveSp3Stereo = False  # type: ignore[assignment]  # RDKit's stubs type it wrongly
+            params.tautomerRemoveBondStereo = False  # type: ignore[assignment]
+            self._tautomer = rdMolStandardize.TautomerEnumerator(params)
+        #: input SMILES kept as drawn because their canonical tautomer loses a stereocentre or E/Z bond they specify
+        self.kept_as_drawn: list[str] = []
 
     def _the_compound(self, mol: Any) -> Any | str:
         """The one fragment that is the compound, or the reason there is none."""
@@ -139,7 +151,11 @@ class Standardizer:
                 return compound
             self._uncharger.unchargeInPlace(compound)
             if self._tautomer is not None:
-                compound = self._tautomer.Canonicalize(compound)
+                canonical = self._tautomer.Canonicalize(compound)
+                if _n_stereo(canonical) < _n_stereo(compound):  # e.g. an aromatic tautomer of a chiral hydantoin
+                    self.kept_as_drawn.append(smiles)
+                else:
+                    compound = canonical
             out_smiles = Chem.MolToSmiles(compound)
             inchikey = Chem.MolToInchiKey(compound)
             key = compound_key(compound, self._canonical_tautomer, inchikey) if self._keyed else inchikey
@@ -148,6 +164,16 @@ class Standardizer:
         if not inchikey or not key or not out_smiles:
             return "standardization failed"
         return out_smiles, inchikey, key, mw
+
+
+def _n_stereo(mol: Any) -> int:
+    """Specified stereocentres and E/Z double bonds of a molecule."""
+    from rdkit import Chem
+
+    centres = Chem.FindMolChiralCenters(mol, includeUnassigned=False, useLegacyImplementation=False)
+    bonds = sum(b.GetStereo() != Chem.BondStereo.STEREONONE and b.GetStereo() != Chem.BondStereo.STEREOANY
+                for b in mol.GetBonds())
+    return len(centres) + int(bonds)
 
 
 def compound_key(mol: Any, canonical_tautomer: bool, inchikey: str | None = None) -> str:
@@ -196,4 +222,11 @@ def standardize_unique(
 
     standardizer = Standardizer(canonical_tautomer)
     with BlockLogs():
-        return {s: standardizer(s) for s in sorted(smiles)}
+        out = {s: standardizer(s) for s in sorted(smiles)}
+    if standardizer.kept_as_drawn:
+        logger.warning(
+            "%d structures kept as drawn, not as their canonical tautomer, which loses a stereocentre or E/Z bond "
+            "they specify (stereoisomers would become one compound): %s", len(standardizer.kept_as_drawn),
+            ", ".join(standardizer.kept_as_drawn[:10]),
+        )
+    return out
