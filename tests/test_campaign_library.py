@@ -215,3 +215,13 @@ def test_a_library_with_too_few_usable_rows_names_the_first_rejected(tmp_path):
     with pytest.raises(ValueError, match=r"only 1 usable structure\(s\) out of 3 rows; .*the first: row 3: "
                        r"duplicate id \(id A already used for another structure \(row 2\)\); row 4: missing id\)"):
         import_library(p, id_column="name", smiles_column="structure", d=1)
+
+
+def test_text_after_a_smiles_is_rejected_not_cut_off(tmp_path):
+    """'CC O' was read as ethane (RDKit takes what follows a blank for a name), an arm no one drew."""
+    path = tmp_path / "lib.csv"
+    path.write_text("id,smiles\nA,CC O\nB,c1ccccc1 Cl\nC,CCN\nD,CCCN\n")
+    lib = import_library(path, id_column="id", smiles_column="smiles", d=1, n_bits=64, radius=1)
+    assert lib.compounds["compound_id"].tolist() == ["C", "D"]
+    assert lib.rejected[["source_row", "compound_id", "reason"]].values.tolist() == [
+        [2, "A", "text after the SMILES"], [3, "B", "text after the SMILES"]]

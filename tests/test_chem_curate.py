@@ -480,3 +480,23 @@ def test_canonical_tautomers_keep_stereoisomers_apart(caplog):
                                        dict(molecule_chembl_id="PY", canonical_smiles="O=c1cccc[nH]1",
                                             standard_value="2")]), canonical_tautomer=True)
     assert rep.n_compounds == 1
+
+
+def test_text_after_a_smiles_is_dropped_not_cut_off(caplog):
+    """RDKit reads a SMILES up to its first blank and takes the rest for a name: 'CC O' was ethane,
+    'c1ccccc1 Cl' benzene, each kept as a compound that no one measured."""
+    rows = [dict(molecule_chembl_id="A", canonical_smiles="CC O", standard_value="10"),
+            dict(molecule_chembl_id="B", canonical_smiles="c1ccccc1 Cl", standard_value="10"),
+            dict(molecule_chembl_id="C", canonical_smiles="c1ccccc1Cl chlorobenzene", standard_value="10"),
+            dict(molecule_chembl_id="D", canonical_smiles=" CCN\t", standard_value="10"),  # blanks around: fine
+            dict(molecule_chembl_id="E", canonical_smiles="C[C@H](N)C(=O)O |&1:1|", standard_value="10")]  # CXSMILES
+    with caplog.at_level(logging.WARNING, logger="screenbai.chem"):
+        lib, rep = curate_activities(_raw(rows))
+    _check_invariant(rep)
+    assert rep.dropped == {"text after the SMILES": 3}
+    assert [(c, s) for c, _, s in rep.structures_dropped] == [("A", "CC O"), ("B", "c1ccccc1 Cl"),
+                                                               ("C", "c1ccccc1Cl chlorobenzene")]
+    assert ("A", "CC O") in rep.unparseable and "'CC O'" in caplog.text
+    assert lib["compound_id"].tolist() == ["D", "E"]
+    frame = standardize_smiles(["CC O", "CCO"])
+    assert frame["error"].tolist() == ["text after the SMILES", None]

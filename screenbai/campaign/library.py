@@ -114,7 +114,7 @@ def _blank(v) -> bool:
 
 def curate_structures(frame):
     """Standardize; return (kept, rejected).  Reasons: missing id, missing SMILES, unparseable
-    SMILES, standardization failed, duplicate id (same id, another structure), repeated compound
+    SMILES, text after the SMILES, standardization failed, duplicate id (same id, another structure), repeated compound
     (same id, same structure: one arm), duplicate structure (another id, same structure, or a tautomer of it:
     the same standard InChIKey)."""
     import pandas as pd

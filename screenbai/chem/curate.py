@@ -47,6 +47,7 @@ DROP_REASONS: tuple[str, ...] = (
     "flagged: potential duplicate",
     "structure too large",
     "unparseable SMILES",
+    "text after the SMILES",
     "metal-containing structure",
     "inorganic structure",
     "mixture of several compounds",
@@ -101,7 +102,7 @@ class CurationReport:
         Compounds whose merged measurements span more than WIDE_MERGE_FOLD (highest over lowest), and the
         WIDE_MERGES_NAMED widest of them, widest first: their median stands for values that disagree.
     structures_dropped : list of (id, reason, smiles)
-        Rows dropped for their structure (too large, unparseable, metal-containing,
+        Rows dropped for their structure (too large, unparseable, text after the SMILES, metal-containing,
         inorganic, a mixture, standardization failed); SMILES longer than 200 characters
         are shortened.
     settings : dict
@@ -123,7 +124,7 @@ class CurationReport:
     @property
     def unparseable(self) -> list[tuple[str, str]]:
         """(id, smiles) of the rows whose SMILES RDKit could not parse or standardize."""
-        failed = ("unparseable SMILES", "standardization failed")
+        failed = ("unparseable SMILES", "text after the SMILES", "standardization failed")
         return [(cid, smi) for cid, reason, smi in self.structures_dropped if reason in failed]
 
     @property

@@ -76,6 +76,7 @@ class Standardizer:
     removed.  Structures that hold no such single compound are dropped, each under its own
     reason, never reduced to a piece (cisplatin to ammonia, ferrocene to cyclopentadiene):
 
+    - ``text after the SMILES``: a blank inside it (``CC O``), whose rest RDKit would ignore;
     - ``structure too large``: more than :data:`MAX_HEAVY_ATOMS` heavy atoms, counted on the
       SMILES text before RDKit sees it;
     - ``metal-containing structure``: a metal other than an alkali or alkaline-earth
@@ -143,6 +144,8 @@ class Standardizer:
         mol = Chem.MolFromSmiles(smiles)
         if mol is None:
             return "unparseable SMILES"
+        if mol.HasProp("_Name"):  # RDKit reads up to a blank and takes the rest for a name: 'CC O' would be ethane
+            return "text after the SMILES"
         try:
             # MolWt is added to Descriptors at import time; RDKit's stubs do not list it
             mw = float(Descriptors.MolWt(mol))  # type: ignore[attr-defined]
