@@ -708,3 +708,23 @@ def test_a_relation_or_unit_column_no_key_reads_is_refused_not_ignored(tmp_path,
     with caplog.at_level("INFO", logger="screenbai.chem"):
         read_activity_table(path, smiles_column="smiles", activity_column="ic50", units="nM", config_key="source")
     assert "values of 'ic50' read in nM (source.units)" in caplog.text  # it said "read in source.units"
+
+
+def test_sdf_properties_are_read_as_written_not_as_numbers(tmp_path):
+    """RDKit converted SD properties that look like numbers: the ids '007' and '7' both became '7' (one
+    compound id naming two structures) and '1e3' became '1000.0'."""
+    from rdkit import Chem
+
+    path = tmp_path / "vendor.sdf"
+    with Chem.SDWriter(str(path)) as w:
+        for cid, smi, val in [("007", "CCO", "1.50"), ("7", "CCCO", "10"), ("1e3", "CCCCO", "1E+03")]:
+            m = Chem.MolFromSmiles(smi)
+            m.SetProp("_Name", cid)
+            m.SetProp("ID", cid)
+            m.SetProp("IC50_nM", val)
+            w.write(m)
+    df = read_activity_table(path, smiles_column=None, activity_column="IC50_nM", id_column="ID")
+    assert df["molecule_chembl_id"].tolist() == ["007", "7", "1e3"]
+    assert df["standard_value"].tolist() == ["1.50", "10", "1E+03"]
+    assert read_structure_table(path, id_column="ID")["compound_id"].tolist() == ["007", "7", "1e3"]
+    assert read_structure_table(path)["compound_id"].tolist() == ["007", "7", "1e3"]

@@ -297,7 +297,8 @@ def _read_sdf(path: Path) -> pd.DataFrame:
                     {"_Name": title, "_structure_smiles": None, "_problem": "unreadable SDF record", "_record": i}
                 )
                 continue
-            props: dict[str, Any] = {k: str(v) for k, v in mol.GetPropsAsDict(True, False).items()}
+            # as written: RDKit would turn the id '007' into 7, the same as the id '7'
+            props: dict[str, Any] = {k: str(v) for k, v in mol.GetPropsAsDict(True, False, False).items()}
             props["_Name"] = mol.GetProp("_Name") if mol.HasProp("_Name") else ""
             props["_problem"] = None
             if mol.GetNumHeavyAtoms() > MAX_HEAVY_ATOMS:  # RDKit's SMILES writer can crash on these
