@@ -225,3 +225,16 @@ def test_text_after_a_smiles_is_rejected_not_cut_off(tmp_path):
     assert lib.compounds["compound_id"].tolist() == ["C", "D"]
     assert lib.rejected[["source_row", "compound_id", "reason"]].values.tolist() == [
         [2, "A", "text after the SMILES"], [3, "B", "text after the SMILES"]]
+
+
+def test_a_racemate_is_not_a_duplicate_of_its_enantiomer(tmp_path):
+    """CXSMILES' enhanced stereo was dropped: the racemate '|&1:1|' was rejected as a duplicate of (S), and
+    the second peak of a chiral separation ('|o1:1|' under another id) as a duplicate of the first."""
+    path = tmp_path / "lib.tsv"
+    path.write_text("id\tsmiles\nS\tC[C@H](N)C(=O)O\nRAC\tC[C@@H](N)C(=O)O |&1:1|\nP1\tC[C@H](N)C(=O)O |o1:1|\n"
+                    "P2\tC[C@H](N)C(=O)O |o1:1|\nRAC2\tC[C@H](N)C(=O)O |&1:1|\nX\tCCCCO\n")
+    lib = import_library(path, id_column="id", smiles_column="smiles", d=1, n_bits=64, radius=1)
+    assert lib.compounds[["compound_id", "smiles"]].values.tolist() == [
+        ["S", "C[C@H](N)C(=O)O"], ["RAC", "C[C@H](N)C(=O)O |&1:1|"], ["P1", "C[C@H](N)C(=O)O |o1:1|"],
+        ["P2", "C[C@H](N)C(=O)O |o1:1|"], ["X", "CCCCO"]]
+    assert lib.rejected[["compound_id", "reason"]].values.tolist() == [["RAC2", "duplicate structure"]]

@@ -500,3 +500,23 @@ def test_text_after_a_smiles_is_dropped_not_cut_off(caplog):
     assert lib["compound_id"].tolist() == ["D", "E"]
     frame = standardize_smiles(["CC O", "CCO"])
     assert frame["error"].tolist() == ["text after the SMILES", None]
+
+
+def test_racemates_and_unknown_enantiomers_of_cxsmiles_are_not_the_pure_enantiomer():
+    """A CXSMILES' enhanced stereo ('|&1:1|' racemic, '|o1:1|' one enantiomer of unknown configuration) was
+    read and dropped: the racemate became (S)-alanine and merged with it, and the same racemate drawn
+    from (R) was another compound; two ids of '|o1:1|' (the two peaks of a chiral separation) merged."""
+    rows = [dict(molecule_chembl_id="S", canonical_smiles="C[C@H](N)C(=O)O", standard_value="10"),
+            dict(molecule_chembl_id="RAC1", canonical_smiles="C[C@H](N)C(=O)O |&1:1|", standard_value="20"),
+            dict(molecule_chembl_id="RAC2", canonical_smiles="C[C@@H](N)C(=O)O.Cl |&1:1|", standard_value="40"),
+            dict(molecule_chembl_id="PEAK1", canonical_smiles="C[C@H](N)C(=O)O |o1:1|", standard_value="5"),
+            dict(molecule_chembl_id="PEAK1", canonical_smiles="C[C@@H](N)C(=O)O |o1:1|", standard_value="5"),
+            dict(molecule_chembl_id="PEAK2", canonical_smiles="C[C@H](N)C(=O)O |o1:1|", standard_value="500")]
+    lib, rep = curate_activities(_raw(rows))
+    _check_invariant(rep)
+    assert lib["compound_id"].tolist() == ["PEAK1", "PEAK2", "RAC1", "S"]
+    assert lib["source_ids"].tolist() == ["PEAK1", "PEAK2", "RAC1;RAC2", "S"]
+    assert lib["smiles"].tolist() == ["C[C@H](N)C(=O)O |o1:1|"] * 2 + ["C[C@H](N)C(=O)O |&1:1|", "C[C@H](N)C(=O)O"]
+    assert rep.merged == {ANOTHER_ID: 1, REPLICATE: 1}
+    frame = standardize_smiles(["C[C@@H](N)C(=O)O |&1:1|"])
+    assert frame["smiles"].tolist() == ["C[C@H](N)C(=O)O |&1:1|"]

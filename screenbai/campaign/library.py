@@ -119,7 +119,7 @@ def curate_structures(frame):
     the same standard InChIKey)."""
     import pandas as pd
 
-    from screenbai.chem.standardize import standardize_smiles
+    from screenbai.chem.standardize import enhanced_stereo, standardize_smiles, unknown_configuration
 
     rejected: list[dict] = []
 
@@ -152,20 +152,22 @@ def curate_structures(frame):
         if error is not None:
             reject(row, error)
             continue
+        # the racemate ('|&1:1|') is not its drawn enantiomer; '|o1:1|' under two ids may be the two enantiomers
+        ident = " ".join([key, enhanced_stereo(smiles)] + [cid] * unknown_configuration(smiles)).strip()
         if cid in by_id:
-            if by_id[cid] != key:
+            if by_id[cid] != ident:
                 reject(row, "duplicate id", f"id {cid} already used for another structure (row {row_of[cid]})")
             else:  # the same compound listed twice: one arm
                 reject(row, "repeated compound", f"same id and structure as row {row_of[cid]}")
             continue
-        if key in by_key:
-            first = by_key[key]
+        if ident in by_key:
+            first = by_key[ident]
             # the standard InChIKey also joins tautomers (2-hydroxypyridine, 2-pyridone): one compound in solution
             what = ("same standardized structure" if smiles == smiles_of[first]
                     else f"a tautomer of {first}'s structure ({smiles_of[first]}; one compound in solution)")
             reject(row, "duplicate structure", f"{what}, standard InChIKey {key}, as {first}")
             continue
-        by_id[cid], by_key[key], row_of[cid], smiles_of[cid] = key, cid, int(row.source_row), smiles
+        by_id[cid], by_key[ident], row_of[cid], smiles_of[cid] = ident, cid, int(row.source_row), smiles
         kept.append(
             {
                 "compound_id": cid,

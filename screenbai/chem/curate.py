@@ -17,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from screenbai.chem.standardize import standardize_unique
+from screenbai.chem.standardize import standardize_unique, unknown_configuration
 from screenbai.chem.units import MASS_UNITS, UNIT_FACTORS_TO_NM
 
 logger = logging.getLogger("screenbai.chem")
@@ -331,7 +331,9 @@ def _attach_structures(
                 reason[i] = "unit not convertible"
                 continue
             value_nM[i] = value_nM[i] * 1e6 / res[3]
-        std_smiles[i], std_inchikey[i], std_key[i] = res[0], res[1], res[2]
+        # '|o1:1|' under two ids: maybe the two enantiomers, so one compound per id
+        std_smiles[i], std_inchikey[i] = res[0], res[1]
+        std_key[i] = f"{res[2]} {ids[i]}" if unknown_configuration(res[0]) else res[2]
     # one id, several structures: which measurement belongs to which compound is unknown, and the
     # library's ids must name one compound each, so every such row is dropped
     keys_of: dict[str, set[str]] = {}

@@ -14,8 +14,8 @@ import pandas as pd
 
 logger = logging.getLogger("screenbai.chem")
 
-__all__ = ["MAX_HEAVY_ATOMS", "Standardizer", "compound_key", "count_heavy_atoms", "standardize_smiles",
-           "standardize_unique"]
+__all__ = ["MAX_HEAVY_ATOMS", "Standardizer", "compound_key", "count_heavy_atoms", "enhanced_stereo",
+           "standardize_smiles", "standardize_unique", "unknown_configuration"]
 
 
 #: Largest structure curation identifies: InChI (whose key merges replicates) holds at
@@ -159,14 +159,42 @@ class Standardizer:
                     self.kept_as_drawn.append(smiles)
                 else:
                     compound = canonical
-            out_smiles = Chem.MolToSmiles(compound)
+            out_smiles = _smiles(compound)
             inchikey = Chem.MolToInchiKey(compound)
             key = compound_key(compound, self._canonical_tautomer, inchikey) if self._keyed else inchikey
+            if enhanced_stereo(out_smiles):  # InChI cannot say racemic: the racemate is not its drawn enantiomer
+                key = f"{key} {enhanced_stereo(out_smiles)}"
         except Exception:  # RDKit raises assorted errors on exotic structures
             return "standardization failed"
         if not inchikey or not key or not out_smiles:
             return "standardization failed"
         return out_smiles, inchikey, key, mw
+
+
+def _smiles(mol: Any) -> str:
+    """Canonical SMILES; with CXSMILES' enhanced stereo where its stereo groups say racemic (``|&1:1|``) or one
+    enantiomer of unknown configuration (``|o1:1|``): without it the SMILES would name the enantiomer drawn."""
+    from rdkit import Chem
+
+    if all(g.GetGroupType() == Chem.StereoGroupType.STEREO_ABSOLUTE for g in mol.GetStereoGroups()):
+        return Chem.MolToSmiles(mol)
+    Chem.CanonicalizeEnhancedStereo(mol)  # the racemate drawn from (R) or (S): one SMILES
+    return Chem.MolToCXSmiles(mol, Chem.SmilesWriteParams(), Chem.CXSmilesFields.CX_ENHANCEDSTEREO)
+
+
+_OR_GROUP = re.compile(r"[|,]o\d+:")
+
+
+def enhanced_stereo(smiles: str) -> str:
+    """The enhanced-stereo extension of a standardized SMILES (``|&1:1|``), '' for none."""
+    return smiles.partition(" ")[2]
+
+
+def unknown_configuration(smiles: str) -> bool:
+    """Whether a standardized SMILES holds an 'or' stereo group (``|o1:1|``): one enantiomer, which one unknown.
+    Two ids of such a structure may be the two enantiomers (the two peaks of a chiral separation): never one
+    compound by their structure."""
+    return bool(_OR_GROUP.search(enhanced_stereo(smiles)))
 
 
 def _n_stereo(mol: Any) -> int:
