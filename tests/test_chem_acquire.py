@@ -728,3 +728,12 @@ def test_sdf_properties_are_read_as_written_not_as_numbers(tmp_path):
     assert df["standard_value"].tolist() == ["1.50", "10", "1E+03"]
     assert read_structure_table(path, id_column="ID")["compound_id"].tolist() == ["007", "7", "1e3"]
     assert read_structure_table(path)["compound_id"].tolist() == ["007", "7", "1e3"]
+
+
+def test_every_relation_curation_knows_is_split_from_the_value(tmp_path):
+    """'=> 10' was split as '=' and '> 10' (then dropped as the non-numeric value '> 10'); '>>', '=<' likewise."""
+    path = tmp_path / "t.csv"
+    path.write_text("id,smiles,ic50_nM\nA,CCO,=> 10\nB,CCCO,=<5\nC,CCCCO,>>1e4\nD,CCN,== 7\nE,CCCN,<= 3\n")
+    df = read_activity_table(path, smiles_column="smiles", activity_column="ic50_nM", id_column="id")
+    assert df["standard_relation"].tolist() == ["=>", "=<", ">>", "==", "<="]
+    assert df["standard_value"].tolist() == ["10", "5", "1e4", "7", "3"]

@@ -249,7 +249,9 @@ def read_chembl_export(path: str | Path) -> pd.DataFrame:
 # chemists' own tables (CSV/TSV/SDF)
 # ----------------------------------------------------------------------------------------
 
-_VALUE_WITH_RELATION = re.compile(r"^\s*(>=|<=|>|<|~|=|≥|≤)?\s*(.*?)\s*$")
+# every relation curation reads, longest first ('=>' is not '=' and a value '> 10')
+_RELATIONS = sorted(CENSORED_RELATIONS | {"=", "=="}, key=lambda r: (-len(r), r))
+_VALUE_WITH_RELATION = re.compile(rf"^\s*({'|'.join(map(re.escape, _RELATIONS))})?\s*(.*?)\s*$")
 
 
 def _is_sdf(path: Path) -> bool:
