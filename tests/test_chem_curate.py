@@ -520,3 +520,17 @@ def test_racemates_and_unknown_enantiomers_of_cxsmiles_are_not_the_pure_enantiom
     assert rep.merged == {ANOTHER_ID: 1, REPLICATE: 1}
     frame = standardize_smiles(["C[C@@H](N)C(=O)O |&1:1|"])
     assert frame["smiles"].tolist() == ["C[C@H](N)C(=O)O |&1:1|"]
+
+
+def test_a_unit_in_another_case_or_spelled_out_is_converted_and_said(caplog):
+    """'nm', 'NM', 'UM', 'nmol/L' were dropped as 'unknown unit': a table typed by hand lost its rows."""
+    units = ["nm", "NM", "UM", "nmol/L", "µm", "mm", "Nanomolar"]
+    rows = [dict(molecule_chembl_id=f"C{i}", canonical_smiles="C" * (i + 1) + "O", standard_value="2",
+                 standard_units=u) for i, u in enumerate(units)]
+    rows.append(dict(molecule_chembl_id="X", canonical_smiles="CCN", standard_value="2", standard_units="m"))
+    with caplog.at_level(logging.WARNING, logger="screenbai.chem"):
+        lib, rep = curate_activities(_raw(rows))
+    _check_invariant(rep)
+    assert rep.dropped == {"unknown unit": 1}  # 'm': metre, milli-? not a concentration
+    assert lib["activity_nM"].tolist() == [2, 2, 2000, 2, 2000, 2e6, 2]
+    assert "units read as" in caplog.text and "'UM' as uM (1 rows)" in caplog.text

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from screenbai.chem.standardize import standardize_unique, unknown_configuration
-from screenbai.chem.units import MASS_UNITS, UNIT_FACTORS_TO_NM
+from screenbai.chem.units import MASS_UNITS, UNIT_FACTORS_TO_NM, canonical_unit
 
 logger = logging.getLogger("screenbai.chem")
 
@@ -219,6 +219,9 @@ class _RowChecks:
         u = None if _blank(row["standard_units"]) else str(row["standard_units"]).strip()
         if u is None:
             return "missing unit"
+        u = canonical_unit(u)  # 'nm', 'UM', 'nmol/L': said by curate_activities
+        if u is None:
+            return "unknown unit"
         if u in UNIT_FACTORS_TO_NM:
             value, is_mass = v * UNIT_FACTORS_TO_NM[u], False
         elif u in MASS_UNITS:
@@ -278,6 +281,19 @@ def _row_ids(rows: list[dict[str, Any]]) -> list[str]:
     if made:
         logger.warning("%d rows have no compound id; named after their data row: %s", len(made), ", ".join(made[:10]))
     return ids
+
+
+def _say_respelled_units(rows: list[dict[str, Any]], reason: list[str | None]) -> None:
+    """Log the units of kept rows read as another spelling of an accepted unit ('nm' as nM)."""
+    counts: dict[tuple[str, str], int] = {}
+    for i, row in enumerate(rows):
+        u = row["standard_units"]
+        if reason[i] is None and not _blank(u) and canonical_unit(str(u).strip()) != str(u).strip():
+            key = (str(u).strip(), str(canonical_unit(str(u).strip())))
+            counts[key] = counts.get(key, 0) + 1
+    if counts:
+        logger.warning("units read as another spelling of an accepted unit: %s",
+                       ", ".join(f"{u!r} as {c} ({n} rows)" for (u, c), n in sorted(counts.items())))
 
 
 def _checked_options(
@@ -497,6 +513,7 @@ def curate_activities(
             "%d rows dropped as 'non-numeric value': %s", len(non_numeric), _holds(rows, "standard_value", non_numeric)
         )
 
+    _say_respelled_units(rows, reason)
     smiles_in = [str(row["canonical_smiles"]).strip() for row in rows]
     std_smiles, std_inchikey, std_key, structures_dropped = _attach_structures(
         smiles_in, ids, reason, value_nM, is_mass, canonical_tautomer

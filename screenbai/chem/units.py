@@ -33,6 +33,14 @@ _HEADER_UNIT_WORDS = {
 _HEADER_WORD = re.compile(r"[^\s_()\[\]{},;:|]+")
 
 
+def canonical_unit(unit: str) -> str | None:
+    """A row's unit as curation converts it: itself when accepted, else the same unit in another case or
+    spelled out (``nm``, ``UM``, ``nmol/L``, ``micromolar``); None for any other (``m`` is no concentration)."""
+    if unit in UNIT_FACTORS_TO_NM or unit in MASS_UNITS:
+        return unit
+    return _HEADER_UNIT_WORDS.get(unit.lower())
+
+
 def same_unit(a: str, b: str) -> bool:
     """Whether two accepted units convert alike (uM, µM and μM; ug/mL and mg/L)."""
     if a in MASS_UNITS or b in MASS_UNITS:
