@@ -332,6 +332,13 @@ class BacktestResult:
     top_k: int = 10
     description: str = ""
     labels: bool = False  # known outcomes are 0/1 labels (binarised activities), not rates
+    #: the answer judged as the error rates judge it (``judge``): the epsilon (the algorithm's own, 0 without one),
+    #: the answer's size m, the true m-th best hit rate and whether every recommended compound is within epsilon of it
+    epsilon: float = 0.0
+    m: int = 1
+    mth_best: float = float("nan")
+    correct: bool = False
+    epsilon_own: bool = True  # the algorithm has an epsilon (else it is judged at 0: the best itself)
 
     def text(self) -> str:
         from .views.estimates import rate_text
@@ -354,6 +361,7 @@ class BacktestResult:
             else:
                 what = f"true hit rate {rate_text(r['rate'])} ({_rank(r['rate_rank'], r['rate_rank_tied_to'], r['K'])})"
             lines.append(f"recommended {r['compound_id']}: {what}{pot}")
+        lines.append(self.verdict())
         c = self.curve
         lines.append(
             f"share of the top-{self.top_k} compounds tested at least once by the end: campaign "
@@ -361,6 +369,38 @@ class BacktestResult:
             "(a best-arm campaign tests few compounds many times, to certify one: it need not test many top ones)"
         )
         return "\n".join(lines)
+
+    def verdict(self) -> str:
+        """Whether the answer is correct as the algorithm's error rate counts it (``judge``), in one line."""
+        from screenbai.bandits.certainty.certificate import ordinal
+
+        from .views.estimates import rate_text
+
+        best = "best" if self.m == 1 else f"{ordinal(self.m)} best"
+        mth = rate_text(self.mth_best)
+        if self.epsilon > 0:
+            rule = f"within epsilon = {self.epsilon:g} (the algorithm's) of the true {best}, {mth}"
+        else:  # the best itself (the m best), ties included
+            why = "epsilon = 0, the algorithm's" if self.epsilon_own else "the algorithm has no epsilon"
+            rule = (f"the true best, {mth}" if self.m == 1 else f"at least the true {best}, {mth}") + (
+                f" ({why}: ties included)")
+        if self.correct:
+            who = "the recommended compound's" if len(self.recommendation) == 1 else "every recommended compound's"
+            return f"correct: {who} true hit rate is {rule}"
+        wrong = [r for r in self.recommendation if not r["within_epsilon"]]
+        if not wrong:
+            return "not judged: no compound recommended"
+        names = ", ".join(f"{r['compound_id']} ({rate_text(r['rate'])})" for r in wrong)
+        return f"WRONG: the true hit rate of {names} is not {rule}"
+
+def judge(rate: np.ndarray, recommendation, epsilon: float) -> tuple[np.ndarray, float]:
+    """Per recommended compound, whether it is epsilon-good against the true m-th best hit rate (m: the answer's
+    size), and that rate: the judgement of the algorithms' error rates (``bandits.sim.instance.epsilon_good``)."""
+    from screenbai.bandits.sim.instance import epsilon_good, mth_best
+
+    arms = np.asarray(recommendation, dtype=np.int64).reshape(-1)
+    m = max(int(arms.size), 1)
+    return epsilon_good(rate, m, epsilon)[arms], mth_best(rate, m)
 
 
 _FOLDER_PREFIX = "screenbai-backtest-"  # + the pid of the backtest that owns the folder
@@ -434,6 +474,10 @@ def run_backtest(
             policy = camp.policy
             finished = bool(policy.done)
             res = policy.result()
+            # judged with the tolerance the algorithm used (its default when none was given), as the simulation
+            # runner judges its runs (bandits/core/runner.py); 0 for an algorithm without one
+            own = getattr(getattr(policy, "inner", policy), "epsilon", None)
+            epsilon = float(own or 0.0)
         finally:
             if bar is not None:
                 bar.close()
@@ -443,8 +487,9 @@ def run_backtest(
     curve = hit_recovery(
         np.asarray(tested_order, dtype=np.int64), top, K, farthest_point_order(lib.features, len(tested_order))
     )
+    good, mth = judge(known.rate, res.recommendation, epsilon)
     rec = []
-    for a in res.recommendation:
+    for a, within in zip(res.recommendation, good):
         r_lo, r_hi = tied_ranks(known.rate, a)
         p_lo, p_hi = (None, None) if known.potency_nM is None else tied_ranks(-known.potency_nM, a)
         shown = known.activity if known.activity is not None else known.potency_nM
@@ -460,11 +505,14 @@ def run_backtest(
                 "activity_label": known.activity_label,
                 "potency_rank": p_lo,
                 "potency_rank_tied_to": p_hi,
+                "within_epsilon": bool(within),
             }
         )
     labels = bool(np.isin(known.rate, (0.0, 1.0)).all())
     return BacktestResult(
-        len(tested_order), plates, bool(res.stopped), finished, rec, curve, top_k, known.description, labels
+        len(tested_order), plates, bool(res.stopped), finished, rec, curve, top_k, known.description, labels,
+        epsilon=epsilon, m=max(len(rec), 1), mth_best=mth, correct=bool(rec) and bool(np.all(good)),
+        epsilon_own=own is not None,
     )
 
 
@@ -636,6 +684,11 @@ def backtest_from_args(args, params: dict) -> int:
                 "stopped": result.stopped,
                 "finished": result.finished,
                 "recommendation": result.recommendation,
+                # the answer judged as the algorithms' error rates judge it (BacktestResult.verdict)
+                "m": result.m,
+                "epsilon": result.epsilon,
+                "mth_best_rate": result.mth_best,
+                "correct": result.correct,
                 "top_k": result.top_k,
                 "description": result.description,
             },
