@@ -41,6 +41,8 @@ from .library import (
     library_from_args,
 )
 from .state.store import CampaignError
+from .views.hits import curve_figure, farthest_point_order, hit_recovery
+from .views.hits import hit_figure as hit_figure  # where the tests and users found it
 
 
 @dataclass
@@ -308,19 +310,6 @@ def restrict_to_library(known: KnownOutcomes, library: Library) -> KnownOutcomes
     )
 
 
-def farthest_point_order(X: np.ndarray, n: int) -> np.ndarray:
-    """n distinct rows, each the farthest (Euclidean) from those already chosen; starts nearest the centroid."""
-    n = min(int(n), X.shape[0])
-    first = int(np.argmin(((X - X.mean(0)) ** 2).sum(1)))
-    chosen = [first]
-    dist = ((X - X[first]) ** 2).sum(1)
-    for _ in range(n - 1):
-        nxt = int(np.argmax(dist))
-        chosen.append(nxt)
-        dist = np.minimum(dist, ((X - X[nxt]) ** 2).sum(1))
-    return np.asarray(chosen, dtype=np.int64)
-
-
 @dataclass
 class BacktestResult:
     tests: int
@@ -530,54 +519,6 @@ def _rank(lo: int, hi: int, K: int) -> str:
 def _measured(r: dict) -> str:
     label = r.get("activity_label", "nM")
     return f"{r['activity_nM']:.3g} nM" if label == "nM" else f"{label} {r['activity_nM']:.3g}"
-
-
-def hit_recovery(tested: np.ndarray, top: np.ndarray, K: int, one_shot: np.ndarray) -> dict:
-    """Share of ``top`` tested at least once after each test: campaign, random (expected), one-shot."""
-    t = np.arange(1, tested.size + 1)
-    is_top = np.zeros(K, dtype=bool)
-    is_top[top] = True
-    first = np.zeros(K, dtype=bool)
-    new = np.zeros(tested.size, dtype=bool)
-    for i, a in enumerate(tested):  # first time each compound is tested
-        if not first[a]:
-            first[a] = new[i] = True
-    campaign = np.cumsum(new & is_top[tested]) / top.size
-    random = 1.0 - (1.0 - 1.0 / K) ** t
-    shot = np.cumsum(is_top[one_shot]) / top.size
-    shot = np.concatenate([shot, np.full(max(0, t.size - shot.size), shot[-1] if shot.size else 0.0)])
-    return {"tests": t.tolist(), "campaign": campaign.tolist(), "random": random.tolist(), "one_shot": shot.tolist()}
-
-
-def curve_figure(result: BacktestResult, path: Path) -> Path:
-    """``hit_recovery.png``: the figure of ``hit_figure``, saved."""
-    hit_figure(result).savefig(path)
-    return path
-
-
-def hit_figure(result: BacktestResult):
-    """The hit-recovery curves (campaign, random, one-shot) against tests spent; the title (the
-    backtest's description, often over 150 characters) wrapped to the figure's width."""
-    import textwrap
-
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    c = result.curve
-    fig = Figure(figsize=(6.5, 4.0), dpi=110)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    ax.plot(c["tests"], c["campaign"], label="campaign (adaptive)", color="tab:blue")
-    ax.plot(c["tests"], c["random"], label="random screening (expected)", color="tab:gray", ls="--")
-    ax.plot(c["tests"], c["one_shot"], label="one-shot diverse set", color="tab:green", ls=":")
-    ax.set_xlabel("tests spent")
-    ax.set_ylabel(f"share of the top-{result.top_k} compounds tested")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title(textwrap.fill(f"hit recovery: {result.description}", 90), fontsize=8)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
 
 
 def backtest_from_args(args, params: dict) -> int:
