@@ -92,6 +92,26 @@ def test_report_figures_show_all_m(topm, tmp_path, monkeypatch):
     assert "3rd best" in svg
 
 
+
+def test_certificate_sentences_follow_the_table_s_order(topm, tmp_path):
+    """Status lists the 3 best first by the model's estimate; the certificates' sentences (status, the report) were
+    in the answer's order (by compound index: CPD0015, CPD0016, CPD0022 beside a table CPD0022, CPD0016, CPD0015)."""
+    import re
+
+    from screenbai.campaign.views.page import write_report
+
+    st = topm.status()
+    table = [c.compound_id for c in st.recommendation]
+    assert table != sorted(table)  # the answer's order (by index) differs from the table's here
+    for cert in (st.certificate, st.certificate_no_model):
+        assert [line.split(":")[0] for line in cert["sentences"]] == table
+        assert list(cert["epsilon"]) == table
+    text = st.text()
+    assert [text.index(f"  {c}: ") for c in table] == sorted(text.index(f"  {c}: ") for c in table)
+    page = write_report(topm, tmp_path / "rep").read_text()
+    said = re.findall(r'<p class="sentence">(CPD\d+):', page)
+    assert said == table  # (the own wells' certificate, vacuous here, is not shown)
+
 def test_certified_epsilon_is_never_rounded_down():
     assert epsilon_text(0.3031) == "0.31"  # "within 0.3" would claim more than is certified
     assert epsilon_text(0.3) == "0.3"

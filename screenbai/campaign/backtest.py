@@ -326,7 +326,7 @@ class BacktestResult:
     epsilon: float = 0.0
     m: int = 1
     mth_best: float = float("nan")
-    correct: bool = False
+    correct: bool | None = None  # None: not judged (a result made without ``run_backtest``)
     epsilon_own: bool = True  # the algorithm has an epsilon (else it is judged at 0: the best itself)
 
     def text(self) -> str:
@@ -350,7 +350,8 @@ class BacktestResult:
             else:
                 what = f"true hit rate {rate_text(r['rate'])} ({_rank(r['rate_rank'], r['rate_rank_tied_to'], r['K'])})"
             lines.append(f"recommended {r['compound_id']}: {what}{pot}")
-        lines.append(self.verdict())
+        if self.correct is not None:
+            lines.append(self.verdict())
         c = self.curve
         lines.append(
             f"share of the top-{self.top_k} compounds tested at least once by the end: campaign "
@@ -378,7 +379,7 @@ class BacktestResult:
             return f"correct: {who} true hit rate is {rule}"
         wrong = [r for r in self.recommendation if not r["within_epsilon"]]
         if not wrong:
-            return "not judged: no compound recommended"
+            return "WRONG: no compound recommended"
         names = ", ".join(f"{r['compound_id']} ({rate_text(r['rate'])})" for r in wrong)
         return f"WRONG: the true hit rate of {names} is not {rule}"
 
