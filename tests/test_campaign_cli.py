@@ -112,7 +112,8 @@ def test_init_without_algorithm_runs_the_cheapest_guaranteed_one(tmp_path, libra
     out = capsys.readouterr().out
     assert f"{algorithm} with {{'epsilon': 0.1}}" in out
     # a continuous readout's guarantee rests on sigma: its default is said, not called "the declared sigma"
-    assert ("noise scale: sigma = 1, lin-tas's default, not declared" in out) == (outcome == "continuous")
+    assert ("noise scale: sigma = 1 in the readout's units, lin-tas's default, not declared" in out) == (
+        outcome == "continuous")
     # and epsilon is in the readout's units there (0.1 % of inhibition is not 0.1 of a hit rate)
     assert ("epsilon = 0.1: on a continuous readout it is in the readout's units" in out) == (outcome == "continuous")
     if outcome == "continuous":
@@ -384,7 +385,9 @@ def test_the_prior_forecast_is_on_the_scale_of_the_model_it_forecasts(tmp_path, 
     for sigma in (8, 16):
         assert init(tmp_path / f"c{sigma}.campaign", library_csv, *argv, "--param", f"sigma={sigma}") == 0
         out = capsys.readouterr().out
-        assert f"mean outcomes spread with sd {sigma} % over the library, the noise scale sigma declared" in out
+        said = (f"mean outcomes spread with sd {sigma} % over the library, "
+                f"as much as one test's noise, sigma = {sigma} %")
+        assert said in out
         tests[sigma] = float(re.search(r"stops after about ([\d,]+) tests", out).group(1).replace(",", ""))
     # means and noise scaled alike, epsilon fixed: epsilon is half as large against the spread, never cheaper
     assert tests[16] >= tests[8]

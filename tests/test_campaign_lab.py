@@ -1594,6 +1594,70 @@ def test_a_readout_where_lower_is_better_is_shown_on_its_own_scale(tmp_path):
     camp.close()
 
 
+
+def test_a_continuous_campaign_says_sigma_with_its_units(tmp_path, capsys):
+    """A continuous campaign's sigma read "sigma = 15" in the certificate, the model check and init, and not at all
+    in the model line: its units are the readout's, which the policies (bandits/) do not know ("sigma = 15 %"; a
+    concentration told as log10, "sigma = 0.3 log10 units of IC50")."""
+    import re
+
+    from campaign_util import write_results
+
+    from screenbai.cli import main
+
+    camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=30, d=3), "lin-tas",
+                           {"epsilon": 10.0, "sigma": 15.0}, seed=0, outcome="continuous",
+                           readout=Readout.build("percent inhibition", unit="%", hit_above=50.0))
+    plate = camp.next_plate(24)
+    camp.record(write_results(tmp_path / "R.csv", plate, [(7.0 * a) % 90 for a in plate.arms]))
+    st = camp.status()
+    said = [*st.certificate["sentences"], st.certificate["model"], st.model, st.model_check["model"]]
+    assert all("sigma = 15 %" in line for line in said), said
+    assert not re.search(r"sigma = 15(?! %)", st.text() + json.dumps(st.to_dict()))
+    assert "its noise scale is its parameter sigma = 15 %: compare it with the control wells' spread" in st.text()
+    camp.close()
+    camp = _log_ic50_campaign(tmp_path, "log.campaign")
+    plate = camp.next_plate(24)
+    camp.record(write_results(tmp_path / "L.csv", plate, [_ic50_of(a) for a in plate.arms]))
+    st = camp.status()
+    assert all("sigma = 0.3 log10 units of IC50" in line
+               for line in [*st.certificate["sentences"], st.model, st.model_check["model"]])
+    assert not re.search(r"sigma = 0\.3(?! log10 units of IC50)", st.text())
+    camp.close()
+    lib = _lab_library(tmp_path)
+    assert main(["campaign", "init", str(tmp_path / "i.campaign"), "--library", str(lib), "--id-column", "name",
+                 "--smiles-column", "smiles", "--d", "3", "--outcome", "continuous", "--readout", "IC50", "--unit",
+                 "nM", "--hit-below", "1000", "--param", "epsilon=0.3"]) == 0
+    out = capsys.readouterr().out
+    assert "its noise scale is its parameter sigma = 1 log10 units of IC50" in out  # the model line
+    assert "noise scale: sigma = 1 log10 units of IC50, lin-tas's default, not declared" in out
+    assert not re.search(r"sigma = 1(?! log10 units of IC50)", out)
+
+
+def test_status_says_how_often_replicate_wells_of_0_1_outcomes_disagree(tmp_path):
+    """A binary campaign without a declared readout (the lab writes 0/1) said "spread of replicate wells ... sd 0.407
+    (the raw readout's units)": the sd of hits and misses. It now says how often two wells of one compound on one
+    plate disagree, and of one kind of control; a declared readout keeps its spreads (test above)."""
+    from screenbai.campaign.views.controls import disagreeing_pairs
+
+    assert disagreeing_pairs([("P", 1, 1), ("P", 1, 0), ("P", 1, 1), ("P", 2, 0), ("Q", 2, 1), ("Q", 2, 1)]) == (2, 4)
+    camp = Campaign.create(tmp_path / "b.campaign", synthetic_library(K=30, d=3), "glgape", {"epsilon": 0.1}, seed=2,
+                           layout=PlateLayout.build("24", replicates=2))
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    ids = sorted(set(plate.compound_ids))
+    values = {cid: [1, k % 2] for k, cid in enumerate(ids)}  # every other compound's two wells disagree
+    camp.record(_fill(plate.path, values, tmp_path / "R.csv", controls=(1, 0), noise=0))
+    st = camp.status()
+    split = sum(k % 2 == 0 for k in range(len(ids)))
+    assert st.replicate_sd is None and st.control_sd is None
+    assert st.replicate_disagree == [split, len(ids)] and st.to_dict()["replicate_disagree"] == [split, len(ids)]
+    text = st.text()
+    assert "spread of replicate wells" not in text and "raw readout's units" not in text
+    assert (f"replicate wells (a compound twice or more on one plate): {split} of {len(ids)} pairs disagree "
+            f"({100 * split / len(ids):.0f} %: one a hit, the other not)") in text
+    assert "control wells of one kind on one plate: 0 of 12 pairs disagree (0 %" in text
+    camp.close()
+
 def test_positive_controls_on_the_wrong_side_stop_the_plate(tmp_path):
     """A plate read rotated 180 degrees (or with its control columns swapped) has positive controls reading like
     negative ones: Z' only compares their spread to their gap, so it passed (0.95) and every compound well was

@@ -144,3 +144,39 @@ def test_points_not_kept_do_not_read_as_nothing_certified():
     assert "nothing certified yet (1 file(s))" in b and "kept" not in b
     # a panel with no point has no scale (its axis read 0 to 1e-12), a note instead
     assert "1e-12" not in a and a.count("no point to draw") == 2 and "no point to draw" not in b
+
+
+def _certified_panel(svg: str) -> tuple[str, int]:
+    """The certified-epsilon panel of a progress SVG: its title and the points drawn in it (the third band)."""
+    import re
+
+    title = re.findall(r">(certified epsilon[^<]*)</text>", svg)[0]
+    band = svg.split(title)[1]
+    return title, band.count("<circle")
+
+
+def test_the_certified_panel_and_the_sentences_agree_on_what_is_certified(tmp_path):
+    """LinGapE on 0/1 outcomes (a linear model of hits, which does not know they are 0/1) bounds the gap in hit
+    rate by more than 1 after a few plates: status said "none yet", the plot drew no point and counted the files
+    as nothing certified, while the sentence beside them on the same page read "within 1.7 of the best hit rate".
+    And an algorithm that gives no certificate (GSE-Log) had its points called "not kept"."""
+    with new_campaign(tmp_path / "lin.campaign", "lingape", {"epsilon": 0.1}) as camp:
+        _run(camp, tmp_path, 3, size=24)
+        points = camp.progress_history()
+        st = camp.status()
+        page = write_report(camp, tmp_path / "lin")
+    vacuous = [p for p in points if not certifies(p["certified_epsilon"], True)]
+    assert len(vacuous) == 3 and all(1 < p["certified_epsilon"] < math.inf for p in vacuous)  # e.g. 1.99
+    assert st.certified_epsilon is None and "a gap in hit rate: none yet" in st.text()
+    (sentence,) = st.certificate["sentences"]
+    assert "not certified yet" in sentence and "within" not in sentence
+    assert "within" not in page.read_text().split("What the outcomes certify")[1].split("<h2>")[0].split(
+        "certificate without a model")[0]
+    title, drawn = _certified_panel((page.parent / "progress.svg").read_text())
+    assert drawn == 0 and "nothing certified yet (3 file(s))" in title
+    with new_campaign(tmp_path / "gse.campaign", "gse-log", {"budget": 96}) as camp:
+        _run(camp, tmp_path, 3, size=16)
+        assert [p["certified_epsilon"] for p in camp.progress_history()] == [None] * 3
+        svg = (write_report(camp, tmp_path / "gse").parent / "progress.svg").read_text()
+    title, drawn = _certified_panel(svg)
+    assert drawn == 0 and "kept" not in title and "the algorithm gives no certificate (3 file(s))" in title

@@ -92,6 +92,26 @@ def test_report_figures_show_all_m(topm, tmp_path, monkeypatch):
     assert "3rd best" in svg
 
 
+
+def test_certificate_sentences_follow_the_table_s_order(topm, tmp_path):
+    """Status lists the 3 best first by the model's estimate; the certificates' sentences (status, the report) were
+    in the answer's order (by compound index: CPD0015, CPD0016, CPD0022 beside a table CPD0022, CPD0016, CPD0015)."""
+    import re
+
+    from screenbai.campaign.views.page import write_report
+
+    st = topm.status()
+    table = [c.compound_id for c in st.recommendation]
+    assert table != sorted(table)  # the answer's order (by index) differs from the table's here
+    for cert in (st.certificate, st.certificate_no_model):
+        assert [line.split(":")[0] for line in cert["sentences"]] == table
+        assert list(cert["epsilon"]) == table
+    text = st.text()
+    assert [text.index(f"  {c}: ") for c in table] == sorted(text.index(f"  {c}: ") for c in table)
+    page = write_report(topm, tmp_path / "rep").read_text()
+    said = re.findall(r'<p class="sentence">(CPD\d+):', page)
+    assert said == table  # (the own wells' certificate, vacuous here, is not shown)
+
 def test_certified_epsilon_is_never_rounded_down():
     assert epsilon_text(0.3031) == "0.31"  # "within 0.3" would claim more than is certified
     assert epsilon_text(0.3) == "0.3"
@@ -150,3 +170,41 @@ def test_backtest_truth_refuses_non_finite_and_names_repeats(tmp_path):
     with pytest.raises(ValueError, match=r"line 3: ic50 = '<10' is not a number.*delete the row"):
         outcomes_from_table(lib, q, activity_column="ic50", threshold=10.0)
 
+
+
+def test_backtest_says_whether_a_top_m_answer_is_epsilon_correct(tmp_path, capsys):
+    """`backtest --param m=3`: the summary and backtest.json say whether every recommended compound is within the
+    algorithm's epsilon of the TRUE 3rd best hit rate (the error rates' top-m definition), as for m = 1."""
+    import json
+
+    from campaign_util import synthetic_library
+
+    from screenbai.campaign.backtest import KnownOutcomes, judge, run_backtest
+    from screenbai.cli import main
+
+    rate = np.array([0.05] * 20)
+    rate[7], rate[[3, 4, 5]], rate[[2, 11]] = 0.95, 0.6, 0.4
+    # the judgement: within epsilon of the 3rd best (0.6), whichever order the answer lists them in
+    good, mth = judge(rate, [11, 7, 3], 0.1)
+    assert mth == 0.6 and good.tolist() == [False, True, True]
+    assert judge(rate, [11, 7, 3], 0.2)[0].all() and judge(rate, [5, 4, 3], 0.0)[0].all()
+    known = KnownOutcomes(synthetic_library(K=20, d=2, seed=5), rate, None, "planted")
+    short = run_backtest(known, "lucb", {"m": 3, "epsilon": 0.1}, seed=2, plate_size=10, max_tests=60, top_k=1)
+    wrong = [r["compound_id"] for r in short.recommendation if not r["within_epsilon"]]
+    assert short.m == 3 and short.epsilon == 0.1 and short.mth_best == 0.6
+    assert wrong == ["CPD0002"] and short.correct is False  # seed 2, 60 tests: CPD0002 (0.4) among the three
+    assert ("WRONG: the true hit rate of CPD0002 (0.4) is not within epsilon = 0.1 (the algorithm's) of the true 3rd "
+            "best, 0.6") in short.text()
+    one = run_backtest(known, "lucb", {"epsilon": 0.1}, seed=2, plate_size=10, max_tests=200, top_k=1)
+    assert one.m == 1 and "of the true best, 0.95" in one.text()
+    lib = tmp_path / "lib.csv"
+    lib.write_text("id,smiles,rate\n" + "".join(f"C{i},{c},{r}\n" for i, (c, r) in enumerate(
+        zip(known.library.compounds["smiles"], rate))))
+    assert main(["campaign", "backtest", "--library", str(lib), "--id-column", "id", "--smiles-column", "smiles",
+                 "--d", "2", "--rate-column", "rate", "--algorithm", "lucb", "--param", "m=3", "--param",
+                 "epsilon=0.1", "--plate-size", "10", "--max-tests", "60", "--out", str(tmp_path / "bt")]) == 0
+    report = json.loads((tmp_path / "bt" / "backtest.json").read_text())
+    assert report["m"] == 3 and report["epsilon"] == 0.1 and report["mth_best_rate"] == 0.6
+    within = [r["within_epsilon"] for r in report["recommendation"]]
+    assert len(within) == 3 and report["correct"] == all(within)
+    assert ("correct: every recommended compound's" if all(within) else "WRONG: ") in capsys.readouterr().out

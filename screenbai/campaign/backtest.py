@@ -41,6 +41,8 @@ from .library import (
     library_from_args,
 )
 from .state.store import CampaignError
+from .views.hits import curve_figure, farthest_point_order, hit_recovery
+from .views.hits import hit_figure as hit_figure  # where the tests and users found it
 
 
 @dataclass
@@ -308,19 +310,6 @@ def restrict_to_library(known: KnownOutcomes, library: Library) -> KnownOutcomes
     )
 
 
-def farthest_point_order(X: np.ndarray, n: int) -> np.ndarray:
-    """n distinct rows, each the farthest (Euclidean) from those already chosen; starts nearest the centroid."""
-    n = min(int(n), X.shape[0])
-    first = int(np.argmin(((X - X.mean(0)) ** 2).sum(1)))
-    chosen = [first]
-    dist = ((X - X[first]) ** 2).sum(1)
-    for _ in range(n - 1):
-        nxt = int(np.argmax(dist))
-        chosen.append(nxt)
-        dist = np.minimum(dist, ((X - X[nxt]) ** 2).sum(1))
-    return np.asarray(chosen, dtype=np.int64)
-
-
 @dataclass
 class BacktestResult:
     tests: int
@@ -332,6 +321,13 @@ class BacktestResult:
     top_k: int = 10
     description: str = ""
     labels: bool = False  # known outcomes are 0/1 labels (binarised activities), not rates
+    #: the answer judged as the error rates judge it (``judge``): the epsilon (the algorithm's own, 0 without one),
+    #: the answer's size m, the true m-th best hit rate and whether every recommended compound is within epsilon of it
+    epsilon: float = 0.0
+    m: int = 1
+    mth_best: float = float("nan")
+    correct: bool | None = None  # None: not judged (a result made without ``run_backtest``)
+    epsilon_own: bool = True  # the algorithm has an epsilon (else it is judged at 0: the best itself)
 
     def text(self) -> str:
         from .views.estimates import rate_text
@@ -354,6 +350,8 @@ class BacktestResult:
             else:
                 what = f"true hit rate {rate_text(r['rate'])} ({_rank(r['rate_rank'], r['rate_rank_tied_to'], r['K'])})"
             lines.append(f"recommended {r['compound_id']}: {what}{pot}")
+        if self.correct is not None:
+            lines.append(self.verdict())
         c = self.curve
         lines.append(
             f"share of the top-{self.top_k} compounds tested at least once by the end: campaign "
@@ -361,6 +359,38 @@ class BacktestResult:
             "(a best-arm campaign tests few compounds many times, to certify one: it need not test many top ones)"
         )
         return "\n".join(lines)
+
+    def verdict(self) -> str:
+        """Whether the answer is correct as the algorithm's error rate counts it (``judge``), in one line."""
+        from screenbai.bandits.certainty.certificate import ordinal
+
+        from .views.estimates import rate_text
+
+        best = "best" if self.m == 1 else f"{ordinal(self.m)} best"
+        mth = rate_text(self.mth_best)
+        if self.epsilon > 0:
+            rule = f"within epsilon = {self.epsilon:g} (the algorithm's) of the true {best}, {mth}"
+        else:  # the best itself (the m best), ties included
+            why = "epsilon = 0, the algorithm's" if self.epsilon_own else "the algorithm has no epsilon"
+            rule = (f"the true best, {mth}" if self.m == 1 else f"at least the true {best}, {mth}") + (
+                f" ({why}: ties included)")
+        if self.correct:
+            who = "the recommended compound's" if len(self.recommendation) == 1 else "every recommended compound's"
+            return f"correct: {who} true hit rate is {rule}"
+        wrong = [r for r in self.recommendation if not r["within_epsilon"]]
+        if not wrong:
+            return "WRONG: no compound recommended"
+        names = ", ".join(f"{r['compound_id']} ({rate_text(r['rate'])})" for r in wrong)
+        return f"WRONG: the true hit rate of {names} is not {rule}"
+
+def judge(rate: np.ndarray, recommendation, epsilon: float) -> tuple[np.ndarray, float]:
+    """Per recommended compound, whether it is epsilon-good against the true m-th best hit rate (m: the answer's
+    size), and that rate: the judgement of the algorithms' error rates (``bandits.sim.instance.epsilon_good``)."""
+    from screenbai.bandits.sim.instance import epsilon_good, mth_best
+
+    arms = np.asarray(recommendation, dtype=np.int64).reshape(-1)
+    m = max(int(arms.size), 1)
+    return epsilon_good(rate, m, epsilon)[arms], mth_best(rate, m)
 
 
 _FOLDER_PREFIX = "screenbai-backtest-"  # + the pid of the backtest that owns the folder
@@ -434,6 +464,10 @@ def run_backtest(
             policy = camp.policy
             finished = bool(policy.done)
             res = policy.result()
+            # judged with the tolerance the algorithm used (its default when none was given), as the simulation
+            # runner judges its runs (bandits/core/runner.py); 0 for an algorithm without one
+            own = getattr(getattr(policy, "inner", policy), "epsilon", None)
+            epsilon = float(own or 0.0)
         finally:
             if bar is not None:
                 bar.close()
@@ -443,8 +477,9 @@ def run_backtest(
     curve = hit_recovery(
         np.asarray(tested_order, dtype=np.int64), top, K, farthest_point_order(lib.features, len(tested_order))
     )
+    good, mth = judge(known.rate, res.recommendation, epsilon)
     rec = []
-    for a in res.recommendation:
+    for a, within in zip(res.recommendation, good):
         r_lo, r_hi = tied_ranks(known.rate, a)
         p_lo, p_hi = (None, None) if known.potency_nM is None else tied_ranks(-known.potency_nM, a)
         shown = known.activity if known.activity is not None else known.potency_nM
@@ -460,11 +495,14 @@ def run_backtest(
                 "activity_label": known.activity_label,
                 "potency_rank": p_lo,
                 "potency_rank_tied_to": p_hi,
+                "within_epsilon": bool(within),
             }
         )
     labels = bool(np.isin(known.rate, (0.0, 1.0)).all())
     return BacktestResult(
-        len(tested_order), plates, bool(res.stopped), finished, rec, curve, top_k, known.description, labels
+        len(tested_order), plates, bool(res.stopped), finished, rec, curve, top_k, known.description, labels,
+        epsilon=epsilon, m=max(len(rec), 1), mth_best=mth, correct=bool(rec) and bool(np.all(good)),
+        epsilon_own=own is not None,
     )
 
 
@@ -482,54 +520,6 @@ def _rank(lo: int, hi: int, K: int) -> str:
 def _measured(r: dict) -> str:
     label = r.get("activity_label", "nM")
     return f"{r['activity_nM']:.3g} nM" if label == "nM" else f"{label} {r['activity_nM']:.3g}"
-
-
-def hit_recovery(tested: np.ndarray, top: np.ndarray, K: int, one_shot: np.ndarray) -> dict:
-    """Share of ``top`` tested at least once after each test: campaign, random (expected), one-shot."""
-    t = np.arange(1, tested.size + 1)
-    is_top = np.zeros(K, dtype=bool)
-    is_top[top] = True
-    first = np.zeros(K, dtype=bool)
-    new = np.zeros(tested.size, dtype=bool)
-    for i, a in enumerate(tested):  # first time each compound is tested
-        if not first[a]:
-            first[a] = new[i] = True
-    campaign = np.cumsum(new & is_top[tested]) / top.size
-    random = 1.0 - (1.0 - 1.0 / K) ** t
-    shot = np.cumsum(is_top[one_shot]) / top.size
-    shot = np.concatenate([shot, np.full(max(0, t.size - shot.size), shot[-1] if shot.size else 0.0)])
-    return {"tests": t.tolist(), "campaign": campaign.tolist(), "random": random.tolist(), "one_shot": shot.tolist()}
-
-
-def curve_figure(result: BacktestResult, path: Path) -> Path:
-    """``hit_recovery.png``: the figure of ``hit_figure``, saved."""
-    hit_figure(result).savefig(path)
-    return path
-
-
-def hit_figure(result: BacktestResult):
-    """The hit-recovery curves (campaign, random, one-shot) against tests spent; the title (the
-    backtest's description, often over 150 characters) wrapped to the figure's width."""
-    import textwrap
-
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    c = result.curve
-    fig = Figure(figsize=(6.5, 4.0), dpi=110)
-    FigureCanvasAgg(fig)
-    ax = fig.add_subplot()
-    ax.plot(c["tests"], c["campaign"], label="campaign (adaptive)", color="tab:blue")
-    ax.plot(c["tests"], c["random"], label="random screening (expected)", color="tab:gray", ls="--")
-    ax.plot(c["tests"], c["one_shot"], label="one-shot diverse set", color="tab:green", ls=":")
-    ax.set_xlabel("tests spent")
-    ax.set_ylabel(f"share of the top-{result.top_k} compounds tested")
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_title(textwrap.fill(f"hit recovery: {result.description}", 90), fontsize=8)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    return fig
 
 
 def backtest_from_args(args, params: dict) -> int:
@@ -636,6 +626,11 @@ def backtest_from_args(args, params: dict) -> int:
                 "stopped": result.stopped,
                 "finished": result.finished,
                 "recommendation": result.recommendation,
+                # the answer judged as the algorithms' error rates judge it (BacktestResult.verdict)
+                "m": result.m,
+                "epsilon": result.epsilon,
+                "mth_best_rate": result.mth_best,
+                "correct": result.correct,
                 "top_k": result.top_k,
                 "description": result.description,
             },

@@ -321,6 +321,7 @@ def run(args) -> int:
 
 def _init(args) -> int:
     from .campaign import Campaign
+    from .lab.assay import told_amount
     from .labcli import lab_settings, report_rejected, whole_plate_budget
     from .library import features_meaning, library_from_args
     from .state.creation import check_settings
@@ -351,14 +352,15 @@ def _init(args) -> int:
     if layout is not None:
         say(f"plates: {layout.describe()}")
     readout = camp.readout  # as the campaign keeps it: a continuous concentration on the log10 scale
-    if readout is not None:
-        model = readout.model(camp.binary, camp.algorithm)  # a binary model's sentence says the hit rule
-        say(f"readout: {readout.label()}" + ("" if readout.rule() in model else f", {readout.rule()}") + f"; {model}")
     sigma = getattr(getattr(camp.policy, "inner", camp.policy), "sigma", None)
+    if readout is not None:  # a binary model's sentence says the hit rule; a continuous one its sigma, with its units
+        model = readout.model(camp.binary, camp.algorithm, None if camp.binary or sigma is None else float(sigma))
+        say(f"readout: {readout.label()}" + ("" if readout.rule() in model else f", {readout.rule()}") + f"; {model}")
     if not camp.binary and sigma is not None and "sigma" not in camp.meta["params"]:
         unit = "the readout's units" if readout is None else readout.told_units()
         say(
-            f"noise scale: sigma = {sigma:g}, {camp.algorithm}'s default, not declared: the error guarantee holds only "
+            f"noise scale: sigma = {told_amount(float(sigma), readout)}, {camp.algorithm}'s default, not declared: "
+            "the error guarantee holds only "
             f"if each test's noise is at most sigma, in {unit}; declare it with --param sigma=... (e.g. the "
             "spread of replicate wells on a pilot plate; status shows the control wells' spread). The forecast below "
             "counts on it too: its tests grow like (sigma / epsilon)^2"

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from screenbai.bandits.sim.instance import epsilon_good, mth_best
+
 from .plan import algorithm_params, load_algorithm_modules, replication_seed
 
 
@@ -231,7 +233,7 @@ def score_runs(
     mean_rank = pd.Series(-mu).rank(method="min").astype(int).to_numpy()
     declared = [np.asarray(r, dtype=int).reshape(-1) for r in rec["recommendation"]]
     m = int(declared[0].size)
-    mu_m = float(np.sort(mu)[::-1][m - 1])
+    mu_m = mth_best(mu, m)
     eps = judging_epsilon(entry, default_epsilon)
     best = int(np.argmax(mu))
     rec = rec.copy()
@@ -248,8 +250,9 @@ def score_runs(
     rec["declared_mean_rank"] = [[int(mean_rank[a]) for a in arms] for arms in declared]
     rec["declared_rank_median"] = [float(np.median(act_rank[arms])) for arms in declared]
     rec["exact_error"] = [bool(np.any(mu[arms] < mu_m)) for arms in declared]
-    rec["eps_error"] = [bool(np.any(mu[arms] < mu_m - eps - 1e-12)) for arms in declared]
-    rec["n_eps_good"] = int(np.sum(mu >= mu_m - eps - 1e-12))
+    good = epsilon_good(mu, m, eps)  # the one judgement of correctness (bandits/sim/instance.py)
+    rec["eps_error"] = [not bool(np.all(good[arms])) for arms in declared]
+    rec["n_eps_good"] = int(np.sum(good))
     rec["best_mean"] = float(mu[best])
     rec["best_mean_id"] = str(ids[best])
     rec["best_activity_nM"] = float(act.min())

@@ -78,14 +78,30 @@ class Instance:
         return np.sort(np.argsort(-self.means, kind="stable")[:m])
 
     def is_correct(self, recommendation, epsilon: float = 0.0, m: int | None = None) -> bool:
-        """(epsilon, m)-correctness: every recommended arm has mean >= mu_[m] - epsilon."""
-        rec = np.asarray(recommendation, dtype=int).reshape(-1)
-        m = rec.size if m is None else m
-        mu_m = np.sort(self.means)[::-1][m - 1]
-        return bool(np.all(self.means[rec] >= mu_m - epsilon - 1e-12))
+        """(epsilon, m)-correctness (``is_epsilon_correct``): every recommended arm has mean >= mu_[m] - epsilon."""
+        return is_epsilon_correct(self.means, recommendation, epsilon, m)
 
     def environment(self, rng=None) -> Environment:
         return Environment(self, rng)
+
+
+def mth_best(means, m: int) -> float:
+    """mu_[m], the m-th largest of ``means`` (m = 1: the best)."""
+    return float(np.sort(np.asarray(means, dtype=float).reshape(-1))[::-1][m - 1])
+
+
+def epsilon_good(means, m: int, epsilon: float = 0.0) -> np.ndarray:
+    """Per arm, whether it is an (epsilon, m)-good answer: mean >= mu_[m] - epsilon (the top-m epsilon-good
+    definition of the error rates, shared/spec/ALGORITHMS.md; 1e-12 of round-off allowed). The one judgement of
+    correctness: ``Instance.is_correct``, the screening study's ``eps_error`` and the campaign backtest use it."""
+    mu = np.asarray(means, dtype=float).reshape(-1)
+    return mu >= mth_best(mu, m) - float(epsilon) - 1e-12
+
+
+def is_epsilon_correct(means, recommendation, epsilon: float = 0.0, m: int | None = None) -> bool:
+    """Whether every recommended arm is (epsilon, m)-good (``epsilon_good``); m defaults to the answer's size."""
+    rec = np.asarray(recommendation, dtype=int).reshape(-1)
+    return bool(np.all(epsilon_good(means, rec.size if m is None else m, epsilon)[rec]))
 
 
 class Environment:

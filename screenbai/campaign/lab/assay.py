@@ -210,14 +210,36 @@ class Readout:
             return f"log10 units of {self.name} (0.3: a factor 2)"
         return f"{self.name} ({self.unit}) units" if self.unit else "the readout's units"
 
-    def model(self, binary: bool, algorithm: str) -> str:
+    def model(self, binary: bool, algorithm: str, sigma: float | None = None) -> str:
         """The algorithm's model of this readout, in one sentence (``model_sentence``)."""
-        return model_sentence(algorithm, binary, self)
+        return model_sentence(algorithm, binary, self, sigma)
 
 
-def model_sentence(algorithm: str, binary: bool, readout: Readout | None = None) -> str:
+def told_amount(value: float, readout: Readout | None) -> str:
+    """A value on the scale a continuous campaign tells the algorithm (its sigma, its epsilon) with its units:
+    "15 %", "0.3 log10 units of IC50", "15 fluorescence units"; "15 in the readout's units" without a declared
+    readout (the values the lab writes)."""
+    if readout is None:
+        return f"{value:g} in the readout's units"
+    if readout.scale == "log10":
+        return f"{value:g} log10 units of {readout.name}"
+    return f"{value:g} {readout.unit}" if readout.unit else f"{value:g} {readout.name} units"
+
+
+def with_sigma_unit(text: str, sigma: float | None, readout: Readout | None) -> str:
+    """``text`` with a continuous campaign's sigma given its units (``told_amount``) where it says "sigma = 15": the
+    policies and the model check (bandits/) write the number alone, as they do not know the readout."""
+    if sigma is None:
+        return text
+    number, amount = f"{sigma:g}", told_amount(sigma, readout)
+    unit = re.escape(amount[len(number):])  # not twice: a text already said with its units is left as it is
+    return re.sub(rf"sigma = {re.escape(number)}(?![\w.]|{unit})", f"sigma = {amount}", text)
+
+
+def model_sentence(algorithm: str, binary: bool, readout: Readout | None = None, sigma: float | None = None) -> str:
     """How ``algorithm`` models a campaign's outcomes, in one sentence: 0/1 outcomes (hits by ``readout``'s rule,
-    when there is one) or a continuous readout, through the features or each compound on its own."""
+    when there is one) or a continuous readout, through the features or each compound on its own; ``sigma``: a
+    continuous readout's noise scale, said with its units (``told_amount``)."""
     if binary:
         hits = (f"hits ({readout.rule()}; the raw {readout.name} is kept in the file)" if readout is not None
                 else "the 0/1 outcomes")
@@ -234,15 +256,16 @@ def model_sentence(algorithm: str, binary: bool, readout: Readout | None = None)
                 f"{readout.name} is kept in the file)")
     what = "outcomes" if readout is None else readout.label()
     flip = " (negated: lower is better)" if readout is not None and readout.direction == "below" else ""
-    sigma = "its noise scale is its parameter sigma (compare it with the control wells' spread in status)"
+    value = "" if sigma is None else f" = {told_amount(sigma, readout)}"
+    noise = f"its noise scale is its parameter sigma{value}: compare it with the control wells' spread in status"
     if readout is not None and readout.scale == "log10":
         what = f"log10 {what}"
-        sigma += ("; sigma and epsilon are in log10 units (epsilon 0.3: a factor 2 in " + readout.name + ")")
+        noise += ("; sigma and epsilon are in log10 units (epsilon 0.3: a factor 2 in " + readout.name + ")")
     if not models_features(algorithm):
         return (f"{algorithm} takes each compound's {what}{flip} on its own, with no model of the features: each "
-                f"compound's outcomes independent, noise sub-Gaussian; {sigma}")
+                f"compound's outcomes independent, noise sub-Gaussian; {noise}")
     itself = "" if readout is None or readout.scale == "log10" else " itself"
-    return f"{algorithm} models the {what}{itself}{flip} with a linear-Gaussian model of the features; {sigma}"
+    return f"{algorithm} models the {what}{itself}{flip} with a linear-Gaussian model of the features; {noise}"
 
 
 def no_feature_model(algorithm: str) -> str:

@@ -14,22 +14,44 @@ import math
 from ..lab.assay import DEFAULT_MIN_Z, Readout, pooled_deviations
 
 
+def disagreeing_pairs(rows) -> tuple[int, int]:
+    """(pairs of wells that disagree, pairs) over rows (key, key, 0/1 outcome) grouped by their two keys: a group of
+    n wells with h hits holds n (n - 1) / 2 pairs, h (n - h) of them one hit and one not."""
+    groups: dict[tuple, list[float]] = {}
+    for a, b, value in rows:
+        groups.setdefault((a, b), []).append(float(value))
+    split = pairs = 0
+    for values in groups.values():
+        n, h = len(values), int(sum(v == 1.0 for v in values))
+        split, pairs = split + h * (n - h), pairs + n * (n - 1) // 2
+    return split, pairs
+
+
 def spreads(camp, readout: Readout | None) -> dict:
     """``Status``'s control and replicate spreads (pooled within-plate sd, discarded plates left out), the scale
-    they are on and the scale of the plates' Z', with the campaign's bound on Z'."""
+    they are on and the scale of the plates' Z', with the campaign's bound on Z'. 0/1 outcomes (a binary campaign
+    without a declared readout: the lab writes hit or not) have no spread worth an sd: how often two wells of one
+    compound (of one kind of control) on one plate disagree is given instead (``*_disagree``: [pairs that
+    disagree, pairs]), and the sds are None."""
     # a concentration's wells spread by factors: its spreads are taken on log10 of the values (above 0, lab/results)
     log = readout is not None and readout.is_concentration
-    ss, dof = pooled_deviations(camp._con.execute(
+    controls = camp._con.execute(
         "SELECT plate_id, kind, raw FROM readouts WHERE kind != 'compound' AND raw IS NOT NULL AND discarded = 0"
-    ).fetchall(), log)
-    rep_ss, rep_dof = pooled_deviations(camp._con.execute(
+    ).fetchall()
+    replicates = camp._con.execute(
         "SELECT r.plate_id, w.arm, r.raw FROM readouts r JOIN wells w USING (plate_id, well) "
         "WHERE r.kind = 'compound' AND r.raw IS NOT NULL AND r.discarded = 0"
-    ).fetchall(), log)
+    ).fetchall()
+    hits = camp.binary and readout is None  # the raw values are the 0/1 outcomes themselves
+    ss, dof = (0.0, 0) if hits else pooled_deviations(controls, log)
+    rep_ss, rep_dof = (0.0, 0) if hits else pooled_deviations(replicates, log)
+    control_split, replicate_split = disagreeing_pairs(controls), disagreeing_pairs(replicates)
     return {
         "min_z": readout.min_z if readout is not None else DEFAULT_MIN_Z,
         "control_sd": math.sqrt(ss / dof) if dof else None,
         "replicate_sd": math.sqrt(rep_ss / rep_dof) if rep_dof else None,
+        "control_disagree": list(control_split) if hits and control_split[1] else None,
+        "replicate_disagree": list(replicate_split) if hits and replicate_split[1] else None,
         "spread_scale": "log10" if log else "linear",
         # as check_controls took it: of log10 only for a readout the model takes as log10
         "z_scale": "log10" if readout is not None and readout.scale == "log10" else "linear",
@@ -65,6 +87,10 @@ def control_lines(view) -> list[str]:
 
     if view.control_sd is not None:
         out.append(f"spread of the control wells (within a plate): {sd(view.control_sd)}")
+    if view.control_disagree:
+        out.append(f"control wells of one kind on one plate: {_split(*view.control_disagree)}")
+    if view.replicate_disagree:
+        out.append(f"replicate wells (a compound twice or more on one plate): {_split(*view.replicate_disagree)}")
     if view.replicate_sd is not None:
         if view.outcome == "binary":
             sigma = ""
@@ -75,3 +101,9 @@ def control_lines(view) -> list[str]:
             sigma = " (the noise a linear model's sigma stands for)"
         out.append(f"spread of replicate wells (a compound twice or more on one plate): {sd(view.replicate_sd)}{sigma}")
     return out
+
+
+def _split(disagree: int, pairs: int) -> str:
+    """How often two wells that should read alike, on 0/1 outcomes, do not."""
+    return (f"{disagree:,} of {pairs:,} pair{'s' * (pairs != 1)} disagree ({100 * disagree / pairs:.0f} %: one a hit, "
+            "the other not)")

@@ -308,7 +308,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
 
     from screenbai.bandits.certainty.forecast import BOUNDS, cost_table, forecast, stop_quantiles, whole_plates
 
-    from ..lab.assay import Readout
+    from ..lab.assay import Readout, told_amount
 
     policy = camp.policy
     inner = getattr(policy, "inner", policy)
@@ -356,7 +356,8 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
         f"hit rates between {expit(-Z95 * PRIOR_LOGIT_SD):.2f} and {expit(Z95 * PRIOR_LOGIT_SD):.2f} for 95 % of the "
         "compounds" if model == "logistic"
         else f"hit rates spread with sd {PRIOR_RATE_SD:g} over the library" if camp.binary
-        else f"mean outcomes spread with sd {spread_sd:g}{unit} over the library, the noise scale sigma declared"
+        else f"mean outcomes spread with sd {spread_sd:g}{unit} over the library, as much as one test's noise, sigma "
+             f"= {told_amount(sigma, Readout.from_dict(readout) if readout else None)}"
     )
     other = max(epsilon, 0.05) * 2  # a looser epsilon; on hit rates below 1 (at 1 every compound is correct)
     other = other if not camp.binary or other < 1 else epsilon / 2

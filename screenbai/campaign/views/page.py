@@ -272,10 +272,12 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
                     'fill="#d62728"')
         )
 
-    # None in the history: not kept (a backtest's file, or one made before the history kept them), which
-    # is not "nothing certified yet" (a backtest's answer certified at 0.085 read so)
-    unkept = sum(p["certified_epsilon"] is None for p in points)
-    not_yet = sum(v is None for v in certified) - unkept
+    # None in the history: not kept (a backtest's file, or one made before the history kept them: the contention
+    # count is None too), which is not "nothing certified yet" (a backtest's answer certified at 0.085 read so); or
+    # kept beside a contention count: the algorithm then gave no certificate (a fixed budget, GSE), not "not kept"
+    unkept = sum(p["certified_epsilon"] is None and p["in_contention"] is None for p in points)
+    none_given = sum(p["certified_epsilon"] is None and p["in_contention"] is not None for p in points)
+    not_yet = sum(v is None for v in certified) - unkept - none_given
     unkept_c = sum(v is None for v in contention)
     repair = "`campaign repair` adds them"
     panels: list[tuple] = [
@@ -288,6 +290,7 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
             ("certified epsilon (the leader is at most this far below the best)" if m == 1 else
              f"certified epsilon (each of the {m} recommended is at most this far below the {ordinal(m)} best)")
             + (f"; no point: nothing certified yet ({not_yet} file(s))" if not_yet else "")
+            + (f"; none: the algorithm gives no certificate ({none_given} file(s))" if none_given else "")
             + (f"; not kept ({unkept} file(s))" if unkept else ""),
             certified,
             target,

@@ -7,13 +7,20 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from screenbai.bandits.certainty.certificate import certifies, epsilon_text, model_check_json, ordinal
+from screenbai.bandits.certainty.certificate import epsilon_text, model_check_json, ordinal
 from screenbai.bandits.certainty.forecast import BOUNDS
-from screenbai.bandits.certainty.no_model import no_model_certificate
 from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
-from screenbai.campaign.lab.assay import model_sentence, models_features
+from screenbai.campaign.lab.assay import model_sentence, models_features, with_sigma_unit
 
+from .certified import (
+    best_first,
+    certificate_data,
+    certified_epsilon,
+    no_model_certificate_data,
+    sigma_of,
+    worst_epsilon,
+)
 from .controls import control_lines, spreads
 from .estimates import Z95, as_read, contention_intervals, model_estimates, rate_text, read_back, wilson_interval
 from .forecast import BAND_LEVEL, FORECAST_DRAWS, forecast_left, never_stops
@@ -105,6 +112,10 @@ class Status:
     control_sd: float | None = None
     #: pooled sd of a compound's replicate wells on one plate (the readout's noise on compounds)
     replicate_sd: float | None = None
+    #: for 0/1 outcomes written as such (no readout declared; the sds above are then None): [pairs of wells that
+    #: disagree, pairs], of one kind of control on one plate and of one compound on one plate
+    control_disagree: list[int] | None = None
+    replicate_disagree: list[int] | None = None
     #: the scale of the two spreads: "log10" for a concentration (an IC50's wells spread by factors), else "linear"
     spread_scale: str = "linear"
     #: the scale of the plates' Z': "log10" for a readout the model takes as log10, else "linear" (the raw values,
@@ -456,7 +467,8 @@ def campaign_status(camp) -> Status:
     est, lo, hi = as_read(back, *told)
     c_lo, c_hi = contention_intervals(camp, n, s, s2)
     rec = []
-    for a in sorted(res.recommendation, key=lambda a: -told[0][a]):  # a top-m answer, best first (told: larger)
+    order = best_first(res.recommendation, told[0])  # a top-m answer, best first; the certificates follow it
+    for a in order:
         if n[a] == 0:
             obs, ci = None, None
         elif camp.binary:
@@ -518,27 +530,31 @@ def campaign_status(camp) -> Status:
         no_guarantee=without_guarantee(
             type(getattr(policy, "inner", policy)), {**registered(camp.algorithm).defaults, **params}
         ),
-        **progress(camp, policy, res, n, c_lo, c_hi),
+        **progress(camp, policy, res, n, c_lo, c_hi, order),
     )
 
 
-def progress(camp, policy, res, n, lo, hi) -> dict:
+def progress(camp, policy, res, n, lo, hi, order=None) -> dict:
     """The plan-the-week numbers of ``Status``: plates done, contention, certificate, forecast,
-    layout, readout model, controls, changes (see the field comments)."""
+    layout, readout model, controls, changes (see the field comments); ``order``: the recommendation's compounds
+    as the status table lists them (``best_first``), which the certificates' sentences follow."""
     from ..lab.assay import Readout
     from ..state.changes import change_lines
     from .explain import rule_of
 
     active = getattr(policy, "arm_set", np.arange(camp.K))
     in_contention = _in_contention(camp, policy, res, n, lo, hi)
-    cert = _certificate(camp, policy)
-    certified = _certified(cert, camp.binary)
+    cert = certificate_data(camp, policy, order)
+    certified = certified_epsilon(cert, camp.binary)
     obs = camp.observations()
-    free = _no_model_certificate(camp, policy, res, obs[0], obs[1])
+    free = no_model_certificate_data(camp, policy, res, obs[0], obs[1], order)
     forecast = forecast_left(camp, policy)
     idx = np.asarray(active)
     check = model_check_json(getattr(policy, "inner", policy), [camp.compound_ids[a] for a in idx],
                              tuple(o[idx] for o in obs[:3]))
+    sigma = None if camp.binary else sigma_of(policy)  # a continuous readout's, said with its units
+    if check is not None and sigma is not None:
+        check.update({k: with_sigma_unit(check[k], sigma, camp.readout) for k in ("model", "warning") if check[k]})
     readout = camp.meta.get("readout")
     layout = camp.layout
     qc = camp._con.execute(
@@ -548,12 +564,12 @@ def progress(camp, policy, res, n, lo, hi) -> dict:
         "SELECT COUNT(*) FROM plates p WHERE NOT EXISTS (SELECT 1 FROM wells w LEFT JOIN outcomes o "
         "USING (plate_id, well) WHERE w.plate_id = p.plate_id AND o.id IS NULL)"
     ).fetchone()[0]
-    model = model_sentence(camp.algorithm, camp.binary, Readout.from_dict(readout) if readout else None)
+    model = model_sentence(camp.algorithm, camp.binary, Readout.from_dict(readout) if readout else None, sigma)
     return {
         "plates_done": int(plates_done),
         "certified_epsilon": certified,
         "certificate": cert,
-        "certified_epsilon_no_model": _certified(free, True),
+        "certified_epsilon_no_model": certified_epsilon(free, True),
         "certificate_no_model": free,
         "in_contention": in_contention,
         "model_check": check,
@@ -602,55 +618,6 @@ def _in_contention(camp, policy, res, n, lo, hi) -> int | None:
     return int((hi[active] >= min(lo[a] for a in res.recommendation)).sum())  # the leader's, or the m-th
 
 
-def _certificate(camp, policy) -> dict | None:
-    """The certificate as JSON data, its sentences about the campaign's quantity: the hit rate (0/1 outcomes)
-    or the mean readout with its unit."""
-    certificate = getattr(policy, "certificate", None)
-    c = certificate() if callable(certificate) else None
-    if c is None:
-        return None
-    from ..lab.assay import Readout
-
-    readout = camp.meta.get("readout")
-    if camp.binary:
-        quantity = "hit rate"
-    elif readout:
-        quantity = f"mean {Readout.from_dict(readout).told_quantity()}"  # -log10 IC50 on the log10 scale
-    else:
-        quantity = "mean outcome"
-    return c.to_dict(camp.compound_ids, quantity)
-
-
-def _no_model_certificate(camp, policy, res, n, s) -> dict | None:
-    """The own wells' certificate of the recommendation under no model (certainty/no_model.py) as JSON data, at the
-    algorithm's delta (0.05 without one), among the compounds not withdrawn; None for readouts that are not 0/1
-    and before a recommendation."""
-    if not camp.binary or not res.recommendation:
-        return None
-    inner = getattr(policy, "inner", policy)
-    delta = float(getattr(inner, "delta", None) or 0.05)
-    m = int(getattr(inner, "m", 1))
-    compared = np.asarray(getattr(policy, "arm_set", np.arange(camp.K)))
-    if len(compared) <= m or not set(res.recommendation) <= set(compared.tolist()):
-        return None
-    cert = no_model_certificate(s, n, res.recommendation, delta, m=m, compared=compared)
-    return cert.to_dict(camp.compound_ids, "hit rate")
-
-
-def _worst(cert: dict | None) -> float | None:
-    """The largest certified epsilon of a certificate's answer (inf: none of it certified yet; None: no
-    certificate), as the history keeps it (its None: a point not kept)."""
-    if cert is None:
-        return None
-    return math.inf if cert.get("worst") is None else float(cert["worst"])
-
-
-def _certified(cert: dict | None, binary: bool) -> float | None:
-    """``_worst`` as status says it: None also while it certifies nothing (``certifies``)."""
-    eps = _worst(cert)
-    return eps if eps is not None and certifies(eps, binary) else None
-
-
 def progress_point(camp, policy, res, upto: int | None = None) -> tuple[int | None, float | None]:
     """(compounds in contention, certified epsilon) from the outcomes of the results files recorded up
     to log step ``upto`` and ``policy`` after them (``res``: its ``result()``): the two curves of the
@@ -660,7 +627,7 @@ def progress_point(camp, policy, res, upto: int | None = None) -> tuple[int | No
     if int(n.sum()) > 0:
         lo, hi = contention_intervals(camp, n, s, s2)
         in_contention = _in_contention(camp, policy, res, n, lo, hi)
-    return in_contention, _worst(_certificate(camp, policy))
+    return in_contention, worst_epsilon(certificate_data(camp, policy))
 
 
 def _finite(v):
