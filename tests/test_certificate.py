@@ -248,6 +248,19 @@ def test_sentence_and_json():
     assert d["epsilon"] == {"b": 0.0, "c": None} and d["worst"] is None and d["confidence"] == 0.9
 
 
+def test_a_hit_rate_gap_that_prints_as_1_is_not_certified():
+    """A certified epsilon is printed rounded up (0.9901 reads "1"): a gap in hit rate of 1 says nothing, so from there
+    on the sentence says "not certified yet" (it read "within 1 of the best hit rate" between 0.99 and 0.999)."""
+    from screenbai.bandits.certainty.certificate import VACUOUS_HIT_RATE_GAP, certifies, epsilon_text
+
+    assert epsilon_text(VACUOUS_HIT_RATE_GAP) == "0.99" and epsilon_text(np.nextafter(VACUOUS_HIT_RATE_GAP, 1)) == "1"
+    assert certifies(0.985, binary=True) and not certifies(0.995, binary=True) and certifies(0.995, binary=False)
+    for eps, said in ((0.985, "within 0.99 of"), (0.995, "not certified yet")):
+        cert = Certificate(arms=(0,), epsilon=(eps,), delta=0.05, guaranteed=True, model="M", quantity="hit rate",
+                           vacuous_at=VACUOUS_HIT_RATE_GAP)
+        assert said in cert.sentence()[0] and "within 1 of" not in cert.sentence()[0]
+
+
 def test_logistic_certificate_never_exceeds_one():
     """Before the outcomes identify the model nothing is certified: the statement is empty (1)."""
     inst = logistic10()

@@ -72,9 +72,10 @@ def _percent(delta: float) -> str:
     return f"{100.0 * (1.0 - delta):.4g} %"
 
 
-#: a certified epsilon on hit rates at least this large says nothing: no gap in hit rate exceeds 1, and it prints
-#: as "1" (a certificate's sentence says "not certified yet", status "none yet", its JSON null)
-VACUOUS_HIT_RATE_GAP = 0.999
+#: a certified epsilon on hit rates at least this large says nothing: no gap in hit rate exceeds 1, and above it
+#: the sentence's epsilon, rounded up to two figures (epsilon_text), prints as "1" (a certificate's sentence says
+#: "not certified yet", status "none yet", its JSON null)
+VACUOUS_HIT_RATE_GAP = 0.99
 
 @dataclass(frozen=True)
 class Certificate:
