@@ -383,6 +383,7 @@ class BacktestResult:
         names = ", ".join(f"{r['compound_id']} ({rate_text(r['rate'])})" for r in wrong)
         return f"WRONG: the true hit rate of {names} is not {rule}"
 
+
 def judge(rate: np.ndarray, recommendation, epsilon: float) -> tuple[np.ndarray, float]:
     """Per recommended compound, whether it is epsilon-good against the true m-th best hit rate (m: the answer's
     size), and that rate: the judgement of the algorithms' error rates (``bandits.sim.instance.epsilon_good``)."""
