@@ -19,6 +19,7 @@ import pytest
 
 from screenbai.bandits import available, load_policy, policy_for_instance, save_policy
 from screenbai.bandits.sim.generators import akg_logistic, akg_sphere, kw_synthetic, reda_classic, soare
+from screenbai.bandits.sim.instance import Instance
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -49,6 +50,9 @@ _SOARE = soare(d=3, omega=0.3)
 _SPHERE = akg_sphere(K=12, d=4)
 _LOGIT = kw_synthetic(K=20, d=4)
 _AKG = akg_logistic(K=8, d=4)
+#: one-hot compounds with hit rates 0.999, 0.5, 0.001: RAGE-GLM's phases never decide, the likelihood-ratio set stops
+_SATURATED = Instance(np.eye(3), np.array([0.999, 0.5, 0.001]), "bernoulli", 0.5,
+                      np.log(np.array([999.0, 1.0, 1.0 / 999.0])), link="logistic", name="saturated")
 
 # name -> (instance, parameters); runs are capped so that the whole file stays fast
 CASES = {
@@ -93,6 +97,7 @@ VARIANTS = {
     "lin-tas/soare": ("lin-tas", _SOARE, {"epsilon": 0.05, "max_samples": 300}),
     "rage/soare": ("rage", _SOARE, {"epsilon": 0.05, "width0": 1.0, "plate_size": 8, "max_samples": 300}),
     "rage-glm/plates": ("rage-glm", _LOGIT, {"epsilon": 0.1, "width0": 4.0, "plate_size": 8, "max_samples": 3000}),
+    "rage-glm/saturated": ("rage-glm", _SATURATED, {"epsilon": 0.1, "width0": 4.0, "max_samples": 3000}),
 }
 ALL = {**{name: (name, *case) for name, case in CASES.items()}, **VARIANTS}
 
