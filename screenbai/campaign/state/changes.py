@@ -421,8 +421,9 @@ def guarantee_after_change(camp) -> str:
         return (
             "the error guarantee still holds for the new set of compounds (the outcomes recorded before guide the "
             "algorithm's designs; its stopping rule counts only the tests it designs from now on, in lin-tas's blocks "
-            "or a phased elimination's phases, and its union bound the new number of compounds); its designs start "
-            "again from the first (lin-tas's spanning block, RAGE's first phase)"
+            "or a phased elimination's phases (RAGE-GLM's second stop, its likelihood-ratio set, counts every "
+            "outcome), and its union bound the new number of compounds); its designs start again from the first "
+            "(lin-tas's spanning block, RAGE's first phase)"
         )
     return (
         "the error guarantee still holds for the new set of compounds (its confidence bounds are valid for any "
