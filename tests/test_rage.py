@@ -418,3 +418,15 @@ def test_the_stopping_statistic_is_reported_between_phases():
     width = math.sqrt(2 * _level(1, 2, 0.1) * (1 / r.pulls[0] + 1 / r.pulls[1]))
     assert r.diagnostics["stat"] == pytest.approx(0.0 - 0.2 + width, abs=0.01)
     assert r.diagnostics["stat_fires_at"] == 0.0
+
+
+def test_the_forecast_caveats_say_what_each_elimination_leaves_out():
+    """RAGE-GLM's second stop (its likelihood-ratio set, tested at the close of a phase that decides nothing) can end
+    a run sooner than the phases' forecast: its caveat says so, where both said "runs cost more than it says" and
+    RAGE's named RAGE-GLM's burn-in, which it has not."""
+    from screenbai.bandits.core.registry import get
+
+    rage, rage_glm = get("rage").cls.forecast_caveat, get("rage-glm").cls.forecast_caveat
+    assert "leaves out the phases' losses" in rage and "leaves out the phases' losses" in rage_glm
+    assert "RAGE-GLM" not in rage and "burn-in" not in rage and "more than it says" in rage
+    assert "likelihood-ratio set" in rage_glm and "more or less than it says" in rage_glm

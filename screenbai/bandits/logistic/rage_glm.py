@@ -154,6 +154,12 @@ class RAGEGLM(PhasedElimination):
     _undecided: int = run_state()
     #: the answer the likelihood-ratio set certified and the epsilon it was tested at, when that stopped the run
     _set_certified: dict[str, Any] | None = run_state()
+    forecast_caveat: ClassVar[str] = (
+        "this forecast of a phased elimination leaves out the phases' losses: the last phase may hold up to 4 times "
+        "the tests the stop needs (the widths halve), earlier phases' outcomes are not reused, and phases that "
+        "decide nothing (a burn-in unmet) are not counted; nor is the likelihood-ratio set's test at their close, "
+        "which can stop a run sooner (the CDK2 arms: at the end of its first phase), so runs may cost more or less "
+        "than it says (docs/lower_bound.md)")
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)

@@ -160,8 +160,8 @@ class PhasedElimination(Policy):
     #: PhaseRule.threshold counts the last phase's evidence only (issue 19: say so where the forecast is printed)
     forecast_caveat: ClassVar[str] = (
         "this forecast of a phased elimination leaves out the phases' losses: the last phase may hold up to 4 times "
-        "the tests the stop needs (the widths halve), earlier phases' outcomes are not reused, and phases that "
-        "decide nothing (RAGE-GLM's burn-in) are not counted, so runs cost more than it says (docs/lower_bound.md)")
+        "the tests the stop needs (the widths halve) and earlier phases' outcomes are not reused, so runs cost more "
+        "than it says (docs/lower_bound.md)")
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
