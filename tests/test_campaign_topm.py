@@ -208,3 +208,24 @@ def test_backtest_says_whether_a_top_m_answer_is_epsilon_correct(tmp_path, capsy
     within = [r["within_epsilon"] for r in report["recommendation"]]
     assert len(within) == 3 and report["correct"] == all(within)
     assert ("correct: every recommended compound's" if all(within) else "WRONG: ") in capsys.readouterr().out
+
+
+def test_backtest_lists_a_top_m_answer_as_status_does(tmp_path):
+    """The backtest listed a top-m answer in the algorithm's order (by index) where status lists it best first by
+    the model's estimate: the same campaign read both ways now names the compounds in the same order."""
+    from campaign_util import synthetic_library
+
+    from screenbai.campaign import Campaign
+    from screenbai.campaign.backtest import KnownOutcomes, run_backtest
+
+    rate = np.array([0.05] * 20)
+    rate[7], rate[[3, 4, 5]], rate[[2, 11]] = 0.95, 0.6, 0.4
+    known = KnownOutcomes(synthetic_library(K=20, d=2, seed=5), rate, None, "planted")
+    path = tmp_path / "bt.campaign"
+    res = run_backtest(known, "lucb", {"m": 3, "epsilon": 0.1}, seed=2, plate_size=10, max_tests=200, top_k=1,
+                       campaign_path=path)
+    with Campaign.open(path) as camp:
+        listed = [c.compound_id for c in camp.status().recommendation]
+        by_index = [camp.compound_ids[a] for a in sorted(camp.policy.result().recommendation)]
+    assert [r["compound_id"] for r in res.recommendation] == listed
+    assert listed != by_index  # the case the order matters (this seed's answer is not in index order)

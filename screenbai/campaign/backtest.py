@@ -41,6 +41,8 @@ from .library import (
     library_from_args,
 )
 from .state.store import CampaignError
+from .views.certified import best_first
+from .views.estimates import model_estimates
 from .views.hits import curve_figure, farthest_point_order, hit_recovery
 from .views.hits import hit_figure as hit_figure  # where the tests and users found it
 
@@ -469,6 +471,8 @@ def run_backtest(
             # runner judges its runs (bandits/core/runner.py); 0 for an algorithm without one
             own = getattr(getattr(policy, "inner", policy), "epsilon", None)
             epsilon = float(own or 0.0)
+            n, s, s2, _ = camp.observations()  # the answer listed as status lists it: best first by the model
+            answer = best_first(res.recommendation, model_estimates(camp.features, n, s, s2, binary=camp.binary)[0])
         finally:
             if bar is not None:
                 bar.close()
@@ -478,9 +482,9 @@ def run_backtest(
     curve = hit_recovery(
         np.asarray(tested_order, dtype=np.int64), top, K, farthest_point_order(lib.features, len(tested_order))
     )
-    good, mth = judge(known.rate, res.recommendation, epsilon)
+    good, mth = judge(known.rate, answer, epsilon)
     rec = []
-    for a, within in zip(res.recommendation, good):
+    for a, within in zip(answer, good):
         r_lo, r_hi = tied_ranks(known.rate, a)
         p_lo, p_hi = (None, None) if known.potency_nM is None else tied_ranks(-known.potency_nM, a)
         shown = known.activity if known.activity is not None else known.potency_nM
