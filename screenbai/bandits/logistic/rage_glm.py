@@ -281,21 +281,18 @@ class RAGEGLM(PhasedElimination):
         pulled = np.flatnonzero(self.n)
         self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])
 
-    def _lr_set(self) -> LikelihoodRatioSet | None:
-        """C_t: the likelihood-ratio set of every outcome so far at level P_t + log(1 / delta_LR) (None if it
-        cannot be built)."""
+    def _lr_set(self) -> LikelihoodRatioSet:
+        """C_t: the likelihood-ratio set of every outcome so far at level P_t + log(1 / delta_LR) (without a
+        minimiser when they are separable: lr_set.py)."""
         pulled = np.flatnonzero(self.n)
         level = self._predictor.loss + math.log(1.0 / (LR_SHARE * self.delta))
-        try:
-            return LikelihoodRatioSet(self.Z[pulled], self.n[pulled], self.sums[pulled], level, self._plan_theta())
-        except SeparableDataError:
-            return None
+        return LikelihoodRatioSet(self.Z[pulled], self.n[pulled], self.sums[pulled], level, self._plan_theta())
 
     def _slope_floor(self, support: np.ndarray) -> np.ndarray | None:
         """mu'_low,k for the arms ``support``: the smallest slope over the likelihood-ratio set of every
         outcome so far at level P_t + log(1 / delta_LR); None when the set is unbounded (separable outcomes)."""
         cs = self._lr_set()
-        if cs is None or not cs.bounded or cs.empty:  # empty: theta* is outside it, an event the delta split pays
+        if not cs.bounded or cs.empty:  # empty: theta* is outside it, an event the delta split already pays
             return None
         far = np.array([max(abs(cs._range_end(self.Z[k], lower=True, steps=_RANGE_STEPS)),
                             abs(cs._range_end(self.Z[k], lower=False, steps=_RANGE_STEPS))) for k in support])
@@ -351,8 +348,6 @@ class RAGEGLM(PhasedElimination):
         surrogate centre of separable ones) when C_t rules out, for that answer, every other arm
         (``LikelihoodRatioSet.open_arms`` == 0 at this epsilon)."""
         cs = self._lr_set()
-        if cs is None:
-            return
         m_r = self.m - self.accepted.size
         if m_r <= 0:
             answer = self.accepted[: self.m].copy()

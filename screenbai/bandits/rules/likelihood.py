@@ -27,7 +27,6 @@ from scipy.special import expit
 
 from screenbai.bandits.certainty.certificate import certified_from_bounds
 from screenbai.bandits.core.parts import StoppingRule
-from screenbai.bandits.numerics.glm import SeparableDataError
 from screenbai.bandits.numerics.linalg import pinv_psd
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, forecast_level, nll
 from screenbai.bandits.numerics.lr_windows import LRWindows
@@ -166,13 +165,7 @@ class WindowedLikelihoodRatio(StoppingRule):
     def _sets(self) -> list[LikelihoodRatioSet]:
         """The likelihood-ratio sets of the windows tried; each holds theta* on the same event. A window
         whose outcomes are separable gives a set without a minimiser, valid all the same (lr_set.py)."""
-        sets = []
-        for _, Zp, n, s, level, theta0 in self._window_data():
-            try:
-                sets.append(LikelihoodRatioSet(Zp, n, s, level, theta0))
-            except SeparableDataError:
-                continue
-        return sets
+        return [LikelihoodRatioSet(Zp, n, s, level, theta0) for _, Zp, n, s, level, theta0 in self._window_data()]
 
     def check(self, answer: np.ndarray | None = None) -> np.ndarray | None:
         """The likelihood-ratio test of each window tried, after every outcome where that is cheap
@@ -211,10 +204,7 @@ class WindowedLikelihoodRatio(StoppingRule):
                 if self._surely_fails(Zp, n, s, level, ans, outside, mu, slope, i, j):
                     continue
                 if cs is None:
-                    try:
-                        cs = LikelihoodRatioSet(Zp, n, s, level, theta0)
-                    except SeparableDataError:
-                        break
+                    cs = LikelihoodRatioSet(Zp, n, s, level, theta0)
                     if start == 0 and cs.bounded:
                         self.theta_mle = cs.theta
                 n_open = cs.open_arms(self.Z, ans, self.epsilon)

@@ -538,7 +538,6 @@ def progress(camp, policy, res, n, lo, hi, order=None) -> dict:
     """The plan-the-week numbers of ``Status``: plates done, contention, certificate, forecast,
     layout, readout model, controls, changes (see the field comments); ``order``: the recommendation's compounds
     as the status table lists them (``best_first``), which the certificates' sentences follow."""
-    from ..lab.assay import Readout
     from ..state.changes import change_lines
     from .explain import rule_of
 
@@ -553,9 +552,9 @@ def progress(camp, policy, res, n, lo, hi, order=None) -> dict:
     check = model_check_json(getattr(policy, "inner", policy), [camp.compound_ids[a] for a in idx],
                              tuple(o[idx] for o in obs[:3]))
     sigma = None if camp.binary else sigma_of(policy)  # a continuous readout's, said with its units
+    readout = camp.readout
     if check is not None and sigma is not None:
-        check.update({k: with_sigma_unit(check[k], sigma, camp.readout) for k in ("model", "warning") if check[k]})
-    readout = camp.meta.get("readout")
+        check.update({k: with_sigma_unit(check[k], sigma, readout) for k in ("model", "warning") if check[k]})
     layout = camp.layout
     qc = camp._con.execute(
         "SELECT q.plate_id, q.z_prime, q.decision FROM plate_qc q JOIN records r USING (record_id) ORDER BY r.step"
@@ -564,7 +563,7 @@ def progress(camp, policy, res, n, lo, hi, order=None) -> dict:
         "SELECT COUNT(*) FROM plates p WHERE NOT EXISTS (SELECT 1 FROM wells w LEFT JOIN outcomes o "
         "USING (plate_id, well) WHERE w.plate_id = p.plate_id AND o.id IS NULL)"
     ).fetchone()[0]
-    model = model_sentence(camp.algorithm, camp.binary, Readout.from_dict(readout) if readout else None, sigma)
+    model = model_sentence(camp.algorithm, camp.binary, readout, sigma)
     return {
         "plates_done": int(plates_done),
         "certified_epsilon": certified,
@@ -581,10 +580,10 @@ def progress(camp, policy, res, n, lo, hi, order=None) -> dict:
         "forecast_bound": None if forecast is None else forecast[4],
         "forecast_untested": [] if forecast is None else forecast[5],
         "layout": None if layout is None else layout.describe(),
-        "readout": None if not readout else Readout.from_dict(readout).rule(),
+        "readout": None if readout is None else readout.rule(),
         "model": model,
         "plate_qc": [(p, z, d) for p, z, d in qc],
-        **spreads(camp, Readout.from_dict(readout) if readout else None),
+        **spreads(camp, readout),
         "changes": change_lines(camp),
         "rule": rule_of(camp.algorithm),
         "forecast_note": getattr(getattr(policy, "inner", policy), "forecast_caveat", "") or None,
@@ -592,9 +591,9 @@ def progress(camp, policy, res, n, lo, hi, order=None) -> dict:
                                        at="the model fitted to the outcomes")
                            if forecast is not None and forecast[4] != "simulation" and not math.isfinite(forecast[0])
                            else None),
-        "unit": Readout.from_dict(readout).label() if readout else None,
-        "quantity": Readout.from_dict(readout).told_quantity() if readout else None,
-        "geometric": bool(readout) and Readout.from_dict(readout).scale == "log10",  # set for continuous ones only
+        "unit": None if readout is None else readout.label(),
+        "quantity": None if readout is None else readout.told_quantity(),
+        "geometric": readout is not None and readout.scale == "log10",  # set for continuous ones only
         "stop_epsilon": _stop_epsilon(policy),
         "m": len(res.recommendation) or 1,
     }
