@@ -96,7 +96,7 @@ from screenbai.bandits.core.registry import register
 from screenbai.bandits.numerics.glm import SeparableDataError, dmu, logistic_mle, mean_gap_bound
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, observe_in_chunks
 from screenbai.bandits.numerics.ties import top_m
-from screenbai.bandits.phased.elimination import PhasedElimination, PhaseRule
+from screenbai.bandits.phased.elimination import PHASE_LOSSES, PhasedElimination, PhaseRule
 
 #: W of Theorem 1 (Jun et al. 2021): |y'(theta_hat - theta*)| <= W ||y||_{H^-1} sqrt(log(2 (2 + t_eff) / delta))
 THM1_WIDTH = 3.5
@@ -155,11 +155,9 @@ class RAGEGLM(PhasedElimination):
     #: the answer the likelihood-ratio set certified and the epsilon it was tested at, when that stopped the run
     _set_certified: dict[str, Any] | None = run_state()
     forecast_caveat: ClassVar[str] = (
-        "this forecast of a phased elimination leaves out the phases' losses: the last phase may hold up to 4 times "
-        "the tests the stop needs (the widths halve), earlier phases' outcomes are not reused, and phases that "
-        "decide nothing (a burn-in unmet) are not counted; nor is the likelihood-ratio set's test at their close, "
-        "which can stop a run sooner (the CDK2 arms: at the end of its first phase), so runs may cost more or less "
-        "than it says (docs/lower_bound.md)")
+        f"{PHASE_LOSSES}; phases that decide nothing (a burn-in unmet) are not counted, nor is the likelihood-ratio "
+        "set's test at their close, which can stop a run sooner (the CDK2 arms: at the end of its first phase), so "
+        "runs may cost more or less than it says (docs/lower_bound.md)")
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)

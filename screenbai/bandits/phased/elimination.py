@@ -119,6 +119,11 @@ class PhaseRule(StoppingRule):
         return self.policy._phase_model()
 
 
+#: what a phased elimination's forecast leaves out (its ``forecast_caveat`` begins with it)
+PHASE_LOSSES = ("this forecast of a phased elimination leaves out the phases' losses: the last phase may hold up to 4 "
+                "times the tests the stop needs (the widths halve) and earlier phases' outcomes are not reused")
+
+
 class PhasedElimination(Policy):
     """The phases of RAGE on fixed designs (module docstring); a model supplies ``_fit_phase``,
     ``_width_scale`` and, for bounds on the means that differ from the linear predictor's, ``_mean_gap_bound``.
@@ -158,10 +163,7 @@ class PhasedElimination(Policy):
     #: rule counts only the phases designed after the change (campaign.state.changes words the guarantee so)
     absorbed_outcomes_count: ClassVar[bool] = False
     #: PhaseRule.threshold counts the last phase's evidence only (issue 19: say so where the forecast is printed)
-    forecast_caveat: ClassVar[str] = (
-        "this forecast of a phased elimination leaves out the phases' losses: the last phase may hold up to 4 times "
-        "the tests the stop needs (the widths halve) and earlier phases' outcomes are not reused, so runs cost more "
-        "than it says (docs/lower_bound.md)")
+    forecast_caveat: ClassVar[str] = f"{PHASE_LOSSES}, so runs cost more than it says (docs/lower_bound.md)"
 
     def _setup(self, features, p) -> None:
         super()._setup(features, p)
