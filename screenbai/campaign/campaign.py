@@ -420,13 +420,14 @@ class Campaign(PolicyReplay):
         return _Plates(self)
 
     # ------------------------------------------------------------------ results
-    def record(self, path, *, accept: bool = False, discard: bool = False) -> RecordSummary:
+    def record(self, path, *, accept: bool = False, discard: bool = False, plate: str | None = None) -> RecordSummary:
         """Validate a results file against the plates, then record it in one transaction.
 
         With a declared readout the values are raw readouts (kept as typed; the algorithm is told
         the hit or the value, see :mod:`~screenbai.campaign.lab.assay`); control wells are checked per
         plate (Z'), and a plate failing them is refused unless ``accept`` (its outcomes count) or
-        ``discard`` (its compound wells count as failed and are tested again) is given.
+        ``discard`` (its compound wells count as failed and are tested again) is given.  ``plate`` is the plate of
+        a file that names none: a plate reader's grid, or a list of wells without a plate_id column.
         """
         from .library import file_sha256
 
@@ -442,6 +443,7 @@ class Campaign(PolicyReplay):
                 binary=self.binary and readout is None,
                 check=None if readout is None else readout.problem,
                 layout_of=plates.layout,
+                plate=plate,
             )
             controls = [o for o in outcomes if o.arm < 0]
             compounds = [o for o in outcomes if o.arm >= 0]

@@ -156,7 +156,10 @@ def add_parser(sub) -> None:
 
     p = cs.add_parser("record", help="validate a results file and record it (all or nothing)")
     file_arg(p)
-    p.add_argument("results", help="CSV/TSV with plate_id, well (or compound_id), outcome")
+    p.add_argument("results", help="CSV/TSV with plate_id, well (or compound_id), outcome; or a plate reader's grid "
+                   "(a header of column numbers 1, 2, ..., then one line per row A, B, ...) with --plate")
+    p.add_argument("--plate", help="the plate of a file that names none: a plate reader's grid, or a list of "
+                   "wells without a plate_id column (e.g. P002)")
     p.add_argument("--accept", action="store_true", help="a plate failing its controls: keep its outcomes")
     p.add_argument(
         "--discard-plate",
@@ -451,7 +454,7 @@ def _record(args) -> int:
     from .campaign import Campaign
 
     with Campaign.open(args.campaign) as camp:
-        rec = camp.record(args.results, accept=args.accept, discard=args.discard_plate)
+        rec = camp.record(args.results, accept=args.accept, discard=args.discard_plate, plate=args.plate)
         left = camp.open_wells()
         left_here = {p: camp.open_well_names(p) for p in rec.plates if p in left}
         scale = "" if camp.readout is None else camp.readout.z_scale()  # of log10 IC50 where the model takes it so
