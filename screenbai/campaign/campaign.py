@@ -447,7 +447,9 @@ class Campaign(PolicyReplay):
             )
             controls = [o for o in outcomes if o.arm < 0]
             compounds = [o for o in outcomes if o.arm >= 0]
-            qc = assay.check_controls(path, controls, readout, accept=accept, discard=discard)
+            qc = assay.check_controls(
+                path, controls, readout, accept=accept, discard=discard, plates=self._controls_of(plates, compounds)
+            )
             dropped = {p for p, (_, decision) in qc.items() if decision == "discarded"}
             told = [
                 Outcome(
@@ -466,6 +468,25 @@ class Campaign(PolicyReplay):
             return RecordSummary(
                 summary.record_id, summary.file, summary.n_outcomes, summary.n_failed, summary.plates, qc
             )
+
+    def _controls_of(self, plates: _Plates, compounds: list[Outcome]) -> dict:
+        """Plate id -> (control values recorded before by pseudo-arm, control wells by pseudo-arm) for the plates
+        whose compound wells ``compounds`` record (``assay.check_controls``)."""
+        out: dict[str, tuple[dict[int, list[float]], dict[int, list[str]]]] = {}
+        for plate_id in dict.fromkeys(o.plate_id for o in compounds):
+            wells: dict[int, list[str]] = {}
+            for well, info in plates[plate_id].items():
+                if info.arm < 0:
+                    wells.setdefault(info.arm, []).append(well)
+            earlier: dict[int, list[float]] = {}
+            for kind, raw in self._con.execute(
+                "SELECT kind, raw FROM readouts WHERE plate_id = ? AND kind != 'compound' AND raw IS NOT NULL "
+                "AND discarded = 0 ORDER BY well",
+                (plate_id,),
+            ):
+                earlier.setdefault(assay.POSITIVE if kind == "positive" else assay.NEGATIVE, []).append(float(raw))
+            out[plate_id] = (earlier, wells)
+        return out
 
     def _commit_outcomes(self, outcomes: list[Outcome], name: str, sha256: str) -> RecordSummary:
         """Write the step and bring the policy up to date; called inside ``_step`` (which drops a

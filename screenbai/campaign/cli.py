@@ -464,7 +464,7 @@ def _record(args) -> int:
     say(
         f"recorded {rec.n_outcomes} outcome(s)"
         + (f" and {rec.n_failed} failed well(s) (back in the queue)" if rec.n_failed else "")
-        + f" from {rec.file} on plate(s) {', '.join(rec.plates)}"
+        + f" from {rec.file} on plate(s) {', '.join(rec.plates or rec.qc)}"
     )
     for plate_id, wells in left_here.items():
         say(open_wells_text(plate_id, wells, rec.file))

@@ -70,7 +70,10 @@ def control_lines(view) -> list[str]:
     else:
         where = ""
     for plate_id, z, decision in view.plate_qc:
-        if decision not in ("pass", "too few controls"):
+        if decision not in ("pass", "too few controls") and z is None:  # control wells without two values of a kind
+            out.append(f"plate {plate_id}: controls FAILED (no Z': too few control values recorded), {decision} by "
+                       "the lab")
+        elif decision not in ("pass", "too few controls"):
             out.append(f"plate {plate_id}: controls FAILED (Z' = {z:.2f}{' ' * bool(where)}{where}), {decision} "
                        "by the lab")
     passed = [z for _, z, d in view.plate_qc if d == "pass"]

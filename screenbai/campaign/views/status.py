@@ -582,7 +582,8 @@ def progress(camp, policy, res, n, lo, hi, order=None) -> dict:
         "layout": None if layout is None else layout.describe(),
         "readout": None if readout is None else readout.rule(),
         "model": model,
-        "plate_qc": [(p, z, d) for p, z, d in qc],
+        # a plate recorded in parts has a row per file, each of its controls so far: the last one is the plate's
+        "plate_qc": list({p: (p, z, d) for p, z, d in qc}.values()),
         **spreads(camp, readout),
         "changes": change_lines(camp),
         "rule": rule_of(camp.algorithm),
