@@ -228,6 +228,10 @@ def _sheet(rows: list[list]) -> str:
     )
 
 
+#: the date written on the workbook's parts (zip's earliest): an export depends on the campaign alone
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+
+
 def write_xlsx(sheets: dict[str, list[list]], path: Path) -> Path:
     """A workbook with one sheet per entry (name -> rows, the first the header)."""
     names = list(sheets)
@@ -270,14 +274,19 @@ def write_xlsx(sheets: dict[str, list[list]], path: Path) -> Path:
         )
         + "</Relationships>"
     )
+    parts = {
+        "[Content_Types].xml": ct,
+        "_rels/.rels": rels,
+        "xl/workbook.xml": workbook,
+        "xl/_rels/workbook.xml.rels": wb_rels,
+    }
+    parts.update((f"xl/worksheets/sheet{k}.xml", _sheet(sheets[n])) for k, n in enumerate(names, start=1))
     tmp = path.with_name(path.name + ".tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("[Content_Types].xml", ct)
-        z.writestr("_rels/.rels", rels)
-        z.writestr("xl/workbook.xml", workbook)
-        z.writestr("xl/_rels/workbook.xml.rels", wb_rels)
-        for k, n in enumerate(names, start=1):
-            z.writestr(f"xl/worksheets/sheet{k}.xml", _sheet(sheets[n]))
+        for name, text in parts.items():
+            # a fixed date on every part: the same campaign exports the same bytes (zip stamps each part with the
+            # time it was written otherwise, so two exports differed and a checksum of the hand-over could not match)
+            z.writestr(zipfile.ZipInfo(name, date_time=_ZIP_DATE), text, compress_type=zipfile.ZIP_DEFLATED)
     tmp.replace(path)
     return path
 
