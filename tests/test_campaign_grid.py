@@ -171,3 +171,76 @@ def test_a_list_of_wells_without_a_plate_column_and_the_cli(tmp_path, capsys):
     camp.close()
     assert main(["campaign", "record", str(tmp_path / "g.campaign"), str(path), "--plate", "P001"]) == 0
     assert f"recorded {len(plate)} outcome(s)" in capsys.readouterr().out
+
+
+def _excel_workbook(path, rows):
+    """A workbook as Excel saves one: text in sharedStrings.xml (t="s"), numbers as numbers, the sheet's part
+    named by an absolute target, empty cells left out."""
+    import zipfile
+    from xml.sax.saxutils import escape
+
+    shared: list[str] = []
+    body = []
+    for i, row in enumerate(rows, start=1):
+        cells = []
+        for j, v in enumerate(row):
+            ref = f"{_row_name(j)}{i}"
+            if v is None or v == "":
+                continue
+            if isinstance(v, str):
+                shared.append(v)
+                cells.append(f'<c r="{ref}" t="s"><v>{len(shared) - 1}</v></c>')
+            else:
+                cells.append(f'<c r="{ref}"><v>{v!r}</v></c>')
+        body.append(f'<row r="{i}">{"".join(cells)}</row>')
+    main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    pkg = "http://schemas.openxmlformats.org/package/2006/relationships"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("[Content_Types].xml", "<Types/>")
+        z.writestr(
+            "xl/workbook.xml",
+            f'<workbook xmlns="{main}" xmlns:r="{rel}"><sheets><sheet name="Results" sheetId="1" r:id="rId7"/>'
+            "</sheets></workbook>",
+        )
+        z.writestr(
+            "xl/_rels/workbook.xml.rels",
+            f'<Relationships xmlns="{pkg}"><Relationship Id="rId7" Type="{rel}/worksheet" '
+            'Target="/xl/worksheets/data.xml"/></Relationships>',
+        )
+        z.writestr(
+            "xl/sharedStrings.xml",
+            f'<sst xmlns="{main}">' + "".join(f"<si><t>{escape(s)}</t></si>" for s in shared) + "</sst>",
+        )
+        z.writestr(
+            "xl/worksheets/data.xml", f'<worksheet xmlns="{main}"><sheetData>{"".join(body)}</sheetData></worksheet>'
+        )
+    return path
+
+
+def test_an_excel_workbook_is_read_as_a_long_list_or_a_grid(tmp_path):
+    """A results file saved as .xlsx (a plate reader's default) was refused ("save it as 'CSV UTF-8'"): its first
+    sheet is read now, its row numbers as the lines of the errors."""
+    camp = _campaign(tmp_path, "96")
+    layout = camp.layout
+    plate = camp.next_plate(20)
+    values = _reading(plate, layout, seed=2)
+    wells = [*layout.positive, *layout.negative, *plate.wells]
+    long = [["Plate ID", "Well", "Outcome"]] + [["P001", w, values[w]] for w in wells]
+    bad = [row[:] for row in long]
+    bad[5][2] = "n.d.x"
+    with pytest.raises(ResultsError, match=rf"line 6: outcome 'n.d.x' for well P001/{wells[4]}"):
+        camp.record(_excel_workbook(tmp_path / "bad.xlsx", bad))
+    assert camp.record(_excel_workbook(tmp_path / "long.xlsx", long)).n_outcomes == len(plate)
+    raw = _raw(camp)
+    assert all(raw[("P001", w)][1] == values[w] for w in wells)
+    # the next plate as the reader's grid below two lines of metadata, in a workbook
+    plate2 = camp.next_plate(20)
+    values2 = _reading(plate2, layout, seed=3)
+    grid = [["Envision", "run 7"], [], ["", *range(1, 13)]] + [
+        [_row_name(r), *(values2[f"{_row_name(r)}{c:02d}"] for c in range(1, 13))] for r in range(8)
+    ]
+    assert camp.record(_excel_workbook(tmp_path / "grid.xlsx", grid), plate="P002").n_outcomes == len(plate2)
+    raw = _raw(camp)
+    assert all(raw[("P002", w)][1] == values2[w] for w in plate2.wells)
+    camp.close()

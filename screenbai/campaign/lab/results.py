@@ -29,6 +29,7 @@ from screenbai.textfiles import formula_unsafe, not_utf8, open_text, table_rows
 
 from .grid import Grid, find_grid
 from .layout import PlateLayout, well_span
+from .workbook import first_sheet, is_workbook
 
 ALIASES = {
     "plate_id": ("plate_id", "plate"),
@@ -91,12 +92,17 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str
             ],
         )
     try:
-        with open_text(path) as fh:
-            text = fh.read()
+        if magic.startswith(b"PK\x03\x04") and is_workbook(path):  # saved from Excel: its first sheet, row n line n
+            text = first_sheet(path)[1]
+        else:
+            with open_text(path) as fh:
+                text = fh.read()
     except UnicodeDecodeError as exc:
         raise ResultsError(path, [str(not_utf8(path, exc))]) from None
+    except ValueError as exc:  # a workbook that cannot be read
+        raise ResultsError(path, [str(exc)]) from None
     lines = text.splitlines()
-    if not lines or not lines[0].strip():
+    if not lines or (not lines[0].strip() and find_grid(text, str(path)) is None):  # a grid may have blank lines above
         raise ResultsError(path, [f"{path}: line 1: empty file or empty header; expected plate_id,well,outcome"])
     sep, head, rows = table_rows(text)
     head = [_column_name(f) for f in head]
