@@ -322,6 +322,19 @@ def run(args) -> int:
         return 2
 
 
+def _stages(command: str):
+    """What a long command is doing, said on stderr as each step starts, with the time since the command began
+    (``init`` on a few thousand structures takes a minute and said nothing until it was done)."""
+    import time
+
+    started = time.monotonic()
+
+    def stage(what: str) -> None:
+        print(f"{command}: {what} ... ({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+
+    return stage
+
+
 def _init(args) -> int:
     from .campaign import Campaign
     from .lab.assay import told_amount
@@ -335,8 +348,10 @@ def _init(args) -> int:
         raise ValueError(f"{args.campaign} already exists; choose another campaign file or delete it first")
     if args.rejected_out and not Path(args.rejected_out).parent.is_dir():
         raise ValueError(f"--rejected-out {args.rejected_out}: folder {Path(args.rejected_out).parent} does not exist")
-    lib = library_from_args(args)
+    stage = _stages("init")
+    lib = library_from_args(args, stage)
     params = whole_plate_budget(args.algorithm, parse_params(args.param), lib.features.shape[0], layout)
+    stage("writing the campaign file")
     camp = Campaign.create(
         args.campaign, lib, args.algorithm, params, seed=args.seed, outcome=args.outcome, layout=layout, readout=readout
     )
@@ -378,6 +393,7 @@ def _init(args) -> int:
                "never separate)" if float(inner.epsilon) == 0.0 else ""))
     from .views.forecast import prior_cost
 
+    stage("forecasting the cost from a prior (draws of the prior and of runs)")
     for line in prior_cost(camp):
         say(line)
     camp.close()
