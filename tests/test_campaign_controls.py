@@ -96,3 +96,21 @@ def test_controls_in_a_file_of_their_own_check_the_plate_once_its_compounds_come
     with pytest.raises(ControlsFailed, match=r"plate P002: Z' = -\d"):
         camp.record(_results(tmp_path / "W2.csv", plate2.path, lambda role: role == "compound"))
     camp.close()
+
+
+def test_controls_reading_alike_are_accepted_and_status_says_why_there_is_no_z(tmp_path):
+    """Controls that all read alike (a saturated reader: every control 100 %) give no Z' (-inf: no gap between the
+    kinds), stored as none; once the lab accepted such a plate, status, report and export failed with "TypeError:
+    unsupported format string passed to NoneType.__format__"."""
+    camp = _campaign(tmp_path)
+    plate = camp.next_plate(20, tmp_path / "P001.csv")
+    alike = _results(tmp_path / "R.csv", plate.path, lambda role: True, positive=(100.0,) * 3, negative=(100.0,) * 3)
+    with pytest.raises(ControlsFailed, match=r"Z' = -inf < 0.5 \(positive controls 100 \+- 0 %, negative 100"):
+        camp.record(alike)
+    assert camp.record(alike, accept=True).qc["P001"] == (-float("inf"), "accepted")
+    status = camp.status()
+    assert "plate P001: controls FAILED (no Z': its positive and negative controls read alike), accepted" in (
+        status.text()
+    )
+    assert [list(q) for q in status.to_dict()["plate_qc"]] == [["P001", None, "accepted"]]
+    camp.close()

@@ -70,9 +70,10 @@ def control_lines(view) -> list[str]:
     else:
         where = ""
     for plate_id, z, decision in view.plate_qc:
-        if decision not in ("pass", "too few controls") and z is None:  # control wells without two values of a kind
-            out.append(f"plate {plate_id}: controls FAILED (no Z': too few control values recorded), {decision} by "
-                       "the lab")
+        if decision not in ("pass", "too few controls") and z is None:  # no gap between the kinds, or too few values
+            why = ("its positive and negative controls read alike" if plate_id in view.plate_qc_alike
+                   else "too few control values recorded")
+            out.append(f"plate {plate_id}: controls FAILED (no Z': {why}), {decision} by the lab")
         elif decision not in ("pass", "too few controls"):
             out.append(f"plate {plate_id}: controls FAILED (Z' = {z:.2f}{' ' * bool(where)}{where}), {decision} "
                        "by the lab")
