@@ -114,3 +114,22 @@ def test_controls_reading_alike_are_accepted_and_status_says_why_there_is_no_z(t
     )
     assert [list(q) for q in status.to_dict()["plate_qc"]] == [["P001", None, "accepted"]]
     camp.close()
+
+
+def test_a_plate_without_control_wells_gets_no_control_check(tmp_path):
+    """Plates of a layout without controls (``--controls none``) record no Z' row: status lists no plate's
+    controls."""
+    readout = Readout.build("percent inhibition", unit="%", hit_above=50.0)
+    camp = Campaign.create(
+        tmp_path / "n.campaign",
+        synthetic_library(K=30, d=3),
+        "glgape",
+        {"epsilon": 0.1},
+        seed=2,
+        layout=PlateLayout.build("24", controls="none"),
+        readout=readout,
+    )
+    plate = camp.next_plate(20, tmp_path / "P001.csv")
+    assert camp.record(_results(tmp_path / "R.csv", plate.path, lambda role: True)).qc == {}
+    assert camp.status().plate_qc == []
+    camp.close()

@@ -471,13 +471,15 @@ class Campaign(PolicyReplay):
 
     def _controls_of(self, plates: _Plates, compounds: list[Outcome]) -> dict:
         """Plate id -> (control values recorded before by pseudo-arm, control wells by pseudo-arm) for the plates
-        whose compound wells ``compounds`` record (``assay.check_controls``)."""
+        with control wells whose compound wells ``compounds`` record (``assay.check_controls``)."""
         out: dict[str, tuple[dict[int, list[float]], dict[int, list[str]]]] = {}
         for plate_id in dict.fromkeys(o.plate_id for o in compounds):
             wells: dict[int, list[str]] = {}
             for well, info in plates[plate_id].items():
                 if info.arm < 0:
                     wells.setdefault(info.arm, []).append(well)
+            if not wells:  # a plate without control wells has no Z' to check
+                continue
             earlier: dict[int, list[float]] = {}
             for kind, raw in self._con.execute(
                 "SELECT kind, raw FROM readouts WHERE plate_id = ? AND kind != 'compound' AND raw IS NOT NULL "
