@@ -13,7 +13,9 @@ A results file is CSV or TSV (``;`` also accepted) with a header naming the colu
   outcomes are all empty is refused: it is the plate file before the lab filled it in.
 
 The plate file written by ``next`` has exactly these columns, so the lab can fill in the
-``outcome`` column and record the same file.
+``outcome`` column and record the same file.  A plate reader's grid (:mod:`~screenbai.campaign.lab.grid`) or a
+list of wells without a plate_id column is read with ``plate`` (``record --plate``); an Excel workbook (.xlsx) from
+its first sheet (:mod:`~screenbai.campaign.lab.workbook`).
 """
 
 from __future__ import annotations
