@@ -550,13 +550,13 @@ def test_export_writes_csv_xlsx_and_one_html_file(tmp_path, capsys):
         assert lo <= est <= hi
     assert rows["CPD0029"]["status"] == "withdrawn" and rows["CPD0029"]["in_screen"] == "False"
     assert sum(r["status"].startswith("recommended") for r in rows.values()) == 1
-    # the workbook: two sheets, the compounds one with a header and 30 rows, numbers stored as numbers
+    # the workbook: compounds, wells and campaign sheets; compounds with a header and 30 rows, numbers as numbers
     ns = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
     with zipfile.ZipFile(out / "c.xlsx") as z:
         book = ET.fromstring(z.read("xl/workbook.xml"))
-        assert [s.get("name") for s in book.find("m:sheets", ns)] == ["compounds", "campaign"]
+        assert [s.get("name") for s in book.find("m:sheets", ns)] == ["compounds", "wells", "campaign"]
         sheet = ET.fromstring(z.read("xl/worksheets/sheet1.xml"))
-        about = z.read("xl/worksheets/sheet2.xml").decode()
+        about = z.read("xl/worksheets/sheet3.xml").decode()
     assert "IC50 (nM); a hit when IC50 &lt;= 100 nM" in about  # the campaign sheet names the readout and unit
     xml_rows = sheet.find("m:sheetData", ns).findall("m:row", ns)
     assert len(xml_rows) == 31

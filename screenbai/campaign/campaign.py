@@ -420,13 +420,14 @@ class Campaign(PolicyReplay):
         return _Plates(self)
 
     # ------------------------------------------------------------------ results
-    def record(self, path, *, accept: bool = False, discard: bool = False) -> RecordSummary:
+    def record(self, path, *, accept: bool = False, discard: bool = False, plate: str | None = None) -> RecordSummary:
         """Validate a results file against the plates, then record it in one transaction.
 
         With a declared readout the values are raw readouts (kept as typed; the algorithm is told
         the hit or the value, see :mod:`~screenbai.campaign.lab.assay`); control wells are checked per
         plate (Z'), and a plate failing them is refused unless ``accept`` (its outcomes count) or
-        ``discard`` (its compound wells count as failed and are tested again) is given.
+        ``discard`` (its compound wells count as failed and are tested again) is given.  ``plate`` is the plate of
+        a file that names none: a plate reader's grid, or a list of wells without a plate_id column.
         """
         from .library import file_sha256
 
@@ -442,10 +443,13 @@ class Campaign(PolicyReplay):
                 binary=self.binary and readout is None,
                 check=None if readout is None else readout.problem,
                 layout_of=plates.layout,
+                plate=plate,
             )
             controls = [o for o in outcomes if o.arm < 0]
             compounds = [o for o in outcomes if o.arm >= 0]
-            qc = assay.check_controls(path, controls, readout, accept=accept, discard=discard)
+            qc = assay.check_controls(
+                path, controls, readout, accept=accept, discard=discard, plates=self._controls_of(plates, compounds)
+            )
             dropped = {p for p, (_, decision) in qc.items() if decision == "discarded"}
             told = [
                 Outcome(
@@ -464,6 +468,27 @@ class Campaign(PolicyReplay):
             return RecordSummary(
                 summary.record_id, summary.file, summary.n_outcomes, summary.n_failed, summary.plates, qc
             )
+
+    def _controls_of(self, plates: _Plates, compounds: list[Outcome]) -> dict:
+        """Plate id -> (control values recorded before by pseudo-arm, control wells by pseudo-arm) for the plates
+        with control wells whose compound wells ``compounds`` record (``assay.check_controls``)."""
+        out: dict[str, tuple[dict[int, list[float]], dict[int, list[str]]]] = {}
+        for plate_id in dict.fromkeys(o.plate_id for o in compounds):
+            wells: dict[int, list[str]] = {}
+            for well, info in plates[plate_id].items():
+                if info.arm < 0:
+                    wells.setdefault(info.arm, []).append(well)
+            if not wells:  # a plate without control wells has no Z' to check
+                continue
+            earlier: dict[int, list[float]] = {}
+            for kind, raw in self._con.execute(
+                "SELECT kind, raw FROM readouts WHERE plate_id = ? AND kind != 'compound' AND raw IS NOT NULL "
+                "AND discarded = 0 ORDER BY well",
+                (plate_id,),
+            ):
+                earlier.setdefault(assay.POSITIVE if kind == "positive" else assay.NEGATIVE, []).append(float(raw))
+            out[plate_id] = (earlier, wells)
+        return out
 
     def _commit_outcomes(self, outcomes: list[Outcome], name: str, sha256: str) -> RecordSummary:
         """Write the step and bring the policy up to date; called inside ``_step`` (which drops a

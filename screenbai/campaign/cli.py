@@ -156,7 +156,10 @@ def add_parser(sub) -> None:
 
     p = cs.add_parser("record", help="validate a results file and record it (all or nothing)")
     file_arg(p)
-    p.add_argument("results", help="CSV/TSV with plate_id, well (or compound_id), outcome")
+    p.add_argument("results", help="CSV/TSV with plate_id, well (or compound_id), outcome; or a plate reader's grid "
+                   "(a header of column numbers 1, 2, ..., then one line per row A, B, ...) with --plate")
+    p.add_argument("--plate", help="the plate of a file that names none: a plate reader's grid, or a list of "
+                   "wells without a plate_id column (e.g. P002)")
     p.add_argument("--accept", action="store_true", help="a plate failing its controls: keep its outcomes")
     p.add_argument(
         "--discard-plate",
@@ -319,6 +322,19 @@ def run(args) -> int:
         return 2
 
 
+def _stages(command: str):
+    """What a long command is doing, said on stderr as each step starts, with the time since the command began
+    (``init`` on a few thousand structures takes a minute and said nothing until it was done)."""
+    import time
+
+    started = time.monotonic()
+
+    def stage(what: str) -> None:
+        print(f"{command}: {what} ... ({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+
+    return stage
+
+
 def _init(args) -> int:
     from .campaign import Campaign
     from .lab.assay import told_amount
@@ -332,8 +348,10 @@ def _init(args) -> int:
         raise ValueError(f"{args.campaign} already exists; choose another campaign file or delete it first")
     if args.rejected_out and not Path(args.rejected_out).parent.is_dir():
         raise ValueError(f"--rejected-out {args.rejected_out}: folder {Path(args.rejected_out).parent} does not exist")
-    lib = library_from_args(args)
+    stage = _stages("init")
+    lib = library_from_args(args, stage)
     params = whole_plate_budget(args.algorithm, parse_params(args.param), lib.features.shape[0], layout)
+    stage("writing the campaign file")
     camp = Campaign.create(
         args.campaign, lib, args.algorithm, params, seed=args.seed, outcome=args.outcome, layout=layout, readout=readout
     )
@@ -375,6 +393,7 @@ def _init(args) -> int:
                "never separate)" if float(inner.epsilon) == 0.0 else ""))
     from .views.forecast import prior_cost
 
+    stage("forecasting the cost from a prior (draws of the prior and of runs)")
     for line in prior_cost(camp):
         say(line)
     camp.close()
@@ -451,7 +470,7 @@ def _record(args) -> int:
     from .campaign import Campaign
 
     with Campaign.open(args.campaign) as camp:
-        rec = camp.record(args.results, accept=args.accept, discard=args.discard_plate)
+        rec = camp.record(args.results, accept=args.accept, discard=args.discard_plate, plate=args.plate)
         left = camp.open_wells()
         left_here = {p: camp.open_well_names(p) for p in rec.plates if p in left}
         scale = "" if camp.readout is None else camp.readout.z_scale()  # of log10 IC50 where the model takes it so
@@ -461,7 +480,7 @@ def _record(args) -> int:
     say(
         f"recorded {rec.n_outcomes} outcome(s)"
         + (f" and {rec.n_failed} failed well(s) (back in the queue)" if rec.n_failed else "")
-        + f" from {rec.file} on plate(s) {', '.join(rec.plates)}"
+        + f" from {rec.file} on plate(s) {', '.join(rec.plates or rec.qc)}"
     )
     for plate_id, wells in left_here.items():
         say(open_wells_text(plate_id, wells, rec.file))

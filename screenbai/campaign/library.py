@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -284,8 +285,10 @@ def import_library(
     n_bits: int = DEFAULT_N_BITS,
     d: int = DEFAULT_D,
     library_file: str | None = None,
+    stage: Callable[[str], None] | None = None,
 ) -> Library:
-    """Read, standardize and featurize a library of structures (no activities needed)."""
+    """Read, standardize and featurize a library of structures (no activities needed); ``stage`` is told what
+    starts (``init`` says it on stderr: these steps take a minute on a few thousand structures)."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(
@@ -308,18 +311,29 @@ def import_library(
         provenance["rows"] = len(compounds)
         arrays: dict[str, np.ndarray] = {}
     else:
+        if stage is not None:
+            stage(f"reading {path.name}")
         frame, counts = _read_rows(path, kind, id_column, smiles_column)
         provenance.update(counts)
         provenance["id_column"], provenance["smiles_column"] = id_column, smiles_column
-        return build_library(frame, provenance, radius=radius, n_bits=n_bits, d=d)
+        return build_library(frame, provenance, radius=radius, n_bits=n_bits, d=d, stage=stage)
     return _finish(compounds, X, rejected, settings, provenance, arrays)
 
 
 def build_library(
-    frame, provenance: dict, *, radius: int = DEFAULT_RADIUS, n_bits: int = DEFAULT_N_BITS, d: int = DEFAULT_D
+    frame,
+    provenance: dict,
+    *,
+    radius: int = DEFAULT_RADIUS,
+    n_bits: int = DEFAULT_N_BITS,
+    d: int = DEFAULT_D,
+    stage: Callable[[str], None] | None = None,
 ) -> Library:
-    """Standardize and featurize rows (source_row, compound_id, input_smiles) into a Library."""
+    """Standardize and featurize rows (source_row, compound_id, input_smiles) into a Library; ``stage`` is told
+    what starts."""
     where = provenance.get("path", "library")
+    if stage is not None:
+        stage(f"standardizing {len(frame):,} structures (RDKit)")
     compounds, rejected = curate_structures(frame)
     if len(compounds) < 2:
         first = "; ".join(f"row {r.source_row}: {r.reason}" + (f" ({r.detail})" if r.detail else "")
@@ -333,6 +347,8 @@ def build_library(
     d_max = min(len(compounds) - 1, int(n_bits))  # n points centred on their mean span at most n - 1 directions
     if not 1 <= int(d) <= d_max:
         raise ValueError(f"d = {d} principal components: choose 1 <= d <= {d_max} for {len(compounds)} compounds")
+    if stage is not None:
+        stage(f"fingerprints of {len(compounds):,} compounds and {d} principal components")
     X, settings, arrays = featurize_structures(compounds["smiles"], radius=radius, n_bits=n_bits, d=d)
     _refuse_empty_components(settings, len(compounds))
     return _finish(compounds, X, rejected, settings, provenance, arrays)
@@ -370,7 +386,7 @@ def features_meaning(featurizer: dict) -> str:
     return what + (" and a constant" if featurizer.get("intercept") else "")
 
 
-def library_from_args(args) -> Library:
+def library_from_args(args, stage: Callable[[str], None] | None = None) -> Library:
     """``import_library`` with the library options that ``init`` and ``backtest`` share."""
     return import_library(
         args.library,
@@ -381,4 +397,5 @@ def library_from_args(args) -> Library:
         n_bits=args.bits,
         d=args.d,
         library_file=args.library_file,
+        stage=stage,
     )

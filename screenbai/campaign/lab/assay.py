@@ -327,14 +327,24 @@ class ControlsFailed(ValueError):
     """A results file holds a plate whose controls fail (Z' below the bound); nothing was recorded."""
 
 
-def check_controls(path, controls, readout: Readout | None, *, accept: bool, discard: bool) -> dict:
+def check_controls(
+    path, controls, readout: Readout | None, *, accept: bool, discard: bool, plates: dict | None = None
+) -> dict:
     """Plate id -> (Z', decision) for the plates whose control wells ``controls`` (outcomes with a
-    control pseudo-arm) a results file holds; raises :class:`ControlsFailed` when a plate fails and the
-    lab has not decided (``accept`` / ``discard``)."""
+    control pseudo-arm) a results file holds, or whose compound wells it records; raises :class:`ControlsFailed`
+    when a plate fails and the lab has not decided (``accept`` / ``discard``).
+
+    ``plates`` maps each plate whose compound wells the file records to (its control values recorded by earlier
+    files, its control wells), each by pseudo-arm: Z' is of the plate's controls however many files brought them
+    (a plate recorded in parts), and a plate with control wells whose compound outcomes would count while fewer
+    than two of a kind have a value (rows left out of the file, failed or empty) fails too, with a declared readout
+    (``min_z`` applies to it): its plate cannot be checked."""
     min_z = DEFAULT_MIN_Z if readout is None else readout.min_z
     log = readout is not None and readout.scale == "log10"  # Z' on the model's scale (module doc)
     scale = "" if readout is None else readout.z_scale()
     by_plate: dict[str, dict[int, list[float]]] = {}
+    for plate_id, (earlier, _) in (plates or {}).items():
+        by_plate[plate_id] = {k: list(earlier.get(k, ())) for k in (POSITIVE, NEGATIVE)}
     for o in controls:
         slot = by_plate.setdefault(o.plate_id, {POSITIVE: [], NEGATIVE: []})
         if o.value is not None and (not log or o.value > 0):  # a concentration at or below 0 is refused before
@@ -344,7 +354,21 @@ def check_controls(path, controls, readout: Readout | None, *, accept: bool, dis
     for plate_id, values in by_plate.items():
         z = z_prime(*(np.log10(values[k]) if log else values[k] for k in (POSITIVE, NEGATIVE)))
         swapped = None if z is None else _reversed_controls(values[POSITIVE], values[NEGATIVE], readout)
-        if z is None:
+        wells = (plates or {}).get(plate_id, ({}, {}))[1]
+        # a declared readout's plate with control wells but too few values (0/1 outcomes without one: no bound on Z')
+        if z is None and readout is not None and all(wells.get(k) for k in (POSITIVE, NEGATIVE)):
+            few = "; ".join(
+                f"{len(values[k])} {KIND_OF[k]} control value{'' if len(values[k]) == 1 else 's'} of its "
+                f"{len(wells[k])} wells ({', '.join(wells[k]) if len(wells[k]) <= 6 else wells[k][0] + '..'})"
+                for k in (POSITIVE, NEGATIVE)
+                if len(values[k]) < 2
+            )
+            failing.append(
+                f"plate {plate_id}: no Z': {few}, in this file and any recorded before (rows left out, or failed "
+                "wells), so its controls cannot be checked; add its control rows to the file"
+            )
+            qc[plate_id] = (None, "accepted" if accept else "discarded" if discard else "failed")
+        elif z is None:
             qc[plate_id] = (None, "too few controls")
         elif swapped is not None:
             failing.append(f"plate {plate_id}: Z' = {z:.2f}{scale}, but {swapped}")

@@ -13,7 +13,9 @@ A results file is CSV or TSV (``;`` also accepted) with a header naming the colu
   outcomes are all empty is refused: it is the plate file before the lab filled it in.
 
 The plate file written by ``next`` has exactly these columns, so the lab can fill in the
-``outcome`` column and record the same file.
+``outcome`` column and record the same file.  A plate reader's grid (:mod:`~screenbai.campaign.lab.grid`) or a
+list of wells without a plate_id column is read with ``plate`` (``record --plate``); an Excel workbook (.xlsx) from
+its first sheet (:mod:`~screenbai.campaign.lab.workbook`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,9 @@ from pathlib import Path
 
 from screenbai.textfiles import formula_unsafe, not_utf8, open_text, table_rows
 
+from .grid import Grid, find_grid
 from .layout import PlateLayout, well_span
+from .workbook import first_sheet, is_workbook
 
 ALIASES = {
     "plate_id": ("plate_id", "plate"),
@@ -68,8 +72,9 @@ class WellInfo:
     recorded_by: str | None  # the file that recorded it, None while open
 
 
-def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str]:
-    """(header, data rows with their line numbers, whether the text ends with a line break, the separator)."""
+def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str, str]:
+    """(header, data rows with their line numbers, whether the text ends with a line break, the separator, the
+    text)."""
     try:
         with open(path, "rb") as fh:
             magic = fh.read(16)
@@ -89,16 +94,21 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str
             ],
         )
     try:
-        with open_text(path) as fh:
-            text = fh.read()
+        if magic.startswith(b"PK\x03\x04") and is_workbook(path):  # saved from Excel: its first sheet, row n line n
+            text = first_sheet(path)[1]
+        else:
+            with open_text(path) as fh:
+                text = fh.read()
     except UnicodeDecodeError as exc:
         raise ResultsError(path, [str(not_utf8(path, exc))]) from None
+    except ValueError as exc:  # a workbook that cannot be read
+        raise ResultsError(path, [str(exc)]) from None
     lines = text.splitlines()
-    if not lines or not lines[0].strip():
+    if not lines or (not lines[0].strip() and find_grid(text, str(path)) is None):  # a grid may have blank lines above
         raise ResultsError(path, [f"{path}: line 1: empty file or empty header; expected plate_id,well,outcome"])
     sep, head, rows = table_rows(text)
     head = [_column_name(f) for f in head]
-    return head, rows, text.endswith(("\n", "\r")), sep
+    return head, rows, text.endswith(("\n", "\r")), sep, text
 
 
 def _column_name(field: str) -> str:
@@ -123,6 +133,7 @@ def read_results(
     binary: bool,
     check: Callable[[float], str | None] | None = None,
     layout_of: Callable[[str], PlateLayout | None] | None = None,
+    plate: str | None = None,
 ) -> list[Outcome]:
     """Parse and validate ``path`` against the campaign's plates; raise ResultsError listing every problem.
 
@@ -130,10 +141,22 @@ def read_results(
     it, if any); only the plates the file names are looked up.  ``check`` says what is wrong with a
     value of the campaign's readout, if anything (:meth:`~screenbai.campaign.lab.assay.Readout.problem`);
     ``layout_of`` gives a plate's layout, to say what a well not in its map is (an empty edge well ...).
+    ``plate`` (``record --plate``) is the plate of a file without a plate_id column: a plate reader's grid
+    (:mod:`~screenbai.campaign.lab.grid`) or its list of wells; a file with the column must then name only it.
     Returns the outcomes in file order.
     """
     path = Path(path)
-    header, rows, ends_with_newline, sep = _read(path)
+    header, rows, ends_with_newline, sep, text = _read(path)
+    plate_ids = {p.upper(): p for p in plates}
+    if plate is not None and plate.strip().upper() not in plate_ids:
+        ids = sorted(plates)
+        known = (", ".join(ids) if len(ids) <= 6 else f"{ids[0]} .. {ids[-1]}") or "none yet"
+        raise ResultsError(path, [f"{path}: --plate {plate!r} is not a plate of this campaign (plates: {known}); give "
+                                  "the plate id of the plate file `next` wrote"])
+    plate = None if plate is None else plate_ids[plate.strip().upper()]
+    grid = None if any(h in ALIASES["outcome"] for h in header) else find_grid(text, str(path))
+    if grid is not None:  # a plate reader's grid: read as the long file of its cells (grid.py)
+        header, rows, ends_with_newline, sep = _grid_rows(path, grid, plate, plates, layout_of)
     errors: list[str] = []
     col: dict[str, int] = {}
     for key, names in ALIASES.items():
@@ -142,7 +165,7 @@ def read_results(
             errors.append(f"{path}: line 1: column {key!r} appears {len(hits)} times ({[header[i] for i in hits]})")
         elif hits:
             col[key] = hits[0]
-    missing = [k for k in ("plate_id", "outcome") if k not in col]
+    missing = [k for k in ("plate_id", "outcome") if k not in col and not (k == "plate_id" and plate)]
     if "well" not in col and "compound_id" not in col:
         missing.append("well or compound_id")
     if missing:
@@ -154,6 +177,8 @@ def read_results(
         raise ResultsError(path, errors)
 
     def field(fields, key):
+        if key == "plate_id" and "plate_id" not in col:
+            return plate  # --plate, for a file without the column
         i = col.get(key)
         if i is None or i >= len(fields):
             return None
@@ -182,7 +207,6 @@ def read_results(
     # (plate, an empty edge well?) -> (line, well) of the rows naming a well the plate left empty or unused
     unused: dict[tuple[str, bool], list[tuple[int, str]]] = {}
     n_blank = 0  # rows with an empty outcome (a failed well, unless all are empty)
-    plate_ids = {p.upper(): p for p in plates}
     aliases: dict[str, dict[tuple[str, int] | str, str]] = {}
 
     def _well_alias(plate_id, wells):
@@ -205,12 +229,18 @@ def read_results(
             continue
         plate_id, well, compound, raw = (field(fields, k) for k in ("plate_id", "well", "compound_id", "outcome"))
         plate_id = plate_ids.get((plate_id or "").upper(), plate_id)  # p001 is P001
+        if plate is not None and plate_id != plate:
+            errors.append(f"{where}: plate {plate_id!r} where --plate says {plate}; record each plate's rows with "
+                          "its own --plate, or without --plate when the file names the plate of every row")
+            continue
         if plate_id not in plates:
             unknown.setdefault(plate_id, []).append(line)
             continue
         wells = plates[plate_id]
         if well:
             well = _well_alias(plate_id, wells).get(_well_key(well), well)  # A1, a01 are A01
+            if well not in wells and grid is not None:
+                continue  # a reader reads every well of the plate: the wells it leaves unused or empty are no problem
             if well not in wells:
                 layout = None if layout_of is None else layout_of(plate_id)
                 named = _unused_well(well, layout)
@@ -286,6 +316,30 @@ def read_results(
     if errors:
         raise ResultsError(path, errors)
     return out
+
+
+def _grid_rows(path: Path, grid: Grid, plate: str | None, plates: Mapping[str, dict[str, WellInfo]],
+               layout_of: Callable[[str], PlateLayout | None] | None) -> tuple[list[str], list, bool, str]:
+    """A plate reader's grid as a long file's (header, rows, ends with a line break, separator): one row
+    (plate_id, well, outcome) per cell, on the line of its grid row; refused whole when the grid names no plate
+    (no --plate), is malformed, or is not the shape of the plate."""
+    if plate is None:
+        example = sorted(plates)[-1] if plates else "P001"
+        raise ResultsError(path, [f"{path}: {grid.describe()}, a plate reader's export, names no plate: say which "
+                                  f"plate it is with --plate (e.g. `record ... {path.name} --plate {example}`)"])
+    errors = list(grid.errors)
+    layout = None if layout_of is None else layout_of(plate)
+    if layout is not None and (grid.rows, grid.cols) != (layout.rows, layout.cols):
+        errors.append(f"{path}: {grid.describe()} where plate {plate} is a {layout.format_name} plate ({layout.rows} "
+                      f"rows x {layout.cols} columns); give the grid of plate {plate}, or the right --plate")
+    else:
+        outside = sorted(set(plates[plate]) - {well for _, well, _ in grid.cells})
+        if outside:
+            errors.append(f"{path}: {grid.describe()} leaves out well(s) {well_span(outside)} of plate {plate}; "
+                          f"give the grid of the whole plate, or the right --plate")
+    if errors:
+        raise ResultsError(path, errors)
+    return ["plate_id", "well", "outcome"], [(line, [plate, well, v]) for line, well, v in grid.cells], True, grid.sep
 
 
 def _lines(lines: list[int]) -> str:

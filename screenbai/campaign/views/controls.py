@@ -70,7 +70,11 @@ def control_lines(view) -> list[str]:
     else:
         where = ""
     for plate_id, z, decision in view.plate_qc:
-        if decision not in ("pass", "too few controls"):
+        if decision not in ("pass", "too few controls") and z is None:  # no gap between the kinds, or too few values
+            why = ("its positive and negative controls read alike" if plate_id in view.plate_qc_alike
+                   else "too few control values recorded")
+            out.append(f"plate {plate_id}: controls FAILED (no Z': {why}), {decision} by the lab")
+        elif decision not in ("pass", "too few controls"):
             out.append(f"plate {plate_id}: controls FAILED (Z' = {z:.2f}{' ' * bool(where)}{where}), {decision} "
                        "by the lab")
     passed = [z for _, z, d in view.plate_qc if d == "pass"]

@@ -1,6 +1,9 @@
 """``screenbai campaign export``: the campaign per compound, as CSV and an Excel workbook, and the
 report as one self-contained HTML file.
 
+Per well (``<stem>_wells.csv`` and the workbook's "wells" sheet: :func:`well_table`): every well of every plate,
+controls included, with the raw readout, what the algorithm was told, its state and the file that recorded it.
+
 Per compound (the recommendation first, then the compounds in contention, behind and withdrawn, each by
 the model's estimate): id, SMILES, whether it is in the screen (or withdrawn), tests (recorded outcomes),
 failed wells, hits (0/1 outcomes, or raw readouts past the cutoff declared at init), the mean raw
@@ -193,6 +196,72 @@ def write_csv(rows: list[dict], path: Path, names: list[str] | None = None) -> P
     return path
 
 
+# ------------------------------------------------------------------------------------------- wells
+WELL_COLUMNS = ("plate_id", "well", "role", "compound_id", "readout", "outcome", "state", "file", "recorded_at",
+                "plate_z_prime")
+#: what each state of a well means, for the export's reader
+WELL_STATES = {
+    "recorded": "its outcome counts",
+    "failed": "no reading (empty or 'failed'): its compound was proposed again",
+    "discarded": "the plate's controls failed and the lab discarded it: its compound was proposed again",
+    "open": "no results recorded yet",
+}
+
+
+def _well_order(well: str) -> tuple:
+    """A01 .. H12, then AA01 .. AF48 after Z (a 1536-well plate's rows), not in the order of the text."""
+    m = re.fullmatch(r"([A-Z]+)(\d+)", well)
+    return (0, "", 0, well) if m is None else (len(m.group(1)), m.group(1), int(m.group(2)), well)
+
+
+def well_table(camp) -> list[dict]:
+    """One row per well of every plate, plates in the order proposed and wells in plate order: its role, its
+    compound, the raw readout as the lab wrote it, the outcome the algorithm was told (a hit 1 / 0, or the value),
+    its state (:data:`WELL_STATES`), the results file that recorded it and when, and the plate's Z' (the last one
+    ``record`` computed, from all its control wells recorded)."""
+    con = camp._con
+    ids = camp.compound_ids
+    z = {p: zp for p, zp in con.execute("SELECT q.plate_id, q.z_prime FROM plate_qc q JOIN records r "
+                                        "USING (record_id) ORDER BY r.step")}
+    order = {p: k for k, (p,) in enumerate(con.execute("SELECT plate_id FROM plates ORDER BY step"))}
+    rows = []
+    for plate_id, well, arm, told, has_outcome, raw, discarded, file, at in con.execute(
+        "SELECT w.plate_id, w.well, w.arm, o.value, o.id IS NOT NULL, r.raw, r.discarded, rec.file, rec.recorded_at "
+        "FROM wells w LEFT JOIN outcomes o USING (plate_id, well) LEFT JOIN readouts r USING (plate_id, well) "
+        "LEFT JOIN records rec ON rec.record_id = o.record_id"
+    ):
+        state = "open" if not has_outcome else "discarded" if discarded else "failed" if told is None else "recorded"
+        rows.append([plate_id, well, "compound", ids[arm], raw, told, state, file, at])
+    for plate_id, well, kind, raw, discarded, file, at in con.execute(
+        "SELECT c.plate_id, c.well, c.kind, r.raw, r.discarded, rec.file, rec.recorded_at FROM controls c "
+        "LEFT JOIN readouts r USING (plate_id, well) LEFT JOIN records rec ON rec.record_id = r.record_id"
+    ):
+        state = "open" if file is None else "discarded" if discarded else "failed" if raw is None else "recorded"
+        rows.append([plate_id, well, f"{kind} control", None, raw, None, state, file, at])
+    rows.sort(key=lambda r: (order.get(r[0], len(order)), r[0], _well_order(r[1])))
+    return [dict(zip(WELL_COLUMNS, [*r, z.get(r[0])])) for r in rows]
+
+
+def well_header(readout) -> list[str]:
+    """:data:`WELL_COLUMNS` as written: ``readout`` carries the readout's name and unit (``readout (IC50 in nM)``),
+    ``outcome`` what the algorithm was told of it."""
+    names = list(WELL_COLUMNS)
+    if readout is not None:
+        what = " in ".join(t for t in (readout.name, readout.unit) if t)
+        names[names.index("readout")] = f"readout ({what})" if what else "readout"
+    return names
+
+
+def write_wells_csv(rows: list[dict], path: Path, names: list[str]) -> Path:
+    """The well table as CSV: its text cells (ids, file names) protected from a spreadsheet's formulas."""
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(names)
+        for r in rows:
+            w.writerow([formula_safe(v) if isinstance(v, str) else csv_cell(k, r[k]) for k, v in r.items()])
+    return path
+
+
 # ------------------------------------------------------------------------------------------- xlsx
 def _col(k: int) -> str:
     letters = ""
@@ -226,6 +295,10 @@ def _sheet(rows: list[list]) -> str:
         "</sheetView></sheetViews>"
         f"<sheetData>{''.join(body)}</sheetData></worksheet>"
     )
+
+
+#: the date written on the workbook's parts (zip's earliest): an export depends on the campaign alone
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
 def write_xlsx(sheets: dict[str, list[list]], path: Path) -> Path:
@@ -270,14 +343,19 @@ def write_xlsx(sheets: dict[str, list[list]], path: Path) -> Path:
         )
         + "</Relationships>"
     )
+    parts = {
+        "[Content_Types].xml": ct,
+        "_rels/.rels": rels,
+        "xl/workbook.xml": workbook,
+        "xl/_rels/workbook.xml.rels": wb_rels,
+    }
+    parts.update((f"xl/worksheets/sheet{k}.xml", _sheet(sheets[n])) for k, n in enumerate(names, start=1))
     tmp = path.with_name(path.name + ".tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
-        z.writestr("[Content_Types].xml", ct)
-        z.writestr("_rels/.rels", rels)
-        z.writestr("xl/workbook.xml", workbook)
-        z.writestr("xl/_rels/workbook.xml.rels", wb_rels)
-        for k, n in enumerate(names, start=1):
-            z.writestr(f"xl/worksheets/sheet{k}.xml", _sheet(sheets[n]))
+        for name, text in parts.items():
+            # a fixed date on every part: the same campaign exports the same bytes (zip stamps each part with the
+            # time it was written otherwise, so two exports differed and a checksum of the hand-over could not match)
+            z.writestr(zipfile.ZipInfo(name, date_time=_ZIP_DATE), text, compress_type=zipfile.ZIP_DEFLATED)
     tmp.replace(path)
     return path
 
@@ -331,9 +409,15 @@ def export(camp, out_dir: Path) -> list[Path]:
                         + (f"; {status.readout}" if status.readout else "")])
     names = header(readout)
     csv_path = write_csv(rows, out_dir / f"{stem}.csv", names)
+    wells, well_names = well_table(camp), well_header(readout)
+    wells_path = write_wells_csv(wells, out_dir / f"{stem}_wells.csv", well_names)
     xlsx_path = write_xlsx(
-        {"compounds": [names] + [[r[c] for c in COLUMNS] for r in rows], "campaign": summary},
+        {
+            "compounds": [names] + [[r[c] for c in COLUMNS] for r in rows],
+            "wells": [well_names] + [list(r.values()) for r in wells],
+            "campaign": summary + [[f"well state: {k}", v] for k, v in WELL_STATES.items()],
+        },
         out_dir / f"{stem}.xlsx",
     )
     html_path = self_contained_report(camp, out_dir / f"{stem}_report.html")
-    return [csv_path, xlsx_path, html_path]
+    return [csv_path, wells_path, xlsx_path, html_path]

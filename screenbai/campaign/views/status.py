@@ -106,6 +106,9 @@ class Status:
     model: str | None = None
     #: per plate with control wells: plate id, Z' (of log10 of the values where ``geometric``), decision
     plate_qc: list = field(default_factory=list)
+    #: the plates among them whose Z' is undefined (None there) because their positive and negative controls read
+    #: alike (no gap between them: a reader saturated, the controls not dispensed), not for want of control values
+    plate_qc_alike: list = field(default_factory=list)
     #: the Z' a plate's controls must reach (the readout's --min-z; 0.5 without a readout)
     min_z: float = 0.5
     #: pooled within-plate sd of the control wells (a continuous readout's noise scale)
@@ -557,8 +560,11 @@ def progress(camp, policy, res, n, lo, hi, order=None) -> dict:
         check.update({k: with_sigma_unit(check[k], sigma, readout) for k in ("model", "warning") if check[k]})
     layout = camp.layout
     qc = camp._con.execute(
-        "SELECT q.plate_id, q.z_prime, q.decision FROM plate_qc q JOIN records r USING (record_id) ORDER BY r.step"
+        "SELECT q.plate_id, q.z_prime, q.decision, q.z_prime IS NULL AND q.n_positive >= 2 AND q.n_negative >= 2 "
+        "FROM plate_qc q JOIN records r USING (record_id) ORDER BY r.step"
     ).fetchall()
+    # a plate recorded in parts has a row per file, each of its controls so far: the last one is the plate's
+    last = {p: (p, z, d, bool(alike)) for p, z, d, alike in qc}
     plates_done = camp._con.execute(
         "SELECT COUNT(*) FROM plates p WHERE NOT EXISTS (SELECT 1 FROM wells w LEFT JOIN outcomes o "
         "USING (plate_id, well) WHERE w.plate_id = p.plate_id AND o.id IS NULL)"
@@ -582,7 +588,8 @@ def progress(camp, policy, res, n, lo, hi, order=None) -> dict:
         "layout": None if layout is None else layout.describe(),
         "readout": None if readout is None else readout.rule(),
         "model": model,
-        "plate_qc": [(p, z, d) for p, z, d in qc],
+        "plate_qc": [(p, z, d) for p, z, d, _ in last.values()],
+        "plate_qc_alike": [p for p, _, _, alike in last.values() if alike],
         **spreads(camp, readout),
         "changes": change_lines(camp),
         "rule": rule_of(camp.algorithm),
