@@ -115,12 +115,18 @@ def test_python_dash_m_screenbai_is_the_command():
     from screenbai import __version__
 
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    done = subprocess.run([sys.executable, "-m", "screenbai", "--version"], capture_output=True, text=True, env=env,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "screenbai", "--version"], capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"screenbai {__version__}"
-    bad = subprocess.run([sys.executable, "-m", "screenbai", "simulate", "glgape", "--instance", "nonesuch"],
-                         capture_output=True, text=True, env=env, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "screenbai", "simulate", "glgape", "--instance", "nonesuch"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "nonesuch" in bad.stderr
 
 
