@@ -145,3 +145,21 @@ def test_a_plate_without_file_is_resumed_only_when_its_next_is_gone(tmp_path):
     assert camp.interrupted_plate() is None
     assert "plate_file_unwritten P002" not in get_meta(camp._con) and plate.plate_id == "P001"
     camp.close()
+
+
+def test_a_table_cut_short_leaves_the_last_whole_file(tmp_path):
+    """export's CSV (and the rejected rows, backtest.json, hit_recovery.csv, written the same way) is replaced
+    whole or not at all: a write stopped midway (a kill, an error) never leaves a cut table that reads as whole."""
+    from screenbai.campaign.views.export import COLUMNS, write_csv
+    from screenbai.textfiles import written_whole
+
+    path = tmp_path / "cdk2.csv"
+    write_csv([dict.fromkeys(COLUMNS, "old")] * 3, path)
+    whole = path.read_text()
+    with pytest.raises(KeyError):  # three rows written, then one that cannot be: the write stops midway
+        write_csv([dict.fromkeys(COLUMNS, "new")] * 3 + [{}], path)
+    assert path.read_text() == whole
+    with pytest.raises(RuntimeError), written_whole(tmp_path / "backtest.json") as fh:
+        fh.write('{"tests": 96,')
+        raise RuntimeError("killed")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cdk2.csv"]  # no cut JSON, no temporary file left
