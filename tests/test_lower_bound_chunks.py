@@ -37,3 +37,20 @@ def test_chunks_combine_to_the_row_of_one_run(tmp_path):
     assert overlap.returncode != 0
     assert "overlap" in overlap.stderr and "--start" in overlap.stderr
     assert not (tmp_path / "bad.csv").exists()
+
+
+@pytest.mark.slow
+def test_chunks_that_join_to_no_single_run_are_refused(tmp_path):
+    """A gap between chunks, or chunks of other seeds or caps, joined would give a row that no single run gives:
+    --combine refuses them, naming the runs or the option, and writes nothing."""
+    # name: (--start, --seed, --max-samples)
+    chunks = {"a": ("0", "0", "9000"), "gap": ("4", "0", "9000"), "seed": ("2", "7", "9000"), "cap": ("2", "0", "300")}
+    for name, (start, seed, cap) in chunks.items():
+        options = ["--reps", "2", "--start", start, "--seed", seed, "--max-samples", cap]
+        done = _run(*CELL, *options, "--save-runs", f"{name}.pkl", "--out", f"{name}.csv", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    said = {"gap": "runs [2, 3] are in no chunk", "seed": "different seed (0 and 7)", "cap": "the same --max-samples"}
+    for other, message in said.items():
+        joined = _run("--combine", "a.pkl", f"{other}.pkl", "--out", "bad.csv", cwd=tmp_path)
+        assert joined.returncode != 0 and message in joined.stderr, joined.stderr
+        assert not (tmp_path / "bad.csv").exists()
