@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -169,7 +170,10 @@ def run_cell(inst, spec: Spec, cx, cx_exact, name: str, label: str, base: dict, 
         key = {"instance_name": args.instance_name, "algorithm": name, "setting": label, "delta": delta,
                "guaranteed": guaranteed, "seconds": seconds}
         tables = pd.read_pickle(saved) if saved.exists() else []
-        pd.to_pickle([*tables, (key, rec)], saved)
+        # beside it, then renamed: a run killed while writing keeps the cells saved before (a whole file)
+        tmp = saved.with_name(f"{saved.name}.{os.getpid()}.tmp")
+        pd.to_pickle([*tables, (key, rec)], tmp)
+        os.replace(tmp, saved)
     return summarise(inst, spec, cx, cx_exact, name, label, delta, guaranteed, rec, seconds)
 
 

@@ -54,3 +54,32 @@ def test_chunks_that_join_to_no_single_run_are_refused(tmp_path):
         joined = _run("--combine", "a.pkl", f"{other}.pkl", "--out", "bad.csv", cwd=tmp_path)
         assert joined.returncode != 0 and message in joined.stderr, joined.stderr
         assert not (tmp_path / "bad.csv").exists()
+
+#: the script, killed (SIGKILL) once pandas has written half of its --save-runs pickle
+KILLED_WHILE_SAVING = """
+import os, runpy, signal, sys
+import pandas as pd
+real = pd.to_pickle
+def half_then_killed(obj, path, *args, **kwargs):
+    real(obj, path, *args, **kwargs)
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[: len(data) // 2])
+    os.kill(os.getpid(), signal.SIGKILL)
+pd.to_pickle = half_then_killed
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.slow
+def test_a_chunk_killed_while_saving_keeps_the_runs_saved_before(tmp_path):
+    """--save-runs rewrites its file for every cell: killed midway, the file keeps the cells saved before (written
+    beside it and renamed), where it was cut and lost them all."""
+    assert _run(*CELL, "--reps", "2", "--save-runs", "a.pkl", "--out", "a.csv", cwd=tmp_path).returncode == 0
+    saved = pd.read_pickle(tmp_path / "a.pkl")
+    another_cell = [*CELL, "--reps", "2", "--deltas", "0.1", "--save-runs", "a.pkl", "--out", "a.csv"]
+    command = [sys.executable, "-c", KILLED_WHILE_SAVING, *SCRIPT[1:], *another_cell]
+    killed = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -9, killed.stderr
+    kept = pd.read_pickle(tmp_path / "a.pkl")
+    assert [key for key, _ in kept] == [key for key, _ in saved]
