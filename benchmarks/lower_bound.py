@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -169,7 +170,10 @@ def run_cell(inst, spec: Spec, cx, cx_exact, name: str, label: str, base: dict, 
         key = {"instance_name": args.instance_name, "algorithm": name, "setting": label, "delta": delta,
                "guaranteed": guaranteed, "seconds": seconds}
         tables = pd.read_pickle(saved) if saved.exists() else []
-        pd.to_pickle([*tables, (key, rec)], saved)
+        # beside it, then renamed: a run killed while writing keeps the cells saved before (a whole file)
+        tmp = saved.with_name(f"{saved.name}.{os.getpid()}.tmp")
+        pd.to_pickle([*tables, (key, rec)], tmp)
+        os.replace(tmp, saved)
     return summarise(inst, spec, cx, cx_exact, name, label, delta, guaranteed, rec, seconds)
 
 
@@ -227,12 +231,11 @@ def combine(files, out: Path) -> None:
             cell = (key["instance_name"], key["algorithm"], key["setting"], key["delta"], key["guaranteed"])
             cells.setdefault(cell, []).append((key["seconds"], rec))
     specs = _specs()
+    joined = {cell: pd.concat([r for _, r in chunks], ignore_index=True) for cell, chunks in cells.items()}
+    for (inst_name, name, label, *_), rec in joined.items():  # every cell checked before any row is written
+        _check_chunks(f"{inst_name} {name} {label}", rec)
     for (inst_name, name, label, delta, guaranteed), chunks in cells.items():
-        rec = pd.concat([r for _, r in chunks], ignore_index=True)
-        twice = sorted(set(rec["replication"][rec["replication"].duplicated()]))
-        if twice:
-            raise SystemExit(f"{inst_name} {name} {label}: the chunks overlap (runs {twice} twice); give each "
-                             "chunk its own --start")
+        rec = joined[(inst_name, name, label, delta, guaranteed)]
         spec = specs[inst_name]
         inst = spec.build()
         cx = characteristic_time(inst.features, inst.theta, model=spec.model, sigma=float(inst.sigma),
@@ -243,6 +246,28 @@ def combine(files, out: Path) -> None:
         pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False)
         print(f"{inst_name} {name} {label} delta={delta:g}: runs={row['runs']} errors={row['errors']} "
               f"median={row['median_tests']:.0f} ratio={row['ratio']:.4g}", flush=True)
+
+
+def _check_chunks(cell: str, rec: pd.DataFrame) -> None:
+    """Refuse chunks of one cell that, joined, would equal no single run of it: runs in two chunks, runs in none
+    between them (a gap), or chunks run with different seeds or parameters (--seed, --max-samples)."""
+    runs = rec["replication"].astype(int)
+    twice = sorted(set(runs[runs.duplicated()]))
+    if twice:
+        raise SystemExit(f"{cell}: the chunks overlap (runs {twice} twice); give each chunk its own --start")
+    missing = sorted(set(range(runs.min(), runs.max() + 1)) - set(runs))
+    if missing:
+        raise SystemExit(
+            f"{cell}: runs {missing} are in no chunk (a gap between the chunks' --start and --reps); "
+            f"run them (--start {missing[0]}) and combine again"
+        )
+    for column, option in (("seed", "--seed"), ("params", "--max-samples")):
+        values = sorted(set(rec[column].astype(str)))
+        if len(values) > 1:
+            raise SystemExit(
+                f"{cell}: the chunks were run with different {column} ({' and '.join(values)}); "
+                f"run every chunk of a cell with the same {option}"
+            )
 
 
 def bounds(instances, deltas) -> None:

@@ -7,8 +7,11 @@ Kept free of pandas: the campaign's ``record`` reads results files through it an
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
+import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -29,6 +32,21 @@ def open_text(path: str | Path) -> IO[str]:
     with opener(path, "rb") as fh:
         encoding = "utf-16" if fh.read(2) in _UTF16_BOMS else "utf-8-sig"
     return opener(path, "rt", encoding=encoding, newline="")
+
+
+@contextlib.contextmanager
+def written_whole(path: str | Path) -> Iterator[IO[str]]:
+    """A text file (UTF-8, newline="" for the csv module) written under a temporary name beside ``path`` and
+    renamed onto it when the block ends: a kill or an error on the way leaves ``path`` as it was (or absent), never
+    half written, so a program reading it never takes a cut table for the whole."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w", newline="", encoding="utf-8") as fh:
+            yield fh
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def not_utf8(path: str | Path, exc: UnicodeDecodeError) -> ValueError:

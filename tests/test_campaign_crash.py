@@ -13,6 +13,7 @@ import pytest
 from campaign_util import KILL_AT, KILLED_CHILD, Assay, new_campaign, write_results
 
 from screenbai.campaign import Campaign
+from screenbai.campaign.state.store import get_meta
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -96,3 +97,69 @@ def test_unfinished_transaction_is_rolled_back_on_open(tmp_path):
         assert [e[2] for e in c.events()] == ["init", "plate"]
         c.record(results)
         assert c.open_wells() == {}
+
+
+@pytest.mark.slow
+def test_next_run_again_after_a_kill_before_its_file_writes_the_same_plate(tmp_path):
+    """`next` killed between committing its plate and writing the file, then run again as it was: it writes that
+    plate's file (the file an uninterrupted `next` writes) instead of proposing a second plate, says so on stderr,
+    and the `next` after it proposes the second plate."""
+    ref_path, crash_path = tmp_path / "ref.campaign", tmp_path / "crash.campaign"
+    new_campaign(ref_path).close()
+    new_campaign(crash_path).close()
+    for name, point in (("ref", "none"), ("crash", "after-next")):
+        r = cli(point, "next", tmp_path / f"{name}.campaign", "--plate-size", 6, "--out", tmp_path / f"{name}1.csv")
+        assert r.returncode == (0 if point == "none" else -signal.SIGKILL), r.stderr
+    assert not (tmp_path / "crash1.csv").exists()
+    again = cli("none", "next", crash_path, "--plate-size", 6, "--out", tmp_path / "crash1.csv")
+    assert again.returncode == 0, again.stderr
+    assert "plate P001 was proposed by a `next` that stopped before writing its file" in again.stderr
+    assert "plate P001:" in again.stdout
+    assert (tmp_path / "crash1.csv").read_text() == (tmp_path / "ref1.csv").read_text()
+    with Campaign.open(crash_path) as c:
+        assert c.open_wells() == {"P001": 6}  # one plate in the lab, as in the uninterrupted campaign
+    for name in ("ref", "crash"):
+        r = cli("none", "next", tmp_path / f"{name}.campaign", "--plate-size", 6, "--out", tmp_path / f"{name}2.csv")
+        assert r.returncode == 0 and "plate P002:" in r.stdout, r.stderr
+    assert (tmp_path / "crash2.csv").read_text() == (tmp_path / "ref2.csv").read_text()
+
+
+def test_a_plate_without_file_is_resumed_only_when_its_next_is_gone(tmp_path):
+    """The mark of a plate whose file is not written yet: left alone while its process runs (a `next` at the same
+    time), taken up once that process has ended, dropped once outcomes of the plate are recorded."""
+    camp = new_campaign(tmp_path / "c.campaign")
+    plate = camp.next_plate(4, file_follows=True)
+    assert camp.interrupted_plate() is None  # this process runs: its `next` may be writing the file now
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    key = "plate_file_unwritten P001"
+    camp._con.execute("UPDATE meta SET value = json_set(value, '$.pid', ?) WHERE key = ?", (int(gone.stdout), key))
+    assert camp.interrupted_plate() == "P001"
+    camp.write_plate("P001", tmp_path / "P001.csv")  # as `campaign plate` does
+    assert camp.interrupted_plate() is None
+    second = camp.next_plate(4, file_follows=True)  # never written, then outcomes recorded by compound id
+    camp._con.execute(
+        "UPDATE meta SET value = json_set(value, '$.pid', ?) WHERE key = ?",
+        (int(gone.stdout), "plate_file_unwritten P002"),
+    )
+    camp.record(write_results(tmp_path / "r2.csv", second, [1] * len(second), by_compound=True))
+    assert camp.interrupted_plate() is None
+    assert "plate_file_unwritten P002" not in get_meta(camp._con) and plate.plate_id == "P001"
+    camp.close()
+
+
+def test_a_table_cut_short_leaves_the_last_whole_file(tmp_path):
+    """export's CSV (and the rejected rows, backtest.json, hit_recovery.csv, written the same way) is replaced
+    whole or not at all: a write stopped midway (a kill, an error) never leaves a cut table that reads as whole."""
+    from screenbai.campaign.views.export import COLUMNS, write_csv
+    from screenbai.textfiles import written_whole
+
+    path = tmp_path / "cdk2.csv"
+    write_csv([dict.fromkeys(COLUMNS, "old")] * 3, path)
+    whole = path.read_text()
+    with pytest.raises(KeyError):  # three rows written, then one that cannot be: the write stops midway
+        write_csv([dict.fromkeys(COLUMNS, "new")] * 3 + [{}], path)
+    assert path.read_text() == whole
+    with pytest.raises(RuntimeError), written_whole(tmp_path / "backtest.json") as fh:
+        fh.write('{"tests": 96,')
+        raise RuntimeError("killed")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cdk2.csv"]  # no cut JSON, no temporary file left

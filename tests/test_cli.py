@@ -105,6 +105,31 @@ def test_version_flag(capsys):
     assert capsys.readouterr().out.strip() == f"screenbai {__version__}"
 
 
+def test_python_dash_m_screenbai_is_the_command():
+    """`python -m screenbai` runs the command (where the console script is not on PATH), with its exit code."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from screenbai import __version__
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    done = subprocess.run(
+        [sys.executable, "-m", "screenbai", "--version"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"screenbai {__version__}"
+    bad = subprocess.run(
+        [sys.executable, "-m", "screenbai", "simulate", "glgape", "--instance", "nonesuch"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert bad.returncode == 2 and "nonesuch" in bad.stderr
+
+
 def test_algorithms_lists_each_declared_parameter_with_its_default(capsys):
     from screenbai.bandits.core.params import REQUIRED, declared
     from screenbai.bandits.core.registry import available

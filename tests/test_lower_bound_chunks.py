@@ -37,3 +37,49 @@ def test_chunks_combine_to_the_row_of_one_run(tmp_path):
     assert overlap.returncode != 0
     assert "overlap" in overlap.stderr and "--start" in overlap.stderr
     assert not (tmp_path / "bad.csv").exists()
+
+
+@pytest.mark.slow
+def test_chunks_that_join_to_no_single_run_are_refused(tmp_path):
+    """A gap between chunks, or chunks of other seeds or caps, joined would give a row that no single run gives:
+    --combine refuses them, naming the runs or the option, and writes nothing."""
+    # name: (--start, --seed, --max-samples)
+    chunks = {"a": ("0", "0", "9000"), "gap": ("4", "0", "9000"), "seed": ("2", "7", "9000"), "cap": ("2", "0", "300")}
+    for name, (start, seed, cap) in chunks.items():
+        options = ["--reps", "2", "--start", start, "--seed", seed, "--max-samples", cap]
+        done = _run(*CELL, *options, "--save-runs", f"{name}.pkl", "--out", f"{name}.csv", cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    said = {"gap": "runs [2, 3] are in no chunk", "seed": "different seed (0 and 7)", "cap": "the same --max-samples"}
+    for other, message in said.items():
+        joined = _run("--combine", "a.pkl", f"{other}.pkl", "--out", "bad.csv", cwd=tmp_path)
+        assert joined.returncode != 0 and message in joined.stderr, joined.stderr
+        assert not (tmp_path / "bad.csv").exists()
+
+#: the script, killed (SIGKILL) once pandas has written half of its --save-runs pickle
+KILLED_WHILE_SAVING = """
+import os, runpy, signal, sys
+import pandas as pd
+real = pd.to_pickle
+def half_then_killed(obj, path, *args, **kwargs):
+    real(obj, path, *args, **kwargs)
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[: len(data) // 2])
+    os.kill(os.getpid(), signal.SIGKILL)
+pd.to_pickle = half_then_killed
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+@pytest.mark.slow
+def test_a_chunk_killed_while_saving_keeps_the_runs_saved_before(tmp_path):
+    """--save-runs rewrites its file for every cell: killed midway, the file keeps the cells saved before (written
+    beside it and renamed), where it was cut and lost them all."""
+    assert _run(*CELL, "--reps", "2", "--save-runs", "a.pkl", "--out", "a.csv", cwd=tmp_path).returncode == 0
+    saved = pd.read_pickle(tmp_path / "a.pkl")
+    another_cell = [*CELL, "--reps", "2", "--deltas", "0.1", "--save-runs", "a.pkl", "--out", "a.csv"]
+    command = [sys.executable, "-c", KILLED_WHILE_SAVING, *SCRIPT[1:], *another_cell]
+    killed = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert killed.returncode == -9, killed.stderr
+    kept = pd.read_pickle(tmp_path / "a.pkl")
+    assert [key for key, _ in kept] == [key for key, _ in saved]

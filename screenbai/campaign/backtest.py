@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..streams import say
+from ..textfiles import written_whole
 from .campaign import Campaign
 from .library import (
     DEFAULT_D,
@@ -619,30 +620,27 @@ def backtest_from_args(args, params: dict) -> int:
     )
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "backtest.json").write_text(
-        json.dumps(
-            {
-                "algorithm": args.algorithm,
-                "params": params,
-                "seed": args.seed,
-                "plate_size": args.plate_size,
-                "tests": result.tests,
-                "plates": result.plates,
-                "stopped": result.stopped,
-                "finished": result.finished,
-                "recommendation": result.recommendation,
-                # the answer judged as the algorithms' error rates judge it (BacktestResult.verdict)
-                "m": result.m,
-                "epsilon": result.epsilon,
-                "mth_best_rate": result.mth_best,
-                "correct": result.correct,
-                "top_k": result.top_k,
-                "description": result.description,
-            },
-            indent=2,
-        )
-    )
-    with open(out / "hit_recovery.csv", "w", newline="") as fh:
+    data = {
+        "algorithm": args.algorithm,
+        "params": params,
+        "seed": args.seed,
+        "plate_size": args.plate_size,
+        "tests": result.tests,
+        "plates": result.plates,
+        "stopped": result.stopped,
+        "finished": result.finished,
+        "recommendation": result.recommendation,
+        # the answer judged as the algorithms' error rates judge it (BacktestResult.verdict)
+        "m": result.m,
+        "epsilon": result.epsilon,
+        "mth_best_rate": result.mth_best,
+        "correct": result.correct,
+        "top_k": result.top_k,
+        "description": result.description,
+    }
+    with written_whole(out / "backtest.json") as fh:  # whole or not at all: a killed backtest leaves no cut JSON
+        fh.write(json.dumps(data, indent=2))
+    with written_whole(out / "hit_recovery.csv") as fh:
         w = csv.writer(fh)
         w.writerow(["tests", "campaign", "random", "one_shot"])
         c = result.curve

@@ -21,6 +21,8 @@ never half of one.  ``open`` checks the SHA-256 of every stored array and snapsh
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
 from collections.abc import Mapping
 from contextlib import contextmanager
@@ -38,6 +40,22 @@ from .state import store
 from .state.creation import create_file
 from .state.replay import PolicyReplay, propose_wells
 from .state.store import CampaignError
+
+#: meta key (+ plate id) of a plate committed by ``next`` whose file is not written yet (Campaign.interrupted_plate)
+_UNWRITTEN = "plate_file_unwritten "
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (on Windows, where signal 0 would end it, assumed)."""
+    if os.name == "nt" or pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it runs under another user
+        return True
+    return True
 
 
 @dataclass(frozen=True)
@@ -283,7 +301,9 @@ class Campaign(PolicyReplay):
             raise store.readonly_error(self.path, doing)
 
     # ------------------------------------------------------------------ plates
-    def next_plate(self, size: int | None = None, path=None, *, force: bool = False) -> Plate:
+    def next_plate(
+        self, size: int | None = None, path=None, *, force: bool = False, file_follows: bool = False
+    ) -> Plate:
         """Propose up to ``size`` wells, record the plate as pending and write its file to ``path``.
 
         With a plate layout (``init --plate-format``), ``size`` caps the compounds on the plate
@@ -292,6 +312,8 @@ class Campaign(PolicyReplay):
         between, ``write_plate`` writes the file of the pending plate again.  A plate larger than the
         library (a full plate of the format included) or than the largest plate format is refused unless
         ``force`` (a typo such as 100 000 wells for 33 compounds would commit a plate the lab cannot run).
+        With ``path`` or ``file_follows`` (the caller writes it with ``write_plate``) the plate is marked, in
+        its transaction, as having no file until ``write_plate`` writes one: :meth:`interrupted_plate`.
         """
         layout = self.layout
         full = size is None
@@ -354,6 +376,9 @@ class Campaign(PolicyReplay):
             if layout is not None:
                 detail.update(replicates=replicates, layout=layout.to_dict())
             step = store.add_event(self._con, "plate", detail)
+            if path is not None or file_follows:
+                mark = {"plate_id": plate_id, "pid": os.getpid(), "host": socket.gethostname()}
+                store.put_meta(self._con, _UNWRITTEN + plate_id, mark)
             self._con.execute(
                 "INSERT INTO plates (plate_id, step, requested, created_at) VALUES (?, ?, ?, ?)",
                 (plate_id, step, size, store.now()),
@@ -414,7 +439,28 @@ class Campaign(PolicyReplay):
         p = self.plate(plate_id)
         rows, extra = plate_rows(self, p)
         write_plate_file(path, plate_id, rows, extra)
+        self.forget_unwritten(plate_id)
         return Plate(p.plate_id, p.wells, p.arms, p.compound_ids, p.smiles, Path(path))
+
+    def interrupted_plate(self) -> str | None:
+        """The first plate committed by a ``next`` that was killed before it wrote the plate's file (its mark is
+        left, its process no longer runs on this machine, none of its wells recorded), else None.  A mark of a
+        process still running (a ``next`` at the same time) or of another machine is left alone."""
+        for key, mark in sorted(store.get_meta(self._con).items()):
+            if not key.startswith(_UNWRITTEN) or mark.get("host") != socket.gethostname() or _running(mark["pid"]):
+                continue
+            plate_id = mark["plate_id"]
+            if self.open_wells().get(plate_id, 0) == len(self.plate(plate_id).wells):
+                return plate_id
+            self.forget_unwritten(plate_id)  # outcomes recorded: the lab had the plate
+        return None
+
+    def forget_unwritten(self, plate_id: str) -> None:
+        """Clear the mark of a plate without a file (its file is written, or it no longer matters)."""
+        if self.readonly or store.get_meta(self._con).get(_UNWRITTEN + plate_id) is None:
+            return
+        with store.transaction(self._con):
+            self._con.execute("DELETE FROM meta WHERE key = ?", (_UNWRITTEN + plate_id,))
 
     def _plate_map(self) -> _Plates:
         return _Plates(self)

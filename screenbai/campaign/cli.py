@@ -13,6 +13,7 @@ screenbai campaign add / withdraw / restart / format / export ... # labcli.py: t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sqlite3
@@ -410,13 +411,28 @@ def _next(args) -> int:
 
     with Campaign.open(args.campaign) as camp:
         camp.check_writable("recording a new plate")  # before the plate file's folder is checked
-        n_plates = camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
-        check_plate_path(out(f"P{n_plates + 1:03d}"))  # before the plate is committed
-        # the plate id is known once the plate is committed (another `next` may run at the same time)
         size = args.plate_size if args.plate_size is not None or camp.layout is not None else DEFAULT_PLATE_SIZE
-        plate = camp.next_plate(size, force=args.force)
+        # a `next` killed between committing its plate and writing its file: run again, it writes that plate's
+        # file instead of proposing another, so the campaign goes on as if it had not been interrupted
+        interrupted = camp.interrupted_plate()
+        if interrupted is not None:
+            print(
+                f"note: plate {interrupted} was proposed by a `next` that stopped before writing its file; its file "
+                "is written now and no other plate is proposed (run `next` again for another plate)",
+                file=sys.stderr,
+            )
+            plate = camp.plate(interrupted)
+        else:
+            n_plates = camp._con.execute("SELECT COUNT(*) FROM plates").fetchone()[0]
+            check_plate_path(out(f"P{n_plates + 1:03d}"))  # before the plate is committed
+            # the plate id is known once the plate is committed (another `next` may run at the same time)
+            plate = camp.next_plate(size, force=args.force, file_follows=True)
         try:
-            plate = camp.write_plate(plate.plate_id, out(plate.plate_id))
+            if interrupted is not None and out(interrupted).exists():  # written whole (renamed into place) before
+                camp.forget_unwritten(interrupted)  # the stop: it may hold the lab's outcomes already, kept as it is
+                plate = dataclasses.replace(plate, path=out(interrupted))
+            else:
+                plate = camp.write_plate(plate.plate_id, out(plate.plate_id))
         except (OSError, ValueError) as exc:
             raise CampaignError(
                 f"plate {plate.plate_id} is recorded as in the lab but its file {out(plate.plate_id)} could not be "

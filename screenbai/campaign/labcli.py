@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from ..streams import say
+from ..textfiles import written_whole
 from .lab.assay import DEFAULT_MIN_Z, Readout, check_min_z
 from .lab.layout import PlateLayout, edge_controls
 
@@ -125,7 +126,8 @@ def report_rejected(lib, args) -> None:
     for reason, count in lib.rejected_counts().items():
         say(f"  {reason:28s} {count:6,d}")
     out = Path(args.rejected_out) if args.rejected_out else _beside(args.campaign, "_rejected.csv")
-    rejected_table(lib.rejected).to_csv(out, index=False)
+    with written_whole(out) as fh:  # a killed init leaves no cut table
+        rejected_table(lib.rejected).to_csv(fh, index=False)
     shown = lib.rejected.head(SHOWN_REJECTED)
     for row in shown.itertuples(index=False):
         say(f"  {_rejected_row(row)}")

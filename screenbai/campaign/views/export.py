@@ -34,7 +34,7 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-from screenbai.textfiles import formula_safe
+from screenbai.textfiles import formula_safe, written_whole
 
 COLUMNS = (
     "compound_id",
@@ -188,7 +188,7 @@ def csv_cell(key: str, value) -> object:
 def write_csv(rows: list[dict], path: Path, names: list[str] | None = None) -> Path:
     """``rows`` (keys :data:`COLUMNS`) under the header ``names`` (default: the keys; see :func:`header`), each
     value as :func:`csv_cell` writes it."""
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    with written_whole(path) as fh:  # a killed export leaves the last whole file, never a cut one
         w = csv.writer(fh)
         w.writerow(names or COLUMNS)
         for r in rows:
