@@ -769,3 +769,30 @@ def test_init_says_a_continuous_ic50_is_modelled_as_log10(tmp_path, library_csv,
     assert "sigma and epsilon are in log10 units (epsilon 0.3: a factor 2 in IC50)" in out
     assert "epsilon = 0.3: on a continuous readout it is in log10 units of IC50 (0.3: a factor 2)" in out
     assert "in log10 units of IC50 (0.3: a factor 2); declare it with --param sigma" in out
+
+
+def test_a_table_without_named_columns_is_told_the_options_that_name_them(tmp_path, library_csv, capsys):
+    camp = tmp_path / "screen.campaign"
+    assert main(["campaign", "init", str(camp), "--library", str(library_csv), "--d", "3"]) != 0
+    err = capsys.readouterr().err
+    assert "lib.csv" in err and "['id', 'smiles', 'ic50_nM']" in err
+    assert "--id-column COLUMN --smiles-column COLUMN" in err and not camp.exists()
+    # one of the two given: the message still names the options
+    assert main(["campaign", "init", str(camp), "--library", str(library_csv), "--smiles-column", "smiles"]) != 0
+    assert "--id-column COLUMN" in capsys.readouterr().err
+
+
+def test_a_plain_next_on_a_library_smaller_than_the_default_plate_proposes_the_library_size(tmp_path, library_csv,
+                                                                                             capsys):
+    """`init` forecast plates of the library's size for 14 compounds, but a plain `next` asked for the default 96 wells
+    and was refused ("give a plate size of at most 14"); it now proposes 14 wells and says why. An explicit size
+    above the library is still refused without --force."""
+    camp = tmp_path / "screen.campaign"
+    assert init(camp, library_csv) == 0
+    capsys.readouterr()
+    assert main(["campaign", "next", str(camp)]) == 0
+    captured = capsys.readouterr()
+    assert f"plates of {len(SMILES)} wells, as many as the library has compounds" in captured.err
+    assert f"plate P001: {len(SMILES)} wells" in captured.out
+    assert main(["campaign", "next", str(camp), "--plate-size", "96"]) != 0
+    assert "a plate of 96 wells for a library of 14 compounds" in capsys.readouterr().err

@@ -179,7 +179,7 @@ def test_principal_components_the_fingerprints_do_not_span_are_refused(tmp_path)
     and the 7th feature was rounding noise (1e-15) along an arbitrary direction, on which a compound added later
     got an arbitrary score. Stereoisomers (one fingerprint) span fewer still: the message says how many."""
     rows = [(f"C{i}", s) for i, s in enumerate(GOOD)]
-    with pytest.raises(ValueError, match=r"d = 7 principal components: choose 1 <= d <= 6 for 7 compounds"):
+    with pytest.raises(ValueError, match=r"d = 7 principal components \(--d\): choose 1 <= d <= 6 for 7 compounds"):
         import_library(_csv(tmp_path, rows), id_column="name", smiles_column="structure", d=7)
     lib = import_library(_csv(tmp_path, rows), id_column="name", smiles_column="structure", d=6)
     assert np.abs(lib.features[:, :-1]).std(axis=0).min() > 1e-6

@@ -412,6 +412,11 @@ def _next(args) -> int:
     with Campaign.open(args.campaign) as camp:
         camp.check_writable("recording a new plate")  # before the plate file's folder is checked
         size = args.plate_size if args.plate_size is not None or camp.layout is not None else DEFAULT_PLATE_SIZE
+        default = camp.layout.compounds_per_plate if size is None else size
+        if args.plate_size is None and default > camp.K:  # the default plate is no typo: capped, not refused
+            size = camp.K
+            print(f"note: plates of {camp.K:,} wells, as many as the library has compounds (the default plate, "
+                  f"{default:,}, is larger; --plate-size to choose, with --force above {camp.K:,})", file=sys.stderr)
         # a `next` killed between committing its plate and writing its file: run again, it writes that plate's
         # file instead of proposing another, so the campaign goes on as if it had not been interrupted
         interrupted = camp.interrupted_plate()

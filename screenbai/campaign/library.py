@@ -346,7 +346,7 @@ def build_library(
         raise ValueError(f"fingerprints need --bits >= 1 and --radius >= 0; got bits = {n_bits}, radius = {radius}")
     d_max = min(len(compounds) - 1, int(n_bits))  # n points centred on their mean span at most n - 1 directions
     if not 1 <= int(d) <= d_max:
-        raise ValueError(f"d = {d} principal components: choose 1 <= d <= {d_max} for {len(compounds)} compounds")
+        raise ValueError(f"d = {d} principal components (--d): choose 1 <= d <= {d_max} for {len(compounds)} compounds")
     if stage is not None:
         stage(f"fingerprints of {len(compounds):,} compounds and {d} principal components")
     X, settings, arrays = featurize_structures(compounds["smiles"], radius=radius, n_bits=n_bits, d=d)
@@ -387,15 +387,25 @@ def features_meaning(featurizer: dict) -> str:
 
 
 def library_from_args(args, stage: Callable[[str], None] | None = None) -> Library:
-    """``import_library`` with the library options that ``init`` and ``backtest`` share."""
-    return import_library(
-        args.library,
-        kind=args.kind,
-        id_column=args.id_column,
-        smiles_column=args.smiles_column,
-        radius=args.radius,
-        n_bits=args.bits,
-        d=args.d,
-        library_file=args.library_file,
-        stage=stage,
-    )
+    """``import_library`` with the library options that ``init`` and ``backtest`` share. A CSV/TSV whose id or
+    SMILES column is not given gets the options that name them in its error (the table's reader names the
+    columns, not the command's options)."""
+    try:
+        return import_library(
+            args.library,
+            kind=args.kind,
+            id_column=args.id_column,
+            smiles_column=args.smiles_column,
+            radius=args.radius,
+            n_bits=args.bits,
+            d=args.d,
+            library_file=args.library_file,
+            stage=stage,
+        )
+    except ValueError as exc:
+        if args.id_column is not None and args.smiles_column is not None or "name the id and SMILES" not in str(exc):
+            raise
+        raise ValueError(
+            f"{exc}: give them with --id-column COLUMN --smiles-column COLUMN (a table with SMILES alone needs a "
+            "column of compound ids added: the ids name the compounds on the plate files and in the results)"
+        ) from None
