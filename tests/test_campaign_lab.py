@@ -1973,3 +1973,14 @@ def test_a_change_says_that_log_tas_own_wells_count_again_from_it(tmp_path):
     assert "count in full in its likelihood-ratio set; its second route, a compound's own wells, counts only " \
         "the wells it plans from now on" in said["log-tas"]
     assert "own wells" not in said["glgape"] and "count in full; its union bound" in said["glgape"]
+
+
+def test_a_forecast_band_of_one_number_reads_as_one():
+    """After the README's first plate status read "about 1 more plate(s) ... (1 to 1 plates in 80 % of runs, ...)";
+    a band whose ends round alike is one number, as init's forecast says it ("704 tests in 80 % of runs")."""
+    from screenbai.campaign.views.status import _band_words
+
+    assert _band_words(1.0, 1.2) == "1 plate in 80 % of runs"
+    assert _band_words(3.0, 3.0) == "3 plates in 80 % of runs"
+    assert _band_words(2.0, 5.0) == "2 to 5 plates in 80 % of runs"
+    assert _band_words(2.0, math.inf).startswith("2 plates or more in 90 % of runs")
