@@ -796,3 +796,33 @@ def test_a_plain_next_on_a_library_smaller_than_the_default_plate_proposes_the_l
     assert f"plate P001: {len(SMILES)} wells" in captured.out
     assert main(["campaign", "next", str(camp), "--plate-size", "96"]) != 0
     assert "a plate of 96 wells for a library of 14 compounds" in capsys.readouterr().err
+
+
+def test_record_says_what_to_do_next_and_when_the_run_has_finished(tmp_path, library_csv, capsys):
+    """A first-time user recording the README's recipe learnt that the run had stopped only from `next` failing
+    with "error: ... has finished": `record` now says so on the file that finished it, and otherwise names the
+    next commands; `next` on a finished run names the campaign in the commands it points to."""
+    camp = tmp_path / "c.campaign"
+    assert init(camp, library_csv, "--algorithm", "gse-log", "--param", "budget=16") == 0
+    said = []
+    for k in range(1, 10):
+        plate_file = tmp_path / f"P{k:03d}.csv"
+        capsys.readouterr()
+        if main(["campaign", "next", str(camp), "--plate-size", "8"]) != 0:
+            break
+        with open(plate_file, newline="") as fh:
+            rows = list(csv.DictReader(fh))
+        for j, r in enumerate(rows):
+            r["outcome"] = str(j % 2)
+        with open(plate_file, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=rows[0].keys())
+            w.writeheader()
+            w.writerows(rows)
+        assert main(["campaign", "record", str(camp), str(plate_file)]) == 0
+        said.append(capsys.readouterr().out)
+    err = capsys.readouterr().err
+    assert len(said) >= 2 and "has finished" in err and f"`screenbai campaign export {camp}`" in err
+    assert all(f"next: `screenbai campaign status {camp}`" in out and "has finished" not in out for out in said[:-1])
+    assert f"`screenbai campaign next {camp}`" in said[0]
+    assert "the run has finished" in said[-1] and f"`screenbai campaign export {camp}`" in said[-1]
+    assert "next:" not in said[-1]

@@ -1954,3 +1954,33 @@ def test_lin_tas_finds_the_most_potent_compound_of_a_log_linear_ic50(tmp_path):
     assert camp.policy.done
     assert [c.compound_id for c in camp.status().recommendation] == ["CPD0004"]
     camp.close()
+
+
+def test_a_change_says_that_log_tas_own_wells_count_again_from_it(tmp_path):
+    """The README's recipe stops on the leader's own wells (77 of 77 hits, certified within 0.085); a compound added
+    afterwards restarts log-tas, whose own-wells route counts only the wells it plans from then on, and status read
+    "not certified yet" while `add` said the outcomes recorded before "count in full". The sentence says which
+    part counts them; GLGapE, whose likelihood-ratio set is its only rule, keeps the plain sentence."""
+    from screenbai.campaign.state.changes import guarantee_after_change
+
+    said = {}
+    for algorithm in ("log-tas", "glgape"):
+        lib = synthetic_library(K=20, d=2)
+        camp = Campaign.create(tmp_path / f"{algorithm}.campaign", lib, algorithm, {"epsilon": 0.1}, seed=3)
+        add_compounds(camp, ["NEW1"], ["CCO"], features=np.array([[0.3, -0.2, 1.0]]))
+        said[algorithm] = guarantee_after_change(camp)
+        camp.close()
+    assert "count in full in its likelihood-ratio set; its second route, a compound's own wells, counts only " \
+        "the wells it plans from now on" in said["log-tas"]
+    assert "own wells" not in said["glgape"] and "count in full; its union bound" in said["glgape"]
+
+
+def test_a_forecast_band_of_one_number_reads_as_one():
+    """After the README's first plate status read "about 1 more plate(s) ... (1 to 1 plates in 80 % of runs, ...)";
+    a band whose ends round alike is one number, as init's forecast says it ("704 tests in 80 % of runs")."""
+    from screenbai.campaign.views.status import _band_words
+
+    assert _band_words(1.0, 1.2) == "1 plate in 80 % of runs"
+    assert _band_words(3.0, 3.0) == "3 plates in 80 % of runs"
+    assert _band_words(2.0, 5.0) == "2 to 5 plates in 80 % of runs"
+    assert _band_words(2.0, math.inf).startswith("2 plates or more in 90 % of runs")

@@ -180,3 +180,22 @@ def test_the_certified_panel_and_the_sentences_agree_on_what_is_certified(tmp_pa
         svg = (write_report(camp, tmp_path / "gse").parent / "progress.svg").read_text()
     title, drawn = _certified_panel(svg)
     assert drawn == 0 and "kept" not in title and "the algorithm gives no certificate (3 file(s))" in title
+
+
+def test_the_stopping_rules_epsilon_is_drawn_inside_the_certified_panel():
+    """The README's recipe (epsilon 0.1, certified 0.085 after plate 2): the scale ended at 0.1, so the red dashed
+    line of the stopping rule's epsilon lay on the panel's top frame and could not be seen."""
+    import re
+
+    from screenbai.campaign.views.page import progress_figure
+
+    points = [
+        {"tests": 352, "in_contention": 447, "certified_epsilon": math.inf},
+        {"tests": 704, "in_contention": 84, "certified_epsilon": 0.085},
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        svg = progress_figure(points, Path(tmp) / "p.svg", epsilon=0.1).read_text()
+    frame_tops = [float(v) for v in re.findall(r'<rect x="[\d.]+" y="([\d.]+)"[^>]*stroke="#444"', svg)]
+    target = re.findall(r'<line [^>]*y1="([\d.]+)" y2="[\d.]+" stroke="#d62728"', svg)
+    assert len(frame_tops) == 3 and len(target) == 1
+    assert float(target[0]) > frame_tops[2] + 5  # below the frame's top edge, inside the panel

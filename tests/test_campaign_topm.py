@@ -229,3 +229,20 @@ def test_backtest_lists_a_top_m_answer_as_status_does(tmp_path):
         by_index = [camp.compound_ids[a] for a in sorted(camp.policy.result().recommendation)]
     assert [r["compound_id"] for r in res.recommendation] == listed
     assert listed != by_index  # the case the order matters (this seed's answer is not in index order)
+
+
+def test_a_wrong_verdict_between_two_rates_near_1_says_the_gap():
+    """The README's backtest against measured IC50s (hit: IC50 < 1000 nM, no --param epsilon, so epsilon 0) printed
+    "WRONG: the true hit rate of CHEMBL3648085 (> 0.999) is not the true best, > 0.999": two equal-looking numbers.
+    The verdict says how far below the best it is, and that epsilon 0 counts any gap; a gap that shows keeps the
+    plain sentence."""
+    from screenbai.campaign.backtest import BacktestResult
+
+    rec = {"compound_id": "CPD0003", "rate": 1.0 - 2e-8, "within_epsilon": False}
+    near = BacktestResult(960, 10, False, False, [rec], epsilon=0.0, mth_best=1.0, correct=False)
+    said = near.verdict()
+    assert said.startswith("WRONG: the true hit rate of CPD0003 (> 0.999, 2e-08 below it) is not the true best")
+    assert "with epsilon = 0 a gap of any size is an error" in said and "--param epsilon=" in said
+    far = BacktestResult(960, 10, False, False, [{**rec, "rate": 0.4}], epsilon=0.0, mth_best=1.0, correct=False)
+    assert "(0.4) is not the true best" in far.verdict() and "below it" not in far.verdict()
+    assert "gap of any size" not in far.verdict()

@@ -75,7 +75,8 @@ def test_offline_fallback_is_used_and_recorded(tmp_path, monkeypatch):
     source = {"kind": "chembl", "target_chembl_id": "CHEMBL2094128"}
     raw, prov = acquire_activities(source, _table(tmp_path), cache_dir=tmp_path / "cache", repo_root=tmp_path)
     assert len(raw) == 2 and prov["used"] == "offline_fallback"
-    assert "CHEMBL2094128" in prov["warning"] and "NOT from the requested target" in prov["warning"]
+    assert "CHEMBL2094128" in prov["warning"] and "NOT from a ChEMBL download of the requested target: the file " \
+        "does not say which target it holds" in prov["warning"]
     with pytest.raises(acquire.ChemblUnavailableError, match="point at a file"):
         acquire_activities(source, None, cache_dir=tmp_path / "cache", repo_root=tmp_path)
 
@@ -107,9 +108,14 @@ def test_a_fallback_file_of_another_target_is_refused_unless_it_stands_in_for_th
     raw, prov = acquire_activities(egfr, {**fallback, "stands_in_for": "CHEMBL203"}, cache_dir=tmp_path / "cache",
                                    repo_root=tmp_path)  # opted in: used, and said loudly as before
     assert prov["used"] == "offline_fallback" and "NOT from the requested target" in prov["warning"]
+    assert "the file holds CHEMBL301, accepted in its place" in prov["warning"]
     raw, prov = acquire_activities({**egfr, "target_chembl_id": "CHEMBL301"}, fallback,
                                    cache_dir=tmp_path / "cache", repo_root=tmp_path)  # the same target
     assert len(raw) == 2
+    # EGFR's config: the fallback holds the requested target (an older extract); the warning said "NOT from the
+    # requested target" of it
+    assert "NOT from" not in prov["warning"] and "are from the requested target (CHEMBL301), as this file holds " \
+        "it, not from ChEMBL's current data" in prov["warning"]
 
 
 def test_a_missing_fallback_file_says_chembl_was_unreachable_and_where_it_looked(tmp_path, monkeypatch):

@@ -420,3 +420,32 @@ def test_a_screen_with_no_more_compounds_than_features_is_warned_about_on_the_co
     assert proc.returncode == 0, proc.stderr[-3000:]
     warning = [line for line in proc.stderr.splitlines() if line.startswith("WARNING: screen.studies: the screen(s)")]
     assert len(warning) == 1 and "d = 30, K = 24 have no more compounds than features + 1" in warning[0]
+
+
+def test_a_failed_rule_shows_its_own_error_on_the_console_and_logs_the_chain(tmp_path):
+    """Offline, a config copied for another target (README, "Screening your own target") stops at acquire with a
+    clear message, but the console showed it after the six chained tracebacks of the failed download (150 lines).
+    The console shows the error's own traceback and the message, naming the log; the log keeps the whole chain."""
+    log = tmp_path / "acquire.log"
+    script = (
+        "import sys, types\n"
+        f"sys.path.insert(0, {str(REPO / 'workflow' / 'scripts')!r})\n"
+        "from rule_setup import start\n"
+        f"start(types.SimpleNamespace(log=[{str(log)!r}], rule='acquire'))\n"
+        "def download():\n"
+        "    raise ConnectionError('Failed to resolve www.ebi.ac.uk')\n"
+        "try:\n"
+        "    download()\n"
+        "except ConnectionError:\n"
+        "    raise ValueError('offline_fallback.path holds target CHEMBL301, not CHEMBL203')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env={**os.environ})
+    assert proc.returncode == 1
+    assert "Failed to resolve" not in proc.stderr and "During handling" not in proc.stderr
+    assert proc.stderr.rstrip().endswith(
+        f"rule acquire failed: ValueError: offline_fallback.path holds target CHEMBL301, not CHEMBL203 (the whole "
+        f"traceback, with the errors it came from: {log})"
+    )
+    kept = log.read_text()
+    assert "rule acquire failed: ValueError" in kept and "Failed to resolve www.ebi.ac.uk" in kept
+    assert "During handling of the above exception" in kept

@@ -383,8 +383,21 @@ class BacktestResult:
         wrong = [r for r in self.recommendation if not r["within_epsilon"]]
         if not wrong:
             return "WRONG: no compound recommended"
-        names = ", ".join(f"{r['compound_id']} ({rate_text(r['rate'])})" for r in wrong)
-        return f"WRONG: the true hit rate of {names} is not {rule}"
+        # near 1 both rates read "> 0.999": the gap is said, and with epsilon 0 that any gap counts
+        tiny = [r for r in wrong if rate_text(r["rate"]) == mth]
+        names = ", ".join(
+            f"{r['compound_id']} ({rate_text(r['rate'])}"
+            + (f", {self.mth_best - r['rate']:.2g} below it" if r in tiny else "")
+            + ")"
+            for r in wrong
+        )
+        hint = (
+            "; with epsilon = 0 a gap of any size is an error: give the epsilon you can accept (--param epsilon=0.1) "
+            "to count an answer that close as correct"
+            if tiny and self.epsilon == 0
+            else ""
+        )
+        return f"WRONG: the true hit rate of {names} is not {rule}{hint}"
 
 
 def judge(rate: np.ndarray, recommendation, epsilon: float) -> tuple[np.ndarray, float]:

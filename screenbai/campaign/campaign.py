@@ -355,7 +355,8 @@ class Campaign(PolicyReplay):
             if policy.done:
                 raise CampaignError(
                     f"{self.algorithm} has finished (the stopping rule fired or the budget is spent); "
-                    "see `screenbai campaign status` for the recommendation"
+                    f"see `screenbai campaign status {self.path}` for the recommendation and "
+                    f"`screenbai campaign export {self.path}` to write it out"
                 )
             from .views.explain import why_chosen
 

@@ -495,6 +495,7 @@ def _record(args) -> int:
         left = camp.open_wells()
         left_here = {p: camp.open_well_names(p) for p in rec.plates if p in left}
         scale = "" if camp.readout is None else camp.readout.z_scale()  # of log10 IC50 where the model takes it so
+        finished = camp.policy.done
     for plate_id, (z, decision) in rec.qc.items():
         zt = "n/a" if z is None else f"{z:.2f}{scale}"
         say(f"plate {plate_id}: controls Z' = {zt} ({decision})")
@@ -507,7 +508,24 @@ def _record(args) -> int:
         say(open_wells_text(plate_id, wells, rec.file))
     if left:
         say("still awaiting results: " + ", ".join(f"{p} ({n} well{'' if n == 1 else 's'})" for p, n in left.items()))
+    say(next_step_text(args.campaign, finished, bool(left)))
     return 0
+
+
+def next_step_text(campaign, finished: bool, awaiting: bool) -> str:
+    """What to do after a results file: the run's end is said where it happens (the chemist learnt it only from
+    `next` failing), else where to look and what to ask for next."""
+    if finished:
+        return (
+            f"the run has finished (the stopping rule fired, or the budget is spent): no more plates; "
+            f"`screenbai campaign status {campaign}` gives the final recommendation and what it certifies, "
+            f"`screenbai campaign export {campaign}` writes it out for the team"
+        )
+    return (
+        f"next: `screenbai campaign status {campaign}` says where the screen stands; "
+        + ("record the plates awaiting results when they come back, or ask" if awaiting else "ask")
+        + f" for the next plate with `screenbai campaign next {campaign}`"
+    )
 
 
 def open_wells_text(plate_id: str, wells: list[tuple[str, str]], file: str, shown: int = 10) -> str:

@@ -88,15 +88,16 @@ def acquire_activities(
                 f"ChEMBL target {source.get('target_chembl_id')} could not be downloaded and no cache exists "
                 f"({exc}), and the offline fallback is missing: {missing}"
             ) from None
+        requested = str(source.get("target_chembl_id"))
+        raw = load_activities(fb, cache_dir=Path(cache_dir), config_key="offline_fallback")
+        _check_fallback_target(raw, requested, stands_in_for, fb["path"])
         warning = (
-            f"OFFLINE FALLBACK: ChEMBL target {source.get('target_chembl_id')} could not be "
+            f"OFFLINE FALLBACK: ChEMBL target {requested} could not be "
             f"downloaded and no cache exists; using {fb.get('path')} ({fb.get('kind')}) instead. "
-            "These results are NOT from the requested target."
+            + _fallback_holds(raw, requested)
         )
         logger.warning("%s Cause: %s", warning, exc)
         provenance.update(used="offline_fallback", settings=fb, error=str(exc), warning=warning)
-        raw = load_activities(fb, cache_dir=Path(cache_dir), config_key="offline_fallback")
-        _check_fallback_target(raw, str(source.get("target_chembl_id")), stands_in_for, fb["path"])
     provenance["n_rows"] = len(raw)
     if "units" in raw.attrs:  # a table's: where the unit came from (a default is said, not assumed silently)
         provenance["units"] = raw.attrs["units"]
@@ -145,6 +146,29 @@ def check_sources(config: Mapping[str, Any], repo_root: str | os.PathLike = ".")
             notes.append(f"{exc} It is read only if ChEMBL cannot be reached and nothing is cached; then the run "
                          "stops.")
     return notes
+
+
+def _fallback_holds(raw: pd.DataFrame, requested: str) -> str:
+    """What the fallback's results are, by the target its ``target_chembl_id`` column names: the requested one
+    (EGFR's extract: a file, not a download, so not ChEMBL's current data), another one (the CDK2 export, which
+    ``stands_in_for`` the complex) or none said; the warning said "NOT from the requested target" of all three."""
+    held = set()
+    if "target_chembl_id" in raw.columns:
+        held = {t for t in raw["target_chembl_id"].dropna().astype(str).str.strip() if t}
+    if held == {requested}:
+        return (
+            f"These results are from the requested target ({requested}), as this file holds it, not from ChEMBL's "
+            "current data: its release and selection may differ from a download."
+        )
+    if held:
+        return (
+            f"These results are NOT from the requested target: the file holds {', '.join(sorted(held))}, accepted "
+            "in its place (offline_fallback.stands_in_for)."
+        )
+    return (
+        f"These results are NOT from a ChEMBL download of the requested target: the file does not say which target "
+        f"it holds (no target_chembl_id column); they are {requested}'s only if the file holds its data."
+    )
 
 
 def _check_fallback_target(raw: pd.DataFrame, requested: str, stands_in_for: str | None, path: str) -> None:

@@ -32,13 +32,19 @@ def start(snakemake) -> logging.Logger:
 
     def log_uncaught(exc_type, exc, tb):
         message = "".join(traceback.format_exception_only(exc_type, exc)).strip()
+        # the log keeps the whole chain: the errors this one was raised from (a ChEMBL download's network errors)
         logger.error(
-            "rule %s failed: %s\n%s", snakemake.rule, message, "".join(traceback.format_tb(tb))
+            "rule %s failed: %s\n%s",
+            snakemake.rule,
+            message,
+            "".join(traceback.format_exception(exc_type, exc, tb)),
         )
         logging.shutdown()
-        # the message once more, short, as the last thing on the console
-        sys.__excepthook__(exc_type, exc, tb)
-        print(f"\nrule {snakemake.rule} failed: {message}", file=sys.stderr)
+        # the console the error's own traceback only: offline, a refused fallback came after 6 tracebacks of the
+        # failed download (150 lines); then the message once more, short, as the last thing on the console
+        traceback.print_exception(exc_type, exc, tb, chain=False, file=sys.stderr)
+        where = f" (the whole traceback, with the errors it came from: {log_file})" if log_file else ""
+        print(f"\nrule {snakemake.rule} failed: {message}{where}", file=sys.stderr)
 
     sys.excepthook = log_uncaught
     return logger

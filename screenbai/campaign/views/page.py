@@ -294,7 +294,8 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
             + (f"; not kept ({unkept} file(s))" if unkept else ""),
             certified,
             target,
-            max([epsilon or 0.0, *[v for v in certified if v is not None]]) or None,
+            # room above the stopping rule's epsilon: at the top of the scale its dashed line lay on the frame
+            1.15 * max([epsilon or 0.0, *[v for v in certified if v is not None]]) or None,
         ),
     ]
     height = 20 + band * len(panels) + 40

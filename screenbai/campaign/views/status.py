@@ -439,6 +439,8 @@ def _band_words(low: float | None, high: float | None) -> str:
     (at least one run in ten never stops), "4 plates or more in 90 % of runs; at least one run in 10 never stops"."""
     lo = "?" if low is None or not math.isfinite(low) else f"{low:.0f}"
     if high is not None and math.isfinite(high):
+        if lo == f"{high:.0f}":  # "1 to 1 plates" after the README's first plate: one number, as init says it
+            return f"{lo} plate{'' if lo == '1' else 's'} in {BAND_LEVEL * 100:.0f} % of runs"
         return f"{lo} to {high:.0f} plates in {BAND_LEVEL * 100:.0f} % of runs"
     return (f"{lo} plates or more in {(1 + BAND_LEVEL) / 2 * 100:.0f} % of runs; at least one run in "
             f"{round(2 / (1 - BAND_LEVEL)):.0f} never stops")
