@@ -91,6 +91,9 @@ def test_init_next_record_status_report(tmp_path, library_csv, capsys):
         ET.parse(tmp_path / "rep" / svg)  # well-formed
     assert status["recommendation"][0]["compound_id"] in page and "unparseable SMILES" in page
     assert str(library_csv.resolve()) in page
+    # the log and the settings read as text, not as JSON (a plate's event: its id, and its wells by their number)
+    assert "plate_id: P001" in page and "&quot;plate_id&quot;" not in page
+    assert "m-lingape (epsilon: 0.1; sigma: 0.5; threshold: heuristic), seed 0" in page
 
 
 def test_errors_are_reported_not_raised(tmp_path, library_csv, capsys):
@@ -826,3 +829,12 @@ def test_record_says_what_to_do_next_and_when_the_run_has_finished(tmp_path, lib
     assert f"`screenbai campaign next {camp}`" in said[0]
     assert "the run has finished" in said[-1] and f"`screenbai campaign export {camp}`" in said[-1]
     assert "next:" not in said[-1]
+
+
+def test_readable_renders_a_log_detail_for_people():
+    from screenbai.campaign.views.page import readable
+
+    detail = {"plate_id": "P001", "arms": list(range(96)), "layout": {"format": "96", "controls": None},
+              "forecast": 12.3456789, "wells": ["A01", "A02"]}
+    assert readable(detail) == ("plate_id: P001; arms: 96 values: 0, 1, 2, 3, 4, 5, ...; layout: (format: 96; "
+                                "controls: none); forecast: 12.35; wells: [A01, A02]")

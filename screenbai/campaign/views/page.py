@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +16,27 @@ from screenbai.campaign.lab.assay import models_features
 # of CPU, more than the rest of the command, and a bar chart and a step line need no more than this.
 _FONT = 'font-family="sans-serif"'
 _CHAR = 0.6  # average glyph width as a share of the font size, to size the label margin
+
+
+#: a list longer than this is shown by its length and its first items (a plate's 96 arms)
+_SHOWN_ITEMS = 6
+
+
+def readable(value) -> str:
+    """A log event's detail or a settings dict as a person reads it: ``key: value; ...``, nested dicts in
+    parentheses, long lists by their length and first items, floats to 4 significant digits (the stored JSON is in
+    the campaign file; this is the page's rendering of it)."""
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {readable(v) if not isinstance(v, dict) else '(' + readable(v) + ')'}"
+                         for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        items = [readable(v) for v in value[:_SHOWN_ITEMS]]
+        if len(value) > _SHOWN_ITEMS:
+            return f"{len(value):,} values: {', '.join(items)}, ..."
+        return "[" + ", ".join(items) + "]"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "none" if value is None else str(value)
 
 
 def _nice_ticks(hi: float, n: int = 5, *, whole: bool = False) -> list[float]:
@@ -432,16 +452,17 @@ def write_report(camp, out_dir) -> Path:
         [
             ("source file", f"<code>{esc(str(prov.get('path')))}</code> ({esc(str(prov.get('kind')))})"),
             ("SHA-256", f"<code>{esc(str(prov.get('sha256')))}</code>"),
-            ("read", f"<code>{esc(json.dumps(read))}</code>"),
+            ("read", esc(readable(read))),
             ("compounds (arms)", f"{camp.K:,}"),
-            ("featurizer", f"<code>{esc(json.dumps(settings))}</code>"),
-            ("algorithm", f"{esc(camp.algorithm)} {esc(json.dumps(meta['params']))}, seed {meta['seed']}"),
+            ("featurizer", esc(readable(settings))),
+            ("algorithm", f"{esc(camp.algorithm)} ({esc(readable(meta['params']) or 'default parameters')}), "
+                          f"seed {meta['seed']}"),
             ("created", f"{esc(str(meta.get('created_at')))} with screenbai {esc(str(meta.get('screenbai_version')))}"),
         ],
     )
     log = table(
         ["step", "time (UTC)", "event", "detail"],
-        [(step, esc(at), esc(kind), f"<code>{esc(json.dumps(d))}</code>") for step, at, kind, d in camp.events()[-40:]],
+        [(step, esc(at), esc(kind), esc(readable(d))) for step, at, kind, d in camp.events()[-40:]],
     )
     certainty = []  # the certificate's sentences, the model check beside them, the forecast (Status.certainty_lines)
     for line in st.certainty_lines():
