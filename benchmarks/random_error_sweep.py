@@ -24,7 +24,7 @@ A cell is a **violation** when the one-sided 95 % Clopper-Pearson LOWER bound on
 exceeds delta, **suspicious** when the observed rate does.  Capped runs (no stop before
 ``max_samples``) are not errors; they are counted apart and left out of the rate.
 
-    nice -n 10 python benchmarks/random_error_sweep.py --out /tmp/sweep.csv          # the whole sweep
+    nice -n 10 python benchmarks/random_error_sweep.py --out docs/random_error_sweep_records.csv  # 40 min
     python benchmarks/random_error_sweep.py --only lin-tas rage --runs 50 --out /tmp/x.csv
     python benchmarks/random_error_sweep.py --list                                   # the instances
     python benchmarks/random_error_sweep.py --from-records /tmp/sweep.csv            # the summary only
