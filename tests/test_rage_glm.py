@@ -262,3 +262,27 @@ def test_no_oracle_constant_and_no_sigma():
 
 
 # the campaign: tests/test_rage.py (one test for both phased eliminations)
+
+
+def test_an_arm_the_design_barely_weighs_gets_the_tests_of_its_burn_in_not_the_whole_phase():
+    """One-hot compounds with hit rates 0.2, 0.49 and 0.445 (epsilon 0.05): once the first is out, the second
+    phase's design for e_2 - e_3 weighs the first compound at 4e-5 (a spanning row), and the phase was sized so
+    that even it met the burn-in: 2 million tests where the widths asked for 6 570, so every run hit its cap. The
+    burn-in is now sized on the arms the rounding tests, and an arm tested all the same (the span) gets the tests its
+    own burn-in needs at the plug-in information (``_complete``)."""
+    inst = _one_hot([0.2, 0.49, 0.445])
+    for seed in range(3):
+        p = policy_for_instance("rage-glm", inst, rng=seed, epsilon=0.05, delta=0.2, max_samples=200_000)
+        res = _run(p, inst, 100 + seed)
+        assert res.stopped and res.recommendation == (1,) and res.n_samples < 20_000, res.diagnostics
+        widths, burn_in = p.diagnostics["size_terms"][1]
+        assert burn_in < widths  # the phase is sized by its widths
+    # the completion: every arm of the rounded design meets xi^2 <= 1 / ((1 + eps_round) gamma) at the plug-in
+    counts = np.array([1, 3000, 3000])
+    more = p._complete(counts)
+    assert (more >= counts).all() and more[0] > 1 and (more[1:] == counts[1:]).all()
+    slope = dmu(inst.features @ p._plan_theta())
+    A = (inst.features.T * (more * slope)) @ inst.features
+    s = np.einsum("ij,ji->i", inst.features, np.linalg.solve(A, inst.features.T))
+    target = 1.0 / ((1.0 + p.eps_round) * p.gamma(p.phase + 1, p.active.size, 3))
+    assert s.max() <= target * (1 + 1e-9) and s[0] > 0.5 * target  # enough, and not far more than enough

@@ -369,7 +369,19 @@ def uniform_allocation(n: int, k: int, rng: np.random.Generator) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------- rounding
-def round_design(n: int, pi, method: str = "efficient", rng=None, prune: float = 1e-4, tol: float = 1e-9) -> np.ndarray:
+#: weights below this are pruned by ``round_design`` (their arms get no test from the rounding)
+ROUND_PRUNE = 1e-4
+
+
+def kept_by_rounding(pi: np.ndarray, prune: float = ROUND_PRUNE, tol: float = 1e-9) -> np.ndarray:
+    """The arms ``round_design`` keeps of the weights ``pi`` (a mask): weights above ``prune``, or, when none is (a
+    very flat design over many arms), every weight above ``tol``."""
+    keep = pi > max(tol, prune)
+    return keep if keep.any() else pi > tol
+
+
+def round_design(n: int, pi, method: str = "efficient", rng=None, prune: float = ROUND_PRUNE,
+                 tol: float = 1e-9) -> np.ndarray:
     """ROUND(n, pi): integer pull counts with sum exactly n (Pukelsheim 2006, ch. 12).
 
     "efficient": Pukelsheim-Rieder efficient apportionment after pruning weights below ``prune``
@@ -390,10 +402,7 @@ def round_design(n: int, pi, method: str = "efficient", rng=None, prune: float =
         return counts
     if method == "multinomial":
         return rng.multinomial(n, pi).astype(np.int64)
-    keep = pi > max(tol, prune)
-    if not keep.any():  # a very flat design over many arms: prune nothing
-        keep = pi > tol
-    supp = np.flatnonzero(keep)
+    supp = np.flatnonzero(kept_by_rounding(pi, prune, tol))
     w = pi[supp] / pi[supp].sum()
     p = supp.size
     if n < p:

@@ -232,8 +232,8 @@ class PhasedElimination(Policy):
         return max(math.ceil(n), self.d_eff)
 
     def _plan(self) -> np.ndarray:
-        """Per-arm counts of the next phase: lambda_r rounded to n_r tests, completed to span the arms,
-        rounded up to whole plates, cut at the budget left."""
+        """Per-arm counts of the next phase: lambda_r rounded to n_r tests, completed to span the arms (and by
+        ``_complete``), rounded up to whole plates, cut at the budget left."""
         r = self.phase + 1
         S = self.active
         w, rho = self.design(S)
@@ -242,6 +242,7 @@ class PhasedElimination(Policy):
         support = np.flatnonzero(counts)
         if np.linalg.matrix_rank(self.Z[support]) < self.d_eff:  # every direction must be estimable
             counts[self._spanner] += 1
+        counts = self._complete(counts)
         total = int(counts.sum())
         if self.plate_size:
             extra = -total % self.plate_size
@@ -253,6 +254,10 @@ class PhasedElimination(Policy):
         self.diagnostics["rho"].append(float(rho))
         self.diagnostics["active_sizes"].append(int(S.size))
         return counts.astype(np.int64)
+
+    def _complete(self, counts: np.ndarray) -> np.ndarray:
+        """Tests a model needs beyond the rounded design, fixed before the phase's outcomes (none here)."""
+        return counts
 
     # ------------------------------------------------------------------ ask / tell
     def _select(self):
