@@ -65,8 +65,9 @@ def compound_table(camp) -> list[dict]:
     for arm, cnt in camp._con.execute("SELECT arm, COUNT(*) FROM outcomes WHERE value IS NULL GROUP BY arm"):
         failed[arm] = cnt
     back = read_back(camp)  # a readout told negated or as log10 (an IC50) is written on its own scale
-    est, model_lo, model_hi = as_read(back, *model_estimates(camp.features, n, s, s2, binary=camp.binary))
-    lo, hi = contention_intervals(camp, n, s, s2)  # in contention or behind: as status counts them
+    told = model_estimates(camp.features, n, s, s2, binary=camp.binary)
+    est, model_lo, model_hi = as_read(back, *told)
+    lo, hi = contention_intervals(camp, n, s, s2, told)  # in contention or behind: as status counts them
     # the observed rate's (or mean's) interval
     own_mean, own_lo, own_hi = as_read(back, s / np.maximum(n, 1), *own_intervals(n, s, s2, binary=camp.binary))
     readout = camp.readout
@@ -283,12 +284,13 @@ def write_xlsx(sheets: dict[str, list[list]], path: Path) -> Path:
 
 
 # ------------------------------------------------------------------------------------------- html
-def self_contained_report(camp, path: Path) -> Path:
-    """The campaign report (``screenbai campaign report``) as one HTML file, its images inlined."""
+def self_contained_report(camp, path: Path, status=None) -> Path:
+    """The campaign report (``screenbai campaign report``) as one HTML file, its images inlined (``status``: the
+    campaign's ``Status`` if already computed, as for ``write_report``)."""
     from .page import write_report
 
     with tempfile.TemporaryDirectory(prefix="screenbai-report-") as tmp:
-        page = Path(write_report(camp, Path(tmp) / "report"))
+        page = Path(write_report(camp, Path(tmp) / "report", status))
         text = page.read_text(encoding="utf-8")
 
         def inline(m: re.Match) -> str:
@@ -335,5 +337,5 @@ def export(camp, out_dir: Path) -> list[Path]:
         {"compounds": [names] + [[r[c] for c in COLUMNS] for r in rows], "campaign": summary},
         out_dir / f"{stem}.xlsx",
     )
-    html_path = self_contained_report(camp, out_dir / f"{stem}_report.html")
+    html_path = self_contained_report(camp, out_dir / f"{stem}_report.html", status)  # one status: one forecast
     return [csv_path, xlsx_path, html_path]
