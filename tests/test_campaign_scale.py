@@ -4,6 +4,9 @@ calls on a small campaign, not timings (docs/scale.md, "Campaign commands at K =
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+import zipfile
+
 import pytest
 from campaign_util import Assay, new_campaign, write_results
 
@@ -78,3 +81,56 @@ def test_compound_table_counts_contention_as_status_does(camp):
     rows = export_module.compound_table(camp)
     kept = sum(r["status"] == "in contention" or r["status"].startswith("recommended") for r in rows)
     assert kept == camp.status().in_contention
+
+
+#: ``_sheet``'s text before it was streamed (the writer of commit 2f96ae9), for a header and three rows
+OLD_SHEET = (
+    '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<worksheet xmlns="http://schemas.openxmlformats.org/'
+    'spreadsheetml/2006/main"><sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" '
+    'state="frozen"/></sheetView></sheetViews><sheetData><row r="1"><c r="A1" t="inlineStr"><is><t xml:space='
+    '"preserve">a</t></is></c><c r="B1" t="inlineStr"><is><t xml:space="preserve">b</t></is></c></row><row r="2">'
+    '<c r="A2"><v>1</v></c><c r="B2"><v>2.5</v></c></row><row r="3"><c r="B3" t="inlineStr"><is><t xml:space='
+    '"preserve">=x&lt;</t></is></c></row><row r="4"><c r="A4" t="b"><v>1</v></c><c r="B4" t="inlineStr"><is><t '
+    'xml:space="preserve">nan</t></is></c></row></sheetData></worksheet>'
+)
+
+
+def test_a_sheet_streamed_in_pieces_is_the_text_written_whole(monkeypatch, tmp_path):
+    """The workbook's sheets go into the zip a few thousand rows at a time (the sheet of 1.58 M compounds was one
+    string of about 1 GB); the text is the same, whatever the piece size."""
+    rows = [["a", "b"], [1, 2.5], [None, "=x<"], [True, float("nan")]]
+    assert export_module._sheet(rows) == OLD_SHEET
+    monkeypatch.setattr(export_module, "XLSX_CHUNK_ROWS", 1)
+    assert len(list(export_module._sheet_pieces(rows))) == 2 + len(rows)  # head, a piece per row, tail
+    path = export_module.write_xlsx({"compounds": rows}, tmp_path / "w.xlsx")
+    with zipfile.ZipFile(path) as z:
+        assert z.read("xl/worksheets/sheet1.xml").decode() == OLD_SHEET
+
+
+def test_a_table_longer_than_excel_takes_is_split_into_sheets_under_the_header(monkeypatch, tmp_path):
+    """Excel loads at most 1 048 576 rows of a sheet: the export of the 1.58 M MOSES compounds wrote them all in one
+    sheet, which Excel opens cut. Now "compounds", "compounds (2)", ..., each under the header, every row once, in
+    order (shown here with a limit of 5 rows)."""
+    monkeypatch.setattr(export_module, "XLSX_MAX_ROWS", 5, raising=False)
+    header = ["compound_id", "tests"]
+    rows = [header] + [[f"C{i}", i] for i in range(10)]
+    path = export_module.write_xlsx(
+        {"compounds": rows, "campaign": [["item", "value"], ["tests", 45]]}, tmp_path / "w.xlsx"
+    )
+    ns = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
+    with zipfile.ZipFile(path) as z:
+        book = ET.fromstring(z.read("xl/workbook.xml"))
+        names = [s.get("name") for s in book.find("m:sheets", ns)]
+        assert names == ["compounds", "compounds (2)", "compounds (3)", "campaign"]
+        got = []
+        for k in range(1, 4):
+            sheet = ET.fromstring(z.read(f"xl/worksheets/sheet{k}.xml"))
+            xml_rows = sheet.find("m:sheetData", ns).findall("m:row", ns)
+            assert len(xml_rows) <= 5
+            texts = [
+                [c.findtext(".//m:t", namespaces=ns) or c.findtext("m:v", namespaces=ns) for c in r] for r in xml_rows
+            ]
+            assert texts[0] == header
+            got += texts[1:]
+    assert got == [[f"C{i}", str(i)] for i in range(10)]
+    assert export_module.split_sheets({"s": rows[:5]}) == {"s": rows[:5]}  # at the limit: one sheet, as before

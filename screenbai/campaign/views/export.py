@@ -215,22 +215,54 @@ def _cell(ref: str, value) -> str:
     return f'<c r="{ref}" t="inlineStr"><is><t xml:space="preserve">{text}</t></is></c>'
 
 
+#: rows per worksheet in Excel (2^20, the header included): a longer sheet is not loaded completely
+XLSX_MAX_ROWS = 1_048_576
+#: rows of a sheet's XML written to the zip at a time (the whole sheet of 10^6 compounds is about 1 GB of text)
+XLSX_CHUNK_ROWS = 10_000
+_SHEET_HEAD = (
+    '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+    '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+    '<sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" state="frozen"/>'
+    "</sheetView></sheetViews><sheetData>"
+)
+_SHEET_TAIL = "</sheetData></worksheet>"
+
+
+def _sheet_pieces(rows: list[list]):
+    """A worksheet's XML in pieces of XLSX_CHUNK_ROWS rows (joined, ``_sheet``'s text)."""
+    yield _SHEET_HEAD
+    for start in range(0, len(rows), XLSX_CHUNK_ROWS):
+        body = []
+        for i, row in enumerate(rows[start : start + XLSX_CHUNK_ROWS], start=start + 1):
+            cells = "".join(_cell(f"{_col(j)}{i}", v) for j, v in enumerate(row))
+            body.append(f'<row r="{i}">{cells}</row>')
+        yield "".join(body)
+    yield _SHEET_TAIL
+
+
 def _sheet(rows: list[list]) -> str:
-    body = []
-    for i, row in enumerate(rows, start=1):
-        cells = "".join(_cell(f"{_col(j)}{i}", v) for j, v in enumerate(row))
-        body.append(f'<row r="{i}">{cells}</row>')
-    return (
-        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
-        '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
-        '<sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" state="frozen"/>'
-        "</sheetView></sheetViews>"
-        f"<sheetData>{''.join(body)}</sheetData></worksheet>"
-    )
+    return "".join(_sheet_pieces(rows))
+
+
+def split_sheets(sheets: dict[str, list[list]]) -> dict[str, list[list]]:
+    """Sheets longer than XLSX_MAX_ROWS (their first row the header) cut into sheets "name", "name (2)", ... of at
+    most that many rows, each under the header: a library of 1.58 M compounds in one sheet is cut at 1 048 576 rows
+    when Excel opens it."""
+    out: dict[str, list[list]] = {}
+    for name, rows in sheets.items():
+        if len(rows) <= XLSX_MAX_ROWS:
+            out[name] = rows
+            continue
+        per = XLSX_MAX_ROWS - 1
+        for k, start in enumerate(range(1, len(rows), per), start=1):
+            out[name if k == 1 else f"{name} ({k})"] = [rows[0], *rows[start : start + per]]
+    return out
 
 
 def write_xlsx(sheets: dict[str, list[list]], path: Path) -> Path:
-    """A workbook with one sheet per entry (name -> rows, the first the header)."""
+    """A workbook with one sheet per entry (name -> rows, the first the header; a sheet longer than Excel's
+    XLSX_MAX_ROWS split by ``split_sheets``), each sheet streamed into the zip (``_sheet_pieces``)."""
+    sheets = split_sheets(sheets)
     names = list(sheets)
     ct = (
         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
@@ -278,7 +310,9 @@ def write_xlsx(sheets: dict[str, list[list]], path: Path) -> Path:
         z.writestr("xl/workbook.xml", workbook)
         z.writestr("xl/_rels/workbook.xml.rels", wb_rels)
         for k, n in enumerate(names, start=1):
-            z.writestr(f"xl/worksheets/sheet{k}.xml", _sheet(sheets[n]))
+            with z.open(f"xl/worksheets/sheet{k}.xml", "w") as fh:
+                for piece in _sheet_pieces(sheets[n]):
+                    fh.write(piece.encode("utf-8"))
     tmp.replace(path)
     return path
 
