@@ -134,3 +134,25 @@ def test_a_table_longer_than_excel_takes_is_split_into_sheets_under_the_header(m
             got += texts[1:]
     assert got == [[f"C{i}", str(i)] for i in range(10)]
     assert export_module.split_sheets({"s": rows[:5]}) == {"s": rows[:5]}  # at the limit: one sheet, as before
+
+
+def test_init_forecast_solves_the_median_draws_T_star_once(tmp_path, monkeypatch):
+    """init's prior forecast solved the local T* of the median draw three times (its run, its exact point, the
+    table's row for the campaign's epsilon): at K = 1.58 M each solve took minutes. The same lines, two solves fewer."""
+    import importlib
+
+    from screenbai.campaign.views.forecast import prior_cost
+
+    fc = importlib.import_module("screenbai.bandits.certainty.forecast")  # the module (the package exports a function)
+
+    camp = new_campaign(tmp_path / "p.campaign", algorithm="log-tas", params={"epsilon": 0.1}, K=60, d=3)
+    solves = _counting(monkeypatch, fc, "characteristic_time")
+    lines = prior_cost(camp)
+    fewer = len(solves)
+    solves.clear()
+    forecast, table = fc.forecast, fc.cost_table  # as before: every T* solved where it is used
+    monkeypatch.setattr(fc, "forecast", lambda *a, local_T=None, **k: forecast(*a, **k))
+    monkeypatch.setattr(fc, "cost_table", lambda *a, known=None, **k: table(*a, **k))
+    assert prior_cost(camp) == lines
+    assert fewer == len(solves) - 2
+    camp.close()
