@@ -7,6 +7,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 import zipfile
 
+import numpy as np
 import pytest
 from campaign_util import Assay, new_campaign, write_results
 
@@ -156,3 +157,25 @@ def test_init_forecast_solves_the_median_draws_T_star_once(tmp_path, monkeypatch
     assert prior_cost(camp) == lines
     assert fewer == len(solves) - 2
     camp.close()
+
+
+def test_top_is_the_sorts_first_k_as_a_set_and_partitions_without_a_tie_at_the_boundary(monkeypatch):
+    """T*'s column generation took the largest entries of two K-vectors by a full sort each round
+    (``np.argsort(-v)[:k]``); ``_top`` gives the same set by a partition, and calls the sort only when the k-th and
+    (k+1)-th largest values tie (where which of them the sort takes is its own choice)."""
+    from screenbai.bandits.certainty import local_form
+
+    rng = np.random.default_rng(0)
+    sorts = _counting(monkeypatch, local_form.np, "argsort")
+    cases = 0
+    for K, k in [(1000, 42), (50, 8), (8, 8), (5, 8)]:
+        v = rng.normal(size=K)
+        got = set(local_form._top(v, k).tolist())
+        assert got == set(np.argsort(-v)[:k].tolist())
+        cases += 1
+    assert len(sorts) == cases + 2  # the two with k >= K sort (as the sort would), the others only partition
+    sorts.clear()
+    v = rng.integers(0, 5, size=300).astype(float)  # ties everywhere, at the boundary too
+    v[7] = np.nan
+    assert set(local_form._top(v, 42).tolist()) == set(np.argsort(-v)[:42].tolist())
+    assert len(sorts) == 2  # the tied boundary: the sort itself, and the check's
