@@ -232,10 +232,11 @@ _SHEET_TAIL = "</sheetData></worksheet>"
 def _sheet_pieces(rows: list[list]):
     """A worksheet's XML in pieces of XLSX_CHUNK_ROWS rows (joined, ``_sheet``'s text)."""
     yield _SHEET_HEAD
+    letters = [_col(j) for j in range(max((len(r) for r in rows), default=0))]  # once, not per cell
     for start in range(0, len(rows), XLSX_CHUNK_ROWS):
         body = []
         for i, row in enumerate(rows[start : start + XLSX_CHUNK_ROWS], start=start + 1):
-            cells = "".join(_cell(f"{_col(j)}{i}", v) for j, v in enumerate(row))
+            cells = "".join(_cell(f"{letters[j]}{i}", v) for j, v in enumerate(row))
             body.append(f'<row r="{i}">{cells}</row>')
         yield "".join(body)
     yield _SHEET_TAIL
