@@ -279,6 +279,7 @@ def forecast(
     exact: bool = False,
     done: float = 0.0,
     counts=None,
+    local_T: float | None = None,
     **complexity,
 ) -> Forecast:
     """Tests until the stop, from T*(theta_hat) and the threshold beta (module docstring).
@@ -292,6 +293,8 @@ def forecast(
     (``Forecast.past``; the tests to come at the rate of the best spread, times ``factor``); without them every
     test counts at that rate. ``exact``: the exact Bernoulli-KL T* where affordable (module docstring; ``bound``
     says which was used). ``complexity``: model, sigma, epsilon, m, answer... as for :func:`characteristic_time`.
+    ``local_T``: the local form's T*(theta_hat) with these settings if already solved (one solve over all K arms,
+    seconds to minutes at K = 10^6), for a forecast without draws; else it is solved here.
     """
     _check_common(beta, delta, factor, source, level, plate_size)
     if not (isinstance(done, (int, float, np.integer, np.floating)) and math.isfinite(done) and done >= 0):
@@ -306,16 +309,21 @@ def forecast(
                              "is their sum)")
         done = float(counts.sum())
     theta_hat = np.asarray(theta_hat, dtype=float).reshape(-1)
-    point = characteristic_time(X, theta_hat, **complexity)
-    ratio = exact_ratio(X, theta_hat, point.T_star, **complexity) if exact else None
+    point = None
+    if local_T is not None and thetas is None and cov is None:  # no draws: only the value is needed
+        T_local = float(local_T)
+    else:
+        point = characteristic_time(X, theta_hat, **complexity)
+        T_local = point.T_star
+    ratio = exact_ratio(X, theta_hat, T_local, **complexity) if exact else None
     scale = 1.0 if ratio is None else ratio
-    T_point = point.T_star * scale
+    T_point = T_local * scale
     past = 1.0
     if counts is not None:
         if done > 0:
             keys = ("model", "sigma", "epsilon", "m", "answer")
             T_past = allocation_time(X, theta_hat, counts, **{k: v for k, v in complexity.items() if k in keys})
-            past = max(T_past / point.T_star, 1.0) if math.isfinite(point.T_star) and point.T_star > 0 else 1.0
+            past = max(T_past / T_local, 1.0) if math.isfinite(T_local) and T_local > 0 else 1.0
     cap = math.inf if shortcut is None else float(shortcut(theta_hat))
     tests = stop_quantiles([factor * T_point], [cap], beta, delta, [0.5], done, past)[0]
     if thetas is None and cov is not None:
@@ -328,7 +336,7 @@ def forecast(
     Ts, caps = [factor * T_point], [cap]  # the mixture of the band: theta_hat and every draw
     if thetas is not None:
         w0 = complexity.pop("w0", None)
-        w0 = point.allocation if math.isfinite(point.T_star) else w0
+        w0 = point.allocation if point is not None and math.isfinite(point.T_star) else w0
         for th in np.asarray(thetas, dtype=float):
             T = characteristic_time(X, th, w0=w0, **complexity).T_star * scale
             Ts.append(factor * T)
@@ -354,15 +362,19 @@ def cost_table(
     factor: float = 1.0,
     plate_size: int | None = None,
     exact: bool = False,
+    known: dict | None = None,
     **complexity,
 ) -> list[dict]:
     """What other (epsilon, delta) would cost: one row per pair, point forecasts (tests, plates, T*),
     so that a chemist can choose before starting. ``beta(t, delta)`` and ``exact`` as in :func:`forecast`
-    (one exact solve per epsilon; each row's ``bound`` says which form of T* it used)."""
+    (one exact solve per epsilon; each row's ``bound`` says which form of T* it used). ``known``: epsilon -> the
+    local form's T*(theta_hat) with these settings where already solved (not solved again)."""
     complexity.pop("epsilon", None)  # the table's own epsilons
+    known = known or {}
     rows = []
     for eps in epsilons:
-        T = characteristic_time(X, theta_hat, epsilon=float(eps), **complexity).T_star
+        T = (float(known[float(eps)]) if float(eps) in known
+             else characteristic_time(X, theta_hat, epsilon=float(eps), **complexity).T_star)
         ratio = exact_ratio(X, theta_hat, T, epsilon=float(eps), **complexity) if exact else None
         T = T if ratio is None else T * ratio
         for delta in deltas:

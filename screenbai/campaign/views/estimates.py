@@ -104,10 +104,15 @@ def model_estimates(
     return m, m - half, m + half
 
 
-def contention_intervals(camp, n: np.ndarray, s: np.ndarray, s2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def contention_intervals(
+    camp, n: np.ndarray, s: np.ndarray, s2: np.ndarray, estimates: tuple | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Every compound's 95 % interval for "still in contention": the shared model's (``model_estimates``) where the
-    algorithm models the features, else each compound's own wells' (``own_intervals``)."""
+    algorithm models the features, else each compound's own wells' (``own_intervals``). ``estimates``: the
+    ``model_estimates`` of these outcomes if the caller has them (a fit and an O(K d^2) pass over the library saved)."""
     if models_features(camp.algorithm):
+        if estimates is not None:
+            return estimates[1], estimates[2]
         return model_estimates(camp.features, n, s, s2, binary=camp.binary)[1:]
     return own_intervals(n, s, s2, binary=camp.binary)
 

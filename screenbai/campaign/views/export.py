@@ -68,8 +68,9 @@ def compound_table(camp) -> list[dict]:
     for arm, cnt in camp._con.execute("SELECT arm, COUNT(*) FROM outcomes WHERE value IS NULL GROUP BY arm"):
         failed[arm] = cnt
     back = read_back(camp)  # a readout told negated or as log10 (an IC50) is written on its own scale
-    est, model_lo, model_hi = as_read(back, *model_estimates(camp.features, n, s, s2, binary=camp.binary))
-    lo, hi = contention_intervals(camp, n, s, s2)  # in contention or behind: as status counts them
+    told = model_estimates(camp.features, n, s, s2, binary=camp.binary)
+    est, model_lo, model_hi = as_read(back, *told)
+    lo, hi = contention_intervals(camp, n, s, s2, told)  # in contention or behind: as status counts them
     # the observed rate's (or mean's) interval
     own_mean, own_lo, own_hi = as_read(back, s / np.maximum(n, 1), *own_intervals(n, s, s2, binary=camp.binary))
     readout = camp.readout
@@ -103,6 +104,7 @@ def compound_table(camp) -> list[dict]:
     # behind: below the leader's lower bound, or for a top-m answer below the lowest of the m (as status counts)
     bar = min(lo[a] for a in recommended) if recommended else None
     behind = "behind the leader" if m == 1 else f"behind the {m} recommended"
+    ranked = bar is not None and n.sum() > 0  # once, not per compound: O(K) each, O(K^2) in all (hours at 1.58 M)
     rows = []
     for a in range(camp.K):
         if not active[a]:
@@ -115,7 +117,7 @@ def compound_table(camp) -> list[dict]:
                            if policy.done else "; not tested yet)")
             else:
                 status += ")"
-        elif bar is not None and n.sum() > 0 and hi[a] < bar:
+        elif ranked and hi[a] < bar:
             status = behind
         else:
             status = "in contention"
@@ -283,26 +285,66 @@ def _cell(ref: str, value) -> str:
     return f'<c r="{ref}" t="inlineStr"><is><t xml:space="preserve">{text}</t></is></c>'
 
 
+#: rows per worksheet in Excel (2^20, the header included): a longer sheet is not loaded completely
+XLSX_MAX_ROWS = 1_048_576
+#: rows of a sheet's XML written to the zip at a time (the whole sheet of 10^6 compounds is about 1 GB of text)
+XLSX_CHUNK_ROWS = 10_000
+_SHEET_HEAD = (
+    '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+    '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+    '<sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" state="frozen"/>'
+    "</sheetView></sheetViews><sheetData>"
+)
+_SHEET_TAIL = "</sheetData></worksheet>"
+
+
+def _sheet_pieces(rows: list[list]):
+    """A worksheet's XML in pieces of XLSX_CHUNK_ROWS rows (joined, ``_sheet``'s text)."""
+    yield _SHEET_HEAD
+    letters = [_col(j) for j in range(max((len(r) for r in rows), default=0))]  # once, not per cell
+    for start in range(0, len(rows), XLSX_CHUNK_ROWS):
+        body = []
+        for i, row in enumerate(rows[start : start + XLSX_CHUNK_ROWS], start=start + 1):
+            cells = "".join(_cell(f"{letters[j]}{i}", v) for j, v in enumerate(row))
+            body.append(f'<row r="{i}">{cells}</row>')
+        yield "".join(body)
+    yield _SHEET_TAIL
+
+
 def _sheet(rows: list[list]) -> str:
-    body = []
-    for i, row in enumerate(rows, start=1):
-        cells = "".join(_cell(f"{_col(j)}{i}", v) for j, v in enumerate(row))
-        body.append(f'<row r="{i}">{cells}</row>')
-    return (
-        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
-        '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
-        '<sheetViews><sheetView workbookViewId="0"><pane ySplit="1" topLeftCell="A2" state="frozen"/>'
-        "</sheetView></sheetViews>"
-        f"<sheetData>{''.join(body)}</sheetData></worksheet>"
-    )
+    return "".join(_sheet_pieces(rows))
+
+
+def split_sheets(sheets: dict[str, list[list]]) -> dict[str, list[list]]:
+    """Sheets longer than XLSX_MAX_ROWS (their first row the header) cut into sheets "name", "name (2)", ... of at
+    most that many rows, each under the header: a library of 1.58 M compounds in one sheet is cut at 1 048 576 rows
+    when Excel opens it."""
+    out: dict[str, list[list]] = {}
+    for name, rows in sheets.items():
+        if len(rows) <= XLSX_MAX_ROWS:
+            out[name] = rows
+            continue
+        per = XLSX_MAX_ROWS - 1
+        for k, start in enumerate(range(1, len(rows), per), start=1):
+            out[name if k == 1 else f"{name} ({k})"] = [rows[0], *rows[start : start + per]]
+    return out
 
 
 #: the date written on the workbook's parts (zip's earliest): an export depends on the campaign alone
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 
 
+def _part(name: str) -> zipfile.ZipInfo:
+    """A workbook part dated _ZIP_DATE, deflated."""
+    info = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    return info
+
+
 def write_xlsx(sheets: dict[str, list[list]], path: Path) -> Path:
-    """A workbook with one sheet per entry (name -> rows, the first the header)."""
+    """A workbook with one sheet per entry (name -> rows, the first the header; a sheet longer than Excel's
+    XLSX_MAX_ROWS split by ``split_sheets``), each sheet streamed into the zip (``_sheet_pieces``)."""
+    sheets = split_sheets(sheets)
     names = list(sheets)
     ct = (
         '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
@@ -349,24 +391,28 @@ def write_xlsx(sheets: dict[str, list[list]], path: Path) -> Path:
         "xl/workbook.xml": workbook,
         "xl/_rels/workbook.xml.rels": wb_rels,
     }
-    parts.update((f"xl/worksheets/sheet{k}.xml", _sheet(sheets[n])) for k, n in enumerate(names, start=1))
     tmp = path.with_name(path.name + ".tmp")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        # a fixed date on every part: the same campaign exports the same bytes (zip stamps each part with the time
+        # it was written otherwise, so two exports differed and a checksum of the hand-over could not match)
         for name, text in parts.items():
-            # a fixed date on every part: the same campaign exports the same bytes (zip stamps each part with the
-            # time it was written otherwise, so two exports differed and a checksum of the hand-over could not match)
-            z.writestr(zipfile.ZipInfo(name, date_time=_ZIP_DATE), text, compress_type=zipfile.ZIP_DEFLATED)
+            z.writestr(_part(name), text)
+        for k, n in enumerate(names, start=1):
+            with z.open(_part(f"xl/worksheets/sheet{k}.xml"), "w") as fh:
+                for piece in _sheet_pieces(sheets[n]):
+                    fh.write(piece.encode("utf-8"))
     tmp.replace(path)
     return path
 
 
 # ------------------------------------------------------------------------------------------- html
-def self_contained_report(camp, path: Path) -> Path:
-    """The campaign report (``screenbai campaign report``) as one HTML file, its images inlined."""
+def self_contained_report(camp, path: Path, status=None) -> Path:
+    """The campaign report (``screenbai campaign report``) as one HTML file, its images inlined (``status``: the
+    campaign's ``Status`` if already computed, as for ``write_report``)."""
     from .page import write_report
 
     with tempfile.TemporaryDirectory(prefix="screenbai-report-") as tmp:
-        page = Path(write_report(camp, Path(tmp) / "report"))
+        page = Path(write_report(camp, Path(tmp) / "report", status))
         text = page.read_text(encoding="utf-8")
 
         def inline(m: re.Match) -> str:
@@ -419,5 +465,5 @@ def export(camp, out_dir: Path) -> list[Path]:
         },
         out_dir / f"{stem}.xlsx",
     )
-    html_path = self_contained_report(camp, out_dir / f"{stem}_report.html")
+    html_path = self_contained_report(camp, out_dir / f"{stem}_report.html", status)  # one status: one forecast
     return [csv_path, wells_path, xlsx_path, html_path]

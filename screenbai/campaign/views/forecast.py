@@ -338,8 +338,10 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     mid = int(order[len(order) // 2])  # the median draw: its forecast is the point, and its table
     # T* of the exact Bernoulli-KL bound where affordable: one solve, at the median draw, and every draw's local
     # T* scaled by its ratio to the local one there (as status's band; a solve per draw would take 5 times longer)
+    # the median draw's local T* is runs[mid]'s (the same solve: not made again, here nor in the table below)
     point = forecast(X, thetas[mid], inner.stopping_threshold, delta, source="prior", plate_size=per_plate,
-                     epsilon=epsilon, answer=top_answer(X, thetas[mid], m), shortcut=shortcut, exact=True, **kw)
+                     epsilon=epsilon, answer=top_answer(X, thetas[mid], m), shortcut=shortcut, exact=True,
+                     local_T=runs[mid].T_star, **kw)
     ratio = point.T_star / runs[mid].T_star if point.bound == "exact" else 1.0
     low, high = stop_quantiles([f.T_star * ratio for f in runs], [shortcut(th) for th in thetas],
                                inner.stopping_threshold, delta, [(1 - BAND_LEVEL) / 2, (1 + BAND_LEVEL) / 2])
@@ -363,7 +365,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     other = other if not camp.binary or other < 1 else epsilon / 2
     rows = cost_table(X, thetas[mid], inner.stopping_threshold, epsilons=sorted({epsilon, other}),
                       deltas=sorted({delta, 0.1, 0.01}), source="prior", plate_size=per_plate,
-                      answer=top_answer(X, thetas[mid], m), exact=True, **kw)
+                      answer=top_answer(X, thetas[mid], m), exact=True, known={epsilon: runs[mid].T_star}, **kw)
     _take_shortcuts(camp, inner, X, model, thetas[mid], rows, per_plate)
     own = next((r for r in rows if (r["epsilon"], r["delta"]) == (epsilon, delta) and "set_tests" in r), None)
     wells = "a compound's own wells" if m == 1 else f"the own wells of each of {m} compounds"  # the rule needs all m

@@ -354,12 +354,14 @@ def structures_image(smiles: list[str], legends: list[str], path: Path) -> Path 
     return path
 
 
-def write_report(camp, out_dir) -> Path:
-    """Write ``index.html`` and its PNGs into ``out_dir``; return the page's path."""
+def write_report(camp, out_dir, status=None) -> Path:
+    """Write ``index.html`` and its PNGs into ``out_dir``; return the page's path. ``status``: the campaign's
+    ``Status`` if already computed (the export's: its forecast costs O(K d^2) per T*, seconds to minutes at
+    K = 10^6), else computed here."""
     from .estimates import rate_text
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    st = camp.status()
+    st = camp.status() if status is None else status
     n, s, _, _ = camp.observations()
     policy = camp.policy
     at = {c: k for k, c in enumerate(camp.compound_ids)}

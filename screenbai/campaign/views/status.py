@@ -470,7 +470,7 @@ def campaign_status(camp) -> Status:
     back = read_back(camp)  # a readout told negated or as log10 (an IC50) is shown on its own scale
     told = model_estimates(camp.features, n, s, s2, binary=camp.binary)
     est, lo, hi = as_read(back, *told)
-    c_lo, c_hi = contention_intervals(camp, n, s, s2)
+    c_lo, c_hi = contention_intervals(camp, n, s, s2, told)  # the same fit, not a second one
     rec = []
     order = best_first(res.recommendation, told[0])  # a top-m answer, best first; the certificates follow it
     for a in order:
