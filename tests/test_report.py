@@ -311,6 +311,26 @@ def test_the_guarantee_comes_from_the_parameters_declarations():
     assert seen >= 8  # glgape, m-glgape (2 each), m-lingape, lingifa, lucb, ugape
 
 
+@pytest.mark.parametrize("name", ["glgape", "m-glgape"])
+def test_a_calibration_run_on_plug_in_constants_has_no_guarantee(name):
+    """GLGapE's 'self-normalized' and 'theory' calibrations assume c_mu (and S) known; at their default
+    plug-in estimates the report, status and certificate say "no guarantee" (they said "error <= delta")."""
+    from screenbai.guarantees import guarantee_of
+
+    g = guarantee_of(name, {"calibration": "self-normalized"}, ERROR_RATES)
+    assert g.kind == "none" and "c_mu='estimate' and S='estimate'" in g.voided_by[0], g
+    assert "NO ERROR GUARANTEE" in g.promise()
+    assert guarantee_of(name, {"calibration": "self-normalized", "c_mu": 0.1}, ERROR_RATES).voided_by == (
+        "calibration='self-normalized' with S='estimate' (plug-in estimates, not the known bounds its guarantee "
+        "assumes)",)
+    assert guarantee_of(name, {"calibration": "theory"}, ERROR_RATES).kind == "none"
+    # known constants given: the guarantee holds, as with the default likelihood-ratio calibration
+    known = {"calibration": "self-normalized", "c_mu": 0.1, "S": 3.0}
+    assert guarantee_of(name, known, ERROR_RATES).kind == "guaranteed"
+    assert guarantee_of(name, {"calibration": "theory", "c_mu": 0.1}, ERROR_RATES).kind == "guaranteed"
+    assert guarantee_of(name, {}, ERROR_RATES).kind == "guaranteed"
+
+
 def test_no_consensus_when_compounds_tie_as_most_often_declared():
     md, _, _ = _page(_registered_records())
     # alg2 declared A in 2 runs and B in 2: no compound is the most often declared
