@@ -268,7 +268,9 @@ def test_every_algorithm_says_whether_its_setting_is_guaranteed_with_the_measure
     assert s.loc["heur", "measured_error_rate"] == "0.004 (2 errors in 500 runs)"  # only delta 0.1 was measured
     assert ("- alg1: NO ERROR GUARANTEE: calibration='reinterpreted' voids it, the error can exceed delta; measured "
             "error rate 0.018-0.070 (44 errors in 1000 runs) on 2 instances at delta = 0.05") in md
-    assert "- safe: guaranteed: error at most delta = 0.05; measured error rate 0.000" in md
+    # the model the guarantee holds under is named (it said only "error at most delta")
+    assert ("- safe: guaranteed: error at most delta = 0.05 if the 0/1 outcomes follow a logistic model of the "
+            "features; measured error rate 0.000") in md
     assert "- heur: NO ERROR GUARANTEE: threshold='heuristic' voids it" in md and "at delta = 0.1" in md
     assert "- alg2: fixed budget: no error bound at a chosen delta" in md and "error rate not measured" in md
     # the paragraph of each algorithm, and its table rows
@@ -440,6 +442,12 @@ def test_a_certified_epsilon_column_is_shown_when_the_records_have_it():
         "certified within this of the best cure rate, with 1 - delta confidence, under the algorithm's model)." in md
     md, _, _ = _page(rec.assign(certified_guaranteed=False))  # as the runner records it for a heuristic setting
     assert "Certified epsilon (median over runs): 0.025 of cure rate (not a guarantee under this setting)." in md
+    # a registered algorithm's certificate names the model it holds under
+    rec = _registered_records().assign(certified_epsilon=lambda t: 0.01 * (t["replication"] + 1),
+                                       certified_guaranteed=True)
+    md, _, _ = _page(rec)
+    assert ("certified within this of the best cure rate, with 1 - delta confidence, if the 0/1 outcomes follow a "
+            "logistic model of the features).") in md
 
 
 def test_compounds_with_the_same_features_are_named_beside_a_declared_one(tmp_path):
