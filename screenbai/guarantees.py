@@ -213,7 +213,7 @@ def assumptions(cls: type, values: Mapping[str, Any]) -> str:
         if calibration in ("self-normalized", "theory"):
             out += f", mu' >= c_mu = {_text(values.get('c_mu'))} on the arms"
     else:
-        out = "the mean outcomes are linear in the features"
+        out = "the outcomes' means are linear in the features"
         if _sigma_assumed(cls, values):
             out += f", the noise sub-Gaussian with scale at most sigma = {_text(values.get('sigma'))}"
     if _uses_norm_bound(cls, values):

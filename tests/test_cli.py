@@ -223,8 +223,8 @@ def test_summary_reports_capped_runs_and_the_noise_scale(capsys):
 @pytest.mark.parametrize(
     "params, tag, said",
     [
-        (["S=2"], "error <= delta", "guarantee: guaranteed: error at most delta = 0.05 if the mean outcomes are linear "
-         "in the features, the noise sub-Gaussian with scale at most sigma = 1, ||theta*|| <= S = 2"),
+        (["S=2"], "error <= delta", "guarantee: guaranteed: error at most delta = 0.05 if the outcomes' means are "
+         "linear in the features, the noise sub-Gaussian with scale at most sigma = 1, ||theta*|| <= S = 2"),
         (["S=0.5"], "not proven here", "NOT PROVEN ON THIS INSTANCE: S = 0.5 is below ||theta*|| = 2 on this instance"),
         (["S=2", "sigma=0.1"], "not proven here",
          "NOT PROVEN ON THIS INSTANCE: sigma = 0.1 is below the Gaussian noise's sd, 1, on this instance"),
@@ -272,8 +272,8 @@ def test_the_algorithm_list_says_what_each_default_setting_guarantees_and_under_
         blocks[name] = blocks.get(name, "") + " " + " ".join(line.split())
     for name, said in [
         ("gse-log", "fixed budget: no error bound at a chosen delta"),
-        ("lingape", "guaranteed: error at most delta = 0.05 if the mean outcomes are linear in the features, the "
-                    "noise sub-Gaussian with scale at most sigma = 1, ||theta*|| <= S = 1"),
+        ("lingape", "guaranteed: error at most delta = 0.05 if the outcomes' means are linear in the features, "
+                    "the noise sub-Gaussian with scale at most sigma = 1, ||theta*|| <= S = 1"),
         ("log-tas", "guaranteed: error at most delta = 0.05 if the 0/1 outcomes follow a logistic model"),
         ("kl-lucb", "guaranteed: error at most delta = 0.05 if each arm's 0/1 outcomes are independent draws of its "
                     "own rate (no model of the features)"),
