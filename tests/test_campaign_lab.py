@@ -2019,3 +2019,30 @@ def test_status_says_what_the_setting_guarantees_and_whether_the_certificate_is_
     assert "guarantee: fixed budget: no error bound at a chosen delta" in text
     assert budget.to_dict()["guarantee"].startswith("fixed budget") and budget.to_dict()["certificate_proven"] is None
     assert "stopping rule's guarantee" not in text and "a fixed budget guarantees no error" in text
+
+
+def test_the_export_says_when_the_certified_epsilon_is_not_proven(tmp_path):
+    """Outcomes unrelated to the features (each compound always a hit or never): the model check rejects the
+    logistic model, yet the export's CSV gave the leader's certified epsilon (0.45 here, for a compound with 0 hits
+    in 17 tests) with no word, and the workbook's campaign sheet named neither the guarantee nor the model check."""
+    from campaign_util import new_campaign, write_results
+
+    from screenbai.campaign.views.export import export
+
+    fixed = np.random.default_rng(5).integers(0, 2, 20)
+    camp = new_campaign(tmp_path / "u.campaign", "log-tas", {"epsilon": 0.1}, K=20, d=2, seed=1)
+    for k in range(6):
+        plate = camp.next_plate(20)
+        camp.record(write_results(tmp_path / f"u{k}.csv", plate, fixed[np.asarray(plate.arms)]))
+    export(camp, tmp_path)
+    camp.close()
+    with open(tmp_path / "u.csv", newline="") as fh:
+        first = next(csv.DictReader(fh))
+    assert first["certified_epsilon"] and first["status"] == (
+        "recommended (current leader; certified epsilon not proven: the model check rejects its model)")
+    with zipfile.ZipFile(tmp_path / "u.xlsx") as z:
+        about = z.read("xl/worksheets/sheet3.xml").decode()
+    for said in ("guaranteed: error at most delta = 0.05 if the 0/1 outcomes follow a logistic model",
+                 "certificate holds under", "the logistic model on these features",
+                 "no: the model check rejects its model", "WARNING: the logistic model on these features does not fit"):
+        assert said in about, said

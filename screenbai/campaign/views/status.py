@@ -321,11 +321,7 @@ class Status:
 
                 out.append("model check: " + (mc["warning"].replace(MODEL_ASSUMED, (
                     "The certificate above rests on the compound's own wells, not on this model, and stands; the "
-                    "model chose the wells (richer features may restore its fit).")) if wells else
-                    mc["warning"].replace(MODEL_ASSUMED, (
-                        "The estimates and the recommendation rest on this model: treat them as unproven; richer "
-                        "features (or testing the deviating compounds apart) may restore the fit.")) if self.budget
-                    else mc["warning"]))
+                    "model chose the wells (richer features may restore its fit).")) if wells else mc["warning"]))
                 if not wells and not self.done:
                     # a continuous readout goes to LUCB with the readout's noise scale: KL-LUCB takes 0/1 outcomes
                     how = ("--algorithm kl-lucb` hands the screen to KL-LUCB" if self.outcome == "binary" else
@@ -592,6 +588,12 @@ def progress(camp, policy, res, n, lo, hi, order=None) -> dict:
     readout = camp.readout
     if check is not None and sigma is not None:
         check.update({k: with_sigma_unit(check[k], sigma, readout) for k in ("model", "warning") if check[k]})
+    if check is not None and check.get("warning") and getattr(policy, "fixed_budget", False):
+        from screenbai.bandits.certainty.model_check import MODEL_ASSUMED  # a fixed budget: no certificate, no rule
+
+        check["warning"] = check["warning"].replace(MODEL_ASSUMED, (
+            "The estimates and the recommendation rest on this model: treat them as unproven; richer features (or "
+            "testing the deviating compounds apart) may restore the fit."))
     layout = camp.layout
     qc = camp._con.execute(
         "SELECT q.plate_id, q.z_prime, q.decision, q.z_prime IS NULL AND q.n_positive >= 2 AND q.n_negative >= 2 "
