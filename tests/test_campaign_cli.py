@@ -838,3 +838,20 @@ def test_readable_renders_a_log_detail_for_people():
               "forecast": 12.3456789, "wells": ["A01", "A02"]}
     assert readable(detail) == ("plate_id: P001; arms: 96 values: 0, 1, 2, 3, 4, 5, ...; layout: (format: 96; "
                                 "controls: none); forecast: 12.35; wells: [A01, A02]")
+
+
+@pytest.mark.parametrize("extra, said", [
+    ((), "guarantee: guaranteed: error at most delta = 0.05 if the 0/1 outcomes follow a logistic model of the "
+         "features"),
+    (("--algorithm", "m-lingape", "--param", "threshold=heuristic"),
+     "guarantee: NO ERROR GUARANTEE: threshold='heuristic' voids it, the error can exceed delta"),
+    (("--algorithm", "glgape", "--param", "calibration=self-normalized"),
+     "guarantee: NO ERROR GUARANTEE: calibration='self-normalized' with c_mu='estimate' and S='estimate'"),
+    (("--algorithm", "gse-log", "--param", "budget=40"),
+     "guarantee: fixed budget: no error bound at a chosen delta"),
+])
+def test_init_says_what_the_chosen_setting_guarantees(tmp_path, library_csv, capsys, extra, said):
+    """init named the algorithm and its parameters only: a heuristic threshold, plug-in constants or a fixed
+    budget were taken without a word on the guarantee they lose (status said it only for declared values)."""
+    assert init(tmp_path / "c.campaign", library_csv, *extra) == 0
+    assert said in capsys.readouterr().out
