@@ -271,6 +271,7 @@ def test_every_algorithm_says_whether_its_setting_is_guaranteed_with_the_measure
     # the model the guarantee holds under is named (it said only "error at most delta")
     assert ("- safe: guaranteed: error at most delta = 0.05 if the 0/1 outcomes follow a logistic model of the "
             "features; measured error rate 0.000") in md
+    assert "so the logistic model holds by construction and these simulations do not test it" in md
     assert "- heur: NO ERROR GUARANTEE: threshold='heuristic' voids it" in md and "at delta = 0.1" in md
     assert "- alg2: fixed budget: no error bound at a chosen delta" in md and "error rate not measured" in md
     # the paragraph of each algorithm, and its table rows
