@@ -281,7 +281,7 @@ class GLGapE(Policy):
         """The calibrations whose guarantee assumes c_mu (and S) known, run with plug-in estimates instead
         ('estimate', the default): their error can exceed delta (``params.without_guarantee``)."""
         calibration = values.get("calibration")
-        needs = {"self-normalized": ("c_mu", "S"), "theory": ("c_mu",)}.get(calibration, ())
+        needs = {"self-normalized": ("c_mu", "S"), "theory": ("c_mu",)}.get(str(calibration), ())
         estimated = [k for k in needs if values.get(k) == "estimate"]
         if not estimated:
             return []
