@@ -31,6 +31,7 @@ from .bandits.sim.instance import Instance
 from .campaign.cli import add_parser as add_campaign_parser
 from .campaign.cli import run as run_campaign
 from .cliargs import HelpFormatter, parse_params
+from .guarantees import guarantee_of
 from .streams import results_stdout, say
 
 if TYPE_CHECKING:
@@ -275,6 +276,10 @@ def _run(args) -> int:
             for key, p in declared(entry.cls).items():  # settings without an error guarantee, said where offered
                 if p.no_guarantee:
                     say(f"{'':22s} {key}: {p.help}")
+            # what the defaults promise, and under which model (screenbai.guarantees: one home with the reports)
+            promise = guarantee_of(name, {}, look_up=False).promise()
+            say(textwrap.fill(f"guarantee at the defaults: {promise}", 118, initial_indent=" " * 23,
+                              subsequent_indent=" " * 25))
         return 0
     if args.command == "instances":
         for name, fn in NAMED.items():
@@ -299,9 +304,23 @@ def _run(args) -> int:
         return 2
     import pandas as pd  # here, not at the top: `screenbai campaign` commands start faster without it
 
+    from .guarantees import assumptions_failing, for_instance
+
+    # what the setting promises, and whether this instance (its truth known) meets the promise's assumptions
+    promised = guarantee_of(args.algorithm, for_instance(args.algorithm, params, instance))
+    broken = assumptions_failing(args.algorithm, params, instance)
+    tag = "not proven here" if broken and promised.kind == "guaranteed" else promised.tag
+    records["guarantee"] = tag
+    if broken:  # the certificate rests on the same assumptions
+        records["certified_guaranteed"] = False
     summary = summarize(records)
+    summary["guarantee"] = tag
     with pd.option_context("display.width", 160, "display.max_columns", 20):
         say(summary.drop(columns=["params"]).to_string(index=False))
+    say(f"guarantee: {promised.promise()}")
+    if broken:
+        say(f"NOT PROVEN ON THIS INSTANCE: {'; '.join(broken)}; the error (and the certificate) of these runs is not "
+            "bounded by delta")
     capped = int(summary["hit_cap"].sum())
     if capped:
         say(
@@ -312,8 +331,9 @@ def _run(args) -> int:
     say("noise_scale: the noise scale the policy assumed (the instance's own unless --param sigma=... is given)")
     if summary["median_certified_epsilon"].notna().any():
         say("median_certified_epsilon: the epsilon each run's answer is certified epsilon-good at, at its end (at "
-            "confidence 1 - delta, whenever read); certificate_misses: runs whose answer's true gap exceeds it "
-            "(at most about delta of them when the setting is guaranteed)")
+            "confidence 1 - delta, whenever read, under the model and assumptions of the guarantee above); "
+            "certificate_misses: runs whose answer's true gap exceeds it (at most about delta of them when the "
+            "setting is guaranteed and its assumptions hold)")
     if args.out:
         out = Path(args.out)
         (records.to_parquet if out.suffix == ".parquet" else records.to_csv)(out, index=False)

@@ -87,6 +87,8 @@ class Guarantee:
     voided_by: tuple[str, ...] = ()
     measured: list[dict] = field(default_factory=list)
     measured_delta: float | None = None
+    #: the model and assumptions the guarantee (and the certificate) holds under, in words (:func:`assumptions`)
+    assumes: str = ""
 
     @property
     def tag(self) -> str:
@@ -96,7 +98,7 @@ class Guarantee:
     def promise(self) -> str:
         """What the setting promises, in a sentence."""
         if self.kind == "guaranteed":
-            return f"guaranteed: error at most delta = {self.delta:g}"
+            return f"guaranteed: error at most delta = {self.delta:g}" + (f" if {self.assumes}" if self.assumes else "")
         if self.kind == "none":
             return f"NO ERROR GUARANTEE: {', '.join(self.voided_by)} voids it, the error can exceed delta"
         return "fixed budget: no error bound at a chosen delta (the error falls as the budget grows)"
@@ -136,11 +138,13 @@ def read_error_rates(path: str | os.PathLike | None = None):
     return pd.read_csv(path)
 
 
-def guarantee_of(algorithm: str, params: Mapping[str, Any] | str | None, error_rates=None) -> Guarantee:
+def guarantee_of(algorithm: str, params: Mapping[str, Any] | str | None, error_rates=None,
+                 look_up: bool = True) -> Guarantee:
     """The :class:`Guarantee` of ``algorithm`` run with ``params`` (a dict, or the JSON of a run
     record's ``params``), its measured error rate looked up in ``error_rates`` (a DataFrame of the
     benchmark's records; default: docs/error_rates_records.csv) by algorithm and setting, at the
-    run's delta when that delta was measured, else at every delta measured."""
+    run's delta when that delta was measured, else at every delta measured (``look_up=False``: not looked
+    up, no table read: the promise alone)."""
     params = dict(json.loads(params) if isinstance(params, str) else (params or {}))
     entry, values = _resolved(algorithm, params)
     decl = declared(entry.cls)
@@ -154,7 +158,7 @@ def guarantee_of(algorithm: str, params: Mapping[str, Any] | str | None, error_r
     setting = setting_of(algorithm, params)
     measured: list[dict] = []
     measured_delta = None
-    if setting is not None:
+    if setting is not None and look_up:
         table = read_error_rates() if error_rates is None else error_rates
         rows = table[(table["algorithm"] == entry.name) & (table["setting"] == setting)]
         if len(rows):
@@ -164,4 +168,106 @@ def guarantee_of(algorithm: str, params: Mapping[str, Any] | str | None, error_r
             measured = at.to_dict("records")
             measured_delta = float(at["delta"].iloc[0])
     return Guarantee(entry.name, kind, None if delta is None else float(delta), setting, voided, measured,
-                     measured_delta)
+                     measured_delta, assumptions(entry.cls, values) if kind == "guaranteed" else "")
+
+
+def _uses_norm_bound(cls: type, values: Mapping[str, Any]) -> bool:
+    """Whether the setting's confidence set assumes ||theta*|| <= S: a parameter S, with the linear GapE
+    thresholds ('theoretical', 'abbasi-yadkori') or GLGapE's 'self-normalized' calibration."""
+    if "S" not in declared(cls):
+        return False
+    threshold = values.get("threshold", getattr(cls, "threshold", None))
+    if isinstance(threshold, str) and threshold not in ("theoretical", "abbasi-yadkori"):
+        return False
+    calibration = values.get("calibration")
+    return calibration is None or calibration == "self-normalized"
+
+
+def _sigma_assumed(cls: type, values: Mapping[str, Any]) -> bool:
+    """Whether the setting assumes the noise sub-Gaussian of scale sigma (a simulation's oracle parameter;
+    not with LUCB's 'hoeffding' threshold, which assumes outcomes in [0, 1])."""
+    p = declared(cls).get("sigma")
+    return p is not None and p.oracle and values.get("threshold") != "hoeffding"
+
+
+def _text(value: Any) -> str:
+    if value == "oracle":
+        return "'oracle' (the true value, in simulations)"
+    return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else repr(value)
+
+
+def assumptions(cls: type, values: Mapping[str, Any]) -> str:
+    """The model and assumptions under which a fixed-confidence setting of ``cls`` (``values``: its
+    parameters, defaults filled in) keeps its error at most delta, in words."""
+    binary, features = bool(getattr(cls, "binary_rewards", False)), bool(getattr(cls, "models_features", True))
+    if not features:
+        if binary:
+            return "each arm's 0/1 outcomes are independent draws of its own rate (no model of the features)"
+        if values.get("threshold") == "hoeffding":
+            return "each arm's outcomes are independent and lie in [0, 1] (no model of the features)"
+        return (f"each arm's outcomes are independent, their noise sub-Gaussian with scale at most sigma = "
+                f"{_text(values.get('sigma'))} (no model of the features)")
+    if binary:
+        out = "the 0/1 outcomes follow a logistic model of the features"
+        calibration = values.get("calibration")
+        if calibration in ("self-normalized", "theory"):
+            out += f", mu' >= c_mu = {_text(values.get('c_mu'))} on the arms"
+    else:
+        out = "the outcomes' means are linear in the features"
+        if _sigma_assumed(cls, values):
+            out += f", the noise sub-Gaussian with scale at most sigma = {_text(values.get('sigma'))}"
+    if _uses_norm_bound(cls, values):
+        out += f", ||theta*|| <= S = {_text(values.get('S'))}"
+    return out
+
+
+def for_instance(algorithm: str, params: Mapping[str, Any] | str | None, instance) -> dict:
+    """``params`` as a simulation on ``instance`` runs them (``policy_for_instance``): a noise scale sigma
+    not given is the instance's own."""
+    from screenbai.bandits.core.registry import noise_scale
+
+    params = dict(json.loads(params) if isinstance(params, str) else (params or {}))
+    entry, values = _resolved(algorithm, params)
+    if _sigma_assumed(entry.cls, values) and "sigma" not in params:
+        params["sigma"] = noise_scale(instance)
+    return params
+
+
+def assumptions_failing(algorithm: str, params: Mapping[str, Any] | str | None, instance) -> list[str]:
+    """The assumptions of ``algorithm``'s guarantee (run with ``params``) that a simulated ``instance`` (a
+    :class:`screenbai.bandits.sim.instance.Instance`, whose truth is known) breaks, in words: a bound S below
+    ||theta*||, a noise scale sigma below the instance's, means no linear (logistic) function of the features.
+    Where one fails the run's error (and certificate) is not proven at delta. Empty for fixed-budget settings."""
+    import numpy as np
+
+    params = for_instance(algorithm, params, instance)
+    entry, values = _resolved(algorithm, params)
+    cls = entry.cls
+    if "budget" in declared(cls):
+        return []
+    out = []
+    theta = None if instance.theta is None else np.asarray(instance.theta, dtype=float)
+    S = values.get("S")
+    if S == "oracle" and theta is not None:
+        S = values["S"] = float(np.linalg.norm(theta))
+    if (theta is not None and _uses_norm_bound(cls, values) and isinstance(S, (int, float))
+            and float(np.linalg.norm(theta)) > float(S) * (1 + 1e-9)):
+        out.append(f"S = {S:g} is below ||theta*|| = {float(np.linalg.norm(theta)):.3g} on this instance")
+    sigma = values.get("sigma")
+    if _sigma_assumed(cls, values) and isinstance(sigma, (int, float)):
+        noise = {"gaussian": float(instance.sigma), "bernoulli": 0.5}.get(instance.reward)
+        if noise is not None and float(sigma) < noise * (1 - 1e-9):
+            what = "the Gaussian noise's sd" if instance.reward == "gaussian" else "the scale of 0/1 outcomes"
+            out.append(f"sigma = {sigma:g} is below {what}, {noise:g}, on this instance")
+    if getattr(cls, "models_features", True):
+        X = np.asarray(instance.features, dtype=float)
+        mu = np.asarray(instance.means, dtype=float)
+        binary = bool(getattr(cls, "binary_rewards", False))
+        if binary:
+            mu = np.log(np.clip(mu, 1e-12, 1 - 1e-12) / np.clip(1 - mu, 1e-12, 1 - 1e-12))
+        fit = X @ np.linalg.lstsq(X, mu, rcond=None)[0]
+        if np.abs(fit - mu).max() > 1e-6 * max(1.0, float(np.abs(mu).max())):
+            how = "the logit of the means is" if binary else "the means are"
+            out.append(f"{how} not a linear function of the features on this instance (largest misfit "
+                       f"{float(np.abs(fit - mu).max()):.3g}): the model is misspecified")
+    return out

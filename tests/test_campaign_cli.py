@@ -838,3 +838,44 @@ def test_readable_renders_a_log_detail_for_people():
               "forecast": 12.3456789, "wells": ["A01", "A02"]}
     assert readable(detail) == ("plate_id: P001; arms: 96 values: 0, 1, 2, 3, 4, 5, ...; layout: (format: 96; "
                                 "controls: none); forecast: 12.35; wells: [A01, A02]")
+
+
+@pytest.mark.parametrize("extra, said", [
+    ((), "guarantee: guaranteed: error at most delta = 0.05 if the 0/1 outcomes follow a logistic model of the "
+         "features"),
+    (("--algorithm", "m-lingape", "--param", "threshold=heuristic"),
+     "guarantee: NO ERROR GUARANTEE: threshold='heuristic' voids it, the error can exceed delta"),
+    (("--algorithm", "glgape", "--param", "calibration=self-normalized"),
+     "guarantee: NO ERROR GUARANTEE: calibration='self-normalized' with c_mu='estimate' and S='estimate'"),
+    (("--algorithm", "gse-log", "--param", "budget=40"),
+     "guarantee: fixed budget: no error bound at a chosen delta"),
+])
+def test_init_says_what_the_chosen_setting_guarantees(tmp_path, library_csv, capsys, extra, said):
+    """init named the algorithm and its parameters only: a heuristic threshold, plug-in constants or a fixed
+    budget were taken without a word on the guarantee they lose (status said it only for declared values)."""
+    assert init(tmp_path / "c.campaign", library_csv, *extra) == 0
+    assert said in capsys.readouterr().out
+
+
+def test_a_backtest_says_the_guarantee_and_whether_the_known_rates_meet_its_model(tmp_path):
+    """The backtest judged the answer against the known rates but never said what the setting promises, nor that
+    rates unrelated to the features break the logistic model log-tas's guarantee rests on (a correct answer there
+    proves nothing about delta); rates from a logistic model of the features are not flagged."""
+    from campaign_util import synthetic_library
+
+    from screenbai.campaign.backtest import KnownOutcomes, run_backtest
+
+    lib = synthetic_library(K=20, d=2, seed=5)
+    planted = np.where(np.random.default_rng(3).random(20) < 0.5, 0.9, 0.1)
+    logistic = 1.0 / (1.0 + np.exp(-lib.features @ np.array([1.5, -1.0, 0.3])))
+    said = "guarantee: guaranteed: error at most delta = 0.05 if the 0/1 outcomes follow a logistic model"
+    for rate, flagged in ((planted, True), (logistic, False)):
+        res = run_backtest(KnownOutcomes(lib, rate, None, "planted"), "log-tas", {"epsilon": 0.2}, seed=2,
+                           plate_size=20, max_tests=40)
+        assert said in res.text()
+        assert bool(res.not_proven) == flagged, res.not_proven
+        assert ("NOT PROVEN ON THESE RATES: the logit of the means is not a linear function of the features"
+                in res.text()) == flagged
+    res = run_backtest(KnownOutcomes(lib, planted, None, "planted"), "kl-lucb", {"epsilon": 0.2}, seed=2,
+                       plate_size=20, max_tests=40)
+    assert not res.not_proven  # no model of the features: nothing to break

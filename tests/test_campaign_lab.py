@@ -1984,3 +1984,65 @@ def test_a_forecast_band_of_one_number_reads_as_one():
     assert _band_words(3.0, 3.0) == "3 plates in 80 % of runs"
     assert _band_words(2.0, 5.0) == "2 to 5 plates in 80 % of runs"
     assert _band_words(2.0, math.inf).startswith("2 plates or more in 90 % of runs")
+
+
+def test_status_says_what_the_setting_guarantees_and_whether_the_certificate_is_proven(tmp_path):
+    """Status names the setting's guarantee with its model ("guarantee: ..."), a fixed-budget algorithm's included
+    (its model line said the certificate and the stopping rule's guarantee hold under the model: it has neither);
+    the JSON's certificate_proven is False when the model check rejects the model the certificate rests on (its
+    certificate dict still says guaranteed: True, a statement about the setting) and True on a well-specified
+    screen."""
+    from campaign_util import new_campaign, write_results
+
+    # outcomes unrelated to the features: each compound always a hit or never, at random
+    fixed = np.random.default_rng(5).integers(0, 2, 20)
+    runs = {}
+    for name, algorithm, params in [("unrelated", "log-tas", {"epsilon": 0.1}),
+                                    ("logistic", "log-tas", {"epsilon": 0.1}),
+                                    ("budget", "gse-log", {"budget": 120})]:
+        camp = new_campaign(tmp_path / f"{name}.campaign", algorithm, params, K=20, d=2, seed=1)
+        assay = Assay(camp.features, seed=2)
+        for k in range(6):  # the unrelated outcomes are rejected from the 6th plate on (5 compounds tested)
+            plate = camp.next_plate(20)
+            values = fixed[np.asarray(plate.arms)] if name == "unrelated" else assay(plate.arms)
+            camp.record(write_results(tmp_path / f"{name}{k}.csv", plate, values))
+        runs[name] = camp.status()
+        camp.close()
+    bad, good, budget = runs["unrelated"], runs["logistic"], runs["budget"]
+    assert bad.model_check["rejected"] and bad.certificate["guaranteed"]
+    assert bad.to_dict()["certificate_proven"] is False
+    assert not good.model_check["rejected"] and good.to_dict()["certificate_proven"] is True
+    said = "guarantee: guaranteed: error at most delta = 0.05 if the 0/1 outcomes follow a logistic model of the "
+    said += "features"
+    assert said in bad.text() and said in good.text()
+    text = budget.text()
+    assert "guarantee: fixed budget: no error bound at a chosen delta" in text
+    assert budget.to_dict()["guarantee"].startswith("fixed budget") and budget.to_dict()["certificate_proven"] is None
+    assert "stopping rule's guarantee" not in text and "a fixed budget guarantees no error" in text
+
+
+def test_the_export_says_when_the_certified_epsilon_is_not_proven(tmp_path):
+    """Outcomes unrelated to the features (each compound always a hit or never): the model check rejects the
+    logistic model, yet the export's CSV gave the leader's certified epsilon (0.45 here, for a compound with 0 hits
+    in 17 tests) with no word, and the workbook's campaign sheet named neither the guarantee nor the model check."""
+    from campaign_util import new_campaign, write_results
+
+    from screenbai.campaign.views.export import export
+
+    fixed = np.random.default_rng(5).integers(0, 2, 20)
+    camp = new_campaign(tmp_path / "u.campaign", "log-tas", {"epsilon": 0.1}, K=20, d=2, seed=1)
+    for k in range(6):
+        plate = camp.next_plate(20)
+        camp.record(write_results(tmp_path / f"u{k}.csv", plate, fixed[np.asarray(plate.arms)]))
+    export(camp, tmp_path)
+    camp.close()
+    with open(tmp_path / "u.csv", newline="") as fh:
+        first = next(csv.DictReader(fh))
+    assert first["certified_epsilon"] and first["status"] == (
+        "recommended (current leader; certified epsilon not proven: the model check rejects its model)")
+    with zipfile.ZipFile(tmp_path / "u.xlsx") as z:
+        about = z.read("xl/worksheets/sheet3.xml").decode()
+    for said in ("guaranteed: error at most delta = 0.05 if the 0/1 outcomes follow a logistic model",
+                 "certificate holds under", "the logistic model on these features",
+                 "no: the model check rejects its model", "WARNING: the logistic model on these features does not fit"):
+        assert said in about, said

@@ -325,7 +325,10 @@ def test_status_says_how_far_the_stopping_rule_is_from_firing(tmp_path, algorith
 @pytest.mark.parametrize("name, given, expected", [
     ("glgape", {}, []),
     ("glgape", {"calibration": "reinterpreted"}, ["calibration='reinterpreted'"]),
-    ("glgape", {"calibration": "theory"}, []),
+    # the theory calibration assumes c_mu known: at its plug-in estimate (the default) it has no guarantee
+    ("glgape", {"calibration": "theory"},
+     ["calibration='theory' with c_mu='estimate' (plug-in estimates, not the known bounds its guarantee assumes)"]),
+    ("glgape", {"calibration": "theory", "c_mu": 0.1}, []),
     ("m-lingape", {"threshold": "heuristic"}, ["threshold='heuristic'"]),
     ("lucb", {}, []),
     ("lucb", {"threshold": "heuristic"}, ["threshold='heuristic'"]),

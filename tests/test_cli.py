@@ -218,3 +218,66 @@ def test_summary_reports_capped_runs_and_the_noise_scale(capsys):
     assert "2 of 2 run(s) hit the cap of 200 tests" in captured.out
     assert "warning: canonical(d=3,gap=0): arms ranked 1 and 2 have the same mean" in captured.err
     assert "noise_scale" in captured.out
+
+
+@pytest.mark.parametrize(
+    "params, tag, said",
+    [
+        (["S=2"], "error <= delta", "guarantee: guaranteed: error at most delta = 0.05 if the outcomes' means are "
+         "linear in the features, the noise sub-Gaussian with scale at most sigma = 1, ||theta*|| <= S = 2"),
+        (["S=0.5"], "not proven here", "NOT PROVEN ON THIS INSTANCE: S = 0.5 is below ||theta*|| = 2 on this instance"),
+        (["S=2", "sigma=0.1"], "not proven here",
+         "NOT PROVEN ON THIS INSTANCE: sigma = 0.1 is below the Gaussian noise's sd, 1, on this instance"),
+        (["S=2", "threshold=heuristic"], "no guarantee",
+         "guarantee: NO ERROR GUARANTEE: threshold='heuristic' voids it"),
+        (["budget=300"], "fixed budget", "guarantee: fixed budget: no error bound at a chosen delta"),
+    ],
+)
+def test_simulate_says_what_the_setting_guarantees_on_this_instance(tmp_path, capsys, params, tag, said):
+    """The summary and the records name the setting's guarantee and its assumptions, and say when the
+    simulated instance (its theta and noise known) breaks one: Soare's instance has ||theta*|| = 2 and
+    noise sd 1 (the summary said nothing, and the records called such certificates guaranteed)."""
+    algorithm = "gse-lin" if params == ["budget=300"] else "m-lingape" if "threshold=heuristic" in params else "lingape"
+    out_file = tmp_path / "runs.csv"
+    argv = ["simulate", algorithm, "--instance", "soare:d=3,omega=0.3", "--reps", "2", "--no-progress",
+            "--out", str(out_file)]
+    for p in params:
+        argv += ["--param", p]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert said in text, text
+    assert ("NOT PROVEN ON THIS INSTANCE" in text) == (tag == "not proven here")
+    records = pd.read_csv(out_file)
+    assert (records["guarantee"] == tag).all()
+    if tag != "error <= delta":  # a certificate is guaranteed only where the setting and its assumptions hold
+        assert not records["certified_guaranteed"].any()
+
+
+def test_simulate_flags_a_linear_model_on_logistic_means(capsys):
+    """lin-tas on a logistic instance: its error is not bounded by delta there, and the summary says why."""
+    assert main(["simulate", "lin-tas", "--instance", "kw_synthetic:K=10,d=2,seed=1", "--reps", "1",
+                 "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "NOT PROVEN ON THIS INSTANCE: the means are not a linear function of the features" in text
+
+
+def test_the_algorithm_list_says_what_each_default_setting_guarantees_and_under_which_model(capsys):
+    """`screenbai algorithms` named only the settings that void a guarantee; a fixed-budget algorithm and the
+    model (sigma, S, logistic, no model) of a guaranteed one were not said where the algorithms are offered."""
+    assert main(["algorithms"]) == 0
+    blocks, name = {}, None
+    for line in capsys.readouterr().out.splitlines():  # an algorithm's name starts its block of wrapped lines
+        if not line.startswith(" "):
+            name = line.split()[0]
+        blocks[name] = blocks.get(name, "") + " " + " ".join(line.split())
+    for name, said in [
+        ("gse-log", "fixed budget: no error bound at a chosen delta"),
+        ("lingape", "guaranteed: error at most delta = 0.05 if the outcomes' means are linear in the features, "
+                    "the noise sub-Gaussian with scale at most sigma = 1, ||theta*|| <= S = 1"),
+        ("log-tas", "guaranteed: error at most delta = 0.05 if the 0/1 outcomes follow a logistic model"),
+        ("kl-lucb", "guaranteed: error at most delta = 0.05 if each arm's 0/1 outcomes are independent draws of its "
+                    "own rate (no model of the features)"),
+    ]:
+        block = blocks[name]
+        nxt = block.index("guarantee at the defaults:")
+        assert block[nxt:].startswith(f"guarantee at the defaults: {said}"), (name, block[nxt:nxt + 200])

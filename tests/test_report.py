@@ -268,7 +268,10 @@ def test_every_algorithm_says_whether_its_setting_is_guaranteed_with_the_measure
     assert s.loc["heur", "measured_error_rate"] == "0.004 (2 errors in 500 runs)"  # only delta 0.1 was measured
     assert ("- alg1: NO ERROR GUARANTEE: calibration='reinterpreted' voids it, the error can exceed delta; measured "
             "error rate 0.018-0.070 (44 errors in 1000 runs) on 2 instances at delta = 0.05") in md
-    assert "- safe: guaranteed: error at most delta = 0.05; measured error rate 0.000" in md
+    # the model the guarantee holds under is named (it said only "error at most delta")
+    assert ("- safe: guaranteed: error at most delta = 0.05 if the 0/1 outcomes follow a logistic model of the "
+            "features; measured error rate 0.000") in md
+    assert "so the logistic model holds by construction and these simulations do not test it" in md
     assert "- heur: NO ERROR GUARANTEE: threshold='heuristic' voids it" in md and "at delta = 0.1" in md
     assert "- alg2: fixed budget: no error bound at a chosen delta" in md and "error rate not measured" in md
     # the paragraph of each algorithm, and its table rows
@@ -309,6 +312,26 @@ def test_the_guarantee_comes_from_the_parameters_declarations():
                 assert g.kind == "none" and g.voided_by == (f"{key}={value!r}",), (name, key, value)
                 seen += 1
     assert seen >= 8  # glgape, m-glgape (2 each), m-lingape, lingifa, lucb, ugape
+
+
+@pytest.mark.parametrize("name", ["glgape", "m-glgape"])
+def test_a_calibration_run_on_plug_in_constants_has_no_guarantee(name):
+    """GLGapE's 'self-normalized' and 'theory' calibrations assume c_mu (and S) known; at their default
+    plug-in estimates the report, status and certificate say "no guarantee" (they said "error <= delta")."""
+    from screenbai.guarantees import guarantee_of
+
+    g = guarantee_of(name, {"calibration": "self-normalized"}, ERROR_RATES)
+    assert g.kind == "none" and "c_mu='estimate' and S='estimate'" in g.voided_by[0], g
+    assert "NO ERROR GUARANTEE" in g.promise()
+    assert guarantee_of(name, {"calibration": "self-normalized", "c_mu": 0.1}, ERROR_RATES).voided_by == (
+        "calibration='self-normalized' with S='estimate' (plug-in estimates, not the known bounds its guarantee "
+        "assumes)",)
+    assert guarantee_of(name, {"calibration": "theory"}, ERROR_RATES).kind == "none"
+    # known constants given: the guarantee holds, as with the default likelihood-ratio calibration
+    known = {"calibration": "self-normalized", "c_mu": 0.1, "S": 3.0}
+    assert guarantee_of(name, known, ERROR_RATES).kind == "guaranteed"
+    assert guarantee_of(name, {"calibration": "theory", "c_mu": 0.1}, ERROR_RATES).kind == "guaranteed"
+    assert guarantee_of(name, {}, ERROR_RATES).kind == "guaranteed"
 
 
 def test_no_consensus_when_compounds_tie_as_most_often_declared():
@@ -420,6 +443,12 @@ def test_a_certified_epsilon_column_is_shown_when_the_records_have_it():
         "certified within this of the best cure rate, with 1 - delta confidence, under the algorithm's model)." in md
     md, _, _ = _page(rec.assign(certified_guaranteed=False))  # as the runner records it for a heuristic setting
     assert "Certified epsilon (median over runs): 0.025 of cure rate (not a guarantee under this setting)." in md
+    # a registered algorithm's certificate names the model it holds under
+    rec = _registered_records().assign(certified_epsilon=lambda t: 0.01 * (t["replication"] + 1),
+                                       certified_guaranteed=True)
+    md, _, _ = _page(rec)
+    assert ("certified within this of the best cure rate, with 1 - delta confidence, if the 0/1 outcomes follow a "
+            "logistic model of the features).") in md
 
 
 def test_compounds_with_the_same_features_are_named_beside_a_declared_one(tmp_path):

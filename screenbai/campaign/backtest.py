@@ -331,6 +331,9 @@ class BacktestResult:
     mth_best: float = float("nan")
     correct: bool | None = None  # None: not judged (a result made without ``run_backtest``)
     epsilon_own: bool = True  # the algorithm has an epsilon (else it is judged at 0: the best itself)
+    #: what the setting promises (screenbai.guarantees), and the assumptions of it the known rates break
+    guarantee: str = ""
+    not_proven: list[str] = field(default_factory=list)
 
     def text(self) -> str:
         from .views.estimates import rate_text
@@ -355,6 +358,11 @@ class BacktestResult:
             lines.append(f"recommended {r['compound_id']}: {what}{pot}")
         if self.correct is not None:
             lines.append(self.verdict())
+        if self.guarantee:
+            lines.append(f"guarantee: {self.guarantee}")
+        if self.not_proven:
+            lines.append(f"NOT PROVEN ON THESE RATES: {'; '.join(self.not_proven)}; a correct answer here is not "
+                         "an error bounded by delta")
         c = self.curve
         lines.append(
             f"share of the top-{self.top_k} compounds tested at least once by the end: campaign "
@@ -518,10 +526,15 @@ def run_backtest(
             }
         )
     labels = bool(np.isin(known.rate, (0.0, 1.0)).all())
+    from screenbai.bandits.sim.instance import Instance
+    from screenbai.guarantees import assumptions_failing, guarantee_of
+
+    truth = Instance(lib.features, known.rate, reward="bernoulli", link="logistic")  # the rates each test draws
     return BacktestResult(
         len(tested_order), plates, bool(res.stopped), finished, rec, curve, top_k, known.description, labels,
         epsilon=epsilon, m=max(len(rec), 1), mth_best=mth, correct=bool(rec) and bool(np.all(good)),
-        epsilon_own=own is not None,
+        epsilon_own=own is not None, guarantee=guarantee_of(algorithm, params, look_up=False).promise(),
+        not_proven=assumptions_failing(algorithm, params, truth),
     )
 
 
@@ -648,6 +661,8 @@ def backtest_from_args(args, params: dict) -> int:
         "epsilon": result.epsilon,
         "mth_best_rate": result.mth_best,
         "correct": result.correct,
+        "guarantee": result.guarantee,
+        "not_proven": result.not_proven,
         "top_k": result.top_k,
         "description": result.description,
     }

@@ -323,6 +323,17 @@ def run(args) -> int:
         return 2
 
 
+def init_guarantee(camp) -> str:
+    """What the campaign's algorithm and settings promise (screenbai.guarantees, as status says it), a continuous
+    readout's sigma with its units."""
+    from ..guarantees import guarantee_of
+    from .lab.assay import with_sigma_unit
+
+    sigma = getattr(getattr(camp.policy, "inner", camp.policy), "sigma", None)
+    promise = guarantee_of(camp.algorithm, camp.meta["params"], look_up=False).promise()
+    return with_sigma_unit(promise, None if camp.binary or sigma is None else float(sigma), camp.readout)
+
+
 def _stages(command: str):
     """What a long command is doing, said on stderr as each step starts, with the time since the command began
     (``init`` on a few thousand structures takes a minute and said nothing until it was done)."""
@@ -360,6 +371,7 @@ def _init(args) -> int:
         f"created {args.campaign}: {camp.K:,} compounds, {camp.features.shape[1]} features "
         f"({features_meaning(lib.featurizer)}), {camp.algorithm} with {camp.meta['params'] or 'default parameters'}"
     )
+    say(f"guarantee: {init_guarantee(camp)}")  # what the chosen setting promises, under which model
     twins = lib.n_sharing_features()
     if twins:
         say(

@@ -389,12 +389,19 @@ def resolve(cls: type, given: dict) -> Any:
 
 
 def without_guarantee(cls: type, given: dict) -> list[str]:
-    """The settings among ``given`` (defaults filled in) that void ``cls``'s error guarantee, as key=value."""
+    """The settings among ``given`` (defaults filled in) that void ``cls``'s error guarantee, as key=value:
+    the values each parameter declares in ``no_guarantee``, then the combinations the class names in its
+    ``settings_without_guarantee(values)`` (a classmethod, optional), e.g. a calibration whose guarantee
+    assumes constants left at their plug-in estimates."""
     out = []
+    values = {}
     for key, p in declared(cls).items():
-        value = given.get(key, p.default)
+        value = values[key] = given.get(key, p.default)
         if isinstance(value, str) and value in p.no_guarantee:
             out.append(f"{key}={value!r}")
+    combined = getattr(cls, "settings_without_guarantee", None)
+    if combined is not None:
+        out.extend(combined(values))
     return out
 
 

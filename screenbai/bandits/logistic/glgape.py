@@ -276,6 +276,18 @@ class GLGapE(Policy):
             raise RuntimeError(f"the {self.calibration!r} calibration has no likelihood-ratio set")
         return rule
 
+    @classmethod
+    def settings_without_guarantee(cls, values: dict) -> list[str]:
+        """The calibrations whose guarantee assumes c_mu (and S) known, run with plug-in estimates instead
+        ('estimate', the default): their error can exceed delta (``params.without_guarantee``)."""
+        calibration = values.get("calibration")
+        needs = {"self-normalized": ("c_mu", "S"), "theory": ("c_mu",)}.get(str(calibration), ())
+        estimated = [k for k in needs if values.get(k) == "estimate"]
+        if not estimated:
+            return []
+        return [f"calibration={calibration!r} with {' and '.join(f'{k}=' + repr('estimate') for k in estimated)} "
+                "(plug-in estimates, not the known bounds its guarantee assumes)"]
+
     # ------------------------------------------------------------------ oracle constants
     @classmethod
     def resolve_oracle(cls, key: str, instance):

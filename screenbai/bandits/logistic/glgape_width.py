@@ -227,13 +227,15 @@ class WidthRule(StoppingRule):
         model = "the logistic model on these features"
         if self.calibration in ("reinterpreted", "literal34"):
             return model, ()  # declared without guarantee in the parameters
+        # a constant left at its plug-in estimate voids the guarantee: declared by
+        # GLGapE.settings_without_guarantee (the certificate's caveat), said here in the model's words
         c_mu = f"c_mu = {pol.c_mu:.3g}" if pol.c_mu is not None else "c_mu"
+        if pol.c_mu_source != "given":
+            c_mu += " (estimated)"
         if self.calibration == "theory":
-            caveats = () if pol.c_mu_source == "given" else (f"{c_mu} is a plug-in estimate, not a known bound",)
-            return f"{model}, mu' >= {c_mu} on the arms", caveats
+            return f"{model}, mu' >= {c_mu} on the arms", ()
         S = pol.diagnostics.get("S", pol.S)
         S_text = "S" if S is None else f"S = {float(S):.3g}"
-        estimated = [name for name, given in (("c_mu", pol.c_mu_source == "given"), ("S", pol.S is not None))
-                     if not given]
-        caveats = (f"{' and '.join(estimated)} estimated (plug-ins, not known bounds)",) if estimated else ()
-        return f"{model}, mu' >= {c_mu} on the arms and ||theta|| <= {S_text}", caveats
+        if pol.S is None:
+            S_text += " (estimated)"
+        return f"{model}, mu' >= {c_mu} on the arms and ||theta|| <= {S_text}", ()

@@ -427,6 +427,26 @@ def self_contained_report(camp, path: Path, status=None) -> Path:
     return path
 
 
+def unproven_because(status) -> str:
+    """Why the status's certificate is not proven, in a few words ("" when it is, or there is none)."""
+    if status.certificate_proven is not False:
+        return ""
+    if status.model_check and status.model_check.get("rejected"):
+        return "the model check rejects its model"
+    return "the setting has no error guarantee"
+
+
+def model_check_text(mc: dict | None) -> str:
+    """The model check's verdict in one cell: its warning when it rejects the model."""
+    if mc is None:
+        return "none (no model of the features, or no sums of squares to test it)"
+    if mc.get("rejected"):
+        return str(mc["warning"])
+    if not mc.get("tests"):
+        return f"not possible yet ({mc.get('note', '')})"
+    return f"no misfit detected in {mc['n_tests']:,} outcomes (p = {mc['p_value']:.2g}; few outcomes detect little)"
+
+
 def export(camp, out_dir: Path) -> list[Path]:
     """Write <stem>.csv, <stem>.xlsx and <stem>_report.html into ``out_dir`` (stem: the campaign file's)."""
     from .estimates import readout_sign
@@ -437,15 +457,25 @@ def export(camp, out_dir: Path) -> list[Path]:
     stem = camp.path.stem
     rows = handover_order(compound_table(camp), readout_sign(camp))
     status = camp.status()
+    unproven = unproven_because(status)
+    if unproven:  # the certified epsilon beside the recommendation says it is not proven, and why
+        for r in rows:
+            if r["certified_epsilon"] is not None and r["status"].endswith(")"):
+                r["status"] = f"{r['status'][:-1]}; certified epsilon not proven: {unproven})"
     summary = [
         ["item", "value"],
         ["campaign", str(camp.path)],
         ["algorithm", f"{camp.algorithm} {camp.meta['params']}"],
+        ["guarantee", status.guarantee],
         ["plates done", status.plates_done],
         ["tests", status.tests],
         ["recommendation", ", ".join(c.compound_id for c in status.recommendation)],
         ["finished", status.done],
         ["certified epsilon", status.certified_epsilon],
+        ["certificate holds under", None if status.certificate is None else status.certificate.get("model")],
+        ["certificate proven", {True: "yes", False: f"no: {unproven}", None: "no certificate"}[
+            status.certificate_proven]],
+        ["model check", model_check_text(status.model_check)],
         ["compounds in contention", status.in_contention],
         ["model", status.model],
     ]

@@ -12,6 +12,7 @@ from screenbai.bandits.certainty.forecast import BOUNDS
 from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get as registered
 from screenbai.campaign.lab.assay import model_sentence, models_features, with_sigma_unit
+from screenbai.guarantees import guarantee_of
 
 from .certified import (
     best_first,
@@ -154,6 +155,12 @@ class Status:
     #: observed mean of the outcomes the algorithm is told, tests) and how many compounds were tested: the
     #: comparator for confirmation wells
     best_tested: dict | None = None
+    #: what the algorithm's setting promises, and under which model (screenbai.guarantees: fixed budget, no
+    #: guarantee, or error at most delta if ...)
+    guarantee: str = ""
+    #: whether the certificate is proven: the setting guaranteed, and its model not rejected by the model check
+    #: (unless the compound's own wells certify it); None without a certificate
+    certificate_proven: bool | None = None
 
     def to_dict(self) -> dict:
         """Plain data for JSON: a value not defined yet (NaN, e.g. the stopping index before the first
@@ -212,6 +219,8 @@ class Status:
                 f"NO ERROR GUARANTEE: {', '.join(self.no_guarantee)} makes the stopping rule a heuristic; the "
                 "answer may be wrong more often than delta (docs/error_rates.md)"
             )
+        elif self.guarantee:
+            lines.append(f"guarantee: {self.guarantee}")
         which = ("final" if self.done else "current leader") if self.m == 1 else (
             f"{'final' if self.done else 'current'} top {self.m}, by the model's estimate")
         lines.append(f"recommendation ({which}), with 95% intervals:")
@@ -301,6 +310,9 @@ class Status:
                 "model (it chose the wells; the certificate above does not rest on it: the compound's own wells "
                 f"do): {self.model}" if wells else
                 f"model (the certificate and the stopping rule's guarantee hold under it): {self.model}"
+                if not self.budget else
+                f"model (the estimates and the recommendation rest on it; a fixed budget guarantees no error): "
+                f"{self.model}"
             )
         mc = self.model_check
         if mc is not None and mc["n_tests"] > 0:
@@ -510,7 +522,7 @@ def campaign_status(camp) -> Status:
     diag = res.diagnostics
     params = camp.meta["params"]
     budget = getattr(policy, "budget", None) if getattr(policy, "fixed_budget", False) else None
-    return Status(
+    status = Status(
         path=str(camp.path),
         algorithm=camp.algorithm,
         params=params,
@@ -535,8 +547,24 @@ def campaign_status(camp) -> Status:
         no_guarantee=without_guarantee(
             type(getattr(policy, "inner", policy)), {**registered(camp.algorithm).defaults, **params}
         ),
+        guarantee=with_sigma_unit(guarantee_of(camp.algorithm, params, look_up=False).promise(),
+                                  None if camp.binary else sigma_of(policy), camp.readout),
         **progress(camp, policy, res, n, c_lo, c_hi, order),
     )
+    status.certificate_proven = proven(status)
+    return status
+
+
+def proven(status: Status) -> bool | None:
+    """Whether the status's certificate is proven: None without one; False when the setting has no guarantee
+    (declared, or a caveat of the policy) or the model check rejects the model it rests on (unless the
+    compound's own wells certify the answer, which needs no model)."""
+    cert = status.certificate
+    if cert is None:
+        return None
+    rejected = bool(status.model_check and status.model_check.get("rejected"))
+    return bool(cert.get("guaranteed")) and not status.no_guarantee and (
+        not rejected or status.certified_by_own_wells())
 
 
 def progress(camp, policy, res, n, lo, hi, order=None) -> dict:
@@ -560,6 +588,12 @@ def progress(camp, policy, res, n, lo, hi, order=None) -> dict:
     readout = camp.readout
     if check is not None and sigma is not None:
         check.update({k: with_sigma_unit(check[k], sigma, readout) for k in ("model", "warning") if check[k]})
+    if check is not None and check.get("warning") and getattr(policy, "fixed_budget", False):
+        from screenbai.bandits.certainty.model_check import MODEL_ASSUMED  # a fixed budget: no certificate, no rule
+
+        check["warning"] = check["warning"].replace(MODEL_ASSUMED, (
+            "The estimates and the recommendation rest on this model: treat them as unproven; richer features (or "
+            "testing the deviating compounds apart) may restore the fit."))
     layout = camp.layout
     qc = camp._con.execute(
         "SELECT q.plate_id, q.z_prime, q.decision, q.z_prime IS NULL AND q.n_positive >= 2 AND q.n_negative >= 2 "
