@@ -2019,6 +2019,10 @@ def test_status_says_what_the_setting_guarantees_and_whether_the_certificate_is_
     assert "guarantee: fixed budget: no error bound at a chosen delta" in text
     assert budget.to_dict()["guarantee"].startswith("fixed budget") and budget.to_dict()["certificate_proven"] is None
     assert "stopping rule's guarantee" not in text and "a fixed budget guarantees no error" in text
+    # the forecast comes from the same model: said where the check rejects it
+    forecast = [line for line in bad.text().splitlines() if line.startswith("forecast: about")]
+    assert forecast and "NOT TO BE RELIED ON: the model check rejects the model" in forecast[0]
+    assert "NOT TO BE RELIED ON" not in good.text()
 
 
 def test_the_export_says_when_the_certified_epsilon_is_not_proven(tmp_path):

@@ -360,6 +360,8 @@ class Status:
                 + (f", with T* from {BOUNDS[self.forecast_bound]}" if self.forecast_bound in BOUNDS else "")
                 + (f"; {self.forecast_note}" if self.forecast_note else "")
                 + (self._untested_note() if self.forecast_untested else "")
+                + ("; NOT TO BE RELIED ON: the model check rejects the model this forecast comes from"
+                   if self.model_check and self.model_check.get("rejected") else "")
             )
         elif self.done:
             out.append("forecast of plates left: none, the run has finished")
