@@ -46,8 +46,9 @@ def test_forecast_projects_the_features_once_and_its_figures_are_the_tight_solve
     cov = 0.01 * np.eye(X.shape[1])
     kw = dict(model="logistic", sigma=0.5, epsilon=0.1, m=1, answer=answer)
     svds = counting(monkeypatch, "project_if_deficient")
-    f = forecast(X, theta, beta, 0.05, source="outcomes", cov=cov, n_draws=4, rng=np.random.default_rng(0),
-                 counts=counts, **kw)
+    f = forecast(
+        X, theta, beta, 0.05, source="outcomes", cov=cov, n_draws=4, rng=np.random.default_rng(0), counts=counts, **kw
+    )
     # the point, 4 draws and the tests so far (allocation_time): one SVD of the features, not 6
     assert len(svds) == 1
     monkeypatch.undo()
@@ -103,11 +104,35 @@ def test_allocation_time_on_a_sparse_allocation_is_the_dense_formula():
 def test_cost_table_projects_the_features_once(monkeypatch):
     X, theta = instance(K=500, d=5, seed=11)
     svds = counting(monkeypatch, "project_if_deficient")
-    rows = cost_table(X, theta, beta, epsilons=[0.05, 0.1, 0.2], deltas=[0.05], source="prior", model="logistic",
-                      answer=(int(np.argmax(X @ theta)),))
+    rows = cost_table(
+        X,
+        theta,
+        beta,
+        epsilons=[0.05, 0.1, 0.2],
+        deltas=[0.05],
+        source="prior",
+        model="logistic",
+        answer=(int(np.argmax(X @ theta)),),
+    )
     assert len(svds) == 1 and len(rows) == 3
     monkeypatch.undo()
     for r in rows:
-        T = characteristic_time(X, theta, model="logistic", epsilon=r["epsilon"], answer=(int(np.argmax(X @ theta)),),
-                                tol=1e-9).T_star
+        T = characteristic_time(
+            X, theta, model="logistic", epsilon=r["epsilon"], answer=(int(np.argmax(X @ theta)),), tol=1e-9
+        ).T_star
         assert T <= r["T_star"] <= T * (1 + 1e-3)
+
+
+@pytest.mark.parametrize("model", ["linear", "logistic"])
+def test_the_rivals_of_one_arm_are_its_directions_to_the_bit(model):
+    X, theta = instance(K=300, d=4, seed=13)
+    X[7] = X[8]  # a twin: its pair with 8 has y = 0 and is dropped as before
+    mdl = lf._Model(X, theta, model, 0.5)
+    for i in (0, 8, 299):
+        J = np.delete(np.arange(300), i)
+        Y, g = mdl.rivals(i, 0.1)
+        Y0, g0 = mdl.directions(np.full(J.size, i), J, 0.1)
+        assert np.array_equal(Y, Y0) and np.array_equal(g, g0)
+    pairs = lf._Pairs(mdl, 0.1, (8,))
+    assert pairs.Y.shape[0] == 298 and 7 not in pairs.pairs[:, 1]
+    assert np.array_equal(pairs.pairs[:, 1], np.delete(np.arange(300), [7, 8]))

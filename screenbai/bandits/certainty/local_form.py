@@ -173,6 +173,17 @@ class _Model:
             Y = self.slope[ii, None] * self.Xp[ii] - self.slope[jj, None] * self.Xp[jj]
         return Y, self.value[ii] - self.value[jj] + epsilon
 
+    def rivals(self, i: int, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+        """``directions`` of the pairs (i, j) for every other arm j in order, the same numbers by contiguous copies
+        and in place (an answer of one arm: K - 1 pairs; fancy indexing of K rows twice cost 1 s at K = 1.58 M)."""
+        D = np.delete(self.Xp, i, axis=0)
+        if self.slope is None:
+            np.subtract(self.Xp[i], D, out=D)
+        else:
+            D *= np.delete(self.slope, i)[:, None]
+            np.subtract(self.slope[i] * self.Xp[i], D, out=D)
+        return D, self.value[i] - np.delete(self.value, i) + epsilon
+
 
 class _Pairs:
     """The pairs of one answer in the solver's form: T(w) = scale max_p ||y_p||^2_{A(w)^-1} / g_p^2."""
@@ -184,15 +195,18 @@ class _Pairs:
         I = np.asarray(answer, dtype=np.int64)
         J = np.flatnonzero(~inside)
         ii, jj = np.repeat(I, J.size), np.tile(J, I.size)
-        Y, g = model.directions(ii, jj, epsilon)
+        Y, g = model.rivals(int(I[0]), epsilon) if I.size == 1 else model.directions(ii, jj, epsilon)
         self.Z, self.scale = model.Z, model.scale
         self.answer = answer
         self.feasible = bool(np.all(g > 0))  # the answer is correct for theta (else Alt holds theta: T = inf)
         # pairs with y = 0 and a positive gap cannot be overturned (identical arms, epsilon > 0): no constraint
         norm = np.einsum("ij,ij->i", Y, Y)
         keep = norm > 1e-24 * max(1.0, float(norm.max()) if norm.size else 1.0)
-        self.Y, self.g2 = Y[keep], (g[keep] ** 2)
-        self.pairs = np.column_stack([ii[keep], jj[keep]])
+        if keep.all():  # as a rule: no copy of the K x d directions
+            self.Y, self.g2, self.pairs = Y, g**2, np.column_stack([ii, jj])
+        else:
+            self.Y, self.g2 = Y[keep], (g[keep] ** 2)
+            self.pairs = np.column_stack([ii[keep], jj[keep]])
 
     def raw(self, w: np.ndarray) -> np.ndarray:
         """||y_p||^2_{A(w)^-1} for every pair (+inf for a direction A(w) does not cover)."""
