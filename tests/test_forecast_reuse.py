@@ -136,3 +136,15 @@ def test_the_rivals_of_one_arm_are_its_directions_to_the_bit(model):
     pairs = lf._Pairs(mdl, 0.1, (8,))
     assert pairs.Y.shape[0] == 298 and 7 not in pairs.pairs[:, 1]
     assert np.array_equal(pairs.pairs[:, 1], np.delete(np.arange(300), [7, 8]))
+
+
+def test_shared_features_hold_only_inside_their_block_and_for_that_array(monkeypatch):
+    X, theta = instance(K=200, d=4, seed=17)
+    svds = counting(monkeypatch, "project_if_deficient")
+    with lf.shared_features(X):
+        with lf.shared_features(X):  # nested on the same array: still one projection
+            lf._Model(X, theta, "linear", 1.0)
+        lf._Model(X.copy(), theta, "linear", 1.0)  # an equal array, another object: projected anew
+    assert len(svds) == 2
+    lf._Model(X, theta, "linear", 1.0)  # the block is closed: projected anew
+    assert len(svds) == 3

@@ -19,6 +19,7 @@ T(w) itself, so ``allocation_time(X, theta, c.allocation) == c.T_star``.
 from __future__ import annotations
 
 import math
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -124,8 +125,8 @@ def _answers(mu: np.ndarray, epsilon: float, m: int, answer) -> list[tuple[int, 
     return [(int(i),) for i in good]
 
 
-#: the features of the solves in a ``shared_features`` block, and their projection (``project_if_deficient``)
-_SHARED: list[tuple[np.ndarray, np.ndarray]] = []
+#: per thread: the features of the solves in the open ``shared_features`` blocks, and their projections
+_SHARED = threading.local()
 
 
 @contextmanager
@@ -133,15 +134,16 @@ def shared_features(X: np.ndarray):
     """Within the block, every solve on this very array (the same object, unchanged: a forecast's point and draws)
     reuses one projection of it onto the span of the arms (an SVD of the K x d features, 0.65 s at K = 1.58 M,
     d = 21) instead of computing it again. Other arrays are projected as usual."""
-    _SHARED.append((X, _projected(X)))  # nested blocks on the same array: one projection
+    stack = _SHARED.__dict__.setdefault("stack", [])
+    stack.append((X, _projected(X)))  # nested blocks on the same array: one projection
     try:
         yield
     finally:
-        _SHARED.pop()
+        stack.pop()
 
 
 def _projected(X: np.ndarray) -> np.ndarray:
-    for shared, Xp in reversed(_SHARED):
+    for shared, Xp in reversed(getattr(_SHARED, "stack", [])):
         if shared is X:
             return Xp
     return project_if_deficient(X)[0]
