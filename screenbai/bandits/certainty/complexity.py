@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from screenbai.bandits.certainty.exact_logistic import exact_allocation_time, exact_characteristic_time
 from screenbai.bandits.certainty.local_form import (  # noqa: F401 - Complexity, EXACT_MAX_PAIRS, xy_design re-exported
@@ -74,8 +75,9 @@ def characteristic_time(
     1 / T* = max over correct answers a (every epsilon-good arm when m = 1, the top-m set when m > 1,
     or ``answer``) of max_w inf_{lambda in Alt(a)} sum_k w_k KL_k. ``tol``: relative duality gap at
     which the solver stops (T_star is within a factor 1 + tol of the optimum). ``w0``: a warm start
-    (e.g. the previous plate's allocation). ``exact`` (logistic only, small instances): the exact
-    Bernoulli-KL bound instead of the local Fisher form.
+    (e.g. the previous plate's allocation), or a previous solve of the same arms (a Complexity, e.g. at a nearby
+    theta: its allocation's arms and its working pairs start the solver, which then needs fewer rounds).
+    ``exact`` (logistic only, small instances): the exact Bernoulli-KL bound instead of the local Fisher form.
     """
     X, theta, m = _check(X, theta, model, sigma, epsilon, m)
     if not tol > 0:
@@ -118,7 +120,8 @@ def allocation_time(
         return exact_allocation_time(X, theta, w, epsilon=epsilon, m=m, answer=answer)
     mu = _means(X, theta, model)
     mdl = _Model(X, theta, model, sigma)
-    return min((_Pairs(mdl, epsilon, a).time(w) for a in _answers(mu, epsilon, m, answer)), default=math.inf)
+    with threadpool_limits(limits=1):  # d x d products: threads only add overhead (and oversubscribe a busy machine)
+        return min((_Pairs(mdl, epsilon, a).time(w) for a in _answers(mu, epsilon, m, answer)), default=math.inf)
 
 
 def log_factor(delta: float) -> float:

@@ -48,6 +48,8 @@ from scipy.special import log_ndtr, ndtr
 
 from screenbai.bandits.certainty.complexity import allocation_time, characteristic_time, exact_pairs_affordable
 from screenbai.bandits.certainty.exact_logistic import exact_characteristic_time
+from screenbai.bandits.certainty.local_form import shared_features
+from screenbai.bandits.numerics.checks import check_features
 
 SOURCES = ("prior", "outcomes")
 #: the exact bound is used up to this many features (and local_form.EXACT_MAX_PAIRS pairs): one solve at these settings
@@ -308,47 +310,50 @@ def forecast(
             raise ValueError(f"done = {done!r} tests, but counts add up to {counts.sum():g}: give counts alone (done "
                              "is their sum)")
         done = float(counts.sum())
-    theta_hat = np.asarray(theta_hat, dtype=float).reshape(-1)
-    point = None
-    if local_T is not None and thetas is None and cov is None:  # no draws: only the value is needed
-        T_local = float(local_T)
-    else:
-        point = characteristic_time(X, theta_hat, **complexity)
-        T_local = point.T_star
-    ratio = exact_ratio(X, theta_hat, T_local, **complexity) if exact else None
-    scale = 1.0 if ratio is None else ratio
-    T_point = T_local * scale
-    past = 1.0
-    if counts is not None:
-        if done > 0:
-            keys = ("model", "sigma", "epsilon", "m", "answer")
-            T_past = allocation_time(X, theta_hat, counts, **{k: v for k, v in complexity.items() if k in keys})
-            past = max(T_past / T_local, 1.0) if math.isfinite(T_local) and T_local > 0 else 1.0
-    cap = math.inf if shortcut is None else float(shortcut(theta_hat))
-    tests = stop_quantiles([factor * T_point], [cap], beta, delta, [0.5], done, past)[0]
-    if thetas is None and cov is not None:
-        cov = np.asarray(cov, dtype=float)
-        if cov.shape != (theta_hat.size, theta_hat.size):
-            raise ValueError(f"cov must be a {theta_hat.size} x {theta_hat.size} matrix; got shape {cov.shape}")
-        gen = np.random.default_rng(rng)
-        thetas = gen.multivariate_normal(theta_hat, cov, size=int(n_draws), method="eigh")
-    values: list[float] = []
-    Ts, caps = [factor * T_point], [cap]  # the mixture of the band: theta_hat and every draw
-    if thetas is not None:
-        w0 = complexity.pop("w0", None)
-        w0 = point.allocation if point is not None and math.isfinite(point.T_star) else w0
-        for th in np.asarray(thetas, dtype=float):
-            T = characteristic_time(X, th, w0=w0, **complexity).T_star * scale
-            Ts.append(factor * T)
-            caps.append(math.inf if shortcut is None else float(shortcut(th)))
-            values.append(stop_quantiles(Ts[-1:], caps[-1:], beta, delta, [0.5], done, past)[0])
-    low, high = stop_quantiles(Ts, caps, beta, delta, [(1 - level) / 2, (1 + level) / 2], done, past)
-    return Forecast(
-        tests=tests, low=low, high=high, T_star=T_point, factor=float(factor), delta=float(delta),
-        epsilon=float(complexity.get("epsilon", 0.0)), source=source, level=float(level),
-        plate_size=None if plate_size is None else int(plate_size), draws=tuple(values),
-        bound="local" if ratio is None else "exact", past=past,
-    )
+    X = check_features(X)
+    with shared_features(X):  # the point and every draw: one projection of the features (local_form)
+        theta_hat = np.asarray(theta_hat, dtype=float).reshape(-1)
+        point = None
+        if local_T is not None and thetas is None and cov is None:  # no draws: only the value is needed
+            T_local = float(local_T)
+        else:
+            point = characteristic_time(X, theta_hat, **complexity)
+            T_local = point.T_star
+        ratio = exact_ratio(X, theta_hat, T_local, **complexity) if exact else None
+        scale = 1.0 if ratio is None else ratio
+        T_point = T_local * scale
+        past = 1.0
+        if counts is not None:
+            if done > 0:
+                keys = ("model", "sigma", "epsilon", "m", "answer")
+                T_past = allocation_time(X, theta_hat, counts, **{k: v for k, v in complexity.items() if k in keys})
+                past = max(T_past / T_local, 1.0) if math.isfinite(T_local) and T_local > 0 else 1.0
+        cap = math.inf if shortcut is None else float(shortcut(theta_hat))
+        tests = stop_quantiles([factor * T_point], [cap], beta, delta, [0.5], done, past)[0]
+        if thetas is None and cov is not None:
+            cov = np.asarray(cov, dtype=float)
+            if cov.shape != (theta_hat.size, theta_hat.size):
+                raise ValueError(f"cov must be a {theta_hat.size} x {theta_hat.size} matrix; got shape {cov.shape}")
+            gen = np.random.default_rng(rng)
+            thetas = gen.multivariate_normal(theta_hat, cov, size=int(n_draws), method="eigh")
+        values: list[float] = []
+        Ts, caps = [factor * T_point], [cap]  # the mixture of the band: theta_hat and every draw
+        if thetas is not None:
+            w0 = complexity.pop("w0", None)
+            # each draw starts from the point's solve (its arms and working pairs): most of its rounds are spared
+            w0 = point if point is not None and math.isfinite(point.T_star) else w0
+            for th in np.asarray(thetas, dtype=float):
+                T = characteristic_time(X, th, w0=w0, **complexity).T_star * scale
+                Ts.append(factor * T)
+                caps.append(math.inf if shortcut is None else float(shortcut(th)))
+                values.append(stop_quantiles(Ts[-1:], caps[-1:], beta, delta, [0.5], done, past)[0])
+        low, high = stop_quantiles(Ts, caps, beta, delta, [(1 - level) / 2, (1 + level) / 2], done, past)
+        return Forecast(
+            tests=tests, low=low, high=high, T_star=T_point, factor=float(factor), delta=float(delta),
+            epsilon=float(complexity.get("epsilon", 0.0)), source=source, level=float(level),
+            plate_size=None if plate_size is None else int(plate_size), draws=tuple(values),
+            bound="local" if ratio is None else "exact", past=past,
+        )
 
 
 def cost_table(
@@ -371,6 +376,12 @@ def cost_table(
     local form's T*(theta_hat) with these settings where already solved (not solved again)."""
     complexity.pop("epsilon", None)  # the table's own epsilons
     known = known or {}
+    X = check_features(X)
+    with shared_features(X):  # one projection of the features for every epsilon's solve
+        return _table(X, theta_hat, beta, epsilons, deltas, source, factor, plate_size, exact, known, complexity)
+
+
+def _table(X, theta_hat, beta, epsilons, deltas, source, factor, plate_size, exact, known, complexity) -> list[dict]:
     rows = []
     for eps in epsilons:
         T = (float(known[float(eps)]) if float(eps) in known

@@ -19,10 +19,12 @@ T(w) itself, so ``allocation_time(X, theta, c.allocation) == c.T_star``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
 
@@ -54,6 +56,9 @@ class Complexity:
         T_star up to ``tol``).
     n_iter: solver iterations (Frank-Wolfe steps, or cutting planes when exact).
     exact: whether the logistic bound used the exact Bernoulli KL instead of the local form.
+    working: the pairs (i, j) (one row each) the local solver's duals weigh at ``allocation`` (the binding ones):
+        with the arms the allocation weighs, the warm start of a nearby solve (``characteristic_time``'s ``w0``);
+        None from the exact bound.
     """
 
     T_star: float
@@ -63,6 +68,7 @@ class Complexity:
     lower: float = math.nan
     n_iter: int = 0
     exact: bool = False
+    working: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
 # ---------------------------------------------------------------------------- input checks
@@ -119,13 +125,37 @@ def _answers(mu: np.ndarray, epsilon: float, m: int, answer) -> list[tuple[int, 
     return [(int(i),) for i in good]
 
 
+#: per thread: the features of the solves in the open ``shared_features`` blocks, and their projections
+_SHARED = threading.local()
+
+
+@contextmanager
+def shared_features(X: np.ndarray):
+    """Within the block, every solve on this very array (the same object, unchanged: a forecast's point and draws)
+    reuses one projection of it onto the span of the arms (an SVD of the K x d features, 0.65 s at K = 1.58 M,
+    d = 21) instead of computing it again. Other arrays are projected as usual."""
+    stack = _SHARED.__dict__.setdefault("stack", [])
+    stack.append((X, _projected(X)))  # nested blocks on the same array: one projection
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+def _projected(X: np.ndarray) -> np.ndarray:
+    for shared, Xp in reversed(getattr(_SHARED, "stack", [])):
+        if shared is X:
+            return Xp
+    return project_if_deficient(X)[0]
+
+
 class _Model:
     """The arms in the solver's form, once per (X, theta): coordinates Xp in the span of the arms,
     the rows z_k of A(w) = sum_k w_k z_k z_k', the values the gaps are taken on (x_k'theta, or the means
     mu_k) and the scale c of T(w) = c max_p ||y_p||^2_{A(w)^-1} / g_p^2 (module docstring)."""
 
     def __init__(self, X: np.ndarray, theta: np.ndarray, model: str, sigma: float):
-        self.Xp = project_if_deficient(X)[0]
+        self.Xp = _projected(X)
         eta = X @ theta
         if model == "linear":
             self.Z, self.value, self.slope = self.Xp, eta, None
@@ -145,6 +175,17 @@ class _Model:
             Y = self.slope[ii, None] * self.Xp[ii] - self.slope[jj, None] * self.Xp[jj]
         return Y, self.value[ii] - self.value[jj] + epsilon
 
+    def rivals(self, i: int, epsilon: float) -> tuple[np.ndarray, np.ndarray]:
+        """``directions`` of the pairs (i, j) for every other arm j in order, the same numbers by contiguous copies
+        and in place (an answer of one arm: K - 1 pairs; fancy indexing of K rows twice cost 1 s at K = 1.58 M)."""
+        D = np.delete(self.Xp, i, axis=0)
+        if self.slope is None:
+            np.subtract(self.Xp[i], D, out=D)
+        else:
+            D *= np.delete(self.slope, i)[:, None]
+            np.subtract(self.slope[i] * self.Xp[i], D, out=D)
+        return D, self.value[i] - np.delete(self.value, i) + epsilon
+
 
 class _Pairs:
     """The pairs of one answer in the solver's form: T(w) = scale max_p ||y_p||^2_{A(w)^-1} / g_p^2."""
@@ -156,22 +197,26 @@ class _Pairs:
         I = np.asarray(answer, dtype=np.int64)
         J = np.flatnonzero(~inside)
         ii, jj = np.repeat(I, J.size), np.tile(J, I.size)
-        Y, g = model.directions(ii, jj, epsilon)
+        Y, g = model.rivals(int(I[0]), epsilon) if I.size == 1 else model.directions(ii, jj, epsilon)
         self.Z, self.scale = model.Z, model.scale
         self.answer = answer
         self.feasible = bool(np.all(g > 0))  # the answer is correct for theta (else Alt holds theta: T = inf)
         # pairs with y = 0 and a positive gap cannot be overturned (identical arms, epsilon > 0): no constraint
         norm = np.einsum("ij,ij->i", Y, Y)
         keep = norm > 1e-24 * max(1.0, float(norm.max()) if norm.size else 1.0)
-        self.Y, self.g2 = Y[keep], (g[keep] ** 2)
-        self.pairs = np.column_stack([ii[keep], jj[keep]])
+        if keep.all():  # as a rule: no copy of the K x d directions
+            self.Y, self.g2, self.pairs = Y, g**2, np.column_stack([ii, jj])
+        else:
+            self.Y, self.g2 = Y[keep], (g[keep] ** 2)
+            self.pairs = np.column_stack([ii[keep], jj[keep]])
 
     def raw(self, w: np.ndarray) -> np.ndarray:
         """||y_p||^2_{A(w)^-1} for every pair (+inf for a direction A(w) does not cover)."""
-        A = (self.Z.T * w) @ self.Z
+        S = np.flatnonzero(w)  # the arms w weighs (a campaign's tests so far: a few hundred of a million)
+        A = _gram(self.Z, w) if S.size > w.size // 2 else (self.Z[S].T * w[S]) @ self.Z[S]
         try:
             c = cho_factor(A, lower=True)
-            return np.einsum("ij,ji->i", self.Y, cho_solve(c, self.Y.T))
+            return _forms(self.Y, solve_triangular(np.tril(c[0]), np.eye(A.shape[0]), lower=True).T, squares=True)
         except np.linalg.LinAlgError:
             lam, U = np.linalg.eigh(A)
             ok = lam > 1e-12 * max(float(lam.max()), 1e-300)
@@ -282,14 +327,53 @@ def _top(v: np.ndarray, k: int) -> np.ndarray:
     return np.argsort(neg)[:k]
 
 
-def _minimax(pairs: _Pairs, tol: float, max_iter: int, w0=None) -> tuple[np.ndarray, float, float, int]:
+#: rows of a K x d matrix taken at a time by ``_forms`` and ``_gram`` (a few MB: the products stay in cache, and no
+#: K x d temporary is made; at K = 1.58 M, d = 21 one such temporary is 266 MB)
+_BLOCK = 1 << 14
+
+
+def _forms(R: np.ndarray, M: np.ndarray, squares: bool = False) -> np.ndarray:
+    """r_k' M r_k for every row r_k of R (``squares``: ||M' r_k||^2, M any d x d' matrix), by blocks of rows."""
+    out = np.empty(R.shape[0])
+    for start in range(0, R.shape[0], _BLOCK):
+        block = R[start : start + _BLOCK]
+        P = block @ M
+        out[start : start + _BLOCK] = np.einsum("ij,ij->i", P, P if squares else block)
+    return out
+
+
+def _gram(Z: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """A(w) = sum_k w_k z_k z_k' by blocks of rows (no K x d temporary)."""
+    A = np.zeros((Z.shape[1], Z.shape[1]))
+    for start in range(0, Z.shape[0], _BLOCK):
+        block = Z[start : start + _BLOCK]
+        A += (block.T * w[start : start + _BLOCK]) @ block
+    return A
+
+
+def _spans(rows: np.ndarray, d: int) -> bool:
+    """Whether these rows span R^d with room to spare (smallest singular value above 1e-6 of the largest)."""
+    if rows.shape[0] < d:
+        return False
+    sv = np.linalg.svd(rows, compute_uv=False)
+    return bool(sv[0] > 0 and sv[-1] > 1e-6 * sv[0])
+
+
+def _minimax(pairs: _Pairs, tol: float, max_iter: int, w0=None,
+             start: np.ndarray | None = None) -> tuple[np.ndarray, float, float, int, np.ndarray]:
     """min_w max_p rho_p(w), rho_p = ||y_p||^2_{A(w)^-1} / g_p^2, by column and constraint generation:
     the interior-point method on a few arms and pairs, then the certificate on all of them (module
     docstring), adding the arms (largest s_k) and pairs (largest rho_p) that violate it, until the
     relative gap is at most ``tol``. O((K + P) d^2) per round on the whole instance, vectorised; the
     restricted problems are small (tens to a few hundred arms and pairs).
 
-    Returns (w, F(w), certified lower bound on the minimum, interior-point iterations).
+    ``w0``: a warm start (an allocation: its leading arms join the first working set, and where they span the arms'
+    space no pivoted QR of all K is made); ``start``: the rows of pairs that join it too, and then every arm w0 weighs
+    above 1e-3 of its largest weight (a previous solve's: a forecast's draws start from its point's, which spares them
+    about half the rounds that build the working set up, 2 d arms and pairs at a time).
+
+    Returns (w, F(w), certified lower bound on the minimum, interior-point iterations, the rows of the pairs the
+    duals weigh above 1e-3 of the largest at w).
     """
     Z, Y, g2 = pairs.Z, pairs.Y, pairs.g2
     K, d = Z.shape
@@ -297,21 +381,36 @@ def _minimax(pairs: _Pairs, tol: float, max_iter: int, w0=None) -> tuple[np.ndar
     batch = max(2 * d, 8)
 
     def full(w):
-        cf = cho_factor((Z.T * w) @ Z, lower=True)
-        V = cho_solve(cf, Yt.T)
-        return np.einsum("ij,ji->i", Yt, V), V
+        # A(w) from the arms w weighs (after the first round the working set: tens to hundreds of arms, not K),
+        # rho_p = ||L^-1 yt_p||^2 by blocks (L the Cholesky factor of A); V = A^-1 yt_p only for the active pairs
+        S = np.flatnonzero(w)
+        cf = cho_factor(_gram(Z, w) if S.size > K // 2 else (Z[S].T * w[S]) @ Z[S], lower=True)
+        L_inv = solve_triangular(np.tril(cf[0]), np.eye(d), lower=True)
+        return _forms(Yt, L_inv.T, squares=True), cf
+
+    def solved(cf, cols):
+        return cho_solve(cf, Yt[cols].T)
 
     w_full = np.full(K, 1.0 / K) if w0 is None else 0.5 * np.asarray(w0, float) / np.sum(w0) + 0.5 / K
-    rho, V = full(w_full)
-    arms = set(spanning_arms(Z).tolist())  # A(w) on the chosen arms is invertible
-    if w0 is not None:
-        arms |= set(_top(np.asarray(w0, float), batch).tolist())
+    rho, cf = full(w_full)
+    # A(w) on the chosen arms is invertible: a warm start's leading arms where they span the arms' space (a solve
+    # near w0's: a forecast's draws from its point), else a spanning set (a pivoted QR of the K x d Z: 3-5 s at
+    # K = 1.58 M, d = 21)
+    arms = set() if w0 is None else set(_top(np.asarray(w0, float), batch).tolist())
+    if w0 is not None and start is not None:
+        w0 = np.asarray(w0, float)
+        arms |= set(np.flatnonzero(w0 > 1e-3 * w0.max()).tolist())  # the arms it weighs
+    if not _spans(Z[sorted(arms)], d):
+        arms |= set(spanning_arms(Z).tolist())
     act = set(_top(rho, batch).tolist())
+    if start is not None:
+        act |= set(np.asarray(start, dtype=np.int64).tolist())
     # the first arms: those the most constraining pairs need most (s_k at the starting design)
-    Va = V[:, sorted(act)]
-    s = np.einsum("ij,ij->i", Z @ (Va @ Va.T), Z)
+    Va = solved(cf, sorted(act))
+    s = _forms(Z, Va @ Va.T)
     arms |= set(_top(s, batch).tolist())
     lower, best_F, best_w = -math.inf, math.inf, w_full
+    binding = np.zeros(0, dtype=np.int64)
     inner_tol, steps = 0.25 * tol, 0
     while steps < max_iter and inner_tol > 1e-14:
         S = np.array(sorted(arms))
@@ -321,12 +420,13 @@ def _minimax(pairs: _Pairs, tol: float, max_iter: int, w0=None) -> tuple[np.ndar
         steps += used
         w_full = np.zeros(K)
         w_full[S] = w_arms
-        rho, V = full(w_full)
+        rho, cf = full(w_full)
         F = float(rho.max())
         if F < best_F:
             best_F, best_w = F, w_full.copy()
-        Vq = V[:, A_] * np.sqrt(q)
-        s = np.einsum("ij,ij->i", Z @ (Vq @ Vq.T), Z)
+            binding = A_[q > 1e-3 * q.max()]  # the pairs the best allocation's duals weigh
+        Vq = solved(cf, A_) * np.sqrt(q)
+        s = _forms(Z, Vq @ Vq.T)
         L = float(w_full @ s)
         lower = max(lower, 2.0 * L - float(s.max()))
         if best_F - lower <= tol * best_F:
@@ -337,7 +437,7 @@ def _minimax(pairs: _Pairs, tol: float, max_iter: int, w0=None) -> tuple[np.ndar
         arms |= set(new_arms)
         if not new_pairs and not new_arms:
             inner_tol *= 0.25  # the restricted problem holds what matters: solve it more precisely
-    return best_w, best_F, lower, steps
+    return best_w, best_F, lower, steps, binding
 
 
 # ---------------------------------------------------------------------------- public API
@@ -363,6 +463,22 @@ def _floors(mdl: _Model, arms: np.ndarray, epsilon: float, w: np.ndarray, n_riva
 
 
 
+def _warm(w0, pairs: _Pairs) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """``_minimax``'s (w0, start) from ``characteristic_time``'s w0: an allocation (no pairs), or a previous solve
+    (a Complexity: its allocation, and the rows of ``pairs`` among its working pairs)."""
+    if not isinstance(w0, Complexity):
+        return w0, None
+    K = pairs.Z.shape[0]
+    if w0.allocation.size != K:  # a solve of another instance: no warm start
+        return None, None
+    if w0.working is None:
+        return w0.allocation, None
+    keys = pairs.pairs[:, 0] * K + pairs.pairs[:, 1]  # sorted: the answer's arms in order, the rivals in order
+    want = w0.working[:, 0] * K + w0.working[:, 1]
+    at = np.minimum(np.searchsorted(keys, want), max(keys.size - 1, 0))
+    return w0.allocation, at[keys[at] == want] if keys.size else np.zeros(0, np.int64)
+
+
 def local_characteristic_time(X: np.ndarray, theta: np.ndarray, mu: np.ndarray, *, model: str, sigma: float,
                               epsilon: float, m: int, tol: float, max_iter: int, answer=None, w0=None) -> Complexity:
     """T* and w* in the local form (linear-Gaussian, or the logistic local Fisher form) for checked inputs
@@ -382,13 +498,13 @@ def local_characteristic_time(X: np.ndarray, theta: np.ndarray, mu: np.ndarray, 
         if not pairs.feasible:
             continue
         if not pairs.g2.size:
-            w, F, low, it = np.full(X.shape[0], 1.0 / X.shape[0]), 0.0, 0.0, 0
+            w, F, low, it, rows = np.full(X.shape[0], 1.0 / X.shape[0]), 0.0, 0.0, 0, np.zeros(0, np.int64)
         else:
             with threadpool_limits(limits=1):  # small matrices: threads only add overhead (and oversubscribe)
-                w, F, low, it = _minimax(pairs, tol, max_iter, w0)
+                w, F, low, it, rows = _minimax(pairs, tol, max_iter, *_warm(w0, pairs))
         T = pairs.scale * F
         if best is None or T < best.T_star:
-            best = Complexity(T, w, a, model, lower=pairs.scale * max(low, 0.0), n_iter=it)
+            best = Complexity(T, w, a, model, lower=pairs.scale * max(low, 0.0), n_iter=it, working=pairs.pairs[rows])
     if best is None:  # no answer is correct at epsilon = 0: the best arms tie
         K = X.shape[0]
         return Complexity(math.inf, np.full(K, 1.0 / K), answers[0], model, math.inf)
@@ -416,5 +532,5 @@ def xy_design(Z, Y, *, tol: float = 1e-3, max_iter: int = 2_000, w0=None) -> tup
     if Z.ndim != 2 or Y.ndim != 2 or Y.shape[1] != Z.shape[1] or not Y.shape[0]:
         raise ValueError(f"xy_design needs Z (K, d) and at least one direction Y (P, d); got {Z.shape} and {Y.shape}")
     with threadpool_limits(limits=1):
-        w, F, low, _ = _minimax(_Directions(Z, Y, np.ones(Y.shape[0])), tol, max_iter, w0)  # type: ignore[arg-type]
+        w, F, low, _, _ = _minimax(_Directions(Z, Y, np.ones(Y.shape[0])), tol, max_iter, w0)  # type: ignore[arg-type]
     return w, F, max(low, 0.0)

@@ -304,11 +304,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     (epsilon, delta) would cost at the median draw. A guess, labelled so: ``status`` replaces it by the
     forecast from outcomes after the first plate. By simulation for an algorithm with no model of the features
     that states no threshold (``_prior_simulated``); a line saying there is none for other algorithms without one."""
-    from scipy.special import expit
-
-    from screenbai.bandits.certainty.forecast import BOUNDS, cost_table, forecast, stop_quantiles, whole_plates
-
-    from ..lab.assay import Readout, told_amount
+    from screenbai.bandits.certainty.local_form import shared_features
 
     policy = camp.policy
     inner = getattr(policy, "inner", policy)
@@ -318,7 +314,7 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
             return _prior_simulated(camp, inner, seed)
         return [f"cost forecast: {camp.algorithm} states no stopping threshold (a fixed budget, or a rule "
                 "without one); status gives what it certifies as the plates come back"]
-    X = camp.features
+    X = np.ascontiguousarray(camp.features, dtype=float)
     model = "logistic" if camp.binary and logistic_on_hits(camp.algorithm) else "linear"
     sigma = 0.5 if model == "logistic" else float(getattr(inner, "sigma", 0.5 if camp.binary else 1.0))
     # the spread of x'theta over the library, on the model's own scale: logits of hit rates, hit rates, or the
@@ -330,6 +326,18 @@ def prior_cost(camp, *, draws: int = PRIOR_DRAWS, seed: int = 0) -> list[str]:
     epsilon, m = float(getattr(inner, "epsilon", 0.0)), int(getattr(inner, "m", 1))
     per_plate = plate_tests(camp, camp.layout)
     kw: dict[str, Any] = {"model": model, "sigma": sigma, "m": m}
+    with shared_features(X):  # one projection of the features for the draws, the point and the table's solves
+        return _prior_lines(camp, inner, X, thetas, model, sigma, epsilon, m, per_plate, delta, spread_sd, kw)
+
+
+def _prior_lines(camp, inner, X, thetas, model, sigma, epsilon, m, per_plate, delta, spread_sd, kw) -> list[str]:
+    """``prior_cost``'s forecasts and their lines, for the prior's draws ``thetas``."""
+    from scipy.special import expit
+
+    from screenbai.bandits.certainty.forecast import BOUNDS, cost_table, forecast, stop_quantiles, whole_plates
+
+    from ..lab.assay import Readout, told_amount
+
     shortcut = _shortcut(inner, X, model, 0.0, per_plate)
     runs = [forecast(X, th, inner.stopping_threshold, delta, source="prior", plate_size=per_plate,
                      epsilon=epsilon, answer=top_answer(X, th, m), shortcut=shortcut, **kw)
