@@ -133,3 +133,30 @@ def test_a_plate_without_control_wells_gets_no_control_check(tmp_path):
     assert camp.record(_results(tmp_path / "R.csv", plate.path, lambda role: True)).qc == {}
     assert camp.status().plate_qc == []
     camp.close()
+
+
+def test_a_percent_thousands_out_is_refused_naming_the_line(tmp_path):
+    """1e6 % inhibition (a raw signal pasted in place of the percent) counted as a hit; a percent of the controls'
+    window beyond +-1000 % is refused, the file whole, naming the line and the value; 150 % and -40 % are kept."""
+    from screenbai.campaign import ResultsError
+
+    camp = _campaign(tmp_path)
+    plate = camp.next_plate(20, tmp_path / "P001.csv")
+    good = _results(tmp_path / "R.csv", plate.path, lambda role: True)
+    rows = list(csv.DictReader(open(good, newline="")))
+    first = next(k for k, r in enumerate(rows) if r["role"] not in ("positive control", "negative control"))
+    for value, refused in (("1e6", True), ("-2500", True), ("150", False)):
+        rows[first]["outcome"] = value
+        path = tmp_path / f"R_{value}.csv"
+        with open(path, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            w.writeheader()
+            w.writerows(rows)
+        if refused:
+            with pytest.raises(ResultsError) as info:
+                camp.record(path)
+            assert f"line {first + 2}" in str(info.value) and "beyond +-1000 %" in str(info.value)
+            assert camp.open_wells() == {"P001": len(plate)}
+        else:
+            assert camp.record(path).n_outcomes == len(plate)
+    camp.close()

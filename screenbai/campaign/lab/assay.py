@@ -87,6 +87,10 @@ def check_min_z(min_z) -> None:
         raise ValueError(f"--min-z must be a number below 1 (Z' is at most 1); got {min_z}")
 
 
+#: a readout in % (of the controls' window: inhibition, activity, viability) beyond this, either way, is refused
+PERCENT_BOUND = 1000.0
+
+
 @dataclass(frozen=True)
 class Readout:
     name: str = "outcome"
@@ -148,11 +152,18 @@ class Readout:
 
     def problem(self, raw: float) -> str | None:
         """What is wrong with a value the lab wrote for this readout, or None: a concentration at or below 0
-        (a percent inhibition or a fluorescence may be negative)."""
+        (a percent inhibition or a fluorescence may be negative), or a percent beyond +-PERCENT_BOUND (a percent of
+        the controls' window runs a little past 0 and 100, not thousands: a raw signal or a typo, which would count
+        as a hit or not at random)."""
         if self.is_concentration and raw <= 0:
             return (
                 f"{self.label()} is a concentration, above 0; a sign or digit lost? write the value measured, the "
                 "assay's lower limit if it is below the range, or 'failed'"
+            )
+        if self.unit == "%" and abs(raw) > PERCENT_BOUND:
+            return (
+                f"{self.label()} beyond +-{PERCENT_BOUND:g} %: a raw signal in place of the percent, or a typo? write "
+                "the percent measured, or 'failed'"
             )
         return None
 
