@@ -2050,3 +2050,28 @@ def test_the_export_says_when_the_certified_epsilon_is_not_proven(tmp_path):
                  "certificate holds under", "the logistic model on these features",
                  "no: the model check rejects its model", "WARNING: the logistic model on these features does not fit"):
         assert said in about, said
+
+
+def test_status_says_the_model_intervals_say_little_while_few_compounds_are_tested(tmp_path):
+    """After the README's first plate status gave an untested compound's hit rate as "> 0.999 [0.997, > 0.999]":
+    a Wald interval from a fit with as many parameters as compounds tested, which reads as sure. While no more
+    compounds than features are tested, status says the intervals are descriptive and say little yet; once more
+    are tested it does not."""
+    from campaign_util import new_campaign, write_results
+
+    camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.1}, K=20, d=5, seed=1)
+    assay = Assay(camp.features, seed=2)
+    d = camp.features.shape[1]
+    plate = camp.next_plate(3)
+    camp.record(write_results(tmp_path / "r1.csv", plate, assay(plate.arms)))
+    st = camp.status()
+    tested = len(set(np.asarray(plate.arms).tolist()))
+    assert st.thin_fit == (tested, d) and tested <= d
+    assert f"{tested} compound(s) tested for {d} features, so for others they say little yet" in st.text()
+    assert json.loads(json.dumps(st.to_dict()))["thin_fit"] == [tested, d]
+    for k in range(3):
+        plate = camp.next_plate(20)
+        camp.record(write_results(tmp_path / f"r{k + 2}.csv", plate, assay(plate.arms)))
+    st = camp.status()
+    assert st.thin_fit is None and "say little yet" not in st.text()
+    camp.close()

@@ -158,6 +158,8 @@ class Status:
     #: what the algorithm's setting promises, and under which model (screenbai.guarantees: fixed budget, no
     #: guarantee, or error at most delta if ...)
     guarantee: str = ""
+    #: (compounds tested, features) while no more compounds than features are tested (``_thin_fit``), else None
+    thin_fit: tuple[int, int] | None = None
     #: whether the certificate is proven: the setting guaranteed, and its model not rejected by the model check
     #: (unless the compound's own wells certify it); None without a certificate
     certificate_proven: bool | None = None
@@ -224,6 +226,9 @@ class Status:
         which = ("final" if self.done else "current leader") if self.m == 1 else (
             f"{'final' if self.done else 'current'} top {self.m}, by the model's estimate")
         lines.append(f"recommendation ({which}), with 95% intervals:")
+        if self.thin_fit is not None:  # as many parameters as compounds tested: a Wald interval then reads too sure
+            lines.append("  (the model's intervals are descriptive, at its fit: {} compound(s) tested for {} features, "
+                         "so for others they say little yet; the certificate is what is proven)".format(*self.thin_fit))
         for c in self.recommendation:
             obs = (
                 ("never tested: the answer rests on the model's extrapolation alone (see the model check); test "
@@ -448,6 +453,12 @@ class Status:
         return "geometric mean" if self.geometric else "mean outcome"
 
 
+def _thin_fit(n: np.ndarray, d: int) -> tuple[int, int] | None:
+    """``Status.thin_fit``: (compounds tested, features) when some are tested and no more than the features."""
+    tested = int(np.count_nonzero(n))
+    return (tested, int(d)) if 0 < tested <= d else None
+
+
 def _band_words(low: float | None, high: float | None) -> str:
     """The forecast's band of plates in words: "4 to 9 plates in 80 % of runs", or, when its upper end is unbounded
     (at least one run in ten never stops), "4 plates or more in 90 % of runs; at least one run in 10 never stops"."""
@@ -545,6 +556,7 @@ def campaign_status(camp) -> Status:
         recommendation=rec,
         model_only=model_only,
         best_tested=best_tested,
+        thin_fit=_thin_fit(n, camp.features.shape[1]) if models_features(camp.algorithm) else None,
         second_route=_second_route(policy),
         no_guarantee=without_guarantee(
             type(getattr(policy, "inner", policy)), {**registered(camp.algorithm).defaults, **params}
