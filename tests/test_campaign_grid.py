@@ -12,7 +12,7 @@ from campaign_util import synthetic_library
 
 from screenbai.campaign import Campaign, PlateLayout, ResultsError
 from screenbai.campaign.lab.assay import Readout
-from screenbai.campaign.lab.plates import _row_name
+from screenbai.campaign.lab.plates import row_name
 from screenbai.cli import main
 
 
@@ -51,7 +51,7 @@ def _reading(plate, layout, seed=0):
 def _grid(values, layout, sep=",", decimal=".", above=(), blank_column=False, newline="\n"):
     lines = list(above) + [sep.join([""] + [str(c) for c in range(1, layout.cols + 1)] + [""] * blank_column)]
     for r in range(layout.rows):
-        row = _row_name(r)
+        row = row_name(r)
         cells = [str(values[f"{row}{c:02d}"]).replace(".", decimal) for c in range(1, layout.cols + 1)]
         lines.append(sep.join([row, *cells] + [""] * blank_column))
     return newline.join(lines) + newline
@@ -184,7 +184,7 @@ def _excel_workbook(path, rows):
     for i, row in enumerate(rows, start=1):
         cells = []
         for j, v in enumerate(row):
-            ref = f"{_row_name(j)}{i}"
+            ref = f"{row_name(j)}{i}"
             if v is None or v == "":
                 continue
             if isinstance(v, str):
@@ -238,7 +238,7 @@ def test_an_excel_workbook_is_read_as_a_long_list_or_a_grid(tmp_path):
     plate2 = camp.next_plate(20)
     values2 = _reading(plate2, layout, seed=3)
     grid = [["Envision", "run 7"], [], ["", *range(1, 13)]] + [
-        [_row_name(r), *(values2[f"{_row_name(r)}{c:02d}"] for c in range(1, 13))] for r in range(8)
+        [row_name(r), *(values2[f"{row_name(r)}{c:02d}"] for c in range(1, 13))] for r in range(8)
     ]
     assert camp.record(_excel_workbook(tmp_path / "grid.xlsx", grid), plate="P002").n_outcomes == len(plate2)
     raw = _raw(camp)

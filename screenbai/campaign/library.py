@@ -390,6 +390,8 @@ def library_from_args(args, stage: Callable[[str], None] | None = None) -> Libra
     """``import_library`` with the library options that ``init`` and ``backtest`` share. A CSV/TSV whose id or
     SMILES column is not given gets the options that name them in its error (the table's reader names the
     columns, not the command's options)."""
+    from screenbai.chem.tables import ColumnsNotNamed
+
     try:
         return import_library(
             args.library,
@@ -402,9 +404,7 @@ def library_from_args(args, stage: Callable[[str], None] | None = None) -> Libra
             library_file=args.library_file,
             stage=stage,
         )
-    except ValueError as exc:
-        if args.id_column is not None and args.smiles_column is not None or "name the id and SMILES" not in str(exc):
-            raise
+    except ColumnsNotNamed as exc:
         raise ValueError(
             f"{exc}: give them with --id-column COLUMN --smiles-column COLUMN (a table with SMILES alone needs a "
             "column of compound ids added: the ids name the compounds on the plate files and in the results)"

@@ -206,9 +206,8 @@ def read_chembl_export(path: str | Path) -> pd.DataFrame:
     Parameters
     ----------
     path : str or Path
-        ``;``-separated, double-quoted export (headers such as ``Molecule ChEMBL ID``,
-        ``Smiles``, relations like ``'='``), optionally gzipped; comma/tab separated
-        files with snake_case headers are detected automatically.
+        ``;``-separated, double-quoted export (headers such as ``Molecule ChEMBL ID``, ``Smiles``, relations like
+        ``'='``), optionally gzipped; comma/tab separated files with snake_case headers are detected automatically.
 
     Returns
     -------
@@ -227,8 +226,7 @@ def read_chembl_export(path: str | Path) -> pd.DataFrame:
         raise FileNotFoundError(f"ChEMBL export not found: {path}")
     raw = read_text_table(path)
     _require_rows(path, raw)
-    renamed = {c: _snake(c) for c in raw.columns}
-    df = raw.rename(columns=renamed)
+    df = raw.rename(columns={c: _snake(c) for c in raw.columns})
     df = df.loc[:, ~df.columns.duplicated()]
     missing = [c for c in REQUIRED_EXPORT_COLUMNS if c not in df.columns]
     if missing:
@@ -371,8 +369,8 @@ def read_activity_table(
     Raises
     ------
     ValueError
-        If a named column does not exist (the message lists the available ones), or the
-        table's own columns contradict the arguments (e.g. its ``standard_units`` and ``units``).
+        If a named column does not exist (the message lists the available ones), or the table's own columns
+        contradict the arguments (e.g. its ``standard_units`` and ``units``).
     """
     path = Path(path)
     df, is_sdf = _read_table(path, "activity table")
@@ -594,6 +592,10 @@ def check_not_log_scale(activity_column: str | None, activity_type: str | None, 
 _SDF_INTERNAL = ("_structure_smiles", "_record", "_problem")
 
 
+class ColumnsNotNamed(ValueError):
+    """A CSV/TSV table of structures read without its id or SMILES column named (``read_structure_table``)."""
+
+
 def read_structure_table(
     path: str | Path, *, id_column: str | None = None, smiles_column: str | None = None
 ) -> pd.DataFrame:
@@ -604,25 +606,24 @@ def read_structure_table(
     path : str or Path
         ``.csv``/``.tsv``/``.txt`` (delimiter sniffed, gzip allowed) or ``.sdf``/``.sdf.gz``.
     id_column, smiles_column : str, optional
-        The columns holding the compound id and its SMILES; both are required for a text table.
-        For SDF they default to the title line (``"_Name"``) and each record's structure.
+        The columns holding the compound id and its SMILES, both required for a text table; for SDF the title
+        line (``"_Name"``) and each record's structure by default.
 
     Returns
     -------
     pandas.DataFrame
-        ``source_row`` (text: the line where the row starts, the header being line 1; SDF: the record's
-        number from 1), ``compound_id`` and ``smiles`` as written, and ``problem``: why an SDF
-        record has no SMILES ("unreadable SDF record", "structure too large"), else None; as
-        objects.  Nothing is dropped or checked here: curation reports blank, unparseable and
-        duplicate rows by ``source_row``.
+        ``source_row`` (text: the line where the row starts, the header being line 1; SDF: the record's number
+        from 1), ``compound_id`` and ``smiles`` as written, and ``problem``: why an SDF record has no SMILES
+        ("unreadable SDF record", "structure too large"), else None; as objects.  Nothing is dropped or checked
+        here: curation reports blank, unparseable and duplicate rows by ``source_row``.
 
     Raises
     ------
     FileNotFoundError
         If ``path`` does not exist.
     ValueError
-        If the file is empty, not UTF-8, malformed, holds no data rows, or lacks a named column
-        (the message names the file and lists the columns found).
+        If the file is empty, not UTF-8, malformed, holds no data rows, or lacks a named column (the message
+        names the file and lists the columns found; :class:`ColumnsNotNamed` when a text table's are not named).
     """
     path = Path(path)
     df, is_sdf = _read_table(path, "structure table")
@@ -633,7 +634,7 @@ def read_structure_table(
         id_column = id_column or "_Name"
         smiles_column = smiles_column or "_structure_smiles"
     elif id_column is None or smiles_column is None:
-        raise ValueError(f"{path}: name the id and SMILES columns of a CSV/TSV table; its columns are {available}")
+        raise ColumnsNotNamed(f"{path}: name the id and SMILES columns of a CSV/TSV table; its columns are {available}")
     for what, col in (("id", id_column), ("SMILES", smiles_column)):
         if col not in df.columns:
             raise ValueError(

@@ -22,7 +22,8 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 
-from .plates import _row_name
+from .layout import well_name
+from .plates import row_name
 
 #: the separators a grid line may use (Excel's ';' where the decimal separator is the comma)
 _SEPARATORS = (",", "\t", ";")
@@ -82,23 +83,23 @@ def _read_grid(lines: list[str], head: int, sep: str, cols: int, where: str, end
     k = head + 1
     while k < len(lines):
         fields = _fields(lines[k], sep)
-        if not fields or fields[0].upper() != _row_name(r):
+        if not fields or fields[0].upper() != row_name(r):
             break
         line = k + 1
         values = fields[1:]
         if len(values) > cols:
             errors.append(
-                f"{where}: line {line}: row {_row_name(r)} has {len(values)} values where the grid's header (line "
+                f"{where}: line {line}: row {row_name(r)} has {len(values)} values where the grid's header (line "
                 f"{head + 1}) numbers {cols} columns; correct the row or the header"
             )
         elif len(values) < cols and k == len(lines) - 1 and not ends_with_newline:
             errors.append(
-                f"{where}: line {line}: the file ends inside row {_row_name(r)} ({len(values)} of {cols} values), "
+                f"{where}: line {line}: the file ends inside row {row_name(r)} ({len(values)} of {cols} values), "
                 "without a line break: it looks cut short (a copy or save that did not finish); check the file "
                 "against the plate reader's"
             )
         values += [""] * (cols - len(values))  # trailing empty cells: wells without a reading (failed, or unused)
-        cells.extend((line, f"{_row_name(r)}{c + 1:02d}", v) for c, v in enumerate(values[:cols]))
+        cells.extend((line, well_name(r, c), v) for c, v in enumerate(values[:cols]))
         r += 1
         k += 1
     after = [n + 1 for n in range(k, len(lines)) if lines[n].strip(" \t,;")]

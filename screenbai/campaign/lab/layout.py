@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 
-from .plates import _row_name
+from .plates import row_name
 
 #: plate formats by number of wells (rows, columns); other shapes as ROWSxCOLS
 FORMATS = {6: (2, 3), 12: (3, 4), 24: (4, 6), 48: (6, 8), 96: (8, 12), 384: (16, 24), 1536: (32, 48)}
@@ -45,7 +45,7 @@ def parse_format(text) -> tuple[int, int]:
 
 
 def well_name(row: int, col: int) -> str:
-    return f"{_row_name(row)}{col + 1:02d}"
+    return f"{row_name(row)}{col + 1:02d}"
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ DEFAULT_PLATE_SIZE = 96
 PLATE_COLUMNS = ("plate_id", "well", "compound_id", "smiles", "outcome")
 
 
-def _row_name(i: int) -> str:
+def row_name(i: int) -> str:
     letters = ""
     i += 1
     while i:
@@ -32,7 +32,7 @@ def well_names(size: int) -> list[str]:
         raise ValueError(f"a plate needs at least one well; got {size}")
     for rows, cols in FORMATS:
         if size <= rows * cols:
-            return [f"{_row_name(k // cols)}{k % cols + 1:02d}" for k in range(size)]
+            return [f"{row_name(k // cols)}{k % cols + 1:02d}" for k in range(size)]
     return [f"W{k + 1:05d}" for k in range(size)]
 
 
