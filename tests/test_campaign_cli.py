@@ -835,9 +835,9 @@ def test_readable_renders_a_log_detail_for_people():
     from screenbai.campaign.views.page import readable
 
     detail = {"plate_id": "P001", "arms": list(range(96)), "layout": {"format": "96", "controls": None},
-              "forecast": 12.3456789, "wells": ["A01", "A02"]}
+              "forecast": 12.3456789, "wells": ["A01", "A02"], "rejected": {}, "changes": []}
     assert readable(detail) == ("plate_id: P001; arms: 96 values: 0, 1, 2, 3, 4, 5, ...; layout: (format: 96; "
-                                "controls: none); forecast: 12.35; wells: [A01, A02]")
+                                "controls: none); forecast: 12.35; wells: [A01, A02]; rejected: none; changes: none")
 
 
 @pytest.mark.parametrize("extra, said", [

@@ -26,8 +26,10 @@ def readable(value) -> str:
     """A log event's detail or a settings dict as a person reads it: ``key: value; ...``, nested dicts in
     parentheses, long lists by their length and first items, floats to 4 significant digits (the stored JSON is in
     the campaign file; this is the page's rendering of it)."""
+    if isinstance(value, (dict, list, tuple)) and not value:
+        return "none"
     if isinstance(value, dict):
-        return "; ".join(f"{k}: {readable(v) if not isinstance(v, dict) else '(' + readable(v) + ')'}"
+        return "; ".join(f"{k}: {'(' + readable(v) + ')' if isinstance(v, dict) and v else readable(v)}"
                          for k, v in value.items())
     if isinstance(value, (list, tuple)):
         items = [readable(v) for v in value[:_SHOWN_ITEMS]]
