@@ -80,6 +80,8 @@ class RecordSummary:
     plates: tuple[str, ...]
     #: plate id -> (Z'-factor or None, decision: "pass", "accepted", "discarded", "no controls")
     qc: dict = field(default_factory=dict)
+    #: unusual values recorded as written (``Readout.suspicion``), each naming the file, line, well and value
+    warnings: tuple[str, ...] = ()
 
 class _Plates(Mapping):
     """Plate id -> well -> WellInfo, read from the file only for the plates a results file names."""
@@ -484,6 +486,7 @@ class Campaign(PolicyReplay):
         readout = self.readout
         with self._step(f"recording {path.name}"):  # validated against the file's latest state, under its lock
             plates = self._plate_map()
+            notes: list[str] = []
             outcomes = read_results(
                 path,
                 plates,
@@ -491,6 +494,8 @@ class Campaign(PolicyReplay):
                 check=None if readout is None else readout.problem,
                 layout_of=plates.layout,
                 plate=plate,
+                warn=None if readout is None else readout.suspicion,
+                notes=notes,
             )
             controls = [o for o in outcomes if o.arm < 0]
             compounds = [o for o in outcomes if o.arm >= 0]
@@ -510,10 +515,10 @@ class Campaign(PolicyReplay):
                 )
                 for o in compounds
             ]
-            summary = self._commit_outcomes(told, path.name, file_sha256(path))
+            summary = self._commit_outcomes(told, path.name, file_sha256(path), notes)
             assay.save_readouts(self._con, summary.record_id, controls, compounds, qc)
             return RecordSummary(
-                summary.record_id, summary.file, summary.n_outcomes, summary.n_failed, summary.plates, qc
+                summary.record_id, summary.file, summary.n_outcomes, summary.n_failed, summary.plates, qc, tuple(notes)
             )
 
     def _controls_of(self, plates: _Plates, compounds: list[Outcome]) -> dict:
@@ -537,7 +542,7 @@ class Campaign(PolicyReplay):
             out[plate_id] = (earlier, wells)
         return out
 
-    def _commit_outcomes(self, outcomes: list[Outcome], name: str, sha256: str) -> RecordSummary:
+    def _commit_outcomes(self, outcomes: list[Outcome], name: str, sha256: str, notes=()) -> RecordSummary:
         """Write the step and bring the policy up to date; called inside ``_step`` (which drops a
         half-updated policy).  The policy is that of the replay (``_after_record``): the state after
         the last plate told every outcome recorded since, whatever order the files came in."""
@@ -554,6 +559,7 @@ class Campaign(PolicyReplay):
                 "n_outcomes": len(outcomes) - n_failed,
                 "n_failed": n_failed,
                 "plates": list(plates),
+                **({"suspicious": list(notes)} if notes else {}),  # unusual values kept as written (the log says so)
             },
         )
         cur = self._con.execute(

@@ -23,6 +23,9 @@ from pathlib import Path
 from ..cliargs import HelpFormatter, parse_params
 from ..streams import results, say
 
+#: unusual values (recorded with a warning) shown on stderr by `record`; the campaign's log keeps them all
+MAX_SHOWN = 10
+
 
 def add_parser(sub) -> None:
     """Register ``campaign`` and its subcommands on the main command's subparsers."""
@@ -508,6 +511,13 @@ def _record(args) -> int:
         left_here = {p: camp.open_well_names(p) for p in rec.plates if p in left}
         scale = "" if camp.readout is None else camp.readout.z_scale()  # of log10 IC50 where the model takes it so
         finished = camp.policy.done
+    for note in rec.warnings[:MAX_SHOWN]:
+        print(f"warning: {note}", file=sys.stderr)
+    if len(rec.warnings) > MAX_SHOWN:
+        print(f"warning: ... and {len(rec.warnings) - MAX_SHOWN} more such values", file=sys.stderr)
+    if rec.warnings:
+        print(f"warning: {len(rec.warnings)} unusual value(s) recorded as written, all in the campaign's log (the "
+              "report's events); check them against the lab's record", file=sys.stderr)
     for plate_id, (z, decision) in rec.qc.items():
         zt = "n/a" if z is None else f"{z:.2f}{scale}"
         say(f"plate {plate_id}: controls Z' = {zt} ({decision})")

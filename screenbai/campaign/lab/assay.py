@@ -89,6 +89,37 @@ def check_min_z(min_z) -> None:
 
 #: a readout in % (of the controls' window: inhibition, activity, viability) beyond this, either way, is refused
 PERCENT_BOUND = 1000.0
+#: a readout in % outside this window is recorded with a warning (twice the controls' window past either end)
+PERCENT_USUAL = (-100.0, 200.0)
+#: a concentration, in mol/L: refused above IMPOSSIBLE[1] (no assay doses a compound near 1 mol/L: a value in the wrong
+#: unit, or a curve fit's extrapolation) and below IMPOSSIBLE[0] (under one molecule per microlitre); recorded with a
+#: warning outside USUAL (below 1 pM: past the tight-binding limit of nearly every assay; above 1 mM: past any top
+#: concentration an assay doses, an extrapolation or a unit slip)
+MOLAR_IMPOSSIBLE, MOLAR_USUAL = (1e-18, 1.0), (1e-12, 1e-3)
+#: the same for a concentration in mass per volume (g/L), for molar masses of 100 (a fragment) to 10^6 g/mol
+MASS_IMPOSSIBLE, MASS_USUAL = (1e-16, 1000.0), (1e-10, 1.0)
+#: units of a plate reader's raw signal: counts of photons or fluorescence, at least 0 as the reader gives them
+RAW_COUNT_UNITS = ("rlu", "rfu", "counts", "count", "cps", "cpm")
+#: readout names that are such a raw signal when no unit says so
+RAW_COUNT_NAMES = ("luminescence", "fluorescence", "counts", "rlu", "rfu")
+_SI = {"": 1.0, "k": 1e3, "d": 1e-1, "m": 1e-3, "u": 1e-6, "µ": 1e-6, "μ": 1e-6, "n": 1e-9, "p": 1e-12, "f": 1e-15}
+_WORDS = {"": "", "milli": "m", "micro": "u", "nano": "n", "pico": "p", "femto": "f"}
+
+
+def concentration_factor(unit: str) -> tuple[float, str] | None:
+    """(The factor to mol/L or g/L, "M" or "g/L") of a concentration's unit (nM: 1e-9 M; ng/mL: 1e-6 g/L), or None
+    for a unit of no known size (none declared, or another)."""
+    u = unit.strip()
+    m = re.fullmatch(r"([fpnuµμm]?)M", u) or re.fullmatch(r"(femto|pico|nano|micro|milli)?molar", u.lower())
+    if m:
+        return _SI[_WORDS.get(m.group(1) or "", m.group(1) or "")], "M"
+    m = re.fullmatch(r"([fpnuµμm]?)mol\s*/\s*([dm]?)[lL]", u)
+    if m:
+        return _SI[m.group(1)] / _SI[m.group(2)], "M"
+    m = re.fullmatch(r"([fpnuµμmk]?)g\s*/\s*([mµμud]?)[lL]", u)
+    if m:
+        return _SI[m.group(1)] / _SI[m.group(2)], "g/L"
+    return None
 
 
 @dataclass(frozen=True)
@@ -150,22 +181,83 @@ class Readout:
     def _plain_name(self) -> str:
         return re.sub(r"[\s_-]", "", self.name.lower())
 
+    @property
+    def is_percent(self) -> bool:
+        """Whether the readout is a percent (of the controls' window): unit %, or named so without a unit."""
+        unit = self.unit.strip().lower()
+        return unit in ("%", "percent", "pct") or (not unit and ("percent" in self.name.lower() or "%" in self.name))
+
+    @property
+    def is_raw_count(self) -> bool:
+        """Whether the readout is a plate reader's raw signal in counts (RLU, RFU, counts ...), by unit or name."""
+        unit = self.unit.strip().lower()
+        return unit in RAW_COUNT_UNITS or (not unit and self._plain_name() in RAW_COUNT_NAMES)
+
     def problem(self, raw: float) -> str | None:
-        """What is wrong with a value the lab wrote for this readout, or None: a concentration at or below 0
-        (a percent inhibition or a fluorescence may be negative), or a percent beyond +-PERCENT_BOUND (a percent of
-        the controls' window runs a little past 0 and 100, not thousands: a raw signal or a typo, which would count
-        as a hit or not at random)."""
+        """What makes a value the lab wrote impossible for this readout, or None: a concentration at or below 0 or,
+        in a unit of known size, beyond ``MOLAR_IMPOSSIBLE`` / ``MASS_IMPOSSIBLE`` (a percent inhibition or a
+        fluorescence may be negative), or a percent beyond +-PERCENT_BOUND (a percent of the controls' window runs a
+        little past 0 and 100, not thousands: a raw signal or a typo, which would count as a hit or not at random).
+        What is merely unusual is :meth:`suspicion`'s."""
         if self.is_concentration and raw <= 0:
             return (
                 f"{self.label()} is a concentration, above 0; a sign or digit lost? write the value measured, the "
                 "assay's lower limit if it is below the range, or 'failed'"
             )
-        if self.unit == "%" and abs(raw) > PERCENT_BOUND:
+        size = self._in_base_unit(raw)
+        if size is not None:
+            value, base = size
+            low, high = MOLAR_IMPOSSIBLE if base == "M" else MASS_IMPOSSIBLE
+            if value > high:
+                return (
+                    f"{raw:g} {self.unit} is {value:.3g} {base}, above {high:g} {base}, which no assay doses: a "
+                    f"value in another unit (the declared one is {self.unit}), or a curve fit extrapolated past the "
+                    f"top concentration? write it in {self.unit}, the assay's top concentration if the compound was "
+                    "inactive up to it, or 'failed'"
+                )
+            if value < low:
+                return (
+                    f"{raw:g} {self.unit} is {value:.3g} {base}, below {low:g} {base} (under one molecule per "
+                    f"microlitre): a value in another unit (the declared one is {self.unit})? write it in {self.unit}, "
+                    "or 'failed'"
+                )
+        if self.is_percent and abs(raw) > PERCENT_BOUND:
             return (
                 f"{self.label()} beyond +-{PERCENT_BOUND:g} %: a raw signal in place of the percent, or a typo? write "
                 "the percent measured, or 'failed'"
             )
         return None
+
+    def suspicion(self, raw: float) -> str | None:
+        """What is unusual, not impossible, in a value ``problem`` let through, or None: it is recorded as written,
+        with a warning (stderr and the campaign's log). A concentration outside ``MOLAR_USUAL`` / ``MASS_USUAL``, a
+        percent outside ``PERCENT_USUAL``, a raw count below 0 (a reader's counts are not: background-subtracted,
+        or a sign slip?)."""
+        size = self._in_base_unit(raw)
+        if size is not None:
+            value, base = size
+            low, high = MOLAR_USUAL if base == "M" else MASS_USUAL
+            if value > high:
+                return (f"{raw:g} {self.unit} is {value:.3g} {base}, above {high:g} {base}, past the top concentration "
+                        f"of nearly every assay: a curve fit's extrapolation, or a value in another unit than "
+                        f"{self.unit}? recorded as written; check it")
+            if value < low:
+                return (f"{raw:g} {self.unit} is {value:.3g} {base}, below {low:g} {base}, past the tight-binding "
+                        f"limit of nearly every assay: a value in another unit than {self.unit}? recorded as written; "
+                        "check it")
+        if self.is_percent and not PERCENT_USUAL[0] <= raw <= PERCENT_USUAL[1]:
+            return (f"{raw:g} % is outside {PERCENT_USUAL[0]:g} % .. {PERCENT_USUAL[1]:g} %, far past the controls' "
+                    "window: a raw signal, a typo or a plate normalised on the wrong controls? recorded as written; "
+                    "check it")
+        if self.is_raw_count and raw < 0:
+            return (f"{raw:g}: a plate reader's raw {self.unit or self.name} is not below 0 (background-subtracted, "
+                    "or a sign slip?); recorded as written; check it")
+        return None
+
+    def _in_base_unit(self, raw: float) -> tuple[float, str] | None:
+        """A concentration's value in mol/L or g/L (with which), None for another readout or a unit of unknown size."""
+        factor = concentration_factor(self.unit) if self.is_concentration else None
+        return None if factor is None else (raw * factor[0], factor[1])
 
     def label(self) -> str:
         return f"{self.name} ({self.unit})" if self.unit else self.name

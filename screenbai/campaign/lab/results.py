@@ -134,6 +134,8 @@ def read_results(
     check: Callable[[float], str | None] | None = None,
     layout_of: Callable[[str], PlateLayout | None] | None = None,
     plate: str | None = None,
+    warn: Callable[[float], str | None] | None = None,
+    notes: list[str] | None = None,
 ) -> list[Outcome]:
     """Parse and validate ``path`` against the campaign's plates; raise ResultsError listing every problem.
 
@@ -143,7 +145,9 @@ def read_results(
     ``layout_of`` gives a plate's layout, to say what a well not in its map is (an empty edge well ...).
     ``plate`` (``record --plate``) is the plate of a file without a plate_id column: a plate reader's grid
     (:mod:`~screenbai.campaign.lab.grid`) or its list of wells; a file with the column must then name only it.
-    Returns the outcomes in file order.
+    ``warn`` says what is unusual in a value ``check`` lets through
+    (:meth:`~screenbai.campaign.lab.assay.Readout.suspicion`): each such value is appended to ``notes`` naming the
+    file, line, well and value, and kept as written.  Returns the outcomes in file order.
     """
     path = Path(path)
     header, rows, ends_with_newline, sep, text = _read(path)
@@ -299,6 +303,9 @@ def read_results(
         if isinstance(value, str):
             errors.append(f"{where}: outcome {raw!r} for well {plate_id}/{well}: {value}")
             continue
+        note = None if warn is None or value is None else warn(value)
+        if note and notes is not None:
+            notes.append(f"{where}: outcome {raw!r} for well {plate_id}/{well}: {note}")
         n_blank += not raw
         out.append(Outcome(line, plate_id, well, info.arm, value))
     if out and n_blank == len(out) and not errors:

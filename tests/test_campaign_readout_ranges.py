@@ -1,0 +1,143 @@
+"""Readouts a lab writes, checked by kind: what no assay can give is refused (naming the file, line, well and value,
+and what to write), what is merely unusual is recorded as written with a warning (stderr, the campaign's log).
+
+Before: only a % beyond +-1000 % and a concentration at or below 0 were refused; an IC50 of 1e12 nM (1 000 mol/L,
+a value in another unit) was recorded and counted as a non-hit, a percent readout declared by its name without
+``--unit %`` had no bound at all, and nothing unusual (an IC50 of 5 mM, 300 % inhibition, a negative RLU) was
+ever said."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+from campaign_util import synthetic_library
+
+from screenbai.campaign import Campaign, PlateLayout, ResultsError
+from screenbai.campaign.lab.assay import Readout, concentration_factor
+from screenbai.cli import main
+
+
+def _campaign(tmp_path, readout: Readout, name="c.campaign"):
+    layout = PlateLayout.build("48", positive="A01,C04,F08", negative="B02,E05,F01")
+    return Campaign.create(
+        tmp_path / name, synthetic_library(K=30, d=3), "glgape", {"epsilon": 0.1}, seed=2, layout=layout,
+        readout=readout,
+    )
+
+
+def _filled(path, plate_file, positive, negative, compound, first=None):
+    """The plate file with its controls at ``positive`` / ``negative`` (in turn), compounds at ``compound`` and the
+    first compound well at ``first``; returns (path, the line of that first compound well)."""
+    with open(plate_file, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    pos, neg = iter(positive), iter(negative)
+    line = None
+    for k, r in enumerate(rows):
+        role = r["role"]
+        if role == "positive control":
+            r["outcome"] = next(pos)
+        elif role == "negative control":
+            r["outcome"] = next(neg)
+        else:
+            r["outcome"] = compound
+            if line is None:
+                line = k + 2
+                r["outcome"] = compound if first is None else first
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return path, line
+
+
+IC50 = dict(positive=("10", "12", "9"), negative=("10000", "12000", "9000"), compound="500")
+
+
+def test_concentration_units_are_sized():
+    assert concentration_factor("nM") == (1e-9, "M") and concentration_factor("µM") == (1e-6, "M")
+    assert concentration_factor("nanomolar") == (1e-9, "M") and concentration_factor("mmol/L") == (1e-3, "M")
+    assert concentration_factor("ng/mL") == (1e-6, "g/L") and concentration_factor("mg/L") == (1e-3, "g/L")
+    assert concentration_factor("") is None and concentration_factor("RFU") is None
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("0", "is a concentration, above 0"),
+        ("-5", "is a concentration, above 0"),
+        ("inf", "not a finite number"),
+        ("nan", "not a finite number"),
+        ("1e12", "1e+12 nM is 1e+03 M, above 1 M, which no assay doses"),  # micro- or picomolar typed as nM?
+        ("1e-12", "1e-12 nM is 1e-21 M, below 1e-18 M (under one molecule per microlitre)"),
+    ],
+)
+def test_an_impossible_ic50_is_refused_naming_line_well_and_value(tmp_path, value, words):
+    camp = _campaign(tmp_path, Readout.build("IC50", unit="nM", hit_below=1000))
+    plate = camp.next_plate(20, tmp_path / "P001.csv")
+    path, line = _filled(tmp_path / "R.csv", plate.path, **IC50, first=value)
+    with pytest.raises(ResultsError) as info:
+        camp.record(path)
+    message = str(info.value)
+    assert f"R.csv: line {line}: outcome {value!r} for well P001/" in message and words in message
+    assert camp.open_wells() == {"P001": len(plate)}  # nothing recorded
+    camp.close()
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("5e6", "5e+06 nM is 0.005 M, above 0.001 M, past the top concentration"),
+        ("0.0005", "0.0005 nM is 5e-13 M, below 1e-12 M, past the tight-binding limit"),
+    ],
+)
+def test_an_unusual_ic50_is_recorded_as_written_and_logged(tmp_path, value, words):
+    camp = _campaign(tmp_path, Readout.build("IC50", unit="nM", hit_below=1000))
+    plate = camp.next_plate(20, tmp_path / "P001.csv")
+    path, line = _filled(tmp_path / "R.csv", plate.path, **IC50, first=value)
+    rec = camp.record(path)
+    assert rec.n_outcomes == len(plate) and len(rec.warnings) == 1
+    assert rec.warnings[0].startswith(f"{path}: line {line}: outcome {value!r} for well P001/")
+    assert words in rec.warnings[0]
+    raw = {r[0] for r in camp._con.execute("SELECT raw FROM readouts WHERE kind = 'compound'")}
+    assert float(value) in raw  # kept as written
+    logged = [d for _, _, kind, d in camp.events() if kind == "record"]
+    assert logged[-1]["suspicious"] == list(rec.warnings)
+    camp.close()
+
+
+def test_a_percent_readout_named_without_its_unit_is_bounded_too(tmp_path):
+    """``--readout "percent inhibition" --hit-above 50`` (the module's own example, no --unit): 1e6 was recorded, a
+    hit; now refused as with --unit %. 300 % is recorded with a warning, 150 % without one."""
+    camp = _campaign(tmp_path, Readout.build("percent inhibition", hit_above=50.0))
+    plate = camp.next_plate(20, tmp_path / "P001.csv")
+    kw = dict(positive=("95", "93", "97"), negative=("5", "7", "3"), compound="20")
+    path, line = _filled(tmp_path / "R.csv", plate.path, **kw, first="1e6")
+    with pytest.raises(ResultsError, match=rf"line {line}: .*beyond \+-1000 %"):
+        camp.record(path)
+    path, line = _filled(tmp_path / "R2.csv", plate.path, **kw, first="300")
+    rec = camp.record(path)
+    assert len(rec.warnings) == 1 and "300 % is outside -100 % .. 200 %" in rec.warnings[0]
+    camp.close()
+    camp = _campaign(tmp_path, Readout.build("percent inhibition", unit="%", hit_above=50.0), "d.campaign")
+    plate = camp.next_plate(20, tmp_path / "Q001.csv")
+    assert camp.record(_filled(tmp_path / "R3.csv", plate.path, **kw, first="150")[0]).warnings == ()
+    camp.close()
+
+
+def test_a_negative_raw_count_is_warned_on_stderr_and_kept(tmp_path, capsys):
+    """A luminescence in RLU below 0 (background-subtracted, or a sign slip) is recorded as written: `record` says so
+    on stderr, naming the line, and the campaign's log keeps it."""
+    camp = _campaign(tmp_path, Readout.build("luminescence", unit="RLU", hit_above=5000.0))
+    plate = camp.next_plate(20, tmp_path / "P001.csv")
+    path, line = _filled(
+        tmp_path / "R.csv", plate.path, positive=("90000", "91000", "89000"), negative=("1000", "1100", "900"),
+        compound="2000", first="-40",
+    )
+    camp.close()
+    assert main(["campaign", "record", str(tmp_path / "c.campaign"), str(path)]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: {path}: line {line}: outcome '-40' for well P001/" in err
+    assert "a plate reader's raw RLU is not below 0" in err and "1 unusual value(s) recorded as written" in err
+    with Campaign.open(tmp_path / "c.campaign") as camp:
+        assert any("raw RLU is not below 0" in s for _, _, k, d in camp.events() for s in d.get("suspicious", ()))
