@@ -224,8 +224,8 @@ def test_a_plate_failing_its_controls_waits_for_the_lab_decision(tmp_path):
     bad = _fill(plate.path, values, tmp_path / "R001.csv", controls=(100.0, 155.0), noise=20)
     with pytest.raises(ControlsFailed, match=r"(?s)P001: Z' = .* < 0.5.*--accept.*--discard-plate"):
         camp.record(bad)
-    with pytest.raises(ControlsFailed, match=r"positive controls [\d.]+ \+- [\d.]+ nM, negative [\d.]+ \+- [\d.]+ nM "
-                       r"\(mean \+- sd\)"):  # in the readout's unit
+    with pytest.raises(ControlsFailed, match=r"positive controls [\d.]+ nM, sd [\d.]+ log10 units, negative [\d.]+ nM, "
+                       r"sd [\d.]+ log10 units \(geometric mean, sd of log10\)"):  # an IC50's Z' is of log10
         camp.record(bad)
     assert camp.open_wells() == {"P001": len(plate)}  # nothing recorded
     rec = camp.record(bad, discard=True)
@@ -1776,7 +1776,7 @@ def test_a_campaign_file_from_before_the_log10_scale_replays_with_the_raw_values
     from screenbai.campaign.state import store
 
     camp = _log_ic50_campaign(tmp_path)
-    before = {k: v for k, v in camp.meta["readout"].items() if k != "scale"}
+    before = {k: v for k, v in camp.meta["readout"].items() if k not in ("scale", "z_log")}
     with store.transaction(camp._con):
         store.put_meta(camp._con, "readout", before)
     camp.close()
@@ -1875,7 +1875,7 @@ def test_z_prime_of_a_log10_readout_is_taken_on_log10_and_says_so(tmp_path, caps
                        r"\(positive controls 10 nM, sd 0.082 log10 units, negative 30 nM, sd 0.082 log10 units "
                        r"\(geometric mean, sd of log10\)"):
         check_controls("R.csv", close, log10, accept=False, discard=False)
-    linear = dataclasses.replace(log10, scale="linear")
+    linear = dataclasses.replace(log10, scale="linear", z_log=False)  # a file made before: Z' of the raw values
     assert linear.z_scale() == " (of the raw IC50 values, not of log10)"  # its spreads in status are of log10
     wide = [dataclasses.replace(o, value=v) for o, v in zip(close, [*pos, *neg])]
     assert check_controls("R.csv", wide, linear, accept=True, discard=False)["P9"] == (pytest.approx(z_raw), "accepted")
@@ -1902,12 +1902,12 @@ def test_status_names_the_scale_of_z_prime_and_of_the_spreads_of_a_concentration
     camp.close()
     assert main(["campaign", "record", str(path), str(tmp_path / "R.csv")]) == 0
     assert "plate P001: controls Z' = " in (out := capsys.readouterr().out)
-    assert "(of the raw IC50 values, not of log10) (" in out
+    assert "(of log10 IC50, as potency controls are compared) (" in out  # since Z' of log10 for a concentration
     with Campaign.open(path) as c:
         st = c.status()
     text, data = st.text(), st.to_dict()
-    assert data["z_scale"] == "linear" and data["spread_scale"] == "log10"
-    assert "(of the raw values, in IC50 (nM), not of their log10 as the spreads below; each Z' >= 0.5" in text
+    assert data["z_scale"] == "log10" and data["spread_scale"] == "log10"
+    assert "(of log10 values, as potency controls are compared; each Z' >= 0.5" in text
     assert "spread of the control wells (within a plate): sd 0." in text and "log10 units (a factor" in text
     assert "the noise a linear model's sigma stands for" not in text  # binary: no sigma
     camp.close()
@@ -1921,7 +1921,7 @@ def test_status_names_the_scale_of_z_prime_and_of_the_spreads_of_a_concentration
     assert "(of log10 values, the scale the model uses; each Z' >= 0.5" in st.text()
     assert "(the noise a linear model's sigma stands for)" in st.text()
     # made before log10 (scale "linear"): the model takes the raw IC50, its sigma in nM, not log10 units
-    before = {k: v for k, v in camp.meta["readout"].items() if k != "scale"}
+    before = {k: v for k, v in camp.meta["readout"].items() if k not in ("scale", "z_log")}
     with store.transaction(camp._con):
         store.put_meta(camp._con, "readout", before)
     camp.close()

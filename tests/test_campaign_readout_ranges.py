@@ -141,3 +141,78 @@ def test_a_negative_raw_count_is_warned_on_stderr_and_kept(tmp_path, capsys):
     assert "a plate reader's raw RLU is not below 0" in err and "1 unusual value(s) recorded as written" in err
     with Campaign.open(tmp_path / "c.campaign") as camp:
         assert any("raw RLU is not below 0" in s for _, _, k, d in camp.events() for s in d.get("suspicious", ()))
+
+
+# ------------------------------------------------------------------------- Z' of a concentration on log10
+#: controls at 10 nM and 10 uM, each spread by factors 10**+-0.1: sd of log10 0.0816 each, gap 3 log10 units
+_FACTORS = 10.0 ** __import__("numpy").array([-0.1, 0.0, 0.1, 0.0])
+_POS, _NEG = 10.0 * _FACTORS, 1e4 * _FACTORS
+Z_LOG = 1 - 3 * 2 * (0.1 * (2 / 3) ** 0.5) / 3  # 0.837
+Z_RAW = 0.436  # z_prime(_POS, _NEG): the high control's spread in nM alone
+
+
+def _ic50_plate(tmp_path, name):
+    camp = Campaign.create(
+        tmp_path / f"{name}.campaign", synthetic_library(K=30, d=3), "glgape", {"epsilon": 0.1}, seed=2,
+        layout=PlateLayout.build("24"), readout=Readout.build("IC50", unit="nM", hit_below=100.0),
+    )
+    plate = camp.next_plate(None, tmp_path / f"{name}_P001.csv")
+    with open(plate.path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    controls = {"positive control": iter(_POS), "negative control": iter(_NEG)}
+    for r in rows:
+        r["outcome"] = repr(float(next(controls[r["role"]]))) if r["role"] in controls else "50"
+    path = tmp_path / f"{name}_R001.csv"
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return camp, path
+
+
+def test_a_binary_ic50_campaign_takes_z_prime_on_log10_and_says_so(tmp_path, capsys):
+    """A binary IC50 campaign (hits at IC50 <= 100 nM) took Z' on the raw concentrations: controls 1 000 times apart,
+    each within a factor 1.26, read Z' = 0.44 and failed the plate. Potency controls are compared on log10 (pIC50):
+    Z' = 0.84 now, and `record`, status (text and JSON) and the export's well table say the scale."""
+    import numpy as np
+
+    from screenbai.campaign.lab.assay import z_prime
+    from screenbai.campaign.views.export import export
+
+    assert z_prime(np.log10(_POS), np.log10(_NEG)) == pytest.approx(Z_LOG, abs=1e-9)
+    assert Z_LOG == pytest.approx(0.837, abs=1e-3)
+    assert z_prime(_POS, _NEG) == pytest.approx(Z_RAW, abs=1e-3)
+    camp, path = _ic50_plate(tmp_path, "c")
+    assert camp.readout.scale == "linear" and camp.readout.z_on_log10  # binary: the model takes hits
+    camp.close()
+    assert main(["campaign", "record", str(tmp_path / "c.campaign"), str(path)]) == 0
+    assert "plate P001: controls Z' = 0.84 (of log10 IC50, as potency controls are compared) (pass)" in (
+        capsys.readouterr().out
+    )
+    with Campaign.open(tmp_path / "c.campaign") as camp:
+        st = camp.status()
+        assert st.plate_qc[0][1] == pytest.approx(Z_LOG) and st.to_dict()["z_scale"] == "log10"
+        assert "Z' from 0.84 to 0.84 (of log10 values, as potency controls are compared; each Z' >= 0.5" in st.text()
+        (tmp_path / "export").mkdir()
+        out = export(camp, tmp_path / "export")
+    wells = next(p for p in out if str(p).endswith("_wells.csv"))
+    header = wells.read_text().splitlines()[0]
+    assert header.endswith(",plate_z_prime (of log10)")
+
+
+def test_a_campaign_file_from_before_keeps_its_raw_z_prime(tmp_path):
+    """A file made before (its readout without ``z_log``) keeps the scale its plates were checked on: raw."""
+    from screenbai.campaign.lab.assay import ControlsFailed
+    from screenbai.campaign.state import store
+
+    camp, path = _ic50_plate(tmp_path, "old")
+    before = {k: v for k, v in camp.meta["readout"].items() if k != "z_log"}
+    with store.transaction(camp._con):
+        store.put_meta(camp._con, "readout", before)
+    camp.close()
+    with Campaign.open(tmp_path / "old.campaign") as camp:
+        assert not camp.readout.z_on_log10
+        with pytest.raises(ControlsFailed, match=r"Z' = 0.44 < 0.5 \(of the raw IC50 values, not of log10\)"):
+            camp.record(path)
+        assert camp.record(path, accept=True).qc["P001"][0] == pytest.approx(Z_RAW, abs=1e-3)
+        assert camp.status().to_dict()["z_scale"] == "linear"

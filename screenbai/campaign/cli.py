@@ -129,7 +129,7 @@ def add_parser(sub) -> None:
     g.add_argument("--hit-below", type=float, help="a hit when the readout is at or below this value (e.g. IC50)")
     g.add_argument("--min-z", type=float, default=DEFAULT_MIN_Z,
                    help="a plate's controls fail when its Z'-factor is below this (needs --readout; for a "
-                   "continuous concentration, an IC50, Z' of log10 of the values, the scale the model uses)")
+                   "concentration, an IC50, Z' of log10 of the values, as potency controls are compared)")
     p.add_argument(
         "--rejected-out",
         help="write the rejected input rows (row, id, SMILES, reason) to this CSV; without it they go to "

@@ -19,12 +19,13 @@ plate, once it has at least two positive and two negative control values, the Z'
 
     Z' = 1 - 3 (sd_pos + sd_neg) / |mean_pos - mean_neg|
 
-is computed (sample standard deviations), on the scale the model takes the readout: of log10 of the
-values for a readout told as log10 (``scale`` "log10", a continuous concentration, whose controls spread by
-factors as its compounds do: on the raw values the high control's spread alone would set Z'), of the values
-themselves otherwise (campaigns made before keep it so).  A plate with Z' below ``min_z`` (default 0.5, the
-paper's "excellent assay" bound) fails its controls: ``record`` refuses the file until the lab
-decides, ``--accept`` (its outcomes count) or ``--discard-plate`` (its compound wells count as
+is computed (sample standard deviations): for a concentration (an IC50, a Ki ...), of log10 of the values, as
+potency controls are compared in the field (pIC50): they spread by factors, and on the raw values the high
+control's spread alone sets Z' (controls at 10 nM and 10 uM, each within a factor 1.26, read 0.44 raw and 0.84 on
+log10); for a % or a raw signal, of the values themselves.  Campaign files made before keep the scale they were
+checked on (``z_log`` False: log10 only where the model takes the readout as log10, ``scale`` "log10").  A plate
+with Z' below ``min_z`` (default 0.5, the paper's "excellent assay" bound) fails its controls: ``record`` refuses
+the file until the lab decides, ``--accept`` (its outcomes count) or ``--discard-plate`` (its compound wells count as
 failed and go back into the queue; their raw values stay in the file, marked discarded).
 """
 
@@ -131,6 +132,9 @@ class Readout:
     min_z: float = DEFAULT_MIN_Z
     #: what a continuous campaign tells the algorithm: the value ("linear") or log10 of it ("log10", a concentration)
     scale: str = "linear"
+    #: Z' of log10 of the values for a concentration whatever the model takes (set at init since log10 Z'; files
+    #: made before have none: their Z' is of log10 only with ``scale`` "log10")
+    z_log: bool = False
 
     @classmethod
     def build(
@@ -166,7 +170,12 @@ class Readout:
     def modelled(self, binary: bool) -> Readout:
         """This readout as a new campaign tells it: on the log10 scale for a continuous concentration, else as is."""
         log = not binary and self.is_concentration
-        return replace(self, scale="log10" if log else "linear")
+        return replace(self, scale="log10" if log else "linear", z_log=self.is_concentration)
+
+    @property
+    def z_on_log10(self) -> bool:
+        """Whether a plate's Z' is of log10 of the values (a concentration; see the module doc), else of the values."""
+        return self.scale == "log10" or (self.z_log and self.is_concentration)
 
     @property
     def is_concentration(self) -> bool:
@@ -300,11 +309,14 @@ class Readout:
         return f"{sign}log10 {self.name}" + (f" ({self.name} in {self.unit})" if self.unit else "")
 
     def z_scale(self) -> str:
-        """Where a Z' is shown, the scale it is on (see the module doc): log10 for a readout told as log10; the raw
-        values for another concentration (a binary IC50, a campaign made before log10), said since status gives
-        its spreads in log10 units; nothing for a readout that is no concentration (raw, as Z' usually is)."""
+        """Where a Z' is shown, the scale it is on (see the module doc): log10 for a concentration (the scale the model
+        uses where it takes the readout so; else as potency controls are compared); the raw values for a
+        concentration of a campaign made before, said since status gives its spreads in log10 units; nothing for a
+        readout that is no concentration (raw, as Z' usually is)."""
         if self.scale == "log10":
             return f" (of log10 {self.name}, the scale the model uses)"
+        if self.z_on_log10:
+            return f" (of log10 {self.name}, as potency controls are compared)"
         return f" (of the raw {self.name} values, not of log10)" if self.is_concentration else ""
 
     def told_units(self) -> str:
@@ -443,7 +455,7 @@ def check_controls(
     than two of a kind have a value (rows left out of the file, failed or empty) fails too, with a declared readout
     (``min_z`` applies to it): its plate cannot be checked."""
     min_z = DEFAULT_MIN_Z if readout is None else readout.min_z
-    log = readout is not None and readout.scale == "log10"  # Z' on the model's scale (module doc)
+    log = readout is not None and readout.z_on_log10  # a concentration's Z' of log10 (module doc)
     scale = "" if readout is None else readout.z_scale()
     by_plate: dict[str, dict[int, list[float]]] = {}
     for plate_id, (earlier, _) in (plates or {}).items():

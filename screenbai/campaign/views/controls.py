@@ -1,10 +1,10 @@
 """What ``status`` says of the plates' controls and the spread of wells: each plate's Z' and the pooled spreads of
 control and replicate wells, each line naming the scale it is on (split from status.py).
 
-The scales differ for a concentration (an IC50) the model does not take as log10: a binary campaign (the model
-takes hits) or a continuous one made before log10 (``Readout.scale`` "linear"). Its spreads are of log10 of the
-values, as a chemist reads a concentration's spread (by factors), while its Z' is of the raw values: the one
-``record`` computed and decided the plate by (``lab.assay.check_controls``), kept as recorded.
+A concentration's spreads are of log10 of the values, as a chemist reads a concentration's spread (by factors), and
+so is its Z' (``Readout.z_on_log10``). The scales differ for a concentration of a campaign made before Z' of log10
+whose model does not take it as log10 (binary, or continuous made before log10): its Z' is of the raw values, the
+one ``record`` computed and decided the plate by (``lab.assay.check_controls``), kept as recorded.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ def spreads(camp, readout: Readout | None) -> dict:
         "control_disagree": list(control_split) if hits and control_split[1] else None,
         "replicate_disagree": list(replicate_split) if hits and replicate_split[1] else None,
         "spread_scale": "log10" if log else "linear",
-        # as check_controls took it: of log10 only for a readout the model takes as log10
-        "z_scale": "log10" if readout is not None and readout.scale == "log10" else "linear",
+        # as check_controls took it: of log10 for a concentration (raw in campaigns made before, Readout.z_log)
+        "z_scale": "log10" if readout is not None and readout.z_on_log10 else "linear",
     }
 
 
@@ -63,8 +63,9 @@ def control_lines(view) -> list[str]:
     out = []
     unit = f", in {view.unit}" if view.unit else " (the raw readout's units)"
     raw_z = view.z_scale != "log10" and view.spread_scale == "log10"  # the two on different scales: say so
-    if view.z_scale == "log10":
-        where = "of log10 values, the scale the model uses"  # as Readout.z_scale
+    if view.z_scale == "log10":  # as Readout.z_scale
+        model = "the scale the model uses" if view.geometric else "as potency controls are compared"
+        where = f"of log10 values, {model}"
     elif raw_z:
         where = f"of the raw values{unit}, not of their log10 as the spreads below"
     else:

@@ -251,6 +251,8 @@ def well_header(readout) -> list[str]:
     if readout is not None:
         what = " in ".join(t for t in (readout.name, readout.unit) if t)
         names[names.index("readout")] = f"readout ({what})" if what else "readout"
+        if readout.is_concentration:  # the scale of the plate's Z' (Readout.z_scale): log10, or raw in files before
+            names[-1] = f"plate_z_prime ({'of log10' if readout.z_on_log10 else 'of the raw values, not log10'})"
     return names
 
 
