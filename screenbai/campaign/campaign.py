@@ -469,7 +469,8 @@ class Campaign(PolicyReplay):
         return _Plates(self)
 
     # ------------------------------------------------------------------ results
-    def record(self, path, *, accept: bool = False, discard: bool = False, plate: str | None = None) -> RecordSummary:
+    def record(self, path, *, accept: bool = False, discard: bool = False, plate: str | None = None,
+               outcome_column: str | None = None) -> RecordSummary:
         """Validate a results file against the plates, then record it in one transaction.
 
         With a declared readout the values are raw readouts (kept as typed; the algorithm is told
@@ -477,6 +478,7 @@ class Campaign(PolicyReplay):
         plate (Z'), and a plate failing them is refused unless ``accept`` (its outcomes count) or
         ``discard`` (its compound wells count as failed and are tested again) is given.  ``plate`` is the plate of
         a file that names none: a plate reader's grid, or a list of wells without a plate_id column.
+        ``outcome_column``: the column of outcomes where the header has several candidates (Signal and Result).
         """
         from .library import file_sha256
 
@@ -496,6 +498,7 @@ class Campaign(PolicyReplay):
                 plate=plate,
                 warn=None if readout is None else readout.suspicion,
                 notes=notes,
+                outcome_column=outcome_column,
             )
             controls = [o for o in outcomes if o.arm < 0]
             compounds = [o for o in outcomes if o.arm >= 0]

@@ -164,6 +164,8 @@ def add_parser(sub) -> None:
                    "(a header of column numbers 1, 2, ..., then one line per row A, B, ...) with --plate")
     p.add_argument("--plate", help="the plate of a file that names none: a plate reader's grid, or a list of "
                    "wells without a plate_id column (e.g. P002)")
+    p.add_argument("--outcome-column", help="the column of outcomes, where the header has several that could be "
+                   "(a reader's Signal and Result, RFU and Value ...)")
     p.add_argument("--accept", action="store_true", help="a plate failing its controls: keep its outcomes")
     p.add_argument(
         "--discard-plate",
@@ -506,7 +508,8 @@ def _record(args) -> int:
     from .campaign import Campaign
 
     with Campaign.open(args.campaign) as camp:
-        rec = camp.record(args.results, accept=args.accept, discard=args.discard_plate, plate=args.plate)
+        rec = camp.record(args.results, accept=args.accept, discard=args.discard_plate, plate=args.plate,
+                          outcome_column=args.outcome_column)
         left = camp.open_wells()
         left_here = {p: camp.open_well_names(p) for p in rec.plates if p in left}
         scale = "" if camp.readout is None else camp.readout.z_scale()  # of log10 IC50 where the model takes it so

@@ -5,12 +5,14 @@ A results file is CSV or TSV (``;`` also accepted) with a header naming the colu
 * ``plate_id`` (or ``plate``; case does not matter, nor a space or "-" for "_": ``Plate ID``),
 * ``well`` and/or ``compound_id`` (or ``compound``): with only a compound id, its open wells on
   that plate are filled in well order; a well may be written A1, a01 or A01,
-* ``outcome`` (or ``result``, ``value``): 0/1 for binary assays, a number for continuous ones (in a
-  ``;``-separated file, as Excel saves CSV where the decimal separator is a comma, 12,5 is 12.5; a number
-  that reads two ways there, 1.234 beside decimal commas or with nothing to tell it from 1234, is refused;
-  a 0/1 outcome reads one way: 1.000 is 1),
-  empty or ``failed`` for a failed well (its compound goes back into the queue).  A file whose
-  outcomes are all empty is refused: it is the plate file before the lab filled it in.
+* ``well`` also as a plate reader's list export writes it: ``Well Position``, ``Well ID``, ``Well Name``,
+* ``outcome`` (or ``result``, ``value``, and a reader's ``Signal``, ``RFU``, ``RLU``, ``Counts``, ``Readout``; a
+  header with two of them is refused unless ``--outcome-column`` names the one to read): 0/1 for binary assays, a
+  number for continuous ones (in a ``;``-separated file, as Excel saves CSV where the decimal separator is a comma,
+  12,5 is 12.5; a number that reads two ways there, 1.234 beside decimal commas or with nothing to tell it from
+  1234, is refused; a 0/1 outcome reads one way: 1.000 is 1), empty or ``failed`` for a failed well (its compound
+  goes back into the queue). A file whose outcomes are all empty is refused: it is the plate file before the lab
+  filled it in.
 
 The plate file written by ``next`` has exactly these columns, so the lab can fill in the
 ``outcome`` column and record the same file.  A plate reader's grid (:mod:`~screenbai.campaign.lab.grid`) or a
@@ -35,9 +37,19 @@ from .workbook import first_sheet, is_workbook
 
 ALIASES = {
     "plate_id": ("plate_id", "plate"),
-    "well": ("well",),
+    # as plate readers' list exports name them (Envision, PHERAstar/BMG, Tecan: Well, Well Position, ...)
+    "well": ("well", "well_position", "well_positions", "well_id", "well_name"),
     "compound_id": ("compound_id", "compound"),
-    "outcome": ("outcome", "result", "value"),
+    # a reader's value column: Signal, RFU, RLU, Counts (two of them in one file are refused: --outcome-column)
+    "outcome": ("outcome", "result", "value", "signal", "rfu", "rlu", "counts", "readout"),
+}
+#: header names not read as a column, for what they usually hold in a reader's export (said when a column is missing)
+NOT_ALIASES = {
+    "sample": "sample labels (X1, S1, Blank B), not the campaign's compound ids",
+    "sample_id": "sample labels, not necessarily the campaign's compound ids",
+    "content": "sample labels (Sample X1, Standard S1, Blank B), not the campaign's compound ids",
+    "barcode": "the plate's barcode, not the campaign's plate id",
+    "plate_barcode": "the plate's barcode, not the campaign's plate id",
 }
 FAILED = ("", "failed")
 MAX_ERRORS = 50
@@ -136,6 +148,7 @@ def read_results(
     plate: str | None = None,
     warn: Callable[[float], str | None] | None = None,
     notes: list[str] | None = None,
+    outcome_column: str | None = None,
 ) -> list[Outcome]:
     """Parse and validate ``path`` against the campaign's plates; raise ResultsError listing every problem.
 
@@ -147,7 +160,9 @@ def read_results(
     (:mod:`~screenbai.campaign.lab.grid`) or its list of wells; a file with the column must then name only it.
     ``warn`` says what is unusual in a value ``check`` lets through
     (:meth:`~screenbai.campaign.lab.assay.Readout.suspicion`): each such value is appended to ``notes`` naming the
-    file, line, well and value, and kept as written.  Returns the outcomes in file order.
+    file, line, well and value, and kept as written.  ``outcome_column`` (``record --outcome-column``) names the
+    column of outcomes where the header has several that could be (Signal and Result ...).  Returns the outcomes in
+    file order.
     """
     path = Path(path)
     header, rows, ends_with_newline, sep, text = _read(path)
@@ -158,24 +173,39 @@ def read_results(
         raise ResultsError(path, [f"{path}: --plate {plate!r} is not a plate of this campaign (plates: {known}); give "
                                   "the plate id of the plate file `next` wrote"])
     plate = None if plate is None else plate_ids[plate.strip().upper()]
-    grid = None if any(h in ALIASES["outcome"] for h in header) else find_grid(text, str(path))
+    named = outcome_column is not None and _column_name(outcome_column) in header
+    grid = None if named or any(h in ALIASES["outcome"] for h in header) else find_grid(text, str(path))
     if grid is not None:  # a plate reader's grid: read as the long file of its cells (grid.py)
         header, rows, ends_with_newline, sep = _grid_rows(path, grid, plate, plates, layout_of)
     errors: list[str] = []
     col: dict[str, int] = {}
     for key, names in ALIASES.items():
         hits = [i for i, h in enumerate(header) if h in names]
-        if len(hits) > 1:
-            errors.append(f"{path}: line 1: column {key!r} appears {len(hits)} times ({[header[i] for i in hits]})")
+        if key == "outcome" and outcome_column is not None:
+            hits = [i for i, h in enumerate(header) if h == _column_name(outcome_column)]
+            if not hits:
+                errors.append(f"{path}: line 1: --outcome-column {outcome_column!r} is not a column of the header "
+                              f"{header}; give one of its columns")
+                continue
+        if len(hits) > 1 and key == "outcome" and outcome_column is None:
+            named = " and ".join(repr(header[i]) for i in hits)
+            errors.append(f"{path}: line 1: {len(hits)} columns could hold the outcomes ({named}): say which with "
+                          f"--outcome-column (e.g. `record ... --outcome-column {header[hits[0]]}`)")
+        elif len(hits) > 1:
+            named = " and ".join(repr(header[i]) for i in hits)
+            errors.append(f"{path}: line 1: column {key!r} appears {len(hits)} times ({named}); keep one of them "
+                          "(delete or rename the other)")
         elif hits:
             col[key] = hits[0]
     missing = [k for k in ("plate_id", "outcome") if k not in col and not (k == "plate_id" and plate)]
     if "well" not in col and "compound_id" not in col:
         missing.append("well or compound_id")
     if missing:
+        unread = "".join(f"; {h!r} is not read: it usually holds {NOT_ALIASES[h]} (rename it if it holds what is "
+                         "missing)" for h in header if h in NOT_ALIASES)
         errors.append(
             f"{path}: line 1: missing column(s) {', '.join(missing)}; header is {header}; expected "
-            "plate_id, well (or compound_id), outcome"
+            f"plate_id, well (or compound_id), outcome{unread}"
         )
     if errors:
         raise ResultsError(path, errors)
