@@ -173,8 +173,8 @@ def read_results(
         raise ResultsError(path, [f"{path}: --plate {plate!r} is not a plate of this campaign (plates: {known}); give "
                                   "the plate id of the plate file `next` wrote"])
     plate = None if plate is None else plate_ids[plate.strip().upper()]
-    named = outcome_column is not None and _column_name(outcome_column) in header
-    grid = None if named or any(h in ALIASES["outcome"] for h in header) else find_grid(text, str(path))
+    chosen = outcome_column is not None and _column_name(outcome_column) in header
+    grid = None if chosen or any(h in ALIASES["outcome"] for h in header) else find_grid(text, str(path))
     if grid is not None:  # a plate reader's grid: read as the long file of its cells (grid.py)
         header, rows, ends_with_newline, sep = _grid_rows(path, grid, plate, plates, layout_of)
     errors: list[str] = []
@@ -188,12 +188,12 @@ def read_results(
                               f"{header}; give one of its columns")
                 continue
         if len(hits) > 1 and key == "outcome" and outcome_column is None:
-            named = " and ".join(repr(header[i]) for i in hits)
-            errors.append(f"{path}: line 1: {len(hits)} columns could hold the outcomes ({named}): say which with "
+            both = " and ".join(repr(header[i]) for i in hits)
+            errors.append(f"{path}: line 1: {len(hits)} columns could hold the outcomes ({both}): say which with "
                           f"--outcome-column (e.g. `record ... --outcome-column {header[hits[0]]}`)")
         elif len(hits) > 1:
-            named = " and ".join(repr(header[i]) for i in hits)
-            errors.append(f"{path}: line 1: column {key!r} appears {len(hits)} times ({named}); keep one of them "
+            both = " and ".join(repr(header[i]) for i in hits)
+            errors.append(f"{path}: line 1: column {key!r} appears {len(hits)} times ({both}); keep one of them "
                           "(delete or rename the other)")
         elif hits:
             col[key] = hits[0]
