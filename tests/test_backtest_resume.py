@@ -201,3 +201,26 @@ def test_recorded_outcomes_not_drawn_by_the_backtest_are_refused(tmp_path):
         camp.record(hand)
     with pytest.raises(CampaignError, match=r"plate P002's recorded outcomes are not the ones this backtest draws"):
         backtest(path)
+
+
+def test_the_command_refuses_another_backtest_s_file_before_reading_the_truth(tmp_path, capsys, monkeypatch):
+    """`campaign backtest --campaign-out F` with F of another plate size: refused before the truth is read and
+    featurized (minutes for a large library), naming the file and the setting (exit 2, no traceback)."""
+    import screenbai.campaign.backtest as bt
+    from screenbai.cli import main
+
+    path = tmp_path / "bt.campaign"
+    backtest(path, plate_size=10)
+
+    def never(*args, **kwargs):
+        raise AssertionError("the truth was read before the campaign file was checked")
+
+    monkeypatch.setattr(bt, "outcomes_from_activities", never)
+    lib = tmp_path / "lib.csv"
+    lib.write_text("id,smiles,ic50_nM\nM1,CCO,10\nM2,CCN,1000\n")
+    argv = ["campaign", "backtest", "--library", str(lib), "--id-column", "id", "--smiles-column", "smiles"]
+    argv += ["--activity-column", "ic50_nM", "--algorithm", "lucb", "--param", "delta=0.05", "--seed", "2"]
+    argv += ["--plate-size", "12", "--max-tests", "20000", "--campaign-out", str(path), "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"--campaign-out {path} holds a backtest begun with other settings (--plate-size: 10 there, 12 now)" in err

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..streams import say
 from ..textfiles import written_whole
-from .backtest_file import draw, open_or_create, record_plate, replay_assay, settings
+from .backtest_file import check_before_truth, draw, open_or_create, record_plate, replay_assay, settings
 from .library import (
     DEFAULT_D,
     DEFAULT_N_BITS,
@@ -567,6 +567,8 @@ def backtest_from_args(args, params: dict) -> int:
     if not noise >= 0:
         raise ValueError(f"--noise must be >= 0; got {noise:g}")
     check_settings(args.algorithm, params, args.seed, "binary")
+    if args.campaign_out:  # a file of another backtest refused before the truth is read and featurized
+        check_before_truth(args.campaign_out, args.algorithm, params, args.seed, args.plate_size, args.max_tests)
     if args.activity_column and not hit_above:
         from screenbai.chem.tables import check_not_log_scale
 

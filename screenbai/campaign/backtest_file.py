@@ -108,24 +108,42 @@ def open_or_create(path, known, algorithm: str, params: dict, seed: int, backtes
         )
     camp = Campaign.open(path, durable=False)
     try:
-        stored = camp.meta.get(KEY)
-        if stored is None:
-            raise CampaignError(
-                f"--campaign-out {path} exists and is not a backtest's campaign file (made by `campaign init`, or by "
-                "a backtest of a version that could not continue one): a backtest continues only its own file; "
-                f"give another --campaign-out, or delete {path} to start the backtest over"
-            )
-        differ = [k for k in backtest if stored.get(k) != backtest[k]]
-        if differ:
-            said = "; ".join(f"{_WORDS.get(k, k)}: {stored.get(k)!r} there, {backtest[k]!r} now" for k in differ)
-            raise CampaignError(
-                f"--campaign-out {path} holds a backtest begun with other settings ({said}); run the command it was "
-                f"begun with to continue it, or give another --campaign-out (or delete {path}) to start a new one"
-            )
+        _refuse_another(camp, backtest)
     except BaseException:
         camp.close()
         raise
     return camp
+
+
+def check_before_truth(path, algorithm: str, params: dict, seed: int, plate_size: int, max_tests: int) -> None:
+    """Refuse an existing ``--campaign-out`` of another backtest before the truth is read and featurized (minutes
+    for a large library); the truth itself is checked when the file is opened (:func:`open_or_create`)."""
+    path = Path(path)
+    if not path.is_file():
+        return
+    given = {"algorithm": algorithm, "params": params, "seed": seed, "plate_size": plate_size, "max_tests": max_tests}
+    with Campaign.open(path, durable=False) as camp:
+        _refuse_another(camp, json.loads(json.dumps(given)))
+
+
+def _refuse_another(camp: Campaign, backtest: dict) -> None:
+    """Refuse the campaign file ``camp`` unless it is a backtest's begun with the settings ``backtest`` (those
+    given: a part of :func:`settings`), naming what differs."""
+    path = camp.path
+    stored = camp.meta.get(KEY)
+    if stored is None:
+        raise CampaignError(
+            f"--campaign-out {path} exists and is not a backtest's campaign file (made by `campaign init`, or by "
+            "a backtest of a version that could not continue one): a backtest continues only its own file; "
+            f"give another --campaign-out, or delete {path} to start the backtest over"
+        )
+    differ = [k for k in backtest if stored.get(k) != backtest[k]]
+    if differ:
+        said = "; ".join(f"{_WORDS.get(k, k)}: {stored.get(k)!r} there, {backtest[k]!r} now" for k in differ)
+        raise CampaignError(
+            f"--campaign-out {path} holds a backtest begun with other settings ({said}); run the command it was "
+            f"begun with to continue it, or give another --campaign-out (or delete {path}) to start a new one"
+        )
 
 
 def replay_assay(camp: Campaign, rng: np.random.Generator, rate: np.ndarray, folder: Path) -> tuple[list[int], int]:
