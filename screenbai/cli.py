@@ -33,6 +33,7 @@ from .campaign.cli import run as run_campaign
 from .cliargs import HelpFormatter, parse_params
 from .guarantees import guarantee_of
 from .streams import results_stdout, say
+from .textfiles import written_whole, written_whole_bytes
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -336,7 +337,12 @@ def _run(args) -> int:
             "setting is guaranteed and its assumptions hold)")
     if args.out:
         out = Path(args.out)
-        (records.to_parquet if out.suffix == ".parquet" else records.to_csv)(out, index=False)
+        if out.suffix == ".parquet":
+            with written_whole_bytes(out) as fh:
+                records.to_parquet(fh, index=False)
+        else:
+            with written_whole(out) as fh:
+                records.to_csv(fh, index=False)
         say(f"records written to {out}")
     return 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import glob
 import gzip
 import os
 from collections.abc import Iterator
@@ -35,18 +36,77 @@ def open_text(path: str | Path) -> IO[str]:
 
 
 @contextlib.contextmanager
-def written_whole(path: str | Path) -> Iterator[IO[str]]:
-    """A text file (UTF-8, newline="" for the csv module) written under a temporary name beside ``path`` and
-    renamed onto it when the block ends: a kill or an error on the way leaves ``path`` as it was (or absent), never
-    half written, so a program reading it never takes a cut table for the whole."""
-    path = Path(path)
+def _beside(path: Path) -> Iterator[Path]:
+    """A temporary name beside ``path``, renamed onto it when the block ends; removed if the block fails. The
+    temporary files of writers killed outright (SIGKILL: no cleanup ran) are removed first."""
+    _remove_stale(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
-            yield fh
+        yield tmp
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _remove_stale(path: Path) -> None:
+    """Remove the temporary files of earlier writes of ``path`` whose process no longer runs."""
+    if os.name != "posix":  # os.kill(pid, 0) asks whether a process lives only on POSIX
+        return
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+        pid = tmp.name[len(path.name) + 2 : -len(".tmp")]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            tmp.unlink(missing_ok=True)
+        except OSError:  # alive, another user's
+            pass
+
+
+@contextlib.contextmanager
+def written_whole(path: str | os.PathLike) -> Iterator[IO[str]]:
+    """A text file (UTF-8, newline="" for the csv module) written under a temporary name beside ``path`` and
+    renamed onto it when the block ends: a kill or an error on the way leaves ``path`` as it was (or absent), never
+    half written, so a program reading it never takes a cut table for the whole.
+
+    The one home of that idea for every file a command or the workflow writes for people or programs to read:
+    :func:`written_whole_bytes` for binary files (a workbook, a PNG), :func:`write_whole` for a text or bytes
+    already made, :func:`figure_saved` for a matplotlib figure."""
+    with _beside(Path(path)) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+        yield fh
+
+
+@contextlib.contextmanager
+def written_whole_bytes(path: str | os.PathLike) -> Iterator[IO[bytes]]:
+    """:func:`written_whole` for a binary file: a zip, a PNG, a parquet table, an array."""
+    with _beside(Path(path)) as tmp, open(tmp, "wb") as fh:
+        yield fh
+
+
+def write_whole(path: str | os.PathLike, content: str | bytes) -> Path:
+    """``Path.write_text`` (UTF-8) or ``write_bytes``, written whole (:func:`written_whole`)."""
+    with written_whole_bytes(path) as fh:
+        fh.write(content.encode("utf-8") if isinstance(content, str) else content)
+    return Path(path)
+
+
+def figure_saved(fig, path: str | os.PathLike, **kwargs) -> Path:
+    """``fig.savefig(path, **kwargs)`` (a matplotlib figure, or anything with a ``savefig``), written whole; the
+    format is the file's suffix, as savefig would take it from the name."""
+    path = Path(path)
+    with written_whole_bytes(path) as fh:
+        fig.savefig(fh, format=kwargs.pop("format", None) or path.suffix.lstrip(".").lower() or "png", **kwargs)
+    return path
+
+
+def image_saved(image, path: str | os.PathLike) -> Path:
+    """``image.save(path)`` (a PIL image, e.g. RDKit's grid of structures), written whole, in the suffix's format."""
+    path = Path(path)
+    kind = path.suffix.lstrip(".").upper() or "PNG"
+    with written_whole_bytes(path) as fh:
+        image.save(fh, format="JPEG" if kind == "JPG" else kind)
+    return path
 
 
 def not_utf8(path: str | Path, exc: UnicodeDecodeError) -> ValueError:

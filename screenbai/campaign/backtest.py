@@ -28,7 +28,7 @@ import numpy as np
 
 from ..streams import say
 from ..textfiles import written_whole
-from .campaign import Campaign
+from .backtest_file import check_before_truth, draw, open_or_create, record_plate, replay_assay, settings
 from .library import (
     DEFAULT_D,
     DEFAULT_N_BITS,
@@ -457,35 +457,28 @@ def run_backtest(
     _remove_orphaned_folders()
     with tempfile.TemporaryDirectory(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-") as tmp:
         path = Path(campaign_path) if campaign_path else Path(tmp) / "backtest.campaign"
-        camp = Campaign.create(
-            path, lib, algorithm, params, seed=seed, outcome="binary", note=known.description, durable=False
-        )
-        camp.keep_progress = False  # no progress plot for a simulation: records as fast as before it
-        tested_order: list[int] = []
-        plates = 0
+        # a file kept (--campaign-out) is continued when it exists: the same command after a kill ends as if never
+        # killed (backtest_file)
+        camp = open_or_create(path, known, algorithm, params, seed,
+                              settings(known, algorithm, params, seed, plate_size, max_tests))
         bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=max_tests, unit="test", desc=f"backtest {algorithm}")
         try:
+            camp.keep_progress = False  # no progress plot for a simulation: records as fast as before it
+            tested_order, plates = replay_assay(camp, rng, known.rate, Path(tmp))
+            if progress:
+                from tqdm import tqdm
+
+                bar = tqdm(total=max_tests, initial=len(tested_order), unit="test", desc=f"backtest {algorithm}")
             while len(tested_order) < max_tests and not camp.policy.done:
                 try:
                     plate = camp.next_plate(min(plate_size, max_tests - len(tested_order)), force=True)
                 except CampaignError:
                     break
-                arms = np.asarray(plate.arms)
-                values = (rng.random(arms.size) < known.rate[arms]).astype(int)
-                results = Path(tmp) / f"{plate.plate_id}_results.csv"
-                with open(results, "w", newline="") as fh:
-                    w = csv.writer(fh)
-                    w.writerow(["plate_id", "well", "compound_id", "outcome"])
-                    w.writerows(zip([plate.plate_id] * arms.size, plate.wells, plate.compound_ids, values))
-                camp.record(results)
-                tested_order.extend(arms.tolist())
+                record_plate(camp, Path(tmp), plate, draw(rng, known.rate, plate.arms))
+                tested_order.extend(plate.arms)
                 plates += 1
                 if bar is not None:
-                    bar.update(arms.size)
+                    bar.update(len(plate.arms))
             policy = camp.policy
             finished = bool(policy.done)
             res = policy.result()
@@ -574,6 +567,8 @@ def backtest_from_args(args, params: dict) -> int:
     if not noise >= 0:
         raise ValueError(f"--noise must be >= 0; got {noise:g}")
     check_settings(args.algorithm, params, args.seed, "binary")
+    if args.campaign_out:  # a file of another backtest refused before the truth is read and featurized
+        check_before_truth(args.campaign_out, args.algorithm, params, args.seed, args.plate_size, args.max_tests)
     if args.activity_column and not hit_above:
         from screenbai.chem.tables import check_not_log_scale
 
@@ -585,8 +580,6 @@ def backtest_from_args(args, params: dict) -> int:
                 "--hit-above the activity is read as a concentration in nM; give --hit-above with --threshold on its "
                 "own scale (e.g. --threshold 8 for IC50 < 10 nM), or a column of concentrations in nM"
             ) from None
-    if args.campaign_out and Path(args.campaign_out).exists():
-        raise ValueError(f"--campaign-out {args.campaign_out} already exists; choose another file or delete it first")
     truth = args.truth or args.library
     separate = args.truth is not None and Path(args.truth).resolve() != Path(args.library).resolve()
     truth_kind = _detect_kind(Path(truth))

@@ -208,17 +208,21 @@ class Campaign(PolicyReplay):
         durable: bool = True,
         layout: PlateLayout | None = None,
         readout: Readout | None = None,
+        meta: dict | None = None,
     ) -> Campaign:
-        """Create a campaign file for ``library`` (a :class:`~screenbai.campaign.library.Library`)."""
+        """Create a campaign file for ``library`` (a :class:`~screenbai.campaign.library.Library`); ``meta``: more
+        metadata written with it (:func:`~screenbai.campaign.state.creation.create_file`)."""
         path = create_file(
-            path, library, algorithm, params, seed=seed, outcome=outcome, note=note, layout=layout, readout=readout
+            path, library, algorithm, params, seed=seed, outcome=outcome, note=note, layout=layout, readout=readout,
+            meta=meta,
         )
         return cls(path, store.connect(path, durable=durable), verify=False)
 
     @classmethod
-    def open(cls, path, *, use_snapshot: bool = True) -> Campaign:
-        """Open a campaign file; its arrays and snapshots are checked against their SHA-256 first."""
-        return cls(Path(path), store.connect(path), use_snapshot=use_snapshot)
+    def open(cls, path, *, use_snapshot: bool = True, durable: bool = True) -> Campaign:
+        """Open a campaign file; its arrays and snapshots are checked against their SHA-256 first (``durable``: as
+        for ``create``; False for a backtest)."""
+        return cls(Path(path), store.connect(path, durable=durable), use_snapshot=use_snapshot)
 
     @classmethod
     def repair(cls, path) -> str:

@@ -269,7 +269,11 @@ def add_parser(sub) -> None:
         help="stop the backtest after this many tests, even if the algorithm has not stopped (the output says which)",
     )
     p.add_argument("--top-k", type=int, default=10, help="hit recovery: share of the top-k compounds tested")
-    p.add_argument("--campaign-out", help="keep the backtest's campaign file here (default: a temporary file)")
+    p.add_argument(
+        "--campaign-out",
+        help="keep the backtest's campaign file here (default: a temporary file); the same command run again after a "
+        "kill continues it, and ends as if never killed",
+    )
     p.add_argument(
         "--out",
         required=True,

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from screenbai.chem.featurize import reduce_pca, smiles_problem
+from screenbai.textfiles import write_whole, written_whole_bytes
 
 logger = logging.getLogger("screenbai.chem")
 
@@ -200,14 +201,10 @@ def _fingerprint_chunk(task: tuple[str, int, int, list[Any], int, int]) -> tuple
                 continue
             bits[j] = generator.GetFingerprintAsNumPy(mol)
     path = Path(directory)
-    tmp = path / f".chunk{i:06d}.npy.tmp"
-    with open(tmp, "wb") as fh:
+    with written_whole_bytes(_bits_path(path, i)) as fh:
         np.save(fh, np.packbits(bits, axis=1))
-    os.replace(tmp, _bits_path(path, i))
     meta = {"n": len(smiles), "first_row": first_row, "sha256": _digest(smiles), "invalid": invalid}
-    tmp = path / f".chunk{i:06d}.json.tmp"
-    tmp.write_text(json.dumps(meta))
-    os.replace(tmp, _meta_path(path, i))
+    write_whole(_meta_path(path, i), json.dumps(meta))
     return i, len(smiles), len(invalid)
 
 
@@ -293,7 +290,7 @@ def build_fingerprint_store(
                 f"({', '.join(f'{k}: {a!r} there, {b!r} asked' for k, (a, b) in differ.items())}); "
                 "use another directory or delete it"
             )
-    manifest_file.write_text(json.dumps({**params, "complete": False}, indent=2))
+    write_whole(manifest_file, json.dumps({**params, "complete": False}, indent=2))
 
     chunks, total = _source_chunks(source, chunk_size, smiles_column)
     bar = tqdm(total=total, unit="mol", desc="fingerprints", disable=not progress, smoothing=0.05)
@@ -339,7 +336,7 @@ def build_fingerprint_store(
     by_reason = Counter(reason for m in store_meta for _, _, reason in m["invalid"])
     manifest = {**params, "complete": True, "n_molecules": n_molecules, "n_chunks": n_chunks,
                 "n_invalid": sum(by_reason.values()), "invalid_by_reason": dict(by_reason)}
-    manifest_file.write_text(json.dumps(manifest, indent=2))
+    write_whole(manifest_file, json.dumps(manifest, indent=2))
     if reused:
         logger.info("fingerprint store %s: %d of %d chunks reused from an earlier run", path, reused, n_chunks)
     if by_reason:

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from screenbai.guarantees import Guarantee, guarantee_of, read_error_rates
+from screenbai.textfiles import write_whole
 
 _KEYS = ["label", "algorithm", "d", "K"]
 
@@ -301,7 +302,7 @@ def write_generated_block(path: str | os.PathLike, name: str, content: str) -> N
             f"line (found begin on lines {[i + 1 for i in at_begin]}, end on lines {[i + 1 for i in at_end]}); "
             "fix the markers by hand"
         )
-    path.write_text(text, encoding="utf-8")
+    write_whole(path, text)
 
 
 def html_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:

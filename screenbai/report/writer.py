@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import textwrap
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -14,6 +13,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from screenbai.screening import format_activity
+from screenbai.textfiles import figure_saved, image_saved, write_whole, written_whole
 
 from .figures import (
     plot_declared_potency,
@@ -72,9 +72,10 @@ def write_report(
     tables = {"summary": name_activity_columns(summary.drop(columns=["algorithm"]), activity),
               "declared": name_activity_columns(declared.drop(columns=["algorithm"]), activity), "ground_truth": gt}
     for key, df in tables.items():
-        df.to_csv(outputs[key], index=False)
+        with written_whole(outputs[key]) as fh:
+            df.to_csv(fh, index=False)
         if f"{key}_html" in outputs:
-            Path(outputs[f"{key}_html"]).write_text(PAGE_CSS + "\n" + html_table(df), encoding="utf-8")
+            write_whole(outputs[f"{key}_html"], PAGE_CSS + "\n" + html_table(df))
     deltas = [(a.get("params") or {}).get("delta") for a in algorithms]
     delta = next((v for v in deltas if v is not None), None)
     raw_title, title = title, report_title(title, curation)
@@ -89,13 +90,13 @@ def write_report(
         plot_error_rate(summary, x, fixed, ax2, delta=delta, names=names)
         plot_declared_rank(summary, x, fixed, ax3, activity=activity, names=names)
         fig.suptitle(textwrap.fill(f"{title}: tests, errors and potency versus {x}", 150), fontsize=11)
-        fig.savefig(outputs[f"study_{name}"], dpi=100, bbox_inches="tight")
+        figure_saved(fig, outputs[f"study_{name}"], dpi=100, bbox_inches="tight")
 
     d_ref, K_ref = reference
     ref = records[(records["d"] == d_ref) & (records["K"] == K_ref)]
     fig = plot_pulls_per_arm(ref, reference_means, names=names,
                              title=f"{title}\ntests per compound, d = {d_ref}, K = {K_ref}")
-    fig.savefig(outputs["pulls"], dpi=110, bbox_inches="tight")
+    figure_saved(fig, outputs["pulls"], dpi=110, bbox_inches="tight")
 
     dref = declared[(declared["d"] == d_ref) & (declared["K"] == K_ref)]
     if "potency" in outputs:
@@ -104,7 +105,7 @@ def write_report(
         fig = plot_declared_potency(dref, sample, activity=activity, threshold_nM=label.get("threshold_nM"),
                                     names=names, title=f"{title}\nd = {d_ref}, K = {K_ref}")
         fig.set_size_inches(7, 5.5)
-        fig.savefig(outputs["potency"], dpi=110, bbox_inches="tight")
+        figure_saved(fig, outputs["potency"], dpi=110, bbox_inches="tight")
 
     # structures: what each algorithm declared most often at the reference screen, and the best of the K
     per_alg = max(1, min(4, int(summary["m"].max()) if len(summary) else 1))
@@ -124,11 +125,11 @@ def write_report(
                                     f"{format_activity(first['best_activity_nM'], activity)}"})
     grid = pd.DataFrame(grid_rows or [{"smiles": "", "legend": "no runs"}])
     img = structure_grid(grid, legend=list(grid["legend"]), mols_per_row=mols_per_row)
-    img.save(outputs["structures"])
+    image_saved(img, outputs["structures"])
 
     page = summary_page(built, curation=curation, label=label, reference=reference, activity=activity,
                         title=raw_title)
-    Path(outputs["markdown"]).write_text(page.markdown(), encoding="utf-8")
+    write_whole(outputs["markdown"], page.markdown())
     if "page" in outputs:
-        Path(outputs["page"]).write_text(page.html(), encoding="utf-8")
+        write_whole(outputs["page"], page.html())
     return {"summary": summary, "declared": declared, "ground_truth": gt}

@@ -77,9 +77,11 @@ def create_file(
     note: str = "",
     layout: PlateLayout | None = None,
     readout: Readout | None = None,
+    meta: dict | None = None,
 ) -> Path:
     """Write the campaign file ``path`` for ``library`` (a :class:`~screenbai.campaign.library.Library`),
-    atomically (see the module doc); returns its path."""
+    atomically (see the module doc); returns its path. ``meta``: more metadata (key -> JSON value), written in
+    the same transaction (the backtest's settings, which a re-run checks before it continues the file)."""
     import screenbai
     from screenbai.bandits.core import registry
     from screenbai.bandits.core.params import unnamed_defaults
@@ -114,6 +116,8 @@ def create_file(
                 # the L1 ratio rule's LPs from a cold start: a restored policy replays no chain of
                 # earlier LPs before its next one (screenbai.bandits.numerics.rules.L1Design)
                 store.put_meta(con, "lp_start", "cold")
+                for key, value in (meta or {}).items():
+                    store.put_meta(con, key, value)
                 for key, value in {
                     "algorithm": entry.name,
                     "params": params,

@@ -34,7 +34,7 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
-from screenbai.textfiles import formula_safe, written_whole
+from screenbai.textfiles import formula_safe, write_whole, written_whole, written_whole_bytes
 
 COLUMNS = (
     "compound_id",
@@ -258,7 +258,7 @@ def well_header(readout) -> list[str]:
 
 def write_wells_csv(rows: list[dict], path: Path, names: list[str]) -> Path:
     """The well table as CSV: its text cells (ids, file names) protected from a spreadsheet's formulas."""
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    with written_whole(path) as fh:
         w = csv.writer(fh)
         w.writerow(names)
         for r in rows:
@@ -393,8 +393,7 @@ def write_xlsx(sheets: dict[str, list[list]], path: Path) -> Path:
         "xl/workbook.xml": workbook,
         "xl/_rels/workbook.xml.rels": wb_rels,
     }
-    tmp = path.with_name(path.name + ".tmp")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+    with written_whole_bytes(path) as out, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
         # a fixed date on every part: the same campaign exports the same bytes (zip stamps each part with the time
         # it was written otherwise, so two exports differed and a checksum of the hand-over could not match)
         for name, text in parts.items():
@@ -403,7 +402,6 @@ def write_xlsx(sheets: dict[str, list[list]], path: Path) -> Path:
             with z.open(_part(f"xl/worksheets/sheet{k}.xml"), "w") as fh:
                 for piece in _sheet_pieces(sheets[n]):
                     fh.write(piece.encode("utf-8"))
-    tmp.replace(path)
     return path
 
 
@@ -425,7 +423,7 @@ def self_contained_report(camp, path: Path, status=None) -> Path:
             return f'{m.group(1)}="data:{mime};base64,{base64.b64encode(f.read_bytes()).decode()}"'
 
         text = re.sub(r'(src|href)="([^":/]+\.(?:png|svg))"', inline, text)
-    path.write_text(text, encoding="utf-8")
+    write_whole(path, text)
     return path
 
 

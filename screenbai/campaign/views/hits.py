@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from screenbai.textfiles import figure_saved
+
 
 def farthest_point_order(X: np.ndarray, n: int) -> np.ndarray:
     """n distinct rows, each the farthest (Euclidean) from those already chosen; starts nearest the centroid."""
@@ -41,8 +43,7 @@ def hit_recovery(tested: np.ndarray, top: np.ndarray, K: int, one_shot: np.ndarr
 
 def curve_figure(result, path: Path) -> Path:
     """``hit_recovery.png``: the figure of ``hit_figure``, saved."""
-    hit_figure(result).savefig(path)
-    return path
+    return figure_saved(hit_figure(result), path)
 
 
 def hit_figure(result):

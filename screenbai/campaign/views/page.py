@@ -11,6 +11,7 @@ import numpy as np
 
 from screenbai.bandits.certainty.certificate import certifies, ordinal
 from screenbai.campaign.lab.assay import models_features
+from screenbai.textfiles import image_saved, write_whole
 
 # The two charts are drawn as SVG by hand: importing matplotlib and rendering two PNGs cost 0.6 s
 # of CPU, more than the rest of the command, and a bar chart and a step line need no more than this.
@@ -142,7 +143,7 @@ def leader_figure(history, path: Path) -> Path | None:
     title = ("compound recommended after each results file" if m == 1 else
              f"the {m} compounds recommended after each results file")
     svg = _chart(list(row_of), title, "tests recorded", max(tests), 24, draw)
-    path.write_text(svg, encoding="utf-8")
+    write_whole(path, svg)
     return path
 
 
@@ -176,7 +177,7 @@ def tests_figure(
         f"(red: recommended{'; dark: positive outcomes' if binary else ''})"
     )
     svg = _chart([ids[a] for a in order], title, "tests", float(n[order[0]]), 20, draw)
-    path.write_text(svg, encoding="utf-8")
+    write_whole(path, svg)
     return path
 
 
@@ -337,7 +338,7 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
     label = "results files recorded (one per plate, as a lab records them)"
     out.append(_text((left + width - 20) / 2, axis_y + 24, label, 11, "middle"))
     out.append("</svg>")
-    path.write_text("\n".join(out), encoding="utf-8")
+    write_whole(path, "\n".join(out))
     return path
 
 
@@ -352,7 +353,7 @@ def structures_image(smiles: list[str], legends: list[str], path: Path) -> Path 
     img = Draw.MolsToGridImage(
         [m for m, _ in keep], legends=[lg for _, lg in keep], molsPerRow=min(4, len(keep)), subImgSize=(300, 260)
     )
-    img.save(str(path))
+    image_saved(img, path)
     return path
 
 
@@ -513,5 +514,5 @@ def write_report(camp, out_dir, status=None) -> Path:
 </body></html>
 """
     path = out / "index.html"
-    path.write_text(page, encoding="utf-8")
+    write_whole(path, page)
     return path
