@@ -187,3 +187,22 @@ def test_rage_glm_ranges_leave_out_the_open_phase(tmp_path):
     assert sum(float(cs.n.sum()) for cs in sets) == float(in_pt.sum())
     assert inner.phase_counts.sum() > 0 and in_pt.sum() < inner.n.sum()  # an open phase with outcomes
     camp.close()
+
+
+@pytest.mark.slow  # 7 s: six plates of log-tas and a restart
+def test_after_a_withdrawal_the_range_is_of_the_compound_itself(tmp_path):
+    """After compounds are withdrawn the algorithm works on the active ones under its own numbers (state/armset.py):
+    status took the campaign's arm number as the algorithm's (an IndexError past the active count, else another
+    compound's features). The range is that of the compound's own features over the rule's sets."""
+    from screenbai.campaign.state.changes import withdraw
+
+    camp, _ = _run(tmp_path, "log-tas", {"epsilon": 0.1, "delta": 0.05}, 6, seed=2, assay_seed=3)
+    withdraw(camp, [f"CPD{k:04d}" for k in range(0, 12)], "shortlist")
+    st = camp.status()
+    inner = camp.policy.inner
+    a = camp.compound_ids.index(st.recommendation[0].compound_id)
+    assert a >= 12 and camp.policy.to_local(np.array([a]))[0] != a
+    assert np.allclose(inner.Z[camp.policy.to_local(np.array([a]))[0]], camp.features[a])
+    (expected,) = hit_rate_ranges(inner.stopping_rule.lr_sets(), camp.features[[a]])
+    assert st.recommendation[0].model_range == pytest.approx(expected)
+    camp.close()

@@ -44,9 +44,11 @@ def model_ranges(policy, arms, no_guarantee=()) -> tuple[list[tuple[float, float
     if not callable(lr_sets) or Z is None or no_guarantee:
         return None
     arms = np.asarray(arms, dtype=np.int64).reshape(-1)
-    if not arms.size:
-        return [], float(inner.delta)
-    return hit_rate_ranges(lr_sets(), np.asarray(Z[arms], dtype=float)), float(inner.delta)
+    # the algorithm's own arm numbers: after a change it works on the active compounds only (state/armset.py)
+    local = np.asarray(policy.to_local(arms) if hasattr(policy, "to_local") else arms, dtype=np.int64)
+    if not arms.size or (local < 0).any():  # a compound withdrawn: not the algorithm's
+        return None if arms.size else ([], float(inner.delta))
+    return hit_rate_ranges(lr_sets(), np.asarray(Z[local], dtype=float)), float(inner.delta)
 
 
 def range_text(lo: float, hi: float) -> str:
