@@ -125,6 +125,12 @@ class PhaseOrSetRule(PhaseRule):
             out = np.minimum(out, float(cert["epsilon"]))
         return out
 
+    def lr_sets(self) -> list[LikelihoodRatioSet]:
+        """The likelihood-ratio set of the outcomes in P_t (those of the closed phases and the unplanned ones;
+        the open phase's join it when the phase closes), at LR_SHARE delta: it holds theta* at every t with
+        probability at least 1 - LR_SHARE delta. None before the first outcome in P_t."""
+        return self.policy._lr_set_closed()
+
 
 @register(
     "rage-glm",
@@ -309,6 +315,18 @@ class RAGEGLM(PhasedElimination):
         pulled = np.flatnonzero(self.n)
         level = self._predictor.loss + math.log(1.0 / (LR_SHARE * self.delta))
         return LikelihoodRatioSet(self.Z[pulled], self.n[pulled], self.sums[pulled], level, self._plan_theta())
+
+    def _lr_set_closed(self) -> list[LikelihoodRatioSet]:
+        """``_lr_set`` of the outcomes whose predictions are in P_t (``_unplanned_outcomes``: the open phase's
+        are predicted when it closes), as a list (empty before the first such outcome)."""
+        open_phase = self.planned.any()
+        n = (self.n - (self.phase_counts if open_phase else 0)).astype(float)
+        s = self.sums - (self.phase_sums if open_phase else 0.0)
+        pulled = np.flatnonzero(n)
+        if not pulled.size:
+            return []
+        level = self._predictor.loss + math.log(1.0 / (LR_SHARE * self.delta))
+        return [LikelihoodRatioSet(self.Z[pulled], n[pulled], s[pulled], level, self._plan_theta())]
 
     def _slope_floor(self, support: np.ndarray) -> np.ndarray | None:
         """mu'_low,k for the arms ``support``: the smallest slope over the likelihood-ratio set of every

@@ -150,14 +150,15 @@ class WindowedLikelihoodRatio(StoppingRule):
         self.predictor.refit(self.Z[pulled], n[pulled], sums[pulled])
 
     # ------------------------------------------------------------------ the windows' sets
-    def _window_data(self):
-        """Per window tried (lr_windows: the full one first, then the latest late ones): its start, the
-        features, counts and sums of its pulled arms, its level P^(b) + log(1/pi_b) + log(1/delta), and
-        a starting point for the set's minimisation."""
+    def _window_data(self, min_pulled: int | None = None):
+        """Per window tried (lr_windows: the full one first, then the latest late ones) with at least
+        ``min_pulled`` pulled arms (default d): its start, the features, counts and sums of its pulled arms,
+        its level P^(b) + log(1/pi_b) + log(1/delta), and a starting point for the set's minimisation."""
         pol = self.policy
+        least = self.d if min_pulled is None else int(min_pulled)
         for start, n, s, P, log_inv in self.windows.windows(pol.n, pol.sums, self.predictor.loss, pol.n_samples):
             pulled = np.flatnonzero(n)
-            if pulled.size < self.d:
+            if pulled.size < max(least, 1):
                 continue
             theta0 = self.theta_mle if start == 0 and self.theta_mle is not None else pol.theta_hat
             yield start, self.Z[pulled], n[pulled], s[pulled], P + log_inv + math.log(1.0 / self.delta), theta0
@@ -166,6 +167,12 @@ class WindowedLikelihoodRatio(StoppingRule):
         """The likelihood-ratio sets of the windows tried; each holds theta* on the same event. A window
         whose outcomes are separable gives a set without a minimiser, valid all the same (lr_set.py)."""
         return [LikelihoodRatioSet(Zp, n, s, level, theta0) for _, Zp, n, s, level, theta0 in self._window_data()]
+
+    def lr_sets(self) -> list[LikelihoodRatioSet]:
+        """Every window's set with an outcome (also those the test skips, fewer arms tested than features: a
+        set then unbounded along the untested directions, valid all the same); each holds theta* at every t
+        on the same event, of probability at least 1 - delta (lr_windows). For what status shows of it."""
+        return [LikelihoodRatioSet(Zp, n, s, level, theta0) for _, Zp, n, s, level, theta0 in self._window_data(1)]
 
     def check(self, answer: np.ndarray | None = None) -> np.ndarray | None:
         """The likelihood-ratio test of each window tried, after every outcome where that is cheap
@@ -362,18 +369,26 @@ class LikelihoodRatioTest(StoppingRule):
         answer on these outcomes: it proved every pair within epsilon)."""
         A = np.asarray(answer)
         pol = self.policy
-        pulled = np.flatnonzero(pol.n)
-        if pulled.size == 0:
+        sets = self.lr_sets()
+        if not sets:
             return np.full(A.size, np.inf)
-        level = self.level()
-        start = pol.theta if self.theta_mle is None else self.theta_mle
-        cs = LikelihoodRatioSet(self.Z[pulled], pol.n[pulled], pol.sums[pulled], level, start)
+        cs = sets[0]
         P, diag = (pol.state.P, pol.state.diag) if pol._phase == "adaptive" else (None, None)
         U = np.stack([cs.gap_bounds(self.Z, int(i), A.size, P, diag) for i in A])  # the m answer arms
         eps = certified_from_bounds(U, A.size)
         if self.certified == (int(pol.n_samples), *(int(a) for a in A)):
             eps = np.minimum(eps, self.epsilon)
         return eps
+
+    def lr_sets(self) -> list[LikelihoodRatioSet]:
+        """C_t at the level the test uses, of every outcome so far (none before the first): it holds theta* at
+        every t with probability at least 1 - delta."""
+        pol = self.policy
+        pulled = np.flatnonzero(pol.n)
+        if pulled.size == 0:
+            return []
+        start = pol.theta if self.theta_mle is None else self.theta_mle
+        return [LikelihoodRatioSet(self.Z[pulled], pol.n[pulled], pol.sums[pulled], self.level(), start)]
 
     def threshold(self, t: float, delta: float) -> float:
         """The set's level, approximately (lr_set.forecast_level)."""
@@ -410,6 +425,10 @@ class LikelihoodOr(StoppingRule):
     @property
     def predictor(self) -> RunningPredictor:
         return self.lr.predictor
+
+    def lr_sets(self) -> list[LikelihoodRatioSet]:
+        """The likelihood-ratio sets (``WindowedLikelihoodRatio.lr_sets``), at lr_share delta."""
+        return self.lr.lr_sets()
 
     def observe(self, arms: np.ndarray, rewards: np.ndarray) -> None:
         self.lr.observe(arms, rewards)

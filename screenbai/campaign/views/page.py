@@ -362,6 +362,7 @@ def write_report(camp, out_dir, status=None) -> Path:
     ``Status`` if already computed (the export's: its forecast costs O(K d^2) per T*, seconds to minutes at
     K = 10^6), else computed here."""
     from .estimates import rate_text
+    from .model_ranges import range_text
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     st = camp.status() if status is None else status
@@ -421,15 +422,24 @@ def write_report(camp, out_dir, status=None) -> Path:
         body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
         return f"<table><tr>{head}</tr>{body}</table>"
 
+    ranged = st.model_range_delta is not None  # the range over the rule's likelihood-ratio set (model_ranges.py)
+
+    def model_cell(c):
+        if not ranged:
+            return interval(c.model, c.model_ci)
+        return esc(f"{fmt(c.model)} " + (range_text(*c.model_range) if c.model_range is not None else "[none]"))
+
     recommendation = table(
-        ["compound", "SMILES", "tests", "model estimate [95%]" if models_features(camp.algorithm) else
+        ["compound", "SMILES", "tests",
+         f"model estimate [range, valid at any stop under the model, delta = {st.model_range_delta:g}]" if ranged else
+         "model estimate [95%, descriptive]" if models_features(camp.algorithm) else
          f"fit of the features [95%] (descriptive: {camp.algorithm} uses no model of them)", "observed [95%]"],
         [
             (
                 esc(c.compound_id),
                 f"<code>{esc(c.smiles)}</code>",
                 c.tests,
-                interval(c.model, c.model_ci),
+                model_cell(c),
                 observed(c) if c.tests else
                 ("<b>never tested</b>: the model alone; confirm it in the lab" if st.done else "not tested yet"),
             )

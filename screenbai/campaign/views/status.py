@@ -23,8 +23,9 @@ from .certified import (
     worst_epsilon,
 )
 from .controls import control_lines, spreads
-from .estimates import Z95, as_read, contention_intervals, model_estimates, rate_text, read_back, wilson_interval
+from .estimates import Z95, as_read, contention_intervals, model_estimates, read_back, wilson_interval
 from .forecast import BAND_LEVEL, FORECAST_DRAWS, forecast_left, never_stops
+from .model_ranges import model_ranges, recommendation_lines
 
 #: what a gap index (GIFA's B(t), GLGapE's calibrated index: the upper confidence bound of a rival's lead
 #: over the leader, stop at <= epsilon) means, said before its value in ``status``
@@ -46,6 +47,10 @@ class CompoundLine:
     model_ci: tuple[float, float]
     #: other compounds with the same feature vector: the model cannot tell them apart
     same_features: list[str] = field(default_factory=list)
+    #: [min, max] of the hit rate over the stopping rule's likelihood-ratio set (views/model_ranges.py), valid at any
+    #: stop under the logistic model; None where the rule holds no such set (``model_ci`` is then the interval shown,
+    #: descriptive) or where the set is empty
+    model_range: tuple[float, float] | None = None
 
 
 @dataclass
@@ -163,6 +168,9 @@ class Status:
     #: whether the certificate is proven: the setting guaranteed, and its model not rejected by the model check
     #: (unless the compound's own wells certify it); None without a certificate
     certificate_proven: bool | None = None
+    #: the delta at which the recommendation's ``model_range`` hold (together, at any stop); None where the rule
+    #: holds no likelihood-ratio set: the model intervals shown are then the descriptive ``model_ci``
+    model_range_delta: float | None = None
 
     def to_dict(self) -> dict:
         """Plain data for JSON: a value not defined yet (NaN, e.g. the stopping index before the first
@@ -171,7 +179,6 @@ class Status:
 
     def text(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.params.items()) or "defaults"
-        rate = self._rate()
         lines = [
             (
                 f"campaign {self.path}: {self.algorithm} ({params}), seed {self.seed}, "
@@ -223,32 +230,7 @@ class Status:
             )
         elif self.guarantee:
             lines.append(f"guarantee: {self.guarantee}")
-        which = ("final" if self.done else "current leader") if self.m == 1 else (
-            f"{'final' if self.done else 'current'} top {self.m}, by the model's estimate")
-        lines.append(f"recommendation ({which}), with 95% intervals:")
-        if self.thin_fit is not None:  # as many parameters as compounds tested: a Wald interval then reads too sure
-            lines.append("  (the model's intervals are descriptive, at its fit: {} compound(s) tested for {} features, "
-                         "so for others they say little yet; the certificate is what is proven)".format(*self.thin_fit))
-        for c in self.recommendation:
-            obs = (
-                ("never tested: the answer rests on the model's extrapolation alone (see the model check); test "
-                 "this compound before acting on it" if self.done else
-                 "not tested yet: the model's figure extrapolates from the compounds tested (see the model check)")
-                if c.observed is None or c.observed_ci is None
-                else f"observed {c.observed:.3g} [{c.observed_ci[0]:.3g}, {c.observed_ci[1]:.3g}] over {c.tests} tests"
-            )
-            lines.append(f"  {c.compound_id}  {c.smiles}")
-            fmt = rate_text if self.outcome == "binary" else (lambda v: f"{v:.3g}")
-            model = "model" if models_features(self.algorithm) else (
-                f"a {'logistic' if self.outcome == 'binary' else 'linear'} fit of the features (descriptive: "
-                f"{self.algorithm} uses no model of them),")
-            lines.append(f"      {model} {rate} {fmt(c.model)} [{fmt(c.model_ci[0])}, {fmt(c.model_ci[1])}]; {obs}")
-            if c.same_features:
-                shown = ", ".join(c.same_features[:5]) + (" ..." if len(c.same_features) > 5 else "")
-                lines.append(
-                    f"      same features as {shown}: the model cannot tell them apart (e.g. stereoisomers: "
-                    "the fingerprint ignores stereochemistry); compare their observed rates, or test them apart"
-                )
+        lines.extend(recommendation_lines(self))
         return "\n".join(lines)
 
     def _progress_lines(self) -> list[str]:
@@ -566,6 +548,11 @@ def campaign_status(camp) -> Status:
         **progress(camp, policy, res, n, c_lo, c_hi, order),
     )
     status.certificate_proven = proven(status)
+    ranges = model_ranges(policy, order, status.no_guarantee) if camp.binary else None
+    if ranges is not None:
+        for line, r in zip(rec, ranges[0]):
+            line.model_range = r
+        status.model_range_delta = ranges[1]
     return status
 
 
