@@ -23,7 +23,10 @@ def wilson_intervals(successes: np.ndarray, n: np.ndarray, z: float = Z95) -> tu
     denom = 1.0 + z * z / safe
     centre = (p + z * z / (2 * safe)) / denom
     half = z * np.sqrt(np.maximum(p * (1 - p) / safe + z * z / (4 * safe * safe), 0.0)) / denom
-    return np.where(tested, np.maximum(centre - half, 0.0), 0.0), np.where(tested, np.minimum(centre + half, 1.0), 1.0)
+    # at 0/n (n/n) the lower (upper) end is exactly 0 (1); the formula leaves rounding residue (5.6e-17)
+    lo = np.where(tested & (s > 0), np.maximum(centre - half, 0.0), 0.0)
+    hi = np.where(tested & (s < n), np.minimum(centre + half, 1.0), 1.0)
+    return lo, hi
 
 
 def wilson_interval(successes: float, n: int, z: float = Z95) -> tuple[float, float]:
