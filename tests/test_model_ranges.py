@@ -13,7 +13,7 @@ from campaign_util import Assay, new_campaign, write_results
 from scipy.special import expit
 
 from screenbai.bandits.numerics.linalg import cholesky_solve
-from screenbai.bandits.numerics.lr_range import RANGE_TOL, hit_rate_ranges, predictor_range
+from screenbai.bandits.numerics.lr_range import RANGE_TOL, hit_rate_ranges, predictor_range, upper_end
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, _onto_plane, _plane_search, nll
 from screenbai.campaign.views.estimates import model_estimates
 from screenbai.campaign.views.model_ranges import model_ranges, range_text
@@ -206,3 +206,29 @@ def test_after_a_withdrawal_the_range_is_of_the_compound_itself(tmp_path):
     (expected,) = hit_rate_ranges(inner.stopping_rule.lr_sets(), camp.features[[a]])
     assert st.recommendation[0].model_range == pytest.approx(expected)
     camp.close()
+
+
+def test_the_sets_own_range_ends_are_near_the_exact_ones(tmp_path):
+    """LikelihoodRatioSet._range_end (the certificate's, the stopping tests' and RAGE-GLM's range ends) and
+    lr_range.upper_end (status's) are safe outer ends, near each other and near the truth. On this GLGapE campaign
+    (every tested compound's prediction saturates far out) two faults made them loose: _range_end bisected [the
+    quadratic end, the outer radius], and a plane search far out gave up (its Newton step ran to 1e12, see
+    _plane_search), which counts as reached; a compound's lower end read -734 where a converged plane test rules out
+    everything below -62 (rangeV's reproduction: -33.4 for a true -8.28)."""
+    camp, _ = _run(tmp_path, "glgape", {"epsilon": 0.1, "delta": 0.05}, 15, seed=1, assay_seed=2)
+    inner = getattr(camp.policy, "inner", camp.policy)
+    (cs,) = inner.stopping_rule.lr_sets()
+    for x in inner.Z:
+        centre = float(x @ cs.theta)
+        for lower in (True, False):
+            exact = -upper_end(cs, -x) if lower else upper_end(cs, x)
+            end = cs._range_end(x, lower=lower)
+            assert (end <= exact + 1e-9) if lower else (end >= exact - 1e-9)  # both outer: the coarser outside
+            assert abs(end - exact) <= 0.02 * abs(exact - centre) + 2 * RANGE_TOL  # 8 bisections after the step-out
+            # and the end is near the set: a point of C_t lies within 2 % of the distance from the centre
+            g = exact + (0.02 * abs(exact - centre) + 2 * RANGE_TOL) * (1.0 if lower else -1.0)
+            w = -x if lower else x
+            Hinv_w = cholesky_solve(cs.chol, w)
+            reached, point = _plane_search(cs.Zp, cs.n, cs.s, w, _onto_plane(cs.theta, w, Hinv_w, -g if lower else g),
+                                           cs.level)
+            assert not reached and nll(cs.Zp, cs.n, cs.s, point) <= cs.level

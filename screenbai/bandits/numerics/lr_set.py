@@ -58,6 +58,7 @@ EXACT_NORMS_MAX_K = 20_000  # the outer bound's H^-1 norms: exact (O(K d^2)) up 
 MAX_CERT_TESTS = 32  # the certificate's exact range ends per answer arm (beyond, outer bounds)
 _CERT_STEPS = 14  # bisections of the certificate's range ends (the stopping test's own use 8)
 _DECREMENT_TOL = 1e-10  # Newton decrement (squared) at which a hyperplane minimum is taken as reached
+_MAX_ETA_STEP = 10.0  # a plane search's step moves no tested arm's linear predictor by more (_plane_search)
 SURROGATE_RIDGE = 1e-3  # separable outcomes: the ridge of the surrogate centre (starting points only)
 UNBOUNDED_SLACK = 1e-6  # separable outcomes: nats by which a plane's minimum must clear the level
 
@@ -273,11 +274,18 @@ def _plane_search(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float,
         decrement = -float(g @ step)
         if decrement <= _DECREMENT_TOL:
             return f - max(decrement, 0.0) > level + slack, theta
+        # where every tested arm's prediction saturates, H is nearly singular along the plane and the Newton step
+        # runs to 1e12: halving it 33 times left no decrease and the test gave up (counted as not ruled out, so a
+        # range end ran out to the outer radius). Steps that move a prediction by at most _MAX_ETA_STEP do decrease
+        reach = float(np.abs(Zp @ step).max())
+        if reach > _MAX_ETA_STEP:
+            step = step * (_MAX_ETA_STEP / reach)
+        slope = -float(g @ step)
         size = 1.0
         while size > 1e-10:
             cand = theta + size * step
             f_c = nll(Zp, n, s, cand)
-            if f_c <= f - 1e-4 * size * decrement:
+            if f_c <= f - 1e-4 * size * slope:
                 break
             size *= 0.5
         else:
@@ -378,9 +386,10 @@ class LikelihoodRatioSet:
         self._r_quad = math.sqrt(2.0 * max(self.level - _loss(eta, self.n, self.s), 0.0))  # scores only
 
     def _range_end(self, u: np.ndarray, lower: bool, steps: int = 8) -> float:
-        """A safe bound on min (``lower``) or max of u^T theta over C_t: a value c with no point of
-        C_t beyond it, from the outer radius, tightened by ``steps`` bisections with exact hyperplane tests
-        (-inf or inf for a set without a minimiser: no outer radius)."""
+        """A safe bound on min (``lower``) or max of u^T theta over C_t: a value c with no point of C_t beyond
+        it, from exact hyperplane tests stepped out from the centre (doubling) until one rules the far side out,
+        or the outer radius, then ``steps`` bisections (-inf or inf for a set without a minimiser: no outer
+        radius)."""
         if not self.bounded:
             return -math.inf if lower else math.inf
         sign = -1.0 if lower else 1.0
@@ -393,11 +402,18 @@ class LikelihoodRatioSet:
         inside = centre  # a level reached by C_t
         outside = centre + self.rho * sd  # the outer bound: nothing of C_t beyond it
         quad = centre + math.sqrt(2.0 * (self.level - self.f_min)) * sd  # the quadratic model's end
-        if quad < outside:
-            if self._beyond_is_empty(w, Hinv_w, quad):
-                outside = quad
-            else:
-                inside = quad
+        # step out from the quadratic model's end, doubling, until a plane test rules the far side out: a
+        # bisection of [quad, outer radius] would test planes far out, where the radius (Bach's bound with the
+        # largest kappa) is loose by 10x or more and Newton from the quadratic start may not converge (counted as
+        # reached, so the end stayed near the radius: -33.4 for a true -8.28)
+        step = max(quad - centre, 1e-6 * sd)
+        probe = centre + step
+        while probe < outside:
+            if self._beyond_is_empty(w, Hinv_w, probe):
+                outside = probe
+                break
+            inside, step = probe, 2.0 * step
+            probe = inside + step
         for _ in range(steps):
             mid = 0.5 * (inside + outside)
             if self._beyond_is_empty(w, Hinv_w, mid):
