@@ -382,13 +382,13 @@ def test_default_needs_far_fewer_tests_than_the_self_normalized_widths():
     assert lr["samples"].median() < 0.6 * sn["samples"].median()
 
 
-def test_likeliest_first_is_the_head_of_the_stable_sort():
-    from screenbai.bandits.numerics.lr_set import _likeliest_first
+def test_largest_first_is_the_head_of_the_stable_sort():
+    from screenbai.bandits.numerics.ties import largest_first
 
     rng = np.random.default_rng(3)
     for n, k in [(50, 5), (50, 50), (50, 80), (1000, 256), (7, 0)]:
         score = rng.integers(0, 6, n).astype(float)  # many ties: the order among them is by position
-        np.testing.assert_array_equal(_likeliest_first(score, k), np.argsort(-score, kind="stable")[:k])
+        np.testing.assert_array_equal(largest_first(score, k), np.argsort(-score, kind="stable")[:k])
 
 
 def test_forecast_level_and_glgapes_stated_threshold():

@@ -50,6 +50,7 @@ from scipy.special import expit, logit
 from screenbai.bandits.numerics.features import FeatureSource
 from screenbai.bandits.numerics.glm import SeparableDataError, epsilon_curve, epsilon_margin, logistic_mle
 from screenbai.bandits.numerics.linalg import cholesky_lower, cholesky_solve
+from screenbai.bandits.numerics.ties import largest_first
 
 _MAX_NEWTON = 60
 MAX_EXACT_TESTS = 256  # per named arm and test: arms the bounds leave beyond this count as not ruled out
@@ -274,9 +275,8 @@ def _plane_search(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float,
         decrement = -float(g @ step)
         if decrement <= _DECREMENT_TOL:
             return f - max(decrement, 0.0) > level + slack, theta
-        # where every tested arm's prediction saturates, H is nearly singular along the plane and the Newton step
-        # runs to 1e12: halving it 33 times left no decrease and the test gave up (counted as not ruled out, so a
-        # range end ran out to the outer radius). Steps that move a prediction by at most _MAX_ETA_STEP do decrease
+        # where every tested arm's prediction saturates, H is nearly singular along the plane: a Newton step of
+        # 1e12 halved 33 times still gave no decrease, and the search gave up (counted as not ruled out)
         reach = float(np.abs(Zp @ step).max())
         if reach > _MAX_ETA_STEP:
             step = step * (_MAX_ETA_STEP / reach)
@@ -336,18 +336,6 @@ def _pair_gap_bound(v_lo: float, v_hi: float, G: np.ndarray, W: np.ndarray) -> n
     return expit(np.minimum(v + G, W)) - expit(v)
 
 
-def _likeliest_first(score: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the ``k`` largest scores, largest first, ties by position: the first ``k`` of
-    ``np.argsort(-score, kind="stable")`` without sorting all of them (O(n) + O(k log k))."""
-    if k <= 0:
-        return np.empty(0, dtype=np.int64)
-    if score.size <= k:
-        return np.argsort(-score, kind="stable")
-    kth = np.partition(score, score.size - k)[score.size - k]  # the k-th largest
-    top = np.flatnonzero(score >= kth)  # ascending positions: a stable sort keeps ties in this order
-    return top[np.argsort(-score[top], kind="stable")][:k]
-
-
 class LikelihoodRatioSet:
     """The set C_t for the data (``Zp`` the pulled arms' features, counts ``n``, successes ``s``)."""
 
@@ -402,10 +390,8 @@ class LikelihoodRatioSet:
         inside = centre  # a level reached by C_t
         outside = centre + self.rho * sd  # the outer bound: nothing of C_t beyond it
         quad = centre + math.sqrt(2.0 * (self.level - self.f_min)) * sd  # the quadratic model's end
-        # step out from the quadratic model's end, doubling, until a plane test rules the far side out: a
-        # bisection of [quad, outer radius] would test planes far out, where the radius (Bach's bound with the
-        # largest kappa) is loose by 10x or more and Newton from the quadratic start may not converge (counted as
-        # reached, so the end stayed near the radius: -33.4 for a true -8.28)
+        # step out, doubling: a bisection of [quad, outer radius] tests planes far out, where the radius is
+        # loose by 10x or more and a search that fails counts as reached (an end of -33.4 for a true -8.28)
         step = max(quad - centre, 1e-6 * sd)
         probe = centre + step
         while probe < outside:
@@ -489,7 +475,7 @@ class LikelihoodRatioSet:
             first, first_out = -1, False  # the likeliest candidate and its exact test, if done
             if self.bounded and not n_open and alive_all.size > BOX_MIN_ALIVE:  # many left: the box rules out more
                 # ... unless the likeliest candidate stands, which the box cannot change (see the docstring)
-                first = int(alive_all[_likeliest_first(score_all, 1)[0]])
+                first = int(alive_all[largest_first(score_all, 1)[0]])
                 first_out = self._rules_out_pair(zi, Z[first], g, epsilon)
                 if first_out:
                     V = Z[alive_all] - zi
@@ -499,7 +485,7 @@ class LikelihoodRatioSet:
             # O(K d)); from there on every candidate counts as open, without a test
             skip = np.zeros(alive_all.size, dtype=bool)  # ruled out by an exact test
             if not n_open:
-                for pos in _likeliest_first(score_all, MAX_EXACT_TESTS):
+                for pos in largest_first(score_all, MAX_EXACT_TESTS):
                     j = int(alive_all[pos])
                     if not (first_out if j == first else self._rules_out_pair(zi, Z[j], g, epsilon)):
                         break

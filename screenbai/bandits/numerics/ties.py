@@ -1,4 +1,4 @@
-"""argmax, argmin and top-m with ties broken uniformly at random.
+"""argmax, argmin and top-m with ties broken uniformly at random; and the k largest in a fixed order.
 
 Symmetric benchmark instances (canonical bases, equal gaps) tie exactly; a fixed order would bias
 every such run towards low arm indices.  The generator is consulted only when there is a tie, so
@@ -107,3 +107,15 @@ def swap_to_twin(values: np.ndarray, w: int, i: int) -> BlockArgmax:
     best = BlockArgmax()
     best.add(values, 0)
     return best
+
+
+def largest_first(score: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` largest scores, largest first, ties by position (a fixed order, not at random):
+    the first ``k`` of ``np.argsort(-score, kind="stable")`` without sorting all of them (O(n) + O(k log k))."""
+    if k <= 0:
+        return np.empty(0, dtype=np.int64)
+    if score.size <= k:
+        return np.argsort(-score, kind="stable")
+    kth = np.partition(score, score.size - k)[score.size - k]  # the k-th largest
+    top = np.flatnonzero(score >= kth)  # ascending positions: a stable sort keeps ties in this order
+    return top[np.argsort(-score[top], kind="stable")][:k]
