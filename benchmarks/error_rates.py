@@ -16,6 +16,13 @@ Clopper-Pearson bound on the true error probability.
     python benchmarks/error_rates.py --runs 50 --only glgape
     python benchmarks/error_rates.py --only glgape --instances "kw_synthetic(d=10,seed=0)" --append
     python benchmarks/error_rates.py --only glgape --settings self-normalized --deltas 0.1 --fewer glgape
+    python benchmarks/error_rates.py --only lingape m-lingape lingifa --instances "soare(d=2,omega=0.1)" \
+        --settings Abbasi theoretical --S oracle --jobs 1 --out soare_S.csv
+
+``--S oracle`` (or a number) sets the bound S on ||theta*|| of the settings that assume one (the linear GapE
+thresholds, GLGapE's self-normalized widths; the others run as they are) to each instance's ||theta*||: their
+default S = 1 is below ||theta*|| = 2 on Soare's instance, outside their assumption. The records' column S is
+the bound used (blank: the algorithm's default, or no bound assumed), and the table names it beside the setting.
 
 Prints one line per cell as it finishes and appends it to docs/error_rates_records.csv (``--out``), so
 an interrupted study keeps its finished cells; ``--append`` adds to an existing file instead of
@@ -38,7 +45,7 @@ from screenbai.bandits import replicate
 from screenbai.bandits.core.params import without_guarantee
 from screenbai.bandits.core.registry import get
 from screenbai.bandits.sim.generators import kw_synthetic, reda_classic, soare
-from screenbai.guarantees import SETTINGS
+from screenbai.guarantees import SETTINGS, assumes_norm_bound
 from screenbai.report import write_generated_block
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -109,6 +116,9 @@ def run(args) -> pd.DataFrame:
     for algorithm, label, params, guaranteed, inst_name in todo:
         inst = INSTANCES[inst_name]()
         runs = args.runs if algorithm not in args.fewer else max(args.runs // 5, 20)
+        S = norm_bound(algorithm, params, inst, args.S)
+        if S is not None:
+            params = {**params, "S": S}
         t0 = time.perf_counter()
         rec = replicate(inst, algorithm, params, n_reps=runs, seed=args.seed, n_jobs=args.jobs)
         done = rec[rec["stopped"]]
@@ -126,6 +136,7 @@ def run(args) -> pd.DataFrame:
             "upper95": upper_bound(errors, max(len(done), 1)),
             "median_samples": float(done["samples"].median()) if len(done) else np.nan,
             "seconds": time.perf_counter() - t0,
+            "S": S,
         }
         rows.append(row)
         pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False)
@@ -136,6 +147,19 @@ def run(args) -> pd.DataFrame:
             flush=True,
         )
     return pd.DataFrame(rows)
+
+
+def norm_bound(algorithm: str, params: dict, inst, S: str | None) -> float | None:
+    """The bound S on ||theta*|| a cell runs with: ``S`` ("oracle": the instance's ||theta*||, or a number) when
+    the setting assumes one, else None (the algorithm's default, or no bound assumed)."""
+    if S is None or not assumes_norm_bound(algorithm, params):
+        return None
+    return float(np.linalg.norm(inst.theta)) if S == "oracle" else float(S)
+
+
+def setting_text(setting: str, S) -> str:
+    """The setting's label, with the bound S on ||theta*|| it ran with when one was given."""
+    return setting if S is None or pd.isna(S) else f"{setting}, S = {float(S):g}"
 
 
 def table(df: pd.DataFrame) -> str:
@@ -150,8 +174,9 @@ def table(df: pd.DataFrame) -> str:
         else:
             verdict = "ok (<= delta)" if r.error_rate <= r.delta else "**above delta**"
         stop = f" ({r.not_stopped} not stopped)" if r.not_stopped else ""
+        setting = setting_text(r.setting, getattr(r, "S", None))
         lines.append(
-            f"| {r.instance} | {r.algorithm} | {r.setting} | {r.delta:g} | {r.runs}{stop} | {r.errors} | "
+            f"| {r.instance} | {r.algorithm} | {setting} | {r.delta:g} | {r.runs}{stop} | {r.errors} | "
             f"{r.error_rate:.3f} | {r.upper95:.3f} | {r.median_samples:.0f} | {verdict} |"
         )
     return "\n".join(lines)
@@ -168,6 +193,8 @@ def main() -> None:
     ap.add_argument("--deltas", nargs="*", type=float, default=list(DELTAS), help="confidence levels to run")
     ap.add_argument("--append", action="store_true", help="add to the records file instead of replacing it")
     ap.add_argument("--fewer", nargs="*", default=[], help="costly algorithms, run with runs / 5 (at least 20)")
+    ap.add_argument("--S", help="bound on ||theta*|| for the settings that assume one: 'oracle' (each "
+                    "instance's ||theta*||) or a number (default: each algorithm's own)")
     ap.add_argument("--from-records", help="rebuild the page from a records CSV instead of running")
     ap.add_argument("--docs", action="store_true", help="write the table into docs/error_rates.md's generated block")
     ap.add_argument("--out", default=str(DOCS / "error_rates_records.csv"))

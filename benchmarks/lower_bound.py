@@ -33,6 +33,11 @@ epsilon = 0.1; built once and cached under data/cache/).
     python benchmarks/lower_bound.py --instances soare reda --reps 100 --out table.csv
     python benchmarks/lower_bound.py --instances kw_d2_s0 --algorithms glgape --reps 50 --deltas 0.05 0.01
     python benchmarks/lower_bound.py --list            # instance names and the algorithm cells
+    python benchmarks/lower_bound.py --instances soare --algorithms lingape m-lingape lingifa \
+        --settings Abbasi theoretical --S oracle --reps 300 --deltas 0.01 --jobs 1
+
+``--S oracle`` (or a number) sets the bound S on ||theta*|| of the settings that assume one, as in
+benchmarks/error_rates.py (column S of the records, beside the setting in the table).
 
 One CSV row per (instance, algorithm, setting, delta), appended as each cell finishes.
 
@@ -62,7 +67,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from error_rates import SETTINGS, upper_bound  # noqa: E402  (the settings and bound of the error-rate study)
+from error_rates import SETTINGS, norm_bound, setting_text, upper_bound  # noqa: E402  (the settings and bound of the error-rate study)
 
 from screenbai.bandits import replicate  # noqa: E402
 from screenbai.bandits.certainty import allocation_time, characteristic_time  # noqa: E402
@@ -161,6 +166,9 @@ def run_cell(inst, spec: Spec, cx, cx_exact, name: str, label: str, base: dict, 
         params["epsilon"] = spec.epsilon
     if args.max_samples:
         params["max_samples"] = args.max_samples
+    S = norm_bound(name, params, inst, args.S)
+    if S is not None:
+        params["S"] = S
     guaranteed = not without_guarantee(entry.cls, params)
     t0 = time.perf_counter()
     rec = replicate(inst, name, params, n_reps=args.reps, seed=args.seed, start=args.start, n_jobs=args.jobs)
@@ -168,13 +176,13 @@ def run_cell(inst, spec: Spec, cx, cx_exact, name: str, label: str, base: dict, 
     if args.save_runs:
         saved = Path(args.save_runs)
         key = {"instance_name": args.instance_name, "algorithm": name, "setting": label, "delta": delta,
-               "guaranteed": guaranteed, "seconds": seconds}
+               "guaranteed": guaranteed, "seconds": seconds, "S": S}
         tables = pd.read_pickle(saved) if saved.exists() else []
         # beside it, then renamed: a run killed while writing keeps the cells saved before (a whole file)
         tmp = saved.with_name(f"{saved.name}.{os.getpid()}.tmp")
         pd.to_pickle([*tables, (key, rec)], tmp)
         os.replace(tmp, saved)
-    return summarise(inst, spec, cx, cx_exact, name, label, delta, guaranteed, rec, seconds)
+    return {**summarise(inst, spec, cx, cx_exact, name, label, delta, guaranteed, rec, seconds), "S": S}
 
 
 def summarise(inst, spec: Spec, cx, cx_exact, name: str, label: str, delta: float, guaranteed: bool,
@@ -229,9 +237,9 @@ def combine(files, out: Path) -> None:
     for f in files:
         for key, rec in pd.read_pickle(f):
             cell = (key["instance_name"], key["algorithm"], key["setting"], key["delta"], key["guaranteed"])
-            cells.setdefault(cell, []).append((key["seconds"], rec))
+            cells.setdefault(cell, []).append((key["seconds"], rec, key.get("S")))
     specs = _specs()
-    joined = {cell: pd.concat([r for _, r in chunks], ignore_index=True) for cell, chunks in cells.items()}
+    joined = {cell: pd.concat([r for _, r, _ in chunks], ignore_index=True) for cell, chunks in cells.items()}
     for (inst_name, name, label, *_), rec in joined.items():  # every cell checked before any row is written
         _check_chunks(f"{inst_name} {name} {label}", rec)
     for (inst_name, name, label, delta, guaranteed), chunks in cells.items():
@@ -241,8 +249,8 @@ def combine(files, out: Path) -> None:
         cx = characteristic_time(inst.features, inst.theta, model=spec.model, sigma=float(inst.sigma),
                                  epsilon=spec.epsilon, m=spec.m)
         row = summarise(inst, spec, cx, exact_bound(inst, spec), name, label, delta, guaranteed, rec,
-                        sum(sec for sec, _ in chunks))
-        row["instance"] = inst_name
+                        sum(sec for sec, _, _ in chunks))
+        row["instance"], row["S"] = inst_name, chunks[0][2]  # one S: _check_chunks compared the params
         pd.DataFrame([row]).to_csv(out, mode="a", header=not out.exists(), index=False)
         print(f"{inst_name} {name} {label} delta={delta:g}: runs={row['runs']} errors={row['errors']} "
               f"median={row['median_tests']:.0f} ratio={row['ratio']:.4g}", flush=True)
@@ -261,7 +269,7 @@ def _check_chunks(cell: str, rec: pd.DataFrame) -> None:
             f"{cell}: runs {missing} are in no chunk (a gap between the chunks' --start and --reps); "
             f"run them (--start {missing[0]}) and combine again"
         )
-    for column, option in (("seed", "--seed"), ("params", "--max-samples")):
+    for column, option in (("seed", "--seed"), ("params", "--max-samples and --S")):
         values = sorted(set(rec[column].astype(str)))
         if len(values) > 1:
             raise SystemExit(
@@ -306,8 +314,9 @@ def markdown(df: pd.DataFrame) -> str:
         else:
             exact = (f"{r.lower_bound_exact:.4g} | {r.ratio_exact:.4g} | "
                      f"{r.sampling_factor_exact:.3g} x {r.stopping_factor_exact:.3g}")
+        setting = setting_text(r.setting, getattr(r, "S", None))
         lines.append(
-            f"| {r.instance} | {r.algorithm} | {r.setting} | {'yes' if r.guaranteed else 'no'} | {r.delta:g} | "
+            f"| {r.instance} | {r.algorithm} | {setting} | {'yes' if r.guaranteed else 'no'} | {r.delta:g} | "
             f"{r.runs} | {r.errors} ({r.error_upper:.3f}) | {r.capped} | {r.median_tests:g} | {r.lower_bound:.4g} | "
             f"{r.ratio:.4g} | {r.sampling_factor:.3g} x {r.stopping_factor:.3g} | {exact} |"
         )
@@ -356,6 +365,8 @@ def main() -> None:
     ap.add_argument("--save-runs", help="keep every cell's per-run table in this file (pickle), for --combine")
     ap.add_argument("--combine", nargs="+", help="write the rows of saved per-run tables (chunks of a cell "
                     "joined) to --out, run nothing")
+    ap.add_argument("--S", help="bound on ||theta*|| for the settings that assume one: 'oracle' (each "
+                    "instance's ||theta*||) or a number (default: each algorithm's own)")
     ap.add_argument("--max-samples", type=int, help="cap on tests per run (default: each algorithm's)")
     ap.add_argument("--out", default="lower_bound.csv")
     ap.add_argument("--list", action="store_true", help="print the instances and the cells, run nothing")

@@ -183,6 +183,13 @@ def _uses_norm_bound(cls: type, values: Mapping[str, Any]) -> bool:
     return calibration is None or calibration == "self-normalized"
 
 
+def assumes_norm_bound(algorithm: str, params: Mapping[str, Any]) -> bool:
+    """Whether ``algorithm`` run with ``params`` (defaults filled in) assumes ||theta*|| <= S (its parameter S):
+    the benchmarks set S for these settings only (``--S oracle``)."""
+    entry, values = _resolved(algorithm, params)
+    return _uses_norm_bound(entry.cls, values)
+
+
 def _sigma_assumed(cls: type, values: Mapping[str, Any]) -> bool:
     """Whether the setting assumes the noise sub-Gaussian of scale sigma (a simulation's oracle parameter;
     not with LUCB's 'hoeffding' threshold, which assumes outcomes in [0, 1])."""

@@ -79,3 +79,14 @@ def new_campaign(
 ) -> Campaign:
     params = {"epsilon": 0.1, "delta": 0.05} if params is None and algorithm == "glgape" else (params or {})
     return Campaign.create(path, synthetic_library(K, d), algorithm, params, seed=seed)
+
+
+def percent_campaign(path: Path, layout) -> Campaign:
+    """A GLGapE campaign (epsilon 0.1, seed 2) of 30 synthetic compounds read in percent inhibition, a hit at 50 % or
+    more, on plates of ``layout`` (a PlateLayout): the lab tests' plates with controls."""
+    from screenbai.campaign.lab.assay import Readout
+
+    readout = Readout.build("percent inhibition", unit="%", hit_above=50.0)
+    return Campaign.create(
+        path, synthetic_library(K=30, d=3), "glgape", {"epsilon": 0.1}, seed=2, layout=layout, readout=readout
+    )

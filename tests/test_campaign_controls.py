@@ -8,24 +8,15 @@ from __future__ import annotations
 import csv
 
 import pytest
-from campaign_util import synthetic_library
+from campaign_util import percent_campaign, synthetic_library
 
 from screenbai.campaign import Campaign, PlateLayout
 from screenbai.campaign.lab.assay import ControlsFailed, Readout
 
 
 def _campaign(tmp_path):
-    readout = Readout.build("percent inhibition", unit="%", hit_above=50.0)
     layout = PlateLayout.build("48", positive="A01,C04,F08", negative="B02,E05,F01")  # scattered controls
-    return Campaign.create(
-        tmp_path / "c.campaign",
-        synthetic_library(K=30, d=3),
-        "glgape",
-        {"epsilon": 0.1},
-        seed=2,
-        layout=layout,
-        readout=readout,
-    )
+    return percent_campaign(tmp_path / "c.campaign", layout)
 
 
 def _results(path, plate_file, keep, positive=(95.0, 93.0, 97.0), negative=(5.0, 7.0, 3.0)):

@@ -8,25 +8,15 @@ import sqlite3
 
 import numpy as np
 import pytest
-from campaign_util import synthetic_library
+from campaign_util import percent_campaign
 
-from screenbai.campaign import Campaign, PlateLayout, ResultsError
-from screenbai.campaign.lab.assay import Readout
+from screenbai.campaign import PlateLayout, ResultsError
 from screenbai.campaign.lab.plates import row_name
 from screenbai.cli import main
 
 
 def _campaign(tmp_path, fmt, **layout):
-    readout = Readout.build("percent inhibition", unit="%", hit_above=50.0)
-    return Campaign.create(
-        tmp_path / "g.campaign",
-        synthetic_library(K=30, d=3),
-        "glgape",
-        {"epsilon": 0.1},
-        seed=2,
-        layout=PlateLayout.build(fmt, **layout),
-        readout=readout,
-    )
+    return percent_campaign(tmp_path / "g.campaign", PlateLayout.build(fmt, **layout))
 
 
 def _reading(plate, layout, seed=0):

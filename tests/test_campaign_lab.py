@@ -1975,6 +1975,43 @@ def test_a_change_says_that_log_tas_own_wells_count_again_from_it(tmp_path):
     assert "own wells" not in said["glgape"] and "count in full; its union bound" in said["glgape"]
 
 
+def test_the_own_wells_route_is_declared_by_the_rule_not_read_off_a_forecast():
+    """The change sentence and status's second route were given to any rule that overrode ``shortcut_tests``
+    (a forecast of a second route), as if every such route were log-tas's own wells. The rule declares it
+    (``StoppingRule.own_wells_route``): a rule declaring it gets both sentences without any override, one
+    overriding ``shortcut_tests`` for another reason gets neither, and log-tas's rule declares it."""
+    from types import SimpleNamespace
+
+    from screenbai.bandits.core.parts import StoppingRule
+    from screenbai.bandits.rules.own_wells import LikelihoodOrOwnWells
+    from screenbai.campaign.state import changes
+    from screenbai.campaign.views.status import _second_route
+
+    class Declared(StoppingRule):
+        own_wells_route = True
+
+    class Forecasting(StoppingRule):  # a second route of its own (say a budget's end), not the own wells
+        def shortcut_tests(self, answer, means, done, plate=None):
+            return 96.0
+
+    def said(rule) -> str:
+        camp = SimpleNamespace(algorithm="log-tas", meta={"params": {}}, policy=SimpleNamespace(stopping_rule=rule))
+        old = changes.switches
+        changes.switches = lambda camp: []
+        try:
+            return changes.guarantee_after_change(camp)
+        finally:
+            changes.switches = old
+
+    wrapped = SimpleNamespace(inner=SimpleNamespace(stopping_rule=Declared(0.1, 0.05), m=1))  # a wrapper's policy
+    assert "its second route, a compound's own wells, counts only the wells it plans" in said(Declared(0.1, 0.05))
+    assert "once a compound's own wells show its hit rate is at least 1 - epsilon = 0.9" in _second_route(wrapped)
+    assert "own wells" not in said(Forecasting(0.1, 0.05)) and "count in full; its union bound" in \
+        said(Forecasting(0.1, 0.05))
+    assert _second_route(SimpleNamespace(stopping_rule=Forecasting(0.1, 0.05))) is None
+    assert LikelihoodOrOwnWells.own_wells_route and not StoppingRule.own_wells_route
+
+
 def test_a_forecast_band_of_one_number_reads_as_one():
     """After the README's first plate status read "about 1 more plate(s) ... (1 to 1 plates in 80 % of runs, ...)";
     a band whose ends round alike is one number, as init's forecast says it ("704 tests in 80 % of runs")."""

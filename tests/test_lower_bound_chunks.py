@@ -83,3 +83,28 @@ def test_a_chunk_killed_while_saving_keeps_the_runs_saved_before(tmp_path):
     assert killed.returncode == -9, killed.stderr
     kept = pd.read_pickle(tmp_path / "a.pkl")
     assert [key for key, _ in kept] == [key for key, _ in saved]
+
+
+def test_the_benchmarks_give_the_norm_bound_settings_s_on_request():
+    """The linear GapE rows on Soare's instance ran with the default S = 1 while ||theta*|| = 2, outside their
+    assumption. ``--S oracle`` runs the settings that assume ||theta*|| <= S with each instance's ||theta*|| (the
+    others as they are) and the records name it beside the setting."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    import error_rates
+
+    from screenbai.bandits.sim.generators import soare
+    from screenbai.guarantees import assumptions_failing
+
+    inst = soare(d=2, omega=0.1)
+    bound = error_rates.norm_bound
+    assert bound("lingape", {"delta": 0.05}, inst, "oracle") == pytest.approx(2.0)
+    assert bound("lingifa", {"threshold": "theoretical"}, inst, "oracle") == pytest.approx(2.0)
+    assert bound("m-lingape", {"threshold": "heuristic"}, inst, "oracle") is None  # assumes no S
+    assert bound("xy-static", {}, inst, "oracle") is None and bound("lingape", {}, inst, None) is None
+    assert bound("lingape", {}, inst, "3") == 3.0
+    assert assumptions_failing("lingape", {"S": bound("lingape", {}, inst, "oracle")}, inst) == []
+    assert any("S = 1 is below ||theta*|| = 2" in s for s in assumptions_failing("lingape", {}, inst))
+    row = {"instance": "soare", "algorithm": "lingape", "setting": "Abbasi-Yadkori", "delta": 0.05, "guarantee": True,
+           "runs": 10, "not_stopped": 0, "errors": 0, "error_rate": 0.0, "upper95": 0.26, "median_samples": 5000.0}
+    text = error_rates.table(pd.DataFrame([{**row, "S": 2.0}, {**row, "S": float("nan")}]))
+    assert "| lingape | Abbasi-Yadkori, S = 2 | 0.05 |" in text and "| lingape | Abbasi-Yadkori | 0.05 |" in text

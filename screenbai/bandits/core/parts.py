@@ -60,6 +60,10 @@ class StoppingRule:
     state_fields: ClassVar[tuple[str, ...]] = ()
     #: a short name for diagnostics and messages
     name: ClassVar[str] = "stopping rule"
+    #: whether the rule has a second route from a compound's own wells (log-tas's rules/own_wells.py), whose
+    #: count starts again at a compound change: status names the route, a change says it counts afresh
+    #: (``own_wells_route``). Declared, not read off an override of ``shortcut_tests``, which any rule may forecast.
+    own_wells_route: ClassVar[bool] = False
 
     def __init__(self, epsilon: float, delta: float) -> None:
         self.epsilon = float(epsilon)
@@ -137,3 +141,10 @@ class StoppingRule:
 
     def reset_caches(self) -> None:
         """Drop values derived from the state (rebuilt lazily)."""
+
+
+def own_wells_route(policy) -> bool:
+    """Whether ``policy``'s stopping rule (a wrapper's inner policy's) declares a route from a compound's own wells
+    (``StoppingRule.own_wells_route``)."""
+    rule = getattr(getattr(policy, "inner", policy), "stopping_rule", None)
+    return bool(getattr(rule, "own_wells_route", False))

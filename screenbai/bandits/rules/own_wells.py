@@ -219,6 +219,7 @@ class LikelihoodOrOwnWells(LikelihoodOr):
 
     name = "likelihood ratio or own wells"
     state_fields = ("lr", "wells")
+    own_wells_route = True
 
     def __init__(self, Z: np.ndarray, m: int, epsilon: float, delta: float, growth: float, late: bool,
                  wells_share: float = WELLS_SHARE, wells_start: float = 1.0):

@@ -392,19 +392,10 @@ def _setting(algorithm: str, params: dict, key: str):
     return params.get(key, None if p is None else p.default)
 
 
-def _own_wells_route(policy) -> bool:
-    """Whether the stopping rule has a second route from a compound's own wells (log-tas), whose count starts
-    again at a change (rules/own_wells.py: an arm's test counts only the outcomes after the policy plans its
-    wells), unlike its likelihood-ratio set."""
-    from screenbai.bandits.core.parts import StoppingRule
-
-    rule = getattr(getattr(policy, "inner", policy), "stopping_rule", None)
-    return rule is not None and type(rule).shortcut_tests is not StoppingRule.shortcut_tests
-
-
 def guarantee_after_change(camp) -> str:
     """What a change does to the error guarantee, in one sentence."""
     from screenbai.bandits.core.params import without_guarantee
+    from screenbai.bandits.core.parts import own_wells_route
     from screenbai.bandits.core.registry import get
 
     entry = get(camp.algorithm)
@@ -442,7 +433,7 @@ def guarantee_after_change(camp) -> str:
             " in its likelihood-ratio set; its second route, a compound's own wells, counts only the wells it plans "
             "from now on, so a compound its own wells certified before the change is certified so again only once "
             "new wells of it are recorded"
-            if _own_wells_route(camp.policy)
+            if own_wells_route(camp.policy)  # its count starts again at a change (rules/own_wells.py)
             else ""
         )
         + "; its union bound now counts the new number "

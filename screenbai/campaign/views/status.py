@@ -454,13 +454,13 @@ def _band_words(low: float | None, high: float | None) -> str:
 
 
 def _second_route(policy) -> str | None:
-    """The stopping rule's second route in words, when it has one (``StoppingRule.shortcut_tests`` overridden:
-    log-tas's own wells), else None."""
-    from screenbai.bandits.core.parts import StoppingRule
+    """The stopping rule's second route in words, when it declares one (``StoppingRule.own_wells_route``: log-tas's
+    own wells), else None."""
+    from screenbai.bandits.core.parts import own_wells_route
 
-    rule = getattr(getattr(policy, "inner", policy), "stopping_rule", None)
-    if rule is None or type(rule).shortcut_tests is StoppingRule.shortcut_tests:
+    if not own_wells_route(policy):
         return None
+    rule = getattr(getattr(policy, "inner", policy), "stopping_rule", None)
     eps = getattr(rule, "epsilon", None)
     level = "" if eps is None else f" = {1 - float(eps):.2g}"
     m = int(getattr(getattr(policy, "inner", policy), "m", 1))  # the rule needs wells for each of the m (own_wells.py)
