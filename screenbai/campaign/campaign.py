@@ -500,7 +500,7 @@ class Campaign(PolicyReplay):
                 check=None if readout is None else readout.problem,
                 layout_of=plates.layout,
                 plate=plate,
-                warn=None if readout is None else readout.suspicion,
+                unusual=None if readout is None else readout.suspicion,
                 notes=notes,
                 outcome_column=outcome_column,
             )

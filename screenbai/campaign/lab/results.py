@@ -146,7 +146,7 @@ def read_results(
     check: Callable[[float], str | None] | None = None,
     layout_of: Callable[[str], PlateLayout | None] | None = None,
     plate: str | None = None,
-    warn: Callable[[float], str | None] | None = None,
+    unusual: Callable[[float], str | None] | None = None,
     notes: list[str] | None = None,
     outcome_column: str | None = None,
 ) -> list[Outcome]:
@@ -158,7 +158,7 @@ def read_results(
     ``layout_of`` gives a plate's layout, to say what a well not in its map is (an empty edge well ...).
     ``plate`` (``record --plate``) is the plate of a file without a plate_id column: a plate reader's grid
     (:mod:`~screenbai.campaign.lab.grid`) or its list of wells; a file with the column must then name only it.
-    ``warn`` says what is unusual in a value ``check`` lets through
+    ``unusual`` says what is unusual in a value ``check`` lets through
     (:meth:`~screenbai.campaign.lab.assay.Readout.suspicion`): each such value is appended to ``notes`` naming the
     file, line, well and value, and kept as written.  ``outcome_column`` (``record --outcome-column``) names the
     column of outcomes where the header has several that could be (Signal and Result ...).  Returns the outcomes in
@@ -333,7 +333,7 @@ def read_results(
         if isinstance(value, str):
             errors.append(f"{where}: outcome {raw!r} for well {plate_id}/{well}: {value}")
             continue
-        note = None if warn is None or value is None else warn(value)
+        note = None if unusual is None or value is None else unusual(value)
         if note and notes is not None:
             notes.append(f"{where}: outcome {raw!r} for well {plate_id}/{well}: {note}")
         n_blank += not raw
