@@ -992,8 +992,8 @@ def test_status_says_the_certificate_then_its_model_check_then_the_forecast(tmp_
     assert "the stopping rule fires once it is at most epsilon = 0.3" in text and st.stop_epsilon == 0.3
     low, high = st.to_dict()["forecast_band_plates"]  # the band: draws of the estimate and the run's chance
     assert st.to_dict()["forecast_band_level"] == 0.8
-    assert low <= high and (f"({low:.0f} to {high:.0f} plates in 80 % of runs, over 5 draws of the estimate's "
-                            "uncertainty and the run's own chance)") in text
+    assert low <= high and (f"({low:.0f} to {high:.0f} plates in 80 % of runs if the model fitted so far holds: 5 "
+                            "draws of its uncertainty (200 for log-tas's own wells) and the run's own chance)") in text
     assert st.to_dict() == camp.status().to_dict()  # seeded: the same outcomes, the same band
     page = write_report(camp, tmp_path / "report").read_text()
     block = page[page.index("<h2>What the outcomes certify</h2>"):page.index("<h2>Recommendation</h2>")]

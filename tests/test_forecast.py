@@ -296,3 +296,54 @@ def test_simulated_stops_follow_the_policy_s_own_runs_and_leave_it_unchanged():
     assert (simulated_stops(flying, np.tile(rates, (3, 1)), 1, 100_000, np.random.default_rng(1)) >= 4).all()
     assert flying.n_in_flight == 4
     assert np.isinf(simulated_stops(policy, np.tile(rates, (2, 1)), 4, 40, np.random.default_rng(1))).all()
+
+
+def _wells_route(X, bar, cap):
+    """A second route as log-tas's own wells: the estimate's leader's wells stop the run after ``cap`` tests where
+    its mean under theta is at least the bar, and never where it is below."""
+    leader = 0
+
+    def route(theta):
+        return cap if float(X[leader] @ theta) >= bar else math.inf
+
+    return route
+
+
+@pytest.mark.parametrize("sd,fails", [(0.55, True), (0.1, False)])
+def test_the_band_weighs_the_leader_failing_its_wells_by_the_posterior_s_mass(sd, fails):
+    # the leader's mean 1.5 against a bar of 1: under N(theta_hat, sd^2 I) it lies below the bar with chance
+    # Phi(-0.5 / sd): 18 % at sd = 0.55 (above the band's 10 % tail), 3e-7 at sd = 0.1. The band's upper end must
+    # reach past the wells' stop exactly when that chance is above its tail, on every seed: with a handful of draws
+    # it turns on whether one of them happens to fall below the bar (README's recipe on CDK2, session 25)
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [0.9, 0.3]])  # the third arm 0.06 below the leader: a long race
+    theta = np.array([1.5, 0.3])
+    route = _wells_route(X, 1.0, 200.0)
+    cov = sd**2 * np.eye(2)
+    highs = []
+    for seed in range(6):
+        draws = np.random.default_rng(100 + seed).multivariate_normal(theta, cov, size=400)
+        f = forecast(X, theta, growing, 0.05, source="outcomes", shortcut=route, route_thetas=draws)
+        assert f.low <= f.tests <= f.high  # the band holds its own point
+        assert f.tests == pytest.approx(200.0)  # the point: the estimate's leader passes
+        highs.append(f.high)
+    alone = stop_quantiles([characteristic_time(X, theta).T_star], [math.inf], growing, 0.05, [0.5])[0]
+    if fails:  # a failed leader: the run goes on to the likelihood-ratio route, thousands of tests
+        assert alone > 5 * 200.0 and min(highs) > 0.5 * alone
+    else:
+        assert max(highs) == pytest.approx(200.0, rel=1e-6)
+
+
+def test_the_band_holds_its_point_and_grows_as_delta_falls():
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-1, 1, (25, 3))
+    theta = rng.standard_normal(3)
+    route = _wells_route(X, float(X[0] @ theta) - 0.2, 150.0)
+    draws = np.random.default_rng(4).multivariate_normal(theta, 0.04 * np.eye(3), size=200)
+    prev = None
+    for delta in (0.2, 0.05, 0.01, 0.001):
+        f = forecast(X, theta, growing, delta, source="outcomes", shortcut=route, cov=0.04 * np.eye(3), n_draws=4,
+                     rng=0, route_thetas=draws)
+        assert f.low <= f.tests <= f.high
+        if prev is not None:
+            assert f.low >= prev.low - 1e-6 and f.high >= prev.high - 1e-6
+        prev = f

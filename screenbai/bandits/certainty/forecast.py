@@ -214,9 +214,13 @@ def stop_quantiles(Ts: Sequence[float], caps: Sequence[float], beta: Callable[[f
     and are dropped). inf where the mixture leaves that much mass on never stopping (before T_MAX). At least 1:
     the bisection looks at t >= 1 only, where beta is defined (a stop comes after a test)."""
     caps = [c if c > done else math.inf for c in caps]
+    # components that share (T, cap) share their law: one evaluation each, weighted by their count (the own wells'
+    # route draws are many and fall on a few whole plates)
+    pairs, counts = np.unique(np.array([Ts, caps], dtype=float).T, axis=0, return_counts=True)
+    weights = counts / counts.sum()
 
     def cdf(t: float) -> float:
-        return float(np.mean([stopped_by(t, T, beta, delta, c, done, past) for T, c in zip(Ts, caps)]))
+        return float(sum(w * stopped_by(t, T, beta, delta, c, done, past) for (T, c), w in zip(pairs, weights)))
 
     base = cdf(done) if done > 0 else 0.0
     if base > 1 - 1e-9:  # every law says the run should have stopped already: the band starts now
@@ -282,6 +286,7 @@ def forecast(
     done: float = 0.0,
     counts=None,
     local_T: float | None = None,
+    route_thetas: Sequence | np.ndarray | None = None,
     **complexity,
 ) -> Forecast:
     """Tests until the stop, from T*(theta_hat) and the threshold beta (module docstring).
@@ -297,6 +302,11 @@ def forecast(
     says which was used). ``complexity``: model, sigma, epsilon, m, answer... as for :func:`characteristic_time`.
     ``local_T``: the local form's T*(theta_hat) with these settings if already solved (one solve over all K arms,
     seconds to minutes at K = 10^6), for a forecast without draws; else it is solved here.
+    ``route_thetas``: further draws of theta for the band's second route alone (``shortcut``, a few scalar operations
+    each, where a draw of T* is a solve): each joins the mixture with its own route and the threshold's law of the
+    solved components in turn (theta_hat, then the draws). So the band weighs the chance that the estimate's leader
+    fails its wells (below the bar under that draw) by the posterior's mass, not by whether one of a handful of
+    draws happens to fall there (docs/lower_bound.md, "Session 25"). The band always holds the point.
     """
     _check_common(beta, delta, factor, source, level, plate_size)
     if not (isinstance(done, (int, float, np.integer, np.floating)) and math.isfinite(done) and done >= 0):
@@ -347,7 +357,14 @@ def forecast(
                 Ts.append(factor * T)
                 caps.append(math.inf if shortcut is None else float(shortcut(th)))
                 values.append(stop_quantiles(Ts[-1:], caps[-1:], beta, delta, [0.5], done, past)[0])
+        if route_thetas is not None and shortcut is not None:
+            more = [float(shortcut(th)) for th in np.asarray(route_thetas, dtype=float)]
+            if any(math.isfinite(c) for c in more + caps):  # else no second route: the band stands as it was
+                solved = list(Ts)
+                Ts = Ts + [solved[j % len(solved)] for j in range(len(more))]
+                caps = caps + more
         low, high = stop_quantiles(Ts, caps, beta, delta, [(1 - level) / 2, (1 + level) / 2], done, past)
+        low, high = min(low, tests), max(high, tests)  # the point's law is one of the mixture's: keep it inside
         return Forecast(
             tests=tests, low=low, high=high, T_star=T_point, factor=float(factor), delta=float(delta),
             epsilon=float(complexity.get("epsilon", 0.0)), source=source, level=float(level),

@@ -16,6 +16,9 @@ Z95 = 1.959963984540054
 FORECAST_DRAWS = 5
 #: the share of runs the forecast's band should hold (``status`` and ``init``)
 BAND_LEVEL = 0.8
+#: further draws of theta for the band's own wells' route alone (a few scalar operations each, no T* solve): the
+#: chance that the estimate's leader fails its wells, weighed by the posterior's mass (docs/lower_bound.md, Session 25)
+ROUTE_DRAWS = 200
 
 
 def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[str]] | None:
@@ -27,7 +30,8 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
     theta_hat the model's estimate from the outcomes so far; the band the BAND_LEVEL interval of the stop over the
     estimate and FORECAST_DRAWS draws of theta from its normal approximation N(theta_hat, H^-1) (H the information of
     the outcomes so far: Fisher's for the logistic model, V / sigma^2 for the linear one), each with the run's own
-    chance (seeded, so the same outcomes give the same band). Where the point is the second route's (log-tas's own
+    chance, and for the second route (log-tas's own wells) ROUTE_DRAWS more draws from the same normal (seeded, so the
+    same outcomes give the same band). Where the point is the second route's (log-tas's own
     wells) and its wells go first to compounds with no outcome yet, their ids: that point rests on the model's
     extrapolation to them, and it runs longer where they prove below the bar (docs/lower_bound.md, "Session 15"). An
     algorithm with no model of the features that states no threshold is forecast by simulation (``_simulated``, the
@@ -66,6 +70,8 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
     m = int(getattr(inner, "m", 1))
     answer = top_answer(X, theta, m)
     route = _shortcut(inner, X, model, done, per_plate, pick=theta)
+    cov = np.linalg.inv(H)
+    route_thetas = np.random.default_rng(1).multivariate_normal(theta, cov, size=ROUTE_DRAWS, method="eigh")
     f = forecast(
         X,
         theta,
@@ -78,7 +84,8 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
         epsilon=float(getattr(inner, "epsilon", 0.0)),
         m=m,
         answer=answer,
-        cov=np.linalg.inv(H),
+        cov=cov,
+        route_thetas=route_thetas,
         n_draws=FORECAST_DRAWS,
         level=BAND_LEVEL,
         rng=np.random.default_rng(0),

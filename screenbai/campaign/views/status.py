@@ -24,7 +24,7 @@ from .certified import (
 )
 from .controls import control_lines, spreads
 from .estimates import Z95, as_read, contention_intervals, model_estimates, read_back, wilson_interval
-from .forecast import BAND_LEVEL, FORECAST_DRAWS, forecast_left, never_stops
+from .forecast import BAND_LEVEL, FORECAST_DRAWS, ROUTE_DRAWS, forecast_left, never_stops
 from .model_ranges import model_ranges, recommendation_lines
 
 #: what a gap index (GIFA's B(t), GLGapE's calibrated index: the upper confidence bound of a rival's lead
@@ -416,8 +416,8 @@ class Status:
         if not self.forecast_band_plates:
             return ""
         low, high = self.forecast_band_plates
-        return (f" ({_band_words(low, high)}, over {FORECAST_DRAWS} draws of the estimate's uncertainty and the run's "
-                "own chance)")
+        return (f" ({_band_words(low, high)} if the model fitted so far holds: {FORECAST_DRAWS} draws of its "
+                f"uncertainty ({ROUTE_DRAWS} for log-tas's own wells) and the run's own chance)")
 
     def against(self) -> str:
         """What a compound's interval must reach to stay in contention: the leader's, or for a top-m answer the
