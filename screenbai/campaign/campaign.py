@@ -139,6 +139,10 @@ class _Plates(Mapping):
 class Campaign(PolicyReplay):
     """One campaign file: library, algorithm, plates, outcomes and the log (see module doc)."""
 
+    # read from the file when used (PolicyReplay says list[str]: a change there would cost every campaign a replay)
+    compound_ids: store.CompoundColumn  # type: ignore[assignment]
+    smiles: store.CompoundColumn
+
     def __init__(self, path: Path, con: sqlite3.Connection, *, use_snapshot: bool = True, verify: bool = True):
         self.path = Path(path)
         self._con = con
@@ -167,10 +171,11 @@ class Campaign(PolicyReplay):
         self.keep_progress = True
 
     def _load_compounds(self) -> None:
-        rows = self._con.execute("SELECT arm, compound_id, smiles FROM compounds ORDER BY arm").fetchall()
-        self.compound_ids = [r[1] for r in rows]
-        self.smiles = [r[2] for r in rows]
-        self._arm_of = {cid: arm for arm, cid, _ in rows}
+        # read from the file when used: most commands need a plate's or a recommendation's ids, not all K
+        n = store.n_compounds(self._con)
+        self.compound_ids = store.CompoundColumn(self._con, self.path, "compound_id", n)
+        self.smiles = store.CompoundColumn(self._con, self.path, "smiles", n)
+        self._arm_of = store.ArmOf(self._con, self.compound_ids)
         self.features = store.get_array(self._con, "features")
 
     @property

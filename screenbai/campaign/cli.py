@@ -63,6 +63,8 @@ def add_parser(sub) -> None:
         p.add_argument("--radius", type=int, default=4, help="Morgan radius (CDK2 study: 4)")
         p.add_argument("--bits", type=int, default=1024, help="fingerprint bits (CDK2 study: 1024)")
         p.add_argument("--d", type=int, default=20, help="PCA dimensions (CDK2 study reference: 20)")
+        p.add_argument("--jobs", type=int, default=-1, help="worker processes that standardize and fingerprint the "
+                       "structures, -1 for one per core (the default; the library is the same whatever their number)")
 
     def algorithm_args(p):
         p.add_argument(

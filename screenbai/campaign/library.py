@@ -113,8 +113,9 @@ def _blank(v) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v)) or not str(v).strip()
 
 
-def curate_structures(frame):
-    """Standardize; return (kept, rejected).  Reasons: missing id, missing SMILES, unparseable
+def curate_structures(frame, *, n_jobs: int | None = 1, progress: bool = False):
+    """Standardize (on ``n_jobs`` processes, -1 or None for one per core; the same result whatever their number;
+    ``progress``: a bar on stderr); return (kept, rejected).  Reasons: missing id, missing SMILES, unparseable
     SMILES, text after the SMILES, standardization failed, duplicate id (same id, another structure), repeated compound
     (same id, same structure: one arm), duplicate structure (another id, same structure, or a tautomer of it:
     the same standard InChIKey)."""
@@ -136,7 +137,9 @@ def curate_structures(frame):
         )
 
     frame = frame.reset_index(drop=True)
-    std = standardize_smiles([None if _blank(s) else str(s) for s in frame["input_smiles"]])
+    std = standardize_smiles(
+        [None if _blank(s) else str(s) for s in frame["input_smiles"]], n_jobs=n_jobs, progress=progress
+    )
     kept = []
     by_id: dict[str, str] = {}
     by_key: dict[str, str] = {}
@@ -181,12 +184,14 @@ def curate_structures(frame):
     return pd.DataFrame(kept), pd.DataFrame(rejected, columns=columns)
 
 
-def featurize_structures(smiles, *, radius: int, n_bits: int, d: int) -> tuple[np.ndarray, dict, dict]:
+def featurize_structures(
+    smiles, *, radius: int, n_bits: int, d: int, n_jobs: int | None = None
+) -> tuple[np.ndarray, dict, dict]:
     """Morgan fingerprints -> PCA(d) -> append the intercept: (features, settings, loadings).
 
     Above ``CHUNKED_ABOVE`` structures the chunked featurizer of :mod:`screenbai.chem.fingerprint_store` runs
-    (all cores, bounded memory; its fingerprint store is a temporary cache, the campaign file keeps
-    the features); below, the in-memory functions (the same scores).
+    (``n_jobs`` processes, default all cores; bounded memory; its fingerprint store is a temporary cache, the
+    campaign file keeps the features); below, the in-memory functions (the same scores).
     """
     smiles = list(smiles)
     if len(smiles) > CHUNKED_ABOVE:
@@ -195,7 +200,7 @@ def featurize_structures(smiles, *, radius: int, n_bits: int, d: int) -> tuple[n
         from screenbai.chem.fingerprint_store import featurize_library
 
         with tempfile.TemporaryDirectory(prefix="screenbai-fingerprints-") as tmp:
-            scores, info = featurize_library(smiles, tmp, int(d), radius=radius, n_bits=n_bits)
+            scores, info = featurize_library(smiles, tmp, int(d), radius=radius, n_bits=n_bits, n_jobs=n_jobs)
         if len(info["row"]) != len(smiles):  # the structures were standardized: RDKit reads them all
             raise ValueError(f"{len(smiles) - len(info['row'])} standardized structures could not be featurized")
     else:
@@ -286,9 +291,12 @@ def import_library(
     d: int = DEFAULT_D,
     library_file: str | None = None,
     stage: Callable[[str], None] | None = None,
+    n_jobs: int | None = None,
 ) -> Library:
     """Read, standardize and featurize a library of structures (no activities needed); ``stage`` is told what
-    starts (``init`` says it on stderr: these steps take a minute on a few thousand structures)."""
+    starts (``init`` says it on stderr: these steps take a minute on a few thousand structures); ``n_jobs``
+    worker processes standardize and fingerprint it (-1 or None: one per core; the library is the same whatever
+    their number)."""
     path = Path(path)
     if path.is_dir():
         raise IsADirectoryError(
@@ -316,7 +324,7 @@ def import_library(
         frame, counts = _read_rows(path, kind, id_column, smiles_column)
         provenance.update(counts)
         provenance["id_column"], provenance["smiles_column"] = id_column, smiles_column
-        return build_library(frame, provenance, radius=radius, n_bits=n_bits, d=d, stage=stage)
+        return build_library(frame, provenance, radius=radius, n_bits=n_bits, d=d, stage=stage, n_jobs=n_jobs)
     return _finish(compounds, X, rejected, settings, provenance, arrays)
 
 
@@ -328,13 +336,18 @@ def build_library(
     n_bits: int = DEFAULT_N_BITS,
     d: int = DEFAULT_D,
     stage: Callable[[str], None] | None = None,
+    n_jobs: int | None = None,
 ) -> Library:
-    """Standardize and featurize rows (source_row, compound_id, input_smiles) into a Library; ``stage`` is told
-    what starts."""
+    """Standardize and featurize rows (source_row, compound_id, input_smiles) into a Library on ``n_jobs`` worker
+    processes (-1 or None: one per core; the same Library whatever their number); ``stage`` is told what starts.
+    Above one chunk of structures a progress bar on stderr follows the standardization."""
+    from screenbai.chem.standardize import CHUNK_SIZE, resolve_jobs
+
+    n_jobs = resolve_jobs(n_jobs, "jobs")
     where = provenance.get("path", "library")
     if stage is not None:
         stage(f"standardizing {len(frame):,} structures (RDKit)")
-    compounds, rejected = curate_structures(frame)
+    compounds, rejected = curate_structures(frame, n_jobs=n_jobs, progress=len(frame) > CHUNK_SIZE)
     if len(compounds) < 2:
         first = "; ".join(f"row {r.source_row}: {r.reason}" + (f" ({r.detail})" if r.detail else "")
                           for r in rejected.head(3).itertuples(index=False))
@@ -349,7 +362,7 @@ def build_library(
         raise ValueError(f"d = {d} principal components (--d): choose 1 <= d <= {d_max} for {len(compounds)} compounds")
     if stage is not None:
         stage(f"fingerprints of {len(compounds):,} compounds and {d} principal components")
-    X, settings, arrays = featurize_structures(compounds["smiles"], radius=radius, n_bits=n_bits, d=d)
+    X, settings, arrays = featurize_structures(compounds["smiles"], radius=radius, n_bits=n_bits, d=d, n_jobs=n_jobs)
     _refuse_empty_components(settings, len(compounds))
     return _finish(compounds, X, rejected, settings, provenance, arrays)
 
@@ -390,8 +403,10 @@ def library_from_args(args, stage: Callable[[str], None] | None = None) -> Libra
     """``import_library`` with the library options that ``init`` and ``backtest`` share. A CSV/TSV whose id or
     SMILES column is not given gets the options that name them in its error (the table's reader names the
     columns, not the command's options)."""
+    from screenbai.chem.standardize import resolve_jobs
     from screenbai.chem.tables import ColumnsNotNamed
 
+    n_jobs = resolve_jobs(getattr(args, "jobs", None), "--jobs")  # before minutes of reading
     try:
         return import_library(
             args.library,
@@ -403,6 +418,7 @@ def library_from_args(args, stage: Callable[[str], None] | None = None) -> Libra
             d=args.d,
             library_file=args.library_file,
             stage=stage,
+            n_jobs=n_jobs,
         )
     except ColumnsNotNamed as exc:
         raise ValueError(

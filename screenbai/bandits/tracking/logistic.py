@@ -302,7 +302,11 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         arms, need = arms[pick], need[pick]
         if not np.isfinite(need).all() or need.sum() > rule.wells_start * self.n_samples:
             return None
-        in_flight = sum((blk["planned"][arms] - blk["got"][arms] for blk in self._open), np.zeros(arms.size))
+        in_flight = np.zeros(arms.size)
+        for blk in self._open:
+            at = np.minimum(np.searchsorted(blk["arms"], arms), max(blk["arms"].size - 1, 0))
+            inside = blk["arms"].size > 0 and blk["arms"][at] == arms
+            in_flight = in_flight + np.where(inside, blk["planned"][at] - blk["got"][at], 0)
         need = np.maximum(need - in_flight, 0.0)
         if need.sum() < 1.0:  # every well still needed is planned already
             return None
@@ -323,7 +327,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
                 return None
             self._plan = np.asarray(arms, dtype=np.int64)
             if isinstance(self.stopping_rule, LikelihoodOrBlocks):  # the block's design is fixed now
-                self.stopping_rule.block_opened(self._open[-1]["planned"])
+                self.stopping_rule.block_opened(self._whole(self._open[-1], "planned"))
         arm, self._plan = int(self._plan[0]), self._plan[1:]
         return arm
 

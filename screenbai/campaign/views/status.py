@@ -583,7 +583,7 @@ def progress(camp, policy, res, n, lo, hi, order=None) -> dict:
     free = no_model_certificate_data(camp, policy, res, obs[0], obs[1], order)
     forecast = forecast_left(camp, policy)
     idx = np.asarray(active)
-    check = model_check_json(getattr(policy, "inner", policy), [camp.compound_ids[a] for a in idx],
+    check = model_check_json(getattr(policy, "inner", policy), camp.compound_ids.of(idx),
                              tuple(o[idx] for o in obs[:3]))
     sigma = None if camp.binary else sigma_of(policy)  # a continuous readout's, said with its units
     readout = camp.readout
