@@ -287,7 +287,8 @@ def test_a_plate_asked_for_after_the_wells_gets_no_more_wells_than_still_needed(
         plate = pol.propose(96)
         if arm is not None:
             new_blocks = pol._open[len(pol._open) - (pol._n_opened - before):]
-            wells = [b["planned"] for b in new_blocks if b["planned"].sum() == b["planned"][rule.wells.started].sum()]
+            planned = [pol._whole(b, "planned") for b in new_blocks]  # K-vectors (blocks keep their own arms)
+            wells = [w for w in planned if w.sum() == w[rule.wells.started].sum()]
             assert all(w[arm] <= np.ceil(need) for w in wells)
         wells_plates += bool(rule.wells.started) and int(np.sum(plate == rule.wells.started[-1])) > 0
         pol.tell(plate, env.pull(plate))
