@@ -232,3 +232,27 @@ def test_the_sets_own_range_ends_are_near_the_exact_ones(tmp_path):
             reached, point = _plane_search(cs.Zp, cs.n, cs.s, w, _onto_plane(cs.theta, w, Hinv_w, -g if lower else g),
                                            cs.level)
             assert not reached and nll(cs.Zp, cs.n, cs.s, point) <= cs.level
+
+
+def test_a_pair_bound_on_separable_outcomes_is_near_the_sup(tmp_path):
+    """On separable outcomes (8 plates of GLGapE, every tested compound's prediction saturating) the set has no
+    minimiser and a plane's infimum lies hundreds out in the linear predictors. With each plane-search step capped at
+    10 in them (commit 7908638) the search ran out of its 60 Newton steps at 603 and the pair test counted as not
+    ruled out: the certificate's pair bound of compound 4 against the answer rose from 0.765 to 0.958 and status's
+    certified epsilon from 0.889 to 0.958 on the same outcomes. The cap now doubles after each full capped step.
+    The bound stays safe: a point of C_t found by a constrained optimiser has a gap just below it."""
+    from scipy.optimize import minimize
+
+    camp, _ = _run(tmp_path, "glgape", {"epsilon": 0.1, "delta": 0.05}, 8, seed=1, assay_seed=2)
+    inner = getattr(camp.policy, "inner", camp.policy)
+    (cs,) = inner.stopping_rule.lr_sets()
+    Z, (i,) = inner.Z, inner._current_answer()
+    assert not cs.bounded and i == 19
+    bound = cs._pair_bound(Z[i], Z[4], -math.inf, math.inf, 1.0)
+    gap = lambda t: float(expit(Z[4] @ t) - expit(Z[i] @ t))  # noqa: E731
+    inside = {"type": "ineq", "fun": lambda t: cs.level - nll(cs.Zp, cs.n, cs.s, t)}
+    witness = minimize(lambda t: -gap(t), cs.theta, method="SLSQP", constraints=[inside], options={"maxiter": 2000}).x
+    assert nll(cs.Zp, cs.n, cs.s, witness) <= cs.level + 1e-9
+    assert gap(witness) - 1e-6 <= bound <= gap(witness) + 0.02  # safe, and within 0.02 of the sup (was 0.958)
+    assert camp.status().to_dict()["certified_epsilon"] <= 0.9  # 0.889 before 7908638, 0.958 with the fixed cap
+    camp.close()

@@ -59,7 +59,7 @@ EXACT_NORMS_MAX_K = 20_000  # the outer bound's H^-1 norms: exact (O(K d^2)) up 
 MAX_CERT_TESTS = 32  # the certificate's exact range ends per answer arm (beyond, outer bounds)
 _CERT_STEPS = 14  # bisections of the certificate's range ends (the stopping test's own use 8)
 _DECREMENT_TOL = 1e-10  # Newton decrement (squared) at which a hyperplane minimum is taken as reached
-_MAX_ETA_STEP = 10.0  # a plane search's step moves no tested arm's linear predictor by more (_plane_search)
+_MAX_ETA_STEP = 10.0  # a plane search's first step moves no tested arm's linear predictor by more (_plane_search)
 SURROGATE_RIDGE = 1e-3  # separable outcomes: the ridge of the surrogate centre (starting points only)
 UNBOUNDED_SLACK = 1e-6  # separable outcomes: nats by which a plane's minimum must clear the level
 
@@ -260,6 +260,7 @@ def _plane_search(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float,
     minimiser: the plane's infimum may lie at infinity, approached along directions where L is flat)."""
     d = theta.size
     ridge = 1e-12 * np.eye(d)
+    cap = _MAX_ETA_STEP
     for _ in range(_MAX_NEWTON):
         eta = Zp @ theta
         f = _loss(eta, n, s)
@@ -276,10 +277,13 @@ def _plane_search(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float,
         if decrement <= _DECREMENT_TOL:
             return f - max(decrement, 0.0) > level + slack, theta
         # where every tested arm's prediction saturates, H is nearly singular along the plane: a Newton step of
-        # 1e12 halved 33 times still gave no decrease, and the search gave up (counted as not ruled out)
+        # 1e12 halved 33 times still gave no decrease, and the search gave up (counted as not ruled out). So a
+        # step moves no prediction by more than cap, doubled after each full capped step: a fixed cap of 10 ran
+        # out of iterations where the minimum lies hundreds out (separable outcomes: a pair bound of 0.96 for 0.77)
         reach = float(np.abs(Zp @ step).max())
-        if reach > _MAX_ETA_STEP:
-            step = step * (_MAX_ETA_STEP / reach)
+        capped = reach > cap
+        if capped:
+            step = step * (cap / reach)
         slope = -float(g @ step)
         size = 1.0
         while size > 1e-10:
@@ -290,6 +294,7 @@ def _plane_search(Zp, n, s, v: np.ndarray, theta: np.ndarray, level: float,
             size *= 0.5
         else:
             return False, theta
+        cap *= 2.0 if capped and size == 1.0 else 1.0
         theta = cand
     return False, theta
 
