@@ -232,3 +232,27 @@ def test_the_sets_own_range_ends_are_near_the_exact_ones(tmp_path):
             reached, point = _plane_search(cs.Zp, cs.n, cs.s, w, _onto_plane(cs.theta, w, Hinv_w, -g if lower else g),
                                            cs.level)
             assert not reached and nll(cs.Zp, cs.n, cs.s, point) <= cs.level
+
+
+def test_the_ranges_note_points_up_to_the_model_check_status_prints_before_them(tmp_path):
+    """status prints the model check among the certainty lines and the recommendation's table last; the ranges'
+    note said "the model check below rejects this model", pointing at nothing below it (seen in status and in the
+    report's status text of a finished log-tas campaign whose model the check rejected)."""
+    import dataclasses
+
+    camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.3}, K=20, d=2, seed=1)
+    st = camp.status()
+    camp.close()
+    check = {
+        "n_tests": 700,
+        "n_arms": 22,
+        "rejected": True,
+        "tests": [{"name": "x"}],
+        "p_value": 1e-4,
+        "note": None,
+        "warning": "WARNING: misfit.",
+    }
+    text = dataclasses.replace(st, model_check=check, model_range_delta=0.05).text()
+    note = "the model check above rejects this model: treat them as unproven"
+    assert note in text and "the model check below rejects this model" not in text
+    assert text.index("model check: WARNING: misfit.") < text.index(note)
