@@ -81,3 +81,32 @@ def test_a_sample_column_is_not_read_as_the_compound_and_the_error_says_so(camp,
     message = str(info.value)
     assert "missing column(s) well or compound_id" in message
     assert "'sample' is not read: it usually holds sample labels (X1, S1, Blank B)" in message
+
+
+@pytest.mark.parametrize("column, named, factor, way", [
+    ("IC50 (uM)", "uM", "1000", "multiply"), ("ic50_um", "uM", "1000", "multiply"),
+    ("IC50 [pM]", "pM", "1000", "divide"), ("IC50 (µmol/L)", "µmol/L", "1000", "multiply"),
+])
+def test_an_outcome_column_in_another_unit_than_the_campaign_s_is_refused(tmp_path, column, named, factor, way):
+    """An IC50 campaign in nM, a lab file whose column says uM, read with --outcome-column: every value was recorded as
+    nM, 1000 times too potent (all hits at 1 uM). The header's unit is checked against the campaign's; the same unit,
+    or a header naming none, is read."""
+    from campaign_util import synthetic_library
+
+    from screenbai.campaign import Campaign
+    from screenbai.campaign.lab.assay import Readout
+
+    readout = Readout.build("IC50", unit="nM", hit_below=1000.0)
+    c = Campaign.create(tmp_path / "ic.campaign", synthetic_library(K=30, d=3), "glgape", {"epsilon": 0.1}, seed=2,
+                        readout=readout)
+    c.next_plate(8)
+    path, plate = _file(tmp_path, c, ["Plate", "Well", column], lambda p, w, cid, v: [p, w, "0.5"])
+    with pytest.raises(ResultsError) as info:
+        c.record(path, outcome_column=column)
+    assert (f"r.csv: line 1: the column {column!r} names {named}, but this campaign's IC50 is in nM (declared at "
+            f"init): read as nM, every value would be off by a factor of {factor}; convert the values to nM ({way} by "
+            f"{factor})") in str(info.value)
+    assert c._con.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0] == 0
+    same, _ = _file(tmp_path, c, ["Plate", "Well", "IC50 (nM)"], lambda p, w, cid, v: [p, w, "500"], name="n.csv")
+    assert c.record(same, outcome_column="IC50 (nM)").n_outcomes == len(plate)
+    c.close()

@@ -508,6 +508,7 @@ class Campaign(PolicyReplay):
                 unusual=None if readout is None else readout.suspicion,
                 notes=notes,
                 outcome_column=outcome_column,
+                column_unit=None if readout is None else readout.column_unit_problem,
             )
             controls = [o for o in outcomes if o.arm < 0]
             compounds = [o for o in outcomes if o.arm >= 0]

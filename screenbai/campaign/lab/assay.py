@@ -268,6 +268,31 @@ class Readout:
         factor = concentration_factor(self.unit) if self.is_concentration else None
         return None if factor is None else (raw * factor[0], factor[1])
 
+    def column_unit_problem(self, column: str) -> str | None:
+        """What is wrong with a results column (``record --outcome-column``) whose header names a concentration unit
+        other than the readout's (``IC50 (uM)`` in a campaign in nM): read in the declared unit, every value would be
+        off by the units' ratio, the hits with them. None where it names none, the same unit, or the readout has no
+        unit of known size."""
+        own = concentration_factor(self.unit) if self.is_concentration else None
+        if own is None:
+            return None
+        for word in re.findall(r"[^\s_()\[\]{},;:|]+", column):
+            if re.fullmatch(r"[fpnuµμ]m", word, re.IGNORECASE):  # 'IC50 (um)', 'ic50_NM': the molar units in any case
+                word = word[0].lower() + "M"
+            named = concentration_factor(word)
+            if named is None or named == own:
+                continue
+            head = (f"the column {column!r} names {word}, but this campaign's {self.name} is in {self.unit} (declared "
+                    "at init)")
+            if named[1] != own[1]:
+                return (f"{head}, a {'molar' if own[1] == 'M' else 'mass'} concentration: convert the values to "
+                        f"{self.unit} and name the column so, or rename it if its header is wrong")
+            ratio = named[0] / own[0]
+            return (f"{head}: read as {self.unit}, every value would be off by a factor of {max(ratio, 1 / ratio):g}; "
+                    f"convert the values to {self.unit} ({'multiply' if ratio > 1 else 'divide'} by "
+                    f"{max(ratio, 1 / ratio):g}) and name the column so, or rename it if its header is wrong")
+        return None
+
     def label(self) -> str:
         return f"{self.name} ({self.unit})" if self.unit else self.name
 

@@ -149,6 +149,7 @@ def read_results(
     unusual: Callable[[float], str | None] | None = None,
     notes: list[str] | None = None,
     outcome_column: str | None = None,
+    column_unit: Callable[[str], str | None] | None = None,
 ) -> list[Outcome]:
     """Parse and validate ``path`` against the campaign's plates; raise ResultsError listing every problem.
 
@@ -161,8 +162,9 @@ def read_results(
     ``unusual`` says what is unusual in a value ``check`` lets through
     (:meth:`~screenbai.campaign.lab.assay.Readout.suspicion`): each such value is appended to ``notes`` naming the
     file, line, well and value, and kept as written.  ``outcome_column`` (``record --outcome-column``) names the
-    column of outcomes where the header has several that could be (Signal and Result ...).  Returns the outcomes in
-    file order.
+    column of outcomes where the header has several that could be (Signal and Result ...); ``column_unit`` says what is
+    wrong with its name, if anything (a unit other than the readout's: :meth:`~screenbai.campaign.lab.assay.Readout.
+    column_unit_problem`).  Returns the outcomes in file order.
     """
     path = Path(path)
     header, rows, ends_with_newline, sep, text = _read(path)
@@ -187,6 +189,9 @@ def read_results(
                 errors.append(f"{path}: line 1: --outcome-column {outcome_column!r} is not a column of the header "
                               f"{header}; give one of its columns")
                 continue
+            unit_problem = None if column_unit is None else column_unit(outcome_column)
+            if unit_problem:
+                errors.append(f"{path}: line 1: {unit_problem}")
         if len(hits) > 1 and key == "outcome" and outcome_column is None:
             both = " and ".join(repr(header[i]) for i in hits)
             errors.append(f"{path}: line 1: {len(hits)} columns could hold the outcomes ({both}): say which with "
