@@ -517,7 +517,8 @@ def _not_on_plate(well: str, plate_id: str, wells: Mapping[str, WellInfo], layou
     """Why a results row's well is not in the plate's map: an empty edge well, a well the plate left unused, or
     no well of its format at all."""
     if layout is None:  # wells named row by row from A01, compound wells only
-        return f"well {well!r} is not on plate {plate_id} (wells {next(iter(wells))}..{list(wells)[-1]})"
+        return (f"well {well!r} is not on plate {plate_id} (wells {next(iter(wells))}..{list(wells)[-1]}); correct "
+                f"it{_typo_hint(well, wells)}")
     named = {_well_key(w): w for w in layout.all_wells()}.get(_well_key(well))
     if named in layout.empty_wells():
         return (
@@ -530,7 +531,18 @@ def _not_on_plate(well: str, plate_id: str, wells: Mapping[str, WellInfo], layou
             f"{well_span([w for w, info in wells.items() if info.arm >= 0])}); delete the row, or correct the well"
         )
     shape = f"a {layout.format_name} plate, wells {layout.all_wells()[0]}..{layout.all_wells()[-1]}"
-    return f"well {well!r} is not on plate {plate_id} ({shape})"
+    return f"well {well!r} is not on plate {plate_id} ({shape}); correct it{_typo_hint(well, wells)}"
+
+
+def _typo_hint(well: str, wells: Mapping[str, WellInfo]) -> str:
+    """A plate's well that a mistyped one reads as with the letter O for a zero or I / l for a one (B1O: B10), if any;
+    else the row of the plate file to copy it from."""
+    w = well.strip()
+    fixed = w[:1] + w[1:].translate(str.maketrans({"O": "0", "o": "0", "I": "1", "l": "1", "i": "1"}))
+    named = {_well_key(x): x for x in wells}.get(_well_key(fixed))
+    if named is not None and fixed != w:
+        return f" (to {named}? a letter O or I typed for a digit)"
+    return " to the well the plate file `next` wrote gives for this row's compound"
 
 
 def _well_key(well: str) -> tuple[str, int] | str:
