@@ -110,3 +110,30 @@ def test_an_outcome_column_in_another_unit_than_the_campaign_s_is_refused(tmp_pa
     same, _ = _file(tmp_path, c, ["Plate", "Well", "IC50 (nM)"], lambda p, w, cid, v: [p, w, "500"], name="n.csv")
     assert c.record(same, outcome_column="IC50 (nM)").n_outcomes == len(plate)
     c.close()
+
+
+def test_a_reader_s_list_export_with_its_own_lines_above_the_header_is_read(camp, tmp_path):
+    """A reader's list export begins with its own lines (its name, the date, a blank line) above 'Well Position,
+    Sample,Signal': it was refused as "line 1: missing column(s) plate_id, outcome, well or compound_id; header is
+    ['plate_reader_export', '', '']". Its header is found below them (line numbers kept in the errors), a missing
+    plate column names --plate, and two value columns are one problem, not also a missing outcome column."""
+    plate = camp.plate("P001")
+    top = "Plate Reader Export,,\nDate,2026-11-28,\n\nWell Position,Sample,Signal\n"
+    body = "".join(f"{w},S{k},{k % 2}\n" for k, w in enumerate(plate.wells))
+    path = tmp_path / "reader.csv"
+    path.write_text(top + body.replace(f"{plate.wells[1]},S1,1", f"{plate.wells[1]},S1,x1"))
+    with pytest.raises(ResultsError) as info:
+        camp.record(path)
+    assert ("reader.csv: line 4: missing column(s) plate_id; header is ['well_position', 'sample', 'signal']"
+            in str(info.value))
+    assert "a list of wells without a plate column: name its plate, `record ... --plate P001`" in str(info.value)
+    with pytest.raises(ResultsError, match=r"reader\.csv: line 6: outcome 'x1' for well P001/"):
+        camp.record(path, plate="P001")
+    path.write_text(top + body)
+    assert camp.record(path, plate="P001").n_outcomes == len(plate)
+    told = dict(camp._con.execute("SELECT well, value FROM outcomes WHERE plate_id = 'P001'").fetchall())
+    assert told == {w: float(k % 2) for k, w in enumerate(plate.wells)}
+    two, _ = _file(tmp_path, camp, ["Plate", "Well", "Signal", "RFU"], lambda p, w, c, v: [p, w, v, v], name="t.csv")
+    with pytest.raises(ResultsError) as info:
+        camp.record(two)
+    assert "1 problem(s)" in str(info.value) and "missing column(s) outcome" not in str(info.value)
