@@ -235,6 +235,10 @@ def test_a_plate_in_another_unit_than_the_plates_before_is_refused_until_the_lab
         slipped = _filled(tmp_path / f"{name}r2.csv", second.path, *in_um)[0]
         if decide:
             assert camp.record(slipped, accept=True).qc["P002"][1] == "accepted"
+            assert ("plate P002: controls FAILED (Z' = 0.87 of log10 values, as potency controls are compared; Z' "
+                    "passes, the plate failed record's other checks: positive controls on the non-hit side of the "
+                    "negative ones, or both far off the earlier plates' (another unit?)), accepted by the lab"
+                    ) in camp.status().text()
             camp.close()
             continue
         with pytest.raises(ControlsFailed) as info:
