@@ -304,3 +304,22 @@ def test_the_export_s_model_check_does_not_call_an_own_wells_certificate_unprove
     assert "rests on the compound's own wells, not on this model, and stands" in model_check_text(wells)
     on_model = dataclasses.replace(rejected, certificate={"model": "the logistic model on these features"})
     assert model_check_text(on_model) == f"WARNING: misfit. {MODEL_ASSUMED}"
+
+
+def test_the_report_s_range_column_says_unproven_where_the_model_check_rejects_the_model(tmp_path):
+    """status's ranges note says "the model check above rejects this model: treat them as unproven"; the report's
+    recommendation table headed the same ranges "valid at any stop under the model" with no word of it."""
+    import dataclasses
+
+    from screenbai.campaign.views.page import write_report
+
+    camp, _ = _run(tmp_path, "log-tas", {"epsilon": 0.1, "delta": 0.05}, 2, seed=4, assay_seed=14)
+    st = camp.status()
+    assert st.model_range_delta == 0.05
+    head = "model estimate [range, valid at any stop under the model, delta = 0.05"
+    page = write_report(camp, tmp_path / "plain", status=st).read_text()
+    assert f"{head}]" in page and "the model check rejects the model: unproven" not in page
+    check = {**(st.model_check or {}), "rejected": True, "n_tests": 40, "warning": "WARNING: misfit."}
+    page = write_report(camp, tmp_path / "rejected", status=dataclasses.replace(st, model_check=check)).read_text()
+    camp.close()
+    assert f"{head}; the model check rejects the model: unproven]" in page

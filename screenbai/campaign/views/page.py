@@ -446,7 +446,9 @@ def write_report(camp, out_dir, status=None) -> Path:
 
     recommendation = table(
         ["compound", "SMILES", "tests",
-         f"model estimate [range, valid at any stop under the model, delta = {st.model_range_delta:g}]" if ranged else
+         f"model estimate [range, valid at any stop under the model, delta = {st.model_range_delta:g}"
+         + ("; the model check rejects the model: unproven]" if st.model_check and st.model_check.get("rejected")
+            else "]") if ranged else
          "model estimate [95%, descriptive]" if models_features(camp.algorithm) else
          f"fit of the features [95%] (descriptive: {camp.algorithm} uses no model of them)", "observed [95%]"],
         [
