@@ -224,17 +224,3 @@ def test_the_command_refuses_another_backtest_s_file_before_reading_the_truth(tm
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert f"--campaign-out {path} holds a backtest begun with other settings (--plate-size: 10 there, 12 now)" in err
-
-
-def test_a_kept_backtest_file_has_the_report_s_progress_points(tmp_path):
-    """A backtest's file kept for status, report and export (--campaign-out) keeps each results file's compounds in
-    contention and certified epsilon, as `record` does: its report drew the two panels empty, "no point kept (2
-    file(s): `campaign repair` adds them)"; a backtest without the file still records without them."""
-    path = tmp_path / "kept.campaign"
-    backtest(path, "glgape", epsilon=0.2)
-    camp = Campaign.open(path)
-    points = camp.progress_history()
-    camp.close()
-    assert len(points) >= 2
-    assert all(p["in_contention"] is not None and p["certified_epsilon"] is not None for p in points)
-    assert points[-1]["certified_epsilon"] <= 0.2

@@ -463,9 +463,7 @@ def run_backtest(
                               settings(known, algorithm, params, seed, plate_size, max_tests))
         bar = None
         try:
-            # no progress plot for a simulation (records as fast as before it), except in a file kept for status,
-            # report and export (--campaign-out), whose report drew empty panels saying `campaign repair` adds them
-            camp.keep_progress = campaign_path is not None
+            camp.keep_progress = False  # no progress plot for a simulation: records as fast as before it
             tested_order, plates = replay_assay(camp, rng, known.rate, Path(tmp))
             if progress:
                 from tqdm import tqdm
