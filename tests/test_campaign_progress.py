@@ -199,3 +199,31 @@ def test_the_stopping_rules_epsilon_is_drawn_inside_the_certified_panel():
     target = re.findall(r'<line [^>]*y1="([\d.]+)" y2="[\d.]+" stroke="#d62728"', svg)
     assert len(frame_tops) == 3 and len(target) == 1
     assert float(target[0]) > frame_tops[2] + 5  # below the frame's top edge, inside the panel
+
+
+def test_the_epsilon_label_stays_clear_of_the_certified_epsilon_curve(tmp_path):
+    """The finished CDK2 campaign's plot: certified epsilon about 0.8-0.95 for four plates, then 0.025 under the
+    stopping rule's 0.1; the label "the stopping rule's epsilon = 0.1" sat at the right end above the dashed line,
+    and the last segment, falling below it, ran through the text. The label now goes where no point or segment
+    falls."""
+    import re
+
+    from screenbai.campaign.views.page import _CHAR, progress_figure
+
+    eps = [0.81, 0.95, 0.94, 0.93, 0.025]
+    points = [{"step": k, "tests": 352 * (k + 1), "in_contention": 100, "certified_epsilon": e}
+              for k, e in enumerate(eps)]
+    svg = progress_figure(points, tmp_path / "p.svg", epsilon=0.1).read_text()
+    label = re.search(r'<text x="([\d.]+)" y="([\d.]+)" font-size="10" text-anchor="(\w+)"[^>]*>the stopping rule',
+                      svg)
+    assert label is not None
+    at, base, anchor = float(label.group(1)), float(label.group(2)), label.group(3)
+    wide = _CHAR * 10 * len("the stopping rule's epsilon = 0.1")
+    x0 = at - wide if anchor == "end" else at
+    # the certified epsilon's curve: the last polyline (the panels in order)
+    curve = [tuple(map(float, p.split(","))) for p in re.findall(r'<polyline[^>]*points="([^"]+)"', svg)[-1].split()]
+    assert len(curve) == len(eps)
+    for (xa, ya), (xb, yb) in zip(curve, curve[1:]):
+        for t in range(101):
+            px, py = xa + (xb - xa) * t / 100, ya + (yb - ya) * t / 100
+            assert not (x0 <= px <= x0 + wide and base - 10 <= py <= base), (px, py, x0, base)

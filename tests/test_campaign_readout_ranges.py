@@ -216,3 +216,37 @@ def test_a_campaign_file_from_before_keeps_its_raw_z_prime(tmp_path):
             camp.record(path)
         assert camp.record(path, accept=True).qc["P001"][0] == pytest.approx(Z_RAW, abs=1e-3)
         assert camp.status().to_dict()["z_scale"] == "linear"
+
+
+def test_a_plate_in_another_unit_than_the_plates_before_is_refused_until_the_lab_decides(tmp_path):
+    """An IC50 campaign in nM: plate 1 with controls near 10 and 10 000 nM, plate 2 typed in uM (0.01 and 10). Z' of
+    log10 passes (both kinds move alike), no value is out of range, and every compound of plate 2 read 1000 times
+    more potent (all hits). Controls 100 times or more off the earlier plates' levels, both the same way, now fail
+    the plate naming the factor and the unit; --accept records it as written. Controls 10 times off are drift, not
+    a unit."""
+    from screenbai.campaign.lab.assay import ControlsFailed
+
+    in_um = (("0.01", "0.012", "0.009"), ("10", "12", "9"), "0.5")
+    for name, decide in (("c", None), ("a", "accept")):
+        camp = _campaign(tmp_path, Readout.build("IC50", unit="nM", hit_below=1000.0), name=f"{name}.campaign")
+        first = camp.next_plate(10, tmp_path / f"{name}1.csv")
+        second = camp.next_plate(10, tmp_path / f"{name}2.csv")
+        camp.record(_filled(tmp_path / f"{name}r1.csv", first.path, **IC50)[0])
+        slipped = _filled(tmp_path / f"{name}r2.csv", second.path, *in_um)[0]
+        if decide:
+            assert camp.record(slipped, accept=True).qc["P002"][1] == "accepted"
+            assert ("plate P002: controls FAILED (Z' = 0.87 of log10 values, as potency controls are compared; Z' "
+                    "passes, the plate failed record's other checks: positive controls on the non-hit side of the "
+                    "negative ones, or both far off the earlier plates' (another unit?)), accepted by the lab"
+                    ) in camp.status().text()
+            camp.close()
+            continue
+        with pytest.raises(ControlsFailed) as info:
+            camp.record(slipped)
+        assert ("plate P002: Z' = " in str(info.value) and "but its controls read about 1e+03 times below those of "
+                "the plates recorded before" in str(info.value))
+        assert "a file in another unit than the campaign's nM" in str(info.value) and "--accept" in str(info.value)
+        assert camp.open_wells() == {"P002": len(second)}
+        drifted = _filled(tmp_path / "r3.csv", second.path, ("1", "1.2", "0.9"), ("1000", "1200", "900"), "50")[0]
+        assert camp.record(drifted).qc["P002"][1] == "pass"
+        camp.close()

@@ -382,3 +382,24 @@ def test_a_comma_file_reads_a_dot_as_the_decimal_point(tmp_path):
     cont.record(_rows(tmp_path, f"plate_id,well,outcome\nP001,{plate.wells[0]},1.234\nP001,{plate.wells[1]},7\n"))
     assert sorted(v for (v,) in cont._con.execute("SELECT value FROM outcomes")) == [1.234, 7.0]
     cont.close()
+
+
+def test_a_mistyped_well_says_what_to_do_and_reads_a_letter_o_as_zero(tmp_path):
+    """A well typed 'A1O' (the letter O) or 'Q05' was refused as "not on plate P001 (a 96-well plate, wells
+    A01..H12)", with no word of what to do; the error now says to correct it, and names the well a letter O or I typed
+    for a digit reads as."""
+    from screenbai.campaign.lab.layout import PlateLayout
+
+    layout = PlateLayout.build("96")
+    with Campaign.create(tmp_path / "c.campaign", synthetic_library(K=100, d=3), "glgape", {"epsilon": 0.1}, seed=2,
+                         layout=layout) as c:
+        c.next_plate(None)
+        (tmp_path / "r.csv").write_text("plate_id,well,outcome\nP001,A1O,1\nP001,Q05,0\nP001,CI2,1\n")
+        with pytest.raises(ResultsError) as info:
+            c.record(tmp_path / "r.csv")
+        text = str(info.value)
+        assert ("line 2: well 'A1O' is not on plate P001 (a 96-well plate, wells A01..H12); correct it (to A10? a "
+                "letter O or I typed for a digit)") in text
+        assert ("line 3: well 'Q05' is not on plate P001 (a 96-well plate, wells A01..H12); correct it to the well the "
+                "plate file `next` wrote gives for this row's compound") in text
+        assert "line 4: well 'CI2' is not on plate P001 (a 96-well plate, wells A01..H12); correct it (to C12?" in text

@@ -256,3 +256,94 @@ def test_a_pair_bound_on_separable_outcomes_is_near_the_sup(tmp_path):
     assert gap(witness) - 1e-6 <= bound <= gap(witness) + 0.02  # safe, and within 0.02 of the sup (was 0.958)
     assert camp.status().to_dict()["certified_epsilon"] <= 0.9  # 0.889 before 7908638, 0.958 with the fixed cap
     camp.close()
+
+
+def test_the_ranges_note_points_up_to_the_model_check_status_prints_before_them(tmp_path):
+    """status prints the model check among the certainty lines and the recommendation's table last; the ranges'
+    note said "the model check below rejects this model", pointing at nothing below it (seen in status and in the
+    report's status text of a finished log-tas campaign whose model the check rejected)."""
+    import dataclasses
+
+    camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.3}, K=20, d=2, seed=1)
+    st = camp.status()
+    camp.close()
+    check = {
+        "n_tests": 700,
+        "n_arms": 22,
+        "rejected": True,
+        "tests": [{"name": "x"}],
+        "p_value": 1e-4,
+        "note": None,
+        "warning": "WARNING: misfit.",
+    }
+    text = dataclasses.replace(st, model_check=check, model_range_delta=0.05).text()
+    note = "the model check above rejects this model: treat them as unproven"
+    assert note in text and "the model check below rejects this model" not in text
+    assert text.index("model check: WARNING: misfit.") < text.index(note)
+
+
+def test_the_export_gives_the_recommended_range_status_shows_beside_the_wald_interval(tmp_path):
+    """status and the report give the recommendation's range over the likelihood-ratio set; the export's only
+    interval, model_low/model_high, was the Wald interval at the fit, unlabelled (a finished CDK2 campaign:
+    [0.966, 0.987] in the CSV against [0.862, 1.000] in status). The CSV now carries the range beside it, and the
+    workbook's campaign sheet says which is which."""
+    import csv
+    import zipfile
+
+    from screenbai.campaign.views.export import export
+
+    camp, _ = _run(tmp_path, "log-tas", {"epsilon": 0.1, "delta": 0.05}, 3, seed=4, assay_seed=14)
+    st = camp.status()
+    written = export(camp, tmp_path)
+    camp.close()
+    with open(written[0], newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    first = rows[0]
+    assert first["compound_id"] == st.recommendation[0].compound_id
+    lo, hi = st.recommendation[0].model_range
+    assert float(first["model_range_low"]) == pytest.approx(lo)
+    assert float(first["model_range_high"]) == pytest.approx(hi)
+    assert (float(first["model_low"]), float(first["model_high"])) != pytest.approx((lo, hi))  # the Wald one stays
+    assert all(r["model_range_low"] == "" for r in rows[1:])  # only the compounds status ranges
+    sheet = zipfile.ZipFile(written[2]).read("xl/worksheets/sheet3.xml").decode()
+    assert "a Wald interval at the fit, descriptive" in sheet and "true together, at any stop" in sheet
+
+
+def test_the_export_s_model_check_does_not_call_an_own_wells_certificate_unproven(tmp_path):
+    """A finished log-tas campaign certified by its leader's own wells, whose model the check rejected: status said
+    the certificate stands, the export's campaign sheet said "certificate proven: yes" and, in the model check's
+    cell, "The certificate and the stopping rule's guarantee assume this model: treat them as unproven"."""
+    import dataclasses
+
+    from screenbai.bandits.certainty.model_check import MODEL_ASSUMED
+    from screenbai.campaign.views.export import model_check_text
+
+    camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.3}, K=20, d=2, seed=1)
+    st = camp.status()
+    camp.close()
+    check = {"n_tests": 700, "n_arms": 22, "rejected": True, "tests": [{"name": "x"}], "p_value": 1e-4}
+    rejected = dataclasses.replace(st, model_check={**check, "warning": f"WARNING: misfit. {MODEL_ASSUMED}"})
+    wells = dataclasses.replace(rejected, certificate={"model": "no model: the compound's own wells alone"})
+    assert MODEL_ASSUMED not in model_check_text(wells)
+    assert "rests on the compound's own wells, not on this model, and stands" in model_check_text(wells)
+    on_model = dataclasses.replace(rejected, certificate={"model": "the logistic model on these features"})
+    assert model_check_text(on_model) == f"WARNING: misfit. {MODEL_ASSUMED}"
+
+
+def test_the_report_s_range_column_says_unproven_where_the_model_check_rejects_the_model(tmp_path):
+    """status's ranges note says "the model check above rejects this model: treat them as unproven"; the report's
+    recommendation table headed the same ranges "valid at any stop under the model" with no word of it."""
+    import dataclasses
+
+    from screenbai.campaign.views.page import write_report
+
+    camp, _ = _run(tmp_path, "log-tas", {"epsilon": 0.1, "delta": 0.05}, 2, seed=4, assay_seed=14)
+    st = camp.status()
+    assert st.model_range_delta == 0.05
+    head = "model estimate [range, valid at any stop under the model, delta = 0.05"
+    page = write_report(camp, tmp_path / "plain", status=st).read_text()
+    assert f"{head}]" in page and "the model check rejects the model: unproven" not in page
+    check = {**(st.model_check or {}), "rejected": True, "n_tests": 40, "warning": "WARNING: misfit."}
+    page = write_report(camp, tmp_path / "rejected", status=dataclasses.replace(st, model_check=check)).read_text()
+    camp.close()
+    assert f"{head}; the model check rejects the model: unproven]" in page

@@ -508,12 +508,14 @@ class Campaign(PolicyReplay):
                 unusual=None if readout is None else readout.suspicion,
                 notes=notes,
                 outcome_column=outcome_column,
+                column_unit=None if readout is None else readout.column_unit_problem,
             )
             controls = [o for o in outcomes if o.arm < 0]
             compounds = [o for o in outcomes if o.arm >= 0]
-            qc = assay.check_controls(
-                path, controls, readout, accept=accept, discard=discard, plates=self._controls_of(plates, compounds)
-            )
+            levels = None if readout is None or not readout.z_on_log10 else assay.earlier_control_levels(
+                self._con, {o.plate_id for o in outcomes})  # a file in another unit: its controls all move
+            qc = assay.check_controls(path, controls, readout, accept=accept, discard=discard,
+                                      plates=self._controls_of(plates, compounds), levels=levels)
             dropped = {p for p, (_, decision) in qc.items() if decision == "discarded"}
             told = [
                 Outcome(

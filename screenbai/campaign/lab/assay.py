@@ -268,6 +268,31 @@ class Readout:
         factor = concentration_factor(self.unit) if self.is_concentration else None
         return None if factor is None else (raw * factor[0], factor[1])
 
+    def column_unit_problem(self, column: str) -> str | None:
+        """What is wrong with a results column (``record --outcome-column``) whose header names a concentration unit
+        other than the readout's (``IC50 (uM)`` in a campaign in nM): read in the declared unit, every value would be
+        off by the units' ratio, the hits with them. None where it names none, the same unit, or the readout has no
+        unit of known size."""
+        own = concentration_factor(self.unit) if self.is_concentration else None
+        if own is None:
+            return None
+        for word in re.findall(r"[^\s_()\[\]{},;:|]+", column):
+            if re.fullmatch(r"[fpnuµμ]m", word, re.IGNORECASE):  # 'IC50 (um)', 'ic50_NM': the molar units in any case
+                word = word[0].lower() + "M"
+            named = concentration_factor(word)
+            if named is None or named == own:
+                continue
+            head = (f"the column {column!r} names {word}, but this campaign's {self.name} is in {self.unit} (declared "
+                    "at init)")
+            if named[1] != own[1]:
+                return (f"{head}, a {'molar' if own[1] == 'M' else 'mass'} concentration: convert the values to "
+                        f"{self.unit} and name the column so, or rename it if its header is wrong")
+            ratio = named[0] / own[0]
+            return (f"{head}: read as {self.unit}, every value would be off by a factor of {max(ratio, 1 / ratio):g}; "
+                    f"convert the values to {self.unit} ({'multiply' if ratio > 1 else 'divide'} by "
+                    f"{max(ratio, 1 / ratio):g}) and name the column so, or rename it if its header is wrong")
+        return None
+
     def label(self) -> str:
         return f"{self.name} ({self.unit})" if self.unit else self.name
 
@@ -442,8 +467,47 @@ class ControlsFailed(ValueError):
     """A results file holds a plate whose controls fail (Z' below the bound); nothing was recorded."""
 
 
+#: log10 units both kinds of a concentration's controls must move together, from the earlier plates' levels, to be
+#: read as a unit slip (100 times: nM for uM is 1000; real plate-to-plate drift of potency controls is far smaller)
+UNIT_SLIP_LOG10 = 2.0
+
+
+def earlier_control_levels(con, plate_ids) -> dict[int, float]:
+    """The median over the plates recorded before (not ``plate_ids``, not discarded) of each plate's mean log10 control
+    value, per kind (a concentration's controls: :func:`check_controls`'s ``levels``); a kind no such plate has is
+    absent."""
+    per_plate: dict[tuple[str, int], list[float]] = {}
+    for plate_id, kind, raw in con.execute(
+        "SELECT plate_id, kind, raw FROM readouts WHERE kind != 'compound' AND raw > 0 AND discarded = 0"
+    ):
+        if plate_id not in plate_ids:
+            per_plate.setdefault((plate_id, POSITIVE if kind == "positive" else NEGATIVE), []).append(math.log10(raw))
+    return {k: float(np.median([np.mean(v) for (_, kind), v in per_plate.items() if kind == k]))
+            for k in (POSITIVE, NEGATIVE) if any(kind == k for _, kind in per_plate)}
+
+
+def _unit_slip(values: dict[int, list[float]], levels: dict[int, float], readout: Readout) -> str | None:
+    """What is wrong when both kinds of a plate's concentration controls read at least UNIT_SLIP_LOG10 log10 units
+    from the earlier plates' levels, the same way (by about the same factor): a file in another unit. None else."""
+    if not all(values[k] and k in levels for k in (POSITIVE, NEGATIVE)):
+        return None
+    shift = {k: float(np.mean(np.log10(values[k]))) - levels[k] for k in (POSITIVE, NEGATIVE)}
+    pos, neg = shift[POSITIVE], shift[NEGATIVE]
+    if min(abs(pos), abs(neg)) < UNIT_SLIP_LOG10 or pos * neg < 0 or abs(pos - neg) > 1.0:
+        return None
+    factor, way = 10 ** abs((pos + neg) / 2), "above" if pos > 0 else "below"
+    unit = readout.unit
+    return (f"its controls read about {factor:.3g} times {way} those of the plates recorded before (positive "
+            f"{10 ** (levels[POSITIVE] + pos):.3g} {unit} against {10 ** levels[POSITIVE]:.3g} {unit}, negative "
+            f"{10 ** (levels[NEGATIVE] + neg):.3g} {unit} against {10 ** levels[NEGATIVE]:.3g} {unit}; geometric "
+            f"means): a file in another unit than the campaign's {unit} (uM written for nM reads 1000 times below), or "
+            f"were the plates before it? convert the file in the wrong unit to {unit}; if it is this one, record it "
+            "again")
+
+
 def check_controls(
-    path, controls, readout: Readout | None, *, accept: bool, discard: bool, plates: dict | None = None
+    path, controls, readout: Readout | None, *, accept: bool, discard: bool, plates: dict | None = None,
+    levels: dict[int, float] | None = None,
 ) -> dict:
     """Plate id -> (Z', decision) for the plates whose control wells ``controls`` (outcomes with a
     control pseudo-arm) a results file holds, or whose compound wells it records; raises :class:`ControlsFailed`
@@ -453,7 +517,9 @@ def check_controls(
     files, its control wells), each by pseudo-arm: Z' is of the plate's controls however many files brought them
     (a plate recorded in parts), and a plate with control wells whose compound outcomes would count while fewer
     than two of a kind have a value (rows left out of the file, failed or empty) fails too, with a declared readout
-    (``min_z`` applies to it): its plate cannot be checked."""
+    (``min_z`` applies to it): its plate cannot be checked. ``levels`` (:func:`earlier_control_levels`, for a
+    concentration) fails a plate whose controls all read 100 times or more above or below the earlier plates': a file
+    in another unit passes Z' of log10 (both kinds move alike) and would turn every compound into a hit or none."""
     min_z = DEFAULT_MIN_Z if readout is None else readout.min_z
     log = readout is not None and readout.z_on_log10  # a concentration's Z' of log10 (module doc)
     scale = "" if readout is None else readout.z_scale()
@@ -469,6 +535,8 @@ def check_controls(
     for plate_id, values in by_plate.items():
         z = z_prime(*(np.log10(values[k]) if log else values[k] for k in (POSITIVE, NEGATIVE)))
         swapped = None if z is None else _reversed_controls(values[POSITIVE], values[NEGATIVE], readout)
+        if swapped is None and z is not None and log and levels and readout is not None:
+            swapped = _unit_slip(values, levels, readout)
         wells = (plates or {}).get(plate_id, ({}, {}))[1]
         # a declared readout's plate with control wells but too few values (0/1 outcomes without one: no bound on Z')
         if z is None and readout is not None and all(wells.get(k) for k in (POSITIVE, NEGATIVE)):

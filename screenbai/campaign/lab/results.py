@@ -84,9 +84,12 @@ class WellInfo:
     recorded_by: str | None  # the file that recorded it, None while open
 
 
-def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str, str]:
+def _read(path: Path, outcome_column: str | None = None) -> tuple[list[str], list[tuple[int, list[str]]], bool, str,
+                                                                   str, int]:
     """(header, data rows with their line numbers, whether the text ends with a line break, the separator, the
-    text)."""
+    text, the header's line number). A plate reader's list export whose header (a well column and a value column,
+    or ``outcome_column``) comes below the reader's own lines (its name, the date, the protocol) is read from that
+    header, line numbers kept."""
     try:
         with open(path, "rb") as fh:
             magic = fh.read(16)
@@ -116,11 +119,36 @@ def _read(path: Path) -> tuple[list[str], list[tuple[int, list[str]]], bool, str
     except ValueError as exc:  # a workbook that cannot be read
         raise ResultsError(path, [str(exc)]) from None
     lines = text.splitlines()
-    if not lines or (not lines[0].strip() and find_grid(text, str(path)) is None):  # a grid may have blank lines above
+    skip = _lines_above_header(lines, outcome_column)
+    if not lines or (not lines[skip].strip() and find_grid(text, str(path)) is None):  # a grid may have lines above
         raise ResultsError(path, [f"{path}: line 1: empty file or empty header; expected plate_id,well,outcome"])
-    sep, head, rows = table_rows(text)
+    sep, head, rows = table_rows("".join(text.splitlines(keepends=True)[skip:]))
+    rows = [(line + skip, fields) for line, fields in rows]
     head = [_column_name(f) for f in head]
-    return head, rows, text.endswith(("\n", "\r")), sep, text
+    return head, rows, text.endswith(("\n", "\r")), sep, text, skip + 1
+
+
+#: how far down a reader's list export's header is looked for (its own lines above it: a few to a few dozen)
+HEADER_SEARCH_LINES = 60
+
+
+def _lines_above_header(lines: list[str], outcome_column: str | None) -> int:
+    """How many lines stand above a list's header: 0 when line 1 names a column of a results file; else the first line
+    naming a well column and a value column (``outcome_column`` among them) within HEADER_SEARCH_LINES, if any."""
+    known = {n for names in ALIASES.values() for n in names}
+    values = set(ALIASES["outcome"]) | ({_column_name(outcome_column)} if outcome_column else set())
+
+    def names(line: str) -> set[str]:
+        sep = max((",", "\t", ";"), key=line.count)
+        return {_column_name(f.strip('"')) for f in line.split(sep)}
+
+    if not lines or names(lines[0]) & known:
+        return 0
+    for k, line in enumerate(lines[1:HEADER_SEARCH_LINES], start=1):
+        named = names(line)
+        if named & set(ALIASES["well"]) and named & values:
+            return k
+    return 0
 
 
 def _column_name(field: str) -> str:
@@ -149,6 +177,7 @@ def read_results(
     unusual: Callable[[float], str | None] | None = None,
     notes: list[str] | None = None,
     outcome_column: str | None = None,
+    column_unit: Callable[[str], str | None] | None = None,
 ) -> list[Outcome]:
     """Parse and validate ``path`` against the campaign's plates; raise ResultsError listing every problem.
 
@@ -161,11 +190,12 @@ def read_results(
     ``unusual`` says what is unusual in a value ``check`` lets through
     (:meth:`~screenbai.campaign.lab.assay.Readout.suspicion`): each such value is appended to ``notes`` naming the
     file, line, well and value, and kept as written.  ``outcome_column`` (``record --outcome-column``) names the
-    column of outcomes where the header has several that could be (Signal and Result ...).  Returns the outcomes in
-    file order.
+    column of outcomes where the header has several that could be (Signal and Result ...); ``column_unit`` says what is
+    wrong with its name, if anything (a unit other than the readout's: :meth:`~screenbai.campaign.lab.assay.Readout.
+    column_unit_problem`).  Returns the outcomes in file order.
     """
     path = Path(path)
-    header, rows, ends_with_newline, sep, text = _read(path)
+    header, rows, ends_with_newline, sep, text, head_line = _read(path, outcome_column)
     plate_ids = {p.upper(): p for p in plates}
     if plate is not None and plate.strip().upper() not in plate_ids:
         ids = sorted(plates)
@@ -184,28 +214,36 @@ def read_results(
         if key == "outcome" and outcome_column is not None:
             hits = [i for i, h in enumerate(header) if h == _column_name(outcome_column)]
             if not hits:
-                errors.append(f"{path}: line 1: --outcome-column {outcome_column!r} is not a column of the header "
-                              f"{header}; give one of its columns")
+                errors.append(f"{path}: line {head_line}: --outcome-column {outcome_column!r} is not a column of the "
+                              f"header {header}; give one of its columns")
                 continue
+            unit_problem = None if column_unit is None else column_unit(outcome_column)
+            if unit_problem:
+                errors.append(f"{path}: line {head_line}: {unit_problem}")
         if len(hits) > 1 and key == "outcome" and outcome_column is None:
             both = " and ".join(repr(header[i]) for i in hits)
-            errors.append(f"{path}: line 1: {len(hits)} columns could hold the outcomes ({both}): say which with "
-                          f"--outcome-column (e.g. `record ... --outcome-column {header[hits[0]]}`)")
+            errors.append(f"{path}: line {head_line}: {len(hits)} columns could hold the outcomes ({both}): say which "
+                          f"with --outcome-column (e.g. `record ... --outcome-column {header[hits[0]]}`)")
         elif len(hits) > 1:
             both = " and ".join(repr(header[i]) for i in hits)
-            errors.append(f"{path}: line 1: column {key!r} appears {len(hits)} times ({both}); keep one of them "
-                          "(delete or rename the other)")
+            errors.append(f"{path}: line {head_line}: column {key!r} appears {len(hits)} times ({both}); keep one of "
+                          "them (delete or rename the other)")
         elif hits:
             col[key] = hits[0]
-    missing = [k for k in ("plate_id", "outcome") if k not in col and not (k == "plate_id" and plate)]
+    # a column refused above (two candidates, or a bad --outcome-column) is not said missing again
+    missing = [k for k in ("plate_id", "outcome") if k not in col and not (k == "plate_id" and plate)
+               and not (k == "outcome" and errors)]
     if "well" not in col and "compound_id" not in col:
         missing.append("well or compound_id")
     if missing:
         unread = "".join(f"; {h!r} is not read: it usually holds {NOT_ALIASES[h]} (rename it if it holds what is "
                          "missing)" for h in header if h in NOT_ALIASES)
+        ways = ("; a list of wells without a plate column: name its plate, `record ... --plate P001`"
+                if "plate_id" in missing and "well" in col else "") + (
+            "; readouts under another name: `record ... --outcome-column NAME`" if "outcome" in missing else "")
         errors.append(
-            f"{path}: line 1: missing column(s) {', '.join(missing)}; header is {header}; expected "
-            f"plate_id, well (or compound_id), outcome{unread}"
+            f"{path}: line {head_line}: missing column(s) {', '.join(missing)}; header is {header}; expected "
+            f"plate_id, well (or compound_id), outcome{unread}{ways}"
         )
     if errors:
         raise ResultsError(path, errors)
@@ -254,9 +292,9 @@ def read_results(
         if again == "same":  # no data on it: the rows below read as the first header says
             continue
         if again == "other":
-            errors.append(f"{where}: a header unlike line 1's ({fields!r}; line 1: {header!r}): files of two layouts "
-                          "joined one after the other? the rows below it would be read in line 1's columns; record "
-                          "each file on its own")
+            errors.append(f"{where}: a header unlike line {head_line}'s ({fields!r}; line {head_line}: {header!r}): "
+                          f"files of two layouts joined one after the other? the rows below it would be read in line "
+                          f"{head_line}'s columns; record each file on its own")
             continue
         if len(fields) != len(header):
             errors.append(f"{where}: {len(fields)} field(s) where the header has {len(header)}: {fields!r}")
@@ -512,7 +550,8 @@ def _not_on_plate(well: str, plate_id: str, wells: Mapping[str, WellInfo], layou
     """Why a results row's well is not in the plate's map: an empty edge well, a well the plate left unused, or
     no well of its format at all."""
     if layout is None:  # wells named row by row from A01, compound wells only
-        return f"well {well!r} is not on plate {plate_id} (wells {next(iter(wells))}..{list(wells)[-1]})"
+        return (f"well {well!r} is not on plate {plate_id} (wells {next(iter(wells))}..{list(wells)[-1]}); correct "
+                f"it{_typo_hint(well, wells)}")
     named = {_well_key(w): w for w in layout.all_wells()}.get(_well_key(well))
     if named in layout.empty_wells():
         return (
@@ -525,7 +564,18 @@ def _not_on_plate(well: str, plate_id: str, wells: Mapping[str, WellInfo], layou
             f"{well_span([w for w, info in wells.items() if info.arm >= 0])}); delete the row, or correct the well"
         )
     shape = f"a {layout.format_name} plate, wells {layout.all_wells()[0]}..{layout.all_wells()[-1]}"
-    return f"well {well!r} is not on plate {plate_id} ({shape})"
+    return f"well {well!r} is not on plate {plate_id} ({shape}); correct it{_typo_hint(well, wells)}"
+
+
+def _typo_hint(well: str, wells: Mapping[str, WellInfo]) -> str:
+    """A plate's well that a mistyped one reads as with the letter O for a zero or I / l for a one (B1O: B10), if any;
+    else the row of the plate file to copy it from."""
+    w = well.strip()
+    fixed = w[:1] + w[1:].translate(str.maketrans({"O": "0", "o": "0", "I": "1", "l": "1", "i": "1"}))
+    named = {_well_key(x): x for x in wells}.get(_well_key(fixed))
+    if named is not None and fixed != w:
+        return f" (to {named}? a letter O or I typed for a digit)"
+    return " to the well the plate file `next` wrote gives for this row's compound"
 
 
 def _well_key(well: str) -> tuple[str, int] | str:

@@ -76,8 +76,13 @@ def control_lines(view) -> list[str]:
                    else "too few control values recorded")
             out.append(f"plate {plate_id}: controls FAILED (no Z': {why}), {decision} by the lab")
         elif decision not in ("pass", "too few controls"):
-            out.append(f"plate {plate_id}: controls FAILED (Z' = {z:.2f}{' ' * bool(where)}{where}), {decision} "
-                       "by the lab")
+            # a Z' within the bound failed another check of record's: controls the wrong way round, or all far off the
+            # earlier plates' (a file in another unit); "FAILED (Z' = 0.88)" alone read as a Z' failure
+            other = "" if z < view.min_z else (
+                "; Z' passes, the plate failed record's other checks: positive controls on the non-hit side of the "
+                "negative ones, or both far off the earlier plates' (another unit?)")
+            out.append(f"plate {plate_id}: controls FAILED (Z' = {z:.2f}{' ' * bool(where)}{where}{other}), "
+                       f"{decision} by the lab")
     passed = [z for _, z, d in view.plate_qc if d == "pass"]
     if passed:
         out.append(

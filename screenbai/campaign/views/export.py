@@ -4,16 +4,18 @@ report as one self-contained HTML file.
 Per well (``<stem>_wells.csv`` and the workbook's "wells" sheet: :func:`well_table`): every well of every plate,
 controls included, with the raw readout, what the algorithm was told, its state and the file that recorded it.
 
-Per compound (the recommendation first, then the compounds in contention, behind and withdrawn, each by
-the model's estimate): id, SMILES, whether it is in the screen (or withdrawn), tests (recorded outcomes),
-failed wells, hits (0/1 outcomes, or raw readouts past the cutoff declared at init), the mean raw
-readout (its column named with the readout and unit declared at init: ``mean_readout (percent inhibition in %)``,
-or ``geomean_readout (IC50 in nM)`` for a concentration, averaged on the log scale), the
-observed rate with its 95 % Wilson interval, the model's estimate with its 95 % interval (the shared model
-of the features, as in ``status``), and its status: recommended (with the certified epsilon when the
-algorithm gives one), in contention (its interval reaches the leader's: the model's, or for an algorithm with no
-model of the features each compound's own wells'), behind (its upper bound is below the leader's lower bound; for
-a top-m answer, ``--param m=5``, "behind the 5 recommended": below the lowest lower bound of the five), withdrawn.
+Per compound (the recommendation first, then the compounds in contention, behind and withdrawn, each by the model's
+estimate): id, SMILES, whether it is in the screen (or withdrawn), tests (recorded outcomes), failed wells, hits
+(0/1 outcomes, or raw readouts past the cutoff declared at init), the mean raw readout (its column named with the
+readout and unit declared at init: ``mean_readout (percent inhibition in %)``, or ``geomean_readout (IC50 in nM)``
+for a concentration, averaged on the log scale), the observed rate with its 95 % Wilson interval, the model's
+estimate with its 95 % Wald interval at the fit (the shared model of the features; descriptive, not valid at any
+stop), for the recommended compounds the range over the stopping rule's likelihood-ratio set that ``status`` shows
+(``model_range_low``/``_high``: empty where the rule holds no such set; the workbook's campaign sheet says which is
+which), and its status: recommended (with the certified epsilon when the algorithm gives one), in contention (its
+interval reaches the leader's: the model's, or for an algorithm with no model of the features each compound's own
+wells'), behind (its upper bound is below the leader's lower bound; for a top-m answer, ``--param m=5``, "behind
+the 5 recommended": below the lowest lower bound of the five), withdrawn.
 
 The workbook is written with the standard library (Office Open XML, one sheet per table, numbers
 as numbers); it opens in Excel, LibreOffice and pandas. Its text cells are inline strings, which a
@@ -50,6 +52,8 @@ COLUMNS = (
     "model_estimate",
     "model_low",
     "model_high",
+    "model_range_low",
+    "model_range_high",
     "status",
     "certified_epsilon",
 )
@@ -142,6 +146,8 @@ def compound_table(camp) -> list[dict]:
                 "model_estimate": float(est[a]),
                 "model_low": float(model_lo[a]),
                 "model_high": float(model_hi[a]),
+                "model_range_low": None,  # the recommended compounds' range, as status gives it (export fills it)
+                "model_range_high": None,
                 "status": status,
                 "certified_epsilon": None if eps is None or not certifies(eps, camp.binary) else float(eps),
             }
@@ -436,12 +442,14 @@ def unproven_because(status) -> str:
     return "the setting has no error guarantee"
 
 
-def model_check_text(mc: dict | None) -> str:
-    """The model check's verdict in one cell: its warning when it rejects the model."""
+def model_check_text(status) -> str:
+    """The model check's verdict in one cell: its warning when it rejects the model (saying the certificate stands
+    where the compound's own wells certify it, as status does)."""
+    mc = status.model_check
     if mc is None:
         return "none (no model of the features, or no sums of squares to test it)"
     if mc.get("rejected"):
-        return str(mc["warning"])
+        return status.model_check_warning()
     if not mc.get("tests"):
         return f"not possible yet ({mc.get('note', '')})"
     return f"no misfit detected in {mc['n_tests']:,} outcomes (p = {mc['p_value']:.2g}; few outcomes detect little)"
@@ -458,6 +466,10 @@ def export(camp, out_dir: Path) -> list[Path]:
     rows = handover_order(compound_table(camp), readout_sign(camp))
     status = camp.status()
     unproven = unproven_because(status)
+    ranges = {c.compound_id: c.model_range for c in status.recommendation if c.model_range is not None}
+    for r in rows:  # the range status and the report show, beside the Wald interval every compound gets
+        if r["compound_id"] in ranges and r["status"].startswith("recommended"):
+            r["model_range_low"], r["model_range_high"] = (float(v) for v in ranges[r["compound_id"]])
     if unproven:  # the certified epsilon beside the recommendation says it is not proven, and why
         for r in rows:
             if r["certified_epsilon"] is not None and r["status"].endswith(")"):
@@ -475,9 +487,16 @@ def export(camp, out_dir: Path) -> list[Path]:
         ["certificate holds under", None if status.certificate is None else status.certificate.get("model")],
         ["certificate proven", {True: "yes", False: f"no: {unproven}", None: "no certificate"}[
             status.certificate_proven]],
-        ["model check", model_check_text(status.model_check)],
+        ["model check", model_check_text(status)],
         ["compounds in contention", status.in_contention],
         ["model", status.model],
+        ["model_low, model_high", "every compound's 95 % interval of the model's estimate: a Wald interval at the "
+         "fit, descriptive (true at a fixed number of tests, on average; not at any stop)"],
+        ["model_range_low, model_range_high", (
+            f"the recommended compounds' range over the stopping rule's likelihood-ratio set, as status and the report "
+            f"give it: true together, at any stop, under the model, at delta = {status.model_range_delta:g}"
+            if status.model_range_delta is not None else
+            "empty: this algorithm's stopping rule holds no likelihood-ratio set (see model_low, model_high)")],
     ]
     readout = camp.readout
     if readout is not None:

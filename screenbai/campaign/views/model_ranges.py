@@ -79,7 +79,7 @@ def recommendation_lines(st) -> list[str]:
         rejected = bool(st.model_check and st.model_check.get("rejected"))
         lines.append(
             f"  ({RANGE_MEANING.format(delta=st.model_range_delta)}"
-            + ("; the model check below rejects this model: treat them as unproven" if rejected else "")
+            + ("; the model check above rejects this model: treat them as unproven" if rejected else "")
             + ")"
         )
     elif models_features(st.algorithm):

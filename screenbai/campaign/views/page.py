@@ -288,11 +288,26 @@ def progress_figure(points: list[dict], path: Path, *, epsilon: float | None = N
     def target(x, y):
         if epsilon is None or not epsilon > 0:
             return ""
+        label = f"the stopping rule's epsilon = {epsilon:g}"
+        wide, line = _CHAR * 10 * len(label), y(epsilon)
+        # the curve's points and segments, sampled in pixels: the label goes where none falls (at the right end, above
+        # the line, the last segment of a finished run crossed it on its way below the epsilon)
+        drawn = [(x(a), y(b)) for a, b in zip(xs, certified) if b is not None]
+        path = [(x0 + (x1 - x0) * t / 20, y0 + (y1 - y0) * t / 20)
+                for (x0, y0), (x1, y1) in zip(drawn, drawn[1:]) for t in range(21)] + drawn
+        places = [(x(x_hi) - 4, line - 4, "end"), (x(0) + 4, line - 4, "start"), (x(0) + 4, line + 13, "start"),
+                  (x(x_hi) - 4, line + 13, "end")]
+
+        def free(place):
+            at, base, anchor = place
+            x0 = at - wide if anchor == "end" else at
+            return not any(x0 - 3 <= px <= x0 + wide + 3 and base - 13 <= py <= base + 4 for px, py in path)
+
+        at, base, anchor = next((p for p in places if free(p)), places[0])
         return (
-            f'<line x1="{x(0):.1f}" x2="{x(x_hi):.1f}" y1="{y(epsilon):.1f}" y2="{y(epsilon):.1f}" '
+            f'<line x1="{x(0):.1f}" x2="{x(x_hi):.1f}" y1="{line:.1f}" y2="{line:.1f}" '
             'stroke="#d62728" stroke-dasharray="5,3"/>'
-            + _text(x(x_hi) - 4, y(epsilon) - 4, f"the stopping rule's epsilon = {epsilon:g}", 10, "end",
-                    'fill="#d62728"')
+            + _text(at, base, label, 10, anchor, 'fill="#d62728"')
         )
 
     # None in the history: not kept (a backtest's file, or one made before the history kept them: the contention
@@ -431,7 +446,9 @@ def write_report(camp, out_dir, status=None) -> Path:
 
     recommendation = table(
         ["compound", "SMILES", "tests",
-         f"model estimate [range, valid at any stop under the model, delta = {st.model_range_delta:g}]" if ranged else
+         f"model estimate [range, valid at any stop under the model, delta = {st.model_range_delta:g}"
+         + ("; the model check rejects the model: unproven]" if st.model_check and st.model_check.get("rejected")
+            else "]") if ranged else
          "model estimate [95%, descriptive]" if models_features(camp.algorithm) else
          f"fit of the features [95%] (descriptive: {camp.algorithm} uses no model of them)", "observed [95%]"],
         [

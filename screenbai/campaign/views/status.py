@@ -304,11 +304,7 @@ class Status:
         mc = self.model_check
         if mc is not None and mc["n_tests"] > 0:
             if mc["rejected"]:
-                from screenbai.bandits.certainty.model_check import MODEL_ASSUMED
-
-                out.append("model check: " + (mc["warning"].replace(MODEL_ASSUMED, (
-                    "The certificate above rests on the compound's own wells, not on this model, and stands; the "
-                    "model chose the wells (richer features may restore its fit).")) if wells else mc["warning"]))
+                out.append("model check: " + self.model_check_warning())
                 if not wells and not self.done:
                     # a continuous readout goes to LUCB with the readout's noise scale: KL-LUCB takes 0/1 outcomes
                     how = ("--algorithm kl-lucb` hands the screen to KL-LUCB" if self.outcome == "binary" else
@@ -388,6 +384,19 @@ class Status:
                 f"{'it proves' if one else 'one proves'} below the bar the wells fail and the screen takes longer "
                 "(in backtests of the README's recipe on CDK2 such a compound was below the bar in 11 of 20 runs; "
                 'docs/lower_bound.md, "Session 15")')
+
+    def model_check_warning(self) -> str:
+        """The model check's warning as status and the export's campaign sheet say it: where the recommended
+        compound's own wells certify the answer, its last sentence says the certificate stands instead of calling
+        it unproven (which contradicted "certificate proven: yes" beside it in the export)."""
+        from screenbai.bandits.certainty.model_check import MODEL_ASSUMED
+
+        warning = str((self.model_check or {}).get("warning") or "")
+        if not self.certified_by_own_wells():
+            return warning
+        return warning.replace(MODEL_ASSUMED, (
+            "The certificate above rests on the compound's own wells, not on this model, and stands; the "
+            "model chose the wells (richer features may restore its fit)."))
 
     def certified_by_own_wells(self) -> bool:
         """Whether the certificate rests on the recommended compound's own wells and no model (log-tas's
