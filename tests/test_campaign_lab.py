@@ -1100,6 +1100,8 @@ def test_a_certificate_from_the_compound_s_own_wells_is_not_said_to_rest_on_the_
                                                       "warning": f"WARNING: misfit. {MODEL_ASSUMED}"})
     assert "treat it as unproven" not in rejected.text() and MODEL_ASSUMED not in rejected.text()
     assert "The certificate above rests on the compound's own wells, not on this model, and stands" in rejected.text()
+    said = rejected.to_dict()["model_check"]["warning"]  # the JSON words it as the text (it called it unproven)
+    assert MODEL_ASSUMED not in said and "rests on the compound's own wells" in said
     on_model = dataclasses.replace(rejected, certificate={**cert, "model": "the logistic model on these features"})
     assert "model (the certificate and the stopping rule's guarantee hold under it)" in on_model.text()
     assert "certificate, true whenever you stop if its model holds, which the model check below rejects" \

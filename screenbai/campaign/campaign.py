@@ -165,9 +165,9 @@ class Campaign(PolicyReplay):
         self._policy = None
         self._policy_step = 0  # the last plate/record step the in-memory policy has taken
         #: keep the compounds in contention and the certified epsilon of every results file in the
-        #: history (the report's progress plot; the certificate costs 5-50 ms per file). Simulations of
-        #: many plates (backtest, benchmarks/change_study.py) turn it off: their rows hold NULL there,
-        #: which ``repair`` fills in
+        #: history (the report's progress plot; the certificate costs 5 ms to 3 s per file, log-tas's 0.9-3.2 s
+        #: at 1 600 compounds). Simulations of many plates (backtest, benchmarks/change_study.py) turn it off:
+        #: their rows hold NULL there, which ``repair`` fills in
         self.keep_progress = True
 
     def _load_compounds(self) -> None:

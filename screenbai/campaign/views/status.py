@@ -174,8 +174,12 @@ class Status:
 
     def to_dict(self) -> dict:
         """Plain data for JSON: a value not defined yet (NaN, e.g. the stopping index before the first
-        tests) is None, since NaN is not JSON and strict parsers (jq, JavaScript) refuse it."""
-        return _finite(asdict(self))
+        tests) is None, since NaN is not JSON and strict parsers (jq, JavaScript) refuse it. The model check's
+        warning is worded as the text words it (``model_check_warning``)."""
+        out = _finite(asdict(self))
+        if out.get("model_check") and out["model_check"].get("warning"):
+            out["model_check"]["warning"] = self.model_check_warning()
+        return out
 
     def text(self) -> str:
         params = ", ".join(f"{k}={v}" for k, v in self.params.items()) or "defaults"
