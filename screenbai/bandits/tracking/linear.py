@@ -439,10 +439,10 @@ class LinearTrackAndStop(Policy):
             where = [dict(zip(blk["arms"].tolist(), range(blk["arms"].size))) for blk in self._open]
             for a, r in zip(arms.tolist(), rewards.tolist()):
                 for blk, at_of in zip(self._open, where):  # first in, first out per arm
-                    k = at_of.get(a)
-                    if k is not None and blk["got"][k] < blk["planned"][k]:
-                        blk["got"][k] += 1
-                        blk["sums"][k] += r
+                    pos = at_of.get(a)
+                    if pos is not None and blk["got"][pos] < blk["planned"][pos]:
+                        blk["got"][pos] += 1
+                        blk["sums"][pos] += r
                         break
                 else:
                     raise RuntimeError(f"an outcome of arm {a} that no block planned")

@@ -571,7 +571,7 @@ def _typo_hint(well: str, wells: Mapping[str, WellInfo]) -> str:
     """A plate's well that a mistyped one reads as with the letter O for a zero or I / l for a one (B1O: B10), if any;
     else the row of the plate file to copy it from."""
     w = well.strip()
-    fixed = w[:1] + w[1:].translate(str.maketrans({"O": "0", "o": "0", "I": "1", "l": "1", "i": "1"}))
+    fixed = w[:1] + w[1:].translate(str.maketrans("OoIli", "00111"))
     named = {_well_key(x): x for x in wells}.get(_well_key(fixed))
     if named is not None and fixed != w:
         return f" (to {named}? a letter O or I typed for a digit)"
