@@ -1549,11 +1549,15 @@ def test_replicate_wells_of_equal_values_spread_by_zero():
     assert (ss, dof) == (2.0, 1)
 
 
-def test_rage_s_first_plate_on_one_compound_is_counted_against_the_model_s_parameters(tmp_path):
+def test_rage_s_first_plate_on_one_compound_is_counted_against_the_model_s_parameters(tmp_path, monkeypatch):
     """RAGE's first plate put its 24 wells on one compound, and status read "no misfit detected in 24 outcomes of 1
-    compounds ... 1 compounds tested for 1 model parameters" for a model of 4."""
+    compounds ... 1 compounds tested for 1 model parameters" for a model of 4. A phase's plates now follow its design
+    (numerics.design.spread_order); the old order, arm after arm, is put back here to keep the case."""
     from campaign_util import write_results
 
+    from screenbai.bandits.phased import elimination
+
+    monkeypatch.setattr(elimination, "spread_order", lambda counts: np.repeat(np.arange(counts.size), counts))
     camp = Campaign.create(tmp_path / "r.campaign", synthetic_library(K=30, d=3), "rage", {"epsilon": 0.1}, seed=0)
     plate = camp.next_plate(24)
     assert len(set(plate.arms)) == 1

@@ -12,6 +12,7 @@ from screenbai.bandits.numerics.design import (
     greedy_g_allocation,
     kumar_yildirim_init,
     round_design,
+    spread_order,
     variances,
     wynn,
 )
@@ -159,3 +160,17 @@ def test_away_steps_reach_optimum_faster_with_sparse_support():
     assert g_value(Z, p1) < g_value(Z, p0)
     assert np.count_nonzero(p1) < np.count_nonzero(p0)
     assert p1.min() >= 0 and abs(p1.sum() - 1) < 1e-12
+
+
+def test_spread_order_hands_out_every_prefix_in_the_allocation_s_proportions():
+    """Arm k's tests spread through the order: after any t tests, arm k has within 1/2 + s n_k / (2 N) of its share
+    t n_k / N (s arms tested, N tests); arm after arm (np.repeat) is off by up to n_k for the first arm."""
+    counts = np.array([0, 1626, 918, 0, 1191, 478, 3, 1, 870])
+    order = spread_order(counts)
+    assert np.array_equal(np.sort(order), np.repeat(np.arange(counts.size), counts))
+    N, s = counts.sum(), np.count_nonzero(counts)
+    seen = np.cumsum(order[:, None] == np.arange(counts.size)[None, :], axis=0)  # per prefix, per arm
+    share = np.arange(1, N + 1)[:, None] * counts[None, :] / N
+    assert np.all(np.abs(seen - share) <= 0.5 + s * counts / (2 * N) + 1e-9)
+    assert set(order[:20].tolist()) == {1, 2, 4, 5, 8}  # one plate of 20 holds every arm with >= 1/20 of the tests
+    assert np.array_equal(spread_order(counts), order) and spread_order(np.zeros(3, dtype=int)).size == 0

@@ -11,6 +11,7 @@ design (min over pi of ``max_a z_a^T Lambda^{-1} z_a``) is also D-optimal and at
 * :func:`wynn` - the same vertex with the open-loop step ``1/(k+2)`` (Wynn 1970).
 * :func:`greedy_g_allocation` - sequential greedy integer G-allocation ([SLM14]).
 * :func:`round_design` - design -> integer allocation summing exactly to n (Pukelsheim's efficient rounding).
+* :func:`spread_order` - integer allocation -> the tests in an order whose every prefix follows it.
 
 Every function accepts features that do not span their ambient space: they are projected onto
 their span first, which leaves every variance ``z^T Lambda^+ z`` unchanged.
@@ -418,3 +419,16 @@ def round_design(n: int, pi, method: str = "efficient", rng=None, prune: float =
         m[argmax_random((m - 1) / w, rng)] -= 1
     counts[supp] = m
     return counts
+
+
+def spread_order(counts) -> np.ndarray:
+    """The arms of the integer allocation ``counts`` (arm k ``counts[k]`` times) in the order that puts arm k's j-th
+    test at (j + 1/2) / counts[k] of the way through, ties by arm: every prefix of t tests holds arm k within
+    1/2 + s counts[k] / (2 N) tests of its share t counts[k] / N (N = sum(counts), s the arms with a test), so the
+    plates of a phase follow its design. Fixed by the counts alone (no outcome, no random draw); RAGE-GLM predicts a
+    phase's outcomes in this order too. ``np.repeat(np.arange(K), counts)``, arm after arm, put a phase's first plates
+    all on its lowest-numbered arm."""
+    counts = np.asarray(counts, dtype=np.int64).reshape(-1)
+    arm = np.repeat(np.arange(counts.size), counts)
+    j = np.arange(arm.size) - np.repeat(np.cumsum(counts) - counts, counts)
+    return arm[np.lexsort((arm, (j + 0.5) / counts[arm]))]

@@ -38,7 +38,7 @@ from screenbai.bandits.core.params import (
 )
 from screenbai.bandits.core.parts import StoppingRule
 from screenbai.bandits.core.policy import NO_ARMS, Policy
-from screenbai.bandits.numerics.design import frank_wolfe, round_design
+from screenbai.bandits.numerics.design import frank_wolfe, round_design, spread_order
 from screenbai.bandits.numerics.linalg import project_if_deficient, spanning_arms
 from screenbai.bandits.numerics.ties import top_m
 
@@ -274,7 +274,7 @@ class PhasedElimination(Policy):
         self.phase_sums = np.zeros(self.K)
         self.diagnostics["phase_sizes"].append(int(counts.sum()))
         self.diagnostics["phases"] = self.phase
-        return np.repeat(np.arange(self.K), counts)
+        return spread_order(counts)  # each plate follows the design (arm after arm, the first held one arm)
 
     # ------------------------------------------------------------------ outcomes no phase planned
     def fly_unplanned(self, arms: np.ndarray) -> None:
