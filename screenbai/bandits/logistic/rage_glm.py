@@ -63,7 +63,7 @@ comparison of the answer is within epsilon. What changes for 0/1 outcomes (mu th
   (``PhaseOrSetRule``; on E_LR it stays true after the stop). Phases that decide are as before (no test),
   and so are runs whose phases all decide (kw_synthetic K = 50, d = 2: the same 20 runs, test for test);
   a run whose burn-in fails on an ordinary instance may stop sooner (the policy records' logistic8 with
-  width0 = 4, seed 0: at 808 tests, after its second undecided phase, instead of 4 624, same answer).
+  width0 = 4, seed 0, when this stop came in: at 808 tests, after its second undecided phase, instead of 4 624).
   Saturated one-hot instances (hit rates 0.999, 0.5, 0.001; epsilon 0.1) stop at the end of the first
   phase (2 679 tests) instead of never.
 
