@@ -341,9 +341,10 @@ def build_library(
     """Standardize and featurize rows (source_row, compound_id, input_smiles) into a Library on ``n_jobs`` worker
     processes (-1 or None: one per core; the same Library whatever their number); ``stage`` is told what starts.
     Above one chunk of structures a progress bar on stderr follows the standardization."""
-    from screenbai.chem.standardize import CHUNK_SIZE, resolve_jobs
+    from screenbai.chem.standardize import CHUNK_SIZE
+    from screenbai.workers import worker_count
 
-    n_jobs = resolve_jobs(n_jobs, "jobs")
+    n_jobs = worker_count(n_jobs, "jobs")
     where = provenance.get("path", "library")
     if stage is not None:
         stage(f"standardizing {len(frame):,} structures (RDKit)")
@@ -403,10 +404,10 @@ def library_from_args(args, stage: Callable[[str], None] | None = None) -> Libra
     """``import_library`` with the library options that ``init`` and ``backtest`` share. A CSV/TSV whose id or
     SMILES column is not given gets the options that name them in its error (the table's reader names the
     columns, not the command's options)."""
-    from screenbai.chem.standardize import resolve_jobs
     from screenbai.chem.tables import ColumnsNotNamed
+    from screenbai.workers import worker_count
 
-    n_jobs = resolve_jobs(getattr(args, "jobs", None), "--jobs")  # before minutes of reading
+    n_jobs = worker_count(getattr(args, "jobs", None), "--jobs")  # before minutes of reading
     try:
         return import_library(
             args.library,

@@ -34,6 +34,7 @@ import pandas as pd
 
 from screenbai.chem.featurize import reduce_pca, smiles_problem
 from screenbai.textfiles import write_whole, written_whole_bytes
+from screenbai.workers import worker_count
 
 logger = logging.getLogger("screenbai.chem")
 
@@ -270,9 +271,7 @@ def build_fingerprint_store(
     radius, n_bits, chunk_size = int(radius), int(n_bits), int(chunk_size)
     if radius < 0 or n_bits < 1 or chunk_size < 1:
         raise ValueError(f"radius={radius}, n_bits={n_bits}, chunk_size={chunk_size}: need >= 0, >= 1, >= 1")
-    n_jobs = (os.cpu_count() or 1) if n_jobs is None else int(n_jobs)
-    if n_jobs < 1:
-        raise ValueError(f"n_jobs={n_jobs} must be >= 1 (or None for all cores)")
+    n_jobs = worker_count(n_jobs)
     from rdkit import __version__ as rdkit_version
 
     path = Path(directory)

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
-import os
 import re
 from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
+from screenbai.workers import worker_count
+
 logger = logging.getLogger("screenbai.chem")
 
 __all__ = ["MAX_HEAVY_ATOMS", "Standardizer", "compound_key", "count_heavy_atoms", "enhanced_stereo",
-           "resolve_jobs", "standardize_smiles", "standardize_unique", "unknown_configuration"]
+           "standardize_smiles", "standardize_unique", "unknown_configuration"]
 
 
 #: Largest structure curation identifies: InChI (whose key merges replicates) holds at
@@ -245,15 +246,6 @@ def _standardize_chunk(task: tuple[list[str | None], bool]) -> list[tuple[str | 
     return out
 
 
-def resolve_jobs(n_jobs: int | None, what: str = "n_jobs") -> int:
-    """Worker processes: a whole number >= 1, or -1 / None for one per core."""
-    if n_jobs is None or (isinstance(n_jobs, int) and not isinstance(n_jobs, bool) and n_jobs == -1):
-        return os.cpu_count() or 1
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
-        raise ValueError(f"{what} = {n_jobs!r}: give a number of worker processes >= 1, or -1 for one per core")
-    return n_jobs
-
-
 def standardize_smiles(
     smiles: Sequence[str | None],
     *,
@@ -273,7 +265,7 @@ def standardize_smiles(
     from tqdm.auto import tqdm
 
     smiles = list(smiles)
-    n_jobs = resolve_jobs(n_jobs)
+    n_jobs = worker_count(n_jobs)
     chunk_size = CHUNK_SIZE if chunk_size is None else chunk_size
     if int(chunk_size) < 1:
         raise ValueError(f"chunk_size = {chunk_size}: give at least 1 structure per chunk")

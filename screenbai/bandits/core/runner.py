@@ -8,7 +8,6 @@ environment, so results do not depend on the number of workers or on chunking.
 from __future__ import annotations
 
 import json
-import os
 import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
@@ -23,6 +22,7 @@ from screenbai.bandits.core.policy import Result
 from screenbai.bandits.core.registry import get, policy_for_instance
 from screenbai.bandits.numerics.linalg import shared_rows
 from screenbai.bandits.sim.instance import Instance
+from screenbai.workers import worker_count
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -116,9 +116,7 @@ def replicate(
     seed = _whole("seed", seed, 0, "the study's seed")
     n_reps = _whole("n_reps", n_reps, 1, "the number of runs")
     start = _whole("start", start, 0, "the first replication's index")
-    if n_jobs is None or (_is_whole(n_jobs) and int(n_jobs) == -1):
-        n_jobs = os.cpu_count() or 1
-    n_jobs = _whole("n_jobs", n_jobs, 1, "worker processes; -1 or None for one per core")
+    n_jobs = worker_count(n_jobs)
     check_rewards(instance, algorithm)
     warn_if_tied(instance, algorithm, params)
     warn_if_unrealizable(instance, algorithm)
