@@ -3,17 +3,17 @@ rates mu(x'theta) a compound may have under the logistic model on these features
 (theta* lies in C_t at all times with probability at least 1 - delta, so mu(x'theta*) lies in the range of
 mu(x'theta) over C_t for every x at once on the same event).
 
-C_t is convex (L_t is), so each end is a 1-D convex program: the largest g such that C_t reaches the plane
-x'theta = g. It is found by bisection on g with the set's exact plane tests (Newton on the plane,
-``lr_set._plane_search``): a plane whose minimum of L_t exceeds the level, with a point of C_t on the near
-side, has no point of C_t beyond it. Only such a test moves the outer end, and a test that does not converge
-counts as reached, so the end returned is always a safe (outer) bound, within RANGE_TOL of the exact end on
-the linear predictor. The bracket starts at the minimiser (in C_t) and the outer radius (nothing of C_t beyond
-it). A set without a minimiser (separable outcomes) may be unbounded along x: the search starts at the
-surrogate centre, used only once it is checked to lie in C_t, and steps out until a plane test (with the
-UNBOUNDED_SLACK margin) rules the far side out; beyond ETA_CAP, where mu is within 1e-17 of 0 or 1, the end
-counts as unbounded. An empty set (its minimum above the level: theta* is outside it, an event of
-probability at most delta) has no range: None.
+C_t is convex (L_t is), so each end is a 1-D convex program: the largest g such that C_t reaches the plane x'theta
+= g. It is found by bisection on g with the set's exact plane tests (Newton on the plane,
+``lr_set._plane_search``): a plane whose minimum of L_t exceeds the level, with a point of C_t on the near side,
+has no point of C_t beyond it. Only such a test moves the outer end, and a test that does not converge counts as
+reached, so the end returned is always a safe (outer) bound, within RANGE_TOL of the exact end on the linear
+predictor. A set with a minimiser has the search as its own (``LikelihoodRatioSet._range_end``, the one the
+certificate and the stopping tests use, here bisected to RANGE_TOL). A set without a minimiser (separable outcomes)
+may be unbounded along x: the search starts at the surrogate centre, used only once it is checked to lie in C_t,
+and steps out until a plane test (with the UNBOUNDED_SLACK margin) rules the far side out; beyond ETA_CAP, where mu
+is within 1e-17 of 0 or 1, the end counts as unbounded. An empty set (its minimum above the level: theta* is
+outside it, an event of probability at most delta) has no range: None.
 
 Cost per end: about log2(width / RANGE_TOL) plane tests, each a few Newton steps of O(K_+ d^2) (K_+ the
 compounds tested): for the few compounds a status lists, not for the whole library.
@@ -45,28 +45,22 @@ def _rules_out(cs: LikelihoodRatioSet, w: np.ndarray, Hinv_w: np.ndarray, g: flo
 
 def upper_end(cs: LikelihoodRatioSet, w: np.ndarray, tol: float = RANGE_TOL) -> float:
     """A safe upper bound on max of w'theta over the non-empty set C_t, within ``tol`` of it (inf: none found
-    below ETA_CAP)."""
+    below ETA_CAP). A set with a minimiser: the set's own range end (``LikelihoodRatioSet._range_end``, bisected
+    to ``tol``); without one (separable outcomes), stepped out from the surrogate centre here."""
     w = np.asarray(w, dtype=float)
-    Hinv_w = cholesky_solve(cs.chol, w)
-    var = float(w @ Hinv_w)
-    centre = float(w @ cs.theta)
-    if var <= 0.0 or not w.any():
-        return centre if cs.bounded else math.inf
-    sd = math.sqrt(var)
-    inside, outside = centre, math.inf
-    if cs.bounded:  # the minimiser is in C_t; nothing of C_t beyond the outer radius; first the quadratic model's end
-        cap, step = centre + cs.rho * sd, math.sqrt(2.0 * max(cs.level - cs.f_min, 0.0)) * sd
-    elif nll(cs.Zp, cs.n, cs.s, cs.theta) > cs.level:  # no point of C_t known: no safe plane test
+    if cs.bounded:
+        return cs._range_end(w, lower=False, steps=MAX_TESTS, tol=tol)
+    if not w.any():
         return math.inf
-    else:
-        cap, step = math.inf, sd
+    if nll(cs.Zp, cs.n, cs.s, cs.theta) > cs.level:  # no point of C_t known: no safe plane test
+        return math.inf
+    Hinv_w = cholesky_solve(cs.chol, w)
+    inside, outside, step = float(w @ cs.theta), math.inf, math.sqrt(float(w @ Hinv_w))
     while math.isinf(outside):  # step out from the centre until a plane rules the far side out
         g = inside + step
-        if g >= cap:
-            outside = cap
-        elif g > ETA_CAP and not cs.bounded:
+        if g > ETA_CAP:
             return math.inf
-        elif _rules_out(cs, w, Hinv_w, g):
+        if _rules_out(cs, w, Hinv_w, g):
             outside = g
         else:
             inside, step = g, 2.0 * step

@@ -378,11 +378,11 @@ class LikelihoodRatioSet:
         self.chol = cholesky_lower(H)
         self._r_quad = math.sqrt(2.0 * max(self.level - _loss(eta, self.n, self.s), 0.0))  # scores only
 
-    def _range_end(self, u: np.ndarray, lower: bool, steps: int = 8) -> float:
+    def _range_end(self, u: np.ndarray, lower: bool, steps: int = 8, tol: float = 0.0) -> float:
         """A safe bound on min (``lower``) or max of u^T theta over C_t: a value c with no point of C_t beyond
         it, from exact hyperplane tests stepped out from the centre (doubling) until one rules the far side out,
-        or the outer radius, then ``steps`` bisections (-inf or inf for a set without a minimiser: no outer
-        radius)."""
+        or the outer radius, then ``steps`` bisections, fewer once the bracket is ``tol`` wide (-inf or inf for
+        a set without a minimiser: no outer radius; lr_range searches those)."""
         if not self.bounded:
             return -math.inf if lower else math.inf
         sign = -1.0 if lower else 1.0
@@ -406,6 +406,8 @@ class LikelihoodRatioSet:
             inside, step = probe, 2.0 * step
             probe = inside + step
         for _ in range(steps):
+            if outside - inside <= tol:
+                break
             mid = 0.5 * (inside + outside)
             if self._beyond_is_empty(w, Hinv_w, mid):
                 outside = mid
