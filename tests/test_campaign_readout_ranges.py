@@ -143,6 +143,132 @@ def test_a_negative_raw_count_is_warned_on_stderr_and_kept(tmp_path, capsys):
         assert any("raw RLU is not below 0" in s for _, _, k, d in camp.events() for s in d.get("suspicious", ()))
 
 
+OD = dict(positive=("2.0", "2.1", "1.9"), negative=("0.10", "0.12", "0.09"), compound="0.3")
+COUNTS = dict(positive=("90000", "91000", "89000"), negative=("1000", "1100", "900"), compound="2000")
+
+
+@pytest.mark.parametrize(
+    "readout, kind",
+    [
+        (Readout.build("absorbance", hit_above=0.5), "absorbance"),
+        (Readout.build("OD600", hit_above=0.5), "absorbance"),
+        (Readout.build("growth", unit="OD", hit_above=0.5), "absorbance"),
+        (Readout.build("signal", unit="A450", hit_above=0.5), "absorbance"),
+        (Readout.build("luminescence", hit_above=5000.0), "raw count"),
+        (Readout.build("signal", unit="RFU", hit_above=5000.0), "raw count"),
+        (Readout.build("IC50", hit_below=1000), "concentration"),  # no unit: judged against the cutoff
+        (Readout.build("IC50", unit="uM", hit_below=1), "molar"),
+        (Readout.build("activity", hit_above=3), None),  # a readout of no known kind has no bounds
+    ],
+)
+def test_a_readout_finds_its_row_of_the_table(readout, kind):
+    assert readout.range_kind == kind
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("350", "an absorbance of 350 OD is above 10 (a transmission of 1e-10), which no plate reader reads"),  # mOD
+        ("-12", "an absorbance of -12 OD is below -10, which no reader reads"),
+        ("nan", "not a finite number"),
+        ("inf", "not a finite number"),
+    ],
+)
+def test_an_impossible_absorbance_is_refused_naming_line_well_and_value(tmp_path, value, words):
+    """An OD had no check at all: 350 (a value in mOD) was recorded, a hit."""
+    camp = _campaign(tmp_path, Readout.build("absorbance", unit="OD", hit_above=0.5))
+    plate = camp.next_plate(20, tmp_path / "P001.csv")
+    path, line = _filled(tmp_path / "R.csv", plate.path, **OD, first=value)
+    with pytest.raises(ResultsError) as info:
+        camp.record(path)
+    assert f"R.csv: line {line}: outcome {value!r} for well P001/" in str(info.value) and words in str(info.value)
+    assert camp.open_wells() == {"P001": len(plate)}
+    camp.close()
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("4.2", "an absorbance of 4.2 OD is above 4, where plate readers saturate"),
+        ("-0.2", "an absorbance of -0.2 OD is below -0.05, more negative than a blank-subtracted well's noise"),
+        ("-0.03", None),  # a blank-subtracted well a little below 0: the reader's noise, no warning
+        ("3.9", None),
+    ],
+)
+def test_an_unusual_absorbance_is_recorded_as_written_and_logged(tmp_path, value, words):
+    camp = _campaign(tmp_path, Readout.build("OD600", hit_above=0.5))
+    plate = camp.next_plate(20, tmp_path / "P001.csv")
+    path, line = _filled(tmp_path / "R.csv", plate.path, **OD, first=value)
+    rec = camp.record(path)
+    assert rec.n_outcomes == len(plate)
+    if words is None:
+        assert rec.warnings == ()
+    else:
+        assert len(rec.warnings) == 1 and rec.warnings[0].startswith(f"{path}: line {line}: outcome {value!r} for well")
+        assert words in rec.warnings[0]
+        assert [d for _, _, k, d in camp.events() if k == "record"][-1]["suspicious"] == list(rec.warnings)
+    camp.close()
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("65535", "65535: the largest count a 16-bit reader can give, which it writes for a saturated well"),
+        ("2147483647", "2147483647: the largest count a signed 32-bit reader can give"),
+        ("4294967295", "4294967295: the largest count a 32-bit reader can give"),
+        ("5e9", "5000000000: a plate reader's raw RLU above 4294967295, past a 32-bit reader's counter"),
+    ],
+)
+def test_a_saturated_well_of_raw_counts_is_warned_naming_the_well(tmp_path, capsys, value, words):
+    """A reader's counter ceiling (65535, 2^31-1, 2^32-1) is what it writes for a saturated well: it was recorded
+    silently as the well's signal; now `record` warns on stderr, naming the line and the well, and the log keeps it."""
+    camp = _campaign(tmp_path, Readout.build("luminescence", unit="RLU", hit_above=5000.0))
+    plate = camp.next_plate(20, tmp_path / "P001.csv")
+    path, line = _filled(tmp_path / "R.csv", plate.path, **COUNTS, first=value)
+    with open(path, newline="") as fh:
+        well = next(r["well"] for r in csv.DictReader(fh) if r["role"] == "compound")
+    camp.close()
+    assert main(["campaign", "record", str(tmp_path / "c.campaign"), str(path)]) == 0
+    err = capsys.readouterr().err
+    assert f"warning: {path}: line {line}: outcome {value!r} for well P001/{well}: {words}" in err
+    with Campaign.open(tmp_path / "c.campaign") as camp:
+        assert any(words in s for _, _, k, d in camp.events() for s in d.get("suspicious", ()))
+
+
+def test_a_raw_count_past_any_counter_is_refused(tmp_path):
+    camp = _campaign(tmp_path, Readout.build("fluorescence", hit_above=5000.0))  # RFU by its name
+    plate = camp.next_plate(20, tmp_path / "P001.csv")
+    path, line = _filled(tmp_path / "R.csv", plate.path, **COUNTS, first="2e12")
+    words = rf"line {line}: outcome '2e12' for well P001/\S+: 2e\+12: a plate reader's raw fluorescence above 1e\+12"
+    with pytest.raises(ResultsError, match=words):
+        camp.record(path)
+    camp.close()
+
+
+@pytest.mark.parametrize(
+    "value, verdict",
+    [
+        ("1e22", "refused"),  # 1e19 times the cutoff: no two concentrations are that far apart, whatever the unit
+        ("1e-16", "refused"),
+        ("1e13", "1e+13 is 1e+10 times the hit cutoff 1000, further from it than the usual range of assays spans"),
+        ("0.0000001", "1e-07 is 1e-10 times the hit cutoff 1000"),
+        ("5", None),
+    ],
+)
+def test_a_concentration_without_a_unit_is_judged_against_its_cutoff(tmp_path, value, verdict):
+    """`--readout IC50 --hit-below 1000` without --unit had only the > 0 check: 1e22 was recorded, a non-hit."""
+    camp = _campaign(tmp_path, Readout.build("IC50", hit_below=1000))
+    plate = camp.next_plate(20, tmp_path / "P001.csv")
+    path, line = _filled(tmp_path / "R.csv", plate.path, **IC50, first=value)
+    if verdict == "refused":
+        with pytest.raises(ResultsError, match=rf"line {line}: .*times the hit cutoff 1000: no two concentrations"):
+            camp.record(path)
+    else:
+        warnings = camp.record(path).warnings
+        assert (warnings == ()) if verdict is None else (len(warnings) == 1 and verdict in warnings[0])
+    camp.close()
+
+
 # ------------------------------------------------------------------------- Z' of a concentration on log10
 #: controls at 10 nM and 10 uM, each spread by factors 10**+-0.1: sd of log10 0.0816 each, gap 3 log10 units
 _FACTORS = 10.0 ** __import__("numpy").array([-0.1, 0.0, 0.1, 0.0])

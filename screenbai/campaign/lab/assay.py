@@ -38,6 +38,8 @@ from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
+from . import ranges
+
 DIRECTIONS = ("above", "below")
 #: a plate's controls fail below this Z' unless init says otherwise (--min-z, with --readout)
 DEFAULT_MIN_Z = 0.5
@@ -88,21 +90,13 @@ def check_min_z(min_z) -> None:
         raise ValueError(f"--min-z must be a number below 1 (Z' is at most 1); got {min_z}")
 
 
-#: a readout in % (of the controls' window: inhibition, activity, viability) beyond this, either way, is refused
-PERCENT_BOUND = 1000.0
-#: a readout in % outside this window is recorded with a warning (twice the controls' window past either end)
-PERCENT_USUAL = (-100.0, 200.0)
-#: a concentration, in mol/L: refused above IMPOSSIBLE[1] (no assay doses a compound near 1 mol/L: a value in the wrong
-#: unit, or a curve fit's extrapolation) and below IMPOSSIBLE[0] (under one molecule per microlitre); recorded with a
-#: warning outside USUAL (below 1 pM: past the tight-binding limit of nearly every assay; above 1 mM: past any top
-#: concentration an assay doses, an extrapolation or a unit slip)
-MOLAR_IMPOSSIBLE, MOLAR_USUAL = (1e-18, 1.0), (1e-12, 1e-3)
-#: the same for a concentration in mass per volume (g/L), for molar masses of 100 (a fragment) to 10^6 g/mol
-MASS_IMPOSSIBLE, MASS_USUAL = (1e-16, 1000.0), (1e-10, 1.0)
 #: units of a plate reader's raw signal: counts of photons or fluorescence, at least 0 as the reader gives them
 RAW_COUNT_UNITS = ("rlu", "rfu", "counts", "count", "cps", "cpm")
 #: readout names that are such a raw signal when no unit says so
 RAW_COUNT_NAMES = ("luminescence", "fluorescence", "counts", "rlu", "rfu")
+#: units of an absorbance (OD, Abs, OD600, A450 ...), and readout names that are one when no unit says so
+_ABSORBANCE_UNIT = re.compile(r"(od|abs|absorbance|a(?=\s*\d))(\s*\d{3}(\s*nm)?)?")
+_ABSORBANCE_NAME = re.compile(r"(absorbance|opticaldensity|od|abs|a(?=\d))(at)?(\d{3}(nm)?)?")
 _SI = {"": 1.0, "k": 1e3, "d": 1e-1, "m": 1e-3, "u": 1e-6, "µ": 1e-6, "μ": 1e-6, "n": 1e-9, "p": 1e-12, "f": 1e-15}
 _WORDS = {"": "", "milli": "m", "micro": "u", "nano": "n", "pico": "p", "femto": "f"}
 
@@ -202,66 +196,59 @@ class Readout:
         unit = self.unit.strip().lower()
         return unit in RAW_COUNT_UNITS or (not unit and self._plain_name() in RAW_COUNT_NAMES)
 
+    @property
+    def is_absorbance(self) -> bool:
+        """Whether the readout is an absorbance (OD), by unit (OD, Abs, OD600, A450) or, without one, by name."""
+        unit = self.unit.strip().lower()
+        return bool(_ABSORBANCE_UNIT.fullmatch(unit) or (not unit and _ABSORBANCE_NAME.fullmatch(self._plain_name())))
+
+    @property
+    def range_kind(self) -> str | None:
+        """The kind of readout whose bounds apply to its values (a key of :data:`~screenbai.campaign.lab.ranges.
+        RANGES`), or None where none do: a concentration in a unit of known size ("molar", "mass") or of none
+        ("concentration", checked against the hit cutoff; without a cutoff only above 0), a "percent", an
+        "absorbance", a "raw count"."""
+        if self.is_concentration:
+            factor = concentration_factor(self.unit)
+            if factor is not None:
+                return "molar" if factor[1] == "M" else "mass"
+            return "concentration" if self.cutoff is not None and self.cutoff > 0 else None
+        if self.is_percent:
+            return "percent"
+        if self.is_absorbance:
+            return "absorbance"
+        return "raw count" if self.is_raw_count else None
+
+    def _judged(self, raw: float) -> tuple[str, str] | None:
+        kind = self.range_kind
+        if kind is None:
+            return None
+        size = self._in_base_unit(raw)
+        if size is None:  # a concentration of no known unit is judged by its ratio to the cutoff (same unit)
+            size = (raw / self.cutoff if kind == "concentration" and self.cutoff else raw), ""
+        words = dict(unit=self.unit or self.name, label=self.label(), cutoff=f"{self.cutoff:g}" if self.cutoff else "")
+        return ranges.judge(kind, raw, size[0], base=size[1], **words)
+
     def problem(self, raw: float) -> str | None:
-        """What makes a value the lab wrote impossible for this readout, or None: a concentration at or below 0 or,
-        in a unit of known size, beyond ``MOLAR_IMPOSSIBLE`` / ``MASS_IMPOSSIBLE`` (a percent inhibition or a
-        fluorescence may be negative), or a percent beyond +-PERCENT_BOUND (a percent of the controls' window runs a
-        little past 0 and 100, not thousands: a raw signal or a typo, which would count as a hit or not at random).
-        What is merely unusual is :meth:`suspicion`'s."""
+        """What makes a value the lab wrote impossible for this readout, or None: a concentration at or below 0, or a
+        value outside its kind's possible range (:mod:`~screenbai.campaign.lab.ranges`: a concentration beyond 1e-18
+        .. 1 M, a percent beyond +-1000 %, an OD beyond +-10, a raw count above 1e12). What is merely unusual is
+        :meth:`suspicion`'s."""
         if self.is_concentration and raw <= 0:
             return (
                 f"{self.label()} is a concentration, above 0; a sign or digit lost? write the value measured, the "
                 "assay's lower limit if it is below the range, or 'failed'"
             )
-        size = self._in_base_unit(raw)
-        if size is not None:
-            value, base = size
-            low, high = MOLAR_IMPOSSIBLE if base == "M" else MASS_IMPOSSIBLE
-            if value > high:
-                return (
-                    f"{raw:g} {self.unit} is {value:.3g} {base}, above {high:g} {base}, which no assay doses: a "
-                    f"value in another unit (the declared one is {self.unit}), or a curve fit extrapolated past the "
-                    f"top concentration? write it in {self.unit}, the assay's top concentration if the compound was "
-                    "inactive up to it, or 'failed'"
-                )
-            if value < low:
-                return (
-                    f"{raw:g} {self.unit} is {value:.3g} {base}, below {low:g} {base} (under one molecule per "
-                    f"microlitre): a value in another unit (the declared one is {self.unit})? write it in {self.unit}, "
-                    "or 'failed'"
-                )
-        if self.is_percent and abs(raw) > PERCENT_BOUND:
-            return (
-                f"{self.label()} beyond +-{PERCENT_BOUND:g} %: a raw signal in place of the percent, or a typo? write "
-                "the percent measured, or 'failed'"
-            )
-        return None
+        judged = self._judged(raw)
+        return judged[1] if judged is not None and judged[0] == "refused" else None
 
     def suspicion(self, raw: float) -> str | None:
         """What is unusual, not impossible, in a value ``problem`` let through, or None: it is recorded as written,
-        with a warning (stderr and the campaign's log). A concentration outside ``MOLAR_USUAL`` / ``MASS_USUAL``, a
-        percent outside ``PERCENT_USUAL``, a raw count below 0 (a reader's counts are not: background-subtracted,
-        or a sign slip?)."""
-        size = self._in_base_unit(raw)
-        if size is not None:
-            value, base = size
-            low, high = MOLAR_USUAL if base == "M" else MASS_USUAL
-            if value > high:
-                return (f"{raw:g} {self.unit} is {value:.3g} {base}, above {high:g} {base}, past the top concentration "
-                        f"of nearly every assay: a curve fit's extrapolation, or a value in another unit than "
-                        f"{self.unit}? recorded as written; check it")
-            if value < low:
-                return (f"{raw:g} {self.unit} is {value:.3g} {base}, below {low:g} {base}, past the tight-binding "
-                        f"limit of nearly every assay: a value in another unit than {self.unit}? recorded as written; "
-                        "check it")
-        if self.is_percent and not PERCENT_USUAL[0] <= raw <= PERCENT_USUAL[1]:
-            return (f"{raw:g} % is outside {PERCENT_USUAL[0]:g} % .. {PERCENT_USUAL[1]:g} %, far past the controls' "
-                    "window: a raw signal, a typo or a plate normalised on the wrong controls? recorded as written; "
-                    "check it")
-        if self.is_raw_count and raw < 0:
-            return (f"{raw:g}: a plate reader's raw {self.unit or self.name} is not below 0 (background-subtracted, "
-                    "or a sign slip?); recorded as written; check it")
-        return None
+        with a warning (stderr and the campaign's log). Outside its kind's usual range
+        (:mod:`~screenbai.campaign.lab.ranges`), or a reader's counter ceiling (65535, 2^31-1, 2^32-1: a saturated
+        well)."""
+        judged = self._judged(raw)
+        return judged[1] if judged is not None and judged[0] == "unusual" else None
 
     def _in_base_unit(self, raw: float) -> tuple[float, str] | None:
         """A concentration's value in mol/L or g/L (with which), None for another readout or a unit of unknown size."""
