@@ -105,6 +105,26 @@ def test_a_european_excel_grid_below_the_readers_metadata(tmp_path):
     camp.close()
 
 
+def test_outcome_column_on_a_grid_names_the_file_the_column_and_the_grid(tmp_path, capsys):
+    """`record --outcome-column Signal` on a reader's grid said "'Signal' is not a column of the header ['plate_id',
+    'well', 'outcome']", the reader's internal list, a header the user never wrote, on line 1 (a reader's line)."""
+    camp = _campaign(tmp_path, "96")
+    plate = camp.next_plate(20)
+    path = tmp_path / "reader.csv"
+    path.write_text(_grid(_reading(plate, camp.layout), camp.layout, above=["Reader,Envision", "Read,Signal", ""]))
+    camp.close()
+    argv = ["campaign", "record", str(tmp_path / "g.campaign"), str(path), "--plate", "P001"]
+    assert main([*argv, "--outcome-column", "Signal"]) != 0
+    err = capsys.readouterr().err
+    assert "plate_id" not in err and "['" not in err
+    assert (
+        f"{path}: line 4: --outcome-column 'Signal' is not a column of this file: it is a 8x12 grid (lines 4-12), "
+        "a plate reader's grid whose columns are the plate's columns 1 .. 12, one value per well; record it "
+        "without --outcome-column (`record ... reader.csv --plate P001`)"
+    ) in err
+    assert main(argv) == 0  # as it says
+
+
 def test_a_grid_that_is_not_the_plate_is_refused_naming_it(tmp_path):
     camp = _campaign(tmp_path, "96")
     plate = camp.next_plate(20)

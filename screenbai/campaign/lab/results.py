@@ -205,6 +205,16 @@ def read_results(
     plate = None if plate is None else plate_ids[plate.strip().upper()]
     chosen = outcome_column is not None and _column_name(outcome_column) in header
     grid = None if chosen or any(h in ALIASES["outcome"] for h in header) else find_grid(text, str(path))
+    if grid is not None and outcome_column is not None:  # its columns are the plate's: none holds "the outcomes"
+        what = f"it is {grid.describe()}, a plate reader's grid whose columns are the plate's columns 1 .. {grid.cols}"
+        raise ResultsError(
+            path,
+            [
+                f"{path}: line {grid.header_line}: --outcome-column {outcome_column!r} is not a column of this file: "
+                f"{what}, one value per well; record it without --outcome-column (`record ... {path.name} --plate "
+                f"{plate or 'PLATE_ID'}`), or, for another of the reader's values, export that one as a grid or a list"
+            ],
+        )
     if grid is not None:  # a plate reader's grid: read as the long file of its cells (grid.py)
         header, rows, ends_with_newline, sep = _grid_rows(path, grid, plate, plates, layout_of)
     errors: list[str] = []
