@@ -16,6 +16,7 @@ sampling of the features).
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -42,6 +43,7 @@ from .library import (
     library_from_args,
 )
 from .state.store import CampaignError
+from .state.writer import writing
 from .views.certified import best_first
 from .views.estimates import model_estimates
 from .views.hits import curve_figure, farthest_point_order, hit_recovery
@@ -455,7 +457,10 @@ def run_backtest(
     K = lib.features.shape[0]
     rng = np.random.default_rng(np.random.SeedSequence([int(seed), 1]))  # the assay's own stream
     _remove_orphaned_folders()
-    with tempfile.TemporaryDirectory(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix=f"{_FOLDER_PREFIX}{os.getpid()}-") as tmp,
+        writing(campaign_path) if campaign_path else contextlib.nullcontext(),  # one backtest at a time on a file
+    ):
         path = Path(campaign_path) if campaign_path else Path(tmp) / "backtest.campaign"
         # a file kept (--campaign-out) is continued when it exists: the same command after a kill ends as if never
         # killed (backtest_file)

@@ -13,6 +13,7 @@ screenbai campaign add / withdraw / restart / format / export ... # labcli.py: t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -291,6 +292,7 @@ def run(args) -> int:
     from .lab.results import ResultsError
     from .state.replay import ReplayMismatch
     from .state.store import CampaignError, CampaignFileError, file_error
+    from .state.writer import stepping
 
     try:
         # one BLAS thread: the matrices are small (d x d, K x d), and threads fighting over a busy
@@ -301,7 +303,10 @@ def run(args) -> int:
 
                 binary = args.campaign_command == "backtest" or args.outcome == "binary"
                 args.algorithm = default_algorithm("binary" if binary else "continuous")
-            code = _COMMANDS[args.campaign_command](args)
+            # a command of one step beside others, never while a backtest writes the file (state/writer.py)
+            steps = args.campaign_command in _STEPS and getattr(args, "campaign", None)
+            with stepping(args.campaign) if steps else contextlib.nullcontext():
+                code = _COMMANDS[args.campaign_command](args)
             results().flush()  # a closed pipe shows here, not at exit
             return code
     except BrokenPipeError:
@@ -604,6 +609,8 @@ def _backtest(args) -> int:
     return backtest_from_args(args, parse_params(args.param))
 
 
+#: the commands that write a campaign file in one step (each one SQLite transaction)
+_STEPS = ("next", "plate", "record", "repair", "add", "withdraw", "restart", "format")
 _COMMANDS = {
     "init": _init,
     "next": _next,
