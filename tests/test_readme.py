@@ -93,14 +93,36 @@ def _lab_fills_in(plate: Path) -> None:
         writer.writerows(rows)
 
 
+#: never linked: the history, what runs write (results/, .snakemake/), data/ (laid out by ``root``)
+NOT_LINKED = {".git", "results", ".snakemake", "data"}
+
+
+def tracked_top_level(repo: Path) -> set[str] | None:
+    """The names at the top of ``repo`` that git tracks (files and folders), None outside a git checkout."""
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "ls-files", "-z"], capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return {p.split("/", 1)[0] for p in out.stdout.split("\0") if p}
+
+
+def link_repository(repo: Path, work: Path) -> None:
+    """Link into ``work`` what the README's commands read from the repository root: the files and folders git tracks
+    there. Not what a run of them at the root left beside them (a user's screens/, a backtest's --out folder,
+    cdk2_py.campaign): linked, the README's `init screens/cdk2.campaign` wrote into the repository's screens/ and
+    found its campaign there the next time ("already exists")."""
+    tracked = tracked_top_level(repo)
+    for item in repo.iterdir():
+        if item.name not in NOT_LINKED and (tracked is None or item.name in tracked):
+            (work / item.name).symlink_to(item)
+
+
 @pytest.fixture()
 def root(tmp_path) -> Path:
     """A folder that looks like the repository root (links), plus the main job's arms table."""
     work = tmp_path / "repo"
     work.mkdir()
-    for item in REPO.iterdir():
-        if item.name not in {".git", "results", ".snakemake", "data"}:
-            (work / item.name).symlink_to(item)
+    link_repository(REPO, work)
     (work / "data").mkdir()  # data/cache is written by runs: a folder of its own
     (work / "data" / "README.md").symlink_to(REPO / "data" / "README.md")
     # the shipped export, every 8th row (889 of 7 107, same format): featurizing all 4 866 structures, twice,
@@ -187,6 +209,32 @@ def test_readme_python_snippet_runs(block, line, root):
     done = subprocess.run([sys.executable, "-c", program], cwd=root, env=_env(), capture_output=True, text=True,
                           timeout=900)
     assert done.returncode == 0, f"README line {line}: the snippet failed:\n{done.stderr[-3000:]}"
+
+
+def test_the_folder_the_blocks_run_in_holds_the_repository_not_what_runs_left_in_it(tmp_path):
+    """A checkout where the README was followed at the root (screens/ with its campaign, a backtest's folder, an
+    untracked file): the blocks' folder links what git tracks, nothing else, so the blocks never write into the
+    repository or find an earlier run's files."""
+    repo = tmp_path / "checkout"
+    (repo / "screenbai").mkdir(parents=True)
+    (repo / "screenbai" / "__init__.py").write_text("")
+    (repo / "README.md").write_text("# x\n")
+    (repo / "data").mkdir()
+    (repo / "data" / "README.md").write_text("data\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    (repo / "screens").mkdir()
+    (repo / "screens" / "cdk2.campaign").write_text("a user's campaign")
+    (repo / "cdk2_backtest").mkdir()
+    (repo / "measured.csv").write_text("compound_id,ic50_nM\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    link_repository(repo, work)
+    assert sorted(p.name for p in work.iterdir()) == ["README.md", "screenbai"]
+    assert (work / "screenbai").resolve() == (repo / "screenbai").resolve()
+    assert tracked_top_level(REPO) is None or {"screenbai", "README.md", "pyproject.toml"} <= tracked_top_level(REPO)
 
 
 def test_the_readme_has_the_blocks_this_test_runs():
