@@ -17,6 +17,19 @@ def cdk2_export() -> Path:
     return path
 
 
+@pytest.fixture()
+def camp(tmp_path):
+    """A new campaign (campaign_util.new_campaign: GLGapE on synthetic compounds, c.campaign in the test's folder)
+    with its first plate P001 of 8 wells proposed, closed after the test: the results files' tests start from it. A
+    test module's own ``camp`` fixture takes its place there."""
+    from campaign_util import new_campaign
+
+    c = new_campaign(tmp_path / "c.campaign")
+    c.next_plate(8)
+    yield c
+    c.close()
+
+
 def pytest_collection_modifyitems(config, items):
     """The grouped tests (the workflow's toy run, several minutes on one worker) are handed out first: started
     last, they would leave the other worker idle at the end of the run. A stable sort: the rest keep their order."""

@@ -6,18 +6,9 @@ unambiguous ones are read now. A header with two columns that could hold the out
 from __future__ import annotations
 
 import pytest
-from campaign_util import new_campaign
 
 from screenbai.campaign import ResultsError
 from screenbai.cli import main
-
-
-@pytest.fixture()
-def camp(tmp_path):
-    c = new_campaign(tmp_path / "c.campaign")
-    c.next_plate(8)
-    yield c
-    c.close()
 
 
 def _file(tmp_path, camp, header, row, name="r.csv"):

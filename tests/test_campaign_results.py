@@ -22,14 +22,6 @@ def _content(path):
     return digest.hexdigest()
 
 
-@pytest.fixture()
-def camp(tmp_path):
-    c = new_campaign(tmp_path / "c.campaign")
-    c.next_plate(8)
-    yield c
-    c.close()
-
-
 def _refused(camp, path, *expected):
     before = _content(camp.path)
     with pytest.raises(ResultsError) as info:
