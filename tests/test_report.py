@@ -134,6 +134,23 @@ def test_structure_grid_and_markdown():
     assert md.splitlines() == ["| a | b |", "|---|---|", "| 1.235 | x |", "|  | y |"]
 
 
+def test_structure_grid_legend_lines_do_not_touch():
+    """Each line of a legend is its own band of ink, with white rows between: rdkit's own multi-line legends set
+    a line by its glyphs' height, and the report's 'most potent of the 24 / MOL001 / Ki 0.444 nM' (the workflow's
+    small test) drew MOL001 into the line below it."""
+    legend = ["most potent of the 24\nMOL001\nKi 0.444 nM", "glgape (no guarantee)\n3 of 3 runs, MOL031\nKi 65.5 nM"]
+    img = structure_grid(
+        pd.DataFrame({"smiles": ["CCc1ccccc1", "OC(=O)NC(=O)c1ccccc1"]}), legend=legend, mols_per_row=2, size=(320, 300)
+    )
+    assert img.size == (640, 300)
+    grey = np.asarray(img.convert("L"))
+    for cell in range(2):
+        band = grey[210:300, cell * 320 : (cell + 1) * 320] < 128  # the legend's part of the cell
+        inked = band.any(axis=1).astype(int)
+        lines = int(inked[0] + (np.diff(inked) == 1).sum())
+        assert lines == 3, (cell, inked)
+
+
 def test_write_report_files(tmp_path):
     library = pd.DataFrame({"compound_id": list(SMILES), "smiles": list(SMILES.values()),
                             "activity_nM": [12.0, 300.0, 0.4]})
