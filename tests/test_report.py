@@ -294,6 +294,8 @@ def test_every_algorithm_says_whether_its_setting_is_guaranteed_with_the_measure
     # the paragraph of each algorithm, and its table rows
     assert "alg1 (d = 4, K = 3, names 1 compound; NO GUARANTEE, measured error rate 0.018-0.070" in md
     assert "safe (d = 4, K = 3, names 1 compound; error <= delta, measured error rate 0.000" in md
+    assert "alg2 (d = 4, K = 3, names 1 compound; fixed budget, error rate not measured)" in md
+    assert "measured error rate not measured" not in md  # what the paragraph said
     assert "| alg1 | no guarantee | 0.018-0.070 (44 errors in 1000 runs) | 2 | 3 |" in md
     assert "| alg2 | fixed budget | not measured | 2 | 3 |" in md
 
