@@ -876,6 +876,10 @@ def test_a_backtest_says_the_guarantee_and_whether_the_known_rates_meet_its_mode
         assert bool(res.not_proven) == flagged, res.not_proven
         assert ("NOT PROVEN ON THESE RATES: the logit of the means is not a linear function of the features"
                 in res.text()) == flagged
+        # it said "a correct answer here is not an error bounded by delta"
+        assert (
+            "the chance of a wrong answer is not bounded by delta, and a correct one proves nothing of it" in res.text()
+        ) == flagged
     res = run_backtest(KnownOutcomes(lib, planted, None, "planted"), "kl-lucb", {"epsilon": 0.2}, seed=2,
                        plate_size=20, max_tests=40)
     assert not res.not_proven  # no model of the features: nothing to break

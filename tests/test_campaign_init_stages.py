@@ -12,7 +12,8 @@ def test_init_says_each_step_on_stderr_and_keeps_stdout_for_its_results(tmp_path
     assert init(tmp_path / "s.campaign", library_csv, "--param", "epsilon=0.2") == 0
     out, err = capsys.readouterr()
     steps = [line for line in err.splitlines() if line.startswith("init: ")]
-    assert [re.sub(r" \.\.\. \(\d+ s\)$", "", s) for s in steps] == [
+    # the time since init began, "at": "(16 s)" read as the step's duration
+    assert [re.sub(r" \.\.\. \(at \d+ s\)$", "", s) for s in steps] == [
         "init: reading lib.csv",
         f"init: standardizing {len(SMILES) + 1} structures (RDKit)",
         f"init: fingerprints of {len(SMILES)} compounds and 3 principal components",

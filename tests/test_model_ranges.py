@@ -13,7 +13,7 @@ from campaign_util import Assay, new_campaign, write_results
 from scipy.special import expit
 
 from screenbai.bandits.numerics.linalg import cholesky_solve
-from screenbai.bandits.numerics.lr_range import RANGE_TOL, hit_rate_ranges, predictor_range, upper_end
+from screenbai.bandits.numerics.lr_range import ETA_CAP, RANGE_TOL, hit_rate_ranges, predictor_range, upper_end
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, _onto_plane, _plane_search, nll
 from screenbai.campaign.views.estimates import model_estimates
 from screenbai.campaign.views.model_ranges import model_ranges, range_text
@@ -115,6 +115,24 @@ def test_separable_outcomes_leave_one_end_open_and_the_other_matches_the_grid():
     both = predictor_range([wide, narrow], Xb[0])
     assert both == pytest.approx(predictor_range([narrow], Xb[0]))
     assert predictor_range([], Xb[0]) == (-math.inf, math.inf)
+
+
+def test_a_step_out_past_the_cap_still_finds_the_end_below_it():
+    """Separable outcomes, the surrogate centre far out (x'theta 13) with a wide first step (84): the step-out
+    leapt from 13 - 84 to past -ETA_CAP and gave up, so a compound with 77 hits in 77 wells read a range of
+    [0.000, 1.000] (a finished CDK2 campaign of the README's recipe, level 389). One feature: C_t is
+    {theta: 77 log(1 + e^-10 theta) <= level}, the lower end of 10 theta exactly -log(e^(level/77) - 1)."""
+    X = np.array([[10.0]])
+    level = 389.0
+    cs = LikelihoodRatioSet(X, np.array([77.0]), np.array([77.0]), level, np.zeros(1))
+    assert not cs.bounded
+    w = X[0]
+    assert float(w @ cs.theta) - math.sqrt(float(w @ cholesky_solve(cs.chol, w))) < -ETA_CAP  # the leap
+    exact = -math.log(math.expm1(level / 77.0))  # -5.0455
+    lo, hi = predictor_range([cs], X[0])
+    assert hi == math.inf
+    assert exact - RANGE_TOL <= lo <= exact  # safe and tight
+    assert range_text(*hit_rate_ranges([cs], X)[0]) == "[0.006, 1.000]"
 
 
 def test_range_text_rounds_outwards():
@@ -229,8 +247,9 @@ def test_the_sets_own_range_ends_are_near_the_exact_ones(tmp_path):
             g = exact + (0.02 * abs(exact - centre) + 2 * RANGE_TOL) * (1.0 if lower else -1.0)
             w = -x if lower else x
             Hinv_w = cholesky_solve(cs.chol, w)
-            reached, point = _plane_search(cs.Zp, cs.n, cs.s, w, _onto_plane(cs.theta, w, Hinv_w, -g if lower else g),
-                                           cs.level)
+            reached, point = _plane_search(
+                cs.Zp, cs.n, cs.s, w, _onto_plane(cs.theta, w, Hinv_w, -g if lower else g), cs.level
+            )
             assert not reached and nll(cs.Zp, cs.n, cs.s, point) <= cs.level
 
 

@@ -134,6 +134,23 @@ def test_structure_grid_and_markdown():
     assert md.splitlines() == ["| a | b |", "|---|---|", "| 1.235 | x |", "|  | y |"]
 
 
+def test_structure_grid_legend_lines_do_not_touch():
+    """Each line of a legend is its own band of ink, with white rows between: rdkit's own multi-line legends set
+    a line by its glyphs' height, and the report's 'most potent of the 24 / MOL001 / Ki 0.444 nM' (the workflow's
+    small test) drew MOL001 into the line below it."""
+    legend = ["most potent of the 24\nMOL001\nKi 0.444 nM", "glgape (no guarantee)\n3 of 3 runs, MOL031\nKi 65.5 nM"]
+    img = structure_grid(
+        pd.DataFrame({"smiles": ["CCc1ccccc1", "OC(=O)NC(=O)c1ccccc1"]}), legend=legend, mols_per_row=2, size=(320, 300)
+    )
+    assert img.size == (640, 300)
+    grey = np.asarray(img.convert("L"))
+    for cell in range(2):
+        band = grey[210:300, cell * 320 : (cell + 1) * 320] < 128  # the legend's part of the cell
+        inked = band.any(axis=1).astype(int)
+        lines = int(inked[0] + (np.diff(inked) == 1).sum())
+        assert lines == 3, (cell, inked)
+
+
 def test_write_report_files(tmp_path):
     library = pd.DataFrame({"compound_id": list(SMILES), "smiles": list(SMILES.values()),
                             "activity_nM": [12.0, 300.0, 0.4]})
@@ -277,6 +294,8 @@ def test_every_algorithm_says_whether_its_setting_is_guaranteed_with_the_measure
     # the paragraph of each algorithm, and its table rows
     assert "alg1 (d = 4, K = 3, names 1 compound; NO GUARANTEE, measured error rate 0.018-0.070" in md
     assert "safe (d = 4, K = 3, names 1 compound; error <= delta, measured error rate 0.000" in md
+    assert "alg2 (d = 4, K = 3, names 1 compound; fixed budget, error rate not measured)" in md
+    assert "measured error rate not measured" not in md  # what the paragraph said
     assert "| alg1 | no guarantee | 0.018-0.070 (44 errors in 1000 runs) | 2 | 3 |" in md
     assert "| alg2 | fixed budget | not measured | 2 | 3 |" in md
 

@@ -363,8 +363,10 @@ class BacktestResult:
         if self.guarantee:
             lines.append(f"guarantee: {self.guarantee}")
         if self.not_proven:
-            lines.append(f"NOT PROVEN ON THESE RATES: {'; '.join(self.not_proven)}; a correct answer here is not "
-                         "an error bounded by delta")
+            lines.append(
+                f"NOT PROVEN ON THESE RATES: {'; '.join(self.not_proven)}; the guarantee does not hold here: "
+                "the chance of a wrong answer is not bounded by delta, and a correct one proves nothing of it"
+            )
         c = self.curve
         lines.append(
             f"share of the top-{self.top_k} compounds tested at least once by the end: campaign "

@@ -352,13 +352,14 @@ def init_guarantee(camp) -> str:
 
 def _stages(command: str):
     """What a long command is doing, said on stderr as each step starts, with the time since the command began
-    (``init`` on a few thousand structures takes a minute and said nothing until it was done)."""
+    (``init`` on a few thousand structures takes a minute and said nothing until it was done), written "at 16 s":
+    a bare "(16 s)" after the step read as the step's own duration."""
     import time
 
     started = time.monotonic()
 
     def stage(what: str) -> None:
-        print(f"{command}: {what} ... ({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+        print(f"{command}: {what} ... (at {time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
 
     return stage
 

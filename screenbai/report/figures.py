@@ -266,18 +266,42 @@ def plot_declared_potency(declared: pd.DataFrame, arms: pd.DataFrame | None = No
     return fig
 
 
-def structure_grid(table: pd.DataFrame, *, smiles: str = "smiles", legend: Sequence[str] | None = None,
-                   mols_per_row: int = 4, size: tuple[int, int] = (320, 300)):
-    """PIL image of the structures in ``table`` (rdkit ``MolsToGridImage``)."""
+def structure_grid(
+    table: pd.DataFrame,
+    *,
+    smiles: str = "smiles",
+    legend: Sequence[str] | None = None,
+    mols_per_row: int = 4,
+    size: tuple[int, int] = (320, 300),
+):
+    """PIL image of the structures in ``table`` (drawn by rdkit), each with its legend below it: one line per
+    '\\n', at a fixed line spacing (rdkit's own multi-line legends set each line by its glyphs' height, so a
+    line of capitals and digits, an id such as MOL001, overlapped the next), shrunk to the cell's width."""
+    from PIL import Image, ImageDraw, ImageFont
     from rdkit import Chem
     from rdkit.Chem import Draw
 
     mols = [Chem.MolFromSmiles(s) if isinstance(s, str) else None for s in table[smiles]]
     mols = [m if m is not None else Chem.MolFromSmiles("") for m in mols]
     legends = list(legend) if legend is not None else [""] * len(mols)
-    options = Draw.MolDrawOptions()
-    # RDKit's stubs type these properties as MolDrawOptions
-    options.legendFraction = 0.3  # type: ignore[assignment]  # room for three legend lines
-    options.legendFontSize = 16  # type: ignore[assignment]
-    return Draw.MolsToGridImage(mols, molsPerRow=max(1, min(mols_per_row, len(mols))), subImgSize=size,
-                                legends=legends, returnPNG=False, drawOptions=options)
+    per_row = max(1, min(mols_per_row, len(mols)))
+    w, h = size
+    text_h = int(0.3 * h)  # room for three legend lines
+    drawings = Draw.MolsToGridImage(mols, molsPerRow=per_row, subImgSize=(w, h - text_h), returnPNG=False)
+    rows = max(1, -(-len(mols) // per_row))
+    img = Image.new("RGB", (per_row * w, rows * h), "white")
+    pen = ImageDraw.Draw(img)
+    for i, text in enumerate(legends):
+        r, c = divmod(i, per_row)
+        img.paste(drawings.crop((c * w, r * (h - text_h), (c + 1) * w, (r + 1) * (h - text_h))), (c * w, r * h))
+        lines = str(text).split("\n") if text else []
+        font_size = 16
+        font = ImageFont.load_default(size=font_size)
+        while font_size > 8 and any(pen.textlength(line, font=font) > w - 8 for line in lines):
+            font_size -= 1
+            font = ImageFont.load_default(size=font_size)
+        step = round(1.3 * font_size)
+        top = r * h + (h - text_h) + max(0, (text_h - step * len(lines)) // 2)
+        for k, line in enumerate(lines):
+            pen.text((c * w + w / 2, top + k * step), line, fill="black", font=font, anchor="ma")
+    return img

@@ -203,8 +203,13 @@ def _findings(summary: pd.DataFrame, declared: pd.DataFrame, reference: tuple[in
                     "epsilon-error says little here" if r.eps_good_fraction >= UNINFORMATIVE
                     else f"more than epsilon = {r.epsilon:g} below: {r.eps_error_rate:.2f}")
         g = (guarantees or {}).get(r.label)
-        promise = (f"{g.tag.upper() if g.kind == 'none' else g.tag}, measured error rate {g.measured_rate()}"
-                   if g is not None else "guarantee unknown (the algorithm is not registered)")
+        # "error rate not measured", never "measured error rate not measured"
+        rate = f"measured error rate {g.measured_rate()}" if g is not None and g.measured else "error rate not measured"
+        promise = (
+            f"{g.tag.upper() if g.kind == 'none' else g.tag}, {rate}"
+            if g is not None
+            else "guarantee unknown (the algorithm is not registered)"
+        )
         certified = ""
         holds = f"if {g.assumes}" if g is not None and g.assumes else "under the algorithm's model"
         if "median_certified_epsilon" in summary.columns and np.isfinite(r.median_certified_epsilon):

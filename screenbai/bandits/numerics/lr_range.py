@@ -11,8 +11,9 @@ reached, so the end returned is always a safe (outer) bound, within RANGE_TOL of
 predictor. A set with a minimiser has the search as its own (``LikelihoodRatioSet._range_end``, the one the
 certificate and the stopping tests use, here bisected to RANGE_TOL). A set without a minimiser (separable outcomes)
 may be unbounded along x: the search starts at the surrogate centre, used only once it is checked to lie in C_t,
-and steps out until a plane test (with the UNBOUNDED_SLACK margin) rules the far side out; beyond ETA_CAP, where mu
-is within 1e-17 of 0 or 1, the end counts as unbounded. An empty set (its minimum above the level: theta* is
+and steps out until a plane test (with the UNBOUNDED_SLACK margin) rules the far side out; a step past ETA_CAP, where
+mu is within 1e-17 of 0 or 1, tests the plane at ETA_CAP itself, and only when that one is not ruled out does the end
+count as unbounded. An empty set (its minimum above the level: theta* is
 outside it, an event of probability at most delta) has no range: None.
 
 Cost per end: about log2(width / RANGE_TOL) plane tests, each a few Newton steps of O(K_+ d^2) (K_+ the
@@ -58,9 +59,11 @@ def upper_end(cs: LikelihoodRatioSet, w: np.ndarray, tol: float = RANGE_TOL) -> 
     inside, outside, step = float(w @ cs.theta), math.inf, math.sqrt(float(w @ Hinv_w))
     while math.isinf(outside):  # step out from the centre until a plane rules the far side out
         g = inside + step
-        if g > ETA_CAP:
-            return math.inf
-        if _rules_out(cs, w, Hinv_w, g):
+        if g > ETA_CAP:  # a step past the cap: the cap's own plane still decides (a wide step may leap the end)
+            if inside >= ETA_CAP or not _rules_out(cs, w, Hinv_w, ETA_CAP):
+                return math.inf
+            outside = ETA_CAP
+        elif _rules_out(cs, w, Hinv_w, g):
             outside = g
         else:
             inside, step = g, 2.0 * step
