@@ -78,6 +78,20 @@ def test_uniform_allocation_is_balanced_single_batch():
     assert arms.size == 23 and counts.max() - counts.min() <= 1
 
 
+def test_uniform_allocation_hands_out_round_after_round():
+    """Every prefix of the batch is within one test per arm of uniform (numerics.design.spread_order), so its plates
+    hold every compound and a campaign stopped early has tested them all alike; arm after arm, the first plate of 20
+    held arm 0 alone (budget 300, K = 7)."""
+    p = make_policy("uniform", np.eye(7), budget=300, rng=3)
+    arms = p.propose(20)
+    assert np.unique(arms).size == 7
+    arms = np.concatenate([arms, p.propose(None)])
+    counts = np.bincount(arms, minlength=7)
+    seen = np.cumsum(arms[:, None] == np.arange(7)[None, :], axis=0)
+    assert np.all(np.abs(seen - np.arange(1, 301)[:, None] * counts / 300) <= 0.5 + 7 * counts / 600 + 1e-9)
+    assert np.all(np.abs(seen - np.arange(1, 301)[:, None] / 7) <= 1.0)
+
+
 @pytest.mark.parametrize("name", ["uniform", "linucb", "ucb-glm", "fb-lingape"])
 def test_budget_errors(name):
     with pytest.raises(ValueError, match="budget"):

@@ -117,6 +117,27 @@ def test_point_mass_e_process_keeps_its_level_and_its_bound_is_conservative():
     assert ev.log_evalue(0)[1] >= level - 1e-9
 
 
+def test_with_the_point_mass_the_bound_is_the_root_of_the_stopping_statistic():
+    """With the point mass in use, the bound was the smaller of the two parts' roots, each at its weight's level
+    (about 0.1 and 2.3 nats above the level): above the root of the e-value the stop tests. A lin-tas run (Soare's
+    instance, omega = 0.5, seed 7) stopped at epsilon = 0 after 32 tests and certified only epsilon = 0.0013. Now the
+    bound is the root: the statistic there is at the level, and a stop at epsilon certifies epsilon."""
+    level = np.log(10.0)
+    for seed in range(4):
+        ev, _ = _point_mass_run(np.random.default_rng(seed), level, gap=0.3)
+        assert ev._stats(0)[6][1] == POINT_SHARE  # the point mass is in use
+        lcb = ev.lcb(0)[1]
+        ev.epsilon = -lcb
+        assert ev.log_evalue(0)[1] == pytest.approx(level, abs=1e-8)
+        for eps in (-lcb - 1e-6, -lcb + 1e-6):
+            ev.epsilon = eps
+            assert ev.stops(np.array([0])) == (eps > -lcb) and ev.lcb(0)[1] == lcb, (seed, eps)
+    inst = soare(d=2, omega=0.5)
+    p = make_policy("lin-tas", inst.features, sigma=inst.sigma, delta=0.05, rng=7)
+    res = _run(p, inst, 107)
+    assert res.stopped and p.certificate().worst <= p.epsilon + 1e-12, p.certificate()
+
+
 def test_union_weights_come_from_the_first_block_and_sum_to_at_most_one():
     """Many rivals: the levels of the directions from arm i are log(m / (delta w_i)) with w from the
     first block only; for any true top-m set the weights of the other arms sum to at most 1."""

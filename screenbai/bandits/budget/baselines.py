@@ -3,7 +3,8 @@
 Every policy takes a required ``budget`` (total pulls), spends exactly that many (unless
 FB-LinGapE's own stopping rule fires first) and recommends one arm:
 
-* ``uniform``: floor(B/K) pulls per arm, the remainder to distinct random arms, all in one batch;
+* ``uniform``: floor(B/K) pulls per arm, the remainder to distinct random arms, all in one batch handed out round
+  after round (``spread_order``: every plate holds every arm);
   recommends the best empirical mean (unpulled arms last).
 * ``fb-lingape``: LinGapE ([XHS18], ``screenbai.bandits.linear.gifa``) cut at the budget; recommends its
   current empirical best (ridge estimate).  delta is grid-searched by the benchmark, not here.
@@ -33,7 +34,7 @@ from screenbai.bandits.core.params import (
 from screenbai.bandits.core.policy import NO_ARMS, Policy
 from screenbai.bandits.core.registry import register
 from screenbai.bandits.linear.gifa import LinGapE
-from screenbai.bandits.numerics.design import uniform_allocation
+from screenbai.bandits.numerics.design import spread_order, uniform_allocation
 from screenbai.bandits.numerics.estimators import PlateDesign, RidgeState
 from screenbai.bandits.numerics.glm import logistic_mle
 from screenbai.bandits.numerics.linalg import project
@@ -65,7 +66,7 @@ class UniformAllocation(Policy):
         if self._sent:
             return NO_ARMS if self.n_in_flight else None
         self._sent = True
-        return np.repeat(np.arange(self.K), uniform_allocation(self.budget, self.K, self.rng))
+        return spread_order(uniform_allocation(self.budget, self.K, self.rng))  # round after round, not arm after arm
 
     def _update(self, arms, rewards):
         pass

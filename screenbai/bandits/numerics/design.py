@@ -425,9 +425,10 @@ def spread_order(counts) -> np.ndarray:
     """The arms of the integer allocation ``counts`` (arm k ``counts[k]`` times) in the order that puts arm k's j-th
     test at (j + 1/2) / counts[k] of the way through, ties by arm: every prefix of t tests holds arm k within
     1/2 + s counts[k] / (2 N) tests of its share t counts[k] / N (N = sum(counts), s the arms with a test), so the
-    plates of a phase follow its design. Fixed by the counts alone (no outcome, no random draw); RAGE-GLM predicts a
-    phase's outcomes in this order too. ``np.repeat(np.arange(K), counts)``, arm after arm, put a phase's first plates
-    all on its lowest-numbered arm."""
+    plates of a phase follow its design. Fixed by the counts alone (no outcome, no random draw). The phases of RAGE
+    and RAGE-GLM (which predicts a phase's outcomes in this order too), the blocks of lin-tas and log-tas and the
+    uniform baseline's batch are handed out in it. ``np.repeat(np.arange(K), counts)``, arm after arm, put a phase's
+    first plates all on its lowest-numbered arm."""
     counts = np.asarray(counts, dtype=np.int64).reshape(-1)
     arm = np.repeat(np.arange(counts.size), counts)
     j = np.arange(arm.size) - np.repeat(np.cumsum(counts) - counts, counts)

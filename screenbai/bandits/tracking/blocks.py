@@ -131,6 +131,28 @@ def mixture_boundary(V: np.ndarray, rho: np.ndarray, log_level: float) -> np.nda
         return z * np.sqrt(V + rho)
 
 
+def point_log_evalue(M: np.ndarray, V: np.ndarray, rho: np.ndarray, lam: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """log of q exp(lam M - lam^2 V / 2) + (1 - q) E^mix(M, V, rho): a point mass q at lam mixed with the half-normal
+    mixture (V > 0)."""
+    return np.logaddexp(np.log(q) + lam * M - 0.5 * lam**2 * V, np.log1p(-q) + mixture_log_evalue(M, V, rho))
+
+
+def point_boundary(V: np.ndarray, rho: np.ndarray, lam: np.ndarray, q: np.ndarray, log_level: float) -> np.ndarray:
+    """The M at which ``point_log_evalue`` reaches log_level (increasing in M; V > 0), by bisection: each part alone
+    reaches it with its weight at or above the root (the bound this replaces: at the stop it could read
+    epsilon = 0.0013 where the stopping rule had certified 0), and neither reaches it unweighted below the root.
+    The upper end is returned, so an e-value above log_level at M means M is above it."""
+    hi = np.minimum(mixture_boundary(V, rho, log_level - np.log1p(-q)), (log_level - np.log(q)) / lam + 0.5 * lam * V)
+    lo = np.minimum(mixture_boundary(V, rho, log_level), log_level / lam + 0.5 * lam * V)
+    for _ in range(64):
+        mid = 0.5 * (lo + hi)
+        up = point_log_evalue(mid, V, rho, lam, q) >= log_level
+        hi, lo = np.where(up, mid, hi), np.where(up, lo, mid)
+        if np.all(hi - lo <= 1e-12 * np.maximum(np.abs(hi), 1.0)):
+            break
+    return hi
+
+
 class _BlockCache:
     """Per closed block, the leader-independent vectors: X theta_b, diag(X A_b^+ X'), X N_b (N_b a
     basis of A_b's null space, when A_b is singular), and the same for the pooled design of the blocks
@@ -361,9 +383,7 @@ class BlockEvidence(StoppingRule):
         out = mixture_log_evalue(M, V, rho)
         point = (q > 0) & (V > 0)
         if point.any():  # log(q exp(lam M - lam^2 V / 2) + (1 - q) E^mix)
-            qp = q[point]
-            out[point] = np.logaddexp(np.log(qp) + lam[point] * M[point] - 0.5 * lam[point] ** 2 * V[point],
-                                      np.log1p(-qp) + out[point])
+            out[point] = point_log_evalue(M[point], V[point], rho[point], lam[point], q[point])
         # identical features: (x_i - x_j)'theta = 0 exactly, never below -epsilon
         return np.where(self._same(i), np.inf, np.where(started, out, 0.0))
 
@@ -378,10 +398,9 @@ class BlockEvidence(StoppingRule):
         (-inf where the direction has no evidence yet; entry i is +inf)."""
         _, started, rho, S, V, lam, q = self._stats(i)
         M = mixture_boundary(V, rho, self.level(i) - np.log1p(-q))
-        point = q > 0
-        if point.any():  # the point part's root, where it alone brings E to 1/delta'
-            Mp = (self.level(i) - np.log(q[point])) / lam[point] + 0.5 * lam[point] * V[point]
-            M[point] = np.minimum(M[point], Mp)
+        point = (q > 0) & (V > 0)
+        if point.any():  # the root of log_evalue's e-value, the two parts together (what ``stops`` tests)
+            M[point] = point_boundary(V[point], rho[point], lam[point], q[point], self.level(i))
         with np.errstate(divide="ignore", invalid="ignore"):
             out = np.where(started & (V > 0), (S - M) / np.where(V > 0, V, 1.0), -np.inf)
         out[self._same(i)] = 0.0

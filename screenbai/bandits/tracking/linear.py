@@ -19,7 +19,8 @@ of Track-and-Stop). Where that construction would cost too much (K |Y| d n_b abo
 (``certainty.complexity.characteristic_time``) mixed with 1/(b+1) of the spanning set, rounded
 (Pukelsheim's efficient rounding after dropping arms that would get less than half a test) to the
 forecast of the tests still needed. In a lab a block is handed out over as many plates as it
-takes; a new block starts as soon as the last one is handed out, its design from the outcomes
+takes, in ``numerics.design.spread_order``'s order (every plate prefix follows the block's counts; arm after arm
+put a plate on one compound); a new block starts as soon as the last one is handed out, its design from the outcomes
 recorded by then.
 
 Stopping and guarantee (``blocks.BlockEvidence``, the policy's stopping rule; another valid rule of the
@@ -54,7 +55,7 @@ from screenbai.bandits.core.params import DELTA, EPSILON, SIGMA, Interval, M, pa
 from screenbai.bandits.core.parts import StoppingRule
 from screenbai.bandits.core.policy import Policy
 from screenbai.bandits.core.registry import noise_scale, register
-from screenbai.bandits.numerics.design import round_design
+from screenbai.bandits.numerics.design import round_design, spread_order
 from screenbai.bandits.numerics.linalg import pinv_psd, project_if_deficient, spanning_arms
 from screenbai.bandits.numerics.ties import top_m_preferring
 from screenbai.bandits.tracking.blocks import BlockEvidence, union_level
@@ -362,7 +363,7 @@ class LinearTrackAndStop(Policy):
         if counts.sum() == 0:
             return None
         self._open_block(counts)
-        return np.repeat(np.arange(self.K), counts)
+        return spread_order(counts)  # each plate follows the block (arm after arm put a plate on one arm)
 
     def _open_block(self, counts: np.ndarray) -> None:
         """Hand out a block of per-arm ``counts``, fixed now (before any of its outcomes). It is kept on its own

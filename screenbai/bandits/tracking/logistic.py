@@ -67,6 +67,7 @@ from screenbai.bandits.certainty.exact_logistic import exact_characteristic_time
 from screenbai.bandits.certainty.local_form import exact_pairs_affordable
 from screenbai.bandits.core.params import HIT_RATE_EPSILON, LAMBDA_REG, like, pinned, run_state
 from screenbai.bandits.core.registry import register
+from screenbai.bandits.numerics.design import spread_order
 from screenbai.bandits.numerics.glm import logistic_mle
 from screenbai.bandits.numerics.linalg import pinv_psd
 from screenbai.bandits.numerics.lr_set import forecast_level
@@ -315,7 +316,7 @@ class LogisticTrackAndStop(LinearTrackAndStop):
         counts[arms] = np.ceil(size * need / need.sum()).astype(np.int64)
         rule.wells.start(arms)  # before any of these outcomes: they all count
         self._open_block(counts)
-        return np.repeat(np.arange(self.K), counts)
+        return spread_order(counts)
 
     def _select(self):
         """One test at a time from the current block's plan (a new block when it is spent), so that
