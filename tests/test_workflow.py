@@ -393,6 +393,10 @@ def test_bad_values_fail_before_any_job(tmp_path, mutate, expected):
         # a d above the library's size failed in the pca rule, after the fingerprints, naming no key
         (lambda c: c["screen"]["studies"]["vary_d"].update(d=[2, 100]),
          "screen.studies: d = 100 exceeds the 72 compounds of the curated library of"),
+        # K clipped to the library's 72 compounds left m = 80 >= K: every screen job failed, after the ground truth
+        (lambda c: (c["screen"]["studies"].update(vary_d={"K": 100, "d": [2]}, vary_K={"d": 2, "K": [100]}),
+                    c["algorithms"][1]["params"].update(m=80)),
+         "must satisfy 1 <= m < K = 72; got m = 80 (K = 72 is the size of the curated library of"),
     ],
 )
 def test_refused_at_curation_with_the_message_in_the_rule_log(tmp_path, mutate, expected):
