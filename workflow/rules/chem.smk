@@ -27,6 +27,7 @@ checkpoint curate:
         n_bits=config["featurize"]["n_bits"],
         clip_K=SCREEN["clip_K"],
         algorithms=config["algorithms"],
+        studies=SCREEN["studies"],
         algorithm_modules=MODULES,
         max_samples=SCREEN["max_samples"],
         activity_label=ACTIVITY,

@@ -22,7 +22,10 @@ from screenbai.screening import (
     check_algorithms,
     check_dimensions,
     check_library_size,
+    clip_studies,
+    overparameterised_note,
     prepare_activities,
+    study_points,
 )
 
 with open(snakemake.input.provenance) as fh:
@@ -55,6 +58,13 @@ if clipped:  # on the console too, not only in this rule's log
             f"clipped K = {', '.join(map(str, clipped['asked']))}): lower the algorithm's parameter (e.g. m) or "
             "screen a larger library"
         ) from None
+    # the console warned before any job about the screens asked with K <= d + 1; a clipped K makes new ones
+    asked = set(study_points(snakemake.params.studies))
+    note = overparameterised_note(sorted(set(study_points(clip_studies(snakemake.params.studies, clipped["ran"])))
+                                         - asked))
+    if note:
+        logger.warning("%s (K clipped to the library's size)", note)
+        print(f"WARNING: {note} (K clipped to the library's size)", file=sys.stderr)
 label = cure_threshold(library["activity_nM"], activity_label=snakemake.params.activity_label, **snakemake.params.label)
 label.update(activity_type=activity, activity_types=types, rows_per_type=rows_per_type,
              activity_label=snakemake.params.activity_label, pchembl_of=snakemake.params.pchembl_of, K_clipped=clipped)
