@@ -77,6 +77,7 @@ def test_every_bad_row_has_its_reason_drop_mode(caplog):
     assert rep.n_input == 18 and rep.n_output_rows == 2 and rep.n_compounds == 2
     assert sorted(rep.unparseable) == [("BAD_SMILES", "C1CC("), ("BAD_VALENCE", "C(C)(C)(C)(C)C")]
     assert "BAD_SMILES" in caplog.text  # logged with its id
+    assert "1 rows dropped as 'unknown unit': % (1)" in caplog.text  # the unit not read is named, not only counted
     assert lib["compound_id"].tolist() == ["NO_REL", "OK1"]  # missing relation counts as '='
 
 

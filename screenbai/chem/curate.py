@@ -526,11 +526,12 @@ def curate_activities(
             reason[i] = outcome
         else:
             value_nM[i], is_mass[i] = outcome
-    non_numeric = [i for i in range(n) if reason[i] == "non-numeric value"]
-    if non_numeric:  # the rule log shows what was not a number (e.g. 5,5 with a decimal comma)
-        logger.warning(
-            "%d rows dropped as 'non-numeric value': %s", len(non_numeric), _holds(rows, "standard_value", non_numeric)
-        )
+    # the rule log shows what was not a number (e.g. 5,5 with a decimal comma) and which units were not read
+    # ('mg/kg', or 'ÂµM' from a file decoded twice): the counts alone name no value
+    for why, column in (("non-numeric value", "standard_value"), ("unknown unit", "standard_units")):
+        which = [i for i in range(n) if reason[i] == why]
+        if which:
+            logger.warning("%d rows dropped as %r: %s", len(which), why, _holds(rows, column, which))
 
     _say_respelled_units(rows, reason)
     smiles_in = [str(row["canonical_smiles"]).strip() for row in rows]
