@@ -189,6 +189,17 @@ def test_cache_served_when_service_is_down(chembl_settings, tmp_path):
         fetch_chembl_activities("CHEMBL301", cache_dir=tmp_path, timeout=1, retries=0, refresh=True)
 
 
+def test_a_damaged_cache_says_how_to_download_again(chembl_settings, tmp_path):
+    """A truncated or emptied cache file was named, but nothing said it was a cache nor how to replace it."""
+    chembl_settings.NEW_CLIENT_URL = _free_port_url()
+    cache = tmp_path / "chembl_CHEMBL301_IC50.csv.gz"
+    for content in (b"", gzip.compress(b"molecule_chembl_id,canonical_smiles,standard_value\nCHEMBL1,CCO,5\n")[:30]):
+        cache.write_bytes(content)
+        with pytest.raises(ValueError, match=r"chembl_CHEMBL301_IC50.csv.gz: .*cache of a download of ChEMBL target "
+                                             r"CHEMBL301: delete the file, or set refresh: true"):
+            fetch_chembl_activities("CHEMBL301", cache_dir=tmp_path, timeout=1, retries=0)
+
+
 def test_connection_refused_says_how_to_use_a_local_file(chembl_settings, tmp_path):
     chembl_settings.NEW_CLIENT_URL = _free_port_url()
     t0 = time.perf_counter()

@@ -77,6 +77,7 @@ def test_every_bad_row_has_its_reason_drop_mode(caplog):
     assert rep.n_input == 18 and rep.n_output_rows == 2 and rep.n_compounds == 2
     assert sorted(rep.unparseable) == [("BAD_SMILES", "C1CC("), ("BAD_VALENCE", "C(C)(C)(C)(C)C")]
     assert "BAD_SMILES" in caplog.text  # logged with its id
+    assert "1 rows dropped as 'unknown unit': % (1)" in caplog.text  # the unit not read is named, not only counted
     assert lib["compound_id"].tolist() == ["NO_REL", "OK1"]  # missing relation counts as '='
 
 
@@ -195,6 +196,32 @@ def test_standardize_smiles_helper():
     assert standardize_smiles(pair)["inchikey"].nunique() == 1
     assert standardize_smiles(pair)["smiles"].nunique() == 2
     assert standardize_smiles(pair, canonical_tautomer=True)["smiles"].nunique() == 1
+
+
+def test_values_outside_1_fM_to_1_M_are_dropped_by_reason_and_named(caplog):
+    """A value of 5e-7 typed as nM (meant as M: 500 nM) was kept as 0.5 aM, the most potent compound by twelve
+    log units and a cure under any label; 2e12 nM (2 000 M) too. Bounds inclusive; mass units once converted."""
+    rows = [
+        dict(molecule_chembl_id="OK", canonical_smiles="CCO", standard_value="50"),
+        dict(molecule_chembl_id="ATTO", canonical_smiles="CCN", standard_value="5e-7"),
+        dict(molecule_chembl_id="KILOMOLAR", canonical_smiles="CCC", standard_value="2", standard_units="kM"),
+        dict(molecule_chembl_id="HUGE", canonical_smiles="CCCC", standard_value="2e12"),
+        dict(molecule_chembl_id="ONE_FM", canonical_smiles="CCCCC", standard_value="1", standard_units="fM"),
+        dict(molecule_chembl_id="LOW_EDGE", canonical_smiles="CCCCCC", standard_value="1e-3", standard_units="pM"),
+        dict(molecule_chembl_id="HIGH_EDGE", canonical_smiles="CCCCCCC", standard_value="1", standard_units="M"),
+        dict(molecule_chembl_id="MASS", canonical_smiles="CCCCCCCC", standard_value="1e9", standard_units="ug/mL"),
+    ]
+    lib, rep = curate_activities(_raw(rows[:-1]))
+    _check_invariant(rep)
+    assert rep.dropped == {"unknown unit": 2, "value outside 1 fM - 1 M": 2}  # kM, fM: no unit read
+    assert lib["compound_id"].tolist() == ["HIGH_EDGE", "LOW_EDGE", "OK"]
+    assert "2 rows dropped as 'value outside 1 fM - 1 M'" in caplog.text
+    assert "ATTO (5e-07 nM)" in caplog.text and "HUGE (2e+12 nM)" in caplog.text
+    _, rep = curate_activities(_raw([rows[0], rows[-1]]))
+    assert rep.dropped == {"value outside 1 fM - 1 M": 1}  # 1e9 ug/mL of octane: 8.8e12 nM
+    with pytest.raises(ValueError, match=r"1 rows dropped as 'value outside 1 fM - 1 M' \(are the units the "
+                                         r"intended ones\? units found: nM \(1\)\)"):
+        curate_activities(_raw([rows[1]]))
 
 
 # ------------------------------------------------------------------ the real CDK2 export

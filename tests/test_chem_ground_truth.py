@@ -119,6 +119,20 @@ def test_potent_fraction_with_tied_activities_cuts_between_different_values():
     assert lab["n_cured"] == 3 and lab["description"] == "the most potent 30% of the library (activity < 3.46 nM)"
 
 
+def test_equal_activities_are_named_as_the_reason_no_label_splits_them():
+    """Every value censored '>10000' kept as 10 000 nM: the message told a user of potent_fraction to choose
+    potent_fraction, or a threshold inside the range 1e+04 - 1e+04 nM."""
+    from screenbai.chem.ground_truth import cure_threshold
+
+    for rule in ({"potent_fraction": 0.1}, {"threshold_nM": 100.0}, {"threshold_nM": 1e5}):
+        same = r"all 12 compounds have the same IC50, 1e\+04 nM, so no cure label"
+        with pytest.raises(ValueError, match=same) as info:
+            cure_threshold([1e4] * 12, activity_label="IC50", **rule)
+        assert "censored" in str(info.value) and "potent_fraction (e.g. 0.1)" not in str(info.value)
+    with pytest.raises(ValueError, match="all 1 compounds have the same activity"):
+        cure_threshold([50.0], potent_fraction=0.5)
+
+
 # ---------------------------------------------------------------------- in-sample and cross-validated
 def test_cross_validated_metrics_expose_an_overfitted_ground_truth():
     """Random labels on 40 features of 80 compounds: in-sample the fit looks excellent (AUC near 1),

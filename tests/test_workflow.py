@@ -393,6 +393,10 @@ def test_bad_values_fail_before_any_job(tmp_path, mutate, expected):
         # a d above the library's size failed in the pca rule, after the fingerprints, naming no key
         (lambda c: c["screen"]["studies"]["vary_d"].update(d=[2, 100]),
          "screen.studies: d = 100 exceeds the 72 compounds of the curated library of"),
+        # K clipped to the library's 72 compounds left m = 80 >= K: every screen job failed, after the ground truth
+        (lambda c: (c["screen"]["studies"].update(vary_d={"K": 100, "d": [2]}, vary_K={"d": 2, "K": [100]}),
+                    c["algorithms"][1]["params"].update(m=80)),
+         "must satisfy 1 <= m < K = 72; got m = 80 (K = 72 is the size of the curated library of"),
     ],
 )
 def test_refused_at_curation_with_the_message_in_the_rule_log(tmp_path, mutate, expected):
@@ -439,6 +443,22 @@ def test_a_screen_with_no_more_compounds_than_features_is_warned_about_on_the_co
     assert proc.returncode == 0, proc.stderr[-3000:]
     warning = [line for line in proc.stderr.splitlines() if line.startswith("WARNING: screen.studies: the screen(s)")]
     assert len(warning) == 1 and "d = 30, K = 24 have no more compounds than features + 1" in warning[0]
+
+
+@pytest.mark.slow
+def test_a_clipped_K_no_more_than_d_plus_one_is_warned_about_on_the_console(tmp_path):
+    """A config asking K = 100 with d = 71 has K > d + 1, so nothing was said when the run started; clipped to the
+    72 compounds of the library the screen d = 71, K = 72 ran with no more compounds than features + 1, silently
+    (a copied CDK2 config, d up to 30, on a target of 30 compounds)."""
+    config = small_config(TEST_DATA)
+    config["screen"]["studies"] = {"vary_d": {"K": 100, "d": [2, 71]}}
+    proc = run_snakemake(tmp_path, config, "--cores", "1", "results/ki_toy/library.parquet")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warning = [line for line in proc.stderr.splitlines() if line.startswith("WARNING: screen.studies: the screen(s)")]
+    assert len(warning) == 1, proc.stderr[-3000:]
+    assert "the screen(s) d = 71, K = 72 have no more compounds than features + 1" in warning[0]
+    assert warning[0].endswith("(K clipped to the library's size)")
+    assert "d = 71, K = 72 have no more" in (tmp_path / "results" / "ki_toy" / "logs" / "curate.log").read_text()
 
 
 def test_a_failed_rule_shows_its_own_error_on_the_console_and_logs_the_chain(tmp_path):

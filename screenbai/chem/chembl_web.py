@@ -235,7 +235,13 @@ def fetch_chembl_activities(
     cache = _cache_path(cache_dir, target, types)
     if cache.is_file() and not refresh:
         logger.info("reading cached ChEMBL activities from %s", cache)
-        return to_standard_columns(read_text_table(cache, sep=","))
+        try:
+            return to_standard_columns(read_text_table(cache, sep=","))
+        except ValueError as exc:  # truncated or emptied (copied, disk full): the download it holds is lost
+            raise ValueError(
+                f"{exc}. This is the cache of a download of ChEMBL target {target}: delete the file, or set "
+                "refresh: true in the source, to download it again"
+            ) from None
     records = _download_activities(
         target, types, timeout=timeout, deadline=deadline, page_size=int(page_size), retries=retries
     )

@@ -53,6 +53,7 @@ DROP_REASONS: tuple[str, ...] = (
     "mixture of several compounds",
     "standardization failed",
     "unit not convertible",
+    "value outside 1 fM - 1 M",
     "id names several structures",
 )
 
@@ -69,6 +70,9 @@ MERGE_REASONS: tuple[str, ...] = (
 WIDE_MERGE_FOLD = 10.0
 #: the widest merges the report names (their number is always given)
 WIDE_MERGES_NAMED = 20
+#: activities outside these bounds (nM: 1 fM and 1 M, pActivity 15 and 0, the range pChEMBL values are held to)
+#: measure no binding; they are a unit slip ('5e-7' nM meant as M) or a typing error, and are dropped by reason
+PLAUSIBLE_NM = (1e-6, 1e9)
 
 _EXACT = {"=", "==", "eq"}
 _DECIMAL_COMMA = re.compile(r"^[<>=~]*\s*\d+,\d+$")
@@ -325,8 +329,9 @@ def _attach_structures(
     """Standardize the structures of the rows still kept.
 
     Rows whose structure fails get their reason in ``reason``; mass concentrations are
-    converted to nM in ``value_nM``.  Returns the standardized SMILES, InChIKeys and compound
-    keys per row and the ``(id, reason, smiles)`` of the rows dropped for their structure.
+    converted to nM in ``value_nM``, and a value outside :data:`PLAUSIBLE_NM` (in nM) is dropped.
+    Returns the standardized SMILES, InChIKeys and compound keys per row and the
+    ``(id, reason, smiles)`` of the rows dropped for their structure.
     """
     n = len(smiles_in)
     standardized = standardize_unique({smiles_in[i] for i in range(n) if reason[i] is None}, canonical_tautomer)
@@ -334,6 +339,7 @@ def _attach_structures(
     std_inchikey: list[str | None] = [None] * n
     std_key: list[str | None] = [None] * n
     structures_dropped: list[tuple[str, str, str]] = []
+    implausible: list[str] = []
     for i in range(n):
         if reason[i] is not None:
             continue
@@ -347,6 +353,10 @@ def _attach_structures(
                 reason[i] = "unit not convertible"
                 continue
             value_nM[i] = value_nM[i] * 1e6 / res[3]
+        if not PLAUSIBLE_NM[0] <= value_nM[i] <= PLAUSIBLE_NM[1]:
+            reason[i] = "value outside 1 fM - 1 M"
+            implausible.append(f"{ids[i]} ({value_nM[i]:.3g} nM)")
+            continue
         # '|o1:1|' under two ids: maybe the two enantiomers, so one compound per id
         std_smiles[i], std_inchikey[i] = res[0], res[1]
         std_key[i] = f"{res[2]} {ids[i]}" if unknown_configuration(res[0]) else res[2]
@@ -363,6 +373,11 @@ def _attach_structures(
             std_smiles[i] = std_inchikey[i] = std_key[i] = None
     for cid, why, smi in structures_dropped:
         logger.warning("dropped %s (%s): %r", cid, why, smi)
+    if implausible:
+        logger.warning(
+            "%d rows dropped as 'value outside 1 fM - 1 M' (a unit slip or a typing error?): %s%s", len(implausible),
+            ", ".join(implausible[:10]), f" and {len(implausible) - 10} more" if len(implausible) > 10 else "",
+        )
     return std_smiles, std_inchikey, std_key, structures_dropped
 
 
@@ -430,6 +445,8 @@ def _why_nothing_kept(
             else ""
         ),
         "missing SMILES": lambda idx: "are the SMILES column and the file's delimiter the intended ones?",
+        "value outside 1 fM - 1 M": lambda idx: "are the units the intended ones? units found: "
+        + _holds(rows, "standard_units", idx),
     }
     for r, idx in rows_with.items():
         if r in ("activity type not selected", "assay description not matched"):
@@ -491,6 +508,8 @@ def curate_activities(
     -----
     Mass concentrations (``ug.mL-1``) are converted with the molecular weight of the SMILES
     as given (the substance tested, counter-ions included): nM = value * 1e6 / MW.
+    A value outside 1 fM - 1 M once in nM (pActivity 15 - 0, the range of pChEMBL values) measures no
+    binding (a unit slip, a typing error): it is dropped under its own reason and named in the log.
     """
     pattern = _checked_options(raw_df, censored, assay_description_regex)
     checks = _RowChecks(frozenset(t.strip().lower() for t in activity_types), pattern, censored, drop_flagged)
@@ -507,11 +526,12 @@ def curate_activities(
             reason[i] = outcome
         else:
             value_nM[i], is_mass[i] = outcome
-    non_numeric = [i for i in range(n) if reason[i] == "non-numeric value"]
-    if non_numeric:  # the rule log shows what was not a number (e.g. 5,5 with a decimal comma)
-        logger.warning(
-            "%d rows dropped as 'non-numeric value': %s", len(non_numeric), _holds(rows, "standard_value", non_numeric)
-        )
+    # the rule log shows what was not a number (e.g. 5,5 with a decimal comma) and which units were not read
+    # ('mg/kg', or 'ÂµM' from a file decoded twice): the counts alone name no value
+    for why, column in (("non-numeric value", "standard_value"), ("unknown unit", "standard_units")):
+        which = [i for i in range(n) if reason[i] == why]
+        if which:
+            logger.warning("%d rows dropped as %r: %s", len(which), why, _holds(rows, column, which))
 
     _say_respelled_units(rows, reason)
     smiles_in = [str(row["canonical_smiles"]).strip() for row in rows]

@@ -103,6 +103,14 @@ def cure_threshold(
             words += f"; {value:.0%} was asked, but {int((s == s[k]).sum())} compounds share {s[k]:.3g} nM at that cut"
     cured = a < thr
     n_cured = int(cured.sum())
+    if n_cured in (0, a.size) and a.min() == a.max():
+        # no threshold and no potent_fraction splits equal activities: the usual advice would send the user round
+        raise ValueError(
+            f"all {a.size} compounds have the same {activity_label}, {a[0]:.3g} nM, so no cure label can split them "
+            f"into two classes ({words}: all {'cure' if n_cured else 'do not cure'}) and no logistic ground truth "
+            "can be fitted. The library needs compounds of different activities: are the values censored bounds "
+            "('>10000') kept as values (curation.censored: keep_as_value), or one compound only?"
+        )
     if n_cured in (0, a.size):
         side = "cure" if n_cured == a.size else "do not cure"
         raise ValueError(

@@ -26,6 +26,10 @@ checkpoint curate:
         dims=DIMS,
         n_bits=config["featurize"]["n_bits"],
         clip_K=SCREEN["clip_K"],
+        algorithms=config["algorithms"],
+        studies=SCREEN["studies"],
+        algorithm_modules=MODULES,
+        max_samples=SCREEN["max_samples"],
         activity_label=ACTIVITY,
         pchembl_of=PCHEMBL_OF,
     script:

@@ -3,7 +3,8 @@
 Refused here, before any fingerprint is computed: a declared activity type the data do not
 hold, a cure label that leaves a single class, a PCA dimension d above the library's size, and a
 screen larger than the library unless screen.clip_K (the default) clips it to the library's size,
-with a warning on the console, in the log and in the report.
+with a warning on the console, in the log and in the report; and an algorithm whose parameters do not fit
+that clipped K (m >= K).
 """
 from rule_setup import start
 
@@ -16,7 +17,16 @@ import pandas as pd
 
 from screenbai.chem.curate import curate_activities
 from screenbai.chem.ground_truth import cure_threshold
-from screenbai.screening import check_activity_types, check_dimensions, check_library_size, prepare_activities
+from screenbai.screening import (
+    check_activity_types,
+    check_algorithms,
+    check_dimensions,
+    check_library_size,
+    clip_studies,
+    overparameterised_note,
+    prepare_activities,
+    study_points,
+)
 
 with open(snakemake.input.provenance) as fh:
     provenance = json.load(fh)
@@ -37,6 +47,24 @@ clipped = check_library_size(len(library), snakemake.params.sizes, f"the curated
                              clip=snakemake.params.clip_K)
 if clipped:  # on the console too, not only in this rule's log
     print(f"WARNING: {clipped['message']}", file=sys.stderr)
+    # the algorithms were checked for the K asked; a K clipped to the library's size (m-best of fewer than m + 1
+    # compounds) would fail in every screen job, after the fingerprints and the ground truth
+    try:
+        check_algorithms(snakemake.params.algorithms, snakemake.params.algorithm_modules, [clipped["ran"]],
+                         snakemake.params.max_samples)
+    except ValueError as exc:
+        raise ValueError(
+            f"{exc} (K = {clipped['ran']} is the size of the curated library of {where}, to which screen.clip_K "
+            f"clipped K = {', '.join(map(str, clipped['asked']))}): lower the algorithm's parameter (e.g. m) or "
+            "screen a larger library"
+        ) from None
+    # the console warned before any job about the screens asked with K <= d + 1; a clipped K makes new ones
+    asked = set(study_points(snakemake.params.studies))
+    note = overparameterised_note(sorted(set(study_points(clip_studies(snakemake.params.studies, clipped["ran"])))
+                                         - asked))
+    if note:
+        logger.warning("%s (K clipped to the library's size)", note)
+        print(f"WARNING: {note} (K clipped to the library's size)", file=sys.stderr)
 label = cure_threshold(library["activity_nM"], activity_label=snakemake.params.activity_label, **snakemake.params.label)
 label.update(activity_type=activity, activity_types=types, rows_per_type=rows_per_type,
              activity_label=snakemake.params.activity_label, pchembl_of=snakemake.params.pchembl_of, K_clipped=clipped)
