@@ -73,8 +73,8 @@ CASES = [
     pytest.param(LUCB, 4, True, id="lucb-plate4-not-recorded"),
     pytest.param(LUCB, 4, False, id="lucb-plate4-recorded"),
     pytest.param(("glgape", {"epsilon": 0.2}), 5, True, id="glgape-plate5-not-recorded"),
-    # the default algorithm (its policy rebuilt from the file's snapshot): 27 plates, 6 s a run on a quiet machine
-    pytest.param(("log-tas", {"epsilon": 0.2}), 13, False, id="log-tas-plate13-recorded", marks=pytest.mark.slow),
+    # the default algorithm (its policy rebuilt from the file's snapshot): 14 plates, killed halfway
+    pytest.param(("log-tas", {"epsilon": 0.2}), 7, False, id="log-tas-plate7-recorded", marks=pytest.mark.slow),
 ]
 
 

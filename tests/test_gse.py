@@ -149,3 +149,18 @@ def test_reuse_data_decides_on_all_the_data_of_the_survivors(reuse_data, best):
 def test_aliases_registered():
     for alias in ("gse-lin-fwg", "gse-lin-uniform", "gse-lin-wynn", "gse-lin-greedy", "gse-log-uniform", "gse-log-fwg"):
         assert isinstance(make_policy(alias, np.eye(4), budget=20), GSELin.__mro__[1])
+
+
+@pytest.mark.parametrize("name", ["gse-lin", "gse-log"])
+def test_a_stage_is_handed_out_spread_over_its_design(name):
+    """A stage's batch follows its design in every prefix (a plate), not one compound after another: arm after
+    arm put the first plates of a stage on its lowest-numbered compound."""
+    inst = akg_logistic(K=12, d=4, seed=0)
+    p = make_policy(name, inst.features, rng=0, budget=400)
+    batch = np.asarray(p.ask())
+    counts = np.bincount(np.searchsorted(p.active, batch), minlength=p.active.size)
+    assert (counts > 0).sum() >= 4
+    N, s = counts.sum(), (counts > 0).sum()
+    for t in range(1, N + 1):  # spread_order's promise for every prefix
+        got = np.bincount(np.searchsorted(p.active, batch[:t]), minlength=p.active.size)
+        assert np.all(np.abs(got - t * counts / N) <= 0.5 + s * counts / (2 * N) + 1e-9), t

@@ -50,6 +50,7 @@ from screenbai.bandits.numerics.design import (
     frank_wolfe,
     greedy_g_allocation,
     round_design,
+    spread_order,
     uniform_allocation,
     wynn,
 )
@@ -227,7 +228,7 @@ class GSE(Policy):
         self._counts = self._allocate(self._Z, n)
         self._stage_n = np.zeros(self.active.size, dtype=np.int64)
         self._stage_s = np.zeros(self.active.size)
-        return np.repeat(self.active, self._counts)
+        return self.active[spread_order(self._counts)]  # each plate follows the stage's design, not one compound
 
     def _update(self, arms: np.ndarray, rewards: np.ndarray) -> None:
         local = np.searchsorted(self.active, arms)  # the stage's arms, in any order and any part
