@@ -561,3 +561,98 @@ def test_a_unit_in_another_case_or_spelled_out_is_converted_and_said(caplog):
     assert rep.dropped == {"unknown unit": 1}  # 'm': metre, milli-? not a concentration
     assert lib["activity_nM"].tolist() == [2, 2, 2000, 2, 2000, 2e6, 2]
     assert "units read as" in caplog.text and "'UM' as uM (1 rows)" in caplog.text
+
+
+# ------------------------------------------------------------------ stereo RDKit cannot hold
+def test_allene_enantiomers_are_never_merged(caplog):
+    # RDKit reads CC=[C@]=CC and CC=[C@@]=CC as CC=C=CC: one InChIKey, so they merged into one median
+    rows = [
+        dict(molecule_chembl_id="ALLENE_M", canonical_smiles="CC=[C@]=CC", standard_value="10"),
+        dict(molecule_chembl_id="ALLENE_P", canonical_smiles="CC=[C@@]=CC", standard_value="1000"),
+        dict(molecule_chembl_id="ALLENE_M2", canonical_smiles="CC=[C@]=CC", standard_value="40"),  # written alike
+        dict(molecule_chembl_id="CUMULENE_E", canonical_smiles="C/C=C=C=C/C", standard_value="5"),
+        dict(molecule_chembl_id="CUMULENE_Z", canonical_smiles="C/C=C=C=C\\C", standard_value="500"),
+        # no axis (two methyls on one end), no stereocentre (two methyls): the '@' says nothing, so they merge
+        dict(molecule_chembl_id="NOAXIS_A", canonical_smiles="CC=[C@]=C(C)C", standard_value="7"),
+        dict(molecule_chembl_id="NOAXIS_B", canonical_smiles="CC=C=C(C)C", standard_value="7"),
+        dict(molecule_chembl_id="NOCENTRE_A", canonical_smiles="C[C@H](C)CC", standard_value="3"),
+        dict(molecule_chembl_id="NOCENTRE_B", canonical_smiles="CCC(C)C", standard_value="3"),
+    ]
+    with caplog.at_level(logging.WARNING, logger="screenbai.chem"):
+        lib, rep = curate_activities(_raw(rows))
+    _check_invariant(rep)
+    by_id = lib.set_index("compound_id")
+    assert by_id.loc["ALLENE_M", "source_ids"] == "ALLENE_M;ALLENE_M2"
+    assert by_id.loc["ALLENE_M", "activity_nM"] == pytest.approx(20.0)  # sqrt(10 * 40), not merged with 1000
+    assert by_id.loc["ALLENE_P", "activity_nM"] == 1000
+    assert by_id.loc["CUMULENE_E", "n_measurements"] == by_id.loc["CUMULENE_Z", "n_measurements"] == 1
+    assert by_id.loc["NOAXIS_A", "source_ids"] == "NOAXIS_A;NOAXIS_B"
+    assert by_id.loc["NOCENTRE_A", "source_ids"] == "NOCENTRE_A;NOCENTRE_B"
+    assert len(lib) == 6
+    assert "4 structures specify stereo RDKit cannot hold" in caplog.text and "CC=[C@@]=CC" in caplog.text
+
+
+# ------------------------------------------------------------------ counter-ions, solvents, mixtures
+IBUPROFEN = "CC(C)Cc1ccc(C(C)C(=O)O)cc1"
+KETOROLAC = "O=C(O)C1CCn2c1ccc2C(=O)c1ccccc1"
+DICLOFENAC = "O=C(O)Cc1ccccc1Nc1c(Cl)cccc1Cl"
+FLUNIXIN = "Cc1c(Nc2ncccc2C(=O)O)cccc1C(F)(F)F"
+SALTS = {  # real-looking salts of ChEMBL -> the parent's SMILES as written alone
+    "ketorolac tromethamine": (f"{KETOROLAC}.NC(CO)(CO)CO", KETOROLAC),
+    "diclofenac diethylamine": (f"{DICLOFENAC}.CCNCC", DICLOFENAC),
+    "diclofenac ethanolamine": ("[O-]C(=O)Cc1ccccc1Nc1c(Cl)cccc1Cl.[NH3+]CCO", DICLOFENAC),
+    "flunixin meglumine": (f"{FLUNIXIN}.CNC[C@H](O)[C@@H](O)[C@H](O)[C@H](O)CO", FLUNIXIN),
+    "ibuprofen lysine": (f"{IBUPROFEN}.NCCCC[C@H](N)C(=O)O", IBUPROFEN),
+    "ibuprofen arginine": ("CC(C)Cc1ccc(C(C)C(=O)[O-])cc1.NC(=[NH2+])NCCC[C@H](N)C(=O)O", IBUPROFEN),
+    "ibuprofen triethylammonium": ("CC(C)Cc1ccc(C(C)C(=O)[O-])cc1.CC[NH+](CC)CC", IBUPROFEN),
+    "ibuprofen choline": ("CC(C)Cc1ccc(C(C)C(=O)[O-])cc1.C[N+](C)(C)CCO", IBUPROFEN),
+    "ibuprofen sodium": ("CC(C)Cc1ccc(C(C)C(=O)[O-])cc1.[Na+]", IBUPROFEN),
+    "ibuprofen potassium": ("CC(C)Cc1ccc(C(C)C(=O)[O-])cc1.[K+]", IBUPROFEN),
+    "ibuprofen calcium": ("CC(C)Cc1ccc(C(C)C(=O)[O-])cc1.CC(C)Cc1ccc(C(C)C(=O)[O-])cc1.[Ca+2]", IBUPROFEN),
+    "nicotine tosylate": ("CN1CCC[C@H]1c1cccnc1.Cc1ccc(S(=O)(=O)O)cc1", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine mesylate": ("CN1CCC[C@H]1c1cccnc1.CS(=O)(=O)O", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine besylate": ("CN1CCC[C@H]1c1cccnc1.O=S(=O)(O)c1ccccc1", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine maleate": ("CN1CCC[C@H]1c1cccnc1.O=C(O)/C=C\\C(=O)O", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine fumarate": ("CN1CCC[C@H]1c1cccnc1.O=C(O)/C=C/C(=O)O", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine citrate": ("CN1CCC[C@H]1c1cccnc1.O=C(O)CC(O)(CC(=O)O)C(=O)O", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine tartrate": ("CN1CCC[C@H]1c1cccnc1.O=C(O)[C@H](O)[C@@H](O)C(=O)O", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine succinate": ("CN1CCC[C@H]1c1cccnc1.O=C(O)CCC(=O)O", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine oxalate": ("CN1CCC[C@H]1c1cccnc1.O=C(O)C(=O)O", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine TFA": ("CN1CCC[C@H]1c1cccnc1.O=C(O)C(F)(F)F", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine HCl": ("CN1CCC[C@H]1c1cccnc1.Cl", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine HBr": ("CN1CCC[C@H]1c1cccnc1.Br", "CN1CCC[C@H]1c1cccnc1"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SALTS))
+def test_pharmaceutical_counter_ions_are_stripped(name):
+    salt, parent = SALTS[name]
+    out = standardize_smiles([salt, parent])
+    assert out["error"].tolist() == [None, None], out
+    assert out["smiles"][0] == out["smiles"][1]
+
+
+def test_two_drugs_or_only_solvents_have_no_parent(caplog):
+    rows = [
+        dict(molecule_chembl_id="SALT", canonical_smiles=f"{KETOROLAC}.NC(CO)(CO)CO", standard_value="5"),
+        dict(molecule_chembl_id="FREE", canonical_smiles=KETOROLAC, standard_value="20"),
+        # two drug-like components: a mixture, whatever counter-ions come with them
+        dict(molecule_chembl_id="TWO_DRUGS", canonical_smiles=f"{IBUPROFEN}.CN1CCC[C@H]1c1cccnc1.Cl",
+             standard_value="5"),
+        # ethanol and benzene: neither is the compound (ethanol was kept, benzene stripped as a solvent)
+        dict(molecule_chembl_id="SOLVENTS", canonical_smiles="CCO.c1ccccc1", standard_value="5"),
+        dict(molecule_chembl_id="TRIS_TEA", canonical_smiles="NC(CO)(CO)CO.CCN(CC)CC", standard_value="5"),
+        dict(molecule_chembl_id="HYDRATE", canonical_smiles="CCO.O", standard_value="5"),  # ethanol itself
+        dict(molecule_chembl_id="NA_ACETATE", canonical_smiles="CC(=O)[O-].[Na+]", standard_value="5"),
+    ]
+    with caplog.at_level(logging.WARNING, logger="screenbai.chem"):
+        lib, rep = curate_activities(_raw(rows))
+    _check_invariant(rep)
+    assert rep.dropped == {"mixture of several compounds": 1, "no parent: only solvents and counter-ions": 2}
+    named = {cid: why for cid, why, _ in rep.structures_dropped}
+    assert named == {"TWO_DRUGS": "mixture of several compounds",
+                     "SOLVENTS": "no parent: only solvents and counter-ions",
+                     "TRIS_TEA": "no parent: only solvents and counter-ions"}
+    assert lib.set_index("compound_id").loc["FREE", "source_ids"] == "FREE;SALT"
+    assert sorted(lib["smiles"]) == ["CC(=O)O", "CCO", "O=C(c1ccccc1)c1ccc2n1CCC2C(=O)O"]
+    assert "SOLVENTS (no parent: only solvents and counter-ions)" in caplog.text

@@ -51,6 +51,7 @@ DROP_REASONS: tuple[str, ...] = (
     "metal-containing structure",
     "inorganic structure",
     "mixture of several compounds",
+    "no parent: only solvents and counter-ions",
     "standardization failed",
     "unit not convertible",
     "value outside 1 fM - 1 M",
@@ -107,7 +108,7 @@ class CurationReport:
         WIDE_MERGES_NAMED widest of them, widest first: their median stands for values that disagree.
     structures_dropped : list of (id, reason, smiles)
         Rows dropped for their structure (too large, unparseable, text after the SMILES, metal-containing,
-        inorganic, a mixture, standardization failed); SMILES longer than 200 characters
+        inorganic, a mixture, only solvents and counter-ions, standardization failed); SMILES longer than 200 characters
         are shortened.
     settings : dict
         The curation options used.
