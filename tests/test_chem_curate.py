@@ -160,7 +160,8 @@ def test_assay_regex_and_types_and_determinism():
     lib, rep = curate_activities(_raw(rows), assay_description_regex=CYCLIN_A)
     assert lib["compound_id"].tolist() == ["C1", "C2"]
     assert rep.dropped == {"activity type not selected": 1, "assay description not matched": 2}
-    lib2, _ = curate_activities(_raw(rows), activity_types=("ic50", "KI"), assay_description_regex=CYCLIN_A)
+    lib2, _ = curate_activities(_raw(rows), activity_types=("ic50", "KI"), assay_description_regex=CYCLIN_A,
+                                combine_types="median")
     assert lib2["compound_id"].tolist() == ["C1", "C2", "C5"]
     shuffled = _raw(rows).sample(frac=1.0, random_state=3)
     pd.testing.assert_frame_equal(curate_activities(shuffled, assay_description_regex=CYCLIN_A)[0], lib)
@@ -561,3 +562,184 @@ def test_a_unit_in_another_case_or_spelled_out_is_converted_and_said(caplog):
     assert rep.dropped == {"unknown unit": 1}  # 'm': metre, milli-? not a concentration
     assert lib["activity_nM"].tolist() == [2, 2, 2000, 2, 2000, 2e6, 2]
     assert "units read as" in caplog.text and "'UM' as uM (1 rows)" in caplog.text
+
+
+# ------------------------------------------------------------------ stereo RDKit cannot hold
+def test_allene_enantiomers_are_never_merged(caplog):
+    # RDKit reads CC=[C@]=CC and CC=[C@@]=CC as CC=C=CC: one InChIKey, so they merged into one median
+    rows = [
+        dict(molecule_chembl_id="ALLENE_M", canonical_smiles="CC=[C@]=CC", standard_value="10"),
+        dict(molecule_chembl_id="ALLENE_P", canonical_smiles="CC=[C@@]=CC", standard_value="1000"),
+        dict(molecule_chembl_id="ALLENE_M2", canonical_smiles="CC=[C@]=CC", standard_value="40"),  # written alike
+        dict(molecule_chembl_id="CUMULENE_E", canonical_smiles="C/C=C=C=C/C", standard_value="5"),
+        dict(molecule_chembl_id="CUMULENE_Z", canonical_smiles="C/C=C=C=C\\C", standard_value="500"),
+        # no axis (two methyls on one end), no stereocentre (two methyls): the '@' says nothing, so they merge
+        dict(molecule_chembl_id="NOAXIS_A", canonical_smiles="CC=[C@]=C(C)C", standard_value="7"),
+        dict(molecule_chembl_id="NOAXIS_B", canonical_smiles="CC=C=C(C)C", standard_value="7"),
+        dict(molecule_chembl_id="NOCENTRE_A", canonical_smiles="C[C@H](C)CC", standard_value="3"),
+        dict(molecule_chembl_id="NOCENTRE_B", canonical_smiles="CCC(C)C", standard_value="3"),
+    ]
+    with caplog.at_level(logging.WARNING, logger="screenbai.chem"):
+        lib, rep = curate_activities(_raw(rows))
+    _check_invariant(rep)
+    by_id = lib.set_index("compound_id")
+    assert by_id.loc["ALLENE_M", "source_ids"] == "ALLENE_M;ALLENE_M2"
+    assert by_id.loc["ALLENE_M", "activity_nM"] == pytest.approx(20.0)  # sqrt(10 * 40), not merged with 1000
+    assert by_id.loc["ALLENE_P", "activity_nM"] == 1000
+    assert by_id.loc["CUMULENE_E", "n_measurements"] == by_id.loc["CUMULENE_Z", "n_measurements"] == 1
+    assert by_id.loc["NOAXIS_A", "source_ids"] == "NOAXIS_A;NOAXIS_B"
+    assert by_id.loc["NOCENTRE_A", "source_ids"] == "NOCENTRE_A;NOCENTRE_B"
+    assert len(lib) == 6
+    assert "4 structures specify stereo RDKit cannot hold" in caplog.text and "CC=[C@@]=CC" in caplog.text
+
+
+# ------------------------------------------------------------------ counter-ions, solvents, mixtures
+IBUPROFEN = "CC(C)Cc1ccc(C(C)C(=O)O)cc1"
+KETOROLAC = "O=C(O)C1CCn2c1ccc2C(=O)c1ccccc1"
+DICLOFENAC = "O=C(O)Cc1ccccc1Nc1c(Cl)cccc1Cl"
+FLUNIXIN = "Cc1c(Nc2ncccc2C(=O)O)cccc1C(F)(F)F"
+SALTS = {  # real-looking salts of ChEMBL -> the parent's SMILES as written alone
+    "ketorolac tromethamine": (f"{KETOROLAC}.NC(CO)(CO)CO", KETOROLAC),
+    "diclofenac diethylamine": (f"{DICLOFENAC}.CCNCC", DICLOFENAC),
+    "diclofenac ethanolamine": ("[O-]C(=O)Cc1ccccc1Nc1c(Cl)cccc1Cl.[NH3+]CCO", DICLOFENAC),
+    "flunixin meglumine": (f"{FLUNIXIN}.CNC[C@H](O)[C@@H](O)[C@H](O)[C@H](O)CO", FLUNIXIN),
+    "ibuprofen lysine": (f"{IBUPROFEN}.NCCCC[C@H](N)C(=O)O", IBUPROFEN),
+    "ibuprofen arginine": ("CC(C)Cc1ccc(C(C)C(=O)[O-])cc1.NC(=[NH2+])NCCC[C@H](N)C(=O)O", IBUPROFEN),
+    "ibuprofen triethylammonium": ("CC(C)Cc1ccc(C(C)C(=O)[O-])cc1.CC[NH+](CC)CC", IBUPROFEN),
+    "ibuprofen choline": ("CC(C)Cc1ccc(C(C)C(=O)[O-])cc1.C[N+](C)(C)CCO", IBUPROFEN),
+    "ibuprofen sodium": ("CC(C)Cc1ccc(C(C)C(=O)[O-])cc1.[Na+]", IBUPROFEN),
+    "ibuprofen potassium": ("CC(C)Cc1ccc(C(C)C(=O)[O-])cc1.[K+]", IBUPROFEN),
+    "ibuprofen calcium": ("CC(C)Cc1ccc(C(C)C(=O)[O-])cc1.CC(C)Cc1ccc(C(C)C(=O)[O-])cc1.[Ca+2]", IBUPROFEN),
+    "nicotine tosylate": ("CN1CCC[C@H]1c1cccnc1.Cc1ccc(S(=O)(=O)O)cc1", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine mesylate": ("CN1CCC[C@H]1c1cccnc1.CS(=O)(=O)O", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine besylate": ("CN1CCC[C@H]1c1cccnc1.O=S(=O)(O)c1ccccc1", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine maleate": ("CN1CCC[C@H]1c1cccnc1.O=C(O)/C=C\\C(=O)O", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine fumarate": ("CN1CCC[C@H]1c1cccnc1.O=C(O)/C=C/C(=O)O", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine citrate": ("CN1CCC[C@H]1c1cccnc1.O=C(O)CC(O)(CC(=O)O)C(=O)O", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine tartrate": ("CN1CCC[C@H]1c1cccnc1.O=C(O)[C@H](O)[C@@H](O)C(=O)O", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine succinate": ("CN1CCC[C@H]1c1cccnc1.O=C(O)CCC(=O)O", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine oxalate": ("CN1CCC[C@H]1c1cccnc1.O=C(O)C(=O)O", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine TFA": ("CN1CCC[C@H]1c1cccnc1.O=C(O)C(F)(F)F", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine HCl": ("CN1CCC[C@H]1c1cccnc1.Cl", "CN1CCC[C@H]1c1cccnc1"),
+    "nicotine HBr": ("CN1CCC[C@H]1c1cccnc1.Br", "CN1CCC[C@H]1c1cccnc1"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SALTS))
+def test_pharmaceutical_counter_ions_are_stripped(name):
+    salt, parent = SALTS[name]
+    out = standardize_smiles([salt, parent])
+    assert out["error"].tolist() == [None, None], out
+    assert out["smiles"][0] == out["smiles"][1]
+
+
+def test_two_drugs_or_only_solvents_have_no_parent(caplog):
+    rows = [
+        dict(molecule_chembl_id="SALT", canonical_smiles=f"{KETOROLAC}.NC(CO)(CO)CO", standard_value="5"),
+        dict(molecule_chembl_id="FREE", canonical_smiles=KETOROLAC, standard_value="20"),
+        # two drug-like components: a mixture, whatever counter-ions come with them
+        dict(molecule_chembl_id="TWO_DRUGS", canonical_smiles=f"{IBUPROFEN}.CN1CCC[C@H]1c1cccnc1.Cl",
+             standard_value="5"),
+        # ethanol and benzene: neither is the compound (ethanol was kept, benzene stripped as a solvent)
+        dict(molecule_chembl_id="SOLVENTS", canonical_smiles="CCO.c1ccccc1", standard_value="5"),
+        dict(molecule_chembl_id="TRIS_TEA", canonical_smiles="NC(CO)(CO)CO.CCN(CC)CC", standard_value="5"),
+        dict(molecule_chembl_id="HYDRATE", canonical_smiles="CCO.O", standard_value="5"),  # ethanol itself
+        dict(molecule_chembl_id="NA_ACETATE", canonical_smiles="CC(=O)[O-].[Na+]", standard_value="5"),
+    ]
+    with caplog.at_level(logging.WARNING, logger="screenbai.chem"):
+        lib, rep = curate_activities(_raw(rows))
+    _check_invariant(rep)
+    assert rep.dropped == {"mixture of several compounds": 1, "no parent: only solvents and counter-ions": 2}
+    named = {cid: why for cid, why, _ in rep.structures_dropped}
+    assert named == {"TWO_DRUGS": "mixture of several compounds",
+                     "SOLVENTS": "no parent: only solvents and counter-ions",
+                     "TRIS_TEA": "no parent: only solvents and counter-ions"}
+    assert lib.set_index("compound_id").loc["FREE", "source_ids"] == "FREE;SALT"
+    assert sorted(lib["smiles"]) == ["CC(=O)O", "CCO", "O=C(c1ccccc1)c1ccc2n1CCC2C(=O)O"]
+    assert "SOLVENTS (no parent: only solvents and counter-ions)" in caplog.text
+
+
+# ------------------------------------------------------------------ several activity types
+MIXED_TYPES = [
+    dict(molecule_chembl_id="A", canonical_smiles="CCO", standard_value="10", standard_type="IC50"),
+    dict(molecule_chembl_id="A", canonical_smiles="CCO", standard_value="1000", standard_type="Ki"),
+    dict(molecule_chembl_id="B", canonical_smiles="CCN", standard_value="50", standard_type="Ki"),
+    dict(molecule_chembl_id="C", canonical_smiles="CCC", standard_value="7", standard_type="IC50"),
+]
+
+
+def test_several_activity_types_are_never_merged_silently(caplog):
+    """IC50 and Ki of one compound were merged into one median (100 nM here, neither value)."""
+    with pytest.raises(ValueError, match=r"several activity types: IC50 \(2 rows\), Ki \(2 rows\).*combine_types"):
+        curate_activities(_raw(MIXED_TYPES), activity_types=["IC50", "Ki"])
+    lib, rep = curate_activities(_raw(MIXED_TYPES), activity_types=["IC50", "Ki"], combine_types="first_listed")
+    _check_invariant(rep)
+    assert rep.dropped == {"another activity type listed first": 1}
+    assert dict(zip(lib["compound_id"], lib["activity_nM"])) == {"A": 10.0, "B": 50.0, "C": 7.0}
+    lib, _ = curate_activities(_raw(MIXED_TYPES), activity_types=["Ki", "IC50"], combine_types="first_listed")
+    assert dict(zip(lib["compound_id"], lib["activity_nM"])) == {"A": 1000.0, "B": 50.0, "C": 7.0}
+    with caplog.at_level(logging.WARNING, logger="screenbai.chem"):
+        lib, rep = curate_activities(_raw(MIXED_TYPES), activity_types=["IC50", "Ki"], combine_types="median")
+    assert lib.set_index("compound_id").loc["A", "activity_nM"] == pytest.approx(100.0)
+    assert rep.mixed_type_compounds == 1 and rep.settings["combine_types"] == "median"
+    assert "1 compounds' values combine several activity types" in caplog.text
+    # all types kept (activity_types empty): the same refusal; one type present: nothing to combine
+    with pytest.raises(ValueError, match="combine_types"):
+        curate_activities(_raw(MIXED_TYPES), activity_types=[])
+    with pytest.raises(ValueError, match="activity_types is empty"):
+        curate_activities(_raw(MIXED_TYPES), activity_types=[], combine_types="first_listed")
+    with pytest.raises(ValueError, match="combine_types='mean'"):
+        curate_activities(_raw(MIXED_TYPES), combine_types="mean")  # type: ignore[arg-type]
+    lib, _ = curate_activities(_raw([MIXED_TYPES[0], MIXED_TYPES[3]]), activity_types=["IC50", "Ki"])
+    assert len(lib) == 2
+
+
+def test_a_config_keeping_several_types_must_say_how_to_combine_them():
+    from screenbai.screening import activity_types_of
+
+    chembl = {"kind": "chembl", "target_chembl_id": "CHEMBL1", "activity_types": ["IC50", "Ki"]}
+    with pytest.raises(ValueError, match="curation.combine_types: first_listed"):
+        activity_types_of({"source": chembl})
+    with pytest.raises(ValueError, match="curation.combine_types"):
+        activity_types_of({"source": {"kind": "export", "path": "x"}, "curation": {"activity_types": ["IC50", "Ki"]}})
+    assert activity_types_of({"source": chembl, "curation": {"combine_types": "median"}}) == ["IC50", "Ki"]
+
+
+# ------------------------------------------------------------------ values from pchembl_value
+def test_rows_with_only_a_pchembl_value_are_recovered(caplog):
+    base = dict(canonical_smiles="CCO", standard_value=None, standard_units=None)
+    rows = [
+        dict(base, molecule_chembl_id="P7", pchembl_value="7.0"),  # 100 nM
+        dict(base, molecule_chembl_id="P9", canonical_smiles="CCN", pchembl_value=9, standard_relation=None),
+        dict(base, molecule_chembl_id="CENSORED", canonical_smiles="CCC", pchembl_value="6", standard_relation=">"),
+        dict(base, molecule_chembl_id="OUT", canonical_smiles="CCS", pchembl_value="16"),
+        dict(base, molecule_chembl_id="TEXT", canonical_smiles="CCCl", pchembl_value="n.d."),
+        dict(base, molecule_chembl_id="NONE", canonical_smiles="CCBr"),
+        dict(base, molecule_chembl_id="FLAGGED", canonical_smiles="CCF", pchembl_value="8",
+             data_validity_comment="Outside typical range"),
+    ]
+    frame = _raw(rows).assign(pchembl_value=[r.get("pchembl_value") for r in rows])
+    with caplog.at_level(logging.WARNING, logger="screenbai.chem"):
+        lib, rep = curate_activities(frame)
+    _check_invariant(rep)
+    assert dict(zip(lib["compound_id"], lib["activity_nM"])) == {"P7": pytest.approx(100.0), "P9": 1.0}
+    assert rep.dropped == {"missing value": 4, "flagged: data validity comment": 1}
+    assert rep.altered == {"value recovered from pchembl_value": 2}
+    counts = rep.to_frame().set_index("reason")["count"]
+    assert counts["kept, value recovered from pchembl_value"] == 2 and counts["kept"] == 0
+    assert "2 rows without standard_value kept with the value recovered from pchembl_value" in caplog.text
+
+
+# ------------------------------------------------------------------ messages
+@pytest.mark.parametrize("typed, says, not_says", [
+    ("1,000", ["a thousands separator (1,000)?", "1,000 meaning 1.0"], ["a decimal comma?"]),
+    ("12,500,000", ["a thousands separator (12,500,000)?"], ["a decimal comma", "meaning 1.0"]),
+    ("5,5", ["a decimal comma? write numbers with a decimal point"], ["thousands"]),
+])
+def test_a_comma_in_a_value_is_named_for_what_it_may_be(typed, says, not_says):
+    with pytest.raises(ValueError) as info:
+        curate_activities(_raw([dict(canonical_smiles="CCO", standard_value=typed)]))
+    for s in says:
+        assert s in str(info.value)
+    for s in not_says:
+        assert s not in str(info.value)

@@ -173,3 +173,14 @@ def test_cure_rate_interval_covers_the_true_rate(synthetic):
     assert np.all(hi50 - lo50 <= hi - lo + 1e-12) and np.mean((lo50 <= p) & (p <= hi50)) < 0.75
     with pytest.raises(ValueError, match="level"):
         gt.cure_rate_interval(X, level=95)
+
+
+def test_a_label_leaving_one_class_names_the_config_key_and_its_range():
+    """The message said "choose a threshold inside that range" without the key it is set by."""
+    from screenbai.chem.ground_truth import cure_threshold
+
+    with pytest.raises(ValueError) as info:
+        cure_threshold([10.0, 100.0, 1000.0], threshold_nM=1e6)
+    msg = str(info.value)
+    assert "ground_truth.threshold_nM between 10 and 1e+03" in msg
+    assert "ground_truth.threshold_pActivity between 6 and 8" in msg

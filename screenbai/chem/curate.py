@@ -6,17 +6,17 @@ order of :data:`DROP_REASONS` and the first failing check names the reason.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
+from screenbai.chem.curation_report import CurationReport
 from screenbai.chem.standardize import standardize_unique, unknown_configuration
 from screenbai.chem.units import MASS_UNITS, UNIT_FACTORS_TO_NM, canonical_unit
 
@@ -51,10 +51,12 @@ DROP_REASONS: tuple[str, ...] = (
     "metal-containing structure",
     "inorganic structure",
     "mixture of several compounds",
+    "no parent: only solvents and counter-ions",
     "standardization failed",
     "unit not convertible",
     "value outside 1 fM - 1 M",
     "id names several structures",
+    "another activity type listed first",
 )
 
 #: Why a kept row became part of another row's compound (its measurement merged by median): a row of
@@ -74,104 +76,15 @@ WIDE_MERGES_NAMED = 20
 #: measure no binding; they are a unit slip ('5e-7' nM meant as M) or a typing error, and are dropped by reason
 PLAUSIBLE_NM = (1e-6, 1e9)
 
+#: How curation combines one compound's values of several activity types (IC50 and Ki are different quantities:
+#: never combined unless asked): ``first_listed`` keeps the values of the type ``activity_types`` lists first
+#: (the others are dropped by reason), ``median`` takes the median over all of them.
+COMBINE_TYPES = ("first_listed", "median")
 _EXACT = {"=", "==", "eq"}
 _DECIMAL_COMMA = re.compile(r"^[<>=~]*\s*\d+,\d+$")
+# 1,000 and 12,500,000: a thousands separator (1,000 may also be a decimal comma)
+_THOUSANDS = re.compile(r"^[<>=~]*\s*\d{1,3}(,\d{3})+$")
 CENSORED_RELATIONS = {">", "<", ">=", "<=", "~", "=>", "=<", ">>", "<<", "≥", "≤"}  # ≥ ≤: typed in a spreadsheet
-
-
-@dataclass(frozen=True)
-class CurationReport:
-    """What :func:`curate_activities` kept and dropped.
-
-    Attributes
-    ----------
-    n_input : int
-        Input rows.
-    n_output_rows : int
-        Measurements kept (before merging per compound).
-    n_compounds : int
-        Library rows (one per compound key, see :func:`screenbai.chem.standardize.compound_key`).
-    dropped : dict
-        Reason -> number of input rows dropped (only non-zero reasons).
-    altered : dict
-        Reason -> number of kept rows whose value was changed (only non-zero reasons): with
-        ``censored="keep_as_value"``, ``"censored '>' taken as the value"`` and so on per relation.
-    merged : dict
-        Reason of :data:`MERGE_REASONS` -> number of kept rows merged into another row's compound
-        (only non-zero reasons); ``n_output_rows - sum(merged) == n_compounds``.
-    merged_largest_fold : dict
-        Reason -> the largest ratio of highest to lowest measurement a merge of that reason combined:
-        over a compound's ids for ``another id``, over one id's rows for ``replicate``.
-    n_wide_merges, wide_merges : int, list of (compound_id, fold)
-        Compounds whose merged measurements span more than WIDE_MERGE_FOLD (highest over lowest), and the
-        WIDE_MERGES_NAMED widest of them, widest first: their median stands for values that disagree.
-    structures_dropped : list of (id, reason, smiles)
-        Rows dropped for their structure (too large, unparseable, text after the SMILES, metal-containing,
-        inorganic, a mixture, standardization failed); SMILES longer than 200 characters
-        are shortened.
-    settings : dict
-        The curation options used.
-    """
-
-    n_input: int
-    n_output_rows: int
-    n_compounds: int
-    dropped: dict[str, int]
-    structures_dropped: list[tuple[str, str, str]] = field(default_factory=list)
-    settings: dict[str, Any] = field(default_factory=dict)
-    altered: dict[str, int] = field(default_factory=dict)
-    merged: dict[str, int] = field(default_factory=dict)
-    merged_largest_fold: dict[str, float] = field(default_factory=dict)
-    n_wide_merges: int = 0
-    wide_merges: list[tuple[str, float]] = field(default_factory=list)
-
-    @property
-    def unparseable(self) -> list[tuple[str, str]]:
-        """(id, smiles) of the rows whose SMILES RDKit could not parse or standardize."""
-        failed = ("unparseable SMILES", "text after the SMILES", "standardization failed")
-        return [(cid, smi) for cid, reason, smi in self.structures_dropped if reason in failed]
-
-    @property
-    def n_dropped(self) -> int:
-        return int(sum(self.dropped.values()))
-
-    def to_frame(self) -> pd.DataFrame:
-        """The counts: ``reason``, ``count``, ``step``, ``largest_fold`` (the file counts.csv).
-
-        ``step`` ``"row"``: each input row once, kept as ``"kept"`` (those whose value was changed
-        under their own reason, ``"kept, censored '>' taken as the value"``) or dropped by reason;
-        ``"merge"``: kept rows merged into another row's compound, by reason, with the largest fold
-        between the measurements merged; ``"library"``: the ``"compounds in library"``.
-        """
-        n_altered = sum(self.altered.values())
-        rows: list[tuple[str, int, str, float]] = [("kept", self.n_output_rows - n_altered, "row", math.nan)]
-        rows += [(f"kept, {r}", n, "row", math.nan) for r, n in self.altered.items()]
-        rows += [(r, n, "row", math.nan) for r, n in self.dropped.items()]
-        rows += [(r, n, "merge", self.merged_largest_fold.get(r, math.nan)) for r, n in self.merged.items()]
-        rows.append(("compounds in library", self.n_compounds, "library", math.nan))
-        return pd.DataFrame(rows, columns=["reason", "count", "step", "largest_fold"])
-
-    def to_markdown(self) -> str:
-        """A plain-text Markdown table of the counts."""
-        frame = self.to_frame()
-        width = max(len("compounds in library"), *(len(r) for r in frame["reason"]))
-        lines = [
-            f"| {'reason':<{width}} | {'count':>7} |",
-            f"|{'-' * (width + 2)}|{'-' * 8}:|",
-        ]
-        each_row = frame["step"] == "row"
-        lines += [f"| {r:<{width}} | {n:>7,d} |" for r, n in frame.loc[each_row, ["reason", "count"]].itertuples(
-            index=False)]
-        lines.append(f"| {'total input rows':<{width}} | {self.n_input:>7,d} |")
-        lines += [f"| {r:<{width}} | {n:>7,d} |" for r, n in frame.loc[~each_row, ["reason", "count"]].itertuples(
-            index=False)]
-        return "\n".join(lines)
-
-    def to_json(self, **kwargs: Any) -> str:
-        """JSON text of all fields."""
-        data = asdict(self)
-        data["structures_dropped"] = [list(x) for x in self.structures_dropped]
-        return json.dumps(data, indent=kwargs.pop("indent", 2), **kwargs)
 
 
 def _parse_float(v: Any) -> float | None | str:
@@ -200,9 +113,10 @@ class _RowChecks:
     censored: str
     drop_flagged: bool
 
-    def first_failure(self, row: dict[str, Any]) -> str | tuple[float, bool]:
-        """The first failing check's reason, or ``(value, is_mass)``: the value in nM, or in
-        mass units when ``is_mass`` (converted once the molecular weight is known)."""
+    def first_failure(self, row: dict[str, Any]) -> str | tuple[float, bool, bool]:
+        """The first failing check's reason, or ``(value, is_mass, from_pchembl)``: the value in nM, or in
+        mass units when ``is_mass`` (converted once the molecular weight is known); ``from_pchembl``: a row
+        without ``standard_value`` whose ``pchembl_value`` gave it."""
         t = row["standard_type"]
         if self.wanted_types and (_blank(t) or str(t).strip().lower() not in self.wanted_types):
             return "activity type not selected"
@@ -213,7 +127,7 @@ class _RowChecks:
             return "missing SMILES"
         v = _parse_float(row["standard_value"])
         if v is None:
-            return "missing value"
+            return self._from_pchembl(row)
         if isinstance(v, str):
             return "non-numeric value"
         if not v > 0:
@@ -243,12 +157,21 @@ class _RowChecks:
         dup = row["potential_duplicate"]
         if self.drop_flagged and not _blank(dup) and str(dup).strip().lower() in {"true", "1", "1.0", "t", "yes"}:
             return "flagged: potential duplicate"
-        return value, is_mass
+        return value, is_mass, False
+
+    def _from_pchembl(self, row: dict[str, Any]) -> str | tuple[float, bool, bool]:
+        """A row without ``standard_value``: its ``pchembl_value`` p (-log10 molar, 0-15) with relation '=' (or
+        none) is the value 10^(9 - p) nM; else it is dropped as 'missing value'."""
+        p = _parse_float(row["pchembl_value"])
+        if not isinstance(p, float) or not 0.0 <= p <= 15.0 or _relation(row) not in _EXACT:
+            return "missing value"
+        outcome = self.first_failure({**row, "standard_value": 10.0 ** (9.0 - p), "standard_units": "nM"})
+        return outcome if isinstance(outcome, str) else (outcome[0], False, True)
 
 
 _ROW_FIELDS = (
     "molecule_chembl_id", "canonical_smiles", "standard_type", "standard_relation", "standard_value",
-    "standard_units", "data_validity_comment", "potential_duplicate", "assay_description",
+    "standard_units", "data_validity_comment", "potential_duplicate", "assay_description", "pchembl_value",
 )
 
 
@@ -301,11 +224,17 @@ def _say_respelled_units(rows: list[dict[str, Any]], reason: list[str | None]) -
 
 
 def _checked_options(
-    raw_df: pd.DataFrame, censored: str, assay_description_regex: str | None
+    raw_df: pd.DataFrame, censored: str, assay_description_regex: str | None, combine_types: str | None,
+    activity_types: Sequence[str],
 ) -> re.Pattern[str] | None:
     """Refuse unusable options or input columns; return the compiled assay regex."""
     if censored not in ("drop", "keep_as_value"):
         raise ValueError(f"censored={censored!r}: use 'drop' or 'keep_as_value'")
+    if combine_types not in (None, *COMBINE_TYPES):
+        raise ValueError(f"combine_types={combine_types!r}: use one of {', '.join(COMBINE_TYPES)}")
+    if combine_types == "first_listed" and not activity_types:
+        raise ValueError("combine_types='first_listed' keeps per compound the type activity_types lists first, but "
+                         "activity_types is empty (all types): list the types in the order to keep them")
     missing_cols = [c for c in ("canonical_smiles", "standard_value") if c not in raw_df.columns]
     if missing_cols:
         raise ValueError(
@@ -438,12 +367,7 @@ def _why_nothing_kept(
         "flagged: potential duplicate": lambda idx: "drop_flagged: false keeps flagged rows",
         "missing value": lambda idx: "are the value column and the file's delimiter the intended ones?",
         "non-numeric value": lambda idx: f"values found: {_holds(rows, 'standard_value', idx)}"
-        + (
-            "; a decimal comma? write numbers with a decimal point (e.g. 5.5), or save the file from a "
-            "spreadsheet set to an English locale"
-            if any(_DECIMAL_COMMA.match(str(rows[i]["standard_value"]).strip()) for i in idx)
-            else ""
-        ),
+        + _comma_hint([str(rows[i]["standard_value"]).strip() for i in idx]),
         "missing SMILES": lambda idx: "are the SMILES column and the file's delimiter the intended ones?",
         "value outside 1 fM - 1 M": lambda idx: "are the units the intended ones? units found: "
         + _holds(rows, "standard_units", idx),
@@ -456,6 +380,71 @@ def _why_nothing_kept(
     return "; ".join(parts) + "."
 
 
+def _type_of(row: dict[str, Any]) -> str:
+    return "(none)" if _blank(row["standard_type"]) else str(row["standard_type"]).strip()
+
+
+def _refuse_mixed_types(rows: list[dict[str, Any]], reason: list[str | None], combine_types: str | None) -> None:
+    """Several activity types among the rows kept, and no combine_types: refused (their values would be merged)."""
+    counts: dict[str, int] = {}
+    names: dict[str, str] = {}
+    for row, why in zip(rows, reason):
+        if why is None:
+            counts[_type_of(row).lower()] = counts.get(_type_of(row).lower(), 0) + 1
+            names.setdefault(_type_of(row).lower(), _type_of(row))
+    if len(counts) > 1 and combine_types is None:
+        held = ", ".join(f"{names[t]} ({n} rows)" for t, n in counts.items())
+        raise ValueError(
+            f"the rows kept hold several activity types: {held}. They are different quantities, and one "
+            "compound's values of each would be merged into one median. Keep one type (activity_types), or say "
+            "how to combine them: combine_types: first_listed (each compound keeps only the values of the type "
+            "activity_types lists first; its other rows are dropped by reason) or combine_types: median (one "
+            "median over all types)"
+        )
+
+
+def _combine_types(
+    rows: list[dict[str, Any]], reason: list[str | None], keys: list[str | None], combine_types: str | None,
+    order: Sequence[str],
+) -> int:
+    """Apply ``combine_types`` to the rows kept (``first_listed``: drop per compound the types listed later);
+    return the number of compounds whose library value combines several types."""
+    types_of: dict[str, set[str]] = {}
+    for i, row in enumerate(rows):
+        if reason[i] is None:
+            types_of.setdefault(keys[i], set()).add(_type_of(row).lower())  # type: ignore[arg-type]
+    if combine_types == "first_listed":
+        rank = {t.strip().lower(): k for k, t in enumerate(order)}
+        first = {key: min(types, key=lambda t: rank.get(t, len(rank))) for key, types in types_of.items()}
+        for i, row in enumerate(rows):
+            if reason[i] is None and _type_of(row).lower() != first[keys[i]]:  # type: ignore[index]
+                reason[i] = "another activity type listed first"
+                keys[i] = None
+        return 0
+    mixed = sum(len(types) > 1 for types in types_of.values())
+    if mixed:
+        logger.warning("%d compounds' values combine several activity types into one median (combine_types: median)",
+                       mixed)
+    return mixed
+
+
+def _comma_hint(values: list[str]) -> str:
+    """What a comma in values float() refused may be: a thousands separator (1,000 and 12,500,000), which 1,000
+    may also be a decimal comma of, or a decimal comma (5,5)."""
+    thousands = [v for v in values if _THOUSANDS.match(v)]
+    hint = ""
+    if thousands:
+        hint += (
+            f"; a thousands separator ({thousands[0]})? write numbers without it (e.g. 1000 for 1,000)"
+            + (", or, if ',' is the decimal comma there (1,000 meaning 1.0), with a decimal point"
+               if any(_DECIMAL_COMMA.match(v) for v in thousands) else "")
+        )
+    if any(_DECIMAL_COMMA.match(v) and not _THOUSANDS.match(v) for v in values):
+        hint += ("; a decimal comma? write numbers with a decimal point (e.g. 5.5), or save the file from a "
+                 "spreadsheet set to an English locale")
+    return hint
+
+
 def curate_activities(
     raw_df: pd.DataFrame,
     *,
@@ -464,6 +453,7 @@ def curate_activities(
     drop_flagged: bool = True,
     assay_description_regex: str | None = None,
     canonical_tautomer: bool = False,
+    combine_types: Literal["first_listed", "median"] | None = None,
 ) -> tuple[pd.DataFrame, CurationReport]:
     """Filter, convert, standardize and merge raw activities into a compound library.
 
@@ -486,12 +476,15 @@ def curate_activities(
         (2-hydroxypyridine, 2-pyridone) are one compound; off, they are two
         (:func:`~screenbai.chem.standardize.compound_key`).  Stereo is kept: a structure whose
         canonical tautomer would lose a stereocentre or E/Z bond it specifies is kept as drawn (logged).
+    combine_types : {"first_listed", "median"}, optional
+        How one compound's values of several activity types combine (see :data:`COMBINE_TYPES`); required when
+        the rows kept hold several types (IC50 and Ki are different quantities: never merged unless asked).
 
     Raises
     ------
     ValueError
-        Unusable options or columns; or no row kept (the message says which checks dropped
-        the rows and what the data holds instead, e.g. its activity types).
+        Unusable options or columns; several activity types kept and no ``combine_types``; or no row kept (the
+        message says which checks dropped the rows and what the data holds instead, e.g. its activity types).
 
     Returns
     -------
@@ -508,10 +501,12 @@ def curate_activities(
     -----
     Mass concentrations (``ug.mL-1``) are converted with the molecular weight of the SMILES
     as given (the substance tested, counter-ions included): nM = value * 1e6 / MW.
+    A row without ``standard_value`` whose ``pchembl_value`` p lies in 0-15, with relation '=' (or none), is
+    kept with the value 10^(9 - p) nM, counted as ``"value recovered from pchembl_value"`` (report.altered).
     A value outside 1 fM - 1 M once in nM (pActivity 15 - 0, the range of pChEMBL values) measures no
     binding (a unit slip, a typing error): it is dropped under its own reason and named in the log.
     """
-    pattern = _checked_options(raw_df, censored, assay_description_regex)
+    pattern = _checked_options(raw_df, censored, assay_description_regex, combine_types, activity_types)
     checks = _RowChecks(frozenset(t.strip().lower() for t in activity_types), pattern, censored, drop_flagged)
     rows = _rows(raw_df)
     ids = _row_ids(rows)
@@ -520,12 +515,13 @@ def curate_activities(
     reason: list[str | None] = [None] * n
     value_nM = [math.nan] * n
     is_mass = [False] * n
+    from_pchembl = [False] * n
     for i, row in enumerate(rows):
         outcome = checks.first_failure(row)
         if isinstance(outcome, str):
             reason[i] = outcome
         else:
-            value_nM[i], is_mass[i] = outcome
+            value_nM[i], is_mass[i], from_pchembl[i] = outcome
     # the rule log shows what was not a number (e.g. 5,5 with a decimal comma) and which units were not read
     # ('mg/kg', or 'ÂµM' from a file decoded twice): the counts alone name no value
     for why, column in (("non-numeric value", "standard_value"), ("unknown unit", "standard_units")):
@@ -533,11 +529,13 @@ def curate_activities(
         if which:
             logger.warning("%d rows dropped as %r: %s", len(which), why, _holds(rows, column, which))
 
+    _refuse_mixed_types(rows, reason, combine_types)
     _say_respelled_units(rows, reason)
     smiles_in = [str(row["canonical_smiles"]).strip() for row in rows]
     std_smiles, std_inchikey, std_key, structures_dropped = _attach_structures(
         smiles_in, ids, reason, value_nM, is_mass, canonical_tautomer
     )
+    mixed_types = _combine_types(rows, reason, std_key, combine_types, activity_types)
     kept_idx = [i for i in range(n) if reason[i] is None]
     dropped = _count_reasons(reason)
     assert n == len(kept_idx) + sum(dropped.values()), "curation lost track of rows"
@@ -564,6 +562,11 @@ def curate_activities(
             "%d censored values kept as exact values (censored: keep_as_value): %s",
             sum(altered.values()), ", ".join(f"{n} {r}" for r, n in sorted(altered.items())),
         )
+    recovered = [ids[i] for i in kept_idx if from_pchembl[i]]
+    if recovered:  # no standard_value, a pChEMBL value: the value is 10^(9 - p) nM, counted and named
+        altered["value recovered from pchembl_value"] = len(recovered)
+        logger.warning("%d rows without standard_value kept with the value recovered from pchembl_value "
+                       "(10^(9 - p) nM): %s", len(recovered), ", ".join(recovered[:10]))
     report = CurationReport(
         n_input=n,
         n_output_rows=len(kept_idx),
@@ -576,7 +579,9 @@ def curate_activities(
             "drop_flagged": drop_flagged,
             "assay_description_regex": assay_description_regex,
             "canonical_tautomer": canonical_tautomer,
+            "combine_types": combine_types,
         },
+        mixed_type_compounds=mixed_types,
         altered=dict(sorted(altered.items())),
         merged=merged,
         merged_largest_fold=largest_fold,

@@ -115,9 +115,10 @@ def cure_threshold(
         side = "cure" if n_cured == a.size else "do not cure"
         raise ValueError(
             f"with the cure label {words}, all {a.size} compounds {side} ({activity_label} {a.min():.3g} - "
-            f"{a.max():.3g} nM): no logistic ground truth can be fitted from a single class. Choose a "
-            f"threshold inside that range, or the label ground_truth.potent_fraction (e.g. 0.1), which "
-            "leaves both classes whenever two activities differ"
+            f"{a.max():.3g} nM): no logistic ground truth can be fitted from a single class. Set "
+            f"ground_truth.threshold_nM between {a.min():.3g} and {a.max():.3g} (or ground_truth.threshold_pActivity "
+            f"between {9.0 - np.log10(a.max()):.3g} and {9.0 - np.log10(a.min()):.3g}), or use the label "
+            "ground_truth.potent_fraction (e.g. 0.1), which leaves both classes whenever two activities differ"
         )
     return {
         "rule": rule,

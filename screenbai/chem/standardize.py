@@ -52,6 +52,27 @@ tartaric acid\t[O;H1,-1]C(=O)C(O)C(O)C(=O)[O;H1,-1]
 citric acid\t[O;H1,-1]C(=O)CC(O)(CC(=O)[O;H1,-1])C(=O)[O;H1,-1]
 lactic acid\tCC(O)C(=O)[O;H1,-1]
 pamoic acid\t[O;H1,-1]C(=O)c1cc2ccccc2c(Cc2c(O)c(C(=O)[O;H1,-1])cc3ccccc23)c1O
+camphorsulfonic acid\tCC1(C)C2CCC1(CS(=O)(=O)[O;H1,-1])C(=O)C2
+napsylic acid\tc1ccc2cc(ccc2c1)S(=O)(=O)[O;H1,-1]
+edisylic acid\t[O;H1,-1]S(=O)(=O)CCS(=O)(=O)[O;H1,-1]
+gluconic acid\tOCC(O)C(O)C(O)C(O)C(=O)[O;H1,-1]
+"""
+# Pharmaceutical counter-bases (the salts of acidic drugs), free or protonated: SMARTS atoms without H or charge
+# match both; the guanidine of arginine with any of its C-N bonds double
+_COUNTER_BASES = """\
+triethylamine\tCCN(CC)CC
+diethylamine\tCCNCC
+ethanolamine\tNCCO
+diethanolamine\tOCCNCCO
+triethanolamine\tOCCN(CCO)CCO
+tromethamine (Tris)\tNC(CO)(CO)CO
+meglumine\tCNCC(O)C(O)C(O)C(O)CO
+choline\tCN(C)(C)CCO
+tert-butylamine (erbumine)\tCC(C)(C)N
+dicyclohexylamine\tC1CCC(CC1)NC1CCCCC1
+benzathine\tC(CNCc1ccccc1)NCc1ccccc1
+lysine\tNCCCCC(N)C(=O)O
+arginine\tN~C(~N)~NCCCC(N)C(=O)O
 """
 
 
@@ -85,7 +106,10 @@ class Standardizer:
     - ``metal-containing structure``: a metal other than an alkali or alkaline-earth
       counter-ion (coordination complexes, organometallics, metal salts);
     - ``inorganic structure``: no fragment with carbon;
-    - ``mixture of several compounds``: two or more different fragments remain.
+    - ``mixture of several compounds``: two or more different fragments remain;
+    - ``no parent: only solvents and counter-ions``: two or more different organic fragments, each a known
+      solvent or counter-ion (``CCO.c1ccccc1``): no fragment is the compound.  A single organic fragment
+      that is itself on the lists is the compound (sodium acetate is acetic acid).
 
     The kept compound is then normalized, neutralised with the Uncharger, and optionally
     tautomer-canonicalized.
@@ -100,9 +124,10 @@ class Standardizer:
 
         self._disconnector = rdMolStandardize.MetalDisconnector()
         self._normalizer = rdMolStandardize.Normalizer()
+        # leave_last=False: a fragment a list names is removed whole, so an empty result says it is on the list
         self._removers = (
-            rdMolStandardize.FragmentRemover(),
-            rdMolStandardize.FragmentRemoverFromData(_EXTRA_COUNTER_IONS),
+            rdMolStandardize.FragmentRemover("", False),
+            rdMolStandardize.FragmentRemoverFromData(_EXTRA_COUNTER_IONS + _COUNTER_BASES, False),
         )
         self._uncharger = rdMolStandardize.Uncharger()
         self._tautomer = None
@@ -115,6 +140,14 @@ class Standardizer:
             self._tautomer = rdMolStandardize.TautomerEnumerator(params)
         #: input SMILES kept as drawn because their canonical tautomer loses a stereocentre or E/Z bond they specify
         self.kept_as_drawn: list[str] = []
+        #: input SMILES whose stereo RDKit cannot hold (an allene's axis): one compound per SMILES as written
+        self.stereo_as_written: list[str] = []
+
+    def _known(self, fragment: Any) -> bool:
+        """Whether a fragment is a known counter-ion or solvent (one of the lists matches it whole)."""
+        from rdkit import Chem
+
+        return any(r.remove(Chem.Mol(fragment)).GetNumAtoms() == 0 for r in self._removers)
 
     def _the_compound(self, mol: Any) -> Any | str:
         """The one fragment that is the compound, or the reason there is none."""
@@ -127,15 +160,17 @@ class Standardizer:
         if len(Chem.GetMolFrags(mol)) == 1:  # most structures: nothing to strip
             return mol if any(a.GetAtomicNum() == 6 for a in mol.GetAtoms()) else "inorganic structure"
         organic = _distinct_organic_fragments(mol)
-        for remover in self._removers:
-            mol = remover.remove(mol)
-        # every organic fragment a counter-ion or solvent: the substance itself is one of them
-        candidates = _distinct_organic_fragments(mol) or organic
-        if not candidates:
+        if not organic:
             return "inorganic structure"
-        if len(candidates) > 1:
+        parents = [f for f in organic.values() if not self._known(f)]
+        if len(parents) > 1:
             return "mixture of several compounds"
-        return next(iter(candidates.values()))
+        if parents:
+            return parents[0]
+        if len(organic) == 1:  # the substance itself is a counter-ion or solvent (sodium acetate: acetic acid)
+            return next(iter(organic.values()))
+        # ethanol and benzene: which one was tested is unknown, and neither is a drug's parent
+        return "no parent: only solvents and counter-ions"
 
     def __call__(self, smiles: str) -> tuple[str, str, str, float] | str:
         """Return (smiles, standard inchikey, compound key, mw of the input as given) or a drop reason."""
@@ -150,6 +185,7 @@ class Standardizer:
         if mol.HasProp("_Name"):  # RDKit reads up to a blank and takes the rest for a name: 'CC O' would be ethane
             return "text after the SMILES"
         try:
+            as_written = _stereo_lost_on_reading(smiles, mol)
             # MolWt is added to Descriptors at import time; RDKit's stubs do not list it
             mw = float(Descriptors.MolWt(mol))  # type: ignore[attr-defined]
             compound = self._the_compound(mol)
@@ -167,11 +203,66 @@ class Standardizer:
             key = compound_key(compound, self._canonical_tautomer, inchikey) if self._keyed else inchikey
             if enhanced_stereo(out_smiles):  # InChI cannot say racemic: the racemate is not its drawn enantiomer
                 key = f"{key} {enhanced_stereo(out_smiles)}"
+            if as_written:  # CC=[C@]=CC and CC=[C@@]=CC would both be CC=C=CC: one compound per SMILES as written
+                key = f"{key} as written {smiles}"
+                self.stereo_as_written.append(smiles)
         except Exception:  # RDKit raises assorted errors on exotic structures
             return "standardization failed"
         if not inchikey or not key or not out_smiles:
             return "standardization failed"
         return out_smiles, inchikey, key, mw
+
+
+def _stereo_lost_on_reading(smiles: str, mol: Any) -> bool:
+    """Whether ``smiles`` specifies stereo that RDKit's reading of it (``mol``) no longer holds: the '@' of an
+    allene whose ends each bear two different groups (axial chirality: CC=[C@]=CC), '/' or '\\' at the end of
+    a cumulene, '@' on an atom that is no tetrahedral centre.  Not a loss: '@' on a tetrahedral atom RDKit
+    finds no stereocentre (C[C@H](C)CC: two like groups), '/' on a double bond with two like groups at an end.
+    Atropisomers have no SMILES notation: two of them arrive as one SMILES, and nothing here can tell them."""
+    if "@" not in smiles and "/" not in smiles and "\\" not in smiles:
+        return False
+    from rdkit import Chem
+
+    raw = Chem.MolFromSmiles(smiles, sanitize=False)  # keeps every '@' and '/' as written
+    if raw is None:
+        return False
+    if raw.GetNumAtoms() != mol.GetNumAtoms():  # explicit [H] atoms, which the default reading removes
+        params = Chem.SmilesParserParams()
+        params.removeHs = False  # type: ignore[assignment]  # RDKit's stubs type it wrongly
+        mol = Chem.MolFromSmiles(smiles, params)
+        if mol is None or raw.GetNumAtoms() != mol.GetNumAtoms():
+            return False
+    ranks: list[int] | None = None
+    for written, read in zip(raw.GetAtoms(), mol.GetAtoms()):
+        if written.GetChiralTag() == Chem.ChiralType.CHI_UNSPECIFIED or \
+                read.GetChiralTag() != Chem.ChiralType.CHI_UNSPECIFIED:
+            continue
+        if read.GetHybridization() == Chem.HybridizationType.SP3 and read.GetDegree() + read.GetTotalNumHs() >= 3:
+            continue  # a tetrahedral atom with two like groups: no stereocentre
+        ranks = ranks or list(Chem.CanonicalRankAtoms(mol, breakTies=False))
+        if not _is_cumulene_centre(read) or all(_two_different_groups(end, read, ranks) for end in
+                                                (b.GetOtherAtom(read) for b in read.GetBonds())):
+            return True
+    for bond in raw.GetBonds():
+        if bond.GetBondDir() in (Chem.BondDir.ENDUPRIGHT, Chem.BondDir.ENDDOWNRIGHT):
+            ends = (mol.GetAtomWithIdx(bond.GetBeginAtomIdx()), mol.GetAtomWithIdx(bond.GetEndAtomIdx()))
+            if any(_is_cumulene_centre(n) for a in ends for n in a.GetNeighbors()
+                   if mol.GetBondBetweenAtoms(a.GetIdx(), n.GetIdx()).GetBondType() == Chem.BondType.DOUBLE):
+                return True
+    return False
+
+
+def _is_cumulene_centre(atom: Any) -> bool:
+    from rdkit import Chem
+
+    return sum(b.GetBondType() == Chem.BondType.DOUBLE for b in atom.GetBonds()) == 2
+
+
+def _two_different_groups(end: Any, centre: Any, ranks: list[int]) -> bool:
+    """Whether an allene's end atom bears two different groups besides the centre (H counts as a group)."""
+    others = [ranks[n.GetIdx()] for n in end.GetNeighbors() if n.GetIdx() != centre.GetIdx()]
+    groups = others + [-1] * end.GetTotalNumHs()
+    return len(groups) == 2 and groups[0] != groups[1]
 
 
 def _smiles(mol: Any) -> str:
@@ -309,5 +400,12 @@ def standardize_unique(
             "%d structures kept as drawn, not as their canonical tautomer, which loses a stereocentre or E/Z bond "
             "they specify (stereoisomers would become one compound): %s", len(standardizer.kept_as_drawn),
             ", ".join(standardizer.kept_as_drawn[:10]),
+        )
+    if standardizer.stereo_as_written:
+        logger.warning(
+            "%d structures specify stereo RDKit cannot hold (an allene's axis, a cumulene's '/'): each is its own "
+            "compound by its SMILES as written, never merged with its stereoisomers (the same structure written "
+            "another way is not merged either): %s", len(standardizer.stereo_as_written),
+            ", ".join(standardizer.stereo_as_written[:10]),
         )
     return out

@@ -244,6 +244,14 @@ def activity_types_of(config: Mapping[str, Any]) -> list[str]:
             f"curation.activity_types {types} keeps none of the types the source declares ({src_types}); "
             "give the same type(s) in both, or drop curation.activity_types to use the source's"
         )
+    combine = (config.get("curation") or {}).get("combine_types")
+    if len({t.lower() for t in types}) > 1 and combine is None:
+        raise ValueError(
+            f"the config keeps activity types {types} (curation.activity_types or the source's): they are different "
+            "quantities, and one compound's values of each would be merged into one median. Keep one type, or set "
+            "curation.combine_types: first_listed (each compound keeps only the type listed first) or "
+            "curation.combine_types: median (one median over all types)"
+        )
     if "pChEMBL" in types and kind != "table":
         raise ValueError(
             "activity type pChEMBL is read from tables (kind: table, activity_type: pChEMBL); for ChEMBL "
