@@ -119,6 +119,11 @@ def not_utf8(path: str | Path, exc: UnicodeDecodeError) -> ValueError:
             f"{path}: this is a zip archive or an Excel workbook, not a text table; "
             "save it as 'CSV UTF-8' (Excel: File > Save As) and give that file"
         )
+    if data[:8] == b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1":  # OLE2: Excel 97-2003 .xls (and other old Office files)
+        return ValueError(
+            f"{path}: this is an Excel 97-2003 workbook (.xls) or another old Office file, not a text table; "
+            "save it as 'CSV UTF-8' (Excel: File > Save As) and give that file"
+        )
     line = 1
     for line, raw in enumerate(data.splitlines(), start=1):
         try:

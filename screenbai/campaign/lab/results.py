@@ -4,7 +4,8 @@ A results file is CSV or TSV (``;`` also accepted) with a header naming the colu
 
 * ``plate_id`` (or ``plate``; case does not matter, nor a space or "-" for "_": ``Plate ID``),
 * ``well`` and/or ``compound_id`` (or ``compound``): with only a compound id, its open wells on
-  that plate are filled in well order; a well may be written A1, a01 or A01,
+  that plate are filled in well order; a well may be written A1, a01, A01, A001, 'A 1' or A-01,
+  or as a reader's ``Row`` (A, or 1) and ``Column`` columns,
 * ``well`` also as a plate reader's list export writes it: ``Well Position``, ``Well ID``, ``Well Name``,
 * ``outcome`` (or ``result``, ``value``, and a reader's ``Signal``, ``RFU``, ``RLU``, ``Counts``, ``Readout``; a
   header with two of them is refused unless ``--outcome-column`` names the one to read): 0/1 for binary assays, a
@@ -23,7 +24,6 @@ its first sheet (:mod:`~screenbai.campaign.lab.workbook`).
 from __future__ import annotations
 
 import functools
-import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,6 +33,8 @@ from screenbai.textfiles import formula_unsafe, not_utf8, open_text, table_rows
 
 from .grid import Grid, find_grid
 from .layout import PlateLayout, well_span
+from .numbers import parse_outcome, read_two_ways
+from .plates import row_name
 from .workbook import first_sheet, is_workbook
 
 ALIASES = {
@@ -51,7 +53,6 @@ NOT_ALIASES = {
     "barcode": "the plate's barcode, not the campaign's plate id",
     "plate_barcode": "the plate's barcode, not the campaign's plate id",
 }
-FAILED = ("", "failed")
 MAX_ERRORS = 50
 
 
@@ -84,8 +85,9 @@ class WellInfo:
     recorded_by: str | None  # the file that recorded it, None while open
 
 
-def _read(path: Path, outcome_column: str | None = None) -> tuple[list[str], list[tuple[int, list[str]]], bool, str,
-                                                                   str, int]:
+def _read(
+    path: Path, outcome_column: str | None = None
+) -> tuple[list[str], list[tuple[int, list[str]]], bool, str, str, int]:
     """(header, data rows with their line numbers, whether the text ends with a line break, the separator, the
     text, the header's line number). A plate reader's list export whose header (a well column and a value column,
     or ``outcome_column``) comes below the reader's own lines (its name, the date, the protocol) is read from that
@@ -200,8 +202,13 @@ def read_results(
     if plate is not None and plate.strip().upper() not in plate_ids:
         ids = sorted(plates)
         known = (", ".join(ids) if len(ids) <= 6 else f"{ids[0]} .. {ids[-1]}") or "none yet"
-        raise ResultsError(path, [f"{path}: --plate {plate!r} is not a plate of this campaign (plates: {known}); give "
-                                  "the plate id of the plate file `next` wrote"])
+        raise ResultsError(
+            path,
+            [
+                f"{path}: --plate {plate!r} is not a plate of this campaign (plates: {known}); give "
+                "the plate id of the plate file `next` wrote"
+            ],
+        )
     plate = None if plate is None else plate_ids[plate.strip().upper()]
     chosen = outcome_column is not None and _column_name(outcome_column) in header
     grid = None if chosen or any(h in ALIASES["outcome"] for h in header) else find_grid(text, str(path))
@@ -224,33 +231,49 @@ def read_results(
         if key == "outcome" and outcome_column is not None:
             hits = [i for i, h in enumerate(header) if h == _column_name(outcome_column)]
             if not hits:
-                errors.append(f"{path}: line {head_line}: --outcome-column {outcome_column!r} is not a column of the "
-                              f"header {header}; give one of its columns")
+                errors.append(
+                    f"{path}: line {head_line}: --outcome-column {outcome_column!r} is not a column of the "
+                    f"header {header}; give one of its columns"
+                )
                 continue
             unit_problem = None if column_unit is None else column_unit(outcome_column)
             if unit_problem:
                 errors.append(f"{path}: line {head_line}: {unit_problem}")
         if len(hits) > 1 and key == "outcome" and outcome_column is None:
             both = " and ".join(repr(header[i]) for i in hits)
-            errors.append(f"{path}: line {head_line}: {len(hits)} columns could hold the outcomes ({both}): say which "
-                          f"with --outcome-column (e.g. `record ... --outcome-column {header[hits[0]]}`)")
+            errors.append(
+                f"{path}: line {head_line}: {len(hits)} columns could hold the outcomes ({both}): say which "
+                f"with --outcome-column (e.g. `record ... --outcome-column {header[hits[0]]}`)"
+            )
         elif len(hits) > 1:
             both = " and ".join(repr(header[i]) for i in hits)
-            errors.append(f"{path}: line {head_line}: column {key!r} appears {len(hits)} times ({both}); keep one of "
-                          "them (delete or rename the other)")
+            errors.append(
+                f"{path}: line {head_line}: column {key!r} appears {len(hits)} times ({both}); keep one of "
+                "them (delete or rename the other)"
+            )
         elif hits:
             col[key] = hits[0]
+    # a reader's export may give the well as a Row column (A or 1) and a Column column (1): read as one well
+    row_col = _row_column(header) if "well" not in col else None
     # a column refused above (two candidates, or a bad --outcome-column) is not said missing again
-    missing = [k for k in ("plate_id", "outcome") if k not in col and not (k == "plate_id" and plate)
-               and not (k == "outcome" and errors)]
-    if "well" not in col and "compound_id" not in col:
+    missing = [
+        k
+        for k in ("plate_id", "outcome")
+        if k not in col and not (k == "plate_id" and plate) and not (k == "outcome" and errors)
+    ]
+    if "well" not in col and "compound_id" not in col and row_col is None:
         missing.append("well or compound_id")
     if missing:
-        unread = "".join(f"; {h!r} is not read: it usually holds {NOT_ALIASES[h]} (rename it if it holds what is "
-                         "missing)" for h in header if h in NOT_ALIASES)
-        ways = ("; a list of wells without a plate column: name its plate, `record ... --plate P001`"
-                if "plate_id" in missing and "well" in col else "") + (
-            "; readouts under another name: `record ... --outcome-column NAME`" if "outcome" in missing else "")
+        unread = "".join(
+            f"; {h!r} is not read: it usually holds {NOT_ALIASES[h]} (rename it if it holds what is missing)"
+            for h in header
+            if h in NOT_ALIASES
+        )
+        ways = (
+            "; a list of wells without a plate column: name its plate, `record ... --plate P001`"
+            if "plate_id" in missing and "well" in col
+            else ""
+        ) + ("; readouts under another name: `record ... --outcome-column NAME`" if "outcome" in missing else "")
         errors.append(
             f"{path}: line {head_line}: missing column(s) {', '.join(missing)}; header is {header}; expected "
             f"plate_id, well (or compound_id), outcome{unread}{ways}"
@@ -261,6 +284,8 @@ def read_results(
     def field(fields, key):
         if key == "plate_id" and "plate_id" not in col:
             return plate  # --plate, for a file without the column
+        if key == "well" and row_col is not None:
+            return _row_column_well(fields[row_col[0]], fields[row_col[1]])
         i = col.get(key)
         if i is None or i >= len(fields):
             return None
@@ -283,7 +308,7 @@ def read_results(
         return open_wells.get((plate_id, compound))
 
     # a 0/1 outcome reads one way whatever the separators: 1.000 is 1 (1000 is no outcome), 0.000 is 0
-    two_ways = _read_two_ways(rows, col["outcome"]) if sep == ";" and not binary else {}
+    two_ways = read_two_ways(rows, col["outcome"]) if sep == ";" and not binary else {}
     already: dict[str, dict[str, tuple[int, str]]] = {}  # plate -> well -> (line, the file that recorded it)
     unknown: dict[str | None, list[int]] = {}  # a plate id not of this campaign -> its lines
     # (plate, an empty edge well?) -> (line, well) of the rows naming a well the plate left empty or unused
@@ -302,9 +327,11 @@ def read_results(
         if again == "same":  # no data on it: the rows below read as the first header says
             continue
         if again == "other":
-            errors.append(f"{where}: a header unlike line {head_line}'s ({fields!r}; line {head_line}: {header!r}): "
-                          f"files of two layouts joined one after the other? the rows below it would be read in line "
-                          f"{head_line}'s columns; record each file on its own")
+            errors.append(
+                f"{where}: a header unlike line {head_line}'s ({fields!r}; line {head_line}: {header!r}): "
+                f"files of two layouts joined one after the other? the rows below it would be read in line "
+                f"{head_line}'s columns; record each file on its own"
+            )
             continue
         if len(fields) != len(header):
             errors.append(f"{where}: {len(fields)} field(s) where the header has {len(header)}: {fields!r}")
@@ -312,8 +339,10 @@ def read_results(
         plate_id, well, compound, raw = (field(fields, k) for k in ("plate_id", "well", "compound_id", "outcome"))
         plate_id = plate_ids.get((plate_id or "").upper(), plate_id)  # p001 is P001
         if plate is not None and plate_id != plate:
-            errors.append(f"{where}: plate {plate_id!r} where --plate says {plate}; record each plate's rows with "
-                          "its own --plate, or without --plate when the file names the plate of every row")
+            errors.append(
+                f"{where}: plate {plate_id!r} where --plate says {plate}; record each plate's rows with "
+                "its own --plate, or without --plate when the file names the plate of every row"
+            )
             continue
         if plate_id not in plates:
             unknown.setdefault(plate_id, []).append(line)
@@ -375,7 +404,7 @@ def read_results(
                 "against the lab's record; if that well failed, write 'failed' in its outcome column"
             )
             continue
-        value = two_ways.get(line) or _parse_outcome(raw, binary, decimal_comma=sep == ";")
+        value = two_ways.get(line) or parse_outcome(raw, binary, decimal_comma=sep == ";")
         if check is not None and isinstance(value, float):
             value = check(value) or value
         if isinstance(value, str):
@@ -403,25 +432,39 @@ def read_results(
     return out
 
 
-def _grid_rows(path: Path, grid: Grid, plate: str | None, plates: Mapping[str, dict[str, WellInfo]],
-               layout_of: Callable[[str], PlateLayout | None] | None) -> tuple[list[str], list, bool, str]:
+def _grid_rows(
+    path: Path,
+    grid: Grid,
+    plate: str | None,
+    plates: Mapping[str, dict[str, WellInfo]],
+    layout_of: Callable[[str], PlateLayout | None] | None,
+) -> tuple[list[str], list, bool, str]:
     """A plate reader's grid as a long file's (header, rows, ends with a line break, separator): one row
     (plate_id, well, outcome) per cell, on the line of its grid row; refused whole when the grid names no plate
     (no --plate), is malformed, or is not the shape of the plate."""
     if plate is None:
         example = sorted(plates)[-1] if plates else "P001"
-        raise ResultsError(path, [f"{path}: {grid.describe()}, a plate reader's export, names no plate: say which "
-                                  f"plate it is with --plate (e.g. `record ... {path.name} --plate {example}`)"])
+        raise ResultsError(
+            path,
+            [
+                f"{path}: {grid.describe()}, a plate reader's export, names no plate: say which "
+                f"plate it is with --plate (e.g. `record ... {path.name} --plate {example}`)"
+            ],
+        )
     errors = list(grid.errors)
     layout = None if layout_of is None else layout_of(plate)
     if layout is not None and (grid.rows, grid.cols) != (layout.rows, layout.cols):
-        errors.append(f"{path}: {grid.describe()} where plate {plate} is a {layout.format_name} plate ({layout.rows} "
-                      f"rows x {layout.cols} columns); give the grid of plate {plate}, or the right --plate")
+        errors.append(
+            f"{path}: {grid.describe()} where plate {plate} is a {layout.format_name} plate ({layout.rows} "
+            f"rows x {layout.cols} columns); give the grid of plate {plate}, or the right --plate"
+        )
     else:
         outside = sorted(set(plates[plate]) - {well for _, well, _ in grid.cells})
         if outside:
-            errors.append(f"{path}: {grid.describe()} leaves out well(s) {well_span(outside)} of plate {plate}; "
-                          f"give the grid of the whole plate, or the right --plate")
+            errors.append(
+                f"{path}: {grid.describe()} leaves out well(s) {well_span(outside)} of plate {plate}; "
+                f"give the grid of the whole plate, or the right --plate"
+            )
     if errors:
         raise ResultsError(path, errors)
     return ["plate_id", "well", "outcome"], [(line, [plate, well, v]) for line, well, v in grid.cells], True, grid.sep
@@ -452,8 +495,10 @@ def _already_recorded(path: Path, plate_id: str, done: dict[str, tuple[int, str]
     """The rows of wells a plate had recorded before, in one message with the way on."""
     files = ", ".join(dict.fromkeys(by for _, by in done.values()))
     if len(done) == n_wells:
-        return (f"{path}: plate {plate_id} was already recorded (all its {n_wells} wells, from {files}); a plate is "
-                "recorded once: remove its rows")
+        return (
+            f"{path}: plate {plate_id} was already recorded (all its {n_wells} wells, from {files}); a plate is "
+            "recorded once: remove its rows"
+        )
     lines = sorted(line for line, _ in done.values())
     if len(done) == 1:
         return f"{path}: {_lines(lines)}: well {plate_id}/{next(iter(done))} was already recorded (from {files})"
@@ -464,60 +509,8 @@ def _already_recorded(path: Path, plate_id: str, done: dict[str, tuple[int, str]
     )
 
 
-_WELL = re.compile(r"^([A-Za-z]+)0*(\d+)$")
-_DECIMAL_COMMA = re.compile(r"[-+]?\d*,\d+")
-_DECIMAL_POINT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?")
-#: '.' between groups of three digits: in a locale whose decimal separator is the comma it groups thousands
-#: (1.234 is 1234, 1.234.567 is 1234567; 1.234,5 is 1234.5); elsewhere 1.234 has a decimal point
-_GROUPED = re.compile(r"[-+]?[1-9]\d{0,2}(?:\.\d{3})+(?:,\d+)?")
-
-
-#: a space groups thousands where the decimal separator is the comma (5 000; Excel: a no-break or narrow one)
-_SPACES = "[ \u00a0\u202f]"
-_SPACE_GROUPED = re.compile(rf"[-+]?[1-9]\d{{0,2}}(?:{_SPACES}\d{{3}})+(?:,\d+)?")
-
-
-def _read_two_ways(rows: list[tuple[int, list[str]]], col: int) -> dict[int, str]:
-    """Line -> what is wrong, for the outcomes of a ``;``-separated file that read two ways.
-
-    Excel saves CSV with ``;`` where the decimal separator is the comma, and there a '.' groups thousands:
-    1.234 is 1234, not 1.234, which can turn a hit into a non-hit.  Such a file is known by its decimal commas
-    (12,5); a number with a '.' in it then mixes two ways of writing numbers and is refused.  Without decimal
-    commas a '.' is a decimal point when some outcome shows it (12.5, 0.125, 1234.5); when every outcome with
-    a '.' could be thousands (1.234, 5.678), no value of the file says which, and those are refused too.
-    """
-    values = [(line, f[col].strip()) for line, f in rows if col < len(f)]
-    commas = [(line, v) for line, v in values if _DECIMAL_COMMA.fullmatch(v)]
-    grouped = [(line, v) for line, v in values if _GROUPED.fullmatch(v) and v.count(".") == 1 and "," not in v]
-    points = [(line, v) for line, v in values if _DECIMAL_POINT.fullmatch(v) and (line, v) not in grouped]
-    out: dict[int, str] = {}
-    if commas:
-        first = f"line {commas[0][0]}: {commas[0][1]!r}"
-        for line, v in grouped:
-            out[line] = (
-                f"a '.' in a file that writes decimal commas ({first}): it reads {_thousands(v)} with '.' grouping "
-                f"thousands, as where the decimal separator is the comma, or {v} with '.' as the decimal point; "
-                f"write {_thousands(v)}, or {v.replace('.', ',')} for {v}, as the lab meant it"
-            )
-        for line, v in points:
-            out[line] = (
-                f"a decimal point in a file that writes decimal commas ({first}): the file mixes two ways of writing "
-                f"numbers (pasted from two sources?), so which one a number uses cannot be told; write "
-                f"{v.replace('.', ',')} if it is {v}"
-            )
-    elif grouped and not points:
-        for line, v in grouped:
-            out[line] = (
-                f"in a ';'-separated file (as Excel saves CSV where the decimal separator is the comma) it reads "
-                f"{_thousands(v)} with '.' grouping thousands, or {v} with '.' as the decimal point, and no other "
-                f"outcome of the file says which; write {_thousands(v)}, or {v.replace('.', ',')} for {v}"
-            )
-    return out
-
-
-def _thousands(text: str) -> str:
-    """A number written with '.' grouping thousands, without them (1.234 -> 1234; 1.234,5 -> 1234,5)."""
-    return text.replace(".", "")
+#: a well as labs write it: A1, a01, A001, and with a space, '-', '_' or ':' between row and column (A 1, A-01)
+_WELL = re.compile(r"^([A-Za-z]+)[\s_:-]?0*(\d+)$")
 
 
 def _unused_well(well: str, layout: PlateLayout | None) -> tuple[str, bool] | None:
@@ -537,8 +530,9 @@ def _format_wells(layout: PlateLayout) -> tuple[dict, frozenset[str]]:
     return {_well_key(w): w for w in layout.all_wells()}, frozenset(layout.empty_wells())
 
 
-def _unused_rows(path: Path, plate_id: str, found: list[tuple[int, str]], wells: Mapping[str, WellInfo],
-                 layout: PlateLayout | None) -> str:
+def _unused_rows(
+    path: Path, plate_id: str, found: list[tuple[int, str]], wells: Mapping[str, WellInfo], layout: PlateLayout | None
+) -> str:
     """The rows naming wells a plate left unused, or its empty edge wells, in one message (one row: as
     :func:`_not_on_plate`)."""
     lines = [line for line, _ in found]
@@ -560,8 +554,10 @@ def _not_on_plate(well: str, plate_id: str, wells: Mapping[str, WellInfo], layou
     """Why a results row's well is not in the plate's map: an empty edge well, a well the plate left unused, or
     no well of its format at all."""
     if layout is None:  # wells named row by row from A01, compound wells only
-        return (f"well {well!r} is not on plate {plate_id} (wells {next(iter(wells))}..{list(wells)[-1]}); correct "
-                f"it{_typo_hint(well, wells)}")
+        return (
+            f"well {well!r} is not on plate {plate_id} (wells {next(iter(wells))}..{list(wells)[-1]}); correct "
+            f"it{_typo_hint(well, wells)}"
+        )
     named = {_well_key(w): w for w in layout.all_wells()}.get(_well_key(well))
     if named in layout.empty_wells():
         return (
@@ -588,56 +584,25 @@ def _typo_hint(well: str, wells: Mapping[str, WellInfo]) -> str:
     return " to the well the plate file `next` wrote gives for this row's compound"
 
 
+def _row_column(header: list[str]) -> tuple[int, int] | None:
+    """The (Row, Column) columns of a header that names the well in two (a reader's export), else None."""
+    rows = [i for i, h in enumerate(header) if h in ("row", "well_row")]
+    cols = [i for i, h in enumerate(header) if h in ("column", "col", "well_column", "well_col")]
+    return (rows[0], cols[0]) if len(rows) == 1 and len(cols) == 1 else None
+
+
+def _row_column_well(row: str, column: str) -> str:
+    """The well of a Row cell (A, or 1 for A) and a Column cell (1, 01): A01; the cells as written otherwise, so the
+    error names them."""
+    row, column = formula_unsafe(row.strip()), column.strip()
+    if row.isdigit() and 0 < int(row) <= 702:  # rows numbered from 1 (1 is A, 27 is AA)
+        row = row_name(int(row) - 1)
+    if not row and not column:
+        return ""
+    return f"{row}{column}" if row.isalpha() and column.isdigit() else f"{row} / {column}"
+
+
 def _well_key(well: str) -> tuple[str, int] | str:
-    """A well as (row letters, column number): A1, a01 and A01 are one well."""
+    """A well as (row letters, column number): A1, a01, A001, 'A 1' and A-01 are one well."""
     m = _WELL.match(well.strip())
     return (m.group(1).upper(), int(m.group(2))) if m else well
-
-
-def _hint(text: str) -> str:
-    """What a lab's number that float() refuses most likely is: a decimal comma, a unit, a censored value."""
-    if text.lower() in ("n.d.", "nd", "n/a", "na", "-", "--"):
-        return " (not determined? that is a failed well)"
-    if re.fullmatch(r"#(N/A|[A-Z0-9/]+[!?])", text.upper()):  # #DIV/0!, #VALUE!, #NAME?, #N/A
-        return " (a spreadsheet's error value: the cell's formula failed; write the reading it should have given)"
-    if text.lower() in ("true", "false", "yes", "no", "y", "n", "hit", "no hit", "active", "inactive"):
-        return " (a yes / no? write 1 for a hit, 0 for none)"
-    if text.lower() in ("ovrflw", "overflow", "over", "sat", "saturated", "range?"):
-        return " (a reading beyond the plate reader's range? write 'failed', or re-read the plate)"
-    if _GROUPED.fullmatch(text):  # 1.234.567, 1.234,5: float() reads no thousands separator
-        return f" ('.' grouping thousands? write {_thousands(text)})"
-    if re.fullmatch(r"[-+]?\d+,\d+", text):
-        return f" (a decimal comma? write {text.replace(',', '.')})"
-    if _SPACE_GROUPED.fullmatch(text):  # 5 000, 1 234,5
-        return f" (a space grouping thousands? write {re.sub(_SPACES, '', text)})"
-    m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text)
-    if m:
-        return " (a unit after the number? write the number alone, in the unit declared at init)"
-    m = re.fullmatch(r"([<>]=?)\s*([-+]?\d+(?:\.\d+)?)", text)
-    if m:
-        return (f" (a value beyond the assay's range? write the limit, {m.group(2)}, if it settles hit or not, "
-                "else 'failed')")
-    return ""
-
-
-def _parse_outcome(raw: str | None, binary: bool, *, decimal_comma: bool = False):
-    """The outcome as a float, None for a failed well, or a string saying what is wrong.  With
-    ``decimal_comma`` (a ``;``-separated file, as Excel saves CSV where the decimal separator is a comma)
-    12,5 is 12.5."""
-    text = (raw or "").strip()
-    if decimal_comma and re.fullmatch(r"[-+]?\d*,\d+", text):
-        text = text.replace(",", ".")
-    if text.lower() in FAILED:
-        return None
-    try:
-        if "_" in text:  # float() reads 1_5 as 15
-            raise ValueError(text)
-        value = float(text)
-    except ValueError:
-        kind = "0 or 1" if binary else "a number"
-        return f"not {kind}{_hint(text)}; write {kind}, or leave it empty / write 'failed' for a failed well"
-    if not math.isfinite(value):
-        return "not a finite number"
-    if binary and value not in (0.0, 1.0):
-        return "this campaign's assay is binary: write 0 or 1 (or 'failed')"
-    return value

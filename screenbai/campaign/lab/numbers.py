@@ -1,0 +1,125 @@
+"""A results file's outcome cells as labs write them: a number, a failed well, or what is wrong with the cell.
+
+Decimal commas in a ``;``-separated file (Excel's CSV where the decimal separator is the comma), numbers that read two
+ways there, and a hint for what ``float()`` refuses (a unit, a censored value, a thousands separator, a spreadsheet's
+error value).  Used by :mod:`~screenbai.campaign.lab.results`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+FAILED = ("", "failed")
+_DECIMAL_COMMA = re.compile(r"[-+]?\d*,\d+")
+_DECIMAL_POINT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?")
+#: '.' between groups of three digits: in a locale whose decimal separator is the comma it groups thousands
+#: (1.234 is 1234, 1.234.567 is 1234567; 1.234,5 is 1234.5); elsewhere 1.234 has a decimal point
+_GROUPED = re.compile(r"[-+]?[1-9]\d{0,2}(?:\.\d{3})+(?:,\d+)?")
+
+
+#: a space groups thousands where the decimal separator is the comma (5 000; Excel: a no-break or narrow one)
+_SPACES = "[ \u00a0\u202f]"
+_SPACE_GROUPED = re.compile(rf"[-+]?[1-9]\d{{0,2}}(?:{_SPACES}\d{{3}})+(?:,\d+)?")
+
+
+def read_two_ways(rows: list[tuple[int, list[str]]], col: int) -> dict[int, str]:
+    """Line -> what is wrong, for the outcomes of a ``;``-separated file that read two ways.
+
+    Excel saves CSV with ``;`` where the decimal separator is the comma, and there a '.' groups thousands:
+    1.234 is 1234, not 1.234, which can turn a hit into a non-hit.  Such a file is known by its decimal commas
+    (12,5); a number with a '.' in it then mixes two ways of writing numbers and is refused.  Without decimal
+    commas a '.' is a decimal point when some outcome shows it (12.5, 0.125, 1234.5); when every outcome with
+    a '.' could be thousands (1.234, 5.678), no value of the file says which, and those are refused too.
+    """
+    values = [(line, f[col].strip()) for line, f in rows if col < len(f)]
+    commas = [(line, v) for line, v in values if _DECIMAL_COMMA.fullmatch(v)]
+    grouped = [(line, v) for line, v in values if _GROUPED.fullmatch(v) and v.count(".") == 1 and "," not in v]
+    points = [(line, v) for line, v in values if _DECIMAL_POINT.fullmatch(v) and (line, v) not in grouped]
+    out: dict[int, str] = {}
+    if commas:
+        first = f"line {commas[0][0]}: {commas[0][1]!r}"
+        for line, v in grouped:
+            out[line] = (
+                f"a '.' in a file that writes decimal commas ({first}): it reads {_thousands(v)} with '.' grouping "
+                f"thousands, as where the decimal separator is the comma, or {v} with '.' as the decimal point; "
+                f"write {_thousands(v)}, or {v.replace('.', ',')} for {v}, as the lab meant it"
+            )
+        for line, v in points:
+            out[line] = (
+                f"a decimal point in a file that writes decimal commas ({first}): the file mixes two ways of writing "
+                f"numbers (pasted from two sources?), so which one a number uses cannot be told; write "
+                f"{v.replace('.', ',')} if it is {v}"
+            )
+    elif grouped and not points:
+        for line, v in grouped:
+            out[line] = (
+                f"in a ';'-separated file (as Excel saves CSV where the decimal separator is the comma) it reads "
+                f"{_thousands(v)} with '.' grouping thousands, or {v} with '.' as the decimal point, and no other "
+                f"outcome of the file says which; write {_thousands(v)}, or {v.replace('.', ',')} for {v}"
+            )
+    return out
+
+
+def _thousands(text: str) -> str:
+    """A number written with '.' grouping thousands, without them (1.234 -> 1234; 1.234,5 -> 1234,5)."""
+    return text.replace(".", "")
+
+
+def _hint(text: str) -> str:
+    """What a lab's number that float() refuses most likely is: a decimal comma, a unit, a censored value."""
+    if text.lower() in ("n.d.", "nd", "n/a", "na", "-", "--"):
+        return " (not determined? that is a failed well)"
+    if re.fullmatch(r"#(N/A|[A-Z0-9/]+[!?])", text.upper()):  # #DIV/0!, #VALUE!, #NAME?, #N/A
+        return " (a spreadsheet's error value: the cell's formula failed; write the reading it should have given)"
+    if text.lower() in ("true", "false", "yes", "no", "y", "n", "hit", "no hit", "active", "inactive"):
+        return " (a yes / no? write 1 for a hit, 0 for none)"
+    if text.lower() in ("ovrflw", "overflow", "over", "sat", "saturated", "range?"):
+        return " (a reading beyond the plate reader's range? write 'failed', or re-read the plate)"
+    if _GROUPED.fullmatch(text):  # 1.234.567, 1.234,5: float() reads no thousands separator
+        return f" ('.' grouping thousands? write {_thousands(text)})"
+    if re.fullmatch(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+\.\d*", text):  # 1,234.5: ',' groups thousands
+        return f" (',' grouping thousands? write {text.replace(',', '')})"
+    if re.fullmatch(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+", text):  # 1,234: thousands (1234) or a decimal comma (1.234)
+        return (
+            f" (',' grouping thousands, {text.replace(',', '')}, or a decimal comma, "
+            f"{text.replace(',', '.', 1) if text.count(',') == 1 else 'not a number'}? write the number the lab "
+            "meant, without grouping and with '.' as the decimal point)"
+        )
+    if re.fullmatch(r"[-+]?\d+,\d+", text):
+        return f" (a decimal comma? write {text.replace(',', '.')})"
+    if _SPACE_GROUPED.fullmatch(text):  # 5 000, 1 234,5
+        return f" (a space grouping thousands? write {re.sub(_SPACES, '', text)})"
+    m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text)
+    if m:
+        return " (a unit after the number? write the number alone, in the unit declared at init)"
+    m = re.fullmatch(r"([<>]=?)\s*([-+]?\d+(?:\.\d+)?)", text)
+    if m:
+        return (
+            f" (a value beyond the assay's range? write the limit, {m.group(2)}, if it settles hit or not, "
+            "else 'failed')"
+        )
+    return ""
+
+
+def parse_outcome(raw: str | None, binary: bool, *, decimal_comma: bool = False):
+    """The outcome as a float, None for a failed well, or a string saying what is wrong.  With
+    ``decimal_comma`` (a ``;``-separated file, as Excel saves CSV where the decimal separator is a comma)
+    12,5 is 12.5."""
+    text = (raw or "").strip().replace("\u2212", "-")  # a typeset minus sign (Word, a PDF report) is a minus
+    if decimal_comma and re.fullmatch(r"[-+]?\d*,\d+", text):
+        text = text.replace(",", ".")
+    if text.lower() in FAILED:
+        return None
+    try:
+        if "_" in text:  # float() reads 1_5 as 15
+            raise ValueError(text)
+        value = float(text)
+    except ValueError:
+        kind = "0 or 1" if binary else "a number"
+        return f"not {kind}{_hint(text)}; write {kind}, or leave it empty / write 'failed' for a failed well"
+    if not math.isfinite(value):
+        return "not a finite number"
+    if binary and value not in (0.0, 1.0):
+        return "this campaign's assay is binary: write 0 or 1 (or 'failed')"
+    return value
