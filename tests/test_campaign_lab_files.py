@@ -50,6 +50,19 @@ def test_a_well_in_a_row_and_a_column_column_is_read_as_one_well(camp, tmp_path)
     assert _told(camp) == {w: float(k % 2) for k, w in enumerate(plate.wells)}
 
 
+def test_a_row_and_column_header_below_a_reader_s_own_lines_is_found(camp, tmp_path):
+    """A reader's list export (its name, date and protocol above the header) with Row, Column and Value, recorded with
+    --plate: the header was not looked for below line 1 without a Well column, and the file was refused naming the
+    reader's first line as its header."""
+    plate = camp.plate("P001")
+    rows = [[w[0], str(int(w[1:])), str(k % 2)] for k, w in enumerate(plate.wells)]
+    path = tmp_path / "reader.csv"
+    _lines(path, ["Row", "Column", "Value"], rows)
+    path.write_text("Reader: EnVision\nDate: 2026-11-28\n\n" + path.read_text())
+    assert camp.record(path, plate="P001").n_outcomes == len(plate)
+    assert _told(camp) == {w: float(k % 2) for k, w in enumerate(plate.wells)}
+
+
 def _continuous(tmp_path):
     return Campaign.create(
         tmp_path / "x.campaign", synthetic_library(K=12, d=3), "lin-tas", {"sigma": 1.0}, seed=1, outcome="continuous"

@@ -54,6 +54,8 @@ NOT_ALIASES = {
     "plate_barcode": "the plate's barcode, not the campaign's plate id",
 }
 MAX_ERRORS = 50
+#: a reader's export may name the well in two columns: its row (A, or 1 for A) and its column (1, 01)
+ROW_NAMES, COLUMN_NAMES = ("row", "well_row"), ("column", "col", "well_column", "well_col")
 
 
 class ResultsError(ValueError):
@@ -136,7 +138,7 @@ HEADER_SEARCH_LINES = 60
 
 def _lines_above_header(lines: list[str], outcome_column: str | None) -> int:
     """How many lines stand above a list's header: 0 when line 1 names a column of a results file; else the first line
-    naming a well column and a value column (``outcome_column`` among them) within HEADER_SEARCH_LINES, if any."""
+    naming a well column (or a Row and a Column) and a value column (``outcome_column`` among them) within HEADER_SEARCH_LINES, if any."""
     known = {n for names in ALIASES.values() for n in names}
     values = set(ALIASES["outcome"]) | ({_column_name(outcome_column)} if outcome_column else set())
 
@@ -148,7 +150,8 @@ def _lines_above_header(lines: list[str], outcome_column: str | None) -> int:
         return 0
     for k, line in enumerate(lines[1:HEADER_SEARCH_LINES], start=1):
         named = names(line)
-        if named & set(ALIASES["well"]) and named & values:
+        by_row_column = bool(named & set(ROW_NAMES) and named & set(COLUMN_NAMES))
+        if (named & set(ALIASES["well"]) or by_row_column) and named & values:
             return k
     return 0
 
@@ -586,8 +589,8 @@ def _typo_hint(well: str, wells: Mapping[str, WellInfo]) -> str:
 
 def _row_column(header: list[str]) -> tuple[int, int] | None:
     """The (Row, Column) columns of a header that names the well in two (a reader's export), else None."""
-    rows = [i for i, h in enumerate(header) if h in ("row", "well_row")]
-    cols = [i for i, h in enumerate(header) if h in ("column", "col", "well_column", "well_col")]
+    rows = [i for i, h in enumerate(header) if h in ROW_NAMES]
+    cols = [i for i, h in enumerate(header) if h in COLUMN_NAMES]
     return (rows[0], cols[0]) if len(rows) == 1 and len(cols) == 1 else None
 
 
