@@ -138,7 +138,8 @@ HEADER_SEARCH_LINES = 60
 
 def _lines_above_header(lines: list[str], outcome_column: str | None) -> int:
     """How many lines stand above a list's header: 0 when line 1 names a column of a results file; else the first line
-    naming a well column (or a Row and a Column) and a value column (``outcome_column`` among them) within HEADER_SEARCH_LINES, if any."""
+    naming a well column (or a Row and a Column) and a value column (``outcome_column`` among them) within
+    HEADER_SEARCH_LINES, if any."""
     known = {n for names in ALIASES.values() for n in names}
     values = set(ALIASES["outcome"]) | ({_column_name(outcome_column)} if outcome_column else set())
 
