@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from screenbai.chem.curation_report import CurationReport
-from screenbai.chem.standardize import standardize_unique, unknown_configuration
+from screenbai.chem.standardize import same_compound, standardize_unique
 from screenbai.chem.units import MASS_UNITS, UNIT_FACTORS_TO_NM, canonical_unit
 
 logger = logging.getLogger("screenbai.chem")
@@ -288,7 +288,7 @@ def _attach_structures(
             continue
         # '|o1:1|' under two ids: maybe the two enantiomers, so one compound per id
         std_smiles[i], std_inchikey[i] = res[0], res[1]
-        std_key[i] = f"{res[2]} {ids[i]}" if unknown_configuration(res[0]) else res[2]
+        std_key[i] = same_compound(res[2], res[0], ids[i])
     # one id, several structures: which measurement belongs to which compound is unknown, and the
     # library's ids must name one compound each, so every such row is dropped
     keys_of: dict[str, set[str]] = {}
