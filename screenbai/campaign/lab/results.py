@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from screenbai.textfiles import formula_unsafe, not_utf8, open_text, table_rows
+from screenbai.textfiles import comma_hint, formula_unsafe, not_utf8, open_text, table_rows
 
 from .grid import Grid, find_grid
 from .layout import PlateLayout, well_span
@@ -595,7 +595,8 @@ def _well_key(well: str) -> tuple[str, int] | str:
 
 
 def _hint(text: str) -> str:
-    """What a lab's number that float() refuses most likely is: a decimal comma, a unit, a censored value."""
+    """What a lab's number that float() refuses most likely is: a thousands separator, a decimal comma, a unit, a
+    censored value."""
     if text.lower() in ("n.d.", "nd", "n/a", "na", "-", "--"):
         return " (not determined? that is a failed well)"
     if re.fullmatch(r"#(N/A|[A-Z0-9/]+[!?])", text.upper()):  # #DIV/0!, #VALUE!, #NAME?, #N/A
@@ -606,8 +607,8 @@ def _hint(text: str) -> str:
         return " (a reading beyond the plate reader's range? write 'failed', or re-read the plate)"
     if _GROUPED.fullmatch(text):  # 1.234.567, 1.234,5: float() reads no thousands separator
         return f" ('.' grouping thousands? write {_thousands(text)})"
-    if re.fullmatch(r"[-+]?\d+,\d+", text):
-        return f" (a decimal comma? write {text.replace(',', '.')})"
+    if comma_hint(text):  # 1,000 and 12,500,000: most likely a thousands separator; 0,5: a decimal comma
+        return f" ({comma_hint(text)})"
     if _SPACE_GROUPED.fullmatch(text):  # 5 000, 1 234,5
         return f" (a space grouping thousands? write {re.sub(_SPACES, '', text)})"
     m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text)
