@@ -171,6 +171,22 @@ def test_study_plan():
     assert replication_seed(7, 5, 40) == replication_seed(7, 5, 40) != replication_seed(7, 5, 20)
 
 
+def test_a_chunk_not_in_the_plan_names_the_chunks_there_are():
+    """snakemake asked for runs/.../chunk7.parquet of a screen of 2 chunks failed with a bare IndexError in
+    common.smk's chunk_start (CHUNKS[int(wildcards.chunk)]): the chunk, the chunks the config makes, what to do."""
+    from screenbai.screening import replication_chunk
+
+    assert [replication_chunk(25, 10, c) for c in ("0", "1", "2")] == replication_chunks(25, 10)
+    for chunk in ("3", "7", -1):
+        with pytest.raises(ValueError) as info:
+            replication_chunk(25, 10, chunk)
+        assert str(info.value) == (
+            f"screen chunk {chunk} (chunk{chunk}.parquet) is not in the plan: screen.replications = 25 in chunks of "
+            "screen.chunk_size = 10 make 3 chunk(s), chunk0 to chunk2; ask for one of those, or raise "
+            "screen.replications in the config to run more"
+        )
+
+
 def test_a_pca_dimension_must_fit_the_fingerprints_and_the_library():
     from screenbai.screening import check_dimensions
 
