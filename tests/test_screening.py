@@ -364,7 +364,7 @@ def test_activity_types_of_a_config():
 
 
 def test_pchembl_values_become_nM_with_flipped_bounds():
-    from screenbai.screening import format_activity, prepare_activities
+    from screenbai.screening import format_activity, format_concentration, prepare_activities
 
     raw = _raw(["pChEMBL"] * 3, [7, 9.5, 6])
     raw["standard_relation"] = ["=", "=", ">"]
@@ -372,6 +372,10 @@ def test_pchembl_values_become_nM_with_flipped_bounds():
     np.testing.assert_allclose(out["standard_value"].astype(float), [100.0, 10 ** -0.5, 1000.0])
     assert list(out["standard_relation"]) == ["=", "=", "<"]  # pChEMBL > 6 is activity < 1000 nM
     assert format_activity(100.0, "pChEMBL") == "pChEMBL 7.00" and format_activity(0.15, "Ki") == "Ki 0.15 nM"
+    # ASCII micromolar where files are read by programs (CSV, JSON, summary); figures ask for µM
+    assert format_activity(6.2e4, "IC50") == "IC50 62 uM"
+    assert [format_concentration(v, "\u00b5M") for v in (999.9, 6.2e4, 0.3, 2e6)] == [
+        "1 \u00b5M", "62 \u00b5M", "0.3 nM", "2 mM"]
     with pytest.raises(ValueError, match="outside 0-15 .*250"):
         prepare_activities(_raw(["pChEMBL"] * 2, [7, 250]), ["pChEMBL"], "p.csv")
 
