@@ -1,6 +1,7 @@
 """Opening the text files people give (tables, results): gzip, UTF-8 with or without BOM, and
 UTF-16 with its byte-order mark (Excel's 'Unicode text'); a clear error for anything else. And the
-text cells of the CSVs written for a spreadsheet, kept from being run as formulas.
+text cells of the CSVs written for a spreadsheet, kept from being run as formulas. And what a number typed with
+commas most likely is (:func:`comma_hint`), for the results of a lab and the activities of curation.
 
 Kept free of pandas: the campaign's ``record`` reads results files through it and starts fast.
 """
@@ -12,6 +13,7 @@ import csv
 import glob
 import gzip
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -171,3 +173,30 @@ def formula_unsafe(text: str) -> str:
     """A cell read back from such a CSV as it was before :func:`formula_safe`: the quote taken off where it stands
     before a formula's start (a spreadsheet that saved the file again may have taken it off already)."""
     return text[1:] if text.startswith("'") and text[1:].startswith(FORMULA_START) else text
+
+
+#: ',' grouping thousands (1,000 and 12,500,000)
+_THOUSANDS_COMMA = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+")
+#: ',' the decimal separator (0,5 and 12,5; 1,000 too: 1.000 where the comma is the decimal separator)
+_DECIMAL_COMMA = re.compile(r"[-+]?\d+,\d+")
+
+
+def comma_readings(number: str) -> tuple[str | None, str | None]:
+    """The numbers a text with commas that float() refuses may be, written as float() reads them: (',' grouping
+    thousands: 12,500,000 -> 12500000; ',' the decimal comma: 0,5 -> 0.5), None where a reading does not fit.
+    1,000 fits both; a thousands separator is the likelier (typed in a spreadsheet of an English locale)."""
+    text = number.strip()
+    thousands = text.replace(",", "") if _THOUSANDS_COMMA.fullmatch(text) else None
+    decimal = text.replace(",", ".") if _DECIMAL_COMMA.fullmatch(text) else None
+    return thousands, decimal
+
+
+def comma_hint(number: str) -> str:
+    """What a number with commas that float() refuses most likely is, and how to write it; '' if the commas are
+    neither a thousands separator nor a decimal comma."""
+    thousands, decimal = comma_readings(number)
+    if thousands is not None:
+        return f"a thousands separator? write {thousands}" + (
+            f", or {decimal} if ',' is the decimal comma there" if decimal is not None else ""
+        )
+    return "" if decimal is None else f"a decimal comma? write {decimal}"

@@ -83,8 +83,8 @@ def test_a_comma_grouping_thousands_outside_a_semicolon_file_is_not_taken_for_a_
             camp.record(path)
         text = str(info.value)
         assert (
-            "outcome '1,234' for well P001/A01: not a number (',' grouping thousands, 1234, or a decimal comma, "
-            "1.234? write the number the lab meant" in text
+            "outcome '1,234' for well P001/A01: not a number (a thousands separator? write 1234, or 1.234 if ',' "
+            "is the decimal comma there)" in text
         )
         assert "write 1.234)" not in text
         assert "outcome '1,234.5' for well P001/A02: not a number (',' grouping thousands? write 1234.5)" in text

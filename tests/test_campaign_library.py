@@ -238,3 +238,56 @@ def test_a_racemate_is_not_a_duplicate_of_its_enantiomer(tmp_path):
         ["S", "C[C@H](N)C(=O)O"], ["RAC", "C[C@H](N)C(=O)O |&1:1|"], ["P1", "C[C@H](N)C(=O)O |o1:1|"],
         ["P2", "C[C@H](N)C(=O)O |o1:1|"], ["X", "CCCCO"]]
     assert lib.rejected[["compound_id", "reason"]].values.tolist() == [["RAC2", "duplicate structure"]]
+
+
+ALLENES = "id,smiles\nM,CC=[C@]=CC\nP,CC=[C@@]=CC\nM2,CC=[C@]=CC\nX,CCCCO\nY,CCN\nZ,OCCCC\n"
+
+
+def test_allene_enantiomers_are_two_compounds_and_the_same_smiles_twice_one(tmp_path, caplog):
+    """RDKit reads CC=[C@]=CC and CC=[C@@]=CC as CC=C=CC (one standard InChIKey): the library refused the second
+    enantiomer as a duplicate structure of the first.  The key is curation's (screenbai.chem.standardize.same_compound):
+    stereoisomers stay apart, the same SMILES written twice is still one compound (the second reported), and the
+    structures kept by their SMILES as written are named in the log as curation names them."""
+    import logging
+
+    path = tmp_path / "lib.csv"
+    path.write_text(ALLENES)
+    with caplog.at_level(logging.WARNING, logger="screenbai.campaign"):
+        lib = import_library(path, id_column="id", smiles_column="smiles", d=1, n_bits=64, radius=1)
+    assert lib.compounds["compound_id"].tolist() == ["M", "P", "X", "Y"]
+    assert lib.rejected[["compound_id", "reason"]].values.tolist() == [
+        ["M2", "duplicate structure"], ["Z", "duplicate structure"]]
+    detail = dict(zip(lib.rejected["compound_id"], lib.rejected["detail"]))
+    assert detail["M2"].startswith("the same SMILES as written as M, whose stereo RDKit cannot hold")
+    assert detail["Z"].startswith("same standardized structure, standard InChIKey")  # OCCCC is X: as before
+    assert "2 structures specify stereo RDKit cannot hold" in caplog.text
+    assert "CC=[C@]=CC, CC=[C@@]=CC" in caplog.text
+
+
+def test_a_campaign_file_made_before_still_opens_and_add_uses_the_same_key(tmp_path):
+    """The compound key is not stored: a campaign file holds each compound's standardized SMILES (CC=C=CC for an
+    allene) and its SMILES as given.  A file whose compounds are written as before opens, and `add` finds the
+    stored compound a new row is by the same key as init: the other enantiomer of a stored allene is new (it was
+    'structure already in the campaign', matched on CC=C=CC), the same allene SMILES under another id, and another
+    spelling of a stored compound, are not."""
+    from campaign_util import synthetic_library
+
+    from screenbai.campaign import Campaign
+    from screenbai.campaign.state.changes import read_new_compounds
+
+    lib = synthetic_library(K=4, d=1)
+    lib.compounds["smiles"] = ["CC=C=CC", "CCCCO", "CCN", "C[C@H](N)C(=O)O |o1:1|"]  # as init wrote them
+    lib.compounds["input_smiles"] = ["CC=[C@]=CC", "CCCCO", "CCN", "C[C@H](N)C(=O)O |o1:1|"]
+    Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=1).close()
+    camp = Campaign.open(tmp_path / "c.campaign")
+    assert list(camp.compound_ids) == ["CPD0000", "CPD0001", "CPD0002", "CPD0003"]
+    new = tmp_path / "new.csv"
+    new.write_text("id,smiles\nP,CC=[C@@]=CC\nM2,CC=[C@]=CC\nB,OCCCC\nNEWN,NCC\nP2,C[C@H](N)C(=O)O |o1:1|\n")
+    kept, rejected = read_new_compounds(camp, new, id_column="id", smiles_column="smiles")
+    # '|o1:1|' under another id may be the other peak of a chiral separation: kept apart, as init does
+    assert kept["compound_id"].tolist() == ["P", "P2"]
+    assert rejected[["compound_id", "reason", "detail"]].values.tolist() == [
+        ["M2", "structure already in the campaign", "same standardized structure as CPD0000"],
+        ["B", "structure already in the campaign", "same standardized structure as CPD0001"],
+        ["NEWN", "structure already in the campaign", "same standardized structure as CPD0002"]]
+    camp.close()

@@ -278,6 +278,10 @@ def test_a_file_missing_a_row_names_the_well_it_left_open(tmp_path, capsys):
 
 @pytest.mark.parametrize("typed, hint", [
     ("12,5", "a decimal comma? write 12.5"),
+    # a comma grouping thousands is the likelier (it said "a decimal comma? write 1.000"); 1,000 may be either
+    ("1,000", "a thousands separator? write 1000, or 1.000 if ',' is the decimal comma there"),
+    ("12,500,000", "a thousands separator? write 12500000"),  # said "not a number" alone
+    ("0,5", "a decimal comma? write 0.5"),
     ("45 %", "a unit after the number? write the number alone"),
     ("12nM", "a unit after the number? write the number alone"),
     (">100", "a value beyond the assay's range? write the limit, 100,"),

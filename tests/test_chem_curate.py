@@ -733,8 +733,10 @@ def test_rows_with_only_a_pchembl_value_are_recovered(caplog):
 # ------------------------------------------------------------------ messages
 @pytest.mark.parametrize("typed, says, not_says", [
     ("1,000", ["a thousands separator (1,000)?", "1,000 meaning 1.0"], ["a decimal comma?"]),
-    ("12,500,000", ["a thousands separator (12,500,000)?"], ["a decimal comma", "meaning 1.0"]),
+    ("12,500,000", ["a thousands separator (12,500,000)?", "(e.g. 12500000 for 12,500,000)"],
+     ["a decimal comma", "meaning 1.0"]),
     ("5,5", ["a decimal comma? write numbers with a decimal point"], ["thousands"]),
+    ("0,5", ["a decimal comma? write numbers with a decimal point (e.g. 0.5 for 0,5)"], ["thousands"]),
 ])
 def test_a_comma_in_a_value_is_named_for_what_it_may_be(typed, says, not_says):
     with pytest.raises(ValueError) as info:

@@ -412,7 +412,11 @@ def test_declared_compounds_cure_rate_interval_beside_their_potency_in_readable_
     ax = fig.axes[0]
     _drawn(fig)
     ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
-    assert {"1 nM", "100 nM", "1 uM", "10 uM"} <= set(ticks) and not any("e+" in t or "^" in t for t in ticks)
+    # micromolar as a chemist writes it in a figure (the CSV and JSON files keep ASCII 'uM')
+    assert {"1 nM", "100 nM", "1 \u00b5M", "10 \u00b5M"} <= set(ticks) and not any("e+" in t or "^" in t for t in ticks)
+    assert not any("uM" in t for t in ticks)
+    legend = plot_declared_potency(d, sample, activity="Ki", threshold_nM=2000.0).axes[0].get_legend_handles_labels()[1]
+    assert "cure label: Ki < 2 \u00b5M" in legend
     a1 = d[d["label"] == "alg1"]
     pts = [c for c in ax.collections if c.get_label() == "alg1"][0].get_offsets()
     np.testing.assert_allclose(np.asarray(pts)[:, 1], a1["cure_rate"])  # its estimated cure rate ...

@@ -171,6 +171,22 @@ def test_study_plan():
     assert replication_seed(7, 5, 40) == replication_seed(7, 5, 40) != replication_seed(7, 5, 20)
 
 
+def test_a_chunk_not_in_the_plan_names_the_chunks_there_are():
+    """snakemake asked for runs/.../chunk7.parquet of a screen of 2 chunks failed with a bare IndexError in
+    common.smk's chunk_start (CHUNKS[int(wildcards.chunk)]): the chunk, the chunks the config makes, what to do."""
+    from screenbai.screening import replication_chunk
+
+    assert [replication_chunk(25, 10, c) for c in ("0", "1", "2")] == replication_chunks(25, 10)
+    for chunk in ("3", "7", -1):
+        with pytest.raises(ValueError) as info:
+            replication_chunk(25, 10, chunk)
+        assert str(info.value) == (
+            f"screen chunk {chunk} (chunk{chunk}.parquet) is not in the plan: screen.replications = 25 in chunks of "
+            "screen.chunk_size = 10 make 3 chunk(s), chunk0 to chunk2; ask for one of those, or raise "
+            "screen.replications in the config to run more"
+        )
+
+
 def test_a_pca_dimension_must_fit_the_fingerprints_and_the_library():
     from screenbai.screening import check_dimensions
 
@@ -348,7 +364,7 @@ def test_activity_types_of_a_config():
 
 
 def test_pchembl_values_become_nM_with_flipped_bounds():
-    from screenbai.screening import format_activity, prepare_activities
+    from screenbai.screening import format_activity, format_concentration, prepare_activities
 
     raw = _raw(["pChEMBL"] * 3, [7, 9.5, 6])
     raw["standard_relation"] = ["=", "=", ">"]
@@ -356,6 +372,10 @@ def test_pchembl_values_become_nM_with_flipped_bounds():
     np.testing.assert_allclose(out["standard_value"].astype(float), [100.0, 10 ** -0.5, 1000.0])
     assert list(out["standard_relation"]) == ["=", "=", "<"]  # pChEMBL > 6 is activity < 1000 nM
     assert format_activity(100.0, "pChEMBL") == "pChEMBL 7.00" and format_activity(0.15, "Ki") == "Ki 0.15 nM"
+    # ASCII micromolar where files are read by programs (CSV, JSON, summary); figures ask for µM
+    assert format_activity(6.2e4, "IC50") == "IC50 62 uM"
+    assert [format_concentration(v, "\u00b5M") for v in (999.9, 6.2e4, 0.3, 2e6)] == [
+        "1 \u00b5M", "62 \u00b5M", "0.3 nM", "2 mM"]
     with pytest.raises(ValueError, match="outside 0-15 .*250"):
         prepare_activities(_raw(["pChEMBL"] * 2, [7, 250]), ["pChEMBL"], "p.csv")
 

@@ -461,6 +461,22 @@ def test_a_clipped_K_no_more_than_d_plus_one_is_warned_about_on_the_console(tmp_
     assert "d = 71, K = 72 have no more" in (tmp_path / "results" / "ki_toy" / "logs" / "curate.log").read_text()
 
 
+@pytest.mark.slow
+def test_a_screen_chunk_not_in_the_plan_is_named_with_the_chunks_there_are(tmp_path):
+    """chunk_start / chunk_size (common.smk) read CHUNKS[int(wildcards.chunk)]: a chunk the config's screen does
+    not have (3 replications in chunks of 2: chunk0, chunk1) failed with an unexplained IndexError."""
+    config = small_config(tmp_path / "library.csv")
+    make_library(tmp_path / "library.csv")
+    proc = run_snakemake(tmp_path, config, "--cores", "1", "-n", "results/ki_toy/runs/glgape/d3_K24/chunk7.parquet")
+    assert proc.returncode != 0
+    out = proc.stdout + proc.stderr
+    assert "IndexError" not in out
+    assert ("screen chunk 7 (chunk7.parquet) is not in the plan: screen.replications = 3 in chunks of "
+            "screen.chunk_size = 2 make 2 chunk(s), chunk0 to chunk1; ask for one of those") in out
+    assert run_snakemake(tmp_path, config, "--cores", "1", "-n", "results/ki_toy/runs/glgape/d3_K24/chunk1.parquet"
+                         ).returncode == 0
+
+
 def test_a_failed_rule_shows_its_own_error_on_the_console_and_logs_the_chain(tmp_path):
     """Offline, a config copied for another target (README, "Screening your own target") stops at acquire with a
     clear message, but the console showed it after the six chained tracebacks of the failed download (150 lines).

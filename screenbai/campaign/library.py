@@ -118,10 +118,16 @@ def curate_structures(frame, *, n_jobs: int | None = 1, progress: bool = False):
     ``progress``: a bar on stderr); return (kept, rejected).  Reasons: missing id, missing SMILES, unparseable
     SMILES, text after the SMILES, standardization failed, duplicate id (same id, another structure), repeated compound
     (same id, same structure: one arm), duplicate structure (another id, same structure, or a tautomer of it:
-    the same standard InChIKey)."""
+    the same standard InChIKey; which rows are one compound is :func:`screenbai.chem.standardize.same_compound`, as
+    in curation: stereo RDKit cannot hold, an allene's axis, is kept by the SMILES as written)."""
     import pandas as pd
 
-    from screenbai.chem.standardize import enhanced_stereo, standardize_smiles, unknown_configuration
+    from screenbai.chem.standardize import (
+        same_compound,
+        standardize_smiles,
+        stereo_as_written,
+        stereo_as_written_note,
+    )
 
     rejected: list[dict] = []
 
@@ -145,7 +151,10 @@ def curate_structures(frame, *, n_jobs: int | None = 1, progress: bool = False):
     by_key: dict[str, str] = {}
     row_of: dict[str, int] = {}
     smiles_of: dict[str, str] = {}
-    for row, smiles, key, error in zip(frame.itertuples(index=False), std["smiles"], std["inchikey"], std["error"]):
+    as_written: list[str] = []
+    for row, smiles, inchikey, key, error in zip(
+        frame.itertuples(index=False), std["smiles"], std["inchikey"], std["key"], std["error"]
+    ):
         if not _blank(getattr(row, "problem", None)):  # the reader could not give a structure
             reject(row, str(row.problem))
             continue
@@ -156,8 +165,9 @@ def curate_structures(frame, *, n_jobs: int | None = 1, progress: bool = False):
         if error is not None:
             reject(row, error)
             continue
-        # the racemate ('|&1:1|') is not its drawn enantiomer; '|o1:1|' under two ids may be the two enantiomers
-        ident = " ".join([key, enhanced_stereo(smiles)] + [cid] * unknown_configuration(smiles)).strip()
+        # the racemate ('|&1:1|') is not its drawn enantiomer; '|o1:1|' under two ids may be the two enantiomers;
+        # CC=[C@]=CC and CC=[C@@]=CC are both CC=C=CC to RDKit: one compound per SMILES as written
+        ident = same_compound(key, smiles, cid)
         if cid in by_id:
             if by_id[cid] != ident:
                 reject(row, "duplicate id", f"id {cid} already used for another structure (row {row_of[cid]})")
@@ -167,11 +177,17 @@ def curate_structures(frame, *, n_jobs: int | None = 1, progress: bool = False):
         if ident in by_key:
             first = by_key[ident]
             # the standard InChIKey also joins tautomers (2-hydroxypyridine, 2-pyridone): one compound in solution
+            if stereo_as_written(key):
+                reject(row, "duplicate structure", f"the same SMILES as written as {first}, whose stereo RDKit cannot "
+                       "hold (an allene's axis): kept apart from its stereoisomers, not from itself")
+                continue
             what = ("same standardized structure" if smiles == smiles_of[first]
                     else f"a tautomer of {first}'s structure ({smiles_of[first]}; one compound in solution)")
-            reject(row, "duplicate structure", f"{what}, standard InChIKey {key}, as {first}")
+            reject(row, "duplicate structure", f"{what}, standard InChIKey {inchikey}, as {first}")
             continue
         by_id[cid], by_key[ident], row_of[cid], smiles_of[cid] = ident, cid, int(row.source_row), smiles
+        if stereo_as_written(key):
+            as_written.append(str(row.input_smiles))
         kept.append(
             {
                 "compound_id": cid,
@@ -180,6 +196,8 @@ def curate_structures(frame, *, n_jobs: int | None = 1, progress: bool = False):
                 "source_row": int(row.source_row),
             }
         )
+    if as_written:
+        logger.warning("%s", stereo_as_written_note(as_written))
     columns = ["source_row", "compound_id", "smiles", "reason", "detail"]
     return pd.DataFrame(kept), pd.DataFrame(rejected, columns=columns)
 

@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 from screenbai.chem.curation_report import CurationReport
-from screenbai.chem.standardize import standardize_unique, unknown_configuration
+from screenbai.chem.standardize import same_compound, standardize_unique
 from screenbai.chem.units import MASS_UNITS, UNIT_FACTORS_TO_NM, canonical_unit
+from screenbai.textfiles import comma_readings
 
 logger = logging.getLogger("screenbai.chem")
 
@@ -81,9 +82,8 @@ PLAUSIBLE_NM = (1e-6, 1e9)
 #: (the others are dropped by reason), ``median`` takes the median over all of them.
 COMBINE_TYPES = ("first_listed", "median")
 _EXACT = {"=", "==", "eq"}
-_DECIMAL_COMMA = re.compile(r"^[<>=~]*\s*\d+,\d+$")
-# 1,000 and 12,500,000: a thousands separator (1,000 may also be a decimal comma)
-_THOUSANDS = re.compile(r"^[<>=~]*\s*\d{1,3}(,\d{3})+$")
+#: a relation written before a value ('>1,000')
+_RELATION = re.compile(r"^[<>=~]*\s*")
 CENSORED_RELATIONS = {">", "<", ">=", "<=", "~", "=>", "=<", ">>", "<<", "≥", "≤"}  # ≥ ≤: typed in a spreadsheet
 
 
@@ -288,7 +288,7 @@ def _attach_structures(
             continue
         # '|o1:1|' under two ids: maybe the two enantiomers, so one compound per id
         std_smiles[i], std_inchikey[i] = res[0], res[1]
-        std_key[i] = f"{res[2]} {ids[i]}" if unknown_configuration(res[0]) else res[2]
+        std_key[i] = same_compound(res[2], res[0], ids[i])
     # one id, several structures: which measurement belongs to which compound is unknown, and the
     # library's ids must name one compound each, so every such row is dropped
     keys_of: dict[str, set[str]] = {}
@@ -429,19 +429,23 @@ def _combine_types(
 
 
 def _comma_hint(values: list[str]) -> str:
-    """What a comma in values float() refused may be: a thousands separator (1,000 and 12,500,000), which 1,000
-    may also be a decimal comma of, or a decimal comma (5,5)."""
-    thousands = [v for v in values if _THOUSANDS.match(v)]
+    """What a comma in values float() refused may be (:func:`screenbai.textfiles.comma_readings`, as a lab's
+    results are read): a thousands separator (1,000 and 12,500,000), which 1,000 may also be a decimal comma of,
+    or a decimal comma (5,5)."""
+    cores = [_RELATION.sub("", v) for v in values]  # '>1,000': the number after the relation
+    readings = [(v, *comma_readings(v)) for v in cores]
+    thousands = [(v, t, d) for v, t, d in readings if t is not None]
+    decimal = [(v, d) for v, t, d in readings if t is None and d is not None]
     hint = ""
     if thousands:
-        hint += (
-            f"; a thousands separator ({thousands[0]})? write numbers without it (e.g. 1000 for 1,000)"
-            + (", or, if ',' is the decimal comma there (1,000 meaning 1.0), with a decimal point"
-               if any(_DECIMAL_COMMA.match(v) for v in thousands) else "")
-        )
-    if any(_DECIMAL_COMMA.match(v) and not _THOUSANDS.match(v) for v in values):
-        hint += ("; a decimal comma? write numbers with a decimal point (e.g. 5.5), or save the file from a "
-                 "spreadsheet set to an English locale")
+        v, t, _ = thousands[0]
+        hint += f"; a thousands separator ({v})? write numbers without it (e.g. {t} for {v})"
+        both = next(((v, d) for v, _, d in thousands if d is not None), None)
+        if both:
+            hint += f", or, if ',' is the decimal comma there ({both[0]} meaning {both[1]}), with a decimal point"
+    if decimal:
+        hint += (f"; a decimal comma? write numbers with a decimal point (e.g. {decimal[0][1]} for {decimal[0][0]}), "
+                 "or save the file from a spreadsheet set to an English locale")
     return hint
 
 

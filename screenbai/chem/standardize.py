@@ -18,7 +18,8 @@ from screenbai.workers import worker_count
 logger = logging.getLogger("screenbai.chem")
 
 __all__ = ["MAX_HEAVY_ATOMS", "Standardizer", "compound_key", "count_heavy_atoms", "enhanced_stereo",
-           "standardize_smiles", "standardize_unique", "unknown_configuration"]
+           "same_compound", "standardize_smiles", "standardize_unique", "stereo_as_written",
+           "stereo_as_written_note", "unknown_configuration"]
 
 
 #: Largest structure curation identifies: InChI (whose key merges replicates) holds at
@@ -204,13 +205,38 @@ class Standardizer:
             if enhanced_stereo(out_smiles):  # InChI cannot say racemic: the racemate is not its drawn enantiomer
                 key = f"{key} {enhanced_stereo(out_smiles)}"
             if as_written:  # CC=[C@]=CC and CC=[C@@]=CC would both be CC=C=CC: one compound per SMILES as written
-                key = f"{key} as written {smiles}"
+                key = f"{key}{_AS_WRITTEN}{smiles}"
                 self.stereo_as_written.append(smiles)
         except Exception:  # RDKit raises assorted errors on exotic structures
             return "standardization failed"
         if not inchikey or not key or not out_smiles:
             return "standardization failed"
         return out_smiles, inchikey, key, mw
+
+
+#: what a compound key holds before the SMILES as written of a structure whose stereo RDKit cannot hold
+_AS_WRITTEN = " as written "
+
+
+def stereo_as_written(key: str) -> bool:
+    """Whether a compound key is one SMILES as written: stereo RDKit cannot hold (an allene's axis), so the key
+    of its standardized structure would merge its stereoisomers."""
+    return _AS_WRITTEN in key
+
+
+def same_compound(key: str, smiles: str, compound_id: str) -> str:
+    """Which rows are one compound, in curation and a campaign's library: rows with the same value are.  ``key``
+    is the :class:`Standardizer`'s (its enhanced stereo and, where RDKit drops the stereo, its SMILES as written
+    included), ``smiles`` the standardized SMILES; a structure of unknown configuration (``|o1:1|``) is one
+    compound per id (two ids may be the two enantiomers)."""
+    return f"{key} {compound_id}" if unknown_configuration(smiles) else key
+
+
+def stereo_as_written_note(smiles: Sequence[str]) -> str:
+    """What a log says of the structures kept apart by their SMILES as written."""
+    return (f"{len(smiles)} structures specify stereo RDKit cannot hold (an allene's axis, a cumulene's '/'): each is "
+            "its own compound by its SMILES as written, never merged with its stereoisomers (the same structure "
+            f"written another way is not merged either): {', '.join(list(smiles)[:10])}")
 
 
 def _stereo_lost_on_reading(smiles: str, mol: Any) -> bool:
@@ -322,18 +348,20 @@ def compound_key(mol: Any, canonical_tautomer: bool, inchikey: str | None = None
 CHUNK_SIZE = 5_000
 
 
-def _standardize_chunk(task: tuple[list[str | None], bool]) -> list[tuple[str | None, str | None, str | None]]:
-    """(smiles, standard inchikey, error) of each SMILES of a chunk: a worker's task (or, in one process, each
+def _standardize_chunk(
+    task: tuple[list[str | None], bool],
+) -> list[tuple[str | None, str | None, str | None, str | None]]:
+    """(smiles, standard inchikey, key, error) of each SMILES of a chunk: a worker's task (or, in one process, each
     chunk in turn)."""
     from rdkit.rdBase import BlockLogs
 
     smiles, canonical_tautomer = task
     std = Standardizer(canonical_tautomer, keyed=False)  # stateless per structure: chunks are independent
-    out: list[tuple[str | None, str | None, str | None]] = []
+    out: list[tuple[str | None, str | None, str | None, str | None]] = []
     with BlockLogs():
         for s in smiles:
             res = std(s) if isinstance(s, str) and s.strip() else "missing SMILES"
-            out.append((None, None, res) if isinstance(res, str) else (res[0], res[1], None))
+            out.append((None, None, None, res) if isinstance(res, str) else (res[0], res[1], res[2], None))
     return out
 
 
@@ -347,8 +375,10 @@ def standardize_smiles(
 ) -> pd.DataFrame:
     """Standardize SMILES (cleanup, largest fragment, neutralise[, canonical tautomer]).
 
-    Returns a frame with ``input_smiles, smiles, inchikey, error`` (``error`` is ``None``
-    on success, else the reason); RDKit's log output is suppressed.  Above one chunk of ``chunk_size``
+    Returns a frame with ``input_smiles, smiles, inchikey, key, error`` (``error`` is ``None``
+    on success, else the reason; ``key``: the standard InChIKey, with the enhanced stereo and, where RDKit drops
+    the stereo written, the SMILES as written: see :func:`same_compound`); RDKit's log output is suppressed.
+    Above one chunk of ``chunk_size``
     structures (default :data:`CHUNK_SIZE`), ``n_jobs`` worker processes (-1 or None: one per core) standardize
     the chunks; each structure is standardized on its own, so the frame is the same whatever the number of
     workers.  ``progress``: a bar over structures on stderr.
@@ -363,7 +393,7 @@ def standardize_smiles(
     step = int(chunk_size)
     tasks = [(smiles[i : i + step], canonical_tautomer) for i in range(0, len(smiles), step)]
     n_jobs = min(n_jobs, len(tasks))
-    rows: list[tuple[str | None, str | None, str | None]] = []
+    rows: list[tuple[str | None, str | None, str | None, str | None]] = []
     bar = tqdm(total=len(smiles), unit="mol", desc="standardizing", disable=not progress, smoothing=0.05)
     pool = multiprocessing.get_context("fork").Pool(n_jobs) if n_jobs > 1 else None
     try:
@@ -381,7 +411,8 @@ def standardize_smiles(
         "input_smiles": pd.Series(smiles, dtype=object),
         "smiles": pd.Series([r[0] for r in rows], dtype=object),
         "inchikey": pd.Series([r[1] for r in rows], dtype=object),
-        "error": pd.Series([r[2] for r in rows], dtype=object),
+        "key": pd.Series([r[2] for r in rows], dtype=object),
+        "error": pd.Series([r[3] for r in rows], dtype=object),
     }
     return pd.DataFrame(columns)
 
@@ -402,10 +433,5 @@ def standardize_unique(
             ", ".join(standardizer.kept_as_drawn[:10]),
         )
     if standardizer.stereo_as_written:
-        logger.warning(
-            "%d structures specify stereo RDKit cannot hold (an allene's axis, a cumulene's '/'): each is its own "
-            "compound by its SMILES as written, never merged with its stereoisomers (the same structure written "
-            "another way is not merged either): %s", len(standardizer.stereo_as_written),
-            ", ".join(standardizer.stereo_as_written[:10]),
-        )
+        logger.warning("%s", stereo_as_written_note(standardizer.stereo_as_written))
     return out

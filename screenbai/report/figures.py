@@ -26,12 +26,16 @@ def _axes(ax):
     return ax.figure, ax
 
 
+#: micromolar in figure text, as a chemist writes it (the CSV and JSON files keep ASCII 'uM')
+FIGURE_MICROMOLAR = "\u00b5M"
+
+
 def _concentration_axis(axis) -> None:
-    """A log axis of concentrations in nM whose ticks read 100 nM, 1 uM, 10 uM (not 1e+02)."""
+    """A log axis of concentrations in nM whose ticks read 100 nM, 1 µM, 10 µM (not 1e+02)."""
     from screenbai.screening import format_concentration
 
     axis.set_major_locator(LogLocator(base=10))
-    axis.set_major_formatter(FuncFormatter(lambda v, _pos: format_concentration(v) if v > 0 else ""))
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: format_concentration(v, FIGURE_MICROMOLAR) if v > 0 else ""))
     axis.set_minor_formatter(NullFormatter())
 
 
@@ -251,7 +255,7 @@ def plot_declared_potency(declared: pd.DataFrame, arms: pd.DataFrame | None = No
     quantity = "activity (from pChEMBL values)" if activity == "pChEMBL" else activity
     if threshold_nM is not None:
         ax.axvline(threshold_nM, color="k", ls="--", lw=1,
-                   label=f"cure label: {quantity} < {format_concentration(threshold_nM)}")
+                   label=f"cure label: {quantity} < {format_concentration(threshold_nM, FIGURE_MICROMOLAR)}")
     ax.set_xscale("log")
     _concentration_axis(ax.xaxis)
     ax.invert_xaxis()  # more potent to the right

@@ -388,13 +388,14 @@ def _is_missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
-def format_concentration(value_nM: float) -> str:
+def format_concentration(value_nM: float, micromolar: str = "uM") -> str:
     """A concentration in the unit a chemist reads: ``0.3 nM``, ``100 nM``, ``1 uM``, ``62 uM``, ``1 mM``
-    (pM below 0.1 nM, M from 1 M; three significant digits)."""
+    (pM below 0.1 nM, M from 1 M; three significant digits).  ``micromolar``: how micromolar is written,
+    ASCII ``uM`` by default (CSV, JSON, logs: machine-readable); figures pass ``"µM"``."""
     v = float(value_nM)
     if not math.isfinite(v) or v <= 0:
         return f"{v:g} nM"
-    for scale, unit in ((1e9, "M"), (1e6, "mM"), (1e3, "uM"), (0.1, "nM")):
+    for scale, unit in ((1e9, "M"), (1e6, "mM"), (1e3, micromolar), (0.1, "nM")):
         if v >= scale * (1 - 5e-4):  # 999.9 nM reads 1 uM, not 1e+03 nM
             factor = 1.0 if unit == "nM" else scale
             return f"{float(f'{v / factor:.3g}'):g} {unit}"

@@ -135,6 +135,21 @@ def replication_chunks(replications: int, chunk_size: int) -> list[tuple[int, in
     return [(s, min(chunk_size, replications - s)) for s in range(0, replications, chunk_size)]
 
 
+def replication_chunk(replications: int, chunk_size: int, chunk: int | str) -> tuple[int, int]:
+    """(start, n) of the screen's chunk ``chunk`` (the workflow's ``{chunk}`` wildcard, ``runs/.../chunk{chunk}``):
+    a chunk the config's screen does not have is refused, naming how many it has."""
+    chunks = replication_chunks(int(replications), int(chunk_size))
+    k = int(chunk)
+    if not 0 <= k < len(chunks):
+        last = f", chunk0 to chunk{len(chunks) - 1}" if chunks else ""
+        raise ValueError(
+            f"screen chunk {chunk} (chunk{chunk}.parquet) is not in the plan: screen.replications = {replications} in "
+            f"chunks of screen.chunk_size = {chunk_size} make {len(chunks)} chunk(s){last}; ask for one of those, "
+            "or raise screen.replications in the config to run more"
+        )
+    return chunks[k]
+
+
 def replication_seed(seed: int, d: int, K: int) -> int:
     """The replication seed of screen (d, K): same for every algorithm (common random numbers)."""
     return int(np.random.SeedSequence([int(seed), int(d), int(K)]).generate_state(1, np.uint32)[0])

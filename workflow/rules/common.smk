@@ -14,6 +14,7 @@ from screenbai.screening import (
     check_sources,
     clip_studies,
     pchembl_of,
+    replication_chunk,
     replication_chunks,
     reference_point,
     study_points,
@@ -113,11 +114,11 @@ def algorithm_entry(wildcards):
 
 
 def chunk_start(wildcards):
-    return CHUNKS[int(wildcards.chunk)][0]
+    return replication_chunk(SCREEN["replications"], SCREEN["chunk_size"], wildcards.chunk)[0]
 
 
 def chunk_size(wildcards):
-    return CHUNKS[int(wildcards.chunk)][1]
+    return replication_chunk(SCREEN["replications"], SCREEN["chunk_size"], wildcards.chunk)[1]
 
 
 def ground_truth_fits(wildcards):

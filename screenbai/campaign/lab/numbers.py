@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import re
 
+from screenbai.textfiles import comma_hint
+
 FAILED = ("", "failed")
 _DECIMAL_COMMA = re.compile(r"[-+]?\d*,\d+")
 _DECIMAL_POINT = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+)(?:[eE][-+]?\d+)?")
@@ -80,14 +82,8 @@ def _hint(text: str) -> str:
         return f" ('.' grouping thousands? write {_thousands(text)})"
     if re.fullmatch(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+\.\d*", text):  # 1,234.5: ',' groups thousands
         return f" (',' grouping thousands? write {text.replace(',', '')})"
-    if re.fullmatch(r"[-+]?[1-9]\d{0,2}(?:,\d{3})+", text):  # 1,234: thousands (1234) or a decimal comma (1.234)
-        return (
-            f" (',' grouping thousands, {text.replace(',', '')}, or a decimal comma, "
-            f"{text.replace(',', '.', 1) if text.count(',') == 1 else 'not a number'}? write the number the lab "
-            "meant, without grouping and with '.' as the decimal point)"
-        )
-    if re.fullmatch(r"[-+]?\d+,\d+", text):
-        return f" (a decimal comma? write {text.replace(',', '.')})"
+    if comma_hint(text):  # 1,000 and 12,500,000: most likely a thousands separator; 0,5: a decimal comma
+        return f" ({comma_hint(text)})"
     if _SPACE_GROUPED.fullmatch(text):  # 5 000, 1 234,5
         return f" (a space grouping thousands? write {re.sub(_SPACES, '', text)})"
     m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text)

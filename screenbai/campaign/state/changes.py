@@ -68,16 +68,19 @@ def read_new_compounds(camp, path, *, id_column=None, smiles_column=None, kind="
     frame, _ = _read_rows(path, kind, id_column, smiles_column)
     kept, rejected = curate_structures(frame)
     known_ids = set(camp.compound_ids)
-    known_smiles = {s: c for c, s in zip(camp.compound_ids, camp.smiles)}
+    known_smiles: dict[str, list[int]] = {}
+    for arm, s in enumerate(camp.smiles):
+        known_smiles.setdefault(s, []).append(arm)
     active = {camp.compound_ids[int(a)] for a in getattr(camp.policy, "arm_set", range(camp.K))}
+    same = _same_as_stored(camp, [r for r in kept.itertuples(index=False) if r.smiles in known_smiles], known_smiles)
     extra = []
     keep = []
     for row in kept.itertuples(index=False):
         if row.compound_id in known_ids:
             extra.append((row.source_row, row.compound_id, row.input_smiles, "id already in the campaign",
                           _withdrawn_note(row.compound_id, active)))
-        elif row.smiles in known_smiles:
-            first = known_smiles[row.smiles]
+        elif row.compound_id in same:
+            first = same[row.compound_id]
             extra.append(
                 (
                     row.source_row,
@@ -95,6 +98,33 @@ def read_new_compounds(camp, path, *, id_column=None, smiles_column=None, kind="
         more = pd.DataFrame(extra, columns=["source_row", "compound_id", "smiles", "reason", "detail"])
         rejected = pd.concat([rejected, more], ignore_index=True) if len(rejected) else more
     return kept.reset_index(drop=True), rejected
+
+
+def _same_as_stored(camp, rows, known_smiles: dict[str, list[int]]) -> dict[str, str]:
+    """New compound id -> the id of the compound of the campaign it is, for new rows whose standardized SMILES is
+    one of the campaign's.  One compound as :func:`~screenbai.chem.standardize.same_compound` says, as ``init``:
+    the stored compounds' keys are not in the file, so those sharing the SMILES are standardized again from their
+    SMILES as given (an allene's stereo is only in it: CC=[C@]=CC and CC=[C@@]=CC are both CC=C=CC)."""
+    from screenbai.chem.standardize import same_compound, standardize_smiles
+
+    arms = sorted({a for r in rows for a in known_smiles[r.smiles]})
+    if not arms:
+        return {}
+    stored = {a: camp._con.execute("SELECT compound_id, input_smiles FROM compounds WHERE arm = ?", (a,)).fetchone()
+              for a in arms}
+    ids = [str(r.compound_id) for r in rows] + [str(stored[a][0]) for a in arms]
+    std = standardize_smiles([r.input_smiles for r in rows] + [stored[a][1] or camp.smiles[a] for a in arms])
+    ident = [None if e is not None else same_compound(k, s, i)
+             for k, s, e, i in zip(std["key"], std["smiles"], std["error"], ids)]
+    ident_of_arm = dict(zip(arms, ident[len(rows):]))
+    out: dict[str, str] = {}
+    for row, new in zip(rows, ident[: len(rows)]):
+        for a in known_smiles[row.smiles]:
+            # a stored SMILES today's standardization refuses: the same standardized structure, as before
+            if ident_of_arm[a] is None or new == ident_of_arm[a]:
+                out[str(row.compound_id)] = str(stored[a][0])
+                break
+    return out
 
 
 def _withdrawn_note(compound_id: str, active: set[str]) -> str:
