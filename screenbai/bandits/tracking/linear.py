@@ -97,8 +97,9 @@ def span_completion(Z: np.ndarray, support: np.ndarray, rtol: float = 1e-9) -> n
     return np.asarray(added, dtype=np.int64)
 
 
-def greedy_block(Z: np.ndarray, Y: np.ndarray, c: np.ndarray, n_min: int, n_max: int,
-                 before: np.ndarray | None = None) -> np.ndarray:
+def greedy_block(
+    Z: np.ndarray, Y: np.ndarray, c: np.ndarray, n_min: int, n_max: int, before: np.ndarray | None = None
+) -> np.ndarray:
     """Per-arm counts of a block built one test at a time: each test goes to the arm that most lowers
     max_y c_y y'A^-1 y (A the block's design so far, from a negligible ridge, plus ``before``, the
     information already collected when the stopping rule pools it), until that maximum is at most 1
@@ -269,12 +270,20 @@ class LinearTrackAndStop(Policy):
             floor = cap
         if theta is None:  # the spanning block not back yet (plates): explore
             return round_design(min(self._spanner.size, cap), explore, rng=self.rng)
-        Y, c = self._needs(theta, counts_f)
-        Zd = self._design_features(theta)
-        P = pinv_psd((Zd.T * counts_f) @ Zd)[0]
-        J = np.argsort(-c * np.einsum("ij,ij->i", Y @ P, Y))[:_GREEDY_DIRECTIONS]
-        if self._greedy_design() and self.K * J.size * self.d_eff * cap <= _GREEDY_WORK:
-            counts = greedy_block(Zd, Y[J], c[J], floor, cap, self._information_before(Zd, counts_f))
+        greedy = None
+        # the greedy block's directions only where its work can be affordable: J.size >= 1 as soon as some arm is
+        # outside the answer (K > m). At K = 1.58 M the directions and the design features (K x d each, 266 MB)
+        # were computed for every block and thrown away, and held through the T* solve (the peak of `next`)
+        if self._greedy_design() and (self.K * self.d_eff * cap <= _GREEDY_WORK or self.K <= self.m):
+            Y, c = self._needs(theta, counts_f)
+            Zd = self._design_features(theta)
+            P = pinv_psd((Zd.T * counts_f) @ Zd)[0]
+            J = np.argsort(-c * np.einsum("ij,ij->i", Y @ P, Y))[:_GREEDY_DIRECTIONS]
+            if self.K * J.size * self.d_eff * cap <= _GREEDY_WORK:
+                greedy = greedy_block(Zd, Y[J], c[J], floor, cap, self._information_before(Zd, counts_f))
+            del Y, c, Zd, P
+        if greedy is not None:
+            counts = greedy
         else:
             lead = tuple(int(a) for a in self._leaders(theta, np.random.default_rng(0)))
             cx = self._allocation(theta, lead)
@@ -294,8 +303,9 @@ class LinearTrackAndStop(Policy):
 
     def _allocation(self, theta: np.ndarray, answer: tuple[int, ...]):
         """The lower bound's optimal allocation w*(theta) for ``answer`` (``certainty.complexity``)."""
-        return characteristic_time(self.Z, theta, model=self.model, sigma=self.sigma, epsilon=self.epsilon,
-                                   m=self.m, answer=answer)
+        return characteristic_time(
+            self.Z, theta, model=self.model, sigma=self.sigma, epsilon=self.epsilon, m=self.m, answer=answer
+        )
 
     def _greedy_design(self) -> bool:
         """Whether blocks are built test by test (``greedy_block``) where that is cheap enough; False: the
@@ -371,8 +381,14 @@ class LinearTrackAndStop(Policy):
         self._n_opened += 1
         self._last_size = int(counts.sum())
         arms = np.flatnonzero(counts)
-        self._open.append({"arms": arms, "planned": np.asarray(counts, dtype=np.int64)[arms],
-                           "got": np.zeros(arms.size, dtype=np.int64), "sums": np.zeros(arms.size)})
+        self._open.append(
+            {
+                "arms": arms,
+                "planned": np.asarray(counts, dtype=np.int64)[arms],
+                "got": np.zeros(arms.size, dtype=np.int64),
+                "sums": np.zeros(arms.size),
+            }
+        )
 
     def _whole(self, blk: dict[str, np.ndarray], key: str) -> np.ndarray:
         """An open block's ``planned`` counts or outcome ``sums`` as a K-vector (zero off the block's arms)."""
