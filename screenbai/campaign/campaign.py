@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .lab import assay
+from .lab import assay, censored
 from .lab.assay import Readout
 from .lab.layout import PlateLayout
 from .lab.plates import FORMATS, check_plate_path, well_names, write_plate_file
@@ -509,6 +509,7 @@ class Campaign(PolicyReplay):
                 notes=notes,
                 outcome_column=outcome_column,
                 column_unit=None if readout is None else readout.column_unit_problem,
+                censor=censored.reader(readout, self.binary),  # "> 10000" where it settles hit or not
             )
             controls = [o for o in outcomes if o.arm < 0]
             compounds = [o for o in outcomes if o.arm >= 0]
@@ -525,11 +526,12 @@ class Campaign(PolicyReplay):
                     o.arm,
                     None
                     if o.value is None or o.plate_id in dropped
-                    else (o.value if readout is None else readout.told(o.value, self.binary)),
+                    else (o.value if readout is None else readout.told(o.value, self.binary, o.censored)),
                 )
                 for o in compounds
             ]
-            summary = self._commit_outcomes(told, path.name, file_sha256(path), notes)
+            bounds = censored.log_lines(path.name, compounds, readout) if readout is not None else []
+            summary = self._commit_outcomes(told, path.name, file_sha256(path), notes, bounds)
             assay.save_readouts(self._con, summary.record_id, controls, compounds, qc)
             return RecordSummary(
                 summary.record_id, summary.file, summary.n_outcomes, summary.n_failed, summary.plates, qc, tuple(notes)
@@ -556,7 +558,7 @@ class Campaign(PolicyReplay):
             out[plate_id] = (earlier, wells)
         return out
 
-    def _commit_outcomes(self, outcomes: list[Outcome], name: str, sha256: str, notes=()) -> RecordSummary:
+    def _commit_outcomes(self, outcomes: list[Outcome], name: str, sha256: str, notes=(), bounds=()) -> RecordSummary:
         """Write the step and bring the policy up to date; called inside ``_step`` (which drops a
         half-updated policy).  The policy is that of the replay (``_after_record``): the state after
         the last plate told every outcome recorded since, whatever order the files came in."""
@@ -574,6 +576,7 @@ class Campaign(PolicyReplay):
                 "n_failed": n_failed,
                 "plates": list(plates),
                 **({"suspicious": list(notes)} if notes else {}),  # unusual values kept as written (the log says so)
+                **({"censored": list(bounds)} if bounds else {}),  # "> 10000" recorded as the outcome it settles
             },
         )
         cur = self._con.execute(
