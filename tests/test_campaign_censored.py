@@ -230,3 +230,40 @@ def test_an_old_file_without_the_censored_table_is_read(tmp_path, monkeypatch):
     con.close()
     with Campaign.open(tmp_path / "c.campaign") as c:
         assert {r["well"]: r["readout"] for r in well_table(c)}[plate.wells[0]] == 3000.0
+
+
+def test_the_replicate_spread_leaves_a_censored_value_out(tmp_path):
+    """status's replicate spread is of readings: "> 10000" beside 3000 on one compound's two wells read as a factor
+    3.3 between replicates when its limit was taken for a value."""
+    from screenbai.campaign.views.controls import spreads
+
+    readout = Readout.build("IC50", unit="nM", hit_below=1000.0)
+    camp = Campaign.create(
+        tmp_path / "c.campaign",
+        synthetic_library(K=30, d=3),
+        "glgape",
+        {"epsilon": 0.1},
+        seed=2,
+        layout=PlateLayout.build("24", replicates=2),
+        readout=readout,
+    )
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    first = plate.compound_ids[0]
+    with open(plate.path, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    seen = set()
+    for r in rows:
+        role = r["role"]
+        if role != "compound":
+            r["outcome"] = {"positive control": "10", "negative control": "50000"}[role]
+        else:
+            r["outcome"] = "> 10000" if r["compound_id"] == first and first not in seen else "3000"
+            seen.add(r["compound_id"])
+    rows[0]["outcome"] = "11"  # the controls' spread is not 0
+    with open(tmp_path / "R.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    camp.record(tmp_path / "R.csv")
+    assert spreads(camp, readout)["replicate_sd"] == 0.0  # every other compound's two wells read 3000 alike
+    camp.close()
