@@ -589,6 +589,29 @@ def _reversed_controls(pos, neg, readout: Readout | None) -> str | None:
             "every compound well misplaced too) or were the control wells swapped?")
 
 
+def controls_of(con, plates, compounds) -> dict:
+    """Plate id -> (control values recorded before by pseudo-arm, control wells by pseudo-arm) for the plates
+    with control wells whose compound wells ``compounds`` record (``check_controls``'s ``plates``; ``plates``: plate
+    id -> well -> :class:`~screenbai.campaign.lab.results.WellInfo`)."""
+    out: dict[str, tuple[dict[int, list[float]], dict[int, list[str]]]] = {}
+    for plate_id in dict.fromkeys(o.plate_id for o in compounds):
+        wells: dict[int, list[str]] = {}
+        for well, info in plates[plate_id].items():
+            if info.arm < 0:
+                wells.setdefault(info.arm, []).append(well)
+        if not wells:  # a plate without control wells has no Z' to check
+            continue
+        earlier: dict[int, list[float]] = {}
+        for kind, raw in con.execute(
+            "SELECT kind, raw FROM readouts WHERE plate_id = ? AND kind != 'compound' AND raw IS NOT NULL "
+            "AND discarded = 0 ORDER BY well",
+            (plate_id,),
+        ):
+            earlier.setdefault(POSITIVE if kind == "positive" else NEGATIVE, []).append(float(raw))
+        out[plate_id] = (earlier, wells)
+    return out
+
+
 def save_readouts(con, record_id: int, controls, compounds, qc: dict) -> None:
     """Keep every raw value of a recorded file (compound and control wells) and the plates' Z'."""
     dropped = {p for p, (_, decision) in qc.items() if decision == "discarded"}
