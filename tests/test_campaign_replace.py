@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from campaign_util import new_campaign, percent_campaign, write_results
 
-from screenbai.campaign import Campaign, PlateLayout
+from screenbai.campaign import Campaign, PlateLayout, ResultsError
 from screenbai.campaign.state.correction import ReplaceRefused
 from screenbai.cli import main
 
@@ -38,6 +38,12 @@ def test_a_plate_recorded_from_the_wrong_file_is_replaced_as_if_the_right_one_ca
     second = write_results(tmp_path / "p2.csv", p2, _right(p2))
     a.record(wrong)
     a.record(second)
+    with pytest.raises(
+        ResultsError,
+        match=r"a plate is recorded once: remove its rows, or, if wrong.csv at \S+ was the "
+        r"wrong file, record this one with --replace P001 \(before `next` proposes another plate\)",
+    ):
+        a.record(right)
     rec = a.record(right, replace="p001")  # the plate id in any case, as record reads it
     assert rec.n_outcomes == len(p1) and rec.plates == ("P001",)
     b.record(right)

@@ -513,7 +513,8 @@ def _already_recorded(path: Path, plate_id: str, done: dict[str, tuple[int, str]
     if len(done) == n_wells:
         return (
             f"{path}: plate {plate_id} was already recorded (all its {n_wells} wells, from {files}); a plate is "
-            "recorded once: remove its rows"
+            f"recorded once: remove its rows, or, if {files} was the wrong file, record this one with --replace "
+            f"{plate_id} (before `next` proposes another plate)"
         )
     lines = sorted(line for line, _ in done.values())
     if len(done) == 1:
