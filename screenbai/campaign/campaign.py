@@ -31,12 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .lab import assay
+from .lab import assay, censored
 from .lab.assay import Readout
 from .lab.layout import PlateLayout
 from .lab.plates import FORMATS, check_plate_path, well_names, write_plate_file
 from .lab.results import Outcome, WellInfo, read_results
-from .state import store
+from .state import correction, store
 from .state.creation import create_file
 from .state.replay import PolicyReplay, propose_wells
 from .state.store import CampaignError
@@ -479,7 +479,7 @@ class Campaign(PolicyReplay):
 
     # ------------------------------------------------------------------ results
     def record(self, path, *, accept: bool = False, discard: bool = False, plate: str | None = None,
-               outcome_column: str | None = None) -> RecordSummary:
+               outcome_column: str | None = None, replace: str | None = None) -> RecordSummary:
         """Validate a results file against the plates, then record it in one transaction.
 
         With a declared readout the values are raw readouts (kept as typed; the algorithm is told
@@ -488,6 +488,8 @@ class Campaign(PolicyReplay):
         ``discard`` (its compound wells count as failed and are tested again) is given.  ``plate`` is the plate of
         a file that names none: a plate reader's grid, or a list of wells without a plate_id column.
         ``outcome_column``: the column of outcomes where the header has several candidates (Signal and Result).
+        ``replace``: a plate recorded from the wrong file, whose results this file replaces (it names that plate
+        alone; refused once a later plate was proposed: :mod:`~screenbai.campaign.state.correction`).
         """
         from .library import file_sha256
 
@@ -496,6 +498,7 @@ class Campaign(PolicyReplay):
         path = Path(path)
         readout = self.readout
         with self._step(f"recording {path.name}"):  # validated against the file's latest state, under its lock
+            taken = None if replace is None else correction.take_back(self, replace, plate)  # rolled back on error
             plates = self._plate_map()
             notes: list[str] = []
             outcomes = read_results(
@@ -504,18 +507,19 @@ class Campaign(PolicyReplay):
                 binary=self.binary and readout is None,
                 check=None if readout is None else readout.problem,
                 layout_of=plates.layout,
-                plate=plate,
+                plate=plate if taken is None else taken["plate"],
                 unusual=None if readout is None else readout.suspicion,
                 notes=notes,
                 outcome_column=outcome_column,
                 column_unit=None if readout is None else readout.column_unit_problem,
+                censor=censored.reader(readout, self.binary),  # "> 10000" where it settles hit or not
             )
             controls = [o for o in outcomes if o.arm < 0]
             compounds = [o for o in outcomes if o.arm >= 0]
             levels = None if readout is None or not readout.z_on_log10 else assay.earlier_control_levels(
                 self._con, {o.plate_id for o in outcomes})  # a file in another unit: its controls all move
             qc = assay.check_controls(path, controls, readout, accept=accept, discard=discard,
-                                      plates=self._controls_of(plates, compounds), levels=levels)
+                                      plates=assay.controls_of(self._con, plates, compounds), levels=levels)
             dropped = {p for p, (_, decision) in qc.items() if decision == "discarded"}
             told = [
                 Outcome(
@@ -525,38 +529,19 @@ class Campaign(PolicyReplay):
                     o.arm,
                     None
                     if o.value is None or o.plate_id in dropped
-                    else (o.value if readout is None else readout.told(o.value, self.binary)),
+                    else (o.value if readout is None else readout.told(o.value, self.binary, o.censored)),
                 )
                 for o in compounds
             ]
-            summary = self._commit_outcomes(told, path.name, file_sha256(path), notes)
+            extra: dict = {"censored": censored.log_lines(path.name, compounds, readout) if readout else []}
+            extra["replaces"] = None if taken is None else correction.replaced(taken, controls, compounds)
+            summary = self._commit_outcomes(told, path.name, file_sha256(path), notes, extra)
             assay.save_readouts(self._con, summary.record_id, controls, compounds, qc)
             return RecordSummary(
                 summary.record_id, summary.file, summary.n_outcomes, summary.n_failed, summary.plates, qc, tuple(notes)
             )
 
-    def _controls_of(self, plates: _Plates, compounds: list[Outcome]) -> dict:
-        """Plate id -> (control values recorded before by pseudo-arm, control wells by pseudo-arm) for the plates
-        with control wells whose compound wells ``compounds`` record (``assay.check_controls``)."""
-        out: dict[str, tuple[dict[int, list[float]], dict[int, list[str]]]] = {}
-        for plate_id in dict.fromkeys(o.plate_id for o in compounds):
-            wells: dict[int, list[str]] = {}
-            for well, info in plates[plate_id].items():
-                if info.arm < 0:
-                    wells.setdefault(info.arm, []).append(well)
-            if not wells:  # a plate without control wells has no Z' to check
-                continue
-            earlier: dict[int, list[float]] = {}
-            for kind, raw in self._con.execute(
-                "SELECT kind, raw FROM readouts WHERE plate_id = ? AND kind != 'compound' AND raw IS NOT NULL "
-                "AND discarded = 0 ORDER BY well",
-                (plate_id,),
-            ):
-                earlier.setdefault(assay.POSITIVE if kind == "positive" else assay.NEGATIVE, []).append(float(raw))
-            out[plate_id] = (earlier, wells)
-        return out
-
-    def _commit_outcomes(self, outcomes: list[Outcome], name: str, sha256: str, notes=()) -> RecordSummary:
+    def _commit_outcomes(self, outcomes: list[Outcome], name: str, sha256: str, notes=(), extra=None) -> RecordSummary:
         """Write the step and bring the policy up to date; called inside ``_step`` (which drops a
         half-updated policy).  The policy is that of the replay (``_after_record``): the state after
         the last plate told every outcome recorded since, whatever order the files came in."""
@@ -574,6 +559,7 @@ class Campaign(PolicyReplay):
                 "n_failed": n_failed,
                 "plates": list(plates),
                 **({"suspicious": list(notes)} if notes else {}),  # unusual values kept as written (the log says so)
+                **{k: v for k, v in (extra or {}).items() if v},  # censored cells; a plate's results replaced
             },
         )
         cur = self._con.execute(

@@ -175,6 +175,8 @@ def add_parser(sub) -> None:
         action="store_true",
         help="a plate failing its controls: count its compound wells as failed (tested again); raw values kept",
     )
+    p.add_argument("--replace", metavar="PLATE", help="a plate recorded from the wrong file: this file's results "
+                   "replace its own (the log keeps what was replaced); only before `next` proposes another plate")
 
     p = cs.add_parser("add", help="add compounds (newly synthesised) to a running campaign")
     file_arg(p)
@@ -521,7 +523,7 @@ def _record(args) -> int:
 
     with Campaign.open(args.campaign) as camp:
         rec = camp.record(args.results, accept=args.accept, discard=args.discard_plate, plate=args.plate,
-                          outcome_column=args.outcome_column)
+                          outcome_column=args.outcome_column, replace=args.replace)
         left = camp.open_wells()
         left_here = {p: camp.open_well_names(p) for p in rec.plates if p in left}
         scale = "" if camp.readout is None else camp.readout.z_scale()  # of log10 IC50 where the model takes it so
@@ -533,6 +535,9 @@ def _record(args) -> int:
     if rec.warnings:
         print(f"warning: {len(rec.warnings)} unusual value(s) recorded as written, all in the campaign's log (the "
               "report's events); check them against the lab's record", file=sys.stderr)
+    if args.replace:
+        say(f"plate {args.replace}: its results recorded before are replaced by {rec.file}'s; the log's record event "
+            "lists the values replaced (key replaces)")
     for plate_id, (z, decision) in rec.qc.items():
         zt = "n/a" if z is None else f"{z:.2f}{scale}"
         say(f"plate {plate_id}: controls Z' = {zt} ({decision})")

@@ -65,6 +65,8 @@ CREATE TABLE IF NOT EXISTS readouts (record_id INTEGER NOT NULL, plate_id TEXT N
 CREATE TABLE IF NOT EXISTS plate_qc (plate_id TEXT NOT NULL, record_id INTEGER NOT NULL, z_prime REAL,
     n_positive INTEGER NOT NULL, n_negative INTEGER NOT NULL, decision TEXT NOT NULL,
     PRIMARY KEY (plate_id, record_id));
+CREATE TABLE IF NOT EXISTS censored (plate_id TEXT NOT NULL, well TEXT NOT NULL, relation TEXT NOT NULL,
+    typed TEXT NOT NULL, PRIMARY KEY (plate_id, well));
 CREATE TABLE IF NOT EXISTS well_notes (plate_id TEXT NOT NULL, well TEXT NOT NULL, why TEXT NOT NULL,
     PRIMARY KEY (plate_id, well));
 """
@@ -295,8 +297,11 @@ class Readout:
             raise ValueError("no hit cutoff was declared for this campaign's readout")
         return raw >= self.cutoff if self.direction == "above" else raw <= self.cutoff
 
-    def told(self, raw: float, binary: bool) -> float:
-        """What the algorithm is told for a raw value (see module doc)."""
+    def told(self, raw: float, binary: bool, censored=None) -> float:
+        """What the algorithm is told for a raw value (see module doc); for a censored one (``censored``: a bound
+        that settles hit or not, :class:`~screenbai.campaign.lab.censored.Censored`), the hit it settles."""
+        if censored is not None:
+            return float(censored.hit)
         if binary:
             return float(self.is_hit(np.asarray([raw]))[0])
         value = math.log10(raw) if self.scale == "log10" else float(raw)
@@ -584,6 +589,29 @@ def _reversed_controls(pos, neg, readout: Readout | None) -> str | None:
             "every compound well misplaced too) or were the control wells swapped?")
 
 
+def controls_of(con, plates, compounds) -> dict:
+    """Plate id -> (control values recorded before by pseudo-arm, control wells by pseudo-arm) for the plates
+    with control wells whose compound wells ``compounds`` record (``check_controls``'s ``plates``; ``plates``: plate
+    id -> well -> :class:`~screenbai.campaign.lab.results.WellInfo`)."""
+    out: dict[str, tuple[dict[int, list[float]], dict[int, list[str]]]] = {}
+    for plate_id in dict.fromkeys(o.plate_id for o in compounds):
+        wells: dict[int, list[str]] = {}
+        for well, info in plates[plate_id].items():
+            if info.arm < 0:
+                wells.setdefault(info.arm, []).append(well)
+        if not wells:  # a plate without control wells has no Z' to check
+            continue
+        earlier: dict[int, list[float]] = {}
+        for kind, raw in con.execute(
+            "SELECT kind, raw FROM readouts WHERE plate_id = ? AND kind != 'compound' AND raw IS NOT NULL "
+            "AND discarded = 0 ORDER BY well",
+            (plate_id,),
+        ):
+            earlier.setdefault(POSITIVE if kind == "positive" else NEGATIVE, []).append(float(raw))
+        out[plate_id] = (earlier, wells)
+    return out
+
+
 def save_readouts(con, record_id: int, controls, compounds, qc: dict) -> None:
     """Keep every raw value of a recorded file (compound and control wells) and the plates' Z'."""
     dropped = {p for p, (_, decision) in qc.items() if decision == "discarded"}
@@ -593,6 +621,10 @@ def save_readouts(con, record_id: int, controls, compounds, qc: dict) -> None:
             (record_id, o.plate_id, o.well, KIND_OF.get(o.arm, "compound"), o.value, int(o.plate_id in dropped))
             for o in (*compounds, *controls)
         ],
+    )
+    con.executemany(  # a censored cell ("> 10000"): its relation and text beside the limit in raw (lab/censored.py)
+        "INSERT INTO censored (plate_id, well, relation, typed) VALUES (?, ?, ?, ?)",
+        [(o.plate_id, o.well, o.censored.relation, o.censored.typed) for o in compounds if o.censored is not None],
     )
     for plate_id, (z, decision) in qc.items():
         n_pos = sum(o.plate_id == plate_id and o.arm == POSITIVE and o.value is not None for o in controls)

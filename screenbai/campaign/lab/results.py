@@ -31,6 +31,7 @@ from pathlib import Path
 
 from screenbai.textfiles import formula_unsafe, not_utf8, open_text, table_rows
 
+from .censored import Censored
 from .grid import Grid, find_grid
 from .layout import PlateLayout, well_span
 from .numbers import parse_outcome, read_two_ways
@@ -77,7 +78,8 @@ class Outcome:
     plate_id: str
     well: str
     arm: int
-    value: float | None  # None: failed well
+    value: float | None  # None: failed well; a censored cell's limit
+    censored: Censored | None = None  # a bound that settles hit or not ("> 10000"), as typed (lab/censored.py)
 
 
 @dataclass(frozen=True)
@@ -184,6 +186,7 @@ def read_results(
     notes: list[str] | None = None,
     outcome_column: str | None = None,
     column_unit: Callable[[str], str | None] | None = None,
+    censor: Callable[..., Censored | str | None] | None = None,
 ) -> list[Outcome]:
     """Parse and validate ``path`` against the campaign's plates; raise ResultsError listing every problem.
 
@@ -198,7 +201,9 @@ def read_results(
     file, line, well and value, and kept as written.  ``outcome_column`` (``record --outcome-column``) names the
     column of outcomes where the header has several that could be (Signal and Result ...); ``column_unit`` says what is
     wrong with its name, if anything (a unit other than the readout's: :meth:`~screenbai.campaign.lab.assay.Readout.
-    column_unit_problem`).  Returns the outcomes in file order.
+    column_unit_problem`).  ``censor`` reads a censored cell ("> 10000": :func:`~screenbai.campaign.lab.censored.
+    read`): one that settles hit or not is an outcome with its limit as value, ``check`` and ``unusual`` applied to the
+    limit; one that does not, or a control well's, is refused.  Returns the outcomes in file order.
     """
     path = Path(path)
     header, rows, ends_with_newline, sep, text, head_line = _read(path, outcome_column)
@@ -408,7 +413,14 @@ def read_results(
                 "against the lab's record; if that well failed, write 'failed' in its outcome column"
             )
             continue
-        value = two_ways.get(line) or parse_outcome(raw, binary, decimal_comma=sep == ";")
+        bound = None if censor is None or not raw else censor(raw, decimal_comma=sep == ";", control=info.arm < 0)
+        value = (
+            bound
+            if isinstance(bound, str)
+            else bound.limit
+            if bound is not None
+            else two_ways.get(line) or parse_outcome(raw, binary, decimal_comma=sep == ";")
+        )
         if check is not None and isinstance(value, float):
             value = check(value) or value
         if isinstance(value, str):
@@ -418,7 +430,7 @@ def read_results(
         if note and notes is not None:
             notes.append(f"{where}: outcome {raw!r} for well {plate_id}/{well}: {note}")
         n_blank += not raw
-        out.append(Outcome(line, plate_id, well, info.arm, value))
+        out.append(Outcome(line, plate_id, well, info.arm, value, bound if isinstance(bound, Censored) else None))
     if out and n_blank == len(out) and not errors:
         errors.append(
             f"{path}: the outcome column is empty on all {len(out)} rows: is this the plate file before the lab "
@@ -501,7 +513,8 @@ def _already_recorded(path: Path, plate_id: str, done: dict[str, tuple[int, str]
     if len(done) == n_wells:
         return (
             f"{path}: plate {plate_id} was already recorded (all its {n_wells} wells, from {files}); a plate is "
-            "recorded once: remove its rows"
+            f"recorded once: remove its rows, or, if {files} was the wrong file, record this one with --replace "
+            f"{plate_id} (before `next` proposes another plate)"
         )
     lines = sorted(line for line, _ in done.values())
     if len(done) == 1:

@@ -40,7 +40,8 @@ def spreads(camp, readout: Readout | None) -> dict:
     ).fetchall()
     replicates = camp._con.execute(
         "SELECT r.plate_id, w.arm, r.raw FROM readouts r JOIN wells w USING (plate_id, well) "
-        "WHERE r.kind = 'compound' AND r.raw IS NOT NULL AND r.discarded = 0"
+        "WHERE r.kind = 'compound' AND r.raw IS NOT NULL AND r.discarded = 0 "
+        "AND NOT EXISTS (SELECT 1 FROM censored c WHERE c.plate_id = r.plate_id AND c.well = r.well)"  # "> 10000"
     ).fetchall()
     hits = camp.binary and readout is None  # the raw values are the 0/1 outcomes themselves
     ss, dof = (0.0, 0) if hits else pooled_deviations(controls, log)

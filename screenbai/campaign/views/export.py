@@ -38,6 +38,8 @@ import numpy as np
 
 from screenbai.textfiles import formula_safe, write_whole, written_whole, written_whole_bytes
 
+from ..lab.censored import settles
+
 COLUMNS = (
     "compound_id",
     "smiles",
@@ -81,22 +83,25 @@ def compound_table(camp) -> list[dict]:
     hits = np.full(camp.K, np.nan)
     mean_raw = np.full(camp.K, np.nan)
     raw_rows = camp._con.execute(
-        "SELECT w.arm, r.raw FROM readouts r JOIN wells w USING (plate_id, well) "
-        "WHERE r.kind = 'compound' AND r.raw IS NOT NULL AND r.discarded = 0"
+        "SELECT w.arm, r.raw, c.relation FROM readouts r JOIN wells w USING (plate_id, well) LEFT JOIN censored c "
+        "USING (plate_id, well) WHERE r.kind = 'compound' AND r.raw IS NOT NULL AND r.discarded = 0"
     ).fetchall()
     if readout is not None and raw_rows:
-        arms = np.asarray([a for a, _ in raw_rows], dtype=np.int64)
-        raw = np.asarray([v for _, v in raw_rows], dtype=float)
+        arms = np.asarray([a for a, _, _ in raw_rows], dtype=np.int64)
+        raw = np.asarray([v for _, v, _ in raw_rows], dtype=float)
+        bound = np.asarray([rel is not None for _, _, rel in raw_rows], dtype=bool)  # "> 10000": no reading to average
         # a concentration's replicates spread by factors: their geometric mean (results files refuse values at or
         # below 0; a file recorded before that refusal keeps them, left out of the mean)
-        kept = raw > 0 if readout.is_concentration else np.ones(raw.size, dtype=bool)
+        kept = (raw > 0 if readout.is_concentration else np.ones(raw.size, dtype=bool)) & ~bound
         scale = np.log10(raw[kept]) if readout.is_concentration else raw
         cnt = np.bincount(arms[kept], minlength=camp.K)
         mean_raw = np.where(cnt > 0, np.bincount(arms[kept], weights=scale, minlength=camp.K) / np.maximum(cnt, 1),
                             np.nan)
         mean_raw = 10.0**mean_raw if readout.is_concentration else mean_raw
-        if readout.cutoff is not None:
-            hits = np.bincount(arms, weights=readout.is_hit(raw).astype(float), minlength=camp.K)
+        if readout.cutoff is not None:  # a censored value is the hit it settled (lab/censored.py), not its limit's
+            exact = readout.is_hit(raw)
+            hit = [bool(settles(readout, rel, v)) if rel else h for (_, v, rel), h in zip(raw_rows, exact)]
+            hits = np.bincount(arms, weights=np.asarray(hit, dtype=float), minlength=camp.K)
     elif camp.binary:
         hits = s.copy()
     active = np.zeros(camp.K, dtype=bool)
@@ -234,10 +239,11 @@ def well_table(camp) -> list[dict]:
     order = {p: k for k, (p,) in enumerate(con.execute("SELECT plate_id FROM plates ORDER BY step"))}
     rows = []
     for plate_id, well, arm, told, has_outcome, raw, discarded, file, at in con.execute(
-        "SELECT w.plate_id, w.well, w.arm, o.value, o.id IS NOT NULL, r.raw, r.discarded, rec.file, rec.recorded_at "
-        "FROM wells w LEFT JOIN outcomes o USING (plate_id, well) LEFT JOIN readouts r USING (plate_id, well) "
+        "SELECT w.plate_id, w.well, w.arm, o.value, o.id IS NOT NULL, COALESCE(c.typed, r.raw), r.discarded, rec.file, "
+        "rec.recorded_at FROM wells w LEFT JOIN outcomes o USING (plate_id, well) LEFT JOIN readouts r "
+        "USING (plate_id, well) LEFT JOIN censored c USING (plate_id, well) "
         "LEFT JOIN records rec ON rec.record_id = o.record_id"
-    ):
+    ):  # a censored value as the lab typed it ("> 10000"), never its limit alone
         state = "open" if not has_outcome else "discarded" if discarded else "failed" if told is None else "recorded"
         rows.append([plate_id, well, "compound", ids[arm], raw, told, state, file, at])
     for plate_id, well, kind, raw, discarded, file, at in con.execute(
