@@ -62,6 +62,31 @@ _CONCENTRATION_WORDS: dict[str, Any] = {
     "every assay: a curve fit's extrapolation, or a value in another unit than {unit}? recorded as written; "
     "check it",
 }
+#: a unit-less concentration's ratio to the hit cutoff, and a percent: the same words past either end
+_RATIO_REFUSED = (
+    "{raw} is {value} times the hit cutoff {cutoff}: no two concentrations an assay can give are "
+    "that far apart (1e-18 .. 1 M), whatever the unit: a value in another unit, or a typo? write it in the unit "
+    "of the cutoff, or 'failed'"
+)
+_RATIO_UNUSUAL = (
+    "{raw} is {value} times the hit cutoff {cutoff}, further from it than the usual range of "
+    "assays spans (1 pM .. 1 mM, a factor 1e9): a value in another unit? recorded as written; check it (a unit "
+    "declared at init, --unit nM, lets record check the values themselves)"
+)
+_PERCENT_REFUSED = (
+    "{label} beyond +-{high_impossible} %: a raw signal in place of the percent, or a typo? write "
+    "the percent measured, or 'failed'"
+)
+_PERCENT_UNUSUAL = (
+    "{raw} % is outside {low} % .. {high} %, far past the controls' window: a raw signal, a typo or "
+    "a plate normalised on the wrong controls? recorded as written; check it"
+)
+
+
+def _both_ends(refused: str, unusual: str) -> dict[str, str]:
+    return {"refused_low": refused, "refused_high": refused, "unusual_low": unusual, "unusual_high": unusual}
+
+
 RANGES: dict[str, Range] = {
     # a concentration in mol/L: no assay doses near 1 M, and under 1e-18 M is less than one molecule per microlitre;
     # below 1 pM is past the tight-binding limit of nearly every assay, above 1 mM past any top concentration
@@ -72,32 +97,20 @@ RANGES: dict[str, Range] = {
     "concentration": Range(
         impossible=(1e-18, 1e18),
         usual=(1e-9, 1e9),
-        refused_low="{raw} is {value} times the hit cutoff {cutoff}: no two concentrations an assay can give are "
-        "that far apart (1e-18 .. 1 M), whatever the unit: a value in another unit, or a typo? write it in the unit "
-        "of the cutoff, or 'failed'",
-        refused_high="{raw} is {value} times the hit cutoff {cutoff}: no two concentrations an assay can give are "
-        "that far apart (1e-18 .. 1 M), whatever the unit: a value in another unit, or a typo? write it in the unit "
-        "of the cutoff, or 'failed'",
-        unusual_low="{raw} is {value} times the hit cutoff {cutoff}, further from it than the usual range of "
-        "assays spans (1 pM .. 1 mM, a factor 1e9): a value in another unit? recorded as written; check it (a unit "
-        "declared at init, --unit nM, lets record check the values themselves)",
-        unusual_high="{raw} is {value} times the hit cutoff {cutoff}, further from it than the usual range of "
-        "assays spans (1 pM .. 1 mM, a factor 1e9): a value in another unit? recorded as written; check it (a unit "
-        "declared at init, --unit nM, lets record check the values themselves)",
+        **_both_ends(
+            refused=_RATIO_REFUSED,
+            unusual=_RATIO_UNUSUAL,
+        ),
     ),
     # a percent of the controls' window (inhibition, activity, viability) runs a little past 0 and 100, not
     # thousands: beyond +-1000 % a raw signal or a typo; outside -100 .. 200 % twice the window past either end
     "percent": Range(
         impossible=(-1000.0, 1000.0),
         usual=(-100.0, 200.0),
-        refused_low="{label} beyond +-{high_impossible} %: a raw signal in place of the percent, or a typo? write "
-        "the percent measured, or 'failed'",
-        refused_high="{label} beyond +-{high_impossible} %: a raw signal in place of the percent, or a typo? write "
-        "the percent measured, or 'failed'",
-        unusual_low="{raw} % is outside {low} % .. {high} %, far past the controls' window: a raw signal, a typo or "
-        "a plate normalised on the wrong controls? recorded as written; check it",
-        unusual_high="{raw} % is outside {low} % .. {high} %, far past the controls' window: a raw signal, a typo "
-        "or a plate normalised on the wrong controls? recorded as written; check it",
+        **_both_ends(
+            refused=_PERCENT_REFUSED,
+            unusual=_PERCENT_UNUSUAL,
+        ),
     ),
     # an absorbance (OD): readers read up to 3.5-4.5 OD and saturate there (an OD of 4 lets 1/10 000 of the light
     # through); above 10 (1e-10 of it) no reader reads, so the value is in mOD, a raw signal or a %; a blank-subtracted
