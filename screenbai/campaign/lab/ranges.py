@@ -83,7 +83,7 @@ _PERCENT_UNUSUAL = (
 )
 
 
-def _both_ends(refused: str, unusual: str) -> dict[str, str]:
+def _both_ends(refused: str, unusual: str) -> dict[str, Any]:
     return {"refused_low": refused, "refused_high": refused, "unusual_low": unusual, "unusual_high": unusual}
 
 
