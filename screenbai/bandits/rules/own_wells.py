@@ -56,6 +56,13 @@ GRID_RATIO = 0.6
 GRID_SIZE = 8
 #: bisection steps of the lower confidence bound
 _LCB_STEPS = 30
+#: one draw of an arm's wells (``OwnWells.needed_drawn``) simulates at most DRAW_TIMES times their expected count
+#: (``needed``) and DRAW_FLOOR more: a path not certified by then counts as never (a fit too high: log-tas's usual
+#: blocks resume). Where that count exceeds DRAW_MOST_EXPECTED (a mean near the bar, some 10 plates of 96 wells) the
+#: draw is the expected count itself: such a route is far off, and drawing it cost 10 ms a draw (status draws 200)
+DRAW_TIMES = 4
+DRAW_FLOOR = 64
+DRAW_MOST_EXPECTED = 1000.0
 
 
 def grid(epsilon: float) -> np.ndarray:
@@ -168,6 +175,42 @@ class OwnWells(StoppingRule):
                                                       float(self.tests[k] - self.successes[k]), p0, self.q)
         return max((level + math.log(GRID_SIZE) - gained) / bernoulli_kl(mean, p0), 0.0)
 
+    def needed_drawn(self, arm: int, mean: float, rng: np.random.Generator) -> float:
+        """One draw of the tests of ``arm`` still needed for its own wells to certify it if its mean were ``mean``:
+        its future outcomes drawn at that rate, one at a time from its outcomes so far, until its e-process (the
+        mixture the stop reads, not ``needed``'s best component) reaches its level. ``needed`` counts the expected
+        evidence; this draw is its spread, the run's own chance (a lucky run of hits certifies sooner). inf when
+        mean <= 1 - epsilon or no crossing within DRAW_TIMES ``needed`` + DRAW_FLOOR outcomes; ``needed`` itself above
+        DRAW_MOST_EXPECTED. Paths in chunks of twice ``needed``."""
+        p0 = 1.0 - self.epsilon
+        if not mean > p0:
+            return math.inf
+        k = self._slot.get(int(arm))
+        level = self.log_level(len(self.started) if k is None else k)
+        S0, n0 = (0.0, 0.0) if k is None else (float(self.successes[k]), float(self.tests[k]))
+        if n0 and log_evidence(S0, n0 - S0, p0, self.q) >= level:
+            return 0.0
+        expected = self.needed(arm, mean)
+        if expected > DRAW_MOST_EXPECTED:
+            return expected
+        win, loss = np.log(self.q / p0), np.log((1.0 - self.q) / (1.0 - p0))  # every q_k exceeds p0 (``grid``)
+        most = DRAW_TIMES * math.ceil(expected) + DRAW_FLOOR
+        chunk, taken = min(max(2 * math.ceil(expected), DRAW_FLOOR), most), 0
+        while chunk > 0:
+            S = S0 + np.cumsum(rng.random(chunk) < mean)
+            F = n0 + np.arange(1, chunk + 1) - S
+            terms = S[:, None] * win + F[:, None] * loss
+            top = terms.max(axis=1)
+            near = np.flatnonzero(top >= level)  # log E <= its best component: the mixture only where that passes
+            if near.size:
+                part = terms[near] - top[near, None]
+                crossed = near[top[near] + np.log(np.exp(part).sum(axis=1)) - math.log(GRID_SIZE) >= level]
+                if crossed.size:
+                    return float(taken + crossed[0] + 1)
+            S0, n0, taken = float(S[-1]), n0 + chunk, taken + chunk
+            chunk = min(2 * chunk, most - taken)
+        return math.inf
+
     def log_evidence(self, arm: int) -> float:
         """log E(1 - epsilon) of an arm (-inf if not started)."""
         k = self._slot.get(int(arm))
@@ -271,20 +314,29 @@ class LikelihoodOrOwnWells(LikelihoodOr):
         """The likelihood-ratio set's (the wells' test has no threshold on the evidence of directions)."""
         return self.lr.threshold(t, self.lr_share * delta)
 
-    def shortcut_tests(self, answer: np.ndarray, means: np.ndarray, done: float, plate: int | None = None) -> float:
+    def shortcut_tests(self, answer: np.ndarray, means: np.ndarray, done: float, plate: int | None = None,
+                       rng: np.random.Generator | None = None) -> float:
         """The own wells' route (log-tas's ``_wells_block``): wells for the answer once they need no more than
         ``wells_start`` times the tests made, so (tests made when they start) + (wells needed); inf if an arm
         of the answer has a mean <= 1 - epsilon. In plates of ``plate`` tests the route is whole plates: the
         wells start on the first plate planned once enough tests are made (the tests made grow a plate at a
         time), fill at most a plate each, and the stop is read when a plate's outcomes are in. (Counted in
         tests, after plate 1 of the README's recipe on CDK2 the route read 1-2 plates left where the runs whose
-        wells passed took 3: wells needing more than the 96 tests made cannot start on plate 2.)"""
+        wells passed took 3: wells needing more than the 96 tests made cannot start on plate 2.) With ``rng`` the
+        wells needed are one draw of their outcomes (``OwnWells.needed_drawn``: the run's own chance, for a
+        forecast's band), their start still the expected count's, as the policy plans it; without, the expected
+        count (``needed``)."""
         need = np.array([self.wells.needed(int(a), float(mu)) for a, mu in zip(np.ravel(answer), np.ravel(means))])
         if not np.isfinite(need).all():
             return math.inf
-        wells = float(need.sum())
         started = all(self.wells.has_started(a) for a in np.ravel(answer))
-        start = done if started else max(done, wells / self.wells_start)
+        start = done if started else max(done, float(need.sum()) / self.wells_start)
+        if rng is not None:
+            need = np.array([self.wells.needed_drawn(int(a), float(mu), rng)
+                             for a, mu in zip(np.ravel(answer), np.ravel(means))])
+            if not np.isfinite(need).all():
+                return math.inf
+        wells = float(need.sum())
         if plate is None:
             return start + wells
         return done + plate * (math.ceil((start - done) / plate - 1e-9) + math.ceil(wells / plate - 1e-9))
