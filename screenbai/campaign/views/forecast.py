@@ -30,13 +30,13 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
     theta_hat the model's estimate from the outcomes so far; the band the BAND_LEVEL interval of the stop over the
     estimate and FORECAST_DRAWS draws of theta from its normal approximation N(theta_hat, H^-1) (H the information of
     the outcomes so far: Fisher's for the logistic model, V / sigma^2 for the linear one), each with the run's own
-    chance, and for the second route (log-tas's own wells) ROUTE_DRAWS more draws from the same normal (seeded, so the
-    same outcomes give the same band). Where the point is the second route's (log-tas's own
-    wells) and its wells go first to compounds with no outcome yet, their ids: that point rests on the model's
-    extrapolation to them, and it runs longer where they prove below the bar (docs/lower_bound.md, "Session 15"). An
-    algorithm with no model of the features that states no threshold is forecast by simulation (``_simulated``, the
-    form "simulation"). None for one with a model and no threshold, a fixed budget, or before any outcome; infinite
-    tests and plates where the rule would never fire at theta_hat (``never_stops`` says why)."""
+    chance, and for the second route (log-tas's own wells) ROUTE_DRAWS more draws from the same normal, each with its
+    wells' outcomes drawn at its hit rates (seeded, so the same outcomes give the same band). Where the point is the
+    second route's (log-tas's own wells) and its wells go first to compounds with no outcome yet, their ids: that point
+    rests on the model's extrapolation to them, and it runs longer where they prove below the bar (docs/lower_bound.md,
+    "Session 15"). An algorithm with no model of the features that states no threshold is forecast by simulation
+    (``_simulated``, the form "simulation"). None for one with a model and no threshold, a fixed budget, or before any
+    outcome; infinite tests and plates where the rule would never fire at theta_hat (``never_stops`` says why)."""
     from screenbai.bandits.certainty.forecast import forecast, whole_plates
 
     inner = getattr(policy, "inner", policy)
@@ -206,12 +206,13 @@ def _shortcut(inner, X: np.ndarray, model: str, done: float, plate: int, pick: n
     drawn = {} if rng is None else {"rng": rng}
 
     def tests(theta: np.ndarray) -> float:
-        own = np.asarray(top_answer(X, theta, m))
         if pick is None:
+            own = np.asarray(top_answer(X, theta, m))
             return inner.stopping_shortcut(own, means(own, theta), done, plate, **drawn)
         first = inner.stopping_shortcut(chosen, means(chosen, theta), done, plate, **drawn)
         if math.isfinite(first) or not math.isfinite(planned):
-            return first  # the chosen compounds pass the bar under theta, or get no wells at all
+            return first  # the chosen compounds pass the bar under theta, or get no wells at all: no pass over X
+        own = np.asarray(top_answer(X, theta, m))
         return inner.stopping_shortcut(own, means(own, theta), planned, plate, **drawn)  # wells fail: theta's own
 
     return tests
