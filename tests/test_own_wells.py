@@ -457,3 +457,42 @@ def test_a_drawn_route_continues_from_the_wells_outcomes_so_far():
     rule.wells.observe(np.full(60, arm), np.ones(60))
     assert rule.wells.needed_drawn(arm, 0.99, gen) == 0.0  # 120 hits in 120 wells: certified
     assert rule.shortcut_tests(np.array([arm]), np.array([0.99]), 96.0, plate=96, rng=gen) == 96.0
+
+
+def _plates_of_wells(rule, arm: int, rate: float, plate: int, gen: np.random.Generator) -> int:
+    """One run of an arm's own wells as log-tas plans them in plates: each plate the wells still needed at the
+    expected evidence (``needed``), outcomes at ``rate``; the plates until its own ``stops`` holds."""
+    wells = ow.OwnWells(rule.wells.epsilon, rule.wells.delta)
+    wells.start([arm])
+    plates = 0
+    while True:
+        count = max(math.ceil(wells.needed(arm, rate) - 1e-9), 1)
+        for j in range(count):
+            wells.observe(np.array([arm]), np.array([float(gen.random() < rate)]))
+            if wells.stops(np.array([arm])):
+                return plates + math.ceil((j + 1) / plate)
+        plates += math.ceil(count / plate)
+
+
+def test_a_drawn_route_in_plates_follows_the_wells_plate_by_plate():
+    """In plates the wells come a plate of those still needed at a time: a run certified early stops at that plate,
+    one left short needs another plate. At a hit rate of 0.97 (221 wells expected: 3 plates of 96 every time without
+    the draws) the drawn plates follow 300 runs simulated here plate by plate (1 to 8 plates, 29 % in one)."""
+    rule, arm, rate = _rule(), 3, 0.97
+    gen = np.random.default_rng(1)
+    runs = np.array([_plates_of_wells(rule, arm, rate, 96, gen) for _ in range(300)])
+    drawn_gen = np.random.default_rng(2)
+    drawn = np.array([rule.wells.plates_drawn([arm], [rate], 96, drawn_gen) for _ in range(300)])
+    expected = rule.shortcut_tests(np.array([arm]), np.array([rate]), 1000.0, plate=96) - 1000.0
+    assert expected == 3 * 96  # the expected count: 3 plates
+    assert abs(np.mean(drawn == 1) - np.mean(runs == 1)) < 0.08 and np.mean(runs == 1) > 0.2
+    assert abs(drawn.mean() - runs.mean()) < 0.3
+    assert np.quantile(drawn, 0.9) >= np.quantile(runs, 0.9) - 1
+    route = [rule.shortcut_tests(np.array([arm]), np.array([rate]), 1000.0, plate=96, rng=drawn_gen) for _ in range(50)]
+    assert min(route) == 1000.0 + 96 and max(route) >= 1000.0 + 4 * 96
+    # an arm 86 hits in 87 wells, fitted at 0.99: 30 wells more are planned, and one miss among them costs a plate
+    # (a count of wells drawn in one stretch would fit in the next plate nearly always)
+    rule.wells.start([arm])
+    rule.wells.observe(np.full(87, arm), (np.arange(87) < 86).astype(float))
+    more = np.array([rule.wells.plates_drawn([arm], [0.99], 96, drawn_gen) for _ in range(300)])
+    assert 0.02 < np.mean(more >= 2) < 0.15 and more.min() == 1
