@@ -373,9 +373,9 @@ def test_status_and_init_give_the_wells_route_the_campaign_s_plate_size(tmp_path
     seen: list = []
     real = ow.LikelihoodOrOwnWells.shortcut_tests
 
-    def spy(self, answer, means, done, plate=None):
+    def spy(self, answer, means, done, plate=None, rng=None):
         seen.append(plate)
-        return real(self, answer, means, done, plate)
+        return real(self, answer, means, done, plate, rng=rng)
 
     monkeypatch.setattr(ow.LikelihoodOrOwnWells, "shortcut_tests", spy)
     camp = new_campaign(tmp_path / "c.campaign", "log-tas", {"epsilon": 0.1}, K=40, d=2, seed=1)
@@ -387,3 +387,112 @@ def test_status_and_init_give_the_wells_route_the_campaign_s_plate_size(tmp_path
     forecast_left(camp, camp.policy)
     assert len(seen) >= 6 and set(seen) == {20}  # the estimate and its 5 draws, in the plates recorded
     camp.close()
+
+
+def _wells_stops(rule, arm: int, rate: float, runs: int, seed: int) -> np.ndarray:
+    """The tests an arm's own wells take to certify it at hit rate ``rate``, in ``runs`` simulated runs: fresh wells
+    at the rule's epsilon and level, one outcome at a time, read by their own ``stops``."""
+    gen = np.random.default_rng(seed)
+    out = []
+    for _ in range(runs):
+        wells = ow.OwnWells(rule.wells.epsilon, rule.wells.delta)
+        wells.start([arm])
+        n = 0
+        while not wells.stops(np.array([arm])):
+            wells.observe(np.array([arm]), np.array([float(gen.random() < rate)]))
+            n += 1
+        out.append(n)
+    return np.array(out, dtype=float)
+
+
+def test_the_band_draws_the_wells_own_outcomes():
+    """A leader at a hit rate of 0.96 against the bar of 0.9 (epsilon 0.1): its own wells need N tests at the
+    expected evidence, but how many is the run's own chance (a lucky run of hits certifies sooner). With theta known
+    (every route draw is the estimate) and the likelihood-ratio route far off, the band's low end must be at or
+    below the 10 % quantile of the wells' stops simulated here (not below their 2 % quantile), its point still the
+    expected route. Before session 26 every route draw took the expected count N: the band's low end was N, above
+    that quantile (after plates 2-5 of the README's recipe, 8 of 85 runs stopped below the band)."""
+    from screenbai.bandits.certainty.forecast import forecast
+
+    rule, arm, rate, done = _rule(), 3, 0.96, 1000.0  # N < done: the wells start at once
+    N = rule.wells.needed(arm, rate)
+    stops = done + _wells_stops(rule, arm, rate, 400, seed=5)
+    assert np.quantile(stops, 0.1) < done + N - 20  # the spread the band missed
+
+    def route(theta):
+        return rule.shortcut_tests(np.array([arm]), np.array([rate]), done)
+
+    gen = np.random.default_rng(7)
+
+    def drawn(theta):
+        return rule.shortcut_tests(np.array([arm]), np.array([rate]), done, rng=gen)
+
+    far = lambda t, delta: 1e4  # noqa: E731  (the likelihood-ratio route never comes first)
+    f = forecast(
+        np.eye(2),
+        np.array([1.0, 0.0]),
+        far,
+        0.05,
+        source="outcomes",
+        shortcut=route,
+        done=done,
+        route_thetas=np.tile([1.0, 0.0], (400, 1)),
+        route_shortcut=drawn,
+    )
+    assert f.tests == pytest.approx(done + N)  # the point: the expected route, as before
+    assert np.quantile(stops, 0.02) <= f.low <= np.quantile(stops, 0.1) * (1 + 1e-5)  # the band's bisection: 1e-6
+    assert f.high >= np.quantile(stops, 0.9) - 10
+    assert math.isinf(rule.shortcut_tests(np.array([arm]), np.array([0.85]), done, rng=gen))  # below the bar
+
+
+def test_a_drawn_route_continues_from_the_wells_outcomes_so_far():
+    """Started wells: the drawn count goes on from their outcomes (none more once certified), and the route's start
+    stays the expected count's, in whole plates."""
+    rule, arm = _rule(), 3
+    rule.wells.start([arm])
+    rule.wells.observe(np.full(60, arm), np.ones(60))
+    gen = np.random.default_rng(0)
+    left = [rule.wells.needed_drawn(arm, 0.99, gen) for _ in range(50)]
+    assert max(left) < rule.wells.needed(arm, 0.99) + 80 and min(left) >= 1  # 60 hits: part of the way
+    rule.wells.observe(np.full(60, arm), np.ones(60))
+    assert rule.wells.needed_drawn(arm, 0.99, gen) == 0.0  # 120 hits in 120 wells: certified
+    assert rule.shortcut_tests(np.array([arm]), np.array([0.99]), 96.0, plate=96, rng=gen) == 96.0
+
+
+def _plates_of_wells(rule, arm: int, rate: float, plate: int, gen: np.random.Generator) -> int:
+    """One run of an arm's own wells as log-tas plans them in plates: each plate the wells still needed at the
+    expected evidence (``needed``), outcomes at ``rate``; the plates until its own ``stops`` holds."""
+    wells = ow.OwnWells(rule.wells.epsilon, rule.wells.delta)
+    wells.start([arm])
+    plates = 0
+    while True:
+        count = max(math.ceil(wells.needed(arm, rate) - 1e-9), 1)
+        for j in range(count):
+            wells.observe(np.array([arm]), np.array([float(gen.random() < rate)]))
+            if wells.stops(np.array([arm])):
+                return plates + math.ceil((j + 1) / plate)
+        plates += math.ceil(count / plate)
+
+
+def test_a_drawn_route_in_plates_follows_the_wells_plate_by_plate():
+    """In plates the wells come a plate of those still needed at a time: a run certified early stops at that plate,
+    one left short needs another plate. At a hit rate of 0.97 (221 wells expected: 3 plates of 96 every time without
+    the draws) the drawn plates follow 300 runs simulated here plate by plate (1 to 8 plates, 29 % in one)."""
+    rule, arm, rate = _rule(), 3, 0.97
+    gen = np.random.default_rng(1)
+    runs = np.array([_plates_of_wells(rule, arm, rate, 96, gen) for _ in range(300)])
+    drawn_gen = np.random.default_rng(2)
+    drawn = np.array([rule.wells.plates_drawn([arm], [rate], 96, drawn_gen) for _ in range(300)])
+    expected = rule.shortcut_tests(np.array([arm]), np.array([rate]), 1000.0, plate=96) - 1000.0
+    assert expected == 3 * 96  # the expected count: 3 plates
+    assert abs(np.mean(drawn == 1) - np.mean(runs == 1)) < 0.08 and np.mean(runs == 1) > 0.2
+    assert abs(drawn.mean() - runs.mean()) < 0.3
+    assert np.quantile(drawn, 0.9) >= np.quantile(runs, 0.9) - 1
+    route = [rule.shortcut_tests(np.array([arm]), np.array([rate]), 1000.0, plate=96, rng=drawn_gen) for _ in range(50)]
+    assert min(route) == 1000.0 + 96 and max(route) >= 1000.0 + 4 * 96
+    # an arm 86 hits in 87 wells, fitted at 0.99: 30 wells more are planned, and one miss among them costs a plate
+    # (a count of wells drawn in one stretch would fit in the next plate nearly always)
+    rule.wells.start([arm])
+    rule.wells.observe(np.full(87, arm), (np.arange(87) < 86).astype(float))
+    more = np.array([rule.wells.plates_drawn([arm], [0.99], 96, drawn_gen) for _ in range(300)])
+    assert 0.02 < np.mean(more >= 2) < 0.15 and more.min() == 1

@@ -287,6 +287,7 @@ def forecast(
     counts=None,
     local_T: float | None = None,
     route_thetas: Sequence | np.ndarray | None = None,
+    route_shortcut: Callable[[np.ndarray], float] | None = None,
     **complexity,
 ) -> Forecast:
     """Tests until the stop, from T*(theta_hat) and the threshold beta (module docstring).
@@ -306,7 +307,10 @@ def forecast(
     each, where a draw of T* is a solve): each joins the mixture with its own route and the threshold's law of the
     solved components in turn (theta_hat, then the draws). So the band weighs the chance that the estimate's leader
     fails its wells (below the bar under that draw) by the posterior's mass, not by whether one of a handful of
-    draws happens to fall there (docs/lower_bound.md, "Session 25"). The band always holds the point.
+    draws happens to fall there (docs/lower_bound.md, "Session 25"). ``route_shortcut(theta)``: the second route of
+    ``route_thetas``' draws, one draw of it with the run's own chance where the route has its own outcomes (log-tas's
+    wells: how many they need is random, a lucky run of hits certifies sooner; ``shortcut`` is the expected count);
+    default ``shortcut`` (docs/lower_bound.md, "Session 26"). The band always holds the point.
     """
     _check_common(beta, delta, factor, source, level, plate_size)
     if not (isinstance(done, (int, float, np.integer, np.floating)) and math.isfinite(done) and done >= 0):
@@ -358,7 +362,8 @@ def forecast(
                 caps.append(math.inf if shortcut is None else float(shortcut(th)))
                 values.append(stop_quantiles(Ts[-1:], caps[-1:], beta, delta, [0.5], done, past)[0])
         if route_thetas is not None and shortcut is not None:
-            more = [float(shortcut(th)) for th in np.asarray(route_thetas, dtype=float)]
+            drawn = shortcut if route_shortcut is None else route_shortcut
+            more = [float(drawn(th)) for th in np.asarray(route_thetas, dtype=float)]
             if any(math.isfinite(c) for c in more + caps):  # else no second route: the band stands as it was
                 solved = list(Ts)
                 Ts = Ts + [solved[j % len(solved)] for j in range(len(more))]

@@ -110,11 +110,14 @@ class StoppingRule:
         None: the rule states no such threshold."""
         return None
 
-    def shortcut_tests(self, answer: np.ndarray, means: np.ndarray, done: float, plate: int | None = None) -> float:
+    def shortcut_tests(self, answer: np.ndarray, means: np.ndarray, done: float, plate: int | None = None,
+                       rng: np.random.Generator | None = None) -> float:
         """Tests in all after which a second route of the rule, one its ``threshold`` does not describe,
         would stop on ``answer`` if its arms' means were ``means`` and ``done`` tests were made so far;
         inf when the rule has none (the default). Forecasts take the smaller of the two routes. ``plate``:
-        the tests per plate where a campaign plans and reads whole plates (None: one test at a time)."""
+        the tests per plate where a campaign plans and reads whole plates (None: one test at a time). ``rng``:
+        one draw of the route with its outcomes drawn at ``means`` (a forecast's band), where the rule draws
+        them; else the expected route."""
         return math.inf
 
     def model(self) -> tuple[str, tuple[str, ...]] | None:

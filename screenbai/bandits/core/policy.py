@@ -277,13 +277,18 @@ class Policy(_Declared):
         rule = self.stopping_rule
         return None if rule is None else rule.threshold(t, delta)
 
-    def stopping_shortcut(self, answer, means, done: float, plate: int | None = None) -> float:
+    def stopping_shortcut(self, answer, means, done: float, plate: int | None = None,
+                          rng: np.random.Generator | None = None) -> float:
         """Tests in all after which the stopping rule's second route (one ``stopping_threshold`` does not
         describe: log-tas's own wells) would stop on ``answer`` with arm means ``means``, ``done`` tests
         made, in plates of ``plate`` tests (None: one at a time); inf when it has none
-        (``StoppingRule.shortcut_tests``)."""
+        (``StoppingRule.shortcut_tests``). ``rng``: one draw of the route, its outcomes drawn at ``means``."""
         rule = self.stopping_rule
-        return math.inf if rule is None else rule.shortcut_tests(np.asarray(answer), np.asarray(means), done, plate)
+        if rule is None:
+            return math.inf
+        if rng is None:
+            return rule.shortcut_tests(np.asarray(answer), np.asarray(means), done, plate)
+        return rule.shortcut_tests(np.asarray(answer), np.asarray(means), done, plate, rng=rng)
 
     def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
         """(the model the certificate holds under, in words with its assumed constants; caveats

@@ -56,6 +56,13 @@ GRID_RATIO = 0.6
 GRID_SIZE = 8
 #: bisection steps of the lower confidence bound
 _LCB_STEPS = 30
+#: one draw of an arm's wells (``OwnWells.needed_drawn``) simulates at most DRAW_TIMES times their expected count
+#: (``needed``) and DRAW_FLOOR more: a path not certified by then counts as never (a fit too high: log-tas's usual
+#: blocks resume). Where that count exceeds DRAW_MOST_EXPECTED (a mean near the bar, some 10 plates of 96 wells) the
+#: draw is the expected count itself: such a route is far off, and drawing it cost 10 ms a draw (status draws 200)
+DRAW_TIMES = 4
+DRAW_FLOOR = 64
+DRAW_MOST_EXPECTED = 1000.0
 
 
 def grid(epsilon: float) -> np.ndarray:
@@ -168,6 +175,100 @@ class OwnWells(StoppingRule):
                                                       float(self.tests[k] - self.successes[k]), p0, self.q)
         return max((level + math.log(GRID_SIZE) - gained) / bernoulli_kl(mean, p0), 0.0)
 
+    def _need(self, S: float, n: float, level: float, mean: float) -> float:
+        """``needed`` for an arm with S hits in n wells so far at log level ``level``."""
+        gained = best_component(S, n - S, 1.0 - self.epsilon, self.q) if n else 0.0
+        return max((level + math.log(GRID_SIZE) - gained) / bernoulli_kl(mean, 1.0 - self.epsilon), 0.0)
+
+    def _state(self, arms) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per arm of ``arms``: hits and wells so far, and its log level (an arm not started gets the next ones)."""
+        S, n, level, fresh = [], [], [], len(self.started)
+        for a in np.ravel(arms).tolist():
+            k = self._slot.get(int(a))
+            if k is None:
+                k, fresh = fresh, fresh + 1
+            S.append(0.0 if k >= len(self.started) else float(self.successes[k]))
+            n.append(0.0 if k >= len(self.started) else float(self.tests[k]))
+            level.append(self.log_level(k))
+        return np.array(S), np.array(n), np.array(level)
+
+    def _path(self, S0: float, n0: float, level: float, mean: float, count: int,
+              rng: np.random.Generator) -> tuple[int | None, float, float]:
+        """``count`` more outcomes drawn at ``mean`` after S0 hits in n0 wells: (the outcome, 1-based, at which the
+        e-process first reaches ``level``, or None; hits and wells after them all)."""
+        p0 = 1.0 - self.epsilon
+        win, loss = np.log(self.q / p0), np.log((1.0 - self.q) / (1.0 - p0))  # every q_k exceeds p0 (``grid``)
+        S = S0 + np.cumsum(rng.random(count) < mean)
+        terms = S[:, None] * win + (n0 + np.arange(1, count + 1) - S)[:, None] * loss
+        top = terms.max(axis=1)
+        near = np.flatnonzero(top >= level)  # log E <= its best component: the mixture only where that passes
+        if near.size:
+            mix = top[near] + np.log(np.exp(terms[near] - top[near, None]).sum(axis=1)) - math.log(GRID_SIZE)
+            crossed = near[mix >= level]
+            if crossed.size:
+                return int(crossed[0]) + 1, float(S[-1]), n0 + count
+        return None, float(S[-1]), n0 + count
+
+    def needed_drawn(self, arm: int, mean: float, rng: np.random.Generator) -> float:
+        """One draw of the tests of ``arm`` still needed for its own wells to certify it if its mean were ``mean``:
+        its future outcomes drawn at that rate, one at a time from its outcomes so far, until its e-process (the
+        mixture the stop reads, not ``needed``'s best component) reaches its level. ``needed`` counts the expected
+        evidence; this draw is its spread, the run's own chance (a lucky run of hits certifies sooner). inf when
+        mean <= 1 - epsilon or no crossing within DRAW_TIMES ``needed`` + DRAW_FLOOR outcomes; ``needed`` itself above
+        DRAW_MOST_EXPECTED. Paths in chunks of twice ``needed``."""
+        if not mean > 1.0 - self.epsilon:
+            return math.inf
+        (S0,), (n0,), (level,) = self._state([arm])
+        if n0 and log_evidence(S0, n0 - S0, 1.0 - self.epsilon, self.q) >= level:
+            return 0.0
+        expected = self._need(S0, n0, level, mean)
+        if expected > DRAW_MOST_EXPECTED:
+            return expected
+        most = DRAW_TIMES * math.ceil(expected) + DRAW_FLOOR
+        chunk, taken = min(max(2 * math.ceil(expected), DRAW_FLOOR), most), 0
+        while chunk > 0:
+            hit, S0, n0 = self._path(S0, n0, level, mean, chunk, rng)
+            if hit is not None:
+                return float(taken + hit)
+            taken += chunk
+            chunk = min(2 * chunk, most - taken)
+        return math.inf
+
+    def plates_drawn(self, arms, means, plate: int, rng: np.random.Generator) -> float:
+        """One draw of the plates of wells still needed to certify every arm of ``arms`` if their means were
+        ``means``, as log-tas plans them (``_wells_block``): each plate gets the wells still needed at the expected
+        evidence (``needed`` from the outcomes so far), their outcomes are drawn at ``means``, an arm is certified
+        once its e-process reaches its level (the stop read at the plate where the last one is), and a plate whose
+        wells leave an arm short is followed by one with the
+        wells it then needs (one miss costs an arm with 87 hits in 88 wells, fitted at 0.99, about 4 nats: a plate
+        more, README's recipe on CDK2, seed 57 after plate 2). inf where a mean is at or below 1 - epsilon or the
+        wells pass DRAW_TIMES ``needed`` + DRAW_FLOOR uncertified; the expected count's plates where ``needed``
+        exceeds DRAW_MOST_EXPECTED (as ``LikelihoodOrOwnWells.shortcut_tests`` without ``rng``)."""
+        means = np.ravel(np.asarray(means, dtype=float))
+        if not (means > 1.0 - self.epsilon).all():
+            return math.inf
+        S, n, level = self._state(arms)
+        done = np.array([bool(k) and log_evidence(s, k - s, 1.0 - self.epsilon, self.q) >= v
+                         for s, k, v in zip(S, n, level)])
+        need = np.array([self._need(*args) for args in zip(S, n, level, means)])
+        expected = float(need[~done].sum())
+        if expected > DRAW_MOST_EXPECTED:
+            return float(math.ceil(expected / plate - 1e-9))
+        most, spent, plates = DRAW_TIMES * math.ceil(expected) + DRAW_FLOOR, 0, 0
+        while not done.all():
+            wells, share = 0, 0.0
+            for i in np.flatnonzero(~done):
+                count = max(math.ceil(self._need(S[i], n[i], level[i], means[i]) - 1e-9), 1)
+                hit, S[i], n[i] = self._path(S[i], n[i], level[i], means[i], count, rng)
+                done[i], wells = hit is not None, wells + count
+                share = max(share, 1.0 if hit is None else hit / count)
+            # the arms' wells are spread over the plan (spread_order): certified that far into it, read at that plate
+            plates += math.ceil(share * wells / plate - 1e-9)
+            spent += wells
+            if spent > most and not done.all():
+                return math.inf
+        return float(plates)
+
     def log_evidence(self, arm: int) -> float:
         """log E(1 - epsilon) of an arm (-inf if not started)."""
         k = self._slot.get(int(arm))
@@ -271,20 +372,29 @@ class LikelihoodOrOwnWells(LikelihoodOr):
         """The likelihood-ratio set's (the wells' test has no threshold on the evidence of directions)."""
         return self.lr.threshold(t, self.lr_share * delta)
 
-    def shortcut_tests(self, answer: np.ndarray, means: np.ndarray, done: float, plate: int | None = None) -> float:
+    def shortcut_tests(self, answer: np.ndarray, means: np.ndarray, done: float, plate: int | None = None,
+                       rng: np.random.Generator | None = None) -> float:
         """The own wells' route (log-tas's ``_wells_block``): wells for the answer once they need no more than
         ``wells_start`` times the tests made, so (tests made when they start) + (wells needed); inf if an arm
         of the answer has a mean <= 1 - epsilon. In plates of ``plate`` tests the route is whole plates: the
         wells start on the first plate planned once enough tests are made (the tests made grow a plate at a
         time), fill at most a plate each, and the stop is read when a plate's outcomes are in. (Counted in
         tests, after plate 1 of the README's recipe on CDK2 the route read 1-2 plates left where the runs whose
-        wells passed took 3: wells needing more than the 96 tests made cannot start on plate 2.)"""
+        wells passed took 3: wells needing more than the 96 tests made cannot start on plate 2.) With ``rng`` the
+        wells needed are one draw of their outcomes (the run's own chance, for a forecast's band: in plates
+        ``OwnWells.plates_drawn``, a plate of the wells still needed at a time, else ``OwnWells.needed_drawn``), their
+        start still the expected count's, as the policy plans it; without, the expected count (``needed``)."""
         need = np.array([self.wells.needed(int(a), float(mu)) for a, mu in zip(np.ravel(answer), np.ravel(means))])
         if not np.isfinite(need).all():
             return math.inf
-        wells = float(need.sum())
         started = all(self.wells.has_started(a) for a in np.ravel(answer))
-        start = done if started else max(done, wells / self.wells_start)
+        start = done if started else max(done, float(need.sum()) / self.wells_start)
+        wells = float(need.sum())
         if plate is None:
+            if rng is not None:
+                wells = float(sum(self.wells.needed_drawn(int(a), float(mu), rng)
+                                  for a, mu in zip(np.ravel(answer), np.ravel(means))))
             return start + wells
-        return done + plate * (math.ceil((start - done) / plate - 1e-9) + math.ceil(wells / plate - 1e-9))
+        plates = (math.ceil(wells / plate - 1e-9) if rng is None
+                  else self.wells.plates_drawn(np.ravel(answer), np.ravel(means), plate, rng))
+        return done + plate * (math.ceil((start - done) / plate - 1e-9) + plates)

@@ -30,13 +30,13 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
     theta_hat the model's estimate from the outcomes so far; the band the BAND_LEVEL interval of the stop over the
     estimate and FORECAST_DRAWS draws of theta from its normal approximation N(theta_hat, H^-1) (H the information of
     the outcomes so far: Fisher's for the logistic model, V / sigma^2 for the linear one), each with the run's own
-    chance, and for the second route (log-tas's own wells) ROUTE_DRAWS more draws from the same normal (seeded, so the
-    same outcomes give the same band). Where the point is the second route's (log-tas's own
-    wells) and its wells go first to compounds with no outcome yet, their ids: that point rests on the model's
-    extrapolation to them, and it runs longer where they prove below the bar (docs/lower_bound.md, "Session 15"). An
-    algorithm with no model of the features that states no threshold is forecast by simulation (``_simulated``, the
-    form "simulation"). None for one with a model and no threshold, a fixed budget, or before any outcome; infinite
-    tests and plates where the rule would never fire at theta_hat (``never_stops`` says why)."""
+    chance, and for the second route (log-tas's own wells) ROUTE_DRAWS more draws from the same normal, each with its
+    wells' outcomes drawn at its hit rates (seeded, so the same outcomes give the same band). Where the point is the
+    second route's (log-tas's own wells) and its wells go first to compounds with no outcome yet, their ids: that point
+    rests on the model's extrapolation to them, and it runs longer where they prove below the bar (docs/lower_bound.md,
+    "Session 15"). An algorithm with no model of the features that states no threshold is forecast by simulation
+    (``_simulated``, the form "simulation"). None for one with a model and no threshold, a fixed budget, or before any
+    outcome; infinite tests and plates where the rule would never fire at theta_hat (``never_stops`` says why)."""
     from screenbai.bandits.certainty.forecast import forecast, whole_plates
 
     inner = getattr(policy, "inner", policy)
@@ -71,6 +71,8 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
     answer = top_answer(X, theta, m)
     route = _shortcut(inner, X, model, done, per_plate, pick=theta)
     cov = np.linalg.inv(H)
+    # the route draws' wells with their own outcomes drawn (seeded): a lucky run of hits certifies sooner
+    drawn = _shortcut(inner, X, model, done, per_plate, pick=theta, rng=np.random.default_rng(2))
     route_thetas = np.random.default_rng(1).multivariate_normal(theta, cov, size=ROUTE_DRAWS, method="eigh")
     f = forecast(
         X,
@@ -86,6 +88,7 @@ def forecast_left(camp, policy) -> tuple[float, float, float, float, str, list[s
         answer=answer,
         cov=cov,
         route_thetas=route_thetas,
+        route_shortcut=drawn,
         n_draws=FORECAST_DRAWS,
         level=BAND_LEVEL,
         rng=np.random.default_rng(0),
@@ -186,7 +189,8 @@ def _untested_start(answer, cap: float, point: float, n: np.ndarray) -> list[int
     return [int(a) for a in answer if n[a] == 0]
 
 
-def _shortcut(inner, X: np.ndarray, model: str, done: float, plate: int, pick: np.ndarray | None = None):
+def _shortcut(inner, X: np.ndarray, model: str, done: float, plate: int, pick: np.ndarray | None = None,
+              rng: np.random.Generator | None = None):
     """theta -> the tests in all after which the algorithm's second stopping route would stop if theta were the
     truth (``Policy.stopping_shortcut``: log-tas's own wells, in whole plates of ``plate`` tests), for
     ``forecast``'s ``shortcut``.
@@ -194,7 +198,10 @@ def _shortcut(inner, X: np.ndarray, model: str, done: float, plate: int, pick: n
     ``pick``: the estimate the algorithm chooses by (``status``). The wells go to its leaders, whatever theta says;
     under a draw of theta that puts them below the bar their wells fail: the wells planned for them at the estimate's
     rates are lost, and the route starts again on theta's own leaders (after plate 1 of the README's recipe on CDK2,
-    seeds 3, 6 and 7 lost one or two plates so, which a band over each draw's own leader did not show)."""
+    seeds 3, 6 and 7 lost one or two plates so, which a band over each draw's own leader did not show).
+
+    ``rng``: each call is one draw of the route, the wells' outcomes drawn at theta's rates (``stopping_shortcut``'s
+    ``rng``; the wells planned for the chosen compounds before they fail stay the estimate's expected count)."""
     from scipy.special import expit
 
     m = int(getattr(inner, "m", 1))
@@ -207,14 +214,17 @@ def _shortcut(inner, X: np.ndarray, model: str, done: float, plate: int, pick: n
         chosen = np.asarray(top_answer(X, pick, m))
         planned = inner.stopping_shortcut(chosen, means(chosen, pick), done, plate)
 
+    drawn = {} if rng is None else {"rng": rng}
+
     def tests(theta: np.ndarray) -> float:
-        own = np.asarray(top_answer(X, theta, m))
         if pick is None:
-            return inner.stopping_shortcut(own, means(own, theta), done, plate)
-        first = inner.stopping_shortcut(chosen, means(chosen, theta), done, plate)
+            own = np.asarray(top_answer(X, theta, m))
+            return inner.stopping_shortcut(own, means(own, theta), done, plate, **drawn)
+        first = inner.stopping_shortcut(chosen, means(chosen, theta), done, plate, **drawn)
         if math.isfinite(first) or not math.isfinite(planned):
-            return first  # the chosen compounds pass the bar under theta, or get no wells at all
-        return inner.stopping_shortcut(own, means(own, theta), planned, plate)  # their wells fail, then theta's own
+            return first  # the chosen compounds pass the bar under theta, or get no wells at all: no pass over X
+        own = np.asarray(top_answer(X, theta, m))
+        return inner.stopping_shortcut(own, means(own, theta), planned, plate, **drawn)  # wells fail: theta's own
 
     return tests
 
