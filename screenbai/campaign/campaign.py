@@ -82,6 +82,8 @@ class RecordSummary:
     qc: dict = field(default_factory=dict)
     #: unusual values recorded as written (``Readout.suspicion``), each naming the file, line, well and value
     warnings: tuple[str, ...] = ()
+    #: censored cells recorded as the outcome they settle (``lab.censored.Censored``; a discarded plate's left out)
+    censored: tuple = ()
 
 class _Plates(Mapping):
     """Plate id -> well -> WellInfo, read from the file only for the plates a results file names."""
@@ -538,7 +540,8 @@ class Campaign(PolicyReplay):
             summary = self._commit_outcomes(told, path.name, file_sha256(path), notes, extra)
             assay.save_readouts(self._con, summary.record_id, controls, compounds, qc)
             return RecordSummary(
-                summary.record_id, summary.file, summary.n_outcomes, summary.n_failed, summary.plates, qc, tuple(notes)
+                summary.record_id, summary.file, summary.n_outcomes, summary.n_failed, summary.plates, qc, tuple(notes),
+                tuple(o.censored for o in compounds if o.censored is not None and o.plate_id not in dropped)
             )
 
     def _commit_outcomes(self, outcomes: list[Outcome], name: str, sha256: str, notes=(), extra=None) -> RecordSummary:
