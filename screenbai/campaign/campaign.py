@@ -38,7 +38,7 @@ from .lab.plates import FORMATS, check_plate_path, well_names, write_plate_file
 from .lab.results import Outcome, WellInfo, read_results
 from .state import correction, store
 from .state.creation import create_file
-from .state.replay import PolicyReplay, propose_wells
+from .state.replay import FROM_START, PolicyReplay, propose_wells
 from .state.store import CampaignError
 
 #: meta key (+ plate id) of a plate committed by ``next`` whose file is not written yet (Campaign.interrupted_plate)
@@ -252,7 +252,8 @@ class Campaign(PolicyReplay):
                     plate_state[:] = [step, store.encode_state(pol.state_dict())]
 
                 policy, last = camp._replay_now(
-                    False, lambda step, pol: history.append((step, *camp._history_row(step, pol))), on_plate=on_plate
+                    False, lambda step, pol: history.append((step, *camp._history_row(step, pol))), on_plate=on_plate,
+                    why=FROM_START["repair"],
                 )
                 con.execute("DELETE FROM snapshots")
                 con.execute("DELETE FROM history")
