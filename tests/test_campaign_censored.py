@@ -267,3 +267,33 @@ def test_the_replicate_spread_leaves_a_censored_value_out(tmp_path):
     camp.record(tmp_path / "R.csv")
     assert spreads(camp, readout)["replicate_sd"] == 0.0  # every other compound's two wells read 3000 alike
     camp.close()
+
+
+def test_record_says_how_many_censored_values_it_took_and_as_what(tmp_path, capsys):
+    """`campaign record` said nothing of the censored cells it recorded (only the log listed them): a lab could not
+    tell from the output that '> 10000' was taken as a non-hit. It now says how many, as what, and which, as typed;
+    a file without any says nothing of them."""
+    from screenbai.cli import main
+
+    camp = _campaign(tmp_path, Readout.build("IC50", unit="nM", hit_below=1000.0))
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    cells = {0: "> 10000", 1: "<1", 2: ">10 uM", 3: "<= 1000", 4: "\u2265 1000.5", 5: "> 10000", 6: "20"}
+    path, _ = _filled(plate.path, tmp_path / "R.csv", **IC50, compound=cells, default="3000")
+    camp.close()
+    assert main(["campaign", "record", str(tmp_path / "c.campaign"), str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "6 censored readouts recorded as the outcome they settle: 4 non-hits ('> 10000', '>10 uM', "
+        "'\u2265 1000.5'), 2 hits ('<1', '<= 1000'); each is listed, as typed, in the campaign's log"
+    ) in out
+    with Campaign.open(tmp_path / "c.campaign") as again:
+        plate = again.next_plate(None, tmp_path / "P002.csv")
+    path, _ = _filled(plate.path, tmp_path / "S.csv", **IC50, compound={0: "<1"}, default="3000")
+    assert main(["campaign", "record", str(tmp_path / "c.campaign"), str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 censored readout recorded as the outcome it settles: 1 hit ('<1');" in out
+    with Campaign.open(tmp_path / "c.campaign") as again:
+        plate = again.next_plate(None, tmp_path / "P003.csv")
+    path, _ = _filled(plate.path, tmp_path / "T.csv", **IC50, compound={}, default="3000")
+    assert main(["campaign", "record", str(tmp_path / "c.campaign"), str(path)]) == 0
+    assert "censored" not in capsys.readouterr().out

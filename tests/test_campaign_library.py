@@ -291,3 +291,42 @@ def test_a_campaign_file_made_before_still_opens_and_add_uses_the_same_key(tmp_p
         ["B", "structure already in the campaign", "same standardized structure as CPD0001"],
         ["NEWN", "structure already in the campaign", "same standardized structure as CPD0002"]]
     camp.close()
+
+
+@pytest.mark.parametrize("stored, added", [("Oc1ccccn1", "O=c1cccc[nH]1"), ("O=c1cccc[nH]1", "Oc1ccccn1")])
+def test_add_refuses_a_tautomer_of_a_stored_compound_as_init_does(tmp_path, stored, added):
+    """init refuses 2-pyridone listed beside 2-hydroxypyridine (one standard InChIKey: one compound in solution);
+    `add` took it as a new compound, a second arm for the same compound (it looked only at stored compounds with
+    the same standardized SMILES). Both now apply same_compound to the standardization's key. A structure with the
+    same heavy atoms that is no tautomer (3-hydroxypyridine) is still added."""
+    from campaign_util import synthetic_library
+
+    from screenbai.campaign import Campaign
+    from screenbai.campaign.state.changes import read_new_compounds
+
+    rows = [(f"C{i}", s) for i, s in enumerate(GOOD)] + [("T1", stored), ("T2", added)]
+    at_init = import_library(_csv(tmp_path, rows), id_column="name", smiles_column="structure", d=3).rejected
+    assert at_init.loc[at_init["compound_id"] == "T2", "reason"].tolist() == ["duplicate structure"]
+    lib = synthetic_library(K=4, d=1)
+    lib.compounds["smiles"] = ["CCCCO", stored, "CCN", "c1ccccc1"]
+    lib.compounds["input_smiles"] = list(lib.compounds["smiles"])
+    Campaign.create(tmp_path / "c.campaign", lib, "glgape", {"epsilon": 0.1}, seed=1).close()
+    new = tmp_path / "new.csv"
+    new.write_text(f"id,smiles\nT2,{added}\nISO,Oc1cccnc1\n")
+    with Campaign.open(tmp_path / "c.campaign") as camp:
+        kept, rejected = read_new_compounds(camp, new, id_column="id", smiles_column="smiles")
+    assert kept["compound_id"].tolist() == ["ISO"]
+    assert rejected[["compound_id", "reason", "detail"]].values.tolist() == [
+        ["T2", "structure already in the campaign", f"a tautomer of CPD0001's structure ({stored}; one compound in "
+         "solution)"]]
+
+
+def test_may_be_same_finds_every_stored_structure_of_one_key_and_few_others():
+    """The index add uses before standardizing stored compounds again: tautomers, stereoisomers and the same
+    structure are found (same heavy atoms, same graph); other isomers with the same atoms (3-hydroxypyridine beside
+    2-pyridone, propanol beside acetone) are not."""
+    from screenbai.chem.standardize import may_be_same
+
+    stored = ["Oc1ccccn1", "Oc1cccnc1", "C[C@H](N)C(=O)O", "CC(=O)C", "CCCO", "Clc1ccccc1", "C[C@H](N)C(=O)O |o1:1|"]
+    got = may_be_same(["O=c1cccc[nH]1", "C[C@@H](N)C(=O)O", "C=C(O)C", "CCCCl", "CC(C)O"], stored)
+    assert got == [[0], [2, 6], [3], [], [3]]  # isopropanol's graph is acetone's: a candidate, same_compound decides

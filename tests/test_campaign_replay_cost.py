@@ -55,3 +55,45 @@ def test_a_replay_after_a_code_change_says_what_it_does_on_stderr(path, monkeypa
     with Campaign.open(path) as c:
         assert store.encode_state(c.policy.state_dict()) == state
     assert len(capsys.readouterr().err.splitlines()) == 2
+
+
+def _steps(path) -> list[str]:
+    return [
+        f"{path}: replaying {what}"
+        for k in range(3)
+        for what in (f"plate P00{k + 1} ({k + 1} of 3) ...", f"results file p{k}.csv ({k + 1} of 3) ...")
+    ]
+
+
+def test_repair_and_an_open_without_the_saved_state_say_what_they_replay_as_an_upgrade_does(path, monkeypatch, capsys):
+    """`campaign repair` and Campaign.open(use_snapshot=False) replay the whole log too, and said nothing while they
+    did (the replay after a code change alone printed its progress). They now print the same lines, from the same
+    code, with their own first line; the state reached is the one saved before."""
+    from screenbai.cli import main
+
+    with Campaign.open(path) as c:
+        state = store.encode_state(c.policy.state_dict())
+    capsys.readouterr()
+    monkeypatch.setattr(replay, "REPLAY_STEPS_FROM_K", 30)
+    with Campaign.open(path, use_snapshot=False) as c:
+        assert store.encode_state(c.policy.state_dict()) == state
+    err = [line.split(" (at ")[0] for line in capsys.readouterr().err.splitlines()]
+    assert err == [
+        f"{path}: replaying its log from the start, not from its saved state, as asked (3 plate(s), 3 results "
+        "file(s)) ...",
+        *_steps(path),
+        f"{path}: replayed: this screenbai proposes the same 3 plate(s)",
+    ]
+    assert main(["campaign", "repair", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert "replayed 3 results file(s) from the log" in captured.out
+    err = [line.split(" (at ")[0] for line in captured.err.splitlines()]
+    assert err == [
+        f"{path}: repairing it: replaying its log from the start (3 plate(s), 3 results file(s)) to rebuild its "
+        "saved state ...",
+        *_steps(path),
+        f"{path}: replayed: this screenbai proposes the same 3 plate(s)",
+    ]
+    with Campaign.open(path) as c:  # the repaired snapshots: the same state, no replay, nothing said
+        assert store.encode_state(c.policy.state_dict()) == state
+    assert capsys.readouterr().err == ""

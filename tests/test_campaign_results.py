@@ -304,6 +304,27 @@ def test_a_readout_typed_as_labs_do_says_what_it_likely_is(tmp_path, typed, hint
     cont.close()
 
 
+@pytest.mark.parametrize("typed", [">100", "> 10000", "<1", "45 %", "12nM"])
+def test_a_readout_in_a_0_1_campaign_is_told_to_write_0_or_1_not_a_limit(tmp_path, typed):
+    """A 0/1 campaign (no readout declared) has no limit or unit to write: '>100' was told "write the limit, 100"
+    (recorded as an outcome of 100? refused as not 0 or 1 next time) and '45 %' "write the number alone". It is now
+    told to write 0 or 1, or 'failed', or to declare the readout at init to record such values."""
+    camp = new_campaign(tmp_path / "b.campaign")  # binary, outcomes written as 0/1
+    camp.next_plate(4)
+    message = _refused(
+        camp,
+        _rows(tmp_path, f'plate_id,well,outcome\nP001,A01,"{typed}"\n'),
+        "line 2",
+        repr(typed),
+        "not 0 or 1",
+        "this campaign records 0 or 1",
+        "write 1 for a hit, 0 for none, or 'failed'",
+        "declare the readout at init (--readout IC50 --unit nM --hit-below 1000)",
+    )
+    assert "write the limit" not in message and "unit declared at init" not in message
+    camp.close()
+
+
 def test_a_semicolon_file_with_decimal_commas_is_read_as_excel_wrote_it(tmp_path):
     """Excel saves CSV with ';' and decimal commas where the comma is the decimal separator: every readout of
     such a file was refused as "not a number"; in a ';' file 12,5 is 12.5 (a ',' file still refuses it)."""

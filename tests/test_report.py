@@ -263,6 +263,20 @@ def _page(records, label=None, fits=None, **kw):
     return page.markdown(), page.html(), tables
 
 
+def test_the_summary_page_writes_micromolar_as_a_chemist_does_and_the_tables_keep_numbers():
+    """Figures said 1 µM, the summary page (summary.md, summary.html) "Ki 12 uM" for the same compounds. Its text
+    for people now says µM (the HTML as &micro;: the page is a fragment with no declared encoding); the tables
+    (CSV, JSON) keep their numbers in nM."""
+    records = _records()  # A 12 uM, B 300 uM declared; C 400 nM the best of the sample
+    records["declared_activity_nM"] = records["declared_activity_nM"].map(lambda v: [1000.0 * x for x in v])
+    records["best_activity_nM"] *= 1000.0
+    md, page, tables = _page(records)
+    assert "median Ki 12 \u00b5M, best of the sample Ki 400 nM" in md and "B (Ki 300 \u00b5M, rank 3 of 3)" in md
+    assert "uM" not in md
+    assert "Ki 12 &micro;M" in page and "uM" not in page and "\u00b5" not in page  # ASCII HTML
+    assert "uM" not in tables["summary"].to_csv() and "\u00b5" not in tables["summary"].to_csv()
+
+
 def test_no_error_rate_is_quoted_when_no_run_stopped():
     """It read 'Error: not the exact best nan; more than epsilon = 0.25 below: nan'."""
     records = _records()

@@ -38,7 +38,7 @@ from .lab.plates import FORMATS, check_plate_path, well_names, write_plate_file
 from .lab.results import Outcome, WellInfo, read_results
 from .state import correction, store
 from .state.creation import create_file
-from .state.replay import PolicyReplay, propose_wells
+from .state.replay import FROM_START, PolicyReplay, propose_wells
 from .state.store import CampaignError
 
 #: meta key (+ plate id) of a plate committed by ``next`` whose file is not written yet (Campaign.interrupted_plate)
@@ -82,6 +82,8 @@ class RecordSummary:
     qc: dict = field(default_factory=dict)
     #: unusual values recorded as written (``Readout.suspicion``), each naming the file, line, well and value
     warnings: tuple[str, ...] = ()
+    #: censored cells recorded as the outcome they settle (``lab.censored.Censored``; a discarded plate's left out)
+    censored: tuple = ()
 
 class _Plates(Mapping):
     """Plate id -> well -> WellInfo, read from the file only for the plates a results file names."""
@@ -250,7 +252,8 @@ class Campaign(PolicyReplay):
                     plate_state[:] = [step, store.encode_state(pol.state_dict())]
 
                 policy, last = camp._replay_now(
-                    False, lambda step, pol: history.append((step, *camp._history_row(step, pol))), on_plate=on_plate
+                    False, lambda step, pol: history.append((step, *camp._history_row(step, pol))), on_plate=on_plate,
+                    why=FROM_START["repair"],
                 )
                 con.execute("DELETE FROM snapshots")
                 con.execute("DELETE FROM history")
@@ -538,7 +541,8 @@ class Campaign(PolicyReplay):
             summary = self._commit_outcomes(told, path.name, file_sha256(path), notes, extra)
             assay.save_readouts(self._con, summary.record_id, controls, compounds, qc)
             return RecordSummary(
-                summary.record_id, summary.file, summary.n_outcomes, summary.n_failed, summary.plates, qc, tuple(notes)
+                summary.record_id, summary.file, summary.n_outcomes, summary.n_failed, summary.plates, qc, tuple(notes),
+                tuple(o.censored for o in compounds if o.censored is not None and o.plate_id not in dropped)
             )
 
     def _commit_outcomes(self, outcomes: list[Outcome], name: str, sha256: str, notes=(), extra=None) -> RecordSummary:

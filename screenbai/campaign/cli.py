@@ -520,6 +520,7 @@ def _plate(args) -> int:
 
 def _record(args) -> int:
     from .campaign import Campaign
+    from .lab import censored
 
     with Campaign.open(args.campaign) as camp:
         rec = camp.record(args.results, accept=args.accept, discard=args.discard_plate, plate=args.plate,
@@ -546,6 +547,8 @@ def _record(args) -> int:
         + (f" and {rec.n_failed} failed well(s) (back in the queue)" if rec.n_failed else "")
         + f" from {rec.file} on plate(s) {', '.join(rec.plates or rec.qc)}"
     )
+    if rec.censored:
+        say(censored.summary_line(rec.censored))
     for plate_id, wells in left_here.items():
         say(open_wells_text(plate_id, wells, rec.file))
     if left:

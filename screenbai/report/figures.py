@@ -17,6 +17,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
+from screenbai.screening.activities import HUMAN_MICROMOLAR
+
 from .tables import UNINFORMATIVE
 
 
@@ -26,8 +28,8 @@ def _axes(ax):
     return ax.figure, ax
 
 
-#: micromolar in figure text, as a chemist writes it (the CSV and JSON files keep ASCII 'uM')
-FIGURE_MICROMOLAR = "\u00b5M"
+#: micromolar in figure text, as a chemist writes it (the CSV and JSON files keep ASCII 'uM'); the summary page's too
+FIGURE_MICROMOLAR = HUMAN_MICROMOLAR
 
 
 def _concentration_axis(axis) -> None:

@@ -17,7 +17,7 @@ import pandas as pd
 
 from screenbai.chem.curate import WIDE_MERGE_FOLD
 from screenbai.guarantees import Guarantee
-from screenbai.screening import format_activity
+from screenbai.screening import HUMAN_MICROMOLAR, format_activity
 
 from .tables import UNINFORMATIVE, consensus, html_table, markdown_table, name_activity_columns
 
@@ -72,6 +72,7 @@ class _Page:
         return "\n".join(out)
 
     def html(self) -> str:
+        """The page as an HTML fragment (no <head> to declare its encoding: µ is written &micro;, ASCII)."""
         out = [PAGE_CSS, '<div class="screenbai-summary">']
         for kind, v in self.blocks:
             if kind == "h":
@@ -85,7 +86,7 @@ class _Page:
             else:
                 out.append(html_table(v))
         out.append("</div>")
-        return "\n".join(out)
+        return "\n".join(out).replace("\u00b5", "&micro;")
 
 
 def label_warning(label: Mapping[str, Any]) -> str | None:
@@ -164,8 +165,13 @@ def _provenance(page: _Page, curation: Mapping[str, Any], label: Mapping[str, An
         page.table(pd.DataFrame({"dropped because": list(dropped), "rows": list(dropped.values())}))
 
 
+def _activity(value_nM: float, activity: str) -> str:
+    """An activity as the page writes it for people: micromolar as µM (the CSV and JSON tables keep ASCII 'uM')."""
+    return format_activity(value_nM, activity, HUMAN_MICROMOLAR)
+
+
 def _declared_words(rows: pd.DataFrame, activity: str, K: int) -> str:
-    return "; ".join(f"{r.compound_id} ({format_activity(r.activity_nM, activity)}, rank {r.activity_rank} of {K})"
+    return "; ".join(f"{r.compound_id} ({_activity(r.activity_nM, activity)}, rank {r.activity_rank} of {K})"
                      for r in rows.itertuples())
 
 
@@ -223,8 +229,8 @@ def _findings(summary: pd.DataFrame, declared: pd.DataFrame, reference: tuple[in
             + (f", {r.not_stopped} of {r.runs} runs hit the cap" if r.not_stopped else "")
             + f". The {whose} median rank by measured {activity} is {r.median_declared_rank:.0f} of {K_ref} "
             f"(top {r.median_declared_rank_pct:.1f} %; "
-            f"median {format_activity(r.median_declared_activity_nM, activity)}, "
-            f"best of the sample {format_activity(r.best_activity_nM, activity)}); {distinct} "
+            f"median {_activity(r.median_declared_activity_nM, activity)}, "
+            f"best of the sample {_activity(r.best_activity_nM, activity)}); {distinct} "
             f"declared in {r.runs} runs. "
             # error rates are over the runs that stopped: with none, there is no rate to quote
             + (f"Error: not measured: no run stopped (all {r.runs} hit max_samples)." if r.runs == r.not_stopped

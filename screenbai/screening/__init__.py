@@ -19,6 +19,7 @@ config against its schema, in words naming the key, the value and the fix).
 from .activities import (
     ACTIVITY_TYPES,
     DEFAULT_SHARED_DATA,
+    HUMAN_MICROMOLAR,
     SHARED_DATA_ENV,
     acquire_activities,
     activity_label_of,
@@ -83,6 +84,7 @@ __all__ = [
     "check_sources",
     "clip_studies",
     "draw_subset",
+    "HUMAN_MICROMOLAR",
     "format_activity",
     "format_concentration",
     "ground_truth_arms",

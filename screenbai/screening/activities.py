@@ -388,6 +388,11 @@ def _is_missing(value: Any) -> bool:
     return value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value))
 
 
+#: micromolar in text for people (figures, the report's summary page in markdown and HTML), as a chemist writes it;
+#: CSV, JSON and logs keep ASCII 'uM' (machine-readable)
+HUMAN_MICROMOLAR = "\u00b5M"
+
+
 def format_concentration(value_nM: float, micromolar: str = "uM") -> str:
     """A concentration in the unit a chemist reads: ``0.3 nM``, ``100 nM``, ``1 uM``, ``62 uM``, ``1 mM``
     (pM below 0.1 nM, M from 1 M; three significant digits).  ``micromolar``: how micromolar is written,
@@ -402,8 +407,9 @@ def format_concentration(value_nM: float, micromolar: str = "uM") -> str:
     return f"{float(f'{v * 1e3:.3g}'):g} pM"
 
 
-def format_activity(value_nM: float, label: str) -> str:
-    """``IC50 12 nM`` / ``Ki 0.15 nM`` / ``IC50 62 uM``; pChEMBL as ``pChEMBL 7.92``."""
+def format_activity(value_nM: float, label: str, micromolar: str = "uM") -> str:
+    """``IC50 12 nM`` / ``Ki 0.15 nM`` / ``IC50 62 uM``; pChEMBL as ``pChEMBL 7.92``.  ``micromolar``: as for
+    :func:`format_concentration` (text for people passes :data:`HUMAN_MICROMOLAR`)."""
     if label == "pChEMBL":
         return f"pChEMBL {9.0 - math.log10(value_nM):.2f}"
-    return f"{label} {format_concentration(value_nM)}"
+    return f"{label} {format_concentration(value_nM, micromolar)}"

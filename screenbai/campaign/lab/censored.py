@@ -141,3 +141,22 @@ def log_lines(path, outcomes, readout: Readout) -> list[str]:
         for o in outcomes
         if o.censored is not None
     ]
+
+
+def summary_line(cells, shown: int = 3) -> str:
+    """What ``record`` says of the censored cells it recorded (:class:`Censored`), beside its other lines: how many,
+    as what, and some of them as typed; "" for none.  The log lists each one (the record event's key censored)."""
+    if not cells:
+        return ""
+    parts = []
+    for hit, one, many in ((False, "non-hit", "non-hits"), (True, "hit", "hits")):
+        typed = [c.typed for c in cells if c.hit == hit]
+        if typed:
+            distinct = list(dict.fromkeys(typed))
+            listed = ", ".join(repr(t) for t in distinct[:shown]) + (", ..." if len(distinct) > shown else "")
+            parts.append(f"{len(typed)} {one if len(typed) == 1 else many} ({listed})")
+    n = len(cells)
+    what = "readout recorded as the outcome it settles" if n == 1 else "readouts recorded as the outcome they settle"
+    return (
+        f"{n} censored {what}: {', '.join(parts)}; each is listed, as typed, in the campaign's log (the record event)"
+    )

@@ -68,8 +68,17 @@ def _thousands(text: str) -> str:
     return text.replace(".", "")
 
 
-def _hint(text: str) -> str:
-    """What a lab's number that float() refuses most likely is: a decimal comma, a unit, a censored value."""
+#: a 0/1 campaign (no readout declared) told a readout: what to write instead, and how such values can be recorded
+_BINARY_READOUT = (
+    "this campaign records 0 or 1, with no readout or cutoff to compare it with: write 1 for a hit, 0 for none, or "
+    "'failed'; to record readouts such as '> 10000' as the hit or non-hit they settle, declare the readout at init "
+    "(--readout IC50 --unit nM --hit-below 1000)"
+)
+
+
+def _hint(text: str, binary: bool = False) -> str:
+    """What a lab's number that float() refuses most likely is: a decimal comma, a unit, a censored value
+    (``binary``: in a 0/1 campaign, which has no limit or unit to write)."""
     if text.lower() in ("n.d.", "nd", "n/a", "na", "-", "--"):
         return " (not determined? that is a failed well)"
     if re.fullmatch(r"#(N/A|[A-Z0-9/]+[!?])", text.upper()):  # #DIV/0!, #VALUE!, #NAME?, #N/A
@@ -88,9 +97,13 @@ def _hint(text: str) -> str:
         return f" (a space grouping thousands? write {re.sub(_SPACES, '', text)})"
     m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text)
     if m:
+        if binary:
+            return f" (a readout with its unit? {_BINARY_READOUT})"
         return " (a unit after the number? write the number alone, in the unit declared at init)"
     m = re.fullmatch(r"([<>]=?)\s*([-+]?\d+(?:\.\d+)?)", text)
     if m:
+        if binary:
+            return f" (a value beyond the assay's range? {_BINARY_READOUT})"
         return (
             f" (a value beyond the assay's range? write the limit, {m.group(2)}, if it settles hit or not, "
             "else 'failed')"
@@ -113,7 +126,7 @@ def parse_outcome(raw: str | None, binary: bool, *, decimal_comma: bool = False)
         value = float(text)
     except ValueError:
         kind = "0 or 1" if binary else "a number"
-        return f"not {kind}{_hint(text)}; write {kind}, or leave it empty / write 'failed' for a failed well"
+        return f"not {kind}{_hint(text, binary)}; write {kind}, or leave it empty / write 'failed' for a failed well"
     if not math.isfinite(value):
         return "not a finite number"
     if binary and value not in (0.0, 1.0):

@@ -68,11 +68,8 @@ def read_new_compounds(camp, path, *, id_column=None, smiles_column=None, kind="
     frame, _ = _read_rows(path, kind, id_column, smiles_column)
     kept, rejected = curate_structures(frame)
     known_ids = set(camp.compound_ids)
-    known_smiles: dict[str, list[int]] = {}
-    for arm, s in enumerate(camp.smiles):
-        known_smiles.setdefault(s, []).append(arm)
     active = {camp.compound_ids[int(a)] for a in getattr(camp.policy, "arm_set", range(camp.K))}
-    same = _same_as_stored(camp, [r for r in kept.itertuples(index=False) if r.smiles in known_smiles], known_smiles)
+    same = _same_as_stored(camp, list(kept.itertuples(index=False)))
     extra = []
     keep = []
     for row in kept.itertuples(index=False):
@@ -80,15 +77,14 @@ def read_new_compounds(camp, path, *, id_column=None, smiles_column=None, kind="
             extra.append((row.source_row, row.compound_id, row.input_smiles, "id already in the campaign",
                           _withdrawn_note(row.compound_id, active)))
         elif row.compound_id in same:
-            first = same[row.compound_id]
+            first, what = same[row.compound_id]
             extra.append(
                 (
                     row.source_row,
                     row.compound_id,
                     row.input_smiles,
                     "structure already in the campaign",
-                    f"same standardized structure as {first}" + (f"; {_withdrawn_note(first, active)}"
-                                                                 if first not in active else ""),
+                    what + (f"; {_withdrawn_note(first, active)}" if first not in active else ""),
                 )
             )
         else:
@@ -100,14 +96,17 @@ def read_new_compounds(camp, path, *, id_column=None, smiles_column=None, kind="
     return kept.reset_index(drop=True), rejected
 
 
-def _same_as_stored(camp, rows, known_smiles: dict[str, list[int]]) -> dict[str, str]:
-    """New compound id -> the id of the compound of the campaign it is, for new rows whose standardized SMILES is
-    one of the campaign's.  One compound as :func:`~screenbai.chem.standardize.same_compound` says, as ``init``:
-    the stored compounds' keys are not in the file, so those sharing the SMILES are standardized again from their
-    SMILES as given (an allene's stereo is only in it: CC=[C@]=CC and CC=[C@@]=CC are both CC=C=CC)."""
-    from screenbai.chem.standardize import same_compound, standardize_smiles
+def _same_as_stored(camp, rows) -> dict[str, tuple[str, str]]:
+    """New compound id -> (the id of the compound of the campaign it is, what the log says of it), for new rows that
+    are one of the campaign's compounds as :func:`~screenbai.chem.standardize.same_compound` says, as ``init``:
+    the same standardized structure, or a tautomer of it (2-pyridone beside 2-hydroxypyridine: the same standard
+    InChIKey, one compound in solution).  The stored compounds' keys are not in the file: those that may be one
+    (``may_be_same``) are standardized again from their SMILES as given (an allene's stereo is only in it:
+    CC=[C@]=CC and CC=[C@@]=CC are both CC=C=CC)."""
+    from screenbai.chem.standardize import may_be_same, same_compound, standardize_smiles
 
-    arms = sorted({a for r in rows for a in known_smiles[r.smiles]})
+    candidates = may_be_same([r.smiles for r in rows], camp.smiles)
+    arms = sorted({a for c in candidates for a in c})
     if not arms:
         return {}
     stored = {a: camp._con.execute("SELECT compound_id, input_smiles FROM compounds WHERE arm = ?", (a,)).fetchone()
@@ -117,12 +116,19 @@ def _same_as_stored(camp, rows, known_smiles: dict[str, list[int]]) -> dict[str,
     ident = [None if e is not None else same_compound(k, s, i)
              for k, s, e, i in zip(std["key"], std["smiles"], std["error"], ids)]
     ident_of_arm = dict(zip(arms, ident[len(rows):]))
-    out: dict[str, str] = {}
-    for row, new in zip(rows, ident[: len(rows)]):
-        for a in known_smiles[row.smiles]:
+    smiles_of_arm = dict(zip(arms, std["smiles"][len(rows):]))
+    out: dict[str, tuple[str, str]] = {}
+    for row, new, arms_here in zip(rows, ident[: len(rows)], candidates):
+        for a in arms_here:
+            first, same_smiles = str(stored[a][0]), row.smiles in (camp.smiles[a], smiles_of_arm[a])
             # a stored SMILES today's standardization refuses: the same standardized structure, as before
-            if ident_of_arm[a] is None or new == ident_of_arm[a]:
-                out[str(row.compound_id)] = str(stored[a][0])
+            if new == ident_of_arm[a] or (ident_of_arm[a] is None and same_smiles):
+                out[str(row.compound_id)] = (
+                    first,
+                    f"same standardized structure as {first}"
+                    if same_smiles  # else init's words (curate_structures)
+                    else f"a tautomer of {first}'s structure ({smiles_of_arm[a]}; one compound in solution)",
+                )
                 break
     return out
 

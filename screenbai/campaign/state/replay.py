@@ -46,6 +46,17 @@ REPLAYED = "('plate', 'record', 'add', 'withdraw', 'restart')"
 REPLAY_STEPS_FROM_K = 50_000
 
 
+#: the first line of a replay from the start (``_replay_progress``), by what asked for it; {counts}: its steps
+FROM_START = {
+    "checked": "the campaign's saved state was written by other algorithm code: replaying its log once ({counts}) "
+    "to check this screenbai proposes the same plates ...",
+    "older": "the campaign's saved state was written by an older screenbai: replaying its log from the start "
+    "({counts}) ...",
+    "asked": "replaying its log from the start, not from its saved state, as asked ({counts}) ...",
+    "repair": "repairing it: replaying its log from the start ({counts}) to rebuild its saved state ...",
+}
+
+
 class ReplayMismatch(store.CampaignError):
     """Replaying the log does not reproduce a stored plate (the algorithm or its code changed)."""
 
@@ -200,7 +211,7 @@ class PolicyReplay:
             (after, upto),
         ).fetchall()
 
-    def _replay_now(self, use_snapshot: bool, on_record, on_plate=None):
+    def _replay_now(self, use_snapshot: bool, on_record, on_plate=None, why: str = ""):
         """Replay the log (see the module doc) from the latest snapshot when it is the last step, else
         from the snapshot after the last plate, else (or ``use_snapshot=False``) from the start.
 
@@ -208,13 +219,22 @@ class PolicyReplay:
         recorded since that plate in plate order (see ``_after_record``, also for a policy that had
         already finished).  ``on_record(step, policy)`` / ``on_plate(step, policy)`` are called after
         each replayed results file / plate.  Snapshots written by another screenbai version (other state
-        fields) are passed over: the log is then replayed from the start."""
+        fields) are passed over: the log is then replayed from the start.  ``why``: what a replay from the start
+        says first (:data:`FROM_START`)."""
         if use_snapshot:
             try:
                 return self._replay_from_snapshots(on_record, on_plate)
             except StateVersionError:  # snapshots of an older screenbai: the log replayed from the start
-                return self._replay_from(None, 0, on_record, on_plate)
-        return self._replay_from(None, 0, on_record, on_plate)
+                return self._replay_from_start(on_record, on_plate, FROM_START["older"])
+        return self._replay_from_start(on_record, on_plate, why or FROM_START["asked"])
+
+    def _replay_from_start(self, on_record, on_plate, why: str):
+        """The log replayed from the start, saying so on stderr as it goes (``_replay_progress``, ``why``: its first
+        line); every replay from the start does, whatever asked for it (repair, ``use_snapshot=False``, an upgrade)."""
+        say = self._replay_progress(why)
+        policy, last = self._replay_from(None, 0, on_record, on_plate, say)
+        say(None, "")
+        return policy, last
 
     def _replay_from_snapshots(self, on_record, on_plate):
         """``_replay_now`` from the latest snapshot when it is the last step, else from the plate snapshot;
@@ -238,15 +258,13 @@ class PolicyReplay:
         check costs one replay; a file that cannot be written now (read-only, another writer) is checked again
         at the next open."""
         plate: list = []
-        say = self._replay_progress()
 
         def at_plate(step, policy):
             plate[:] = [step, policy.state_dict()]
             if on_plate is not None:
                 on_plate(step, policy)
 
-        policy, last = self._replay_from(None, 0, on_record, at_plate, say)
-        say(None, "")
+        policy, last = self._replay_from_start(on_record, at_plate, FROM_START["checked"])
         try:
             if plate:
                 store.put_snapshot(self._con, "plate", plate[0], store.encode_state(plate[1]))
@@ -256,12 +274,12 @@ class PolicyReplay:
             pass
         return policy, last
 
-    def _replay_progress(self):
-        """What the replay after a code change does, on stderr: `next` or `status` on a campaign of 1.58 M
-        compounds said nothing for the two minutes of its replay.  A line as it starts; from
-        ``REPLAY_STEPS_FROM_K`` compounds one as each plate or results file starts (its own step can take a
-        minute); one when it is done.  Returns ``say(kind, detail)``: before the log step of that kind and detail;
-        ``say(None, "")``: done."""
+    def _replay_progress(self, why: str):
+        """What a replay from the start does, on stderr: `next` or `status` on a campaign of 1.58 M compounds said
+        nothing for the two minutes of its replay after a code change.  A line as it starts (``why``, its
+        ``{counts}`` the plates and results files to replay); from ``REPLAY_STEPS_FROM_K`` compounds one as each
+        plate or results file starts (its own step can take a minute); one when it is done.  Returns
+        ``say(kind, detail)``: before the log step of that kind and detail; ``say(None, "")``: done."""
         started = time.monotonic()
         rows = self._con.execute(
             "SELECT kind FROM events WHERE kind IN ('plate', 'record') AND step >= "
@@ -274,11 +292,7 @@ class PolicyReplay:
         def line(what: str) -> None:
             print(f"{self.path}: {what} (at {time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
 
-        line(
-            "the campaign's saved state was written by other algorithm code: replaying its log once "
-            f"({n['plate']} plate(s), {n['record']} results file(s)) to check this screenbai proposes the same "
-            "plates ..."
-        )
+        line(why.format(counts=f"{n['plate']} plate(s), {n['record']} results file(s)"))
 
         def say(kind: str | None, detail: str) -> None:
             if kind is None:
