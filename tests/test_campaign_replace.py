@@ -13,7 +13,10 @@ import pytest
 from campaign_util import new_campaign, percent_campaign, write_results
 
 from screenbai.campaign import Campaign, PlateLayout, ResultsError
+from screenbai.campaign.state import store
+from screenbai.campaign.state.changes import restart_algorithm
 from screenbai.campaign.state.correction import ReplaceRefused
+from screenbai.campaign.state.store import encode_state
 from screenbai.cli import main
 
 
@@ -76,6 +79,8 @@ def test_a_replacement_is_refused_once_a_later_plate_was_proposed(tmp_path, caps
     assert "--replace P001: its results were recorded from wrong.csv at " in text
     assert "plate P002 was proposed by `next`" in text and "the algorithm chose that plate from those outcomes" in text
     assert "Nothing was changed" in text and "a new campaign on the same library" in text
+    assert "FILE --replace P001 --restart`): the results are replaced and the algorithm starts again from every" in text
+    assert "plates proposed and not yet recorded stay in the lab" in text
     assert dict(camp._con.execute("SELECT well, value FROM outcomes")) == {w: 0.0 for w in plate.wells}
     snapshot = camp._con.execute("SELECT COUNT(*) FROM snapshots WHERE name = 'latest'").fetchone()
     assert snapshot == (1,)  # rolled back with the rest
@@ -133,3 +138,77 @@ def test_a_stop_that_rested_on_the_wrong_file_is_undone(tmp_path):
     camp.close()
     with Campaign.open(tmp_path / "c.campaign") as again:
         assert not again.policy.done and len(again.next_plate(9, force=True).arms) == 9
+
+
+def test_replace_with_restart_after_a_later_plate_restarts_the_algorithm_on_the_right_outcomes(tmp_path, capsys):
+    """P002 was proposed from the wrong P001: ``--replace P001 --restart`` replaces P001's results, then restarts the
+    algorithm on every outcome recorded, as ``restart`` would on a campaign holding the right ones (its twin: the
+    same log, P001's outcomes set right in the file, then ``restart`` at the same log step, which seeds the restarted
+    algorithm). P002 stays in the lab; the log keeps the replaced values; the replay from the start ends alike."""
+    a, b = new_campaign(tmp_path / "a.campaign"), new_campaign(tmp_path / "b.campaign")
+    for camp in (a, b):
+        p1 = camp.next_plate(8)
+        camp.record(write_results(tmp_path / "wrong.csv", p1, [1 - v for v in _right(p1)]))
+        p2 = camp.next_plate(8)  # chosen from the wrong outcomes
+    right = write_results(tmp_path / "right.csv", p1, _right(p1))
+    a.record(right, replace="P001", restart=True)
+    with store.transaction(b._con):  # the twin: the right outcomes in the file, one step, then restart
+        b._con.executemany(
+            "UPDATE outcomes SET value = ? WHERE plate_id = 'P001' AND well = ?",
+            [(float(v), w) for w, v in zip(p1.wells, _right(p1))],
+        )
+        store.add_event(b._con, "note", {})
+    b._policy = None
+    restart_algorithm(b, "twin")
+    kinds = [kind for _, _, kind, _ in a.events()]
+    assert kinds[-3:] == ["plate", "record", "restart"]
+    detail = [d for _, _, kind, d in a.events() if kind == "record"][-1]
+    assert detail["replaces"]["old"] == {w: float(1 - v) for w, v in zip(p1.wells, _right(p1))}
+    assert detail["replaces"]["changed"] == {w: f"{1 - v:g} -> {v:g}" for w, v in zip(p1.wells, _right(p1))}
+    assert a.open_wells() == {"P002": len(p2)}  # still in the lab, recorded as usual
+    assert encode_state(a.policy.state_dict()) == encode_state(b.policy.state_dict())
+    assert _state(a) == _state(b)
+    for camp in (a, b):
+        camp.record(write_results(tmp_path / f"p2_{camp.path.stem}.csv", camp.plate("P002"), _right(p2)))
+        camp.close()
+    with (
+        Campaign.open(tmp_path / "a.campaign", use_snapshot=False) as again,
+        Campaign.open(tmp_path / "b.campaign") as b,
+    ):
+        assert encode_state(again.policy.state_dict()) == encode_state(b.policy.state_dict())
+        assert _state(again) == _state(b)
+    # from the command line, on a campaign with a plate proposed after the wrong one
+    c = new_campaign(tmp_path / "c.campaign")
+    plate = c.next_plate(8)
+    c.record(write_results(tmp_path / "wrong3.csv", plate, [0] * len(plate)))
+    c.next_plate(8)
+    c.close()
+    right3 = write_results(tmp_path / "right3.csv", plate, _right(plate))
+    code = main(["campaign", "record", str(tmp_path / "c.campaign"), str(right3), "--replace", "P001", "--restart"])
+    assert code == 0
+    assert "the algorithm restarted on every outcome recorded" in capsys.readouterr().out
+
+
+def test_replace_with_restart_is_refused_where_a_restart_is_not_valid_or_not_needed(tmp_path):
+    gse = new_campaign(tmp_path / "g.campaign", "gse-log", {"budget": 96}, K=20, d=2, seed=1)
+    plate = gse.next_plate(8)
+    gse.record(write_results(tmp_path / "wrong.csv", plate, [0] * len(plate)))
+    gse.next_plate(8)
+    with pytest.raises(
+        ReplaceRefused,
+        match="gse-log is a fixed-budget algorithm: its stages are planned for the "
+        "campaign it started, so it cannot restart mid-campaign; nothing was changed",
+    ):
+        gse.record(write_results(tmp_path / "right.csv", plate, _right(plate)), replace="P001", restart=True)
+    assert dict(gse._con.execute("SELECT well, value FROM outcomes")) == {w: 0.0 for w in plate.wells}
+    assert [kind for _, _, kind, _ in gse.events()][-1] == "plate"
+    gse.close()
+    camp = new_campaign(tmp_path / "c.campaign")
+    plate = camp.next_plate(8)
+    camp.record(write_results(tmp_path / "wrong.csv", plate, [0] * len(plate)))
+    with pytest.raises(ReplaceRefused, match="no plate was proposed since .* Run the same command without --restart"):
+        camp.record(write_results(tmp_path / "right.csv", plate, _right(plate)), replace="P001", restart=True)
+    with pytest.raises(ValueError, match="--restart goes with --replace PLATE"):
+        camp.record(tmp_path / "right.csv", restart=True)
+    assert [kind for _, _, kind, _ in camp.events()][-1] == "record"
+    camp.close()

@@ -482,7 +482,7 @@ class Campaign(PolicyReplay):
 
     # ------------------------------------------------------------------ results
     def record(self, path, *, accept: bool = False, discard: bool = False, plate: str | None = None,
-               outcome_column: str | None = None, replace: str | None = None) -> RecordSummary:
+               outcome_column: str | None = None, replace: str | None = None, restart: bool = False) -> RecordSummary:
         """Validate a results file against the plates, then record it in one transaction.
 
         With a declared readout the values are raw readouts (kept as typed; the algorithm is told
@@ -492,16 +492,23 @@ class Campaign(PolicyReplay):
         a file that names none: a plate reader's grid, or a list of wells without a plate_id column.
         ``outcome_column``: the column of outcomes where the header has several candidates (Signal and Result).
         ``replace``: a plate recorded from the wrong file, whose results this file replaces (it names that plate
-        alone; refused once a later plate was proposed: :mod:`~screenbai.campaign.state.correction`).
+        alone; refused once a later plate was proposed, unless ``restart``, which restarts the algorithm after it on
+        every outcome recorded: :mod:`~screenbai.campaign.state.correction`).
         """
         from .library import file_sha256
 
         if accept and discard:
             raise ValueError("give one of --accept and --discard-plate, not both")
+        if restart and replace is None:
+            raise ValueError(
+                "--restart goes with --replace PLATE (a plate recorded from the wrong file); to restart "
+                f"the algorithm alone: `screenbai campaign restart {self.path}`"
+            )
         path = Path(path)
         readout = self.readout
         with self._step(f"recording {path.name}"):  # validated against the file's latest state, under its lock
-            taken = None if replace is None else correction.take_back(self, replace, plate)  # rolled back on error
+            # rolled back on error
+            taken = None if replace is None else correction.take_back(self, replace, plate, restart)
             plates = self._plate_map()
             notes: list[str] = []
             outcomes = read_results(
@@ -538,18 +545,21 @@ class Campaign(PolicyReplay):
             ]
             extra: dict = {"censored": censored.log_lines(path.name, compounds, readout) if readout else []}
             extra["replaces"] = None if taken is None else correction.replaced(taken, controls, compounds)
-            summary = self._commit_outcomes(told, path.name, file_sha256(path), notes, extra)
+            summary = self._commit_outcomes(told, path.name, file_sha256(path), notes, extra, restart=restart)
             assay.save_readouts(self._con, summary.record_id, controls, compounds, qc)
             return RecordSummary(
                 summary.record_id, summary.file, summary.n_outcomes, summary.n_failed, summary.plates, qc, tuple(notes),
                 tuple(o.censored for o in compounds if o.censored is not None and o.plate_id not in dropped)
             )
 
-    def _commit_outcomes(self, outcomes: list[Outcome], name: str, sha256: str, notes=(), extra=None) -> RecordSummary:
+    def _commit_outcomes(
+        self, outcomes: list[Outcome], name: str, sha256: str, notes=(), extra=None, restart: bool = False
+    ) -> RecordSummary:
         """Write the step and bring the policy up to date; called inside ``_step`` (which drops a
         half-updated policy).  The policy is that of the replay (``_after_record``): the state after
-        the last plate told every outcome recorded since, whatever order the files came in."""
-        policy = self.policy
+        the last plate told every outcome recorded since, whatever order the files came in; with ``restart``
+        (``--replace --restart``), the algorithm restarted after the step on every outcome recorded."""
+        policy = None if restart else self.policy
         told = self._policy_step != (store.get_snapshot(self._con, "plate") or (0,))[0]
         n_failed = sum(o.value is None for o in outcomes)
         plates = tuple(dict.fromkeys(o.plate_id for o in outcomes))
@@ -577,6 +587,9 @@ class Campaign(PolicyReplay):
             ((record_id, o.plate_id, o.well, o.arm, o.value) for o in outcomes),
         )
         base = store.get_snapshot(self._con, "plate")
+        if restart:  # a restart event logged after it, its snapshots saved
+            self._save_history(step, correction.restart_after(self, step, ", ".join(plates)))
+            return RecordSummary(record_id, name, len(outcomes) - n_failed, n_failed, plates)
         if base is None:  # no snapshot after the last plate (cannot happen after a plate): replay it all
             policy, _ = self._replay_now(False, None)
         else:

@@ -176,7 +176,15 @@ def add_parser(sub) -> None:
         help="a plate failing its controls: count its compound wells as failed (tested again); raw values kept",
     )
     p.add_argument("--replace", metavar="PLATE", help="a plate recorded from the wrong file: this file's results "
-                   "replace its own (the log keeps what was replaced); only before `next` proposes another plate")
+                   "replace its own (the log keeps what was replaced); only before `next` proposes another plate, "
+                   "unless --restart")
+    p.add_argument(
+        "--restart",
+        action="store_true",
+        help="with --replace, after a later plate was proposed (or the compound set changed): the algorithm then "
+        "restarts on every outcome recorded, the right ones in place of the wrong (as `restart` does); plates in the "
+        "lab stay open",
+    )
 
     p = cs.add_parser("add", help="add compounds (newly synthesised) to a running campaign")
     file_arg(p)
@@ -524,7 +532,7 @@ def _record(args) -> int:
 
     with Campaign.open(args.campaign) as camp:
         rec = camp.record(args.results, accept=args.accept, discard=args.discard_plate, plate=args.plate,
-                          outcome_column=args.outcome_column, replace=args.replace)
+                          outcome_column=args.outcome_column, replace=args.replace, restart=args.restart)
         left = camp.open_wells()
         left_here = {p: camp.open_well_names(p) for p in rec.plates if p in left}
         scale = "" if camp.readout is None else camp.readout.z_scale()  # of log10 IC50 where the model takes it so
@@ -538,7 +546,8 @@ def _record(args) -> int:
               "report's events); check them against the lab's record", file=sys.stderr)
     if args.replace:
         say(f"plate {args.replace}: its results recorded before are replaced by {rec.file}'s; the log's record event "
-            "lists the values replaced (key replaces)")
+            "lists the values replaced (key replaces)"
+            + ("; the algorithm restarted on every outcome recorded (a restart event after it)" * args.restart))
     for plate_id, (z, decision) in rec.qc.items():
         zt = "n/a" if z is None else f"{z:.2f}{scale}"
         say(f"plate {plate_id}: controls Z' = {zt} ({decision})")

@@ -344,38 +344,56 @@ def restart_algorithm(camp, reason: str = "", algorithm: str | None = None, para
     elif params:
         raise ValueError("--param changes the settings of an algorithm taking over: give --algorithm too")
     name = camp.algorithm if switch is None else switch["algorithm"]
-    if getattr(get(name).cls, "fixed_budget", False):
-        raise ValueError(
-            f"{name} is a fixed-budget algorithm: its stages are planned for the campaign it started, so it "
-            "cannot restart mid-campaign; export the results and start a new campaign"
-        )
+    if why := cannot_restart(name):
+        raise ValueError(f"{why}; export the results and start a new campaign")
     before = dict(camp.meta)
     with camp._step("restarting its algorithm"):
         try:
-            last = camp._last_step()
-            active, n_total, _ = camp._active_at(last)
-            n, _, _, _ = camp.observations()
-            detail = {
-                "active": [int(a) for a in active],
-                "n_total": int(n_total),
-                "reason": reason,
-                "tests_before": int(n.sum()),
-                "screenbai_version": _version(),
-            }
+            extra: dict = {}
             if switch is not None:
-                detail.update(algorithm=switch["algorithm"], params=switch["params"],
-                              replaces={"algorithm": camp.algorithm, "params": camp.meta["params"]})
+                extra.update(algorithm=switch["algorithm"], params=switch["params"],
+                             replaces={"algorithm": camp.algorithm, "params": camp.meta["params"]})
                 for key, value in switch.items():  # what every later step builds the policy from
                     store.put_meta(camp._con, key, value)
                     camp.meta[key] = value
-            step = store.add_event(camp._con, "restart", detail)
-            camp._policy = camp._restart_at(step)
-            camp._policy_step = step
-            camp._save_snapshot(step, plate=True)
+            step = log_restart(camp, reason, extra)
         except BaseException:
             camp.meta = before  # the step is rolled back: so is the campaign's algorithm
             camp._policy = None
             raise
+    return step
+
+
+def cannot_restart(name: str) -> str:
+    """Why the algorithm ``name`` cannot restart mid-campaign ("" if it can)."""
+    from screenbai.bandits.core.registry import get
+
+    if getattr(get(name).cls, "fixed_budget", False):
+        return (
+            f"{name} is a fixed-budget algorithm: its stages are planned for the campaign it started, so it "
+            "cannot restart mid-campaign"
+        )
+    return ""
+
+
+def log_restart(camp, reason: str, extra: dict | None = None) -> int:
+    """Log a ``restart`` event inside the caller's step (``camp._step``): the algorithm starts again on every outcome
+    recorded, the wells in the lab in flight; the policy and its snapshots are the restarted one's.  Returns the
+    step."""
+    active, n_total, _ = camp._active_at(camp._last_step())
+    n, _, _, _ = camp.observations()
+    detail = {
+        "active": [int(a) for a in active],
+        "n_total": int(n_total),
+        "reason": reason,
+        "tests_before": int(n.sum()),
+        "screenbai_version": _version(),
+        **(extra or {}),
+    }
+    step = store.add_event(camp._con, "restart", detail)
+    camp._policy = camp._restart_at(step)
+    camp._policy_step = step
+    camp._save_snapshot(step, plate=True)
     return step
 
 

@@ -14,6 +14,15 @@ and no change of the compound set (add, withdraw, restart), which restarts the a
 recorded.  Two plates in the lab recorded either way round give one state (the replay's order rule), so a plate
 whose results came before another's may be replaced as long as nothing was proposed since.  After a later plate,
 ``record --replace`` is refused, saying why (that plate was chosen from the wrong outcomes) and what the lab can do.
+
+``record --replace PLATE --restart`` is the way past that: the plate's results are replaced as above, then a
+``restart`` event is logged (:func:`~screenbai.campaign.state.changes.log_restart`), so the algorithm starts again on
+every outcome recorded, the right ones in place of the wrong, as the ``restart`` command starts it: valid evidence
+however adaptively the tests were chosen (:mod:`~screenbai.campaign.state.armset`), and the replay never proposes
+again a plate from before a restart, so the plates chosen from the wrong outcomes stand as tests, not as choices to
+reproduce.  Plates proposed and not yet recorded stay in the lab (in flight): their results are recorded as usual.
+Refused where ``restart`` is (a fixed-budget algorithm, GSE, plans its stages for the campaign it started), and where
+nothing rests on the wrong outcomes (no restart needed: ``--replace`` alone).
 """
 
 from __future__ import annotations
@@ -26,11 +35,20 @@ class ReplaceRefused(ValueError):
     """``record --replace`` of a plate whose results cannot be replaced (none recorded, or a choice rests on them)."""
 
 
-def take_back(camp, plate_id: str, plate: str | None) -> dict:
+def take_back(camp, plate_id: str, plate: str | None, restart: bool = False) -> dict:
     """Check that ``plate_id``'s recorded results may be replaced, take them out of the file (inside the caller's
     transaction) and return what they were, for the new record event.  ``plate``: ``record --plate``, which must
-    then be the same plate."""
+    then be the same plate.  ``restart``: ``--restart``, the algorithm restarted after (:func:`restart_after`), which
+    lets a plate be replaced after a later plate or change."""
+    from .changes import cannot_restart
+
     con = camp._con
+    if restart and (why := cannot_restart(camp.algorithm)):
+        raise ReplaceRefused(
+            f"--replace {plate_id} --restart: {why}; nothing was changed. A plate of {camp.path} is corrected only "
+            "before `next` proposes another (--replace without --restart); past that, start a new campaign on the "
+            "same library (`screenbai campaign init`) with the right outcomes"
+        )
     known = [p for (p,) in con.execute("SELECT plate_id FROM plates ORDER BY step")]
     named = {p.upper(): p for p in known}.get(plate_id.strip().upper())
     if named is None:
@@ -57,8 +75,15 @@ def take_back(camp, plate_id: str, plate: str | None) -> dict:
         f"({', '.join('?' * len(_LATER))}) AND e.step > ? ORDER BY e.step",
         (*_LATER, first),
     ).fetchall()
-    if later:
+    if later and not restart:
         raise ReplaceRefused(_refusal(camp, named, records[0], later))
+    if restart and not later:
+        raise ReplaceRefused(
+            f"--replace {named} --restart: no plate was proposed since its results were recorded, nor did the "
+            "compound set change, so no choice of the algorithm rests on them and nothing needs a restart; nothing "
+            "was changed. Run the same command without --restart: the results are replaced and the algorithm carries "
+            "on as if the right file had come first"
+        )
     old = {
         well: (typed if typed is not None else raw if kind != "compound" or raw is not None else told)
         for well, kind, raw, typed, told in con.execute(
@@ -80,6 +105,16 @@ def take_back(camp, plate_id: str, plate: str | None) -> dict:
         "recorded_from": [f"{file} at {at}" for _, file, at in records],
         "old": {w: old[w] for w in sorted(old)},
     }
+
+
+def restart_after(camp, record_step: int, plate_id: str):
+    """After the record event (``record_step``) that replaced ``plate_id``'s results with ``--restart``: log the
+    ``restart`` event (the caller's step) and return a copy of the restarted policy for the record's history row
+    (whose ``result()`` may draw tie-breaks, which the policy kept, as the replay's, must not have drawn)."""
+    from .changes import log_restart
+
+    step = log_restart(camp, f"record --replace {plate_id} --restart (log step {record_step}): its results replaced")
+    return camp._loaded(camp._policy.state_dict(), step)
 
 
 def replaced(taken: dict, controls, compounds) -> dict:
@@ -108,8 +143,11 @@ def _refusal(camp, plate_id: str, first: tuple, later: list) -> str:
         f"{at} (log step {step}): the algorithm chose {'that plate' if kind == 'plate' else 'its next plates'} from "
         f"those outcomes, so replacing them now would leave its choices resting on values the campaign no longer "
         f"holds, and the replay of its log could not reproduce them. Nothing was changed: the wrong values still "
-        f"count. A plate is corrected with --replace only before `next` proposes another (or the compound set "
-        f"changes); past that, the way to a guarantee resting on the right values is a new campaign on the same "
-        f"library (`screenbai campaign init`). `screenbai campaign export {camp.path}` lists every well with the file "
-        f"that recorded it"
+        f"count. A plate is corrected with --replace alone only before `next` proposes another (or the compound set "
+        f"changes); past that, add --restart (`record {camp.path} FILE --replace {plate_id} --restart`): the "
+        f"results are replaced and the algorithm starts again from every outcome recorded, the right ones in place "
+        f"of the wrong, as `screenbai campaign restart` starts it (its run so far is not carried on, and `status` "
+        f"says what that does to the guarantee); plates proposed and not yet recorded stay in the lab and are "
+        f"recorded as usual. Or start a new campaign on the same library (`screenbai campaign init`). "
+        f"`screenbai campaign export {camp.path}` lists every well with the file that recorded it"
     )
