@@ -113,7 +113,10 @@ def restart_after(camp, record_step: int, plate_id: str):
     (whose ``result()`` may draw tie-breaks, which the policy kept, as the replay's, must not have drawn)."""
     from .changes import log_restart
 
-    step = log_restart(camp, f"record --replace {plate_id} --restart (log step {record_step}): its results replaced")
+    step = log_restart(
+        camp,
+        f"{plate_id} recorded from the wrong file, replaced at log step {record_step} by record --replace --restart",
+    )
     return camp._loaded(camp._policy.state_dict(), step)
 
 
