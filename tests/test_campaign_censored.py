@@ -178,8 +178,12 @@ def test_a_continuous_campaign_still_refuses_a_bound(tmp_path):
     camp = _campaign(tmp_path, Readout.build("IC50", unit="nM", hit_below=1000.0), outcome="continuous")
     plate = camp.next_plate(None, tmp_path / "P001.csv")
     path, _ = _filled(plate.path, tmp_path / "R.csv", **IC50, compound={0: "> 10000"}, default="3000")
-    with pytest.raises(ResultsError, match=r"told the value itself \(continuous\)"):
+    with pytest.raises(ResultsError) as info:
         camp.record(path)
+    assert (
+        "'> 10000': a censored value cannot be recorded in a continuous campaign: its algorithm is told the value "
+        "itself, and a bound is none; write the value measured nM, or 'failed'" in str(info.value)
+    )  # it said "(the limit, 10000, if the lab takes it as the reading)": a bound is no value measured
     camp.close()
 
 

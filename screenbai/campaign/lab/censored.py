@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from .assay import Readout, concentration_factor
+from .numbers import CONTINUOUS_BOUND
 
 #: '>', '>=', '<', '<=' as labs write them (also the signs typed as one character, and '=>' / '=<')
 _SIGNS = {">": ">", ">=": ">=", "=>": ">=", "\u2265": ">=", "<": "<", "<=": "<=", "=<": "<=", "\u2264": "<="}
@@ -88,15 +89,12 @@ def read(readout: Readout, binary: bool, raw: str, *, decimal_comma: bool = Fals
             f"a censored value ({typed!r}) in a control well: a control's reading must be a value, the Z' of the "
             f"plate is computed from it; write the value measured{unit_name}, or 'failed'"
         )
-    if not binary or readout.cutoff is None:
-        why = (
-            "this campaign's algorithm is told the value itself (continuous), and a bound is none"
-            if not binary
-            else "this campaign's readout has no hit cutoff to settle it by"
-        )
+    if not binary:
+        return f"{typed!r}: {CONTINUOUS_BOUND}; write the value measured{unit_name}, or 'failed'"
+    if readout.cutoff is None:
         return (
-            f"a censored value ({typed!r}): {why}; write the value measured{unit_name} (the limit, "
-            f"{number:g}, if the lab takes it as the reading), or 'failed'"
+            f"a censored value ({typed!r}): this campaign's readout has no hit cutoff to settle it by; write the value "
+            f"measured{unit_name} (the limit, {number:g}, if the lab takes it as the reading), or 'failed'"
         )
     limit = number
     if unit:

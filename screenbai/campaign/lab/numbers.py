@@ -68,17 +68,38 @@ def _thousands(text: str) -> str:
     return text.replace(".", "")
 
 
+#: what to write for a failed well, the end of every "not a number" / "not 0 or 1" message
+_FAILED_WELL = "leave it empty / write 'failed' for a failed well"
 #: a 0/1 campaign (no readout declared) told a readout: what to write instead, and how such values can be recorded
 _BINARY_READOUT = (
     "this campaign records 0 or 1, with no readout or cutoff to compare it with: write 1 for a hit, 0 for none, or "
-    "'failed'; to record readouts such as '> 10000' as the hit or non-hit they settle, declare the readout at init "
-    "(--readout IC50 --unit nM --hit-below 1000)"
+    f"{_FAILED_WELL}; to record readouts such as '> 10000' as the hit or non-hit they settle, declare the readout at "
+    "init (--readout IC50 --unit nM --hit-below 1000)"
 )
+#: a continuous campaign told a censored value: it is told values, and a bound is none (lab/censored.py refuses it
+#: in the same words where a readout is declared)
+CONTINUOUS_BOUND = (
+    "a censored value cannot be recorded in a continuous campaign: its algorithm is told the value itself, and a "
+    "bound is none"
+)
+_CENSORED = re.compile(r"([<>]=?)\s*([-+]?\d+(?:\.\d+)?)")
 
 
-def _hint(text: str, binary: bool = False) -> str:
-    """What a lab's number that float() refuses most likely is: a decimal comma, a unit, a censored value
-    (``binary``: in a 0/1 campaign, which has no limit or unit to write)."""
+def _advice(text: str, binary: bool) -> str | None:
+    """The whole of what to write for a cell float() refuses, where the generic "write a number, or ..." would be
+    wrong or said twice: a readout (with its unit, or a bound) in a 0/1 campaign, a bound in a continuous one."""
+    if binary and re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text):
+        return f" (a readout with its unit?): {_BINARY_READOUT}"
+    if _CENSORED.fullmatch(text):
+        if binary:
+            return f" (a value beyond the assay's range?): {_BINARY_READOUT}"
+        return f" (a value beyond the assay's range?): {CONTINUOUS_BOUND}; write the value measured, or {_FAILED_WELL}"
+    return None
+
+
+def _hint(text: str) -> str:
+    """What a lab's number that float() refuses most likely is: a decimal comma, a unit, a thousands separator (a
+    bound, or a readout in a 0/1 campaign: ``_advice``)."""
     if text.lower() in ("n.d.", "nd", "n/a", "na", "-", "--"):
         return " (not determined? that is a failed well)"
     if re.fullmatch(r"#(N/A|[A-Z0-9/]+[!?])", text.upper()):  # #DIV/0!, #VALUE!, #NAME?, #N/A
@@ -95,19 +116,8 @@ def _hint(text: str, binary: bool = False) -> str:
         return f" ({comma_hint(text)})"
     if _SPACE_GROUPED.fullmatch(text):  # 5 000, 1 234,5
         return f" (a space grouping thousands? write {re.sub(_SPACES, '', text)})"
-    m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text)
-    if m:
-        if binary:
-            return f" (a readout with its unit? {_BINARY_READOUT})"
+    if re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text):
         return " (a unit after the number? write the number alone, in the unit declared at init)"
-    m = re.fullmatch(r"([<>]=?)\s*([-+]?\d+(?:\.\d+)?)", text)
-    if m:
-        if binary:
-            return f" (a value beyond the assay's range? {_BINARY_READOUT})"
-        return (
-            f" (a value beyond the assay's range? write the limit, {m.group(2)}, if it settles hit or not, "
-            "else 'failed')"
-        )
     return ""
 
 
@@ -126,7 +136,10 @@ def parse_outcome(raw: str | None, binary: bool, *, decimal_comma: bool = False)
         value = float(text)
     except ValueError:
         kind = "0 or 1" if binary else "a number"
-        return f"not {kind}{_hint(text, binary)}; write {kind}, or leave it empty / write 'failed' for a failed well"
+        advice = _advice(text, binary)
+        if advice is not None:
+            return f"not {kind}{advice}"
+        return f"not {kind}{_hint(text)}; write {kind}, or {_FAILED_WELL}"
     if not math.isfinite(value):
         return "not a finite number"
     if binary and value not in (0.0, 1.0):
