@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 from screenbai.textfiles import comma_hint
 
@@ -25,7 +26,9 @@ _SPACES = "[ \u00a0\u202f]"
 _SPACE_GROUPED = re.compile(rf"[-+]?[1-9]\d{{0,2}}(?:{_SPACES}\d{{3}})+(?:,\d+)?")
 
 
-def read_two_ways(rows: list[tuple[int, list[str]]], col: int) -> dict[int, str]:
+def read_two_ways(
+    rows: list[tuple[int, list[str]]], col: int, bound: Callable[[str], tuple[str, str, str] | None] | None = None
+) -> dict[int, str]:
     """Line -> what is wrong, for the outcomes of a ``;``-separated file that read two ways.
 
     Excel saves CSV with ``;`` where the decimal separator is the comma, and there a '.' groups thousands:
@@ -33,32 +36,43 @@ def read_two_ways(rows: list[tuple[int, list[str]]], col: int) -> dict[int, str]
     (12,5); a number with a '.' in it then mixes two ways of writing numbers and is refused.  Without decimal
     commas a '.' is a decimal point when some outcome shows it (12.5, 0.125, 1234.5); when every outcome with
     a '.' could be thousands (1.234, 5.678), no value of the file says which, and those are refused too.
+    ``bound`` splits a censored cell into (what is before its number, the number, what is after: "> ", "1.234",
+    " nM"), None for another cell (:func:`~screenbai.campaign.lab.censored.bound_parts`): the bound's number is
+    read by the same rule, and shows the file's way of writing numbers as a plain one does.
     """
-    values = [(line, f[col].strip()) for line, f in rows if col < len(f)]
-    commas = [(line, v) for line, v in values if _DECIMAL_COMMA.fullmatch(v)]
-    grouped = [(line, v) for line, v in values if _GROUPED.fullmatch(v) and v.count(".") == 1 and "," not in v]
-    points = [(line, v) for line, v in values if _DECIMAL_POINT.fullmatch(v) and (line, v) not in grouped]
+    cells = []  # (line, the number, what the cell has before it, after it)
+    for line, f in rows:
+        if col < len(f):
+            v = f[col].strip()
+            parts = None if bound is None else bound(v)
+            before, number, after = ("", v, "") if parts is None else parts
+            cells.append((line, number, before, after))
+    commas = [c for c in cells if _DECIMAL_COMMA.fullmatch(c[1])]
+    grouped = [c for c in cells if _GROUPED.fullmatch(c[1]) and c[1].count(".") == 1 and "," not in c[1]]
+    points = [c for c in cells if _DECIMAL_POINT.fullmatch(c[1]) and c not in grouped]
     out: dict[int, str] = {}
     if commas:
-        first = f"line {commas[0][0]}: {commas[0][1]!r}"
-        for line, v in grouped:
+        line0, v0, b0, a0 = commas[0]
+        first = f"line {line0}: {b0 + v0 + a0!r}"
+        for line, v, b, a in grouped:
             out[line] = (
                 f"a '.' in a file that writes decimal commas ({first}): it reads {_thousands(v)} with '.' grouping "
                 f"thousands, as where the decimal separator is the comma, or {v} with '.' as the decimal point; "
-                f"write {_thousands(v)}, or {v.replace('.', ',')} for {v}, as the lab meant it"
+                f"write {b}{_thousands(v)}{a}, or {b}{v.replace('.', ',')}{a} for {b}{v}{a}, as the lab meant it"
             )
-        for line, v in points:
+        for line, v, b, a in points:
             out[line] = (
                 f"a decimal point in a file that writes decimal commas ({first}): the file mixes two ways of writing "
                 f"numbers (pasted from two sources?), so which one a number uses cannot be told; write "
-                f"{v.replace('.', ',')} if it is {v}"
+                f"{b}{v.replace('.', ',')}{a} if it is {b}{v}{a}"
             )
     elif grouped and not points:
-        for line, v in grouped:
+        for line, v, b, a in grouped:
             out[line] = (
                 f"in a ';'-separated file (as Excel saves CSV where the decimal separator is the comma) it reads "
                 f"{_thousands(v)} with '.' grouping thousands, or {v} with '.' as the decimal point, and no other "
-                f"outcome of the file says which; write {_thousands(v)}, or {v.replace('.', ',')} for {v}"
+                f"outcome of the file says which; write {b}{_thousands(v)}{a}, or {b}{v.replace('.', ',')}{a} for "
+                f"{b}{v}{a}"
             )
     return out
 
