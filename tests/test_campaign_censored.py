@@ -178,8 +178,12 @@ def test_a_continuous_campaign_still_refuses_a_bound(tmp_path):
     camp = _campaign(tmp_path, Readout.build("IC50", unit="nM", hit_below=1000.0), outcome="continuous")
     plate = camp.next_plate(None, tmp_path / "P001.csv")
     path, _ = _filled(plate.path, tmp_path / "R.csv", **IC50, compound={0: "> 10000"}, default="3000")
-    with pytest.raises(ResultsError, match=r"told the value itself \(continuous\)"):
+    with pytest.raises(ResultsError) as info:
         camp.record(path)
+    assert (
+        "'> 10000': a censored value cannot be recorded in a continuous campaign: its algorithm is told the value "
+        "itself, and a bound is none; write the value measured nM, or 'failed'" in str(info.value)
+    )  # it said "(the limit, 10000, if the lab takes it as the reading)": a bound is no value measured
     camp.close()
 
 
@@ -297,3 +301,58 @@ def test_record_says_how_many_censored_values_it_took_and_as_what(tmp_path, caps
     path, _ = _filled(plate.path, tmp_path / "T.csv", **IC50, compound={}, default="3000")
     assert main(["campaign", "record", str(tmp_path / "c.campaign"), str(path)]) == 0
     assert "censored" not in capsys.readouterr().out
+
+
+def _semicolon(path, out):
+    """``path`` saved as Excel saves CSV where the decimal separator is the comma: ';' between the cells."""
+    with open(path, newline="") as fh:
+        rows = list(csv.reader(fh))
+    with open(out, "w", newline="") as fh:
+        csv.writer(fh, delimiter=";").writerows(rows)
+    return out
+
+
+@pytest.mark.parametrize("typed", ["> 1.234", "< 1.234", ">1.234 uM"])
+def test_a_bound_that_reads_two_ways_in_a_file_of_decimal_commas_is_refused(tmp_path, typed):
+    """In a ';' file with decimal commas '.' may group thousands: a plain 1.234 is refused as reading 1234 or 1.234,
+    but a bound was not checked: '< 1.234' was recorded as a hit (< 1234 nM settles nothing) and '> 1.234' refused as
+    settling nothing (> 1234 nM is a non-hit). The bound's number is now read by the same rule."""
+    camp = _campaign(tmp_path, Readout.build("IC50", unit="nM", hit_below=1000.0))
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    path, wells = _filled(plate.path, tmp_path / "R.csv", **IC50, compound={0: typed, 1: "12,5"}, default="3000")
+    with pytest.raises(ResultsError) as info:
+        camp.record(_semicolon(path, tmp_path / "S.csv"))
+    sign, unit = typed[: typed.index("1")], typed[typed.index("4") + 1 :]
+    problems = [line for line in str(info.value).splitlines() if "S.csv: line" in line]
+    assert len(problems) == 1 and problems[0].split(": ", 2)[2] == (
+        f"outcome {typed!r} for well P001/{wells[0]}: a '.' in a file that writes decimal commas (line 4: '12,5'): it "
+        "reads 1234 with '.' grouping thousands, as where the decimal separator is the comma, or 1.234 with '.' as "
+        f"the decimal point; write {sign}1234{unit}, or {sign}1,234{unit} for {typed}, as the lab meant it"
+    )
+    assert camp._con.execute("SELECT COUNT(*) FROM outcomes").fetchone()[0] == 0
+    # as advised: > 1234 nM is a non-hit; and a bound's decimal comma shows the file's way for a plain 1.234
+    path, wells = _filled(plate.path, tmp_path / "R.csv", **IC50, compound={0: "> 1234", 1: "12,5"}, default="3000")
+    camp.record(_semicolon(path, tmp_path / "S.csv"))
+    assert dict(camp._con.execute("SELECT well, value FROM outcomes"))[wells[0]] == 0.0
+    camp.close()
+
+
+def test_a_bound_s_decimal_comma_says_how_the_file_writes_numbers(tmp_path):
+    camp = _campaign(tmp_path, Readout.build("IC50", unit="nM", hit_below=1000.0))
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    path, _ = _filled(plate.path, tmp_path / "R.csv", **IC50, compound={0: "< 0,5", 1: "1.234"}, default="3000")
+    shown = r"'1\.234'.*a '\.' in a file that writes decimal commas \(line 3: '< 0,5'\)"  # was: no outcome says which
+    with pytest.raises(ResultsError, match=shown):
+        camp.record(_semicolon(path, tmp_path / "S.csv"))
+    camp.close()
+
+
+def test_a_continuous_campaign_refuses_a_bound_that_reads_two_ways_as_a_bound(tmp_path):
+    """Its bound cannot be recorded at all: it is told that, not to write '> 1234' (refused next)."""
+    camp = _campaign(tmp_path, Readout.build("IC50", unit="nM", hit_below=1000.0), outcome="continuous")
+    plate = camp.next_plate(None, tmp_path / "P001.csv")
+    path, _ = _filled(plate.path, tmp_path / "R.csv", **IC50, compound={0: "> 1.234", 1: "12,5"}, default="3000")
+    with pytest.raises(ResultsError, match="a censored value cannot be recorded in a continuous campaign") as info:
+        camp.record(_semicolon(path, tmp_path / "S.csv"))
+    assert "> 1234" not in str(info.value)
+    camp.close()

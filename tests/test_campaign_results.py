@@ -284,7 +284,6 @@ def test_a_file_missing_a_row_names_the_well_it_left_open(tmp_path, capsys):
     ("0,5", "a decimal comma? write 0.5"),
     ("45 %", "a unit after the number? write the number alone"),
     ("12nM", "a unit after the number? write the number alone"),
-    (">100", "a value beyond the assay's range? write the limit, 100,"),
     ("n.d.", "not determined? that is a failed well"),
     ("5 000", "a space grouping thousands? write 5000"),  # said "not a number" alone
     ("#DIV/0!", "a spreadsheet's error value: the cell's formula failed"),  # so did Excel's error values
@@ -311,18 +310,33 @@ def test_a_readout_in_a_0_1_campaign_is_told_to_write_0_or_1_not_a_limit(tmp_pat
     told to write 0 or 1, or 'failed', or to declare the readout at init to record such values."""
     camp = new_campaign(tmp_path / "b.campaign")  # binary, outcomes written as 0/1
     camp.next_plate(4)
-    message = _refused(
-        camp,
-        _rows(tmp_path, f'plate_id,well,outcome\nP001,A01,"{typed}"\n'),
-        "line 2",
-        repr(typed),
-        "not 0 or 1",
-        "this campaign records 0 or 1",
-        "write 1 for a hit, 0 for none, or 'failed'",
-        "declare the readout at init (--readout IC50 --unit nM --hit-below 1000)",
+    message = _refused(camp, _rows(tmp_path, f'plate_id,well,outcome\nP001,A01,"{typed}"\n'), "line 2")
+    what = "a readout with its unit?" if typed in ("45 %", "12nM") else "a value beyond the assay's range?"
+    # the advice once: it was followed by "; write 0 or 1, or leave it empty / write 'failed' for a failed well"
+    assert message.splitlines()[1].split(": ", 2)[2] == (
+        f"outcome {typed!r} for well P001/A01: not 0 or 1 ({what}): this campaign records 0 or 1, with no readout "
+        "or cutoff to compare it with: write 1 for a hit, 0 for none, or leave it empty / write 'failed' for a failed "
+        "well; to record readouts such as '> 10000' as the hit or non-hit they settle, declare the readout at init "
+        "(--readout IC50 --unit nM --hit-below 1000)"
     )
-    assert "write the limit" not in message and "unit declared at init" not in message
     camp.close()
+
+
+@pytest.mark.parametrize("typed", [">100", "<= 0.5"])
+def test_a_bound_in_a_continuous_campaign_is_not_told_to_write_the_limit(tmp_path, typed):
+    """A continuous campaign (no readout declared) told '>100' "write the limit, 100, if it settles hit or not":
+    nothing is settled there, and the limit is no value measured. It is now told a bound cannot be recorded."""
+    cont = Campaign.create(
+        tmp_path / "cont.campaign", synthetic_library(), "m-lingape", {"epsilon": 0.1}, seed=0, outcome="continuous"
+    )
+    plate = cont.next_plate(2)
+    message = _refused(cont, _rows(tmp_path, f'plate_id,well,outcome\nP001,{plate.wells[0]},"{typed}"\n'), "line 2")
+    assert message.splitlines()[1].split(": ", 2)[2] == (
+        f"outcome {typed!r} for well P001/{plate.wells[0]}: not a number (a value beyond the assay's range?): a "
+        "censored value cannot be recorded in a continuous campaign: its algorithm is told the value itself, and a "
+        "bound is none; write the value measured, or leave it empty / write 'failed' for a failed well"
+    )
+    cont.close()
 
 
 def test_a_semicolon_file_with_decimal_commas_is_read_as_excel_wrote_it(tmp_path):

@@ -13,6 +13,7 @@ from screenbai.bandits.numerics.design import (
     kumar_yildirim_init,
     round_design,
     spread_order,
+    spread_order_ranked,
     variances,
     wynn,
 )
@@ -174,3 +175,20 @@ def test_spread_order_hands_out_every_prefix_in_the_allocation_s_proportions():
     assert np.all(np.abs(seen - share) <= 0.5 + s * counts / (2 * N) + 1e-9)
     assert set(order[:20].tolist()) == {1, 2, 4, 5, 8}  # one plate of 20 holds every arm with >= 1/20 of the tests
     assert np.array_equal(spread_order(counts), order) and spread_order(np.zeros(3, dtype=int)).size == 0
+
+
+def test_spread_order_ranked_gives_each_test_its_rank_within_its_arm():
+    """spread_order_ranked: the same order as spread_order, and j for each test, arm k's j-th test in order, so
+    (arm, j) names every test once and test j of arm k sits at (j + 1/2) / counts[k] of the order (RAGE-GLM finds its
+    outcomes by it)."""
+    counts = np.array([3, 0, 1, 2])
+    arm, j = spread_order_ranked(counts)
+    assert np.array_equal(arm, spread_order(counts))
+    # keys (j + 1/2) / n_k: arm 0 at 1/6, 1/2, 5/6; arm 2 at 1/2; arm 3 at 1/4, 3/4 (ties by arm)
+    assert arm.tolist() == [0, 3, 0, 2, 3, 0] and j.tolist() == [0, 0, 1, 0, 1, 2]
+    big = np.array([0, 1626, 918, 0, 1191, 478, 3, 1, 870])
+    arm, j = spread_order_ranked(big)
+    for k in range(big.size):  # within each arm, j counts 0, 1, ... in order
+        assert np.array_equal(j[arm == k], np.arange(big[k]))
+    empty = spread_order_ranked(np.zeros(3, dtype=int))
+    assert empty[0].size == 0 and empty[1].size == 0

@@ -93,7 +93,7 @@ from threadpoolctl import threadpool_limits
 
 from screenbai.bandits.core.params import HIT_RATE_EPSILON, like, run_state
 from screenbai.bandits.core.registry import register
-from screenbai.bandits.numerics.design import kept_by_rounding
+from screenbai.bandits.numerics.design import kept_by_rounding, spread_order_ranked
 from screenbai.bandits.numerics.glm import SeparableDataError, dmu, logistic_mle, mean_gap_bound
 from screenbai.bandits.numerics.lr_set import LikelihoodRatioSet, RunningPredictor, observe_in_chunks
 from screenbai.bandits.numerics.ties import top_m
@@ -298,13 +298,10 @@ class RAGEGLM(PhasedElimination):
         (``lr_set.observe_in_chunks``): given the design the outcomes are independent, so any order that
         does not look at their values keeps exp(L_t(theta*) - P_t) a martingale; this one does not depend
         on the order the outcomes were told either (plates, retests)."""
-        counts = self.phase_counts
-        arm = np.repeat(np.arange(self.K), counts)
-        j = np.arange(arm.size) - np.repeat(np.cumsum(counts) - counts, counts)
+        arm, j = spread_order_ranked(self.phase_counts)
         offset = np.concatenate([[0], np.cumsum(self.planned)[:-1]])
         outcome = self.phase_outcomes[offset[arm] + j].astype(float)
-        seq = np.lexsort((arm, (j + 0.5) / counts[arm]))
-        observe_in_chunks(self._predictor, self.Z, self.n, self.sums, arm[seq], outcome[seq],
+        observe_in_chunks(self._predictor, self.Z, self.n, self.sums, arm, outcome,
                           self.n_samples - arm.size, self.d_eff, _CHUNK_GROWTH)
         pulled = np.flatnonzero(self.n)
         self._predictor.refit(self.Z[pulled], self.n[pulled], self.sums[pulled])

@@ -11,7 +11,8 @@ design (min over pi of ``max_a z_a^T Lambda^{-1} z_a``) is also D-optimal and at
 * :func:`wynn` - the same vertex with the open-loop step ``1/(k+2)`` (Wynn 1970).
 * :func:`greedy_g_allocation` - sequential greedy integer G-allocation ([SLM14]).
 * :func:`round_design` - design -> integer allocation summing exactly to n (Pukelsheim's efficient rounding).
-* :func:`spread_order` - integer allocation -> the tests in an order whose every prefix follows it.
+* :func:`spread_order` - integer allocation -> the tests in an order whose every prefix follows it
+  (:func:`spread_order_ranked` also gives each test's rank within its arm).
 
 Every function accepts features that do not span their ambient space: they are projected onto
 their span first, which leaves every variance ``z^T Lambda^+ z`` unchanged.
@@ -429,7 +430,14 @@ def spread_order(counts) -> np.ndarray:
     and RAGE-GLM (which predicts a phase's outcomes in this order too), the blocks of lin-tas and log-tas and the
     uniform baseline's batch are handed out in it. ``np.repeat(np.arange(K), counts)``, arm after arm, put a phase's
     first plates all on its lowest-numbered arm."""
+    return spread_order_ranked(counts)[0]
+
+
+def spread_order_ranked(counts) -> tuple[np.ndarray, np.ndarray]:
+    """``spread_order(counts)`` and, for each of its tests, j: its rank among its arm's tests (arm k's j-th test,
+    j = 0 .. counts[k] - 1, in order). RAGE-GLM needs j to find each outcome it predicts at its place in the phase."""
     counts = np.asarray(counts, dtype=np.int64).reshape(-1)
     arm = np.repeat(np.arange(counts.size), counts)
     j = np.arange(arm.size) - np.repeat(np.cumsum(counts) - counts, counts)
-    return arm[np.lexsort((arm, (j + 0.5) / counts[arm]))]
+    seq = np.lexsort((arm, (j + 0.5) / counts[arm]))
+    return arm[seq], j[seq]

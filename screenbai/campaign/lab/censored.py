@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass
 
 from .assay import Readout, concentration_factor
+from .numbers import CONTINUOUS_BOUND
 
 #: '>', '>=', '<', '<=' as labs write them (also the signs typed as one character, and '=>' / '=<')
 _SIGNS = {">": ">", ">=": ">=", "=>": ">=", "\u2265": ">=", "<": "<", "<=": "<=", "=<": "<=", "\u2264": "<="}
@@ -57,6 +58,17 @@ def split(text: str, *, decimal_comma: bool = False) -> tuple[str, float, str] |
     return _SIGNS[m.group(1)], float(number), (m.group(3) or "")
 
 
+def bound_parts(text: str) -> tuple[str, str, str] | None:
+    """A censored cell as (what is before its number, the number, what is after: "> ", "1.234", " nM"), None for a
+    cell that is not one: :func:`~screenbai.campaign.lab.numbers.read_two_ways` reads the number as it reads a plain
+    one (in a ';' file '.' may group thousands: > 1.234 is > 1234 there)."""
+    typed = text.strip()
+    m = _CELL.fullmatch(typed.replace("\u2212", "-"))
+    if m is None:
+        return None
+    return typed[: m.start(2)], m.group(2), typed[m.end(2) :]
+
+
 def settles(readout: Readout, relation: str, limit: float) -> bool | None:
     """Whether every value ``relation`` ``limit`` allows is a hit (True), none is (False), or it settles nothing."""
     assert readout.cutoff is not None
@@ -74,9 +86,19 @@ def settles(readout: Readout, relation: str, limit: float) -> bool | None:
     return None
 
 
-def read(readout: Readout, binary: bool, raw: str, *, decimal_comma: bool = False, control: bool = False):
+def read(
+    readout: Readout,
+    binary: bool,
+    raw: str,
+    *,
+    decimal_comma: bool = False,
+    control: bool = False,
+    two_ways: str | None = None,
+):
     """A results cell read as a censored value: :class:`Censored` when it settles the outcome, a string saying what is
-    wrong and what to write when it does not (or cannot be taken here), None for a cell that is no censored value."""
+    wrong and what to write when it does not (or cannot be taken here), None for a cell that is no censored value.
+    ``two_ways``: what :func:`~screenbai.campaign.lab.numbers.read_two_ways` says of the bound's number (> 1.234 in a
+    file of decimal commas), refused as a plain number is where a bound could be recorded."""
     parts = split(raw or "", decimal_comma=decimal_comma)
     if parts is None:
         return None
@@ -88,16 +110,15 @@ def read(readout: Readout, binary: bool, raw: str, *, decimal_comma: bool = Fals
             f"a censored value ({typed!r}) in a control well: a control's reading must be a value, the Z' of the "
             f"plate is computed from it; write the value measured{unit_name}, or 'failed'"
         )
-    if not binary or readout.cutoff is None:
-        why = (
-            "this campaign's algorithm is told the value itself (continuous), and a bound is none"
-            if not binary
-            else "this campaign's readout has no hit cutoff to settle it by"
-        )
+    if not binary:
+        return f"{typed!r}: {CONTINUOUS_BOUND}; write the value measured{unit_name}, or 'failed'"
+    if readout.cutoff is None:
         return (
-            f"a censored value ({typed!r}): {why}; write the value measured{unit_name} (the limit, "
-            f"{number:g}, if the lab takes it as the reading), or 'failed'"
+            f"a censored value ({typed!r}): this campaign's readout has no hit cutoff to settle it by; write the value "
+            f"measured{unit_name} (the limit, {number:g}, if the lab takes it as the reading), or 'failed'"
         )
+    if two_ways:
+        return two_ways
     limit = number
     if unit:
         converted = _in_declared_unit(readout, number, unit)

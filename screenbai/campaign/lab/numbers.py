@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 from screenbai.textfiles import comma_hint
 
@@ -25,7 +26,9 @@ _SPACES = "[ \u00a0\u202f]"
 _SPACE_GROUPED = re.compile(rf"[-+]?[1-9]\d{{0,2}}(?:{_SPACES}\d{{3}})+(?:,\d+)?")
 
 
-def read_two_ways(rows: list[tuple[int, list[str]]], col: int) -> dict[int, str]:
+def read_two_ways(
+    rows: list[tuple[int, list[str]]], col: int, bound: Callable[[str], tuple[str, str, str] | None] | None = None
+) -> dict[int, str]:
     """Line -> what is wrong, for the outcomes of a ``;``-separated file that read two ways.
 
     Excel saves CSV with ``;`` where the decimal separator is the comma, and there a '.' groups thousands:
@@ -33,32 +36,43 @@ def read_two_ways(rows: list[tuple[int, list[str]]], col: int) -> dict[int, str]
     (12,5); a number with a '.' in it then mixes two ways of writing numbers and is refused.  Without decimal
     commas a '.' is a decimal point when some outcome shows it (12.5, 0.125, 1234.5); when every outcome with
     a '.' could be thousands (1.234, 5.678), no value of the file says which, and those are refused too.
+    ``bound`` splits a censored cell into (what is before its number, the number, what is after: "> ", "1.234",
+    " nM"), None for another cell (:func:`~screenbai.campaign.lab.censored.bound_parts`): the bound's number is
+    read by the same rule, and shows the file's way of writing numbers as a plain one does.
     """
-    values = [(line, f[col].strip()) for line, f in rows if col < len(f)]
-    commas = [(line, v) for line, v in values if _DECIMAL_COMMA.fullmatch(v)]
-    grouped = [(line, v) for line, v in values if _GROUPED.fullmatch(v) and v.count(".") == 1 and "," not in v]
-    points = [(line, v) for line, v in values if _DECIMAL_POINT.fullmatch(v) and (line, v) not in grouped]
+    cells = []  # (line, the number, what the cell has before it, after it)
+    for line, f in rows:
+        if col < len(f):
+            v = f[col].strip()
+            parts = None if bound is None else bound(v)
+            before, number, after = ("", v, "") if parts is None else parts
+            cells.append((line, number, before, after))
+    commas = [c for c in cells if _DECIMAL_COMMA.fullmatch(c[1])]
+    grouped = [c for c in cells if _GROUPED.fullmatch(c[1]) and c[1].count(".") == 1 and "," not in c[1]]
+    points = [c for c in cells if _DECIMAL_POINT.fullmatch(c[1]) and c not in grouped]
     out: dict[int, str] = {}
     if commas:
-        first = f"line {commas[0][0]}: {commas[0][1]!r}"
-        for line, v in grouped:
+        line0, v0, b0, a0 = commas[0]
+        first = f"line {line0}: {b0 + v0 + a0!r}"
+        for line, v, b, a in grouped:
             out[line] = (
                 f"a '.' in a file that writes decimal commas ({first}): it reads {_thousands(v)} with '.' grouping "
                 f"thousands, as where the decimal separator is the comma, or {v} with '.' as the decimal point; "
-                f"write {_thousands(v)}, or {v.replace('.', ',')} for {v}, as the lab meant it"
+                f"write {b}{_thousands(v)}{a}, or {b}{v.replace('.', ',')}{a} for {b}{v}{a}, as the lab meant it"
             )
-        for line, v in points:
+        for line, v, b, a in points:
             out[line] = (
                 f"a decimal point in a file that writes decimal commas ({first}): the file mixes two ways of writing "
                 f"numbers (pasted from two sources?), so which one a number uses cannot be told; write "
-                f"{v.replace('.', ',')} if it is {v}"
+                f"{b}{v.replace('.', ',')}{a} if it is {b}{v}{a}"
             )
     elif grouped and not points:
-        for line, v in grouped:
+        for line, v, b, a in grouped:
             out[line] = (
                 f"in a ';'-separated file (as Excel saves CSV where the decimal separator is the comma) it reads "
                 f"{_thousands(v)} with '.' grouping thousands, or {v} with '.' as the decimal point, and no other "
-                f"outcome of the file says which; write {_thousands(v)}, or {v.replace('.', ',')} for {v}"
+                f"outcome of the file says which; write {b}{_thousands(v)}{a}, or {b}{v.replace('.', ',')}{a} for "
+                f"{b}{v}{a}"
             )
     return out
 
@@ -68,17 +82,38 @@ def _thousands(text: str) -> str:
     return text.replace(".", "")
 
 
+#: what to write for a failed well, the end of every "not a number" / "not 0 or 1" message
+_FAILED_WELL = "leave it empty / write 'failed' for a failed well"
 #: a 0/1 campaign (no readout declared) told a readout: what to write instead, and how such values can be recorded
 _BINARY_READOUT = (
     "this campaign records 0 or 1, with no readout or cutoff to compare it with: write 1 for a hit, 0 for none, or "
-    "'failed'; to record readouts such as '> 10000' as the hit or non-hit they settle, declare the readout at init "
-    "(--readout IC50 --unit nM --hit-below 1000)"
+    f"{_FAILED_WELL}; to record readouts such as '> 10000' as the hit or non-hit they settle, declare the readout at "
+    "init (--readout IC50 --unit nM --hit-below 1000)"
 )
+#: a continuous campaign told a censored value: it is told values, and a bound is none (lab/censored.py refuses it
+#: in the same words where a readout is declared)
+CONTINUOUS_BOUND = (
+    "a censored value cannot be recorded in a continuous campaign: its algorithm is told the value itself, and a "
+    "bound is none"
+)
+_CENSORED = re.compile(r"([<>]=?)\s*([-+]?\d+(?:\.\d+)?)")
 
 
-def _hint(text: str, binary: bool = False) -> str:
-    """What a lab's number that float() refuses most likely is: a decimal comma, a unit, a censored value
-    (``binary``: in a 0/1 campaign, which has no limit or unit to write)."""
+def _advice(text: str, binary: bool) -> str | None:
+    """The whole of what to write for a cell float() refuses, where the generic "write a number, or ..." would be
+    wrong or said twice: a readout (with its unit, or a bound) in a 0/1 campaign, a bound in a continuous one."""
+    if binary and re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text):
+        return f" (a readout with its unit?): {_BINARY_READOUT}"
+    if _CENSORED.fullmatch(text):
+        if binary:
+            return f" (a value beyond the assay's range?): {_BINARY_READOUT}"
+        return f" (a value beyond the assay's range?): {CONTINUOUS_BOUND}; write the value measured, or {_FAILED_WELL}"
+    return None
+
+
+def _hint(text: str) -> str:
+    """What a lab's number that float() refuses most likely is: a decimal comma, a unit, a thousands separator (a
+    bound, or a readout in a 0/1 campaign: ``_advice``)."""
     if text.lower() in ("n.d.", "nd", "n/a", "na", "-", "--"):
         return " (not determined? that is a failed well)"
     if re.fullmatch(r"#(N/A|[A-Z0-9/]+[!?])", text.upper()):  # #DIV/0!, #VALUE!, #NAME?, #N/A
@@ -95,19 +130,8 @@ def _hint(text: str, binary: bool = False) -> str:
         return f" ({comma_hint(text)})"
     if _SPACE_GROUPED.fullmatch(text):  # 5 000, 1 234,5
         return f" (a space grouping thousands? write {re.sub(_SPACES, '', text)})"
-    m = re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text)
-    if m:
-        if binary:
-            return f" (a readout with its unit? {_BINARY_READOUT})"
+    if re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text):
         return " (a unit after the number? write the number alone, in the unit declared at init)"
-    m = re.fullmatch(r"([<>]=?)\s*([-+]?\d+(?:\.\d+)?)", text)
-    if m:
-        if binary:
-            return f" (a value beyond the assay's range? {_BINARY_READOUT})"
-        return (
-            f" (a value beyond the assay's range? write the limit, {m.group(2)}, if it settles hit or not, "
-            "else 'failed')"
-        )
     return ""
 
 
@@ -126,7 +150,10 @@ def parse_outcome(raw: str | None, binary: bool, *, decimal_comma: bool = False)
         value = float(text)
     except ValueError:
         kind = "0 or 1" if binary else "a number"
-        return f"not {kind}{_hint(text, binary)}; write {kind}, or leave it empty / write 'failed' for a failed well"
+        advice = _advice(text, binary)
+        if advice is not None:
+            return f"not {kind}{advice}"
+        return f"not {kind}{_hint(text)}; write {kind}, or {_FAILED_WELL}"
     if not math.isfinite(value):
         return "not a finite number"
     if binary and value not in (0.0, 1.0):

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from screenbai.textfiles import formula_unsafe, not_utf8, open_text, table_rows
 
-from .censored import Censored
+from .censored import Censored, bound_parts
 from .grid import Grid, find_grid
 from .layout import PlateLayout, well_span
 from .numbers import parse_outcome, read_two_ways
@@ -317,7 +317,8 @@ def read_results(
         return open_wells.get((plate_id, compound))
 
     # a 0/1 outcome reads one way whatever the separators: 1.000 is 1 (1000 is no outcome), 0.000 is 0
-    two_ways = read_two_ways(rows, col["outcome"]) if sep == ";" and not binary else {}
+    bounds = None if censor is None else bound_parts  # a bound's number is read as a plain one
+    two_ways = read_two_ways(rows, col["outcome"], bounds) if sep == ";" and not binary else {}
     already: dict[str, dict[str, tuple[int, str]]] = {}  # plate -> well -> (line, the file that recorded it)
     unknown: dict[str | None, list[int]] = {}  # a plate id not of this campaign -> its lines
     # (plate, an empty edge well?) -> (line, well) of the rows naming a well the plate left empty or unused
@@ -413,7 +414,11 @@ def read_results(
                 "against the lab's record; if that well failed, write 'failed' in its outcome column"
             )
             continue
-        bound = None if censor is None or not raw else censor(raw, decimal_comma=sep == ";", control=info.arm < 0)
+        bound = (
+            None
+            if censor is None or not raw
+            else censor(raw, decimal_comma=sep == ";", control=info.arm < 0, two_ways=two_ways.get(line))
+        )
         value = (
             bound
             if isinstance(bound, str)
