@@ -40,6 +40,25 @@ def test_each_results_file_keeps_its_progress_point_and_repair_rebuilds_it(tmp_p
         assert camp.progress_history() == live
 
 
+def test_repair_keeps_the_points_before_a_restart(tmp_path):
+    """The replay of repair starts at the latest restart (what came before may be another version's proposals), so
+    the points before it are not rebuilt: repair kept only the later ones and lost the rest of the progress plot."""
+    from screenbai.campaign.state.changes import restart_algorithm
+
+    path = tmp_path / "c.campaign"
+    with new_campaign(path) as camp:
+        _run(camp, tmp_path, 2)
+        restart_algorithm(camp, reason="test")
+        assay = Assay(camp.features)
+        plate = camp.next_plate(8)
+        camp.record(write_results(tmp_path / "r9.csv", plate, assay(plate.arms)))
+        live = camp.progress_history()
+    assert len(live) == 3
+    Campaign.repair(path)
+    with Campaign.open(path) as camp:
+        assert camp.progress_history() == live
+
+
 def test_a_point_counts_only_the_outcomes_recorded_up_to_its_file(tmp_path):
     with new_campaign(tmp_path / "c.campaign") as camp:
         _run(camp, tmp_path, 3)

@@ -256,7 +256,9 @@ class Campaign(PolicyReplay):
                     why=FROM_START["repair"],
                 )
                 con.execute("DELETE FROM snapshots")
-                con.execute("DELETE FROM history")
+                # the replay starts at the latest restart: the points before it are kept as they were
+                restarted = con.execute("SELECT MAX(step) FROM events WHERE kind = 'restart'").fetchone()[0]
+                con.execute("DELETE FROM history WHERE step > ?", (restarted or 0,))
                 if plate_state:
                     store.put_snapshot(con, "plate", *plate_state)
                 if last:
