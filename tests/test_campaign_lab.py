@@ -1311,7 +1311,7 @@ def test_the_wells_route_of_each_draw_goes_to_the_compound_the_estimate_ranks_fi
     from screenbai.campaign.views.forecast import _shortcut
 
     class Wells:  # a stand-in for log-tas's own wells: 10 / (mean - 0.9) wells, once started at `done`
-        def stopping_shortcut(self, answer, means, done, plate=None):
+        def stopping_shortcut(self, answer, means, done, plate=None, rng=None):
             mean = float(np.ravel(means)[0])
             if mean <= 0.9:
                 return math.inf
@@ -1341,7 +1341,7 @@ def test_status_says_when_its_forecast_counts_on_the_wells_of_an_untested_compou
     class Wells:  # the stand-in of test_the_wells_route_of_each_draw_...: 10 / (mean - 0.9) wells
         m = 1
 
-        def stopping_shortcut(self, answer, means, done, plate=None):
+        def stopping_shortcut(self, answer, means, done, plate=None, rng=None):
             mean = float(np.ravel(means)[0])
             return math.inf if mean <= 0.9 else done + plate * math.ceil(10.0 / (mean - 0.9) / plate - 1e-9)
 
@@ -1997,7 +1997,7 @@ def test_the_own_wells_route_is_declared_by_the_rule_not_read_off_a_forecast():
         own_wells_route = True
 
     class Forecasting(StoppingRule):  # a second route of its own (say a budget's end), not the own wells
-        def shortcut_tests(self, answer, means, done, plate=None):
+        def shortcut_tests(self, answer, means, done, plate=None, rng=None):
             return 96.0
 
     def said(rule) -> str:

@@ -286,9 +286,7 @@ class Policy(_Declared):
         rule = self.stopping_rule
         if rule is None:
             return math.inf
-        if rng is None:
-            return rule.shortcut_tests(np.asarray(answer), np.asarray(means), done, plate)
-        return rule.shortcut_tests(np.asarray(answer), np.asarray(means), done, plate, rng=rng)
+        return rule.shortcut_tests(np.asarray(answer), np.asarray(means), done, plate, rng)
 
     def _certificate_model(self) -> tuple[str, tuple[str, ...]]:
         """(the model the certificate holds under, in words with its assumed constants; caveats

@@ -74,12 +74,12 @@ def settles(readout: Readout, relation: str, limit: float) -> bool | None:
     assert readout.cutoff is not None
     c = readout.cutoff
     if readout.direction == "below":  # a hit at value <= c
-        if (relation == "<" and limit <= c) or (relation == "<=" and limit <= c):
+        if relation in ("<", "<=") and limit <= c:
             return True
         if (relation == ">" and limit >= c) or (relation == ">=" and limit > c):
             return False
         return None
-    if (relation == ">" and limit >= c) or (relation == ">=" and limit >= c):  # a hit at value >= c
+    if relation in (">", ">=") and limit >= c:  # a hit at value >= c
         return True
     if (relation == "<" and limit <= c) or (relation == "<=" and limit < c):
         return False
@@ -127,7 +127,6 @@ def read(
         limit = converted
     hit = settles(readout, relation, limit)
     if hit is None:
-        unit_name = f" {readout.unit}" if readout.unit else ""
         return (
             f"a censored value ({typed!r}, {readout.name} {relation} {limit:g}{unit_name}) does not settle hit or "
             f"not: the hit cutoff is {readout.cutoff:g}{unit_name} ({readout.rule()}) and the value may lie either "

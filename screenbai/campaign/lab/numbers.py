@@ -97,12 +97,14 @@ CONTINUOUS_BOUND = (
     "bound is none"
 )
 _CENSORED = re.compile(r"([<>]=?)\s*([-+]?\d+(?:\.\d+)?)")
+#: a number with a unit after it (53 %, 12 nM)
+_WITH_UNIT = re.compile(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)")
 
 
 def _advice(text: str, binary: bool) -> str | None:
     """The whole of what to write for a cell float() refuses, where the generic "write a number, or ..." would be
     wrong or said twice: a readout (with its unit, or a bound) in a 0/1 campaign, a bound in a continuous one."""
-    if binary and re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text):
+    if binary and _WITH_UNIT.fullmatch(text):
         return f" (a readout with its unit?): {_BINARY_READOUT}"
     if _CENSORED.fullmatch(text):
         if binary:
@@ -130,7 +132,7 @@ def _hint(text: str) -> str:
         return f" ({comma_hint(text)})"
     if _SPACE_GROUPED.fullmatch(text):  # 5 000, 1 234,5
         return f" (a space grouping thousands? write {re.sub(_SPACES, '', text)})"
-    if re.fullmatch(r"([-+]?\d+(?:\.\d+)?)\s*(%|[a-zA-Zµμ]+)", text):
+    if _WITH_UNIT.fullmatch(text):
         return " (a unit after the number? write the number alone, in the unit declared at init)"
     return ""
 
@@ -140,7 +142,7 @@ def parse_outcome(raw: str | None, binary: bool, *, decimal_comma: bool = False)
     ``decimal_comma`` (a ``;``-separated file, as Excel saves CSV where the decimal separator is a comma)
     12,5 is 12.5."""
     text = (raw or "").strip().replace("\u2212", "-")  # a typeset minus sign (Word, a PDF report) is a minus
-    if decimal_comma and re.fullmatch(r"[-+]?\d*,\d+", text):
+    if decimal_comma and _DECIMAL_COMMA.fullmatch(text):
         text = text.replace(",", ".")
     if text.lower() in FAILED:
         return None

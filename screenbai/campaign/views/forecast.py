@@ -214,17 +214,15 @@ def _shortcut(inner, X: np.ndarray, model: str, done: float, plate: int, pick: n
         chosen = np.asarray(top_answer(X, pick, m))
         planned = inner.stopping_shortcut(chosen, means(chosen, pick), done, plate)
 
-    drawn = {} if rng is None else {"rng": rng}
-
     def tests(theta: np.ndarray) -> float:
         if pick is None:
             own = np.asarray(top_answer(X, theta, m))
-            return inner.stopping_shortcut(own, means(own, theta), done, plate, **drawn)
-        first = inner.stopping_shortcut(chosen, means(chosen, theta), done, plate, **drawn)
+            return inner.stopping_shortcut(own, means(own, theta), done, plate, rng=rng)
+        first = inner.stopping_shortcut(chosen, means(chosen, theta), done, plate, rng=rng)
         if math.isfinite(first) or not math.isfinite(planned):
             return first  # the chosen compounds pass the bar under theta, or get no wells at all: no pass over X
         own = np.asarray(top_answer(X, theta, m))
-        return inner.stopping_shortcut(own, means(own, theta), planned, plate, **drawn)  # wells fail: theta's own
+        return inner.stopping_shortcut(own, means(own, theta), planned, plate, rng=rng)  # wells fail: theta's own
 
     return tests
 
