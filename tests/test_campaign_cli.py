@@ -584,7 +584,7 @@ def test_the_cost_table_takes_log_tas_s_own_wells_as_the_forecast_does(tmp_path,
     from screenbai.bandits.core.policy import Policy
     from screenbai.campaign.views.forecast import prior_cost
 
-    monkeypatch.setattr(Policy, "stopping_shortcut", lambda self, answer, means, done, plate=None: 7.0)
+    monkeypatch.setattr(Policy, "stopping_shortcut", lambda self, answer, means, done, plate=None, rng=None: 7.0)
     camp = Campaign.create(tmp_path / "c.campaign", synthetic_library(K=400, d=3), "log-tas",
                            {"epsilon": 0.1, "delta": 0.05}, seed=1)
     lines = prior_cost(camp)
