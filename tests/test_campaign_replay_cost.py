@@ -97,3 +97,15 @@ def test_repair_and_an_open_without_the_saved_state_say_what_they_replay_as_an_u
     with Campaign.open(path) as c:  # the repaired snapshots: the same state, no replay, nothing said
         assert store.encode_state(c.policy.state_dict()) == state
     assert capsys.readouterr().err == ""
+
+
+def test_a_log_with_nothing_to_replay_says_nothing(tmp_path, capsys):
+    """A new campaign (a backtest's first open of its file) opened without its saved state has no plate to replay:
+    it printed "replayed: this screenbai proposes the same 0 plate(s)" on every backtest's stderr."""
+    from campaign_util import new_campaign
+
+    new_campaign(tmp_path / "new.campaign").close()
+    capsys.readouterr()
+    with Campaign.open(tmp_path / "new.campaign", use_snapshot=False) as c:
+        assert c.policy is not None
+    assert capsys.readouterr().err == ""

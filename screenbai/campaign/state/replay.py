@@ -290,7 +290,8 @@ class PolicyReplay:
         done = {"plate": 0, "record": 0}
 
         def line(what: str) -> None:
-            print(f"{self.path}: {what} (at {time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+            if n["plate"] or n["record"]:  # a log with nothing to replay (a new campaign) says nothing
+                print(f"{self.path}: {what} (at {time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
 
         line(why.format(counts=f"{n['plate']} plate(s), {n['record']} results file(s)"))
 
